@@ -1,0 +1,150 @@
+# smolder: one non-recursive Makefile.
+#
+#   make          build build/smolder (release: -O2)
+#   make deps     install the Debian packages the project needs (idempotent)
+#   make test     deps, then build everything with ASan+UBSan and run every test
+#   make run      deps, build, run the main job (see README.md)
+#   make bench    deps, build, run the benchmarks (see docs/benchmarks.md)
+#   make format   clang-format every C source
+#   V=1           show the commands
+#
+# Layout of build/: vmlinux.h and BPF skeletons in build/bpf/, release objects in
+# build/rel/, sanitized objects and test binaries in build/asan/, test workloads
+# (plain -O1 with frame pointers, no sanitizers) in build/workloads/.
+
+.DELETE_ON_ERROR:
+.SECONDARY:
+.SUFFIXES:
+MAKEFLAGS += --no-builtin-rules --no-print-directory
+
+V ?= 0
+ifeq ($(V),1)
+Q :=
+msg = @true
+else
+Q := @
+msg = @printf '  %-7s %s\n' '$(1)' '$(2)'
+endif
+
+BUILD   := build
+CC      ?= gcc
+CLANG   ?= clang
+BPFTOOL ?= bpftool
+ARCH    := x86
+
+# Recursive (=) so that pkg-config runs after `make deps` has installed it all.
+PKGS      := libbpf libelf zlib
+PKG_CFLAGS = $(shell pkg-config --cflags $(PKGS))
+PKG_LIBS   = $(shell pkg-config --libs $(PKGS))
+
+WARN      := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
+             -Wno-missing-field-initializers
+BASE_CFLAGS = -std=c17 -D_GNU_SOURCE -g $(WARN) -I. -I$(BUILD)/bpf $(PKG_CFLAGS) -MMD -MP
+REL_CFLAGS  = $(BASE_CFLAGS) -O2
+SAN_FLAGS  := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
+ASAN_CFLAGS = $(BASE_CFLAGS) -O1 $(SAN_FLAGS)
+
+# Every C source of the program; cli/main.c holds main().
+LIB_SRCS  := $(sort $(wildcard common/*.c agent/*.c collector/*.c store/*.c))
+MAIN_SRC  := cli/main.c
+BPF_SRCS  := $(wildcard bpf/*.bpf.c)
+SKELS     := $(patsubst bpf/%.bpf.c,$(BUILD)/bpf/%.skel.h,$(BPF_SRCS))
+
+REL_OBJS  := $(patsubst %.c,$(BUILD)/rel/%.o,$(LIB_SRCS))
+ASAN_OBJS := $(patsubst %.c,$(BUILD)/asan/%.o,$(LIB_SRCS))
+
+UNIT_TESTS  := $(patsubst tests/unit/%.c,$(BUILD)/asan/tests/%,$(wildcard tests/unit/test_*.c))
+INTEG_TESTS := $(patsubst tests/integration/%.c,$(BUILD)/asan/tests/%,$(wildcard tests/integration/test_*.c))
+WORKLOADS   := $(patsubst tests/workloads/%.c,$(BUILD)/workloads/%,$(wildcard tests/workloads/*.c))
+
+.PHONY: all deps test check run bench format clean
+all: $(BUILD)/smolder
+
+deps:
+	$(Q)bash deploy/debian-deps.sh
+
+# `make test` and `make run` install first, then build in a second make so that
+# pkg-config and the compilers exist when the rules are read.
+test: deps
+	$(Q)$(MAKE) check
+
+check: $(BUILD)/smolder $(BUILD)/asan/smolder $(UNIT_TESTS) $(INTEG_TESTS) $(WORKLOADS)
+	$(Q)bash tests/run.sh $(BUILD)
+
+run: deps
+	$(Q)$(MAKE) all
+	$(Q)bash deploy/run.sh $(BUILD)/smolder
+
+bench: deps
+	$(Q)$(MAKE) all $(WORKLOADS)
+	$(Q)bash bench/agent_overhead.sh
+
+format:
+	$(Q)clang-format -i $(LIB_SRCS) $(MAIN_SRC) $(wildcard */*.h bpf/*.bpf.c tests/*/*.c tests/*.h)
+
+clean:
+	$(Q)rm -rf $(BUILD)
+
+# ---- BPF -------------------------------------------------------------------
+$(BUILD)/bpf/vmlinux.h:
+	$(call msg,GEN,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(BPFTOOL) btf dump file /sys/kernel/btf/vmlinux format c > $@
+
+$(BUILD)/bpf/%.bpf.o: bpf/%.bpf.c $(BUILD)/bpf/vmlinux.h $(wildcard bpf/*.h)
+	$(call msg,BPF,$@)
+	$(Q)$(CLANG) -g -O2 -Wall -Werror -target bpf -D__TARGET_ARCH_$(ARCH) \
+		-I$(BUILD)/bpf -I. $(shell pkg-config --cflags libbpf) -c $< -o $@
+
+$(BUILD)/bpf/%.skel.h: $(BUILD)/bpf/%.bpf.o
+	$(call msg,SKEL,$@)
+	$(Q)$(BPFTOOL) gen skeleton $< > $@
+
+# ---- user space ------------------------------------------------------------
+$(BUILD)/rel/%.o: %.c | $(SKELS)
+	$(call msg,CC,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(REL_CFLAGS) -c $< -o $@
+
+$(BUILD)/asan/%.o: %.c | $(SKELS)
+	$(call msg,CC,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(ASAN_CFLAGS) -c $< -o $@
+
+$(BUILD)/rel/libsmolder.a: $(REL_OBJS)
+	$(call msg,AR,$@)
+	$(Q)rm -f $@ && ar rcs $@ $^
+
+$(BUILD)/asan/libsmolder.a: $(ASAN_OBJS)
+	$(call msg,AR,$@)
+	$(Q)rm -f $@ && ar rcs $@ $^
+
+$(BUILD)/smolder: $(BUILD)/rel/cli/main.o $(BUILD)/rel/libsmolder.a
+	$(call msg,LD,$@)
+	$(Q)$(CC) -o $@ $^ $(PKG_LIBS) -lpthread
+
+$(BUILD)/asan/smolder: $(BUILD)/asan/cli/main.o $(BUILD)/asan/libsmolder.a
+	$(call msg,LD,$@)
+	$(Q)$(CC) $(SAN_FLAGS) -o $@ $^ $(PKG_LIBS) -lpthread
+
+# ---- tests -----------------------------------------------------------------
+$(BUILD)/asan/tests/%: tests/unit/%.c $(BUILD)/asan/libsmolder.a tests/testutil.h
+	$(call msg,TEST,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(ASAN_CFLAGS) -Itests -o $@ $< $(BUILD)/asan/libsmolder.a \
+		$(PKG_LIBS) $(shell pkg-config --libs cmocka) -lpthread
+
+$(BUILD)/asan/tests/%: tests/integration/%.c $(BUILD)/asan/libsmolder.a tests/testutil.h
+	$(call msg,TEST,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(ASAN_CFLAGS) -Itests -o $@ $< $(BUILD)/asan/libsmolder.a \
+		$(PKG_LIBS) $(shell pkg-config --libs cmocka) -lpthread
+
+# Workloads of known shape: frame pointers on, no inlining, so stacks are exact.
+$(BUILD)/workloads/%: tests/workloads/%.c
+	$(call msg,CC,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) -std=c17 -D_GNU_SOURCE -O1 -g -fno-omit-frame-pointer -fno-inline \
+		-fno-optimize-sibling-calls -Wall -Wextra -Werror -o $@ $< -lpthread
+
+-include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# Installs the Debian 12 packages smolder needs to build, test and benchmark.
+# Idempotent and quick when everything is present: one dpkg-query, apt-get only for
+# what is missing. Run as root (CI and the project's machines are root).
+set -euo pipefail
+
+packages=(
+	# toolchain and BPF
+	make gcc clang llvm pkg-config bpftool libbpf-dev libelf-dev zlib1g-dev
+	# libraries the agent, collector and store use
+	libcurl4-openssl-dev libzstd-dev libsqlite3-dev protobuf-c-compiler
+	libprotobuf-c-dev libmicrohttpd-dev uthash-dev
+	# tests and benchmarks
+	libcmocka-dev python3 linux-perf procps binutils
+)
+
+missing=()
+for p in "${packages[@]}"; do
+	status=$(dpkg-query -W -f='${Status}' "$p" 2>/dev/null || true)
+	[[ "$status" == "install ok installed" ]] || missing+=("$p")
+done
+
+if ((${#missing[@]} == 0)); then
+	exit 0
+fi
+
+echo "deps: installing ${missing[*]}"
+if [[ $(id -u) -ne 0 ]]; then
+	echo "deps: must run as root to install packages" >&2
+	exit 1
+fi
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -qq
+apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
