@@ -1,0 +1,438 @@
+/* Loads, attaches and drains the sampling BPF program; see sampler.h and, for the
+ * map layout and the buffer swap, bpf/profile.h. */
+#include "agent/sampler.h"
+
+#include <errno.h>
+#include <linux/perf_event.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+
+#include "common/log.h"
+#include "profile.skel.h"
+
+#define DRAIN_BATCH 4096
+#define MAX_MAP_ENTRIES (1u << 22)
+
+struct sampler {
+	struct profile_bpf *skel;
+	struct bpf_link **links; /* one per sampled CPU */
+	unsigned nlinks;
+	struct ring_buffer *events;
+	sampler_event_fn event_cb; /* valid during sampler__poll_events */
+	void *event_ctx;
+	int stats_fd;
+	/* drain scratch, sized from counts_max */
+	struct profile_key *keys;
+	uint64_t *values;
+	uint64_t *stack_keys;
+	struct py_stack *pybuf; /* one stack read back from a pystacks map */
+	uint32_t counts_max, stacks_max, pystacks_max;
+};
+
+static uint32_t round_pow2(uint64_t n)
+{
+	uint32_t p = 1024;
+
+	while (p < n && p < MAX_MAP_ENTRIES)
+		p <<= 1;
+	return p;
+}
+
+static int open_cpu_clock(int cpu, unsigned frequency)
+{
+	struct perf_event_attr attr = {
+		.type = PERF_TYPE_SOFTWARE,
+		.config = PERF_COUNT_SW_CPU_CLOCK,
+		.size = sizeof(attr),
+		.freq = 1,
+		.sample_freq = frequency,
+	};
+	int fd = syscall(__NR_perf_event_open, &attr, -1, cpu, -1, PERF_FLAG_FD_CLOEXEC);
+
+	return fd < 0 ? -errno : fd;
+}
+
+static int attach_cpus(struct sampler *s, unsigned frequency)
+{
+	int ncpus = libbpf_num_possible_cpus();
+	int cpu, fd, err;
+
+	if (ncpus < 0)
+		return ncpus;
+	s->links = calloc(ncpus, sizeof(*s->links));
+	if (!s->links)
+		return -ENOMEM;
+	for (cpu = 0; cpu < ncpus; cpu++) {
+		fd = open_cpu_clock(cpu, frequency);
+		if (fd == -ENODEV)
+			continue; /* possible but offline */
+		if (fd < 0) {
+			log_error("sampler: failed to open perf event on cpu %d: %s", cpu,
+				  strerror(-fd));
+			return fd;
+		}
+		s->links[s->nlinks] = bpf_program__attach_perf_event(s->skel->progs.profile_sample, fd);
+		if (!s->links[s->nlinks]) {
+			err = -errno;
+			close(fd);
+			log_error("sampler: failed to attach to cpu %d: %s", cpu, strerror(-err));
+			return err;
+		}
+		s->nlinks++; /* the link owns fd now */
+	}
+	return s->nlinks ? 0 : -ENODEV;
+}
+
+static int set_sizes(struct sampler *s, const struct sampler_options *o, int ncpus)
+{
+	/* At most one counts entry and two stacks per sample of a window; the
+	 * rounding up to a power of two leaves room for frequency overshoot. */
+	uint64_t per_window = (uint64_t)ncpus * o->frequency * (o->window_sec ? o->window_sec : 10);
+	struct profile_bpf *skel = s->skel;
+	int err = 0;
+
+	s->counts_max = o->counts_max ? o->counts_max : round_pow2(per_window);
+	s->stacks_max = o->stacks_max ? o->stacks_max : round_pow2(per_window * 2);
+	if (s->counts_max > MAX_MAP_ENTRIES || s->stacks_max > MAX_MAP_ENTRIES)
+		return -EINVAL;
+	err = err ?: bpf_map__set_max_entries(skel->maps.counts0, s->counts_max);
+	err = err ?: bpf_map__set_max_entries(skel->maps.counts1, s->counts_max);
+	err = err ?: bpf_map__set_max_entries(skel->maps.stacks0, s->stacks_max);
+	err = err ?: bpf_map__set_max_entries(skel->maps.stacks1, s->stacks_max);
+	err = err ?: bpf_map__set_max_entries(skel->maps.pid_filter, o->npids ? o->npids : 1);
+	/* A Python stack is 3 KiB: size for every sample of a window being Python. */
+	s->pystacks_max = o->python ? round_pow2(per_window) : 1;
+	err = err ?: bpf_map__set_max_entries(skel->maps.pystacks0, s->pystacks_max);
+	err = err ?: bpf_map__set_max_entries(skel->maps.pystacks1, s->pystacks_max);
+	if (!o->python) {
+		err = err ?: bpf_map__set_max_entries(skel->maps.py_procs, 1);
+		err = err ?: bpf_map__set_max_entries(skel->maps.py_tstates, 1);
+	}
+	return err;
+}
+
+static int fill_pid_filter(struct sampler *s, const struct sampler_options *o)
+{
+	int fd = bpf_map__fd(s->skel->maps.pid_filter);
+	uint8_t yes = 1;
+	size_t i;
+	int err;
+
+	for (i = 0; i < o->npids; i++) {
+		err = bpf_map_update_elem(fd, &o->pids[i], &yes, BPF_ANY);
+		if (err)
+			return err;
+	}
+	return 0;
+}
+
+static int handle_event(void *ctx, void *data, size_t size)
+{
+	struct sampler *s = ctx;
+
+	if (size >= sizeof(struct profile_event) && s->event_cb)
+		s->event_cb(s->event_ctx, data);
+	return 0;
+}
+
+int sampler__open(const struct sampler_options *o, struct sampler **out)
+{
+	struct sampler *s;
+	int ncpus = libbpf_num_possible_cpus();
+	int err;
+
+	if (!o->frequency || o->frequency > 100000 || ncpus <= 0 ||
+	    (o->python && (!o->py_depth || o->py_depth > PY_MAX_DEPTH)))
+		return -EINVAL;
+	s = calloc(1, sizeof(*s));
+	if (!s)
+		return -ENOMEM;
+	s->stats_fd = -1;
+
+	s->skel = profile_bpf__open();
+	if (!s->skel) {
+		err = -errno;
+		log_error("sampler: failed to open BPF object: %s", strerror(-err));
+		goto out_free;
+	}
+	s->skel->rodata->filter_pids = o->npids > 0;
+	s->skel->rodata->include_idle = o->include_idle;
+	s->skel->rodata->python_enabled = o->python;
+	s->skel->rodata->py_depth = o->python ? o->py_depth : 1;
+	err = set_sizes(s, o, ncpus);
+	if (err)
+		goto out_free;
+
+	err = profile_bpf__load(s->skel);
+	if (err) {
+		log_error("sampler: failed to load BPF program: %s", strerror(-err));
+		goto out_free;
+	}
+	err = fill_pid_filter(s, o);
+	if (err)
+		goto out_free;
+
+	s->keys = calloc(DRAIN_BATCH, sizeof(*s->keys));
+	s->values = calloc(DRAIN_BATCH, sizeof(*s->values));
+	s->stack_keys = calloc(s->stacks_max > s->pystacks_max ? s->stacks_max : s->pystacks_max,
+			       sizeof(*s->stack_keys));
+	s->pybuf = malloc(sizeof(*s->pybuf));
+	if (!s->keys || !s->values || !s->stack_keys || !s->pybuf) {
+		err = -ENOMEM;
+		goto out_free;
+	}
+
+	s->events = ring_buffer__new(bpf_map__fd(s->skel->maps.events), handle_event, s, NULL);
+	if (!s->events) {
+		err = -errno;
+		goto out_free;
+	}
+	/* Exec events first, so no process execs unseen once samples flow. */
+	s->skel->links.profile_exec = bpf_program__attach(s->skel->progs.profile_exec);
+	if (!s->skel->links.profile_exec) {
+		err = -errno;
+		log_error("sampler: failed to attach exec tracepoint: %s", strerror(-err));
+		goto out_free;
+	}
+	err = attach_cpus(s, o->frequency);
+	if (err)
+		goto out_free;
+	*out = s;
+	return 0;
+
+out_free:
+	sampler__free(s);
+	return err;
+}
+
+void sampler__stop(struct sampler *s)
+{
+	unsigned i;
+
+	for (i = 0; i < s->nlinks; i++) {
+		bpf_link__destroy(s->links[i]);
+		s->links[i] = NULL;
+	}
+}
+
+void sampler__free(struct sampler *s)
+{
+	if (!s)
+		return;
+	sampler__stop(s);
+	free(s->links);
+	ring_buffer__free(s->events);
+	profile_bpf__destroy(s->skel);
+	if (s->stats_fd >= 0)
+		close(s->stats_fd);
+	free(s->keys);
+	free(s->values);
+	free(s->stack_keys);
+	free(s->pybuf);
+	free(s);
+}
+
+unsigned sampler__ncpus(const struct sampler *s)
+{
+	return s->nlinks;
+}
+
+int sampler__poll_events(struct sampler *s, int timeout_ms, sampler_event_fn cb, void *ctx)
+{
+	int n;
+
+	s->event_cb = cb;
+	s->event_ctx = ctx;
+	n = ring_buffer__poll(s->events, timeout_ms);
+	s->event_cb = NULL;
+	return n;
+}
+
+/* Makes the kernel wait until no program run can still see the previous value of
+ * active_buf: any update of an ARRAY_OF_MAPS ends with synchronize_rcu(). */
+static int wait_for_running_programs(struct sampler *s)
+{
+	int inner = bpf_map__fd(s->skel->maps.sync_dummy);
+	uint32_t zero = 0;
+
+	return bpf_map_update_elem(bpf_map__fd(s->skel->maps.sync), &zero, &inner, BPF_ANY);
+}
+
+/* Deletes every stack of a retired stack map (native or Python: both keyed by
+ * 64-bit hashes). */
+static int clear_stacks(struct sampler *s, int fd, uint32_t max)
+{
+	uint64_t key, *prev = NULL;
+	uint32_t n = 0, i;
+	int err;
+
+	while (n < max && bpf_map_get_next_key(fd, prev, &key) == 0) {
+		s->stack_keys[n] = key;
+		prev = &s->stack_keys[n++];
+	}
+	for (i = 0; i < n; i++) {
+		err = bpf_map_delete_elem(fd, &s->stack_keys[i]);
+		if (err && err != -ENOENT)
+			return err;
+	}
+	return 0;
+}
+
+static size_t lookup_stack(int fd, uint64_t key, struct profile_stack *st)
+{
+	if (!key || bpf_map_lookup_elem(fd, &key, st))
+		return 0;
+	return st->depth < PROFILE_MAX_DEPTH ? st->depth : PROFILE_MAX_DEPTH;
+}
+
+static const struct py_stack *lookup_pystack(struct sampler *s, int fd, uint64_t key)
+{
+	if (!key || bpf_map_lookup_elem(fd, &key, s->pybuf))
+		return NULL;
+	if (s->pybuf->depth > PY_MAX_DEPTH)
+		s->pybuf->depth = PY_MAX_DEPTH;
+	return s->pybuf;
+}
+
+static int report_batch(struct sampler *s, int stacks_fd, int pystacks_fd, uint32_t n,
+			sampler_sample_fn cb, void *ctx)
+{
+	struct profile_stack kst, ust;
+	struct sampler_sample smp;
+	uint32_t i;
+	int err;
+
+	for (i = 0; i < n; i++) {
+		const struct profile_key *k = &s->keys[i];
+
+		smp = (struct sampler_sample){
+			.key = k,
+			.count = s->values[i],
+			.kstack = kst.ips,
+			.kdepth = lookup_stack(stacks_fd, k->kstack, &kst),
+			.ustack = ust.ips,
+			.udepth = lookup_stack(stacks_fd, k->ustack, &ust),
+			.py = lookup_pystack(s, pystacks_fd, k->pystack),
+		};
+		err = cb(ctx, &smp);
+		if (err)
+			return err;
+	}
+	return 0;
+}
+
+int sampler__drain(struct sampler *s, sampler_sample_fn cb, void *ctx)
+{
+	uint32_t old = s->skel->bss->active_buf;
+	struct bpf_map *counts = old ? s->skel->maps.counts1 : s->skel->maps.counts0;
+	struct bpf_map *stacks = old ? s->skel->maps.stacks1 : s->skel->maps.stacks0;
+	struct bpf_map *pystacks = old ? s->skel->maps.pystacks1 : s->skel->maps.pystacks0;
+	int counts_fd = bpf_map__fd(counts), stacks_fd = bpf_map__fd(stacks);
+	int pystacks_fd = bpf_map__fd(pystacks);
+	uint64_t token = 0;
+	void *in = NULL;
+	uint32_t n;
+	int err, cb_err = 0;
+
+	__atomic_store_n(&s->skel->bss->active_buf, !old, __ATOMIC_SEQ_CST);
+	err = wait_for_running_programs(s);
+	if (err) {
+		log_error("sampler: failed to wait for program runs: %s", strerror(-err));
+		return err;
+	}
+
+	/* The retired buffer is ours alone now: read and delete it in batches. */
+	for (;;) {
+		n = DRAIN_BATCH;
+		err = bpf_map_lookup_and_delete_batch(counts_fd, in, &token, s->keys, s->values,
+						      &n, NULL);
+		if (err && err != -ENOENT)
+			break;
+		if (!cb_err)
+			cb_err = report_batch(s, stacks_fd, pystacks_fd, n, cb, ctx);
+		if (err == -ENOENT) {
+			err = 0;
+			break;
+		}
+		in = &token;
+	}
+	if (err)
+		log_error("sampler: failed to drain counts: %s", strerror(-err));
+	err = clear_stacks(s, stacks_fd, s->stacks_max) ?: err;
+	err = clear_stacks(s, pystacks_fd, s->pystacks_max) ?: err;
+	return cb_err ?: err;
+}
+
+int sampler__python_add(struct sampler *s, uint32_t pid, const struct py_proc *proc)
+{
+	return bpf_map_update_elem(bpf_map__fd(s->skel->maps.py_procs), &pid, proc, BPF_ANY);
+}
+
+int sampler__python_remove(struct sampler *s, uint32_t pid)
+{
+	return bpf_map_delete_elem(bpf_map__fd(s->skel->maps.py_procs), &pid);
+}
+
+void sampler__peek_python(struct sampler *s, sampler_pykey_fn want, sampler_pystack_fn cb,
+			  void *ctx)
+{
+	uint32_t active = __atomic_load_n(&s->skel->bss->active_buf, __ATOMIC_SEQ_CST);
+	int fd = bpf_map__fd(active ? s->skel->maps.pystacks1 : s->skel->maps.pystacks0);
+	uint64_t key, prev = 0;
+	uint32_t n = 0;
+
+	while (n++ < s->pystacks_max && !bpf_map_get_next_key(fd, n > 1 ? &prev : NULL, &key)) {
+		if (want(ctx, key) && !bpf_map_lookup_elem(fd, &key, s->pybuf) &&
+		    s->pybuf->depth <= PY_MAX_DEPTH)
+			cb(ctx, s->pybuf);
+		prev = key;
+	}
+}
+
+int sampler__read_loss(struct sampler *s, uint64_t out[PROFILE_LOSS_NR])
+{
+	int ncpus = libbpf_num_possible_cpus(), fd = bpf_map__fd(s->skel->maps.loss);
+	uint64_t *percpu = calloc(ncpus, sizeof(*percpu));
+	uint32_t i;
+	int c, err = 0;
+
+	if (!percpu)
+		return -ENOMEM;
+	for (i = 0; i < PROFILE_LOSS_NR; i++) {
+		out[i] = 0;
+		err = bpf_map_lookup_elem(fd, &i, percpu);
+		if (err)
+			break;
+		for (c = 0; c < ncpus; c++)
+			out[i] += percpu[c];
+	}
+	free(percpu);
+	return err;
+}
+
+int sampler__prog_stats(struct sampler *s, uint64_t *run_ns, uint64_t *run_cnt)
+{
+	struct bpf_prog_info info = {};
+	uint32_t len = sizeof(info);
+	int err = bpf_obj_get_info_by_fd(bpf_program__fd(s->skel->progs.profile_sample), &info,
+					 &len);
+
+	if (err)
+		return err;
+	*run_ns = info.run_time_ns;
+	*run_cnt = info.run_cnt;
+	return 0;
+}
+
+int sampler__enable_stats(struct sampler *s)
+{
+	if (s->stats_fd >= 0)
+		return 0;
+	s->stats_fd = bpf_enable_stats(BPF_STATS_RUN_TIME);
+	return s->stats_fd < 0 ? s->stats_fd : 0;
+}

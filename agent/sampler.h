@@ -1,0 +1,92 @@
+/* The kernel side of the agent: loads bpf/profile.bpf.c, sizes its maps from the
+ * options, attaches one cpu-clock perf event per online CPU, and hands user space
+ * the aggregates: sampler__drain() swaps the double buffer and reports every
+ * (thread, stacks) -> count of the window that just ended, with the stack
+ * addresses already looked up. The only user of libbpf.
+ *
+ * Single-threaded: every call on one sampler from one thread.
+ */
+#ifndef SMOLDER_SAMPLER_H
+#define SMOLDER_SAMPLER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "bpf/profile.h"
+#include "bpf/python.h"
+
+struct sampler_options {
+	unsigned frequency;   /* samples per second per CPU */
+	uint32_t counts_max;  /* entries of each counts map; 0: derived from window */
+	uint32_t stacks_max;  /* entries of each stack map; 0: derived from window */
+	unsigned window_sec;  /* expected drain interval, to derive map sizes */
+	const uint32_t *pids; /* processes to sample; npids == 0 means all */
+	size_t npids;
+	bool include_idle;    /* count the idle task instead of skipping it */
+	bool python;          /* walk Python stacks of processes added with python_add */
+	unsigned py_depth;    /* Python frames walked at most, 1..PY_MAX_DEPTH */
+};
+
+struct sampler;
+
+/* One aggregated sample. kstack/ustack are leaf first; depth 0 when absent. The
+ * arrays are valid only during the callback. */
+struct sampler_sample {
+	const struct profile_key *key;
+	uint64_t count;
+	const __u64 *kstack;
+	size_t kdepth;
+	const __u64 *ustack;
+	size_t udepth;
+	const struct py_stack *py; /* NULL: no Python part */
+};
+
+typedef int (*sampler_sample_fn)(void *ctx, const struct sampler_sample *s);
+typedef void (*sampler_event_fn)(void *ctx, const struct profile_event *ev);
+
+/* Loads and attaches. Returns 0, -EPERM without CAP_BPF/CAP_PERFMON, -EINVAL for a
+ * bad option, or another -errno. */
+int sampler__open(const struct sampler_options *opts, struct sampler **out);
+void sampler__free(struct sampler *s);
+
+/* Number of CPUs sampled. */
+unsigned sampler__ncpus(const struct sampler *s);
+
+/* Waits up to timeout_ms for new-process/exec events and calls cb for each.
+ * Returns the number of events handled or -errno (-EINTR when interrupted). */
+int sampler__poll_events(struct sampler *s, int timeout_ms, sampler_event_fn cb, void *ctx);
+
+/* Stops sampling (detaches the perf events); the counts stay for a last drain. */
+void sampler__stop(struct sampler *s);
+
+/* Swaps buffers, waits for in-flight program runs to finish, then calls cb for
+ * every entry of the retired buffer and clears it. A non-zero return from cb stops
+ * the callbacks (the buffer is still cleared) and is returned. */
+int sampler__drain(struct sampler *s, sampler_sample_fn cb, void *ctx);
+
+/* Tells the kernel to walk the Python stacks of pid with these offsets
+ * (python_add), or to stop (python_remove; -ENOENT when it was not added). */
+int sampler__python_add(struct sampler *s, uint32_t pid, const struct py_proc *proc);
+int sampler__python_remove(struct sampler *s, uint32_t pid);
+
+/* Walks the Python stacks recorded so far in the window being filled, without
+ * draining it, so the agent can read code objects while their process lives:
+ * want(key) says whether a stack is new to the caller, cb gets the new ones.
+ * Entries may be missed or seen twice (the kernel keeps adding). */
+typedef bool (*sampler_pykey_fn)(void *ctx, uint64_t key);
+typedef void (*sampler_pystack_fn)(void *ctx, const struct py_stack *st);
+void sampler__peek_python(struct sampler *s, sampler_pykey_fn want, sampler_pystack_fn cb,
+			  void *ctx);
+
+/* Cumulative per-reason counters, summed over CPUs. */
+int sampler__read_loss(struct sampler *s, uint64_t out[PROFILE_LOSS_NR]);
+
+/* Cumulative run time and run count of the sampling program; both 0 unless BPF
+ * statistics are on (sampler__enable_stats or kernel.bpf_stats_enabled=1). */
+int sampler__prog_stats(struct sampler *s, uint64_t *run_ns, uint64_t *run_cnt);
+
+/* Turns on BPF run-time statistics for as long as the sampler lives. */
+int sampler__enable_stats(struct sampler *s);
+
+#endif

@@ -1,0 +1,249 @@
+// SPDX-License-Identifier: GPL-2.0
+/* The sampling program: runs on every CPU at the agent's frequency (a
+ * PERF_COUNT_SW_CPU_CLOCK event per CPU), records who was running and both of its
+ * stacks, and counts the sample in the active counts map. Only these aggregates
+ * cross to user space. Map layouts and the double-buffer protocol are described in
+ * profile.h. A second program on sched_process_exec tells the agent about execs so
+ * it can snapshot the new image's mappings while the process lives.
+ */
+#include "vmlinux.h"
+#include <bpf/bpf_core_read.h>
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+
+#include "bpf/profile.h"
+
+char LICENSE[] SEC("license") = "GPL";
+
+#define EEXIST 17
+
+/* Set by the agent before load. */
+const volatile bool python_enabled = true;
+const volatile bool filter_pids = false;
+const volatile bool include_idle = false;
+
+/* Flipped by the agent between windows (see profile.h). */
+__u32 active_buf = 0;
+
+/* Map sizes are placeholders; the agent sets them from its options before load. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 16384);
+	__type(key, struct profile_key);
+	__type(value, __u64);
+} counts0 SEC(".maps"), counts1 SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 16384);
+	__type(key, __u64);
+	__type(value, struct profile_stack);
+} stacks0 SEC(".maps"), stacks1 SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct profile_stack);
+} scratch SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, PROFILE_LOSS_NR);
+	__type(key, __u32);
+	__type(value, __u64);
+} loss SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 1024);
+	__type(key, __u32);
+	__type(value, __u8);
+} pid_filter SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 32768);
+	__type(key, __u32);
+	__type(value, __u8);
+} seen_pids SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 256 * 1024);
+} events SEC(".maps");
+
+struct sync_inner {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u32);
+} sync_dummy SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY_OF_MAPS);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__array(values, struct sync_inner);
+} sync SEC(".maps") = {
+	.values = { &sync_dummy },
+};
+
+static __always_inline void count_loss(__u32 which)
+{
+	__u64 *n = bpf_map_lookup_elem(&loss, &which);
+
+	if (n)
+		*n += 1;
+}
+
+/* 64-bit FNV-1a over the addresses, then a final avalanche (splitmix64), so
+ * stacks that differ in one frame differ in every bit of the key. Never 0. */
+static __always_inline __u64 hash_stack(const struct profile_stack *st)
+{
+	__u64 h = 0xcbf29ce484222325ull;
+	__u32 i;
+
+	for (i = 0; i < PROFILE_MAX_DEPTH; i++) {
+		if (i >= st->depth)
+			break;
+		h = (h ^ st->ips[i]) * 0x100000001b3ull;
+	}
+	h ^= h >> 30;
+	h *= 0xbf58476d1ce4e5b9ull;
+	h ^= h >> 27;
+	h *= 0x94d049bb133111ebull;
+	h ^= h >> 31;
+	return h ? h : 1;
+}
+
+/* Captures one stack (flags: 0 kernel, BPF_F_USER_STACK user) into the window's
+ * stack map and returns its key, or 0 when it could not be recorded. */
+static __always_inline __u64 record_stack(struct bpf_perf_event_data *ctx, void *stacks,
+					  __u64 flags, __u32 fault_kind)
+{
+	__u32 zero = 0;
+	struct profile_stack *st = bpf_map_lookup_elem(&scratch, &zero);
+	long n, err;
+	__u64 key;
+
+	if (!st)
+		return 0;
+	n = bpf_get_stack(ctx, st->ips, sizeof(st->ips), flags);
+	if (n <= 0) {
+		count_loss(fault_kind);
+		return 0;
+	}
+	st->depth = n / sizeof(__u64);
+	key = hash_stack(st);
+	if (bpf_map_lookup_elem(stacks, &key))
+		return key; /* the common case: a stack seen before in this window */
+	err = bpf_map_update_elem(stacks, &key, st, BPF_NOEXIST);
+	if (err && err != -EEXIST) { /* EEXIST: the stack is already there */
+		count_loss(PROFILE_LOSS_STACK_FULL);
+		return 0;
+	}
+	return key;
+}
+
+#include "bpf/python.bpf.h"
+
+static __always_inline void announce(__u32 kind, __u32 pid)
+{
+	struct profile_event *ev = bpf_ringbuf_reserve(&events, sizeof(*ev), 0);
+
+	if (!ev) {
+		count_loss(PROFILE_LOSS_EVENTS_FULL);
+		return;
+	}
+	ev->kind = kind;
+	ev->pid = pid;
+	bpf_ringbuf_submit(ev, 0);
+}
+
+static __always_inline bool wanted(__u32 pid)
+{
+	return !filter_pids || bpf_map_lookup_elem(&pid_filter, &pid);
+}
+
+SEC("perf_event")
+int profile_sample(struct bpf_perf_event_data *ctx)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+	__u32 pid = id >> 32, tid = (__u32)id;
+	struct task_struct *task;
+	struct profile_key key = {};
+	void *counts, *stacks, *pystacks;
+	__u64 one = 1, *n;
+	__u8 yes = 1;
+	long err;
+
+	if (pid == 0 && !include_idle) {
+		count_loss(PROFILE_LOSS_IDLE);
+		return 0;
+	}
+	if (!wanted(pid))
+		return 0;
+	count_loss(PROFILE_LOSS_SAMPLES);
+
+	if (active_buf) {
+		counts = &counts1;
+		stacks = &stacks1;
+		pystacks = &pystacks1;
+	} else {
+		counts = &counts0;
+		stacks = &stacks0;
+		pystacks = &pystacks0;
+	}
+
+	task = bpf_get_current_task_btf();
+	key.pid = pid;
+	key.tid = tid;
+	BPF_CORE_READ_STR_INTO(&key.comm, task, group_leader, comm);
+
+	/* Kernel part only when the CPU was in kernel mode (CPL 0). The context
+	 * allows only whole 8-byte loads of a register, hence volatile. */
+	if ((*(volatile __u64 *)&ctx->regs.cs & 3) == 0)
+		key.kstack = record_stack(ctx, stacks, 0, PROFILE_LOSS_KSTACK_FAULT);
+
+	/* User part for any task with an address space: not kernel threads, nor a
+	 * task that has already released its memory on the way out (exit_mm). */
+	if (task->mm) {
+		key.ustack = record_stack(ctx, stacks, BPF_F_USER_STACK, PROFILE_LOSS_USTACK_FAULT);
+		if (python_enabled)
+			key.pystack = py_record(task, pid, tid, pystacks);
+		if (!bpf_map_lookup_elem(&seen_pids, &pid)) {
+			bpf_map_update_elem(&seen_pids, &pid, &yes, BPF_ANY);
+			announce(PROFILE_EVENT_NEW_PROCESS, pid);
+		}
+	}
+
+	n = bpf_map_lookup_elem(counts, &key);
+	if (n) {
+		__sync_fetch_and_add(n, 1);
+		return 0;
+	}
+	err = bpf_map_update_elem(counts, &key, &one, BPF_NOEXIST);
+	if (err == -EEXIST) {
+		/* Another CPU inserted the same key between our lookup and update. */
+		n = bpf_map_lookup_elem(counts, &key);
+		if (n)
+			__sync_fetch_and_add(n, 1);
+	} else if (err) {
+		count_loss(PROFILE_LOSS_COUNTS_FULL);
+	}
+	return 0;
+}
+
+SEC("tp_btf/sched_process_exec")
+int BPF_PROG(profile_exec, struct task_struct *p, pid_t old_pid, struct linux_binprm *bprm)
+{
+	__u32 pid = bpf_get_current_pid_tgid() >> 32;
+	__u8 yes = 1;
+
+	if (!wanted(pid))
+		return 0;
+	bpf_map_update_elem(&seen_pids, &pid, &yes, BPF_ANY);
+	announce(PROFILE_EVENT_EXEC, pid);
+	return 0;
+}

@@ -1,0 +1,90 @@
+/* The ABI between the sampling BPF program (profile.bpf.c) and the agent
+ * (agent/sampler.c): map key/value layouts and counter indices. Both sides include
+ * this file; fixed-width types only.
+ *
+ * Maps
+ *   counts0, counts1  HASH  struct profile_key -> __u64 samples. Double buffer: the
+ *                     program writes the one selected by .bss `active_buf`.
+ *   stacks0, stacks1  HASH  __u64 stack hash -> struct profile_stack, paired with
+ *                     counts0/1 so a window's stacks stay until it is drained.
+ *                     Not STACK_TRACE maps: those hold one stack per bucket and
+ *                     drop (-EEXIST) or overwrite a stack whose hash bucket is
+ *                     taken, so they need many times more buckets than stacks to
+ *                     lose few; a hash map chains, and a full 64-bit hash makes
+ *                     two stacks sharing a key vanishingly rare.
+ *   scratch           PERCPU_ARRAY  one struct profile_stack per CPU for
+ *                     bpf_get_stack() (too big for the BPF stack).
+ *   loss              PERCPU_ARRAY  __u64 per enum profile_loss (cumulative).
+ *   pid_filter        HASH  __u32 tgid -> __u8; consulted only when the rodata
+ *                     `filter_pids` is set.
+ *   seen_pids         LRU_HASH  __u32 tgid -> __u8: processes already announced.
+ *   events            RINGBUF  struct profile_event: "new process" and "exec", so
+ *                     the agent snapshots /proc/PID/maps while the process lives.
+ *   sync              ARRAY_OF_MAPS  never read by the program. Updating it makes
+ *                     the kernel wait for an RCU grace period, i.e. for every
+ *                     program run that may still use the old `active_buf` to end.
+ *
+ * The buffer swap (agent side): set active_buf = !active_buf; update `sync`; then
+ * the old pair belongs to the agent alone: drain counts, resolve stack ids, clear
+ * both, and it is ready to be the next active pair. No sample is lost or counted
+ * twice, because a program run reads active_buf once and uses that pair throughout.
+ */
+#ifndef SMOLDER_BPF_PROFILE_H
+#define SMOLDER_BPF_PROFILE_H
+
+#ifndef __VMLINUX_H__
+#include <linux/types.h>
+#endif
+
+#define PROFILE_COMM_LEN 16
+#define PROFILE_MAX_DEPTH 127 /* kernel's sysctl_perf_event_max_stack default */
+
+/* One aggregation bucket: a thread, its process name, and its two stacks. */
+struct profile_key {
+	__u32 pid;                    /* tgid as the root pid namespace sees it */
+	__u32 tid;                    /* thread id (root namespace) */
+	__u64 kstack;                 /* hash key in stacks<N>, or 0: no kernel part */
+	__u64 ustack;                 /* hash key in stacks<N>, or 0: no user part */
+	__u64 pystack;                /* hash key in pystacks<N>, or 0: no Python part */
+	char comm[PROFILE_COMM_LEN];  /* process (thread group leader) name */
+};
+
+/* A stack as bpf_get_stack() wrote it: leaf first. */
+struct profile_stack {
+	__u32 depth;                     /* valid entries of ips */
+	__u32 pad;
+	__u64 ips[PROFILE_MAX_DEPTH];    /* instruction pointer, then return addresses */
+};
+
+/* Why a sample could not be recorded (or was recorded incompletely). */
+enum profile_loss {
+	PROFILE_LOSS_KSTACK_FAULT = 0,   /* kernel stack unreadable (-EFAULT) */
+	PROFILE_LOSS_USTACK_FAULT,       /* user stack unreadable (-EFAULT) */
+	PROFILE_LOSS_STACK_FULL,         /* stack map full: stack left out of the sample */
+	PROFILE_LOSS_COUNTS_FULL,        /* counts map full: sample dropped */
+	PROFILE_LOSS_EVENTS_FULL,        /* ring buffer full: process not announced */
+	PROFILE_LOSS_PY_NO_TSTATE,       /* Python process, thread state not found */
+	PROFILE_LOSS_PY_READ_FAULT,      /* a Python frame could not be read: stack partial */
+	PROFILE_LOSS_PY_TRUNCATED,       /* deeper than the walk depth: outer frames cut */
+	PROFILE_LOSS_PY_STACK_FULL,      /* Python stack map full: Python part left out */
+	PROFILE_LOSS_SAMPLES,            /* not a loss: every sample the program counted */
+	PROFILE_LOSS_IDLE,               /* not a loss: idle-task samples skipped */
+	PROFILE_LOSS_PY_SAMPLES,         /* not a loss: samples of known Python processes */
+	PROFILE_LOSS_NR,
+};
+
+enum profile_event_kind {
+	PROFILE_EVENT_NEW_PROCESS = 1,
+	PROFILE_EVENT_EXEC = 2,
+};
+
+struct profile_event {
+	__u32 kind; /* enum profile_event_kind */
+	__u32 pid;  /* tgid */
+};
+
+_Static_assert(sizeof(struct profile_key) == 48, "profile_key layout");
+_Static_assert(sizeof(struct profile_stack) == 1024, "profile_stack layout");
+_Static_assert(sizeof(struct profile_event) == 8, "profile_event layout");
+
+#endif
