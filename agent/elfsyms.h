@@ -1,0 +1,75 @@
+/* Symbol tables of ELF files, parsed once with libelf and shared by every process
+ * that maps the same file.
+ *
+ * A struct elfsyms holds the function symbols of one file (.symtab when present,
+ * else .dynsym; both merged when both exist) sorted by address, plus the file's
+ * PT_LOAD segments, so that a file offset (what /proc/PID/maps gives) can be turned
+ * into the ELF virtual address the symbols use. That one translation handles PIE
+ * executables, non-PIE executables and shared libraries alike: no load bias needs
+ * to be known separately.
+ *
+ * The cache keys files by (device, inode, size, mtime), so thousands of processes
+ * sharing libc parse it once, and a binary replaced on disk is parsed again.
+ * Entries are reference counted: a process snapshot holds a reference to every
+ * file it maps, so frames of a process that exited (or whose binary was deleted)
+ * still resolve while the snapshot lives.
+ *
+ * Not thread-safe: one cache per symbolizing thread.
+ */
+#ifndef SMOLDER_ELFSYMS_H
+#define SMOLDER_ELFSYMS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+struct elfsyms;
+struct elfsyms_cache;
+
+/* Parses the ELF file open at fd (the fd is not kept). Returns 0, -ENOEXEC for a
+ * file that is not ELF, -E2BIG for one past the hard caps (more than 4Mi symbol
+ * table entries, a string table over 256 MiB), -ENOMEM, or another -errno. *out
+ * owns one reference.
+ *
+ * Symbols kept: STT_FUNC and STT_GNU_IFUNC, defined, at a non-zero address. Several
+ * names at one address keep one, chosen as perf does: sized over size 0, non-weak
+ * over weak, global over local, fewer leading underscores, longer name. */
+int elfsyms__from_fd(int fd, struct elfsyms **out);
+
+/* Parses an ELF image in memory (e.g. the vDSO). The bytes are copied for the
+ * duration of the call. Same returns as elfsyms__from_fd (-E2BIG past 1 GiB). */
+int elfsyms__from_memory(const void *image, size_t size, struct elfsyms **out);
+
+/* Drops one reference; frees at zero. Accepts NULL. */
+void elfsyms__put(struct elfsyms *e);
+struct elfsyms *elfsyms__get(struct elfsyms *e);
+
+/* Translates a file offset into the ELF virtual address, using the PT_LOAD segment
+ * that contains it. Returns 0, or -ENOENT when no segment covers the offset. */
+int elfsyms__offset_to_vaddr(const struct elfsyms *e, uint64_t file_offset, uint64_t *vaddr);
+
+/* Returns the name of the function symbol containing vaddr, writing the offset from
+ * its start to *offset when not NULL; NULL when none does. A symbol with size 0
+ * covers up to the next symbol (or the end of its section, if that comes first);
+ * a sized one ends at addr + size. The string is owned by e. */
+const char *elfsyms__lookup(const struct elfsyms *e, uint64_t vaddr, uint64_t *offset);
+
+/* Number of function symbols loaded, one per address (for tests and diagnostics). */
+size_t elfsyms__count(const struct elfsyms *e);
+
+/* max_files bounds the number of files kept (least recently used unreferenced
+ * files are dropped past it). */
+int elfsyms_cache__new(size_t max_files, struct elfsyms_cache **out);
+void elfsyms_cache__free(struct elfsyms_cache *c);
+
+/* Returns the symbols of the file at path, parsing it unless a file with the same
+ * (dev, inode, size, mtime) is cached. *out gets a new reference (elfsyms__put it).
+ * Returns 0 or -errno (-ENOENT, -EACCES, -ENOEXEC also for a file that is not a
+ * regular file, ...). References handed out stay valid after the cache is freed. */
+int elfsyms_cache__get(struct elfsyms_cache *c, const char *path, struct elfsyms **out);
+
+/* Number of distinct files parsed since creation (for tests and stats). */
+size_t elfsyms_cache__parsed(const struct elfsyms_cache *c);
+
+#endif

@@ -1,0 +1,579 @@
+/* Snapshots of /proc/PID/maps and symbolization of user addresses against them;
+ * see procmaps.h for the contract and the lifetime rules.
+ *
+ * A snapshot keeps only executable mappings, sorted by start address, each with a
+ * reference to the elfsyms of its file (shared through the elfsyms cache) and its
+ * display name in one arena per snapshot. It also records the process start time
+ * (field 22 of /proc/PID/stat), which tells a process apart from a later one that
+ * reuses its pid. "[vdso]" mappings share one parse of the agent's own vDSO: the
+ * kernel maps the same image into every native process. Snapshots live in a uthash
+ * table keyed by pid.
+ */
+#include "agent/procmaps.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <link.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/auxv.h>
+#include <unistd.h>
+
+/* A library must not exit on OOM: a failed HASH_ADD leaves the table unchanged,
+ * which the callers detect with HASH_COUNT. */
+#define HASH_NONFATAL_OOM 1
+#include <uthash.h>
+
+#include "agent/elfsyms.h"
+
+#define MAX_MAPPINGS	   65536	    /* executable mappings accepted per process */
+#define MAX_LINE	   (PATH_MAX + 256) /* longest /proc/PID/maps line accepted */
+#define MAX_VDSO	   (1u << 20)	    /* bytes of vDSO image accepted */
+#define ALIVE_IDLE_WINDOWS 6		    /* windows a live process's unused snapshot is kept */
+#define DELETED_SUFFIX	   " (deleted)"
+
+#if __ELF_NATIVE_CLASS == 64
+#define NATIVE_CLASS ELFCLASS64
+#else
+#define NATIVE_CLASS ELFCLASS32
+#endif
+
+enum map_kind {
+	MAP_FILE,    /* a path: symbols from the file when it parses */
+	MAP_VDSO,    /* "[vdso]" of a native process: the agent's own vDSO image */
+	MAP_SPECIAL, /* other named mappings: "[vsyscall]", "[anon:...]", 32-bit "[vdso]" */
+	MAP_ANON,    /* no name at all (JIT code, mostly) */
+};
+
+struct mapping {
+	uint64_t start;
+	uint64_t end;
+	uint64_t offset;      /* file offset of start */
+	struct elfsyms *syms; /* a reference; NULL when there are no symbols */
+	uint32_t name;	      /* offset into snap.names: base name or "[special]" */
+	enum map_kind kind;
+};
+
+struct snap {
+	UT_hash_handle hh;
+	uint32_t pid;
+	uint64_t start_time;  /* in clock ticks since boot; tells a reused pid apart */
+	uint64_t gen_taken;   /* proc_cache.gen when read */
+	uint64_t gen_used;    /* proc_cache.gen when last symbolized against */
+	struct mapping *maps; /* sorted by start, not overlapping */
+	size_t nmaps;
+	char *names;
+	char *exe; /* target of /proc/PID/exe at snapshot time, NULL if unknown */
+};
+
+struct proc_cache {
+	struct elfsyms_cache *files; /* borrowed */
+	unsigned keep_windows;
+	uint64_t gen;
+	struct snap *table;
+	size_t count;
+	struct elfsyms *vdso; /* the agent's own vDSO, NULL if unavailable */
+	bool vdso_tried;
+};
+
+/* Growing arrays while one snapshot is read. */
+struct builder {
+	struct mapping *maps;
+	size_t nmaps, cap;
+	char *names;
+	size_t names_len, names_cap;
+};
+
+int proc_cache__new(struct elfsyms_cache *files, unsigned keep_windows, struct proc_cache **out)
+{
+	struct proc_cache *pc = calloc(1, sizeof(*pc));
+
+	if (!pc)
+		return -ENOMEM;
+	pc->files = files;
+	pc->keep_windows = keep_windows;
+	*out = pc;
+	return 0;
+}
+
+static void snap_free(struct snap *s)
+{
+	size_t i;
+
+	if (!s)
+		return;
+	for (i = 0; i < s->nmaps; i++)
+		elfsyms__put(s->maps[i].syms);
+	free(s->maps);
+	free(s->names);
+	free(s->exe);
+	free(s);
+}
+
+void proc_cache__free(struct proc_cache *pc)
+{
+	struct snap *s, *tmp;
+
+	if (!pc)
+		return;
+	HASH_ITER (hh, pc->table, s, tmp) {
+		HASH_DEL(pc->table, s);
+		snap_free(s);
+	}
+	elfsyms__put(pc->vdso);
+	free(pc);
+}
+
+size_t proc_cache__size(const struct proc_cache *pc)
+{
+	return pc->count;
+}
+
+/* Reads field 22 (starttime) of /proc/PID/stat. -ESRCH when the process is gone. */
+static int read_start_time(uint32_t pid, uint64_t *start_time)
+{
+	char path[64], buf[1024], *p;
+	unsigned long long v;
+	size_t n;
+	FILE *f;
+	int i;
+
+	snprintf(path, sizeof(path), "/proc/%" PRIu32 "/stat", pid);
+	f = fopen(path, "re");
+	if (!f)
+		return errno == ENOENT ? -ESRCH : -errno;
+	n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[n] = '\0';
+	/* comm (field 2) may hold spaces and parentheses: fields resume after the last ')' */
+	p = strrchr(buf, ')');
+	if (!p)
+		return -ESRCH; /* an empty read: the process went away */
+	p++;
+	for (i = 3; i < 22; i++) { /* skip fields 3 to 21 */
+		p = strchr(p + 1, ' ');
+		if (!p)
+			return -EINVAL;
+	}
+	if (sscanf(p, " %llu", &v) != 1)
+		return -EINVAL;
+	*start_time = v;
+	return 0;
+}
+
+/* Size of the ELF image at base, from the end of its section header table and of
+ * its program headers' file ranges; 0 when it does not look like a native ELF. */
+static size_t vdso_image_size(const void *base)
+{
+	const ElfW(Ehdr) *eh = base;
+	const ElfW(Phdr) *ph = NULL;
+	uint64_t size, end;
+	unsigned i;
+
+	if (memcmp(eh->e_ident, ELFMAG, SELFMAG) || eh->e_ident[EI_CLASS] != NATIVE_CLASS ||
+	    eh->e_phentsize != sizeof(*ph))
+		return 0;
+	size = sizeof(*eh);
+	end = (uint64_t)eh->e_shoff + (uint64_t)eh->e_shnum * eh->e_shentsize;
+	if (end > size)
+		size = end;
+	end = (uint64_t)eh->e_phoff + (uint64_t)eh->e_phnum * eh->e_phentsize;
+	if (end > size)
+		size = end;
+	if (size > MAX_VDSO)
+		return 0;
+	ph = (const ElfW(Phdr) *)((const char *)base + eh->e_phoff);
+	for (i = 0; i < eh->e_phnum; i++) {
+		if (ph[i].p_type != PT_LOAD)
+			continue;
+		end = (uint64_t)ph[i].p_offset + ph[i].p_filesz;
+		if (end > size)
+			size = end;
+	}
+	return size > MAX_VDSO ? 0 : (size_t)size;
+}
+
+/* The agent's vDSO, parsed on first use; NULL if there is none. */
+static struct elfsyms *own_vdso(struct proc_cache *pc)
+{
+	unsigned long base;
+	size_t size;
+
+	if (!pc->vdso_tried) {
+		pc->vdso_tried = true;
+		base = getauxval(AT_SYSINFO_EHDR);
+		size = base ? vdso_image_size((const void *)base) : 0;
+		if (size && elfsyms__from_memory((const void *)base, size, &pc->vdso))
+			pc->vdso = NULL;
+	}
+	return pc->vdso;
+}
+
+static int add_name(struct builder *b, const char *name, size_t len, uint32_t *off)
+{
+	size_t ncap;
+	char *p;
+
+	if (b->names_len + len + 1 > b->names_cap) {
+		ncap = b->names_cap ? b->names_cap * 2 : 1024;
+		while (ncap < b->names_len + len + 1)
+			ncap *= 2;
+		p = realloc(b->names, ncap);
+		if (!p)
+			return -ENOMEM;
+		b->names = p;
+		b->names_cap = ncap;
+	}
+	memcpy(b->names + b->names_len, name, len);
+	b->names[b->names_len + len] = '\0';
+	*off = (uint32_t)b->names_len;
+	b->names_len += len + 1;
+	return 0;
+}
+
+static bool ends_with(const char *s, size_t len, const char *suffix)
+{
+	size_t n = strlen(suffix);
+
+	return len >= n && !memcmp(s + len - n, suffix, n);
+}
+
+/* Symbols of a file mapping: through the process's root first (its mount
+ * namespace), then through map_files, which also reaches deleted files. NULL when
+ * neither parses. */
+static struct elfsyms *map_symbols(struct proc_cache *pc, uint32_t pid, const struct mapping *m,
+				   const char *path, bool deleted)
+{
+	char buf[PATH_MAX + 64];
+	struct elfsyms *e = NULL;
+	int n, err;
+
+	if (!deleted) {
+		n = snprintf(buf, sizeof(buf), "/proc/%" PRIu32 "/root%s", pid, path);
+		if (n > 0 && (size_t)n < sizeof(buf)) {
+			err = elfsyms_cache__get(pc->files, buf, &e);
+			if (!err)
+				return e;
+			if (err == -ENOEXEC || err == -E2BIG)
+				return NULL; /* opened, but the same bytes will not parse */
+		}
+	}
+	snprintf(buf, sizeof(buf), "/proc/%" PRIu32 "/map_files/%" PRIx64 "-%" PRIx64, pid,
+		 m->start, m->end);
+	if (!elfsyms_cache__get(pc->files, buf, &e))
+		return e;
+	return NULL;
+}
+
+/* Parses one maps line and appends it if executable. Returns 0 or -errno. */
+static int add_line(struct proc_cache *pc, uint32_t pid, struct builder *b, char *line)
+{
+	uint64_t start, end, offset;
+	const char *path, *base;
+	struct mapping *m;
+	size_t len, ncap;
+	char perms[5];
+	bool deleted;
+	int pos = -1;
+	void *p;
+	int err;
+
+	if (sscanf(line, "%" SCNx64 "-%" SCNx64 " %4s %" SCNx64 " %*s %*u %n", &start, &end, perms,
+		   &offset, &pos) != 4)
+		return 0;
+	if (strlen(perms) < 3 || perms[2] != 'x' || end <= start)
+		return 0;
+	path = pos >= 0 ? line + pos : "";
+	len = strcspn(path, "\n");
+
+	if (b->nmaps == MAX_MAPPINGS)
+		return -E2BIG;
+	if (b->nmaps == b->cap) {
+		ncap = b->cap ? b->cap * 2 : 64;
+		p = realloc(b->maps, ncap * sizeof(*b->maps));
+		if (!p)
+			return -ENOMEM;
+		b->maps = p;
+		b->cap = ncap;
+	}
+	m = &b->maps[b->nmaps];
+	*m = (struct mapping){.start = start, .end = end, .offset = offset};
+
+	if (!len) {
+		m->kind = MAP_ANON;
+		err = add_name(b, "[unknown]", strlen("[unknown]"), &m->name);
+	} else if (path[0] == '/') {
+		m->kind = MAP_FILE;
+		deleted = ends_with(path, len, DELETED_SUFFIX);
+		if (deleted)
+			len -= strlen(DELETED_SUFFIX);
+		line[path - line + len] = '\0';
+		base = strrchr(path, '/') + 1;
+		err = add_name(b, base, strlen(base), &m->name);
+		if (!err)
+			m->syms = map_symbols(pc, pid, m, path, deleted);
+	} else {
+		/* A 32-bit (or x32) process has its own vDSO image, and none of its
+		 * mappings lies above 4 GiB, while a native 64-bit one's vDSO always does. */
+		m->kind = len == strlen("[vdso]") && !memcmp(path, "[vdso]", len) &&
+				  (sizeof(void *) == 4 || end > UINT32_MAX)
+			      ? MAP_VDSO
+			      : MAP_SPECIAL;
+		err = add_name(b, path, len, &m->name);
+		if (!err && m->kind == MAP_VDSO)
+			m->syms = elfsyms__get(own_vdso(pc));
+	}
+	if (err)
+		return err;
+	b->nmaps++;
+	return 0;
+}
+
+static int cmp_mapping(const void *pa, const void *pb)
+{
+	const struct mapping *a = pa, *b = pb;
+
+	return a->start < b->start ? -1 : a->start > b->start;
+}
+
+/* Reads /proc/PID/maps into a new snapshot. */
+static int read_snapshot(struct proc_cache *pc, uint32_t pid, struct snap **out)
+{
+	char path[64], exe[PATH_MAX], *line;
+	struct builder b = {0};
+	bool skipping = false;
+	struct snap *s;
+	size_t i, len;
+	ssize_t n;
+	FILE *f;
+	int err;
+
+	s = calloc(1, sizeof(*s));
+	line = malloc(MAX_LINE + 2);
+	if (!s || !line) {
+		err = -ENOMEM;
+		goto out_free_snap;
+	}
+	s->pid = pid;
+	err = read_start_time(pid, &s->start_time);
+	if (err)
+		goto out_free_snap;
+
+	snprintf(path, sizeof(path), "/proc/%" PRIu32 "/maps", pid);
+	f = fopen(path, "re");
+	if (!f) {
+		err = errno == ENOENT ? -ESRCH : -errno;
+		goto out_free_snap;
+	}
+	while (fgets(line, MAX_LINE + 2, f)) {
+		len = strlen(line);
+		if (!len)
+			continue;
+		if (skipping) { /* the tail of an over-long line */
+			skipping = line[len - 1] != '\n';
+			continue;
+		}
+		if (line[len - 1] != '\n' && !feof(f)) {
+			skipping = true;
+			continue;
+		}
+		err = add_line(pc, pid, &b, line);
+		if (err)
+			goto out_free_builder;
+	}
+	if (ferror(f)) {
+		err = errno == ESRCH ? -ESRCH : -EIO;
+		goto out_free_builder;
+	}
+	fclose(f);
+	f = NULL;
+
+	snprintf(path, sizeof(path), "/proc/%" PRIu32 "/exe", pid);
+	n = readlink(path, exe, sizeof(exe));
+	if (n > 0 && (size_t)n < sizeof(exe)) {
+		s->exe = strndup(exe, (size_t)n);
+		if (!s->exe) {
+			err = -ENOMEM;
+			goto out_free_builder;
+		}
+	}
+	if (b.nmaps > 1)
+		qsort(b.maps, b.nmaps, sizeof(*b.maps), cmp_mapping);
+	s->maps = b.maps;
+	s->nmaps = b.nmaps;
+	s->names = b.names;
+	free(line);
+	*out = s;
+	return 0;
+
+out_free_builder:
+	if (f)
+		fclose(f);
+	for (i = 0; i < b.nmaps; i++)
+		elfsyms__put(b.maps[i].syms);
+	free(b.maps);
+	free(b.names);
+out_free_snap:
+	free(line);
+	snap_free(s);
+	return err;
+}
+
+static struct snap *find_snap(const struct proc_cache *pc, uint32_t pid)
+{
+	struct snap *s;
+
+	HASH_FIND(hh, pc->table, &pid, sizeof(pid), s);
+	return s;
+}
+
+static void drop_snap(struct proc_cache *pc, struct snap *s)
+{
+	HASH_DEL(pc->table, s);
+	pc->count--;
+	snap_free(s);
+}
+
+int proc_cache__snapshot(struct proc_cache *pc, uint32_t pid)
+{
+	struct snap *s, *old;
+	int err;
+
+	err = read_snapshot(pc, pid, &s);
+	if (err)
+		return err;
+	s->gen_taken = s->gen_used = pc->gen;
+	old = find_snap(pc, pid);
+	if (old)
+		drop_snap(pc, old);
+	HASH_ADD(hh, pc->table, pid, sizeof(s->pid), s);
+	if (HASH_COUNT(pc->table) != pc->count + 1) {
+		snap_free(s);
+		return -ENOMEM; /* the old snapshot is gone too: it described an older exec */
+	}
+	pc->count++;
+	return 0;
+}
+
+static const struct mapping *find_mapping(const struct snap *s, uint64_t addr)
+{
+	size_t lo = 0, hi = s->nmaps, mid;
+
+	while (lo < hi) { /* first mapping starting above addr */
+		mid = lo + (hi - lo) / 2;
+		if (s->maps[mid].start <= addr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo && addr < s->maps[lo - 1].end)
+		return &s->maps[lo - 1];
+	return NULL;
+}
+
+/* After a miss: is the snapshot worth reading again? Yes when the pid now belongs
+ * to another process, or when the snapshot predates this window and the process
+ * lives (it may have mapped a library since). */
+static bool should_refresh(const struct proc_cache *pc, const struct snap *s)
+{
+	uint64_t start_time;
+
+	if (read_start_time(s->pid, &start_time))
+		return false;
+	return start_time != s->start_time || s->gen_taken < pc->gen;
+}
+
+static int resolve(const struct snap *s, const struct mapping *m, uint64_t addr, char *buf,
+		   size_t len)
+{
+	uint64_t file_offset = addr - m->start + m->offset, vaddr;
+	const char *name = s->names + m->name;
+	const char *sym;
+
+	switch (m->kind) {
+	case MAP_ANON:
+		break;
+	case MAP_SPECIAL:
+		snprintf(buf, len, "%s+0x%" PRIx64, name, addr - m->start);
+		return -ENOENT;
+	case MAP_FILE:
+	case MAP_VDSO:
+		if (!m->syms || elfsyms__offset_to_vaddr(m->syms, file_offset, &vaddr)) {
+			snprintf(buf, len, "%s+0x%" PRIx64, name, file_offset);
+			return -ENOENT;
+		}
+		sym = elfsyms__lookup(m->syms, vaddr, NULL);
+		if (sym) {
+			snprintf(buf, len, "%s", sym);
+			return 0;
+		}
+		snprintf(buf, len, "%s+0x%" PRIx64, name, vaddr);
+		return -ENOENT;
+	}
+	snprintf(buf, len, "[unknown]");
+	return -ENOENT;
+}
+
+int proc_cache__symbolize(struct proc_cache *pc, uint32_t pid, uint64_t addr, char *buf, size_t len)
+{
+	const struct mapping *m = NULL;
+	struct snap *s;
+
+	s = find_snap(pc, pid);
+	if (!s && !proc_cache__snapshot(pc, pid))
+		s = find_snap(pc, pid);
+	if (s) {
+		m = find_mapping(s, addr);
+		if (!m && should_refresh(pc, s) && !proc_cache__snapshot(pc, pid)) {
+			s = find_snap(pc, pid);
+			m = find_mapping(s, addr);
+		}
+		s->gen_used = pc->gen;
+	}
+	if (!len)
+		return -ENOENT;
+	if (!m) {
+		snprintf(buf, len, "[unknown]");
+		return -ENOENT;
+	}
+	return resolve(s, m, addr, buf, len);
+}
+
+const char *proc_cache__exe(struct proc_cache *pc, uint32_t pid)
+{
+	struct snap *s = find_snap(pc, pid);
+
+	return s ? s->exe : NULL;
+}
+
+/* Does the process the snapshot was taken of still exist? A pid now used by
+ * another process (a different start time) counts as gone. */
+static bool snap_is_alive(const struct snap *s)
+{
+	uint64_t start_time;
+
+	if (kill((pid_t)s->pid, 0) && errno == ESRCH)
+		return false;
+	return !read_start_time(s->pid, &start_time) && start_time == s->start_time;
+}
+
+void proc_cache__end_window(struct proc_cache *pc)
+{
+	uint64_t idle, alive_limit = pc->keep_windows > ALIVE_IDLE_WINDOWS ? pc->keep_windows
+									   : ALIVE_IDLE_WINDOWS;
+	struct snap *s, *tmp;
+
+	HASH_ITER (hh, pc->table, s, tmp) {
+		/* windows ended without a use, counting the one ending now */
+		idle = pc->gen - s->gen_used;
+		if (idle < pc->keep_windows)
+			continue;
+		if (idle >= alive_limit || !snap_is_alive(s))
+			drop_snap(pc, s);
+	}
+	pc->gen++;
+}

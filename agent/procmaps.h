@@ -1,0 +1,70 @@
+/* Per-process memory maps, kept long enough to symbolize a process after it exits.
+ *
+ * A snapshot is /proc/PID/maps as read at one moment, with a reference to the
+ * parsed symbols (elfsyms) of every executable file mapping. The agent takes a
+ * snapshot as soon as the kernel reports a new process or an exec, so samples of a
+ * process that exits before the next drain still resolve. Files are opened through
+ * /proc/PID/root/<path> so processes in other mount namespaces (containers) resolve
+ * too, and through /proc/PID/map_files/ for deleted files.
+ *
+ * User addresses resolve to the symbol name, else "module+0xOFFSET" (module is the
+ * file's base name, OFFSET the ELF virtual address, or the file offset when no
+ * PT_LOAD segment covers it or the file could not be parsed), else "[unknown]".
+ * Executable mappings without a file: "[vdso]" resolves against the agent's own
+ * vDSO (the same image in every native process; 32-bit processes get
+ * "[vdso]+0xOFFSET"); other named ones ("[vsyscall]", "[anon:NAME]") give
+ * "NAME+0xOFFSET" with OFFSET from the mapping start; anonymous ones (JIT code)
+ * give "[unknown]". Only executable mappings are kept, at most 65536 per process;
+ * maps lines longer than PATH_MAX + 256 bytes are skipped.
+ *
+ * Lifetime: proc_cache__end_window() advances a generation counter; a snapshot of a
+ * process that no longer exists is freed once it went unused for keep_windows
+ * generations (windows ended without a proc_cache__symbolize() of it, counting the
+ * one ending). A snapshot of a live process is kept while used, and freed after
+ * max(keep_windows, 6) unused windows to bound memory; it is read again on demand.
+ * A pid reused by a new process is told apart by its start time (field 22 of
+ * /proc/PID/stat, in clock ticks: reuse within one tick, 10 ms, goes unnoticed).
+ * Not thread-safe.
+ */
+#ifndef SMOLDER_PROCMAPS_H
+#define SMOLDER_PROCMAPS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct elfsyms_cache;
+struct proc_cache;
+
+/* files is borrowed and must outlive the cache. */
+int proc_cache__new(struct elfsyms_cache *files, unsigned keep_windows, struct proc_cache **out);
+void proc_cache__free(struct proc_cache *pc);
+
+/* Reads /proc/PID/maps now and loads the symbols of its executable mappings,
+ * replacing any older snapshot of pid (an exec). Returns 0, -ESRCH when the
+ * process is gone (the older snapshot, if any, is kept), -E2BIG past 65536
+ * executable mappings, or -errno. A file that cannot be opened or parsed is no
+ * error: its frames get the "module+0x" fallback. */
+int proc_cache__snapshot(struct proc_cache *pc, uint32_t pid);
+
+/* Writes the frame name for a user address of pid into buf (always NUL-terminated
+ * when len > 0, truncated to len). Takes a snapshot if pid has none; if addr lies
+ * outside every mapping of a snapshot taken before the current generation and the
+ * process is alive, takes a new one first (a library loaded since); so it does,
+ * in any generation, when the pid now belongs to a process with another start
+ * time. Returns 0 when a symbol was found, -ENOENT when the name is a fallback
+ * ("module+0x..", "[unknown]"), also when no snapshot could be taken. */
+int proc_cache__symbolize(struct proc_cache *pc, uint32_t pid, uint64_t addr, char *buf,
+			  size_t len);
+
+/* Path of the main executable of pid as seen in its snapshot, or NULL. Valid until
+ * the next call that may replace or free the snapshot. */
+const char *proc_cache__exe(struct proc_cache *pc, uint32_t pid);
+
+/* Ends a drain window: advances the generation and frees stale snapshots of
+ * processes that have exited (and long-unused ones of live processes, see above). */
+void proc_cache__end_window(struct proc_cache *pc);
+
+/* Number of snapshots held (for tests and stats). */
+size_t proc_cache__size(const struct proc_cache *pc);
+
+#endif
