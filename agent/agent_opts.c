@@ -1,0 +1,212 @@
+/* Parsing and validation of `smolder agent` options; see agent_opts.h. */
+#include "agent/agent_opts.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+const char agent_options_usage[] =
+	"usage: smolder agent [options]\n"
+	"Samples every CPU (or the given processes) and writes folded stacks.\n"
+	"\n"
+	"  -p, --pid PID         sample only this process (repeatable; default: all)\n"
+	"  -d, --duration SEC    stop after SEC seconds (default: until SIGINT/SIGTERM)\n"
+	"  -F, --frequency HZ    samples per second per CPU (default 99)\n"
+	"  -w, --window SEC      aggregation window (default 10)\n"
+	"  -o, --output FILE     write folded stacks to FILE, rewritten atomically after\n"
+	"                        every window with the whole run so far; '-' (default)\n"
+	"                        prints each window's stacks to stdout as it ends\n"
+	"  -l, --label KEY=VALUE attach a label to every sample (repeatable)\n"
+	"      --include-idle    count the idle task instead of skipping it\n"
+	"      --max-stacks N    entries per stack map (default: from window and CPUs)\n"
+	"      --bpf-stats       measure the BPF program's run time and report it\n"
+	"  -v, --verbose         print statistics after every window (-vv: debug log)\n"
+	"  -h, --help            show this help\n";
+
+enum { OPT_INCLUDE_IDLE = 256, OPT_MAX_STACKS, OPT_BPF_STATS };
+
+static const struct option long_options[] = {
+	{ "pid", required_argument, NULL, 'p' },
+	{ "duration", required_argument, NULL, 'd' },
+	{ "frequency", required_argument, NULL, 'F' },
+	{ "window", required_argument, NULL, 'w' },
+	{ "output", required_argument, NULL, 'o' },
+	{ "label", required_argument, NULL, 'l' },
+	{ "verbose", no_argument, NULL, 'v' },
+	{ "help", no_argument, NULL, 'h' },
+	{ "include-idle", no_argument, NULL, OPT_INCLUDE_IDLE },
+	{ "max-stacks", required_argument, NULL, OPT_MAX_STACKS },
+	{ "bpf-stats", no_argument, NULL, OPT_BPF_STATS },
+	{ NULL, 0, NULL, 0 },
+};
+
+static int fail(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+static int fail(char *err, size_t errlen, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(err, errlen, fmt, ap);
+	va_end(ap);
+	return -EINVAL;
+}
+
+/* Parses a decimal in [min, max]; the whole string must be the number. */
+static int parse_uint(const char *s, unsigned long min, unsigned long max, unsigned long *out)
+{
+	char *end;
+	unsigned long v;
+
+	if (!*s || *s == '-' || *s == '+')
+		return -EINVAL;
+	errno = 0;
+	v = strtoul(s, &end, 10);
+	if (errno || *end || v < min || v > max)
+		return -EINVAL;
+	*out = v;
+	return 0;
+}
+
+static bool is_label_key(const char *k, size_t len)
+{
+	size_t i;
+
+	if (!len || len > 64)
+		return false;
+	for (i = 0; i < len; i++) {
+		char c = k[i];
+		bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_' ||
+			  (i > 0 && c >= '0' && c <= '9');
+		if (!ok)
+			return false;
+	}
+	return true;
+}
+
+static int add_label(struct agent_options *o, const char *arg, char *err, size_t errlen)
+{
+	const char *eq = strchr(arg, '=');
+	struct agent_label *l;
+
+	if (!eq || !is_label_key(arg, (size_t)(eq - arg)))
+		return fail(err, errlen, "--label wants KEY=VALUE with KEY of [A-Za-z_][A-Za-z0-9_]*: '%s'", arg);
+	if (strlen(eq + 1) > 1024)
+		return fail(err, errlen, "--label value longer than 1024 bytes");
+	if (o->nlabels == AGENT_MAX_LABELS)
+		return fail(err, errlen, "at most %d labels", AGENT_MAX_LABELS);
+	l = &o->labels[o->nlabels];
+	l->key = strndup(arg, (size_t)(eq - arg));
+	l->value = strdup(eq + 1);
+	if (!l->key || !l->value) {
+		free(l->key);
+		free(l->value);
+		return -ENOMEM;
+	}
+	o->nlabels++;
+	return 0;
+}
+
+int agent_options__parse(int argc, char **argv, struct agent_options *o, char *err, size_t errlen)
+{
+	unsigned long v;
+	int c, rc = 0;
+
+	*o = (struct agent_options){ .frequency = 99, .window_sec = 10 };
+	o->pids = calloc(AGENT_MAX_PIDS, sizeof(*o->pids));
+	o->labels = calloc(AGENT_MAX_LABELS, sizeof(*o->labels));
+	o->output = strdup("-");
+	if (!o->pids || !o->labels || !o->output) {
+		rc = -ENOMEM;
+		goto out;
+	}
+
+	optind = 0; /* full reset, so parsing twice in one process works */
+	opterr = 0;
+	while (!rc && (c = getopt_long(argc, argv, ":p:d:F:w:o:l:vh", long_options, NULL)) != -1) {
+		switch (c) {
+		case 'p':
+			if (parse_uint(optarg, 1, 4194304, &v))
+				rc = fail(err, errlen, "--pid wants a process id, got '%s'", optarg);
+			else if (o->npids == AGENT_MAX_PIDS)
+				rc = fail(err, errlen, "at most %d --pid options", AGENT_MAX_PIDS);
+			else
+				o->pids[o->npids++] = (uint32_t)v;
+			break;
+		case 'd':
+			if (parse_uint(optarg, 1, 31536000, &v))
+				rc = fail(err, errlen, "--duration wants whole seconds >= 1, got '%s'", optarg);
+			o->duration_sec = (unsigned)v;
+			break;
+		case 'F':
+			if (parse_uint(optarg, 1, 10000, &v))
+				rc = fail(err, errlen, "--frequency wants 1 to 10000 Hz, got '%s'", optarg);
+			o->frequency = (unsigned)v;
+			break;
+		case 'w':
+			if (parse_uint(optarg, 1, 3600, &v))
+				rc = fail(err, errlen, "--window wants 1 to 3600 seconds, got '%s'", optarg);
+			o->window_sec = (unsigned)v;
+			break;
+		case 'o':
+			if (!*optarg) {
+				rc = fail(err, errlen, "--output wants a file name or '-'");
+				break;
+			}
+			free(o->output);
+			o->output = strdup(optarg);
+			if (!o->output)
+				rc = -ENOMEM;
+			break;
+		case 'l':
+			rc = add_label(o, optarg, err, errlen);
+			break;
+		case 'v':
+			o->verbose++;
+			break;
+		case 'h':
+			o->help = true;
+			break;
+		case OPT_INCLUDE_IDLE:
+			o->include_idle = true;
+			break;
+		case OPT_BPF_STATS:
+			o->bpf_stats = true;
+			break;
+		case OPT_MAX_STACKS:
+			if (parse_uint(optarg, 1024, 1u << 22, &v))
+				rc = fail(err, errlen, "--max-stacks wants 1024 to 4194304, got '%s'", optarg);
+			o->max_stacks = (uint32_t)v;
+			break;
+		case ':':
+			rc = fail(err, errlen, "option '%s' needs a value", argv[optind - 1]);
+			break;
+		default:
+			rc = fail(err, errlen, "unknown option '%s'", argv[optind - 1]);
+			break;
+		}
+	}
+	if (!rc && optind < argc)
+		rc = fail(err, errlen, "unexpected argument '%s'", argv[optind]);
+out:
+	if (rc)
+		agent_options__free(o);
+	return rc;
+}
+
+void agent_options__free(struct agent_options *o)
+{
+	size_t i;
+
+	for (i = 0; o->labels && i < o->nlabels; i++) {
+		free(o->labels[i].key);
+		free(o->labels[i].value);
+	}
+	free(o->labels);
+	free(o->pids);
+	free(o->output);
+	*o = (struct agent_options){ 0 };
+}

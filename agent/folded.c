@@ -1,0 +1,275 @@
+/* Folded stacks and their aggregate (a uthash table keyed by the stack text); see
+ * folded.h for the format. */
+#include "agent/folded.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+/* A failed HASH_ADD must not exit the agent: it leaves the table unchanged,
+ * which folded__add() detects with HASH_COUNT. */
+#define HASH_NONFATAL_OOM 1
+#include <uthash.h>
+
+#define MAX_LINE (1u << 20) /* longest folded line accepted by folded__read */
+
+struct folded_entry {
+	UT_hash_handle hh;
+	uint64_t count;
+	char stack[]; /* NUL-terminated */
+};
+
+struct folded {
+	struct folded_entry *table;
+	uint64_t total;
+};
+
+void folded_stack__reset(struct folded_stack *st)
+{
+	st->len = 0;
+	st->truncated = 0;
+	st->buf[0] = '\0';
+}
+
+static char sanitize(unsigned char c)
+{
+	if (c == ';')
+		return ':';
+	if (c < 0x20 || c == 0x7f)
+		return '?';
+	return (char)c;
+}
+
+void folded_stack__push(struct folded_stack *st, const char *name, const char *suffix)
+{
+	size_t need = (st->len ? 1 : 0) + strlen(name) + (suffix ? strlen(suffix) : 0);
+	char *p;
+
+	if (st->len + need + 1 > sizeof(st->buf)) {
+		st->truncated = 1;
+		return;
+	}
+	p = st->buf + st->len;
+	if (st->len)
+		*p++ = ';';
+	while (*name)
+		*p++ = sanitize((unsigned char)*name++);
+	if (suffix)
+		while (*suffix)
+			*p++ = *suffix++;
+	*p = '\0';
+	st->len = (size_t)(p - st->buf);
+}
+
+int folded__new(struct folded **out)
+{
+	struct folded *f = calloc(1, sizeof(*f));
+
+	if (!f)
+		return -ENOMEM;
+	*out = f;
+	return 0;
+}
+
+void folded__clear(struct folded *f)
+{
+	struct folded_entry *e, *tmp;
+
+	HASH_ITER(hh, f->table, e, tmp)
+	{
+		HASH_DEL(f->table, e);
+		free(e);
+	}
+	f->total = 0;
+}
+
+void folded__free(struct folded *f)
+{
+	if (!f)
+		return;
+	folded__clear(f);
+	free(f);
+}
+
+int folded__add(struct folded *f, const char *stack, uint64_t count)
+{
+	size_t len = strlen(stack);
+	struct folded_entry *e;
+
+	HASH_FIND(hh, f->table, stack, len, e);
+	if (!e) {
+		size_t before = HASH_COUNT(f->table);
+
+		e = malloc(sizeof(*e) + len + 1);
+		if (!e)
+			return -ENOMEM;
+		e->count = 0;
+		memcpy(e->stack, stack, len + 1);
+		HASH_ADD_KEYPTR(hh, f->table, e->stack, len, e);
+		if (HASH_COUNT(f->table) != before + 1) {
+			free(e);
+			return -ENOMEM;
+		}
+	}
+	e->count += count;
+	f->total += count;
+	return 0;
+}
+
+int folded__merge(struct folded *dst, const struct folded *src)
+{
+	const struct folded_entry *e;
+	int err;
+
+	for (e = src->table; e; e = e->hh.next) {
+		err = folded__add(dst, e->stack, e->count);
+		if (err)
+			return err;
+	}
+	return 0;
+}
+
+size_t folded__size(const struct folded *f)
+{
+	return HASH_COUNT(f->table);
+}
+
+uint64_t folded__total(const struct folded *f)
+{
+	return f->total;
+}
+
+uint64_t folded__count(const struct folded *f, const char *stack)
+{
+	struct folded_entry *e;
+
+	HASH_FIND(hh, f->table, stack, strlen(stack), e);
+	return e ? e->count : 0;
+}
+
+int folded__foreach(const struct folded *f, folded_fn cb, void *ctx)
+{
+	const struct folded_entry *e;
+	int rc;
+
+	for (e = f->table; e; e = e->hh.next) {
+		rc = cb(ctx, e->stack, e->count);
+		if (rc)
+			return rc;
+	}
+	return 0;
+}
+
+static int by_stack(const void *a, const void *b)
+{
+	const struct folded_entry *x = *(const struct folded_entry *const *)a;
+	const struct folded_entry *y = *(const struct folded_entry *const *)b;
+
+	return strcmp(x->stack, y->stack);
+}
+
+int folded__write(const struct folded *f, FILE *out)
+{
+	size_t n = HASH_COUNT(f->table), i = 0;
+	const struct folded_entry **sorted;
+	const struct folded_entry *e;
+	int err = 0;
+
+	if (!n)
+		return fflush(out) ? -errno : 0;
+	sorted = malloc(n * sizeof(*sorted));
+	if (!sorted)
+		return -ENOMEM;
+	for (e = f->table; e; e = e->hh.next)
+		sorted[i++] = e;
+	qsort(sorted, n, sizeof(*sorted), by_stack);
+	for (i = 0; i < n; i++) {
+		if (fprintf(out, "%s %llu\n", sorted[i]->stack,
+			    (unsigned long long)sorted[i]->count) < 0) {
+			err = -EIO;
+			break;
+		}
+	}
+	free(sorted);
+	if (!err && fflush(out))
+		err = -errno;
+	return err;
+}
+
+int folded__write_file(const struct folded *f, const char *path)
+{
+	size_t len = strlen(path);
+	char *tmp = malloc(len + 16);
+	FILE *out = NULL;
+	int fd, err;
+
+	if (!tmp)
+		return -ENOMEM;
+	snprintf(tmp, len + 16, "%s.tmpXXXXXX", path);
+	fd = mkstemp(tmp);
+	if (fd < 0) {
+		err = -errno;
+		goto out_free;
+	}
+	out = fdopen(fd, "w");
+	if (!out) {
+		err = -errno;
+		close(fd);
+		goto out_unlink;
+	}
+	err = folded__write(f, out);
+	if (!err && fchmod(fileno(out), 0644))
+		err = -errno;
+	if (!err && fsync(fileno(out)))
+		err = -errno;
+	if (fclose(out) && !err)
+		err = -errno;
+	if (!err && rename(tmp, path))
+		err = -errno;
+out_unlink:
+	if (err)
+		unlink(tmp);
+out_free:
+	free(tmp);
+	return err;
+}
+
+int folded__read(struct folded *f, FILE *in, size_t *bad_line)
+{
+	char *line = NULL, *space, *end;
+	size_t cap = 0, lineno = 0;
+	unsigned long long count;
+	ssize_t n;
+	int err = 0;
+
+	while ((n = getline(&line, &cap, in)) >= 0) {
+		lineno++;
+		while (n > 0 && (line[n - 1] == '\n' || line[n - 1] == '\r'))
+			line[--n] = '\0';
+		if (n == 0)
+			continue;
+		space = strrchr(line, ' ');
+		if ((size_t)n > MAX_LINE || !space || space == line || !isdigit((unsigned char)space[1])) {
+			err = -EINVAL;
+			break;
+		}
+		errno = 0;
+		count = strtoull(space + 1, &end, 10);
+		if (*end || errno) {
+			err = -EINVAL;
+			break;
+		}
+		*space = '\0';
+		err = folded__add(f, line, count);
+		if (err)
+			break;
+	}
+	if (err == -EINVAL && bad_line)
+		*bad_line = lineno;
+	free(line);
+	return err;
+}

@@ -1,0 +1,66 @@
+/* Folded stacks: the "frame;frame;frame count" text format that flamegraph.pl,
+ * inferno and speedscope read, and an aggregate of such stacks.
+ *
+ * The contract (README.md, "Reading the output"): one line per distinct stack, frames root
+ * first separated by ';', then one space and the count. The first frame is the
+ * process name; kernel frames carry the suffix "_[k]"; unresolved native frames are
+ * "module+0xOFFSET". Frame names are sanitized on the way in: ';' becomes ':' and
+ * control characters (newline included) become '?', so every stack is one line and
+ * splits back into the same frames.
+ *
+ * Not thread-safe.
+ */
+#ifndef SMOLDER_FOLDED_H
+#define SMOLDER_FOLDED_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+/* A stack being built, frame by frame, root first. Fixed capacity: frames that do
+ * not fit are dropped and `truncated` is set. */
+struct folded_stack {
+	char buf[16384];
+	size_t len;
+	int truncated;
+};
+
+void folded_stack__reset(struct folded_stack *st);
+/* Appends ";name" (no ';' before the first frame), sanitized, then suffix (may be
+ * NULL), e.g. "_[k]" for a kernel frame. */
+void folded_stack__push(struct folded_stack *st, const char *name, const char *suffix);
+
+struct folded;
+
+int folded__new(struct folded **out);
+void folded__free(struct folded *f);
+
+/* Adds count to the stack (a NUL-terminated string as built above). 0 or -ENOMEM. */
+int folded__add(struct folded *f, const char *stack, uint64_t count);
+/* Adds every stack of src to dst. */
+int folded__merge(struct folded *dst, const struct folded *src);
+void folded__clear(struct folded *f);
+
+size_t folded__size(const struct folded *f);   /* distinct stacks */
+uint64_t folded__total(const struct folded *f); /* sum of counts */
+/* Count of one stack, 0 when absent. */
+uint64_t folded__count(const struct folded *f, const char *stack);
+
+/* Calls cb for every stack (in no particular order) until it returns non-zero,
+ * which is then returned. */
+typedef int (*folded_fn)(void *ctx, const char *stack, uint64_t count);
+int folded__foreach(const struct folded *f, folded_fn cb, void *ctx);
+
+/* Writes all stacks, sorted by stack text, one per line. 0 or -errno. */
+int folded__write(const struct folded *f, FILE *out);
+
+/* Writes the stacks to path atomically (temporary file, fsync, rename), so readers
+ * see either the previous complete file or the new one. */
+int folded__write_file(const struct folded *f, const char *path);
+
+/* Parses folded text, adding every line to f. Blank lines are skipped; a line
+ * without " <count>" at the end is an error (-EINVAL, with its 1-based number in
+ * *bad_line when not NULL). */
+int folded__read(struct folded *f, FILE *in, size_t *bad_line);
+
+#endif

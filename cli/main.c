@@ -1,0 +1,38 @@
+/* The smolder binary: dispatches to a subcommand (agent; collector and queries
+ * come with later issues). */
+#include <stdio.h>
+#include <string.h>
+
+#include "agent/agent.h"
+
+#define SMOLDER_VERSION "0.1.0"
+
+static const char usage[] =
+	"usage: smolder <command> [options]\n"
+	"\n"
+	"commands:\n"
+	"  agent     sample CPUs with eBPF and write folded stacks\n"
+	"  version   print the version\n"
+	"\n"
+	"Run 'smolder <command> --help' for a command's options.\n";
+
+int main(int argc, char **argv)
+{
+	if (argc < 2) {
+		fputs(usage, stderr);
+		return 2;
+	}
+	if (strcmp(argv[1], "agent") == 0)
+		return agent_main(argc - 1, argv + 1);
+	if (strcmp(argv[1], "version") == 0 || strcmp(argv[1], "--version") == 0) {
+		printf("smolder %s\n", SMOLDER_VERSION);
+		return 0;
+	}
+	if (strcmp(argv[1], "help") == 0 || strcmp(argv[1], "--help") == 0 ||
+	    strcmp(argv[1], "-h") == 0) {
+		fputs(usage, stdout);
+		return 0;
+	}
+	fprintf(stderr, "smolder: unknown command '%s'\n%s", argv[1], usage);
+	return 2;
+}

@@ -1,0 +1,149 @@
+/* Unit tests of `smolder agent` option parsing: defaults, every option, and the
+ * errors bad values get. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include "agent/agent_opts.h"
+#include "testutil.h"
+
+#define ARGC(a) ((int)(sizeof(a) / sizeof((a)[0])) - 1)
+
+static void test_defaults(void **state)
+{
+	char *argv[] = { "agent", NULL };
+	struct agent_options o;
+	char err[256] = "";
+
+	(void)state;
+	assert_int_equal(agent_options__parse(ARGC(argv), argv, &o, err, sizeof(err)), 0);
+	assert_int_equal(o.frequency, 99);
+	assert_int_equal(o.window_sec, 10);
+	assert_int_equal(o.duration_sec, 0);
+	assert_int_equal(o.npids, 0);
+	assert_string_equal(o.output, "-");
+	assert_false(o.include_idle);
+	agent_options__free(&o);
+}
+
+static void test_all_options(void **state)
+{
+	char *argv[] = { "agent", "--pid", "42", "-p", "7", "--duration", "30", "-F", "49",
+			 "--window", "5", "-o", "/tmp/x.folded", "--label", "service=api",
+			 "-l", "zone=b", "-vv", "--include-idle", "--max-stacks", "65536",
+			 "--bpf-stats", NULL };
+	struct agent_options o;
+	char err[256] = "";
+
+	(void)state;
+	assert_int_equal(agent_options__parse(ARGC(argv), argv, &o, err, sizeof(err)), 0);
+	assert_int_equal(o.npids, 2);
+	assert_int_equal(o.pids[0], 42);
+	assert_int_equal(o.pids[1], 7);
+	assert_int_equal(o.duration_sec, 30);
+	assert_int_equal(o.frequency, 49);
+	assert_int_equal(o.window_sec, 5);
+	assert_string_equal(o.output, "/tmp/x.folded");
+	assert_int_equal(o.nlabels, 2);
+	assert_string_equal(o.labels[0].key, "service");
+	assert_string_equal(o.labels[0].value, "api");
+	assert_string_equal(o.labels[1].key, "zone");
+	assert_string_equal(o.labels[1].value, "b");
+	assert_int_equal(o.verbose, 2);
+	assert_true(o.include_idle);
+	assert_true(o.bpf_stats);
+	assert_int_equal(o.max_stacks, 65536);
+	agent_options__free(&o);
+}
+
+struct bad_case {
+	const char *opt, *value, *reason;
+};
+
+static void test_bad_values(void **state)
+{
+	static const struct bad_case cases[] = {
+		{ "--frequency", "0", "--frequency wants 1 to 10000 Hz, got '0'" },
+		{ "--frequency", "100001", "--frequency wants" },
+		{ "--frequency", "99hz", "--frequency wants" },
+		{ "--frequency", "-5", "--frequency wants" },
+		{ "--pid", "0", "--pid wants a process id, got '0'" },
+		{ "--pid", "abc", "--pid wants" },
+		{ "--pid", "99999999999999999999", "--pid wants" },
+		{ "--duration", "", "--duration wants" },
+		{ "--window", "0", "--window wants 1 to 3600 seconds" },
+		{ "--window", "3601", "--window wants" },
+		{ "--label", "novalue", "--label wants KEY=VALUE" },
+		{ "--label", "=v", "--label wants KEY=VALUE" },
+		{ "--label", "bad key=v", "--label wants KEY=VALUE" },
+		{ "--max-stacks", "10", "--max-stacks wants" },
+		{ "--output", "", "--output wants" },
+	};
+	size_t i;
+
+	(void)state;
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		char *argv[] = { "agent", (char *)cases[i].opt, (char *)cases[i].value, NULL };
+		struct agent_options o;
+		char err[256] = "";
+
+		assert_int_equal(agent_options__parse(ARGC(argv), argv, &o, err, sizeof(err)),
+				 -EINVAL);
+		if (!strstr(err, cases[i].reason))
+			fail_msg("%s %s: got '%s'", cases[i].opt, cases[i].value, err);
+	}
+}
+
+static void test_unknown_and_missing(void **state)
+{
+	char *unknown[] = { "agent", "--frobnicate", NULL };
+	char *missing[] = { "agent", "--pid", NULL };
+	char *extra[] = { "agent", "stray", NULL };
+	struct agent_options o;
+	char err[256];
+
+	(void)state;
+	assert_int_equal(agent_options__parse(ARGC(unknown), unknown, &o, err, sizeof(err)), -EINVAL);
+	assert_non_null(strstr(err, "unknown option '--frobnicate'"));
+	assert_int_equal(agent_options__parse(ARGC(missing), missing, &o, err, sizeof(err)), -EINVAL);
+	assert_non_null(strstr(err, "needs a value"));
+	assert_int_equal(agent_options__parse(ARGC(extra), extra, &o, err, sizeof(err)), -EINVAL);
+	assert_non_null(strstr(err, "unexpected argument 'stray'"));
+}
+
+static void test_too_many_pids(void **state)
+{
+	char **argv = calloc(2 * AGENT_MAX_PIDS + 4, sizeof(*argv));
+	char (*nums)[12] = calloc(AGENT_MAX_PIDS + 1, sizeof(*nums));
+	struct agent_options o;
+	char err[256] = "";
+	int i, argc = 0;
+
+	(void)state;
+	argv[argc++] = "agent";
+	for (i = 0; i <= AGENT_MAX_PIDS; i++) {
+		snprintf(nums[i], sizeof(nums[i]), "%d", i + 1);
+		argv[argc++] = "-p";
+		argv[argc++] = nums[i];
+	}
+	assert_int_equal(agent_options__parse(argc, argv, &o, err, sizeof(err)), -EINVAL);
+	assert_non_null(strstr(err, "at most 1024 --pid"));
+	free(argv);
+	free(nums);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_defaults),
+		cmocka_unit_test(test_all_options),
+		cmocka_unit_test(test_bad_values),
+		cmocka_unit_test(test_unknown_and_missing),
+		cmocka_unit_test(test_too_many_pids),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
