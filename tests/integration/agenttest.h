@@ -1,0 +1,122 @@
+/* Helpers for the tests that run the real agent: starting the sanitized binary,
+ * checking it exited cleanly, and reading folded output by frame. Included by
+ * one test file each (after <cmocka.h>), so everything is static. */
+#ifndef SMOLDER_AGENTTEST_H
+#define SMOLDER_AGENTTEST_H
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "agent/folded.h"
+#include "testutil.h"
+
+struct frame_count {
+	const char *comm;  /* first frame to match, NULL: any */
+	const char *frame; /* frame that must appear, NULL: any */
+	uint64_t count;
+};
+
+/* True when stack (frames separated by ';') has a frame equal to name. */
+static bool has_frame(const char *stack, const char *name)
+{
+	size_t n = strlen(name);
+	const char *p = stack;
+
+	while (p) {
+		if (strncmp(p, name, n) == 0 && (p[n] == ';' || p[n] == '\0'))
+			return true;
+		p = strchr(p, ';');
+		if (p)
+			p++;
+	}
+	return false;
+}
+
+static bool first_frame_is(const char *stack, const char *comm)
+{
+	size_t n = strlen(comm);
+
+	return strncmp(stack, comm, n) == 0 && (stack[n] == ';' || stack[n] == '\0');
+}
+
+static int count_cb(void *ctx, const char *stack, uint64_t count)
+{
+	struct frame_count *fc = ctx;
+
+	if ((!fc->comm || first_frame_is(stack, fc->comm)) && (!fc->frame || has_frame(stack, fc->frame)))
+		fc->count += count;
+	return 0;
+}
+
+static uint64_t count_frames(const struct folded *f, const char *comm, const char *frame)
+{
+	struct frame_count fc = { comm, frame, 0 };
+
+	folded__foreach(f, count_cb, &fc);
+	return fc.count;
+}
+
+static struct folded *load_folded(const char *path)
+{
+	struct folded *f = NULL;
+	FILE *in = fopen(path, "r");
+	size_t bad = 0;
+
+	assert_non_null(in);
+	assert_int_equal(folded__new(&f), 0);
+	assert_int_equal(folded__read(f, in, &bad), 0);
+	fclose(in);
+	return f;
+}
+
+/* Starts the sanitized agent with the given extra arguments (NULL-terminated). */
+static pid_t start_agent(const char *out, const char *err_path, ...)
+{
+	char bin[256], *argv[64];
+	const char *arg;
+	va_list ap;
+	int n = 0;
+
+	argv[n++] = strdup(test_build_path(bin, sizeof(bin), "asan/smolder"));
+	argv[n++] = "agent";
+	argv[n++] = "--output";
+	argv[n++] = (char *)out;
+	va_start(ap, err_path);
+	while ((arg = va_arg(ap, const char *)) && n < 62)
+		argv[n++] = (char *)arg;
+	va_end(ap);
+	argv[n] = NULL;
+	pid_t pid = test_spawn(argv, NULL, err_path);
+	free(argv[0]);
+	return pid;
+}
+
+static void agent_exited_cleanly(pid_t agent, const char *err_path, unsigned timeout_ms)
+{
+	int status = test_wait(agent, timeout_ms);
+	char *err = test_read_file(err_path);
+
+	if (status < 0 || !WIFEXITED(status) || WEXITSTATUS(status) != 0)
+		fail_msg("agent failed (status %d):\n%s", status, err ? err : "");
+	assert_null(strstr(err, "ERROR: AddressSanitizer"));
+	assert_null(strstr(err, "runtime error:"));
+	free(err);
+}
+
+/* A sampled share must match the measured one within 3 points, or within four
+ * standard errors of a binomial sample when a loaded machine left the workload
+ * too few samples for 3 points to be a fair bound. Shares in percent. */
+static void assert_share(const char *name, double seen, double real, uint64_t samples)
+{
+	double p = real / 100.0, se = 100.0 * sqrt(p * (1.0 - p) / (double)samples);
+	double tol = 4.0 * se > 3.0 ? 4.0 * se : 3.0;
+
+	print_message("  %s: agent %.1f%%, measured %.1f%% (bound %.1f points, %llu samples)\n",
+		      name, seen, real, tol, (unsigned long long)samples);
+	assert_true(seen > real - tol && seen < real + tol);
+}
+
+#endif
