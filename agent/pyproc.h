@@ -1,0 +1,41 @@
+/* Finding CPython inside a process and describing it to the BPF walker.
+ *
+ * A process is CPython when its executable or a mapped libpython3.X.so defines
+ * _PyRuntime. From that file come the load bias, the version (Py_Version on 3.11+,
+ * else the file name), the addresses of _PyRuntime, PyCode_Type and
+ * _Py_NoneStruct, and the struct offsets: the built-in table for 3.9 to 3.12, the
+ * process's own _Py_DebugOffsets for 3.13+. Before a process is handed to the
+ * kernel its thread list is read once to check the offsets make sense.
+ *
+ * Not thread-safe.
+ */
+#ifndef SMOLDER_PYPROC_H
+#define SMOLDER_PYPROC_H
+
+#include <limits.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "agent/pyoffsets.h"
+
+struct pyproc {
+	uint32_t pid;
+	struct py_offsets off;  /* off.walk.runtime / none_addr are this process's */
+	uint64_t code_type;     /* address of PyCode_Type */
+	uint64_t start_time;    /* /proc/PID/stat starttime: tells a reused pid apart */
+	char version[16];       /* "3.12" (minor only when the patch level is unknown) */
+	char module[PATH_MAX];  /* file that defines _PyRuntime, as the process sees it */
+};
+
+/* Inspects pid. Returns 0 with *out set (free with free()), -ENOENT when it is not
+ * CPython, -ENOTSUP for a CPython this agent cannot walk (version, free-threaded),
+ * -EAGAIN when the live thread list does not (yet) check out against the offsets
+ * (an interpreter still starting, or wrong offsets: retry for a while), -ESRCH
+ * when the process is gone, or another -errno. */
+int pyproc__inspect(pid_t pid, struct pyproc **out);
+
+/* Start time of pid from /proc/PID/stat, or 0 when it is gone. */
+uint64_t pyproc_start_time(pid_t pid);
+
+#endif
