@@ -78,6 +78,7 @@ run: deps
 bench: deps
 	$(Q)$(MAKE) all $(WORKLOADS)
 	$(Q)bash bench/agent_overhead.sh
+	$(Q)bash bench/python_overhead.sh
 
 format:
 	$(Q)clang-format -i $(LIB_SRCS) $(MAIN_SRC) $(wildcard */*.h bpf/*.bpf.c tests/*/*.c tests/*.h)

@@ -16,6 +16,7 @@
 #include "agent/folded.h"
 #include "agent/ksyms.h"
 #include "agent/procmaps.h"
+#include "agent/pytrack.h"
 #include "agent/sampler.h"
 #include "common/log.h"
 
@@ -37,6 +38,7 @@ struct agent {
 	struct ksyms *ksyms;
 	struct elfsyms_cache *files;
 	struct proc_cache *procs;
+	struct pytrack *py;    /* NULL with --python off */
 	struct folded *window; /* stacks of the window being drained */
 	struct folded *run;    /* every stack of the run so far */
 	FILE *out;             /* stdout when output is "-", else NULL */
@@ -73,10 +75,19 @@ static int libbpf_log(enum libbpf_print_level level, const char *fmt, va_list ap
 static void on_event(void *ctx, const struct profile_event *ev)
 {
 	struct agent *a = ctx;
-	int err = proc_cache__snapshot(a->procs, ev->pid);
+	int err;
+
+	if (ev->kind == PROFILE_EVENT_PY_STACK) {
+		if (a->py)
+			pytrack__new_stack(a->py, ev->pid, ev->key);
+		return;
+	}
+	err = proc_cache__snapshot(a->procs, ev->pid);
 
 	if (err && err != -ESRCH)
 		log_debug("agent: failed to snapshot pid %u: %s", ev->pid, strerror(-err));
+	if (a->py)
+		pytrack__consider(a->py, ev->pid, ev->kind == PROFILE_EVENT_EXEC);
 }
 
 /* Kernel stack ips are leaf first; the leaf is the sampled ip, the others are
@@ -100,16 +111,75 @@ static void push_kernel(struct agent *a, struct folded_stack *st, const __u64 *i
 	}
 }
 
-static void push_user(struct agent *a, struct folded_stack *st, uint32_t pid, const __u64 *ips,
-		      size_t n)
+/* User frames of one sample, symbolized leaf first (same lookup rule as above). */
+static char user_names[PROFILE_MAX_DEPTH][512];
+
+static void name_user(struct agent *a, uint32_t pid, const __u64 *ips, size_t n)
 {
-	char name[512];
 	size_t i;
 
-	for (i = n; i-- > 0;) {
-		proc_cache__symbolize(a->procs, pid, i ? ips[i] - 1 : ips[i], name, sizeof(name));
-		folded_stack__push(st, name, NULL);
+	for (i = 0; i < n; i++)
+		proc_cache__symbolize(a->procs, pid, i ? ips[i] - 1 : ips[i], user_names[i],
+				      sizeof(user_names[i]));
+}
+
+/* Pushes user_names[hi] down to user_names[lo] (root-ward to leaf-ward). */
+static void push_user(struct folded_stack *st, size_t hi_excl, size_t lo)
+{
+	size_t i;
+
+	for (i = hi_excl; i-- > lo;)
+		folded_stack__push(st, user_names[i], NULL);
+}
+
+static bool is_resolved(const char *name)
+{
+	return name[0] != '[' && !strstr(name, "+0x");
+}
+
+static bool is_eval_frame(const char *name)
+{
+	return strncmp(name, "_PyEval_EvalFrameDefault", 24) == 0;
+}
+
+/* Python frames replace the interpreter's evaluation-loop frames. When the native
+ * stack shows one evaluation frame per group of Python frames (a frame-pointer
+ * build), every native frame keeps its true place between them. Otherwise (the
+ * usual build without frame pointers, whose native stack beyond the sampled
+ * instruction is unreliable) the Python frames come first, then the native frames
+ * above the innermost evaluation frame, or just the sampled leaf. */
+static void push_python(struct agent *a, struct folded_stack *st, const struct py_stack *py,
+			size_t n)
+{
+	size_t ev[PROFILE_MAX_DEPTH], starts[PY_MAX_DEPTH], nev = 0, ngroups, nuser, g, i;
+	size_t trusted = 0;
+
+	/* Frames from the leaf up to the first one that did not resolve: past it the
+	 * walk followed a register that was not a frame pointer. */
+	while (trusted < n && is_resolved(user_names[trusted]))
+		trusted++;
+	nuser = pytrack__user_frames(py);
+	for (i = 0; i < trusted; i++)
+		if (is_eval_frame(user_names[i]))
+			ev[nev++] = i; /* leaf first: ev[0] is the innermost */
+	ngroups = pytrack__groups(py, starts, PY_MAX_DEPTH);
+	if (nev && nev == ngroups) {
+		if (trusted == n) /* the interpreter's own callers: main, Py_RunMain... */
+			push_user(st, n, ev[nev - 1] + 1);
+		for (g = 0; g < ngroups; g++) {
+			size_t inner = g + 1 < ngroups ? ev[nev - 2 - g] + 1 : 0;
+
+			pytrack__push_frames(a->py, py, starts[g], g + 1 < ngroups ? starts[g + 1] : nuser,
+					     st);
+			push_user(st, ev[nev - 1 - g], inner);
+		}
+		return;
 	}
+	pytrack__push_frames(a->py, py, 0, nuser, st);
+	if (nev)
+		push_user(st, ev[0], 0);
+	else if (n && !is_eval_frame(user_names[0]))
+		push_user(st, 1, 0);
 }
 
 static int on_sample(void *ctx, const struct sampler_sample *s)
@@ -122,7 +192,11 @@ static int on_sample(void *ctx, const struct sampler_sample *s)
 	comm[PROFILE_COMM_LEN] = '\0';
 	folded_stack__reset(&st);
 	folded_stack__push(&st, comm[0] ? comm : "[unknown]", NULL);
-	push_user(a, &st, s->key->pid, s->ustack, s->udepth);
+	name_user(a, s->key->pid, s->ustack, s->udepth);
+	if (s->py && a->py && pytrack__user_frames(s->py))
+		push_python(a, &st, s->py, s->udepth);
+	else
+		push_user(&st, s->udepth, 0);
 	push_kernel(a, &st, s->kstack, s->kdepth);
 	if (st.truncated)
 		a->truncated += s->count;
@@ -139,6 +213,14 @@ static void print_loss(const uint64_t *loss)
 		 (unsigned long long)loss[PROFILE_LOSS_STACK_FULL],
 		 (unsigned long long)loss[PROFILE_LOSS_COUNTS_FULL],
 		 (unsigned long long)loss[PROFILE_LOSS_EVENTS_FULL]);
+	if (loss[PROFILE_LOSS_PY_SAMPLES])
+		log_info("smolder: python: %llu samples, thread state not found %llu, "
+			 "frame unreadable %llu, truncated %llu, python stack map full %llu",
+			 (unsigned long long)loss[PROFILE_LOSS_PY_SAMPLES],
+			 (unsigned long long)loss[PROFILE_LOSS_PY_NO_TSTATE],
+			 (unsigned long long)loss[PROFILE_LOSS_PY_READ_FAULT],
+			 (unsigned long long)loss[PROFILE_LOSS_PY_TRUNCATED],
+			 (unsigned long long)loss[PROFILE_LOSS_PY_STACK_FULL]);
 }
 
 static void print_stats(struct agent *a, double seconds, const char *what)
@@ -156,6 +238,8 @@ static void print_stats(struct agent *a, double seconds, const char *what)
 	if (a->truncated)
 		log_warn("smolder: %llu samples had stacks too long for one line (truncated)",
 			 (unsigned long long)a->truncated);
+	if (a->py && strcmp(what, "total") == 0)
+		pytrack__print_summary(a->py, stderr);
 	if (a->opts->bpf_stats && !sampler__prog_stats(a->sampler, &run_ns, &run_cnt) && run_cnt)
 		log_info("smolder: bpf: %llu program runs, %.0f ns mean, %.3f s total",
 			 (unsigned long long)run_cnt, (double)run_ns / (double)run_cnt,
@@ -182,6 +266,8 @@ static int end_window(struct agent *a)
 		log_error("agent: failed to write %s: %s", a->out ? "stdout" : a->opts->output,
 			  strerror(-err));
 	proc_cache__end_window(a->procs);
+	if (a->py)
+		pytrack__end_window(a->py);
 	return err;
 }
 
@@ -195,6 +281,8 @@ static int open_all(struct agent *a)
 		.pids = o->pids,
 		.npids = o->npids,
 		.include_idle = o->include_idle,
+		.python = o->python,
+		.py_depth = o->python_depth,
 	};
 	size_t i;
 	int err;
@@ -218,11 +306,22 @@ static int open_all(struct agent *a)
 		return err;
 	if (o->bpf_stats && (err = sampler__enable_stats(a->sampler)))
 		log_warn("agent: failed to enable BPF statistics: %s", strerror(-err));
+	if (o->python) {
+		err = pytrack__new(a->sampler, &a->py);
+		if (err)
+			return err;
+		if (o->npids)
+			for (i = 0; i < o->npids; i++)
+				pytrack__consider(a->py, o->pids[i], false);
+		else
+			pytrack__scan_all(a->py);
+	}
 	return 0;
 }
 
 static void close_all(struct agent *a)
 {
+	pytrack__free(a->py);
 	sampler__free(a->sampler);
 	folded__free(a->run);
 	folded__free(a->window);
@@ -281,6 +380,8 @@ int agent_run(const struct agent_options *o)
 			log_error("agent: failed to poll events: %s", strerror(-err));
 			goto out;
 		}
+		if (a.py)
+			pytrack__tick(a.py);
 	}
 	/* Stop sampling first, so the last drain holds every counted sample. */
 	sampler__stop(a.sampler);

@@ -1,6 +1,8 @@
 /* Parsing and validation of `smolder agent` options; see agent_opts.h. */
 #include "agent/agent_opts.h"
 
+#include "bpf/python.h"
+
 #include <errno.h>
 #include <getopt.h>
 #include <stdarg.h>
@@ -20,13 +22,15 @@ const char agent_options_usage[] =
 	"                        every window with the whole run so far; '-' (default)\n"
 	"                        prints each window's stacks to stdout as it ends\n"
 	"  -l, --label KEY=VALUE attach a label to every sample (repeatable)\n"
+	"      --python on|off   show CPython frames in Python processes (default on)\n"
+	"      --python-depth N  Python frames walked per sample, 1 to 128 (default 128)\n"
 	"      --include-idle    count the idle task instead of skipping it\n"
 	"      --max-stacks N    entries per stack map (default: from window and CPUs)\n"
 	"      --bpf-stats       measure the BPF program's run time and report it\n"
 	"  -v, --verbose         print statistics after every window (-vv: debug log)\n"
 	"  -h, --help            show this help\n";
 
-enum { OPT_INCLUDE_IDLE = 256, OPT_MAX_STACKS, OPT_BPF_STATS };
+enum { OPT_INCLUDE_IDLE = 256, OPT_MAX_STACKS, OPT_BPF_STATS, OPT_PYTHON, OPT_PYTHON_DEPTH };
 
 static const struct option long_options[] = {
 	{ "pid", required_argument, NULL, 'p' },
@@ -40,6 +44,8 @@ static const struct option long_options[] = {
 	{ "include-idle", no_argument, NULL, OPT_INCLUDE_IDLE },
 	{ "max-stacks", required_argument, NULL, OPT_MAX_STACKS },
 	{ "bpf-stats", no_argument, NULL, OPT_BPF_STATS },
+	{ "python", required_argument, NULL, OPT_PYTHON },
+	{ "python-depth", required_argument, NULL, OPT_PYTHON_DEPTH },
 	{ NULL, 0, NULL, 0 },
 };
 
@@ -115,7 +121,12 @@ int agent_options__parse(int argc, char **argv, struct agent_options *o, char *e
 	unsigned long v;
 	int c, rc = 0;
 
-	*o = (struct agent_options){ .frequency = 99, .window_sec = 10 };
+	*o = (struct agent_options){
+		.frequency = 99,
+		.window_sec = 10,
+		.python = true,
+		.python_depth = PY_MAX_DEPTH,
+	};
 	o->pids = calloc(AGENT_MAX_PIDS, sizeof(*o->pids));
 	o->labels = calloc(AGENT_MAX_LABELS, sizeof(*o->labels));
 	o->output = strdup("-");
@@ -180,6 +191,20 @@ int agent_options__parse(int argc, char **argv, struct agent_options *o, char *e
 			if (parse_uint(optarg, 1024, 1u << 22, &v))
 				rc = fail(err, errlen, "--max-stacks wants 1024 to 4194304, got '%s'", optarg);
 			o->max_stacks = (uint32_t)v;
+			break;
+		case OPT_PYTHON:
+			if (strcmp(optarg, "on") == 0)
+				o->python = true;
+			else if (strcmp(optarg, "off") == 0)
+				o->python = false;
+			else
+				rc = fail(err, errlen, "--python wants on or off, got '%s'", optarg);
+			break;
+		case OPT_PYTHON_DEPTH:
+			if (parse_uint(optarg, 1, PY_MAX_DEPTH, &v))
+				rc = fail(err, errlen, "--python-depth wants 1 to %d, got '%s'",
+					  PY_MAX_DEPTH, optarg);
+			o->python_depth = (unsigned)v;
 			break;
 		case ':':
 			rc = fail(err, errlen, "option '%s' needs a value", argv[optind - 1]);

@@ -28,6 +28,8 @@ struct agent_options {
 	bool include_idle;         /* --include-idle */
 	bool bpf_stats;            /* --bpf-stats: report BPF run time */
 	uint32_t max_stacks;       /* --max-stacks; 0: sized from window and CPUs */
+	bool python;               /* --python on|off (default on) */
+	unsigned python_depth;     /* --python-depth (default and most: PY_MAX_DEPTH) */
 	bool help;                 /* --help was given: print usage, run nothing */
 };
 

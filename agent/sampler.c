@@ -378,20 +378,15 @@ int sampler__python_remove(struct sampler *s, uint32_t pid)
 	return bpf_map_delete_elem(bpf_map__fd(s->skel->maps.py_procs), &pid);
 }
 
-void sampler__peek_python(struct sampler *s, sampler_pykey_fn want, sampler_pystack_fn cb,
-			  void *ctx)
+int sampler__python_stack(struct sampler *s, uint64_t key, struct py_stack *out)
 {
 	uint32_t active = __atomic_load_n(&s->skel->bss->active_buf, __ATOMIC_SEQ_CST);
 	int fd = bpf_map__fd(active ? s->skel->maps.pystacks1 : s->skel->maps.pystacks0);
-	uint64_t key, prev = 0;
-	uint32_t n = 0;
+	int err = bpf_map_lookup_elem(fd, &key, out);
 
-	while (n++ < s->pystacks_max && !bpf_map_get_next_key(fd, n > 1 ? &prev : NULL, &key)) {
-		if (want(ctx, key) && !bpf_map_lookup_elem(fd, &key, s->pybuf) &&
-		    s->pybuf->depth <= PY_MAX_DEPTH)
-			cb(ctx, s->pybuf);
-		prev = key;
-	}
+	if (!err && out->depth > PY_MAX_DEPTH)
+		out->depth = PY_MAX_DEPTH;
+	return err;
 }
 
 int sampler__read_loss(struct sampler *s, uint64_t out[PROFILE_LOSS_NR])

@@ -70,14 +70,11 @@ int sampler__drain(struct sampler *s, sampler_sample_fn cb, void *ctx);
 int sampler__python_add(struct sampler *s, uint32_t pid, const struct py_proc *proc);
 int sampler__python_remove(struct sampler *s, uint32_t pid);
 
-/* Walks the Python stacks recorded so far in the window being filled, without
- * draining it, so the agent can read code objects while their process lives:
- * want(key) says whether a stack is new to the caller, cb gets the new ones.
- * Entries may be missed or seen twice (the kernel keeps adding). */
-typedef bool (*sampler_pykey_fn)(void *ctx, uint64_t key);
-typedef void (*sampler_pystack_fn)(void *ctx, const struct py_stack *st);
-void sampler__peek_python(struct sampler *s, sampler_pykey_fn want, sampler_pystack_fn cb,
-			  void *ctx);
+/* Copies the Python stack with this key from the window being filled (as
+ * announced by a PROFILE_EVENT_PY_STACK event), so the agent can read its code
+ * objects while the process lives. Returns 0, or -ENOENT when it is not there
+ * (already drained). */
+int sampler__python_stack(struct sampler *s, uint64_t key, struct py_stack *out);
 
 /* Cumulative per-reason counters, summed over CPUs. */
 int sampler__read_loss(struct sampler *s, uint64_t out[PROFILE_LOSS_NR]);

@@ -146,9 +146,7 @@ static __always_inline __u64 record_stack(struct bpf_perf_event_data *ctx, void 
 	return key;
 }
 
-#include "bpf/python.bpf.h"
-
-static __always_inline void announce(__u32 kind, __u32 pid)
+static __always_inline void announce(__u32 kind, __u32 pid, __u64 key)
 {
 	struct profile_event *ev = bpf_ringbuf_reserve(&events, sizeof(*ev), 0);
 
@@ -158,8 +156,11 @@ static __always_inline void announce(__u32 kind, __u32 pid)
 	}
 	ev->kind = kind;
 	ev->pid = pid;
+	ev->key = key;
 	bpf_ringbuf_submit(ev, 0);
 }
+
+#include "bpf/python.bpf.h"
 
 static __always_inline bool wanted(__u32 pid)
 {
@@ -214,7 +215,7 @@ int profile_sample(struct bpf_perf_event_data *ctx)
 			key.pystack = py_record(task, pid, tid, pystacks);
 		if (!bpf_map_lookup_elem(&seen_pids, &pid)) {
 			bpf_map_update_elem(&seen_pids, &pid, &yes, BPF_ANY);
-			announce(PROFILE_EVENT_NEW_PROCESS, pid);
+			announce(PROFILE_EVENT_NEW_PROCESS, pid, 0);
 		}
 	}
 
@@ -244,6 +245,6 @@ int BPF_PROG(profile_exec, struct task_struct *p, pid_t old_pid, struct linux_bi
 	if (!wanted(pid))
 		return 0;
 	bpf_map_update_elem(&seen_pids, &pid, &yes, BPF_ANY);
-	announce(PROFILE_EVENT_EXEC, pid);
+	announce(PROFILE_EVENT_EXEC, pid, 0);
 	return 0;
 }

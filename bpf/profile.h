@@ -19,7 +19,9 @@
  *                     `filter_pids` is set.
  *   seen_pids         LRU_HASH  __u32 tgid -> __u8: processes already announced.
  *   events            RINGBUF  struct profile_event: "new process" and "exec", so
- *                     the agent snapshots /proc/PID/maps while the process lives.
+ *                     the agent snapshots /proc/PID/maps while the process lives,
+ *                     and "new Python stack", so it reads code objects before the
+ *                     process can exit.
  *   sync              ARRAY_OF_MAPS  never read by the program. Updating it makes
  *                     the kernel wait for an RCU grace period, i.e. for every
  *                     program run that may still use the old `active_buf` to end.
@@ -76,15 +78,17 @@ enum profile_loss {
 enum profile_event_kind {
 	PROFILE_EVENT_NEW_PROCESS = 1,
 	PROFILE_EVENT_EXEC = 2,
+	PROFILE_EVENT_PY_STACK = 3, /* a new Python stack entered the active pystacks map */
 };
 
 struct profile_event {
 	__u32 kind; /* enum profile_event_kind */
 	__u32 pid;  /* tgid */
+	__u64 key;  /* PY_STACK: the stack's key, so its code objects are read at once */
 };
 
 _Static_assert(sizeof(struct profile_key) == 48, "profile_key layout");
 _Static_assert(sizeof(struct profile_stack) == 1024, "profile_stack layout");
-_Static_assert(sizeof(struct profile_event) == 8, "profile_event layout");
+_Static_assert(sizeof(struct profile_event) == 16, "profile_event layout");
 
 #endif

@@ -1,9 +1,10 @@
 /* The Python frame walker, included by profile.bpf.c (which defines count_loss()
- * and the maps named in python.h). For a sample of a known CPython process it
+ * and announce()). For a sample of a known CPython process it
  * finds the thread's PyThreadState, walks the frame chain and stores the frames
  * (code object address, byte offset, flags) as one py_stack in the window's
  * pystacks map. Everything it reads is bounded: PY_MAX_INTERPRETERS interpreters,
- * PY_MAX_THREADS thread states each, py_depth frames. See python.h for the ABI and
+ * PY_MAX_THREADS thread states each, py_depth frames. Each stack new to the window
+ * is announced on the events ring buffer. See python.h for the ABI and
  * shared/cpython.md for the facts behind each offset.
  */
 #ifndef SMOLDER_PYTHON_BPF_H
@@ -259,7 +260,9 @@ static __always_inline __u64 py_record(struct task_struct *task, __u32 pid, __u3
 	if (bpf_map_lookup_elem(pystacks, &key))
 		return key;
 	err = bpf_map_update_elem(pystacks, &key, st, BPF_NOEXIST);
-	if (err && err != -EEXIST) {
+	if (!err)
+		announce(PROFILE_EVENT_PY_STACK, pid, key);
+	else if (err != -EEXIST) {
 		count_loss(PROFILE_LOSS_PY_STACK_FULL);
 		return 0;
 	}

@@ -26,6 +26,8 @@ static void test_defaults(void **state)
 	assert_int_equal(o.npids, 0);
 	assert_string_equal(o.output, "-");
 	assert_false(o.include_idle);
+	assert_true(o.python);
+	assert_int_equal(o.python_depth, 128);
 	agent_options__free(&o);
 }
 
@@ -34,7 +36,7 @@ static void test_all_options(void **state)
 	char *argv[] = { "agent", "--pid", "42", "-p", "7", "--duration", "30", "-F", "49",
 			 "--window", "5", "-o", "/tmp/x.folded", "--label", "service=api",
 			 "-l", "zone=b", "-vv", "--include-idle", "--max-stacks", "65536",
-			 "--bpf-stats", NULL };
+			 "--bpf-stats", "--python", "off", "--python-depth", "16", NULL };
 	struct agent_options o;
 	char err[256] = "";
 
@@ -56,6 +58,8 @@ static void test_all_options(void **state)
 	assert_true(o.include_idle);
 	assert_true(o.bpf_stats);
 	assert_int_equal(o.max_stacks, 65536);
+	assert_false(o.python);
+	assert_int_equal(o.python_depth, 16);
 	agent_options__free(&o);
 }
 
@@ -81,6 +85,9 @@ static void test_bad_values(void **state)
 		{ "--label", "bad key=v", "--label wants KEY=VALUE" },
 		{ "--max-stacks", "10", "--max-stacks wants" },
 		{ "--output", "", "--output wants" },
+		{ "--python", "yes", "--python wants on or off, got 'yes'" },
+		{ "--python-depth", "0", "--python-depth wants 1 to 128" },
+		{ "--python-depth", "129", "--python-depth wants 1 to 128" },
 	};
 	size_t i;
 
