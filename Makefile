@@ -33,13 +33,14 @@ BPFTOOL ?= bpftool
 ARCH    := x86
 
 # Recursive (=) so that pkg-config runs after `make deps` has installed it all.
-PKGS      := libbpf libelf zlib
+PKGS      := libbpf libelf zlib libzstd libprotobuf-c sqlite3 libcurl libmicrohttpd
 PKG_CFLAGS = $(shell pkg-config --cflags $(PKGS))
 PKG_LIBS   = $(shell pkg-config --libs $(PKGS))
 
 WARN      := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
              -Wno-missing-field-initializers
-BASE_CFLAGS = -std=c17 -D_GNU_SOURCE -g $(WARN) -I. -I$(BUILD)/bpf $(PKG_CFLAGS) -MMD -MP
+BASE_CFLAGS = -std=c17 -D_GNU_SOURCE -g $(WARN) -I. -I$(BUILD)/bpf -I$(BUILD)/gen $(PKG_CFLAGS) \
+              -MMD -MP
 REL_CFLAGS  = $(BASE_CFLAGS) -O2
 SAN_FLAGS  := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
 ASAN_CFLAGS = $(BASE_CFLAGS) -O1 $(SAN_FLAGS)
@@ -49,9 +50,17 @@ LIB_SRCS  := $(sort $(wildcard common/*.c agent/*.c collector/*.c store/*.c))
 MAIN_SRC  := cli/main.c
 BPF_SRCS  := $(wildcard bpf/*.bpf.c)
 SKELS     := $(patsubst bpf/%.bpf.c,$(BUILD)/bpf/%.skel.h,$(BPF_SRCS))
+# protobuf-c code generated from schema/*.proto into build/gen/
+PROTOS    := $(wildcard schema/*.proto)
+PROTO_C   := $(patsubst schema/%.proto,$(BUILD)/gen/%.pb-c.c,$(PROTOS))
+PROTO_H   := $(PROTO_C:.c=.h)
+# the store's SQL migrations (schema/NNN_*.sql), embedded as C strings
+MIGRATIONS := $(sort $(wildcard schema/[0-9]*.sql))
+GEN_C     := $(PROTO_C) $(BUILD)/gen/migrations.c
+GENERATED := $(SKELS) $(PROTO_H) $(BUILD)/gen/migrations.c
 
-REL_OBJS  := $(patsubst %.c,$(BUILD)/rel/%.o,$(LIB_SRCS))
-ASAN_OBJS := $(patsubst %.c,$(BUILD)/asan/%.o,$(LIB_SRCS))
+REL_OBJS  := $(patsubst %.c,$(BUILD)/rel/%.o,$(LIB_SRCS) $(GEN_C))
+ASAN_OBJS := $(patsubst %.c,$(BUILD)/asan/%.o,$(LIB_SRCS) $(GEN_C))
 
 UNIT_TESTS  := $(patsubst tests/unit/%.c,$(BUILD)/asan/tests/%,$(wildcard tests/unit/test_*.c))
 INTEG_TESTS := $(patsubst tests/integration/%.c,$(BUILD)/asan/tests/%,$(wildcard tests/integration/test_*.c))
@@ -101,13 +110,24 @@ $(BUILD)/bpf/%.skel.h: $(BUILD)/bpf/%.bpf.o
 	$(call msg,SKEL,$@)
 	$(Q)$(BPFTOOL) gen skeleton $< > $@
 
+# ---- protobuf --------------------------------------------------------------
+$(BUILD)/gen/%.pb-c.c $(BUILD)/gen/%.pb-c.h: schema/%.proto
+	$(call msg,PROTOC,$<)
+	$(Q)mkdir -p $(BUILD)/gen
+	$(Q)protoc-c --proto_path=schema --c_out=$(BUILD)/gen $<
+
+$(BUILD)/gen/migrations.c: $(MIGRATIONS) schema/embed.sh
+	$(call msg,GEN,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)bash schema/embed.sh $(MIGRATIONS) > $@
+
 # ---- user space ------------------------------------------------------------
-$(BUILD)/rel/%.o: %.c | $(SKELS)
+$(BUILD)/rel/%.o: %.c | $(GENERATED)
 	$(call msg,CC,$@)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(REL_CFLAGS) -c $< -o $@
 
-$(BUILD)/asan/%.o: %.c | $(SKELS)
+$(BUILD)/asan/%.o: %.c | $(GENERATED)
 	$(call msg,CC,$@)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(ASAN_CFLAGS) -c $< -o $@
