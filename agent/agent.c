@@ -13,7 +13,7 @@
 
 #include "agent/agent_opts.h"
 #include "agent/elfsyms.h"
-#include "agent/folded.h"
+#include "common/folded.h"
 #include "agent/ksyms.h"
 #include "agent/procmaps.h"
 #include "agent/pytrack.h"

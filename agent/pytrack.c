@@ -12,7 +12,7 @@
 
 #include <uthash.h>
 
-#include "agent/folded.h"
+#include "common/folded.h"
 #include "agent/pycode.h"
 #include "agent/pyproc.h"
 #include "agent/sampler.h"

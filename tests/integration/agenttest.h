@@ -10,7 +10,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "agent/folded.h"
+#include "common/folded.h"
 #include "testutil.h"
 
 struct frame_count {

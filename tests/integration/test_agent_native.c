@@ -11,7 +11,7 @@
 
 #include <cmocka.h>
 
-#include "agent/folded.h"
+#include "common/folded.h"
 #include "agenttest.h"
 #include "testutil.h"
 

@@ -15,7 +15,7 @@
 
 #include <cmocka.h>
 
-#include "agent/folded.h"
+#include "common/folded.h"
 #include "agenttest.h"
 #include "testutil.h"
 

@@ -6,7 +6,7 @@
 
 #include <cmocka.h>
 
-#include "agent/folded.h"
+#include "common/folded.h"
 #include "testutil.h"
 
 static void test_push_joins_and_sanitizes(void **state)

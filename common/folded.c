@@ -1,6 +1,6 @@
 /* Folded stacks and their aggregate (a uthash table keyed by the stack text); see
  * folded.h for the format. */
-#include "agent/folded.h"
+#include "common/folded.h"
 
 #include <ctype.h>
 #include <errno.h>
