@@ -1,0 +1,122 @@
+/* The profile store: aggregated stack samples of many agents in one SQLite database
+ * (the storage model is described at the top of schema/001_init.sql). The collector
+ * ingests decoded batches, one transaction each, and queries folded stacks summed
+ * over a time range and a label selection; store__maintain() applies retention and
+ * downsampling in small steps between ingests.
+ *
+ * Errors: every function returns 0 or -errno. SQLite errors are translated: -EIO
+ * (I/O error, corruption, not a database), -ENOSPC (disk full), -EBUSY (locked by
+ * another connection past the busy timeout), -ENOMEM, -EROFS (read-only), -EACCES,
+ * -EINVAL (bad argument or a batch that breaks a constraint), -EPROTO (a database
+ * written by a newer smolder). The last SQLite message is kept for the log, see
+ * store__errmsg(). A store never prints.
+ *
+ * Thread-safety: a struct store is one connection with cached statements; calls on
+ * one store must be serialized. Several stores (threads or processes) may open the
+ * same file; writers then wait up to the busy timeout.
+ */
+#ifndef SMOLDER_STORE_H
+#define SMOLDER_STORE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct batch;
+struct store;
+
+#define STORE_DEFAULT_RETENTION_SECONDS	       (14 * 24 * 3600)
+#define STORE_DEFAULT_DOWNSAMPLE_AFTER_SECONDS (24 * 3600)
+#define STORE_DEFAULT_COARSE_WINDOW_SECONDS    300
+#define STORE_BUSY_TIMEOUT_MS		       5000
+
+/* Options of store__open(). A zero field (or a NULL opts) takes the default. */
+struct store_options {
+	int64_t retention_seconds;	   /* samples older than this are dropped: 14 days */
+	uint32_t downsample_after_seconds; /* windows older than this are merged: 1 day */
+	uint32_t coarse_window_seconds;	   /* length of a merged window: 300 */
+};
+
+/* Opens (creating if needed) the database at path, ":memory:" for a private
+ * in-memory one, and applies pending migrations (each in its own transaction,
+ * the version in PRAGMA user_version). A file database uses WAL and
+ * synchronous=NORMAL: a committed batch survives a crash of the process, the last
+ * commits may be lost on power failure. *out is written only on success. Returns 0,
+ * -EINVAL (NULL path or out, retention shorter than downsample_after), -EPROTO
+ * (schema newer than this build), -ENOMEM, or a translated SQLite error. */
+int store__open(const char *path, const struct store_options *opts, struct store **out);
+
+/* Closes the database and frees the store. Accepts NULL. */
+void store__close(struct store *s);
+
+/* The last SQLite error message of s ("" if none): borrowed, valid until the next
+ * call on s. */
+const char *store__errmsg(const struct store *s);
+
+/* Stores batch b in one transaction: interns its strings, frames, stacks and label
+ * sets, adds each sample's count to samples(window_start, label set, stack), and
+ * records (agent_id, seq). If (agent_id, seq) was already stored, nothing is
+ * written and *duplicate is true. Returns 0 only after the commit; on any error the
+ * transaction is rolled back, the database is as before, and the result is -EINVAL
+ * (an index out of range, a count of 0 or above INT64_MAX, a value sum that would
+ * overflow), or a translated SQLite error. The caller should validate b
+ * (batch__validate); the store checks indices again but not every cap. A window
+ * older than the downsampling watermark is stored in its coarse bucket.
+ * duplicate may be NULL. */
+int store__ingest(struct store *s, const struct batch *b, bool *duplicate);
+
+/* A query: windows with window_start in [from, to), and label sets that hold every
+ * keys[i]=values[i] (i < nlabels; nlabels 0 selects all). */
+struct store_query {
+	int64_t from;		   /* unix seconds, inclusive */
+	int64_t to;		   /* unix seconds, exclusive */
+	const char *const *keys;   /* nlabels label keys */
+	const char *const *values; /* nlabels label values */
+	size_t nlabels;
+};
+
+/* Called once per distinct stack: folded is the agent's folded text ("comm;f1;f2",
+ * root first; kernel frames "name_[k]", Python frames "name (file:line)"), borrowed
+ * for the call; count is the sum over the selected windows and label sets. Return 0
+ * to go on; anything else stops the query, which then returns that value. */
+typedef int (*store_stack_fn)(void *ctx, const char *folded, uint64_t count);
+
+/* Runs q, calling cb for each stack with a nonzero sum, in no particular order.
+ * The callback must not call into s. A downsampled window counts whole when its
+ * bucket start is in [from, to). Returns 0, cb's nonzero return, -EINVAL, -ENOMEM
+ * or a translated SQLite error. */
+int store__query_stacks(struct store *s, const struct store_query *q, store_stack_fn cb, void *ctx);
+
+struct store_stats {
+	uint64_t sample_rows; /* rows of samples */
+	uint64_t batches;     /* batches ever ingested (duplicates excluded) */
+	uint64_t strings;     /* dictionary sizes */
+	uint64_t frames;
+	uint64_t stacks;
+	uint64_t labelsets;
+	uint64_t db_bytes;     /* page_count * page_size */
+	int64_t coarse_before; /* downsampling watermark, INT64_MIN when none */
+};
+
+/* Fills st. Counting rows is a full scan of samples: for monitoring, not per batch.
+ * Returns 0 or a translated SQLite error. */
+int store__stats(struct store *s, struct store_stats *st);
+
+/* The schema version (PRAGMA user_version: the number of migrations applied). */
+int store__schema_version(struct store *s, int64_t *version);
+
+/* Runs PRAGMA integrity_check. Returns 0 when it reports "ok", -EIO when it finds
+ * damage (the first report is then in store__errmsg()), or a translated error. */
+int store__check(struct store *s);
+
+/* One bounded step of maintenance at time now (unix seconds): deletes samples with
+ * window_start < now - retention and forgets their (agent, seq), then merges fine
+ * windows older than now - downsample_after into coarse buckets (window_start
+ * rounded down to a multiple of coarse_window_seconds, values summed; per-stack
+ * totals are unchanged). Each transaction touches at most about max_rows sample
+ * rows (0 means 10000), and one call runs one transaction, so ingest waits for at
+ * most one step. *more is true when work remains: call again (e.g. after the next
+ * ingest). Returns 0 or a translated SQLite error. */
+int store__maintain(struct store *s, int64_t now, size_t max_rows, bool *more);
+
+#endif

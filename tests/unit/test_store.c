@@ -1,0 +1,882 @@
+/* Unit tests of the SQLite store (store/store.h), each run on ":memory:" and on a
+ * file in a fresh temporary directory. Batches are built by hand here from lists of
+ * (label set, folded stack, count, window) tuples, so the test depends only on the
+ * layout in common/batch.h; every expected sum is computed from the same tuples
+ * with a plain loop and compared with what the store returns.
+ */
+#include <inttypes.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+#include <uthash.h>
+
+#include "common/batch.h"
+#include "store/store.h"
+#include "testutil.h"
+
+/* ---- building batches by hand ------------------------------------------- */
+
+struct ent {
+	char *key;
+	uint32_t idx;
+	UT_hash_handle hh;
+};
+
+struct tb {
+	struct batch *b;
+	uint32_t capstr, capframe, capstack, capls, capsmp;
+	struct ent *strs, *frames, *stacks, *lss;
+};
+
+static void ents_free(struct ent **h)
+{
+	struct ent *e, *tmp;
+
+	HASH_ITER (hh, *h, e, tmp) {
+		HASH_DEL(*h, e);
+		free(e->key);
+		free(e);
+	}
+}
+
+/* Finds key in *h; if missing adds it with idx next and returns false. */
+static bool ent_get(struct ent **h, const char *key, uint32_t next, uint32_t *idx)
+{
+	struct ent *e;
+
+	HASH_FIND_STR(*h, key, e);
+	if (e) {
+		*idx = e->idx;
+		return true;
+	}
+	e = calloc(1, sizeof(*e));
+	assert_non_null(e);
+	e->key = strdup(key);
+	e->idx = next;
+	HASH_ADD_KEYPTR(hh, *h, e->key, strlen(e->key), e);
+	*idx = next;
+	return false;
+}
+
+#define GROW(arr, n, cap)                                                                          \
+	do {                                                                                       \
+		if ((n) == (cap)) {                                                                \
+			(cap) = (cap) ? (cap)*2 : 16;                                              \
+			(arr) = realloc((arr), (cap) * sizeof(*(arr)));                            \
+			assert_non_null(arr);                                                      \
+		}                                                                                  \
+	} while (0)
+
+static uint32_t tb_str(struct tb *t, const char *s)
+{
+	uint32_t i;
+
+	if (!ent_get(&t->strs, s, t->b->nstrings, &i)) {
+		GROW(t->b->strings, t->b->nstrings, t->capstr);
+		t->b->strings[t->b->nstrings++] = strdup(s);
+	}
+	return i;
+}
+
+static uint32_t tb_frame(struct tb *t, const char *text, bool root)
+{
+	struct batch_frame f = {0};
+	char key[600], name[512], file[256];
+	size_t len = strlen(text);
+	unsigned line;
+	uint32_t i;
+
+	if (root) {
+		f.kind = BATCH_FRAME_PROCESS;
+		f.name = tb_str(t, text);
+	} else if (len > 4 && !strcmp(text + len - 4, "_[k]")) {
+		snprintf(name, sizeof(name), "%.*s", (int)(len - 4), text);
+		f.kind = BATCH_FRAME_KERNEL;
+		f.name = tb_str(t, name);
+	} else if (sscanf(text, "%511[^ ] (%255[^:]:%u)", name, file, &line) == 3) {
+		f.kind = BATCH_FRAME_PYTHON;
+		f.name = tb_str(t, name);
+		f.file = tb_str(t, file);
+		f.line = line;
+	} else {
+		f.kind = BATCH_FRAME_NATIVE;
+		f.name = tb_str(t, text);
+	}
+	snprintf(key, sizeof(key), "%u|%u|%u|%u", f.kind, f.name, f.file, f.line);
+	if (!ent_get(&t->frames, key, t->b->nframes, &i)) {
+		GROW(t->b->frames, t->b->nframes, t->capframe);
+		t->b->frames[t->b->nframes++] = f;
+	}
+	return i;
+}
+
+static uint32_t tb_stack(struct tb *t, const char *folded)
+{
+	struct batch_stack st = {0};
+	char *copy, *tok, *save = NULL;
+	uint32_t i, cap = 0;
+
+	if (ent_get(&t->stacks, folded, t->b->nstacks, &i))
+		return i;
+	copy = strdup(folded);
+	for (tok = strtok_r(copy, ";", &save); tok; tok = strtok_r(NULL, ";", &save)) {
+		GROW(st.frames, st.nframes, cap);
+		st.frames[st.nframes] = tb_frame(t, tok, st.nframes == 0);
+		st.nframes++;
+	}
+	free(copy);
+	GROW(t->b->stacks, t->b->nstacks, t->capstack);
+	t->b->stacks[t->b->nstacks++] = st;
+	return i;
+}
+
+/* Labels as "k=v,k=v", sorted by key, as batch.h wants. */
+static uint32_t tb_labelset(struct tb *t, const char *labels)
+{
+	struct batch_labelset ls = {0};
+	char *copy, *tok, *save = NULL, *eq;
+	uint32_t i, j, cap = 0;
+
+	if (ent_get(&t->lss, labels, t->b->nlabelsets, &i))
+		return i;
+	copy = strdup(labels);
+	for (tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+		eq = strchr(tok, '=');
+		assert_non_null(eq);
+		*eq = '\0';
+		GROW(ls.labels, ls.nlabels, cap);
+		ls.labels[ls.nlabels].key = tb_str(t, tok);
+		ls.labels[ls.nlabels].value = tb_str(t, eq + 1);
+		/* insertion sort by key text */
+		for (j = ls.nlabels; j > 0; j--) {
+			struct batch_label tmp;
+
+			if (strcmp(t->b->strings[ls.labels[j - 1].key],
+				   t->b->strings[ls.labels[j].key]) <= 0)
+				break;
+			tmp = ls.labels[j];
+			ls.labels[j] = ls.labels[j - 1];
+			ls.labels[j - 1] = tmp;
+		}
+		ls.nlabels++;
+	}
+	free(copy);
+	GROW(t->b->labelsets, t->b->nlabelsets, t->capls);
+	t->b->labelsets[t->b->nlabelsets++] = ls;
+	return i;
+}
+
+static void tb_init(struct tb *t, const char *agent, uint64_t seq, int64_t window_start)
+{
+	memset(t, 0, sizeof(*t));
+	t->b = calloc(1, sizeof(*t->b));
+	assert_non_null(t->b);
+	tb_str(t, "");
+	t->b->format_version = BATCH_FORMAT_VERSION;
+	t->b->seq = seq;
+	t->b->window_start = window_start;
+	t->b->window_seconds = 10;
+	t->b->period_ns = 1000000000 / 99;
+	t->b->agent_id = tb_str(t, agent);
+	t->b->host = tb_str(t, "host-1");
+	t->b->profile_type = tb_str(t, "cpu");
+}
+
+static void tb_add(struct tb *t, const char *labels, const char *folded, uint64_t count)
+{
+	struct batch_sample smp;
+
+	smp.labelset = tb_labelset(t, labels);
+	smp.stack = tb_stack(t, folded);
+	smp.count = count;
+	GROW(t->b->samples, t->b->nsamples, t->capsmp);
+	t->b->samples[t->b->nsamples++] = smp;
+}
+
+static struct batch *tb_finish(struct tb *t)
+{
+	ents_free(&t->strs);
+	ents_free(&t->frames);
+	ents_free(&t->stacks);
+	ents_free(&t->lss);
+	return t->b;
+}
+
+static void tbatch_free(struct batch *b)
+{
+	uint32_t i;
+
+	if (!b)
+		return;
+	for (i = 0; i < b->nstrings; i++)
+		free(b->strings[i]);
+	for (i = 0; i < b->nstacks; i++)
+		free(b->stacks[i].frames);
+	for (i = 0; i < b->nlabelsets; i++)
+		free(b->labelsets[i].labels);
+	free(b->strings);
+	free(b->frames);
+	free(b->stacks);
+	free(b->labelsets);
+	free(b->samples);
+	free(b->counters);
+	free(b);
+}
+
+/* ---- generated data and expectations ------------------------------------- */
+
+static const char *const labelsets[] = {
+    "",
+    "service=api",
+    "service=api,zone=a",
+    "service=api,zone=b",
+    "service=worker,zone=a",
+    "service=db,version=2,zone=b",
+};
+#define NLS (sizeof(labelsets) / sizeof(labelsets[0]))
+
+#define NSTACKS 40
+static char stack_pool[NSTACKS][256];
+
+static void make_stack_pool(void)
+{
+	int i;
+
+	for (i = 0; i < NSTACKS; i++) {
+		switch (i % 4) {
+		case 0:
+			snprintf(stack_pool[i], sizeof(stack_pool[i]), "app%d;main;work_%d;leaf_%d",
+				 i % 3, i % 5, i);
+			break;
+		case 1:
+			snprintf(stack_pool[i], sizeof(stack_pool[i]),
+				 "app%d;main;read;entry_SYSCALL_64_[k];do_syscall_64_[k];fn_%d_[k]",
+				 i % 3, i);
+			break;
+		case 2:
+			snprintf(stack_pool[i], sizeof(stack_pool[i]),
+				 "python3;_PyEval_EvalFrameDefault;<module> (/app/srv.py:1);"
+				 "handle (/app/srv.py:%d);Req.parse (/app/req.py:%d)",
+				 10 + i, 100 + i);
+			break;
+		default:
+			snprintf(stack_pool[i], sizeof(stack_pool[i]), "app%d;libc.so.6+0x%x;main",
+				 i % 3, 0x1000 + i);
+			break;
+		}
+	}
+}
+
+struct tuple {
+	int ls;
+	int stack;
+	uint64_t count;
+	int64_t window;
+	int agent;
+};
+
+static uint64_t rng_state = 88172645463325252ull;
+
+static uint64_t rnd(void)
+{
+	rng_state ^= rng_state << 13;
+	rng_state ^= rng_state >> 7;
+	rng_state ^= rng_state << 17;
+	return rng_state;
+}
+
+/* nwindows windows of 10 s from t0, two agents, per agent and window n tuples. */
+static struct tuple *gen_tuples(int64_t t0, int nwindows, int per, size_t *n)
+{
+	struct tuple *t = calloc((size_t)nwindows * 2 * per, sizeof(*t));
+	size_t k = 0;
+	int w, a, i;
+
+	assert_non_null(t);
+	for (w = 0; w < nwindows; w++)
+		for (a = 0; a < 2; a++)
+			for (i = 0; i < per; i++) {
+				t[k].ls = (int)(rnd() % NLS);
+				t[k].stack = (int)(rnd() % NSTACKS);
+				t[k].count = 1 + rnd() % 50;
+				t[k].window = t0 + 10 * w;
+				t[k].agent = a;
+				k++;
+			}
+	*n = k;
+	return t;
+}
+
+/* Ingests the tuples: one batch per (agent, window), in order; seq from 1. */
+static void ingest_tuples(struct store *s, const struct tuple *t, size_t n)
+{
+	static const char *const agents[] = {"agent-a", "agent-b"};
+	uint64_t seq[2] = {0, 0};
+	size_t i = 0, j;
+
+	while (i < n) {
+		struct batch *b;
+		struct tb tb;
+		bool dup = true;
+
+		for (j = i; j < n && t[j].window == t[i].window && t[j].agent == t[i].agent; j++)
+			;
+		tb_init(&tb, agents[t[i].agent], ++seq[t[i].agent], t[i].window);
+		for (; i < j; i++)
+			tb_add(&tb, labelsets[t[i].ls], stack_pool[t[i].stack], t[i].count);
+		b = tb_finish(&tb);
+		assert_int_equal(store__ingest(s, b, &dup), 0);
+		assert_false(dup);
+		tbatch_free(b);
+	}
+}
+
+/* Does label set text ls hold every "k=v" of the selection? */
+static bool ls_matches(const char *ls, const char *const *keys, const char *const *values, size_t n)
+{
+	char want[128], padded[256];
+	size_t i;
+
+	snprintf(padded, sizeof(padded), ",%s,", ls);
+	for (i = 0; i < n; i++) {
+		snprintf(want, sizeof(want), ",%s=%s,", keys[i], values[i]);
+		if (!strstr(padded, want))
+			return false;
+	}
+	return true;
+}
+
+static void expected_sums(const struct tuple *t, size_t n, const struct store_query *q,
+			  uint64_t *exp)
+{
+	size_t i;
+
+	memset(exp, 0, NSTACKS * sizeof(*exp));
+	for (i = 0; i < n; i++)
+		if (t[i].window >= q->from && t[i].window < q->to &&
+		    ls_matches(labelsets[t[i].ls], q->keys, q->values, q->nlabels))
+			exp[t[i].stack] += t[i].count;
+}
+
+struct got {
+	uint64_t sum[NSTACKS];
+	int seen[NSTACKS];
+	int unknown;
+	int calls;
+};
+
+static int collect(void *ctx, const char *folded, uint64_t count)
+{
+	struct got *g = ctx;
+	int i;
+
+	g->calls++;
+	for (i = 0; i < NSTACKS; i++)
+		if (!strcmp(stack_pool[i], folded)) {
+			g->seen[i]++;
+			g->sum[i] += count;
+			return 0;
+		}
+	g->unknown++;
+	print_error("unknown stack: %s\n", folded);
+	return 0;
+}
+
+/* Runs q and asserts the store's sums equal the tuples' sums; returns the total. */
+static uint64_t check_query(struct store *s, const struct tuple *t, size_t n,
+			    const struct store_query *q)
+{
+	uint64_t exp[NSTACKS], total = 0;
+	struct got g = {0};
+	int i;
+
+	expected_sums(t, n, q, exp);
+	assert_int_equal(store__query_stacks(s, q, collect, &g), 0);
+	assert_int_equal(g.unknown, 0);
+	for (i = 0; i < NSTACKS; i++) {
+		assert_true(g.seen[i] <= 1);
+		assert_int_equal(g.seen[i], exp[i] ? 1 : 0);
+		assert_int_equal(g.sum[i], exp[i]);
+		total += exp[i];
+	}
+	return total;
+}
+
+/* ---- fixtures: one store on :memory: or on a file ------------------------- */
+
+struct fixture {
+	bool file;
+	char dir[64];
+	char path[128];
+};
+
+static const char *fx_path(struct fixture *fx)
+{
+	if (!fx->file)
+		return ":memory:";
+	if (!fx->dir[0]) {
+		assert_non_null(test_mkdtemp(fx->dir, sizeof(fx->dir)));
+		snprintf(fx->path, sizeof(fx->path), "%s/store.db", fx->dir);
+	}
+	return fx->path;
+}
+
+static int fx_teardown(void **state)
+{
+	struct fixture *fx = *state;
+
+	if (fx->dir[0])
+		test_rm_rf(fx->dir);
+	fx->dir[0] = '\0';
+	return 0;
+}
+
+static struct store *fx_open(struct fixture *fx, const struct store_options *opts)
+{
+	struct store *s = NULL;
+
+	assert_int_equal(store__open(fx_path(fx), opts, &s), 0);
+	assert_non_null(s);
+	return s;
+}
+
+static void close_checked(struct store *s)
+{
+	assert_int_equal(store__check(s), 0);
+	store__close(s);
+}
+
+/* The user_version field of a closed database file: big-endian u32 at offset 60. */
+static uint32_t file_user_version(const char *path)
+{
+	unsigned char h[64];
+	FILE *f = fopen(path, "rb");
+
+	assert_non_null(f);
+	assert_int_equal(fread(h, 1, sizeof(h), f), sizeof(h));
+	fclose(f);
+	return (uint32_t)h[60] << 24 | (uint32_t)h[61] << 16 | (uint32_t)h[62] << 8 | h[63];
+}
+
+/* ---- tests ---------------------------------------------------------------- */
+
+static void test_migrations(void **state)
+{
+	struct fixture *fx = *state;
+	struct store_stats st;
+	struct store *s;
+	int64_t v1, v2;
+
+	s = fx_open(fx, NULL);
+	assert_int_equal(store__schema_version(s, &v1), 0);
+	assert_true(v1 >= 1);
+	assert_int_equal(store__stats(s, &st), 0);
+	assert_int_equal(st.sample_rows, 0);
+	assert_int_equal(st.batches, 0);
+	assert_true(st.db_bytes > 0);
+	assert_true(st.coarse_before == INT64_MIN);
+	close_checked(s);
+	if (!fx->file)
+		return;
+
+	assert_int_equal(file_user_version(fx->path), (uint32_t)v1);
+	/* Reopening applies nothing again (a rerun would fail on CREATE TABLE). */
+	s = fx_open(fx, NULL);
+	assert_int_equal(store__schema_version(s, &v2), 0);
+	assert_int_equal(v1, v2);
+	close_checked(s);
+	assert_int_equal(file_user_version(fx->path), (uint32_t)v1);
+
+	/* A database from a newer build is refused. */
+	{
+		unsigned char be[4] = {0, 0, 0, 99};
+		struct store *s2 = NULL;
+		FILE *f = fopen(fx->path, "r+b");
+
+		assert_non_null(f);
+		assert_int_equal(fseek(f, 60, SEEK_SET), 0);
+		assert_int_equal(fwrite(be, 1, 4, f), 4);
+		fclose(f);
+		assert_int_equal(store__open(fx->path, NULL, &s2), -EPROTO);
+		assert_null(s2);
+		assert_true(store__open(NULL, NULL, &s2) == -EINVAL);
+	}
+}
+
+static void run_roundtrip_queries(struct store *s, const struct tuple *t, size_t n)
+{
+	static const char *const k1[] = {"service"}, *const v1[] = {"api"};
+	static const char *const k2[] = {"service", "zone"}, *const v2[] = {"api", "a"};
+	static const char *const k2r[] = {"zone", "service"}, *const v2r[] = {"b", "db"};
+	static const char *const k3[] = {"service", "zone"}, *const v3[] = {"worker", "b"};
+	static const char *const k4[] = {"service"}, *const v4[] = {"nope"};
+	static const char *const k5[] = {"nokey"}, *const v5[] = {"api"};
+	struct store_query q = {.from = 0, .to = INT64_MAX};
+	uint64_t all, part;
+
+	all = check_query(s, t, n, &q);
+	assert_true(all > 0);
+
+	/* Boundaries: a window at from is in, a window at to is out. */
+	q.from = 1020;
+	q.to = 1050;
+	part = check_query(s, t, n, &q);
+	assert_true(part > 0 && part < all);
+	q.from = 1020;
+	q.to = 1021;
+	assert_true(check_query(s, t, n, &q) > 0);
+	q.from = 1019;
+	q.to = 1020;
+	assert_int_equal(check_query(s, t, n, &q), 0);
+	q.from = 1050;
+	q.to = 1050;
+	assert_int_equal(check_query(s, t, n, &q), 0);
+
+	q.from = 0;
+	q.to = INT64_MAX;
+	q.keys = k1, q.values = v1, q.nlabels = 1;
+	part = check_query(s, t, n, &q);
+	assert_true(part > 0 && part < all);
+	q.keys = k2, q.values = v2, q.nlabels = 2;
+	assert_true(check_query(s, t, n, &q) > 0);
+	q.keys = k2r, q.values = v2r, q.nlabels = 2;
+	assert_true(check_query(s, t, n, &q) > 0);
+	q.keys = k3, q.values = v3, q.nlabels = 2;
+	assert_int_equal(check_query(s, t, n, &q), 0);
+	q.keys = k4, q.values = v4, q.nlabels = 1;
+	assert_int_equal(check_query(s, t, n, &q), 0);
+	q.keys = k5, q.values = v5, q.nlabels = 1;
+	assert_int_equal(check_query(s, t, n, &q), 0);
+	q.from = 1030;
+	q.to = 1060;
+	q.keys = k2, q.values = v2, q.nlabels = 2;
+	check_query(s, t, n, &q);
+}
+
+static int stop_after_one(void *ctx, const char *folded, uint64_t count)
+{
+	(void)folded;
+	(void)count;
+	++*(int *)ctx;
+	return 42;
+}
+
+static void test_roundtrip(void **state)
+{
+	struct fixture *fx = *state;
+	struct store_query q = {.from = 0, .to = INT64_MAX};
+	struct store_stats st;
+	struct tuple *t;
+	struct store *s;
+	size_t n;
+	int calls = 0;
+
+	make_stack_pool();
+	t = gen_tuples(1000, 8, 60, &n);
+	s = fx_open(fx, NULL);
+	ingest_tuples(s, t, n);
+	assert_int_equal(store__stats(s, &st), 0);
+	assert_int_equal(st.batches, 16);
+	assert_true(st.sample_rows > 0 && st.sample_rows <= n);
+	assert_true(st.stacks == NSTACKS);
+	assert_true(st.labelsets == NLS);
+	run_roundtrip_queries(s, t, n);
+	assert_int_equal(store__query_stacks(s, &q, stop_after_one, &calls), 42);
+	assert_int_equal(calls, 1);
+	close_checked(s);
+
+	if (fx->file) {
+		s = fx_open(fx, NULL);
+		run_roundtrip_queries(s, t, n);
+		assert_int_equal(store__stats(s, &st), 0);
+		assert_int_equal(st.batches, 16);
+		close_checked(s);
+	}
+	free(t);
+}
+
+static struct batch *one_batch(const char *agent, uint64_t seq, int64_t window, const char *labels,
+			       const char *folded, uint64_t count)
+{
+	struct tb tb;
+
+	tb_init(&tb, agent, seq, window);
+	tb_add(&tb, labels, folded, count);
+	return tb_finish(&tb);
+}
+
+static void test_duplicate(void **state)
+{
+	struct fixture *fx = *state;
+	struct tuple t[2] = {{.ls = 1, .stack = 3, .count = 7, .window = 1000},
+			     {.ls = 1, .stack = 3, .count = 5, .window = 1000}};
+	struct store_query q = {.from = 0, .to = INT64_MAX};
+	struct batch *b1, *b2;
+	struct store_stats st;
+	struct store *s;
+	bool dup = false;
+
+	make_stack_pool();
+	s = fx_open(fx, NULL);
+	b1 = one_batch("agent-a", 1, 1000, labelsets[1], stack_pool[3], 7);
+	b2 = one_batch("agent-b", 1, 1000, labelsets[1], stack_pool[3], 5);
+	assert_int_equal(store__ingest(s, b1, &dup), 0);
+	assert_false(dup);
+	assert_int_equal(store__ingest(s, b1, &dup), 0);
+	assert_true(dup);
+	assert_int_equal(store__ingest(s, b1, NULL), 0);
+	check_query(s, t, 1, &q);
+	/* Same seq from another agent is a different batch. */
+	assert_int_equal(store__ingest(s, b2, &dup), 0);
+	assert_false(dup);
+	check_query(s, t, 2, &q);
+	assert_int_equal(store__stats(s, &st), 0);
+	assert_int_equal(st.batches, 2);
+	assert_int_equal(st.sample_rows, 1);
+	tbatch_free(b1);
+	tbatch_free(b2);
+	close_checked(s);
+}
+
+static void assert_stats_equal(const struct store_stats *a, const struct store_stats *b)
+{
+	assert_int_equal(a->sample_rows, b->sample_rows);
+	assert_int_equal(a->batches, b->batches);
+	assert_int_equal(a->strings, b->strings);
+	assert_int_equal(a->frames, b->frames);
+	assert_int_equal(a->stacks, b->stacks);
+	assert_int_equal(a->labelsets, b->labelsets);
+}
+
+static void test_failed_ingest(void **state)
+{
+	struct fixture *fx = *state;
+	struct tuple t[2] = {{.ls = 2, .stack = 0, .count = INT64_MAX - 5, .window = 1000},
+			     {.ls = 0, .stack = 5, .count = 3, .window = 1010}};
+	struct store_query q = {.from = 0, .to = INT64_MAX};
+	struct store_stats before, after;
+	struct batch *b;
+	struct store *s;
+	struct tb tb;
+	bool dup = true;
+
+	make_stack_pool();
+	s = fx_open(fx, NULL);
+	b = one_batch("agent-a", 1, 1000, labelsets[2], stack_pool[0], INT64_MAX - 5);
+	assert_int_equal(store__ingest(s, b, &dup), 0);
+	tbatch_free(b);
+	assert_int_equal(store__stats(s, &before), 0);
+
+	/* New strings, frames, a stack and a label set first, then a sample whose sum
+	 * overflows: the CHECK fails at the last row and everything is rolled back. */
+	tb_init(&tb, "agent-a", 2, 1000);
+	tb_add(&tb, "fresh=label", "newproc;new_a;new_b_[k]", 9);
+	tb_add(&tb, labelsets[2], stack_pool[0], 10);
+	b = tb_finish(&tb);
+	assert_int_equal(store__ingest(s, b, &dup), -EINVAL);
+	assert_false(dup);
+	assert_true(strlen(store__errmsg(s)) > 0);
+	assert_int_equal(store__stats(s, &after), 0);
+	assert_stats_equal(&before, &after);
+	check_query(s, t, 1, &q);
+	tbatch_free(b);
+
+	/* A stack index out of range after other samples were written. */
+	tb_init(&tb, "agent-a", 2, 1000);
+	tb_add(&tb, "fresh=label", "newproc;new_a;new_b_[k]", 9);
+	tb_add(&tb, labelsets[3], stack_pool[7], 10);
+	b = tb_finish(&tb);
+	b->samples[1].stack = 99;
+	assert_int_equal(store__ingest(s, b, &dup), -EINVAL);
+	b->samples[1].stack = 0;
+	b->samples[1].count = 0; /* a zero count is refused too */
+	assert_int_equal(store__ingest(s, b, &dup), -EINVAL);
+	b->frames[b->stacks[0].frames[1]].kind = 7; /* and a bad frame kind */
+	b->samples[1].count = 1;
+	assert_int_equal(store__ingest(s, b, &dup), -EINVAL);
+	assert_int_equal(store__stats(s, &after), 0);
+	assert_stats_equal(&before, &after);
+	check_query(s, t, 1, &q);
+	tbatch_free(b);
+
+	/* The store still works, and seq 2 was never recorded. */
+	b = one_batch("agent-a", 2, 1010, labelsets[0], stack_pool[5], 3);
+	assert_int_equal(store__ingest(s, b, &dup), 0);
+	assert_false(dup);
+	tbatch_free(b);
+	check_query(s, t, 2, &q);
+	close_checked(s);
+}
+
+/* Retention 1000 s, merge after 100 s into 60 s buckets; windows every 10 s from
+ * 10000 to 12190; now = 12100: windows below 11100 go, [11100, 12000) merge. */
+static void test_maintain(void **state)
+{
+	const struct store_options opts = {.retention_seconds = 1000,
+					   .downsample_after_seconds = 100,
+					   .coarse_window_seconds = 60};
+	struct fixture *fx = *state;
+	struct store_query q = {.from = 0, .to = INT64_MAX};
+	struct store_stats st0, st1;
+	struct tuple *t;
+	struct batch *b;
+	struct store *s;
+	size_t n;
+	int64_t w;
+	int steps = 0;
+	bool more = true, dup;
+
+	make_stack_pool();
+	t = gen_tuples(10000, 220, 4, &n);
+	s = fx_open(fx, &opts);
+	ingest_tuples(s, t, n);
+	assert_int_equal(store__stats(s, &st0), 0);
+
+	/* Too early for anything. */
+	assert_int_equal(store__maintain(s, 10050, 5, &more), 0);
+	assert_false(more);
+	assert_int_equal(store__stats(s, &st1), 0);
+	assert_int_equal(st1.sample_rows, st0.sample_rows);
+
+	while (more || steps == 0) {
+		assert_int_equal(store__maintain(s, 12100, 7, &more), 0);
+		steps++;
+		assert_true(steps < 10000);
+	}
+	assert_true(steps > 10);
+	assert_int_equal(store__stats(s, &st1), 0);
+	assert_true(st1.sample_rows < st0.sample_rows);
+	assert_int_equal(st1.coarse_before, 12000);
+
+	/* Retention: nothing before 11100; nothing was lost after. */
+	q.from = 0;
+	q.to = 11100;
+	{
+		struct got g = {0};
+
+		assert_int_equal(store__query_stacks(s, &q, collect, &g), 0);
+		assert_int_equal(g.calls, 0);
+	}
+	q.from = 11100;
+	q.to = INT64_MAX;
+	check_query(s, t, n, &q);
+	/* Every bucket holds exactly the sum of its fine windows, all at its start. */
+	for (w = 11100; w < 12000; w += 60) {
+		q.from = w;
+		q.to = w + 60;
+		assert_true(check_query(s, t, n, &q) > 0);
+		q.from = w + 1;
+		{
+			struct got g = {0};
+
+			assert_int_equal(store__query_stacks(s, &q, collect, &g), 0);
+			assert_int_equal(g.calls, 0);
+		}
+	}
+	/* Windows not old enough keep their resolution. */
+	for (w = 12000; w < 12100; w += 10) {
+		q.from = w;
+		q.to = w + 10;
+		assert_true(check_query(s, t, n, &q) > 0);
+	}
+
+	/* A late batch below the watermark lands in its bucket; a rerun changes nothing. */
+	b = one_batch("agent-late", 1, 11130, labelsets[1], stack_pool[2], 11);
+	assert_int_equal(store__ingest(s, b, &dup), 0);
+	tbatch_free(b);
+	t = realloc(t, (n + 1) * sizeof(*t));
+	assert_non_null(t);
+	t[n] = (struct tuple){.ls = 1, .stack = 2, .count = 11, .window = 11100};
+	n++;
+	assert_int_equal(store__maintain(s, 12100, 0, &more), 0);
+	assert_false(more);
+	q.from = 11100;
+	q.to = 11160;
+	check_query(s, t, n, &q);
+	q.from = 11101;
+	{
+		struct got g = {0};
+
+		assert_int_equal(store__query_stacks(s, &q, collect, &g), 0);
+		assert_int_equal(g.calls, 0);
+	}
+	q.from = 11100;
+	q.to = INT64_MAX;
+	check_query(s, t, n, &q);
+
+	/* Retention of everything, then of the (agent, seq) memory. */
+	do
+		assert_int_equal(store__maintain(s, 100000, 3, &more), 0);
+	while (more);
+	assert_int_equal(store__stats(s, &st1), 0);
+	assert_int_equal(st1.sample_rows, 0);
+	b = one_batch("agent-a", 1, 10000, labelsets[1], stack_pool[2], 11);
+	assert_int_equal(store__ingest(s, b, &dup), 0);
+	assert_false(dup); /* forgotten after retention */
+	tbatch_free(b);
+	close_checked(s);
+
+	if (fx->file) {
+		s = fx_open(fx, &opts);
+		assert_int_equal(store__stats(s, &st1), 0);
+		assert_int_equal(st1.sample_rows, 1);
+		assert_int_equal(st1.coarse_before, 12000);
+		close_checked(s);
+	}
+	free(t);
+}
+
+/* 100 batches of about 300 distinct stacks over 4 label sets: prints bytes per row. */
+static void test_size(void **state)
+{
+	struct fixture *fx = *state;
+	struct store_stats st;
+	struct store *s;
+	char stack[512];
+	int i, j;
+
+	s = fx_open(fx, NULL);
+	for (i = 0; i < 100; i++) {
+		struct batch *b;
+		struct tb tb;
+		bool dup;
+
+		tb_init(&tb, "agent-a", (uint64_t)i + 1, 1700000000 + 10 * i);
+		for (j = 0; j < 300; j++) {
+			int k = (int)(rnd() % 2000);
+
+			snprintf(stack, sizeof(stack),
+				 "svc%d;_start;__libc_start_main;main;run_loop;dispatch_%d;"
+				 "handler_%d;parse_%d;alloc_%d;entry_SYSCALL_64_[k];"
+				 "do_syscall_64_[k];sys_%d_[k]",
+				 k % 8, k % 50, k % 200, k, k % 30, k % 40);
+			tb_add(&tb, labelsets[1 + k % 4], stack, 1 + rnd() % 20);
+		}
+		b = tb_finish(&tb);
+		assert_int_equal(store__ingest(s, b, &dup), 0);
+		tbatch_free(b);
+	}
+	assert_int_equal(store__stats(s, &st), 0);
+	print_message("store (%s): %" PRIu64 " sample rows, %" PRIu64 " stacks, %" PRIu64
+		      " bytes, %.1f bytes per sample row\n",
+		      fx->file ? "file" : "memory", st.sample_rows, st.stacks, st.db_bytes,
+		      (double)st.db_bytes / (double)st.sample_rows);
+	close_checked(s);
+}
+
+int main(void)
+{
+	static struct fixture mem = {.file = false}, file = {.file = true};
+#define BOTH(fn)                                                                                   \
+	cmocka_unit_test_prestate_setup_teardown(fn, NULL, fx_teardown, &mem),                     \
+	    cmocka_unit_test_prestate_setup_teardown(fn, NULL, fx_teardown, &file)
+	const struct CMUnitTest tests[] = {
+	    BOTH(test_migrations),    BOTH(test_roundtrip), BOTH(test_duplicate),
+	    BOTH(test_failed_ingest), BOTH(test_maintain),  BOTH(test_size),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
