@@ -1,0 +1,795 @@
+/* Batches (see batch.h): validation, the folded-text view of a stack, and the
+ * builder that turns the agent's folded stacks into dictionary form. The builder
+ * keeps one uthash table per dictionary (strings, frames, stacks, label sets and
+ * (label set, stack) samples), keyed by the bytes of the entry itself, so each
+ * distinct entry is stored once. Hash entries point into the batch being built;
+ * the tables are emptied before the batch is handed over.
+ *
+ * Folded frame text and frame kinds, the one mapping both directions must share:
+ *   first frame of a stack            PROCESS  name = the whole text
+ *   "NAME_[k]"                        KERNEL   name = NAME
+ *   "NAME (FILE:LINE)"                PYTHON   split at the last " (", then the last
+ *                                              ':'; LINE canonical decimal, <= 2^32-1
+ *   anything else                     NATIVE   name = the whole text
+ * batch__stack_text() prints each kind back by concatenation, so text -> builder ->
+ * text is the identity wherever the split falls.
+ */
+#include "common/batch.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* A failed HASH_ADD must not exit the agent: it leaves the table unchanged, which
+ * the callers detect with HASH_COUNT. */
+#define HASH_NONFATAL_OOM 1
+#include <uthash.h>
+
+#define KERNEL_SUFFIX	  "_[k]"
+#define KERNEL_SUFFIX_LEN (sizeof(KERNEL_SUFFIX) - 1)
+
+struct str_entry {
+	UT_hash_handle hh; /* key: the string's bytes, owned by the batch */
+	uint32_t idx;
+};
+
+struct frame_entry {
+	UT_hash_handle hh;
+	struct batch_frame key; /* four uint32_t, no padding */
+	uint32_t idx;
+};
+
+struct stack_entry {
+	UT_hash_handle hh; /* key: the stack's frame indices, owned by the batch */
+	uint32_t idx;
+};
+
+struct labelset_entry {
+	UT_hash_handle hh; /* key: the label set's (key, value) pairs, owned by the batch */
+	uint32_t idx;
+};
+
+struct sample_entry {
+	UT_hash_handle hh;
+	uint32_t key[2]; /* labelset, stack */
+	uint32_t idx;
+};
+
+/* One window being built: the batch and its dictionaries' hash tables. */
+struct window {
+	struct batch *b; /* arrays grown by doubling */
+	uint32_t cap_strings, cap_frames, cap_stacks, cap_labelsets, cap_samples, cap_counters;
+	struct str_entry *strings;
+	struct frame_entry *frames;
+	struct stack_entry *stacks;
+	struct labelset_entry *labelsets;
+	struct sample_entry *samples;
+};
+
+struct batch_builder {
+	char *agent_id; /* copies, interned again at every window */
+	char *host;
+	char *profile_type;
+	struct window w;
+};
+
+/* One frame of a folded stack, parsed but not interned yet. */
+struct parsed_frame {
+	uint32_t kind;
+	const char *name, *file; /* not NUL-terminated */
+	size_t name_len, file_len;
+	uint32_t line;
+};
+
+/* One label, for sorting the caller's labels by key text. */
+struct text_label {
+	const char *key, *value;
+};
+
+void batch__free(struct batch *b)
+{
+	uint32_t i;
+
+	if (!b)
+		return;
+	if (b->strings)
+		for (i = 0; i < b->nstrings; i++)
+			free(b->strings[i]);
+	free(b->strings);
+	free(b->frames);
+	if (b->stacks)
+		for (i = 0; i < b->nstacks; i++)
+			free(b->stacks[i].frames);
+	free(b->stacks);
+	if (b->labelsets)
+		for (i = 0; i < b->nlabelsets; i++)
+			free(b->labelsets[i].labels);
+	free(b->labelsets);
+	free(b->samples);
+	free(b->counters);
+	free(b);
+}
+
+__attribute__((format(printf, 3, 4))) static int invalid(char *why, size_t len, const char *fmt,
+							 ...)
+{
+	va_list ap;
+
+	if (why && len) {
+		va_start(ap, fmt);
+		vsnprintf(why, len, fmt, ap);
+		va_end(ap);
+	}
+	return -EINVAL;
+}
+
+static int validate_string_ref(const struct batch *b, const char *what, uint32_t i,
+			       const char *field, uint32_t s, char *why, size_t len)
+{
+	if (s >= b->nstrings)
+		return invalid(why, len, "%s %u: %s string %u out of range (%u strings)", what, i,
+			       field, s, b->nstrings);
+	return 0;
+}
+
+int batch__validate(const struct batch *b, char *why, size_t len)
+{
+	uint32_t i, j;
+	int err;
+
+	if (!b)
+		return invalid(why, len, "no batch");
+	if (b->nstrings < 1 || !b->strings)
+		return invalid(why, len, "empty string table");
+	if (b->nstrings > BATCH_MAX_STRINGS)
+		return invalid(why, len, "%u strings over the cap of %u", b->nstrings,
+			       BATCH_MAX_STRINGS);
+	for (i = 0; i < b->nstrings; i++) {
+		if (!b->strings[i])
+			return invalid(why, len, "string %u missing", i);
+		if (strnlen(b->strings[i], BATCH_MAX_STRING_LEN + 1) > BATCH_MAX_STRING_LEN)
+			return invalid(why, len, "string %u longer than %u bytes", i,
+				       BATCH_MAX_STRING_LEN);
+	}
+	if (b->strings[0][0] != '\0')
+		return invalid(why, len, "string 0 is not empty");
+	if ((err = validate_string_ref(b, "batch", 0, "agent_id", b->agent_id, why, len)) ||
+	    (err = validate_string_ref(b, "batch", 0, "host", b->host, why, len)) ||
+	    (err = validate_string_ref(b, "batch", 0, "profile_type", b->profile_type, why, len)))
+		return err;
+	if (b->agent_id == 0)
+		return invalid(why, len, "empty agent_id");
+
+	if (b->nframes > BATCH_MAX_FRAMES)
+		return invalid(why, len, "%u frames over the cap of %u", b->nframes,
+			       BATCH_MAX_FRAMES);
+	if (b->nframes && !b->frames)
+		return invalid(why, len, "frames missing");
+	for (i = 0; i < b->nframes; i++) {
+		const struct batch_frame *f = &b->frames[i];
+
+		if (f->kind >= BATCH_FRAME_NR)
+			return invalid(why, len, "frame %u: unknown kind %u", i, f->kind);
+		if ((err = validate_string_ref(b, "frame", i, "name", f->name, why, len)) ||
+		    (err = validate_string_ref(b, "frame", i, "file", f->file, why, len)))
+			return err;
+	}
+
+	if (b->nstacks > BATCH_MAX_STACKS)
+		return invalid(why, len, "%u stacks over the cap of %u", b->nstacks,
+			       BATCH_MAX_STACKS);
+	if (b->nstacks && !b->stacks)
+		return invalid(why, len, "stacks missing");
+	for (i = 0; i < b->nstacks; i++) {
+		const struct batch_stack *st = &b->stacks[i];
+
+		if (st->nframes == 0 || !st->frames)
+			return invalid(why, len, "stack %u: empty", i);
+		if (st->nframes > BATCH_MAX_STACK_DEPTH)
+			return invalid(why, len, "stack %u: %u frames over the cap of %u", i,
+				       st->nframes, BATCH_MAX_STACK_DEPTH);
+		for (j = 0; j < st->nframes; j++)
+			if (st->frames[j] >= b->nframes)
+				return invalid(why, len,
+					       "stack %u: frame %u out of range (%u frames)", i,
+					       st->frames[j], b->nframes);
+	}
+
+	if (b->nlabelsets > BATCH_MAX_LABELSETS)
+		return invalid(why, len, "%u label sets over the cap of %u", b->nlabelsets,
+			       BATCH_MAX_LABELSETS);
+	if (b->nlabelsets && !b->labelsets)
+		return invalid(why, len, "label sets missing");
+	for (i = 0; i < b->nlabelsets; i++) {
+		const struct batch_labelset *ls = &b->labelsets[i];
+
+		if (ls->nlabels > BATCH_MAX_LABELS)
+			return invalid(why, len, "label set %u: %u labels over the cap of %u", i,
+				       ls->nlabels, BATCH_MAX_LABELS);
+		if (ls->nlabels && !ls->labels)
+			return invalid(why, len, "label set %u: labels missing", i);
+		for (j = 0; j < ls->nlabels; j++) {
+			if ((err = validate_string_ref(b, "label set", i, "key", ls->labels[j].key,
+						       why, len)) ||
+			    (err = validate_string_ref(b, "label set", i, "value",
+						       ls->labels[j].value, why, len)))
+				return err;
+			if (j > 0 && strcmp(b->strings[ls->labels[j - 1].key],
+					    b->strings[ls->labels[j].key]) >= 0)
+				return invalid(why, len,
+					       "label set %u: keys not sorted or not unique", i);
+		}
+	}
+
+	if (b->nsamples > BATCH_MAX_SAMPLES)
+		return invalid(why, len, "%u samples over the cap of %u", b->nsamples,
+			       BATCH_MAX_SAMPLES);
+	if (b->nsamples && !b->samples)
+		return invalid(why, len, "samples missing");
+	for (i = 0; i < b->nsamples; i++) {
+		const struct batch_sample *s = &b->samples[i];
+
+		if (s->labelset >= b->nlabelsets)
+			return invalid(why, len,
+				       "sample %u: label set %u out of range (%u label sets)", i,
+				       s->labelset, b->nlabelsets);
+		if (s->stack >= b->nstacks)
+			return invalid(why, len, "sample %u: stack %u out of range (%u stacks)", i,
+				       s->stack, b->nstacks);
+		if (s->count == 0)
+			return invalid(why, len, "sample %u: zero count", i);
+	}
+
+	if (b->ncounters > BATCH_MAX_COUNTERS)
+		return invalid(why, len, "%u counters over the cap of %u", b->ncounters,
+			       BATCH_MAX_COUNTERS);
+	if (b->ncounters && !b->counters)
+		return invalid(why, len, "counters missing");
+	for (i = 0; i < b->ncounters; i++)
+		if ((err = validate_string_ref(b, "counter", i, "name", b->counters[i].name, why,
+					       len)))
+			return err;
+	return 0;
+}
+
+/* ---- folded text ------------------------------------------------------------ */
+
+/* Appends n bytes at *pos of buf (len bytes), truncating; *pos counts them all. */
+static void put(char *buf, size_t len, size_t *pos, const char *s, size_t n)
+{
+	if (*pos < len) {
+		size_t room = len - *pos;
+
+		memcpy(buf + *pos, s, n < room ? n : room);
+	}
+	*pos += n;
+}
+
+static const char *string_at(const struct batch *b, uint32_t i)
+{
+	return i < b->nstrings && b->strings[i] ? b->strings[i] : "?";
+}
+
+size_t batch__stack_text(const struct batch *b, uint32_t stack, char *buf, size_t len)
+{
+	const struct batch_stack *st;
+	size_t pos = 0;
+	uint32_t i;
+
+	if (b && stack < b->nstacks) {
+		st = &b->stacks[stack];
+		for (i = 0; i < st->nframes; i++) {
+			const struct batch_frame *f;
+			const char *s;
+			char num[16];
+
+			if (i > 0)
+				put(buf, len, &pos, ";", 1);
+			if (st->frames[i] >= b->nframes) {
+				put(buf, len, &pos, "?", 1);
+				continue;
+			}
+			f = &b->frames[st->frames[i]];
+			s = string_at(b, f->name);
+			put(buf, len, &pos, s, strlen(s));
+			if (f->kind == BATCH_FRAME_KERNEL) {
+				put(buf, len, &pos, KERNEL_SUFFIX, KERNEL_SUFFIX_LEN);
+			} else if (f->kind == BATCH_FRAME_PYTHON) {
+				put(buf, len, &pos, " (", 2);
+				s = string_at(b, f->file);
+				put(buf, len, &pos, s, strlen(s));
+				put(buf, len, &pos, num,
+				    (size_t)snprintf(num, sizeof(num), ":%u)", f->line));
+			}
+		}
+	}
+	if (len)
+		buf[pos < len ? pos : len - 1] = '\0';
+	return pos;
+}
+
+/* Parses "DIGITS" (canonical: no sign, no leading zero but "0") into a uint32_t. */
+static bool parse_line(const char *s, size_t n, uint32_t *out)
+{
+	uint64_t v = 0;
+	size_t i;
+
+	if (n == 0 || n > 10 || (n > 1 && s[0] == '0'))
+		return false;
+	for (i = 0; i < n; i++) {
+		if (s[i] < '0' || s[i] > '9')
+			return false;
+		v = v * 10 + (uint64_t)(s[i] - '0');
+	}
+	if (v > UINT32_MAX)
+		return false;
+	*out = (uint32_t)v;
+	return true;
+}
+
+/* Frame text t (n bytes, not the stack's first frame) into *pf. */
+static void parse_frame(const char *t, size_t n, struct parsed_frame *pf)
+{
+	const char *open = NULL, *colon = NULL, *p;
+
+	*pf = (struct parsed_frame){.kind = BATCH_FRAME_NATIVE, .name = t, .name_len = n};
+	if (n >= KERNEL_SUFFIX_LEN &&
+	    memcmp(t + n - KERNEL_SUFFIX_LEN, KERNEL_SUFFIX, KERNEL_SUFFIX_LEN) == 0) {
+		pf->kind = BATCH_FRAME_KERNEL;
+		pf->name_len = n - KERNEL_SUFFIX_LEN;
+		return;
+	}
+	if (n < 5 || t[n - 1] != ')') /* shortest Python: " (:0)" */
+		return;
+	for (p = t + n - 2; p > t; p--) /* the last " (" */
+		if (p[-1] == ' ' && p[0] == '(') {
+			open = p;
+			break;
+		}
+	if (!open)
+		return;
+	for (p = t + n - 2; p > open; p--) /* the last ':' inside the parentheses */
+		if (*p == ':') {
+			colon = p;
+			break;
+		}
+	if (!colon || !parse_line(colon + 1, (size_t)(t + n - 1 - (colon + 1)), &pf->line))
+		return;
+	pf->kind = BATCH_FRAME_PYTHON;
+	pf->name_len = (size_t)(open - 1 - t);
+	pf->file = open + 1;
+	pf->file_len = (size_t)(colon - (open + 1));
+}
+
+/* ---- builder ---------------------------------------------------------------- */
+
+/* Makes room for one more element in *arr (capacity *cap, count n, element size sz). */
+static int grow(void *arr, uint32_t *cap, uint32_t n, size_t sz)
+{
+	void **p = arr;
+	uint32_t ncap;
+	void *na;
+
+	if (n < *cap)
+		return 0;
+	ncap = *cap ? *cap * 2 : 16;
+	na = realloc(*p, (size_t)ncap * sz);
+	if (!na)
+		return -ENOMEM;
+	*p = na;
+	*cap = ncap;
+	return 0;
+}
+
+/* Index of string s (n bytes) in the batch, added if new. */
+static int intern_string(struct batch_builder *bb, const char *s, size_t n, uint32_t *idx)
+{
+	struct batch *b = bb->w.b;
+	struct str_entry *e;
+	unsigned before;
+	char *copy;
+	int err;
+
+	HASH_FIND(hh, bb->w.strings, s, n, e);
+	if (e) {
+		*idx = e->idx;
+		return 0;
+	}
+	if (n > BATCH_MAX_STRING_LEN || b->nstrings >= BATCH_MAX_STRINGS)
+		return -EINVAL;
+	err = grow(&b->strings, &bb->w.cap_strings, b->nstrings, sizeof(*b->strings));
+	if (err)
+		return err;
+	e = calloc(1, sizeof(*e));
+	copy = malloc(n + 1);
+	if (!e || !copy) {
+		err = -ENOMEM;
+		goto out_free;
+	}
+	memcpy(copy, s, n);
+	copy[n] = '\0';
+	e->idx = b->nstrings;
+	before = HASH_COUNT(bb->w.strings);
+	HASH_ADD_KEYPTR(hh, bb->w.strings, copy, n, e);
+	if (HASH_COUNT(bb->w.strings) != before + 1) {
+		err = -ENOMEM;
+		goto out_free;
+	}
+	b->strings[b->nstrings++] = copy;
+	*idx = e->idx;
+	return 0;
+
+out_free:
+	free(copy);
+	free(e);
+	return err;
+}
+
+static int intern_frame(struct batch_builder *bb, const struct parsed_frame *pf, uint32_t *idx)
+{
+	struct batch *b = bb->w.b;
+	struct frame_entry *e;
+	struct batch_frame key = {.kind = pf->kind, .line = pf->line};
+	unsigned before;
+	int err;
+
+	err = intern_string(bb, pf->name, pf->name_len, &key.name);
+	if (!err && pf->file)
+		err = intern_string(bb, pf->file, pf->file_len, &key.file);
+	if (err)
+		return err;
+	HASH_FIND(hh, bb->w.frames, &key, sizeof(key), e);
+	if (e) {
+		*idx = e->idx;
+		return 0;
+	}
+	if (b->nframes >= BATCH_MAX_FRAMES)
+		return -EINVAL;
+	err = grow(&b->frames, &bb->w.cap_frames, b->nframes, sizeof(*b->frames));
+	if (err)
+		return err;
+	e = calloc(1, sizeof(*e));
+	if (!e)
+		return -ENOMEM;
+	e->key = key;
+	e->idx = b->nframes;
+	before = HASH_COUNT(bb->w.frames);
+	HASH_ADD(hh, bb->w.frames, key, sizeof(e->key), e);
+	if (HASH_COUNT(bb->w.frames) != before + 1) {
+		free(e);
+		return -ENOMEM;
+	}
+	b->frames[b->nframes++] = key;
+	*idx = e->idx;
+	return 0;
+}
+
+/* Index of the stack of frame indices fr[0..n), added if new (fr is copied). */
+static int intern_stack(struct batch_builder *bb, const uint32_t *fr, uint32_t n, uint32_t *idx)
+{
+	struct batch *b = bb->w.b;
+	struct stack_entry *e;
+	uint32_t *copy;
+	unsigned before;
+	int err;
+
+	HASH_FIND(hh, bb->w.stacks, fr, n * sizeof(*fr), e);
+	if (e) {
+		*idx = e->idx;
+		return 0;
+	}
+	if (b->nstacks >= BATCH_MAX_STACKS)
+		return -EINVAL;
+	err = grow(&b->stacks, &bb->w.cap_stacks, b->nstacks, sizeof(*b->stacks));
+	if (err)
+		return err;
+	e = calloc(1, sizeof(*e));
+	copy = malloc(n * sizeof(*copy));
+	if (!e || !copy) {
+		err = -ENOMEM;
+		goto out_free;
+	}
+	memcpy(copy, fr, n * sizeof(*copy));
+	e->idx = b->nstacks;
+	before = HASH_COUNT(bb->w.stacks);
+	HASH_ADD_KEYPTR(hh, bb->w.stacks, copy, n * sizeof(*copy), e);
+	if (HASH_COUNT(bb->w.stacks) != before + 1) {
+		err = -ENOMEM;
+		goto out_free;
+	}
+	b->stacks[b->nstacks++] = (struct batch_stack){.frames = copy, .nframes = n};
+	*idx = e->idx;
+	return 0;
+
+out_free:
+	free(copy);
+	free(e);
+	return err;
+}
+
+/* Index of the label set l[0..n) (sorted, keys unique), added if new (l is copied). */
+static int intern_labelset(struct batch_builder *bb, const struct batch_label *l, uint32_t n,
+			   uint32_t *idx)
+{
+	struct batch *b = bb->w.b;
+	struct labelset_entry *e;
+	struct batch_label *copy;
+	unsigned before;
+	int err;
+
+	/* uthash needs a non-NULL key pointer even for the empty set */
+	static const struct batch_label none;
+
+	if (n == 0)
+		l = &none;
+	HASH_FIND(hh, bb->w.labelsets, l, n * sizeof(*l), e);
+	if (e) {
+		*idx = e->idx;
+		return 0;
+	}
+	if (b->nlabelsets >= BATCH_MAX_LABELSETS)
+		return -EINVAL;
+	err = grow(&b->labelsets, &bb->w.cap_labelsets, b->nlabelsets, sizeof(*b->labelsets));
+	if (err)
+		return err;
+	e = calloc(1, sizeof(*e));
+	copy = malloc(n ? n * sizeof(*copy) : 1);
+	if (!e || !copy) {
+		err = -ENOMEM;
+		goto out_free;
+	}
+	memcpy(copy, l, n * sizeof(*copy));
+	e->idx = b->nlabelsets;
+	before = HASH_COUNT(bb->w.labelsets);
+	HASH_ADD_KEYPTR(hh, bb->w.labelsets, copy, n * sizeof(*copy), e);
+	if (HASH_COUNT(bb->w.labelsets) != before + 1) {
+		err = -ENOMEM;
+		goto out_free;
+	}
+	b->labelsets[b->nlabelsets++] = (struct batch_labelset){.labels = copy, .nlabels = n};
+	*idx = e->idx;
+	return 0;
+
+out_free:
+	free(copy);
+	free(e);
+	return err;
+}
+
+/* Adds count to the sample (labelset, stack), creating it if new. */
+static int add_sample(struct batch_builder *bb, uint32_t labelset, uint32_t stack, uint64_t count)
+{
+	struct batch *b = bb->w.b;
+	struct sample_entry *e;
+	uint32_t key[2] = {labelset, stack};
+	unsigned before;
+	int err;
+
+	HASH_FIND(hh, bb->w.samples, key, sizeof(key), e);
+	if (e) {
+		if (b->samples[e->idx].count > UINT64_MAX - count)
+			return -EINVAL;
+		b->samples[e->idx].count += count;
+		return 0;
+	}
+	if (b->nsamples >= BATCH_MAX_SAMPLES)
+		return -EINVAL;
+	err = grow(&b->samples, &bb->w.cap_samples, b->nsamples, sizeof(*b->samples));
+	if (err)
+		return err;
+	e = calloc(1, sizeof(*e));
+	if (!e)
+		return -ENOMEM;
+	memcpy(e->key, key, sizeof(key));
+	e->idx = b->nsamples;
+	before = HASH_COUNT(bb->w.samples);
+	HASH_ADD(hh, bb->w.samples, key, sizeof(e->key), e);
+	if (HASH_COUNT(bb->w.samples) != before + 1) {
+		free(e);
+		return -ENOMEM;
+	}
+	b->samples[b->nsamples++] =
+	    (struct batch_sample){.labelset = labelset, .stack = stack, .count = count};
+	return 0;
+}
+
+#define CLEAR_TABLE(head)                                                                          \
+	do {                                                                                       \
+		__typeof__(head) e_, tmp_;                                                         \
+		HASH_ITER (hh, head, e_, tmp_) {                                                   \
+			HASH_DEL(head, e_);                                                        \
+			free(e_);                                                                  \
+		}                                                                                  \
+	} while (0)
+
+/* Empties the window's tables; the batch stays (hand it over or free it). */
+static void clear_window(struct window *w)
+{
+	CLEAR_TABLE(w->strings);
+	CLEAR_TABLE(w->frames);
+	CLEAR_TABLE(w->stacks);
+	CLEAR_TABLE(w->labelsets);
+	CLEAR_TABLE(w->samples);
+}
+
+/* A fresh window in bb->w (which must be empty): "", then the agent's strings. */
+static int start_window(struct batch_builder *bb)
+{
+	uint32_t idx;
+	int err;
+
+	bb->w = (struct window){0};
+	bb->w.b = calloc(1, sizeof(*bb->w.b));
+	if (!bb->w.b)
+		return -ENOMEM;
+	bb->w.b->format_version = BATCH_FORMAT_VERSION;
+	if ((err = intern_string(bb, "", 0, &idx)) ||
+	    (err = intern_string(bb, bb->agent_id, strlen(bb->agent_id), &bb->w.b->agent_id)) ||
+	    (err = intern_string(bb, bb->host, strlen(bb->host), &bb->w.b->host)) ||
+	    (err = intern_string(bb, bb->profile_type, strlen(bb->profile_type),
+				 &bb->w.b->profile_type))) {
+		clear_window(&bb->w);
+		batch__free(bb->w.b);
+		bb->w = (struct window){0};
+		return err;
+	}
+	return 0;
+}
+
+int batch_builder__new(const char *agent_id, const char *host, const char *profile_type,
+		       struct batch_builder **out)
+{
+	struct batch_builder *bb;
+	int err;
+
+	if (!agent_id || !*agent_id || !host || !profile_type || !out ||
+	    strlen(agent_id) > BATCH_MAX_STRING_LEN || strlen(host) > BATCH_MAX_STRING_LEN ||
+	    strlen(profile_type) > BATCH_MAX_STRING_LEN)
+		return -EINVAL;
+	bb = calloc(1, sizeof(*bb));
+	if (!bb)
+		return -ENOMEM;
+	bb->agent_id = strdup(agent_id);
+	bb->host = strdup(host);
+	bb->profile_type = strdup(profile_type);
+	if (!bb->agent_id || !bb->host || !bb->profile_type) {
+		err = -ENOMEM;
+		goto out_free_builder;
+	}
+	err = start_window(bb);
+	if (err)
+		goto out_free_builder;
+	*out = bb;
+	return 0;
+
+out_free_builder:
+	batch_builder__free(bb);
+	return err;
+}
+
+void batch_builder__free(struct batch_builder *bb)
+{
+	if (!bb)
+		return;
+	clear_window(&bb->w);
+	batch__free(bb->w.b);
+	free(bb->agent_id);
+	free(bb->host);
+	free(bb->profile_type);
+	free(bb);
+}
+
+static int cmp_text_label(const void *a, const void *b)
+{
+	return strcmp(((const struct text_label *)a)->key, ((const struct text_label *)b)->key);
+}
+
+int batch_builder__add(struct batch_builder *bb, const char *const *keys, const char *const *values,
+		       size_t nlabels, const char *folded_stack, uint64_t count)
+{
+	struct text_label tl[BATCH_MAX_LABELS];
+	struct batch_label labels[BATCH_MAX_LABELS];
+	uint32_t frames[BATCH_MAX_STACK_DEPTH];
+	uint32_t nframes = 0, labelset, stack;
+	const char *p, *end;
+	size_t i;
+	int err;
+
+	/* Check everything the caller gave before interning anything. */
+	if (!bb || !bb->w.b || !folded_stack || !*folded_stack || count == 0 ||
+	    nlabels > BATCH_MAX_LABELS || (nlabels && (!keys || !values)))
+		return -EINVAL;
+	for (i = 0; i < nlabels; i++) {
+		if (!keys[i] || !values[i] || strlen(keys[i]) > BATCH_MAX_STRING_LEN ||
+		    strlen(values[i]) > BATCH_MAX_STRING_LEN)
+			return -EINVAL;
+		tl[i] = (struct text_label){keys[i], values[i]};
+	}
+	if (nlabels)
+		qsort(tl, nlabels, sizeof(*tl), cmp_text_label);
+	for (i = 1; i < nlabels; i++)
+		if (strcmp(tl[i - 1].key, tl[i].key) == 0)
+			return -EINVAL;
+	for (p = folded_stack;; p = end + 1) {
+		end = strchrnul(p, ';');
+		if (++nframes > BATCH_MAX_STACK_DEPTH || (size_t)(end - p) > BATCH_MAX_STRING_LEN)
+			return -EINVAL;
+		if (!*end)
+			break;
+	}
+
+	nframes = 0;
+	for (p = folded_stack;; p = end + 1) {
+		struct parsed_frame pf;
+
+		end = strchrnul(p, ';');
+		if (nframes == 0)
+			pf = (struct parsed_frame){
+			    .kind = BATCH_FRAME_PROCESS, .name = p, .name_len = (size_t)(end - p)};
+		else
+			parse_frame(p, (size_t)(end - p), &pf);
+		err = intern_frame(bb, &pf, &frames[nframes++]);
+		if (err)
+			return err;
+		if (!*end)
+			break;
+	}
+	err = intern_stack(bb, frames, nframes, &stack);
+	if (err)
+		return err;
+	for (i = 0; i < nlabels; i++) {
+		if ((err = intern_string(bb, tl[i].key, strlen(tl[i].key), &labels[i].key)) ||
+		    (err = intern_string(bb, tl[i].value, strlen(tl[i].value), &labels[i].value)))
+			return err;
+	}
+	err = intern_labelset(bb, labels, (uint32_t)nlabels, &labelset);
+	if (err)
+		return err;
+	return add_sample(bb, labelset, stack, count);
+}
+
+int batch_builder__counter(struct batch_builder *bb, const char *name, uint64_t value)
+{
+	struct batch *b;
+	uint32_t idx;
+	int err;
+
+	if (!bb || !bb->w.b || !name || strlen(name) > BATCH_MAX_STRING_LEN)
+		return -EINVAL;
+	b = bb->w.b;
+	if (b->ncounters >= BATCH_MAX_COUNTERS)
+		return -EINVAL;
+	err = grow(&b->counters, &bb->w.cap_counters, b->ncounters, sizeof(*b->counters));
+	if (!err)
+		err = intern_string(bb, name, strlen(name), &idx);
+	if (err)
+		return err;
+	b->counters[b->ncounters++] = (struct batch_counter){.name = idx, .value = value};
+	return 0;
+}
+
+int batch_builder__finish(struct batch_builder *bb, uint64_t seq, int64_t window_start,
+			  uint32_t window_seconds, uint64_t period_ns, struct batch **out)
+{
+	struct window done;
+	int err;
+
+	if (!bb || !bb->w.b || !out)
+		return -EINVAL;
+	done = bb->w;
+	err = start_window(bb);
+	if (err) {
+		bb->w = done; /* unchanged: the caller may retry */
+		return err;
+	}
+	clear_window(&done);
+	done.b->seq = seq;
+	done.b->window_start = window_start;
+	done.b->window_seconds = window_seconds;
+	done.b->period_ns = period_ns;
+	*out = done.b;
+	return 0;
+}

@@ -1,0 +1,145 @@
+/* A batch: one window of one agent's samples in dictionary form. The agent builds
+ * it, the wire codec (common/wire.h) encodes and decodes it, the store ingests it.
+ *
+ * Every cross reference is an index: frames, label keys and values name strings;
+ * stacks name frames (root first); samples name a label set and a stack. strings[0]
+ * is always "" so 0 means "none" for optional string fields. A batch is valid when
+ * every index is in range and every size is under the BATCH_MAX_* caps
+ * (batch__validate); decoded batches are validated before anyone reads them.
+ *
+ * Ownership: a batch owns all its arrays and strings; batch__free() frees them.
+ * The builder (batch_builder) interns strings, frames, stacks and label sets so
+ * each is stored once. Not thread-safe.
+ */
+#ifndef SMOLDER_BATCH_H
+#define SMOLDER_BATCH_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define BATCH_FORMAT_VERSION 1
+
+/* Hard caps on what a batch may hold (checked on decode and on build). */
+#define BATCH_MAX_STRINGS     (1u << 20)
+#define BATCH_MAX_STRING_LEN  4096
+#define BATCH_MAX_FRAMES      (1u << 20)
+#define BATCH_MAX_STACKS      (1u << 20)
+#define BATCH_MAX_STACK_DEPTH 1024
+#define BATCH_MAX_LABELSETS   (1u << 16)
+#define BATCH_MAX_LABELS      64 /* per label set */
+#define BATCH_MAX_SAMPLES     (1u << 21)
+#define BATCH_MAX_COUNTERS    64
+
+enum batch_frame_kind {
+	BATCH_FRAME_NATIVE = 0,	 /* user-space native function or module+0xOFF */
+	BATCH_FRAME_KERNEL = 1,	 /* kernel function */
+	BATCH_FRAME_PYTHON = 2,	 /* Python function: name is the qualname */
+	BATCH_FRAME_PROCESS = 3, /* the root frame: the process name */
+	BATCH_FRAME_NR,
+};
+
+struct batch_frame {
+	uint32_t kind; /* enum batch_frame_kind */
+	uint32_t name; /* string: function, qualname, "module+0xOFF" or comm */
+	uint32_t file; /* string: Python file name, or 0 */
+	uint32_t line; /* Python line, or 0 */
+};
+
+struct batch_stack {
+	uint32_t *frames; /* indices into frames, root first */
+	uint32_t nframes;
+};
+
+struct batch_label {
+	uint32_t key;	/* string */
+	uint32_t value; /* string */
+};
+
+struct batch_labelset {
+	struct batch_label *labels; /* sorted by key text, keys unique */
+	uint32_t nlabels;
+};
+
+struct batch_sample {
+	uint32_t labelset; /* index into labelsets */
+	uint32_t stack;	   /* index into stacks */
+	uint64_t count;	   /* samples, > 0 */
+};
+
+/* An agent-side counter reported with the batch (e.g. losses by reason). */
+struct batch_counter {
+	uint32_t name; /* string */
+	uint64_t value;
+};
+
+struct batch {
+	uint32_t format_version; /* BATCH_FORMAT_VERSION */
+	uint64_t seq;		 /* per agent, increasing: (agent_id, seq) is unique */
+	int64_t window_start;	 /* unix seconds */
+	uint32_t window_seconds; /* length of the window */
+	uint64_t period_ns;	 /* sampling period: 1e9 / frequency */
+	uint32_t agent_id;	 /* string */
+	uint32_t host;		 /* string */
+	uint32_t profile_type;	 /* string: "cpu" (later "offcpu") */
+	char **strings;		 /* strings[0] == "" */
+	uint32_t nstrings;
+	struct batch_frame *frames;
+	uint32_t nframes;
+	struct batch_stack *stacks;
+	uint32_t nstacks;
+	struct batch_labelset *labelsets;
+	uint32_t nlabelsets;
+	struct batch_sample *samples;
+	uint32_t nsamples;
+	struct batch_counter *counters;
+	uint32_t ncounters;
+};
+
+/* Frees everything a batch owns, and the batch. Accepts NULL. */
+void batch__free(struct batch *b);
+
+/* Checks every index and cap. Returns 0, or -EINVAL with a one-line reason in
+ * why (e.g. "sample 12: stack 90 out of range (40 stacks)"). */
+int batch__validate(const struct batch *b, char *why, size_t len);
+
+/* Builds one batch per window from folded stacks, interning every string, frame,
+ * stack, label set and (label set, stack) sample so each is stored once. Frame
+ * kinds come from the folded text: the first frame is the process (PROCESS),
+ * "name_[k]" is KERNEL (name without the suffix), "qualname (file:line)" is PYTHON
+ * (split at the last " (" and the last ':', line in canonical decimal), anything
+ * else NATIVE; batch__stack_text() prints them back to the same text. After an
+ * -EINVAL or -ENOMEM from add or counter the builder may hold unused dictionary
+ * entries but stays valid and usable. Not thread-safe. */
+struct batch_builder;
+
+/* Starts a batch; agent_id (non-empty), host and profile_type are copied.
+ * Returns 0, -EINVAL or -ENOMEM; *out written only on success. */
+int batch_builder__new(const char *agent_id, const char *host, const char *profile_type,
+		       struct batch_builder **out);
+void batch_builder__free(struct batch_builder *bb);
+
+/* Adds count samples of one stack, given as folded text ("comm;f1;f2", root
+ * first; the first frame is the process name) under the labels (nlabels key/value
+ * pairs, any order, keys unique). Returns 0, -EINVAL (a cap exceeded, empty
+ * stack, duplicate key) or -ENOMEM. */
+int batch_builder__add(struct batch_builder *bb, const char *const *keys, const char *const *values,
+		       size_t nlabels, const char *folded_stack, uint64_t count);
+
+/* Adds an agent counter (name copied). Returns 0, -EINVAL (over
+ * BATCH_MAX_COUNTERS) or -ENOMEM. */
+int batch_builder__counter(struct batch_builder *bb, const char *name, uint64_t value);
+
+/* Finishes: sets seq, window and period, hands over the batch (the builder is
+ * emptied and may be reused for the next window). Returns 0 or -ENOMEM (the
+ * builder then still holds the window, so finish may be retried). */
+int batch_builder__finish(struct batch_builder *bb, uint64_t seq, int64_t window_start,
+			  uint32_t window_seconds, uint64_t period_ns, struct batch **out);
+
+/* The folded text of stack i of b ("comm;f1;f2" as the agent writes it): Python
+ * frames as "name (file:line)", kernel frames with "_[k]". Written to buf,
+ * truncated at len and always NUL-terminated when len > 0 (snprintf-like).
+ * Returns the full length, 0 when stack is out of range. Indices out of range
+ * (b not validated) print as "?". */
+size_t batch__stack_text(const struct batch *b, uint32_t stack, char *buf, size_t len);
+
+#endif

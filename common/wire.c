@@ -1,0 +1,653 @@
+/* The wire codec (see wire.h; the format itself is described in
+ * schema/smolder.proto). Encoding maps struct batch onto the generated protobuf-c
+ * structs without copying strings or stacks, packs, and compresses in one call.
+ * Decoding is defensive in layers, each bounded before it allocates: the body
+ * size; the zstd frame's declared content size (one-shot decompression into a
+ * buffer of exactly that size) or, when the frame omits it, streaming decompression
+ * into a buffer that grows only up to the cap; a scan of the top-level protobuf
+ * fields that counts list entries against the BATCH_MAX_* caps; protobuf-c
+ * unpacking through an allocator with a byte budget (nested lists and empty
+ * sub-messages can expand a few bytes of input into many allocated ones); then the
+ * conversion to struct batch and batch__validate().
+ */
+#include "common/wire.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <zstd.h>
+#include <zstd_errors.h>
+
+#include "smolder.pb-c.h"
+
+#define STREAM_WINDOW_LOG_MAX 24	  /* 16 MiB zstd window for frames without a size */
+#define STREAM_FIRST_BUF      (64u << 10) /* first output buffer of streaming decompression */
+#define UNPACK_FACTOR	      8		  /* protobuf-c budget: 8 x message + slack */
+#define UNPACK_SLACK	      (64u << 20)
+#define FRAME_HEADER_MAX      18 /* ZSTD_FRAMEHEADERSIZE_MAX, a static-only symbol */
+
+__attribute__((format(printf, 4, 5))) static int fail(char *why, size_t whylen, int err,
+						      const char *fmt, ...)
+{
+	va_list ap;
+
+	if (why && whylen) {
+		va_start(ap, fmt);
+		vsnprintf(why, whylen, fmt, ap);
+		va_end(ap);
+	}
+	return err;
+}
+
+/* ---- encode ----------------------------------------------------------------- */
+
+/* The protobuf-c view of a batch: arrays of structs and of pointers to them. */
+struct pb_view {
+	Smolder__V1__Frame *frames, **framep;
+	Smolder__V1__Stack *stacks, **stackp;
+	Smolder__V1__LabelSet *labelsets, **labelsetp;
+	Smolder__V1__Label *labels, **labelp;
+	Smolder__V1__Sample *samples, **samplep;
+	Smolder__V1__Counter *counters, **counterp;
+};
+
+static void pb_view_free(struct pb_view *v)
+{
+	free(v->frames);
+	free(v->framep);
+	free(v->stacks);
+	free(v->stackp);
+	free(v->labelsets);
+	free(v->labelsetp);
+	free(v->labels);
+	free(v->labelp);
+	free(v->samples);
+	free(v->samplep);
+	free(v->counters);
+	free(v->counterp);
+}
+
+/* Allocates n structs and n pointers to them (at least one of each). */
+static int alloc_view(void *structs, void *ptrs, size_t n, size_t sz)
+{
+	void **s = structs, **p = ptrs;
+
+	*s = calloc(n ? n : 1, sz);
+	*p = calloc(n ? n : 1, sizeof(void *));
+	return *s && *p ? 0 : -ENOMEM;
+}
+
+/* Fills m from b (valid); v holds what m points to. */
+static int to_message(const struct batch *b, Smolder__V1__Batch *m, struct pb_view *v)
+{
+	size_t i, j, k, nlabels = 0;
+
+	for (i = 0; i < b->nlabelsets; i++)
+		nlabels += b->labelsets[i].nlabels;
+	if (alloc_view(&v->frames, &v->framep, b->nframes, sizeof(*v->frames)) ||
+	    alloc_view(&v->stacks, &v->stackp, b->nstacks, sizeof(*v->stacks)) ||
+	    alloc_view(&v->labelsets, &v->labelsetp, b->nlabelsets, sizeof(*v->labelsets)) ||
+	    alloc_view(&v->labels, &v->labelp, nlabels, sizeof(*v->labels)) ||
+	    alloc_view(&v->samples, &v->samplep, b->nsamples, sizeof(*v->samples)) ||
+	    alloc_view(&v->counters, &v->counterp, b->ncounters, sizeof(*v->counters)))
+		return -ENOMEM;
+
+	m->format_version = b->format_version;
+	m->agent_id = b->agent_id;
+	m->host = b->host;
+	m->profile_type = b->profile_type;
+	m->seq = b->seq;
+	m->window_start = b->window_start;
+	m->window_seconds = b->window_seconds;
+	m->period_ns = b->period_ns;
+	m->n_strings = b->nstrings;
+	m->strings = b->strings;
+	for (i = 0; i < b->nframes; i++) {
+		Smolder__V1__Frame *f = &v->frames[i];
+
+		smolder__v1__frame__init(f);
+		f->kind = (Smolder__V1__FrameKind)b->frames[i].kind;
+		f->name = b->frames[i].name;
+		f->file = b->frames[i].file;
+		f->line = b->frames[i].line;
+		v->framep[i] = f;
+	}
+	m->n_frames = b->nframes;
+	m->frames = v->framep;
+	for (i = 0; i < b->nstacks; i++) {
+		smolder__v1__stack__init(&v->stacks[i]);
+		v->stacks[i].n_frames = b->stacks[i].nframes;
+		v->stacks[i].frames = b->stacks[i].frames;
+		v->stackp[i] = &v->stacks[i];
+	}
+	m->n_stacks = b->nstacks;
+	m->stacks = v->stackp;
+	for (i = 0, k = 0; i < b->nlabelsets; i++) {
+		const struct batch_labelset *ls = &b->labelsets[i];
+
+		smolder__v1__label_set__init(&v->labelsets[i]);
+		v->labelsets[i].n_labels = ls->nlabels;
+		v->labelsets[i].labels = &v->labelp[k];
+		for (j = 0; j < ls->nlabels; j++, k++) {
+			smolder__v1__label__init(&v->labels[k]);
+			v->labels[k].key = ls->labels[j].key;
+			v->labels[k].value = ls->labels[j].value;
+			v->labelp[k] = &v->labels[k];
+		}
+		v->labelsetp[i] = &v->labelsets[i];
+	}
+	m->n_labelsets = b->nlabelsets;
+	m->labelsets = v->labelsetp;
+	for (i = 0; i < b->nsamples; i++) {
+		smolder__v1__sample__init(&v->samples[i]);
+		v->samples[i].labelset = b->samples[i].labelset;
+		v->samples[i].stack = b->samples[i].stack;
+		v->samples[i].count = b->samples[i].count;
+		v->samplep[i] = &v->samples[i];
+	}
+	m->n_samples = b->nsamples;
+	m->samples = v->samplep;
+	for (i = 0; i < b->ncounters; i++) {
+		smolder__v1__counter__init(&v->counters[i]);
+		v->counters[i].name = b->counters[i].name;
+		v->counters[i].value = b->counters[i].value;
+		v->counterp[i] = &v->counters[i];
+	}
+	m->n_counters = b->ncounters;
+	m->counters = v->counterp;
+	return 0;
+}
+
+int wire_encode(const struct batch *b, int zstd_level, void **out, size_t *out_len)
+{
+	Smolder__V1__Batch m = SMOLDER__V1__BATCH__INIT;
+	struct pb_view v = {0};
+	uint8_t *packed = NULL;
+	size_t packed_len, bound, n;
+	ZSTD_CCtx *cctx = NULL;
+	void *body = NULL;
+	int err;
+
+	if (!b || !out || !out_len || zstd_level < ZSTD_minCLevel() ||
+	    zstd_level > ZSTD_maxCLevel() || batch__validate(b, NULL, 0))
+		return -EINVAL;
+	err = to_message(b, &m, &v);
+	if (err)
+		goto out_free_view;
+	packed_len = smolder__v1__batch__get_packed_size(&m);
+	packed = malloc(packed_len ? packed_len : 1);
+	if (!packed) {
+		err = -ENOMEM;
+		goto out_free_view;
+	}
+	smolder__v1__batch__pack(&m, packed);
+
+	cctx = ZSTD_createCCtx();
+	bound = ZSTD_compressBound(packed_len);
+	body = malloc(bound);
+	if (!cctx || !body) {
+		err = -ENOMEM;
+		goto out_free_body;
+	}
+	/* The content size in the frame header lets the decoder allocate exactly once;
+	 * the checksum catches a body corrupted in the agent's spool. */
+	if (ZSTD_isError(ZSTD_CCtx_setParameter(cctx, ZSTD_c_compressionLevel, zstd_level)) ||
+	    ZSTD_isError(ZSTD_CCtx_setParameter(cctx, ZSTD_c_contentSizeFlag, 1)) ||
+	    ZSTD_isError(ZSTD_CCtx_setParameter(cctx, ZSTD_c_checksumFlag, 1))) {
+		err = -EINVAL;
+		goto out_free_body;
+	}
+	n = ZSTD_compress2(cctx, body, bound, packed, packed_len);
+	if (ZSTD_isError(n)) {
+		err = ZSTD_getErrorCode(n) == ZSTD_error_memory_allocation ? -ENOMEM : -EINVAL;
+		goto out_free_body;
+	}
+	*out = body;
+	*out_len = n;
+	body = NULL;
+	err = 0;
+
+out_free_body:
+	free(body);
+	ZSTD_freeCCtx(cctx);
+	free(packed);
+out_free_view:
+	pb_view_free(&v);
+	return err;
+}
+
+/* ---- decode: zstd ----------------------------------------------------------- */
+
+/* Streaming decompression of one frame of unknown size: the buffer grows by
+ * doubling up to cap + 1 bytes, and producing byte cap + 1 is the failure. */
+static int decompress_stream(const void *src, size_t len, size_t cap, void **out, size_t *out_len,
+			     char *why, size_t whylen)
+{
+	ZSTD_inBuffer in = {src, len, 0};
+	ZSTD_outBuffer o = {NULL, 0, 0};
+	ZSTD_DCtx *dctx;
+	size_t ret, size;
+	int err;
+
+	dctx = ZSTD_createDCtx();
+	size = len < STREAM_FIRST_BUF / 8 ? STREAM_FIRST_BUF : len * 8;
+	if (size > cap)
+		size = cap + 1;
+	o.dst = malloc(size);
+	o.size = size;
+	if (!dctx || !o.dst) {
+		err = fail(why, whylen, -ENOMEM, "out of memory");
+		goto out_free;
+	}
+	ret = ZSTD_DCtx_setParameter(dctx, ZSTD_d_windowLogMax, STREAM_WINDOW_LOG_MAX);
+	if (ZSTD_isError(ret)) {
+		err = fail(why, whylen, -EINVAL, "zstd: %s", ZSTD_getErrorName(ret));
+		goto out_free;
+	}
+	for (;;) {
+		ret = ZSTD_decompressStream(dctx, &o, &in);
+		if (ZSTD_isError(ret)) {
+			if (ZSTD_getErrorCode(ret) == ZSTD_error_frameParameter_windowTooLarge)
+				err = fail(why, whylen, -E2BIG, "zstd window over %u bytes",
+					   1u << STREAM_WINDOW_LOG_MAX);
+			else
+				err = fail(why, whylen, -EINVAL, "corrupt zstd frame: %s",
+					   ZSTD_getErrorName(ret));
+			goto out_free;
+		}
+		if (o.pos > cap) {
+			err = fail(why, whylen, -E2BIG, "decompressed body over %zu bytes", cap);
+			goto out_free;
+		}
+		if (ret == 0)
+			break;
+		if (o.pos == o.size) {
+			void *nd;
+
+			size = o.size > cap / 2 ? cap + 1 : o.size * 2;
+			nd = realloc(o.dst, size);
+			if (!nd) {
+				err = fail(why, whylen, -ENOMEM, "out of memory");
+				goto out_free;
+			}
+			o.dst = nd;
+			o.size = size;
+		} else if (in.pos == in.size) {
+			err = fail(why, whylen, -EINVAL, "truncated zstd frame");
+			goto out_free;
+		}
+	}
+	*out = o.dst;
+	*out_len = o.pos;
+	o.dst = NULL;
+	err = 0;
+
+out_free:
+	free(o.dst);
+	ZSTD_freeDCtx(dctx);
+	return err;
+}
+
+/* Decompresses the one zstd frame that body must be, into at most cap bytes. */
+static int decompress(const void *body, size_t len, size_t cap, void **out, size_t *out_len,
+		      char *why, size_t whylen)
+{
+	unsigned long long size;
+	ZSTD_DCtx *dctx;
+	size_t frame_len, ret;
+	uint32_t magic;
+	void *buf;
+	int err;
+
+	if (len == 0)
+		return fail(why, whylen, -EINVAL, "empty body");
+	if (len < sizeof(magic))
+		return fail(why, whylen, -EINVAL, "not zstd (%zu bytes)", len);
+	memcpy(&magic, body, sizeof(magic));
+	if (magic != ZSTD_MAGICNUMBER)
+		return fail(why, whylen, -EINVAL, "not zstd (bad magic number)");
+	size = ZSTD_getFrameContentSize(body, len);
+	if (size == ZSTD_CONTENTSIZE_ERROR)
+		return fail(why, whylen, -EINVAL,
+			    len < FRAME_HEADER_MAX ? "truncated zstd frame"
+						   : "not zstd (bad frame header)");
+	if (size != ZSTD_CONTENTSIZE_UNKNOWN && size > cap)
+		return fail(why, whylen, -E2BIG, "decompressed size %llu over the cap of %zu", size,
+			    cap);
+	frame_len = ZSTD_findFrameCompressedSize(body, len);
+	if (ZSTD_isError(frame_len) && ZSTD_getErrorCode(frame_len) == ZSTD_error_srcSize_wrong)
+		return fail(why, whylen, -EINVAL, "truncated zstd frame");
+	if (ZSTD_isError(frame_len))
+		return fail(why, whylen, -EINVAL, "corrupt zstd frame: %s",
+			    ZSTD_getErrorName(frame_len));
+	if (frame_len != len)
+		return fail(why, whylen, -EINVAL, "%zu bytes after the zstd frame",
+			    len - frame_len);
+	if (size == ZSTD_CONTENTSIZE_UNKNOWN)
+		return decompress_stream(body, len, cap, out, out_len, why, whylen);
+
+	/* One shot into exactly the declared size: no window, nothing beyond it. */
+	dctx = ZSTD_createDCtx();
+	buf = malloc(size ? (size_t)size : 1);
+	if (!dctx || !buf) {
+		err = fail(why, whylen, -ENOMEM, "out of memory");
+		goto out_free;
+	}
+	ret = ZSTD_decompressDCtx(dctx, buf, (size_t)size, body, len);
+	if (ZSTD_isError(ret)) {
+		if (ZSTD_getErrorCode(ret) == ZSTD_error_dstSize_tooSmall)
+			err = fail(why, whylen, -E2BIG,
+				   "zstd frame larger than its declared size %llu", size);
+		else
+			err = fail(why, whylen, -EINVAL, "corrupt zstd frame: %s",
+				   ZSTD_getErrorName(ret));
+		goto out_free;
+	}
+	if (ret != size) {
+		err =
+		    fail(why, whylen, -EINVAL, "zstd frame of %zu bytes, declared %llu", ret, size);
+		goto out_free;
+	}
+	*out = buf;
+	*out_len = ret;
+	buf = NULL;
+	err = 0;
+
+out_free:
+	free(buf);
+	ZSTD_freeDCtx(dctx);
+	return err;
+}
+
+/* ---- decode: protobuf ------------------------------------------------------- */
+
+static bool read_varint(const uint8_t **p, size_t *n, uint64_t *v)
+{
+	unsigned shift;
+
+	*v = 0;
+	for (shift = 0; shift < 64 && *n; shift += 7) {
+		uint8_t c = *(*p)++;
+
+		(*n)--;
+		*v |= (uint64_t)(c & 0x7f) << shift;
+		if (!(c & 0x80))
+			return true;
+	}
+	return false;
+}
+
+/* Counts the top-level list entries of a packed Batch and checks them against the
+ * caps, before protobuf-c allocates arrays of those sizes. */
+static int prescan(const uint8_t *p, size_t n, char *why, size_t whylen)
+{
+	static const struct {
+		const char *what;
+		size_t cap;
+	} lists[] = {
+	    [9] = {"strings", BATCH_MAX_STRINGS},  [10] = {"frames", BATCH_MAX_FRAMES},
+	    [11] = {"stacks", BATCH_MAX_STACKS},   [12] = {"label sets", BATCH_MAX_LABELSETS},
+	    [13] = {"samples", BATCH_MAX_SAMPLES}, [14] = {"counters", BATCH_MAX_COUNTERS},
+	};
+	size_t count[sizeof(lists) / sizeof(lists[0])] = {0};
+	uint64_t tag, v;
+	size_t i;
+
+	while (n) {
+		if (!read_varint(&p, &n, &tag))
+			return fail(why, whylen, -EINVAL, "malformed protobuf");
+		switch (tag & 7) {
+		case 0:
+			if (!read_varint(&p, &n, &v))
+				return fail(why, whylen, -EINVAL, "malformed protobuf");
+			break;
+		case 1:
+		case 5:
+			v = (tag & 7) == 1 ? 8 : 4;
+			if (v > n)
+				return fail(why, whylen, -EINVAL, "malformed protobuf");
+			p += v;
+			n -= v;
+			break;
+		case 2:
+			if (!read_varint(&p, &n, &v) || v > n)
+				return fail(why, whylen, -EINVAL, "malformed protobuf");
+			p += v;
+			n -= v;
+			if ((tag >> 3) < sizeof(lists) / sizeof(lists[0]))
+				count[tag >> 3]++;
+			break;
+		default:
+			return fail(why, whylen, -EINVAL, "malformed protobuf");
+		}
+	}
+	for (i = 0; i < sizeof(lists) / sizeof(lists[0]); i++)
+		if (lists[i].what && count[i] > lists[i].cap)
+			return fail(why, whylen, -EINVAL, "%zu %s over the cap of %zu", count[i],
+				    lists[i].what, lists[i].cap);
+	return 0;
+}
+
+/* An allocator for protobuf-c that refuses to go over a byte budget. */
+struct budget {
+	size_t used, max;
+	bool over, oom;
+};
+
+union alloc_head {
+	size_t size;
+	max_align_t align;
+};
+
+static void *budget_alloc(void *data, size_t size)
+{
+	struct budget *bg = data;
+	union alloc_head *h;
+
+	if (size > bg->max - bg->used || sizeof(*h) + size > bg->max - bg->used) {
+		bg->over = true;
+		return NULL;
+	}
+	h = malloc(sizeof(*h) + size);
+	if (!h) {
+		bg->oom = true;
+		return NULL;
+	}
+	h->size = sizeof(*h) + size;
+	bg->used += h->size;
+	return h + 1;
+}
+
+static void budget_free(void *data, void *ptr)
+{
+	struct budget *bg = data;
+	union alloc_head *h;
+
+	if (!ptr)
+		return;
+	h = (union alloc_head *)ptr - 1;
+	bg->used -= h->size;
+	free(h);
+}
+
+/* Converts the unpacked message into a new batch, checking each size before
+ * allocating for it. */
+static int from_message(const Smolder__V1__Batch *m, struct batch **out, char *why, size_t whylen)
+{
+	struct batch *b;
+	size_t i, j, n;
+	int err;
+
+	if (m->n_strings > BATCH_MAX_STRINGS || m->n_frames > BATCH_MAX_FRAMES ||
+	    m->n_stacks > BATCH_MAX_STACKS || m->n_labelsets > BATCH_MAX_LABELSETS ||
+	    m->n_samples > BATCH_MAX_SAMPLES || m->n_counters > BATCH_MAX_COUNTERS)
+		return fail(why, whylen, -EINVAL, "batch over a size cap");
+	b = calloc(1, sizeof(*b));
+	if (!b)
+		return fail(why, whylen, -ENOMEM, "out of memory");
+	b->format_version = m->format_version;
+	b->seq = m->seq;
+	b->window_start = m->window_start;
+	b->window_seconds = m->window_seconds;
+	b->period_ns = m->period_ns;
+	b->agent_id = m->agent_id;
+	b->host = m->host;
+	b->profile_type = m->profile_type;
+
+#define ALLOC_ARRAY(field, nfield, count)                                                          \
+	do {                                                                                       \
+		if ((count) && !(b->field = calloc((count), sizeof(*b->field)))) {                 \
+			err = fail(why, whylen, -ENOMEM, "out of memory");                         \
+			goto out_free_batch;                                                       \
+		}                                                                                  \
+		b->nfield = (uint32_t)(count);                                                     \
+	} while (0)
+
+	ALLOC_ARRAY(strings, nstrings, m->n_strings);
+	for (i = 0; i < m->n_strings; i++) {
+		n = strnlen(m->strings[i], BATCH_MAX_STRING_LEN + 1);
+		if (n > BATCH_MAX_STRING_LEN) {
+			err = fail(why, whylen, -EINVAL, "string %zu longer than %u bytes", i,
+				   BATCH_MAX_STRING_LEN);
+			goto out_free_batch;
+		}
+		b->strings[i] = strndup(m->strings[i], n);
+		if (!b->strings[i]) {
+			err = fail(why, whylen, -ENOMEM, "out of memory");
+			goto out_free_batch;
+		}
+	}
+	ALLOC_ARRAY(frames, nframes, m->n_frames);
+	for (i = 0; i < m->n_frames; i++) {
+		b->frames[i].kind = (uint32_t)m->frames[i]->kind;
+		b->frames[i].name = m->frames[i]->name;
+		b->frames[i].file = m->frames[i]->file;
+		b->frames[i].line = m->frames[i]->line;
+	}
+	ALLOC_ARRAY(stacks, nstacks, m->n_stacks);
+	for (i = 0; i < m->n_stacks; i++) {
+		const Smolder__V1__Stack *st = m->stacks[i];
+
+		if (st->n_frames > BATCH_MAX_STACK_DEPTH) {
+			err = fail(why, whylen, -EINVAL, "stack %zu: %zu frames over the cap of %u",
+				   i, st->n_frames, BATCH_MAX_STACK_DEPTH);
+			goto out_free_batch;
+		}
+		if (st->n_frames) {
+			b->stacks[i].frames = malloc(st->n_frames * sizeof(uint32_t));
+			if (!b->stacks[i].frames) {
+				err = fail(why, whylen, -ENOMEM, "out of memory");
+				goto out_free_batch;
+			}
+			memcpy(b->stacks[i].frames, st->frames, st->n_frames * sizeof(uint32_t));
+		}
+		b->stacks[i].nframes = (uint32_t)st->n_frames;
+	}
+	ALLOC_ARRAY(labelsets, nlabelsets, m->n_labelsets);
+	for (i = 0; i < m->n_labelsets; i++) {
+		const Smolder__V1__LabelSet *ls = m->labelsets[i];
+
+		if (ls->n_labels > BATCH_MAX_LABELS) {
+			err = fail(why, whylen, -EINVAL,
+				   "label set %zu: %zu labels over the cap of %u", i, ls->n_labels,
+				   BATCH_MAX_LABELS);
+			goto out_free_batch;
+		}
+		if (ls->n_labels) {
+			b->labelsets[i].labels = calloc(ls->n_labels, sizeof(struct batch_label));
+			if (!b->labelsets[i].labels) {
+				err = fail(why, whylen, -ENOMEM, "out of memory");
+				goto out_free_batch;
+			}
+		}
+		for (j = 0; j < ls->n_labels; j++) {
+			b->labelsets[i].labels[j].key = ls->labels[j]->key;
+			b->labelsets[i].labels[j].value = ls->labels[j]->value;
+		}
+		b->labelsets[i].nlabels = (uint32_t)ls->n_labels;
+	}
+	ALLOC_ARRAY(samples, nsamples, m->n_samples);
+	for (i = 0; i < m->n_samples; i++) {
+		b->samples[i].labelset = m->samples[i]->labelset;
+		b->samples[i].stack = m->samples[i]->stack;
+		b->samples[i].count = m->samples[i]->count;
+	}
+	ALLOC_ARRAY(counters, ncounters, m->n_counters);
+	for (i = 0; i < m->n_counters; i++) {
+		b->counters[i].name = m->counters[i]->name;
+		b->counters[i].value = m->counters[i]->value;
+	}
+#undef ALLOC_ARRAY
+
+	err = batch__validate(b, why, whylen);
+	if (err)
+		goto out_free_batch;
+	*out = b;
+	return 0;
+
+out_free_batch:
+	batch__free(b);
+	return err;
+}
+
+int wire_decode(const void *body, size_t len, const struct wire_limits *lim, struct batch **out,
+		char *why, size_t whylen)
+{
+	size_t max_compressed = WIRE_DEFAULT_MAX_COMPRESSED;
+	size_t max_decompressed = WIRE_DEFAULT_MAX_DECOMPRESSED;
+	ProtobufCAllocator alloc = {budget_alloc, budget_free, NULL};
+	Smolder__V1__Batch *m;
+	struct budget bg = {0};
+	size_t plen = 0;
+	void *plain = NULL;
+	int err;
+
+	if (why && whylen)
+		why[0] = '\0';
+	if ((!body && len) || !out)
+		return fail(why, whylen, -EINVAL, "bad arguments");
+	if (lim && lim->max_compressed)
+		max_compressed = lim->max_compressed;
+	if (lim && lim->max_decompressed)
+		max_decompressed = lim->max_decompressed;
+	if (len > max_compressed)
+		return fail(why, whylen, -E2BIG, "body too large (%zu bytes, cap %zu)", len,
+			    max_compressed);
+	err = decompress(body, len, max_decompressed, &plain, &plen, why, whylen);
+	if (err)
+		return err;
+	err = prescan(plain, plen, why, whylen);
+	if (err)
+		goto out_free_plain;
+
+	bg.max = plen > (SIZE_MAX - UNPACK_SLACK) / UNPACK_FACTOR
+		     ? SIZE_MAX
+		     : plen * UNPACK_FACTOR + UNPACK_SLACK;
+	alloc.allocator_data = &bg;
+	m = smolder__v1__batch__unpack(&alloc, plen, plain);
+	if (!m) {
+		if (bg.over)
+			err = fail(why, whylen, -E2BIG, "unpacked message over %zu bytes", bg.max);
+		else if (bg.oom)
+			err = fail(why, whylen, -ENOMEM, "out of memory");
+		else
+			err = fail(why, whylen, -EINVAL, "malformed protobuf");
+		goto out_free_plain;
+	}
+	if (m->format_version != BATCH_FORMAT_VERSION)
+		err =
+		    fail(why, whylen, -EINVAL, "unsupported format version %u", m->format_version);
+	else
+		err = from_message(m, out, why, whylen);
+	smolder__v1__batch__free_unpacked(m, &alloc);
+
+out_free_plain:
+	free(plain);
+	return err;
+}

@@ -1,0 +1,917 @@
+/* Unit tests of the wire codec: round trips (field by field and as folded text), a
+ * checked-in v1 body that must keep decoding (tests/data/wire/), every kind of bad
+ * body with its errno and reason, zstd bombs that state, omit or lie about their
+ * size (bounded by the cap, measured as peak RSS growth), and the bytes per sample
+ * of a realistic batch (printed, not asserted).
+ *
+ * SMOLDER_WRITE_FIXTURES=1 rewrites the fixture files from the builder; do that only
+ * when the format changes on purpose (and bump BATCH_FORMAT_VERSION).
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <inttypes.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+#include <zstd.h>
+
+#include "common/batch.h"
+#include "common/wire.h"
+#include "smolder.pb-c.h"
+#include "testutil.h"
+
+#define FIXTURE_BODY "tests/data/wire/v1_small.batch"
+#define FIXTURE_DUMP "tests/data/wire/v1_small.txt"
+
+/* ---- helpers ---------------------------------------------------------------- */
+
+/* A batch with a bit of everything: labels, every frame kind, counters. */
+static struct batch *small_batch(void)
+{
+	const char *k1[] = {"pid", "comm"}, *v1[] = {"4242", "python3"};
+	const char *k2[] = {"pid"}, *v2[] = {"7"};
+	struct batch_builder *bb;
+	struct batch *b;
+
+	assert_int_equal(batch_builder__new("agent-7f3a", "web-01", "cpu", &bb), 0);
+	assert_int_equal(batch_builder__add(bb, k1, v1, 2,
+					    "python3;_start;main;<module> (/srv/app.py:1);"
+					    "handle (/srv/app.py:88);PyObject_Call;read_[k]",
+					    17),
+			 0);
+	assert_int_equal(batch_builder__add(bb, k1, v1, 2,
+					    "python3;_start;main;<module> (/srv/app.py:1);"
+					    "<lambda> (/a b/c (d).py:3)",
+					    5),
+			 0);
+	assert_int_equal(batch_builder__add(bb, k2, v2, 1, "nginx;libc.so.6+0x29d90;a (b)", 1), 0);
+	assert_int_equal(batch_builder__add(bb, NULL, NULL, 0, "swapper/0;do_idle_[k]", 123), 0);
+	assert_int_equal(batch_builder__counter(bb, "lost_stack_collision", 3), 0);
+	assert_int_equal(batch_builder__counter(bb, "lost_ringbuf", 0), 0);
+	assert_int_equal(batch_builder__finish(bb, 42, 1700000000, 10, 10101010, &b), 0);
+	batch_builder__free(bb);
+	return b;
+}
+
+static void assert_batches_equal(const struct batch *a, const struct batch *b)
+{
+	uint32_t i, j;
+
+	assert_int_equal(a->format_version, b->format_version);
+	assert_int_equal(a->seq, b->seq);
+	assert_int_equal(a->window_start, b->window_start);
+	assert_int_equal(a->window_seconds, b->window_seconds);
+	assert_int_equal(a->period_ns, b->period_ns);
+	assert_int_equal(a->agent_id, b->agent_id);
+	assert_int_equal(a->host, b->host);
+	assert_int_equal(a->profile_type, b->profile_type);
+	assert_int_equal(a->nstrings, b->nstrings);
+	for (i = 0; i < a->nstrings; i++)
+		assert_string_equal(a->strings[i], b->strings[i]);
+	assert_int_equal(a->nframes, b->nframes);
+	assert_memory_equal(a->frames, b->frames, a->nframes * sizeof(*a->frames));
+	assert_int_equal(a->nstacks, b->nstacks);
+	for (i = 0; i < a->nstacks; i++) {
+		char ta[16384], tb[16384];
+
+		assert_int_equal(a->stacks[i].nframes, b->stacks[i].nframes);
+		assert_memory_equal(a->stacks[i].frames, b->stacks[i].frames,
+				    a->stacks[i].nframes * sizeof(uint32_t));
+		batch__stack_text(a, i, ta, sizeof(ta));
+		batch__stack_text(b, i, tb, sizeof(tb));
+		assert_string_equal(ta, tb);
+	}
+	assert_int_equal(a->nlabelsets, b->nlabelsets);
+	for (i = 0; i < a->nlabelsets; i++) {
+		assert_int_equal(a->labelsets[i].nlabels, b->labelsets[i].nlabels);
+		for (j = 0; j < a->labelsets[i].nlabels; j++) {
+			assert_int_equal(a->labelsets[i].labels[j].key,
+					 b->labelsets[i].labels[j].key);
+			assert_int_equal(a->labelsets[i].labels[j].value,
+					 b->labelsets[i].labels[j].value);
+		}
+	}
+	assert_int_equal(a->nsamples, b->nsamples);
+	for (i = 0; i < a->nsamples; i++) {
+		assert_int_equal(a->samples[i].labelset, b->samples[i].labelset);
+		assert_int_equal(a->samples[i].stack, b->samples[i].stack);
+		assert_int_equal(a->samples[i].count, b->samples[i].count);
+	}
+	assert_int_equal(a->ncounters, b->ncounters);
+	for (i = 0; i < a->ncounters; i++) {
+		assert_int_equal(a->counters[i].name, b->counters[i].name);
+		assert_int_equal(a->counters[i].value, b->counters[i].value);
+	}
+}
+
+/* A readable dump of a batch's content (labels, folded stack, count per sample). */
+static char *dump(const struct batch *b)
+{
+	char *out = NULL, stack[16384];
+	size_t len = 0;
+	FILE *f = open_memstream(&out, &len);
+	uint32_t i, j;
+
+	assert_non_null(f);
+	fprintf(f, "version %u agent %s host %s type %s seq %llu window %lld+%u period %llu\n",
+		b->format_version, b->strings[b->agent_id], b->strings[b->host],
+		b->strings[b->profile_type], (unsigned long long)b->seq, (long long)b->window_start,
+		b->window_seconds, (unsigned long long)b->period_ns);
+	for (i = 0; i < b->nsamples; i++) {
+		const struct batch_labelset *ls = &b->labelsets[b->samples[i].labelset];
+
+		for (j = 0; j < ls->nlabels; j++)
+			fprintf(f, "%s%s=%s", j ? "," : "", b->strings[ls->labels[j].key],
+				b->strings[ls->labels[j].value]);
+		batch__stack_text(b, b->samples[i].stack, stack, sizeof(stack));
+		fprintf(f, " %s %llu\n", stack, (unsigned long long)b->samples[i].count);
+	}
+	for (i = 0; i < b->ncounters; i++)
+		fprintf(f, "counter %s %llu\n", b->strings[b->counters[i].name],
+			(unsigned long long)b->counters[i].value);
+	fclose(f);
+	return out;
+}
+
+/* Packs b as protobuf WITHOUT validating it (for inputs wire_encode refuses to
+ * make), then zstd-compresses it. Caller frees. */
+static void *pack_unchecked(const struct batch *b, size_t *len)
+{
+	Smolder__V1__Batch m = SMOLDER__V1__BATCH__INIT;
+	Smolder__V1__Frame *fr = calloc(b->nframes + 1, sizeof(*fr)), **frp;
+	Smolder__V1__Stack *st = calloc(b->nstacks + 1, sizeof(*st)), **stp;
+	Smolder__V1__LabelSet *ls = calloc(b->nlabelsets + 1, sizeof(*ls)), **lsp;
+	Smolder__V1__Label *lb = calloc(64 * (b->nlabelsets + 1), sizeof(*lb)), **lbp;
+	Smolder__V1__Sample *sm = calloc(b->nsamples + 1, sizeof(*sm)), **smp;
+	Smolder__V1__Counter *ct = calloc(b->ncounters + 1, sizeof(*ct)), **ctp;
+	size_t i, j, k = 0, plen;
+	uint8_t *packed;
+	void *out;
+
+	frp = calloc(b->nframes + 1, sizeof(*frp));
+	stp = calloc(b->nstacks + 1, sizeof(*stp));
+	lsp = calloc(b->nlabelsets + 1, sizeof(*lsp));
+	lbp = calloc(64 * (b->nlabelsets + 1), sizeof(*lbp));
+	smp = calloc(b->nsamples + 1, sizeof(*smp));
+	ctp = calloc(b->ncounters + 1, sizeof(*ctp));
+	m.format_version = b->format_version;
+	m.agent_id = b->agent_id;
+	m.host = b->host;
+	m.profile_type = b->profile_type;
+	m.seq = b->seq;
+	m.window_start = b->window_start;
+	m.window_seconds = b->window_seconds;
+	m.period_ns = b->period_ns;
+	m.n_strings = b->nstrings;
+	m.strings = b->strings;
+	for (i = 0; i < b->nframes; i++) {
+		smolder__v1__frame__init(&fr[i]);
+		fr[i].kind = (Smolder__V1__FrameKind)b->frames[i].kind;
+		fr[i].name = b->frames[i].name;
+		fr[i].file = b->frames[i].file;
+		fr[i].line = b->frames[i].line;
+		frp[i] = &fr[i];
+	}
+	m.n_frames = b->nframes;
+	m.frames = frp;
+	for (i = 0; i < b->nstacks; i++) {
+		smolder__v1__stack__init(&st[i]);
+		st[i].n_frames = b->stacks[i].nframes;
+		st[i].frames = b->stacks[i].frames;
+		stp[i] = &st[i];
+	}
+	m.n_stacks = b->nstacks;
+	m.stacks = stp;
+	for (i = 0; i < b->nlabelsets; i++) {
+		smolder__v1__label_set__init(&ls[i]);
+		ls[i].labels = &lbp[k];
+		for (j = 0; j < b->labelsets[i].nlabels && j < 64; j++, k++) {
+			smolder__v1__label__init(&lb[k]);
+			lb[k].key = b->labelsets[i].labels[j].key;
+			lb[k].value = b->labelsets[i].labels[j].value;
+			lbp[k] = &lb[k];
+		}
+		ls[i].n_labels = j;
+		lsp[i] = &ls[i];
+	}
+	m.n_labelsets = b->nlabelsets;
+	m.labelsets = lsp;
+	for (i = 0; i < b->nsamples; i++) {
+		smolder__v1__sample__init(&sm[i]);
+		sm[i].labelset = b->samples[i].labelset;
+		sm[i].stack = b->samples[i].stack;
+		sm[i].count = b->samples[i].count;
+		smp[i] = &sm[i];
+	}
+	m.n_samples = b->nsamples;
+	m.samples = smp;
+	for (i = 0; i < b->ncounters; i++) {
+		smolder__v1__counter__init(&ct[i]);
+		ct[i].name = b->counters[i].name;
+		ct[i].value = b->counters[i].value;
+		ctp[i] = &ct[i];
+	}
+	m.n_counters = b->ncounters;
+	m.counters = ctp;
+
+	plen = smolder__v1__batch__get_packed_size(&m);
+	packed = malloc(plen + 1);
+	assert_non_null(packed);
+	smolder__v1__batch__pack(&m, packed);
+	out = malloc(ZSTD_compressBound(plen));
+	assert_non_null(out);
+	*len = ZSTD_compress(out, ZSTD_compressBound(plen), packed, plen, 3);
+	assert_false(ZSTD_isError(*len));
+	free(packed);
+	free(fr);
+	free(frp);
+	free(st);
+	free(stp);
+	free(ls);
+	free(lsp);
+	free(lb);
+	free(lbp);
+	free(sm);
+	free(smp);
+	free(ct);
+	free(ctp);
+	return out;
+}
+
+/* Compresses raw bytes into one zstd frame. Caller frees. */
+static void *zstd_of(const void *raw, size_t rlen, size_t *len)
+{
+	void *out = malloc(ZSTD_compressBound(rlen));
+
+	assert_non_null(out);
+	*len = ZSTD_compress(out, ZSTD_compressBound(rlen), raw, rlen, 3);
+	assert_false(ZSTD_isError(*len));
+	return out;
+}
+
+/* Decodes and expects err with a reason containing want; nothing written to *out. */
+static void expect_decode_error(const void *body, size_t len, const struct wire_limits *lim,
+				int err, const char *want)
+{
+	struct batch *out = (struct batch *)0x1;
+	char why[256];
+
+	memset(why, 0, sizeof(why));
+	assert_int_equal(wire_decode(body, len, lim, &out, why, sizeof(why)), err);
+	assert_ptr_equal(out, (struct batch *)0x1);
+	assert_true(strlen(why) > 0);
+	assert_null(strchr(why, '\n'));
+	if (!strstr(why, want))
+		fail_msg("reason \"%s\" lacks \"%s\"", why, want);
+}
+
+/* Mutates a small valid batch, packs it unchecked, expects err and reason. */
+static void expect_bad_batch(void (*mutate)(struct batch *), int err, const char *want)
+{
+	struct batch *b = small_batch();
+	void *body;
+	size_t len;
+
+	mutate(b);
+	body = pack_unchecked(b, &len);
+	expect_decode_error(body, len, NULL, err, want);
+	free(body);
+	batch__free(b);
+}
+
+static bool read_file(const char *path, void **data, size_t *len)
+{
+	FILE *f = fopen(path, "rb");
+	long n;
+
+	if (!f)
+		return false;
+	fseek(f, 0, SEEK_END);
+	n = ftell(f);
+	fseek(f, 0, SEEK_SET);
+	*data = malloc((size_t)n + 1);
+	assert_non_null(*data);
+	assert_int_equal(fread(*data, 1, (size_t)n, f), (size_t)n);
+	((char *)*data)[n] = '\0';
+	*len = (size_t)n;
+	fclose(f);
+	return true;
+}
+
+static void write_file(const char *path, const void *data, size_t len)
+{
+	FILE *f = fopen(path, "wb");
+
+	assert_non_null(f);
+	assert_int_equal(fwrite(data, 1, len, f), len);
+	assert_int_equal(fclose(f), 0);
+}
+
+/* ---- round trips ------------------------------------------------------------ */
+
+static void test_round_trip(void **state)
+{
+	struct batch *b = small_batch(), *d = NULL;
+	char why[256] = "", *da, *db;
+	void *body = NULL;
+	size_t len = 0;
+	int level;
+
+	(void)state;
+	for (level = 1; level <= 19; level += 9) {
+		assert_int_equal(wire_encode(b, level, &body, &len), 0);
+		assert_non_null(body);
+		assert_true(len > 0);
+		assert_int_equal(ZSTD_getFrameContentSize(body, len) != ZSTD_CONTENTSIZE_UNKNOWN,
+				 1);
+		if (wire_decode(body, len, NULL, &d, why, sizeof(why)))
+			fail_msg("decode: %s", why);
+		assert_batches_equal(b, d);
+		da = dump(b);
+		db = dump(d);
+		assert_string_equal(da, db);
+		free(da);
+		free(db);
+		batch__free(d);
+		free(body);
+	}
+	/* tight limits that still fit */
+	assert_int_equal(wire_encode(b, 3, &body, &len), 0);
+	{
+		struct wire_limits lim = {len, ZSTD_getFrameContentSize(body, len)};
+
+		assert_int_equal(wire_decode(body, len, &lim, &d, why, sizeof(why)), 0);
+		batch__free(d);
+		lim.max_decompressed--;
+		expect_decode_error(body, len, &lim, -E2BIG, "over the cap");
+		lim.max_decompressed++;
+		lim.max_compressed--;
+		expect_decode_error(body, len, &lim, -E2BIG, "body too large");
+	}
+	free(body);
+
+	/* encode refuses what decode would refuse */
+	body = NULL;
+	b->samples[0].stack = 99;
+	assert_int_equal(wire_encode(b, 3, &body, &len), -EINVAL);
+	assert_null(body);
+	b->samples[0].stack = 0;
+	assert_int_equal(wire_encode(b, 1000, &body, &len), -EINVAL);
+	assert_int_equal(wire_encode(NULL, 3, &body, &len), -EINVAL);
+	batch__free(b);
+}
+
+static void test_round_trip_empty_batch(void **state)
+{
+	struct batch_builder *bb;
+	struct batch *b, *d;
+	char why[256] = "";
+	void *body;
+	size_t len;
+
+	(void)state;
+	assert_int_equal(batch_builder__new("a", "", "cpu", &bb), 0);
+	assert_int_equal(batch_builder__finish(bb, 0, -5, 0, 0, &b), 0);
+	assert_int_equal(wire_encode(b, 3, &body, &len), 0);
+	if (wire_decode(body, len, NULL, &d, why, sizeof(why)))
+		fail_msg("decode: %s", why);
+	assert_batches_equal(b, d);
+	assert_int_equal(d->window_start, -5);
+	batch__free(d);
+	batch__free(b);
+	free(body);
+	batch_builder__free(bb);
+}
+
+/* A checked-in v1 body keeps decoding to the same content. */
+static void test_fixture(void **state)
+{
+	struct batch *b = small_batch(), *d;
+	char why[256] = "", *want_dump, *got;
+	void *body, *want;
+	size_t len, wlen;
+
+	(void)state;
+	if (getenv("SMOLDER_WRITE_FIXTURES")) {
+		char *text = dump(b);
+
+		assert_int_equal(wire_encode(b, 19, &body, &len), 0);
+		write_file(FIXTURE_BODY, body, len);
+		write_file(FIXTURE_DUMP, text, strlen(text));
+		free(body);
+		free(text);
+	}
+	if (!read_file(FIXTURE_BODY, &body, &len) || !read_file(FIXTURE_DUMP, &want, &wlen))
+		fail_msg("missing %s or %s (run from the repository root)", FIXTURE_BODY,
+			 FIXTURE_DUMP);
+	want_dump = want;
+	if (wire_decode(body, len, NULL, &d, why, sizeof(why)))
+		fail_msg("decode %s: %s", FIXTURE_BODY, why);
+	got = dump(d);
+	assert_string_equal(got, want_dump);
+	assert_batches_equal(b, d); /* the builder still makes the same dictionaries */
+	free(got);
+	free(want);
+	free(body);
+	batch__free(d);
+	batch__free(b);
+}
+
+/* ---- bad bodies ------------------------------------------------------------- */
+
+static void test_not_zstd(void **state)
+{
+	static const uint8_t garbage[] = "this is not a zstd frame at all, just text";
+	uint8_t rnd[4096];
+	uint32_t seed = 1;
+	size_t i;
+
+	(void)state;
+	expect_decode_error("", 0, NULL, -EINVAL, "empty body");
+	expect_decode_error(NULL, 0, NULL, -EINVAL, "empty body");
+	expect_decode_error(garbage, 3, NULL, -EINVAL, "not zstd");
+	expect_decode_error(garbage, sizeof(garbage), NULL, -EINVAL, "not zstd");
+	for (i = 0; i < sizeof(rnd); i++) {
+		seed = seed * 1103515245u + 12345u;
+		rnd[i] = (uint8_t)(seed >> 16);
+	}
+	expect_decode_error(rnd, sizeof(rnd), NULL, -EINVAL, "not zstd");
+	/* the zstd magic number then garbage */
+	memcpy(rnd, "\x28\xb5\x2f\xfd", 4);
+	expect_decode_error(rnd, sizeof(rnd), NULL, -EINVAL, "zstd");
+}
+
+static void test_truncated(void **state)
+{
+	struct batch *b = small_batch();
+	void *body, *copy;
+	size_t len, cut;
+	char why[256];
+
+	(void)state;
+	assert_int_equal(wire_encode(b, 3, &body, &len), 0);
+	for (cut = 1; cut < len; cut += (cut < 24 ? 1 : 7)) {
+		struct batch *out = NULL;
+		int err;
+
+		copy = malloc(cut); /* exactly cut bytes, so ASan sees any overread */
+		memcpy(copy, body, cut);
+		why[0] = '\0';
+		err = wire_decode(copy, cut, NULL, &out, why, sizeof(why));
+		if (err != -EINVAL || !strstr(why, cut < 4 ? "not zstd" : "truncated zstd frame"))
+			fail_msg("cut at %zu of %zu: %d %s", cut, len, err, why);
+		assert_null(out);
+		free(copy);
+	}
+	/* trailing bytes after the frame */
+	copy = malloc(len + 3);
+	memcpy(copy, body, len);
+	memcpy((char *)copy + len, "xyz", 3);
+	expect_decode_error(copy, len + 3, NULL, -EINVAL, "3 bytes after the zstd frame");
+	/* one flipped bit in the middle: the checksum or the decoder catches it */
+	memcpy(copy, body, len);
+	((uint8_t *)copy)[len / 2] ^= 0x10;
+	{
+		struct batch *out = NULL;
+
+		assert_int_not_equal(wire_decode(copy, len, NULL, &out, why, sizeof(why)), 0);
+		assert_null(out);
+	}
+	free(copy);
+	free(body);
+	batch__free(b);
+}
+
+static void test_oversized_body(void **state)
+{
+	struct wire_limits lim = {.max_compressed = 100};
+	size_t big = WIRE_DEFAULT_MAX_COMPRESSED + 1;
+	char *huge = calloc(1, big);
+
+	(void)state;
+	assert_non_null(huge);
+	/* the size check comes first: the content is never looked at */
+	expect_decode_error(huge, big, NULL, -E2BIG, "body too large");
+	expect_decode_error(huge, 101, &lim, -E2BIG, "body too large");
+	free(huge);
+}
+
+static uint64_t vm_hwm_kib(void)
+{
+	char line[256];
+	uint64_t kib = 0;
+	FILE *f = fopen("/proc/self/status", "r");
+
+	assert_non_null(f);
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "VmHWM: %" SCNu64, &kib) == 1)
+			break;
+	fclose(f);
+	return kib;
+}
+
+/* Resets the peak RSS to the current RSS (Linux 4.0+); false if unsupported. */
+static bool reset_hwm(void)
+{
+	int fd = open("/proc/self/clear_refs", O_WRONLY);
+	bool ok;
+
+	if (fd < 0)
+		return false;
+	ok = write(fd, "5", 1) == 1;
+	close(fd);
+	return ok;
+}
+
+/* zstd of `gib_zeros` MiB of zeros, streamed through a small buffer; with or
+ * without the content size in the frame header. Caller frees. */
+static void *zero_bomb(size_t mib, bool with_size, size_t *len)
+{
+	ZSTD_CCtx *cc = ZSTD_createCCtx();
+	size_t cap = 1 << 20, pos = 0, i, r;
+	char *zeros = calloc(1, 1 << 20);
+	char *out = malloc(cap);
+
+	assert_non_null(cc);
+	assert_non_null(zeros);
+	assert_non_null(out);
+	assert_false(ZSTD_isError(ZSTD_CCtx_setParameter(cc, ZSTD_c_compressionLevel, 1)));
+	assert_false(ZSTD_isError(ZSTD_CCtx_setParameter(cc, ZSTD_c_contentSizeFlag, with_size)));
+	if (with_size)
+		assert_false(ZSTD_isError(ZSTD_CCtx_setPledgedSrcSize(cc, (uint64_t)mib << 20)));
+	for (i = 0; i < mib; i++) {
+		ZSTD_inBuffer in = {zeros, 1 << 20, 0};
+		ZSTD_EndDirective end = i + 1 == mib ? ZSTD_e_end : ZSTD_e_continue;
+
+		do {
+			ZSTD_outBuffer o = {out + pos, cap - pos, 0};
+
+			r = ZSTD_compressStream2(cc, &o, &in, end);
+			assert_false(ZSTD_isError(r));
+			pos += o.pos;
+			assert_true(pos < cap);
+		} while (end == ZSTD_e_end ? r != 0 : in.pos < in.size);
+	}
+	ZSTD_freeCCtx(cc);
+	free(zeros);
+	*len = pos;
+	return out;
+}
+
+/* Decodes a bomb under lim, expects -E2BIG and peak RSS growth under max_mib. */
+static void expect_bomb_bounded(const void *body, size_t len, const struct wire_limits *lim,
+				const char *want, uint64_t max_mib)
+{
+	bool measured = reset_hwm();
+	uint64_t before = vm_hwm_kib(), after;
+
+	expect_decode_error(body, len, lim, -E2BIG, want);
+	after = vm_hwm_kib();
+	print_message("    bomb of %zu bytes, cap %zu MiB: peak RSS +%" PRIu64 " MiB%s\n", len,
+		      lim ? lim->max_decompressed >> 20 : WIRE_DEFAULT_MAX_DECOMPRESSED >> 20,
+		      (after - before) >> 10, measured ? "" : " (peak reset unsupported)");
+	if (measured && (after - before) >> 10 >= max_mib)
+		fail_msg("peak RSS grew by %" PRIu64 " MiB (bound %" PRIu64 " MiB)",
+			 (after - before) >> 10, max_mib);
+}
+
+static void test_zstd_bombs(void **state)
+{
+	struct wire_limits small = {.max_decompressed = 1 << 20};
+	size_t len_sized, len_unsized, len_lying;
+	void *sized, *unsized;
+	uint8_t *lying;
+
+	(void)state;
+	sized = zero_bomb(1024, true, &len_sized);
+	unsized = zero_bomb(1024, false, &len_unsized);
+	print_message("    1 GiB of zeros: %zu bytes with its size, %zu without\n", len_sized,
+		      len_unsized);
+	assert_true(ZSTD_getFrameContentSize(sized, len_sized) == (1ull << 30));
+	assert_true(ZSTD_getFrameContentSize(unsized, len_unsized) == ZSTD_CONTENTSIZE_UNKNOWN);
+
+	/* A frame that states its size: refused before allocating anything. */
+	expect_bomb_bounded(sized, len_sized, NULL, "decompressed size 1073741824 over the cap",
+			    16);
+	expect_bomb_bounded(sized, len_sized, &small, "over the cap", 16);
+
+	/* A frame that omits its size: streamed up to the cap, then refused. */
+	expect_bomb_bounded(unsized, len_unsized, &small, "decompressed body over 1048576 bytes",
+			    32);
+	expect_bomb_bounded(unsized, len_unsized, NULL, "decompressed body over 134217728 bytes",
+			    512);
+
+	/* A frame that lies: header says 1000 bytes, blocks hold 1 GiB. The frame
+	 * header without a size is magic, descriptor 0x00, window byte; give it a
+	 * 2-byte content size field (descriptor 0x40, value - 256). */
+	assert_int_equal(((uint8_t *)unsized)[4], 0x00);
+	len_lying = len_unsized + 2;
+	lying = malloc(len_lying);
+	assert_non_null(lying);
+	memcpy(lying, unsized, 6);
+	lying[4] = 0x40;
+	lying[6] = (1000 - 256) & 0xff;
+	lying[7] = (1000 - 256) >> 8;
+	memcpy(lying + 8, (uint8_t *)unsized + 6, len_unsized - 6);
+	assert_true(ZSTD_getFrameContentSize(lying, len_lying) == 1000);
+	expect_bomb_bounded(lying, len_lying, NULL, "larger than its declared size", 16);
+
+	free(lying);
+	free(unsized);
+	free(sized);
+}
+
+static void test_bad_protobuf(void **state)
+{
+	/* field 9 (strings) as a varint: the wrong wire type for a string */
+	static const uint8_t wrong_type[] = {0x48, 0x01};
+	/* field 10 (frames) claiming 100 bytes with 2 present */
+	static const uint8_t short_len[] = {0x52, 0x64, 0x08, 0x01};
+	uint8_t rnd[2048];
+	uint32_t seed = 7;
+	void *body;
+	size_t len, i;
+
+	(void)state;
+	for (i = 0; i < sizeof(rnd); i++) {
+		seed = seed * 1103515245u + 12345u;
+		rnd[i] = (uint8_t)(seed >> 16);
+	}
+	body = zstd_of(rnd, sizeof(rnd), &len);
+	expect_decode_error(body, len, NULL, -EINVAL, "malformed protobuf");
+	free(body);
+	body = zstd_of(wrong_type, sizeof(wrong_type), &len);
+	expect_decode_error(body, len, NULL, -EINVAL, "malformed protobuf");
+	free(body);
+	body = zstd_of(short_len, sizeof(short_len), &len);
+	expect_decode_error(body, len, NULL, -EINVAL, "malformed protobuf");
+	free(body);
+	/* an empty message is a Batch of version 0 */
+	body = zstd_of("", 0, &len);
+	expect_decode_error(body, len, NULL, -EINVAL, "unsupported format version 0");
+	free(body);
+}
+
+/* One label set of n empty Label messages: 2 bytes each on the wire. */
+static void test_unpack_budget(void **state)
+{
+	size_t n = 3u << 20, plen, len, i;
+	uint8_t *raw = malloc(2 * n + 16), *p = raw;
+	uint64_t v = 2 * n;
+	void *body;
+
+	(void)state;
+	assert_non_null(raw);
+	*p++ = 0x62; /* field 12, length-delimited */
+	do {
+		*p++ = (uint8_t)((v & 0x7f) | (v > 0x7f ? 0x80 : 0));
+		v >>= 7;
+	} while (v);
+	for (i = 0; i < n; i++) {
+		*p++ = 0x0a; /* field 1 (labels), length 0 */
+		*p++ = 0x00;
+	}
+	plen = (size_t)(p - raw);
+	body = zstd_of(raw, plen, &len);
+	expect_decode_error(body, len, NULL, -E2BIG, "unpacked message over");
+	free(body);
+
+	/* 100 labels fit the budget and hit the per-set cap instead */
+	p = raw;
+	*p++ = 0x08; /* format_version 1 */
+	*p++ = 0x01;
+	*p++ = 0x62;
+	*p++ = 200;
+	*p++ = 1;
+	for (i = 0; i < 100; i++) {
+		*p++ = 0x0a;
+		*p++ = 0x00;
+	}
+	body = zstd_of(raw, (size_t)(p - raw), &len);
+	expect_decode_error(body, len, NULL, -EINVAL, "label set 0: 100 labels over the cap of 64");
+	free(body);
+	free(raw);
+}
+
+static void bad_sample_stack(struct batch *b)
+{
+	b->samples[0].stack = 99;
+}
+static void bad_sample_labelset(struct batch *b)
+{
+	b->samples[0].labelset = 99;
+}
+static void bad_stack_frame(struct batch *b)
+{
+	b->stacks[0].frames[0] = 99;
+}
+static void bad_frame_string(struct batch *b)
+{
+	b->frames[0].name = 99;
+}
+static void bad_frame_kind(struct batch *b)
+{
+	b->frames[0].kind = 7;
+}
+static void bad_label_string(struct batch *b)
+{
+	b->labelsets[0].labels[0].key = 99;
+}
+static void bad_label_value(struct batch *b)
+{
+	b->labelsets[0].labels[1].value = 99;
+}
+static void bad_counter_string(struct batch *b)
+{
+	b->counters[0].name = 99;
+}
+static void bad_zero_count(struct batch *b)
+{
+	b->samples[1].count = 0;
+}
+static void bad_version(struct batch *b)
+{
+	b->format_version = BATCH_FORMAT_VERSION + 1;
+}
+static void bad_string0(struct batch *b)
+{
+	free(b->strings[0]);
+	b->strings[0] = strdup("x");
+}
+static void bad_unsorted_labels(struct batch *b)
+{
+	struct batch_label t = b->labelsets[0].labels[0];
+
+	b->labelsets[0].labels[0] = b->labelsets[0].labels[1];
+	b->labelsets[0].labels[1] = t;
+}
+static void bad_empty_stack(struct batch *b)
+{
+	b->stacks[0].nframes = 0;
+}
+static void bad_deep_stack(struct batch *b)
+{
+	uint32_t i;
+
+	free(b->stacks[0].frames);
+	b->stacks[0].frames = calloc(BATCH_MAX_STACK_DEPTH + 1, sizeof(uint32_t));
+	for (i = 0; i <= BATCH_MAX_STACK_DEPTH; i++)
+		b->stacks[0].frames[i] = 0;
+	b->stacks[0].nframes = BATCH_MAX_STACK_DEPTH + 1;
+}
+static void bad_many_counters(struct batch *b)
+{
+	uint32_t i;
+
+	free(b->counters);
+	b->counters = calloc(BATCH_MAX_COUNTERS + 1, sizeof(*b->counters));
+	for (i = 0; i <= BATCH_MAX_COUNTERS; i++)
+		b->counters[i].name = 1;
+	b->ncounters = BATCH_MAX_COUNTERS + 1;
+}
+static void bad_long_string(struct batch *b)
+{
+	free(b->strings[1]);
+	b->strings[1] = malloc(BATCH_MAX_STRING_LEN + 2);
+	memset(b->strings[1], 'x', BATCH_MAX_STRING_LEN + 1);
+	b->strings[1][BATCH_MAX_STRING_LEN + 1] = '\0';
+}
+
+static void test_bad_batches(void **state)
+{
+	(void)state;
+	expect_bad_batch(bad_sample_stack, -EINVAL, "sample 0: stack 99 out of range");
+	expect_bad_batch(bad_sample_labelset, -EINVAL, "sample 0: label set 99 out of range");
+	expect_bad_batch(bad_stack_frame, -EINVAL, "stack 0: frame 99 out of range");
+	expect_bad_batch(bad_frame_string, -EINVAL, "frame 0: name string 99 out of range");
+	expect_bad_batch(bad_frame_kind, -EINVAL, "frame 0: unknown kind 7");
+	expect_bad_batch(bad_label_string, -EINVAL, "label set 0: key string 99 out of range");
+	expect_bad_batch(bad_label_value, -EINVAL, "label set 0: value string 99 out of range");
+	expect_bad_batch(bad_counter_string, -EINVAL, "counter 0: name string 99 out of range");
+	expect_bad_batch(bad_zero_count, -EINVAL, "sample 1: zero count");
+	expect_bad_batch(bad_version, -EINVAL, "unsupported format version 2");
+	expect_bad_batch(bad_string0, -EINVAL, "string 0 is not empty");
+	expect_bad_batch(bad_unsorted_labels, -EINVAL, "keys not sorted or not unique");
+	expect_bad_batch(bad_empty_stack, -EINVAL, "stack 0: empty");
+	expect_bad_batch(bad_deep_stack, -EINVAL, "stack 0: 1025 frames over the cap of 1024");
+	expect_bad_batch(bad_many_counters, -EINVAL, "65 counters over the cap of 64");
+	expect_bad_batch(bad_long_string, -EINVAL, "string 1 longer than 4096 bytes");
+}
+
+/* ---- size ------------------------------------------------------------------- */
+
+/* 5 processes, 300 distinct stacks of depth 20..60 sharing prefixes, a mix of
+ * Python frames over the interpreter's native frames and pure native ones, with
+ * kernel leaves; two threads per process as label sets. */
+static struct batch *realistic_batch(void)
+{
+	static const char *const comms[] = {"python3", "gunicorn", "postgres", "nginx", "java"};
+	static const char *const mods[] = {"views",	  "models",   "serializers", "db/query",
+					   "utils/cache", "handlers", "auth",	     "tasks"};
+	static const char *const kfuncs[] = {"do_syscall_64", "__x64_sys_read",
+					     "vfs_read",      "tcp_recvmsg",
+					     "schedule",      "__schedule",
+					     "futex_wait",    "do_futex",
+					     "ep_poll",	      "copy_user_enhanced_fast_string"};
+	struct batch_builder *bb;
+	struct batch *b;
+	char stack[8192], frame[256];
+	uint32_t seed = 2024, s;
+
+	assert_int_equal(batch_builder__new("agent-0c9d1e", "web-prod-17", "cpu", &bb), 0);
+	for (s = 0; s < 300; s++) {
+		uint32_t proc = s % 5, depth, d, t;
+		size_t pos;
+		bool python = proc < 2;
+		char pid[16], tid[16];
+		const char *keys[] = {"pid", "tid", "comm"}, *values[3];
+
+		seed = seed * 1103515245u + 12345u;
+		depth = 20 + (seed >> 8) % 41;
+		pos = (size_t)snprintf(stack, sizeof(stack), "%s", comms[proc]);
+		for (d = 1; d < depth; d++) {
+			uint32_t r;
+
+			seed = seed * 1103515245u + 12345u;
+			/* the first frames are shared by every stack of a process */
+			r = d < 8 ? d * 7 + proc : (seed >> 12) % (d < 20 ? 12 : 60);
+			if (d >= depth - 3 && s % 3 == 0)
+				snprintf(frame, sizeof(frame), "%s_[k]", kfuncs[(r + d) % 10]);
+			else if (python && d % 3 != 0)
+				snprintf(frame, sizeof(frame), "%s_fn%u (/srv/app/%s.py:%u)",
+					 mods[r % 8], r, mods[(r / 8) % 8], 10 + r * 7);
+			else if (python)
+				snprintf(frame, sizeof(frame), "_PyEval_EvalFrameDefault");
+			else if (r % 4 == 0)
+				snprintf(frame, sizeof(frame), "lib%s.so+0x%x", comms[proc],
+					 0x1000 + r * 0x40);
+			else
+				snprintf(frame, sizeof(frame), "%s_func_%u", comms[proc], r);
+			pos += (size_t)snprintf(stack + pos, sizeof(stack) - pos, ";%s", frame);
+		}
+		assert_true(pos < sizeof(stack));
+		for (t = 0; t < 2; t++) {
+			snprintf(pid, sizeof(pid), "%u", 1000 + proc);
+			snprintf(tid, sizeof(tid), "%u", 1000 + proc + t * 11);
+			values[0] = pid;
+			values[1] = tid;
+			values[2] = comms[proc];
+			seed = seed * 1103515245u + 12345u;
+			assert_int_equal(
+			    batch_builder__add(bb, keys, values, 3, stack, 1 + (seed >> 16) % 50),
+			    0);
+		}
+	}
+	assert_int_equal(batch_builder__counter(bb, "lost_stack_collision", 12), 0);
+	assert_int_equal(batch_builder__finish(bb, 1, 1700000000, 10, 10101010, &b), 0);
+	batch_builder__free(bb);
+	return b;
+}
+
+static void test_bytes_per_sample(void **state)
+{
+	struct batch *b = realistic_batch(), *d;
+	uint64_t counted = 0;
+	char why[256] = "";
+	void *body;
+	size_t len, raw;
+	uint32_t i;
+	int level;
+
+	(void)state;
+	for (i = 0; i < b->nsamples; i++)
+		counted += b->samples[i].count;
+	for (level = 1; level <= 19; level += 2) {
+		if (level != 1 && level != 3 && level != 9 && level != 19)
+			continue;
+		assert_int_equal(wire_encode(b, level, &body, &len), 0);
+		raw = (size_t)ZSTD_getFrameContentSize(body, len);
+		print_message("    zstd %2d: %u samples (%llu counted) of %u stacks, %u frames, "
+			      "%u strings: %zu bytes protobuf, %zu bytes on the wire, %.2f bytes "
+			      "per sample, %.3f per counted sample\n",
+			      level, b->nsamples, (unsigned long long)counted, b->nstacks,
+			      b->nframes, b->nstrings, raw, len, (double)len / b->nsamples,
+			      (double)len / (double)counted);
+		if (wire_decode(body, len, NULL, &d, why, sizeof(why)))
+			fail_msg("decode: %s", why);
+		assert_batches_equal(b, d);
+		batch__free(d);
+		free(body);
+	}
+	batch__free(b);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_round_trip),	     cmocka_unit_test(test_round_trip_empty_batch),
+	    cmocka_unit_test(test_fixture),	     cmocka_unit_test(test_not_zstd),
+	    cmocka_unit_test(test_truncated),	     cmocka_unit_test(test_oversized_body),
+	    cmocka_unit_test(test_zstd_bombs),	     cmocka_unit_test(test_bad_protobuf),
+	    cmocka_unit_test(test_unpack_budget),    cmocka_unit_test(test_bad_batches),
+	    cmocka_unit_test(test_bytes_per_sample),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
