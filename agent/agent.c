@@ -10,6 +10,7 @@
 #include <time.h>
 
 #include <bpf/libbpf.h>
+#include <curl/curl.h>
 
 #include "agent/agent_opts.h"
 #include "agent/elfsyms.h"
@@ -18,11 +19,17 @@
 #include "agent/procmaps.h"
 #include "agent/pytrack.h"
 #include "agent/sampler.h"
+#include "agent/sender.h"
+#include "common/batch.h"
 #include "common/log.h"
+#include "common/wire.h"
 
 #define POLL_MS 200           /* longest wait between checks of stop and window end */
 #define KEEP_EXITED_WINDOWS 2 /* windows a dead process's maps outlive it */
 #define MAX_CACHED_FILES 4096
+#define MAX_SERIES_LABELS (4 + AGENT_MAX_LABELS)
+#define FLUSH_MS 5000         /* how long the last batches may take to go out at exit */
+#define ZSTD_LEVEL 3
 
 static volatile sig_atomic_t stop_requested;
 
@@ -42,6 +49,13 @@ struct agent {
 	struct folded *window; /* stacks of the window being drained */
 	struct folded *run;    /* every stack of the run so far */
 	FILE *out;             /* stdout when output is "-", else NULL */
+	struct batch_builder *bb; /* with --collector: this window's batch */
+	struct sender *sender;
+	int64_t window_start;  /* unix seconds when the current window began */
+	char host[256];
+	const char *keys[MAX_SERIES_LABELS]; /* series labels: built-in then --label */
+	const char *values[MAX_SERIES_LABELS];
+	size_t nfixed;         /* labels the same for every sample (host, --label) */
 	uint64_t windows;
 	uint64_t truncated;    /* stacks too long for a folded line */
 	uint64_t drained;      /* samples read from the counts maps */
@@ -201,6 +215,20 @@ static int on_sample(void *ctx, const struct sampler_sample *s)
 	if (st.truncated)
 		a->truncated += s->count;
 	a->drained += s->count;
+	if (a->bb) {
+		char pid[16];
+		const char *exe = proc_cache__exe(a->procs, s->key->pid);
+		size_t n = a->nfixed;
+		int err;
+
+		snprintf(pid, sizeof(pid), "%u", s->key->pid);
+		a->keys[n] = "pid", a->values[n++] = pid;
+		a->keys[n] = "comm", a->values[n++] = comm[0] ? comm : "[unknown]";
+		a->keys[n] = "exe", a->values[n++] = exe ? exe : "";
+		err = batch_builder__add(a->bb, a->keys, a->values, n, st.buf, s->count);
+		if (err)
+			log_warn("agent: failed to add a sample to the batch: %s", strerror(-err));
+	}
 	return folded__add(a->window, st.buf, s->count);
 }
 
@@ -246,6 +274,58 @@ static void print_stats(struct agent *a, double seconds, const char *what)
 			 (double)run_ns / 1e9);
 }
 
+static uint64_t realtime_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* Closes this window's batch and spools it for the sender. The sequence number is
+ * the wall clock in ns: increasing across agent restarts, so (agent id, seq) never
+ * repeats for different data. */
+static int ship_window(struct agent *a)
+{
+	static const char *const loss_names[PROFILE_LOSS_NR] = {
+		[PROFILE_LOSS_KSTACK_FAULT] = "loss_kernel_stack_unreadable",
+		[PROFILE_LOSS_USTACK_FAULT] = "loss_user_stack_unreadable",
+		[PROFILE_LOSS_STACK_FULL] = "loss_stack_map_full",
+		[PROFILE_LOSS_COUNTS_FULL] = "loss_counts_map_full",
+		[PROFILE_LOSS_EVENTS_FULL] = "loss_process_events_dropped",
+		[PROFILE_LOSS_PY_NO_TSTATE] = "loss_python_thread_state_not_found",
+		[PROFILE_LOSS_PY_READ_FAULT] = "loss_python_frame_unreadable",
+		[PROFILE_LOSS_PY_TRUNCATED] = "python_stacks_truncated",
+		[PROFILE_LOSS_PY_STACK_FULL] = "loss_python_stack_map_full",
+		[PROFILE_LOSS_SAMPLES] = "samples",
+		[PROFILE_LOSS_IDLE] = "idle_samples_skipped",
+		[PROFILE_LOSS_PY_SAMPLES] = "python_samples",
+	};
+	uint64_t loss[PROFILE_LOSS_NR] = { 0 }, seq = realtime_ns();
+	int64_t now = (int64_t)(seq / 1000000000ull);
+	struct batch *b = NULL;
+	void *body = NULL;
+	size_t len = 0, i;
+	int err;
+
+	sampler__read_loss(a->sampler, loss);
+	for (i = 0; i < PROFILE_LOSS_NR; i++)
+		batch_builder__counter(a->bb, loss_names[i], loss[i]);
+	err = batch_builder__finish(a->bb, seq, a->window_start,
+				    (uint32_t)(now > a->window_start ? now - a->window_start : 1),
+				    1000000000ull / a->opts->frequency, &b);
+	a->window_start = now;
+	if (!err)
+		err = wire_encode(b, ZSTD_LEVEL, &body, &len);
+	if (!err)
+		err = sender__submit(a->sender, seq, body, len);
+	if (err)
+		log_error("agent: failed to ship a window: %s", strerror(-err));
+	free(body);
+	batch__free(b);
+	return err;
+}
+
 static int end_window(struct agent *a)
 {
 	int err;
@@ -258,9 +338,11 @@ static int end_window(struct agent *a)
 	err = folded__merge(a->run, a->window);
 	if (err)
 		return err;
+	if (a->bb)
+		ship_window(a); /* a spool error is logged; sampling goes on */
 	if (a->out)
 		err = folded__write(a->window, a->out);
-	else
+	else if (a->opts->output)
 		err = folded__write_file(a->run, a->opts->output);
 	if (err)
 		log_error("agent: failed to write %s: %s", a->out ? "stdout" : a->opts->output,
@@ -268,6 +350,63 @@ static int end_window(struct agent *a)
 	proc_cache__end_window(a->procs);
 	if (a->py)
 		pytrack__end_window(a->py);
+	return err;
+}
+
+/* This agent's id: --agent-id, else /etc/machine-id, else the host name. */
+static void agent_id(const struct agent_options *o, const char *host, char *buf, size_t len)
+{
+	FILE *f;
+
+	if (o->agent_id) {
+		snprintf(buf, len, "%s", o->agent_id);
+		return;
+	}
+	f = fopen("/etc/machine-id", "re");
+	if (f && fgets(buf, (int)len, f) && buf[0] && buf[0] != '\n') {
+		buf[strcspn(buf, "\n")] = '\0';
+		fclose(f);
+		return;
+	}
+	if (f)
+		fclose(f);
+	snprintf(buf, len, "%s", host);
+}
+
+static int open_shipping(struct agent *a)
+{
+	const struct agent_options *o = a->opts;
+	struct sender_options so = {
+		.url = o->collector,
+		.token = o->token,
+		.ca_file = o->ca_file,
+		.spool_dir = o->spool_dir ? o->spool_dir : "/var/lib/smolder/spool",
+		.spool_max_bytes = (uint64_t)o->spool_max_mb << 20,
+		.retry_base_ms = o->retry_base_ms,
+		.retry_max_ms = 30000,
+	};
+	char id[300];
+	size_t i;
+	int err;
+
+	if (gethostname(a->host, sizeof(a->host) - 1))
+		snprintf(a->host, sizeof(a->host), "unknown");
+	agent_id(o, a->host, id, sizeof(id));
+	for (i = 0; i < o->nlabels; i++) {
+		a->keys[a->nfixed] = o->labels[i].key;
+		a->values[a->nfixed++] = o->labels[i].value;
+	}
+	for (i = 0; i < o->nlabels && strcmp(o->labels[i].key, "host"); i++)
+		;
+	if (i == o->nlabels) { /* --label host=... overrides the host name */
+		a->keys[a->nfixed] = "host";
+		a->values[a->nfixed++] = a->host;
+	}
+	err = batch_builder__new(id, a->host, "cpu", &a->bb);
+	err = err ?: sender__new(&so, &a->sender);
+	if (err)
+		log_error("agent: failed to set up shipping to %s: %s", o->collector, strerror(-err));
+	a->window_start = (int64_t)(realtime_ns() / 1000000000ull);
 	return err;
 }
 
@@ -304,6 +443,8 @@ static int open_all(struct agent *a)
 	err = sampler__open(&so, &a->sampler);
 	if (err)
 		return err;
+	if (o->collector && (err = open_shipping(a)))
+		return err;
 	if (o->bpf_stats && (err = sampler__enable_stats(a->sampler)))
 		log_warn("agent: failed to enable BPF statistics: %s", strerror(-err));
 	if (o->python) {
@@ -321,6 +462,20 @@ static int open_all(struct agent *a)
 
 static void close_all(struct agent *a)
 {
+	struct sender_stats st;
+
+	if (a->sender) {
+		if (sender__flush(a->sender, FLUSH_MS))
+			log_warn("agent: collector unreachable: unsent batches stay in the spool");
+		sender__stats(a->sender, &st);
+		log_info("smolder: collector: %llu batches sent, %llu duplicates, %llu retries, "
+			 "%llu rejected, %llu dropped from the spool, %llu pending",
+			 (unsigned long long)st.sent, (unsigned long long)st.duplicates,
+			 (unsigned long long)st.retries, (unsigned long long)st.rejected,
+			 (unsigned long long)st.dropped, (unsigned long long)st.pending);
+	}
+	sender__free(a->sender);
+	batch_builder__free(a->bb);
 	pytrack__free(a->py);
 	sampler__free(a->sampler);
 	folded__free(a->run);
@@ -343,7 +498,8 @@ int agent_run(const struct agent_options *o)
 	sigaction(SIGINT, &sa, NULL); /* no SA_RESTART: the poll returns at once */
 	sigaction(SIGTERM, &sa, NULL);
 	signal(SIGPIPE, SIG_IGN);
-	a.out = strcmp(o->output, "-") == 0 ? stdout : NULL;
+	a.out = o->output && strcmp(o->output, "-") == 0 ? stdout : NULL;
+	curl_global_init(CURL_GLOBAL_DEFAULT);
 
 	err = open_all(&a);
 	if (err) {
@@ -389,6 +545,7 @@ int agent_run(const struct agent_options *o)
 	print_stats(&a, (double)(now_ns() - start) / 1e9, "total");
 out:
 	close_all(&a);
+	curl_global_cleanup();
 	return err;
 }
 

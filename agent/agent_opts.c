@@ -22,6 +22,14 @@ const char agent_options_usage[] =
 	"                        every window with the whole run so far; '-' (default)\n"
 	"                        prints each window's stacks to stdout as it ends\n"
 	"  -l, --label KEY=VALUE attach a label to every sample (repeatable)\n"
+	"  -c, --collector URL   send each window to a collector (http:// or https://)\n"
+	"      --token T         bearer token for the collector's ingest endpoint\n"
+	"      --token-file F    read the token from F\n"
+	"      --ca-file F       CA bundle to verify an https collector\n"
+	"      --spool-dir D     keep unsent batches in D (default /var/lib/smolder/spool)\n"
+	"      --spool-max-mb N  spool size cap; oldest batches dropped past it (default 256)\n"
+	"      --agent-id ID     this agent's id (default: /etc/machine-id, else host name)\n"
+	"      --retry-base-ms N first retry delay, doubling up to 30 s (default 500)\n"
 	"      --python on|off   show CPython frames in Python processes (default on)\n"
 	"      --python-depth N  Python frames walked per sample, 1 to 128 (default 128)\n"
 	"      --include-idle    count the idle task instead of skipping it\n"
@@ -30,7 +38,20 @@ const char agent_options_usage[] =
 	"  -v, --verbose         print statistics after every window (-vv: debug log)\n"
 	"  -h, --help            show this help\n";
 
-enum { OPT_INCLUDE_IDLE = 256, OPT_MAX_STACKS, OPT_BPF_STATS, OPT_PYTHON, OPT_PYTHON_DEPTH };
+enum {
+	OPT_INCLUDE_IDLE = 256,
+	OPT_MAX_STACKS,
+	OPT_BPF_STATS,
+	OPT_PYTHON,
+	OPT_PYTHON_DEPTH,
+	OPT_TOKEN,
+	OPT_TOKEN_FILE,
+	OPT_CA_FILE,
+	OPT_SPOOL_DIR,
+	OPT_SPOOL_MAX_MB,
+	OPT_AGENT_ID,
+	OPT_RETRY_BASE_MS,
+};
 
 static const struct option long_options[] = {
 	{ "pid", required_argument, NULL, 'p' },
@@ -46,6 +67,14 @@ static const struct option long_options[] = {
 	{ "bpf-stats", no_argument, NULL, OPT_BPF_STATS },
 	{ "python", required_argument, NULL, OPT_PYTHON },
 	{ "python-depth", required_argument, NULL, OPT_PYTHON_DEPTH },
+	{ "collector", required_argument, NULL, 'c' },
+	{ "token", required_argument, NULL, OPT_TOKEN },
+	{ "token-file", required_argument, NULL, OPT_TOKEN_FILE },
+	{ "ca-file", required_argument, NULL, OPT_CA_FILE },
+	{ "spool-dir", required_argument, NULL, OPT_SPOOL_DIR },
+	{ "spool-max-mb", required_argument, NULL, OPT_SPOOL_MAX_MB },
+	{ "agent-id", required_argument, NULL, OPT_AGENT_ID },
+	{ "retry-base-ms", required_argument, NULL, OPT_RETRY_BASE_MS },
 	{ NULL, 0, NULL, 0 },
 };
 
@@ -116,8 +145,37 @@ static int add_label(struct agent_options *o, const char *arg, char *err, size_t
 	return 0;
 }
 
+static int set_string(char **field, const char *value)
+{
+	char *copy = strdup(value);
+
+	if (!copy)
+		return -ENOMEM;
+	free(*field);
+	*field = copy;
+	return 0;
+}
+
+/* The first line of a token file, without its newline. */
+static int read_token(char **field, const char *path, char *err, size_t errlen)
+{
+	char line[1025];
+	FILE *f = fopen(path, "re");
+	bool ok;
+
+	if (!f)
+		return fail(err, errlen, "--token-file: cannot read '%s': %s", path, strerror(errno));
+	ok = fgets(line, sizeof(line), f) != NULL;
+	fclose(f);
+	line[strcspn(line, "\r\n")] = '\0';
+	if (!ok || !line[0])
+		return fail(err, errlen, "--token-file: '%s' holds no token", path);
+	return set_string(field, line);
+}
+
 int agent_options__parse(int argc, char **argv, struct agent_options *o, char *err, size_t errlen)
 {
+	bool output_given = false;
 	unsigned long v;
 	int c, rc = 0;
 
@@ -126,6 +184,8 @@ int agent_options__parse(int argc, char **argv, struct agent_options *o, char *e
 		.window_sec = 10,
 		.python = true,
 		.python_depth = PY_MAX_DEPTH,
+		.spool_max_mb = 256,
+		.retry_base_ms = 500,
 	};
 	o->pids = calloc(AGENT_MAX_PIDS, sizeof(*o->pids));
 	o->labels = calloc(AGENT_MAX_LABELS, sizeof(*o->labels));
@@ -137,7 +197,7 @@ int agent_options__parse(int argc, char **argv, struct agent_options *o, char *e
 
 	optind = 0; /* full reset, so parsing twice in one process works */
 	opterr = 0;
-	while (!rc && (c = getopt_long(argc, argv, ":p:d:F:w:o:l:vh", long_options, NULL)) != -1) {
+	while (!rc && (c = getopt_long(argc, argv, ":p:d:F:w:o:l:c:vh", long_options, NULL)) != -1) {
 		switch (c) {
 		case 'p':
 			if (parse_uint(optarg, 1, 4194304, &v))
@@ -167,10 +227,8 @@ int agent_options__parse(int argc, char **argv, struct agent_options *o, char *e
 				rc = fail(err, errlen, "--output wants a file name or '-'");
 				break;
 			}
-			free(o->output);
-			o->output = strdup(optarg);
-			if (!o->output)
-				rc = -ENOMEM;
+			rc = set_string(&o->output, optarg);
+			output_given = true;
 			break;
 		case 'l':
 			rc = add_label(o, optarg, err, errlen);
@@ -206,6 +264,41 @@ int agent_options__parse(int argc, char **argv, struct agent_options *o, char *e
 					  PY_MAX_DEPTH, optarg);
 			o->python_depth = (unsigned)v;
 			break;
+		case 'c':
+			if (strncmp(optarg, "http://", 7) && strncmp(optarg, "https://", 8))
+				rc = fail(err, errlen, "--collector wants an http:// or https:// URL, got '%s'",
+					  optarg);
+			else
+				rc = set_string(&o->collector, optarg);
+			break;
+		case OPT_TOKEN:
+			rc = set_string(&o->token, optarg);
+			break;
+		case OPT_TOKEN_FILE:
+			rc = read_token(&o->token, optarg, err, errlen);
+			break;
+		case OPT_CA_FILE:
+			rc = set_string(&o->ca_file, optarg);
+			break;
+		case OPT_SPOOL_DIR:
+			rc = *optarg ? set_string(&o->spool_dir, optarg)
+				     : fail(err, errlen, "--spool-dir wants a directory");
+			break;
+		case OPT_SPOOL_MAX_MB:
+			if (parse_uint(optarg, 1, 1u << 20, &v))
+				rc = fail(err, errlen, "--spool-max-mb wants 1 to 1048576, got '%s'", optarg);
+			o->spool_max_mb = (unsigned)v;
+			break;
+		case OPT_AGENT_ID:
+			rc = *optarg && strlen(optarg) <= 256
+				     ? set_string(&o->agent_id, optarg)
+				     : fail(err, errlen, "--agent-id wants 1 to 256 characters");
+			break;
+		case OPT_RETRY_BASE_MS:
+			if (parse_uint(optarg, 1, 30000, &v))
+				rc = fail(err, errlen, "--retry-base-ms wants 1 to 30000, got '%s'", optarg);
+			o->retry_base_ms = (unsigned)v;
+			break;
 		case ':':
 			rc = fail(err, errlen, "option '%s' needs a value", argv[optind - 1]);
 			break;
@@ -216,6 +309,11 @@ int agent_options__parse(int argc, char **argv, struct agent_options *o, char *e
 	}
 	if (!rc && optind < argc)
 		rc = fail(err, errlen, "unexpected argument '%s'", argv[optind]);
+	/* With a collector, folded output only when asked for. */
+	if (!rc && o->collector && !output_given) {
+		free(o->output);
+		o->output = NULL;
+	}
 out:
 	if (rc)
 		agent_options__free(o);
@@ -233,5 +331,10 @@ void agent_options__free(struct agent_options *o)
 	free(o->labels);
 	free(o->pids);
 	free(o->output);
+	free(o->collector);
+	free(o->token);
+	free(o->ca_file);
+	free(o->spool_dir);
+	free(o->agent_id);
 	*o = (struct agent_options){ 0 };
 }

@@ -21,7 +21,8 @@ struct agent_options {
 	unsigned duration_sec;     /* --duration; 0: until SIGINT/SIGTERM */
 	unsigned frequency;        /* --frequency, Hz (default 99) */
 	unsigned window_sec;       /* --window (default 10) */
-	char *output;              /* --output FILE or "-" (default "-") */
+	char *output;              /* --output FILE or "-"; default "-", or NULL (no folded
+	                            * output) when --collector is given alone */
 	struct agent_label *labels; /* --label KEY=VALUE, repeatable */
 	size_t nlabels;
 	int verbose;               /* -v, repeatable */
@@ -31,6 +32,14 @@ struct agent_options {
 	bool python;               /* --python on|off (default on) */
 	unsigned python_depth;     /* --python-depth (default and most: PY_MAX_DEPTH) */
 	bool help;                 /* --help was given: print usage, run nothing */
+	/* shipping to a collector */
+	char *collector;           /* --collector URL (http:// or https://), or NULL */
+	char *token;               /* --token, or read from --token-file */
+	char *ca_file;             /* --ca-file: CA bundle for https */
+	char *spool_dir;           /* --spool-dir (default /var/lib/smolder/spool) */
+	unsigned spool_max_mb;     /* --spool-max-mb (default 256) */
+	char *agent_id;            /* --agent-id (default: /etc/machine-id, else host name) */
+	unsigned retry_base_ms;    /* --retry-base-ms: first retry delay (default 500) */
 };
 
 /* Parses argv (argv[0] is the subcommand name). On error returns -EINVAL and writes

@@ -156,12 +156,15 @@ int pytrack__consider(struct pytrack *t, uint32_t pid, bool exec)
 			add_pending(t, pid);
 		return 0;
 	}
+	if (err == -ESRCH || err == -EACCES || err == -EPERM) {
+		/* gone, or a process we may not inspect (another user namespace) */
+		log_debug("python: cannot inspect pid %u: %s", pid, strerror(-err));
+		return 0;
+	}
 	if (err) {
-		if (err != -ESRCH)
-			log_warn("python: not walking pid %u: %s", pid,
-				 err == -ENOTSUP ? "unsupported CPython version or build"
-						 : strerror(-err));
-		return err == -ESRCH ? 0 : err;
+		log_warn("python: not walking pid %u: %s", pid,
+			 err == -ENOTSUP ? "unsupported CPython version or build" : strerror(-err));
+		return err;
 	}
 	e = calloc(1, sizeof(*e));
 	if (!e) {

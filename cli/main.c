@@ -1,9 +1,10 @@
-/* The smolder binary: dispatches to a subcommand (agent; collector and queries
- * come with later issues). */
+/* The smolder binary: dispatches to a subcommand (agent, collector, up; queries
+ * come with a later issue). */
 #include <stdio.h>
 #include <string.h>
 
 #include "agent/agent.h"
+#include "collector/collector.h"
 
 #define SMOLDER_VERSION "0.1.0"
 
@@ -11,7 +12,9 @@ static const char usage[] =
 	"usage: smolder <command> [options]\n"
 	"\n"
 	"commands:\n"
-	"  agent     sample CPUs with eBPF and write folded stacks\n"
+	"  agent     sample CPUs with eBPF: folded stacks, or batches to a collector\n"
+	"  collector receive batches over HTTP and store them in SQLite\n"
+	"  up        collector and agent in one process, on ./smolder.db\n"
 	"  version   print the version\n"
 	"\n"
 	"Run 'smolder <command> --help' for a command's options.\n";
@@ -24,6 +27,10 @@ int main(int argc, char **argv)
 	}
 	if (strcmp(argv[1], "agent") == 0)
 		return agent_main(argc - 1, argv + 1);
+	if (strcmp(argv[1], "collector") == 0)
+		return collector_main(argc - 1, argv + 1);
+	if (strcmp(argv[1], "up") == 0)
+		return up_main(argc - 1, argv + 1);
 	if (strcmp(argv[1], "version") == 0 || strcmp(argv[1], "--version") == 0) {
 		printf("smolder %s\n", SMOLDER_VERSION);
 		return 0;

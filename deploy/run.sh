@@ -1,7 +1,13 @@
 #!/usr/bin/env bash
-# `make run`: the main job. For now the agent sampling every process of this host at
-# 99 Hz and printing each 10 s window as folded stacks, until Ctrl-C.
+# `make run`: the main job. `smolder up`: the collector on 127.0.0.1:7171 with the
+# embedded SQLite store ./smolder.db, and the agent sampling every process of this
+# host at 99 Hz, shipping a batch every 10 s to it, until Ctrl-C.
 set -euo pipefail
 bin=${1:-build/smolder}
-echo "run: sampling every process at 99 Hz; folded stacks every 10 s; Ctrl-C stops" >&2
-exec "$bin" agent --frequency 99 --window 10 --output -
+cat >&2 <<'MSG'
+run: smolder up: collector on 127.0.0.1:7171, database ./smolder.db, agent at 99 Hz.
+run: query what is stored, e.g. the last 15 minutes as folded stacks:
+run:   curl "http://127.0.0.1:7171/api/v1/folded?from=$(($(date +%s)-900))&to=$(date +%s)"
+run: Ctrl-C stops both.
+MSG
+exec "$bin" up --db smolder.db --listen 127.0.0.1:7171 --spool-dir smolder-spool

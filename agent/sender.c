@@ -1,0 +1,451 @@
+/* The spool and the sender thread; see sender.h. */
+#include "agent/sender.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <curl/curl.h>
+
+#include "common/log.h"
+
+#define SPOOL_SUFFIX ".batch"
+#define MAX_BATCH_FILE (256u << 20) /* a spool file larger than this is not ours */
+#define MAX_REPLY 4096
+
+struct sender {
+	struct sender_options o;
+	char *dir, *url, *token, *ca_file;
+	pthread_t thread;
+	pthread_mutex_t lock;
+	pthread_cond_t wake;    /* new batch, or stop */
+	pthread_cond_t drained; /* the spool became empty */
+	bool stop;
+	struct sender_stats st;
+	CURL *curl;             /* used by the thread only */
+};
+
+struct reply {
+	char text[MAX_REPLY];
+	size_t len;
+};
+
+static size_t on_reply(char *data, size_t size, size_t n, void *ctx)
+{
+	struct reply *r = ctx;
+	size_t len = size * n, room = sizeof(r->text) - 1 - r->len;
+
+	memcpy(r->text + r->len, data, len < room ? len : room);
+	r->len += len < room ? len : room;
+	r->text[r->len] = '\0';
+	return len;
+}
+
+/* Sequence numbers of the spooled batches, ascending; *n set. Caller frees. */
+static uint64_t *list_spool(const char *dir, size_t *n, uint64_t *bytes)
+{
+	uint64_t *seqs = NULL, *grown, seq;
+	size_t cap = 0;
+	struct dirent *de;
+	struct stat sb;
+	char path[4096];
+	DIR *d = opendir(dir);
+
+	*n = 0;
+	if (bytes)
+		*bytes = 0;
+	if (!d)
+		return NULL;
+	while ((de = readdir(d))) {
+		char *end;
+
+		seq = strtoull(de->d_name, &end, 10);
+		if (end == de->d_name || strcmp(end, SPOOL_SUFFIX) != 0)
+			continue;
+		if (*n == cap) {
+			cap = cap ? cap * 2 : 64;
+			grown = realloc(seqs, cap * sizeof(*seqs));
+			if (!grown)
+				break;
+			seqs = grown;
+		}
+		seqs[(*n)++] = seq;
+		snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
+		if (bytes && !stat(path, &sb))
+			*bytes += (uint64_t)sb.st_size;
+	}
+	closedir(d);
+	for (size_t i = 1; i < *n; i++) { /* insertion sort: spools are short */
+		uint64_t v = seqs[i];
+		size_t j = i;
+
+		for (; j > 0 && seqs[j - 1] > v; j--)
+			seqs[j] = seqs[j - 1];
+		seqs[j] = v;
+	}
+	return seqs;
+}
+
+static void spool_path(const struct sender *s, uint64_t seq, char *buf, size_t len)
+{
+	snprintf(buf, len, "%s/%020llu%s", s->dir, (unsigned long long)seq, SPOOL_SUFFIX);
+}
+
+static int read_file(const char *path, char **out, size_t *len)
+{
+	struct stat sb;
+	char *buf;
+	int fd = open(path, O_RDONLY | O_CLOEXEC), err = 0;
+
+	if (fd < 0)
+		return -errno;
+	if (fstat(fd, &sb) || sb.st_size <= 0 || (uint64_t)sb.st_size > MAX_BATCH_FILE) {
+		close(fd);
+		return -EINVAL;
+	}
+	buf = malloc((size_t)sb.st_size);
+	if (!buf) {
+		close(fd);
+		return -ENOMEM;
+	}
+	if (read(fd, buf, (size_t)sb.st_size) != sb.st_size)
+		err = -EIO;
+	close(fd);
+	if (err) {
+		free(buf);
+		return err;
+	}
+	*out = buf;
+	*len = (size_t)sb.st_size;
+	return 0;
+}
+
+/* One POST. Returns the HTTP status, or 0 for a transport error. */
+static long post(struct sender *s, const char *body, size_t len, struct reply *r)
+{
+	struct curl_slist *h = NULL;
+	char auth[1100];
+	long status = 0;
+	CURLcode rc;
+
+	h = curl_slist_append(h, "Content-Type: application/x-protobuf");
+	h = curl_slist_append(h, "Content-Encoding: zstd");
+	if (s->token) {
+		snprintf(auth, sizeof(auth), "Authorization: Bearer %s", s->token);
+		h = curl_slist_append(h, auth);
+	}
+	r->len = 0;
+	r->text[0] = '\0';
+	curl_easy_setopt(s->curl, CURLOPT_HTTPHEADER, h);
+	curl_easy_setopt(s->curl, CURLOPT_POSTFIELDS, body);
+	curl_easy_setopt(s->curl, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)len);
+	curl_easy_setopt(s->curl, CURLOPT_WRITEDATA, r);
+	rc = curl_easy_perform(s->curl);
+	if (rc == CURLE_OK)
+		curl_easy_getinfo(s->curl, CURLINFO_RESPONSE_CODE, &status);
+	else
+		snprintf(r->text, sizeof(r->text), "%s", curl_easy_strerror(rc));
+	curl_slist_free_all(h);
+	return status;
+}
+
+/* Sleeps for the backoff, or until stop; returns false on stop. */
+static bool backoff(struct sender *s, unsigned *delay_ms)
+{
+	unsigned jittered = *delay_ms / 2 + (unsigned)(rand() % (int)(*delay_ms / 2 + 1));
+	struct timespec until;
+	bool stop;
+
+	clock_gettime(CLOCK_REALTIME, &until);
+	until.tv_sec += jittered / 1000;
+	until.tv_nsec += (long)(jittered % 1000) * 1000000L;
+	if (until.tv_nsec >= 1000000000L) {
+		until.tv_sec++;
+		until.tv_nsec -= 1000000000L;
+	}
+	pthread_mutex_lock(&s->lock);
+	while (!s->stop && pthread_cond_timedwait(&s->wake, &s->lock, &until) != ETIMEDOUT)
+		;
+	stop = s->stop;
+	pthread_mutex_unlock(&s->lock);
+	*delay_ms = *delay_ms * 2 > s->o.retry_max_ms ? s->o.retry_max_ms : *delay_ms * 2;
+	return !stop;
+}
+
+/* Sends the oldest spooled batch. Returns true when there may be more to do
+ * right away, false when the spool is empty or the thread must stop. */
+static bool send_oldest(struct sender *s, unsigned *delay_ms)
+{
+	char path[4096], *body = NULL;
+	struct reply r;
+	size_t n, len;
+	uint64_t *seqs;
+	long status;
+	int err;
+
+	pthread_mutex_lock(&s->lock);
+	seqs = list_spool(s->dir, &n, NULL);
+	s->st.pending = n;
+	if (!n) {
+		pthread_cond_broadcast(&s->drained);
+		pthread_mutex_unlock(&s->lock);
+		free(seqs);
+		return false;
+	}
+	spool_path(s, seqs[0], path, sizeof(path));
+	free(seqs);
+	err = read_file(path, &body, &len);
+	pthread_mutex_unlock(&s->lock);
+	if (err) { /* dropped meanwhile, or not a batch: skip it */
+		if (err != -ENOENT) {
+			log_warn("sender: removing unreadable spool file %s: %s", path, strerror(-err));
+			unlink(path);
+		}
+		return true;
+	}
+
+	status = post(s, body, len, &r);
+	free(body);
+	if (status == 200) {
+		unlink(path);
+		pthread_mutex_lock(&s->lock);
+		if (strstr(r.text, "\"duplicate\":true"))
+			s->st.duplicates++;
+		else
+			s->st.sent++;
+		pthread_mutex_unlock(&s->lock);
+		*delay_ms = s->o.retry_base_ms;
+		return true;
+	}
+	if (status >= 400 && status < 500 && status != 429) {
+		log_warn("sender: collector refused a batch (HTTP %ld): %s", status, r.text);
+		unlink(path);
+		pthread_mutex_lock(&s->lock);
+		s->st.rejected++;
+		pthread_mutex_unlock(&s->lock);
+		return true;
+	}
+	log_debug("sender: will retry (HTTP %ld): %s", status, r.text);
+	pthread_mutex_lock(&s->lock);
+	s->st.retries++;
+	pthread_mutex_unlock(&s->lock);
+	return backoff(s, delay_ms);
+}
+
+static void *sender_thread(void *arg)
+{
+	struct sender *s = arg;
+	unsigned delay = s->o.retry_base_ms;
+
+	for (;;) {
+		while (send_oldest(s, &delay))
+			;
+		pthread_mutex_lock(&s->lock);
+		if (s->stop) {
+			pthread_mutex_unlock(&s->lock);
+			break;
+		}
+		/* Woken by a submit; re-list on timeout too (files may appear by hand). */
+		{
+			struct timespec until;
+
+			clock_gettime(CLOCK_REALTIME, &until);
+			until.tv_sec += 5;
+			pthread_cond_timedwait(&s->wake, &s->lock, &until);
+		}
+		bool stop = s->stop;
+		pthread_mutex_unlock(&s->lock);
+		if (stop)
+			break;
+	}
+	return NULL;
+}
+
+static int make_dirs(const char *path)
+{
+	char buf[4096], *p;
+
+	snprintf(buf, sizeof(buf), "%s", path);
+	for (p = buf + 1; *p; p++) {
+		if (*p != '/')
+			continue;
+		*p = '\0';
+		if (mkdir(buf, 0700) && errno != EEXIST)
+			return -errno;
+		*p = '/';
+	}
+	if (mkdir(buf, 0700) && errno != EEXIST)
+		return -errno;
+	return 0;
+}
+
+int sender__new(const struct sender_options *o, struct sender **out)
+{
+	struct sender *s;
+	int err;
+
+	if (!o->url || !o->spool_dir || !o->retry_base_ms || o->retry_max_ms < o->retry_base_ms)
+		return -EINVAL;
+	err = make_dirs(o->spool_dir);
+	if (err)
+		return err;
+	s = calloc(1, sizeof(*s));
+	if (!s)
+		return -ENOMEM;
+	s->o = *o;
+	s->dir = strdup(o->spool_dir);
+	if (asprintf(&s->url, "%s/api/v1/ingest", o->url) < 0)
+		s->url = NULL;
+	s->token = o->token ? strdup(o->token) : NULL;
+	s->ca_file = o->ca_file ? strdup(o->ca_file) : NULL;
+	s->curl = curl_easy_init();
+	if (!s->dir || !s->url || (o->token && !s->token) || (o->ca_file && !s->ca_file) ||
+	    !s->curl) {
+		err = -ENOMEM;
+		goto out_free;
+	}
+	curl_easy_setopt(s->curl, CURLOPT_URL, s->url);
+	curl_easy_setopt(s->curl, CURLOPT_WRITEFUNCTION, on_reply);
+	curl_easy_setopt(s->curl, CURLOPT_TIMEOUT, 30L);
+	curl_easy_setopt(s->curl, CURLOPT_CONNECTTIMEOUT, 5L);
+	curl_easy_setopt(s->curl, CURLOPT_NOSIGNAL, 1L);
+	curl_easy_setopt(s->curl, CURLOPT_TCP_KEEPALIVE, 1L);
+	curl_easy_setopt(s->curl, CURLOPT_PROTOCOLS_STR, "http,https");
+	if (s->ca_file)
+		curl_easy_setopt(s->curl, CURLOPT_CAINFO, s->ca_file);
+	pthread_mutex_init(&s->lock, NULL);
+	pthread_cond_init(&s->wake, NULL);
+	pthread_cond_init(&s->drained, NULL);
+	err = -pthread_create(&s->thread, NULL, sender_thread, s);
+	if (err) {
+		pthread_cond_destroy(&s->drained);
+		pthread_cond_destroy(&s->wake);
+		pthread_mutex_destroy(&s->lock);
+		goto out_free;
+	}
+	*out = s;
+	return 0;
+
+out_free:
+	curl_easy_cleanup(s->curl);
+	free(s->ca_file);
+	free(s->token);
+	free(s->url);
+	free(s->dir);
+	free(s);
+	return err;
+}
+
+/* Drops the oldest batches until the spool fits its cap. Called with the lock. */
+static void enforce_cap(struct sender *s)
+{
+	uint64_t bytes, *seqs;
+	char path[4096];
+	struct stat sb;
+	size_t n, i;
+
+	seqs = list_spool(s->dir, &n, &bytes);
+	for (i = 0; i < n && bytes > s->o.spool_max_bytes; i++) {
+		spool_path(s, seqs[i], path, sizeof(path));
+		if (stat(path, &sb) || unlink(path))
+			continue;
+		bytes -= (uint64_t)sb.st_size;
+		s->st.dropped++;
+	}
+	if (s->st.dropped && i)
+		log_warn("sender: spool over %llu bytes: dropped %zu oldest batches",
+			 (unsigned long long)s->o.spool_max_bytes, i);
+	free(seqs);
+}
+
+int sender__submit(struct sender *s, uint64_t seq, const void *body, size_t len)
+{
+	char path[4096], tmp[4200];
+	int fd, err = 0;
+
+	spool_path(s, seq, path, sizeof(path));
+	snprintf(tmp, sizeof(tmp), "%s/.tmp-%020llu", s->dir, (unsigned long long)seq);
+	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return -errno;
+	if (write(fd, body, len) != (ssize_t)len || fsync(fd))
+		err = errno ? -errno : -EIO;
+	if (close(fd) && !err)
+		err = -errno;
+	pthread_mutex_lock(&s->lock);
+	if (!err && rename(tmp, path))
+		err = -errno;
+	if (err)
+		unlink(tmp);
+	else
+		enforce_cap(s);
+	pthread_cond_signal(&s->wake);
+	pthread_mutex_unlock(&s->lock);
+	return err;
+}
+
+int sender__flush(struct sender *s, unsigned timeout_ms)
+{
+	struct timespec until;
+	size_t n;
+	uint64_t *seqs;
+	int rc = 0;
+
+	clock_gettime(CLOCK_REALTIME, &until);
+	until.tv_sec += timeout_ms / 1000;
+	until.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
+	if (until.tv_nsec >= 1000000000L) {
+		until.tv_sec++;
+		until.tv_nsec -= 1000000000L;
+	}
+	pthread_mutex_lock(&s->lock);
+	for (;;) {
+		seqs = list_spool(s->dir, &n, NULL);
+		free(seqs);
+		if (!n || rc == ETIMEDOUT)
+			break;
+		pthread_cond_signal(&s->wake);
+		rc = pthread_cond_timedwait(&s->drained, &s->lock, &until);
+	}
+	pthread_mutex_unlock(&s->lock);
+	return n ? -ETIMEDOUT : 0;
+}
+
+void sender__free(struct sender *s)
+{
+	if (!s)
+		return;
+	pthread_mutex_lock(&s->lock);
+	s->stop = true;
+	pthread_cond_broadcast(&s->wake);
+	pthread_mutex_unlock(&s->lock);
+	pthread_join(s->thread, NULL);
+	pthread_cond_destroy(&s->drained);
+	pthread_cond_destroy(&s->wake);
+	pthread_mutex_destroy(&s->lock);
+	curl_easy_cleanup(s->curl);
+	free(s->ca_file);
+	free(s->token);
+	free(s->url);
+	free(s->dir);
+	free(s);
+}
+
+void sender__stats(struct sender *s, struct sender_stats *out)
+{
+	size_t n;
+
+	pthread_mutex_lock(&s->lock);
+	free(list_spool(s->dir, &n, NULL));
+	s->st.pending = n;
+	*out = s->st;
+	pthread_mutex_unlock(&s->lock);
+}

@@ -1,0 +1,58 @@
+/* Shipping encoded batches to the collector, off the sampling path.
+ *
+ * Every batch is first written to the spool directory (one file per batch, named
+ * by its sequence number, written to a temporary name, fsync'ed and renamed), and
+ * a sender thread POSTs the spool in sequence order with libcurl over one
+ * keep-alive connection. A file is deleted once the collector answered 200 (stored
+ * or duplicate) or a 4xx other than 429 (refused for good: counted and logged).
+ * Connection errors, 5xx and 429 are retried with exponential backoff and jitter,
+ * and the batches wait in the spool meanwhile; past the spool's size cap the
+ * oldest are dropped and counted. So the spool is the queue: bounded, it survives
+ * a collector outage and an agent restart (a new sender replays what it finds).
+ *
+ * Thread-safe: submit from one thread while the sender thread sends.
+ */
+#ifndef SMOLDER_SENDER_H
+#define SMOLDER_SENDER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct sender_options {
+	const char *url;          /* collector base URL: http[s]://host:port */
+	const char *token;        /* bearer token, or NULL */
+	const char *ca_file;      /* CA bundle for https, or NULL: the system's */
+	const char *spool_dir;    /* created (0700) if missing */
+	uint64_t spool_max_bytes; /* oldest batches dropped past this */
+	unsigned retry_base_ms;   /* first backoff; doubles up to retry_max_ms */
+	unsigned retry_max_ms;
+};
+
+struct sender_stats {
+	uint64_t sent;       /* batches acknowledged as stored */
+	uint64_t duplicates; /* acknowledged as already stored (a retry after a lost reply) */
+	uint64_t retries;    /* failed attempts that will be retried */
+	uint64_t rejected;   /* refused with a 4xx: deleted */
+	uint64_t dropped;    /* deleted unsent to keep the spool under its cap */
+	uint64_t pending;    /* batches in the spool now */
+};
+
+struct sender;
+
+/* Starts the sender thread; batches already in the spool are sent first.
+ * Returns 0 or -errno (the spool directory could not be created, ...). */
+int sender__new(const struct sender_options *o, struct sender **out);
+
+/* Spools one encoded batch (copied). Returns 0 or -errno (disk full, ...). */
+int sender__submit(struct sender *s, uint64_t seq, const void *body, size_t len);
+
+/* Waits up to timeout_ms for the spool to empty. Returns 0 when it did, -ETIMEDOUT
+ * otherwise. */
+int sender__flush(struct sender *s, unsigned timeout_ms);
+
+/* Stops the thread; what was not sent stays in the spool. Accepts NULL. */
+void sender__free(struct sender *s);
+
+void sender__stats(struct sender *s, struct sender_stats *out);
+
+#endif

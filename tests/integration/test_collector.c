@@ -1,0 +1,556 @@
+/* End-to-end tests of shipping and storing: the sanitized `smolder collector` on
+ * loopback with a real SQLite file, the real agent sending to it, and a libcurl
+ * client posting hand-made batches. What is stored is read back through the
+ * collector's folded query and compared with what was sent.
+ *
+ * The agent parts need root (BPF); the rest runs as any user.
+ */
+#include <pthread.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/socket.h>
+#include <netinet/in.h>
+
+#include <cmocka.h>
+#include <curl/curl.h>
+#include <zstd.h>
+
+#include "agenttest.h"
+#include "common/batch.h"
+#include "common/folded.h"
+#include "common/wire.h"
+#include "smolder.pb-c.h"
+#include "testutil.h"
+
+static char dir[64];
+
+struct server {
+	pid_t pid;
+	unsigned port;
+	char err[128];
+};
+
+/* A free loopback port (bound, then released). */
+static unsigned free_port(void)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	socklen_t len = sizeof(a);
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+
+	assert_true(fd >= 0);
+	assert_int_equal(bind(fd, (struct sockaddr *)&a, sizeof(a)), 0);
+	assert_int_equal(getsockname(fd, (struct sockaddr *)&a, &len), 0);
+	close(fd);
+	return ntohs(a.sin_port);
+}
+
+/* Starts `smolder collector` on db at port (0: any) with extra args. */
+static void start_server(struct server *s, const char *db, unsigned port, const char *token)
+{
+	char bin[256], listen[64], *argv[12], *text, *p;
+	int n = 0;
+
+	snprintf(listen, sizeof(listen), "127.0.0.1:%u", port);
+	snprintf(s->err, sizeof(s->err), "%s/collector-%u-%d.err", dir, port, rand());
+	argv[n++] = test_build_path(bin, sizeof(bin), "asan/smolder");
+	argv[n++] = "collector";
+	argv[n++] = "--db";
+	argv[n++] = (char *)db;
+	argv[n++] = "--listen";
+	argv[n++] = listen;
+	if (token) {
+		argv[n++] = "--ingest-token";
+		argv[n++] = (char *)token;
+	}
+	argv[n] = NULL;
+	s->pid = test_spawn(argv, "/dev/null", s->err);
+	assert_true(s->pid > 0);
+	assert_true(test_wait_for_text(s->err, " port ", 30000));
+	text = test_read_file(s->err);
+	p = strstr(text, " port ");
+	s->port = (unsigned)strtoul(p + 6, NULL, 10);
+	free(text);
+	assert_true(s->port > 0);
+}
+
+static void stop_server(struct server *s, int sig)
+{
+	char *text;
+
+	kill(s->pid, sig);
+	assert_true(test_wait(s->pid, 30000) != -1);
+	text = test_read_file(s->err);
+	assert_null(strstr(text, "ERROR: AddressSanitizer"));
+	assert_null(strstr(text, "runtime error:"));
+	free(text);
+}
+
+struct http_reply {
+	long status;
+	char body[4096];
+	size_t len;
+};
+
+static size_t gather(char *data, size_t size, size_t n, void *ctx)
+{
+	struct http_reply *r = ctx;
+	size_t len = size * n, room = sizeof(r->body) - 1 - r->len;
+
+	memcpy(r->body + r->len, data, len < room ? len : room);
+	r->len += len < room ? len : room;
+	r->body[r->len] = '\0';
+	return len;
+}
+
+/* POSTs body to /api/v1/ingest; returns the HTTP status (0: no answer). */
+static long post(unsigned port, const void *body, size_t len, const char *content_type,
+		 const char *token, struct http_reply *r)
+{
+	struct http_reply local = { 0 };
+	struct curl_slist *h = NULL;
+	char url[128], type[128], auth[256];
+	CURL *c = curl_easy_init();
+
+	r = r ? r : &local;
+	memset(r, 0, sizeof(*r));
+	snprintf(url, sizeof(url), "http://127.0.0.1:%u/api/v1/ingest", port);
+	snprintf(type, sizeof(type), "Content-Type: %s", content_type);
+	h = curl_slist_append(h, type);
+	h = curl_slist_append(h, "Content-Encoding: zstd");
+	if (token) {
+		snprintf(auth, sizeof(auth), "Authorization: Bearer %s", token);
+		h = curl_slist_append(h, auth);
+	}
+	curl_easy_setopt(c, CURLOPT_URL, url);
+	curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
+	curl_easy_setopt(c, CURLOPT_POSTFIELDS, body);
+	curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)len);
+	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, gather);
+	curl_easy_setopt(c, CURLOPT_WRITEDATA, r);
+	curl_easy_setopt(c, CURLOPT_TIMEOUT, 30L);
+	if (curl_easy_perform(c) == CURLE_OK)
+		curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &r->status);
+	curl_slist_free_all(h);
+	curl_easy_cleanup(c);
+	return r->status;
+}
+
+/* Everything stored, as folded text, through the collector's query. */
+static struct folded *query_all(unsigned port)
+{
+	char url[160];
+	char *buf = NULL;
+	size_t len = 0, bad = 0;
+	struct folded *f;
+	FILE *mem = open_memstream(&buf, &len);
+	CURL *c = curl_easy_init();
+	long status = 0;
+
+	snprintf(url, sizeof(url), "http://127.0.0.1:%u/api/v1/folded?from=0&to=4102444800", port);
+	curl_easy_setopt(c, CURLOPT_URL, url);
+	curl_easy_setopt(c, CURLOPT_WRITEDATA, mem);
+	assert_int_equal(curl_easy_perform(c), CURLE_OK);
+	curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
+	curl_easy_cleanup(c);
+	fclose(mem);
+	assert_int_equal(status, 200);
+	assert_int_equal(folded__new(&f), 0);
+	mem = fmemopen(buf, len ? len : 1, "r");
+	if (len)
+		assert_int_equal(folded__read(f, mem, &bad), 0);
+	fclose(mem);
+	free(buf);
+	return f;
+}
+
+struct cmp {
+	const struct folded *other;
+	uint64_t mismatches;
+};
+
+static int cmp_cb(void *ctx, const char *stack, uint64_t count)
+{
+	struct cmp *c = ctx;
+
+	if (folded__count(c->other, stack) != count) {
+		if (c->mismatches++ < 5)
+			print_message("  mismatch: %s: %llu vs %llu\n", stack, (unsigned long long)count,
+				      (unsigned long long)folded__count(c->other, stack));
+	}
+	return 0;
+}
+
+/* Same stacks with the same counts, both ways. */
+static void assert_same(const struct folded *a, const struct folded *b)
+{
+	struct cmp x = { b, 0 }, y = { a, 0 };
+
+	folded__foreach(a, cmp_cb, &x);
+	folded__foreach(b, cmp_cb, &y);
+	assert_int_equal(x.mismatches + y.mismatches, 0);
+	assert_int_equal(folded__total(a), folded__total(b));
+}
+
+/* One small batch whose single stack names it: "loadgen;batch_<i>" x count. */
+static void encode_batch(uint64_t seq, unsigned i, uint64_t count, void **body, size_t *len)
+{
+	const char *keys[] = { "host", "pid" }, *values[] = { "testhost", "1" };
+	struct batch_builder *bb;
+	struct batch *b;
+	char stack[64];
+
+	snprintf(stack, sizeof(stack), "loadgen;main;batch_%u", i);
+	assert_int_equal(batch_builder__new("test-agent", "testhost", "cpu", &bb), 0);
+	assert_int_equal(batch_builder__add(bb, keys, values, 2, stack, count), 0);
+	/* recent windows: older ones would fall to the collector's retention */
+	assert_int_equal(batch_builder__finish(bb, seq, (int64_t)time(NULL) - 3600 + i, 10, 10101010,
+					       &b),
+			 0);
+	assert_int_equal(wire_encode(b, 3, body, len), 0);
+	batch__free(b);
+	batch_builder__free(bb);
+}
+
+static int group_setup(void **state)
+{
+	(void)state;
+	curl_global_init(CURL_GLOBAL_DEFAULT);
+	srand((unsigned)getpid());
+	return test_mkdtemp(dir, sizeof(dir)) ? 0 : -1;
+}
+
+static int group_teardown(void **state)
+{
+	(void)state;
+	if (!getenv("SMOLDER_KEEP"))
+		test_rm_rf(dir);
+	curl_global_cleanup();
+	return 0;
+}
+
+static pid_t start_shipping_agent(const char *out, const char *err, const char *spool,
+				  unsigned port, pid_t target)
+{
+	char url[64], pid[16];
+
+	snprintf(url, sizeof(url), "http://127.0.0.1:%u", port);
+	snprintf(pid, sizeof(pid), "%d", (int)target);
+	return start_agent(out, err, "--collector", url, "--spool-dir", spool, "--pid", pid,
+			   "--frequency", "499", "--window", "1", "--duration", "4",
+			   "--retry-base-ms", "50", NULL);
+}
+
+/* Agent -> collector -> store: the stored counts equal the agent's own folded
+ * output for the same windows, exactly. */
+static void test_round_trip(void **state)
+{
+	char db[128], out[128], err[128], spool[128], shapes[256];
+	char *argv[] = { test_build_path(shapes, sizeof(shapes), "workloads/shapes"), "1", NULL };
+	struct folded *agent_view, *stored;
+	struct server s;
+	pid_t work, agent;
+
+	(void)state;
+	if (!test_is_root())
+		skip();
+	snprintf(db, sizeof(db), "%s/rt.db", dir);
+	snprintf(out, sizeof(out), "%s/rt.folded", dir);
+	snprintf(err, sizeof(err), "%s/rt.err", dir);
+	snprintf(spool, sizeof(spool), "%s/rt-spool", dir);
+	start_server(&s, db, 0, NULL);
+	work = test_spawn(argv, "/dev/null", NULL);
+	agent = start_shipping_agent(out, err, spool, s.port, work);
+	agent_exited_cleanly(agent, err, 60000);
+	kill(work, SIGKILL);
+	test_wait(work, 10000);
+
+	agent_view = load_folded(out);
+	stored = query_all(s.port);
+	print_message("agent wrote %llu samples in %zu stacks; the store holds %llu\n",
+		      (unsigned long long)folded__total(agent_view), folded__size(agent_view),
+		      (unsigned long long)folded__total(stored));
+	assert_true(folded__total(agent_view) > 500);
+	assert_same(agent_view, stored);
+	folded__free(agent_view);
+	folded__free(stored);
+	stop_server(&s, SIGTERM);
+}
+
+static size_t spool_files(const char *spool)
+{
+	char cmd[256];
+	FILE *p;
+	unsigned n = 0;
+
+	snprintf(cmd, sizeof(cmd), "ls '%s' 2>/dev/null | grep -c '\\.batch$'", spool);
+	p = popen(cmd, "r");
+	if (p && fscanf(p, "%u", &n) != 1)
+		n = 0;
+	if (p)
+		pclose(p);
+	return n;
+}
+
+/* The collector is down while the agent runs; when it comes up, the spool is
+ * replayed: nothing lost, nothing doubled. */
+static void test_collector_down_then_back(void **state)
+{
+	char db[128], out[128], err[128], spool[128], shapes[256];
+	char *argv[] = { test_build_path(shapes, sizeof(shapes), "workloads/shapes"), "1", NULL };
+	struct folded *agent_view, *stored;
+	unsigned port = free_port();
+	struct server s;
+	pid_t work, agent;
+	char *text;
+
+	(void)state;
+	if (!test_is_root())
+		skip();
+	snprintf(db, sizeof(db), "%s/down.db", dir);
+	snprintf(out, sizeof(out), "%s/down.folded", dir);
+	snprintf(err, sizeof(err), "%s/down.err", dir);
+	snprintf(spool, sizeof(spool), "%s/down-spool", dir);
+	work = test_spawn(argv, "/dev/null", NULL);
+	agent = start_shipping_agent(out, err, spool, port, work);
+	/* Wait for two windows to pile up in the spool, then bring the collector up. */
+	{
+		uint64_t deadline = test_now_ms() + 30000;
+
+		while (spool_files(spool) < 2 && test_now_ms() < deadline)
+			usleep(20000);
+		assert_true(spool_files(spool) >= 2);
+	}
+	start_server(&s, db, port, NULL);
+	agent_exited_cleanly(agent, err, 60000);
+	kill(work, SIGKILL);
+	test_wait(work, 10000);
+
+	text = test_read_file(err);
+	assert_non_null(strstr(text, "0 pending"));
+	free(text);
+	agent_view = load_folded(out);
+	stored = query_all(s.port);
+	assert_same(agent_view, stored);
+	assert_int_equal(spool_files(spool), 0);
+	folded__free(agent_view);
+	folded__free(stored);
+	stop_server(&s, SIGTERM);
+}
+
+struct loader {
+	unsigned port;
+	unsigned nbatches;
+	volatile unsigned acked;     /* batches answered 200, in order */
+	volatile bool acked_ok[400];
+};
+
+static void *load(void *arg)
+{
+	struct loader *l = arg;
+	unsigned i;
+
+	for (i = 0; i < l->nbatches; i++) {
+		void *body;
+		size_t len;
+
+		encode_batch(1000 + i, i, i + 1, &body, &len);
+		if (post(l->port, body, len, "application/x-protobuf", NULL, NULL) == 200) {
+			l->acked_ok[i] = true;
+			__atomic_add_fetch(&l->acked, 1, __ATOMIC_SEQ_CST);
+		}
+		free(body);
+	}
+	return NULL;
+}
+
+/* SIGKILL during ingest: every batch answered 200 before the kill is there
+ * exactly once after a restart, re-sending everything stores nothing twice, and
+ * the database passes integrity_check. */
+static void test_kill_during_ingest(void **state)
+{
+	struct loader l = { .nbatches = 300 };
+	char db[128], stack[64];
+	struct folded *stored;
+	struct server s;
+	pthread_t t;
+	unsigned i, acked;
+	uint64_t deadline;
+
+	(void)state;
+	snprintf(db, sizeof(db), "%s/kill.db", dir);
+	start_server(&s, db, 0, NULL);
+	l.port = s.port;
+	pthread_create(&t, NULL, load, &l);
+	deadline = test_now_ms() + 60000;
+	while (__atomic_load_n(&l.acked, __ATOMIC_SEQ_CST) < 60 && test_now_ms() < deadline)
+		usleep(1000);
+	kill(s.pid, SIGKILL);
+	test_wait(s.pid, 10000);
+	pthread_join(t, NULL);
+	acked = l.acked;
+	print_message("%u batches acknowledged before the kill\n", acked);
+	assert_true(acked >= 60 && acked < l.nbatches);
+
+	start_server(&s, db, 0, NULL);
+	stored = query_all(s.port);
+	for (i = 0; i < l.nbatches; i++) {
+		snprintf(stack, sizeof(stack), "loadgen;main;batch_%u", i);
+		if (l.acked_ok[i])
+			assert_int_equal(folded__count(stored, stack), i + 1);
+		else /* in flight at the kill: all or nothing */
+			assert_true(folded__count(stored, stack) == 0 ||
+				    folded__count(stored, stack) == i + 1);
+	}
+	folded__free(stored);
+
+	/* Re-send everything (as an agent replaying its spool would). */
+	l.port = s.port;
+	l.acked = 0;
+	load(&l);
+	assert_int_equal(l.acked, l.nbatches);
+	stored = query_all(s.port);
+	for (i = 0; i < l.nbatches; i++) {
+		snprintf(stack, sizeof(stack), "loadgen;main;batch_%u", i);
+		assert_int_equal(folded__count(stored, stack), i + 1);
+	}
+	folded__free(stored);
+	stop_server(&s, SIGTERM);
+	{
+		char cmd[256];
+
+		snprintf(cmd, sizeof(cmd), "sqlite3 '%s' 'PRAGMA integrity_check' | grep -qx ok", db);
+		assert_int_equal(system(cmd), 0);
+	}
+}
+
+/* Zstd of a protobuf Batch built by hand, for inputs the builder refuses to make. */
+static void *raw_batch(uint32_t sample_stack, uint32_t frame_name, size_t *len)
+{
+	Smolder__V1__Batch b = SMOLDER__V1__BATCH__INIT;
+	Smolder__V1__Frame f = SMOLDER__V1__FRAME__INIT, *fp = &f;
+	Smolder__V1__Stack st = SMOLDER__V1__STACK__INIT, *stp = &st;
+	Smolder__V1__LabelSet ls = SMOLDER__V1__LABEL_SET__INIT, *lsp = &ls;
+	Smolder__V1__Sample sm = SMOLDER__V1__SAMPLE__INIT, *smp = &sm;
+	char *strings[] = { "", "agent", "host", "cpu", "fn" };
+	uint32_t frames[] = { 0 };
+	size_t plen;
+	uint8_t *packed;
+	void *out;
+
+	b.format_version = BATCH_FORMAT_VERSION;
+	b.seq = 1;
+	b.agent_id = 1;
+	b.host = 2;
+	b.profile_type = 3;
+	b.window_seconds = 10;
+	b.n_strings = 5;
+	b.strings = strings;
+	f.name = frame_name;
+	b.n_frames = 1;
+	b.frames = &fp;
+	st.n_frames = 1;
+	st.frames = frames;
+	b.n_stacks = 1;
+	b.stacks = &stp;
+	b.n_labelsets = 1;
+	b.labelsets = &lsp;
+	sm.labelset = 0;
+	sm.stack = sample_stack;
+	sm.count = 5;
+	b.n_samples = 1;
+	b.samples = &smp;
+	plen = smolder__v1__batch__get_packed_size(&b);
+	packed = malloc(plen);
+	smolder__v1__batch__pack(&b, packed);
+	out = malloc(ZSTD_compressBound(plen));
+	*len = ZSTD_compress(out, ZSTD_compressBound(plen), packed, plen, 3);
+	free(packed);
+	return out;
+}
+
+/* Bad input gets its 4xx with a reason and changes nothing stored. */
+static void test_bad_input(void **state)
+{
+	struct http_reply r;
+	struct folded *before, *after;
+	char db[128], garbage[4096];
+	struct server s;
+	void *body, *bomb;
+	size_t len, blen, big = (17u << 20);
+	char *huge;
+	ZSTD_CCtx *cc;
+
+	(void)state;
+	snprintf(db, sizeof(db), "%s/bad.db", dir);
+	start_server(&s, db, 0, "sekrit");
+	encode_batch(1, 1, 7, &body, &len);
+	assert_int_equal(post(s.port, body, len, "application/x-protobuf", "sekrit", NULL), 200);
+	before = query_all(s.port);
+	assert_int_equal(folded__total(before), 7);
+
+	/* wrong or missing token, wrong media type */
+	assert_int_equal(post(s.port, body, len, "application/x-protobuf", "nope", &r), 401);
+	assert_int_equal(post(s.port, body, len, "application/x-protobuf", NULL, &r), 401);
+	assert_int_equal(post(s.port, body, len, "application/json", "sekrit", &r), 415);
+	free(body);
+
+	/* garbage, truncated zstd */
+	memset(garbage, 'x', sizeof(garbage));
+	assert_int_equal(post(s.port, garbage, sizeof(garbage), "application/x-protobuf", "sekrit",
+			      &r), 400);
+	print_message("garbage: %s", r.body);
+	assert_non_null(strstr(r.body, "\"error\":"));
+	encode_batch(2, 2, 9, &body, &len);
+	assert_int_equal(post(s.port, body, len / 2, "application/x-protobuf", "sekrit", &r), 400);
+	print_message("truncated: %s", r.body);
+	free(body);
+
+	/* out-of-range indices: sample -> stack 99, frame -> string 99 */
+	body = raw_batch(99, 4, &len);
+	assert_int_equal(post(s.port, body, len, "application/x-protobuf", "sekrit", &r), 400);
+	print_message("bad stack index: %s", r.body);
+	free(body);
+	body = raw_batch(0, 99, &len);
+	assert_int_equal(post(s.port, body, len, "application/x-protobuf", "sekrit", &r), 400);
+	free(body);
+
+	/* a zstd bomb: 512 MiB of zeros in a frame that does not say its size */
+	cc = ZSTD_createCCtx();
+	ZSTD_CCtx_setParameter(cc, ZSTD_c_contentSizeFlag, 0);
+	huge = calloc(1, 512u << 20);
+	assert_non_null(huge);
+	bomb = malloc(ZSTD_compressBound(512u << 20));
+	blen = ZSTD_compress2(cc, bomb, ZSTD_compressBound(512u << 20), huge, 512u << 20);
+	assert_false(ZSTD_isError(blen));
+	free(huge);
+	ZSTD_freeCCtx(cc);
+	print_message("bomb: %zu bytes compressed\n", blen);
+	assert_int_equal(post(s.port, bomb, blen, "application/x-protobuf", "sekrit", &r), 413);
+	free(bomb);
+
+	/* an oversized body */
+	huge = malloc(big);
+	memset(huge, 1, big);
+	assert_int_equal(post(s.port, huge, big, "application/x-protobuf", "sekrit", &r), 413);
+	free(huge);
+
+	after = query_all(s.port);
+	assert_same(before, after);
+	folded__free(before);
+	folded__free(after);
+	stop_server(&s, SIGTERM);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_bad_input),
+		cmocka_unit_test(test_kill_during_ingest),
+		cmocka_unit_test(test_round_trip),
+		cmocka_unit_test(test_collector_down_then_back),
+	};
+
+	return cmocka_run_group_tests(tests, group_setup, group_teardown);
+}
