@@ -65,6 +65,7 @@ ASAN_OBJS := $(patsubst %.c,$(BUILD)/asan/%.o,$(LIB_SRCS) $(GEN_C))
 UNIT_TESTS  := $(patsubst tests/unit/%.c,$(BUILD)/asan/tests/%,$(wildcard tests/unit/test_*.c))
 INTEG_TESTS := $(patsubst tests/integration/%.c,$(BUILD)/asan/tests/%,$(wildcard tests/integration/test_*.c))
 WORKLOADS   := $(patsubst tests/workloads/%.c,$(BUILD)/workloads/%,$(wildcard tests/workloads/*.c))
+BENCHES     := $(patsubst bench/%.c,$(BUILD)/bench/%,$(wildcard bench/*.c))
 
 .PHONY: all deps test check run bench format clean
 all: $(BUILD)/smolder
@@ -77,7 +78,7 @@ deps:
 test: deps
 	$(Q)$(MAKE) check
 
-check: $(BUILD)/smolder $(BUILD)/asan/smolder $(UNIT_TESTS) $(INTEG_TESTS) $(WORKLOADS)
+check: $(BUILD)/smolder $(BUILD)/asan/smolder $(UNIT_TESTS) $(INTEG_TESTS) $(WORKLOADS) $(BENCHES)
 	$(Q)bash tests/run.sh $(BUILD)
 
 run: deps
@@ -85,9 +86,10 @@ run: deps
 	$(Q)bash deploy/run.sh $(BUILD)/smolder
 
 bench: deps
-	$(Q)$(MAKE) all $(WORKLOADS)
+	$(Q)$(MAKE) all $(WORKLOADS) $(BENCHES)
 	$(Q)bash bench/agent_overhead.sh
 	$(Q)bash bench/python_overhead.sh
+	$(Q)$(BUILD)/bench/ingest_bench 360 /tmp
 
 format:
 	$(Q)clang-format -i $(LIB_SRCS) $(MAIN_SRC) $(wildcard */*.h bpf/*.bpf.c tests/*/*.c tests/*.h)
@@ -161,6 +163,12 @@ $(BUILD)/asan/tests/%: tests/integration/%.c $(BUILD)/asan/libsmolder.a tests/te
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(ASAN_CFLAGS) -Itests -o $@ $< $(BUILD)/asan/libsmolder.a \
 		$(PKG_LIBS) $(shell pkg-config --libs cmocka) -lpthread -lm
+
+# Benchmark programs: release flags, linked with the release library.
+$(BUILD)/bench/%: bench/%.c $(BUILD)/rel/libsmolder.a
+	$(call msg,BENCH,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(REL_CFLAGS) -o $@ $< $(BUILD)/rel/libsmolder.a $(PKG_LIBS) -lpthread
 
 # Workloads of known shape: frame pointers on, no inlining, so stacks are exact.
 $(BUILD)/workloads/%: tests/workloads/%.c

@@ -137,6 +137,25 @@ static long post(unsigned port, const void *body, size_t len, const char *conten
 	return r->status;
 }
 
+/* GET path; the body into a malloc'd string (caller frees), status into *status. */
+static char *http_get(unsigned port, const char *path, long *status)
+{
+	char url[256], *buf = NULL;
+	size_t len = 0;
+	FILE *mem = open_memstream(&buf, &len);
+	CURL *c = curl_easy_init();
+
+	snprintf(url, sizeof(url), "http://127.0.0.1:%u%s", port, path);
+	curl_easy_setopt(c, CURLOPT_URL, url);
+	curl_easy_setopt(c, CURLOPT_WRITEDATA, mem);
+	*status = 0;
+	if (curl_easy_perform(c) == CURLE_OK)
+		curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, status);
+	curl_easy_cleanup(c);
+	fclose(mem);
+	return buf;
+}
+
 /* Everything stored, as folded text, through the collector's query. */
 static struct folded *query_all(unsigned port)
 {
@@ -540,6 +559,75 @@ static void test_bad_input(void **state)
 	assert_same(before, after);
 	folded__free(before);
 	folded__free(after);
+
+	/* The refusals are counted by reason; health and a bad query range answer. */
+	{
+		long status;
+		char *text = http_get(s.port, "/metrics", &status);
+
+		assert_int_equal(status, 200);
+		assert_non_null(strstr(text, "smolder_batches_ingested_total 1\n"));
+		assert_non_null(strstr(text, "smolder_batches_rejected_total{reason=\"auth\"} 2\n"));
+		assert_non_null(strstr(text, "smolder_batches_rejected_total{reason=\"media_type\"} 1\n"));
+		assert_non_null(strstr(text, "smolder_batches_rejected_total{reason=\"malformed\"} 4\n"));
+		assert_non_null(strstr(text, "smolder_batches_rejected_total{reason=\"too_large\"} 2\n"));
+		assert_non_null(strstr(text, "smolder_ingest_seconds_count 1\n"));
+		free(text);
+		text = http_get(s.port, "/healthz", &status);
+		assert_int_equal(status, 200);
+		free(text);
+		text = http_get(s.port, "/api/v1/folded?from=20&to=10", &status);
+		assert_int_equal(status, 400);
+		assert_non_null(strstr(text, "from <= to"));
+		free(text);
+	}
+	stop_server(&s, SIGTERM);
+}
+
+/* An agent that could not deliver leaves its batches in the spool; the next agent
+ * started on the same spool delivers them first. */
+static void test_restart_replays_spool(void **state)
+{
+	char db[128], out1[128], out2[128], err1[128], err2[128], spool[128], shapes[256];
+	char *argv[] = { test_build_path(shapes, sizeof(shapes), "workloads/shapes"), "1", NULL };
+	struct folded *first, *second, *stored;
+	unsigned port = free_port();
+	struct server s;
+	pid_t work, agent;
+	char *text;
+
+	(void)state;
+	if (!test_is_root())
+		skip();
+	snprintf(db, sizeof(db), "%s/replay.db", dir);
+	snprintf(out1, sizeof(out1), "%s/replay1.folded", dir);
+	snprintf(out2, sizeof(out2), "%s/replay2.folded", dir);
+	snprintf(err1, sizeof(err1), "%s/replay1.err", dir);
+	snprintf(err2, sizeof(err2), "%s/replay2.err", dir);
+	snprintf(spool, sizeof(spool), "%s/replay-spool", dir);
+	work = test_spawn(argv, "/dev/null", NULL);
+	agent = start_shipping_agent(out1, err1, spool, port, work); /* nobody listens */
+	agent_exited_cleanly(agent, err1, 60000);
+	text = test_read_file(err1);
+	assert_null(strstr(text, " 0 pending"));
+	free(text);
+	assert_true(spool_files(spool) >= 3);
+
+	start_server(&s, db, port, NULL);
+	agent = start_shipping_agent(out2, err2, spool, port, work);
+	agent_exited_cleanly(agent, err2, 60000);
+	kill(work, SIGKILL);
+	test_wait(work, 10000);
+	assert_int_equal(spool_files(spool), 0);
+
+	first = load_folded(out1);
+	second = load_folded(out2);
+	assert_int_equal(folded__merge(first, second), 0);
+	stored = query_all(s.port);
+	assert_same(first, stored);
+	folded__free(first);
+	folded__free(second);
+	folded__free(stored);
 	stop_server(&s, SIGTERM);
 }
 
@@ -550,6 +638,7 @@ int main(void)
 		cmocka_unit_test(test_kill_during_ingest),
 		cmocka_unit_test(test_round_trip),
 		cmocka_unit_test(test_collector_down_then_back),
+		cmocka_unit_test(test_restart_replays_spool),
 	};
 
 	return cmocka_run_group_tests(tests, group_setup, group_teardown);

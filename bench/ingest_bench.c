@@ -1,0 +1,275 @@
+/* Collector-side benchmark: bytes on the wire per window against the same samples
+ * as gzipped pprof, bytes on disk per stored sample row, and ingest throughput on
+ * one core (decode + store), all from one generated, realistic batch mix.
+ *
+ *   build/bench/ingest_bench [WINDOWS] [DIR]     (see bench/ingest.sh)
+ *
+ * The mix: one host, 2 CPUs at 99 Hz, 10 s windows (about 1980 samples each),
+ * 40 processes; a third Python services whose stacks carry 15-45 Python frames
+ * ("qualname (file:line)") over a few native and kernel frames, the rest native
+ * stacks of depth 8-40 with kernel tails. Each window draws its samples from a
+ * per-process pool of stacks that drifts slowly, as real services do.
+ */
+#include <errno.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <zlib.h>
+
+#include "common/batch.h"
+#include "common/wire.h"
+#include "profile.pb-c.h"
+#include "store/store.h"
+
+#define NPROC 40
+#define POOL 60 /* stacks per process */
+#define SAMPLES_PER_WINDOW 1980
+
+struct gen_stack {
+	char text[8192];
+};
+
+static struct gen_stack pool[NPROC][POOL];
+
+static unsigned rnd(unsigned *seed, unsigned n)
+{
+	*seed = *seed * 1103515245u + 12345u;
+	return (*seed >> 8) % n;
+}
+
+static void make_stack(unsigned proc, unsigned k, unsigned *seed, char *out, size_t len)
+{
+	bool python = proc % 3 == 0;
+	unsigned depth = python ? 15 + rnd(seed, 31) : 8 + rnd(seed, 33), i;
+	size_t n = 0;
+
+	n += (size_t)snprintf(out + n, len - n, "%s%u", python ? "python3" : "svc", proc);
+	n += (size_t)snprintf(out + n, len - n, ";_start;__libc_start_main;main");
+	for (i = 0; i < depth && n < len - 200; i++) {
+		if (python)
+			n += (size_t)snprintf(out + n, len - n,
+					      ";Handler%u.step_%u (/srv/app/module_%u.py:%u)",
+					      (k + i) % 7, (k * 3 + i) % 23, i % 11,
+					      10 + (k * 7 + i * 13) % 400);
+		else
+			n += (size_t)snprintf(out + n, len - n, ";ns%u::Component%u::run_%u",
+					      i % 5, (k + i) % 17, (k * 5 + i) % 29);
+	}
+	if (rnd(seed, 3) == 0)
+		n += (size_t)snprintf(out + n, len - n,
+				      ";__libc_read;entry_SYSCALL_64_after_hwframe_[k];"
+				      "do_syscall_64_[k];ksys_read_[k];vfs_read_[k]");
+}
+
+static double cpu_seconds(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* One window's batch; its samples also go to sample_out for the pprof twin. */
+static struct batch *make_window(unsigned w, unsigned *seed)
+{
+	const char *keys[] = { "host", "pid", "comm", "exe" };
+	char pid[16], comm[32], exe[64];
+	const char *values[4] = { "bench-host", pid, comm, exe };
+	struct batch_builder *bb;
+	struct batch *b = NULL;
+	unsigned s;
+
+	if (batch_builder__new("bench-agent", "bench-host", "cpu", &bb))
+		return NULL;
+	for (s = 0; s < SAMPLES_PER_WINDOW; s++) {
+		unsigned proc = rnd(seed, NPROC), k = rnd(seed, POOL);
+
+		/* drift: every window replaces a few stacks of the pool */
+		if (rnd(seed, 200) == 0)
+			make_stack(proc, k + w, seed, pool[proc][k].text, sizeof(pool[proc][k].text));
+		snprintf(pid, sizeof(pid), "%u", 1000 + proc);
+		snprintf(comm, sizeof(comm), "%s%u", proc % 3 == 0 ? "python3" : "svc", proc);
+		snprintf(exe, sizeof(exe), "/usr/bin/%s", comm);
+		batch_builder__add(bb, keys, values, 4, pool[proc][k].text, 1);
+	}
+	batch_builder__finish(bb, 1000 + w, 1700000000 + (int64_t)w * 10, 10, 10101010, &b);
+	batch_builder__free(bb);
+	return b;
+}
+
+/* The same samples as a pprof Profile (functions, locations, labelled samples),
+ * gzip-compressed as pprof files are. Returns the compressed size. */
+static size_t pprof_gzip_size(const struct batch *b)
+{
+	Perftools__Profiles__Profile p = PERFTOOLS__PROFILES__PROFILE__INIT;
+	Perftools__Profiles__ValueType vt = PERFTOOLS__PROFILES__VALUE_TYPE__INIT, *vtp = &vt;
+	Perftools__Profiles__Function *fn = calloc(b->nframes, sizeof(*fn));
+	Perftools__Profiles__Function **fnp = calloc(b->nframes, sizeof(*fnp));
+	Perftools__Profiles__Location *loc = calloc(b->nframes, sizeof(*loc));
+	Perftools__Profiles__Location **locp = calloc(b->nframes, sizeof(*locp));
+	Perftools__Profiles__Line *line = calloc(b->nframes, sizeof(*line));
+	Perftools__Profiles__Line **linep = calloc(b->nframes, sizeof(*linep));
+	Perftools__Profiles__Sample *sm = calloc(b->nsamples, sizeof(*sm));
+	Perftools__Profiles__Sample **smp = calloc(b->nsamples, sizeof(*smp));
+	Perftools__Profiles__Label *lab = calloc((size_t)b->nsamples * 4, sizeof(*lab));
+	Perftools__Profiles__Label **labp = calloc((size_t)b->nsamples * 4, sizeof(*labp));
+	uint64_t *ids = calloc((size_t)b->nsamples * BATCH_MAX_STACK_DEPTH, sizeof(*ids));
+	int64_t *vals = calloc(b->nsamples, sizeof(*vals));
+	char **strings = calloc((size_t)b->nstrings + 2, sizeof(*strings));
+	size_t packed_len, gz_len, nl = 0, ni = 0;
+	uint8_t *packed, *gz;
+	z_stream z = { 0 };
+	uint32_t i, j;
+
+	for (i = 0; i < b->nstrings; i++)
+		strings[i] = b->strings[i];
+	strings[b->nstrings] = "samples";
+	strings[b->nstrings + 1] = "count";
+	p.n_string_table = b->nstrings + 2;
+	p.string_table = strings;
+	vt.type = b->nstrings;
+	vt.unit = b->nstrings + 1;
+	p.n_sample_type = 1;
+	p.sample_type = &vtp;
+	for (i = 0; i < b->nframes; i++) {
+		perftools__profiles__function__init(&fn[i]);
+		fn[i].id = i + 1;
+		fn[i].name = b->frames[i].name;
+		fn[i].filename = b->frames[i].file;
+		fnp[i] = &fn[i];
+		perftools__profiles__line__init(&line[i]);
+		line[i].function_id = i + 1;
+		line[i].line = b->frames[i].line;
+		linep[i] = &line[i];
+		perftools__profiles__location__init(&loc[i]);
+		loc[i].id = i + 1;
+		loc[i].n_line = 1;
+		loc[i].line = &linep[i];
+		locp[i] = &loc[i];
+	}
+	p.n_function = p.n_location = b->nframes;
+	p.function = fnp;
+	p.location = locp;
+	for (i = 0; i < b->nsamples; i++) {
+		const struct batch_stack *st = &b->stacks[b->samples[i].stack];
+		const struct batch_labelset *ls = &b->labelsets[b->samples[i].labelset];
+
+		perftools__profiles__sample__init(&sm[i]);
+		sm[i].location_id = &ids[ni];
+		for (j = st->nframes; j-- > 0;) /* pprof: leaf first */
+			ids[ni++] = st->frames[j] + 1;
+		sm[i].n_location_id = st->nframes;
+		vals[i] = (int64_t)b->samples[i].count;
+		sm[i].n_value = 1;
+		sm[i].value = &vals[i];
+		sm[i].label = &labp[nl];
+		for (j = 0; j < ls->nlabels && j < 4; j++) {
+			perftools__profiles__label__init(&lab[nl]);
+			lab[nl].key = ls->labels[j].key;
+			lab[nl].str = ls->labels[j].value;
+			labp[nl] = &lab[nl];
+			nl++;
+		}
+		sm[i].n_label = j;
+		smp[i] = &sm[i];
+	}
+	p.n_sample = b->nsamples;
+	p.sample = smp;
+
+	packed_len = perftools__profiles__profile__get_packed_size(&p);
+	packed = malloc(packed_len);
+	perftools__profiles__profile__pack(&p, packed);
+	gz = malloc(packed_len + 1024);
+	deflateInit2(&z, Z_DEFAULT_COMPRESSION, Z_DEFLATED, 31 /* gzip */, 8, Z_DEFAULT_STRATEGY);
+	z.next_in = packed;
+	z.avail_in = (uInt)packed_len;
+	z.next_out = gz;
+	z.avail_out = (uInt)(packed_len + 1024);
+	deflate(&z, Z_FINISH);
+	gz_len = z.total_out;
+	deflateEnd(&z);
+	free(gz);
+	free(packed);
+	free(fn), free(fnp), free(loc), free(locp), free(line), free(linep);
+	free(sm), free(smp), free(lab), free(labp), free(ids), free(vals), free(strings);
+	return gz_len;
+}
+
+int main(int argc, char **argv)
+{
+	unsigned windows = argc > 1 ? (unsigned)atoi(argv[1]) : 360, w, p, k, seed = 42;
+	const char *dir = argc > 2 ? argv[2] : "/tmp";
+	struct wire_limits lim = { WIRE_DEFAULT_MAX_COMPRESSED, WIRE_DEFAULT_MAX_DECOMPRESSED };
+	size_t *lens = calloc(windows, sizeof(*lens)), wire_total = 0, pprof_total = 0;
+	size_t wire_sampled = 0, nsampled = 0;
+	void **bodies = calloc(windows, sizeof(*bodies));
+	uint64_t samples = 0, rows = 0;
+	struct store_stats st;
+	struct store *s;
+	char db[512], why[256];
+	double t0, t_ingest;
+	bool dup;
+
+	for (p = 0; p < NPROC; p++)
+		for (k = 0; k < POOL; k++)
+			make_stack(p, k, &seed, pool[p][k].text, sizeof(pool[p][k].text));
+	for (w = 0; w < windows; w++) {
+		struct batch *b = make_window(w, &seed);
+
+		if (!b || wire_encode(b, 3, &bodies[w], &lens[w]))
+			return 1;
+		wire_total += lens[w];
+		if (w % 18 == 0) { /* a pprof twin of every 18th window: same samples */
+			pprof_total += pprof_gzip_size(b);
+			wire_sampled += lens[w];
+			nsampled++;
+		}
+		rows += b->nsamples;
+		batch__free(b);
+	}
+
+	snprintf(db, sizeof(db), "%s/ingest-bench.db", dir);
+	unlink(db);
+	if (store__open(db, NULL, &s))
+		return 1;
+	t0 = cpu_seconds();
+	for (w = 0; w < windows; w++) {
+		struct batch *b;
+		uint32_t i;
+
+		if (wire_decode(bodies[w], lens[w], &lim, &b, why, sizeof(why)) ||
+		    store__ingest(s, b, &dup)) {
+			fprintf(stderr, "ingest failed: %s %s\n", why, store__errmsg(s));
+			return 1;
+		}
+		for (i = 0; i < b->nsamples; i++)
+			samples += b->samples[i].count;
+		batch__free(b);
+	}
+	t_ingest = cpu_seconds() - t0;
+	store__stats(s, &st);
+	store__close(s);
+
+	printf("windows %u, samples %llu, sample rows %llu (stored %llu)\n", windows,
+	       (unsigned long long)samples, (unsigned long long)rows,
+	       (unsigned long long)st.sample_rows);
+	printf("wire: %.0f bytes per window on average; on %zu windows, %.0f bytes as zstd "
+	       "protobuf against %.0f as gzipped pprof of the same samples: ratio %.2f\n",
+	       (double)wire_total / windows, nsampled, (double)wire_sampled / (double)nsampled,
+	       (double)pprof_total / (double)nsampled, (double)wire_sampled / (double)pprof_total);
+	printf("ingest (decode + store, one core): %.3f CPU s, %.0f samples/s, %.0f sample rows/s\n",
+	       t_ingest, (double)samples / t_ingest, (double)rows / t_ingest);
+	printf("disk: %llu bytes, %.1f bytes per stored sample row\n",
+	       (unsigned long long)st.db_bytes, (double)st.db_bytes / (double)st.sample_rows);
+	for (w = 0; w < windows; w++)
+		free(bodies[w]);
+	free(bodies);
+	free(lens);
+	unlink(db);
+	return 0;
+}
