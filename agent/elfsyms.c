@@ -11,6 +11,7 @@
  * libelf handle and the file are released once parsing ends.
  */
 #include "agent/elfsyms.h"
+#include "agent/symrank.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -90,47 +91,16 @@ struct elfsyms_cache {
 	uint64_t tick;
 };
 
-static int cmp_u64(uint64_t a, uint64_t b)
-{
-	return a < b ? -1 : a > b;
-}
-
-static size_t leading_underscores(const char *s)
-{
-	size_t n = 0;
-
-	while (s[n] == '_')
-		n++;
-	return n;
-}
-
-/* Orders candidates by address, and at one address the preferred alias first:
- * sized over size 0, non-weak over weak, global over local, fewer leading
- * underscores, longer name, then by name so the result does not depend on qsort. */
+/* Orders candidates by address, the preferred alias first (see symrank.h). */
 static int cmp_cand(const void *pa, const void *pb)
 {
 	const struct cand *a = pa, *b = pb;
-	int r;
+	struct symrank_key ka = { a->addr, a->size == 0, a->bind == STB_WEAK,
+				  a->bind != STB_GLOBAL, a->name, a->name_len };
+	struct symrank_key kb = { b->addr, b->size == 0, b->bind == STB_WEAK,
+				  b->bind != STB_GLOBAL, b->name, b->name_len };
 
-	r = cmp_u64(a->addr, b->addr);
-	if (r)
-		return r;
-	r = cmp_u64(a->size == 0, b->size == 0);
-	if (r)
-		return r;
-	r = cmp_u64(a->bind == STB_WEAK, b->bind == STB_WEAK);
-	if (r)
-		return r;
-	r = cmp_u64(a->bind != STB_GLOBAL, b->bind != STB_GLOBAL);
-	if (r)
-		return r;
-	r = cmp_u64(leading_underscores(a->name), leading_underscores(b->name));
-	if (r)
-		return r;
-	r = cmp_u64(b->name_len, a->name_len);
-	if (r)
-		return r;
-	return strcmp(a->name, b->name);
+	return symrank_cmp(&ka, &kb);
 }
 
 static void elfsyms_free(struct elfsyms *e)

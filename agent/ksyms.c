@@ -8,6 +8,7 @@
  * longer name.
  */
 #include "agent/ksyms.h"
+#include "agent/symrank.h"
 
 #include <errno.h>
 #include <stdbool.h>
@@ -39,48 +40,21 @@ struct loader {
 	size_t names_len, names_cap;
 };
 
-static int cmp_u64(uint64_t a, uint64_t b)
-{
-	return a < b ? -1 : a > b;
-}
-
-static size_t leading_underscores(const char *s)
-{
-	size_t n = 0;
-
-	while (s[n] == '_')
-		n++;
-	return n;
-}
-
 static bool is_weak(char t)
 {
 	return t == 'w' || t == 'W';
 }
 
-/* qsort_r comparator; names is the arena the name offsets point into. */
+/* qsort_r comparator; names is the arena the name offsets point into. Lowercase
+ * types are local symbols. */
 static int cmp_ksym(const void *pa, const void *pb, void *names)
 {
 	const struct ksym *a = pa, *b = pb;
 	const char *na = (const char *)names + a->name, *nb = (const char *)names + b->name;
-	int r;
+	struct symrank_key ka = { a->addr, false, is_weak(a->type), a->type != 'T', na, strlen(na) };
+	struct symrank_key kb = { b->addr, false, is_weak(b->type), b->type != 'T', nb, strlen(nb) };
 
-	r = cmp_u64(a->addr, b->addr);
-	if (r)
-		return r;
-	r = cmp_u64(is_weak(a->type), is_weak(b->type));
-	if (r)
-		return r;
-	r = cmp_u64(a->type != 'T', b->type != 'T');
-	if (r)
-		return r;
-	r = cmp_u64(leading_underscores(na), leading_underscores(nb));
-	if (r)
-		return r;
-	r = cmp_u64(strlen(nb), strlen(na));
-	if (r)
-		return r;
-	return strcmp(na, nb);
+	return symrank_cmp(&ka, &kb);
 }
 
 static int add_sym(struct loader *l, uint64_t addr, char type, const char *name, size_t len)
