@@ -157,6 +157,21 @@ static long post(struct sender *s, const char *body, size_t len, struct reply *r
 	return status;
 }
 
+/* The CLOCK_REALTIME time ms from now, for pthread_cond_timedwait. */
+static struct timespec deadline_in(unsigned ms)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_REALTIME, &t);
+	t.tv_sec += ms / 1000;
+	t.tv_nsec += (long)(ms % 1000) * 1000000L;
+	if (t.tv_nsec >= 1000000000L) {
+		t.tv_sec++;
+		t.tv_nsec -= 1000000000L;
+	}
+	return t;
+}
+
 /* Sleeps for the backoff, or until stop; returns false on stop. */
 static bool backoff(struct sender *s, unsigned *delay_ms)
 {
@@ -164,13 +179,7 @@ static bool backoff(struct sender *s, unsigned *delay_ms)
 	struct timespec until;
 	bool stop;
 
-	clock_gettime(CLOCK_REALTIME, &until);
-	until.tv_sec += jittered / 1000;
-	until.tv_nsec += (long)(jittered % 1000) * 1000000L;
-	if (until.tv_nsec >= 1000000000L) {
-		until.tv_sec++;
-		until.tv_nsec -= 1000000000L;
-	}
+	until = deadline_in(jittered);
 	pthread_mutex_lock(&s->lock);
 	while (!s->stop && pthread_cond_timedwait(&s->wake, &s->lock, &until) != ETIMEDOUT)
 		;
@@ -255,10 +264,8 @@ static void *sender_thread(void *arg)
 		}
 		/* Woken by a submit; re-list on timeout too (files may appear by hand). */
 		{
-			struct timespec until;
+			struct timespec until = deadline_in(5000);
 
-			clock_gettime(CLOCK_REALTIME, &until);
-			until.tv_sec += 5;
 			pthread_cond_timedwait(&s->wake, &s->lock, &until);
 		}
 		bool stop = s->stop;
@@ -399,13 +406,7 @@ int sender__flush(struct sender *s, unsigned timeout_ms)
 	uint64_t *seqs;
 	int rc = 0;
 
-	clock_gettime(CLOCK_REALTIME, &until);
-	until.tv_sec += timeout_ms / 1000;
-	until.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
-	if (until.tv_nsec >= 1000000000L) {
-		until.tv_sec++;
-		until.tv_nsec -= 1000000000L;
-	}
+	until = deadline_in(timeout_ms);
 	pthread_mutex_lock(&s->lock);
 	for (;;) {
 		seqs = list_spool(s->dir, &n, NULL);
