@@ -97,24 +97,37 @@ static __always_inline void count_loss(__u32 which)
 		*n += 1;
 }
 
-/* 64-bit FNV-1a over the addresses, then a final avalanche (splitmix64), so
- * stacks that differ in one frame differ in every bit of the key. Never 0. */
-static __always_inline __u64 hash_stack(const struct profile_stack *st)
-{
-	__u64 h = 0xcbf29ce484222325ull;
-	__u32 i;
+#define FNV_OFFSET 0xcbf29ce484222325ull
 
-	for (i = 0; i < PROFILE_MAX_DEPTH; i++) {
-		if (i >= st->depth)
-			break;
-		h = (h ^ st->ips[i]) * 0x100000001b3ull;
-	}
+/* One step of 64-bit FNV-1a over a whole word. */
+static __always_inline __u64 fnv_step(__u64 h, __u64 word)
+{
+	return (h ^ word) * 0x100000001b3ull;
+}
+
+/* The final avalanche (splitmix64), so keys that differ in one word differ in
+ * every bit. Never 0: 0 means "no stack" in a count key. */
+static __always_inline __u64 hash_finish(__u64 h)
+{
 	h ^= h >> 30;
 	h *= 0xbf58476d1ce4e5b9ull;
 	h ^= h >> 27;
 	h *= 0x94d049bb133111ebull;
 	h ^= h >> 31;
 	return h ? h : 1;
+}
+
+static __always_inline __u64 hash_stack(const struct profile_stack *st)
+{
+	__u64 h = FNV_OFFSET;
+	__u32 i;
+
+	for (i = 0; i < PROFILE_MAX_DEPTH; i++) {
+		if (i >= st->depth)
+			break;
+		h = fnv_step(h, st->ips[i]);
+	}
+	return hash_finish(h);
 }
 
 /* Captures one stack (flags: 0 kernel, BPF_F_USER_STACK user) into the window's

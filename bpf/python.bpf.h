@@ -188,27 +188,20 @@ static long py_walk_frame(__u32 i, void *data)
 	return 0;
 }
 
-/* Same mixing as hash_stack(), over pid and every frame field. */
+/* Same hash as hash_stack(), over pid and every frame field. */
 static __always_inline __u64 py_hash(const struct py_stack *st)
 {
-	__u64 h = 0xcbf29ce484222325ull ^ st->pid;
+	__u64 h = fnv_step(FNV_OFFSET, st->pid);
 	__u32 i;
 
 	for (i = 0; i < PY_MAX_DEPTH; i++) {
 		if (i >= st->depth)
 			break;
-		h = (h ^ st->frames[i].code) * 0x100000001b3ull;
-		h = (h ^ st->frames[i].self_type) * 0x100000001b3ull;
-		h = (h ^ (((__u64)st->frames[i].flags << 32) | (__u32)st->frames[i].byte_off)) *
-		    0x100000001b3ull;
+		h = fnv_step(h, st->frames[i].code);
+		h = fnv_step(h, st->frames[i].self_type);
+		h = fnv_step(h, ((__u64)st->frames[i].flags << 32) | (__u32)st->frames[i].byte_off);
 	}
-	h = (h ^ st->flags) * 0x100000001b3ull;
-	h ^= h >> 30;
-	h *= 0xbf58476d1ce4e5b9ull;
-	h ^= h >> 27;
-	h *= 0x94d049bb133111ebull;
-	h ^= h >> 31;
-	return h ? h : 1;
+	return hash_finish(fnv_step(h, st->flags));
 }
 
 /* Walks the Python stack of the current thread of a known CPython process and
