@@ -159,28 +159,22 @@ static char *http_get(unsigned port, const char *path, long *status)
 /* Everything stored, as folded text, through the collector's query. */
 static struct folded *query_all(unsigned port)
 {
-	char url[160];
-	char *buf = NULL;
-	size_t len = 0, bad = 0;
+	char *text;
+	size_t bad = 0, len;
 	struct folded *f;
-	FILE *mem = open_memstream(&buf, &len);
-	CURL *c = curl_easy_init();
-	long status = 0;
+	long status;
+	FILE *mem;
 
-	snprintf(url, sizeof(url), "http://127.0.0.1:%u/api/v1/folded?from=0&to=4102444800", port);
-	curl_easy_setopt(c, CURLOPT_URL, url);
-	curl_easy_setopt(c, CURLOPT_WRITEDATA, mem);
-	assert_int_equal(curl_easy_perform(c), CURLE_OK);
-	curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
-	curl_easy_cleanup(c);
-	fclose(mem);
+	text = http_get(port, "/api/v1/folded?from=0&to=4102444800", &status);
 	assert_int_equal(status, 200);
 	assert_int_equal(folded__new(&f), 0);
-	mem = fmemopen(buf, len ? len : 1, "r");
-	if (len)
+	len = strlen(text);
+	if (len) {
+		mem = fmemopen(text, len, "r");
 		assert_int_equal(folded__read(f, mem, &bad), 0);
-	fclose(mem);
-	free(buf);
+		fclose(mem);
+	}
+	free(text);
 	return f;
 }
 
