@@ -950,21 +950,23 @@ out_free_blob:
 	return err;
 }
 
-static char *build_query_sql(size_t nlabels)
+/* "<select> FROM samples WHERE <time range> [AND <labels>] <tail>": one range
+ * scan of samples' primary key, label sets narrowed by index. */
+static char *build_query_sql(size_t nlabels, const char *select, const char *tail)
 {
-	static const char head[] = "SELECT stack_id, sum(value) FROM samples "
-				   "WHERE window_start >= ?1 AND window_start < ?2";
+	static const char range[] = " FROM samples WHERE window_start >= ?1 AND window_start < ?2";
 	static const char one[] = "SELECT labelset_id FROM labelset_labels "
 				  "WHERE key_id = (SELECT id FROM strings WHERE text = ?) "
 				  "AND value_id = (SELECT id FROM strings WHERE text = ?)";
-	static const char tail[] = " GROUP BY stack_id";
-	size_t cap = sizeof(head) + sizeof(tail) + 32 + nlabels * (sizeof(one) + 16), len;
+	size_t cap = strlen(select) + sizeof(range) + strlen(tail) + 32 +
+		     nlabels * (sizeof(one) + 16),
+	       len;
 	char *sql = malloc(cap);
 	size_t i;
 
 	if (!sql)
 		return NULL;
-	len = (size_t)snprintf(sql, cap, "%s", head);
+	len = (size_t)snprintf(sql, cap, "%s%s", select, range);
 	if (nlabels) {
 		len += (size_t)snprintf(sql + len, cap - len, " AND labelset_id IN (");
 		for (i = 0; i < nlabels; i++)
@@ -976,16 +978,11 @@ static char *build_query_sql(size_t nlabels)
 	return sql;
 }
 
-int store__query_stacks(struct store *s, const struct store_query *q, store_stack_fn cb, void *ctx)
+static int check_query(struct store *s, const struct store_query *q)
 {
-	struct frame_text *cache = NULL;
-	struct stack_sum *sums = NULL, *p;
-	size_t nsums = 0, capsums = 0, i, textcap = 0;
-	sqlite3_stmt *st = NULL;
-	char *sql, *text = NULL;
-	int err, rc;
+	size_t i;
 
-	if (!s || !q || !cb || (q->nlabels && (!q->keys || !q->values)))
+	if (!s || !q || (q->nlabels && (!q->keys || !q->values)))
 		return -EINVAL;
 	if (q->nlabels > QUERY_MAX_LABELS)
 		return fail(s, -EINVAL, "%zu labels in a query, at most %d", q->nlabels,
@@ -994,24 +991,52 @@ int store__query_stacks(struct store *s, const struct store_query *q, store_stac
 		if (!q->keys[i] || !q->values[i])
 			return -EINVAL;
 	s->errmsg[0] = '\0';
-	if (q->from >= q->to)
-		return 0;
+	return 0;
+}
 
-	sql = build_query_sql(q->nlabels);
+/* Prepares build_query_sql() for q with its parameters bound. */
+static int prepare_query(struct store *s, const struct store_query *q, const char *select,
+			 const char *tail, sqlite3_stmt **out)
+{
+	char *sql = build_query_sql(q->nlabels, select, tail);
+	sqlite3_stmt *st = NULL;
+	size_t i;
+	int rc;
+
 	if (!sql)
 		return -ENOMEM;
 	rc = sqlite3_prepare_v2(s->db, sql, -1, &st, NULL);
 	free(sql);
-	if (rc != SQLITE_OK) {
-		err = sql_fail(s, rc);
-		goto out_finalize;
-	}
+	if (rc != SQLITE_OK)
+		return sql_fail(s, rc);
 	sqlite3_bind_int64(st, 1, q->from);
 	sqlite3_bind_int64(st, 2, q->to);
 	for (i = 0; i < q->nlabels; i++) {
 		sqlite3_bind_text(st, (int)(3 + 2 * i), q->keys[i], -1, SQLITE_STATIC);
 		sqlite3_bind_text(st, (int)(4 + 2 * i), q->values[i], -1, SQLITE_STATIC);
 	}
+	*out = st;
+	return 0;
+}
+
+int store__query_stacks(struct store *s, const struct store_query *q, store_stack_fn cb, void *ctx)
+{
+	struct frame_text *cache = NULL;
+	struct stack_sum *sums = NULL, *p;
+	size_t nsums = 0, capsums = 0, i, textcap = 0;
+	sqlite3_stmt *st = NULL;
+	char *text = NULL;
+	int err;
+
+	if (!cb)
+		return -EINVAL;
+	err = check_query(s, q);
+	if (err || q->from >= q->to)
+		return err;
+
+	err = prepare_query(s, q, "SELECT stack_id, sum(value)", " GROUP BY stack_id", &st);
+	if (err)
+		goto out_finalize;
 	/* Collect first, so that the callback runs with no statement active. */
 	while ((err = step(s, st)) == 1) {
 		int64_t v = sqlite3_column_int64(st, 1);
@@ -1054,6 +1079,122 @@ out_finalize:
 	sqlite3_finalize(st);
 	free(sums);
 	return err;
+}
+
+int store__query_series(struct store *s, const struct store_query *q, int64_t step_seconds,
+			store_series_fn cb, void *ctx)
+{
+	sqlite3_stmt *st = NULL;
+	int64_t bucket = 0;
+	uint64_t sum = 0;
+	bool have = false;
+	int err;
+
+	if (!cb || step_seconds <= 0)
+		return -EINVAL;
+	err = check_query(s, q);
+	if (err || q->from >= q->to)
+		return err;
+	err = prepare_query(s, q, "SELECT window_start, sum(value)",
+			    " GROUP BY window_start ORDER BY window_start", &st);
+	if (err)
+		goto out;
+	/* Windows arrive in order: sum them into step-long buckets from q->from. */
+	while ((err = step(s, st)) == 1) {
+		int64_t w = sqlite3_column_int64(st, 0);
+		int64_t b = q->from + floor_div(w - q->from, step_seconds) * step_seconds;
+		int64_t v = sqlite3_column_int64(st, 1);
+
+		if (have && b != bucket) {
+			err = cb(ctx, bucket, sum);
+			if (err)
+				goto out;
+			sum = 0;
+		}
+		bucket = b;
+		have = true;
+		sum += v > 0 ? (uint64_t)v : 0;
+	}
+	if (err < 0)
+		goto out;
+	err = have ? cb(ctx, bucket, sum) : 0;
+out:
+	sqlite3_finalize(st);
+	return err;
+}
+
+/* Runs a one-column text query over the label sets used in [from, to) and calls cb
+ * for each row; key, when not NULL, is bound as ?3. Rows are collected first so
+ * the callback runs with no statement active. */
+static int label_query(struct store *s, const char *sql, int64_t from, int64_t to,
+		       const char *key, store_text_fn cb, void *ctx)
+{
+	sqlite3_stmt *st = NULL;
+	char **rows = NULL, **grown;
+	size_t n = 0, cap = 0, i;
+	int rc, err;
+
+	if (!s || !cb)
+		return -EINVAL;
+	s->errmsg[0] = '\0';
+	rc = sqlite3_prepare_v2(s->db, sql, -1, &st, NULL);
+	if (rc != SQLITE_OK)
+		return sql_fail(s, rc);
+	sqlite3_bind_int64(st, 1, from);
+	sqlite3_bind_int64(st, 2, to);
+	if (key)
+		sqlite3_bind_text(st, 3, key, -1, SQLITE_STATIC);
+	while ((err = step(s, st)) == 1) {
+		const char *text = (const char *)sqlite3_column_text(st, 0);
+
+		if (n == cap) {
+			cap = cap ? cap * 2 : 64;
+			grown = realloc(rows, cap * sizeof(*rows));
+			if (!grown) {
+				err = -ENOMEM;
+				break;
+			}
+			rows = grown;
+		}
+		rows[n] = strdup(text ? text : "");
+		if (!rows[n]) {
+			err = -ENOMEM;
+			break;
+		}
+		n++;
+	}
+	sqlite3_finalize(st);
+	for (i = 0; i < n; i++) {
+		if (err >= 0 && err != 1)
+			err = cb(ctx, rows[i]);
+		free(rows[i]);
+	}
+	free(rows);
+	return err == 1 ? 0 : err;
+}
+
+int store__labels(struct store *s, int64_t from, int64_t to, store_text_fn cb, void *ctx)
+{
+	return label_query(s,
+			   "SELECT DISTINCT k.text FROM (SELECT DISTINCT labelset_id FROM samples "
+			   "WHERE window_start >= ?1 AND window_start < ?2) r "
+			   "JOIN labelset_labels ll ON ll.labelset_id = r.labelset_id "
+			   "JOIN strings k ON k.id = ll.key_id ORDER BY 1",
+			   from, to, NULL, cb, ctx);
+}
+
+int store__label_values(struct store *s, const char *key, int64_t from, int64_t to,
+			store_text_fn cb, void *ctx)
+{
+	if (!key)
+		return -EINVAL;
+	return label_query(s,
+			   "SELECT DISTINCT v.text FROM (SELECT DISTINCT labelset_id FROM samples "
+			   "WHERE window_start >= ?1 AND window_start < ?2) r "
+			   "JOIN labelset_labels ll ON ll.labelset_id = r.labelset_id "
+			   "JOIN strings v ON v.id = ll.value_id "
+			   "WHERE ll.key_id = (SELECT id FROM strings WHERE text = ?3) ORDER BY 1",
+			   from, to, key, cb, ctx);
 }
 
 /* ---- stats and maintenance ----------------------------------------------- */

@@ -87,6 +87,27 @@ typedef int (*store_stack_fn)(void *ctx, const char *folded, uint64_t count);
  * or a translated SQLite error. */
 int store__query_stacks(struct store *s, const struct store_query *q, store_stack_fn cb, void *ctx);
 
+/* Called once per time bucket with samples, in time order: the bucket's start
+ * (from + k * step) and the sum of the windows that start in it. Non-zero stops. */
+typedef int (*store_series_fn)(void *ctx, int64_t bucket_start, uint64_t count);
+
+/* Samples per step-long bucket over [from, to) for q's label selection: the
+ * timeline that finds a spike. Returns 0, cb's nonzero return, -EINVAL, or a
+ * translated SQLite error. */
+int store__query_series(struct store *s, const struct store_query *q, int64_t step_seconds,
+			store_series_fn cb, void *ctx);
+
+/* Called once per label key (store__labels) or value (store__label_values), in
+ * sorted order. Non-zero stops. */
+typedef int (*store_text_fn)(void *ctx, const char *text);
+
+/* Label keys of the label sets with samples in [from, to). */
+int store__labels(struct store *s, int64_t from, int64_t to, store_text_fn cb, void *ctx);
+
+/* Values of label key among the label sets with samples in [from, to). */
+int store__label_values(struct store *s, const char *key, int64_t from, int64_t to,
+			store_text_fn cb, void *ctx);
+
 struct store_stats {
 	uint64_t sample_rows; /* rows of samples */
 	uint64_t batches;     /* batches ever ingested (duplicates excluded) */

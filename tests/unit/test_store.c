@@ -867,6 +867,86 @@ static void test_size(void **state)
 	close_checked(s);
 }
 
+struct series {
+	int64_t start[64];
+	uint64_t count[64];
+	size_t n;
+};
+
+static int collect_series(void *ctx, int64_t bucket, uint64_t count)
+{
+	struct series *sr = ctx;
+
+	assert_true(sr->n < 64);
+	sr->start[sr->n] = bucket;
+	sr->count[sr->n++] = count;
+	return 0;
+}
+
+struct texts {
+	char items[32][64];
+	size_t n;
+};
+
+static int collect_text(void *ctx, const char *text)
+{
+	struct texts *t = ctx;
+
+	assert_true(t->n < 32);
+	snprintf(t->items[t->n++], sizeof(t->items[0]), "%s", text);
+	return 0;
+}
+
+/* The timeline: samples per step-long bucket, against sums computed here from
+ * the generated tuples; and the label keys and values of a range. */
+static void test_series_and_labels(void **state)
+{
+	struct fixture *fx = *state;
+	const char *keys[] = { "service" }, *values[] = { "api" };
+	struct store_query q = { .from = 1005, .to = 1075, .keys = keys, .values = values,
+				 .nlabels = 1 };
+	uint64_t want[8] = { 0 };
+	struct series sr = { 0 };
+	struct texts tx = { 0 };
+	struct tuple *t;
+	struct store *s;
+	size_t n, i;
+
+	make_stack_pool();
+	t = gen_tuples(1000, 8, 40, &n); /* windows 1000, 1010, ... 1070 */
+	s = fx_open(fx, NULL);
+	ingest_tuples(s, t, n);
+	/* 20 s buckets from 1005: windows 1010,1020 | 1030,1040 | 1050,1060 | 1070 */
+	for (i = 0; i < n; i++)
+		if (t[i].window >= q.from && t[i].window < q.to &&
+		    ls_matches(labelsets[t[i].ls], keys, values, 1))
+			want[(t[i].window - q.from) / 20] += t[i].count;
+	assert_int_equal(store__query_series(s, &q, 20, collect_series, &sr), 0);
+	assert_int_equal(sr.n, 4);
+	for (i = 0; i < sr.n; i++) {
+		assert_int_equal(sr.start[i], q.from + 20 * (int64_t)i);
+		assert_int_equal(sr.count[i], want[i]);
+	}
+	assert_int_equal(store__query_series(s, &q, 0, collect_series, &sr), -EINVAL);
+
+	assert_int_equal(store__labels(s, 0, INT64_MAX, collect_text, &tx), 0);
+	assert_int_equal(tx.n, 3);
+	assert_string_equal(tx.items[0], "service");
+	assert_string_equal(tx.items[1], "version");
+	assert_string_equal(tx.items[2], "zone");
+	tx.n = 0;
+	assert_int_equal(store__label_values(s, "service", 0, INT64_MAX, collect_text, &tx), 0);
+	assert_int_equal(tx.n, 3);
+	assert_string_equal(tx.items[0], "api");
+	assert_string_equal(tx.items[1], "db");
+	assert_string_equal(tx.items[2], "worker");
+	tx.n = 0; /* no samples in the range: no keys */
+	assert_int_equal(store__labels(s, 5000, 6000, collect_text, &tx), 0);
+	assert_int_equal(tx.n, 0);
+	close_checked(s);
+	free(t);
+}
+
 int main(void)
 {
 	static struct fixture mem = {.file = false}, file = {.file = true};
@@ -876,6 +956,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    BOTH(test_migrations),    BOTH(test_roundtrip), BOTH(test_duplicate),
 	    BOTH(test_failed_ingest), BOTH(test_maintain),  BOTH(test_size),
+	    BOTH(test_series_and_labels),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
