@@ -13,6 +13,7 @@
 #include "agent/agent.h"
 #include "agent/agent_opts.h"
 #include "common/log.h"
+#include "common/timeparse.h"
 
 #define MAINTAIN_SECONDS 10
 
@@ -63,33 +64,6 @@ static void on_signal(int sig)
 {
 	(void)sig;
 	stop_requested = 1;
-}
-
-/* "90s", "30m", "12h", "14d" or plain seconds. */
-static int parse_duration(const char *s, int64_t *out)
-{
-	char *end;
-	long long v;
-	int64_t unit = 1;
-
-	errno = 0;
-	v = strtoll(s, &end, 10);
-	if (errno || end == s || v <= 0)
-		return -EINVAL;
-	if (*end == 'm')
-		unit = 60;
-	else if (*end == 'h')
-		unit = 3600;
-	else if (*end == 'd')
-		unit = 86400;
-	else if (*end && *end != 's')
-		return -EINVAL;
-	if (*end && end[1])
-		return -EINVAL;
-	if (v > INT64_MAX / unit)
-		return -EINVAL;
-	*out = v * unit;
-	return 0;
 }
 
 /* Reads the first line of path into a malloc'd string (owned by the caller). */
@@ -190,7 +164,7 @@ static int parse_collector(int argc, char **argv, struct parsed *p, bool passthr
 			p->o.insecure = true;
 			break;
 		case OPT_RETENTION:
-			if (parse_duration(value, &p->o.retention_seconds)) {
+			if (timeparse_duration(value, &p->o.retention_seconds)) {
 				fprintf(stderr, "smolder: --retention wants a duration like 14d, got '%s'\n",
 					value);
 				return -EINVAL;
