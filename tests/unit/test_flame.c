@@ -1,0 +1,389 @@
+/* Unit tests of the flame tree: totals and self counts of every node against an
+ * independent sum over the input stacks, per side; sorted children; frame kinds;
+ * recursion counted once in flame__top; argument errors; a wide tree. */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "common/flame.h"
+#include "testutil.h"
+
+#define NSTACKS 400
+
+struct input {
+	char stack[128];
+	uint64_t count;
+	unsigned side;
+};
+
+static struct input inputs[NSTACKS];
+
+static uint32_t rng_state = 12345;
+
+static uint32_t rng(void)
+{
+	rng_state = rng_state * 1103515245u + 12345u;
+	return rng_state >> 16;
+}
+
+static const char *const frames[] = {"a", "b", "c", "a_[k]", "f (x.py:3)", "ab", ""};
+
+/* Stacks over a tiny alphabet so that prefixes are shared and frames recur. */
+static void gen_inputs(void)
+{
+	size_t i;
+	int d, depth;
+
+	for (i = 0; i < NSTACKS; i++) {
+		struct input *in = &inputs[i];
+
+		snprintf(in->stack, sizeof(in->stack), "%s", rng() % 2 ? "p1" : "p2");
+		depth = (int)(rng() % 6);
+		for (d = 0; d < depth; d++) {
+			size_t len = strlen(in->stack);
+
+			snprintf(in->stack + len, sizeof(in->stack) - len, ";%s",
+				 frames[rng() % 6]); /* "" only in test_empty_frame */
+		}
+		in->count = 1 + rng() % 50;
+		in->side = rng() % 3 == 0;
+	}
+}
+
+/* Expected self and total of the node at path (root: ""), by brute force. */
+static void expect(const char *path, unsigned side, uint64_t *self, uint64_t *total)
+{
+	size_t i, pl = strlen(path);
+
+	*self = *total = 0;
+	for (i = 0; i < NSTACKS; i++) {
+		const char *s = inputs[i].stack;
+
+		if (inputs[i].side != side)
+			continue;
+		if (pl == 0) {
+			*total += inputs[i].count;
+			continue;
+		}
+		if (strncmp(s, path, pl) != 0 || (s[pl] != '\0' && s[pl] != ';'))
+			continue;
+		*total += inputs[i].count;
+		if (s[pl] == '\0')
+			*self += inputs[i].count;
+	}
+}
+
+static size_t check_node(const struct flame_node *n, const char *path, int depth)
+{
+	char child[256];
+	uint64_t self, total;
+	unsigned side;
+	size_t count = 1;
+	uint32_t i;
+
+	for (side = 0; side < 2; side++) {
+		expect(path, side, &self, &total);
+		assert_int_equal(n->self[side], self);
+		assert_int_equal(n->total[side], total);
+	}
+	if (depth > 0)
+		assert_int_equal(n->kind, flame_kind_of(n->name, depth - 1));
+	for (i = 0; i < n->nchildren; i++) {
+		const struct flame_node *c = n->children[i];
+
+		assert_ptr_equal(c->parent, n);
+		if (i)
+			assert_true(strcmp(n->children[i - 1]->name, c->name) < 0);
+		snprintf(child, sizeof(child), "%s%s%s", path, *path ? ";" : "", c->name);
+		count += check_node(c, child, depth + 1);
+	}
+	return count;
+}
+
+static void test_totals_match_inputs(void **state)
+{
+	struct flame *f;
+	uint64_t self, total;
+	size_t i;
+
+	(void)state;
+	gen_inputs();
+	assert_int_equal(flame__new(&f), 0);
+	for (i = 0; i < NSTACKS; i++)
+		assert_int_equal(flame__add(f, inputs[i].stack, inputs[i].count, inputs[i].side),
+				 0);
+	flame__finish(f);
+	expect("", 0, &self, &total);
+	assert_int_equal(flame__total(f, 0), total);
+	assert_true(total > 0);
+	expect("", 1, &self, &total);
+	assert_int_equal(flame__total(f, 1), total);
+	assert_true(total > 0);
+	assert_string_equal(flame__root(f)->name, "all");
+	assert_int_equal(flame__root(f)->kind, FLAME_ROOT);
+	assert_null(flame__root(f)->parent);
+	assert_int_equal(check_node(flame__root(f), "", 0), flame__size(f));
+	flame__free(f);
+}
+
+static void test_merge_identical(void **state)
+{
+	struct flame *f;
+	const struct flame_node *r, *p, *a;
+
+	(void)state;
+	assert_int_equal(flame__new(&f), 0);
+	assert_int_equal(flame__add(f, "p;a", 3, 0), 0);
+	assert_int_equal(flame__add(f, "p;a", 4, 0), 0);
+	assert_int_equal(flame__add(f, "p;a", 5, 1), 0);
+	assert_int_equal(flame__add(f, "p", 2, 0), 0);
+	flame__finish(f);
+	assert_int_equal(flame__size(f), 3);
+	r = flame__root(f);
+	assert_int_equal(r->nchildren, 1);
+	p = r->children[0];
+	assert_int_equal(p->kind, FLAME_PROCESS);
+	assert_int_equal(p->self[0], 2);
+	assert_int_equal(p->total[0], 9);
+	assert_int_equal(p->nchildren, 1);
+	a = p->children[0];
+	assert_string_equal(a->name, "a");
+	assert_int_equal(a->self[0], 7);
+	assert_int_equal(a->total[1], 5);
+	assert_int_equal(flame__total(f, 0), 9);
+	assert_int_equal(flame__total(f, 1), 5);
+	flame__free(f);
+}
+
+static void test_kinds(void **state)
+{
+	(void)state;
+	assert_int_equal(flame_kind_of("python3", 0), FLAME_PROCESS);
+	assert_int_equal(flame_kind_of("x_[k]", 0), FLAME_PROCESS);
+	assert_int_equal(flame_kind_of("x_[k]", 1), FLAME_KERNEL);
+	assert_int_equal(flame_kind_of("do_syscall_64_[k]", 5), FLAME_KERNEL);
+	assert_int_equal(flame_kind_of("f (a.py:3)", 1), FLAME_PYTHON);
+	assert_int_equal(flame_kind_of("<lambda> (/a b/c.py:3)", 2), FLAME_PYTHON);
+	assert_int_equal(flame_kind_of("C.m.<locals>.g (x (1).py:12)", 2), FLAME_PYTHON);
+	assert_int_equal(flame_kind_of("main", 1), FLAME_NATIVE);
+	assert_int_equal(flame_kind_of("std::vector<int>::push_back(int const&)", 1), FLAME_NATIVE);
+	assert_int_equal(flame_kind_of("libc.so.6+0x1234", 1), FLAME_NATIVE);
+	assert_int_equal(flame_kind_of("f (a.py:)", 1), FLAME_NATIVE);
+	assert_int_equal(flame_kind_of("f (a.py:3x)", 1), FLAME_NATIVE);
+	assert_int_equal(flame_kind_of(" (a.py:3)", 1), FLAME_NATIVE);
+	assert_int_equal(flame_kind_of("f (:3)", 1), FLAME_NATIVE);
+	assert_int_equal(flame_kind_of("", 1), FLAME_NATIVE);
+	assert_int_equal(flame_kind_of("_[k]", 1), FLAME_KERNEL);
+}
+
+static void test_kinds_in_tree(void **state)
+{
+	struct flame *f;
+	const struct flame_node *p, *n;
+
+	(void)state;
+	assert_int_equal(flame__new(&f), 0);
+	/* A process named like a kernel frame is still a process. */
+	assert_int_equal(flame__add(f, "k_[k];<lambda> (/a b/c.py:3);x_[k];m", 1, 0), 0);
+	flame__finish(f);
+	p = flame__root(f)->children[0];
+	assert_int_equal(p->kind, FLAME_PROCESS);
+	n = p->children[0];
+	assert_string_equal(n->name, "<lambda> (/a b/c.py:3)");
+	assert_int_equal(n->kind, FLAME_PYTHON);
+	assert_int_equal(n->children[0]->kind, FLAME_KERNEL);
+	assert_int_equal(n->children[0]->children[0]->kind, FLAME_NATIVE);
+	flame__free(f);
+}
+
+static const struct flame_function *find_fn(const struct flame_function *fns, size_t n,
+					    const char *name)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		if (strcmp(fns[i].name, name) == 0)
+			return &fns[i];
+	return NULL;
+}
+
+static void test_top_recursion(void **state)
+{
+	struct flame *f;
+	struct flame_function *fns;
+	const struct flame_function *a, *b, *c;
+	size_t n, i;
+
+	(void)state;
+	assert_int_equal(flame__new(&f), 0);
+	assert_int_equal(flame__add(f, "p;a;b;a", 10, 0), 0);
+	assert_int_equal(flame__add(f, "p;a;b;a;a", 5, 0), 0);
+	assert_int_equal(flame__add(f, "p;a", 3, 0), 0);
+	assert_int_equal(flame__add(f, "q;b;c", 2, 0), 0);
+	assert_int_equal(flame__add(f, "q;c;a", 4, 1), 0); /* other side only */
+	/* "a" as a process is not the function "a". */
+	assert_int_equal(flame__add(f, "a;c", 1, 0), 0);
+	flame__finish(f);
+	assert_int_equal(flame__top(f, 0, &fns, &n), 0);
+	assert_int_equal(n, 3);
+	assert_null(find_fn(fns, n, "p"));
+	assert_null(find_fn(fns, n, "q"));
+	a = find_fn(fns, n, "a");
+	b = find_fn(fns, n, "b");
+	c = find_fn(fns, n, "c");
+	assert_non_null(a);
+	assert_non_null(b);
+	assert_non_null(c);
+	assert_int_equal(a->self, 18);
+	assert_int_equal(a->total, 18); /* not 10 + 5 + 5 + 18 */
+	assert_int_equal(b->self, 0);
+	assert_int_equal(b->total, 17);
+	assert_int_equal(c->self, 3);
+	assert_int_equal(c->total, 3);
+	assert_int_equal(a->kind, FLAME_NATIVE);
+	/* Sorted by self descending, then total descending. */
+	assert_ptr_equal(&fns[0], a);
+	assert_ptr_equal(&fns[1], c);
+	assert_ptr_equal(&fns[2], b);
+	for (i = 1; i < n; i++)
+		assert_true(fns[i - 1].self >= fns[i].self);
+	free(fns);
+
+	assert_int_equal(flame__top(f, 1, &fns, &n), 0);
+	assert_int_equal(n, 2);
+	assert_int_equal(find_fn(fns, n, "a")->total, 4);
+	assert_int_equal(find_fn(fns, n, "c")->self, 0);
+	assert_int_equal(find_fn(fns, n, "c")->total, 4);
+	free(fns);
+	assert_int_equal(flame__top(f, 2, &fns, &n), -EINVAL);
+	flame__free(f);
+}
+
+/* flame__top against a brute-force count over the generated inputs. */
+static void test_top_matches_inputs(void **state)
+{
+	struct flame *f;
+	struct flame_function *fns;
+	size_t n, i, k;
+	int fi;
+
+	(void)state;
+	gen_inputs();
+	assert_int_equal(flame__new(&f), 0);
+	for (i = 0; i < NSTACKS; i++)
+		assert_int_equal(flame__add(f, inputs[i].stack, inputs[i].count, inputs[i].side),
+				 0);
+	flame__finish(f);
+	assert_int_equal(flame__top(f, 0, &fns, &n), 0);
+	for (fi = 0; fi < 6; fi++) {
+		const char *name = frames[fi];
+		uint64_t self = 0, total = 0;
+		const struct flame_function *got = find_fn(fns, n, name);
+
+		for (k = 0; k < NSTACKS; k++) {
+			char buf[128], *tok, *save, *last = NULL;
+			int seen = 0, depth = 0;
+
+			if (inputs[k].side != 0)
+				continue;
+			snprintf(buf, sizeof(buf), "%s", inputs[k].stack);
+			for (tok = strtok_r(buf, ";", &save); tok;
+			     tok = strtok_r(NULL, ";", &save), depth++) {
+				if (depth > 0 && strcmp(tok, name) == 0)
+					seen = 1;
+				last = depth > 0 ? tok : NULL;
+			}
+			if (seen)
+				total += inputs[k].count;
+			if (last && strcmp(last, name) == 0)
+				self += inputs[k].count;
+		}
+		if (total == 0) {
+			assert_null(got);
+			continue;
+		}
+		assert_non_null(got);
+		assert_int_equal(got->self, self);
+		assert_int_equal(got->total, total);
+	}
+	free(fns);
+	flame__free(f);
+}
+
+static void test_errors(void **state)
+{
+	struct flame *f;
+	char *deep;
+	size_t i;
+
+	(void)state;
+	assert_int_equal(flame__new(&f), 0);
+	assert_int_equal(flame__add(f, "", 1, 0), -EINVAL);
+	assert_int_equal(flame__add(f, "p;a", 1, 2), -EINVAL);
+	deep = malloc(2 * 2049 + 1);
+	assert_non_null(deep);
+	for (i = 0; i < 2049; i++) {
+		deep[2 * i] = 'x';
+		deep[2 * i + 1] = ';';
+	}
+	deep[2 * 2049 - 1] = '\0'; /* 2049 frames */
+	assert_int_equal(flame__add(f, deep, 1, 0), -EINVAL);
+	deep[2 * 2048 - 1] = '\0'; /* 2048 frames: the limit */
+	assert_int_equal(flame__add(f, deep, 1, 0), 0);
+	free(deep);
+	assert_int_equal(flame__size(f), 2049);
+	assert_int_equal(flame__total(f, 0), 1);
+	flame__free(f);
+	flame__free(NULL);
+}
+
+/* 100k distinct stacks under few parents: must be fast (hash lookup per frame). */
+static void test_wide(void **state)
+{
+	struct flame *f;
+	char stack[64];
+	uint64_t t0 = test_now_ms();
+	const struct flame_node *p;
+	uint32_t i;
+
+	(void)state;
+	assert_int_equal(flame__new(&f), 0);
+	for (i = 0; i < 100000; i++) {
+		snprintf(stack, sizeof(stack), "p;g%u;h%u", i % 3, i);
+		assert_int_equal(flame__add(f, stack, 1, 0), 0);
+	}
+	flame__finish(f);
+	assert_true(test_now_ms() - t0 < 5000);
+	assert_int_equal(flame__size(f), 1 + 1 + 3 + 100000);
+	p = flame__root(f)->children[0];
+	assert_int_equal(p->total[0], 100000);
+	for (i = 0; i < 3; i++)
+		assert_true(p->children[i]->nchildren >= 33333);
+	for (i = 1; i < p->children[0]->nchildren; i++)
+		assert_true(strcmp(p->children[0]->children[i - 1]->name,
+				   p->children[0]->children[i]->name) < 0);
+	flame__free(f);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_totals_match_inputs),
+	    cmocka_unit_test(test_merge_identical),
+	    cmocka_unit_test(test_kinds),
+	    cmocka_unit_test(test_kinds_in_tree),
+	    cmocka_unit_test(test_top_recursion),
+	    cmocka_unit_test(test_top_matches_inputs),
+	    cmocka_unit_test(test_errors),
+	    cmocka_unit_test(test_wide),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,360 @@
+/* Unit tests of the SVG flame graph and the JSON renderings: output checked by real
+ * parsers (xmllint, python3's json), every frame named in a tooltip, hostile names
+ * kept as text, widths proportional to samples, diff colors, and JSON totals. */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "common/flame.h"
+#include "common/render_json.h"
+#include "common/render_svg.h"
+#include "testutil.h"
+
+static char dir[64];
+
+static int setup(void **state)
+{
+	(void)state;
+	return test_mkdtemp(dir, sizeof(dir)) ? 0 : -1;
+}
+
+static int teardown(void **state)
+{
+	(void)state;
+	test_rm_rf(dir);
+	return 0;
+}
+
+static char *slurp(const char *path)
+{
+	FILE *fp = fopen(path, "r");
+	char *buf;
+	long len;
+
+	assert_non_null(fp);
+	assert_int_equal(fseek(fp, 0, SEEK_END), 0);
+	len = ftell(fp);
+	assert_true(len > 0);
+	rewind(fp);
+	buf = calloc(1, (size_t)len + 1);
+	assert_non_null(buf);
+	assert_int_equal(fread(buf, 1, (size_t)len, fp), (size_t)len);
+	fclose(fp);
+	return buf;
+}
+
+static struct flame *build(const char *const *stacks, const uint64_t *counts, const unsigned *sides,
+			   size_t n)
+{
+	struct flame *f;
+	size_t i;
+
+	assert_int_equal(flame__new(&f), 0);
+	for (i = 0; i < n; i++)
+		assert_int_equal(flame__add(f, stacks[i], counts[i], sides ? sides[i] : 0), 0);
+	flame__finish(f);
+	return f;
+}
+
+/* Renders f to <dir>/name, checks it with xmllint and returns its text. */
+static char *svg_of(const struct flame *f, const struct render_svg_options *o, const char *name)
+{
+	char path[128], cmd[256];
+	FILE *fp;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	fp = fopen(path, "w");
+	assert_non_null(fp);
+	assert_int_equal(render_svg(f, o, fp), 0);
+	assert_int_equal(fclose(fp), 0);
+	snprintf(cmd, sizeof(cmd), "xmllint --noout '%s'", path);
+	assert_int_equal(system(cmd), 0);
+	return slurp(path);
+}
+
+static size_t count_of(const char *hay, const char *needle)
+{
+	size_t n = 0;
+
+	for (hay = strstr(hay, needle); hay; hay = strstr(hay + 1, needle))
+		n++;
+	return n;
+}
+
+/* The rect after the tooltip "<title>esc (" : width and fill. */
+static void rect_of(const char *svg, const char *esc, double *width, int rgb[3])
+{
+	char key[256];
+	const char *t, *r;
+
+	snprintf(key, sizeof(key), "<title>%s (", esc);
+	t = strstr(svg, key);
+	assert_non_null(t);
+	assert_int_equal(count_of(svg, key), 1);
+	r = strstr(t, "<rect ");
+	assert_non_null(r);
+	r = strstr(r, "width=\"");
+	assert_non_null(r);
+	*width = strtod(r + 7, NULL);
+	r = strstr(r, "fill=\"rgb(");
+	assert_non_null(r);
+	assert_int_equal(sscanf(r, "fill=\"rgb(%d,%d,%d)", &rgb[0], &rgb[1], &rgb[2]), 3);
+}
+
+static const char *const plain_stacks[] = {
+    "app;main;work;compute", "app;main;work",
+    "app;main;io_read_[k]",  "app;main;run (app.py:12);helper (app.py:40)",
+    "other;start",
+};
+static const uint64_t plain_counts[] = {30, 10, 20, 15, 25};
+static const char *const plain_names[] = {"all",
+					  "app",
+					  "main",
+					  "work",
+					  "compute",
+					  "io_read_[k]",
+					  "other",
+					  "start",
+					  "run (app.py:12)",
+					  "helper (app.py:40)"};
+
+static void test_svg_plain(void **state)
+{
+	struct flame *f = build(plain_stacks, plain_counts, NULL, 5);
+	struct render_svg_options o = {.title = "T & <t>"};
+	char key[128];
+	double w, wroot;
+	int rgb[3];
+	char *svg;
+	size_t i;
+
+	(void)state;
+	svg = svg_of(f, &o, "plain.svg");
+	assert_non_null(strstr(svg, "T &amp; &lt;t&gt;"));
+	assert_non_null(strstr(svg, "<![CDATA["));
+	assert_int_equal(count_of(svg, "<g class=\"f\">"), flame__size(f));
+	assert_null(strstr(svg, "href")); /* self-contained: nothing to fetch */
+	for (i = 0; i < sizeof(plain_names) / sizeof(plain_names[0]); i++) {
+		snprintf(key, sizeof(key), "<title>%s (", plain_names[i]);
+		assert_non_null(strstr(svg, key));
+	}
+	assert_non_null(strstr(svg, "<title>all (100 samples, 100.00%)</title>"));
+	assert_non_null(strstr(svg, "<title>work (40 samples, 40.00%)</title>"));
+	/* Widths: share of all samples of the 1200 - 2 * 10 px drawing width. */
+	rect_of(svg, "all", &wroot, rgb);
+	assert_true(wroot > 1179.5 && wroot < 1180.5);
+	rect_of(svg, "work", &w, rgb);
+	assert_true(w > 1180 * 0.40 - 0.5 && w < 1180 * 0.40 + 0.5);
+	rect_of(svg, "helper (app.py:40)", &w, rgb);
+	assert_true(w > 1180 * 0.15 - 0.5 && w < 1180 * 0.15 + 0.5);
+	assert_true(rgb[2] > rgb[0]); /* Python: blue-green */
+	rect_of(svg, "compute", &w, rgb);
+	assert_true(rgb[0] > rgb[2]); /* native: warm */
+	rect_of(svg, "app", &w, rgb);
+	assert_true(rgb[0] == rgb[1] && rgb[1] == rgb[2]); /* process: grey */
+	free(svg);
+
+	o.icicle = true;
+	o.width = 600;
+	svg = svg_of(f, &o, "icicle.svg");
+	rect_of(svg, "other", &w, rgb);
+	assert_true(w > 580 * 0.25 - 0.5 && w < 580 * 0.25 + 0.5);
+	free(svg);
+	o.width = 10;
+	assert_int_equal(render_svg(f, &o, stdout), -EINVAL);
+	flame__free(f);
+}
+
+static void test_svg_min_width(void **state)
+{
+	const char *const stacks[] = {"p;big", "p;tiny"};
+	const uint64_t counts[] = {100000, 1};
+	struct flame *f = build(stacks, counts, NULL, 2);
+	double w;
+	int rgb[3];
+	char *svg;
+
+	(void)state;
+	svg = svg_of(f, NULL, "min.svg");
+	assert_null(strstr(svg, "<title>tiny ("));
+	rect_of(svg, "p", &w, rgb); /* tiny still counts in its parent */
+	assert_true(w > 1179.5);
+	assert_non_null(strstr(svg, "<title>p (100001 samples"));
+	free(svg);
+	flame__free(f);
+}
+
+static const char *const hostile[] = {
+    "p;</text><script>alert(1)</script>",
+    "p;\"quoted\" 'single'",
+    "p;&amp: &lt:",
+    "p;x]]>y",
+    "p;line\nbreak\ttab\r",
+    "p;bad\xff\xfeutf8",
+    "p;trunc\xe2\x82",
+    "p;a:b (sanitized::)",
+    "p;\x01\x1f\x7f ctl",
+    "p;caf\xc3\xa9 \xe2\x80\xa8 ok",
+};
+
+static void test_svg_hostile(void **state)
+{
+	uint64_t counts[10] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10};
+	struct flame *f = build(hostile, counts, NULL, 10);
+	struct render_svg_options o = {.title = "<script>alert(2)</script>]]>", .width = 300};
+	char *svg;
+
+	(void)state;
+	svg = svg_of(f, &o, "hostile.svg");
+	assert_int_equal(count_of(svg, "<script"), 1);
+	assert_int_equal(count_of(svg, "]]>"), 1);
+	assert_null(strstr(svg, "<script>alert"));
+	assert_null(strstr(svg, "\xff"));
+	assert_non_null(strstr(svg, "&lt;/text&gt;&lt;script&gt;alert(1)&lt;/script&gt;"));
+	assert_non_null(strstr(svg, "&quot;quoted&quot; &apos;single&apos;"));
+	assert_non_null(strstr(svg, "&amp;amp: &amp;lt:"));
+	assert_non_null(strstr(svg, "x]]&gt;y"));
+	assert_non_null(strstr(svg, "caf\xc3\xa9"));
+	free(svg);
+	o.diff = true;
+	svg = svg_of(f, &o, "hostile-diff.svg"); /* side 1 empty: no frames, still valid */
+	assert_int_equal(count_of(svg, "<g class=\"f\">"), 0);
+	free(svg);
+	flame__free(f);
+}
+
+static void test_svg_diff(void **state)
+{
+	const char *const stacks[] = {"p;grow", "p;shrink", "p;same",
+				      "p;grow", "p;shrink", "p;same"};
+	const uint64_t counts[] = {10, 30, 20, 60, 20, 40};
+	const unsigned sides[] = {0, 0, 0, 1, 1, 1};
+	struct flame *f = build(stacks, counts, sides, 6);
+	struct render_svg_options o = {.diff = true};
+	double w;
+	int rgb[3];
+	char *svg;
+
+	(void)state;
+	svg = svg_of(f, &o, "diff.svg");
+	/* Widths from side 1: grow is 60 of 120. */
+	rect_of(svg, "grow", &w, rgb);
+	assert_true(w > 590 - 0.5 && w < 590 + 0.5);
+	assert_true(rgb[0] > rgb[2]);
+	assert_non_null(strstr(svg, "<title>grow (60 samples, 50.00%; before 10 samples, 16.67%; "
+				    "+33.33 pp)"));
+	rect_of(svg, "shrink", &w, rgb);
+	assert_true(rgb[2] > rgb[0]);
+	rect_of(svg, "same", &w, rgb); /* 20/60 -> 40/120: unchanged share */
+	assert_true(rgb[0] == rgb[2]);
+	free(svg);
+	flame__free(f);
+}
+
+static const char check_tree_py[] =
+    "import json, sys\n"
+    "t = json.load(open(sys.argv[1], encoding='utf-8'))\n"
+    "total, diff = int(sys.argv[2]), sys.argv[3] == '1'\n"
+    "assert t['name'] == 'all' and t['kind'] == 'root', t['name']\n"
+    "assert t['total'] == total, (t['total'], total)\n"
+    "def walk(n):\n"
+    "    assert n['total'] == n['self'] + sum(c['total'] for c in n['children'])\n"
+    "    if diff:\n"
+    "        assert n['before']['total'] == n['total']\n"
+    "        assert n['after']['total'] == n['after']['self'] + "
+    "sum(c['after']['total'] for c in n['children'])\n"
+    "        assert isinstance(n['delta'], float) or isinstance(n['delta'], int)\n"
+    "    else:\n"
+    "        assert 'delta' not in n\n"
+    "    names = [c['name'] for c in n['children']]\n"
+    "    for c in n['children']: walk(c)\n"
+    "    return names\n"
+    "kids = walk(t['children'][0])\n"
+    "assert '</text><script>alert(1)</script>' in kids, kids\n"
+    "assert 'line\\nbreak\\ttab\\r' in kids, kids\n"
+    "assert 'bad\\ufffd\\ufffdutf8' in kids, kids\n"
+    "if diff:\n"
+    "    g = [c for c in t['children'][0]['children'] if c['name'] == 'x]]>y'][0]\n"
+    "    assert abs(g['delta'] - (1.0 - 4 / 55)) < 1e-6, g\n";
+
+static const char check_top_py[] =
+    "import json, sys\n"
+    "t = json.load(open(sys.argv[1], encoding='utf-8'))\n"
+    "assert t['total'] == 55\n"
+    "f = {x['name']: x for x in t['functions']}\n"
+    "assert f['x]]>y']['self'] == 4 and abs(f['x]]>y']['self_pct'] - 400 / 55) < 1e-3\n"
+    "assert '</text><script>alert(1)</script>' in f\n"
+    "assert len(t['functions']) == 10\n";
+
+static void run_py(const char *script, const char *name, const char *args)
+{
+	char py[128], cmd[512];
+	FILE *fp;
+
+	snprintf(py, sizeof(py), "%s/%s.py", dir, name);
+	fp = fopen(py, "w");
+	assert_non_null(fp);
+	fputs(script, fp);
+	assert_int_equal(fclose(fp), 0);
+	snprintf(cmd, sizeof(cmd), "python3 '%s' %s", py, args);
+	assert_int_equal(system(cmd), 0);
+}
+
+static void test_json(void **state)
+{
+	uint64_t counts[10] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10};
+	struct flame *f = build(hostile, counts, NULL, 10);
+	struct flame_function *fns;
+	char path[128], args[256];
+	size_t n;
+	FILE *fp;
+
+	(void)state;
+	snprintf(path, sizeof(path), "%s/tree.json", dir);
+	fp = fopen(path, "w");
+	assert_non_null(fp);
+	assert_int_equal(render_json_tree(f, fp), 0);
+	assert_int_equal(fclose(fp), 0);
+	snprintf(args, sizeof(args), "'%s' 55 0", path);
+	run_py(check_tree_py, "tree", args);
+
+	snprintf(path, sizeof(path), "%s/top.json", dir);
+	assert_int_equal(flame__top(f, 0, &fns, &n), 0);
+	fp = fopen(path, "w");
+	assert_non_null(fp);
+	assert_int_equal(render_json_top(fns, n, flame__total(f, 0), fp), 0);
+	assert_int_equal(fclose(fp), 0);
+	free(fns);
+	snprintf(args, sizeof(args), "'%s'", path);
+	run_py(check_top_py, "top", args);
+
+	/* Diff: one stack on side 1 makes "x]]>y" all of after (share 1 vs 4/55). */
+	assert_int_equal(flame__add(f, "p;x]]>y", 7, 1), 0);
+	flame__finish(f);
+	snprintf(path, sizeof(path), "%s/diff.json", dir);
+	fp = fopen(path, "w");
+	assert_non_null(fp);
+	assert_int_equal(render_json_tree(f, fp), 0);
+	assert_int_equal(fclose(fp), 0);
+	snprintf(args, sizeof(args), "'%s' 55 1", path);
+	run_py(check_tree_py, "diff", args);
+	flame__free(f);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_svg_plain),	cmocka_unit_test(test_svg_min_width),
+	    cmocka_unit_test(test_svg_hostile), cmocka_unit_test(test_svg_diff),
+	    cmocka_unit_test(test_json),
+	};
+
+	return cmocka_run_group_tests(tests, setup, teardown);
+}
