@@ -1,0 +1,34 @@
+/* pprof export: folded stacks as a gzip-compressed perftools.profiles.Profile
+ * (schema/profile.proto), the file `go tool pprof` and most profile viewers read.
+ *
+ * Mapping from folded stacks: every stack becomes one Sample with values
+ * {count, count * period_ns} under sample types samples/count and cpu/nanoseconds.
+ * pprof has no process frames, so the first frame of a stack (the process name)
+ * becomes the sample label "comm" (use `-tagfocus comm=NAME` to select one
+ * process); the remaining frames become location ids, leaf first. One Location per
+ * distinct frame text, one Function per distinct (name, file): a Python frame
+ * "qualname (file:line)" gives name = qualname, filename = file and Line.line =
+ * line; kernel ("name_[k]") and native frames keep their text as the name and
+ * have no file. No Mappings are emitted (addresses are already symbolized).
+ */
+#ifndef SMOLDER_RENDER_PPROF_H
+#define SMOLDER_RENDER_PPROF_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/folded.h"
+
+#define RENDER_PPROF_MAX_FRAMES 2048 /* deepest stack accepted */
+
+/* Encodes stacks as a gzip'd pprof Profile. period_ns is the sampling period (the
+ * Profile's period, and the factor of the cpu/nanoseconds value); time_nanos and
+ * duration_nanos go to the Profile as is. On success *out is a malloc'd buffer of
+ * *len bytes that the caller frees; on failure *out and *len are untouched.
+ * Returns 0, -EINVAL (NULL argument, empty stack text or a stack deeper than
+ * RENDER_PPROF_MAX_FRAMES frames), -EOVERFLOW (count * period or a count does not
+ * fit int64), -ENOMEM, or -EIO (zlib failure). Reentrant. */
+int render_pprof(const struct folded *stacks, uint64_t period_ns, int64_t time_nanos,
+		 int64_t duration_nanos, void **out, size_t *len);
+
+#endif

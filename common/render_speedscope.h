@@ -1,0 +1,23 @@
+/* speedscope export: folded stacks as one "sampled" profile in the speedscope file
+ * format (https://www.speedscope.app/file-format-schema.json), which
+ * speedscope.app opens directly. The process frame stays the first (root) frame of
+ * every sample, since speedscope has no notion of processes; a Python frame
+ * "qualname (file:line)" becomes a frame {name, file, line}, any other frame
+ * {name}. Samples are written in stack-text order, weights are the counts and the
+ * unit is "none". Output is always valid JSON: strings are escaped per RFC 8259,
+ * invalid UTF-8 becomes U+FFFD, and '<', '>', '&', U+2028, U+2029 are written as
+ * \u escapes so the text can also be embedded in HTML <script> elements.
+ */
+#ifndef SMOLDER_RENDER_SPEEDSCOPE_H
+#define SMOLDER_RENDER_SPEEDSCOPE_H
+
+#include <stdio.h>
+
+#include "common/folded.h"
+
+/* Writes stacks to out as a speedscope file; name (NULL: "smolder") names the file
+ * and its profile. Returns 0, -EINVAL (NULL stacks/out, an empty stack text),
+ * -ENOMEM or -EIO (a write failed; out holds a partial document). Reentrant. */
+int render_speedscope(const struct folded *stacks, const char *name, FILE *out);
+
+#endif

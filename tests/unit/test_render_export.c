@@ -1,0 +1,351 @@
+/* Unit tests of the pprof and speedscope exporters: the pprof output is gunzipped
+ * and unpacked here (and decoded by protoc when installed), the speedscope output
+ * is validated by python3, both against the input totals and stacks. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+#include <zlib.h>
+
+#include "common/folded.h"
+#include "common/render_pprof.h"
+#include "common/render_speedscope.h"
+#include "profile.pb-c.h"
+#include "testutil.h"
+
+static const struct {
+	const char *stack;
+	uint64_t count;
+} fixture[] = {
+    {"proc;main;foo;bar", 5},
+    {"proc;main;foo", 4},
+    {"proc;main;work (app.py:12);inner (lib/x.py:7)", 3},
+    {"proc;main;work (app.py:13);inner (lib/x.py:7)", 6},
+    {"other;entry_SYSCALL_64_[k];do_syscall_64_[k]", 2},
+    {"solo", 1},
+    {"proc;rec;rec;rec", 7},
+    {"evil\"q;back\\slash;new\nline;bad\xff\xfeutf;<script>alert(1)</script>;trunc\xe2\x82", 9},
+};
+
+static const char hostile_utf8[] = "evil\"q;back\\slash;new\nline;bad\xef\xbf\xbd\xef\xbf\xbdutf;"
+				   "<script>alert(1)</script>;trunc\xef\xbf\xbd\xef\xbf\xbd";
+
+static struct folded *make_fixture(uint64_t *total)
+{
+	struct folded *f;
+	size_t i;
+
+	assert_int_equal(folded__new(&f), 0);
+	*total = 0;
+	for (i = 0; i < sizeof(fixture) / sizeof(fixture[0]); i++) {
+		assert_int_equal(folded__add(f, fixture[i].stack, fixture[i].count), 0);
+		*total += fixture[i].count;
+	}
+	return f;
+}
+
+static uint8_t *gunzip(const void *in, size_t len, size_t *out_len)
+{
+	size_t cap = 1 << 16;
+	uint8_t *buf = malloc(cap);
+	z_stream zs = {0};
+	int rc;
+
+	assert_non_null(buf);
+	assert_int_equal(inflateInit2(&zs, 15 + 16), Z_OK);
+	zs.next_in = (Bytef *)in;
+	zs.avail_in = (uInt)len;
+	do {
+		if (zs.total_out == cap) {
+			cap *= 2;
+			buf = realloc(buf, cap);
+			assert_non_null(buf);
+		}
+		zs.next_out = buf + zs.total_out;
+		zs.avail_out = (uInt)(cap - zs.total_out);
+		rc = inflate(&zs, Z_NO_FLUSH);
+		assert_true(rc == Z_OK || rc == Z_STREAM_END);
+	} while (rc != Z_STREAM_END);
+	*out_len = zs.total_out;
+	inflateEnd(&zs);
+	return buf;
+}
+
+static const Perftools__Profiles__Location *find_loc(const Perftools__Profiles__Profile *p,
+						     uint64_t id)
+{
+	size_t i;
+
+	for (i = 0; i < p->n_location; i++)
+		if (p->location[i]->id == id)
+			return p->location[i];
+	return NULL;
+}
+
+static const Perftools__Profiles__Function *find_fn(const Perftools__Profiles__Profile *p,
+						    uint64_t id)
+{
+	size_t i;
+
+	for (i = 0; i < p->n_function; i++)
+		if (p->function[i]->id == id)
+			return p->function[i];
+	return NULL;
+}
+
+static const char *str(const Perftools__Profiles__Profile *p, int64_t idx)
+{
+	assert_true(idx >= 0 && (size_t)idx < p->n_string_table);
+	return p->string_table[idx];
+}
+
+static void test_pprof_roundtrip(void **state)
+{
+	const uint64_t period = 10101010;
+	Perftools__Profiles__Profile *p;
+	uint64_t total, sum0 = 0;
+	int64_t sum1 = 0;
+	struct folded *f;
+	size_t len, raw_len, i, j;
+	uint8_t *raw;
+	void *gz;
+	bool saw_python = false;
+
+	(void)state;
+	f = make_fixture(&total);
+	assert_int_equal(render_pprof(f, period, 1700000000000000000LL, 10000000000LL, &gz, &len),
+			 0);
+	assert_true(len > 18);
+	assert_int_equal(((uint8_t *)gz)[0], 0x1f);
+	assert_int_equal(((uint8_t *)gz)[1], 0x8b);
+	raw = gunzip(gz, len, &raw_len);
+	p = perftools__profiles__profile__unpack(NULL, raw_len, raw);
+	assert_non_null(p);
+
+	assert_true(p->n_string_table > 0);
+	assert_string_equal(p->string_table[0], "");
+	assert_int_equal(p->n_sample_type, 2);
+	assert_string_equal(str(p, p->sample_type[0]->type), "samples");
+	assert_string_equal(str(p, p->sample_type[0]->unit), "count");
+	assert_string_equal(str(p, p->sample_type[1]->type), "cpu");
+	assert_string_equal(str(p, p->sample_type[1]->unit), "nanoseconds");
+	assert_non_null(p->period_type);
+	assert_string_equal(str(p, p->period_type->type), "cpu");
+	assert_int_equal(p->period, period);
+	assert_int_equal(p->time_nanos, 1700000000000000000LL);
+	assert_int_equal(p->duration_nanos, 10000000000LL);
+	assert_int_equal(p->n_sample, folded__size(f));
+
+	for (i = 0; i < p->n_sample; i++) {
+		const Perftools__Profiles__Sample *s = p->sample[i];
+		char text[4096];
+		size_t off;
+
+		assert_int_equal(s->n_value, 2);
+		assert_int_equal(s->value[1], s->value[0] * (int64_t)period);
+		sum0 += (uint64_t)s->value[0];
+		sum1 += s->value[1];
+		assert_int_equal(s->n_label, 1);
+		assert_string_equal(str(p, s->label[0]->key), "comm");
+		/* rebuild the folded text: comm, then locations from the last (root) */
+		off = (size_t)snprintf(text, sizeof(text), "%s", str(p, s->label[0]->str));
+		for (j = s->n_location_id; j-- > 0;) {
+			const Perftools__Profiles__Location *l = find_loc(p, s->location_id[j]);
+			const Perftools__Profiles__Function *fn;
+			const char *file;
+
+			assert_non_null(l);
+			assert_int_equal(l->n_line, 1);
+			fn = find_fn(p, l->line[0]->function_id);
+			assert_non_null(fn);
+			file = str(p, fn->filename);
+			if (*file) {
+				saw_python = true;
+				assert_true(l->line[0]->line > 0);
+				off += (size_t)snprintf(text + off, sizeof(text) - off,
+							";%s (%s:%lld)", str(p, fn->name), file,
+							(long long)l->line[0]->line);
+			} else {
+				off += (size_t)snprintf(text + off, sizeof(text) - off, ";%s",
+							str(p, fn->name));
+			}
+			assert_true(off < sizeof(text));
+		}
+		/* invalid UTF-8 comes out as U+FFFD, one per bad byte */
+		if (strncmp(text, "evil", 4) == 0)
+			assert_string_equal(text, hostile_utf8);
+		else
+			assert_int_equal(folded__count(f, text), (uint64_t)s->value[0]);
+	}
+	assert_true(saw_python);
+	assert_int_equal(sum0, total);
+	assert_int_equal(sum1, (int64_t)(total * period));
+	/* one Function per (name, file): work at two lines shares one; rec once */
+	for (i = 0; i < p->n_function; i++)
+		for (j = i + 1; j < p->n_function; j++)
+			assert_false(p->function[i]->name == p->function[j]->name &&
+				     p->function[i]->filename == p->function[j]->filename);
+
+	/* protoc agrees that this is a perftools.profiles.Profile */
+	if (system("command -v protoc >/dev/null 2>&1") == 0) {
+		char dir[64], path[128], cmd[512];
+		FILE *fp;
+
+		assert_non_null(test_mkdtemp(dir, sizeof(dir)));
+		snprintf(path, sizeof(path), "%s/raw.pb", dir);
+		fp = fopen(path, "wb");
+		assert_non_null(fp);
+		assert_int_equal(fwrite(raw, 1, raw_len, fp), raw_len);
+		fclose(fp);
+		snprintf(cmd, sizeof(cmd),
+			 "protoc --decode perftools.profiles.Profile --proto_path=schema "
+			 "schema/profile.proto < %s > %s/decoded.txt",
+			 path, dir);
+		assert_int_equal(system(cmd), 0);
+		test_rm_rf(dir);
+	} else {
+		printf("note: protoc not installed (package protobuf-compiler); "
+		       "skipping the protoc --decode check\n");
+	}
+
+	perftools__profiles__profile__free_unpacked(p, NULL);
+	free(raw);
+	free(gz);
+	folded__free(f);
+}
+
+static void test_pprof_empty_and_errors(void **state)
+{
+	Perftools__Profiles__Profile *p;
+	struct folded *f;
+	size_t len = 0, raw_len;
+	uint8_t *raw;
+	void *gz = NULL;
+
+	(void)state;
+	assert_int_equal(folded__new(&f), 0);
+	assert_int_equal(render_pprof(f, 1000, 0, 0, &gz, &len), 0);
+	raw = gunzip(gz, len, &raw_len);
+	p = perftools__profiles__profile__unpack(NULL, raw_len, raw);
+	assert_non_null(p);
+	assert_int_equal(p->n_sample, 0);
+	assert_string_equal(p->string_table[0], "");
+	perftools__profiles__profile__free_unpacked(p, NULL);
+	free(raw);
+	free(gz);
+	gz = NULL;
+
+	assert_int_equal(render_pprof(NULL, 1000, 0, 0, &gz, &len), -EINVAL);
+	assert_int_equal(folded__add(f, "p;a", UINT64_MAX / 2), 0);
+	assert_int_equal(render_pprof(f, 1000, 0, 0, &gz, &len), -EOVERFLOW);
+	assert_null(gz);
+	folded__free(f);
+}
+
+static const char validate_py[] =
+    "import json, sys\n"
+    "doc = json.load(open(sys.argv[1], encoding='utf-8'))\n"
+    "total = int(sys.argv[2])\n"
+    "for k in ('$schema', 'shared', 'profiles'):\n"
+    "    assert k in doc, k\n"
+    "assert doc['$schema'] == 'https://www.speedscope.app/file-format-schema.json'\n"
+    "assert doc['exporter'] == 'smolder'\n"
+    "frames = doc['shared']['frames']\n"
+    "assert all(isinstance(f['name'], str) for f in frames)\n"
+    "names = [f['name'] for f in frames]\n"
+    "assert 'back\\\\slash' in names, names\n"
+    "assert 'new\\nline' in names, names\n"
+    "assert 'evil\"q' in names, names\n"
+    "assert 'bad\\ufffd\\ufffdutf' in names, names\n"
+    "assert '<script>alert(1)</script>' in names, names\n"
+    "py = [f for f in frames if f['name'] == 'work']\n"
+    "assert sorted(f['line'] for f in py) == [12, 13] and py[0]['file'] == 'app.py', py\n"
+    "assert len(doc['profiles']) == 1\n"
+    "for p in doc['profiles']:\n"
+    "    assert p['type'] == 'sampled'\n"
+    "    assert p['name'] == sys.argv[3], p['name']\n"
+    "    assert len(p['samples']) == len(p['weights'])\n"
+    "    for s in p['samples']:\n"
+    "        assert s and all(0 <= i < len(frames) for i in s)\n"
+    "    assert sum(p['weights']) == total == p['endValue']\n"
+    "    stacks = {';'.join(names[i] for i in s): w for s, w in zip(p['samples'], "
+    "p['weights'])}\n"
+    "    assert stacks['proc;main;foo;bar'] == 5\n"
+    "    assert stacks['proc;rec;rec;rec'] == 7\n"
+    "    assert stacks['solo'] == 1\n";
+
+static void test_speedscope_valid_json(void **state)
+{
+	char dir[64], path[128], py[128], cmd[512], *text;
+	const char *name = "run \"1\" </script> \xc3\x28";
+	uint64_t total;
+	struct folded *f;
+	size_t n;
+	FILE *fp;
+
+	(void)state;
+	f = make_fixture(&total);
+	assert_non_null(test_mkdtemp(dir, sizeof(dir)));
+	snprintf(path, sizeof(path), "%s/out.speedscope.json", dir);
+	snprintf(py, sizeof(py), "%s/validate.py", dir);
+	fp = fopen(path, "w");
+	assert_non_null(fp);
+	assert_int_equal(render_speedscope(f, name, fp), 0);
+	assert_int_equal(fclose(fp), 0);
+
+	/* nothing raw that could end a <script> element or break UTF-8 */
+	fp = fopen(path, "r");
+	assert_non_null(fp);
+	text = calloc(1, 1 << 16);
+	assert_non_null(text);
+	n = fread(text, 1, (1 << 16) - 1, fp);
+	fclose(fp);
+	assert_true(n > 0);
+	assert_null(strstr(text, "</script"));
+	assert_null(strstr(text, "<script"));
+	free(text);
+
+	fp = fopen(py, "w");
+	assert_non_null(fp);
+	fputs(validate_py, fp);
+	fclose(fp);
+	snprintf(cmd, sizeof(cmd), "python3 %s %s %llu 'run \"1\" </script> \xef\xbf\xbd('", py,
+		 path, (unsigned long long)total);
+	assert_int_equal(system(cmd), 0);
+	test_rm_rf(dir);
+	folded__free(f);
+}
+
+static void test_speedscope_empty(void **state)
+{
+	struct folded *f;
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *mem;
+
+	(void)state;
+	assert_int_equal(folded__new(&f), 0);
+	mem = open_memstream(&buf, &len);
+	assert_non_null(mem);
+	assert_int_equal(render_speedscope(f, NULL, mem), 0);
+	fclose(mem);
+	assert_non_null(strstr(buf, "\"samples\":[],\"weights\":[]"));
+	assert_non_null(strstr(buf, "\"endValue\":0"));
+	free(buf);
+	assert_int_equal(render_speedscope(NULL, NULL, stdout), -EINVAL);
+	folded__free(f);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_pprof_roundtrip),
+	    cmocka_unit_test(test_pprof_empty_and_errors),
+	    cmocka_unit_test(test_speedscope_valid_json),
+	    cmocka_unit_test(test_speedscope_empty),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
