@@ -45,9 +45,9 @@ REL_CFLAGS  = $(BASE_CFLAGS) -O2
 SAN_FLAGS  := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
 ASAN_CFLAGS = $(BASE_CFLAGS) -O1 $(SAN_FLAGS)
 
-# Every C source of the program; cli/main.c holds main().
+# Every C source of the program; cli/ holds main() and the subcommands' front ends.
 LIB_SRCS  := $(sort $(wildcard common/*.c agent/*.c collector/*.c store/*.c))
-MAIN_SRC  := cli/main.c
+MAIN_SRCS := $(wildcard cli/*.c)
 BPF_SRCS  := $(wildcard bpf/*.bpf.c)
 SKELS     := $(patsubst bpf/%.bpf.c,$(BUILD)/bpf/%.skel.h,$(BPF_SRCS))
 # protobuf-c code generated from schema/*.proto into build/gen/
@@ -92,7 +92,7 @@ bench: deps
 	$(Q)$(BUILD)/bench/ingest_bench 360 /tmp
 
 format:
-	$(Q)clang-format -i $(LIB_SRCS) $(MAIN_SRC) $(wildcard */*.h bpf/*.bpf.c tests/*/*.c tests/*.h)
+	$(Q)clang-format -i $(LIB_SRCS) $(MAIN_SRCS) $(wildcard */*.h bpf/*.bpf.c tests/*/*.c tests/*.h)
 
 clean:
 	$(Q)rm -rf $(BUILD)
@@ -142,11 +142,11 @@ $(BUILD)/asan/libsmolder.a: $(ASAN_OBJS)
 	$(call msg,AR,$@)
 	$(Q)rm -f $@ && ar rcs $@ $^
 
-$(BUILD)/smolder: $(BUILD)/rel/cli/main.o $(BUILD)/rel/libsmolder.a
+$(BUILD)/smolder: $(patsubst %.c,$(BUILD)/rel/%.o,$(MAIN_SRCS)) $(BUILD)/rel/libsmolder.a
 	$(call msg,LD,$@)
 	$(Q)$(CC) -o $@ $^ $(PKG_LIBS) -lpthread
 
-$(BUILD)/asan/smolder: $(BUILD)/asan/cli/main.o $(BUILD)/asan/libsmolder.a
+$(BUILD)/asan/smolder: $(patsubst %.c,$(BUILD)/asan/%.o,$(MAIN_SRCS)) $(BUILD)/asan/libsmolder.a
 	$(call msg,LD,$@)
 	$(Q)$(CC) $(SAN_FLAGS) -o $@ $^ $(PKG_LIBS) -lpthread
 

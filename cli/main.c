@@ -1,9 +1,10 @@
-/* The smolder binary: dispatches to a subcommand (agent, collector, up; queries
- * come with a later issue). */
+/* The smolder binary: dispatches to a subcommand: agent, collector, up, and the
+ * queries (flame, diff, top, series, labels). */
 #include <stdio.h>
 #include <string.h>
 
 #include "agent/agent.h"
+#include "cli/query.h"
 #include "collector/collector.h"
 
 #define SMOLDER_VERSION "0.1.0"
@@ -15,6 +16,11 @@ static const char usage[] =
 	"  agent     sample CPUs with eBPF: folded stacks, or batches to a collector\n"
 	"  collector receive batches over HTTP and store them in SQLite\n"
 	"  up        collector and agent in one process, on ./smolder.db\n"
+	"  flame     flame graph of a time range: json folded svg html pprof speedscope\n"
+	"  diff      differential flame graph of two ranges or label sets\n"
+	"  top       functions by self and total samples\n"
+	"  series    samples per step over time, to find a spike\n"
+	"  labels    label keys, or the values of one (--name KEY)\n"
 	"  version   print the version\n"
 	"\n"
 	"Run 'smolder <command> --help' for a command's options.\n";
@@ -31,6 +37,9 @@ int main(int argc, char **argv)
 		return collector_main(argc - 1, argv + 1);
 	if (strcmp(argv[1], "up") == 0)
 		return up_main(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "flame") || !strcmp(argv[1], "diff") || !strcmp(argv[1], "top") ||
+	    !strcmp(argv[1], "series") || !strcmp(argv[1], "labels"))
+		return query_main(argc - 1, argv + 1);
 	if (strcmp(argv[1], "version") == 0 || strcmp(argv[1], "--version") == 0) {
 		printf("smolder %s\n", SMOLDER_VERSION);
 		return 0;

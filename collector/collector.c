@@ -2,6 +2,7 @@
  * collector.h. One store behind a mutex: SQLite serializes writers anyway, and
  * ingest transactions are short. */
 #include "collector/collector.h"
+#include "collector/query.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -15,7 +16,6 @@
 #include <microhttpd.h>
 
 #include "common/batch.h"
-#include "common/folded.h"
 #include "common/wire.h"
 #include "store/store.h"
 
@@ -265,102 +265,118 @@ static enum MHD_Result metrics(struct collector *c, struct MHD_Connection *conn)
 	return ret;
 }
 
-#define MAX_WHERE 16
+#define MAX_ARGS 64
 
-struct where {
-	char *keys[MAX_WHERE], *values[MAX_WHERE];
+/* A request's query-string arguments, for query_parse(). */
+struct args {
+	const char *keys[MAX_ARGS], *values[MAX_ARGS];
 	size_t n;
-	bool bad;
+	const char *label; /* from /api/v1/labels/NAME/values */
 };
 
-static enum MHD_Result collect_where(void *cls, enum MHD_ValueKind kind, const char *key,
-				     const char *value)
+static enum MHD_Result collect_arg(void *cls, enum MHD_ValueKind kind, const char *key,
+				   const char *value)
 {
-	struct where *w = cls;
-	const char *eq;
+	struct args *a = cls;
 
 	(void)kind;
-	if (strcmp(key, "where") != 0 || !value)
-		return MHD_YES;
-	eq = strchr(value, '=');
-	if (!eq || eq == value || w->n == MAX_WHERE) {
-		w->bad = true;
-		return MHD_YES;
+	if (a->n < MAX_ARGS) {
+		a->keys[a->n] = key;
+		a->values[a->n++] = value ? value : "";
 	}
-	w->keys[w->n] = strndup(value, (size_t)(eq - value));
-	w->values[w->n] = strdup(eq + 1);
-	w->n++;
 	return MHD_YES;
 }
 
-static int add_stack(void *ctx, const char *stack, uint64_t count)
+static const char *arg(void *ctx, const char *name, size_t i)
 {
-	return folded__add(ctx, stack, count);
+	struct args *a = ctx;
+	size_t k;
+
+	if (a->label && strcmp(name, "name") == 0)
+		return i == 0 ? a->label : NULL;
+	for (k = 0; k < a->n; k++)
+		if (strcmp(a->keys[k], name) == 0 && i-- == 0)
+			return a->values[k];
+	return NULL;
 }
 
-/* Parses a decimal unix time; false when it is not one. */
-static bool parse_time(const char *s, int64_t *out)
+/* Maps a path under /api/v1/ to a query; labels/NAME/values sets a->label. */
+static bool route(const char *url, struct args *a, enum query_kind *kind, char *label, size_t len)
 {
-	char *end;
-	long long v;
+	static const struct {
+		const char *path;
+		enum query_kind kind;
+	} routes[] = {
+		{ "/api/v1/flamegraph", QUERY_FLAMEGRAPH }, { "/api/v1/folded", QUERY_FLAMEGRAPH },
+		{ "/api/v1/diff", QUERY_DIFF },		    { "/api/v1/top", QUERY_TOP },
+		{ "/api/v1/series", QUERY_SERIES },	    { "/api/v1/labels", QUERY_LABELS },
+	};
+	const char *p, *end;
+	size_t i;
 
-	if (!s || !*s)
-		return false;
-	errno = 0;
-	v = strtoll(s, &end, 10);
-	if (errno || *end)
-		return false;
-	*out = v;
-	return true;
+	for (i = 0; i < sizeof(routes) / sizeof(routes[0]); i++) {
+		if (strcmp(url, routes[i].path) == 0) {
+			*kind = routes[i].kind;
+			return true;
+		}
+	}
+	p = url + strlen("/api/v1/labels/");
+	if (strncmp(url, "/api/v1/labels/", 15) == 0 && (end = strstr(p, "/values")) &&
+	    strcmp(end, "/values") == 0 && end > p && (size_t)(end - p) < len) {
+		snprintf(label, len, "%.*s", (int)(end - p), p);
+		a->label = label;
+		*kind = QUERY_LABEL_VALUES;
+		return true;
+	}
+	return false;
 }
 
-static enum MHD_Result query_folded(struct collector *c, struct MHD_Connection *conn)
+static enum MHD_Result query(struct collector *c, struct MHD_Connection *conn, const char *url)
 {
-	const char *from_s = MHD_lookup_connection_value(conn, MHD_GET_ARGUMENT_KIND, "from");
-	const char *to_s = MHD_lookup_connection_value(conn, MHD_GET_ARGUMENT_KIND, "to");
-	struct store_query q = { 0 };
-	struct where w = { 0 };
-	struct folded *f = NULL;
+	struct args a = { 0 };
+	enum query_kind kind;
+	const char *type = "application/json";
+	char why[256] = "", label[256];
 	enum MHD_Result ret;
+	struct query q;
 	char *buf = NULL;
-	size_t len = 0, i;
+	size_t len = 0;
 	FILE *out;
 	int err;
 
-	if (!parse_time(from_s, &q.from) || !parse_time(to_s, &q.to) || q.to < q.from)
-		return respond_error(conn, MHD_HTTP_BAD_REQUEST,
-				     "from and to must be unix seconds with from <= to");
-	MHD_get_connection_values(conn, MHD_GET_ARGUMENT_KIND, collect_where, &w);
-	if (w.bad) {
-		ret = respond_error(conn, MHD_HTTP_BAD_REQUEST, "where must be KEY=VALUE");
-		goto out_free;
+	if (!route(url, &a, &kind, label, sizeof(label)))
+		return respond_error(conn, MHD_HTTP_NOT_FOUND, "no such endpoint");
+	if (!token_ok(conn, c->opts.query_token))
+		return respond_error(conn, MHD_HTTP_UNAUTHORIZED, "missing or wrong token");
+	MHD_get_connection_values(conn, MHD_GET_ARGUMENT_KIND, collect_arg, &a);
+	if (strcmp(url, "/api/v1/folded") == 0) { /* the first query API: folded only */
+		a.keys[a.n < MAX_ARGS ? a.n : MAX_ARGS - 1] = "format";
+		a.values[a.n < MAX_ARGS ? a.n : MAX_ARGS - 1] = "folded";
+		if (a.n < MAX_ARGS)
+			a.n++;
 	}
-	q.keys = (const char *const *)w.keys;
-	q.values = (const char *const *)w.values;
-	q.nlabels = w.n;
-	err = folded__new(&f);
-	if (!err) {
-		pthread_mutex_lock(&c->lock);
-		err = store__query_stacks(c->store, &q, add_stack, f);
-		pthread_mutex_unlock(&c->lock);
+	err = query_parse(&q, kind, arg, &a, (int64_t)time(NULL), why, sizeof(why));
+	if (err)
+		return respond_error(conn, err == -EINVAL ? MHD_HTTP_BAD_REQUEST
+							  : MHD_HTTP_INTERNAL_SERVER_ERROR,
+				     why[0] ? why : strerror(-err));
+	out = open_memstream(&buf, &len);
+	if (!out) {
+		query_free(&q);
+		return MHD_NO;
 	}
-	out = err ? NULL : open_memstream(&buf, &len);
-	if (!out || folded__write(f, out)) {
-		if (out)
-			fclose(out);
-		free(buf);
-		ret = respond_error(conn, MHD_HTTP_INTERNAL_SERVER_ERROR, "query failed");
-		goto out_free;
-	}
+	pthread_mutex_lock(&c->lock);
+	err = query_run(c->store, &q, out, &type, why, sizeof(why));
+	pthread_mutex_unlock(&c->lock);
 	fclose(out);
-	ret = respond(conn, MHD_HTTP_OK, "text/plain; charset=utf-8", buf, len);
+	query_free(&q);
+	if (err)
+		ret = respond_error(conn, err == -EINVAL ? MHD_HTTP_BAD_REQUEST
+							 : MHD_HTTP_INTERNAL_SERVER_ERROR,
+				    why);
+	else
+		ret = respond(conn, MHD_HTTP_OK, type, buf, len);
 	free(buf);
-out_free:
-	folded__free(f);
-	for (i = 0; i < w.n; i++) {
-		free(w.keys[i]);
-		free(w.values[i]);
-	}
 	return ret;
 }
 
@@ -444,12 +460,7 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *conn, const char
 		return respond(conn, MHD_HTTP_OK, "text/plain", "ok\n", 3);
 	if (strcmp(url, "/metrics") == 0)
 		return metrics(c, conn);
-	if (strcmp(url, "/api/v1/folded") == 0) {
-		if (!token_ok(conn, c->opts.query_token))
-			return respond_error(conn, MHD_HTTP_UNAUTHORIZED, "missing or wrong token");
-		return query_folded(c, conn);
-	}
-	return respond_error(conn, MHD_HTTP_NOT_FOUND, "no such endpoint");
+	return query(c, conn, url);
 }
 
 static void request_done(void *cls, struct MHD_Connection *conn, void **req_cls,

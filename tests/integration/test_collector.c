@@ -572,7 +572,7 @@ static void test_bad_input(void **state)
 		free(text);
 		text = http_get(s.port, "/api/v1/folded?from=20&to=10", &status);
 		assert_int_equal(status, 400);
-		assert_non_null(strstr(text, "from <= to"));
+		assert_non_null(strstr(text, "to must be after from"));
 		free(text);
 	}
 	stop_server(&s, SIGTERM);

@@ -1,0 +1,72 @@
+/* The query layer shared by the collector's HTTP API and the CLI's --db mode:
+ * parameters (as name/value pairs, the same names for both), validation with a
+ * one-line reason, execution against a store, and rendering in the requested
+ * format.
+ *
+ * Queries (kind) and their parameters
+ *   flamegraph  from, to, where=K=V..., type=cpu, format=json|folded|svg|html|pprof|speedscope
+ *   diff        before_from, before_to, after_from, after_to, where (both sides),
+ *               before_where, after_where; format=json|folded|svg|html
+ *   top         from, to, where, limit (default 50), format=json|table
+ *   series      from, to, where, step (duration; default range/60, at least 10 s),
+ *               format=json|table
+ *   labels      from, to;  values of one label: name=KEY
+ * Times: RFC 3339, unix seconds, "now", or relative ("-15m"); from defaults to
+ * -1h, to to now.
+ */
+#ifndef SMOLDER_QUERY_H
+#define SMOLDER_QUERY_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+struct store;
+
+enum query_kind {
+	QUERY_FLAMEGRAPH,
+	QUERY_DIFF,
+	QUERY_TOP,
+	QUERY_SERIES,
+	QUERY_LABELS,
+	QUERY_LABEL_VALUES,
+};
+
+#define QUERY_MAX_WHERE 16
+
+struct query_where {
+	const char *keys[QUERY_MAX_WHERE];
+	const char *values[QUERY_MAX_WHERE];
+	size_t n;
+};
+
+struct query {
+	enum query_kind kind;
+	int64_t from, to;               /* flamegraph, top, series, labels */
+	int64_t before_from, before_to; /* diff */
+	int64_t after_from, after_to;
+	struct query_where where, before_where, after_where;
+	const char *format;
+	const char *label;              /* labels: the key whose values are listed */
+	int64_t step;                   /* series */
+	size_t limit;                   /* top */
+	char *owned[2 * QUERY_MAX_WHERE * 3]; /* strings split out of where=K=V */
+	size_t nowned;
+};
+
+/* Looks up a parameter's values: returns the i-th value of name, NULL past the
+ * last. Lets HTTP arguments and command-line options feed one parser. */
+typedef const char *(*query_param_fn)(void *ctx, const char *name, size_t i);
+
+/* Fills q for kind from the parameters. Returns 0, or -EINVAL with a one-line
+ * reason in why (bad time, to < from, unknown format or type, bad where). */
+int query_parse(struct query *q, enum query_kind kind, query_param_fn param, void *ctx,
+		int64_t now, char *why, size_t whylen);
+void query_free(struct query *q);
+
+/* Runs q against s and writes the response body to out; *content_type is set.
+ * Returns 0, -EINVAL with a reason, or another -errno. */
+int query_run(struct store *s, const struct query *q, FILE *out, const char **content_type,
+	      char *why, size_t whylen);
+
+#endif
