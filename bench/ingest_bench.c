@@ -2,7 +2,7 @@
  * as gzipped pprof, bytes on disk per stored sample row, and ingest throughput on
  * one core (decode + store), all from one generated, realistic batch mix.
  *
- *   build/bench/ingest_bench [WINDOWS] [DIR]     (see bench/ingest.sh)
+ *   build/bench/ingest_bench [WINDOWS] [DIR]     (make bench runs it with 360 /tmp)
  *
  * The mix: one host, 2 CPUs at 99 Hz, 10 s windows (about 1980 samples each),
  * 40 processes; a third Python services whose stacks carry 15-45 Python frames
@@ -26,45 +26,7 @@
 #include "profile.pb-c.h"
 #include "store/store.h"
 
-#define NPROC 40
-#define POOL 60 /* stacks per process */
-#define SAMPLES_PER_WINDOW 1980
-
-struct gen_stack {
-	char text[8192];
-};
-
-static struct gen_stack pool[NPROC][POOL];
-
-static unsigned rnd(unsigned *seed, unsigned n)
-{
-	*seed = *seed * 1103515245u + 12345u;
-	return (*seed >> 8) % n;
-}
-
-static void make_stack(unsigned proc, unsigned k, unsigned *seed, char *out, size_t len)
-{
-	bool python = proc % 3 == 0;
-	unsigned depth = python ? 15 + rnd(seed, 31) : 8 + rnd(seed, 33), i;
-	size_t n = 0;
-
-	n += (size_t)snprintf(out + n, len - n, "%s%u", python ? "python3" : "svc", proc);
-	n += (size_t)snprintf(out + n, len - n, ";_start;__libc_start_main;main");
-	for (i = 0; i < depth && n < len - 200; i++) {
-		if (python)
-			n += (size_t)snprintf(out + n, len - n,
-					      ";Handler%u.step_%u (/srv/app/module_%u.py:%u)",
-					      (k + i) % 7, (k * 3 + i) % 23, i % 11,
-					      10 + (k * 7 + i * 13) % 400);
-		else
-			n += (size_t)snprintf(out + n, len - n, ";ns%u::Component%u::run_%u",
-					      i % 5, (k + i) % 17, (k * 5 + i) % 29);
-	}
-	if (rnd(seed, 3) == 0)
-		n += (size_t)snprintf(out + n, len - n,
-				      ";__libc_read;entry_SYSCALL_64_after_hwframe_[k];"
-				      "do_syscall_64_[k];ksys_read_[k];vfs_read_[k]");
-}
+#include "bench/gen.h"
 
 static double cpu_seconds(void)
 {
@@ -72,34 +34,6 @@ static double cpu_seconds(void)
 
 	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
 	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
-/* One window's batch; its samples also go to sample_out for the pprof twin. */
-static struct batch *make_window(unsigned w, unsigned *seed)
-{
-	const char *keys[] = { "host", "pid", "comm", "exe" };
-	char pid[16], comm[32], exe[64];
-	const char *values[4] = { "bench-host", pid, comm, exe };
-	struct batch_builder *bb;
-	struct batch *b = NULL;
-	unsigned s;
-
-	if (batch_builder__new("bench-agent", "bench-host", "cpu", &bb))
-		return NULL;
-	for (s = 0; s < SAMPLES_PER_WINDOW; s++) {
-		unsigned proc = rnd(seed, NPROC), k = rnd(seed, POOL);
-
-		/* drift: every window replaces a few stacks of the pool */
-		if (rnd(seed, 200) == 0)
-			make_stack(proc, k + w, seed, pool[proc][k].text, sizeof(pool[proc][k].text));
-		snprintf(pid, sizeof(pid), "%u", 1000 + proc);
-		snprintf(comm, sizeof(comm), "%s%u", proc % 3 == 0 ? "python3" : "svc", proc);
-		snprintf(exe, sizeof(exe), "/usr/bin/%s", comm);
-		batch_builder__add(bb, keys, values, 4, pool[proc][k].text, 1);
-	}
-	batch_builder__finish(bb, 1000 + w, 1700000000 + (int64_t)w * 10, 10, 10101010, &b);
-	batch_builder__free(bb);
-	return b;
 }
 
 /* The same samples as a pprof Profile (functions, locations, labelled samples),
@@ -219,7 +153,7 @@ int main(int argc, char **argv)
 		for (k = 0; k < POOL; k++)
 			make_stack(p, k, &seed, pool[p][k].text, sizeof(pool[p][k].text));
 	for (w = 0; w < windows; w++) {
-		struct batch *b = make_window(w, &seed);
+		struct batch *b = make_window(w, 0, SAMPLES_PER_WINDOW, &seed);
 
 		if (!b || wire_encode(b, 3, &bodies[w], &lens[w]))
 			return 1;

@@ -1,4 +1,4 @@
-/* The collector's HTTP server: ingest, a folded query, health and metrics; see
+/* The collector's HTTP server: ingest, queries, health and metrics; see
  * collector.h. One store behind a mutex: SQLite serializes writers anyway, and
  * ingest transactions are short. */
 #include "collector/collector.h"

@@ -1,5 +1,5 @@
 /* The collector: an HTTP server (libmicrohttpd, a thread pool) that ingests the
- * agents' batches into the store and answers health, metrics and a first query.
+ * agents' batches into the store and answers queries, health and metrics.
  *
  * Endpoints
  *   POST /api/v1/ingest   body: a zstd-compressed smolder.v1.Batch
@@ -8,8 +8,8 @@
  *                         committed; a re-sent (agent id, seq) is acknowledged and
  *                         not stored twice. Bad input: 4xx with a one-line reason,
  *                         nothing stored. 413 for bodies over the caps.
- *   GET  /api/v1/folded   ?from=&to= (unix seconds) and where=KEY=VALUE...: folded
- *                         stacks of the range, query token.
+ *   GET  /api/v1/flamegraph, diff, top, series, labels, labels/NAME/values,
+ *                         folded: the queries of collector/query.h, query token.
  *   GET  /healthz         "ok".
  *   GET  /metrics         Prometheus text: batches and samples ingested, rejects
  *                         by reason, ingest latency histogram, database size.
