@@ -166,35 +166,45 @@ int folded__foreach(const struct folded *f, folded_fn cb, void *ctx)
 
 static int by_stack(const void *a, const void *b)
 {
-	const struct folded_entry *x = *(const struct folded_entry *const *)a;
-	const struct folded_entry *y = *(const struct folded_entry *const *)b;
+	return strcmp(((const struct folded_ref *)a)->stack, ((const struct folded_ref *)b)->stack);
+}
 
-	return strcmp(x->stack, y->stack);
+int folded__sorted(const struct folded *f, struct folded_ref **out, size_t *n)
+{
+	size_t count = HASH_COUNT(f->table), i = 0;
+	const struct folded_entry *e;
+	struct folded_ref *refs;
+
+	*out = NULL;
+	*n = 0;
+	if (!count)
+		return 0;
+	refs = malloc(count * sizeof(*refs));
+	if (!refs)
+		return -ENOMEM;
+	for (e = f->table; e; e = e->hh.next)
+		refs[i++] = (struct folded_ref){ e->stack, e->count };
+	qsort(refs, count, sizeof(*refs), by_stack);
+	*out = refs;
+	*n = count;
+	return 0;
 }
 
 int folded__write(const struct folded *f, FILE *out)
 {
-	size_t n = HASH_COUNT(f->table), i = 0;
-	const struct folded_entry **sorted;
-	const struct folded_entry *e;
-	int err = 0;
+	struct folded_ref *refs;
+	size_t n, i;
+	int err = folded__sorted(f, &refs, &n);
 
-	if (!n)
-		return fflush(out) ? -errno : 0;
-	sorted = malloc(n * sizeof(*sorted));
-	if (!sorted)
-		return -ENOMEM;
-	for (e = f->table; e; e = e->hh.next)
-		sorted[i++] = e;
-	qsort(sorted, n, sizeof(*sorted), by_stack);
+	if (err)
+		return err;
 	for (i = 0; i < n; i++) {
-		if (fprintf(out, "%s %llu\n", sorted[i]->stack,
-			    (unsigned long long)sorted[i]->count) < 0) {
+		if (fprintf(out, "%s %llu\n", refs[i].stack, (unsigned long long)refs[i].count) < 0) {
 			err = -EIO;
 			break;
 		}
 	}
-	free(sorted);
+	free(refs);
 	if (!err && fflush(out))
 		err = -errno;
 	return err;

@@ -51,6 +51,16 @@ uint64_t folded__count(const struct folded *f, const char *stack);
 typedef int (*folded_fn)(void *ctx, const char *stack, uint64_t count);
 int folded__foreach(const struct folded *f, folded_fn cb, void *ctx);
 
+/* A stack and its count, borrowed from the aggregate. */
+struct folded_ref {
+	const char *stack; /* valid until the aggregate changes */
+	uint64_t count;
+};
+
+/* A snapshot of every stack, sorted by stack text: *out is malloc'd (NULL when
+ * empty; the caller frees the array, not the strings). Returns 0 or -ENOMEM. */
+int folded__sorted(const struct folded *f, struct folded_ref **out, size_t *n);
+
 /* Writes all stacks, sorted by stack text, one per line. 0 or -errno. */
 int folded__write(const struct folded *f, FILE *out);
 

@@ -3,6 +3,7 @@
  * output is a pure function of the input), builds the protobuf-c message tree
  * around those tables, packs it and gzips it with zlib. */
 #include "common/render_pprof.h"
+#include "common/array.h"
 #include "common/utf8.h"
 
 #include <errno.h>
@@ -39,11 +40,6 @@ struct sample_box {
 	int64_t values[2];
 };
 
-struct stack_ref {
-	const char *stack; /* borrowed from the folded aggregate */
-	uint64_t count;
-};
-
 struct pp {
 	struct intern *strs, *funcs, *locs; /* hash heads */
 	char **strtab;			    /* string_table, owned by the interns */
@@ -54,27 +50,9 @@ struct pp {
 	size_t nloc, caploc;
 	Perftools__Profiles__Sample **smp; /* really struct sample_box * */
 	size_t nsmp, capsmp;
-	struct stack_ref *refs;
-	size_t nrefs, caprefs;
+	struct folded_ref *refs; /* the stacks, sorted */
+	size_t nrefs;
 };
-
-static int grow(void **arr, size_t *cap, size_t need, size_t elem)
-{
-	size_t ncap;
-	void *p;
-
-	if (need <= *cap)
-		return 0;
-	ncap = *cap ? *cap * 2 : 64;
-	while (ncap < need)
-		ncap *= 2;
-	p = reallocarray(*arr, ncap, elem);
-	if (!p)
-		return -ENOMEM;
-	*arr = p;
-	*cap = ncap;
-	return 0;
-}
 
 /* Finds key in *head or adds it (with idx from *next, then incremented). */
 static int intern(struct intern **head, const char *key, size_t klen, uint64_t next,
@@ -124,7 +102,7 @@ static int str_idx(struct pp *p, const char *s, size_t len, int64_t *idx)
 	bool added;
 	int err;
 
-	err = grow((void **)&p->strtab, &p->capstr, p->nstr + 1, sizeof(*p->strtab));
+	err = array_grow((void **)&p->strtab, &p->capstr, p->nstr + 1, sizeof(*p->strtab));
 	if (err)
 		return err;
 	for (i = 0; i < len; i += n) {
@@ -212,7 +190,7 @@ static int function_id(struct pp *p, const char *name, size_t nlen, const char *
 	memcpy(key, name, nlen);
 	key[nlen] = '\0';
 	memcpy(key + nlen + 1, file, flen);
-	err = grow((void **)&p->fns, &p->capfn, p->nfn + 1, sizeof(*p->fns));
+	err = array_grow((void **)&p->fns, &p->capfn, p->nfn + 1, sizeof(*p->fns));
 	if (!err)
 		err = intern(&p->funcs, key, nlen + 1 + flen, p->nfn + 1, &e, &added);
 	free(key);
@@ -250,7 +228,7 @@ static int location_id(struct pp *p, const char *fr, size_t len, uint64_t *id)
 	bool added;
 	int err;
 
-	err = grow((void **)&p->lcs, &p->caploc, p->nloc + 1, sizeof(*p->lcs));
+	err = array_grow((void **)&p->lcs, &p->caploc, p->nloc + 1, sizeof(*p->lcs));
 	if (err)
 		return err;
 	err = intern(&p->locs, fr, len, p->nloc + 1, &e, &added);
@@ -303,7 +281,7 @@ static int add_sample(struct pp *p, const char *stack, uint64_t count, uint64_t 
 		nframes += *fr == ';';
 	if (nframes > RENDER_PPROF_MAX_FRAMES)
 		return -EINVAL;
-	err = grow((void **)&p->smp, &p->capsmp, p->nsmp + 1, sizeof(*p->smp));
+	err = array_grow((void **)&p->smp, &p->capsmp, p->nsmp + 1, sizeof(*p->smp));
 	if (err)
 		return err;
 	b = calloc(1, sizeof(*b));
@@ -348,24 +326,6 @@ static int add_sample(struct pp *p, const char *stack, uint64_t count, uint64_t 
 		fr = semi;
 	}
 	return 0;
-}
-
-static int collect(void *ctx, const char *stack, uint64_t count)
-{
-	struct pp *p = ctx;
-	int err;
-
-	err = grow((void **)&p->refs, &p->caprefs, p->nrefs + 1, sizeof(*p->refs));
-	if (err)
-		return err;
-	p->refs[p->nrefs].stack = stack;
-	p->refs[p->nrefs++].count = count;
-	return 0;
-}
-
-static int by_stack(const void *a, const void *b)
-{
-	return strcmp(((const struct stack_ref *)a)->stack, ((const struct stack_ref *)b)->stack);
 }
 
 static int gzip(const uint8_t *in, size_t in_len, void **out, size_t *out_len)
@@ -449,11 +409,9 @@ int render_pprof(const struct folded *stacks, uint64_t period_ns, int64_t time_n
 		return -EINVAL;
 	if (period_ns > INT64_MAX)
 		return -EOVERFLOW;
-	err = folded__foreach(stacks, collect, &p);
+	err = folded__sorted(stacks, &p.refs, &p.nrefs);
 	if (err)
 		goto out_free;
-	if (p.nrefs)
-		qsort(p.refs, p.nrefs, sizeof(*p.refs), by_stack);
 
 	if ((err = str_idx(&p, "", 0, &empty)) || (err = str_idx(&p, "samples", 7, &samples)) ||
 	    (err = str_idx(&p, "count", 5, &count)) || (err = str_idx(&p, "cpu", 3, &cpu)) ||

@@ -4,6 +4,7 @@
  * Also home of the JSON string writer that validates UTF-8. */
 #include "common/render_json.h"
 #include "common/render_speedscope.h"
+#include "common/array.h"
 
 #include <errno.h>
 #include <stdbool.h>
@@ -21,54 +22,13 @@ struct frame {
 	char text[]; /* NUL-terminated */
 };
 
-struct stack_ref {
-	const char *stack; /* borrowed from the folded aggregate */
-	uint64_t count;
-};
-
 struct ss {
 	struct frame *table;
 	struct frame **order; /* by index */
 	size_t nframes, capframes;
-	struct stack_ref *refs;
-	size_t nrefs, caprefs;
+	struct folded_ref *refs; /* the stacks, sorted */
+	size_t nrefs;
 };
-
-static int grow(void **arr, size_t *cap, size_t need, size_t elem)
-{
-	size_t ncap;
-	void *p;
-
-	if (need <= *cap)
-		return 0;
-	ncap = *cap ? *cap * 2 : 64;
-	while (ncap < need)
-		ncap *= 2;
-	p = reallocarray(*arr, ncap, elem);
-	if (!p)
-		return -ENOMEM;
-	*arr = p;
-	*cap = ncap;
-	return 0;
-}
-
-static int collect(void *ctx, const char *stack, uint64_t count)
-{
-	struct ss *p = ctx;
-	int err;
-
-	err = grow((void **)&p->refs, &p->caprefs, p->nrefs + 1, sizeof(*p->refs));
-	if (err)
-		return err;
-	p->refs[p->nrefs].stack = stack;
-	p->refs[p->nrefs++].count = count;
-	return 0;
-}
-
-static int by_stack(const void *a, const void *b)
-{
-	return strcmp(((const struct stack_ref *)a)->stack, ((const struct stack_ref *)b)->stack);
-}
 
 static int intern(struct ss *p, const char *text, size_t len)
 {
@@ -79,7 +39,7 @@ static int intern(struct ss *p, const char *text, size_t len)
 	HASH_FIND(hh, p->table, text, len, f);
 	if (f)
 		return 0;
-	err = grow((void **)&p->order, &p->capframes, p->nframes + 1, sizeof(*p->order));
+	err = array_grow((void **)&p->order, &p->capframes, p->nframes + 1, sizeof(*p->order));
 	if (err)
 		return err;
 	f = malloc(sizeof(*f) + len + 1);
@@ -143,11 +103,9 @@ int render_speedscope(const struct folded *stacks, const char *name, FILE *out)
 		return -EINVAL;
 	if (!name)
 		name = "smolder";
-	err = folded__foreach(stacks, collect, &p);
+	err = folded__sorted(stacks, &p.refs, &p.nrefs);
 	if (err)
 		goto out_free;
-	if (p.nrefs)
-		qsort(p.refs, p.nrefs, sizeof(*p.refs), by_stack);
 	for (i = 0; i < p.nrefs; i++) {
 		if (!*p.refs[i].stack) {
 			err = -EINVAL;
