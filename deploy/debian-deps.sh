@@ -12,7 +12,7 @@ packages=(
 	libprotobuf-c-dev libmicrohttpd-dev uthash-dev
 	# tests and benchmarks
 	libcmocka-dev python3 linux-perf procps binutils sqlite3 libxml2-utils
-	protobuf-compiler chromium
+	protobuf-compiler chromium openssl socat
 )
 
 missing=()

@@ -625,6 +625,85 @@ static void test_restart_replays_spool(void **state)
 	stop_server(&s, SIGTERM);
 }
 
+/* https: the agent verifies the collector's certificate with --ca-file. socat
+ * terminates TLS in front of the collector (which serves plain HTTP); a second
+ * agent without the CA cannot deliver (the certificate is self-signed). */
+static void test_https_with_ca_file(void **state)
+{
+	char db[128], out[128], err[128], spool[128], cert[128], key[128], cmd[1024];
+	char shapes[256], url[64], pid[16];
+	char *argv[] = { test_build_path(shapes, sizeof(shapes), "workloads/shapes"), "1", NULL };
+	char tls_listen[512], target[64];
+	char *socat_argv[] = { "/usr/bin/socat", tls_listen, target, NULL };
+	unsigned tls_port = free_port();
+	struct folded *agent_view, *stored;
+	struct server s;
+	pid_t work, agent, socat;
+	char *text;
+
+	(void)state;
+	if (!test_is_root())
+		skip();
+	if (access("/usr/bin/socat", X_OK) || access("/usr/bin/openssl", X_OK)) {
+		print_message("skipping: socat or openssl missing\n");
+		skip();
+	}
+	snprintf(db, sizeof(db), "%s/tls.db", dir);
+	snprintf(cert, sizeof(cert), "%s/cert.pem", dir);
+	snprintf(key, sizeof(key), "%s/key.pem", dir);
+	snprintf(cmd, sizeof(cmd),
+		 "openssl req -x509 -newkey rsa:2048 -nodes -days 1 -subj /CN=localhost "
+		 "-addext subjectAltName=DNS:localhost -keyout '%s' -out '%s' 2>/dev/null",
+		 key, cert);
+	assert_int_equal(system(cmd), 0);
+	start_server(&s, db, 0, NULL);
+	snprintf(tls_listen, sizeof(tls_listen),
+		 "OPENSSL-LISTEN:%u,bind=127.0.0.1,reuseaddr,fork,cert=%s,key=%s,verify=0", tls_port,
+		 cert, key);
+	snprintf(target, sizeof(target), "TCP:127.0.0.1:%u", s.port);
+	socat = test_spawn(socat_argv, "/dev/null", "/dev/null");
+	assert_true(socat > 0);
+
+	work = test_spawn(argv, "/dev/null", NULL);
+	snprintf(url, sizeof(url), "https://localhost:%u", tls_port);
+	snprintf(pid, sizeof(pid), "%d", (int)work);
+	/* without the CA: refused by verification, batches stay pending */
+	snprintf(out, sizeof(out), "%s/tls-noca.folded", dir);
+	snprintf(err, sizeof(err), "%s/tls-noca.err", dir);
+	snprintf(spool, sizeof(spool), "%s/tls-noca-spool", dir);
+	agent = start_agent(out, err, "--collector", url, "--spool-dir", spool, "--pid", pid,
+			    "--frequency", "199", "--window", "1", "--duration", "2",
+			    "--retry-base-ms", "50", NULL);
+	agent_exited_cleanly(agent, err, 60000);
+	text = test_read_file(err);
+	assert_non_null(strstr(text, "0 batches sent"));
+	assert_null(strstr(text, " 0 pending"));
+	free(text);
+
+	/* with it: delivered, and stored exactly */
+	snprintf(out, sizeof(out), "%s/tls.folded", dir);
+	snprintf(err, sizeof(err), "%s/tls.err", dir);
+	snprintf(spool, sizeof(spool), "%s/tls-spool", dir);
+	agent = start_agent(out, err, "--collector", url, "--ca-file", cert, "--spool-dir", spool,
+			    "--pid", pid, "--frequency", "199", "--window", "1", "--duration", "3",
+			    "--retry-base-ms", "50", NULL);
+	agent_exited_cleanly(agent, err, 60000);
+	kill(work, SIGKILL);
+	test_wait(work, 10000);
+	text = test_read_file(err);
+	assert_non_null(strstr(text, " 0 pending"));
+	free(text);
+	agent_view = load_folded(out);
+	stored = query_all(s.port);
+	assert_true(folded__total(agent_view) > 100);
+	assert_same(agent_view, stored);
+	folded__free(agent_view);
+	folded__free(stored);
+	kill(socat, SIGTERM);
+	test_wait(socat, 10000);
+	stop_server(&s, SIGTERM);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -633,6 +712,7 @@ int main(void)
 		cmocka_unit_test(test_round_trip),
 		cmocka_unit_test(test_collector_down_then_back),
 		cmocka_unit_test(test_restart_replays_spool),
+		cmocka_unit_test(test_https_with_ca_file),
 	};
 
 	return cmocka_run_group_tests(tests, group_setup, group_teardown);
