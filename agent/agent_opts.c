@@ -2,10 +2,10 @@
 #include "agent/agent_opts.h"
 
 #include "bpf/python.h"
+#include "common/reason.h"
 
 #include <errno.h>
 #include <getopt.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -78,18 +78,6 @@ static const struct option long_options[] = {
 	{ NULL, 0, NULL, 0 },
 };
 
-static int fail(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-
-static int fail(char *err, size_t errlen, const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(err, errlen, fmt, ap);
-	va_end(ap);
-	return -EINVAL;
-}
-
 /* Parses a decimal in [min, max]; the whole string must be the number. */
 static int parse_uint(const char *s, unsigned long min, unsigned long max, unsigned long *out)
 {
@@ -128,11 +116,11 @@ static int add_label(struct agent_options *o, const char *arg, char *err, size_t
 	struct agent_label *l;
 
 	if (!eq || !is_label_key(arg, (size_t)(eq - arg)))
-		return fail(err, errlen, "--label wants KEY=VALUE with KEY of [A-Za-z_][A-Za-z0-9_]*: '%s'", arg);
+		return reason_fail(err, errlen, -EINVAL, "--label wants KEY=VALUE with KEY of [A-Za-z_][A-Za-z0-9_]*: '%s'", arg);
 	if (strlen(eq + 1) > 1024)
-		return fail(err, errlen, "--label value longer than 1024 bytes");
+		return reason_fail(err, errlen, -EINVAL, "--label value longer than 1024 bytes");
 	if (o->nlabels == AGENT_MAX_LABELS)
-		return fail(err, errlen, "at most %d labels", AGENT_MAX_LABELS);
+		return reason_fail(err, errlen, -EINVAL, "at most %d labels", AGENT_MAX_LABELS);
 	l = &o->labels[o->nlabels];
 	l->key = strndup(arg, (size_t)(eq - arg));
 	l->value = strdup(eq + 1);
@@ -164,12 +152,12 @@ static int read_token(char **field, const char *path, char *err, size_t errlen)
 	bool ok;
 
 	if (!f)
-		return fail(err, errlen, "--token-file: cannot read '%s': %s", path, strerror(errno));
+		return reason_fail(err, errlen, -EINVAL, "--token-file: cannot read '%s': %s", path, strerror(errno));
 	ok = fgets(line, sizeof(line), f) != NULL;
 	fclose(f);
 	line[strcspn(line, "\r\n")] = '\0';
 	if (!ok || !line[0])
-		return fail(err, errlen, "--token-file: '%s' holds no token", path);
+		return reason_fail(err, errlen, -EINVAL, "--token-file: '%s' holds no token", path);
 	return set_string(field, line);
 }
 
@@ -201,30 +189,30 @@ int agent_options__parse(int argc, char **argv, struct agent_options *o, char *e
 		switch (c) {
 		case 'p':
 			if (parse_uint(optarg, 1, 4194304, &v))
-				rc = fail(err, errlen, "--pid wants a process id, got '%s'", optarg);
+				rc = reason_fail(err, errlen, -EINVAL, "--pid wants a process id, got '%s'", optarg);
 			else if (o->npids == AGENT_MAX_PIDS)
-				rc = fail(err, errlen, "at most %d --pid options", AGENT_MAX_PIDS);
+				rc = reason_fail(err, errlen, -EINVAL, "at most %d --pid options", AGENT_MAX_PIDS);
 			else
 				o->pids[o->npids++] = (uint32_t)v;
 			break;
 		case 'd':
 			if (parse_uint(optarg, 1, 31536000, &v))
-				rc = fail(err, errlen, "--duration wants whole seconds >= 1, got '%s'", optarg);
+				rc = reason_fail(err, errlen, -EINVAL, "--duration wants whole seconds >= 1, got '%s'", optarg);
 			o->duration_sec = (unsigned)v;
 			break;
 		case 'F':
 			if (parse_uint(optarg, 1, 10000, &v))
-				rc = fail(err, errlen, "--frequency wants 1 to 10000 Hz, got '%s'", optarg);
+				rc = reason_fail(err, errlen, -EINVAL, "--frequency wants 1 to 10000 Hz, got '%s'", optarg);
 			o->frequency = (unsigned)v;
 			break;
 		case 'w':
 			if (parse_uint(optarg, 1, 3600, &v))
-				rc = fail(err, errlen, "--window wants 1 to 3600 seconds, got '%s'", optarg);
+				rc = reason_fail(err, errlen, -EINVAL, "--window wants 1 to 3600 seconds, got '%s'", optarg);
 			o->window_sec = (unsigned)v;
 			break;
 		case 'o':
 			if (!*optarg) {
-				rc = fail(err, errlen, "--output wants a file name or '-'");
+				rc = reason_fail(err, errlen, -EINVAL, "--output wants a file name or '-'");
 				break;
 			}
 			rc = set_string(&o->output, optarg);
@@ -247,7 +235,7 @@ int agent_options__parse(int argc, char **argv, struct agent_options *o, char *e
 			break;
 		case OPT_MAX_STACKS:
 			if (parse_uint(optarg, 1024, 1u << 22, &v))
-				rc = fail(err, errlen, "--max-stacks wants 1024 to 4194304, got '%s'", optarg);
+				rc = reason_fail(err, errlen, -EINVAL, "--max-stacks wants 1024 to 4194304, got '%s'", optarg);
 			o->max_stacks = (uint32_t)v;
 			break;
 		case OPT_PYTHON:
@@ -256,17 +244,17 @@ int agent_options__parse(int argc, char **argv, struct agent_options *o, char *e
 			else if (strcmp(optarg, "off") == 0)
 				o->python = false;
 			else
-				rc = fail(err, errlen, "--python wants on or off, got '%s'", optarg);
+				rc = reason_fail(err, errlen, -EINVAL, "--python wants on or off, got '%s'", optarg);
 			break;
 		case OPT_PYTHON_DEPTH:
 			if (parse_uint(optarg, 1, PY_MAX_DEPTH, &v))
-				rc = fail(err, errlen, "--python-depth wants 1 to %d, got '%s'",
+				rc = reason_fail(err, errlen, -EINVAL, "--python-depth wants 1 to %d, got '%s'",
 					  PY_MAX_DEPTH, optarg);
 			o->python_depth = (unsigned)v;
 			break;
 		case 'c':
 			if (strncmp(optarg, "http://", 7) && strncmp(optarg, "https://", 8))
-				rc = fail(err, errlen, "--collector wants an http:// or https:// URL, got '%s'",
+				rc = reason_fail(err, errlen, -EINVAL, "--collector wants an http:// or https:// URL, got '%s'",
 					  optarg);
 			else
 				rc = set_string(&o->collector, optarg);
@@ -282,33 +270,33 @@ int agent_options__parse(int argc, char **argv, struct agent_options *o, char *e
 			break;
 		case OPT_SPOOL_DIR:
 			rc = *optarg ? set_string(&o->spool_dir, optarg)
-				     : fail(err, errlen, "--spool-dir wants a directory");
+				     : reason_fail(err, errlen, -EINVAL, "--spool-dir wants a directory");
 			break;
 		case OPT_SPOOL_MAX_MB:
 			if (parse_uint(optarg, 1, 1u << 20, &v))
-				rc = fail(err, errlen, "--spool-max-mb wants 1 to 1048576, got '%s'", optarg);
+				rc = reason_fail(err, errlen, -EINVAL, "--spool-max-mb wants 1 to 1048576, got '%s'", optarg);
 			o->spool_max_mb = (unsigned)v;
 			break;
 		case OPT_AGENT_ID:
 			rc = *optarg && strlen(optarg) <= 256
 				     ? set_string(&o->agent_id, optarg)
-				     : fail(err, errlen, "--agent-id wants 1 to 256 characters");
+				     : reason_fail(err, errlen, -EINVAL, "--agent-id wants 1 to 256 characters");
 			break;
 		case OPT_RETRY_BASE_MS:
 			if (parse_uint(optarg, 1, 30000, &v))
-				rc = fail(err, errlen, "--retry-base-ms wants 1 to 30000, got '%s'", optarg);
+				rc = reason_fail(err, errlen, -EINVAL, "--retry-base-ms wants 1 to 30000, got '%s'", optarg);
 			o->retry_base_ms = (unsigned)v;
 			break;
 		case ':':
-			rc = fail(err, errlen, "option '%s' needs a value", argv[optind - 1]);
+			rc = reason_fail(err, errlen, -EINVAL, "option '%s' needs a value", argv[optind - 1]);
 			break;
 		default:
-			rc = fail(err, errlen, "unknown option '%s'", argv[optind - 1]);
+			rc = reason_fail(err, errlen, -EINVAL, "unknown option '%s'", argv[optind - 1]);
 			break;
 		}
 	}
 	if (!rc && optind < argc)
-		rc = fail(err, errlen, "unexpected argument '%s'", argv[optind]);
+		rc = reason_fail(err, errlen, -EINVAL, "unexpected argument '%s'", argv[optind]);
 	/* With a collector, folded output only when asked for. */
 	if (!rc && o->collector && !output_given) {
 		free(o->output);

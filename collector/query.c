@@ -2,13 +2,13 @@
 #include "collector/query.h"
 
 #include <errno.h>
-#include <stdarg.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "common/flame.h"
 #include "common/folded.h"
+#include "common/reason.h"
 #include "common/render_html.h"
 #include "common/render_json.h"
 #include "common/render_pprof.h"
@@ -24,18 +24,6 @@
 #define MAX_POINTS 100000      /* series buckets in one answer */
 #define PERIOD_NS 10101010     /* 99 Hz: the store does not keep the period yet */
 
-static int fail(char *why, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-
-static int fail(char *why, size_t len, const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(why, len, fmt, ap);
-	va_end(ap);
-	return -EINVAL;
-}
-
 static int parse_time_param(query_param_fn param, void *ctx, const char *name, int64_t dflt,
 			    int64_t now, int64_t *out, char *why, size_t len)
 {
@@ -46,7 +34,7 @@ static int parse_time_param(query_param_fn param, void *ctx, const char *name, i
 		return 0;
 	}
 	if (timeparse(v, now, out))
-		return fail(why, len, "%s: '%.64s' is not a time (RFC 3339, unix seconds, now, -15m)",
+		return reason_fail(why, len, -EINVAL, "%s: '%.64s' is not a time (RFC 3339, unix seconds, now, -15m)",
 			    name, v);
 	return 0;
 }
@@ -58,7 +46,7 @@ static int parse_range(query_param_fn param, void *ctx, const char *from_name, c
 
 	err = err ?: parse_time_param(param, ctx, from_name, *to - DEFAULT_RANGE, now, from, why, len);
 	if (!err && *to <= *from)
-		err = fail(why, len, "%s must be after %s", to_name, from_name);
+		err = reason_fail(why, len, -EINVAL, "%s must be after %s", to_name, from_name);
 	return err;
 }
 
@@ -72,9 +60,9 @@ static int parse_where(struct query *q, struct query_where *w, query_param_fn pa
 	for (i = 0; (v = param(ctx, name, i)); i++) {
 		eq = strchr(v, '=');
 		if (!eq || eq == v)
-			return fail(why, len, "%s wants KEY=VALUE, got '%.64s'", name, v);
+			return reason_fail(why, len, -EINVAL, "%s wants KEY=VALUE, got '%.64s'", name, v);
 		if (w->n == QUERY_MAX_WHERE || q->nowned + 2 > sizeof(q->owned) / sizeof(q->owned[0]))
-			return fail(why, len, "at most %d %s selections", QUERY_MAX_WHERE, name);
+			return reason_fail(why, len, -EINVAL, "at most %d %s selections", QUERY_MAX_WHERE, name);
 		q->owned[q->nowned] = strndup(v, (size_t)(eq - v));
 		q->owned[q->nowned + 1] = strdup(eq + 1);
 		if (!q->owned[q->nowned] || !q->owned[q->nowned + 1]) {
@@ -131,12 +119,12 @@ int query_parse(struct query *q, enum query_kind kind, query_param_fn param, voi
 	if (!q->format)
 		q->format = "json";
 	if (!one_of(q->format, formats)) {
-		err = fail(why, whylen, "unknown format '%.32s' for this query", q->format);
+		err = reason_fail(why, whylen, -EINVAL, "unknown format '%.32s' for this query", q->format);
 		goto out;
 	}
 	v = param(ctx, "type", 0);
 	if (v && strcmp(v, "cpu") != 0) {
-		err = fail(why, whylen, "unknown profile type '%.32s' (only cpu is recorded)", v);
+		err = reason_fail(why, whylen, -EINVAL, "unknown profile type '%.32s' (only cpu is recorded)", v);
 		goto out;
 	}
 	if (kind == QUERY_TOP && (v = param(ctx, "limit", 0))) {
@@ -144,7 +132,7 @@ int query_parse(struct query *q, enum query_kind kind, query_param_fn param, voi
 		unsigned long n = strtoul(v, &end, 10);
 
 		if (*end || !*v || n < 1 || n > MAX_LIMIT) {
-			err = fail(why, whylen, "limit wants 1 to %d", MAX_LIMIT);
+			err = reason_fail(why, whylen, -EINVAL, "limit wants 1 to %d", MAX_LIMIT);
 			goto out;
 		}
 		q->limit = n;
@@ -152,20 +140,20 @@ int query_parse(struct query *q, enum query_kind kind, query_param_fn param, voi
 	if (kind == QUERY_SERIES) {
 		v = param(ctx, "step", 0);
 		if (v && timeparse_duration(v, &q->step)) {
-			err = fail(why, whylen, "step wants a duration like 10s or 5m, got '%.32s'", v);
+			err = reason_fail(why, whylen, -EINVAL, "step wants a duration like 10s or 5m, got '%.32s'", v);
 			goto out;
 		}
 		if (!v)
 			q->step = (q->to - q->from) / 60 > MIN_STEP ? (q->to - q->from) / 60 : MIN_STEP;
 		if ((q->to - q->from) / q->step > MAX_POINTS) {
-			err = fail(why, whylen, "step too small: more than %d points", MAX_POINTS);
+			err = reason_fail(why, whylen, -EINVAL, "step too small: more than %d points", MAX_POINTS);
 			goto out;
 		}
 	}
 	if (kind == QUERY_LABEL_VALUES) {
 		q->label = param(ctx, "name", 0);
 		if (!q->label || !*q->label)
-			err = fail(why, whylen, "which label? name is missing");
+			err = reason_fail(why, whylen, -EINVAL, "which label? name is missing");
 	}
 out:
 	if (err)

@@ -15,6 +15,7 @@
  * text is the identity wherever the split falls.
  */
 #include "common/batch.h"
+#include "common/reason.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -113,25 +114,13 @@ void batch__free(struct batch *b)
 	free(b);
 }
 
-__attribute__((format(printf, 3, 4))) static int invalid(char *why, size_t len, const char *fmt,
-							 ...)
-{
-	va_list ap;
-
-	if (why && len) {
-		va_start(ap, fmt);
-		vsnprintf(why, len, fmt, ap);
-		va_end(ap);
-	}
-	return -EINVAL;
-}
-
 static int validate_string_ref(const struct batch *b, const char *what, uint32_t i,
 			       const char *field, uint32_t s, char *why, size_t len)
 {
 	if (s >= b->nstrings)
-		return invalid(why, len, "%s %u: %s string %u out of range (%u strings)", what, i,
-			       field, s, b->nstrings);
+		return reason_fail(why, len, -EINVAL,
+				   "%s %u: %s string %u out of range (%u strings)", what, i, field,
+				   s, b->nstrings);
 	return 0;
 }
 
@@ -141,76 +130,79 @@ int batch__validate(const struct batch *b, char *why, size_t len)
 	int err;
 
 	if (!b)
-		return invalid(why, len, "no batch");
+		return reason_fail(why, len, -EINVAL, "no batch");
 	if (b->nstrings < 1 || !b->strings)
-		return invalid(why, len, "empty string table");
+		return reason_fail(why, len, -EINVAL, "empty string table");
 	if (b->nstrings > BATCH_MAX_STRINGS)
-		return invalid(why, len, "%u strings over the cap of %u", b->nstrings,
-			       BATCH_MAX_STRINGS);
+		return reason_fail(why, len, -EINVAL, "%u strings over the cap of %u", b->nstrings,
+				   BATCH_MAX_STRINGS);
 	for (i = 0; i < b->nstrings; i++) {
 		if (!b->strings[i])
-			return invalid(why, len, "string %u missing", i);
+			return reason_fail(why, len, -EINVAL, "string %u missing", i);
 		if (strnlen(b->strings[i], BATCH_MAX_STRING_LEN + 1) > BATCH_MAX_STRING_LEN)
-			return invalid(why, len, "string %u longer than %u bytes", i,
-				       BATCH_MAX_STRING_LEN);
+			return reason_fail(why, len, -EINVAL, "string %u longer than %u bytes", i,
+					   BATCH_MAX_STRING_LEN);
 	}
 	if (b->strings[0][0] != '\0')
-		return invalid(why, len, "string 0 is not empty");
+		return reason_fail(why, len, -EINVAL, "string 0 is not empty");
 	if ((err = validate_string_ref(b, "batch", 0, "agent_id", b->agent_id, why, len)) ||
 	    (err = validate_string_ref(b, "batch", 0, "host", b->host, why, len)) ||
 	    (err = validate_string_ref(b, "batch", 0, "profile_type", b->profile_type, why, len)))
 		return err;
 	if (b->agent_id == 0)
-		return invalid(why, len, "empty agent_id");
+		return reason_fail(why, len, -EINVAL, "empty agent_id");
 
 	if (b->nframes > BATCH_MAX_FRAMES)
-		return invalid(why, len, "%u frames over the cap of %u", b->nframes,
-			       BATCH_MAX_FRAMES);
+		return reason_fail(why, len, -EINVAL, "%u frames over the cap of %u", b->nframes,
+				   BATCH_MAX_FRAMES);
 	if (b->nframes && !b->frames)
-		return invalid(why, len, "frames missing");
+		return reason_fail(why, len, -EINVAL, "frames missing");
 	for (i = 0; i < b->nframes; i++) {
 		const struct batch_frame *f = &b->frames[i];
 
 		if (f->kind >= BATCH_FRAME_NR)
-			return invalid(why, len, "frame %u: unknown kind %u", i, f->kind);
+			return reason_fail(why, len, -EINVAL, "frame %u: unknown kind %u", i,
+					   f->kind);
 		if ((err = validate_string_ref(b, "frame", i, "name", f->name, why, len)) ||
 		    (err = validate_string_ref(b, "frame", i, "file", f->file, why, len)))
 			return err;
 	}
 
 	if (b->nstacks > BATCH_MAX_STACKS)
-		return invalid(why, len, "%u stacks over the cap of %u", b->nstacks,
-			       BATCH_MAX_STACKS);
+		return reason_fail(why, len, -EINVAL, "%u stacks over the cap of %u", b->nstacks,
+				   BATCH_MAX_STACKS);
 	if (b->nstacks && !b->stacks)
-		return invalid(why, len, "stacks missing");
+		return reason_fail(why, len, -EINVAL, "stacks missing");
 	for (i = 0; i < b->nstacks; i++) {
 		const struct batch_stack *st = &b->stacks[i];
 
 		if (st->nframes == 0 || !st->frames)
-			return invalid(why, len, "stack %u: empty", i);
+			return reason_fail(why, len, -EINVAL, "stack %u: empty", i);
 		if (st->nframes > BATCH_MAX_STACK_DEPTH)
-			return invalid(why, len, "stack %u: %u frames over the cap of %u", i,
-				       st->nframes, BATCH_MAX_STACK_DEPTH);
+			return reason_fail(why, len, -EINVAL,
+					   "stack %u: %u frames over the cap of %u", i, st->nframes,
+					   BATCH_MAX_STACK_DEPTH);
 		for (j = 0; j < st->nframes; j++)
 			if (st->frames[j] >= b->nframes)
-				return invalid(why, len,
-					       "stack %u: frame %u out of range (%u frames)", i,
-					       st->frames[j], b->nframes);
+				return reason_fail(why, len, -EINVAL,
+						   "stack %u: frame %u out of range (%u frames)", i,
+						   st->frames[j], b->nframes);
 	}
 
 	if (b->nlabelsets > BATCH_MAX_LABELSETS)
-		return invalid(why, len, "%u label sets over the cap of %u", b->nlabelsets,
-			       BATCH_MAX_LABELSETS);
+		return reason_fail(why, len, -EINVAL, "%u label sets over the cap of %u",
+				   b->nlabelsets, BATCH_MAX_LABELSETS);
 	if (b->nlabelsets && !b->labelsets)
-		return invalid(why, len, "label sets missing");
+		return reason_fail(why, len, -EINVAL, "label sets missing");
 	for (i = 0; i < b->nlabelsets; i++) {
 		const struct batch_labelset *ls = &b->labelsets[i];
 
 		if (ls->nlabels > BATCH_MAX_LABELS)
-			return invalid(why, len, "label set %u: %u labels over the cap of %u", i,
-				       ls->nlabels, BATCH_MAX_LABELS);
+			return reason_fail(why, len, -EINVAL,
+					   "label set %u: %u labels over the cap of %u", i,
+					   ls->nlabels, BATCH_MAX_LABELS);
 		if (ls->nlabels && !ls->labels)
-			return invalid(why, len, "label set %u: labels missing", i);
+			return reason_fail(why, len, -EINVAL, "label set %u: labels missing", i);
 		for (j = 0; j < ls->nlabels; j++) {
 			if ((err = validate_string_ref(b, "label set", i, "key", ls->labels[j].key,
 						       why, len)) ||
@@ -219,35 +211,37 @@ int batch__validate(const struct batch *b, char *why, size_t len)
 				return err;
 			if (j > 0 && strcmp(b->strings[ls->labels[j - 1].key],
 					    b->strings[ls->labels[j].key]) >= 0)
-				return invalid(why, len,
-					       "label set %u: keys not sorted or not unique", i);
+				return reason_fail(why, len, -EINVAL,
+						   "label set %u: keys not sorted or not unique",
+						   i);
 		}
 	}
 
 	if (b->nsamples > BATCH_MAX_SAMPLES)
-		return invalid(why, len, "%u samples over the cap of %u", b->nsamples,
-			       BATCH_MAX_SAMPLES);
+		return reason_fail(why, len, -EINVAL, "%u samples over the cap of %u", b->nsamples,
+				   BATCH_MAX_SAMPLES);
 	if (b->nsamples && !b->samples)
-		return invalid(why, len, "samples missing");
+		return reason_fail(why, len, -EINVAL, "samples missing");
 	for (i = 0; i < b->nsamples; i++) {
 		const struct batch_sample *s = &b->samples[i];
 
 		if (s->labelset >= b->nlabelsets)
-			return invalid(why, len,
-				       "sample %u: label set %u out of range (%u label sets)", i,
-				       s->labelset, b->nlabelsets);
+			return reason_fail(why, len, -EINVAL,
+					   "sample %u: label set %u out of range (%u label sets)",
+					   i, s->labelset, b->nlabelsets);
 		if (s->stack >= b->nstacks)
-			return invalid(why, len, "sample %u: stack %u out of range (%u stacks)", i,
-				       s->stack, b->nstacks);
+			return reason_fail(why, len, -EINVAL,
+					   "sample %u: stack %u out of range (%u stacks)", i,
+					   s->stack, b->nstacks);
 		if (s->count == 0)
-			return invalid(why, len, "sample %u: zero count", i);
+			return reason_fail(why, len, -EINVAL, "sample %u: zero count", i);
 	}
 
 	if (b->ncounters > BATCH_MAX_COUNTERS)
-		return invalid(why, len, "%u counters over the cap of %u", b->ncounters,
-			       BATCH_MAX_COUNTERS);
+		return reason_fail(why, len, -EINVAL, "%u counters over the cap of %u",
+				   b->ncounters, BATCH_MAX_COUNTERS);
 	if (b->ncounters && !b->counters)
-		return invalid(why, len, "counters missing");
+		return reason_fail(why, len, -EINVAL, "counters missing");
 	for (i = 0; i < b->ncounters; i++)
 		if ((err = validate_string_ref(b, "counter", i, "name", b->counters[i].name, why,
 					       len)))

@@ -11,6 +11,7 @@
  * conversion to struct batch and batch__validate().
  */
 #include "common/wire.h"
+#include "common/reason.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -31,19 +32,6 @@
 #define UNPACK_FACTOR	      8		  /* protobuf-c budget: 8 x message + slack */
 #define UNPACK_SLACK	      (64u << 20)
 #define FRAME_HEADER_MAX      18 /* ZSTD_FRAMEHEADERSIZE_MAX, a static-only symbol */
-
-__attribute__((format(printf, 4, 5))) static int fail(char *why, size_t whylen, int err,
-						      const char *fmt, ...)
-{
-	va_list ap;
-
-	if (why && whylen) {
-		va_start(ap, fmt);
-		vsnprintf(why, whylen, fmt, ap);
-		va_end(ap);
-	}
-	return err;
-}
 
 /* ---- encode ----------------------------------------------------------------- */
 
@@ -242,27 +230,28 @@ static int decompress_stream(const void *src, size_t len, size_t cap, void **out
 	o.dst = malloc(size);
 	o.size = size;
 	if (!dctx || !o.dst) {
-		err = fail(why, whylen, -ENOMEM, "out of memory");
+		err = reason_fail(why, whylen, -ENOMEM, "out of memory");
 		goto out_free;
 	}
 	ret = ZSTD_DCtx_setParameter(dctx, ZSTD_d_windowLogMax, STREAM_WINDOW_LOG_MAX);
 	if (ZSTD_isError(ret)) {
-		err = fail(why, whylen, -EINVAL, "zstd: %s", ZSTD_getErrorName(ret));
+		err = reason_fail(why, whylen, -EINVAL, "zstd: %s", ZSTD_getErrorName(ret));
 		goto out_free;
 	}
 	for (;;) {
 		ret = ZSTD_decompressStream(dctx, &o, &in);
 		if (ZSTD_isError(ret)) {
 			if (ZSTD_getErrorCode(ret) == ZSTD_error_frameParameter_windowTooLarge)
-				err = fail(why, whylen, -E2BIG, "zstd window over %u bytes",
-					   1u << STREAM_WINDOW_LOG_MAX);
+				err = reason_fail(why, whylen, -E2BIG, "zstd window over %u bytes",
+						  1u << STREAM_WINDOW_LOG_MAX);
 			else
-				err = fail(why, whylen, -EINVAL, "corrupt zstd frame: %s",
-					   ZSTD_getErrorName(ret));
+				err = reason_fail(why, whylen, -EINVAL, "corrupt zstd frame: %s",
+						  ZSTD_getErrorName(ret));
 			goto out_free;
 		}
 		if (o.pos > cap) {
-			err = fail(why, whylen, -E2BIG, "decompressed body over %zu bytes", cap);
+			err = reason_fail(why, whylen, -E2BIG, "decompressed body over %zu bytes",
+					  cap);
 			goto out_free;
 		}
 		if (ret == 0)
@@ -273,13 +262,13 @@ static int decompress_stream(const void *src, size_t len, size_t cap, void **out
 			size = o.size > cap / 2 ? cap + 1 : o.size * 2;
 			nd = realloc(o.dst, size);
 			if (!nd) {
-				err = fail(why, whylen, -ENOMEM, "out of memory");
+				err = reason_fail(why, whylen, -ENOMEM, "out of memory");
 				goto out_free;
 			}
 			o.dst = nd;
 			o.size = size;
 		} else if (in.pos == in.size) {
-			err = fail(why, whylen, -EINVAL, "truncated zstd frame");
+			err = reason_fail(why, whylen, -EINVAL, "truncated zstd frame");
 			goto out_free;
 		}
 	}
@@ -306,29 +295,29 @@ static int decompress(const void *body, size_t len, size_t cap, void **out, size
 	int err;
 
 	if (len == 0)
-		return fail(why, whylen, -EINVAL, "empty body");
+		return reason_fail(why, whylen, -EINVAL, "empty body");
 	if (len < sizeof(magic))
-		return fail(why, whylen, -EINVAL, "not zstd (%zu bytes)", len);
+		return reason_fail(why, whylen, -EINVAL, "not zstd (%zu bytes)", len);
 	memcpy(&magic, body, sizeof(magic));
 	if (magic != ZSTD_MAGICNUMBER)
-		return fail(why, whylen, -EINVAL, "not zstd (bad magic number)");
+		return reason_fail(why, whylen, -EINVAL, "not zstd (bad magic number)");
 	size = ZSTD_getFrameContentSize(body, len);
 	if (size == ZSTD_CONTENTSIZE_ERROR)
-		return fail(why, whylen, -EINVAL,
-			    len < FRAME_HEADER_MAX ? "truncated zstd frame"
-						   : "not zstd (bad frame header)");
+		return reason_fail(why, whylen, -EINVAL,
+				   len < FRAME_HEADER_MAX ? "truncated zstd frame"
+							  : "not zstd (bad frame header)");
 	if (size != ZSTD_CONTENTSIZE_UNKNOWN && size > cap)
-		return fail(why, whylen, -E2BIG, "decompressed size %llu over the cap of %zu", size,
-			    cap);
+		return reason_fail(why, whylen, -E2BIG,
+				   "decompressed size %llu over the cap of %zu", size, cap);
 	frame_len = ZSTD_findFrameCompressedSize(body, len);
 	if (ZSTD_isError(frame_len) && ZSTD_getErrorCode(frame_len) == ZSTD_error_srcSize_wrong)
-		return fail(why, whylen, -EINVAL, "truncated zstd frame");
+		return reason_fail(why, whylen, -EINVAL, "truncated zstd frame");
 	if (ZSTD_isError(frame_len))
-		return fail(why, whylen, -EINVAL, "corrupt zstd frame: %s",
-			    ZSTD_getErrorName(frame_len));
+		return reason_fail(why, whylen, -EINVAL, "corrupt zstd frame: %s",
+				   ZSTD_getErrorName(frame_len));
 	if (frame_len != len)
-		return fail(why, whylen, -EINVAL, "%zu bytes after the zstd frame",
-			    len - frame_len);
+		return reason_fail(why, whylen, -EINVAL, "%zu bytes after the zstd frame",
+				   len - frame_len);
 	if (size == ZSTD_CONTENTSIZE_UNKNOWN)
 		return decompress_stream(body, len, cap, out, out_len, why, whylen);
 
@@ -336,22 +325,22 @@ static int decompress(const void *body, size_t len, size_t cap, void **out, size
 	dctx = ZSTD_createDCtx();
 	buf = malloc(size ? (size_t)size : 1);
 	if (!dctx || !buf) {
-		err = fail(why, whylen, -ENOMEM, "out of memory");
+		err = reason_fail(why, whylen, -ENOMEM, "out of memory");
 		goto out_free;
 	}
 	ret = ZSTD_decompressDCtx(dctx, buf, (size_t)size, body, len);
 	if (ZSTD_isError(ret)) {
 		if (ZSTD_getErrorCode(ret) == ZSTD_error_dstSize_tooSmall)
-			err = fail(why, whylen, -E2BIG,
-				   "zstd frame larger than its declared size %llu", size);
+			err = reason_fail(why, whylen, -E2BIG,
+					  "zstd frame larger than its declared size %llu", size);
 		else
-			err = fail(why, whylen, -EINVAL, "corrupt zstd frame: %s",
-				   ZSTD_getErrorName(ret));
+			err = reason_fail(why, whylen, -EINVAL, "corrupt zstd frame: %s",
+					  ZSTD_getErrorName(ret));
 		goto out_free;
 	}
 	if (ret != size) {
-		err =
-		    fail(why, whylen, -EINVAL, "zstd frame of %zu bytes, declared %llu", ret, size);
+		err = reason_fail(why, whylen, -EINVAL, "zstd frame of %zu bytes, declared %llu",
+				  ret, size);
 		goto out_free;
 	}
 	*out = buf;
@@ -401,36 +390,36 @@ static int prescan(const uint8_t *p, size_t n, char *why, size_t whylen)
 
 	while (n) {
 		if (!read_varint(&p, &n, &tag))
-			return fail(why, whylen, -EINVAL, "malformed protobuf");
+			return reason_fail(why, whylen, -EINVAL, "malformed protobuf");
 		switch (tag & 7) {
 		case 0:
 			if (!read_varint(&p, &n, &v))
-				return fail(why, whylen, -EINVAL, "malformed protobuf");
+				return reason_fail(why, whylen, -EINVAL, "malformed protobuf");
 			break;
 		case 1:
 		case 5:
 			v = (tag & 7) == 1 ? 8 : 4;
 			if (v > n)
-				return fail(why, whylen, -EINVAL, "malformed protobuf");
+				return reason_fail(why, whylen, -EINVAL, "malformed protobuf");
 			p += v;
 			n -= v;
 			break;
 		case 2:
 			if (!read_varint(&p, &n, &v) || v > n)
-				return fail(why, whylen, -EINVAL, "malformed protobuf");
+				return reason_fail(why, whylen, -EINVAL, "malformed protobuf");
 			p += v;
 			n -= v;
 			if ((tag >> 3) < sizeof(lists) / sizeof(lists[0]))
 				count[tag >> 3]++;
 			break;
 		default:
-			return fail(why, whylen, -EINVAL, "malformed protobuf");
+			return reason_fail(why, whylen, -EINVAL, "malformed protobuf");
 		}
 	}
 	for (i = 0; i < sizeof(lists) / sizeof(lists[0]); i++)
 		if (lists[i].what && count[i] > lists[i].cap)
-			return fail(why, whylen, -EINVAL, "%zu %s over the cap of %zu", count[i],
-				    lists[i].what, lists[i].cap);
+			return reason_fail(why, whylen, -EINVAL, "%zu %s over the cap of %zu",
+					   count[i], lists[i].what, lists[i].cap);
 	return 0;
 }
 
@@ -487,10 +476,10 @@ static int from_message(const Smolder__V1__Batch *m, struct batch **out, char *w
 	if (m->n_strings > BATCH_MAX_STRINGS || m->n_frames > BATCH_MAX_FRAMES ||
 	    m->n_stacks > BATCH_MAX_STACKS || m->n_labelsets > BATCH_MAX_LABELSETS ||
 	    m->n_samples > BATCH_MAX_SAMPLES || m->n_counters > BATCH_MAX_COUNTERS)
-		return fail(why, whylen, -EINVAL, "batch over a size cap");
+		return reason_fail(why, whylen, -EINVAL, "batch over a size cap");
 	b = calloc(1, sizeof(*b));
 	if (!b)
-		return fail(why, whylen, -ENOMEM, "out of memory");
+		return reason_fail(why, whylen, -ENOMEM, "out of memory");
 	b->format_version = m->format_version;
 	b->seq = m->seq;
 	b->window_start = m->window_start;
@@ -503,7 +492,7 @@ static int from_message(const Smolder__V1__Batch *m, struct batch **out, char *w
 #define ALLOC_ARRAY(field, nfield, count)                                                          \
 	do {                                                                                       \
 		if ((count) && !(b->field = calloc((count), sizeof(*b->field)))) {                 \
-			err = fail(why, whylen, -ENOMEM, "out of memory");                         \
+			err = reason_fail(why, whylen, -ENOMEM, "out of memory");                  \
 			goto out_free_batch;                                                       \
 		}                                                                                  \
 		b->nfield = (uint32_t)(count);                                                     \
@@ -513,13 +502,13 @@ static int from_message(const Smolder__V1__Batch *m, struct batch **out, char *w
 	for (i = 0; i < m->n_strings; i++) {
 		n = strnlen(m->strings[i], BATCH_MAX_STRING_LEN + 1);
 		if (n > BATCH_MAX_STRING_LEN) {
-			err = fail(why, whylen, -EINVAL, "string %zu longer than %u bytes", i,
-				   BATCH_MAX_STRING_LEN);
+			err = reason_fail(why, whylen, -EINVAL, "string %zu longer than %u bytes",
+					  i, BATCH_MAX_STRING_LEN);
 			goto out_free_batch;
 		}
 		b->strings[i] = strndup(m->strings[i], n);
 		if (!b->strings[i]) {
-			err = fail(why, whylen, -ENOMEM, "out of memory");
+			err = reason_fail(why, whylen, -ENOMEM, "out of memory");
 			goto out_free_batch;
 		}
 	}
@@ -535,14 +524,15 @@ static int from_message(const Smolder__V1__Batch *m, struct batch **out, char *w
 		const Smolder__V1__Stack *st = m->stacks[i];
 
 		if (st->n_frames > BATCH_MAX_STACK_DEPTH) {
-			err = fail(why, whylen, -EINVAL, "stack %zu: %zu frames over the cap of %u",
-				   i, st->n_frames, BATCH_MAX_STACK_DEPTH);
+			err = reason_fail(why, whylen, -EINVAL,
+					  "stack %zu: %zu frames over the cap of %u", i,
+					  st->n_frames, BATCH_MAX_STACK_DEPTH);
 			goto out_free_batch;
 		}
 		if (st->n_frames) {
 			b->stacks[i].frames = malloc(st->n_frames * sizeof(uint32_t));
 			if (!b->stacks[i].frames) {
-				err = fail(why, whylen, -ENOMEM, "out of memory");
+				err = reason_fail(why, whylen, -ENOMEM, "out of memory");
 				goto out_free_batch;
 			}
 			memcpy(b->stacks[i].frames, st->frames, st->n_frames * sizeof(uint32_t));
@@ -554,15 +544,15 @@ static int from_message(const Smolder__V1__Batch *m, struct batch **out, char *w
 		const Smolder__V1__LabelSet *ls = m->labelsets[i];
 
 		if (ls->n_labels > BATCH_MAX_LABELS) {
-			err = fail(why, whylen, -EINVAL,
-				   "label set %zu: %zu labels over the cap of %u", i, ls->n_labels,
-				   BATCH_MAX_LABELS);
+			err = reason_fail(why, whylen, -EINVAL,
+					  "label set %zu: %zu labels over the cap of %u", i,
+					  ls->n_labels, BATCH_MAX_LABELS);
 			goto out_free_batch;
 		}
 		if (ls->n_labels) {
 			b->labelsets[i].labels = calloc(ls->n_labels, sizeof(struct batch_label));
 			if (!b->labelsets[i].labels) {
-				err = fail(why, whylen, -ENOMEM, "out of memory");
+				err = reason_fail(why, whylen, -ENOMEM, "out of memory");
 				goto out_free_batch;
 			}
 		}
@@ -611,14 +601,14 @@ int wire_decode(const void *body, size_t len, const struct wire_limits *lim, str
 	if (why && whylen)
 		why[0] = '\0';
 	if ((!body && len) || !out)
-		return fail(why, whylen, -EINVAL, "bad arguments");
+		return reason_fail(why, whylen, -EINVAL, "bad arguments");
 	if (lim && lim->max_compressed)
 		max_compressed = lim->max_compressed;
 	if (lim && lim->max_decompressed)
 		max_decompressed = lim->max_decompressed;
 	if (len > max_compressed)
-		return fail(why, whylen, -E2BIG, "body too large (%zu bytes, cap %zu)", len,
-			    max_compressed);
+		return reason_fail(why, whylen, -E2BIG, "body too large (%zu bytes, cap %zu)", len,
+				   max_compressed);
 	err = decompress(body, len, max_decompressed, &plain, &plen, why, whylen);
 	if (err)
 		return err;
@@ -633,16 +623,17 @@ int wire_decode(const void *body, size_t len, const struct wire_limits *lim, str
 	m = smolder__v1__batch__unpack(&alloc, plen, plain);
 	if (!m) {
 		if (bg.over)
-			err = fail(why, whylen, -E2BIG, "unpacked message over %zu bytes", bg.max);
+			err = reason_fail(why, whylen, -E2BIG, "unpacked message over %zu bytes",
+					  bg.max);
 		else if (bg.oom)
-			err = fail(why, whylen, -ENOMEM, "out of memory");
+			err = reason_fail(why, whylen, -ENOMEM, "out of memory");
 		else
-			err = fail(why, whylen, -EINVAL, "malformed protobuf");
+			err = reason_fail(why, whylen, -EINVAL, "malformed protobuf");
 		goto out_free_plain;
 	}
 	if (m->format_version != BATCH_FORMAT_VERSION)
-		err =
-		    fail(why, whylen, -EINVAL, "unsupported format version %u", m->format_version);
+		err = reason_fail(why, whylen, -EINVAL, "unsupported format version %u",
+				  m->format_version);
 	else
 		err = from_message(m, out, why, whylen);
 	smolder__v1__batch__free_unpacked(m, &alloc);
