@@ -3,6 +3,7 @@
 
 #include "bpf/python.h"
 #include "common/reason.h"
+#include "common/token.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -144,21 +145,20 @@ static int set_string(char **field, const char *value)
 	return 0;
 }
 
-/* The first line of a token file, without its newline. */
+/* The token in a file (common/token.h), replacing any earlier --token. */
 static int read_token(char **field, const char *path, char *err, size_t errlen)
 {
-	char line[1025];
-	FILE *f = fopen(path, "re");
-	bool ok;
+	char *token = NULL;
+	int rc = token_read_file(path, &token);
 
-	if (!f)
-		return reason_fail(err, errlen, -EINVAL, "--token-file: cannot read '%s': %s", path, strerror(errno));
-	ok = fgets(line, sizeof(line), f) != NULL;
-	fclose(f);
-	line[strcspn(line, "\r\n")] = '\0';
-	if (!ok || !line[0])
+	if (rc == -ENODATA)
 		return reason_fail(err, errlen, -EINVAL, "--token-file: '%s' holds no token", path);
-	return set_string(field, line);
+	if (rc)
+		return reason_fail(err, errlen, -EINVAL, "--token-file: cannot read '%s': %s", path,
+				   strerror(-rc));
+	free(*field);
+	*field = token;
+	return 0;
 }
 
 int agent_options__parse(int argc, char **argv, struct agent_options *o, char *err, size_t errlen)

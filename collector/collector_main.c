@@ -14,6 +14,7 @@
 #include "agent/agent_opts.h"
 #include "common/log.h"
 #include "common/timeparse.h"
+#include "common/token.h"
 
 #define MAINTAIN_SECONDS 10
 
@@ -64,21 +65,6 @@ static void on_signal(int sig)
 {
 	(void)sig;
 	stop_requested = 1;
-}
-
-/* Reads the first line of path into a malloc'd string (owned by the caller). */
-static char *read_token_file(const char *path)
-{
-	char line[1025];
-	FILE *f = fopen(path, "re");
-
-	if (!f)
-		return NULL;
-	if (!fgets(line, sizeof(line), f))
-		line[0] = '\0';
-	fclose(f);
-	line[strcspn(line, "\r\n")] = '\0';
-	return line[0] ? strdup(line) : NULL;
 }
 
 struct parsed {
@@ -149,8 +135,8 @@ static int parse_collector(int argc, char **argv, struct parsed *p, bool passthr
 			int k = c == OPT_INGEST_TOKEN_FILE ? 0 : 1;
 
 			free(p->tokens[k]);
-			p->tokens[k] = read_token_file(value);
-			if (!p->tokens[k]) {
+			p->tokens[k] = NULL;
+			if (token_read_file(value, &p->tokens[k])) {
 				fprintf(stderr, "smolder: no token in '%s'\n", value);
 				return -EINVAL;
 			}

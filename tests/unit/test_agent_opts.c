@@ -142,6 +142,39 @@ static void test_too_many_pids(void **state)
 	free(nums);
 }
 
+/* --token-file: the first line without its line end; empty and missing files are
+ * refused with a reason (an empty file once read uninitialized memory). */
+static void test_token_file(void **state)
+{
+	char dir[64], good[128], empty[128], missing[128], err[256];
+	char *ok_argv[] = { "agent", "--token-file", good, NULL };
+	char *empty_argv[] = { "agent", "--token-file", empty, NULL };
+	char *missing_argv[] = { "agent", "--token-file", missing, NULL };
+	struct agent_options o;
+	FILE *f;
+
+	(void)state;
+	assert_non_null(test_mkdtemp(dir, sizeof(dir)));
+	snprintf(good, sizeof(good), "%s/good", dir);
+	snprintf(empty, sizeof(empty), "%s/empty", dir);
+	snprintf(missing, sizeof(missing), "%s/missing", dir);
+	f = fopen(good, "w");
+	fputs("s3cr3t\r\nsecond line\n", f);
+	fclose(f);
+	fclose(fopen(empty, "w"));
+
+	assert_int_equal(agent_options__parse(ARGC(ok_argv), ok_argv, &o, err, sizeof(err)), 0);
+	assert_string_equal(o.token, "s3cr3t");
+	agent_options__free(&o);
+	assert_int_equal(agent_options__parse(ARGC(empty_argv), empty_argv, &o, err, sizeof(err)),
+			 -EINVAL);
+	assert_non_null(strstr(err, "holds no token"));
+	assert_int_equal(agent_options__parse(ARGC(missing_argv), missing_argv, &o, err, sizeof(err)),
+			 -EINVAL);
+	assert_non_null(strstr(err, "cannot read"));
+	test_rm_rf(dir);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -150,6 +183,7 @@ int main(void)
 		cmocka_unit_test(test_bad_values),
 		cmocka_unit_test(test_unknown_and_missing),
 		cmocka_unit_test(test_too_many_pids),
+		cmocka_unit_test(test_token_file),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
