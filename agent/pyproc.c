@@ -88,7 +88,7 @@ out_close:
 	return err;
 }
 
-static bool is_candidate(const char *path)
+bool pyproc_is_python_path(const char *path)
 {
 	const char *base = strrchr(path, '/');
 
@@ -147,7 +147,7 @@ static int find_runtime_module(pid_t pid, struct pyproc *p, uint64_t *bias, stru
 		bool seen = false;
 
 		if (sscanf(line, "%llx-%llx %*s %llx %*s %*u %4095[^\n]", &start, &end, &offset,
-			   file) != 4 || offset != 0 || file[0] != '/' || !is_candidate(file))
+			   file) != 4 || offset != 0 || file[0] != '/' || !pyproc_is_python_path(file))
 			continue;
 		for (i = 0; i < ntried; i++)
 			seen |= strcmp(tried[i], file) == 0;

@@ -13,6 +13,7 @@
 #define SMOLDER_PYPROC_H
 
 #include <limits.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -34,6 +35,9 @@ struct pyproc {
  * (an interpreter still starting, or wrong offsets: retry for a while), -ESRCH
  * when the process is gone, or another -errno. */
 int pyproc__inspect(pid_t pid, struct pyproc **out);
+
+/* Whether a file's base name is one CPython lives in: python* or libpython3.*. */
+bool pyproc_is_python_path(const char *path);
 
 /* Start time of pid from /proc/PID/stat, or 0 when it is gone. */
 uint64_t pyproc_start_time(pid_t pid);

@@ -123,7 +123,6 @@ static void add_pending(struct pytrack *t, uint32_t pid)
 static bool looks_like_python(uint32_t pid)
 {
 	char path[64], target[512];
-	const char *base;
 	ssize_t n;
 
 	snprintf(path, sizeof(path), "/proc/%u/exe", pid);
@@ -131,9 +130,7 @@ static bool looks_like_python(uint32_t pid)
 	if (n <= 0)
 		return false;
 	target[n] = '\0';
-	base = strrchr(target, '/');
-	base = base ? base + 1 : target;
-	return strncmp(base, "python", 6) == 0;
+	return pyproc_is_python_path(target);
 }
 
 int pytrack__consider(struct pytrack *t, uint32_t pid, bool exec)

@@ -290,13 +290,19 @@ static size_t lookup_stack(int fd, uint64_t key, struct profile_stack *st)
 	return st->depth < PROFILE_MAX_DEPTH ? st->depth : PROFILE_MAX_DEPTH;
 }
 
+/* Reads one Python stack, its depth clamped to what the array holds. */
+static int read_pystack(int fd, uint64_t key, struct py_stack *out)
+{
+	int err = bpf_map_lookup_elem(fd, &key, out);
+
+	if (!err && out->depth > PY_MAX_DEPTH)
+		out->depth = PY_MAX_DEPTH;
+	return err;
+}
+
 static const struct py_stack *lookup_pystack(struct sampler *s, int fd, uint64_t key)
 {
-	if (!key || bpf_map_lookup_elem(fd, &key, s->pybuf))
-		return NULL;
-	if (s->pybuf->depth > PY_MAX_DEPTH)
-		s->pybuf->depth = PY_MAX_DEPTH;
-	return s->pybuf;
+	return key && !read_pystack(fd, key, s->pybuf) ? s->pybuf : NULL;
 }
 
 static int report_batch(struct sampler *s, int stacks_fd, int pystacks_fd, uint32_t n,
@@ -382,11 +388,8 @@ int sampler__python_stack(struct sampler *s, uint64_t key, struct py_stack *out)
 {
 	uint32_t active = __atomic_load_n(&s->skel->bss->active_buf, __ATOMIC_SEQ_CST);
 	int fd = bpf_map__fd(active ? s->skel->maps.pystacks1 : s->skel->maps.pystacks0);
-	int err = bpf_map_lookup_elem(fd, &key, out);
 
-	if (!err && out->depth > PY_MAX_DEPTH)
-		out->depth = PY_MAX_DEPTH;
-	return err;
+	return read_pystack(fd, key, out);
 }
 
 int sampler__read_loss(struct sampler *s, uint64_t out[PROFILE_LOSS_NR])
