@@ -45,8 +45,10 @@ REL_CFLAGS  = $(BASE_CFLAGS) -O2
 SAN_FLAGS  := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
 ASAN_CFLAGS = $(BASE_CFLAGS) -O1 $(SAN_FLAGS)
 
-# Every C source of the program; cli/ holds main() and the subcommands' front ends.
-LIB_SRCS  := $(sort $(wildcard common/*.c agent/*.c collector/*.c store/*.c))
+# Every C source of the program, subfolders included; cli/ holds main() and the
+# subcommands' front ends (the only code that sees argv).
+LIB_DIRS  := common agent collector store query
+LIB_SRCS  := $(sort $(shell find $(LIB_DIRS) -name '*.c' 2>/dev/null))
 MAIN_SRCS := $(wildcard cli/*.c)
 BPF_SRCS  := $(wildcard bpf/*.bpf.c)
 SKELS     := $(patsubst bpf/%.bpf.c,$(BUILD)/bpf/%.skel.h,$(BPF_SRCS))
@@ -92,7 +94,8 @@ bench: deps
 	$(Q)$(BUILD)/bench/ingest_bench 360 /tmp
 
 format:
-	$(Q)clang-format -i $(LIB_SRCS) $(MAIN_SRCS) $(wildcard */*.h bpf/*.bpf.c tests/*/*.c tests/*.h)
+	$(Q)clang-format -i $(LIB_SRCS) $(MAIN_SRCS) $(shell find $(LIB_DIRS) cli bpf -name '*.h') \
+		$(wildcard bpf/*.bpf.c tests/*/*.c tests/*.h)
 
 clean:
 	$(Q)rm -rf $(BUILD)

@@ -1,0 +1,64 @@
+/* A frame: one entry of a call stack, and its text in the folded format. This is
+ * the one owner of the frame grammar (README "Reading the output"), the contract
+ * users and scripts read:
+ *
+ *   kind      text                     fields
+ *   PROCESS   "comm"                   name; always and only a stack's first frame
+ *   KERNEL    "NAME_[k]"               name
+ *   PYTHON    "QUALNAME (FILE:LINE)"   name, file, line; QUALNAME and FILE non-empty,
+ *                                      LINE canonical decimal (no sign, no leading
+ *                                      zero but "0") at most 2^32-1. Split at the
+ *                                      last " (" and then the last ':', so a
+ *                                      qualname may hold " (" and a file ':'.
+ *   NATIVE    anything else            name ("main", "libz.so.1+0x1f2", "[unknown]")
+ *
+ * frame_format() prints each kind by concatenation and frame_parse() reads it back;
+ * text -> frame -> text is the identity for every string without ';' or a newline
+ * (those separate frames and stacks; the agent sanitizes names before they get
+ * here). frame -> text -> frame keeps the kind except for names that look like
+ * another kind's text (a native "f (a.py:1)"), which is why the wire, the store
+ * and the query layer carry frames, and text is made only at the edges.
+ *
+ * The kind numbers are the wire format's (schema/smolder.proto FrameKind) and the
+ * store's (frames.kind): never renumber them.
+ */
+#ifndef SMOLDER_FRAME_H
+#define SMOLDER_FRAME_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+enum frame_kind {
+	FRAME_NATIVE = 0,  /* user-space native function, or module+0xOFF */
+	FRAME_KERNEL = 1,  /* kernel function */
+	FRAME_PYTHON = 2,  /* Python function: name is the qualname */
+	FRAME_PROCESS = 3, /* a stack's root: the process name */
+	FRAME_KIND_NR,
+};
+
+#define FRAME_KERNEL_SUFFIX "_[k]"
+
+/* A frame whose strings are borrowed (from a batch, a store row or folded text):
+ * name_len and file_len bytes, not necessarily NUL-terminated. */
+struct frame {
+	uint32_t kind; /* enum frame_kind */
+	uint32_t line; /* PYTHON: line number; else 0 */
+	const char *name;
+	size_t name_len;
+	const char *file; /* PYTHON: source file; else "" */
+	size_t file_len;
+};
+
+/* Reads the text of one frame (len bytes, no ';'). first: it is a stack's first
+ * frame, always a PROCESS. *out borrows from text. */
+void frame_parse(const char *text, size_t len, bool first, struct frame *out);
+
+/* Prints f's text into buf, truncated at len and NUL-terminated when len > 0
+ * (snprintf-like). Returns the full length, so a caller can size a buffer. */
+size_t frame_format(const struct frame *f, char *buf, size_t len);
+
+/* A frame from NUL-terminated strings (file may be NULL). */
+struct frame frame_make(enum frame_kind kind, const char *name, const char *file, uint32_t line);
+
+#endif
