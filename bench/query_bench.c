@@ -18,7 +18,7 @@
 #include <unistd.h>
 
 #include "bench/gen.h"
-#include "collector/query.h"
+#include "query/query.h"
 #include "store/store.h"
 
 static double wall(void)

@@ -1,6 +1,6 @@
 /* `smolder flame | diff | top | series | labels`: queries from the command line,
  * against a collector (--url, HTTP) or a store file directly (--db). Both paths
- * take the same parameters as the HTTP API (collector/query.h) and print the same
+ * take the same parameters as the HTTP API (query/query.h) and print the same
  * bytes; top and series default to aligned tables for people, --format json for
  * scripts. */
 #include "cli/query.h"
@@ -13,7 +13,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "collector/query.h"
+#include "query/query.h"
 #include "store/store.h"
 
 #define MAX_PARAMS 64

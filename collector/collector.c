@@ -2,7 +2,7 @@
  * collector.h. One store behind a mutex: SQLite serializes writers anyway, and
  * ingest transactions are short. */
 #include "collector/collector.h"
-#include "collector/query.h"
+#include "query/query.h"
 
 #include <arpa/inet.h>
 #include <errno.h>

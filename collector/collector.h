@@ -9,7 +9,7 @@
  *                         not stored twice. Bad input: 4xx with a one-line reason,
  *                         nothing stored. 413 for bodies over the caps.
  *   GET  /api/v1/flamegraph, diff, top, series, labels, labels/NAME/values,
- *                         folded: the queries of collector/query.h, query token.
+ *                         folded: the queries of query/query.h, query token.
  *   GET  /healthz         "ok".
  *   GET  /metrics         Prometheus text: batches and samples ingested, rejects
  *                         by reason, ingest latency histogram, database size.

@@ -13,7 +13,7 @@
 #include "agent/agent.h"
 #include "agent/agent_opts.h"
 #include "common/log.h"
-#include "common/timeparse.h"
+#include "query/timeparse.h"
 #include "common/token.h"
 
 #define MAINTAIN_SECONDS 10

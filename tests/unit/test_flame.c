@@ -12,7 +12,7 @@
 
 #include <cmocka.h>
 
-#include "common/flame.h"
+#include "query/flame.h"
 #include "testutil.h"
 
 #define NSTACKS 400

@@ -10,8 +10,8 @@
 #include <zlib.h>
 
 #include "common/folded.h"
-#include "common/render_pprof.h"
-#include "common/render_speedscope.h"
+#include "query/render_pprof.h"
+#include "query/render_speedscope.h"
 #include "profile.pb-c.h"
 #include "testutil.h"
 

@@ -9,8 +9,8 @@
 
 #include <cmocka.h>
 
-#include "common/flame.h"
-#include "common/render_html.h"
+#include "query/flame.h"
+#include "query/render_html.h"
 #include "testutil.h"
 
 #define HOSTILE "evil</script><script>alert(1)</script>;x\"y\\z\n<!--;bad\xff\xfe"

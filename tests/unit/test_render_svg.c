@@ -12,9 +12,9 @@
 
 #include <cmocka.h>
 
-#include "common/flame.h"
-#include "common/render_json.h"
-#include "common/render_svg.h"
+#include "query/flame.h"
+#include "query/render_json.h"
+#include "query/render_svg.h"
 #include "testutil.h"
 
 static char dir[64];

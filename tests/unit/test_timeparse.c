@@ -10,7 +10,7 @@
 
 #include <cmocka.h>
 
-#include "common/timeparse.h"
+#include "query/timeparse.h"
 
 static int64_t civil(int y, int mo, int d, int h, int mi, int s)
 {

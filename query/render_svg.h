@@ -25,7 +25,7 @@
 #include <stdbool.h>
 #include <stdio.h>
 
-#include "common/flame.h"
+#include "query/flame.h"
 
 #define RENDER_SVG_DEFAULT_WIDTH 1200
 #define RENDER_SVG_MIN_WIDTH	 200

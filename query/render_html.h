@@ -19,7 +19,7 @@
 #include <stdbool.h>
 #include <stdio.h>
 
-#include "common/flame.h"
+#include "query/flame.h"
 
 struct render_html_options {
 	const char *title; /* page title, HTML-escaped on output; NULL: "smolder flame graph" */

@@ -3,8 +3,8 @@
  * the data cannot close its <script> element), and the inline CSS and JS below,
  * which draw the tree with absolutely positioned divs and build the top-functions
  * table. The page references no external resource. */
-#include "common/render_html.h"
-#include "common/render_json.h"
+#include "query/render_html.h"
+#include "query/render_json.h"
 
 #include <errno.h>
 #include <string.h>

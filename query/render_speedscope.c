@@ -2,8 +2,8 @@
  * uthash table in first-seen order over the sorted stacks, writes them as
  * shared.frames, then writes each stack as a list of frame indices, root first.
  * Also home of the JSON string writer that validates UTF-8. */
-#include "common/render_json.h"
-#include "common/render_speedscope.h"
+#include "query/render_json.h"
+#include "query/render_speedscope.h"
 #include "common/array.h"
 
 #include <errno.h>

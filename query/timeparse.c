@@ -1,5 +1,5 @@
 /* Time and duration parsing for queries; see timeparse.h. */
-#include "common/timeparse.h"
+#include "query/timeparse.h"
 
 #include <ctype.h>
 #include <errno.h>

@@ -25,7 +25,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "common/flame.h"
+#include "query/flame.h"
 
 /* Writes the tree of f (after flame__finish) to out. Returns 0, -EINVAL (NULL
  * argument) or -EIO (a write failed). */

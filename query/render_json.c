@@ -8,7 +8,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "common/render_json.h"
+#include "query/render_json.h"
 #include "common/utf8.h"
 
 void render_json_string_n(FILE *out, const char *str, size_t len)

@@ -1,20 +1,20 @@
 /* Query parsing, execution and rendering; see query.h. */
-#include "collector/query.h"
+#include "query/query.h"
 
 #include <errno.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "common/flame.h"
+#include "query/flame.h"
 #include "common/folded.h"
 #include "common/reason.h"
-#include "common/render_html.h"
-#include "common/render_json.h"
-#include "common/render_pprof.h"
-#include "common/render_speedscope.h"
-#include "common/render_svg.h"
-#include "common/timeparse.h"
+#include "query/render_html.h"
+#include "query/render_json.h"
+#include "query/render_pprof.h"
+#include "query/render_speedscope.h"
+#include "query/render_svg.h"
+#include "query/timeparse.h"
 #include "store/store.h"
 
 #define DEFAULT_RANGE 3600

@@ -18,7 +18,7 @@
 #define HASH_NONFATAL_OOM 1
 #include <uthash.h>
 
-#include "common/flame.h"
+#include "query/flame.h"
 
 #define FLAME_MAX_DEPTH 2048 /* frames per stack, the root not counted */
 

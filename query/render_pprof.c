@@ -2,7 +2,7 @@
  * locations in uthash tables while walking the stacks in sorted order (so the
  * output is a pure function of the input), builds the protobuf-c message tree
  * around those tables, packs it and gzips it with zlib. */
-#include "common/render_pprof.h"
+#include "query/render_pprof.h"
 #include "common/array.h"
 #include "common/utf8.h"
 

@@ -12,8 +12,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "common/render_json.h"
-#include "common/render_svg.h"
+#include "query/render_json.h"
+#include "query/render_svg.h"
 #include "common/utf8.h"
 
 #define FRAME_H	  16 /* px per frame row */

@@ -1,4 +1,4 @@
-/* The query layer shared by the collector's HTTP API and the CLI's --db mode:
+/* The query engine, shared by the collector's HTTP API and the CLI's --db mode:
  * parameters (as name/value pairs, the same names for both), validation with a
  * one-line reason, execution against a store, and rendering in the requested
  * format.
