@@ -1,8 +1,9 @@
-/* Flame trees (see flame.h): folded stacks merged frame by frame into a tree whose
- * nodes carry self and total sample counts for two sides. Each node is a public
- * struct flame_node wrapped in a private struct node that adds a uthash table of
- * its children (so an add costs one hash lookup per frame, whatever the fan-out)
- * and the capacity of the children array. flame__add resolves the whole path first
+/* Flame trees (see flame.h): stacks merged frame by frame into a tree whose nodes
+ * carry self and total sample counts for two sides. Each node is a public struct
+ * flame_node wrapped in a private struct node that adds a uthash table of its
+ * children, keyed by the frame's kind byte followed by its text (so an add costs
+ * one hash lookup per frame, whatever the fan-out), and the capacity of the
+ * children array. flame__add_frames resolves the whole path first
  * and only then adds the counts, so a failed add (-ENOMEM) never leaves partial
  * totals behind (at worst a few nodes with zero counts). flame__finish sorts every
  * children array by name; flame__top walks the tree once with a per-name "on the
@@ -18,38 +19,46 @@
 #define HASH_NONFATAL_OOM 1
 #include <uthash.h>
 
+#include "common/array.h"
 #include "query/flame.h"
-
-#define FLAME_MAX_DEPTH 2048 /* frames per stack, the root not counted */
 
 struct node {
 	struct flame_node n; /* first: a flame_node pointer is a node pointer */
-	struct node *kids;   /* uthash head of the children, keyed by name */
+	struct node *kids;   /* uthash head of the children, keyed by kind byte + name */
 	UT_hash_handle hh;   /* entry in the parent's kids */
 	uint32_t cap;	     /* allocated length of n.children */
 };
 
 struct flame {
 	struct node *root;
-	size_t size;	    /* nodes, root included */
-	struct node **path; /* scratch for flame__add: FLAME_MAX_DEPTH + 1 entries */
+	size_t size;	      /* nodes, root included */
+	struct node **path;   /* scratch for flame__add_frames: FLAME_MAX_DEPTH + 1 entries */
+	struct frame *frames; /* scratch for flame__add: FLAME_MAX_DEPTH entries */
+	char *key;	      /* scratch: kind byte + frame text */
+	size_t keycap;
 };
 
-static struct node *node_new(const char *name, size_t len, uint8_t kind, struct node *parent)
+/* A node for the frame whose key (kind byte + text, klen bytes) is key; its frame
+ * is fr with the strings moved into the node's own copy of the text. */
+static struct node *node_new(const char *key, size_t klen, const struct frame *fr,
+			     struct node *parent)
 {
 	struct node *nd = calloc(1, sizeof(*nd));
-	char *copy = malloc(len + 1);
+	char *copy = malloc(klen + 1);
 
 	if (!nd || !copy) {
 		free(nd);
 		free(copy);
 		return NULL;
 	}
-	memcpy(copy, name, len);
-	copy[len] = '\0';
-	nd->n.name = copy;
-	nd->n.kind = kind;
+	memcpy(copy, key, klen);
+	copy[klen] = '\0';
+	nd->n.name = copy + 1;
+	nd->n.frame = *fr;
+	nd->n.frame.name = nd->n.name;
+	nd->n.frame.file = fr->kind == FRAME_PYTHON ? nd->n.name + fr->name_len + 2 : "";
 	nd->n.parent = parent ? &parent->n : NULL;
+	nd->n.depth = parent ? parent->n.depth + 1 : 0;
 	return nd;
 }
 
@@ -64,21 +73,26 @@ static void node_free(struct node *nd)
 	for (i = 0; i < nd->n.nchildren; i++)
 		node_free((struct node *)nd->n.children[i]);
 	free(nd->n.children);
-	free((char *)nd->n.name);
+	free((char *)nd->n.name - 1); /* the key's kind byte comes first */
 	free(nd);
 }
 
 int flame__new(struct flame **out)
 {
+	static const char root_key[] = { FLAME_ROOT, 'a', 'l', 'l' };
 	struct flame *f = calloc(1, sizeof(*f));
+	struct frame root;
 	int err = -ENOMEM;
 
 	if (!f)
 		return -ENOMEM;
 	f->path = calloc(FLAME_MAX_DEPTH + 1, sizeof(*f->path));
-	if (!f->path)
+	f->frames = calloc(FLAME_MAX_DEPTH, sizeof(*f->frames));
+	if (!f->path || !f->frames)
 		goto out_free;
-	f->root = node_new("all", 3, FLAME_ROOT, NULL);
+	root = frame_make(FRAME_NATIVE, "all", NULL, 0);
+	root.kind = FLAME_ROOT;
+	f->root = node_new(root_key, sizeof(root_key), &root, NULL);
 	if (!f->root)
 		goto out_free;
 	f->size = 1;
@@ -86,6 +100,7 @@ int flame__new(struct flame **out)
 	return 0;
 
 out_free:
+	free(f->frames);
 	free(f->path);
 	free(f);
 	return err;
@@ -97,87 +112,46 @@ void flame__free(struct flame *f)
 		return;
 	node_free(f->root);
 	free(f->path);
+	free(f->frames);
+	free(f->key);
 	free(f);
 }
 
-static bool has_suffix(const char *s, size_t len, const char *suffix)
-{
-	size_t sl = strlen(suffix);
-
-	return len >= sl && memcmp(s + len - sl, suffix, sl) == 0;
-}
-
-/* "qualname (file:line)": a final " (" ... ":digits)" with a non-empty qualname
- * and file. The qualname itself may hold spaces and parentheses ("<lambda>",
- * "f.<locals>.g"), so the last " (" is the one that opens the location. */
-static bool is_python(const char *s, size_t len)
-{
-	size_t open, colon, i;
-
-	if (len < 6 || s[len - 1] != ')')
-		return false;
-	for (open = len - 1; open > 0; open--)
-		if (s[open] == '(' && s[open - 1] == ' ')
-			break;
-	if (open < 2) /* no " (", or an empty qualname */
-		return false;
-	for (colon = len - 2; colon > open; colon--)
-		if (s[colon] == ':')
-			break;
-	if (colon <= open + 1 || colon + 1 >= len - 1) /* empty file or empty line */
-		return false;
-	for (i = colon + 1; i < len - 1; i++)
-		if (s[i] < '0' || s[i] > '9')
-			return false;
-	return true;
-}
-
-static enum flame_kind kind_of(const char *frame, size_t len, int depth)
-{
-	if (depth < 0)
-		return FLAME_ROOT;
-	if (depth == 0)
-		return FLAME_PROCESS;
-	if (has_suffix(frame, len, "_[k]"))
-		return FLAME_KERNEL;
-	if (is_python(frame, len))
-		return FLAME_PYTHON;
-	return FLAME_NATIVE;
-}
-
-enum flame_kind flame_kind_of(const char *frame, int depth)
-{
-	return kind_of(frame, frame ? strlen(frame) : 0, depth);
-}
-
-static int child_get(struct flame *f, struct node *parent, const char *name, size_t len, int depth,
+/* The child of parent for frame fr, created if new. */
+static int child_get(struct flame *f, struct node *parent, const struct frame *fr,
 		     struct node **out)
 {
 	struct node *kid, *found;
-	struct flame_node **arr;
-	uint32_t cap;
+	size_t len = frame_format(fr, NULL, 0), klen = len + 1;
+	int err;
 
-	HASH_FIND(hh, parent->kids, name, len, kid);
+	err = array_grow((void **)&f->key, &f->keycap, klen + 1, 1);
+	if (err)
+		return err;
+	f->key[0] = (char)fr->kind;
+	frame_format(fr, f->key + 1, len + 1);
+	HASH_FIND(hh, parent->kids, f->key, klen, kid);
 	if (kid) {
 		*out = kid;
 		return 0;
 	}
 	if (parent->n.nchildren == parent->cap) {
-		if (parent->cap >= UINT32_MAX / 2)
+		size_t cap = parent->cap;
+
+		if (cap >= UINT32_MAX / 2)
 			return -ENOMEM;
-		cap = parent->cap ? parent->cap * 2 : 4;
-		arr = realloc(parent->n.children, cap * sizeof(*arr));
-		if (!arr)
-			return -ENOMEM;
-		parent->n.children = arr;
-		parent->cap = cap;
+		err = array_grow((void **)&parent->n.children, &cap, cap + 1,
+				 sizeof(*parent->n.children));
+		if (err)
+			return err;
+		parent->cap = (uint32_t)cap;
 	}
-	kid = node_new(name, len, (uint8_t)kind_of(name, len, depth), parent);
+	kid = node_new(f->key, klen, fr, parent);
 	if (!kid)
 		return -ENOMEM;
-	/* The key is the node's own copy of the name, valid as long as the node. */
-	HASH_ADD_KEYPTR(hh, parent->kids, kid->n.name, len, kid);
-	HASH_FIND(hh, parent->kids, name, len, found);
+	/* The key is the node's own copy, valid as long as the node. */
+	HASH_ADD_KEYPTR(hh, parent->kids, kid->n.name - 1, klen, kid);
+	HASH_FIND(hh, parent->kids, f->key, klen, found);
 	if (found != kid) {
 		node_free(kid);
 		return -ENOMEM;
@@ -188,45 +162,56 @@ static int child_get(struct flame *f, struct node *parent, const char *name, siz
 	return 0;
 }
 
-int flame__add(struct flame *f, const char *stack, uint64_t count, unsigned side)
+int flame__add_frames(struct flame *f, const struct frame *frames, size_t n, uint64_t count,
+		      unsigned side)
 {
-	const char *p, *semi;
-	size_t depth = 0, i;
 	struct node *cur;
+	size_t i;
 	int err;
 
-	if (!f || !stack || !*stack || side > 1)
+	if (!f || !frames || n == 0 || n > FLAME_MAX_DEPTH || side > 1)
 		return -EINVAL;
-	for (p = stack; (semi = strchr(p, ';')); p = semi + 1)
-		if (++depth >= FLAME_MAX_DEPTH)
-			return -EINVAL;
 	cur = f->root;
 	f->path[0] = cur;
-	depth = 0;
-	for (p = stack;; p = semi + 1) {
-		size_t len;
-
-		semi = strchr(p, ';');
-		len = semi ? (size_t)(semi - p) : strlen(p);
-		err = child_get(f, cur, p, len, (int)depth, &cur);
+	for (i = 0; i < n; i++) {
+		err = child_get(f, cur, &frames[i], &cur);
 		if (err)
 			return err;
-		f->path[++depth] = cur;
-		if (!semi)
-			break;
+		f->path[i + 1] = cur;
 	}
-	for (i = 0; i <= depth; i++)
+	for (i = 0; i <= n; i++)
 		f->path[i]->n.total[side] += count;
 	cur->n.self[side] += count;
 	return 0;
+}
+
+int flame__add(struct flame *f, const char *stack, uint64_t count, unsigned side)
+{
+	const char *p, *semi;
+	size_t n = 0;
+
+	if (!f || !stack || !*stack)
+		return -EINVAL;
+	for (p = stack;; p = semi + 1) {
+		semi = strchrnul(p, ';');
+		if (n == FLAME_MAX_DEPTH)
+			return -EINVAL;
+		frame_parse(p, (size_t)(semi - p), n == 0, &f->frames[n]);
+		n++;
+		if (!*semi)
+			break;
+	}
+	return flame__add_frames(f, f->frames, n, count, side);
 }
 
 static int cmp_node(const void *a, const void *b)
 {
 	const struct flame_node *x = *(const struct flame_node *const *)a;
 	const struct flame_node *y = *(const struct flame_node *const *)b;
+	int c = strcmp(x->name, y->name);
 
-	return strcmp(x->name, y->name);
+	/* equal texts of two kinds (a native "f_[k]" and a kernel "f"): kind decides */
+	return c ? c : (int)x->frame.kind - (int)y->frame.kind;
 }
 
 static void node_sort(struct flame_node *n)
@@ -285,14 +270,14 @@ static int top_visit(struct top_walk *w, const struct flame_node *n)
 
 	if (n->total[w->side] == 0)
 		return 0; /* nothing below on this side */
-	if (n->kind != FLAME_ROOT && n->kind != FLAME_PROCESS) {
+	if (n->frame.kind != FLAME_ROOT && n->frame.kind != FRAME_PROCESS) {
 		HASH_FIND_STR(w->fns, n->name, acc);
 		if (!acc) {
 			acc = calloc(1, sizeof(*acc));
 			if (!acc)
 				return -ENOMEM;
 			acc->name = n->name;
-			acc->kind = n->kind;
+			acc->kind = (uint8_t)n->frame.kind;
 			HASH_ADD_KEYPTR(hh, w->fns, acc->name, strlen(acc->name), acc);
 			HASH_FIND_STR(w->fns, n->name, found);
 			if (found != acc) {
@@ -359,4 +344,106 @@ out_free:
 		free(acc);
 	}
 	return err;
+}
+
+/* ---- stacks in text order -------------------------------------------------- */
+
+struct stack_walk {
+	struct flame_stack *stacks;
+	const struct flame_node **pool; /* every stack's path, one after another */
+	size_t n, used;
+};
+
+/* Counts stacks and path slots below n (depth-bounded recursion). */
+static void count_stacks(const struct flame_node *n, size_t *stacks, size_t *slots)
+{
+	uint32_t i;
+
+	if (n->depth > 0 && (n->self[0] || n->self[1])) {
+		(*stacks)++;
+		*slots += n->depth;
+	}
+	for (i = 0; i < n->nchildren; i++)
+		count_stacks(n->children[i], stacks, slots);
+}
+
+static void collect_stacks(const struct flame_node *n, struct stack_walk *w)
+{
+	const struct flame_node *p;
+	uint32_t i;
+
+	if (n->depth > 0 && (n->self[0] || n->self[1])) {
+		struct flame_stack *st = &w->stacks[w->n++];
+		const struct flame_node **path = w->pool + w->used;
+
+		for (p = n; p->depth > 0; p = p->parent)
+			path[p->depth - 1] = p;
+		st->frames = path;
+		st->nframes = n->depth;
+		st->count[0] = n->self[0];
+		st->count[1] = n->self[1];
+		w->used += n->depth;
+	}
+	for (i = 0; i < n->nchildren; i++)
+		collect_stacks(n->children[i], w);
+}
+
+/* The next byte of a stack's folded text at cursor (frame *fi, byte *off), 0 at the
+ * end: frame names joined by ';'. */
+static unsigned char text_next(const struct flame_stack *s, uint32_t *fi, size_t *off)
+{
+	const char *name;
+
+	if (*fi >= s->nframes)
+		return 0;
+	name = s->frames[*fi]->name;
+	if (name[*off])
+		return (unsigned char)name[(*off)++];
+	*off = 0;
+	return ++*fi < s->nframes ? ';' : 0;
+}
+
+/* strcmp of two stacks' folded texts, without making them: equal path nodes are
+ * equal text, so the comparison starts where the paths part. */
+static int cmp_stack_text(const void *a, const void *b)
+{
+	const struct flame_stack *x = a, *y = b;
+	uint32_t i = 0, fx, fy;
+	size_t ox = 0, oy = 0;
+	unsigned char cx, cy;
+
+	while (i < x->nframes && i < y->nframes && x->frames[i] == y->frames[i])
+		i++;
+	if (i > 0 && (i == x->nframes || i == y->nframes)) /* one is a prefix: it ends */
+		return x->nframes < y->nframes ? -1 : x->nframes > y->nframes;
+	fx = fy = i;
+	do {
+		cx = text_next(x, &fx, &ox);
+		cy = text_next(y, &fy, &oy);
+	} while (cx && cx == cy);
+	if (cx != cy)
+		return cx < cy ? -1 : 1;
+	/* equal texts on distinct paths (frames of two kinds with one text) */
+	return x->frames[i]->frame.kind < y->frames[i]->frame.kind ? -1 : 1;
+}
+
+int flame__stacks(const struct flame *f, struct flame_stack **out, size_t *n)
+{
+	struct stack_walk w = { 0 };
+	size_t nstacks = 0, slots = 0;
+
+	*out = NULL;
+	*n = 0;
+	count_stacks(&f->root->n, &nstacks, &slots);
+	if (!nstacks)
+		return 0;
+	w.stacks = malloc(nstacks * sizeof(*w.stacks) + slots * sizeof(*w.pool));
+	if (!w.stacks)
+		return -ENOMEM;
+	w.pool = (const struct flame_node **)(w.stacks + nstacks);
+	collect_stacks(&f->root->n, &w);
+	qsort(w.stacks, w.n, sizeof(*w.stacks), cmp_stack_text);
+	*out = w.stacks;
+	*n = w.n;
+	return 0;
 }

@@ -1,13 +1,13 @@
-/* Flame trees: folded stacks merged into a tree of frames, the shape every
- * rendering of a profile starts from (flame graph SVG/HTML, JSON, top functions).
- * A tree has two sides so that one structure also serves differential profiles:
- * side 0 is "the profile" (or "before" in a diff), side 1 is "after".
+/* Flame trees: stacks of frames merged into a tree, the shape every rendering of a
+ * profile starts from (flame graph SVG/HTML, JSON, folded, pprof, speedscope, top
+ * functions). A tree has two sides so that one structure also serves differential
+ * profiles: side 0 is "the profile" (or "before" in a diff), side 1 is "after".
  *
- * Node names are frame texts as in the folded format (README "Reading the
- * output"); the kind of a frame is read off its text: the root's children are
- * processes, "name_[k]" is kernel, "qualname (file:line)" Python, anything else
- * native. Children are kept sorted by name (flamegraph.pl's alphabetical merge
- * order), so a rendering is a pure function of the tree.
+ * A node is one frame (common/frame.h): children are merged when their kind and
+ * folded text are equal. Each node keeps its text (frame_format's) and the frame
+ * itself, whose strings point into that text. Children are kept sorted by text
+ * (flamegraph.pl's alphabetical merge order), so a rendering is a pure function of
+ * the tree.
  *
  * Ownership: the tree owns every node and name; nodes are valid until
  * flame__free(). Not thread-safe.
@@ -18,21 +18,19 @@
 #include <stddef.h>
 #include <stdint.h>
 
-enum flame_kind {
-	FLAME_ROOT = 0,    /* the synthetic root, named "all" */
-	FLAME_PROCESS = 1, /* first frame of a stack: the process name */
-	FLAME_NATIVE = 2,
-	FLAME_KERNEL = 3,  /* "name_[k]" */
-	FLAME_PYTHON = 4,
-};
+#include "common/frame.h"
+
+#define FLAME_ROOT	FRAME_KIND_NR /* the kind of the synthetic root, which is no frame */
+#define FLAME_MAX_DEPTH 2048	      /* frames per stack, the root not counted */
 
 struct flame_node {
-	const char *name;          /* the frame text as folded ("f_[k]", "q (f.py:3)") */
-	uint8_t kind;              /* enum flame_kind */
-	uint64_t self[2];          /* samples whose stack ends here, per side */
-	uint64_t total[2];         /* samples at or below this node, per side */
+	const char *name;	      /* the frame's folded text ("f_[k]", "q (f.py:3)"); "all" */
+	struct frame frame;	      /* kind (FLAME_ROOT for the root) and parts, into name */
+	uint64_t self[2];	      /* samples whose stack ends here, per side */
+	uint64_t total[2];	      /* samples at or below this node, per side */
 	struct flame_node **children; /* sorted by name after flame__finish */
 	uint32_t nchildren;
+	uint32_t depth;		   /* 0 for the root, 1 for a process, ... */
 	struct flame_node *parent; /* NULL for the root */
 };
 
@@ -41,8 +39,13 @@ struct flame;
 int flame__new(struct flame **out);
 void flame__free(struct flame *f);
 
-/* Adds count samples of a folded stack ("comm;f1;f2") to side 0 or 1. Returns 0,
- * -EINVAL (empty stack, side > 1, a stack deeper than 2048 frames) or -ENOMEM. */
+/* Adds count samples of a stack of n frames (root first; frames[0] is the process)
+ * to side 0 or 1. Returns 0, -EINVAL (no frames, side > 1, more than
+ * FLAME_MAX_DEPTH frames) or -ENOMEM; a failed add leaves no partial counts. */
+int flame__add_frames(struct flame *f, const struct frame *frames, size_t n, uint64_t count,
+		      unsigned side);
+
+/* The same for a folded stack ("comm;f1;f2"), read with frame_parse(). */
 int flame__add(struct flame *f, const char *stack, uint64_t count, unsigned side);
 
 /* Sorts children by name. Call once after the last add, before reading. */
@@ -56,15 +59,26 @@ uint64_t flame__total(const struct flame *f, unsigned side);
 /* Number of nodes, root included. */
 size_t flame__size(const struct flame *f);
 
-/* The kind of a frame text at depth (0: the first frame of a stack, a process), as
- * flame__add classifies it. */
-enum flame_kind flame_kind_of(const char *frame, int depth);
+/* One stack of the tree: a node where samples end on either side, and the path
+ * to it, root excluded (frames[0] is the process, frames[nframes - 1] the leaf). */
+struct flame_stack {
+	const struct flame_node *const *frames;
+	uint32_t nframes;
+	uint64_t count[2]; /* the leaf's self, per side */
+};
+
+/* Every stack of the tree in the order of their folded text (strcmp of
+ * "comm;f1;f2", the order of a sorted folded file), so each renderer that lists
+ * stacks writes the same order. *out is one malloc'd block (caller frees; NULL
+ * when there are none); nodes belong to the tree. Call after flame__finish.
+ * Returns 0 or -ENOMEM. */
+int flame__stacks(const struct flame *f, struct flame_stack **out, size_t *n);
 
 /* One function's share of a side: self = samples where it is the leaf; total =
  * samples whose stack holds it at least once (recursion counted once). */
 struct flame_function {
 	const char *name;
-	uint8_t kind;
+	uint8_t kind; /* enum frame_kind */
 	uint64_t self;
 	uint64_t total;
 };

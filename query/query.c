@@ -6,9 +6,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "query/flame.h"
-#include "common/folded.h"
 #include "common/reason.h"
+#include "query/flame.h"
+#include "query/render_folded.h"
 #include "query/render_html.h"
 #include "query/render_json.h"
 #include "query/render_pprof.h"
@@ -23,6 +23,9 @@
 #define MIN_STEP 10
 #define MAX_POINTS 100000      /* series buckets in one answer */
 #define PERIOD_NS 10101010     /* 99 Hz: the store does not keep the period yet */
+
+struct query_format;
+static const struct query_format *find_format(enum query_kind kind, const char *name);
 
 static int parse_time_param(query_param_fn param, void *ctx, const char *name, int64_t dflt,
 			    int64_t now, int64_t *out, char *why, size_t len)
@@ -77,22 +80,9 @@ static int parse_where(struct query *q, struct query_where *w, query_param_fn pa
 	return 0;
 }
 
-static bool one_of(const char *s, const char *const *list)
-{
-	for (; *list; list++)
-		if (strcmp(s, *list) == 0)
-			return true;
-	return false;
-}
-
 int query_parse(struct query *q, enum query_kind kind, query_param_fn param, void *ctx,
 		int64_t now, char *why, size_t whylen)
 {
-	static const char *const flame_formats[] = { "json", "folded", "svg", "html",
-						     "pprof", "speedscope", NULL };
-	static const char *const diff_formats[] = { "json", "folded", "svg", "html", NULL };
-	static const char *const table_formats[] = { "json", "table", NULL };
-	const char *const *formats = table_formats;
 	const char *v;
 	int err = 0;
 
@@ -107,18 +97,16 @@ int query_parse(struct query *q, enum query_kind kind, query_param_fn param, voi
 		err = err ?: parse_where(q, &q->after_where, param, ctx, "where", why, whylen);
 		err = err ?: parse_where(q, &q->before_where, param, ctx, "before_where", why, whylen);
 		err = err ?: parse_where(q, &q->after_where, param, ctx, "after_where", why, whylen);
-		formats = diff_formats;
 	} else {
 		err = parse_range(param, ctx, "from", "to", now, &q->from, &q->to, why, whylen);
 		err = err ?: parse_where(q, &q->where, param, ctx, "where", why, whylen);
-		if (kind == QUERY_FLAMEGRAPH)
-			formats = flame_formats;
 	}
 	if (err)
 		goto out;
 	if (!q->format)
 		q->format = "json";
-	if (!one_of(q->format, formats)) {
+	q->output = find_format(kind, q->format);
+	if (!q->output) {
 		err = reason_fail(why, whylen, -EINVAL, "unknown format '%.32s' for this query", q->format);
 		goto out;
 	}
@@ -181,16 +169,11 @@ struct side {
 	unsigned side;
 };
 
-static int add_flame(void *ctx, const char *stack, uint64_t count)
+static int add_stack(void *ctx, const char *stack, uint64_t count)
 {
 	struct side *s = ctx;
 
 	return flame__add(s->f, stack, count, s->side);
-}
-
-static int add_folded(void *ctx, const char *stack, uint64_t count)
-{
-	return folded__add(ctx, stack, count);
 }
 
 /* Loads the query's samples into a tree (both sides for a diff). */
@@ -205,14 +188,14 @@ static int load_flame(struct store *st, const struct query *q, struct flame **ou
 	if (q->kind == QUERY_DIFF) {
 		s.side = 0;
 		sq = store_query(q->before_from, q->before_to, &q->before_where);
-		err = store__query_stacks(st, &sq, add_flame, &s);
+		err = store__query_stacks(st, &sq, add_stack, &s);
 		s.side = 1;
 		sq = store_query(q->after_from, q->after_to, &q->after_where);
-		err = err ?: store__query_stacks(st, &sq, add_flame, &s);
+		err = err ?: store__query_stacks(st, &sq, add_stack, &s);
 	} else {
 		s.side = 0;
 		sq = store_query(q->from, q->to, &q->where);
-		err = store__query_stacks(st, &sq, add_flame, &s);
+		err = store__query_stacks(st, &sq, add_stack, &s);
 	}
 	if (err) {
 		flame__free(s.f);
@@ -223,94 +206,101 @@ static int load_flame(struct store *st, const struct query *q, struct flame **ou
 	return 0;
 }
 
-static int load_folded(struct store *st, int64_t from, int64_t to, const struct query_where *w,
-		       struct folded **out)
-{
-	struct store_query sq = store_query(from, to, w);
-	int err = folded__new(out);
+/* ---- output formats --------------------------------------------------------- */
 
-	err = err ?: store__query_stacks(st, &sq, add_folded, *out);
-	if (err) {
-		folded__free(*out);
-		*out = NULL;
-	}
-	return err;
-}
-
-/* difffolded.pl's format: "stack before after", every stack of either side. */
-struct diff_ctx {
-	const struct folded *other;
-	FILE *out;
-	bool before_side;
+/* What a renderer gets: flamegraph, diff and top answers are one tree loaded
+ * before rendering; series and labels stream from the store. */
+struct answer {
+	const struct query *q;
+	struct store *store;
+	const struct flame *tree;
 };
 
-static int write_diff_line(void *ctx, const char *stack, uint64_t count)
+static const char *title(const struct query *q)
 {
-	struct diff_ctx *d = ctx;
-	uint64_t other = folded__count(d->other, stack);
-
-	if (d->before_side)
-		fprintf(d->out, "%s %llu %llu\n", stack, (unsigned long long)count,
-			(unsigned long long)other);
-	else if (!other) /* only in after: not written by the first pass */
-		fprintf(d->out, "%s 0 %llu\n", stack, (unsigned long long)count);
-	return 0;
+	return q->kind == QUERY_DIFF ? "smolder diff" : "smolder";
 }
 
-static int run_diff_folded(struct store *st, const struct query *q, FILE *out)
+static int out_tree_json(const struct answer *a, FILE *out)
 {
-	struct folded *before = NULL, *after = NULL;
-	struct diff_ctx d = { .out = out };
+	return render_json_tree(a->tree, out);
+}
+
+static int out_folded(const struct answer *a, FILE *out)
+{
+	return render_folded(a->tree, a->q->kind == QUERY_DIFF, out);
+}
+
+static int out_svg(const struct answer *a, FILE *out)
+{
+	struct render_svg_options o = { .title = title(a->q), .diff = a->q->kind == QUERY_DIFF };
+
+	return render_svg(a->tree, &o, out);
+}
+
+static int out_html(const struct answer *a, FILE *out)
+{
+	struct render_html_options o = { .title = title(a->q), .diff = a->q->kind == QUERY_DIFF };
+
+	return render_html(a->tree, &o, out);
+}
+
+static int out_pprof(const struct answer *a, FILE *out)
+{
+	const struct query *q = a->q;
+	void *buf = NULL;
+	size_t len = 0;
 	int err;
 
-	err = load_folded(st, q->before_from, q->before_to, &q->before_where, &before);
-	err = err ?: load_folded(st, q->after_from, q->after_to, &q->after_where, &after);
-	if (!err) {
-		d.other = after;
-		d.before_side = true;
-		folded__foreach(before, write_diff_line, &d);
-		d.other = before;
-		d.before_side = false;
-		folded__foreach(after, write_diff_line, &d);
-	}
-	folded__free(before);
-	folded__free(after);
+	err = render_pprof(a->tree, PERIOD_NS, q->from * 1000000000ll,
+			   (q->to - q->from) * 1000000000ll, &buf, &len);
+	if (!err && fwrite(buf, 1, len, out) != len)
+		err = -EIO;
+	free(buf);
 	return err;
 }
 
-static void write_top_table(const struct flame_function *fns, size_t n, uint64_t total, FILE *out)
+static int out_speedscope(const struct answer *a, FILE *out)
 {
-	size_t i;
+	return render_speedscope(a->tree, "smolder", out);
+}
 
-	fprintf(out, "%8s %7s %8s %7s  %s\n", "SELF", "SELF%", "TOTAL", "TOTAL%", "FUNCTION");
-	for (i = 0; i < n; i++)
+/* Functions of side 0 with self and total, at most q->limit of them. */
+static int top_functions(const struct answer *a, struct flame_function **fns, size_t *n)
+{
+	int err = flame__top(a->tree, 0, fns, n);
+
+	if (!err && *n > a->q->limit)
+		*n = a->q->limit;
+	return err;
+}
+
+static int out_top_table(const struct answer *a, FILE *out)
+{
+	uint64_t total = flame__total(a->tree, 0);
+	struct flame_function *fns = NULL;
+	size_t n = 0, i;
+	int err = top_functions(a, &fns, &n);
+
+	if (!err)
+		fprintf(out, "%8s %7s %8s %7s  %s\n", "SELF", "SELF%", "TOTAL", "TOTAL%", "FUNCTION");
+	for (i = 0; !err && i < n; i++)
 		fprintf(out, "%8llu %6.2f%% %8llu %6.2f%%  %s\n", (unsigned long long)fns[i].self,
 			total ? 100.0 * (double)fns[i].self / (double)total : 0.0,
 			(unsigned long long)fns[i].total,
 			total ? 100.0 * (double)fns[i].total / (double)total : 0.0, fns[i].name);
+	free(fns);
+	return err;
 }
 
-static int run_top(struct store *st, const struct query *q, FILE *out, const char **type)
+static int out_top_json(const struct answer *a, FILE *out)
 {
 	struct flame_function *fns = NULL;
-	struct flame *f = NULL;
 	size_t n = 0;
-	int err = load_flame(st, q, &f);
+	int err = top_functions(a, &fns, &n);
 
-	err = err ?: flame__top(f, 0, &fns, &n);
-	if (!err) {
-		if (n > q->limit)
-			n = q->limit;
-		if (strcmp(q->format, "table") == 0) {
-			*type = "text/plain; charset=utf-8";
-			write_top_table(fns, n, flame__total(f, 0), out);
-		} else {
-			*type = "application/json";
-			err = render_json_top(fns, n, flame__total(f, 0), out);
-		}
-	}
+	err = err ?: render_json_top(fns, n, flame__total(a->tree, 0), out);
 	free(fns);
-	flame__free(f);
 	return err;
 }
 
@@ -343,25 +333,34 @@ static int series_point(void *ctx, int64_t bucket, uint64_t count)
 	return 0;
 }
 
-static int run_series(struct store *st, const struct query *q, FILE *out, const char **type)
+static int write_series(const struct answer *a, FILE *out, bool json)
 {
+	const struct query *q = a->q;
 	struct store_query sq = store_query(q->from, q->to, &q->where);
-	struct series_ctx c = { .q = q, .out = out, .next = q->from, .first = true };
+	struct series_ctx c = { .q = q, .out = out, .next = q->from, .first = true, .json = json };
 	int err;
 
-	c.json = strcmp(q->format, "json") == 0;
-	*type = c.json ? "application/json" : "text/plain; charset=utf-8";
 	if (c.json)
 		fprintf(out, "{\"from\":%lld,\"to\":%lld,\"step\":%lld,\"points\":[", (long long)q->from,
 			(long long)q->to, (long long)q->step);
 	else
 		fprintf(out, "%12s %10s\n", "TIME", "SAMPLES");
-	err = store__query_series(st, &sq, q->step, series_point, &c);
+	err = store__query_series(a->store, &sq, q->step, series_point, &c);
 	for (; !err && c.next < q->to; c.next += q->step)
 		write_point(&c, c.next, 0);
 	if (c.json)
 		fprintf(out, "]}\n");
 	return err;
+}
+
+static int out_series_table(const struct answer *a, FILE *out)
+{
+	return write_series(a, out, false);
+}
+
+static int out_series_json(const struct answer *a, FILE *out)
+{
+	return write_series(a, out, true);
 }
 
 struct labels_ctx {
@@ -379,100 +378,71 @@ static int write_label(void *ctx, const char *text)
 	return 0;
 }
 
-static int run_labels(struct store *st, const struct query *q, FILE *out, const char **type)
+static int out_labels(const struct answer *a, FILE *out)
 {
+	const struct query *q = a->q;
 	struct labels_ctx c = { .out = out, .first = true };
 	int err;
 
-	*type = "application/json";
 	fputc('[', out);
 	if (q->kind == QUERY_LABELS)
-		err = store__labels(st, q->from, q->to, write_label, &c);
+		err = store__labels(a->store, q->from, q->to, write_label, &c);
 	else
-		err = store__label_values(st, q->label, q->from, q->to, write_label, &c);
+		err = store__label_values(a->store, q->label, q->from, q->to, write_label, &c);
 	fputs("]\n", out);
 	return err;
 }
 
-static int run_flame(struct store *st, const struct query *q, FILE *out, const char **type)
+#define KIND(k)	 (1u << (k))
+#define PROFILES (KIND(QUERY_FLAMEGRAPH) | KIND(QUERY_DIFF))
+#define TEXT	 "text/plain; charset=utf-8"
+#define JSON	 "application/json"
+
+/* Every output format: a new one is a row here and a renderer of its own. */
+struct query_format {
+	const char *name;
+	unsigned kinds; /* KIND() bits of the queries that offer it */
+	const char *content_type;
+	int (*render)(const struct answer *a, FILE *out);
+};
+
+static const struct query_format formats[] = {
+	{ "json", PROFILES, JSON, out_tree_json },
+	{ "folded", PROFILES, TEXT, out_folded },
+	{ "svg", PROFILES, "image/svg+xml", out_svg },
+	{ "html", PROFILES, "text/html; charset=utf-8", out_html },
+	{ "pprof", KIND(QUERY_FLAMEGRAPH), "application/octet-stream", out_pprof },
+	{ "speedscope", KIND(QUERY_FLAMEGRAPH), JSON, out_speedscope },
+	{ "json", KIND(QUERY_TOP), JSON, out_top_json },
+	{ "table", KIND(QUERY_TOP), TEXT, out_top_table },
+	{ "json", KIND(QUERY_SERIES), JSON, out_series_json },
+	{ "table", KIND(QUERY_SERIES), TEXT, out_series_table },
+	{ "json", KIND(QUERY_LABELS) | KIND(QUERY_LABEL_VALUES), JSON, out_labels },
+};
+
+static const struct query_format *find_format(enum query_kind kind, const char *name)
 {
-	struct folded *folded = NULL;
-	struct flame *f = NULL;
-	bool diff = q->kind == QUERY_DIFF;
-	int err;
+	size_t i;
 
-	if (!diff && (strcmp(q->format, "folded") == 0 || strcmp(q->format, "pprof") == 0 ||
-		      strcmp(q->format, "speedscope") == 0)) {
-		err = load_folded(st, q->from, q->to, &q->where, &folded);
-		if (err)
-			return err;
-		if (strcmp(q->format, "folded") == 0) {
-			*type = "text/plain; charset=utf-8";
-			err = folded__write(folded, out);
-		} else if (strcmp(q->format, "speedscope") == 0) {
-			*type = "application/json";
-			err = render_speedscope(folded, "smolder", out);
-		} else {
-			void *buf = NULL;
-			size_t len = 0;
-
-			*type = "application/octet-stream";
-			err = render_pprof(folded, PERIOD_NS, q->from * 1000000000ll,
-					   (q->to - q->from) * 1000000000ll, &buf, &len);
-			if (!err && fwrite(buf, 1, len, out) != len)
-				err = -EIO;
-			free(buf);
-		}
-		folded__free(folded);
-		return err;
-	}
-	if (diff && strcmp(q->format, "folded") == 0) {
-		*type = "text/plain; charset=utf-8";
-		return run_diff_folded(st, q, out);
-	}
-	err = load_flame(st, q, &f);
-	if (err)
-		return err;
-	if (strcmp(q->format, "svg") == 0) {
-		struct render_svg_options o = { .title = diff ? "smolder diff" : "smolder",
-						.diff = diff };
-
-		*type = "image/svg+xml";
-		err = render_svg(f, &o, out);
-	} else if (strcmp(q->format, "html") == 0) {
-		struct render_html_options o = { .title = diff ? "smolder diff" : "smolder",
-						 .diff = diff };
-
-		*type = "text/html; charset=utf-8";
-		err = render_html(f, &o, out);
-	} else {
-		*type = "application/json";
-		err = render_json_tree(f, out);
-	}
-	flame__free(f);
-	return err;
+	for (i = 0; i < sizeof(formats) / sizeof(formats[0]); i++)
+		if ((formats[i].kinds & KIND(kind)) && strcmp(formats[i].name, name) == 0)
+			return &formats[i];
+	return NULL;
 }
 
 int query_run(struct store *st, const struct query *q, FILE *out, const char **content_type,
 	      char *why, size_t whylen)
 {
-	int err;
+	struct answer a = { .q = q, .store = st };
+	struct flame *tree = NULL;
+	int err = 0;
 
-	switch (q->kind) {
-	case QUERY_FLAMEGRAPH:
-	case QUERY_DIFF:
-		err = run_flame(st, q, out, content_type);
-		break;
-	case QUERY_TOP:
-		err = run_top(st, q, out, content_type);
-		break;
-	case QUERY_SERIES:
-		err = run_series(st, q, out, content_type);
-		break;
-	default:
-		err = run_labels(st, q, out, content_type);
-		break;
-	}
+	*content_type = q->output->content_type;
+	if (q->kind == QUERY_FLAMEGRAPH || q->kind == QUERY_DIFF || q->kind == QUERY_TOP)
+		err = load_flame(st, q, &tree);
+	a.tree = tree;
+	err = err ?: q->output->render(&a, out);
+	flame__free(tree);
 	if (err && why[0] == '\0')
 		snprintf(why, whylen, "query failed: %s", err == -EINVAL ? store__errmsg(st)
 									  : strerror(-err));

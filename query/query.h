@@ -22,6 +22,7 @@
 #include <stdio.h>
 
 struct store;
+struct query_format;
 
 enum query_kind {
 	QUERY_FLAMEGRAPH,
@@ -46,7 +47,8 @@ struct query {
 	int64_t before_from, before_to; /* diff */
 	int64_t after_from, after_to;
 	struct query_where where, before_where, after_where;
-	const char *format;
+	const char *format;		     /* the format's name */
+	const struct query_format *output;   /* the format's row (query.c) */
 	const char *label;              /* labels: the key whose values are listed */
 	int64_t step;                   /* series */
 	size_t limit;                   /* top */

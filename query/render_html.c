@@ -203,6 +203,24 @@ static void html_escape(FILE *out, const char *s)
 	}
 }
 
+/* The page's own kind codes ("k" in its data, read by its script): 0 root,
+ * 1 process, 2 native, 3 kernel, 4 Python; functions are the codes >= 2. */
+static unsigned page_kind(uint32_t kind)
+{
+	switch (kind) {
+	case FLAME_ROOT:
+		return 0;
+	case FRAME_PROCESS:
+		return 1;
+	case FRAME_KERNEL:
+		return 3;
+	case FRAME_PYTHON:
+		return 4;
+	default:
+		return 2;
+	}
+}
+
 /* Depth is bounded by flame__add's 2048-frame limit, so recursion is safe. */
 static void write_node(FILE *out, const struct flame_node *n)
 {
@@ -210,7 +228,7 @@ static void write_node(FILE *out, const struct flame_node *n)
 
 	fputs("{\"n\":", out);
 	render_json_string_n(out, n->name ? n->name : "", n->name ? strlen(n->name) : 0);
-	fprintf(out, ",\"k\":%u,\"s\":[%llu,%llu],\"t\":[%llu,%llu],\"c\":[", (unsigned)n->kind,
+	fprintf(out, ",\"k\":%u,\"s\":[%llu,%llu],\"t\":[%llu,%llu],\"c\":[", page_kind(n->frame.kind),
 		(unsigned long long)n->self[0], (unsigned long long)n->self[1],
 		(unsigned long long)n->total[0], (unsigned long long)n->total[1]);
 	for (i = 0; i < n->nchildren; i++) {

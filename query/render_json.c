@@ -47,11 +47,11 @@ static const char *kind_name(uint8_t kind)
 	switch (kind) {
 	case FLAME_ROOT:
 		return "root";
-	case FLAME_PROCESS:
+	case FRAME_PROCESS:
 		return "process";
-	case FLAME_KERNEL:
+	case FRAME_KERNEL:
 		return "kernel";
-	case FLAME_PYTHON:
+	case FRAME_PYTHON:
 		return "python";
 	default:
 		return "native";
@@ -71,7 +71,7 @@ static void write_node(FILE *out, const struct flame_node *n, bool diff, uint64_
 
 	fputs("{\"name\":", out);
 	render_json_string(out, n->name);
-	fprintf(out, ",\"kind\":\"%s\",\"self\":%llu,\"total\":%llu", kind_name(n->kind),
+	fprintf(out, ",\"kind\":\"%s\",\"self\":%llu,\"total\":%llu", kind_name((uint8_t)n->frame.kind),
 		(unsigned long long)n->self[0], (unsigned long long)n->total[0]);
 	if (diff)
 		fprintf(out,

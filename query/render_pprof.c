@@ -50,8 +50,8 @@ struct pp {
 	size_t nloc, caploc;
 	Perftools__Profiles__Sample **smp; /* really struct sample_box * */
 	size_t nsmp, capsmp;
-	struct folded_ref *refs; /* the stacks, sorted */
-	size_t nrefs;
+	struct flame_stack *stacks; /* side 0's stacks, in text order */
+	size_t nstacks;
 };
 
 /* Finds key in *head or adds it (with idx from *next, then incremented). */
@@ -138,43 +138,6 @@ static int str_idx(struct pp *p, const char *s, size_t len, int64_t *idx)
 	return 0;
 }
 
-/* Splits "qualname (file:line)" into its parts; false for any other frame. */
-static bool parse_python(const char *fr, size_t len, size_t *name_len, const char **file,
-			 size_t *file_len, int64_t *line)
-{
-	const char *open = NULL, *colon = NULL, *p;
-	int64_t v = 0;
-
-	if (len < 6 || fr[len - 1] != ')')
-		return false;
-	for (p = fr + len - 2; p > fr; p--) {
-		if (p[0] == '(' && p[-1] == ' ') {
-			open = p;
-			break;
-		}
-	}
-	if (!open || open - 1 == fr)
-		return false;
-	for (p = fr + len - 2; p > open; p--) {
-		if (*p == ':') {
-			colon = p;
-			break;
-		}
-	}
-	if (!colon || colon == open + 1 || colon + 1 == fr + len - 1)
-		return false;
-	for (p = colon + 1; p < fr + len - 1; p++) {
-		if (*p < '0' || *p > '9' || v > (INT64_MAX - 9) / 10)
-			return false;
-		v = v * 10 + (*p - '0');
-	}
-	*name_len = (size_t)(open - 1 - fr);
-	*file = open + 1;
-	*file_len = (size_t)(colon - open - 1);
-	*line = v;
-	return true;
-}
-
 static int function_id(struct pp *p, const char *name, size_t nlen, const char *file, size_t flen,
 		       uint64_t *id)
 {
@@ -218,11 +181,13 @@ static int function_id(struct pp *p, const char *name, size_t nlen, const char *
 	return 0;
 }
 
-static int location_id(struct pp *p, const char *fr, size_t len, uint64_t *id)
+/* The location of a frame: one Line whose function is the Python function (name,
+ * file) at its line, or for any other kind the whole frame text. */
+static int location_id(struct pp *p, const struct flame_node *node, uint64_t *id)
 {
-	const char *file = "";
-	size_t nlen = len, flen = 0;
-	int64_t line = 0;
+	const struct frame *fr = &node->frame;
+	bool py = fr->kind == FRAME_PYTHON;
+	size_t len = strlen(node->name);
 	struct loc_box *b;
 	struct intern *e;
 	bool added;
@@ -231,7 +196,7 @@ static int location_id(struct pp *p, const char *fr, size_t len, uint64_t *id)
 	err = array_grow((void **)&p->lcs, &p->caploc, p->nloc + 1, sizeof(*p->lcs));
 	if (err)
 		return err;
-	err = intern(&p->locs, fr, len, p->nloc + 1, &e, &added);
+	err = intern(&p->locs, node->name, len, p->nloc + 1, &e, &added);
 	if (err)
 		return err;
 	if (added) {
@@ -248,14 +213,9 @@ static int location_id(struct pp *p, const char *fr, size_t len, uint64_t *id)
 		b->loc.n_line = 1;
 		b->loc.line = b->lines;
 		p->lcs[p->nloc++] = &b->loc;
-		if (!parse_python(fr, len, &nlen, &file, &flen, &line)) {
-			nlen = len;
-			file = "";
-			flen = 0;
-			line = 0;
-		}
-		b->line.line = line;
-		err = function_id(p, fr, nlen, file, flen, &b->line.function_id);
+		b->line.line = py ? fr->line : 0;
+		err = function_id(p, node->name, py ? fr->name_len : len, fr->file,
+				  py ? fr->file_len : 0, &b->line.function_id);
 		if (err)
 			return err;
 	}
@@ -263,23 +223,19 @@ static int location_id(struct pp *p, const char *fr, size_t len, uint64_t *id)
 	return 0;
 }
 
-static int add_sample(struct pp *p, const char *stack, uint64_t count, uint64_t period,
+static int add_sample(struct pp *p, const struct flame_stack *st, uint64_t period,
 		      int64_t comm_key)
 {
-	const char *fr, *end, *semi;
+	uint64_t count = st->count[0];
 	struct sample_box *b;
-	size_t nframes = 1, i;
+	uint32_t i;
 	int64_t ns;
 	int err;
 
-	if (!*stack)
-		return -EINVAL;
 	if (count > INT64_MAX || __builtin_mul_overflow((int64_t)count, (int64_t)period, &ns) ||
 	    period > INT64_MAX)
 		return -EOVERFLOW;
-	for (fr = stack; *fr; fr++)
-		nframes += *fr == ';';
-	if (nframes > RENDER_PPROF_MAX_FRAMES)
+	if (st->nframes > RENDER_PPROF_MAX_FRAMES)
 		return -EINVAL;
 	err = array_grow((void **)&p->smp, &p->capsmp, p->nsmp + 1, sizeof(*p->smp));
 	if (err)
@@ -297,8 +253,8 @@ static int add_sample(struct pp *p, const char *stack, uint64_t count, uint64_t 
 	b->s.n_label = 1;
 	b->s.label = b->labels;
 	b->label.key = comm_key;
-	if (nframes > 1) {
-		b->s.location_id = calloc(nframes - 1, sizeof(uint64_t));
+	if (st->nframes > 1) {
+		b->s.location_id = calloc(st->nframes - 1, sizeof(uint64_t));
 		if (!b->s.location_id) {
 			free(b);
 			return -ENOMEM;
@@ -306,26 +262,13 @@ static int add_sample(struct pp *p, const char *stack, uint64_t count, uint64_t 
 	}
 	p->smp[p->nsmp++] = &b->s;
 
-	end = stack + strlen(stack);
-	semi = strchr(stack, ';');
-	if (!semi)
-		semi = end;
-	err = str_idx(p, stack, (size_t)(semi - stack), &b->label.str);
-	if (err)
-		return err;
-	/* frames 1..n-1, root first in the text; stored leaf first */
-	for (i = nframes - 1, fr = semi; fr < end; i--) {
-		fr++;
-		semi = strchr(fr, ';');
-		if (!semi)
-			semi = end;
-		err = location_id(p, fr, (size_t)(semi - fr), &b->s.location_id[i - 1]);
-		if (err)
-			return err;
-		b->s.n_location_id++;
-		fr = semi;
+	/* the process is a label; frames 1..n-1 are root first, stored leaf first */
+	err = str_idx(p, st->frames[0]->name, strlen(st->frames[0]->name), &b->label.str);
+	for (i = 1; i < st->nframes && !err; i++) {
+		err = location_id(p, st->frames[i], &b->s.location_id[st->nframes - 1 - i]);
+		b->s.n_location_id += !err;
 	}
-	return 0;
+	return err;
 }
 
 static int gzip(const uint8_t *in, size_t in_len, void **out, size_t *out_len)
@@ -391,10 +334,10 @@ static void pp_free(struct pp *p)
 	free(p->lcs);
 	free(p->fns);
 	free(p->strtab);
-	free(p->refs);
+	free(p->stacks);
 }
 
-int render_pprof(const struct folded *stacks, uint64_t period_ns, int64_t time_nanos,
+int render_pprof(const struct flame *tree, uint64_t period_ns, int64_t time_nanos,
 		 int64_t duration_nanos, void **out, size_t *len)
 {
 	Perftools__Profiles__Profile prof = PERFTOOLS__PROFILES__PROFILE__INIT;
@@ -405,11 +348,11 @@ int render_pprof(const struct folded *stacks, uint64_t period_ns, int64_t time_n
 	size_t raw_len, i;
 	int err;
 
-	if (!stacks || !out || !len)
+	if (!tree || !out || !len)
 		return -EINVAL;
 	if (period_ns > INT64_MAX)
 		return -EOVERFLOW;
-	err = folded__sorted(stacks, &p.refs, &p.nrefs);
+	err = flame__stacks(tree, &p.stacks, &p.nstacks);
 	if (err)
 		goto out_free;
 
@@ -418,8 +361,10 @@ int render_pprof(const struct folded *stacks, uint64_t period_ns, int64_t time_n
 	    (err = str_idx(&p, "nanoseconds", 11, &ns)) || (err = str_idx(&p, "comm", 4, &comm)))
 		goto out_free;
 	(void)empty;
-	for (i = 0; i < p.nrefs; i++) {
-		err = add_sample(&p, p.refs[i].stack, p.refs[i].count, period_ns, comm);
+	for (i = 0; i < p.nstacks; i++) {
+		if (!p.stacks[i].count[0])
+			continue; /* only on the other side */
+		err = add_sample(&p, &p.stacks[i], period_ns, comm);
 		if (err)
 			goto out_free;
 	}

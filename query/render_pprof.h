@@ -1,15 +1,15 @@
-/* pprof export: folded stacks as a gzip-compressed perftools.profiles.Profile
+/* pprof export: a profile's stacks as a gzip-compressed perftools.profiles.Profile
  * (schema/profile.proto), the file `go tool pprof` and most profile viewers read.
  *
- * Mapping from folded stacks: every stack becomes one Sample with values
+ * Mapping from a flame tree's stacks (side 0, in text order, so the output is a
+ * pure function of the tree): every stack becomes one Sample with values
  * {count, count * period_ns} under sample types samples/count and cpu/nanoseconds.
  * pprof has no process frames, so the first frame of a stack (the process name)
  * becomes the sample label "comm" (use `-tagfocus comm=NAME` to select one
  * process); the remaining frames become location ids, leaf first. One Location per
  * distinct frame text, one Function per distinct (name, file): a Python frame
- * "qualname (file:line)" gives name = qualname, filename = file and Line.line =
- * line; kernel ("name_[k]") and native frames keep their text as the name and
- * have no file. No Mappings are emitted (addresses are already symbolized).
+ * gives name = qualname, filename = file and Line.line = line; kernel ("name_[k]")
+ * and native frames keep their folded text as the name and have no file. No Mappings are emitted (addresses are already symbolized).
  */
 #ifndef SMOLDER_RENDER_PPROF_H
 #define SMOLDER_RENDER_PPROF_H
@@ -17,7 +17,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "common/folded.h"
+#include "query/flame.h"
 
 #define RENDER_PPROF_MAX_FRAMES 2048 /* deepest stack accepted */
 
@@ -25,10 +25,10 @@
  * Profile's period, and the factor of the cpu/nanoseconds value); time_nanos and
  * duration_nanos go to the Profile as is. On success *out is a malloc'd buffer of
  * *len bytes that the caller frees; on failure *out and *len are untouched.
- * Returns 0, -EINVAL (NULL argument, empty stack text or a stack deeper than
+ * Returns 0, -EINVAL (NULL argument or a stack deeper than
  * RENDER_PPROF_MAX_FRAMES frames), -EOVERFLOW (count * period or a count does not
  * fit int64), -ENOMEM, or -EIO (zlib failure). Reentrant. */
-int render_pprof(const struct folded *stacks, uint64_t period_ns, int64_t time_nanos,
+int render_pprof(const struct flame *tree, uint64_t period_ns, int64_t time_nanos,
 		 int64_t duration_nanos, void **out, size_t *len);
 
 #endif

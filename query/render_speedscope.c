@@ -1,5 +1,5 @@
 /* speedscope export (see render_speedscope.h): interns distinct frame texts in a
- * uthash table in first-seen order over the sorted stacks, writes them as
+ * uthash table in first-seen order over the tree's stacks in text order, writes them as
  * shared.frames, then writes each stack as a list of frame indices, root first.
  * Also home of the JSON string writer that validates UTF-8. */
 #include "query/render_json.h"
@@ -15,24 +15,27 @@
 #define HASH_NONFATAL_OOM 1
 #include <uthash.h>
 
-struct frame {
+struct ss_frame {
 	UT_hash_handle hh;
 	uint64_t idx;
+	const struct flame_node *node; /* its first node: kind and parts */
 	size_t len;
 	char text[]; /* NUL-terminated */
 };
 
 struct ss {
-	struct frame *table;
-	struct frame **order; /* by index */
+	struct ss_frame *table;
+	struct ss_frame **order; /* by index */
 	size_t nframes, capframes;
-	struct folded_ref *refs; /* the stacks, sorted */
-	size_t nrefs;
+	struct flame_stack *stacks; /* in text order */
+	size_t nstacks;
 };
 
-static int intern(struct ss *p, const char *text, size_t len)
+static int intern(struct ss *p, const struct flame_node *node)
 {
-	struct frame *f;
+	const char *text = node->name;
+	size_t len = strlen(text);
+	struct ss_frame *f;
 	unsigned before;
 	int err;
 
@@ -48,6 +51,7 @@ static int intern(struct ss *p, const char *text, size_t len)
 	memcpy(f->text, text, len);
 	f->text[len] = '\0';
 	f->len = len;
+	f->node = node;
 	f->idx = p->nframes;
 	before = HASH_COUNT(p->table);
 	HASH_ADD(hh, p->table, text, len, f);
@@ -59,100 +63,74 @@ static int intern(struct ss *p, const char *text, size_t len)
 	return 0;
 }
 
-/* "qualname (file:line)": writes name/file/line members; false for other frames. */
-static bool write_python(FILE *out, const char *fr, size_t len)
+/* A shared frame: name (and for Python, file and line) members. */
+static void write_frame(FILE *out, const struct ss_frame *f)
 {
-	const char *open = NULL, *colon = NULL, *p;
-	unsigned long long v = 0;
+	const struct frame *fr = &f->node->frame;
 
-	if (len < 6 || fr[len - 1] != ')')
-		return false;
-	for (p = fr + len - 2; p > fr && !open; p--)
-		if (p[0] == '(' && p[-1] == ' ')
-			open = p;
-	if (!open || open - 1 == fr)
-		return false;
-	for (p = fr + len - 2; p > open && !colon; p--)
-		if (*p == ':')
-			colon = p;
-	if (!colon || colon == open + 1 || colon + 1 == fr + len - 1)
-		return false;
-	for (p = colon + 1; p < fr + len - 1; p++) {
-		if (*p < '0' || *p > '9' || v > 1000000000000ull)
-			return false;
-		v = v * 10 + (unsigned)(*p - '0');
-	}
 	fputs("{\"name\":", out);
-	render_json_string_n(out, fr, (size_t)(open - 1 - fr));
+	if (fr->kind != FRAME_PYTHON) {
+		render_json_string_n(out, f->text, f->len);
+		fputc('}', out);
+		return;
+	}
+	render_json_string_n(out, fr->name, fr->name_len);
 	fputs(",\"file\":", out);
-	render_json_string_n(out, open + 1, (size_t)(colon - open - 1));
-	fprintf(out, ",\"line\":%llu}", v);
-	return true;
+	render_json_string_n(out, fr->file, fr->file_len);
+	fprintf(out, ",\"line\":%u}", fr->line);
 }
 
-int render_speedscope(const struct folded *stacks, const char *name, FILE *out)
+int render_speedscope(const struct flame *tree, const char *name, FILE *out)
 {
-	struct ss p = {0};
-	const char *fr, *semi;
-	struct frame *f, *tmp;
+	struct ss p = { 0 };
+	struct ss_frame *f, *tmp;
 	uint64_t total = 0;
 	size_t i;
+	uint32_t k;
 	int err;
 
-	if (!stacks || !out)
+	if (!tree || !out)
 		return -EINVAL;
 	if (!name)
 		name = "smolder";
-	err = folded__sorted(stacks, &p.refs, &p.nrefs);
+	err = flame__stacks(tree, &p.stacks, &p.nstacks);
+	for (i = 0; i < p.nstacks && !err; i++) {
+		total += p.stacks[i].count[0];
+		for (k = 0; k < p.stacks[i].nframes && !err && p.stacks[i].count[0]; k++)
+			err = intern(&p, p.stacks[i].frames[k]);
+	}
 	if (err)
 		goto out_free;
-	for (i = 0; i < p.nrefs; i++) {
-		if (!*p.refs[i].stack) {
-			err = -EINVAL;
-			goto out_free;
-		}
-		total += p.refs[i].count;
-		for (fr = p.refs[i].stack;; fr = semi + 1) {
-			semi = strchrnul(fr, ';');
-			err = intern(&p, fr, (size_t)(semi - fr));
-			if (err)
-				goto out_free;
-			if (!*semi)
-				break;
-		}
-	}
 
 	fputs("{\"$schema\":\"https://www.speedscope.app/file-format-schema.json\",", out);
 	fputs("\"shared\":{\"frames\":[", out);
 	for (i = 0; i < p.nframes; i++) {
 		if (i)
 			fputc(',', out);
-		f = p.order[i];
-		if (!write_python(out, f->text, f->len)) {
-			fputs("{\"name\":", out);
-			render_json_string_n(out, f->text, f->len);
-			fputc('}', out);
-		}
+		write_frame(out, p.order[i]);
 	}
 	fputs("]},\"profiles\":[{\"type\":\"sampled\",\"name\":", out);
 	render_json_string_n(out, name, strlen(name));
 	fprintf(out, ",\"unit\":\"none\",\"startValue\":0,\"endValue\":%llu,\"samples\":[",
 		(unsigned long long)total);
-	for (i = 0; i < p.nrefs; i++) {
-		fputs(i ? ",[" : "[", out);
-		for (fr = p.refs[i].stack;; fr = semi + 1) {
-			semi = strchrnul(fr, ';');
-			HASH_FIND(hh, p.table, fr, (size_t)(semi - fr), f);
-			fprintf(out, "%s%llu", fr == p.refs[i].stack ? "" : ",",
-				(unsigned long long)f->idx);
-			if (!*semi)
-				break;
+	for (i = 0, k = 0; i < p.nstacks; i++) {
+		const struct flame_stack *st = &p.stacks[i];
+		uint32_t j;
+
+		if (!st->count[0])
+			continue;
+		fputs(k++ ? ",[" : "[", out);
+		for (j = 0; j < st->nframes; j++) {
+			HASH_FIND(hh, p.table, st->frames[j]->name, strlen(st->frames[j]->name), f);
+			fprintf(out, "%s%llu", j ? "," : "", (unsigned long long)f->idx);
 		}
 		fputc(']', out);
 	}
 	fputs("],\"weights\":[", out);
-	for (i = 0; i < p.nrefs; i++)
-		fprintf(out, "%s%llu", i ? "," : "", (unsigned long long)p.refs[i].count);
+	for (i = 0, k = 0; i < p.nstacks; i++)
+		if (p.stacks[i].count[0])
+			fprintf(out, "%s%llu", k++ ? "," : "",
+				(unsigned long long)p.stacks[i].count[0]);
 	fputs("]}],\"name\":", out);
 	render_json_string_n(out, name, strlen(name));
 	fputs(",\"exporter\":\"smolder\"}\n", out);
@@ -163,6 +141,6 @@ out_free:
 		free(f);
 	}
 	free(p.order);
-	free(p.refs);
+	free(p.stacks);
 	return err;
 }

@@ -1,9 +1,9 @@
-/* speedscope export: folded stacks as one "sampled" profile in the speedscope file
+/* speedscope export: a flame tree's stacks (side 0) as one "sampled" profile in the speedscope file
  * format (https://www.speedscope.app/file-format-schema.json), which
  * speedscope.app opens directly. The process frame stays the first (root) frame of
  * every sample, since speedscope has no notion of processes; a Python frame
- * "qualname (file:line)" becomes a frame {name, file, line}, any other frame
- * {name}. Samples are written in stack-text order, weights are the counts and the
+ * becomes a frame {name: qualname, file, line}, any other frame {name: its folded
+ * text}. Samples are written in stack-text order, weights are the counts and the
  * unit is "none". Output is always valid JSON: strings are escaped per RFC 8259,
  * invalid UTF-8 becomes U+FFFD, and '<', '>', '&', U+2028, U+2029 are written as
  * \u escapes so the text can also be embedded in HTML <script> elements.
@@ -13,11 +13,11 @@
 
 #include <stdio.h>
 
-#include "common/folded.h"
+#include "query/flame.h"
 
-/* Writes stacks to out as a speedscope file; name (NULL: "smolder") names the file
- * and its profile. Returns 0, -EINVAL (NULL stacks/out, an empty stack text),
+/* Writes the tree's stacks to out as a speedscope file; name (NULL: "smolder")
+ * names the file and its profile. Returns 0, -EINVAL (NULL tree or out),
  * -ENOMEM or -EIO (a write failed; out holds a partial document). Reentrant. */
-int render_speedscope(const struct folded *stacks, const char *name, FILE *out);
+int render_speedscope(const struct flame *tree, const char *name, FILE *out);
 
 #endif

@@ -145,18 +145,18 @@ static void color(const struct svg *s, const struct flame_node *n, int rgb[3])
 		return;
 	}
 	name_hash(n->name, v);
-	switch (n->kind) {
-	case FLAME_PYTHON: /* flamegraph.pl "aqua" */
+	switch (n->frame.kind) {
+	case FRAME_PYTHON: /* flamegraph.pl "aqua" */
 		rgb[0] = 50 + (int)(60 * v[0]);
 		rgb[1] = 165 + (int)(55 * v[1]);
 		rgb[2] = 165 + (int)(55 * v[1]);
 		break;
-	case FLAME_KERNEL: /* orange/brown */
+	case FRAME_KERNEL: /* orange/brown */
 		rgb[0] = 190 + (int)(50 * v[0]);
 		rgb[1] = 100 + (int)(50 * v[1]);
 		rgb[2] = 20 + (int)(30 * v[2]);
 		break;
-	case FLAME_NATIVE: /* flamegraph.pl "hot" */
+	case FRAME_NATIVE: /* flamegraph.pl "hot" */
 		rgb[0] = 205 + (int)(50 * v[0]);
 		rgb[1] = (int)(230 * v[1]);
 		rgb[2] = (int)(55 * v[2]);

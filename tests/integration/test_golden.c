@@ -247,6 +247,8 @@ static void test_golden_answers(void **state)
 
 			while (k < len && k < glen && want[k] == text[k])
 				k++;
+			free(want);
+			free(text);
 			fail_msg("%s: differs from %s at byte %zu of %zu (want %zu bytes)",
 				 cases[i].args, golden, k, len, glen);
 		}

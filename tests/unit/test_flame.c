@@ -93,8 +93,18 @@ static size_t check_node(const struct flame_node *n, const char *path, int depth
 		assert_int_equal(n->self[side], self);
 		assert_int_equal(n->total[side], total);
 	}
-	if (depth > 0)
-		assert_int_equal(n->kind, flame_kind_of(n->name, depth - 1));
+	if (depth > 0) { /* the node's frame is its text's, as the one parser reads it */
+		struct frame fr;
+
+		frame_parse(n->name, strlen(n->name), depth == 1, &fr);
+		assert_int_equal(n->frame.kind, fr.kind);
+		assert_int_equal(n->frame.line, fr.line);
+		assert_int_equal(n->frame.name_len, fr.name_len);
+		assert_memory_equal(n->frame.name, fr.name, fr.name_len);
+		assert_int_equal(n->frame.file_len, fr.file_len);
+		assert_memory_equal(n->frame.file, fr.file, fr.file_len);
+		assert_int_equal(n->depth, (uint32_t)depth);
+	}
 	for (i = 0; i < n->nchildren; i++) {
 		const struct flame_node *c = n->children[i];
 
@@ -127,7 +137,7 @@ static void test_totals_match_inputs(void **state)
 	assert_int_equal(flame__total(f, 1), total);
 	assert_true(total > 0);
 	assert_string_equal(flame__root(f)->name, "all");
-	assert_int_equal(flame__root(f)->kind, FLAME_ROOT);
+	assert_int_equal(flame__root(f)->frame.kind, FLAME_ROOT);
 	assert_null(flame__root(f)->parent);
 	assert_int_equal(check_node(flame__root(f), "", 0), flame__size(f));
 	flame__free(f);
@@ -149,7 +159,7 @@ static void test_merge_identical(void **state)
 	r = flame__root(f);
 	assert_int_equal(r->nchildren, 1);
 	p = r->children[0];
-	assert_int_equal(p->kind, FLAME_PROCESS);
+	assert_int_equal(p->frame.kind, FRAME_PROCESS);
 	assert_int_equal(p->self[0], 2);
 	assert_int_equal(p->total[0], 9);
 	assert_int_equal(p->nchildren, 1);
@@ -162,25 +172,87 @@ static void test_merge_identical(void **state)
 	flame__free(f);
 }
 
-static void test_kinds(void **state)
+static int cmp_str(const void *a, const void *b)
 {
+	return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* flame__stacks lists stacks in the order strcmp gives their folded texts, the
+ * order of a sorted folded file, also where a name sorts around ';' ("b!" < "b;c"
+ * < "bc") and where one stack is a prefix of another. */
+static void test_stacks_in_text_order(void **state)
+{
+	static const char *stacks[] = {
+		"p;b;c", "p;b!", "p;bc", "p;b", "p;a;b;c", "p", "q;\xc3\xa9", "q;z", "p;b;c;d",
+		"p;b (x.py:1)", "p;b_[k]", "p!;x",
+	};
+	const size_t n = sizeof(stacks) / sizeof(stacks[0]);
+	const char *want[sizeof(stacks) / sizeof(stacks[0])];
+	struct flame_stack *got;
+	struct flame *f;
+	size_t ngot, i;
+	char text[256];
+	uint32_t k;
+
 	(void)state;
-	assert_int_equal(flame_kind_of("python3", 0), FLAME_PROCESS);
-	assert_int_equal(flame_kind_of("x_[k]", 0), FLAME_PROCESS);
-	assert_int_equal(flame_kind_of("x_[k]", 1), FLAME_KERNEL);
-	assert_int_equal(flame_kind_of("do_syscall_64_[k]", 5), FLAME_KERNEL);
-	assert_int_equal(flame_kind_of("f (a.py:3)", 1), FLAME_PYTHON);
-	assert_int_equal(flame_kind_of("<lambda> (/a b/c.py:3)", 2), FLAME_PYTHON);
-	assert_int_equal(flame_kind_of("C.m.<locals>.g (x (1).py:12)", 2), FLAME_PYTHON);
-	assert_int_equal(flame_kind_of("main", 1), FLAME_NATIVE);
-	assert_int_equal(flame_kind_of("std::vector<int>::push_back(int const&)", 1), FLAME_NATIVE);
-	assert_int_equal(flame_kind_of("libc.so.6+0x1234", 1), FLAME_NATIVE);
-	assert_int_equal(flame_kind_of("f (a.py:)", 1), FLAME_NATIVE);
-	assert_int_equal(flame_kind_of("f (a.py:3x)", 1), FLAME_NATIVE);
-	assert_int_equal(flame_kind_of(" (a.py:3)", 1), FLAME_NATIVE);
-	assert_int_equal(flame_kind_of("f (:3)", 1), FLAME_NATIVE);
-	assert_int_equal(flame_kind_of("", 1), FLAME_NATIVE);
-	assert_int_equal(flame_kind_of("_[k]", 1), FLAME_KERNEL);
+	assert_int_equal(flame__new(&f), 0);
+	for (i = 0; i < n; i++)
+		assert_int_equal(flame__add(f, stacks[i], i + 1, i % 2), 0);
+	flame__finish(f);
+	memcpy(want, stacks, sizeof(want));
+	qsort(want, n, sizeof(want[0]), cmp_str);
+	assert_int_equal(flame__stacks(f, &got, &ngot), 0);
+	assert_int_equal(ngot, n);
+	for (i = 0; i < n; i++) {
+		size_t len = 0, orig;
+
+		for (k = 0; k < got[i].nframes; k++)
+			len += (size_t)snprintf(text + len, sizeof(text) - len, "%s%s", k ? ";" : "",
+						got[i].frames[k]->name);
+		assert_string_equal(text, want[i]);
+		for (orig = 0; strcmp(stacks[orig], want[i]); orig++)
+			;
+		assert_int_equal(got[i].count[orig % 2], orig + 1);
+		assert_int_equal(got[i].count[1 - orig % 2], 0);
+	}
+	free(got);
+	flame__free(f);
+}
+
+/* Frames of two kinds with one text ("f_[k]" native and "f" kernel) are two
+ * nodes: the tree keys frames, not text. */
+static void test_same_text_two_kinds(void **state)
+{
+	struct frame native[2], kernel[2];
+	const struct flame_node *p;
+	struct flame_stack *st;
+	struct flame *f;
+	size_t n;
+
+	(void)state;
+	native[0] = kernel[0] = frame_make(FRAME_PROCESS, "p", NULL, 0);
+	native[1] = frame_make(FRAME_NATIVE, "f_[k]", NULL, 0);
+	kernel[1] = frame_make(FRAME_KERNEL, "f", NULL, 0);
+	assert_int_equal(flame__new(&f), 0);
+	assert_int_equal(flame__add_frames(f, native, 2, 3, 0), 0);
+	assert_int_equal(flame__add_frames(f, kernel, 2, 4, 0), 0);
+	assert_int_equal(flame__add_frames(f, kernel, 0, 4, 0), -EINVAL);
+	flame__finish(f);
+	p = flame__root(f)->children[0];
+	assert_int_equal(p->nchildren, 2);
+	assert_string_equal(p->children[0]->name, "f_[k]");
+	assert_string_equal(p->children[1]->name, "f_[k]");
+	assert_int_equal(p->children[0]->frame.kind, FRAME_NATIVE); /* kind orders ties */
+	assert_int_equal(p->children[0]->self[0], 3);
+	assert_int_equal(p->children[1]->frame.kind, FRAME_KERNEL);
+	assert_int_equal(p->children[1]->frame.name_len, 1);
+	assert_int_equal(p->children[1]->self[0], 4);
+	assert_int_equal(flame__stacks(f, &st, &n), 0);
+	assert_int_equal(n, 2);
+	assert_int_equal(st[0].count[0], 3);
+	assert_int_equal(st[1].count[0], 4);
+	free(st);
+	flame__free(f);
 }
 
 static void test_kinds_in_tree(void **state)
@@ -194,12 +266,15 @@ static void test_kinds_in_tree(void **state)
 	assert_int_equal(flame__add(f, "k_[k];<lambda> (/a b/c.py:3);x_[k];m", 1, 0), 0);
 	flame__finish(f);
 	p = flame__root(f)->children[0];
-	assert_int_equal(p->kind, FLAME_PROCESS);
+	assert_int_equal(p->frame.kind, FRAME_PROCESS);
 	n = p->children[0];
 	assert_string_equal(n->name, "<lambda> (/a b/c.py:3)");
-	assert_int_equal(n->kind, FLAME_PYTHON);
-	assert_int_equal(n->children[0]->kind, FLAME_KERNEL);
-	assert_int_equal(n->children[0]->children[0]->kind, FLAME_NATIVE);
+	assert_int_equal(n->frame.kind, FRAME_PYTHON);
+	assert_int_equal(n->frame.line, 3);
+	assert_int_equal(n->frame.name_len, strlen("<lambda>"));
+	assert_memory_equal(n->frame.file, "/a b/c.py", n->frame.file_len);
+	assert_int_equal(n->children[0]->frame.kind, FRAME_KERNEL);
+	assert_int_equal(n->children[0]->children[0]->frame.kind, FRAME_NATIVE);
 	flame__free(f);
 }
 
@@ -247,7 +322,7 @@ static void test_top_recursion(void **state)
 	assert_int_equal(b->total, 17);
 	assert_int_equal(c->self, 3);
 	assert_int_equal(c->total, 3);
-	assert_int_equal(a->kind, FLAME_NATIVE);
+	assert_int_equal(a->kind, FRAME_NATIVE);
 	/* Sorted by self descending, then total descending. */
 	assert_ptr_equal(&fns[0], a);
 	assert_ptr_equal(&fns[1], c);
@@ -377,7 +452,8 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_totals_match_inputs),
 	    cmocka_unit_test(test_merge_identical),
-	    cmocka_unit_test(test_kinds),
+	    cmocka_unit_test(test_stacks_in_text_order),
+	    cmocka_unit_test(test_same_text_two_kinds),
 	    cmocka_unit_test(test_kinds_in_tree),
 	    cmocka_unit_test(test_top_recursion),
 	    cmocka_unit_test(test_top_matches_inputs),

@@ -10,6 +10,7 @@
 #include <zlib.h>
 
 #include "common/folded.h"
+#include "query/flame.h"
 #include "query/render_pprof.h"
 #include "query/render_speedscope.h"
 #include "profile.pb-c.h"
@@ -44,6 +45,27 @@ static struct folded *make_fixture(uint64_t *total)
 		*total += fixture[i].count;
 	}
 	return f;
+}
+
+static int add_to_tree(void *ctx, const char *stack, uint64_t count)
+{
+	return flame__add(ctx, stack, count, 0);
+}
+
+/* The renderers read a flame tree: f's stacks as one (the folded aggregate stays
+ * the independent reference). Frees the previous call's tree; NULL frees only. */
+static struct flame *tree_of(const struct folded *f)
+{
+	static struct flame *tree;
+
+	flame__free(tree);
+	tree = NULL;
+	if (!f)
+		return NULL;
+	assert_int_equal(flame__new(&tree), 0);
+	assert_int_equal(folded__foreach(f, add_to_tree, tree), 0);
+	flame__finish(tree);
+	return tree;
 }
 
 static uint8_t *gunzip(const void *in, size_t len, size_t *out_len)
@@ -115,7 +137,7 @@ static void test_pprof_roundtrip(void **state)
 
 	(void)state;
 	f = make_fixture(&total);
-	assert_int_equal(render_pprof(f, period, 1700000000000000000LL, 10000000000LL, &gz, &len),
+	assert_int_equal(render_pprof(tree_of(f), period, 1700000000000000000LL, 10000000000LL, &gz, &len),
 			 0);
 	assert_true(len > 18);
 	assert_int_equal(((uint8_t *)gz)[0], 0x1f);
@@ -214,6 +236,7 @@ static void test_pprof_roundtrip(void **state)
 	free(raw);
 	free(gz);
 	folded__free(f);
+	tree_of(NULL);
 }
 
 static void test_pprof_empty_and_errors(void **state)
@@ -226,7 +249,7 @@ static void test_pprof_empty_and_errors(void **state)
 
 	(void)state;
 	assert_int_equal(folded__new(&f), 0);
-	assert_int_equal(render_pprof(f, 1000, 0, 0, &gz, &len), 0);
+	assert_int_equal(render_pprof(tree_of(f), 1000, 0, 0, &gz, &len), 0);
 	raw = gunzip(gz, len, &raw_len);
 	p = perftools__profiles__profile__unpack(NULL, raw_len, raw);
 	assert_non_null(p);
@@ -239,9 +262,10 @@ static void test_pprof_empty_and_errors(void **state)
 
 	assert_int_equal(render_pprof(NULL, 1000, 0, 0, &gz, &len), -EINVAL);
 	assert_int_equal(folded__add(f, "p;a", UINT64_MAX / 2), 0);
-	assert_int_equal(render_pprof(f, 1000, 0, 0, &gz, &len), -EOVERFLOW);
+	assert_int_equal(render_pprof(tree_of(f), 1000, 0, 0, &gz, &len), -EOVERFLOW);
 	assert_null(gz);
 	folded__free(f);
+	tree_of(NULL);
 }
 
 static const char validate_py[] =
@@ -292,7 +316,7 @@ static void test_speedscope_valid_json(void **state)
 	snprintf(py, sizeof(py), "%s/validate.py", dir);
 	fp = fopen(path, "w");
 	assert_non_null(fp);
-	assert_int_equal(render_speedscope(f, name, fp), 0);
+	assert_int_equal(render_speedscope(tree_of(f), name, fp), 0);
 	assert_int_equal(fclose(fp), 0);
 
 	/* nothing raw that could end a <script> element or break UTF-8 */
@@ -316,6 +340,7 @@ static void test_speedscope_valid_json(void **state)
 	assert_int_equal(system(cmd), 0);
 	test_rm_rf(dir);
 	folded__free(f);
+	tree_of(NULL);
 }
 
 static void test_speedscope_empty(void **state)
@@ -329,13 +354,14 @@ static void test_speedscope_empty(void **state)
 	assert_int_equal(folded__new(&f), 0);
 	mem = open_memstream(&buf, &len);
 	assert_non_null(mem);
-	assert_int_equal(render_speedscope(f, NULL, mem), 0);
+	assert_int_equal(render_speedscope(tree_of(f), NULL, mem), 0);
 	fclose(mem);
 	assert_non_null(strstr(buf, "\"samples\":[],\"weights\":[]"));
 	assert_non_null(strstr(buf, "\"endValue\":0"));
 	free(buf);
 	assert_int_equal(render_speedscope(NULL, NULL, stdout), -EINVAL);
 	folded__free(f);
+	tree_of(NULL);
 }
 
 int main(void)
