@@ -20,6 +20,7 @@
 #include <sqlite3.h>
 #include <uthash.h>
 
+#include "common/array.h"
 #include "common/batch.h"
 #include "store/store.h"
 
@@ -381,22 +382,10 @@ const char *store__errmsg(const struct store *s)
 	return s ? s->errmsg : "";
 }
 
+/* Makes s->buf hold at least len bytes. */
 static int reserve(struct store *s, size_t len)
 {
-	uint8_t *p;
-	size_t cap;
-
-	if (len <= s->bufcap)
-		return 0;
-	cap = s->bufcap ? s->bufcap : 256;
-	while (cap < len)
-		cap *= 2;
-	p = realloc(s->buf, cap);
-	if (!p)
-		return -ENOMEM;
-	s->buf = p;
-	s->bufcap = cap;
-	return 0;
+	return array_grow((void **)&s->buf, &s->bufcap, len, 1);
 }
 
 static size_t put_varint(uint8_t *p, uint64_t v)
@@ -878,20 +867,12 @@ static int frame_text(struct store *s, struct frame_text **cache, int64_t id, co
 /* Appends text (and a ';' unless first) to the growing string *buf. */
 static int append(char **buf, size_t *len, size_t *cap, const char *text, bool first)
 {
-	size_t tl = strlen(text), need = *len + tl + 2;
-	char *p;
+	size_t tl = strlen(text);
+	int err;
 
-	if (need > *cap) {
-		size_t c = *cap ? *cap : 256;
-
-		while (c < need)
-			c *= 2;
-		p = realloc(*buf, c);
-		if (!p)
-			return -ENOMEM;
-		*buf = p;
-		*cap = c;
-	}
+	err = array_grow((void **)buf, cap, *len + tl + 2, 1);
+	if (err)
+		return err;
 	if (!first)
 		(*buf)[(*len)++] = ';';
 	memcpy(*buf + *len, text, tl + 1);
@@ -1022,7 +1003,7 @@ static int prepare_query(struct store *s, const struct store_query *q, const cha
 int store__query_stacks(struct store *s, const struct store_query *q, store_stack_fn cb, void *ctx)
 {
 	struct frame_text *cache = NULL;
-	struct stack_sum *sums = NULL, *p;
+	struct stack_sum *sums = NULL;
 	size_t nsums = 0, capsums = 0, i, textcap = 0;
 	sqlite3_stmt *st = NULL;
 	char *text = NULL;
@@ -1043,17 +1024,9 @@ int store__query_stacks(struct store *s, const struct store_query *q, store_stac
 
 		if (v <= 0)
 			continue;
-		if (nsums == capsums) {
-			size_t c = capsums ? capsums * 2 : 256;
-
-			p = realloc(sums, c * sizeof(*sums));
-			if (!p) {
-				err = -ENOMEM;
-				goto out_finalize;
-			}
-			sums = p;
-			capsums = c;
-		}
+		err = array_grow((void **)&sums, &capsums, nsums + 1, sizeof(*sums));
+		if (err)
+			goto out_finalize;
 		sums[nsums].stack_id = sqlite3_column_int64(st, 0);
 		sums[nsums++].count = (uint64_t)v;
 	}
@@ -1130,7 +1103,7 @@ static int label_query(struct store *s, const char *sql, int64_t from, int64_t t
 		       const char *key, store_text_fn cb, void *ctx)
 {
 	sqlite3_stmt *st = NULL;
-	char **rows = NULL, **grown;
+	char **rows = NULL;
 	size_t n = 0, cap = 0, i;
 	int rc, err;
 
@@ -1147,15 +1120,9 @@ static int label_query(struct store *s, const char *sql, int64_t from, int64_t t
 	while ((err = step(s, st)) == 1) {
 		const char *text = (const char *)sqlite3_column_text(st, 0);
 
-		if (n == cap) {
-			cap = cap ? cap * 2 : 64;
-			grown = realloc(rows, cap * sizeof(*rows));
-			if (!grown) {
-				err = -ENOMEM;
-				break;
-			}
-			rows = grown;
-		}
+		err = array_grow((void **)&rows, &cap, n + 1, sizeof(*rows));
+		if (err)
+			break;
 		rows[n] = strdup(text ? text : "");
 		if (!rows[n]) {
 			err = -ENOMEM;
