@@ -1,0 +1,298 @@
+/* Opening and closing the SQLite profile store, and what every other piece of store/
+ * builds on: the migrations (schema/NNN_*.sql, embedded at build time), the cache
+ * of prepared statements with their SQL, and the translation of SQLite results into
+ * 0/-errno with the last message kept for store__errmsg(). One connection per
+ * struct store; every statement is prepared once, on first use, and cached.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "store/store_int.h"
+
+/* Generated from schema/[0-9]*.sql by schema/embed.sh. */
+extern const char *const store_migrations[];
+extern const size_t store_nmigrations;
+
+static const char *const stmt_sql[ST_NR] = {
+    [ST_BEGIN] = "BEGIN IMMEDIATE",
+    [ST_COMMIT] = "COMMIT",
+    [ST_ROLLBACK] = "ROLLBACK",
+    [ST_SEEN] = "SELECT 1 FROM ingested WHERE agent = ?1 AND seq = ?2",
+    [ST_STATE] = "SELECT coarse_before, batches FROM state WHERE id = 1",
+    [ST_BATCHES_INC] = "UPDATE state SET batches = batches + 1 WHERE id = 1",
+    [ST_STR_GET] = "SELECT id FROM strings WHERE text = ?1",
+    [ST_STR_PUT] = "INSERT INTO strings (text) VALUES (?1)",
+    [ST_FRAME_GET] = "SELECT id FROM frames WHERE kind = ?1 AND name = ?2 AND file = ?3 "
+		     "AND line = ?4",
+    [ST_FRAME_PUT] = "INSERT INTO frames (kind, name, file, line) VALUES (?1, ?2, ?3, ?4)",
+    [ST_STACK_GET] = "SELECT id FROM stacks WHERE frames = ?1",
+    [ST_STACK_PUT] = "INSERT INTO stacks (frames) VALUES (?1)",
+    [ST_LS_GET] = "SELECT id FROM labelsets WHERE labels = ?1",
+    [ST_LS_PUT] = "INSERT INTO labelsets (labels) VALUES (?1)",
+    [ST_LSL_PUT] = "INSERT INTO labelset_labels (key_id, value_id, labelset_id) "
+		   "VALUES (?1, ?2, ?3)",
+    [ST_SAMPLE_ADD] = "INSERT INTO samples (window_start, labelset_id, stack_id, value) "
+		      "VALUES (?1, ?2, ?3, ?4) "
+		      "ON CONFLICT DO UPDATE SET value = value + excluded.value",
+    [ST_INGESTED_PUT] = "INSERT INTO ingested (agent, seq, window_start) VALUES (?1, ?2, ?3)",
+    [ST_STACK_FRAMES] = "SELECT frames FROM stacks WHERE id = ?1",
+    [ST_FRAME_TEXT] = "SELECT f.kind, n.text, fl.text, f.line FROM frames f "
+		      "JOIN strings n ON n.id = f.name JOIN strings fl ON fl.id = f.file "
+		      "WHERE f.id = ?1",
+    [ST_RET_SAMPLES] = "DELETE FROM samples WHERE (window_start, labelset_id, stack_id) IN "
+		       "(SELECT window_start, labelset_id, stack_id FROM samples "
+		       "WHERE window_start < ?1 "
+		       "ORDER BY window_start, labelset_id, stack_id LIMIT ?2)",
+    [ST_RET_INGESTED] = "DELETE FROM ingested WHERE (agent, seq) IN "
+			"(SELECT agent, seq FROM ingested WHERE window_start < ?1 LIMIT ?2)",
+    [ST_FIRST_WINDOW] = "SELECT window_start FROM samples WHERE window_start >= ?1 "
+			"ORDER BY window_start LIMIT 1",
+    /* Rows of (B, E) are added into B; the row at B itself stays. The SELECT reads
+     * rows above B only, so the DELETE below picks exactly the rows just added. */
+    [ST_MERGE_MOVE] = "INSERT INTO samples (window_start, labelset_id, stack_id, value) "
+		      "SELECT ?1, labelset_id, stack_id, value FROM samples "
+		      "WHERE window_start > ?1 AND window_start < ?2 "
+		      "ORDER BY window_start, labelset_id, stack_id LIMIT ?3 "
+		      "ON CONFLICT DO UPDATE SET value = value + excluded.value",
+    [ST_MERGE_DELETE] = "DELETE FROM samples WHERE (window_start, labelset_id, stack_id) IN "
+			"(SELECT window_start, labelset_id, stack_id FROM samples "
+			"WHERE window_start > ?1 AND window_start < ?2 "
+			"ORDER BY window_start, labelset_id, stack_id LIMIT ?3)",
+    [ST_SET_WATERMARK] = "UPDATE state SET coarse_before = ?1 WHERE id = 1",
+};
+
+static int sqlite_to_errno(sqlite3 *db, int rc)
+{
+	int sys;
+
+	switch (rc & 0xff) {
+	case SQLITE_OK:
+	case SQLITE_ROW:
+	case SQLITE_DONE:
+		return 0;
+	case SQLITE_NOMEM:
+		return -ENOMEM;
+	case SQLITE_BUSY:
+	case SQLITE_LOCKED:
+		return -EBUSY;
+	case SQLITE_FULL:
+		return -ENOSPC;
+	case SQLITE_READONLY:
+		return -EROFS;
+	case SQLITE_PERM:
+	case SQLITE_AUTH:
+		return -EACCES;
+	case SQLITE_CANTOPEN:
+		sys = db ? sqlite3_system_errno(db) : 0;
+		return sys > 0 ? -sys : -EIO;
+	case SQLITE_CONSTRAINT:
+	case SQLITE_MISMATCH:
+	case SQLITE_TOOBIG:
+	case SQLITE_RANGE:
+		return -EINVAL;
+	default: /* IOERR, CORRUPT, NOTADB, ERROR, ... */
+		return -EIO;
+	}
+}
+
+int store_sql_fail(struct store *s, int rc)
+{
+	int err = sqlite_to_errno(s->db, rc);
+
+	snprintf(s->errmsg, sizeof(s->errmsg), "%s", sqlite3_errmsg(s->db));
+	return err ? err : -EIO;
+}
+
+int store_fail(struct store *s, int err, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(s->errmsg, sizeof(s->errmsg), fmt, ap);
+	va_end(ap);
+	return err;
+}
+
+int store_get_stmt(struct store *s, enum stmt_id id, sqlite3_stmt **out)
+{
+	int rc;
+
+	if (!s->stmt[id]) {
+		rc = sqlite3_prepare_v3(s->db, stmt_sql[id], -1, SQLITE_PREPARE_PERSISTENT,
+					&s->stmt[id], NULL);
+		if (rc != SQLITE_OK)
+			return store_sql_fail(s, rc);
+	}
+	*out = s->stmt[id];
+	return 0;
+}
+
+int store_step(struct store *s, sqlite3_stmt *st)
+{
+	int rc = sqlite3_step(st);
+
+	if (rc == SQLITE_ROW)
+		return 1;
+	if (rc == SQLITE_DONE) {
+		sqlite3_reset(st);
+		return 0;
+	}
+	rc = store_sql_fail(s, rc);
+	sqlite3_reset(st);
+	return rc;
+}
+
+int store_run(struct store *s, enum stmt_id id)
+{
+	sqlite3_stmt *st = NULL;
+	int err;
+
+	err = store_get_stmt(s, id, &st);
+	if (err)
+		return err;
+	err = store_step(s, st);
+	store_done(st);
+	return err < 0 ? err : 0;
+}
+
+void store_rollback(struct store *s)
+{
+	if (!sqlite3_get_autocommit(s->db))
+		store_run(s, ST_ROLLBACK);
+}
+
+static int exec(struct store *s, const char *sql)
+{
+	int rc = sqlite3_exec(s->db, sql, NULL, NULL, NULL);
+
+	return rc == SQLITE_OK ? 0 : store_sql_fail(s, rc);
+}
+
+int store_query_int(struct store *s, const char *sql, int64_t *out)
+{
+	sqlite3_stmt *st = NULL;
+	int err, rc;
+
+	rc = sqlite3_prepare_v2(s->db, sql, -1, &st, NULL);
+	if (rc != SQLITE_OK)
+		return store_sql_fail(s, rc);
+	err = store_step(s, st);
+	if (err == 1) {
+		*out = sqlite3_column_int64(st, 0);
+		err = 0;
+	} else if (err == 0) {
+		err = store_fail(s, -EIO, "no row from %s", sql);
+	}
+	sqlite3_finalize(st);
+	return err;
+}
+
+static int migrate(struct store *s)
+{
+	char sql[64];
+	int64_t version;
+	int err;
+
+	for (;;) {
+		err = exec(s, "BEGIN IMMEDIATE");
+		if (err)
+			return err;
+		err = store_query_int(s, "PRAGMA user_version", &version);
+		if (err)
+			goto out_rollback;
+		if (version < 0 || (uint64_t)version > store_nmigrations) {
+			err = store_fail(s, -EPROTO, "schema version %" PRId64 " is newer than %zu",
+					 version, store_nmigrations);
+			goto out_rollback;
+		}
+		if ((uint64_t)version == store_nmigrations)
+			break;
+		err = exec(s, store_migrations[version]);
+		if (err)
+			goto out_rollback;
+		snprintf(sql, sizeof(sql), "PRAGMA user_version = %" PRId64, version + 1);
+		err = exec(s, sql);
+		if (err)
+			goto out_rollback;
+		err = exec(s, "COMMIT");
+		if (err)
+			goto out_rollback;
+	}
+	/* Nothing to do: end the read transaction. */
+	return exec(s, "COMMIT");
+
+out_rollback:
+	if (!sqlite3_get_autocommit(s->db))
+		sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
+	return err;
+}
+
+int store__open(const char *path, const struct store_options *opts, struct store **out)
+{
+	struct store *s;
+	int err, rc;
+
+	if (!path || !out)
+		return -EINVAL;
+	s = calloc(1, sizeof(*s));
+	if (!s)
+		return -ENOMEM;
+	if (opts)
+		s->opts = *opts;
+	if (s->opts.retention_seconds <= 0)
+		s->opts.retention_seconds = STORE_DEFAULT_RETENTION_SECONDS;
+	if (!s->opts.downsample_after_seconds)
+		s->opts.downsample_after_seconds = STORE_DEFAULT_DOWNSAMPLE_AFTER_SECONDS;
+	if (!s->opts.coarse_window_seconds)
+		s->opts.coarse_window_seconds = STORE_DEFAULT_COARSE_WINDOW_SECONDS;
+	if (s->opts.retention_seconds < (int64_t)s->opts.downsample_after_seconds) {
+		err = -EINVAL;
+		goto out_free;
+	}
+
+	rc = sqlite3_open_v2(path, &s->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, NULL);
+	if (rc != SQLITE_OK) {
+		err = s->db ? store_sql_fail(s, rc) : -ENOMEM;
+		goto out_close_db;
+	}
+	sqlite3_busy_timeout(s->db, STORE_BUSY_TIMEOUT_MS);
+	/* An in-memory database answers "memory" to WAL, which is fine. Foreign keys
+	 * stay off: ids are only written by store/, and checking them costs a
+	 * lookup per row on the ingest path. */
+	err = exec(s, "PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; "
+		      "PRAGMA foreign_keys = OFF");
+	if (err)
+		goto out_close_db;
+	err = migrate(s);
+	if (err)
+		goto out_close_db;
+	*out = s;
+	return 0;
+
+out_close_db:
+	sqlite3_close(s->db);
+out_free:
+	free(s);
+	return err;
+}
+
+void store__close(struct store *s)
+{
+	int i;
+
+	if (!s)
+		return;
+	for (i = 0; i < ST_NR; i++)
+		sqlite3_finalize(s->stmt[i]);
+	sqlite3_close(s->db);
+	free(s->buf);
+	free(s);
+}
+
+const char *store__errmsg(const struct store *s)
+{
+	return s ? s->errmsg : "";
+}
