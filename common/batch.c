@@ -5,14 +5,8 @@
  * distinct entry is stored once. Hash entries point into the batch being built;
  * the tables are emptied before the batch is handed over.
  *
- * Folded frame text and frame kinds, the one mapping both directions must share:
- *   first frame of a stack            PROCESS  name = the whole text
- *   "NAME_[k]"                        KERNEL   name = NAME
- *   "NAME (FILE:LINE)"                PYTHON   split at the last " (", then the last
- *                                              ':'; LINE canonical decimal, <= 2^32-1
- *   anything else                     NATIVE   name = the whole text
- * batch__stack_text() prints each kind back by concatenation, so text -> builder ->
- * text is the identity wherever the split falls.
+ * Folded text is read and written only through common/frame.h, so text ->
+ * builder -> text is the identity.
  */
 #include "common/batch.h"
 #include "common/reason.h"
@@ -28,9 +22,6 @@
  * the callers detect with HASH_COUNT. */
 #define HASH_NONFATAL_OOM 1
 #include <uthash.h>
-
-#define KERNEL_SUFFIX	  "_[k]"
-#define KERNEL_SUFFIX_LEN (sizeof(KERNEL_SUFFIX) - 1)
 
 struct str_entry {
 	UT_hash_handle hh; /* key: the string's bytes, owned by the batch */
@@ -75,14 +66,7 @@ struct batch_builder {
 	char *host;
 	char *profile_type;
 	struct window w;
-};
-
-/* One frame of a folded stack, parsed but not interned yet. */
-struct parsed_frame {
-	uint32_t kind;
-	const char *name, *file; /* not NUL-terminated */
-	size_t name_len, file_len;
-	uint32_t line;
+	struct frame *parsed; /* batch_builder__add's frames: BATCH_MAX_STACK_DEPTH */
 };
 
 /* One label, for sorting the caller's labels by key text. */
@@ -160,7 +144,7 @@ int batch__validate(const struct batch *b, char *why, size_t len)
 	for (i = 0; i < b->nframes; i++) {
 		const struct batch_frame *f = &b->frames[i];
 
-		if (f->kind >= BATCH_FRAME_NR)
+		if (f->kind >= FRAME_KIND_NR)
 			return reason_fail(why, len, -EINVAL, "frame %u: unknown kind %u", i,
 					   f->kind);
 		if ((err = validate_string_ref(b, "frame", i, "name", f->name, why, len)) ||
@@ -251,17 +235,6 @@ int batch__validate(const struct batch *b, char *why, size_t len)
 
 /* ---- folded text ------------------------------------------------------------ */
 
-/* Appends n bytes at *pos of buf (len bytes), truncating; *pos counts them all. */
-static void put(char *buf, size_t len, size_t *pos, const char *s, size_t n)
-{
-	if (*pos < len) {
-		size_t room = len - *pos;
-
-		memcpy(buf + *pos, s, n < room ? n : room);
-	}
-	*pos += n;
-}
-
 static const char *string_at(const struct batch *b, uint32_t i)
 {
 	return i < b->nstrings && b->strings[i] ? b->strings[i] : "?";
@@ -273,89 +246,28 @@ size_t batch__stack_text(const struct batch *b, uint32_t stack, char *buf, size_
 	size_t pos = 0;
 	uint32_t i;
 
-	if (b && stack < b->nstacks) {
-		st = &b->stacks[stack];
-		for (i = 0; i < st->nframes; i++) {
-			const struct batch_frame *f;
-			const char *s;
-			char num[16];
-
-			if (i > 0)
-				put(buf, len, &pos, ";", 1);
-			if (st->frames[i] >= b->nframes) {
-				put(buf, len, &pos, "?", 1);
-				continue;
-			}
-			f = &b->frames[st->frames[i]];
-			s = string_at(b, f->name);
-			put(buf, len, &pos, s, strlen(s));
-			if (f->kind == BATCH_FRAME_KERNEL) {
-				put(buf, len, &pos, KERNEL_SUFFIX, KERNEL_SUFFIX_LEN);
-			} else if (f->kind == BATCH_FRAME_PYTHON) {
-				put(buf, len, &pos, " (", 2);
-				s = string_at(b, f->file);
-				put(buf, len, &pos, s, strlen(s));
-				put(buf, len, &pos, num,
-				    (size_t)snprintf(num, sizeof(num), ":%u)", f->line));
-			}
-		}
-	}
 	if (len)
-		buf[pos < len ? pos : len - 1] = '\0';
+		buf[0] = '\0';
+	if (!b || stack >= b->nstacks)
+		return 0;
+	st = &b->stacks[stack];
+	for (i = 0; i < st->nframes; i++) {
+		const struct batch_frame *bf;
+		struct frame f;
+
+		if (i > 0)
+			pos += (size_t)snprintf(pos < len ? buf + pos : NULL, pos < len ? len - pos : 0,
+						";");
+		if (st->frames[i] >= b->nframes) {
+			f = frame_make(FRAME_NATIVE, "?", NULL, 0);
+		} else {
+			bf = &b->frames[st->frames[i]];
+			f = frame_make(bf->kind, string_at(b, bf->name), string_at(b, bf->file),
+				       bf->line);
+		}
+		pos += frame_format(&f, pos < len ? buf + pos : NULL, pos < len ? len - pos : 0);
+	}
 	return pos;
-}
-
-/* Parses "DIGITS" (canonical: no sign, no leading zero but "0") into a uint32_t. */
-static bool parse_line(const char *s, size_t n, uint32_t *out)
-{
-	uint64_t v = 0;
-	size_t i;
-
-	if (n == 0 || n > 10 || (n > 1 && s[0] == '0'))
-		return false;
-	for (i = 0; i < n; i++) {
-		if (s[i] < '0' || s[i] > '9')
-			return false;
-		v = v * 10 + (uint64_t)(s[i] - '0');
-	}
-	if (v > UINT32_MAX)
-		return false;
-	*out = (uint32_t)v;
-	return true;
-}
-
-/* Frame text t (n bytes, not the stack's first frame) into *pf. */
-static void parse_frame(const char *t, size_t n, struct parsed_frame *pf)
-{
-	const char *open = NULL, *colon = NULL, *p;
-
-	*pf = (struct parsed_frame){.kind = BATCH_FRAME_NATIVE, .name = t, .name_len = n};
-	if (n >= KERNEL_SUFFIX_LEN &&
-	    memcmp(t + n - KERNEL_SUFFIX_LEN, KERNEL_SUFFIX, KERNEL_SUFFIX_LEN) == 0) {
-		pf->kind = BATCH_FRAME_KERNEL;
-		pf->name_len = n - KERNEL_SUFFIX_LEN;
-		return;
-	}
-	if (n < 5 || t[n - 1] != ')') /* shortest Python: " (:0)" */
-		return;
-	for (p = t + n - 2; p > t; p--) /* the last " (" */
-		if (p[-1] == ' ' && p[0] == '(') {
-			open = p;
-			break;
-		}
-	if (!open)
-		return;
-	for (p = t + n - 2; p > open; p--) /* the last ':' inside the parentheses */
-		if (*p == ':') {
-			colon = p;
-			break;
-		}
-	if (!colon || !parse_line(colon + 1, (size_t)(t + n - 1 - (colon + 1)), &pf->line))
-		return;
-	pf->kind = BATCH_FRAME_PYTHON;
-	pf->name_len = (size_t)(open - 1 - t);
-	pf->file = open + 1;
-	pf->file_len = (size_t)(colon - (open + 1));
 }
 
 /* ---- builder ---------------------------------------------------------------- */
@@ -422,7 +334,7 @@ out_free:
 	return err;
 }
 
-static int intern_frame(struct batch_builder *bb, const struct parsed_frame *pf, uint32_t *idx)
+static int intern_frame(struct batch_builder *bb, const struct frame *pf, uint32_t *idx)
 {
 	struct batch *b = bb->w.b;
 	struct frame_entry *e;
@@ -431,7 +343,7 @@ static int intern_frame(struct batch_builder *bb, const struct parsed_frame *pf,
 	int err;
 
 	err = intern_string(bb, pf->name, pf->name_len, &key.name);
-	if (!err && pf->file)
+	if (!err && pf->kind == FRAME_PYTHON)
 		err = intern_string(bb, pf->file, pf->file_len, &key.file);
 	if (err)
 		return err;
@@ -649,7 +561,8 @@ int batch_builder__new(const char *agent_id, const char *host, const char *profi
 	bb->agent_id = strdup(agent_id);
 	bb->host = strdup(host);
 	bb->profile_type = strdup(profile_type);
-	if (!bb->agent_id || !bb->host || !bb->profile_type) {
+	bb->parsed = calloc(BATCH_MAX_STACK_DEPTH, sizeof(*bb->parsed));
+	if (!bb->agent_id || !bb->host || !bb->profile_type || !bb->parsed) {
 		err = -ENOMEM;
 		goto out_free_builder;
 	}
@@ -673,6 +586,7 @@ void batch_builder__free(struct batch_builder *bb)
 	free(bb->agent_id);
 	free(bb->host);
 	free(bb->profile_type);
+	free(bb->parsed);
 	free(bb);
 }
 
@@ -681,20 +595,20 @@ static int cmp_text_label(const void *a, const void *b)
 	return strcmp(((const struct text_label *)a)->key, ((const struct text_label *)b)->key);
 }
 
-int batch_builder__add(struct batch_builder *bb, const char *const *keys, const char *const *values,
-		       size_t nlabels, const char *folded_stack, uint64_t count)
+int batch_builder__add_frames(struct batch_builder *bb, const char *const *keys,
+			      const char *const *values, size_t nlabels, const struct frame *frames,
+			      size_t nframes, uint64_t count)
 {
 	struct text_label tl[BATCH_MAX_LABELS];
 	struct batch_label labels[BATCH_MAX_LABELS];
-	uint32_t frames[BATCH_MAX_STACK_DEPTH];
-	uint32_t nframes = 0, labelset, stack;
-	const char *p, *end;
+	uint32_t ids[BATCH_MAX_STACK_DEPTH];
+	uint32_t labelset, stack;
 	size_t i;
 	int err;
 
 	/* Check everything the caller gave before interning anything. */
-	if (!bb || !bb->w.b || !folded_stack || !*folded_stack || count == 0 ||
-	    nlabels > BATCH_MAX_LABELS || (nlabels && (!keys || !values)))
+	if (!bb || !bb->w.b || !frames || nframes == 0 || nframes > BATCH_MAX_STACK_DEPTH ||
+	    count == 0 || nlabels > BATCH_MAX_LABELS || (nlabels && (!keys || !values)))
 		return -EINVAL;
 	for (i = 0; i < nlabels; i++) {
 		if (!keys[i] || !values[i] || strlen(keys[i]) > BATCH_MAX_STRING_LEN ||
@@ -707,31 +621,22 @@ int batch_builder__add(struct batch_builder *bb, const char *const *keys, const 
 	for (i = 1; i < nlabels; i++)
 		if (strcmp(tl[i - 1].key, tl[i].key) == 0)
 			return -EINVAL;
-	for (p = folded_stack;; p = end + 1) {
-		end = strchrnul(p, ';');
-		if (++nframes > BATCH_MAX_STACK_DEPTH || (size_t)(end - p) > BATCH_MAX_STRING_LEN)
+	for (i = 0; i < nframes; i++)
+		if (frames[i].name_len > BATCH_MAX_STRING_LEN ||
+		    frames[i].file_len > BATCH_MAX_STRING_LEN || frames[i].kind >= FRAME_KIND_NR ||
+		    (i > 0 && frames[i].kind == FRAME_PROCESS))
 			return -EINVAL;
-		if (!*end)
-			break;
-	}
 
-	nframes = 0;
-	for (p = folded_stack;; p = end + 1) {
-		struct parsed_frame pf;
+	for (i = 0; i < nframes; i++) {
+		struct frame f = frames[i];
 
-		end = strchrnul(p, ';');
-		if (nframes == 0)
-			pf = (struct parsed_frame){
-			    .kind = BATCH_FRAME_PROCESS, .name = p, .name_len = (size_t)(end - p)};
-		else
-			parse_frame(p, (size_t)(end - p), &pf);
-		err = intern_frame(bb, &pf, &frames[nframes++]);
+		if (i == 0)
+			f.kind = FRAME_PROCESS;
+		err = intern_frame(bb, &f, &ids[i]);
 		if (err)
 			return err;
-		if (!*end)
-			break;
 	}
-	err = intern_stack(bb, frames, nframes, &stack);
+	err = intern_stack(bb, ids, (uint32_t)nframes, &stack);
 	if (err)
 		return err;
 	for (i = 0; i < nlabels; i++) {
@@ -743,6 +648,26 @@ int batch_builder__add(struct batch_builder *bb, const char *const *keys, const 
 	if (err)
 		return err;
 	return add_sample(bb, labelset, stack, count);
+}
+
+int batch_builder__add(struct batch_builder *bb, const char *const *keys, const char *const *values,
+		       size_t nlabels, const char *folded_stack, uint64_t count)
+{
+	const char *p, *end;
+	size_t n = 0;
+
+	if (!bb || !folded_stack || !*folded_stack)
+		return -EINVAL;
+	for (p = folded_stack;; p = end + 1) {
+		end = strchrnul(p, ';');
+		if (n == BATCH_MAX_STACK_DEPTH || (size_t)(end - p) > BATCH_MAX_STRING_LEN)
+			return -EINVAL;
+		frame_parse(p, (size_t)(end - p), n == 0, &bb->parsed[n]);
+		n++;
+		if (!*end)
+			break;
+	}
+	return batch_builder__add_frames(bb, keys, values, nlabels, bb->parsed, n, count);
 }
 
 int batch_builder__counter(struct batch_builder *bb, const char *name, uint64_t value)

@@ -17,6 +17,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "common/frame.h"
+
 #define BATCH_FORMAT_VERSION 1
 
 /* Hard caps on what a batch may hold (checked on decode and on build). */
@@ -30,16 +32,8 @@
 #define BATCH_MAX_SAMPLES     (1u << 21)
 #define BATCH_MAX_COUNTERS    64
 
-enum batch_frame_kind {
-	BATCH_FRAME_NATIVE = 0,	 /* user-space native function or module+0xOFF */
-	BATCH_FRAME_KERNEL = 1,	 /* kernel function */
-	BATCH_FRAME_PYTHON = 2,	 /* Python function: name is the qualname */
-	BATCH_FRAME_PROCESS = 3, /* the root frame: the process name */
-	BATCH_FRAME_NR,
-};
-
 struct batch_frame {
-	uint32_t kind; /* enum batch_frame_kind */
+	uint32_t kind; /* enum frame_kind (common/frame.h) */
 	uint32_t name; /* string: function, qualname, "module+0xOFF" or comm */
 	uint32_t file; /* string: Python file name, or 0 */
 	uint32_t line; /* Python line, or 0 */
@@ -102,12 +96,10 @@ void batch__free(struct batch *b);
  * why (e.g. "sample 12: stack 90 out of range (40 stacks)"). */
 int batch__validate(const struct batch *b, char *why, size_t len);
 
-/* Builds one batch per window from folded stacks, interning every string, frame,
- * stack, label set and (label set, stack) sample so each is stored once. Frame
- * kinds come from the folded text: the first frame is the process (PROCESS),
- * "name_[k]" is KERNEL (name without the suffix), "qualname (file:line)" is PYTHON
- * (split at the last " (" and the last ':', line in canonical decimal), anything
- * else NATIVE; batch__stack_text() prints them back to the same text. After an
+/* Builds one batch per window from stacks of frames (or their folded text, read
+ * with frame_parse()), interning every string, frame, stack, label set and (label
+ * set, stack) sample so each is stored once; batch__stack_text() prints a stack
+ * back with frame_format(), the same text. After an
  * -EINVAL or -ENOMEM from add or counter the builder may hold unused dictionary
  * entries but stays valid and usable. Not thread-safe. */
 struct batch_builder;
@@ -125,6 +117,13 @@ void batch_builder__free(struct batch_builder *bb);
 int batch_builder__add(struct batch_builder *bb, const char *const *keys, const char *const *values,
 		       size_t nlabels, const char *folded_stack, uint64_t count);
 
+/* The same for a stack of nframes frames, root first; frames[0] is the process
+ * (its kind is taken as FRAME_PROCESS) and no other frame is. Returns 0, -EINVAL
+ * (a cap exceeded, no frames, a kind out of range, duplicate key) or -ENOMEM. */
+int batch_builder__add_frames(struct batch_builder *bb, const char *const *keys,
+			      const char *const *values, size_t nlabels, const struct frame *frames,
+			      size_t nframes, uint64_t count);
+
 /* Adds an agent counter (name copied). Returns 0, -EINVAL (over
  * BATCH_MAX_COUNTERS) or -ENOMEM. */
 int batch_builder__counter(struct batch_builder *bb, const char *name, uint64_t value);
@@ -135,8 +134,7 @@ int batch_builder__counter(struct batch_builder *bb, const char *name, uint64_t 
 int batch_builder__finish(struct batch_builder *bb, uint64_t seq, int64_t window_start,
 			  uint32_t window_seconds, uint64_t period_ns, struct batch **out);
 
-/* The folded text of stack i of b ("comm;f1;f2" as the agent writes it): Python
- * frames as "name (file:line)", kernel frames with "_[k]". Written to buf,
+/* The folded text of stack i of b ("comm;f1;f2", each frame by frame_format()). Written to buf,
  * truncated at len and always NUL-terminated when len > 0 (snprintf-like).
  * Returns the full length, 0 when stack is out of range. Indices out of range
  * (b not validated) print as "?". */

@@ -169,11 +169,11 @@ struct side {
 	unsigned side;
 };
 
-static int add_stack(void *ctx, const char *stack, uint64_t count)
+static int add_stack(void *ctx, const struct frame *frames, size_t nframes, uint64_t count)
 {
 	struct side *s = ctx;
 
-	return flame__add(s->f, stack, count, s->side);
+	return flame__add_frames(s->f, frames, nframes, count, s->side);
 }
 
 /* Loads the query's samples into a tree (both sides for a diff). */

@@ -100,7 +100,7 @@ static int intern_frame(struct store *s, struct ingest *in, uint32_t i, int64_t 
 		return 0;
 	}
 	f = &in->b->frames[i];
-	if (f->kind >= BATCH_FRAME_NR)
+	if (f->kind >= FRAME_KIND_NR)
 		return store_fail(s, -EINVAL, "frame %u: bad kind %u", i, f->kind);
 	err = intern_string(s, in, f->name, &name);
 	if (!err)

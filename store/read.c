@@ -1,8 +1,8 @@
-/* Queries: folded stacks summed over a time range and a label selection, the
- * per-bucket timeline of the same selection, and the label keys and values in use.
- * A query is one range scan of samples' primary key with the label sets narrowed by
- * index; folded text is rebuilt from the dictionaries, caching frame texts per
- * query.
+/* Reads: stacks summed over a time range and a label selection, the per-bucket
+ * timeline of the same selection, and the label keys and values in use. A query is
+ * one range scan of samples' primary key with the label sets narrowed by index;
+ * stacks are handed out as frames (common/frame.h) read from the dictionaries,
+ * with a per-query cache of frames by id.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -14,13 +14,16 @@
 
 #include "common/array.h"
 #include "common/batch.h"
+#include "common/frame.h"
 #include "store/store_int.h"
 
 #define QUERY_MAX_LABELS BATCH_MAX_LABELS
 
-struct frame_text {
+/* One dictionary frame, with its own copies of the strings. */
+struct cached_frame {
 	int64_t id;
-	char *text;
+	struct frame frame; /* strings point into text */
+	char *text;	    /* name '\0' file '\0' */
 	UT_hash_handle hh;
 };
 
@@ -29,28 +32,35 @@ struct stack_sum {
 	uint64_t count;
 };
 
-static void free_frame_texts(struct frame_text **cache)
-{
-	struct frame_text *ft, *tmp;
+/* A stack being read: its frames, borrowed from the cache. */
+struct stack_buf {
+	struct frame *frames;
+	size_t n, cap;
+};
 
-	HASH_ITER (hh, *cache, ft, tmp) {
-		HASH_DEL(*cache, ft);
-		free(ft->text);
-		free(ft);
+static void free_frame_cache(struct cached_frame **cache)
+{
+	struct cached_frame *cf, *tmp;
+
+	HASH_ITER (hh, *cache, cf, tmp) {
+		HASH_DEL(*cache, cf);
+		free(cf->text);
+		free(cf);
 	}
 }
 
-static int frame_text(struct store *s, struct frame_text **cache, int64_t id, const char **out)
+static int frame_by_id(struct store *s, struct cached_frame **cache, int64_t id,
+		       const struct frame **out)
 {
-	struct frame_text *ft;
+	struct cached_frame *cf;
 	sqlite3_stmt *st = NULL;
 	const char *name, *file;
-	int64_t kind, line;
-	int err, n;
+	size_t nlen, flen;
+	int err;
 
-	HASH_FIND(hh, *cache, &id, sizeof(id), ft);
-	if (ft) {
-		*out = ft->text;
+	HASH_FIND(hh, *cache, &id, sizeof(id), cf);
+	if (cf) {
+		*out = &cf->frame;
 		return 0;
 	}
 	err = store_get_stmt(s, ST_FRAME_TEXT, &st);
@@ -58,70 +68,51 @@ static int frame_text(struct store *s, struct frame_text **cache, int64_t id, co
 		return err;
 	sqlite3_bind_int64(st, 1, id);
 	err = store_step(s, st);
-	if (err == 0) {
-		store_done(st);
-		return store_fail(s, -EIO, "frame %" PRId64 " missing", id);
-	}
-	if (err < 0) {
-		store_done(st);
-		return err;
-	}
-	ft = calloc(1, sizeof(*ft));
-	if (!ft) {
-		store_done(st);
-		return -ENOMEM;
-	}
-	kind = sqlite3_column_int64(st, 0);
+	if (err == 0)
+		err = store_fail(s, -EIO, "frame %" PRId64 " missing", id);
+	if (err < 0)
+		goto out_done;
 	name = (const char *)sqlite3_column_text(st, 1);
 	file = (const char *)sqlite3_column_text(st, 2);
-	line = sqlite3_column_int64(st, 3);
 	name = name ? name : "";
 	file = file ? file : "";
-	if (kind == BATCH_FRAME_KERNEL)
-		n = asprintf(&ft->text, "%s_[k]", name);
-	else if (kind == BATCH_FRAME_PYTHON)
-		n = asprintf(&ft->text, "%s (%s:%" PRId64 ")", name, file, line);
-	else
-		n = asprintf(&ft->text, "%s", name);
-	store_done(st);
-	if (n < 0) {
-		free(ft);
-		return -ENOMEM;
+	nlen = strlen(name);
+	flen = strlen(file);
+	err = -ENOMEM;
+	cf = calloc(1, sizeof(*cf));
+	if (!cf || !(cf->text = malloc(nlen + flen + 2))) {
+		free(cf);
+		goto out_done;
 	}
-	ft->id = id;
-	HASH_ADD(hh, *cache, id, sizeof(ft->id), ft);
-	*out = ft->text;
-	return 0;
+	memcpy(cf->text, name, nlen + 1);
+	memcpy(cf->text + nlen + 1, file, flen + 1);
+	cf->frame = (struct frame){ .kind = (uint32_t)sqlite3_column_int64(st, 0),
+				    .line = (uint32_t)sqlite3_column_int64(st, 3),
+				    .name = cf->text,
+				    .name_len = nlen,
+				    .file = cf->text + nlen + 1,
+				    .file_len = flen };
+	cf->id = id;
+	HASH_ADD(hh, *cache, id, sizeof(cf->id), cf);
+	*out = &cf->frame;
+	err = 0;
+out_done:
+	store_done(st);
+	return err;
 }
 
-/* Appends text (and a ';' unless first) to the growing string *buf. */
-static int append(char **buf, size_t *len, size_t *cap, const char *text, bool first)
-{
-	size_t tl = strlen(text);
-	int err;
-
-	err = array_grow((void **)buf, cap, *len + tl + 2, 1);
-	if (err)
-		return err;
-	if (!first)
-		(*buf)[(*len)++] = ';';
-	memcpy(*buf + *len, text, tl + 1);
-	*len += tl;
-	return 0;
-}
-
-static int stack_text(struct store *s, struct frame_text **cache, int64_t stack_id, char **buf,
-		      size_t *cap)
+/* Reads stack stack_id's frames into sb (root first). */
+static int stack_frames(struct store *s, struct cached_frame **cache, int64_t stack_id,
+			struct stack_buf *sb)
 {
 	const uint8_t *p, *end;
-	const char *ft = NULL;
+	const struct frame *fr;
 	sqlite3_stmt *st = NULL;
-	size_t len = 0;
 	uint8_t *blob = NULL;
 	int nblob = 0, err;
-	bool first = true;
 	uint64_t fid;
 
+	sb->n = 0;
 	err = store_get_stmt(s, ST_STACK_FRAMES, &st);
 	if (err)
 		return err;
@@ -146,15 +137,12 @@ static int stack_text(struct store *s, struct frame_text **cache, int64_t stack_
 			err = store_fail(s, -EIO, "stack %" PRId64 ": bad frame list", stack_id);
 			goto out_free_blob;
 		}
-		err = frame_text(s, cache, (int64_t)fid, &ft);
-		if (!err)
-			err = append(buf, &len, cap, ft, first);
+		err = frame_by_id(s, cache, (int64_t)fid, &fr);
+		err = err ?: array_grow((void **)&sb->frames, &sb->cap, sb->n + 1, sizeof(*fr));
 		if (err)
 			goto out_free_blob;
-		first = false;
+		sb->frames[sb->n++] = *fr;
 	}
-	if (first)
-		err = append(buf, &len, cap, "", true);
 
 out_free_blob:
 	free(blob);
@@ -232,11 +220,11 @@ static int prepare_query(struct store *s, const struct store_query *q, const cha
 
 int store__query_stacks(struct store *s, const struct store_query *q, store_stack_fn cb, void *ctx)
 {
-	struct frame_text *cache = NULL;
+	struct cached_frame *cache = NULL;
 	struct stack_sum *sums = NULL;
-	size_t nsums = 0, capsums = 0, i, textcap = 0;
+	size_t nsums = 0, capsums = 0, i;
+	struct stack_buf sb = { 0 };
 	sqlite3_stmt *st = NULL;
-	char *text = NULL;
 	int err;
 
 	if (!cb)
@@ -266,18 +254,18 @@ int store__query_stacks(struct store *s, const struct store_query *q, store_stac
 	st = NULL;
 
 	for (i = 0; i < nsums; i++) {
-		err = stack_text(s, &cache, sums[i].stack_id, &text, &textcap);
+		err = stack_frames(s, &cache, sums[i].stack_id, &sb);
 		if (err)
 			goto out_free;
-		err = cb(ctx, text, sums[i].count);
+		err = cb(ctx, sb.frames, sb.n, sums[i].count);
 		if (err)
 			goto out_free;
 	}
 	err = 0;
 
 out_free:
-	free(text);
-	free_frame_texts(&cache);
+	free(sb.frames);
+	free_frame_cache(&cache);
 out_finalize:
 	sqlite3_finalize(st);
 	free(sums);

@@ -75,11 +75,13 @@ struct store_query {
 	size_t nlabels;
 };
 
-/* Called once per distinct stack: folded is the agent's folded text ("comm;f1;f2",
- * root first; kernel frames "name_[k]", Python frames "name (file:line)"), borrowed
- * for the call; count is the sum over the selected windows and label sets. Return 0
- * to go on; anything else stops the query, which then returns that value. */
-typedef int (*store_stack_fn)(void *ctx, const char *folded, uint64_t count);
+/* Called once per distinct stack: its nframes frames (common/frame.h), root first,
+ * the first the process, borrowed for the call; count is the sum over the selected
+ * windows and label sets. Return 0 to go on; anything else stops the query, which
+ * then returns that value. */
+struct frame;
+typedef int (*store_stack_fn)(void *ctx, const struct frame *frames, size_t nframes,
+			      uint64_t count);
 
 /* Runs q, calling cb for each stack with a nonzero sum, in no particular order.
  * The callback must not call into s. A downsampled window counts whole when its

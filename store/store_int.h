@@ -5,7 +5,7 @@
  * statements (their SQL is in open.c), the statement and error helpers of open.c,
  * the watermark reader of maintain.c, and the varint and floor_div helpers that
  * ingest, queries and maintenance use. The pieces: open.c (open, close, migrations,
- * statement cache, error translation), ingest.c, query.c and maintain.c. Only store/
+ * statement cache, error translation), ingest.c, read.c and maintain.c. Only store/
  * includes <sqlite3.h>.
  */
 #ifndef SMOLDER_STORE_INT_H

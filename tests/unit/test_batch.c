@@ -134,25 +134,25 @@ static void test_frame_kinds(void **state)
 		const char *name, *file;
 		uint32_t line;
 	} cases[] = {
-	    {"plain_fn", BATCH_FRAME_NATIVE, "plain_fn", "", 0},
-	    {"libc.so.6+0x1234", BATCH_FRAME_NATIVE, "libc.so.6+0x1234", "", 0},
-	    {"x_[k]", BATCH_FRAME_KERNEL, "x", "", 0},
-	    {"do_syscall_64_[k]", BATCH_FRAME_KERNEL, "do_syscall_64", "", 0},
-	    {"_[k]", BATCH_FRAME_KERNEL, "", "", 0},
-	    {"f (file.py:12)", BATCH_FRAME_PYTHON, "f", "file.py", 12},
-	    {"<lambda> (/a b/c.py:3)", BATCH_FRAME_PYTHON, "<lambda>", "/a b/c.py", 3},
-	    {"Cls.m.<locals>.g (x) (/a (b)/c.py:40)", BATCH_FRAME_PYTHON,
+	    {"plain_fn", FRAME_NATIVE, "plain_fn", "", 0},
+	    {"libc.so.6+0x1234", FRAME_NATIVE, "libc.so.6+0x1234", "", 0},
+	    {"x_[k]", FRAME_KERNEL, "x", "", 0},
+	    {"do_syscall_64_[k]", FRAME_KERNEL, "do_syscall_64", "", 0},
+	    {"_[k]", FRAME_KERNEL, "", "", 0},
+	    {"f (file.py:12)", FRAME_PYTHON, "f", "file.py", 12},
+	    {"<lambda> (/a b/c.py:3)", FRAME_PYTHON, "<lambda>", "/a b/c.py", 3},
+	    {"Cls.m.<locals>.g (x) (/a (b)/c.py:40)", FRAME_PYTHON,
 	     "Cls.m.<locals>.g (x) (/a", "b)/c.py", 40},
-	    {"f (C:\\x.py:4294967295)", BATCH_FRAME_PYTHON, "f", "C:\\x.py", 4294967295u},
-	    {"mod (m.py:0)", BATCH_FRAME_PYTHON, "mod", "m.py", 0},
-	    {"a (b)", BATCH_FRAME_NATIVE, "a (b)", "", 0},
-	    {"a (b:)", BATCH_FRAME_NATIVE, "a (b:)", "", 0},
-	    {"a (b:x1)", BATCH_FRAME_NATIVE, "a (b:x1)", "", 0},
-	    {"a (b:012)", BATCH_FRAME_NATIVE, "a (b:012)", "", 0},
-	    {"a (b:4294967296)", BATCH_FRAME_NATIVE, "a (b:4294967296)", "", 0},
-	    {"a(b:1)", BATCH_FRAME_NATIVE, "a(b:1)", "", 0},
-	    {"operator() (int)", BATCH_FRAME_NATIVE, "operator() (int)", "", 0},
-	    {"f (a.py:1)_[k]", BATCH_FRAME_KERNEL, "f (a.py:1)", "", 0},
+	    {"f (C:\\x.py:4294967295)", FRAME_PYTHON, "f", "C:\\x.py", 4294967295u},
+	    {"mod (m.py:0)", FRAME_PYTHON, "mod", "m.py", 0},
+	    {"a (b)", FRAME_NATIVE, "a (b)", "", 0},
+	    {"a (b:)", FRAME_NATIVE, "a (b:)", "", 0},
+	    {"a (b:x1)", FRAME_NATIVE, "a (b:x1)", "", 0},
+	    {"a (b:012)", FRAME_NATIVE, "a (b:012)", "", 0},
+	    {"a (b:4294967296)", FRAME_NATIVE, "a (b:4294967296)", "", 0},
+	    {"a(b:1)", FRAME_NATIVE, "a(b:1)", "", 0},
+	    {"operator() (int)", FRAME_NATIVE, "operator() (int)", "", 0},
+	    {"f (a.py:1)_[k]", FRAME_KERNEL, "f (a.py:1)", "", 0},
 	};
 	char stack[256];
 	size_t i;
@@ -168,7 +168,7 @@ static void test_frame_kinds(void **state)
 		b = finish(bb);
 		assert_int_equal(b->nframes, 2);
 		/* the root is the process whatever its text */
-		assert_int_equal(b->frames[b->stacks[0].frames[0]].kind, BATCH_FRAME_PROCESS);
+		assert_int_equal(b->frames[b->stacks[0].frames[0]].kind, FRAME_PROCESS);
 		assert_string_equal(b->strings[b->frames[b->stacks[0].frames[0]].name], "proc_[k]");
 		f = &b->frames[b->stacks[0].frames[1]];
 		if (f->kind != cases[i].kind)
@@ -183,6 +183,41 @@ static void test_frame_kinds(void **state)
 }
 
 /* Deterministic pseudo-random frames of every kind, many stacks, text round trip. */
+/* Frames handed over as frames keep their kind even where their text reads as
+ * another kind: a native symbol that looks like a Python frame stays native. */
+static void test_add_frames_keeps_kinds(void **state)
+{
+	struct frame fr[3] = {
+		frame_make(FRAME_NATIVE, "proc", NULL, 0), /* the root is the process */
+		frame_make(FRAME_NATIVE, "f (a.py:1)", NULL, 0),
+		frame_make(FRAME_PYTHON, "g", "b.py", 7),
+	};
+	struct batch_builder *bb;
+	struct batch *b;
+	char text[128];
+
+	(void)state;
+	assert_int_equal(batch_builder__new("a", "h", "cpu", &bb), 0);
+	assert_int_equal(batch_builder__add_frames(bb, NULL, NULL, 0, fr, 3, 5), 0);
+	assert_int_equal(batch_builder__add_frames(bb, NULL, NULL, 0, fr, 0, 5), -EINVAL);
+	fr[2].kind = FRAME_PROCESS; /* a process below the root */
+	assert_int_equal(batch_builder__add_frames(bb, NULL, NULL, 0, fr, 3, 5), -EINVAL);
+	fr[2].kind = FRAME_KIND_NR;
+	assert_int_equal(batch_builder__add_frames(bb, NULL, NULL, 0, fr, 3, 5), -EINVAL);
+	assert_int_equal(batch_builder__finish(bb, 1, 100, 10, 1000, &b), 0);
+	assert_int_equal(b->nstacks, 1);
+	assert_int_equal(b->stacks[0].nframes, 3);
+	assert_int_equal(b->frames[b->stacks[0].frames[0]].kind, FRAME_PROCESS);
+	assert_int_equal(b->frames[b->stacks[0].frames[1]].kind, FRAME_NATIVE);
+	assert_string_equal(b->strings[b->frames[b->stacks[0].frames[1]].name], "f (a.py:1)");
+	assert_int_equal(b->frames[b->stacks[0].frames[2]].kind, FRAME_PYTHON);
+	assert_int_equal(b->frames[b->stacks[0].frames[2]].line, 7);
+	batch__stack_text(b, 0, text, sizeof(text));
+	assert_string_equal(text, "proc;f (a.py:1);g (b.py:7)");
+	batch__free(b);
+	batch_builder__free(bb);
+}
+
 static void test_stack_text_round_trip(void **state)
 {
 	static const char *const pieces[] = {"main",
@@ -410,7 +445,7 @@ static void test_validate(void **state)
 	b->frames[1].file = 99;
 	expect_invalid(b, "frame 1: file string 99 out of range");
 	b = small_batch();
-	b->frames[0].kind = BATCH_FRAME_NR;
+	b->frames[0].kind = FRAME_KIND_NR;
 	expect_invalid(b, "frame 0: unknown kind 4");
 	b = small_batch();
 	b->labelsets[0].labels[0].key = 99;
@@ -478,6 +513,7 @@ int main(void)
 	    cmocka_unit_test(test_interning),
 	    cmocka_unit_test(test_label_order_independent),
 	    cmocka_unit_test(test_frame_kinds),
+	    cmocka_unit_test(test_add_frames_keeps_kinds),
 	    cmocka_unit_test(test_stack_text_round_trip),
 	    cmocka_unit_test(test_stack_text_truncates),
 	    cmocka_unit_test(test_builder_rejects),

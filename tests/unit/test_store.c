@@ -90,19 +90,19 @@ static uint32_t tb_frame(struct tb *t, const char *text, bool root)
 	uint32_t i;
 
 	if (root) {
-		f.kind = BATCH_FRAME_PROCESS;
+		f.kind = FRAME_PROCESS;
 		f.name = tb_str(t, text);
 	} else if (len > 4 && !strcmp(text + len - 4, "_[k]")) {
 		snprintf(name, sizeof(name), "%.*s", (int)(len - 4), text);
-		f.kind = BATCH_FRAME_KERNEL;
+		f.kind = FRAME_KERNEL;
 		f.name = tb_str(t, name);
 	} else if (sscanf(text, "%511[^ ] (%255[^:]:%u)", name, file, &line) == 3) {
-		f.kind = BATCH_FRAME_PYTHON;
+		f.kind = FRAME_PYTHON;
 		f.name = tb_str(t, name);
 		f.file = tb_str(t, file);
 		f.line = line;
 	} else {
-		f.kind = BATCH_FRAME_NATIVE;
+		f.kind = FRAME_NATIVE;
 		f.name = tb_str(t, text);
 	}
 	snprintf(key, sizeof(key), "%u|%u|%u|%u", f.kind, f.name, f.file, f.line);
@@ -368,11 +368,34 @@ struct got {
 	int calls;
 };
 
-static int collect(void *ctx, const char *folded, uint64_t count)
+/* The folded text of frames, printed here by hand (independent of frame.h). */
+static void text_of(const struct frame *frames, size_t n, char *buf, size_t len)
+{
+	size_t i, pos = 0;
+
+	buf[0] = '\0';
+	for (i = 0; i < n; i++) {
+		const struct frame *f = &frames[i];
+
+		assert_int_equal(f->kind == FRAME_PROCESS, i == 0);
+		pos += (size_t)snprintf(buf + pos, len - pos, "%s%.*s", i ? ";" : "",
+					(int)f->name_len, f->name);
+		if (f->kind == FRAME_KERNEL)
+			pos += (size_t)snprintf(buf + pos, len - pos, "_[k]");
+		else if (f->kind == FRAME_PYTHON)
+			pos += (size_t)snprintf(buf + pos, len - pos, " (%.*s:%u)",
+						(int)f->file_len, f->file, f->line);
+		assert_true(pos < len);
+	}
+}
+
+static int collect(void *ctx, const struct frame *frames, size_t nframes, uint64_t count)
 {
 	struct got *g = ctx;
+	char folded[8192];
 	int i;
 
+	text_of(frames, nframes, folded, sizeof(folded));
 	g->calls++;
 	for (i = 0; i < NSTACKS; i++)
 		if (!strcmp(stack_pool[i], folded)) {
@@ -556,9 +579,10 @@ static void run_roundtrip_queries(struct store *s, const struct tuple *t, size_t
 	check_query(s, t, n, &q);
 }
 
-static int stop_after_one(void *ctx, const char *folded, uint64_t count)
+static int stop_after_one(void *ctx, const struct frame *frames, size_t nframes, uint64_t count)
 {
-	(void)folded;
+	(void)frames;
+	(void)nframes;
 	(void)count;
 	++*(int *)ctx;
 	return 42;
