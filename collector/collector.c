@@ -70,7 +70,7 @@ void collector_options__defaults(struct collector_options *o)
 		.listen = "127.0.0.1:7171",
 		.max_body = WIRE_DEFAULT_MAX_COMPRESSED,
 		.max_decompressed = WIRE_DEFAULT_MAX_DECOMPRESSED,
-		.retention_seconds = 14 * 86400,
+		.retention_seconds = STORE_DEFAULT_RETENTION_SECONDS,
 	};
 }
 
@@ -411,11 +411,11 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *conn, const char
 			count_reject(c, REJECT_AUTH);
 			return respond_error(conn, MHD_HTTP_UNAUTHORIZED, "missing or wrong token");
 		}
-		if (!header_is(conn, MHD_HTTP_HEADER_CONTENT_TYPE, "application/x-protobuf") ||
+		if (!header_is(conn, MHD_HTTP_HEADER_CONTENT_TYPE, WIRE_CONTENT_TYPE) ||
 		    !header_is(conn, MHD_HTTP_HEADER_CONTENT_ENCODING, "zstd")) {
 			count_reject(c, REJECT_MEDIA_TYPE);
 			return respond_error(conn, MHD_HTTP_UNSUPPORTED_MEDIA_TYPE,
-					     "want application/x-protobuf with Content-Encoding zstd");
+					     "want " WIRE_CONTENT_TYPE " with Content-Encoding zstd");
 		}
 		cl = MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
 						 MHD_HTTP_HEADER_CONTENT_LENGTH);

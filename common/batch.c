@@ -9,6 +9,7 @@
  * builder -> text is the identity.
  */
 #include "common/batch.h"
+#include "common/array.h"
 #include "common/reason.h"
 
 #include <errno.h>
@@ -53,7 +54,7 @@ struct sample_entry {
 /* One window being built: the batch and its dictionaries' hash tables. */
 struct window {
 	struct batch *b; /* arrays grown by doubling */
-	uint32_t cap_strings, cap_frames, cap_stacks, cap_labelsets, cap_samples, cap_counters;
+	size_t cap_strings, cap_frames, cap_stacks, cap_labelsets, cap_samples, cap_counters;
 	struct str_entry *strings;
 	struct frame_entry *frames;
 	struct stack_entry *stacks;
@@ -272,24 +273,6 @@ size_t batch__stack_text(const struct batch *b, uint32_t stack, char *buf, size_
 
 /* ---- builder ---------------------------------------------------------------- */
 
-/* Makes room for one more element in *arr (capacity *cap, count n, element size sz). */
-static int grow(void *arr, uint32_t *cap, uint32_t n, size_t sz)
-{
-	void **p = arr;
-	uint32_t ncap;
-	void *na;
-
-	if (n < *cap)
-		return 0;
-	ncap = *cap ? *cap * 2 : 16;
-	na = realloc(*p, (size_t)ncap * sz);
-	if (!na)
-		return -ENOMEM;
-	*p = na;
-	*cap = ncap;
-	return 0;
-}
-
 /* Index of string s (n bytes) in the batch, added if new. */
 static int intern_string(struct batch_builder *bb, const char *s, size_t n, uint32_t *idx)
 {
@@ -306,7 +289,7 @@ static int intern_string(struct batch_builder *bb, const char *s, size_t n, uint
 	}
 	if (n > BATCH_MAX_STRING_LEN || b->nstrings >= BATCH_MAX_STRINGS)
 		return -EINVAL;
-	err = grow(&b->strings, &bb->w.cap_strings, b->nstrings, sizeof(*b->strings));
+	err = array_grow((void **)&b->strings, &bb->w.cap_strings, (size_t)b->nstrings + 1, sizeof(*b->strings));
 	if (err)
 		return err;
 	e = calloc(1, sizeof(*e));
@@ -354,7 +337,7 @@ static int intern_frame(struct batch_builder *bb, const struct frame *pf, uint32
 	}
 	if (b->nframes >= BATCH_MAX_FRAMES)
 		return -EINVAL;
-	err = grow(&b->frames, &bb->w.cap_frames, b->nframes, sizeof(*b->frames));
+	err = array_grow((void **)&b->frames, &bb->w.cap_frames, (size_t)b->nframes + 1, sizeof(*b->frames));
 	if (err)
 		return err;
 	e = calloc(1, sizeof(*e));
@@ -389,7 +372,7 @@ static int intern_stack(struct batch_builder *bb, const uint32_t *fr, uint32_t n
 	}
 	if (b->nstacks >= BATCH_MAX_STACKS)
 		return -EINVAL;
-	err = grow(&b->stacks, &bb->w.cap_stacks, b->nstacks, sizeof(*b->stacks));
+	err = array_grow((void **)&b->stacks, &bb->w.cap_stacks, (size_t)b->nstacks + 1, sizeof(*b->stacks));
 	if (err)
 		return err;
 	e = calloc(1, sizeof(*e));
@@ -438,7 +421,7 @@ static int intern_labelset(struct batch_builder *bb, const struct batch_label *l
 	}
 	if (b->nlabelsets >= BATCH_MAX_LABELSETS)
 		return -EINVAL;
-	err = grow(&b->labelsets, &bb->w.cap_labelsets, b->nlabelsets, sizeof(*b->labelsets));
+	err = array_grow((void **)&b->labelsets, &bb->w.cap_labelsets, (size_t)b->nlabelsets + 1, sizeof(*b->labelsets));
 	if (err)
 		return err;
 	e = calloc(1, sizeof(*e));
@@ -483,7 +466,7 @@ static int add_sample(struct batch_builder *bb, uint32_t labelset, uint32_t stac
 	}
 	if (b->nsamples >= BATCH_MAX_SAMPLES)
 		return -EINVAL;
-	err = grow(&b->samples, &bb->w.cap_samples, b->nsamples, sizeof(*b->samples));
+	err = array_grow((void **)&b->samples, &bb->w.cap_samples, (size_t)b->nsamples + 1, sizeof(*b->samples));
 	if (err)
 		return err;
 	e = calloc(1, sizeof(*e));
@@ -681,7 +664,7 @@ int batch_builder__counter(struct batch_builder *bb, const char *name, uint64_t 
 	b = bb->w.b;
 	if (b->ncounters >= BATCH_MAX_COUNTERS)
 		return -EINVAL;
-	err = grow(&b->counters, &bb->w.cap_counters, b->ncounters, sizeof(*b->counters));
+	err = array_grow((void **)&b->counters, &bb->w.cap_counters, (size_t)b->ncounters + 1, sizeof(*b->counters));
 	if (!err)
 		err = intern_string(bb, name, strlen(name), &idx);
 	if (err)
