@@ -5,7 +5,9 @@
 #   make test     deps, then build everything with ASan+UBSan and run every test
 #   make run      deps, build, run the main job (see README.md)
 #   make bench    deps, build, run the benchmarks (see docs/benchmarks.md)
-#   make format   clang-format every C source
+#   make format   clang-format every C source (the settings: .clang-format)
+#   make check-format  fail if any C source differs from clang-format's output
+#   make check-layout  fail if the folders' include rules are broken (tests/check_layout.sh)
 #   V=1           show the commands
 #
 # Layout of build/: vmlinux.h and BPF skeletons in build/bpf/, release objects in
@@ -69,7 +71,11 @@ INTEG_TESTS := $(patsubst tests/integration/%.c,$(BUILD)/asan/tests/%,$(wildcard
 WORKLOADS   := $(patsubst tests/workloads/%.c,$(BUILD)/workloads/%,$(wildcard tests/workloads/*.c))
 BENCHES     := $(patsubst bench/%.c,$(BUILD)/bench/%,$(wildcard bench/*.c))
 
-.PHONY: all deps test check run bench format clean
+# Every C file clang-format owns: the program, BPF, tests, workloads, benchmarks.
+FORMAT_SRCS = $(LIB_SRCS) $(MAIN_SRCS) $(shell find $(LIB_DIRS) cli bpf -name '*.h') \
+	      $(BPF_SRCS) $(wildcard tests/*/*.c tests/*.h tests/*/*.h bench/*.c bench/*.h)
+
+.PHONY: all deps test check check-format check-layout run bench format clean
 all: $(BUILD)/smolder
 
 deps:
@@ -80,8 +86,16 @@ deps:
 test: deps
 	$(Q)$(MAKE) check
 
-check: $(BUILD)/smolder $(BUILD)/asan/smolder $(UNIT_TESTS) $(INTEG_TESTS) $(WORKLOADS) $(BENCHES)
+check: check-format check-layout $(BUILD)/smolder $(BUILD)/asan/smolder $(UNIT_TESTS) \
+		$(INTEG_TESTS) $(WORKLOADS) $(BENCHES)
 	$(Q)bash tests/run.sh $(BUILD)
+
+check-format:
+	$(call msg,FORMAT,check)
+	$(Q)clang-format --dry-run --Werror $(FORMAT_SRCS)
+
+check-layout:
+	$(Q)bash tests/check_layout.sh
 
 run: deps
 	$(Q)$(MAKE) all
@@ -94,8 +108,7 @@ bench: deps
 	$(Q)$(BUILD)/bench/ingest_bench 360 /tmp
 
 format:
-	$(Q)clang-format -i $(LIB_SRCS) $(MAIN_SRCS) $(shell find $(LIB_DIRS) cli bpf -name '*.h') \
-		$(wildcard bpf/*.bpf.c tests/*/*.c tests/*.h)
+	$(Q)clang-format -i $(FORMAT_SRCS)
 
 clean:
 	$(Q)rm -rf $(BUILD)

@@ -11,7 +11,7 @@ packages=(
 	libcurl4-openssl-dev libzstd-dev libsqlite3-dev protobuf-c-compiler
 	libprotobuf-c-dev libmicrohttpd-dev uthash-dev
 	# tests and benchmarks
-	libcmocka-dev python3 linux-perf procps binutils sqlite3 libxml2-utils
+	clang-format libcmocka-dev python3 linux-perf procps binutils sqlite3 libxml2-utils
 	protobuf-compiler chromium openssl socat
 )
 
