@@ -3,7 +3,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "agent/agent.h"
+#include "cli/agent_cmd.h"
 #include "cli/query.h"
 #include "collector/collector.h"
 

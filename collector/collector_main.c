@@ -11,7 +11,7 @@
 #include <unistd.h>
 
 #include "agent/agent.h"
-#include "agent/agent_opts.h"
+#include "cli/agent_cmd.h"
 #include "common/log.h"
 #include "common/timeparse.h"
 #include "common/token.h"
@@ -259,6 +259,8 @@ int up_main(int argc, char **argv)
 	}
 	rest[n] = NULL;
 	err = agent_options__parse(n, rest, &ao, why, sizeof(why));
+	if (err == 1) /* -h went to the collector's options: an agent's -vh is ignored */
+		err = 0;
 	if (err) {
 		fprintf(stderr, "smolder up: %s\n", why);
 		goto out;
