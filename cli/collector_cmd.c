@@ -1,24 +1,21 @@
-/* `smolder collector` and `smolder up`: option parsing and the serving loop. `up`
- * runs the collector and the agent in one process, on the embedded SQLite store. */
-#include "collector/collector.h"
+/* `smolder collector`: option parsing and the serving loop; see collector_cmd.h. */
+#include "cli/collector_cmd.h"
 
 #include <errno.h>
-#include <getopt.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
-#include "agent/agent.h"
-#include "cli/agent_cmd.h"
 #include "common/log.h"
+#include "common/reason.h"
 #include "common/timeparse.h"
 #include "common/token.h"
 
 #define MAINTAIN_SECONDS 10
 
-static const char collector_usage[] =
+const char collector_usage[] =
 	"usage: smolder collector [options]\n"
 	"Receives agents' batches over HTTP and stores them in SQLite.\n"
 	"\n"
@@ -33,28 +30,16 @@ static const char collector_usage[] =
 	"      --max-body-mb N       compressed batch size cap (default 16)\n"
 	"  -h, --help                show this help\n";
 
-enum {
-	OPT_DB = 256,
-	OPT_LISTEN,
-	OPT_INGEST_TOKEN,
-	OPT_INGEST_TOKEN_FILE,
-	OPT_QUERY_TOKEN,
-	OPT_QUERY_TOKEN_FILE,
-	OPT_INSECURE,
-	OPT_RETENTION,
-	OPT_MAX_BODY_MB,
-};
-
-static const struct option collector_long[] = {
-	{ "db", required_argument, NULL, OPT_DB },
-	{ "listen", required_argument, NULL, OPT_LISTEN },
-	{ "ingest-token", required_argument, NULL, OPT_INGEST_TOKEN },
-	{ "ingest-token-file", required_argument, NULL, OPT_INGEST_TOKEN_FILE },
-	{ "query-token", required_argument, NULL, OPT_QUERY_TOKEN },
-	{ "query-token-file", required_argument, NULL, OPT_QUERY_TOKEN_FILE },
-	{ "insecure", no_argument, NULL, OPT_INSECURE },
-	{ "retention", required_argument, NULL, OPT_RETENTION },
-	{ "max-body-mb", required_argument, NULL, OPT_MAX_BODY_MB },
+const struct option collector_long_options[] = {
+	{ "db", required_argument, NULL, COLLECTOR_OPT_DB },
+	{ "listen", required_argument, NULL, COLLECTOR_OPT_LISTEN },
+	{ "ingest-token", required_argument, NULL, COLLECTOR_OPT_INGEST_TOKEN },
+	{ "ingest-token-file", required_argument, NULL, COLLECTOR_OPT_INGEST_TOKEN_FILE },
+	{ "query-token", required_argument, NULL, COLLECTOR_OPT_QUERY_TOKEN },
+	{ "query-token-file", required_argument, NULL, COLLECTOR_OPT_QUERY_TOKEN_FILE },
+	{ "insecure", no_argument, NULL, COLLECTOR_OPT_INSECURE },
+	{ "retention", required_argument, NULL, COLLECTOR_OPT_RETENTION },
+	{ "max-body-mb", required_argument, NULL, COLLECTOR_OPT_MAX_BODY_MB },
 	{ "help", no_argument, NULL, 'h' },
 	{ NULL, 0, NULL, 0 },
 };
@@ -67,128 +52,135 @@ static void on_signal(int sig)
 	stop_requested = 1;
 }
 
-struct parsed {
-	struct collector_options o;
-	char *tokens[2]; /* from files: owned */
-	bool help;
-};
+void collector_args__init(struct collector_args *a)
+{
+	*a = (struct collector_args){ 0 };
+	collector_options__defaults(&a->o);
+}
 
-/* Parses collector options; with `passthrough`, unknown options are left for the
- * agent (for `smolder up`): their indices are collected in rest. */
-static int parse_collector(int argc, char **argv, struct parsed *p, bool passthrough,
-			   char **rest, int *nrest)
+int collector_args__set(struct collector_args *a, int opt, const char *arg, char *err,
+			size_t errlen)
 {
 	unsigned long mb;
-	int c, i;
+	int k;
 
-	collector_options__defaults(&p->o);
-	*nrest = 0;
-	for (i = 1; i < argc; i++) {
-		const struct option *opt = NULL;
-		const char *name = argv[i], *value = NULL, *eq;
-		size_t len;
-
-		if (strncmp(name, "--", 2) == 0) {
-			eq = strchr(name, '=');
-			len = eq ? (size_t)(eq - name - 2) : strlen(name + 2);
-			for (opt = collector_long; opt->name; opt++)
-				if (strlen(opt->name) == len && !strncmp(opt->name, name + 2, len))
-					break;
-			if (!opt->name)
-				opt = NULL;
-		} else if (strcmp(name, "-h") == 0) {
-			opt = &collector_long[sizeof(collector_long) / sizeof(collector_long[0]) - 2];
-		}
-		if (!opt) {
-			if (!passthrough) {
-				fprintf(stderr, "smolder collector: unknown option '%s'\n%s", name,
-					collector_usage);
-				return -EINVAL;
-			}
-			rest[(*nrest)++] = argv[i];
-			continue;
-		}
-		c = opt->val;
-		if (opt->has_arg == required_argument) {
-			eq = strchr(name, '=');
-			value = eq ? eq + 1 : (i + 1 < argc ? argv[++i] : NULL);
-			if (!value) {
-				fprintf(stderr, "smolder: option '%s' needs a value\n", name);
-				return -EINVAL;
-			}
-		}
-		switch (c) {
-		case OPT_DB:
-			p->o.db_path = value;
-			break;
-		case OPT_LISTEN:
-			p->o.listen = value;
-			break;
-		case OPT_INGEST_TOKEN:
-			p->o.ingest_token = value;
-			break;
-		case OPT_QUERY_TOKEN:
-			p->o.query_token = value;
-			break;
-		case OPT_INGEST_TOKEN_FILE:
-		case OPT_QUERY_TOKEN_FILE: {
-			int k = c == OPT_INGEST_TOKEN_FILE ? 0 : 1;
-
-			free(p->tokens[k]);
-			p->tokens[k] = NULL;
-			if (token_read_file(value, &p->tokens[k])) {
-				fprintf(stderr, "smolder: no token in '%s'\n", value);
-				return -EINVAL;
-			}
+	switch (opt) {
+	case COLLECTOR_OPT_DB:
+		a->o.db_path = arg;
+		break;
+	case COLLECTOR_OPT_LISTEN:
+		a->o.listen = arg;
+		break;
+	case COLLECTOR_OPT_INGEST_TOKEN:
+		a->o.ingest_token = arg;
+		break;
+	case COLLECTOR_OPT_QUERY_TOKEN:
+		a->o.query_token = arg;
+		break;
+	case COLLECTOR_OPT_INGEST_TOKEN_FILE:
+	case COLLECTOR_OPT_QUERY_TOKEN_FILE:
+		k = opt == COLLECTOR_OPT_INGEST_TOKEN_FILE ? 0 : 1;
+		free(a->tokens[k]);
+		a->tokens[k] = NULL;
+		if (token_read_file(arg, &a->tokens[k])) {
+			/* o may still point to the token just freed: clear it */
 			if (k == 0)
-				p->o.ingest_token = p->tokens[0];
+				a->o.ingest_token = NULL;
 			else
-				p->o.query_token = p->tokens[1];
-			break;
+				a->o.query_token = NULL;
+			return reason_fail(err, errlen, -EINVAL, "no token in '%s'", arg);
 		}
-		case OPT_INSECURE:
-			p->o.insecure = true;
-			break;
-		case OPT_RETENTION:
-			if (timeparse_duration(value, &p->o.retention_seconds)) {
-				fprintf(stderr, "smolder: --retention wants a duration like 14d, got '%s'\n",
-					value);
-				return -EINVAL;
-			}
-			break;
-		case OPT_MAX_BODY_MB:
-			mb = strtoul(value, NULL, 10);
-			if (mb < 1 || mb > 1024) {
-				fprintf(stderr, "smolder: --max-body-mb wants 1 to 1024\n");
-				return -EINVAL;
-			}
-			p->o.max_body = mb << 20;
-			break;
-		case 'h':
-			p->help = true;
-			break;
-		}
+		if (k == 0)
+			a->o.ingest_token = a->tokens[0];
+		else
+			a->o.query_token = a->tokens[1];
+		break;
+	case COLLECTOR_OPT_INSECURE:
+		a->o.insecure = true;
+		break;
+	case COLLECTOR_OPT_RETENTION:
+		if (timeparse_duration(arg, &a->o.retention_seconds))
+			return reason_fail(err, errlen, -EINVAL,
+					   "--retention wants a duration like 14d, got '%s'", arg);
+		break;
+	case COLLECTOR_OPT_MAX_BODY_MB:
+		mb = strtoul(arg, NULL, 10);
+		if (mb < 1 || mb > 1024)
+			return reason_fail(err, errlen, -EINVAL, "--max-body-mb wants 1 to 1024");
+		a->o.max_body = mb << 20;
+		break;
+	default:
+		return reason_fail(err, errlen, -EINVAL, "unknown option code %d", opt);
 	}
 	return 0;
 }
 
-static void free_parsed(struct parsed *p)
+void collector_args__free(struct collector_args *a)
 {
-	free(p->tokens[0]);
-	free(p->tokens[1]);
+	free(a->tokens[0]);
+	free(a->tokens[1]);
+	a->tokens[0] = a->tokens[1] = NULL;
 }
 
-static int start(struct parsed *p, struct collector **c)
+int collector_args__start(const struct collector_args *a, struct collector **out)
 {
-	int err = collector__start(&p->o, c);
+	int err = collector__start(&a->o, out);
 
 	if (err == -EPERM)
 		fprintf(stderr, "smolder: refusing to listen on %s without --ingest-token and "
 				"--query-token (or --insecure)\n",
-			p->o.listen);
+			a->o.listen);
 	else if (err)
 		fprintf(stderr, "smolder: failed to start the collector on %s with %s: %s\n",
-			p->o.listen, p->o.db_path, strerror(-err));
+			a->o.listen, a->o.db_path, strerror(-err));
+	return err;
+}
+
+static int unknown_option(const char *arg)
+{
+	fprintf(stderr, "smolder collector: unknown option '%s'\n%s", arg, collector_usage);
+	return -EINVAL;
+}
+
+/* Parses argv, explaining an error on stderr. Arguments are read in order ("-" in
+ * optstring): the collector takes no operands, so the first one is an error, and so
+ * is "--". Returns 0 or -EINVAL; a is to be freed either way. */
+static int parse(int argc, char **argv, struct collector_args *a, bool *help)
+{
+	char why[256];
+	int c, at, err = 0;
+
+	collector_args__init(a);
+	*help = false;
+	optind = 0; /* full reset, so parsing twice in one process works */
+	opterr = 0;
+	while (!err) {
+		at = optind ? optind : 1; /* the argument getopt_long is about to read */
+		c = getopt_long(argc, argv, "-:h", collector_long_options, NULL);
+		if (c == -1) {
+			if (at < argc) /* getopt_long skipped a "--" */
+				err = unknown_option(argv[at]);
+			break;
+		}
+		switch (c) {
+		case 'h':
+			*help = true;
+			break;
+		case ':':
+			fprintf(stderr, "smolder: option '%s' needs a value\n", argv[at]);
+			err = -EINVAL;
+			break;
+		case 1:   /* an operand */
+		case '?': /* an unknown option, or a value given to one that takes none */
+			err = unknown_option(argv[at]);
+			break;
+		default:
+			err = collector_args__set(a, c, optarg, why, sizeof(why));
+			if (err)
+				fprintf(stderr, "smolder: %s\n", why);
+			break;
+		}
+	}
 	return err;
 }
 
@@ -196,88 +188,31 @@ int collector_main(int argc, char **argv)
 {
 	struct sigaction sa = { .sa_handler = on_signal };
 	struct collector *c = NULL;
-	struct parsed p = { 0 };
-	char *rest[1];
-	int nrest, err;
+	struct collector_args a;
+	bool help;
+	int err;
 
-	err = parse_collector(argc, argv, &p, false, rest, &nrest);
-	if (err || p.help) {
-		if (p.help)
+	err = parse(argc, argv, &a, &help);
+	if (err || help) {
+		if (help)
 			fputs(collector_usage, stdout);
-		free_parsed(&p);
+		collector_args__free(&a);
 		return err ? 2 : 0;
 	}
-	if (start(&p, &c)) {
-		free_parsed(&p);
+	if (collector_args__start(&a, &c)) {
+		collector_args__free(&a);
 		return 1;
 	}
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
-	log_info("collector: listening on %s port %u, database %s", p.o.listen,
-		 collector__port(c), p.o.db_path);
+	log_info("collector: listening on %s port %u, database %s", a.o.listen,
+		 collector__port(c), a.o.db_path);
 	while (!stop_requested) {
 		collector__maintain(c);
 		sleep(MAINTAIN_SECONDS); /* interrupted by the signal */
 	}
 	log_info("collector: stopping");
 	collector__stop(c);
-	free_parsed(&p);
+	collector_args__free(&a);
 	return 0;
-}
-
-int up_main(int argc, char **argv)
-{
-	struct collector *c = NULL;
-	struct parsed p = { 0 };
-	struct agent_options ao;
-	char **rest = calloc((size_t)argc + 8, sizeof(*rest)), url[300], why[256] = "";
-	int nrest = 0, err, n;
-
-	if (!rest)
-		return 1;
-	err = parse_collector(argc, argv, &p, true, rest + 1, &nrest);
-	if (err)
-		goto out;
-	if (p.help) {
-		fputs("usage: smolder up [collector options] [agent options]\n"
-		      "Runs the collector and the agent in one process (default database\n"
-		      "./smolder.db). See 'smolder collector --help' and 'smolder agent --help'.\n",
-		      stdout);
-		goto out;
-	}
-	err = start(&p, &c);
-	if (err)
-		goto out;
-	snprintf(url, sizeof(url), "http://127.0.0.1:%u", collector__port(c));
-	n = nrest + 1;
-	rest[0] = "up";
-	rest[n++] = "--collector";
-	rest[n++] = url;
-	if (p.o.ingest_token) {
-		rest[n++] = "--token";
-		rest[n++] = (char *)p.o.ingest_token;
-	}
-	rest[n] = NULL;
-	err = agent_options__parse(n, rest, &ao, why, sizeof(why));
-	if (err == 1) /* -h went to the collector's options: an agent's -vh is ignored */
-		err = 0;
-	if (err) {
-		fprintf(stderr, "smolder up: %s\n", why);
-		goto out;
-	}
-	if (!ao.spool_dir) {
-		ao.spool_dir = strdup("smolder-spool");
-		err = ao.spool_dir ? 0 : -ENOMEM;
-	}
-	log_info("up: collector on %s (port %u), database %s; query with "
-		 "curl '%s/api/v1/folded?from=0&to=%s'",
-		 p.o.listen, collector__port(c), p.o.db_path, url, "9999999999");
-	if (!err)
-		err = agent_run(&ao);
-	agent_options__free(&ao);
-out:
-	collector__stop(c);
-	free_parsed(&p);
-	free(rest);
-	return err ? 1 : 0;
 }

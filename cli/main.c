@@ -4,8 +4,9 @@
 #include <string.h>
 
 #include "cli/agent_cmd.h"
+#include "cli/collector_cmd.h"
 #include "cli/query.h"
-#include "collector/collector.h"
+#include "cli/up_cmd.h"
 
 #define SMOLDER_VERSION "0.1.0"
 
