@@ -12,11 +12,11 @@
 #include <bpf/libbpf.h>
 #include <curl/curl.h>
 
-#include "agent/elfsyms.h"
+#include "agent/symbols/elfsyms.h"
 #include "common/folded.h"
-#include "agent/ksyms.h"
-#include "agent/procmaps.h"
-#include "agent/pytrack.h"
+#include "agent/symbols/ksyms.h"
+#include "agent/symbols/procmaps.h"
+#include "agent/python/pytrack.h"
 #include "agent/sampler.h"
 #include "agent/sender.h"
 #include "common/batch.h"

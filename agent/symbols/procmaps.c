@@ -9,7 +9,7 @@
  * kernel maps the same image into every native process. Snapshots live in a uthash
  * table keyed by pid.
  */
-#include "agent/procmaps.h"
+#include "agent/symbols/procmaps.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -28,7 +28,7 @@
 #define HASH_NONFATAL_OOM 1
 #include <uthash.h>
 
-#include "agent/elfsyms.h"
+#include "agent/symbols/elfsyms.h"
 
 #define MAX_MAPPINGS	   65536	    /* executable mappings accepted per process */
 #define MAX_LINE	   (PATH_MAX + 256) /* longest /proc/PID/maps line accepted */

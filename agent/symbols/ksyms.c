@@ -7,8 +7,8 @@
  * like perf does: non-weak over weak, global over local, fewer leading underscores,
  * longer name.
  */
-#include "agent/ksyms.h"
-#include "agent/symrank.h"
+#include "agent/symbols/ksyms.h"
+#include "agent/symbols/symrank.h"
 
 #include <errno.h>
 #include <stdbool.h>

@@ -10,7 +10,7 @@
  * mapped if the object is: that lets a short string or line table come in the same
  * read as its header.
  */
-#include "agent/pycode.h"
+#include "agent/python/pycode.h"
 
 #include <errno.h>
 #include <stdbool.h>
@@ -18,7 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "agent/procmem.h"
+#include "agent/python/procmem.h"
 
 /* An allocation failure in HASH_ADD leaves the table unchanged (checked with
  * HASH_COUNT) instead of exiting the agent. */
