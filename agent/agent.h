@@ -2,8 +2,8 @@
  * announces them, and at the end of every window drains the counts, symbolizes them
  * into folded stacks and writes them out or ships them to a collector.
  *
- * The options are plain data: cli/agent_cmd.c fills them from argv (`smolder agent`,
- * `smolder up`); the option named after each field is its command-line form. */
+ * The options are plain data: cli/agent_cmd.c fills them from the command line
+ * (`smolder agent`, `smolder up`); the comment of each field names its option. */
 #ifndef SMOLDER_AGENT_H
 #define SMOLDER_AGENT_H
 
