@@ -52,6 +52,8 @@ ASAN_CFLAGS = $(BASE_CFLAGS) -O1 $(SAN_FLAGS)
 LIB_DIRS  := common agent collector store query
 LIB_SRCS  := $(sort $(shell find $(LIB_DIRS) -name '*.c' 2>/dev/null))
 MAIN_SRCS := $(wildcard cli/*.c)
+# the front ends without main(), archived for the tests of their option parsers
+CLI_SRCS  := $(filter-out cli/main.c,$(MAIN_SRCS))
 BPF_SRCS  := $(wildcard bpf/*.bpf.c)
 SKELS     := $(patsubst bpf/%.bpf.c,$(BUILD)/bpf/%.skel.h,$(BPF_SRCS))
 # protobuf-c code generated from schema/*.proto into build/gen/
@@ -158,6 +160,10 @@ $(BUILD)/asan/libsmolder.a: $(ASAN_OBJS)
 	$(call msg,AR,$@)
 	$(Q)rm -f $@ && ar rcs $@ $^
 
+$(BUILD)/asan/libsmolder-cli.a: $(patsubst %.c,$(BUILD)/asan/%.o,$(CLI_SRCS))
+	$(call msg,AR,$@)
+	$(Q)rm -f $@ && ar rcs $@ $^
+
 $(BUILD)/smolder: $(patsubst %.c,$(BUILD)/rel/%.o,$(MAIN_SRCS)) $(BUILD)/rel/libsmolder.a
 	$(call msg,LD,$@)
 	$(Q)$(CC) -o $@ $^ $(PKG_LIBS) -lpthread
@@ -167,11 +173,12 @@ $(BUILD)/asan/smolder: $(patsubst %.c,$(BUILD)/asan/%.o,$(MAIN_SRCS)) $(BUILD)/a
 	$(Q)$(CC) $(SAN_FLAGS) -o $@ $^ $(PKG_LIBS) -lpthread
 
 # ---- tests -----------------------------------------------------------------
-$(BUILD)/asan/tests/%: tests/unit/%.c $(BUILD)/asan/libsmolder.a tests/testutil.h
+$(BUILD)/asan/tests/%: tests/unit/%.c $(BUILD)/asan/libsmolder-cli.a $(BUILD)/asan/libsmolder.a \
+		tests/testutil.h
 	$(call msg,TEST,$@)
 	$(Q)mkdir -p $(@D)
-	$(Q)$(CC) $(ASAN_CFLAGS) -Itests -o $@ $< $(BUILD)/asan/libsmolder.a \
-		$(PKG_LIBS) $(shell pkg-config --libs cmocka) -lpthread -lm
+	$(Q)$(CC) $(ASAN_CFLAGS) -Itests -o $@ $< $(BUILD)/asan/libsmolder-cli.a \
+		$(BUILD)/asan/libsmolder.a $(PKG_LIBS) $(shell pkg-config --libs cmocka) -lpthread -lm
 
 $(BUILD)/asan/tests/%: tests/integration/%.c $(BUILD)/asan/libsmolder.a tests/testutil.h \
 		tests/integration/agenttest.h

@@ -12,12 +12,11 @@
 #include <bpf/libbpf.h>
 #include <curl/curl.h>
 
-#include "agent/agent_opts.h"
-#include "agent/elfsyms.h"
+#include "agent/symbols/elfsyms.h"
 #include "common/folded.h"
-#include "agent/ksyms.h"
-#include "agent/procmaps.h"
-#include "agent/pytrack.h"
+#include "agent/symbols/ksyms.h"
+#include "agent/symbols/procmaps.h"
+#include "agent/python/pytrack.h"
 #include "agent/sampler.h"
 #include "agent/sender.h"
 #include "common/batch.h"
@@ -547,26 +546,4 @@ out:
 	close_all(&a);
 	curl_global_cleanup();
 	return err;
-}
-
-int agent_main(int argc, char **argv)
-{
-	struct agent_options o;
-	char why[256] = "";
-	int err;
-
-	err = agent_options__parse(argc, argv, &o, why, sizeof(why));
-	if (err) {
-		fprintf(stderr, "smolder agent: %s\n%s", err == -EINVAL ? why : strerror(-err),
-			agent_options_usage);
-		return 2;
-	}
-	if (o.help) {
-		fputs(agent_options_usage, stdout);
-		agent_options__free(&o);
-		return 0;
-	}
-	err = agent_run(&o);
-	agent_options__free(&o);
-	return err ? 1 : 0;
 }

@@ -1,16 +1,53 @@
-/* `smolder agent`: the sampling loop. Opens the sampler, snapshots processes as the
- * kernel announces them, and at the end of every window drains the counts,
- * symbolizes them into folded stacks and writes them out. */
+/* The agent's sampling loop. Opens the sampler, snapshots processes as the kernel
+ * announces them, and at the end of every window drains the counts, symbolizes them
+ * into folded stacks and writes them out or ships them to a collector.
+ *
+ * The options are plain data: cli/agent_cmd.c fills them from the command line
+ * (`smolder agent`, `smolder up`); the comment of each field names its option. */
 #ifndef SMOLDER_AGENT_H
 #define SMOLDER_AGENT_H
 
-struct agent_options;
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define AGENT_MAX_PIDS 1024
+#define AGENT_MAX_LABELS 64
+
+struct agent_label {
+	char *key;
+	char *value;
+};
+
+struct agent_options {
+	uint32_t *pids;            /* --pid, repeatable; none: every process */
+	size_t npids;
+	unsigned duration_sec;     /* --duration; 0: until SIGINT/SIGTERM */
+	unsigned frequency;        /* --frequency, Hz (default 99) */
+	unsigned window_sec;       /* --window (default 10) */
+	char *output;              /* --output FILE or "-"; default "-", or NULL (no folded
+	                            * output) when --collector is given alone */
+	struct agent_label *labels; /* --label KEY=VALUE, repeatable */
+	size_t nlabels;
+	int verbose;               /* -v, repeatable */
+	bool include_idle;         /* --include-idle */
+	bool bpf_stats;            /* --bpf-stats: report BPF run time */
+	uint32_t max_stacks;       /* --max-stacks; 0: sized from window and CPUs */
+	bool python;               /* --python on|off (default on) */
+	unsigned python_depth;     /* --python-depth (default and most: PY_MAX_DEPTH) */
+	/* shipping to a collector */
+	char *collector;           /* --collector URL (http:// or https://), or NULL */
+	char *token;               /* --token, or read from --token-file */
+	char *ca_file;             /* --ca-file: CA bundle for https */
+	char *spool_dir;           /* --spool-dir (default /var/lib/smolder/spool) */
+	unsigned spool_max_mb;     /* --spool-max-mb (default 256) */
+	char *agent_id;            /* --agent-id (default: /etc/machine-id, else host name) */
+	unsigned retry_base_ms;    /* --retry-base-ms: first retry delay (default 500) */
+};
 
 /* Runs until the duration ends or SIGINT/SIGTERM arrives, then flushes the last
- * window and prints the summary to stderr. Returns 0 or -errno. */
+ * window and prints the summary to stderr. opts is borrowed for the call. Returns
+ * 0 or -errno. */
 int agent_run(const struct agent_options *opts);
-
-/* Entry point of the subcommand: parses argv, runs, returns the exit status. */
-int agent_main(int argc, char **argv);
 
 #endif

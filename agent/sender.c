@@ -15,6 +15,7 @@
 
 #include <curl/curl.h>
 
+#include "common/array.h"
 #include "common/log.h"
 
 #define SPOOL_SUFFIX ".batch"
@@ -52,7 +53,7 @@ static size_t on_reply(char *data, size_t size, size_t n, void *ctx)
 /* Sequence numbers of the spooled batches, ascending; *n set. Caller frees. */
 static uint64_t *list_spool(const char *dir, size_t *n, uint64_t *bytes)
 {
-	uint64_t *seqs = NULL, *grown, seq;
+	uint64_t *seqs = NULL, seq;
 	size_t cap = 0;
 	struct dirent *de;
 	struct stat sb;
@@ -70,13 +71,8 @@ static uint64_t *list_spool(const char *dir, size_t *n, uint64_t *bytes)
 		seq = strtoull(de->d_name, &end, 10);
 		if (end == de->d_name || strcmp(end, SPOOL_SUFFIX) != 0)
 			continue;
-		if (*n == cap) {
-			cap = cap ? cap * 2 : 64;
-			grown = realloc(seqs, cap * sizeof(*seqs));
-			if (!grown)
-				break;
-			seqs = grown;
-		}
+		if (array_grow((void **)&seqs, &cap, *n + 1, sizeof(*seqs)))
+			break;
 		seqs[(*n)++] = seq;
 		snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
 		if (bytes && !stat(path, &sb))

@@ -1,6 +1,6 @@
 /* The ABI between the Python frame walker (python.bpf.h, part of profile.bpf.c) and
- * the agent's Python discovery (agent/pyproc.c): what user space tells the kernel
- * about each CPython process, and the frames the kernel records per sample.
+ * the agent's Python discovery (agent/python/pyproc.c): what user space tells the
+ * kernel about each CPython process, and the frames the kernel records per sample.
  *
  * Maps (defined in profile.bpf.c)
  *   py_procs          HASH  __u32 tgid -> struct py_proc: the processes to walk.

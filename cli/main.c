@@ -3,9 +3,10 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "agent/agent.h"
+#include "cli/agent_cmd.h"
+#include "cli/collector_cmd.h"
 #include "cli/query.h"
-#include "collector/collector.h"
+#include "cli/up_cmd.h"
 
 #define SMOLDER_VERSION "0.1.0"
 

@@ -55,11 +55,4 @@ uint16_t collector__port(const struct collector *c);
  * called periodically by the serving loop. */
 void collector__maintain(struct collector *c);
 
-/* `smolder collector`: parses argv, serves until SIGINT/SIGTERM. Exit status. */
-int collector_main(int argc, char **argv);
-
-/* `smolder up`: collector and agent in one process; the agent's options pass
- * through. Runs until the agent stops. Exit status. */
-int up_main(int argc, char **argv);
-
 #endif

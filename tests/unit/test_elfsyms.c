@@ -23,7 +23,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "agent/elfsyms.h"
+#include "agent/symbols/elfsyms.h"
 #include "testutil.h"
 
 /* The fixture: fx_alpha is followed by a gap (fx_beta is 256-byte aligned);

@@ -17,7 +17,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "agent/ksyms.h"
+#include "agent/symbols/ksyms.h"
 #include "testutil.h"
 
 static char tmpdir[64];

@@ -30,8 +30,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "agent/elfsyms.h"
-#include "agent/procmaps.h"
+#include "agent/symbols/elfsyms.h"
+#include "agent/symbols/procmaps.h"
 #include "testutil.h"
 
 #ifndef PR_SET_VMA

@@ -34,8 +34,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "agent/pycode.h"
-#include "agent/pyoffsets.h"
+#include "agent/python/pycode.h"
+#include "agent/python/pyoffsets.h"
 #include "testutil.h"
 
 #define SCRIPT	    "tests/data/pycode/shapes.py"

@@ -10,9 +10,9 @@
 
 #include <cmocka.h>
 
-#include "agent/procmem.h"
-#include "agent/pyoffsets.h"
-#include "agent/pyproc.h"
+#include "agent/python/procmem.h"
+#include "agent/python/pyoffsets.h"
+#include "agent/python/pyproc.h"
 #include "testutil.h"
 
 /* Path of a CPython 3.<minor> (pyenv), or of Debian's python3 for minor 0. */

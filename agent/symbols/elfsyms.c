@@ -10,8 +10,8 @@
  * overlapping symbols, a short walk back. Names are copied into one arena, so the
  * libelf handle and the file are released once parsing ends.
  */
-#include "agent/elfsyms.h"
-#include "agent/symrank.h"
+#include "agent/symbols/elfsyms.h"
+#include "agent/symbols/symrank.h"
 
 #include <errno.h>
 #include <fcntl.h>

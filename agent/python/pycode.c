@@ -10,7 +10,7 @@
  * mapped if the object is: that lets a short string or line table come in the same
  * read as its header.
  */
-#include "agent/pycode.h"
+#include "agent/python/pycode.h"
 
 #include <errno.h>
 #include <stdbool.h>
@@ -18,7 +18,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "agent/procmem.h"
+#include "agent/python/procmem.h"
+#include "common/utf8.h"
 
 /* An allocation failure in HASH_ADD leaves the table unchanged (checked with
  * HASH_COUNT) instead of exiting the agent. */
@@ -814,22 +815,18 @@ void pycode_cache__stats(const struct pycode_cache *c, struct pycode_stats *out)
 	out->entries = HASH_COUNT(c->table);
 }
 
-/* s[0..n) is a prefix of valid UTF-8: cuts a trailing incomplete sequence. */
+/* s[0..n) is a prefix of valid UTF-8: cuts a trailing incomplete sequence by
+ * keeping the longest prefix that utf8_decode() reads whole. */
 static void utf8_cut(char *s, size_t n)
 {
-	size_t i = n, need;
-	unsigned char lead;
+	const unsigned char *u = (const unsigned char *)s;
+	size_t i = 0, step;
+	uint32_t cp;
 
-	while (i > 0 && n - i < 4 && ((unsigned char)s[i - 1] & 0xc0) == 0x80)
-		i--;
-	if (i == 0)
-		return;
-	lead = (unsigned char)s[i - 1];
-	if (lead < 0x80)
-		return;
-	need = lead >= 0xf0 ? 4 : lead >= 0xe0 ? 3 : 2;
-	if (i - 1 + need > n)
-		s[i - 1] = '\0';
+	while (i < n && (step = utf8_decode(u + i, n - i, &cp)))
+		i += step;
+	if (i < n)
+		s[i] = '\0';
 }
 
 int pycode_cache__frame_name(struct pycode_cache *c, pid_t pid, const struct py_offsets *o,

@@ -9,7 +9,7 @@
  * kernel maps the same image into every native process. Snapshots live in a uthash
  * table keyed by pid.
  */
-#include "agent/procmaps.h"
+#include "agent/symbols/procmaps.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -28,7 +28,8 @@
 #define HASH_NONFATAL_OOM 1
 #include <uthash.h>
 
-#include "agent/elfsyms.h"
+#include "agent/symbols/elfsyms.h"
+#include "common/array.h"
 
 #define MAX_MAPPINGS	   65536	    /* executable mappings accepted per process */
 #define MAX_LINE	   (PATH_MAX + 256) /* longest /proc/PID/maps line accepted */
@@ -215,19 +216,8 @@ static struct elfsyms *own_vdso(struct proc_cache *pc)
 
 static int add_name(struct builder *b, const char *name, size_t len, uint32_t *off)
 {
-	size_t ncap;
-	char *p;
-
-	if (b->names_len + len + 1 > b->names_cap) {
-		ncap = b->names_cap ? b->names_cap * 2 : 1024;
-		while (ncap < b->names_len + len + 1)
-			ncap *= 2;
-		p = realloc(b->names, ncap);
-		if (!p)
-			return -ENOMEM;
-		b->names = p;
-		b->names_cap = ncap;
-	}
+	if (array_grow((void **)&b->names, &b->names_cap, b->names_len + len + 1, 1))
+		return -ENOMEM;
 	memcpy(b->names + b->names_len, name, len);
 	b->names[b->names_len + len] = '\0';
 	*off = (uint32_t)b->names_len;
@@ -275,11 +265,10 @@ static int add_line(struct proc_cache *pc, uint32_t pid, struct builder *b, char
 	uint64_t start, end, offset;
 	const char *path, *base;
 	struct mapping *m;
-	size_t len, ncap;
+	size_t len;
 	char perms[5];
 	bool deleted;
 	int pos = -1;
-	void *p;
 	int err;
 
 	if (sscanf(line, "%" SCNx64 "-%" SCNx64 " %4s %" SCNx64 " %*s %*u %n", &start, &end, perms,
@@ -292,14 +281,8 @@ static int add_line(struct proc_cache *pc, uint32_t pid, struct builder *b, char
 
 	if (b->nmaps == MAX_MAPPINGS)
 		return -E2BIG;
-	if (b->nmaps == b->cap) {
-		ncap = b->cap ? b->cap * 2 : 64;
-		p = realloc(b->maps, ncap * sizeof(*b->maps));
-		if (!p)
-			return -ENOMEM;
-		b->maps = p;
-		b->cap = ncap;
-	}
+	if (array_grow((void **)&b->maps, &b->cap, b->nmaps + 1, sizeof(*b->maps)))
+		return -ENOMEM;
 	m = &b->maps[b->nmaps];
 	*m = (struct mapping){.start = start, .end = end, .offset = offset};
 

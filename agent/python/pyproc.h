@@ -18,7 +18,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "agent/pyoffsets.h"
+#include "agent/python/pyoffsets.h"
 
 struct pyproc {
 	uint32_t pid;

@@ -1,5 +1,5 @@
-/* Unit tests of `smolder agent` option parsing: defaults, every option, and the
- * errors bad values get. */
+/* Unit tests of `smolder agent` option parsing (cli/agent_cmd.c): defaults, every
+ * option, and the errors bad values get. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -7,7 +7,7 @@
 
 #include <cmocka.h>
 
-#include "agent/agent_opts.h"
+#include "cli/agent_cmd.h"
 #include "testutil.h"
 
 #define ARGC(a) ((int)(sizeof(a) / sizeof((a)[0])) - 1)
@@ -61,6 +61,23 @@ static void test_all_options(void **state)
 	assert_false(o.python);
 	assert_int_equal(o.python_depth, 16);
 	agent_options__free(&o);
+}
+
+/* --help is reported as 1 after every option was parsed; errors still win. */
+static void test_help(void **state)
+{
+	char *help[] = { "agent", "-F", "49", "--help", NULL };
+	char *help_bad[] = { "agent", "--help", "--frobnicate", NULL };
+	struct agent_options o;
+	char err[256] = "";
+
+	(void)state;
+	assert_int_equal(agent_options__parse(ARGC(help), help, &o, err, sizeof(err)), 1);
+	assert_int_equal(o.frequency, 49);
+	agent_options__free(&o);
+	assert_int_equal(agent_options__parse(ARGC(help_bad), help_bad, &o, err, sizeof(err)),
+			 -EINVAL);
+	assert_non_null(strstr(err, "unknown option '--frobnicate'"));
 }
 
 struct bad_case {
@@ -180,6 +197,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_defaults),
 		cmocka_unit_test(test_all_options),
+		cmocka_unit_test(test_help),
 		cmocka_unit_test(test_bad_values),
 		cmocka_unit_test(test_unknown_and_missing),
 		cmocka_unit_test(test_too_many_pids),

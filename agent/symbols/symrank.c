@@ -1,5 +1,5 @@
 /* Alias ranking for symbol tables; see symrank.h. */
-#include "agent/symrank.h"
+#include "agent/symbols/symrank.h"
 
 #include <string.h>
 

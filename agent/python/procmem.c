@@ -1,5 +1,5 @@
 /* process_vm_readv wrappers; see procmem.h. */
-#include "agent/procmem.h"
+#include "agent/python/procmem.h"
 
 #include <errno.h>
 #include <sys/uio.h>

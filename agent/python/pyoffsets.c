@@ -1,6 +1,6 @@
 /* CPython offsets: the 3.9-3.13 table and the _Py_DebugOffsets parser; see
  * pyoffsets.h. All numbers are for x86-64, default (GIL) builds. */
-#include "agent/pyoffsets.h"
+#include "agent/python/pyoffsets.h"
 
 #include <errno.h>
 #include <string.h>

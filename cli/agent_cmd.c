@@ -1,12 +1,12 @@
-/* Parsing and validation of `smolder agent` options; see agent_opts.h. */
-#include "agent/agent_opts.h"
+/* `smolder agent`: parsing and validation of its options, and the subcommand; see
+ * agent_cmd.h. */
+#include "cli/agent_cmd.h"
 
 #include "bpf/python.h"
 #include "common/reason.h"
 #include "common/token.h"
 
 #include <errno.h>
-#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -39,22 +39,7 @@ const char agent_options_usage[] =
 	"  -v, --verbose         print statistics after every window (-vv: debug log)\n"
 	"  -h, --help            show this help\n";
 
-enum {
-	OPT_INCLUDE_IDLE = 256,
-	OPT_MAX_STACKS,
-	OPT_BPF_STATS,
-	OPT_PYTHON,
-	OPT_PYTHON_DEPTH,
-	OPT_TOKEN,
-	OPT_TOKEN_FILE,
-	OPT_CA_FILE,
-	OPT_SPOOL_DIR,
-	OPT_SPOOL_MAX_MB,
-	OPT_AGENT_ID,
-	OPT_RETRY_BASE_MS,
-};
-
-static const struct option long_options[] = {
+const struct option agent_long_options[] = {
 	{ "pid", required_argument, NULL, 'p' },
 	{ "duration", required_argument, NULL, 'd' },
 	{ "frequency", required_argument, NULL, 'F' },
@@ -63,19 +48,19 @@ static const struct option long_options[] = {
 	{ "label", required_argument, NULL, 'l' },
 	{ "verbose", no_argument, NULL, 'v' },
 	{ "help", no_argument, NULL, 'h' },
-	{ "include-idle", no_argument, NULL, OPT_INCLUDE_IDLE },
-	{ "max-stacks", required_argument, NULL, OPT_MAX_STACKS },
-	{ "bpf-stats", no_argument, NULL, OPT_BPF_STATS },
-	{ "python", required_argument, NULL, OPT_PYTHON },
-	{ "python-depth", required_argument, NULL, OPT_PYTHON_DEPTH },
+	{ "include-idle", no_argument, NULL, AGENT_OPT_INCLUDE_IDLE },
+	{ "max-stacks", required_argument, NULL, AGENT_OPT_MAX_STACKS },
+	{ "bpf-stats", no_argument, NULL, AGENT_OPT_BPF_STATS },
+	{ "python", required_argument, NULL, AGENT_OPT_PYTHON },
+	{ "python-depth", required_argument, NULL, AGENT_OPT_PYTHON_DEPTH },
 	{ "collector", required_argument, NULL, 'c' },
-	{ "token", required_argument, NULL, OPT_TOKEN },
-	{ "token-file", required_argument, NULL, OPT_TOKEN_FILE },
-	{ "ca-file", required_argument, NULL, OPT_CA_FILE },
-	{ "spool-dir", required_argument, NULL, OPT_SPOOL_DIR },
-	{ "spool-max-mb", required_argument, NULL, OPT_SPOOL_MAX_MB },
-	{ "agent-id", required_argument, NULL, OPT_AGENT_ID },
-	{ "retry-base-ms", required_argument, NULL, OPT_RETRY_BASE_MS },
+	{ "token", required_argument, NULL, AGENT_OPT_TOKEN },
+	{ "token-file", required_argument, NULL, AGENT_OPT_TOKEN_FILE },
+	{ "ca-file", required_argument, NULL, AGENT_OPT_CA_FILE },
+	{ "spool-dir", required_argument, NULL, AGENT_OPT_SPOOL_DIR },
+	{ "spool-max-mb", required_argument, NULL, AGENT_OPT_SPOOL_MAX_MB },
+	{ "agent-id", required_argument, NULL, AGENT_OPT_AGENT_ID },
+	{ "retry-base-ms", required_argument, NULL, AGENT_OPT_RETRY_BASE_MS },
 	{ NULL, 0, NULL, 0 },
 };
 
@@ -161,12 +146,8 @@ static int read_token(char **field, const char *path, char *err, size_t errlen)
 	return 0;
 }
 
-int agent_options__parse(int argc, char **argv, struct agent_options *o, char *err, size_t errlen)
+int agent_options__init(struct agent_options *o)
 {
-	bool output_given = false;
-	unsigned long v;
-	int c, rc = 0;
-
 	*o = (struct agent_options){
 		.frequency = 99,
 		.window_sec = 10,
@@ -177,135 +158,158 @@ int agent_options__parse(int argc, char **argv, struct agent_options *o, char *e
 	};
 	o->pids = calloc(AGENT_MAX_PIDS, sizeof(*o->pids));
 	o->labels = calloc(AGENT_MAX_LABELS, sizeof(*o->labels));
-	o->output = strdup("-");
-	if (!o->pids || !o->labels || !o->output) {
-		rc = -ENOMEM;
-		goto out;
-	}
+	return o->pids && o->labels ? 0 : -ENOMEM;
+}
 
+int agent_options__set(struct agent_options *o, int opt, const char *arg, char *err,
+		       size_t errlen)
+{
+	unsigned long v = 0;
+	int rc = 0;
+
+	switch (opt) {
+	case 'p':
+		if (parse_uint(arg, 1, 4194304, &v))
+			rc = reason_fail(err, errlen, -EINVAL, "--pid wants a process id, got '%s'", arg);
+		else if (o->npids == AGENT_MAX_PIDS)
+			rc = reason_fail(err, errlen, -EINVAL, "at most %d --pid options", AGENT_MAX_PIDS);
+		else
+			o->pids[o->npids++] = (uint32_t)v;
+		break;
+	case 'd':
+		if (parse_uint(arg, 1, 31536000, &v))
+			rc = reason_fail(err, errlen, -EINVAL, "--duration wants whole seconds >= 1, got '%s'", arg);
+		o->duration_sec = (unsigned)v;
+		break;
+	case 'F':
+		if (parse_uint(arg, 1, 10000, &v))
+			rc = reason_fail(err, errlen, -EINVAL, "--frequency wants 1 to 10000 Hz, got '%s'", arg);
+		o->frequency = (unsigned)v;
+		break;
+	case 'w':
+		if (parse_uint(arg, 1, 3600, &v))
+			rc = reason_fail(err, errlen, -EINVAL, "--window wants 1 to 3600 seconds, got '%s'", arg);
+		o->window_sec = (unsigned)v;
+		break;
+	case 'o':
+		if (!*arg)
+			rc = reason_fail(err, errlen, -EINVAL, "--output wants a file name or '-'");
+		else
+			rc = set_string(&o->output, arg);
+		break;
+	case 'l':
+		rc = add_label(o, arg, err, errlen);
+		break;
+	case 'v':
+		o->verbose++;
+		break;
+	case AGENT_OPT_INCLUDE_IDLE:
+		o->include_idle = true;
+		break;
+	case AGENT_OPT_BPF_STATS:
+		o->bpf_stats = true;
+		break;
+	case AGENT_OPT_MAX_STACKS:
+		if (parse_uint(arg, 1024, 1u << 22, &v))
+			rc = reason_fail(err, errlen, -EINVAL, "--max-stacks wants 1024 to 4194304, got '%s'", arg);
+		o->max_stacks = (uint32_t)v;
+		break;
+	case AGENT_OPT_PYTHON:
+		if (strcmp(arg, "on") == 0)
+			o->python = true;
+		else if (strcmp(arg, "off") == 0)
+			o->python = false;
+		else
+			rc = reason_fail(err, errlen, -EINVAL, "--python wants on or off, got '%s'", arg);
+		break;
+	case AGENT_OPT_PYTHON_DEPTH:
+		if (parse_uint(arg, 1, PY_MAX_DEPTH, &v))
+			rc = reason_fail(err, errlen, -EINVAL, "--python-depth wants 1 to %d, got '%s'",
+				  PY_MAX_DEPTH, arg);
+		o->python_depth = (unsigned)v;
+		break;
+	case 'c':
+		if (strncmp(arg, "http://", 7) && strncmp(arg, "https://", 8))
+			rc = reason_fail(err, errlen, -EINVAL, "--collector wants an http:// or https:// URL, got '%s'",
+				  arg);
+		else
+			rc = set_string(&o->collector, arg);
+		break;
+	case AGENT_OPT_TOKEN:
+		rc = set_string(&o->token, arg);
+		break;
+	case AGENT_OPT_TOKEN_FILE:
+		rc = read_token(&o->token, arg, err, errlen);
+		break;
+	case AGENT_OPT_CA_FILE:
+		rc = set_string(&o->ca_file, arg);
+		break;
+	case AGENT_OPT_SPOOL_DIR:
+		rc = *arg ? set_string(&o->spool_dir, arg)
+			  : reason_fail(err, errlen, -EINVAL, "--spool-dir wants a directory");
+		break;
+	case AGENT_OPT_SPOOL_MAX_MB:
+		if (parse_uint(arg, 1, 1u << 20, &v))
+			rc = reason_fail(err, errlen, -EINVAL, "--spool-max-mb wants 1 to 1048576, got '%s'", arg);
+		o->spool_max_mb = (unsigned)v;
+		break;
+	case AGENT_OPT_AGENT_ID:
+		rc = *arg && strlen(arg) <= 256
+			     ? set_string(&o->agent_id, arg)
+			     : reason_fail(err, errlen, -EINVAL, "--agent-id wants 1 to 256 characters");
+		break;
+	case AGENT_OPT_RETRY_BASE_MS:
+		if (parse_uint(arg, 1, 30000, &v))
+			rc = reason_fail(err, errlen, -EINVAL, "--retry-base-ms wants 1 to 30000, got '%s'", arg);
+		o->retry_base_ms = (unsigned)v;
+		break;
+	default:
+		rc = reason_fail(err, errlen, -EINVAL, "unknown option code %d", opt);
+		break;
+	}
+	return rc;
+}
+
+/* --output defaults to "-", except with a collector: then folded output only when
+ * asked for. */
+int agent_options__finish(struct agent_options *o)
+{
+	if (!o->output && !o->collector && !(o->output = strdup("-")))
+		return -ENOMEM;
+	return 0;
+}
+
+int agent_options__parse(int argc, char **argv, struct agent_options *o, char *err, size_t errlen)
+{
+	bool help = false;
+	int c, rc;
+
+	rc = agent_options__init(o);
 	optind = 0; /* full reset, so parsing twice in one process works */
 	opterr = 0;
-	while (!rc && (c = getopt_long(argc, argv, ":p:d:F:w:o:l:c:vh", long_options, NULL)) != -1) {
+	while (!rc && (c = getopt_long(argc, argv, AGENT_SHORT_OPTIONS, agent_long_options, NULL)) != -1) {
 		switch (c) {
-		case 'p':
-			if (parse_uint(optarg, 1, 4194304, &v))
-				rc = reason_fail(err, errlen, -EINVAL, "--pid wants a process id, got '%s'", optarg);
-			else if (o->npids == AGENT_MAX_PIDS)
-				rc = reason_fail(err, errlen, -EINVAL, "at most %d --pid options", AGENT_MAX_PIDS);
-			else
-				o->pids[o->npids++] = (uint32_t)v;
-			break;
-		case 'd':
-			if (parse_uint(optarg, 1, 31536000, &v))
-				rc = reason_fail(err, errlen, -EINVAL, "--duration wants whole seconds >= 1, got '%s'", optarg);
-			o->duration_sec = (unsigned)v;
-			break;
-		case 'F':
-			if (parse_uint(optarg, 1, 10000, &v))
-				rc = reason_fail(err, errlen, -EINVAL, "--frequency wants 1 to 10000 Hz, got '%s'", optarg);
-			o->frequency = (unsigned)v;
-			break;
-		case 'w':
-			if (parse_uint(optarg, 1, 3600, &v))
-				rc = reason_fail(err, errlen, -EINVAL, "--window wants 1 to 3600 seconds, got '%s'", optarg);
-			o->window_sec = (unsigned)v;
-			break;
-		case 'o':
-			if (!*optarg) {
-				rc = reason_fail(err, errlen, -EINVAL, "--output wants a file name or '-'");
-				break;
-			}
-			rc = set_string(&o->output, optarg);
-			output_given = true;
-			break;
-		case 'l':
-			rc = add_label(o, optarg, err, errlen);
-			break;
-		case 'v':
-			o->verbose++;
-			break;
 		case 'h':
-			o->help = true;
-			break;
-		case OPT_INCLUDE_IDLE:
-			o->include_idle = true;
-			break;
-		case OPT_BPF_STATS:
-			o->bpf_stats = true;
-			break;
-		case OPT_MAX_STACKS:
-			if (parse_uint(optarg, 1024, 1u << 22, &v))
-				rc = reason_fail(err, errlen, -EINVAL, "--max-stacks wants 1024 to 4194304, got '%s'", optarg);
-			o->max_stacks = (uint32_t)v;
-			break;
-		case OPT_PYTHON:
-			if (strcmp(optarg, "on") == 0)
-				o->python = true;
-			else if (strcmp(optarg, "off") == 0)
-				o->python = false;
-			else
-				rc = reason_fail(err, errlen, -EINVAL, "--python wants on or off, got '%s'", optarg);
-			break;
-		case OPT_PYTHON_DEPTH:
-			if (parse_uint(optarg, 1, PY_MAX_DEPTH, &v))
-				rc = reason_fail(err, errlen, -EINVAL, "--python-depth wants 1 to %d, got '%s'",
-					  PY_MAX_DEPTH, optarg);
-			o->python_depth = (unsigned)v;
-			break;
-		case 'c':
-			if (strncmp(optarg, "http://", 7) && strncmp(optarg, "https://", 8))
-				rc = reason_fail(err, errlen, -EINVAL, "--collector wants an http:// or https:// URL, got '%s'",
-					  optarg);
-			else
-				rc = set_string(&o->collector, optarg);
-			break;
-		case OPT_TOKEN:
-			rc = set_string(&o->token, optarg);
-			break;
-		case OPT_TOKEN_FILE:
-			rc = read_token(&o->token, optarg, err, errlen);
-			break;
-		case OPT_CA_FILE:
-			rc = set_string(&o->ca_file, optarg);
-			break;
-		case OPT_SPOOL_DIR:
-			rc = *optarg ? set_string(&o->spool_dir, optarg)
-				     : reason_fail(err, errlen, -EINVAL, "--spool-dir wants a directory");
-			break;
-		case OPT_SPOOL_MAX_MB:
-			if (parse_uint(optarg, 1, 1u << 20, &v))
-				rc = reason_fail(err, errlen, -EINVAL, "--spool-max-mb wants 1 to 1048576, got '%s'", optarg);
-			o->spool_max_mb = (unsigned)v;
-			break;
-		case OPT_AGENT_ID:
-			rc = *optarg && strlen(optarg) <= 256
-				     ? set_string(&o->agent_id, optarg)
-				     : reason_fail(err, errlen, -EINVAL, "--agent-id wants 1 to 256 characters");
-			break;
-		case OPT_RETRY_BASE_MS:
-			if (parse_uint(optarg, 1, 30000, &v))
-				rc = reason_fail(err, errlen, -EINVAL, "--retry-base-ms wants 1 to 30000, got '%s'", optarg);
-			o->retry_base_ms = (unsigned)v;
+			help = true;
 			break;
 		case ':':
 			rc = reason_fail(err, errlen, -EINVAL, "option '%s' needs a value", argv[optind - 1]);
 			break;
-		default:
+		case '?':
 			rc = reason_fail(err, errlen, -EINVAL, "unknown option '%s'", argv[optind - 1]);
+			break;
+		default:
+			rc = agent_options__set(o, c, optarg, err, errlen);
 			break;
 		}
 	}
 	if (!rc && optind < argc)
 		rc = reason_fail(err, errlen, -EINVAL, "unexpected argument '%s'", argv[optind]);
-	/* With a collector, folded output only when asked for. */
-	if (!rc && o->collector && !output_given) {
-		free(o->output);
-		o->output = NULL;
-	}
-out:
+	if (!rc)
+		rc = agent_options__finish(o);
 	if (rc)
 		agent_options__free(o);
-	return rc;
+	return rc ? rc : help ? 1 : 0;
 }
 
 void agent_options__free(struct agent_options *o)
@@ -325,4 +329,26 @@ void agent_options__free(struct agent_options *o)
 	free(o->spool_dir);
 	free(o->agent_id);
 	*o = (struct agent_options){ 0 };
+}
+
+int agent_main(int argc, char **argv)
+{
+	struct agent_options o;
+	char why[256] = "";
+	int err;
+
+	err = agent_options__parse(argc, argv, &o, why, sizeof(why));
+	if (err < 0) {
+		fprintf(stderr, "smolder agent: %s\n%s", err == -EINVAL ? why : strerror(-err),
+			agent_options_usage);
+		return 2;
+	}
+	if (err == 1) {
+		fputs(agent_options_usage, stdout);
+		agent_options__free(&o);
+		return 0;
+	}
+	err = agent_run(&o);
+	agent_options__free(&o);
+	return err ? 1 : 0;
 }

@@ -7,8 +7,9 @@
  * like perf does: non-weak over weak, global over local, fewer leading underscores,
  * longer name.
  */
-#include "agent/ksyms.h"
-#include "agent/symrank.h"
+#include "agent/symbols/ksyms.h"
+#include "agent/symbols/symrank.h"
+#include "common/array.h"
 
 #include <errno.h>
 #include <stdbool.h>
@@ -59,29 +60,11 @@ static int cmp_ksym(const void *pa, const void *pb, void *names)
 
 static int add_sym(struct loader *l, uint64_t addr, char type, const char *name, size_t len)
 {
-	size_t ncap;
-	void *p;
-
 	if (l->nsyms == MAX_SYMS || len + 1 > MAX_NAMES - l->names_len)
 		return -E2BIG;
-	if (l->nsyms == l->cap) {
-		ncap = l->cap ? l->cap * 2 : 4096;
-		p = realloc(l->syms, ncap * sizeof(*l->syms));
-		if (!p)
-			return -ENOMEM;
-		l->syms = p;
-		l->cap = ncap;
-	}
-	if (l->names_len + len + 1 > l->names_cap) {
-		ncap = l->names_cap ? l->names_cap * 2 : 65536;
-		while (ncap < l->names_len + len + 1)
-			ncap *= 2;
-		p = realloc(l->names, ncap);
-		if (!p)
-			return -ENOMEM;
-		l->names = p;
-		l->names_cap = ncap;
-	}
+	if (array_grow((void **)&l->syms, &l->cap, l->nsyms + 1, sizeof(*l->syms)) ||
+	    array_grow((void **)&l->names, &l->names_cap, l->names_len + len + 1, 1))
+		return -ENOMEM;
 	memcpy(l->names + l->names_len, name, len);
 	l->names[l->names_len + len] = '\0';
 	l->syms[l->nsyms++] = (struct ksym){

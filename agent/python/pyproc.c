@@ -1,5 +1,5 @@
 /* CPython discovery in a live process; see pyproc.h. */
-#include "agent/pyproc.h"
+#include "agent/python/pyproc.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -12,7 +12,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "agent/procmem.h"
+#include "agent/python/procmem.h"
 
 #define MAX_MAPS_LINE (PATH_MAX + 256)
 

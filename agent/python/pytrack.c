@@ -1,5 +1,5 @@
 /* Tracking CPython processes for the agent; see pytrack.h. */
-#include "agent/pytrack.h"
+#include "agent/python/pytrack.h"
 
 #include <dirent.h>
 #define HASH_NONFATAL_OOM 1 /* a failed add leaves the table unchanged: checked */
@@ -13,8 +13,8 @@
 #include <uthash.h>
 
 #include "common/folded.h"
-#include "agent/pycode.h"
-#include "agent/pyproc.h"
+#include "agent/python/pycode.h"
+#include "agent/python/pyproc.h"
 #include "agent/sampler.h"
 #include "common/log.h"
 

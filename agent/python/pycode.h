@@ -42,7 +42,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "agent/pyoffsets.h"
+#include "agent/python/pyoffsets.h"
 
 #define PYCODE_MAX_STR	     4096	/* characters of a name or file name */
 #define PYCODE_MAX_LINETABLE (1u << 20) /* bytes of a line table */

@@ -1,0 +1,218 @@
+/* `smolder collector`: option parsing and the serving loop; see collector_cmd.h. */
+#include "cli/collector_cmd.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "common/log.h"
+#include "common/reason.h"
+#include "query/timeparse.h"
+#include "common/token.h"
+
+#define MAINTAIN_SECONDS 10
+
+const char collector_usage[] =
+	"usage: smolder collector [options]\n"
+	"Receives agents' batches over HTTP and stores them in SQLite.\n"
+	"\n"
+	"      --db PATH             database file (default smolder.db)\n"
+	"      --listen HOST:PORT    address to serve (default 127.0.0.1:7171; port 0: any)\n"
+	"      --ingest-token T      token agents must send (Authorization: Bearer)\n"
+	"      --ingest-token-file F read it from F\n"
+	"      --query-token T       token queries must send\n"
+	"      --query-token-file F  read it from F\n"
+	"      --insecure            allow a non-loopback address without both tokens\n"
+	"      --retention DUR       keep data this long: 30m, 12h, 14d (default 14d)\n"
+	"      --max-body-mb N       compressed batch size cap (default 16)\n"
+	"  -h, --help                show this help\n";
+
+const struct option collector_long_options[] = {
+	{ "db", required_argument, NULL, COLLECTOR_OPT_DB },
+	{ "listen", required_argument, NULL, COLLECTOR_OPT_LISTEN },
+	{ "ingest-token", required_argument, NULL, COLLECTOR_OPT_INGEST_TOKEN },
+	{ "ingest-token-file", required_argument, NULL, COLLECTOR_OPT_INGEST_TOKEN_FILE },
+	{ "query-token", required_argument, NULL, COLLECTOR_OPT_QUERY_TOKEN },
+	{ "query-token-file", required_argument, NULL, COLLECTOR_OPT_QUERY_TOKEN_FILE },
+	{ "insecure", no_argument, NULL, COLLECTOR_OPT_INSECURE },
+	{ "retention", required_argument, NULL, COLLECTOR_OPT_RETENTION },
+	{ "max-body-mb", required_argument, NULL, COLLECTOR_OPT_MAX_BODY_MB },
+	{ "help", no_argument, NULL, 'h' },
+	{ NULL, 0, NULL, 0 },
+};
+
+static volatile sig_atomic_t stop_requested;
+
+static void on_signal(int sig)
+{
+	(void)sig;
+	stop_requested = 1;
+}
+
+void collector_args__init(struct collector_args *a)
+{
+	*a = (struct collector_args){ 0 };
+	collector_options__defaults(&a->o);
+}
+
+int collector_args__set(struct collector_args *a, int opt, const char *arg, char *err,
+			size_t errlen)
+{
+	unsigned long mb;
+	int k;
+
+	switch (opt) {
+	case COLLECTOR_OPT_DB:
+		a->o.db_path = arg;
+		break;
+	case COLLECTOR_OPT_LISTEN:
+		a->o.listen = arg;
+		break;
+	case COLLECTOR_OPT_INGEST_TOKEN:
+		a->o.ingest_token = arg;
+		break;
+	case COLLECTOR_OPT_QUERY_TOKEN:
+		a->o.query_token = arg;
+		break;
+	case COLLECTOR_OPT_INGEST_TOKEN_FILE:
+	case COLLECTOR_OPT_QUERY_TOKEN_FILE:
+		k = opt == COLLECTOR_OPT_INGEST_TOKEN_FILE ? 0 : 1;
+		free(a->tokens[k]);
+		a->tokens[k] = NULL;
+		if (token_read_file(arg, &a->tokens[k])) {
+			/* o may still point to the token just freed: clear it */
+			if (k == 0)
+				a->o.ingest_token = NULL;
+			else
+				a->o.query_token = NULL;
+			return reason_fail(err, errlen, -EINVAL, "no token in '%s'", arg);
+		}
+		if (k == 0)
+			a->o.ingest_token = a->tokens[0];
+		else
+			a->o.query_token = a->tokens[1];
+		break;
+	case COLLECTOR_OPT_INSECURE:
+		a->o.insecure = true;
+		break;
+	case COLLECTOR_OPT_RETENTION:
+		if (timeparse_duration(arg, &a->o.retention_seconds))
+			return reason_fail(err, errlen, -EINVAL,
+					   "--retention wants a duration like 14d, got '%s'", arg);
+		break;
+	case COLLECTOR_OPT_MAX_BODY_MB:
+		mb = strtoul(arg, NULL, 10);
+		if (mb < 1 || mb > 1024)
+			return reason_fail(err, errlen, -EINVAL, "--max-body-mb wants 1 to 1024");
+		a->o.max_body = mb << 20;
+		break;
+	default:
+		return reason_fail(err, errlen, -EINVAL, "unknown option code %d", opt);
+	}
+	return 0;
+}
+
+void collector_args__free(struct collector_args *a)
+{
+	free(a->tokens[0]);
+	free(a->tokens[1]);
+	a->tokens[0] = a->tokens[1] = NULL;
+}
+
+int collector_args__start(const struct collector_args *a, struct collector **out)
+{
+	int err = collector__start(&a->o, out);
+
+	if (err == -EPERM)
+		fprintf(stderr, "smolder: refusing to listen on %s without --ingest-token and "
+				"--query-token (or --insecure)\n",
+			a->o.listen);
+	else if (err)
+		fprintf(stderr, "smolder: failed to start the collector on %s with %s: %s\n",
+			a->o.listen, a->o.db_path, strerror(-err));
+	return err;
+}
+
+static int unknown_option(const char *arg)
+{
+	fprintf(stderr, "smolder collector: unknown option '%s'\n%s", arg, collector_usage);
+	return -EINVAL;
+}
+
+/* Parses argv, explaining an error on stderr. Arguments are read in order ("-" in
+ * optstring): the collector takes no operands, so the first one is an error, and so
+ * is "--". Returns 0 or -EINVAL; a is to be freed either way. */
+static int parse(int argc, char **argv, struct collector_args *a, bool *help)
+{
+	char why[256];
+	int c, at, err = 0;
+
+	collector_args__init(a);
+	*help = false;
+	optind = 0; /* full reset, so parsing twice in one process works */
+	opterr = 0;
+	while (!err) {
+		at = optind ? optind : 1; /* the argument getopt_long is about to read */
+		c = getopt_long(argc, argv, "-:h", collector_long_options, NULL);
+		if (c == -1) {
+			if (at < argc) /* getopt_long skipped a "--" */
+				err = unknown_option(argv[at]);
+			break;
+		}
+		switch (c) {
+		case 'h':
+			*help = true;
+			break;
+		case ':':
+			fprintf(stderr, "smolder: option '%s' needs a value\n", argv[at]);
+			err = -EINVAL;
+			break;
+		case 1:   /* an operand */
+		case '?': /* an unknown option, or a value given to one that takes none */
+			err = unknown_option(argv[at]);
+			break;
+		default:
+			err = collector_args__set(a, c, optarg, why, sizeof(why));
+			if (err)
+				fprintf(stderr, "smolder: %s\n", why);
+			break;
+		}
+	}
+	return err;
+}
+
+int collector_main(int argc, char **argv)
+{
+	struct sigaction sa = { .sa_handler = on_signal };
+	struct collector *c = NULL;
+	struct collector_args a;
+	bool help;
+	int err;
+
+	err = parse(argc, argv, &a, &help);
+	if (err || help) {
+		if (help)
+			fputs(collector_usage, stdout);
+		collector_args__free(&a);
+		return err ? 2 : 0;
+	}
+	if (collector_args__start(&a, &c)) {
+		collector_args__free(&a);
+		return 1;
+	}
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	log_info("collector: listening on %s port %u, database %s", a.o.listen,
+		 collector__port(c), a.o.db_path);
+	while (!stop_requested) {
+		collector__maintain(c);
+		sleep(MAINTAIN_SECONDS); /* interrupted by the signal */
+	}
+	log_info("collector: stopping");
+	collector__stop(c);
+	collector_args__free(&a);
+	return 0;
+}
