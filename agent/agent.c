@@ -14,6 +14,7 @@
 
 #include "agent/symbols/elfsyms.h"
 #include "common/folded.h"
+#include "common/frame.h"
 #include "agent/symbols/ksyms.h"
 #include "agent/symbols/procmaps.h"
 #include "agent/python/pytrack.h"
@@ -110,6 +111,7 @@ static void push_kernel(struct agent *a, struct folded_stack *st, const __u64 *i
 {
 	char fallback[32];
 	const char *name;
+	struct frame fr;
 	size_t i;
 
 	for (i = n; i-- > 0;) {
@@ -120,7 +122,8 @@ static void push_kernel(struct agent *a, struct folded_stack *st, const __u64 *i
 			snprintf(fallback, sizeof(fallback), "0x%llx", (unsigned long long)ips[i]);
 			name = fallback;
 		}
-		folded_stack__push(st, name, "_[k]");
+		fr = frame_make(FRAME_KERNEL, name, NULL, 0);
+		folded_stack__push(st, &fr);
 	}
 }
 
@@ -142,7 +145,7 @@ static void push_user(struct folded_stack *st, size_t hi_excl, size_t lo)
 	size_t i;
 
 	for (i = hi_excl; i-- > lo;)
-		folded_stack__push(st, user_names[i], NULL);
+		folded_stack__push_native(st, user_names[i]);
 }
 
 static bool is_resolved(const char *name)
@@ -204,7 +207,7 @@ static int on_sample(void *ctx, const struct sampler_sample *s)
 	memcpy(comm, s->key->comm, PROFILE_COMM_LEN);
 	comm[PROFILE_COMM_LEN] = '\0';
 	folded_stack__reset(&st);
-	folded_stack__push(&st, comm[0] ? comm : "[unknown]", NULL);
+	folded_stack__push_native(&st, comm[0] ? comm : "[unknown]"); /* the process: first */
 	name_user(a, s->key->pid, s->ustack, s->udepth);
 	if (s->py && a->py && pytrack__user_frames(s->py))
 		push_python(a, &st, s->py, s->udepth);

@@ -1,6 +1,7 @@
 /* Folded stacks and their aggregate (a uthash table keyed by the stack text); see
  * folded.h for the format. */
 #include "common/folded.h"
+#include "common/frame.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -44,25 +45,30 @@ static char sanitize(unsigned char c)
 	return (char)c;
 }
 
-void folded_stack__push(struct folded_stack *st, const char *name, const char *suffix)
+void folded_stack__push(struct folded_stack *st, const struct frame *f)
 {
-	size_t need = (st->len ? 1 : 0) + strlen(name) + (suffix ? strlen(suffix) : 0);
+	size_t sep = st->len ? 1 : 0, n = frame_format(f, NULL, 0);
 	char *p;
 
-	if (st->len + need + 1 > sizeof(st->buf)) {
+	if (st->len + sep + n + 1 > sizeof(st->buf)) {
 		st->truncated = 1;
 		return;
 	}
 	p = st->buf + st->len;
-	if (st->len)
+	if (sep)
 		*p++ = ';';
-	while (*name)
-		*p++ = sanitize((unsigned char)*name++);
-	if (suffix)
-		while (*suffix)
-			*p++ = *suffix++;
-	*p = '\0';
-	st->len = (size_t)(p - st->buf);
+	frame_format(f, p, n + 1);
+	/* the grammar adds no ';' or control character: sanitizing the text is
+	 * sanitizing the name and file it holds */
+	for (st->len += sep + n; *p; p++)
+		*p = sanitize((unsigned char)*p);
+}
+
+void folded_stack__push_native(struct folded_stack *st, const char *name)
+{
+	struct frame f = frame_make(FRAME_NATIVE, name, NULL, 0);
+
+	folded_stack__push(st, &f);
 }
 
 int folded__new(struct folded **out)

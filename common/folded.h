@@ -2,9 +2,8 @@
  * inferno and speedscope read, and an aggregate of such stacks.
  *
  * The contract (README.md, "Reading the output"): one line per distinct stack, frames root
- * first separated by ';', then one space and the count. The first frame is the
- * process name; kernel frames carry the suffix "_[k]"; unresolved native frames are
- * "module+0xOFFSET". Frame names are sanitized on the way in: ';' becomes ':' and
+ * first separated by ';', then one space and the count; each frame's text is
+ * common/frame.h's. Frame names are sanitized on the way in: ';' becomes ':' and
  * control characters (newline included) become '?', so every stack is one line and
  * splits back into the same frames.
  *
@@ -26,9 +25,12 @@ struct folded_stack {
 };
 
 void folded_stack__reset(struct folded_stack *st);
-/* Appends ";name" (no ';' before the first frame), sanitized, then suffix (may be
- * NULL), e.g. "_[k]" for a kernel frame. */
-void folded_stack__push(struct folded_stack *st, const char *name, const char *suffix);
+/* Appends ";" (not before the first frame) and the frame's text (frame_format()),
+ * sanitized. A stack's first frame is its process, whatever f's kind. */
+struct frame;
+void folded_stack__push(struct folded_stack *st, const struct frame *f);
+/* The same for a native frame (or the process) named name. */
+void folded_stack__push_native(struct folded_stack *st, const char *name);
 
 struct folded;
 

@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include "agent/python/procmem.h"
+#include "common/frame.h"
 #include "common/utf8.h"
 
 /* An allocation failure in HASH_ADD leaves the table unchanged (checked with
@@ -829,15 +830,16 @@ static void utf8_cut(char *s, size_t n)
 		s[i] = '\0';
 }
 
-int pycode_cache__frame_name(struct pycode_cache *c, pid_t pid, const struct py_offsets *o,
-			     uint64_t code_type, uint64_t code_addr, int byte_off,
-			     uint64_t self_type, char *buf, size_t len)
+int pycode_cache__frame(struct pycode_cache *c, pid_t pid, const struct py_offsets *o,
+			uint64_t code_type, uint64_t code_addr, int byte_off, uint64_t self_type,
+			char *buf, size_t len, struct frame *out)
 {
 	const char *type_name = NULL;
 	struct entry *e = NULL;
+	size_t qmax, room;
 	int err, line, n;
 
-	if (!buf || !len)
+	if (!buf || len < 2 || !out)
 		return -EINVAL;
 	if (!c || !o) {
 		err = -EINVAL;
@@ -846,25 +848,36 @@ int pycode_cache__frame_name(struct pycode_cache *c, pid_t pid, const struct py_
 	err = get_code(c, pid, o, code_type, code_addr, &e);
 	if (err)
 		goto out_trim;
-	line =
-	    pyline_addr2line(e->table_kind, e->table, e->table_len, e->hdr.firstlineno, byte_off);
+	line = pyline_addr2line(e->table_kind, e->table, e->table_len, e->hdr.firstlineno,
+				byte_off);
 	if (line < 0)
 		line = e->hdr.firstlineno;
 	/* A type name that cannot be read leaves co_name, which is still right. */
 	if (!o->code_qualname && self_type && e->self_method &&
 	    get_type(c, pid, o, self_type, &type_name))
 		type_name = NULL;
-	if (type_name)
-		n = snprintf(buf, len, "%s.%s (%s:%d)", type_name, e->name, e->filename, line);
-	else
-		n = snprintf(buf, len, "%s (%s:%d)", e->name, e->filename, line);
-	if (n >= 0 && (size_t)n >= len)
-		utf8_cut(buf, len - 1);
+	/* buf: the qualname ("Type.name", or co_qualname or co_name), then the file
+	 * name, copied because trim() may drop e; each cut at a UTF-8 boundary so that
+	 * both fit, the qualname first */
+	qmax = len - 2; /* the file needs at least its NUL */
+	n = type_name ? snprintf(buf, qmax + 1, "%s.%s", type_name, e->name)
+		      : snprintf(buf, qmax + 1, "%s", e->name);
+	if (n > 0 && (size_t)n > qmax)
+		utf8_cut(buf, qmax);
+	*out = (struct frame){ .kind = FRAME_PYTHON, .line = (uint32_t)line, .name = buf };
+	out->name_len = strlen(buf);
+	out->file = buf + out->name_len + 1;
+	room = len - out->name_len - 1;
+	if ((size_t)snprintf((char *)out->file, room, "%s", e->filename) >= room)
+		utf8_cut((char *)out->file, room - 1);
+	out->file_len = strlen(out->file);
 	trim(c);
 	return 0;
 out_trim:
 	trim(c);
 out_placeholder:
 	snprintf(buf, len, "%s", PYCODE_PLACEHOLDER);
+	utf8_cut(buf, strlen(buf));
+	*out = frame_make(FRAME_NATIVE, buf, NULL, 0);
 	return err;
 }

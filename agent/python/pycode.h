@@ -67,7 +67,8 @@ int pycode_cache__new(size_t max_entries, struct pycode_cache **out);
 /* Frees everything; accepts NULL. */
 void pycode_cache__free(struct pycode_cache *c);
 
-/* Writes "qualname (filename:line)" for one frame of process pid into buf.
+/* Names one frame of process pid: *out is a FRAME_PYTHON frame (qualname, file
+ * name, line) whose strings are in buf, valid until buf changes.
  *
  * o: the offsets of pid's CPython version. code_type: the address of PyCode_Type in
  * pid; the object's ob_type must equal it. code_addr, byte_off: as the walker
@@ -76,17 +77,19 @@ void pycode_cache__free(struct pycode_cache *c);
  * the naming rule above); ignored on 3.11+. A type name that cannot be read falls
  * back to co_name.
  *
- * buf (len >= 1) is always NUL-terminated; a name longer than len - 1 bytes is cut
- * at a UTF-8 character boundary and still returns 0. Returns 0; -ESRCH when the
+ * buf (len >= 2) holds the qualname and then the file name, each NUL-terminated;
+ * where both do not fit, the qualname keeps its place first and each is cut at a
+ * UTF-8 character boundary, and the result is still 0. Returns 0; -ESRCH when the
  * process is gone; -EFAULT when memory is unmapped; -EINVAL when the object is not a
  * code object (ob_type != code_type: e.g. freed and reused) or is malformed (an
- * unsupported str layout, a negative size), and for buf == NULL or len == 0;
+ * unsupported str layout, a negative size), and for buf or out NULL or len < 2;
  * -E2BIG past the caps above; -ENOMEM; another -errno of process_vm_readv (-EPERM).
- * On failure buf holds PYCODE_PLACEHOLDER (cut to len) and nothing is cached for
- * code_addr (a stale entry for it is dropped). */
-int pycode_cache__frame_name(struct pycode_cache *c, pid_t pid, const struct py_offsets *o,
-			     uint64_t code_type, uint64_t code_addr, int byte_off,
-			     uint64_t self_type, char *buf, size_t len);
+ * On failure *out is the native frame PYCODE_PLACEHOLDER (in buf, cut to len) and
+ * nothing is cached for code_addr (a stale entry for it is dropped). */
+struct frame;
+int pycode_cache__frame(struct pycode_cache *c, pid_t pid, const struct py_offsets *o,
+			uint64_t code_type, uint64_t code_addr, int byte_off, uint64_t self_type,
+			char *buf, size_t len, struct frame *out);
 
 /* Drops everything cached for pid (exit or exec). O(entries). */
 void pycode_cache__forget(struct pycode_cache *c, pid_t pid);

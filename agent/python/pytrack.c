@@ -13,6 +13,8 @@
 #include <uthash.h>
 
 #include "common/folded.h"
+#include "common/frame.h"
+#include "common/frame.h"
 #include "agent/python/pycode.h"
 #include "agent/python/pyproc.h"
 #include "agent/sampler.h"
@@ -49,7 +51,8 @@ struct pytrack {
 	size_t npending;
 	struct version_count versions[MAX_VERSIONS];
 	size_t nversions;
-	char name[1024]; /* scratch for one frame name */
+	char name[1024];    /* scratch for one frame's strings */
+	struct frame frame; /* and the frame, pointing into name */
 };
 
 int pytrack__new(struct sampler *sampler, struct pytrack **out)
@@ -228,8 +231,9 @@ void pytrack__new_stack(struct pytrack *t, uint32_t pid, uint64_t key)
 
 		if (f->flags & PY_FRAME_SHIM)
 			continue;
-		pycode_cache__frame_name(t->codes, (pid_t)pid, &e->proc->off, e->proc->code_type,
-					 f->code, f->byte_off, f->self_type, t->name, sizeof(t->name));
+		pycode_cache__frame(t->codes, (pid_t)pid, &e->proc->off, e->proc->code_type,
+				    f->code, f->byte_off, f->self_type, t->name, sizeof(t->name),
+				    &t->frame);
 	}
 }
 
@@ -301,22 +305,22 @@ void pytrack__push_frames(struct pytrack *t, const struct py_stack *st, size_t f
 	int err;
 
 	if (from == 0 && (st->flags & PY_STACK_TRUNCATED))
-		folded_stack__push(out, "[python: truncated]", NULL);
+		folded_stack__push_native(out, "[python: truncated]");
 	else if (from == 0 && (st->flags & PY_STACK_READ_FAULT))
-		folded_stack__push(out, "[python: unreadable]", NULL);
+		folded_stack__push_native(out, "[python: unreadable]");
 	for (i = st->depth < PY_MAX_DEPTH ? st->depth : PY_MAX_DEPTH; i-- > 0;) {
 		const struct py_frame *f = &st->frames[i];
 
 		if (f->flags & PY_FRAME_SHIM)
 			continue;
 		if (user >= from && user < to) {
-			err = e ? pycode_cache__frame_name(t->codes, (pid_t)st->pid, &e->proc->off,
-							   e->proc->code_type, f->code, f->byte_off,
-							   f->self_type, t->name, sizeof(t->name))
+			err = e ? pycode_cache__frame(t->codes, (pid_t)st->pid, &e->proc->off,
+						      e->proc->code_type, f->code, f->byte_off,
+						      f->self_type, t->name, sizeof(t->name), &t->frame)
 				: -ESRCH;
 			if (err && !e)
-				snprintf(t->name, sizeof(t->name), "[python]");
-			folded_stack__push(out, t->name, NULL);
+				t->frame = frame_make(FRAME_NATIVE, PYCODE_PLACEHOLDER, NULL, 0);
+			folded_stack__push(out, &t->frame);
 		}
 		user++;
 	}

@@ -7,19 +7,23 @@
 #include <cmocka.h>
 
 #include "common/folded.h"
+#include "common/frame.h"
 #include "testutil.h"
 
 static void test_push_joins_and_sanitizes(void **state)
 {
 	struct folded_stack st;
+	struct frame kernel = frame_make(FRAME_KERNEL, "do_syscall_64", NULL, 0);
+	struct frame py = frame_make(FRAME_PYTHON, "f;g", "/a\nb.py", 7);
 
 	(void)state;
 	folded_stack__reset(&st);
-	folded_stack__push(&st, "comm", NULL);
-	folded_stack__push(&st, "a;b", NULL);
-	folded_stack__push(&st, "line\nbreak\ttab", NULL);
-	folded_stack__push(&st, "do_syscall_64", "_[k]");
-	assert_string_equal(st.buf, "comm;a:b;line?break?tab;do_syscall_64_[k]");
+	folded_stack__push_native(&st, "comm");
+	folded_stack__push_native(&st, "a;b");
+	folded_stack__push_native(&st, "line\nbreak\ttab");
+	folded_stack__push(&st, &kernel);
+	folded_stack__push(&st, &py);
+	assert_string_equal(st.buf, "comm;a:b;line?break?tab;do_syscall_64_[k];f:g (/a?b.py:7)");
 	assert_int_equal(st.len, strlen(st.buf));
 	assert_false(st.truncated);
 }
@@ -35,7 +39,7 @@ static void test_push_truncates_without_overflow(void **state)
 	frame[sizeof(frame) - 1] = '\0';
 	folded_stack__reset(&st);
 	for (i = 0; i < 100; i++)
-		folded_stack__push(&st, frame, NULL);
+		folded_stack__push_native(&st, frame);
 	assert_true(st.truncated);
 	assert_true(st.len < sizeof(st.buf));
 	assert_int_equal(strlen(st.buf), st.len);

@@ -35,6 +35,7 @@
 #include <unistd.h>
 
 #include "agent/python/pycode.h"
+#include "common/frame.h"
 #include "agent/python/pyoffsets.h"
 #include "testutil.h"
 
@@ -292,6 +293,22 @@ static struct target *target_start(const char *python)
 	return t;
 }
 
+/* Names one frame and prints it with frame_format(), as the agent's folded output
+ * does; returns pycode_cache__frame's result. */
+static int frame_name(struct pycode_cache *c, pid_t pid, const struct py_offsets *o,
+		      uint64_t code_type, uint64_t addr, int off, uint64_t self_type, char *buf,
+		      size_t len)
+{
+	char scratch[NAME_BUF];
+	struct frame f;
+	int err = pycode_cache__frame(c, pid, o, code_type, addr, off, self_type, scratch,
+				      sizeof(scratch), &f);
+
+	assert_int_equal(f.kind, err ? FRAME_NATIVE : FRAME_PYTHON);
+	frame_format(&f, buf, len);
+	return err;
+}
+
 static void expect_name(char *buf, size_t len, const struct rec *r, int line)
 {
 	snprintf(buf, len, "%s (%s:%d)", r->name, r->file, line);
@@ -306,7 +323,7 @@ static void check_record(struct pycode_cache *c, pid_t pid, const struct py_offs
 	int err;
 
 	for (int off = -2; off < 0; off++) {
-		err = pycode_cache__frame_name(c, pid, o, r->code_type, r->addr, off, r->self_type,
+		err = frame_name(c, pid, o, r->code_type, r->addr, off, r->self_type,
 					       got, sizeof(got));
 		assert_int_equal(err, 0);
 		expect_name(want, sizeof(want), r, r->firstlineno);
@@ -315,7 +332,7 @@ static void check_record(struct pycode_cache *c, pid_t pid, const struct py_offs
 	for (size_t i = 0; i < r->nlines; i++) {
 		int off = (int)(2 * i);
 
-		err = pycode_cache__frame_name(c, pid, o, r->code_type, r->addr, off, r->self_type,
+		err = frame_name(c, pid, o, r->code_type, r->addr, off, r->self_type,
 					       got, sizeof(got));
 		assert_int_equal(err, 0);
 		expect_name(want, sizeof(want), r, r->lines[i]);
@@ -403,38 +420,57 @@ static void check_interpreter(const char *python, unsigned minor)
 
 	/* errors: not a code object, wrong code type, unmapped memory */
 	r = find_rec(t, "module_func");
-	err = pycode_cache__frame_name(g_cache, pid, &o, r->code_type + 8, r->addr, 0, 0, buf,
+	err = frame_name(g_cache, pid, &o, r->code_type + 8, r->addr, 0, 0, buf,
 				       sizeof(buf));
 	assert_int_equal(err, -EINVAL);
 	assert_string_equal(buf, PYCODE_PLACEHOLDER);
 	r = find_rec(t, "method_self"); /* a type object (Shape) with the right code_type */
-	err = pycode_cache__frame_name(g_cache, pid, &o, r->code_type, r->self_type, 0, 0, buf,
+	err = frame_name(g_cache, pid, &o, r->code_type, r->self_type, 0, 0, buf,
 				       sizeof(buf));
 	assert_int_equal(err, -EINVAL);
 	assert_string_equal(buf, PYCODE_PLACEHOLDER);
-	err = pycode_cache__frame_name(g_cache, pid, &o, r->code_type, r->code_type, 0, 0, buf,
+	err = frame_name(g_cache, pid, &o, r->code_type, r->code_type, 0, 0, buf,
 				       sizeof(buf));
 	assert_int_equal(err, -EINVAL);
 	err =
-	    pycode_cache__frame_name(g_cache, pid, &o, r->code_type, 0x10, 0, 0, buf, sizeof(buf));
+	    frame_name(g_cache, pid, &o, r->code_type, 0x10, 0, 0, buf, sizeof(buf));
 	assert_int_equal(err, -EFAULT);
 	assert_string_equal(buf, PYCODE_PLACEHOLDER);
 	/* the earlier -EINVAL dropped module_func's entry; it comes back */
 	r = find_rec(t, "module_func");
-	assert_int_equal(pycode_cache__frame_name(g_cache, pid, &o, r->code_type, r->addr, -1, 0,
+	assert_int_equal(frame_name(g_cache, pid, &o, r->code_type, r->addr, -1, 0,
 						  buf, sizeof(buf)),
 			 0);
 	expect_name(want, sizeof(want), r, r->firstlineno);
 	assert_string_equal(buf, want);
 
-	/* a short buffer cuts at a UTF-8 boundary: "größe" is 67 72 c3b6 c39f 65 */
-	r = find_rec(t, "latin1");
-	assert_int_equal(
-	    pycode_cache__frame_name(g_cache, pid, &o, r->code_type, r->addr, 0, 0, buf, 4), 0);
-	assert_string_equal(buf, "gr");
-	assert_int_equal(
-	    pycode_cache__frame_name(g_cache, pid, &o, r->code_type, r->addr, 0, 0, buf, 5), 0);
-	assert_string_equal(buf, "gr\xc3\xb6");
+	/* a short buffer cuts at a UTF-8 boundary: "größe" is 67 72 c3b6 c39f 65; the
+	 * qualname comes first and the file name gets what is left */
+	{
+		struct frame f;
+
+		r = find_rec(t, "latin1");
+		assert_int_equal(pycode_cache__frame(g_cache, pid, &o, r->code_type, r->addr, 0, 0,
+						     buf, 4, &f),
+				 0);
+		assert_int_equal(f.name_len, 2);
+		assert_memory_equal(f.name, "gr", 2);
+		assert_int_equal(f.file_len, 0);
+		assert_int_equal(pycode_cache__frame(g_cache, pid, &o, r->code_type, r->addr, 0, 0,
+						     buf, 6, &f),
+				 0);
+		assert_int_equal(f.name_len, 4);
+		assert_memory_equal(f.name, "gr\xc3\xb6", 4);
+		assert_int_equal(pycode_cache__frame(g_cache, pid, &o, r->code_type, r->addr, 0, 0,
+						     buf, 12, &f),
+				 0);
+		assert_string_equal(f.name, "gr\xc3\xb6\xc3\x9f" "e");
+		assert_int_equal(f.file_len, 12 - 7 - 2); /* both NULs fit */
+		assert_memory_equal(f.file, r->file, f.file_len);
+		assert_int_equal(pycode_cache__frame(g_cache, pid, &o, r->code_type, r->addr, 0, 0,
+						     buf, 1, &f),
+				 -EINVAL);
+	}
 
 	/* a cache of one entry naming a method (code + type entries on 3.9/3.10) */
 	{
@@ -443,7 +479,7 @@ static void check_interpreter(const char *python, unsigned minor)
 		r = find_rec(t, "method_self");
 		assert_int_equal(pycode_cache__new(1, &tiny), 0);
 		for (int k = 0; k < 2; k++) {
-			err = pycode_cache__frame_name(tiny, pid, &o, r->code_type, r->addr, 0,
+			err = frame_name(tiny, pid, &o, r->code_type, r->addr, 0,
 						       r->self_type, buf, sizeof(buf));
 			expect_name(want, sizeof(want), r, r->lines[0]);
 			if (err || strcmp(buf, want)) {
@@ -459,7 +495,7 @@ static void check_interpreter(const char *python, unsigned minor)
 	/* revalidation: the victim is freed and another code object (other name, file,
 	 * first line) allocated at its address */
 	victim = find_rec(t, "victim");
-	assert_int_equal(pycode_cache__frame_name(g_cache, pid, &o, victim->code_type, victim->addr,
+	assert_int_equal(frame_name(g_cache, pid, &o, victim->code_type, victim->addr,
 						  0, 0, buf, sizeof(buf)),
 			 0);
 	expect_name(want, sizeof(want), victim, victim->lines[0]);
@@ -492,7 +528,7 @@ static void check_interpreter(const char *python, unsigned minor)
 	assert_string_not_equal(repl->name, victim->name);
 	/* same generation: the cache trusts the entry (documented), no read */
 	stats(g_cache, &s0);
-	assert_int_equal(pycode_cache__frame_name(g_cache, pid, &o, victim->code_type, victim->addr,
+	assert_int_equal(frame_name(g_cache, pid, &o, victim->code_type, victim->addr,
 						  0, 0, buf, sizeof(buf)),
 			 0);
 	assert_string_equal(buf, want);
@@ -513,24 +549,24 @@ static void check_interpreter(const char *python, unsigned minor)
 
 	/* a dead process: cached entries serve the current generation, then -ESRCH */
 	r = find_rec(t, "module_func");
-	assert_int_equal(pycode_cache__frame_name(g_cache, pid, &o, r->code_type, r->addr, 0, 0,
+	assert_int_equal(frame_name(g_cache, pid, &o, r->code_type, r->addr, 0, 0,
 						  buf, sizeof(buf)),
 			 0);
 	kill(t->pid, SIGKILL);
 	waitpid(t->pid, NULL, 0);
 	t->pid = 0;
-	assert_int_equal(pycode_cache__frame_name(g_cache, pid, &o, r->code_type, r->addr, 0, 0,
+	assert_int_equal(frame_name(g_cache, pid, &o, r->code_type, r->addr, 0, 0,
 						  buf, sizeof(buf)),
 			 0);
 	expect_name(want, sizeof(want), r, r->lines[0]);
 	assert_string_equal(buf, want);
 	pycode_cache__end_window(g_cache);
-	assert_int_equal(pycode_cache__frame_name(g_cache, pid, &o, r->code_type, r->addr, 0, 0,
+	assert_int_equal(frame_name(g_cache, pid, &o, r->code_type, r->addr, 0, 0,
 						  buf, sizeof(buf)),
 			 -ESRCH);
 	assert_string_equal(buf, PYCODE_PLACEHOLDER);
 	r = find_rec(t, "lambda");
-	assert_int_equal(pycode_cache__frame_name(g_cache, pid, &o, r->code_type, r->addr, 0, 0,
+	assert_int_equal(frame_name(g_cache, pid, &o, r->code_type, r->addr, 0, 0,
 						  buf, sizeof(buf)),
 			 -ESRCH);
 	stats(g_cache, &s1);
@@ -692,7 +728,7 @@ static void test_lru(void **state)
 	for (size_t i = 0; i < sizeof(seq) / sizeof(seq[0]); i++) {
 		const struct rec *x = r[seq[i]];
 
-		assert_int_equal(pycode_cache__frame_name(g_cache, t->pid, &o, x->code_type,
+		assert_int_equal(frame_name(g_cache, t->pid, &o, x->code_type,
 							  x->addr, 0, 0, buf, sizeof(buf)),
 				 0);
 		pycode_cache__stats(g_cache, &s);
@@ -810,7 +846,7 @@ static uint8_t *fake_code(const struct py_offsets *o, uint64_t name, uint64_t fi
 static int fake_name(struct pycode_cache *c, const struct py_offsets *o, const uint8_t *code,
 		     int off, uint64_t self_type, char *buf, size_t len)
 {
-	return pycode_cache__frame_name(c, getpid(), o, FAKE_CODE_TYPE, (uintptr_t)code, off,
+	return frame_name(c, getpid(), o, FAKE_CODE_TYPE, (uintptr_t)code, off,
 					self_type, buf, len);
 }
 
@@ -972,6 +1008,7 @@ static void test_bad_args(void **state)
 {
 	struct pycode_cache *c = NULL;
 	struct py_offsets o;
+	struct frame f;
 	char buf[16] = "x";
 
 	(void)state;
@@ -979,16 +1016,19 @@ static void test_bad_args(void **state)
 	assert_null(c);
 	assert_int_equal(pycode_cache__new(8, &c), 0);
 	assert_int_equal(py_offsets__from_table(PY_VERSION_CODE(3, 12), &o), 0);
-	assert_int_equal(pycode_cache__frame_name(c, getpid(), &o, 1, 1, 0, 0, buf, 0), -EINVAL);
+	assert_int_equal(pycode_cache__frame(c, getpid(), &o, 1, 1, 0, 0, buf, 0, &f), -EINVAL);
+	assert_int_equal(pycode_cache__frame(c, getpid(), &o, 1, 1, 0, 0, buf, 1, &f), -EINVAL);
 	assert_string_equal(buf, "x");
-	assert_int_equal(pycode_cache__frame_name(c, getpid(), &o, 1, 1, 0, 0, NULL, 8), -EINVAL);
+	assert_int_equal(pycode_cache__frame(c, getpid(), &o, 1, 1, 0, 0, NULL, 8, &f), -EINVAL);
+	assert_int_equal(pycode_cache__frame(c, getpid(), &o, 1, 1, 0, 0, buf, 8, NULL), -EINVAL);
 	/* this process's memory is no code object: ob_type of a local buffer */
 	assert_int_equal(
-	    pycode_cache__frame_name(c, getpid(), &o, 1, (uintptr_t)buf, 0, 0, buf, sizeof(buf)),
+	    frame_name(c, getpid(), &o, 1, (uintptr_t)buf, 0, 0, buf, sizeof(buf)),
 	    -EINVAL);
 	assert_string_equal(buf, PYCODE_PLACEHOLDER);
-	assert_int_equal(pycode_cache__frame_name(c, getpid(), &o, 1, 0x10, 0, 0, buf, 3), -EFAULT);
-	assert_string_equal(buf, "[p");
+	assert_int_equal(pycode_cache__frame(c, getpid(), &o, 1, 0x10, 0, 0, buf, 3, &f), -EFAULT);
+	assert_int_equal(f.kind, FRAME_NATIVE);
+	assert_string_equal(f.name, "[p"); /* the placeholder, cut to the buffer */
 	pycode_cache__forget(c, getpid());
 	pycode_cache__end_window(c);
 	pycode_cache__free(c);
