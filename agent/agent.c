@@ -24,12 +24,12 @@
 #include "common/log.h"
 #include "common/wire.h"
 
-#define POLL_MS 200           /* longest wait between checks of stop and window end */
-#define KEEP_EXITED_WINDOWS 2 /* windows a dead process's maps outlive it */
-#define MAX_CACHED_FILES 4096
-#define MAX_SERIES_LABELS (4 + AGENT_MAX_LABELS)
-#define FLUSH_MS 5000         /* how long the last batches may take to go out at exit */
-#define ZSTD_LEVEL 3
+#define POLL_MS		    200 /* longest wait between checks of stop and window end */
+#define KEEP_EXITED_WINDOWS 2	/* windows a dead process's maps outlive it */
+#define MAX_CACHED_FILES    4096
+#define MAX_SERIES_LABELS   (4 + AGENT_MAX_LABELS)
+#define FLUSH_MS	    5000 /* how long the last batches may take to go out at exit */
+#define ZSTD_LEVEL	    3
 
 static volatile sig_atomic_t stop_requested;
 
@@ -45,20 +45,20 @@ struct agent {
 	struct ksyms *ksyms;
 	struct elfsyms_cache *files;
 	struct proc_cache *procs;
-	struct pytrack *py;    /* NULL with --python off */
-	struct folded *window; /* stacks of the window being drained */
-	struct folded *run;    /* every stack of the run so far */
-	FILE *out;             /* stdout when output is "-", else NULL */
+	struct pytrack *py;	  /* NULL with --python off */
+	struct folded *window;	  /* stacks of the window being drained */
+	struct folded *run;	  /* every stack of the run so far */
+	FILE *out;		  /* stdout when output is "-", else NULL */
 	struct batch_builder *bb; /* with --collector: this window's batch */
 	struct sender *sender;
-	int64_t window_start;  /* unix seconds when the current window began */
+	int64_t window_start; /* unix seconds when the current window began */
 	char host[256];
 	const char *keys[MAX_SERIES_LABELS]; /* series labels: built-in then --label */
 	const char *values[MAX_SERIES_LABELS];
-	size_t nfixed;         /* labels the same for every sample (host, --label) */
+	size_t nfixed; /* labels the same for every sample (host, --label) */
 	uint64_t windows;
-	uint64_t truncated;    /* stacks too long for a folded line */
-	uint64_t drained;      /* samples read from the counts maps */
+	uint64_t truncated; /* stacks too long for a folded line */
+	uint64_t drained;   /* samples read from the counts maps */
 };
 
 static uint64_t now_ns(void)
@@ -185,8 +185,8 @@ static void push_python(struct agent *a, struct folded_stack *st, const struct p
 		for (g = 0; g < ngroups; g++) {
 			size_t inner = g + 1 < ngroups ? ev[nev - 2 - g] + 1 : 0;
 
-			pytrack__push_frames(a->py, py, starts[g], g + 1 < ngroups ? starts[g + 1] : nuser,
-					     st);
+			pytrack__push_frames(a->py, py, starts[g],
+					     g + 1 < ngroups ? starts[g + 1] : nuser, st);
 			push_user(st, ev[nev - 1 - g], inner);
 		}
 		return;
@@ -262,8 +262,8 @@ static void print_stats(struct agent *a, double seconds, const char *what)
 		 "%zu distinct stacks, %llu windows",
 		 what, seconds, (unsigned long long)loss[PROFILE_LOSS_SAMPLES],
 		 seconds > 0 ? (double)loss[PROFILE_LOSS_SAMPLES] / seconds : 0.0,
-		 sampler__ncpus(a->sampler), (unsigned long long)a->drained,
-		 folded__size(a->run), (unsigned long long)a->windows);
+		 sampler__ncpus(a->sampler), (unsigned long long)a->drained, folded__size(a->run),
+		 (unsigned long long)a->windows);
 	print_loss(loss);
 	if (a->truncated)
 		log_warn("smolder: %llu samples had stacks too long for one line (truncated)",
@@ -407,7 +407,8 @@ static int open_shipping(struct agent *a)
 	err = batch_builder__new(id, a->host, "cpu", &a->bb);
 	err = err ?: sender__new(&so, &a->sender);
 	if (err)
-		log_error("agent: failed to set up shipping to %s: %s", o->collector, strerror(-err));
+		log_error("agent: failed to set up shipping to %s: %s", o->collector,
+			  strerror(-err));
 	a->window_start = (int64_t)(realtime_ns() / 1000000000ull);
 	return err;
 }

@@ -15,7 +15,7 @@
 #include "common/log.h"
 #include "profile.skel.h"
 
-#define DRAIN_BATCH 4096
+#define DRAIN_BATCH	4096
 #define MAX_MAP_ENTRIES (1u << 22)
 
 struct sampler {
@@ -76,7 +76,8 @@ static int attach_cpus(struct sampler *s, unsigned frequency)
 				  strerror(-fd));
 			return fd;
 		}
-		s->links[s->nlinks] = bpf_program__attach_perf_event(s->skel->progs.profile_sample, fd);
+		s->links[s->nlinks] =
+			bpf_program__attach_perf_event(s->skel->progs.profile_sample, fd);
 		if (!s->links[s->nlinks]) {
 			err = -errno;
 			close(fd);
@@ -355,8 +356,8 @@ int sampler__drain(struct sampler *s, sampler_sample_fn cb, void *ctx)
 	/* The retired buffer is ours alone now: read and delete it in batches. */
 	for (;;) {
 		n = DRAIN_BATCH;
-		err = bpf_map_lookup_and_delete_batch(counts_fd, in, &token, s->keys, s->values,
-						      &n, NULL);
+		err = bpf_map_lookup_and_delete_batch(counts_fd, in, &token, s->keys, s->values, &n,
+						      NULL);
 		if (err && err != -ENOENT)
 			break;
 		if (!cb_err)
@@ -417,8 +418,8 @@ int sampler__prog_stats(struct sampler *s, uint64_t *run_ns, uint64_t *run_cnt)
 {
 	struct bpf_prog_info info = {};
 	uint32_t len = sizeof(info);
-	int err = bpf_obj_get_info_by_fd(bpf_program__fd(s->skel->progs.profile_sample), &info,
-					 &len);
+	int err =
+		bpf_obj_get_info_by_fd(bpf_program__fd(s->skel->progs.profile_sample), &info, &len);
 
 	if (err)
 		return err;

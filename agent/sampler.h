@@ -23,9 +23,9 @@ struct sampler_options {
 	unsigned window_sec;  /* expected drain interval, to derive map sizes */
 	const uint32_t *pids; /* processes to sample; npids == 0 means all */
 	size_t npids;
-	bool include_idle;    /* count the idle task instead of skipping it */
-	bool python;          /* walk Python stacks of processes added with python_add */
-	unsigned py_depth;    /* Python frames walked at most, 1..PY_MAX_DEPTH */
+	bool include_idle; /* count the idle task instead of skipping it */
+	bool python;	   /* walk Python stacks of processes added with python_add */
+	unsigned py_depth; /* Python frames walked at most, 1..PY_MAX_DEPTH */
 };
 
 struct sampler;

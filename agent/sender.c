@@ -18,20 +18,20 @@
 #include "common/array.h"
 #include "common/log.h"
 
-#define SPOOL_SUFFIX ".batch"
+#define SPOOL_SUFFIX   ".batch"
 #define MAX_BATCH_FILE (256u << 20) /* a spool file larger than this is not ours */
-#define MAX_REPLY 4096
+#define MAX_REPLY      4096
 
 struct sender {
 	struct sender_options o;
 	char *dir, *url, *token, *ca_file;
 	pthread_t thread;
 	pthread_mutex_t lock;
-	pthread_cond_t wake;    /* new batch, or stop */
+	pthread_cond_t wake;	/* new batch, or stop */
 	pthread_cond_t drained; /* the spool became empty */
 	bool stop;
 	struct sender_stats st;
-	CURL *curl;             /* used by the thread only */
+	CURL *curl; /* used by the thread only */
 };
 
 struct reply {
@@ -211,7 +211,8 @@ static bool send_oldest(struct sender *s, unsigned *delay_ms)
 	pthread_mutex_unlock(&s->lock);
 	if (err) { /* dropped meanwhile, or not a batch: skip it */
 		if (err != -ENOENT) {
-			log_warn("sender: removing unreadable spool file %s: %s", path, strerror(-err));
+			log_warn("sender: removing unreadable spool file %s: %s", path,
+				 strerror(-err));
 			unlink(path);
 		}
 		return true;

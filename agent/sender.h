@@ -19,17 +19,17 @@
 #include <stdint.h>
 
 struct sender_options {
-	const char *url;          /* collector base URL: http[s]://host:port */
-	const char *token;        /* bearer token, or NULL */
-	const char *ca_file;      /* CA bundle for https, or NULL: the system's */
-	const char *spool_dir;    /* created (0700) if missing */
+	const char *url;	  /* collector base URL: http[s]://host:port */
+	const char *token;	  /* bearer token, or NULL */
+	const char *ca_file;	  /* CA bundle for https, or NULL: the system's */
+	const char *spool_dir;	  /* created (0700) if missing */
 	uint64_t spool_max_bytes; /* oldest batches dropped past this */
-	unsigned retry_base_ms;   /* first backoff; doubles up to retry_max_ms */
+	unsigned retry_base_ms;	  /* first backoff; doubles up to retry_max_ms */
 	unsigned retry_max_ms;
 };
 
 struct sender_stats {
-	uint64_t sent;       /* batches acknowledged as stored */
+	uint64_t sent;	     /* batches acknowledged as stored */
 	uint64_t duplicates; /* acknowledged as already stored (a retry after a lost reply) */
 	uint64_t retries;    /* failed attempts that will be retried */
 	uint64_t rejected;   /* refused with a 4xx: deleted */

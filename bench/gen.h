@@ -10,10 +10,10 @@
 
 #include "common/batch.h"
 
-#define NPROC 40
-#define POOL 60 /* stacks per process */
+#define NPROC		   40
+#define POOL		   60	/* stacks per process */
 #define SAMPLES_PER_WINDOW 1980 /* 2 CPUs at 99 Hz for 10 s */
-#define GEN_T0 1700000000
+#define GEN_T0		   1700000000
 
 struct gen_stack {
 	char text[8192];
@@ -37,20 +37,18 @@ static void make_stack(unsigned proc, unsigned k, unsigned *seed, char *out, siz
 	n += (size_t)snprintf(out + n, len - n, ";_start;__libc_start_main;main");
 	for (i = 0; i < depth && n < len - 200; i++) {
 		if (python)
-			n += (size_t)snprintf(out + n, len - n,
-					      ";Handler%u.step_%u (/srv/app/module_%u.py:%u)",
-					      (k + i) % 7, (k * 3 + i) % 23, i % 11,
-					      10 + (k * 7 + i * 13) % 400);
+			n += (size_t)snprintf(
+				out + n, len - n, ";Handler%u.step_%u (/srv/app/module_%u.py:%u)",
+				(k + i) % 7, (k * 3 + i) % 23, i % 11, 10 + (k * 7 + i * 13) % 400);
 		else
-			n += (size_t)snprintf(out + n, len - n, ";ns%u::Component%u::run_%u",
-					      i % 5, (k + i) % 17, (k * 5 + i) % 29);
+			n += (size_t)snprintf(out + n, len - n, ";ns%u::Component%u::run_%u", i % 5,
+					      (k + i) % 17, (k * 5 + i) % 29);
 	}
 	if (rnd(seed, 3) == 0)
 		n += (size_t)snprintf(out + n, len - n,
 				      ";__libc_read;entry_SYSCALL_64_after_hwframe_[k];"
 				      "do_syscall_64_[k];ksys_read_[k];vfs_read_[k]");
 }
-
 
 /* Window w of host `host` (0-based) with nsamples samples, starting at
  * GEN_T0 + 10 w. */
@@ -72,7 +70,8 @@ static struct batch *make_window(unsigned w, unsigned host, unsigned nsamples, u
 
 		/* drift: every window replaces a few stacks of the pool */
 		if (rnd(seed, 200) == 0)
-			make_stack(proc, k + w, seed, pool[proc][k].text, sizeof(pool[proc][k].text));
+			make_stack(proc, k + w, seed, pool[proc][k].text,
+				   sizeof(pool[proc][k].text));
 		snprintf(pid, sizeof(pid), "%u", 1000 + proc);
 		snprintf(comm, sizeof(comm), "%s%u", proc % 3 == 0 ? "python3" : "svc", proc);
 		snprintf(exe, sizeof(exe), "/usr/bin/%s", comm);

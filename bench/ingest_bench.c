@@ -196,7 +196,8 @@ int main(int argc, char **argv)
 	       "protobuf against %.0f as gzipped pprof of the same samples: ratio %.2f\n",
 	       (double)wire_total / windows, nsampled, (double)wire_sampled / (double)nsampled,
 	       (double)pprof_total / (double)nsampled, (double)wire_sampled / (double)pprof_total);
-	printf("ingest (decode + store, one core): %.3f CPU s, %.0f samples/s, %.0f sample rows/s\n",
+	printf("ingest (decode + store, one core): %.3f CPU s, %.0f samples/s, %.0f sample "
+	       "rows/s\n",
 	       t_ingest, (double)samples / t_ingest, (double)rows / t_ingest);
 	printf("disk: %llu bytes, %.1f bytes per stored sample row\n",
 	       (unsigned long long)st.db_bytes, (double)st.db_bytes / (double)st.sample_rows);

@@ -107,10 +107,11 @@ static double time_floor(const char *db, int64_t from, int64_t to)
 	double runs[3], tmp, start;
 	int i, j;
 
-	snprintf(cmd, sizeof(cmd),
-		 "sqlite3 '%s' 'SELECT stack_id, SUM(value) FROM samples WHERE window_start >= %lld "
-		 "AND window_start < %lld GROUP BY stack_id' > /dev/null",
-		 db, (long long)from, (long long)to);
+	snprintf(
+		cmd, sizeof(cmd),
+		"sqlite3 '%s' 'SELECT stack_id, SUM(value) FROM samples WHERE window_start >= %lld "
+		"AND window_start < %lld GROUP BY stack_id' > /dev/null",
+		db, (long long)from, (long long)to);
 	for (i = 0; i < 3; i++) {
 		start = wall();
 		if (system(cmd) != 0)
@@ -142,7 +143,8 @@ int main(int argc, char **argv)
 
 	snprintf(busy, sizeof(busy), "%s/query-busy-24h.db", dir);
 	snprintf(fleet, sizeof(fleet), "%s/query-100-hosts-1h.db", dir);
-	if (fill(busy, 8640, 1, SAMPLES_PER_WINDOW) || fill(fleet, 360, 100, SAMPLES_PER_WINDOW / 10))
+	if (fill(busy, 8640, 1, SAMPLES_PER_WINDOW) ||
+	    fill(fleet, 360, 100, SAMPLES_PER_WINDOW / 10))
 		return 1;
 	report("24 h of one busy host", busy, 8640);
 	report("1 h of 100 hosts", fleet, 360);

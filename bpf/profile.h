@@ -38,40 +38,40 @@
 #include <linux/types.h>
 #endif
 
-#define PROFILE_COMM_LEN 16
+#define PROFILE_COMM_LEN  16
 #define PROFILE_MAX_DEPTH 127 /* kernel's sysctl_perf_event_max_stack default */
 
 /* One aggregation bucket: a thread, its process name, and its two stacks. */
 struct profile_key {
-	__u32 pid;                    /* tgid as the root pid namespace sees it */
-	__u32 tid;                    /* thread id (root namespace) */
-	__u64 kstack;                 /* hash key in stacks<N>, or 0: no kernel part */
-	__u64 ustack;                 /* hash key in stacks<N>, or 0: no user part */
-	__u64 pystack;                /* hash key in pystacks<N>, or 0: no Python part */
-	char comm[PROFILE_COMM_LEN];  /* process (thread group leader) name */
+	__u32 pid;		     /* tgid as the root pid namespace sees it */
+	__u32 tid;		     /* thread id (root namespace) */
+	__u64 kstack;		     /* hash key in stacks<N>, or 0: no kernel part */
+	__u64 ustack;		     /* hash key in stacks<N>, or 0: no user part */
+	__u64 pystack;		     /* hash key in pystacks<N>, or 0: no Python part */
+	char comm[PROFILE_COMM_LEN]; /* process (thread group leader) name */
 };
 
 /* A stack as bpf_get_stack() wrote it: leaf first. */
 struct profile_stack {
-	__u32 depth;                     /* valid entries of ips */
+	__u32 depth; /* valid entries of ips */
 	__u32 pad;
-	__u64 ips[PROFILE_MAX_DEPTH];    /* instruction pointer, then return addresses */
+	__u64 ips[PROFILE_MAX_DEPTH]; /* instruction pointer, then return addresses */
 };
 
 /* Why a sample could not be recorded (or was recorded incompletely). */
 enum profile_loss {
-	PROFILE_LOSS_KSTACK_FAULT = 0,   /* kernel stack unreadable (-EFAULT) */
-	PROFILE_LOSS_USTACK_FAULT,       /* user stack unreadable (-EFAULT) */
-	PROFILE_LOSS_STACK_FULL,         /* stack map full: stack left out of the sample */
-	PROFILE_LOSS_COUNTS_FULL,        /* counts map full: sample dropped */
-	PROFILE_LOSS_EVENTS_FULL,        /* ring buffer full: process not announced */
-	PROFILE_LOSS_PY_NO_TSTATE,       /* Python process, thread state not found */
-	PROFILE_LOSS_PY_READ_FAULT,      /* a Python frame could not be read: stack partial */
-	PROFILE_LOSS_PY_TRUNCATED,       /* deeper than the walk depth: outer frames cut */
-	PROFILE_LOSS_PY_STACK_FULL,      /* Python stack map full: Python part left out */
-	PROFILE_LOSS_SAMPLES,            /* not a loss: every sample the program counted */
-	PROFILE_LOSS_IDLE,               /* not a loss: idle-task samples skipped */
-	PROFILE_LOSS_PY_SAMPLES,         /* not a loss: samples of known Python processes */
+	PROFILE_LOSS_KSTACK_FAULT = 0, /* kernel stack unreadable (-EFAULT) */
+	PROFILE_LOSS_USTACK_FAULT,     /* user stack unreadable (-EFAULT) */
+	PROFILE_LOSS_STACK_FULL,       /* stack map full: stack left out of the sample */
+	PROFILE_LOSS_COUNTS_FULL,      /* counts map full: sample dropped */
+	PROFILE_LOSS_EVENTS_FULL,      /* ring buffer full: process not announced */
+	PROFILE_LOSS_PY_NO_TSTATE,     /* Python process, thread state not found */
+	PROFILE_LOSS_PY_READ_FAULT,    /* a Python frame could not be read: stack partial */
+	PROFILE_LOSS_PY_TRUNCATED,     /* deeper than the walk depth: outer frames cut */
+	PROFILE_LOSS_PY_STACK_FULL,    /* Python stack map full: Python part left out */
+	PROFILE_LOSS_SAMPLES,	       /* not a loss: every sample the program counted */
+	PROFILE_LOSS_IDLE,	       /* not a loss: idle-task samples skipped */
+	PROFILE_LOSS_PY_SAMPLES,       /* not a loss: samples of known Python processes */
 	PROFILE_LOSS_NR,
 };
 

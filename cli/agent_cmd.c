@@ -102,7 +102,9 @@ static int add_label(struct agent_options *o, const char *arg, char *err, size_t
 	struct agent_label *l;
 
 	if (!eq || !is_label_key(arg, (size_t)(eq - arg)))
-		return reason_fail(err, errlen, -EINVAL, "--label wants KEY=VALUE with KEY of [A-Za-z_][A-Za-z0-9_]*: '%s'", arg);
+		return reason_fail(
+			err, errlen, -EINVAL,
+			"--label wants KEY=VALUE with KEY of [A-Za-z_][A-Za-z0-9_]*: '%s'", arg);
 	if (strlen(eq + 1) > 1024)
 		return reason_fail(err, errlen, -EINVAL, "--label value longer than 1024 bytes");
 	if (o->nlabels == AGENT_MAX_LABELS)
@@ -161,8 +163,7 @@ int agent_options__init(struct agent_options *o)
 	return o->pids && o->labels ? 0 : -ENOMEM;
 }
 
-int agent_options__set(struct agent_options *o, int opt, const char *arg, char *err,
-		       size_t errlen)
+int agent_options__set(struct agent_options *o, int opt, const char *arg, char *err, size_t errlen)
 {
 	unsigned long v = 0;
 	int rc = 0;
@@ -170,25 +171,30 @@ int agent_options__set(struct agent_options *o, int opt, const char *arg, char *
 	switch (opt) {
 	case 'p':
 		if (parse_uint(arg, 1, 4194304, &v))
-			rc = reason_fail(err, errlen, -EINVAL, "--pid wants a process id, got '%s'", arg);
+			rc = reason_fail(err, errlen, -EINVAL, "--pid wants a process id, got '%s'",
+					 arg);
 		else if (o->npids == AGENT_MAX_PIDS)
-			rc = reason_fail(err, errlen, -EINVAL, "at most %d --pid options", AGENT_MAX_PIDS);
+			rc = reason_fail(err, errlen, -EINVAL, "at most %d --pid options",
+					 AGENT_MAX_PIDS);
 		else
 			o->pids[o->npids++] = (uint32_t)v;
 		break;
 	case 'd':
 		if (parse_uint(arg, 1, 31536000, &v))
-			rc = reason_fail(err, errlen, -EINVAL, "--duration wants whole seconds >= 1, got '%s'", arg);
+			rc = reason_fail(err, errlen, -EINVAL,
+					 "--duration wants whole seconds >= 1, got '%s'", arg);
 		o->duration_sec = (unsigned)v;
 		break;
 	case 'F':
 		if (parse_uint(arg, 1, 10000, &v))
-			rc = reason_fail(err, errlen, -EINVAL, "--frequency wants 1 to 10000 Hz, got '%s'", arg);
+			rc = reason_fail(err, errlen, -EINVAL,
+					 "--frequency wants 1 to 10000 Hz, got '%s'", arg);
 		o->frequency = (unsigned)v;
 		break;
 	case 'w':
 		if (parse_uint(arg, 1, 3600, &v))
-			rc = reason_fail(err, errlen, -EINVAL, "--window wants 1 to 3600 seconds, got '%s'", arg);
+			rc = reason_fail(err, errlen, -EINVAL,
+					 "--window wants 1 to 3600 seconds, got '%s'", arg);
 		o->window_sec = (unsigned)v;
 		break;
 	case 'o':
@@ -211,7 +217,8 @@ int agent_options__set(struct agent_options *o, int opt, const char *arg, char *
 		break;
 	case AGENT_OPT_MAX_STACKS:
 		if (parse_uint(arg, 1024, 1u << 22, &v))
-			rc = reason_fail(err, errlen, -EINVAL, "--max-stacks wants 1024 to 4194304, got '%s'", arg);
+			rc = reason_fail(err, errlen, -EINVAL,
+					 "--max-stacks wants 1024 to 4194304, got '%s'", arg);
 		o->max_stacks = (uint32_t)v;
 		break;
 	case AGENT_OPT_PYTHON:
@@ -220,18 +227,21 @@ int agent_options__set(struct agent_options *o, int opt, const char *arg, char *
 		else if (strcmp(arg, "off") == 0)
 			o->python = false;
 		else
-			rc = reason_fail(err, errlen, -EINVAL, "--python wants on or off, got '%s'", arg);
+			rc = reason_fail(err, errlen, -EINVAL, "--python wants on or off, got '%s'",
+					 arg);
 		break;
 	case AGENT_OPT_PYTHON_DEPTH:
 		if (parse_uint(arg, 1, PY_MAX_DEPTH, &v))
-			rc = reason_fail(err, errlen, -EINVAL, "--python-depth wants 1 to %d, got '%s'",
-				  PY_MAX_DEPTH, arg);
+			rc = reason_fail(err, errlen, -EINVAL,
+					 "--python-depth wants 1 to %d, got '%s'", PY_MAX_DEPTH,
+					 arg);
 		o->python_depth = (unsigned)v;
 		break;
 	case 'c':
 		if (strncmp(arg, "http://", 7) && strncmp(arg, "https://", 8))
-			rc = reason_fail(err, errlen, -EINVAL, "--collector wants an http:// or https:// URL, got '%s'",
-				  arg);
+			rc = reason_fail(err, errlen, -EINVAL,
+					 "--collector wants an http:// or https:// URL, got '%s'",
+					 arg);
 		else
 			rc = set_string(&o->collector, arg);
 		break;
@@ -250,17 +260,20 @@ int agent_options__set(struct agent_options *o, int opt, const char *arg, char *
 		break;
 	case AGENT_OPT_SPOOL_MAX_MB:
 		if (parse_uint(arg, 1, 1u << 20, &v))
-			rc = reason_fail(err, errlen, -EINVAL, "--spool-max-mb wants 1 to 1048576, got '%s'", arg);
+			rc = reason_fail(err, errlen, -EINVAL,
+					 "--spool-max-mb wants 1 to 1048576, got '%s'", arg);
 		o->spool_max_mb = (unsigned)v;
 		break;
 	case AGENT_OPT_AGENT_ID:
 		rc = *arg && strlen(arg) <= 256
 			     ? set_string(&o->agent_id, arg)
-			     : reason_fail(err, errlen, -EINVAL, "--agent-id wants 1 to 256 characters");
+			     : reason_fail(err, errlen, -EINVAL,
+					   "--agent-id wants 1 to 256 characters");
 		break;
 	case AGENT_OPT_RETRY_BASE_MS:
 		if (parse_uint(arg, 1, 30000, &v))
-			rc = reason_fail(err, errlen, -EINVAL, "--retry-base-ms wants 1 to 30000, got '%s'", arg);
+			rc = reason_fail(err, errlen, -EINVAL,
+					 "--retry-base-ms wants 1 to 30000, got '%s'", arg);
 		o->retry_base_ms = (unsigned)v;
 		break;
 	default:
@@ -287,16 +300,19 @@ int agent_options__parse(int argc, char **argv, struct agent_options *o, char *e
 	rc = agent_options__init(o);
 	optind = 0; /* full reset, so parsing twice in one process works */
 	opterr = 0;
-	while (!rc && (c = getopt_long(argc, argv, AGENT_SHORT_OPTIONS, agent_long_options, NULL)) != -1) {
+	while (!rc &&
+	       (c = getopt_long(argc, argv, AGENT_SHORT_OPTIONS, agent_long_options, NULL)) != -1) {
 		switch (c) {
 		case 'h':
 			help = true;
 			break;
 		case ':':
-			rc = reason_fail(err, errlen, -EINVAL, "option '%s' needs a value", argv[optind - 1]);
+			rc = reason_fail(err, errlen, -EINVAL, "option '%s' needs a value",
+					 argv[optind - 1]);
 			break;
 		case '?':
-			rc = reason_fail(err, errlen, -EINVAL, "unknown option '%s'", argv[optind - 1]);
+			rc = reason_fail(err, errlen, -EINVAL, "unknown option '%s'",
+					 argv[optind - 1]);
 			break;
 		default:
 			rc = agent_options__set(o, c, optarg, err, errlen);

@@ -50,8 +50,7 @@ int agent_options__parse(int argc, char **argv, struct agent_options *o, char *e
  * in err, or -ENOMEM, and __finish() settles what depends on several options (the
  * default output) once every option is set. */
 int agent_options__init(struct agent_options *o);
-int agent_options__set(struct agent_options *o, int opt, const char *arg, char *err,
-		       size_t errlen);
+int agent_options__set(struct agent_options *o, int opt, const char *arg, char *err, size_t errlen);
 int agent_options__finish(struct agent_options *o);
 
 /* Frees what the options own and zeroes them. Accepts zeroed options. */

@@ -127,8 +127,9 @@ int collector_args__start(const struct collector_args *a, struct collector **out
 	int err = collector__start(&a->o, out);
 
 	if (err == -EPERM)
-		fprintf(stderr, "smolder: refusing to listen on %s without --ingest-token and "
-				"--query-token (or --insecure)\n",
+		fprintf(stderr,
+			"smolder: refusing to listen on %s without --ingest-token and "
+			"--query-token (or --insecure)\n",
 			a->o.listen);
 	else if (err)
 		fprintf(stderr, "smolder: failed to start the collector on %s with %s: %s\n",
@@ -170,7 +171,7 @@ static int parse(int argc, char **argv, struct collector_args *a, bool *help)
 			fprintf(stderr, "smolder: option '%s' needs a value\n", argv[at]);
 			err = -EINVAL;
 			break;
-		case 1:   /* an operand */
+		case 1:	  /* an operand */
 		case '?': /* an unknown option, or a value given to one that takes none */
 			err = unknown_option(argv[at]);
 			break;
@@ -205,8 +206,8 @@ int collector_main(int argc, char **argv)
 	}
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
-	log_info("collector: listening on %s port %u, database %s", a.o.listen,
-		 collector__port(c), a.o.db_path);
+	log_info("collector: listening on %s port %u, database %s", a.o.listen, collector__port(c),
+		 a.o.db_path);
 	while (!stop_requested) {
 		collector__maintain(c);
 		sleep(MAINTAIN_SECONDS); /* interrupted by the signal */

@@ -86,8 +86,8 @@ int up_args__parse(int argc, char **argv, struct up_args *u, char *err, size_t e
 		} else if (agent_rc) {
 			continue; /* after an agent error, only the collector's options count */
 		} else if (c == ':') {
-			agent_rc = reason_fail(why, sizeof(why), -EINVAL, "option '%s' needs a value",
-					       argv[optind - 1]);
+			agent_rc = reason_fail(why, sizeof(why), -EINVAL,
+					       "option '%s' needs a value", argv[optind - 1]);
 		} else if (c == '?') {
 			agent_rc = reason_fail(why, sizeof(why), -EINVAL, "unknown option '%s'",
 					       argv[optind - 1]);
@@ -155,7 +155,8 @@ int up_main(int argc, char **argv)
 	err = ship_to(&u, url);
 	log_info("up: collector on %s (port %u), database %s; query with "
 		 "curl '%s/api/v1/folded?from=0&to=%s'",
-		 u.collector.o.listen, collector__port(c), u.collector.o.db_path, url, "9999999999");
+		 u.collector.o.listen, collector__port(c), u.collector.o.db_path, url,
+		 "9999999999");
 	if (!err)
 		err = agent_run(&u.agent);
 out:

@@ -12,7 +12,7 @@
 struct up_args {
 	struct collector_args collector;
 	struct agent_options agent; /* not finished: up_main() adds the collector first */
-	bool help;                  /* -h or --help: print the usage, run nothing */
+	bool help;		    /* -h or --help: print the usage, run nothing */
 };
 
 /* Parses argv (argv[0] is "up"): the options of `smolder collector` and of `smolder

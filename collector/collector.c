@@ -19,7 +19,7 @@
 #include "common/wire.h"
 #include "store/store.h"
 
-#define THREADS 4
+#define THREADS	      4
 #define MAINTAIN_ROWS 20000 /* rows per maintenance step: ingest never waits long */
 
 /* Why an ingest was refused; the metrics label. */
@@ -37,7 +37,7 @@ static const char *const reject_names[REJECT_NR] = {
 };
 
 static const double latency_buckets[] = { 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05,
-					  0.1,   0.25,   0.5,   1.0,  2.5 };
+					  0.1,	 0.25,	 0.5,	1.0,  2.5 };
 #define NBUCKETS (sizeof(latency_buckets) / sizeof(latency_buckets[0]))
 
 struct metrics {
@@ -118,8 +118,8 @@ static enum MHD_Result respond_error(struct MHD_Connection *conn, unsigned statu
 /* Compares without leaking where they differ. */
 static bool token_ok(struct MHD_Connection *conn, const char *want)
 {
-	const char *auth = MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
-						       MHD_HTTP_HEADER_AUTHORIZATION);
+	const char *auth =
+		MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION);
 	size_t i, n;
 	unsigned char diff = 0;
 
@@ -153,8 +153,7 @@ static void observe_latency(struct metrics *m, double seconds)
 	m->latency_sum += seconds;
 }
 
-static enum MHD_Result ingest(struct collector *c, struct MHD_Connection *conn,
-			      struct request *r)
+static enum MHD_Result ingest(struct collector *c, struct MHD_Connection *conn, struct request *r)
 {
 	struct wire_limits lim = { c->opts.max_body, c->opts.max_decompressed };
 	struct batch *b = NULL;
@@ -171,12 +170,13 @@ static enum MHD_Result ingest(struct collector *c, struct MHD_Connection *conn,
 	}
 	err = wire_decode(r->body, r->len, &lim, &b, why, sizeof(why));
 	if (err == -ENOMEM)
-		return respond_error(conn, MHD_HTTP_SERVICE_UNAVAILABLE, "out of memory: retry later");
+		return respond_error(conn, MHD_HTTP_SERVICE_UNAVAILABLE,
+				     "out of memory: retry later");
 	if (err) {
 		count_reject(c, err == -E2BIG ? REJECT_TOO_LARGE : REJECT_MALFORMED);
-		return respond_error(conn, err == -E2BIG ? MHD_HTTP_CONTENT_TOO_LARGE
-							 : MHD_HTTP_BAD_REQUEST,
-				     why[0] ? why : "malformed batch");
+		return respond_error(
+			conn, err == -E2BIG ? MHD_HTTP_CONTENT_TOO_LARGE : MHD_HTTP_BAD_REQUEST,
+			why[0] ? why : "malformed batch");
 	}
 	for (i = 0; i < b->nsamples; i++)
 		samples += b->samples[i].count;
@@ -196,8 +196,9 @@ static enum MHD_Result ingest(struct collector *c, struct MHD_Connection *conn,
 	pthread_mutex_unlock(&c->lock);
 	batch__free(b);
 	if (err)
-		return respond_error(conn, err == -EBUSY ? MHD_HTTP_SERVICE_UNAVAILABLE
-							 : MHD_HTTP_INTERNAL_SERVER_ERROR,
+		return respond_error(conn,
+				     err == -EBUSY ? MHD_HTTP_SERVICE_UNAVAILABLE
+						   : MHD_HTTP_INTERNAL_SERVER_ERROR,
 				     why);
 	snprintf(ok, sizeof(ok), "{\"status\":\"ok\",\"duplicate\":%s}\n",
 		 duplicate ? "true" : "false");
@@ -222,23 +223,26 @@ static enum MHD_Result metrics(struct collector *c, struct MHD_Connection *conn)
 	out = open_memstream(&buf, &len);
 	if (!out)
 		return MHD_NO;
-	fprintf(out, "# HELP smolder_batches_ingested_total Batches stored.\n"
-		     "# TYPE smolder_batches_ingested_total counter\n"
-		     "smolder_batches_ingested_total %llu\n",
+	fprintf(out,
+		"# HELP smolder_batches_ingested_total Batches stored.\n"
+		"# TYPE smolder_batches_ingested_total counter\n"
+		"smolder_batches_ingested_total %llu\n",
 		(unsigned long long)m.batches);
-	fprintf(out, "# HELP smolder_batches_duplicate_total Re-sent batches acknowledged, not stored.\n"
-		     "# TYPE smolder_batches_duplicate_total counter\n"
-		     "smolder_batches_duplicate_total %llu\n",
+	fprintf(out,
+		"# HELP smolder_batches_duplicate_total Re-sent batches acknowledged, not stored.\n"
+		"# TYPE smolder_batches_duplicate_total counter\n"
+		"smolder_batches_duplicate_total %llu\n",
 		(unsigned long long)m.duplicates);
-	fprintf(out, "# HELP smolder_samples_ingested_total Samples stored.\n"
-		     "# TYPE smolder_samples_ingested_total counter\n"
-		     "smolder_samples_ingested_total %llu\n",
+	fprintf(out,
+		"# HELP smolder_samples_ingested_total Samples stored.\n"
+		"# TYPE smolder_samples_ingested_total counter\n"
+		"smolder_samples_ingested_total %llu\n",
 		(unsigned long long)m.samples);
 	fprintf(out, "# HELP smolder_batches_rejected_total Batches refused, by reason.\n"
 		     "# TYPE smolder_batches_rejected_total counter\n");
 	for (i = 0; i < REJECT_NR; i++)
-		fprintf(out, "smolder_batches_rejected_total{reason=\"%s\"} %llu\n", reject_names[i],
-			(unsigned long long)m.rejected[i]);
+		fprintf(out, "smolder_batches_rejected_total{reason=\"%s\"} %llu\n",
+			reject_names[i], (unsigned long long)m.rejected[i]);
 	fprintf(out, "# HELP smolder_ingest_seconds Time to decode and store a batch.\n"
 		     "# TYPE smolder_ingest_seconds histogram\n");
 	for (i = 0; i <= NBUCKETS; i++) {
@@ -252,12 +256,13 @@ static enum MHD_Result metrics(struct collector *c, struct MHD_Connection *conn)
 	}
 	fprintf(out, "smolder_ingest_seconds_sum %.6f\nsmolder_ingest_seconds_count %llu\n",
 		m.latency_sum, (unsigned long long)cumulative);
-	fprintf(out, "# HELP smolder_db_bytes Size of the database file.\n"
-		     "# TYPE smolder_db_bytes gauge\n"
-		     "smolder_db_bytes %llu\n"
-		     "# HELP smolder_sample_rows Sample rows stored.\n"
-		     "# TYPE smolder_sample_rows gauge\n"
-		     "smolder_sample_rows %llu\n",
+	fprintf(out,
+		"# HELP smolder_db_bytes Size of the database file.\n"
+		"# TYPE smolder_db_bytes gauge\n"
+		"smolder_db_bytes %llu\n"
+		"# HELP smolder_sample_rows Sample rows stored.\n"
+		"# TYPE smolder_sample_rows gauge\n"
+		"smolder_sample_rows %llu\n",
 		(unsigned long long)st.db_bytes, (unsigned long long)st.sample_rows);
 	fclose(out);
 	ret = respond(conn, MHD_HTTP_OK, "text/plain; version=0.0.4", buf, len);
@@ -307,9 +312,12 @@ static bool route(const char *url, struct args *a, enum query_kind *kind, char *
 		const char *path;
 		enum query_kind kind;
 	} routes[] = {
-		{ "/api/v1/flamegraph", QUERY_FLAMEGRAPH }, { "/api/v1/folded", QUERY_FLAMEGRAPH },
-		{ "/api/v1/diff", QUERY_DIFF },		    { "/api/v1/top", QUERY_TOP },
-		{ "/api/v1/series", QUERY_SERIES },	    { "/api/v1/labels", QUERY_LABELS },
+		{ "/api/v1/flamegraph", QUERY_FLAMEGRAPH },
+		{ "/api/v1/folded", QUERY_FLAMEGRAPH },
+		{ "/api/v1/diff", QUERY_DIFF },
+		{ "/api/v1/top", QUERY_TOP },
+		{ "/api/v1/series", QUERY_SERIES },
+		{ "/api/v1/labels", QUERY_LABELS },
 	};
 	const char *p, *end;
 	size_t i;
@@ -357,8 +365,9 @@ static enum MHD_Result query(struct collector *c, struct MHD_Connection *conn, c
 	}
 	err = query_parse(&q, kind, arg, &a, (int64_t)time(NULL), why, sizeof(why));
 	if (err)
-		return respond_error(conn, err == -EINVAL ? MHD_HTTP_BAD_REQUEST
-							  : MHD_HTTP_INTERNAL_SERVER_ERROR,
+		return respond_error(conn,
+				     err == -EINVAL ? MHD_HTTP_BAD_REQUEST
+						    : MHD_HTTP_INTERNAL_SERVER_ERROR,
 				     why[0] ? why : strerror(-err));
 	out = open_memstream(&buf, &len);
 	if (!out) {
@@ -371,8 +380,9 @@ static enum MHD_Result query(struct collector *c, struct MHD_Connection *conn, c
 	fclose(out);
 	query_free(&q);
 	if (err)
-		ret = respond_error(conn, err == -EINVAL ? MHD_HTTP_BAD_REQUEST
-							 : MHD_HTTP_INTERNAL_SERVER_ERROR,
+		ret = respond_error(conn,
+				    err == -EINVAL ? MHD_HTTP_BAD_REQUEST
+						   : MHD_HTTP_INTERNAL_SERVER_ERROR,
 				    why);
 	else
 		ret = respond(conn, MHD_HTTP_OK, type, buf, len);
@@ -415,7 +425,8 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *conn, const char
 		    !header_is(conn, MHD_HTTP_HEADER_CONTENT_ENCODING, "zstd")) {
 			count_reject(c, REJECT_MEDIA_TYPE);
 			return respond_error(conn, MHD_HTTP_UNSUPPORTED_MEDIA_TYPE,
-					     "want " WIRE_CONTENT_TYPE " with Content-Encoding zstd");
+					     "want " WIRE_CONTENT_TYPE
+					     " with Content-Encoding zstd");
 		}
 		cl = MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
 						 MHD_HTTP_HEADER_CONTENT_LENGTH);
@@ -493,7 +504,8 @@ static int resolve(const char *listen, struct sockaddr_storage *ss)
 	char host[256];
 	const char *colon = strrchr(listen, ':');
 	struct addrinfo hints = { .ai_flags = AI_NUMERICSERV | AI_PASSIVE,
-				  .ai_socktype = SOCK_STREAM }, *res;
+				  .ai_socktype = SOCK_STREAM },
+			*res;
 	size_t hlen;
 
 	if (!colon || colon == listen || (size_t)(colon - listen) >= sizeof(host))
@@ -532,10 +544,11 @@ int collector__start(const struct collector_options *o, struct collector **out)
 	err = store__open(o->db_path, &so, &c->store);
 	if (err)
 		goto out_free;
-	c->daemon = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL, 0, NULL, NULL, handle, c, MHD_OPTION_SOCK_ADDR, &ss,
-				     MHD_OPTION_THREAD_POOL_SIZE, (unsigned)THREADS,
-				     MHD_OPTION_NOTIFY_COMPLETED, request_done, c,
-				     MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)60, MHD_OPTION_END);
+	c->daemon =
+		MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL, 0, NULL, NULL,
+				 handle, c, MHD_OPTION_SOCK_ADDR, &ss, MHD_OPTION_THREAD_POOL_SIZE,
+				 (unsigned)THREADS, MHD_OPTION_NOTIFY_COMPLETED, request_done, c,
+				 MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)60, MHD_OPTION_END);
 	if (!c->daemon) {
 		err = -EADDRINUSE;
 		goto out_close;

@@ -27,14 +27,14 @@
 struct store;
 
 struct collector_options {
-	const char *db_path;        /* SQLite file (":memory:" for tests) */
-	const char *listen;         /* HOST:PORT; port 0 picks a free one */
-	const char *ingest_token;   /* NULL: no token required */
-	const char *query_token;    /* NULL: no token required */
-	bool insecure;              /* allow a non-loopback address without tokens */
-	size_t max_body;            /* compressed body cap */
-	size_t max_decompressed;    /* decompressed body cap */
-	int64_t retention_seconds;  /* data older than this is dropped */
+	const char *db_path;	   /* SQLite file (":memory:" for tests) */
+	const char *listen;	   /* HOST:PORT; port 0 picks a free one */
+	const char *ingest_token;  /* NULL: no token required */
+	const char *query_token;   /* NULL: no token required */
+	bool insecure;		   /* allow a non-loopback address without tokens */
+	size_t max_body;	   /* compressed body cap */
+	size_t max_decompressed;   /* decompressed body cap */
+	int64_t retention_seconds; /* data older than this is dropped */
 };
 
 struct collector;

@@ -257,8 +257,8 @@ size_t batch__stack_text(const struct batch *b, uint32_t stack, char *buf, size_
 		struct frame f;
 
 		if (i > 0)
-			pos += (size_t)snprintf(pos < len ? buf + pos : NULL, pos < len ? len - pos : 0,
-						";");
+			pos += (size_t)snprintf(pos < len ? buf + pos : NULL,
+						pos < len ? len - pos : 0, ";");
 		if (st->frames[i] >= b->nframes) {
 			f = frame_make(FRAME_NATIVE, "?", NULL, 0);
 		} else {
@@ -289,7 +289,8 @@ static int intern_string(struct batch_builder *bb, const char *s, size_t n, uint
 	}
 	if (n > BATCH_MAX_STRING_LEN || b->nstrings >= BATCH_MAX_STRINGS)
 		return -EINVAL;
-	err = array_grow((void **)&b->strings, &bb->w.cap_strings, (size_t)b->nstrings + 1, sizeof(*b->strings));
+	err = array_grow((void **)&b->strings, &bb->w.cap_strings, (size_t)b->nstrings + 1,
+			 sizeof(*b->strings));
 	if (err)
 		return err;
 	e = calloc(1, sizeof(*e));
@@ -321,7 +322,7 @@ static int intern_frame(struct batch_builder *bb, const struct frame *pf, uint32
 {
 	struct batch *b = bb->w.b;
 	struct frame_entry *e;
-	struct batch_frame key = {.kind = pf->kind, .line = pf->line};
+	struct batch_frame key = { .kind = pf->kind, .line = pf->line };
 	unsigned before;
 	int err;
 
@@ -337,7 +338,8 @@ static int intern_frame(struct batch_builder *bb, const struct frame *pf, uint32
 	}
 	if (b->nframes >= BATCH_MAX_FRAMES)
 		return -EINVAL;
-	err = array_grow((void **)&b->frames, &bb->w.cap_frames, (size_t)b->nframes + 1, sizeof(*b->frames));
+	err = array_grow((void **)&b->frames, &bb->w.cap_frames, (size_t)b->nframes + 1,
+			 sizeof(*b->frames));
 	if (err)
 		return err;
 	e = calloc(1, sizeof(*e));
@@ -372,7 +374,8 @@ static int intern_stack(struct batch_builder *bb, const uint32_t *fr, uint32_t n
 	}
 	if (b->nstacks >= BATCH_MAX_STACKS)
 		return -EINVAL;
-	err = array_grow((void **)&b->stacks, &bb->w.cap_stacks, (size_t)b->nstacks + 1, sizeof(*b->stacks));
+	err = array_grow((void **)&b->stacks, &bb->w.cap_stacks, (size_t)b->nstacks + 1,
+			 sizeof(*b->stacks));
 	if (err)
 		return err;
 	e = calloc(1, sizeof(*e));
@@ -389,7 +392,7 @@ static int intern_stack(struct batch_builder *bb, const uint32_t *fr, uint32_t n
 		err = -ENOMEM;
 		goto out_free;
 	}
-	b->stacks[b->nstacks++] = (struct batch_stack){.frames = copy, .nframes = n};
+	b->stacks[b->nstacks++] = (struct batch_stack){ .frames = copy, .nframes = n };
 	*idx = e->idx;
 	return 0;
 
@@ -421,7 +424,8 @@ static int intern_labelset(struct batch_builder *bb, const struct batch_label *l
 	}
 	if (b->nlabelsets >= BATCH_MAX_LABELSETS)
 		return -EINVAL;
-	err = array_grow((void **)&b->labelsets, &bb->w.cap_labelsets, (size_t)b->nlabelsets + 1, sizeof(*b->labelsets));
+	err = array_grow((void **)&b->labelsets, &bb->w.cap_labelsets, (size_t)b->nlabelsets + 1,
+			 sizeof(*b->labelsets));
 	if (err)
 		return err;
 	e = calloc(1, sizeof(*e));
@@ -438,7 +442,7 @@ static int intern_labelset(struct batch_builder *bb, const struct batch_label *l
 		err = -ENOMEM;
 		goto out_free;
 	}
-	b->labelsets[b->nlabelsets++] = (struct batch_labelset){.labels = copy, .nlabels = n};
+	b->labelsets[b->nlabelsets++] = (struct batch_labelset){ .labels = copy, .nlabels = n };
 	*idx = e->idx;
 	return 0;
 
@@ -453,7 +457,7 @@ static int add_sample(struct batch_builder *bb, uint32_t labelset, uint32_t stac
 {
 	struct batch *b = bb->w.b;
 	struct sample_entry *e;
-	uint32_t key[2] = {labelset, stack};
+	uint32_t key[2] = { labelset, stack };
 	unsigned before;
 	int err;
 
@@ -466,7 +470,8 @@ static int add_sample(struct batch_builder *bb, uint32_t labelset, uint32_t stac
 	}
 	if (b->nsamples >= BATCH_MAX_SAMPLES)
 		return -EINVAL;
-	err = array_grow((void **)&b->samples, &bb->w.cap_samples, (size_t)b->nsamples + 1, sizeof(*b->samples));
+	err = array_grow((void **)&b->samples, &bb->w.cap_samples, (size_t)b->nsamples + 1,
+			 sizeof(*b->samples));
 	if (err)
 		return err;
 	e = calloc(1, sizeof(*e));
@@ -481,7 +486,7 @@ static int add_sample(struct batch_builder *bb, uint32_t labelset, uint32_t stac
 		return -ENOMEM;
 	}
 	b->samples[b->nsamples++] =
-	    (struct batch_sample){.labelset = labelset, .stack = stack, .count = count};
+		(struct batch_sample){ .labelset = labelset, .stack = stack, .count = count };
 	return 0;
 }
 
@@ -510,7 +515,7 @@ static int start_window(struct batch_builder *bb)
 	uint32_t idx;
 	int err;
 
-	bb->w = (struct window){0};
+	bb->w = (struct window){ 0 };
 	bb->w.b = calloc(1, sizeof(*bb->w.b));
 	if (!bb->w.b)
 		return -ENOMEM;
@@ -522,7 +527,7 @@ static int start_window(struct batch_builder *bb)
 				 &bb->w.b->profile_type))) {
 		clear_window(&bb->w);
 		batch__free(bb->w.b);
-		bb->w = (struct window){0};
+		bb->w = (struct window){ 0 };
 		return err;
 	}
 	return 0;
@@ -597,7 +602,7 @@ int batch_builder__add_frames(struct batch_builder *bb, const char *const *keys,
 		if (!keys[i] || !values[i] || strlen(keys[i]) > BATCH_MAX_STRING_LEN ||
 		    strlen(values[i]) > BATCH_MAX_STRING_LEN)
 			return -EINVAL;
-		tl[i] = (struct text_label){keys[i], values[i]};
+		tl[i] = (struct text_label){ keys[i], values[i] };
 	}
 	if (nlabels)
 		qsort(tl, nlabels, sizeof(*tl), cmp_text_label);
@@ -664,12 +669,13 @@ int batch_builder__counter(struct batch_builder *bb, const char *name, uint64_t 
 	b = bb->w.b;
 	if (b->ncounters >= BATCH_MAX_COUNTERS)
 		return -EINVAL;
-	err = array_grow((void **)&b->counters, &bb->w.cap_counters, (size_t)b->ncounters + 1, sizeof(*b->counters));
+	err = array_grow((void **)&b->counters, &bb->w.cap_counters, (size_t)b->ncounters + 1,
+			 sizeof(*b->counters));
 	if (!err)
 		err = intern_string(bb, name, strlen(name), &idx);
 	if (err)
 		return err;
-	b->counters[b->ncounters++] = (struct batch_counter){.name = idx, .value = value};
+	b->counters[b->ncounters++] = (struct batch_counter){ .name = idx, .value = value };
 	return 0;
 }
 

@@ -85,8 +85,7 @@ void folded__clear(struct folded *f)
 {
 	struct folded_entry *e, *tmp;
 
-	HASH_ITER(hh, f->table, e, tmp)
-	{
+	HASH_ITER (hh, f->table, e, tmp) {
 		HASH_DEL(f->table, e);
 		free(e);
 	}
@@ -205,7 +204,8 @@ int folded__write(const struct folded *f, FILE *out)
 	if (err)
 		return err;
 	for (i = 0; i < n; i++) {
-		if (fprintf(out, "%s %llu\n", refs[i].stack, (unsigned long long)refs[i].count) < 0) {
+		if (fprintf(out, "%s %llu\n", refs[i].stack, (unsigned long long)refs[i].count) <
+		    0) {
 			err = -EIO;
 			break;
 		}
@@ -269,7 +269,8 @@ int folded__read(struct folded *f, FILE *in, size_t *bad_line)
 		if (n == 0)
 			continue;
 		space = strrchr(line, ' ');
-		if ((size_t)n > MAX_LINE || !space || space == line || !isdigit((unsigned char)space[1])) {
+		if ((size_t)n > MAX_LINE || !space || space == line ||
+		    !isdigit((unsigned char)space[1])) {
 			err = -EINVAL;
 			break;
 		}

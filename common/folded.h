@@ -43,7 +43,7 @@ int folded__add(struct folded *f, const char *stack, uint64_t count);
 int folded__merge(struct folded *dst, const struct folded *src);
 void folded__clear(struct folded *f);
 
-size_t folded__size(const struct folded *f);   /* distinct stacks */
+size_t folded__size(const struct folded *f);	/* distinct stacks */
 uint64_t folded__total(const struct folded *f); /* sum of counts */
 /* Count of one stack, 0 when absent. */
 uint64_t folded__count(const struct folded *f, const char *stack);

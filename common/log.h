@@ -21,15 +21,15 @@ extern enum log_level log_current_level;
 void log_set_level(enum log_level level);
 void log_write(enum log_level level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
-#define log_at(level, ...)                                                                          \
-	do {                                                                                        \
-		if ((level) <= log_current_level)                                                   \
-			log_write((level), __VA_ARGS__);                                            \
+#define log_at(level, ...)                                                                         \
+	do {                                                                                       \
+		if ((level) <= log_current_level)                                                  \
+			log_write((level), __VA_ARGS__);                                           \
 	} while (0)
 
 #define log_error(...) log_at(LOG_ERROR, __VA_ARGS__)
-#define log_warn(...) log_at(LOG_WARN, __VA_ARGS__)
-#define log_info(...) log_at(LOG_INFO, __VA_ARGS__)
+#define log_warn(...)  log_at(LOG_WARN, __VA_ARGS__)
+#define log_info(...)  log_at(LOG_INFO, __VA_ARGS__)
 #define log_debug(...) log_at(LOG_DEBUG, __VA_ARGS__)
 
 #endif

@@ -12,6 +12,6 @@
 /* Writes the formatted reason into why (when why and len are non-zero; truncated,
  * always NUL-terminated) and returns err. */
 int reason_fail(char *why, size_t len, int err, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
+	__attribute__((format(printf, 4, 5)));
 
 #endif

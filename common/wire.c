@@ -155,7 +155,7 @@ static int to_message(const struct batch *b, Smolder__V1__Batch *m, struct pb_vi
 int wire_encode(const struct batch *b, int zstd_level, void **out, size_t *out_len)
 {
 	Smolder__V1__Batch m = SMOLDER__V1__BATCH__INIT;
-	struct pb_view v = {0};
+	struct pb_view v = { 0 };
 	uint8_t *packed = NULL;
 	size_t packed_len, bound, n;
 	ZSTD_CCtx *cctx = NULL;
@@ -217,8 +217,8 @@ out_free_view:
 static int decompress_stream(const void *src, size_t len, size_t cap, void **out, size_t *out_len,
 			     char *why, size_t whylen)
 {
-	ZSTD_inBuffer in = {src, len, 0};
-	ZSTD_outBuffer o = {NULL, 0, 0};
+	ZSTD_inBuffer in = { src, len, 0 };
+	ZSTD_outBuffer o = { NULL, 0, 0 };
 	ZSTD_DCtx *dctx;
 	size_t ret, size;
 	int err;
@@ -380,11 +380,14 @@ static int prescan(const uint8_t *p, size_t n, char *why, size_t whylen)
 		const char *what;
 		size_t cap;
 	} lists[] = {
-	    [9] = {"strings", BATCH_MAX_STRINGS},  [10] = {"frames", BATCH_MAX_FRAMES},
-	    [11] = {"stacks", BATCH_MAX_STACKS},   [12] = {"label sets", BATCH_MAX_LABELSETS},
-	    [13] = {"samples", BATCH_MAX_SAMPLES}, [14] = {"counters", BATCH_MAX_COUNTERS},
+		[9] = { "strings", BATCH_MAX_STRINGS },
+		[10] = { "frames", BATCH_MAX_FRAMES },
+		[11] = { "stacks", BATCH_MAX_STACKS },
+		[12] = { "label sets", BATCH_MAX_LABELSETS },
+		[13] = { "samples", BATCH_MAX_SAMPLES },
+		[14] = { "counters", BATCH_MAX_COUNTERS },
 	};
-	size_t count[sizeof(lists) / sizeof(lists[0])] = {0};
+	size_t count[sizeof(lists) / sizeof(lists[0])] = { 0 };
 	uint64_t tag, v;
 	size_t i;
 
@@ -591,9 +594,9 @@ int wire_decode(const void *body, size_t len, const struct wire_limits *lim, str
 {
 	size_t max_compressed = WIRE_DEFAULT_MAX_COMPRESSED;
 	size_t max_decompressed = WIRE_DEFAULT_MAX_DECOMPRESSED;
-	ProtobufCAllocator alloc = {budget_alloc, budget_free, NULL};
+	ProtobufCAllocator alloc = { budget_alloc, budget_free, NULL };
 	Smolder__V1__Batch *m;
-	struct budget bg = {0};
+	struct budget bg = { 0 };
 	size_t plen = 0;
 	void *plain = NULL;
 	int err;
@@ -617,8 +620,8 @@ int wire_decode(const void *body, size_t len, const struct wire_limits *lim, str
 		goto out_free_plain;
 
 	bg.max = plen > (SIZE_MAX - UNPACK_SLACK) / UNPACK_FACTOR
-		     ? SIZE_MAX
-		     : plen * UNPACK_FACTOR + UNPACK_SLACK;
+			 ? SIZE_MAX
+			 : plen * UNPACK_FACTOR + UNPACK_SLACK;
 	alloc.allocator_data = &bg;
 	m = smolder__v1__batch__unpack(&alloc, plen, plain);
 	if (!m) {

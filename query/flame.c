@@ -311,7 +311,7 @@ static int cmp_fn(const void *a, const void *b)
 
 int flame__top(const struct flame *f, unsigned side, struct flame_function **out, size_t *n)
 {
-	struct top_walk w = {.side = side};
+	struct top_walk w = { .side = side };
 	struct flame_function *arr = NULL;
 	struct fn_acc *acc, *tmp;
 	size_t i = 0;

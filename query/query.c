@@ -19,10 +19,10 @@
 
 #define DEFAULT_RANGE 3600
 #define DEFAULT_LIMIT 50
-#define MAX_LIMIT 100000
-#define MIN_STEP 10
-#define MAX_POINTS 100000      /* series buckets in one answer */
-#define PERIOD_NS 10101010     /* 99 Hz: the store does not keep the period yet */
+#define MAX_LIMIT     100000
+#define MIN_STEP      10
+#define MAX_POINTS    100000   /* series buckets in one answer */
+#define PERIOD_NS     10101010 /* 99 Hz: the store does not keep the period yet */
 
 struct query_format;
 static const struct query_format *find_format(enum query_kind kind, const char *name);
@@ -37,8 +37,9 @@ static int parse_time_param(query_param_fn param, void *ctx, const char *name, i
 		return 0;
 	}
 	if (timeparse(v, now, out))
-		return reason_fail(why, len, -EINVAL, "%s: '%.64s' is not a time (RFC 3339, unix seconds, now, -15m)",
-			    name, v);
+		return reason_fail(why, len, -EINVAL,
+				   "%s: '%.64s' is not a time (RFC 3339, unix seconds, now, -15m)",
+				   name, v);
 	return 0;
 }
 
@@ -47,7 +48,9 @@ static int parse_range(query_param_fn param, void *ctx, const char *from_name, c
 {
 	int err = parse_time_param(param, ctx, to_name, now, now, to, why, len);
 
-	err = err ?: parse_time_param(param, ctx, from_name, *to - DEFAULT_RANGE, now, from, why, len);
+	err = err
+		      ?: parse_time_param(param, ctx, from_name, *to - DEFAULT_RANGE, now, from,
+					  why, len);
 	if (!err && *to <= *from)
 		err = reason_fail(why, len, -EINVAL, "%s must be after %s", to_name, from_name);
 	return err;
@@ -63,9 +66,12 @@ static int parse_where(struct query *q, struct query_where *w, query_param_fn pa
 	for (i = 0; (v = param(ctx, name, i)); i++) {
 		eq = strchr(v, '=');
 		if (!eq || eq == v)
-			return reason_fail(why, len, -EINVAL, "%s wants KEY=VALUE, got '%.64s'", name, v);
-		if (w->n == QUERY_MAX_WHERE || q->nowned + 2 > sizeof(q->owned) / sizeof(q->owned[0]))
-			return reason_fail(why, len, -EINVAL, "at most %d %s selections", QUERY_MAX_WHERE, name);
+			return reason_fail(why, len, -EINVAL, "%s wants KEY=VALUE, got '%.64s'",
+					   name, v);
+		if (w->n == QUERY_MAX_WHERE ||
+		    q->nowned + 2 > sizeof(q->owned) / sizeof(q->owned[0]))
+			return reason_fail(why, len, -EINVAL, "at most %d %s selections",
+					   QUERY_MAX_WHERE, name);
 		q->owned[q->nowned] = strndup(v, (size_t)(eq - v));
 		q->owned[q->nowned + 1] = strdup(eq + 1);
 		if (!q->owned[q->nowned] || !q->owned[q->nowned + 1]) {
@@ -80,8 +86,8 @@ static int parse_where(struct query *q, struct query_where *w, query_param_fn pa
 	return 0;
 }
 
-int query_parse(struct query *q, enum query_kind kind, query_param_fn param, void *ctx,
-		int64_t now, char *why, size_t whylen)
+int query_parse(struct query *q, enum query_kind kind, query_param_fn param, void *ctx, int64_t now,
+		char *why, size_t whylen)
 {
 	const char *v;
 	int err = 0;
@@ -91,12 +97,17 @@ int query_parse(struct query *q, enum query_kind kind, query_param_fn param, voi
 	if (kind == QUERY_DIFF) {
 		err = parse_range(param, ctx, "before_from", "before_to", now, &q->before_from,
 				  &q->before_to, why, whylen);
-		err = err ?: parse_range(param, ctx, "after_from", "after_to", now, &q->after_from,
-					 &q->after_to, why, whylen);
+		err = err
+			      ?: parse_range(param, ctx, "after_from", "after_to", now,
+					     &q->after_from, &q->after_to, why, whylen);
 		err = err ?: parse_where(q, &q->before_where, param, ctx, "where", why, whylen);
 		err = err ?: parse_where(q, &q->after_where, param, ctx, "where", why, whylen);
-		err = err ?: parse_where(q, &q->before_where, param, ctx, "before_where", why, whylen);
-		err = err ?: parse_where(q, &q->after_where, param, ctx, "after_where", why, whylen);
+		err = err
+			      ?: parse_where(q, &q->before_where, param, ctx, "before_where", why,
+					     whylen);
+		err = err
+			      ?: parse_where(q, &q->after_where, param, ctx, "after_where", why,
+					     whylen);
 	} else {
 		err = parse_range(param, ctx, "from", "to", now, &q->from, &q->to, why, whylen);
 		err = err ?: parse_where(q, &q->where, param, ctx, "where", why, whylen);
@@ -107,12 +118,14 @@ int query_parse(struct query *q, enum query_kind kind, query_param_fn param, voi
 		q->format = "json";
 	q->output = find_format(kind, q->format);
 	if (!q->output) {
-		err = reason_fail(why, whylen, -EINVAL, "unknown format '%.32s' for this query", q->format);
+		err = reason_fail(why, whylen, -EINVAL, "unknown format '%.32s' for this query",
+				  q->format);
 		goto out;
 	}
 	v = param(ctx, "type", 0);
 	if (v && strcmp(v, "cpu") != 0) {
-		err = reason_fail(why, whylen, -EINVAL, "unknown profile type '%.32s' (only cpu is recorded)", v);
+		err = reason_fail(why, whylen, -EINVAL,
+				  "unknown profile type '%.32s' (only cpu is recorded)", v);
 		goto out;
 	}
 	if (kind == QUERY_TOP && (v = param(ctx, "limit", 0))) {
@@ -128,13 +141,16 @@ int query_parse(struct query *q, enum query_kind kind, query_param_fn param, voi
 	if (kind == QUERY_SERIES) {
 		v = param(ctx, "step", 0);
 		if (v && timeparse_duration(v, &q->step)) {
-			err = reason_fail(why, whylen, -EINVAL, "step wants a duration like 10s or 5m, got '%.32s'", v);
+			err = reason_fail(why, whylen, -EINVAL,
+					  "step wants a duration like 10s or 5m, got '%.32s'", v);
 			goto out;
 		}
 		if (!v)
-			q->step = (q->to - q->from) / 60 > MIN_STEP ? (q->to - q->from) / 60 : MIN_STEP;
+			q->step = (q->to - q->from) / 60 > MIN_STEP ? (q->to - q->from) / 60
+								    : MIN_STEP;
 		if ((q->to - q->from) / q->step > MAX_POINTS) {
-			err = reason_fail(why, whylen, -EINVAL, "step too small: more than %d points", MAX_POINTS);
+			err = reason_fail(why, whylen, -EINVAL,
+					  "step too small: more than %d points", MAX_POINTS);
 			goto out;
 		}
 	}
@@ -160,8 +176,9 @@ void query_free(struct query *q)
 
 static struct store_query store_query(int64_t from, int64_t to, const struct query_where *w)
 {
-	return (struct store_query){ .from = from, .to = to, .keys = w->keys, .values = w->values,
-				     .nlabels = w->n };
+	return (struct store_query){
+		.from = from, .to = to, .keys = w->keys, .values = w->values, .nlabels = w->n
+	};
 }
 
 struct side {
@@ -283,7 +300,8 @@ static int out_top_table(const struct answer *a, FILE *out)
 	int err = top_functions(a, &fns, &n);
 
 	if (!err)
-		fprintf(out, "%8s %7s %8s %7s  %s\n", "SELF", "SELF%", "TOTAL", "TOTAL%", "FUNCTION");
+		fprintf(out, "%8s %7s %8s %7s  %s\n", "SELF", "SELF%", "TOTAL", "TOTAL%",
+			"FUNCTION");
 	for (i = 0; !err && i < n; i++)
 		fprintf(out, "%8llu %6.2f%% %8llu %6.2f%%  %s\n", (unsigned long long)fns[i].self,
 			total ? 100.0 * (double)fns[i].self / (double)total : 0.0,
@@ -341,8 +359,8 @@ static int write_series(const struct answer *a, FILE *out, bool json)
 	int err;
 
 	if (c.json)
-		fprintf(out, "{\"from\":%lld,\"to\":%lld,\"step\":%lld,\"points\":[", (long long)q->from,
-			(long long)q->to, (long long)q->step);
+		fprintf(out, "{\"from\":%lld,\"to\":%lld,\"step\":%lld,\"points\":[",
+			(long long)q->from, (long long)q->to, (long long)q->step);
 	else
 		fprintf(out, "%12s %10s\n", "TIME", "SAMPLES");
 	err = store__query_series(a->store, &sq, q->step, series_point, &c);
@@ -444,7 +462,7 @@ int query_run(struct store *st, const struct query *q, FILE *out, const char **c
 	err = err ?: q->output->render(&a, out);
 	flame__free(tree);
 	if (err && why[0] == '\0')
-		snprintf(why, whylen, "query failed: %s", err == -EINVAL ? store__errmsg(st)
-									  : strerror(-err));
+		snprintf(why, whylen, "query failed: %s",
+			 err == -EINVAL ? store__errmsg(st) : strerror(-err));
 	return err;
 }

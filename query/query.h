@@ -43,15 +43,15 @@ struct query_where {
 
 struct query {
 	enum query_kind kind;
-	int64_t from, to;               /* flamegraph, top, series, labels */
+	int64_t from, to;		/* flamegraph, top, series, labels */
 	int64_t before_from, before_to; /* diff */
 	int64_t after_from, after_to;
 	struct query_where where, before_where, after_where;
-	const char *format;		     /* the format's name */
-	const struct query_format *output;   /* the format's row (query.c) */
-	const char *label;              /* labels: the key whose values are listed */
-	int64_t step;                   /* series */
-	size_t limit;                   /* top */
+	const char *format;		      /* the format's name */
+	const struct query_format *output;    /* the format's row (query.c) */
+	const char *label;		      /* labels: the key whose values are listed */
+	int64_t step;			      /* series */
+	size_t limit;			      /* top */
 	char *owned[2 * QUERY_MAX_WHERE * 3]; /* strings split out of where=K=V */
 	size_t nowned;
 };
@@ -62,8 +62,8 @@ typedef const char *(*query_param_fn)(void *ctx, const char *name, size_t i);
 
 /* Fills q for kind from the parameters. Returns 0, or -EINVAL with a one-line
  * reason in why (bad time, to < from, unknown format or type, bad where). */
-int query_parse(struct query *q, enum query_kind kind, query_param_fn param, void *ctx,
-		int64_t now, char *why, size_t whylen);
+int query_parse(struct query *q, enum query_kind kind, query_param_fn param, void *ctx, int64_t now,
+		char *why, size_t whylen);
 void query_free(struct query *q);
 
 /* Runs q against s and writes the response body to out; *content_type is set.

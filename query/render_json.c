@@ -71,8 +71,9 @@ static void write_node(FILE *out, const struct flame_node *n, bool diff, uint64_
 
 	fputs("{\"name\":", out);
 	render_json_string(out, n->name);
-	fprintf(out, ",\"kind\":\"%s\",\"self\":%llu,\"total\":%llu", kind_name((uint8_t)n->frame.kind),
-		(unsigned long long)n->self[0], (unsigned long long)n->total[0]);
+	fprintf(out, ",\"kind\":\"%s\",\"self\":%llu,\"total\":%llu",
+		kind_name((uint8_t)n->frame.kind), (unsigned long long)n->self[0],
+		(unsigned long long)n->total[0]);
 	if (diff)
 		fprintf(out,
 			",\"before\":{\"self\":%llu,\"total\":%llu},"

@@ -223,8 +223,7 @@ static int location_id(struct pp *p, const struct flame_node *node, uint64_t *id
 	return 0;
 }
 
-static int add_sample(struct pp *p, const struct flame_stack *st, uint64_t period,
-		      int64_t comm_key)
+static int add_sample(struct pp *p, const struct flame_stack *st, uint64_t period, int64_t comm_key)
 {
 	uint64_t count = st->count[0];
 	struct sample_box *b;
@@ -273,7 +272,7 @@ static int add_sample(struct pp *p, const struct flame_stack *st, uint64_t perio
 
 static int gzip(const uint8_t *in, size_t in_len, void **out, size_t *out_len)
 {
-	z_stream zs = {0};
+	z_stream zs = { 0 };
 	uint8_t *buf;
 	uLong bound;
 	int err = -EIO;
@@ -343,7 +342,7 @@ int render_pprof(const struct flame *tree, uint64_t period_ns, int64_t time_nano
 	Perftools__Profiles__Profile prof = PERFTOOLS__PROFILES__PROFILE__INIT;
 	Perftools__Profiles__ValueType vt[2], period_type, *vts[2];
 	int64_t empty, samples, count, cpu, ns, comm;
-	struct pp p = {0};
+	struct pp p = { 0 };
 	uint8_t *raw = NULL;
 	size_t raw_len, i;
 	int err;

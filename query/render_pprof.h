@@ -9,7 +9,8 @@
  * process); the remaining frames become location ids, leaf first. One Location per
  * distinct frame text, one Function per distinct (name, file): a Python frame
  * gives name = qualname, filename = file and Line.line = line; kernel ("name_[k]")
- * and native frames keep their folded text as the name and have no file. No Mappings are emitted (addresses are already symbolized).
+ * and native frames keep their folded text as the name and have no file. No Mappings are emitted
+ * (addresses are already symbolized).
  */
 #ifndef SMOLDER_RENDER_PPROF_H
 #define SMOLDER_RENDER_PPROF_H

@@ -102,8 +102,7 @@ static int rfc3339(const char *s, int64_t *out)
 		p++;
 	} else if (*p == '+' || *p == '-') {
 		sign = *p++ == '-' ? -1 : 1;
-		if (!digits(&p, 2, &oh) || *p++ != ':' || !digits(&p, 2, &om) || oh > 23 ||
-		    om > 59)
+		if (!digits(&p, 2, &oh) || *p++ != ':' || !digits(&p, 2, &om) || oh > 23 || om > 59)
 			return -EINVAL;
 	} else {
 		return -EINVAL;

@@ -334,7 +334,7 @@ static int ingest_locked(struct store *s, struct ingest *in, bool *duplicate)
 
 int store__ingest(struct store *s, const struct batch *b, bool *duplicate)
 {
-	struct ingest in = {.b = b};
+	struct ingest in = { .b = b };
 	bool dup = false;
 	int err;
 

@@ -39,12 +39,12 @@ int store__stats(struct store *s, struct store_stats *st)
 		const char *sql;
 		size_t off;
 	} q[] = {
-	    {"SELECT count(*) FROM samples", offsetof(struct store_stats, sample_rows)},
-	    {"SELECT batches FROM state WHERE id = 1", offsetof(struct store_stats, batches)},
-	    {"SELECT count(*) FROM strings", offsetof(struct store_stats, strings)},
-	    {"SELECT count(*) FROM frames", offsetof(struct store_stats, frames)},
-	    {"SELECT count(*) FROM stacks", offsetof(struct store_stats, stacks)},
-	    {"SELECT count(*) FROM labelsets", offsetof(struct store_stats, labelsets)},
+		{ "SELECT count(*) FROM samples", offsetof(struct store_stats, sample_rows) },
+		{ "SELECT batches FROM state WHERE id = 1", offsetof(struct store_stats, batches) },
+		{ "SELECT count(*) FROM strings", offsetof(struct store_stats, strings) },
+		{ "SELECT count(*) FROM frames", offsetof(struct store_stats, frames) },
+		{ "SELECT count(*) FROM stacks", offsetof(struct store_stats, stacks) },
+		{ "SELECT count(*) FROM labelsets", offsetof(struct store_stats, labelsets) },
 	};
 	int64_t v, pages, page_size;
 	bool wm_set;

@@ -17,51 +17,51 @@ extern const char *const store_migrations[];
 extern const size_t store_nmigrations;
 
 static const char *const stmt_sql[ST_NR] = {
-    [ST_BEGIN] = "BEGIN IMMEDIATE",
-    [ST_COMMIT] = "COMMIT",
-    [ST_ROLLBACK] = "ROLLBACK",
-    [ST_SEEN] = "SELECT 1 FROM ingested WHERE agent = ?1 AND seq = ?2",
-    [ST_STATE] = "SELECT coarse_before, batches FROM state WHERE id = 1",
-    [ST_BATCHES_INC] = "UPDATE state SET batches = batches + 1 WHERE id = 1",
-    [ST_STR_GET] = "SELECT id FROM strings WHERE text = ?1",
-    [ST_STR_PUT] = "INSERT INTO strings (text) VALUES (?1)",
-    [ST_FRAME_GET] = "SELECT id FROM frames WHERE kind = ?1 AND name = ?2 AND file = ?3 "
-		     "AND line = ?4",
-    [ST_FRAME_PUT] = "INSERT INTO frames (kind, name, file, line) VALUES (?1, ?2, ?3, ?4)",
-    [ST_STACK_GET] = "SELECT id FROM stacks WHERE frames = ?1",
-    [ST_STACK_PUT] = "INSERT INTO stacks (frames) VALUES (?1)",
-    [ST_LS_GET] = "SELECT id FROM labelsets WHERE labels = ?1",
-    [ST_LS_PUT] = "INSERT INTO labelsets (labels) VALUES (?1)",
-    [ST_LSL_PUT] = "INSERT INTO labelset_labels (key_id, value_id, labelset_id) "
-		   "VALUES (?1, ?2, ?3)",
-    [ST_SAMPLE_ADD] = "INSERT INTO samples (window_start, labelset_id, stack_id, value) "
-		      "VALUES (?1, ?2, ?3, ?4) "
-		      "ON CONFLICT DO UPDATE SET value = value + excluded.value",
-    [ST_INGESTED_PUT] = "INSERT INTO ingested (agent, seq, window_start) VALUES (?1, ?2, ?3)",
-    [ST_STACK_FRAMES] = "SELECT frames FROM stacks WHERE id = ?1",
-    [ST_FRAME_TEXT] = "SELECT f.kind, n.text, fl.text, f.line FROM frames f "
-		      "JOIN strings n ON n.id = f.name JOIN strings fl ON fl.id = f.file "
-		      "WHERE f.id = ?1",
-    [ST_RET_SAMPLES] = "DELETE FROM samples WHERE (window_start, labelset_id, stack_id) IN "
-		       "(SELECT window_start, labelset_id, stack_id FROM samples "
-		       "WHERE window_start < ?1 "
-		       "ORDER BY window_start, labelset_id, stack_id LIMIT ?2)",
-    [ST_RET_INGESTED] = "DELETE FROM ingested WHERE (agent, seq) IN "
-			"(SELECT agent, seq FROM ingested WHERE window_start < ?1 LIMIT ?2)",
-    [ST_FIRST_WINDOW] = "SELECT window_start FROM samples WHERE window_start >= ?1 "
-			"ORDER BY window_start LIMIT 1",
-    /* Rows of (B, E) are added into B; the row at B itself stays. The SELECT reads
-     * rows above B only, so the DELETE below picks exactly the rows just added. */
-    [ST_MERGE_MOVE] = "INSERT INTO samples (window_start, labelset_id, stack_id, value) "
-		      "SELECT ?1, labelset_id, stack_id, value FROM samples "
-		      "WHERE window_start > ?1 AND window_start < ?2 "
-		      "ORDER BY window_start, labelset_id, stack_id LIMIT ?3 "
-		      "ON CONFLICT DO UPDATE SET value = value + excluded.value",
-    [ST_MERGE_DELETE] = "DELETE FROM samples WHERE (window_start, labelset_id, stack_id) IN "
-			"(SELECT window_start, labelset_id, stack_id FROM samples "
-			"WHERE window_start > ?1 AND window_start < ?2 "
-			"ORDER BY window_start, labelset_id, stack_id LIMIT ?3)",
-    [ST_SET_WATERMARK] = "UPDATE state SET coarse_before = ?1 WHERE id = 1",
+	[ST_BEGIN] = "BEGIN IMMEDIATE",
+	[ST_COMMIT] = "COMMIT",
+	[ST_ROLLBACK] = "ROLLBACK",
+	[ST_SEEN] = "SELECT 1 FROM ingested WHERE agent = ?1 AND seq = ?2",
+	[ST_STATE] = "SELECT coarse_before, batches FROM state WHERE id = 1",
+	[ST_BATCHES_INC] = "UPDATE state SET batches = batches + 1 WHERE id = 1",
+	[ST_STR_GET] = "SELECT id FROM strings WHERE text = ?1",
+	[ST_STR_PUT] = "INSERT INTO strings (text) VALUES (?1)",
+	[ST_FRAME_GET] = "SELECT id FROM frames WHERE kind = ?1 AND name = ?2 AND file = ?3 "
+			 "AND line = ?4",
+	[ST_FRAME_PUT] = "INSERT INTO frames (kind, name, file, line) VALUES (?1, ?2, ?3, ?4)",
+	[ST_STACK_GET] = "SELECT id FROM stacks WHERE frames = ?1",
+	[ST_STACK_PUT] = "INSERT INTO stacks (frames) VALUES (?1)",
+	[ST_LS_GET] = "SELECT id FROM labelsets WHERE labels = ?1",
+	[ST_LS_PUT] = "INSERT INTO labelsets (labels) VALUES (?1)",
+	[ST_LSL_PUT] = "INSERT INTO labelset_labels (key_id, value_id, labelset_id) "
+		       "VALUES (?1, ?2, ?3)",
+	[ST_SAMPLE_ADD] = "INSERT INTO samples (window_start, labelset_id, stack_id, value) "
+			  "VALUES (?1, ?2, ?3, ?4) "
+			  "ON CONFLICT DO UPDATE SET value = value + excluded.value",
+	[ST_INGESTED_PUT] = "INSERT INTO ingested (agent, seq, window_start) VALUES (?1, ?2, ?3)",
+	[ST_STACK_FRAMES] = "SELECT frames FROM stacks WHERE id = ?1",
+	[ST_FRAME_TEXT] = "SELECT f.kind, n.text, fl.text, f.line FROM frames f "
+			  "JOIN strings n ON n.id = f.name JOIN strings fl ON fl.id = f.file "
+			  "WHERE f.id = ?1",
+	[ST_RET_SAMPLES] = "DELETE FROM samples WHERE (window_start, labelset_id, stack_id) IN "
+			   "(SELECT window_start, labelset_id, stack_id FROM samples "
+			   "WHERE window_start < ?1 "
+			   "ORDER BY window_start, labelset_id, stack_id LIMIT ?2)",
+	[ST_RET_INGESTED] = "DELETE FROM ingested WHERE (agent, seq) IN "
+			    "(SELECT agent, seq FROM ingested WHERE window_start < ?1 LIMIT ?2)",
+	[ST_FIRST_WINDOW] = "SELECT window_start FROM samples WHERE window_start >= ?1 "
+			    "ORDER BY window_start LIMIT 1",
+	/* Rows of (B, E) are added into B; the row at B itself stays. The SELECT reads
+	 * rows above B only, so the DELETE below picks exactly the rows just added. */
+	[ST_MERGE_MOVE] = "INSERT INTO samples (window_start, labelset_id, stack_id, value) "
+			  "SELECT ?1, labelset_id, stack_id, value FROM samples "
+			  "WHERE window_start > ?1 AND window_start < ?2 "
+			  "ORDER BY window_start, labelset_id, stack_id LIMIT ?3 "
+			  "ON CONFLICT DO UPDATE SET value = value + excluded.value",
+	[ST_MERGE_DELETE] = "DELETE FROM samples WHERE (window_start, labelset_id, stack_id) IN "
+			    "(SELECT window_start, labelset_id, stack_id FROM samples "
+			    "WHERE window_start > ?1 AND window_start < ?2 "
+			    "ORDER BY window_start, labelset_id, stack_id LIMIT ?3)",
+	[ST_SET_WATERMARK] = "UPDATE state SET coarse_before = ?1 WHERE id = 1",
 };
 
 static int sqlite_to_errno(sqlite3 *db, int rc)

@@ -71,9 +71,11 @@ static inline pid_t test_spawn(char *const argv[], const char *out_path, const c
 
 	posix_spawn_file_actions_init(&fa);
 	if (out_path)
-		posix_spawn_file_actions_addopen(&fa, 1, out_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+		posix_spawn_file_actions_addopen(&fa, 1, out_path, O_WRONLY | O_CREAT | O_TRUNC,
+						 0644);
 	if (err_path)
-		posix_spawn_file_actions_addopen(&fa, 2, err_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+		posix_spawn_file_actions_addopen(&fa, 2, err_path, O_WRONLY | O_CREAT | O_TRUNC,
+						 0644);
 	rc = posix_spawn(&pid, argv[0], &fa, NULL, argv, environ);
 	posix_spawn_file_actions_destroy(&fa);
 	return rc ? -1 : pid;

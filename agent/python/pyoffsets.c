@@ -43,10 +43,10 @@ int py_offsets__from_table(unsigned version, struct py_offsets *out)
 		w->interp_next = 0;
 		w->interp_threads_head = 8; /* tstate_head */
 		w->tstate_thread_id = 176;
-		w->tstate_top = 24;         /* PyThreadState.frame */
+		w->tstate_top = 24; /* PyThreadState.frame */
 		w->top_kind = PY_TOP_DIRECT;
-		w->frame_code = 32;         /* PyFrameObject.f_code */
-		w->frame_previous = 24;     /* f_back */
+		w->frame_code = 32;	/* PyFrameObject.f_code */
+		w->frame_previous = 24; /* f_back */
 		w->frame_lasti = minor == 9 ? 104 : 96;
 		w->lasti_kind = minor == 9 ? PY_LASTI_BYTES : PY_LASTI_UNITS;
 		w->entry_kind = PY_ENTRY_NONE;
@@ -54,7 +54,7 @@ int py_offsets__from_table(unsigned version, struct py_offsets *out)
 		o.code_filename = 104;
 		o.code_name = 112;
 		o.code_qualname = 0;
-		o.code_linetable = 120;     /* co_lnotab / co_linetable */
+		o.code_linetable = 120; /* co_lnotab / co_linetable */
 		o.code_firstlineno = 40;
 		o.code_varnames = 72;
 		o.linetable_kind = minor == 9 ? PY_LINETABLE_LNOTAB : PY_LINETABLE_310;
@@ -64,14 +64,14 @@ int py_offsets__from_table(unsigned version, struct py_offsets *out)
 		w->interp_next = 0;
 		w->interp_threads_head = 16;
 		w->tstate_thread_id = 152;
-		w->tstate_top = 56;         /* cframe */
-		w->cframe_current = 8;      /* _PyCFrame.current_frame */
+		w->tstate_top = 56;    /* cframe */
+		w->cframe_current = 8; /* _PyCFrame.current_frame */
 		w->top_kind = PY_TOP_CFRAME;
 		w->frame_code = 32;
 		w->frame_previous = 48;
-		w->frame_lasti = 56;        /* prev_instr */
+		w->frame_lasti = 56; /* prev_instr */
 		w->lasti_kind = PY_LASTI_POINTER;
-		w->frame_entry = 68;        /* is_entry */
+		w->frame_entry = 68; /* is_entry */
 		w->entry_kind = PY_ENTRY_IS_ENTRY;
 		w->code_adaptive = 184;
 		o.code_firstlineno = 72;
@@ -81,14 +81,14 @@ int py_offsets__from_table(unsigned version, struct py_offsets *out)
 		w->interp_next = 0;
 		w->interp_threads_head = 72;
 		w->tstate_thread_id = 136;
-		w->tstate_top = 56;         /* cframe */
+		w->tstate_top = 56; /* cframe */
 		w->cframe_current = 0;
 		w->top_kind = PY_TOP_CFRAME;
 		w->frame_code = 0;
 		w->frame_previous = 8;
-		w->frame_lasti = 56;        /* prev_instr */
+		w->frame_lasti = 56; /* prev_instr */
 		w->lasti_kind = PY_LASTI_POINTER;
-		w->frame_entry = 70;        /* owner */
+		w->frame_entry = 70; /* owner */
 		w->entry_kind = PY_ENTRY_OWNER;
 		w->code_adaptive = 192;
 		o.code_firstlineno = 68;
@@ -98,13 +98,13 @@ int py_offsets__from_table(unsigned version, struct py_offsets *out)
 		w->interp_next = 7264;
 		w->interp_threads_head = 7344;
 		w->tstate_thread_id = 152;
-		w->tstate_top = 72;         /* current_frame */
+		w->tstate_top = 72; /* current_frame */
 		w->top_kind = PY_TOP_DIRECT;
-		w->frame_code = 0;          /* f_executable */
+		w->frame_code = 0; /* f_executable */
 		w->frame_previous = 8;
-		w->frame_lasti = 56;        /* instr_ptr */
+		w->frame_lasti = 56; /* instr_ptr */
 		w->lasti_kind = PY_LASTI_POINTER;
-		w->frame_entry = 70;        /* owner */
+		w->frame_entry = 70; /* owner */
 		w->entry_kind = PY_ENTRY_OWNER;
 		w->code_adaptive = 200;
 		o.code_firstlineno = 68;
@@ -196,29 +196,29 @@ int py_offsets__from_debug(const void *data, size_t len, struct py_offsets *out)
 	if (minor != 13 || field(buf, DO_FREE_THREADED))
 		return -ENOTSUP;
 
-	err = err ?: member(buf, DO_RUNTIME_INTERP_HEAD, DO_RUNTIME_SIZE, &v[i++]);   /* 0 */
-	err = err ?: member(buf, DO_INTERP_NEXT, DO_INTERP_SIZE, &v[i++]);           /* 1 */
-	err = err ?: member(buf, DO_INTERP_THREADS_HEAD, DO_INTERP_SIZE, &v[i++]);   /* 2 */
-	err = err ?: member(buf, DO_TSTATE_NEXT, DO_TSTATE_SIZE, &v[i++]);           /* 3 */
-	err = err ?: member(buf, DO_TSTATE_THREAD_ID, DO_TSTATE_SIZE, &v[i++]);      /* 4 */
-	err = err ?: member(buf, DO_TSTATE_CURRENT_FRAME, DO_TSTATE_SIZE, &v[i++]);  /* 5 */
-	err = err ?: member(buf, DO_FRAME_EXECUTABLE, DO_FRAME_SIZE, &v[i++]);       /* 6 */
-	err = err ?: member(buf, DO_FRAME_PREVIOUS, DO_FRAME_SIZE, &v[i++]);         /* 7 */
-	err = err ?: member(buf, DO_FRAME_INSTR_PTR, DO_FRAME_SIZE, &v[i++]);        /* 8 */
-	err = err ?: member(buf, DO_FRAME_OWNER, DO_FRAME_SIZE, &v[i++]);            /* 9 */
-	err = err ?: member(buf, DO_CODE_ADAPTIVE, DO_CODE_SIZE, &v[i++]);           /* 10 */
-	err = err ?: member(buf, DO_CODE_FILENAME, DO_CODE_SIZE, &v[i++]);           /* 11 */
-	err = err ?: member(buf, DO_CODE_NAME, DO_CODE_SIZE, &v[i++]);               /* 12 */
-	err = err ?: member(buf, DO_CODE_QUALNAME, DO_CODE_SIZE, &v[i++]);           /* 13 */
-	err = err ?: member(buf, DO_CODE_LINETABLE, DO_CODE_SIZE, &v[i++]);          /* 14 */
-	err = err ?: member(buf, DO_CODE_FIRSTLINENO, DO_CODE_SIZE, &v[i++]);        /* 15 */
-	err = err ?: member(buf, DO_OBJECT_OB_TYPE, DO_OBJECT_SIZE, &v[i++]);        /* 16 */
-	err = err ?: member(buf, DO_TYPE_TP_NAME, DO_TYPE_SIZE, &v[i++]);            /* 17 */
-	err = err ?: member(buf, DO_TUPLE_ITEMS, DO_TUPLE_SIZE, &v[i++]);            /* 18 */
-	err = err ?: member(buf, DO_BYTES_OB_SIZE, DO_BYTES_SIZE, &v[i++]);          /* 19 */
-	err = err ?: member(buf, DO_BYTES_SVAL, DO_BYTES_SIZE, &v[i++]);             /* 20 */
-	err = err ?: member(buf, DO_UNICODE_STATE, DO_UNICODE_SIZE, &v[i++]);        /* 21 */
-	err = err ?: member(buf, DO_UNICODE_LENGTH, DO_UNICODE_SIZE, &v[i++]);       /* 22 */
+	err = err ?: member(buf, DO_RUNTIME_INTERP_HEAD, DO_RUNTIME_SIZE, &v[i++]); /* 0 */
+	err = err ?: member(buf, DO_INTERP_NEXT, DO_INTERP_SIZE, &v[i++]);	    /* 1 */
+	err = err ?: member(buf, DO_INTERP_THREADS_HEAD, DO_INTERP_SIZE, &v[i++]);  /* 2 */
+	err = err ?: member(buf, DO_TSTATE_NEXT, DO_TSTATE_SIZE, &v[i++]);	    /* 3 */
+	err = err ?: member(buf, DO_TSTATE_THREAD_ID, DO_TSTATE_SIZE, &v[i++]);	    /* 4 */
+	err = err ?: member(buf, DO_TSTATE_CURRENT_FRAME, DO_TSTATE_SIZE, &v[i++]); /* 5 */
+	err = err ?: member(buf, DO_FRAME_EXECUTABLE, DO_FRAME_SIZE, &v[i++]);	    /* 6 */
+	err = err ?: member(buf, DO_FRAME_PREVIOUS, DO_FRAME_SIZE, &v[i++]);	    /* 7 */
+	err = err ?: member(buf, DO_FRAME_INSTR_PTR, DO_FRAME_SIZE, &v[i++]);	    /* 8 */
+	err = err ?: member(buf, DO_FRAME_OWNER, DO_FRAME_SIZE, &v[i++]);	    /* 9 */
+	err = err ?: member(buf, DO_CODE_ADAPTIVE, DO_CODE_SIZE, &v[i++]);	    /* 10 */
+	err = err ?: member(buf, DO_CODE_FILENAME, DO_CODE_SIZE, &v[i++]);	    /* 11 */
+	err = err ?: member(buf, DO_CODE_NAME, DO_CODE_SIZE, &v[i++]);		    /* 12 */
+	err = err ?: member(buf, DO_CODE_QUALNAME, DO_CODE_SIZE, &v[i++]);	    /* 13 */
+	err = err ?: member(buf, DO_CODE_LINETABLE, DO_CODE_SIZE, &v[i++]);	    /* 14 */
+	err = err ?: member(buf, DO_CODE_FIRSTLINENO, DO_CODE_SIZE, &v[i++]);	    /* 15 */
+	err = err ?: member(buf, DO_OBJECT_OB_TYPE, DO_OBJECT_SIZE, &v[i++]);	    /* 16 */
+	err = err ?: member(buf, DO_TYPE_TP_NAME, DO_TYPE_SIZE, &v[i++]);	    /* 17 */
+	err = err ?: member(buf, DO_TUPLE_ITEMS, DO_TUPLE_SIZE, &v[i++]);	    /* 18 */
+	err = err ?: member(buf, DO_BYTES_OB_SIZE, DO_BYTES_SIZE, &v[i++]);	    /* 19 */
+	err = err ?: member(buf, DO_BYTES_SVAL, DO_BYTES_SIZE, &v[i++]);	    /* 20 */
+	err = err ?: member(buf, DO_UNICODE_STATE, DO_UNICODE_SIZE, &v[i++]);	    /* 21 */
+	err = err ?: member(buf, DO_UNICODE_LENGTH, DO_UNICODE_SIZE, &v[i++]);	    /* 22 */
 	if (err)
 		return err;
 	v[23] = field(buf, DO_UNICODE_ASCII_SIZE);

@@ -27,9 +27,9 @@ static const char *const wanted_symbols[SYM_NR] = {
 
 /* What one ELF file says: its type, first load address and the symbols above. */
 struct elf_facts {
-	bool is_exec;          /* ET_EXEC: addresses are absolute */
-	uint64_t first_vaddr;  /* lowest PT_LOAD p_vaddr, page-aligned */
-	uint64_t sym[SYM_NR];  /* st_value, 0 when absent */
+	bool is_exec;	      /* ET_EXEC: addresses are absolute */
+	uint64_t first_vaddr; /* lowest PT_LOAD p_vaddr, page-aligned */
+	uint64_t sym[SYM_NR]; /* st_value, 0 when absent */
 };
 
 static void scan_symtab(Elf *elf, Elf_Scn *scn, GElf_Shdr *sh, struct elf_facts *f)
@@ -77,10 +77,12 @@ static int read_elf_facts(const char *path, struct elf_facts *f)
 	f->is_exec = eh.e_type == ET_EXEC;
 	f->first_vaddr = UINT64_MAX;
 	for (i = 0; i < nph; i++)
-		if (gelf_getphdr(elf, (int)i, &ph) && ph.p_type == PT_LOAD && ph.p_vaddr < f->first_vaddr)
+		if (gelf_getphdr(elf, (int)i, &ph) && ph.p_type == PT_LOAD &&
+		    ph.p_vaddr < f->first_vaddr)
 			f->first_vaddr = ph.p_vaddr & ~0xfffull;
 	while ((scn = elf_nextscn(elf, scn)))
-		if (gelf_getshdr(scn, &sh) && (sh.sh_type == SHT_DYNSYM || sh.sh_type == SHT_SYMTAB))
+		if (gelf_getshdr(scn, &sh) &&
+		    (sh.sh_type == SHT_DYNSYM || sh.sh_type == SHT_SYMTAB))
 			scan_symtab(elf, scn, &sh, f);
 out_close:
 	elf_end(elf);
@@ -123,8 +125,9 @@ uint64_t pyproc_start_time(pid_t pid)
 	if (!p || !(p = strrchr(buf, ')')))
 		return 0;
 	/* field 22, the 20th after the ")" that ends comm */
-	if (sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d %*d %*d "
-			  "%*d %*d %llu",
+	if (sscanf(p + 2,
+		   "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d %*d %*d "
+		   "%*d %*d %llu",
 		   &start) != 1)
 		return 0;
 	return start;
@@ -147,7 +150,8 @@ static int find_runtime_module(pid_t pid, struct pyproc *p, uint64_t *bias, stru
 		bool seen = false;
 
 		if (sscanf(line, "%llx-%llx %*s %llx %*s %*u %4095[^\n]", &start, &end, &offset,
-			   file) != 4 || offset != 0 || file[0] != '/' || !pyproc_is_python_path(file))
+			   file) != 4 ||
+		    offset != 0 || file[0] != '/' || !pyproc_is_python_path(file))
 			continue;
 		for (i = 0; i < ntried; i++)
 			seen |= strcmp(tried[i], file) == 0;
@@ -220,8 +224,8 @@ int pyproc__inspect(pid_t pid, struct pyproc **out)
 		goto out_free;
 
 	version = version_from_name(p->module);
-	if (f.sym[SYM_VERSION] && !procmem_read(pid, bias + f.sym[SYM_VERSION], &hex, sizeof(hex)) &&
-	    (hex >> 24) == 3) {
+	if (f.sym[SYM_VERSION] &&
+	    !procmem_read(pid, bias + f.sym[SYM_VERSION], &hex, sizeof(hex)) && (hex >> 24) == 3) {
 		version = PY_VERSION_CODE(3, (hex >> 16) & 0xff);
 		snprintf(p->version, sizeof(p->version), "3.%u.%u", (hex >> 16) & 0xff,
 			 (hex >> 8) & 0xff);

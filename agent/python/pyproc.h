@@ -22,11 +22,11 @@
 
 struct pyproc {
 	uint32_t pid;
-	struct py_offsets off;  /* off.walk.runtime / none_addr are this process's */
-	uint64_t code_type;     /* address of PyCode_Type */
-	uint64_t start_time;    /* /proc/PID/stat starttime: tells a reused pid apart */
-	char version[16];       /* "3.12" (minor only when the patch level is unknown) */
-	char module[PATH_MAX];  /* file that defines _PyRuntime, as the process sees it */
+	struct py_offsets off; /* off.walk.runtime / none_addr are this process's */
+	uint64_t code_type;    /* address of PyCode_Type */
+	uint64_t start_time;   /* /proc/PID/stat starttime: tells a reused pid apart */
+	char version[16];      /* "3.12" (minor only when the patch level is unknown) */
+	char module[PATH_MAX]; /* file that defines _PyRuntime, as the process sees it */
 };
 
 /* Inspects pid. Returns 0 with *out set (free with free()), -ENOENT when it is not

@@ -20,16 +20,16 @@
 #include "agent/sampler.h"
 #include "common/log.h"
 
-#define PENDING_SECONDS 30   /* how long a starting interpreter is retried */
-#define CODE_CACHE_MAX 65536 /* code objects named at most, all processes */
-#define MAX_VERSIONS 16
-#define MAX_PENDING 1024
+#define PENDING_SECONDS 30    /* how long a starting interpreter is retried */
+#define CODE_CACHE_MAX	65536 /* code objects named at most, all processes */
+#define MAX_VERSIONS	16
+#define MAX_PENDING	1024
 
 struct tracked {
 	UT_hash_handle hh;
 	uint32_t pid;
 	struct pyproc *proc;
-	bool gone;        /* exited: forget after the next drain */
+	bool gone; /* exited: forget after the next drain */
 };
 
 struct pending {
@@ -86,8 +86,7 @@ void pytrack__free(struct pytrack *t)
 
 	if (!t)
 		return;
-	HASH_ITER(hh, t->procs, e, tmp)
-	{
+	HASH_ITER (hh, t->procs, e, tmp) {
 		drop(t, e);
 	}
 	pycode_cache__free(t->codes);
@@ -248,8 +247,10 @@ void pytrack__tick(struct pytrack *t)
 	for (i = 0; i < n; i++) {
 		if (now > retry[i].until) {
 			if (pyproc_start_time((pid_t)retry[i].pid))
-				log_warn("python: not walking pid %u: its interpreter never matched the "
-					 "expected layout", retry[i].pid);
+				log_warn("python: not walking pid %u: its interpreter never "
+					 "matched the "
+					 "expected layout",
+					 retry[i].pid);
 			continue;
 		}
 		pytrack__consider(t, retry[i].pid, false);
@@ -316,7 +317,8 @@ void pytrack__push_frames(struct pytrack *t, const struct py_stack *st, size_t f
 		if (user >= from && user < to) {
 			err = e ? pycode_cache__frame(t->codes, (pid_t)st->pid, &e->proc->off,
 						      e->proc->code_type, f->code, f->byte_off,
-						      f->self_type, t->name, sizeof(t->name), &t->frame)
+						      f->self_type, t->name, sizeof(t->name),
+						      &t->frame)
 				: -ESRCH;
 			if (err && !e)
 				t->frame = frame_make(FRAME_NATIVE, PYCODE_PLACEHOLDER, NULL, 0);
@@ -330,8 +332,7 @@ void pytrack__end_window(struct pytrack *t)
 {
 	struct tracked *e, *tmp;
 
-	HASH_ITER(hh, t->procs, e, tmp)
-	{
+	HASH_ITER (hh, t->procs, e, tmp) {
 		if (e->gone) {
 			drop(t, e);
 			continue;

@@ -95,10 +95,10 @@ struct elfsyms_cache {
 static int cmp_cand(const void *pa, const void *pb)
 {
 	const struct cand *a = pa, *b = pb;
-	struct symrank_key ka = { a->addr, a->size == 0, a->bind == STB_WEAK,
-				  a->bind != STB_GLOBAL, a->name, a->name_len };
-	struct symrank_key kb = { b->addr, b->size == 0, b->bind == STB_WEAK,
-				  b->bind != STB_GLOBAL, b->name, b->name_len };
+	struct symrank_key ka = { a->addr, a->size == 0, a->bind == STB_WEAK, a->bind != STB_GLOBAL,
+				  a->name, a->name_len };
+	struct symrank_key kb = { b->addr, b->size == 0, b->bind == STB_WEAK, b->bind != STB_GLOBAL,
+				  b->name, b->name_len };
 
 	return symrank_cmp(&ka, &kb);
 }
@@ -149,11 +149,11 @@ static int read_segments(Elf *elf, struct elfsyms *e)
 		if (ph.p_type != PT_LOAD)
 			continue;
 		e->segs[e->nsegs++] = (struct segment){
-		    .offset = ph.p_offset,
-		    .filesz = ph.p_filesz,
-		    .vaddr = ph.p_vaddr,
-		    .memsz = ph.p_memsz,
-		    .flags = ph.p_flags,
+			.offset = ph.p_offset,
+			.filesz = ph.p_filesz,
+			.vaddr = ph.p_vaddr,
+			.memsz = ph.p_memsz,
+			.flags = ph.p_flags,
 		};
 	}
 	return 0;
@@ -190,12 +190,12 @@ static int read_symtab(Elf *elf, Elf_Scn *scn, const GElf_Shdr *sh, const uint64
 		if (*n == cap)
 			return -E2BIG; /* more entries than the headers announced */
 		cands[(*n)++] = (struct cand){
-		    .addr = sym.st_value,
-		    .size = sym.st_size,
-		    .sec_end = sym.st_shndx < nsec ? sec_ends[sym.st_shndx] : UINT64_MAX,
-		    .name = name,
-		    .name_len = len,
-		    .bind = GELF_ST_BIND(sym.st_info),
+			.addr = sym.st_value,
+			.size = sym.st_size,
+			.sec_end = sym.st_shndx < nsec ? sec_ends[sym.st_shndx] : UINT64_MAX,
+			.name = name,
+			.name_len = len,
+			.bind = GELF_ST_BIND(sym.st_info),
 		};
 	}
 	return 0;
@@ -275,8 +275,8 @@ static int read_section_ends(Elf *elf, uint64_t **ends, size_t *nsec)
 			return -ENOEXEC;
 		if (elf_ndxscn(scn) < shnum)
 			(*ends)[elf_ndxscn(scn)] = sh.sh_addr + sh.sh_size < sh.sh_addr
-						       ? UINT64_MAX
-						       : sh.sh_addr + sh.sh_size;
+							   ? UINT64_MAX
+							   : sh.sh_addr + sh.sh_size;
 	}
 	return 0;
 }

@@ -52,8 +52,12 @@ static int cmp_ksym(const void *pa, const void *pb, void *names)
 {
 	const struct ksym *a = pa, *b = pb;
 	const char *na = (const char *)names + a->name, *nb = (const char *)names + b->name;
-	struct symrank_key ka = { a->addr, false, is_weak(a->type), a->type != 'T', na, strlen(na) };
-	struct symrank_key kb = { b->addr, false, is_weak(b->type), b->type != 'T', nb, strlen(nb) };
+	struct symrank_key ka = {
+		a->addr, false, is_weak(a->type), a->type != 'T', na, strlen(na)
+	};
+	struct symrank_key kb = {
+		b->addr, false, is_weak(b->type), b->type != 'T', nb, strlen(nb)
+	};
 
 	return symrank_cmp(&ka, &kb);
 }
@@ -68,9 +72,9 @@ static int add_sym(struct loader *l, uint64_t addr, char type, const char *name,
 	memcpy(l->names + l->names_len, name, len);
 	l->names[l->names_len + len] = '\0';
 	l->syms[l->nsyms++] = (struct ksym){
-	    .addr = addr,
-	    .name = (uint32_t)l->names_len,
-	    .type = type,
+		.addr = addr,
+		.name = (uint32_t)l->names_len,
+		.type = type,
 	};
 	l->names_len += len + 1;
 	return 0;
@@ -124,7 +128,7 @@ static void finish(struct loader *l, struct ksyms *k)
 
 int ksyms__load(const char *path, struct ksyms **out)
 {
-	struct loader l = {0};
+	struct loader l = { 0 };
 	bool zero = false, skipping = false;
 	char line[MAX_LINE];
 	struct ksyms *k;

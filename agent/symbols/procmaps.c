@@ -284,7 +284,7 @@ static int add_line(struct proc_cache *pc, uint32_t pid, struct builder *b, char
 	if (array_grow((void **)&b->maps, &b->cap, b->nmaps + 1, sizeof(*b->maps)))
 		return -ENOMEM;
 	m = &b->maps[b->nmaps];
-	*m = (struct mapping){.start = start, .end = end, .offset = offset};
+	*m = (struct mapping){ .start = start, .end = end, .offset = offset };
 
 	if (!len) {
 		m->kind = MAP_ANON;
@@ -303,9 +303,9 @@ static int add_line(struct proc_cache *pc, uint32_t pid, struct builder *b, char
 		/* A 32-bit (or x32) process has its own vDSO image, and none of its
 		 * mappings lies above 4 GiB, while a native 64-bit one's vDSO always does. */
 		m->kind = len == strlen("[vdso]") && !memcmp(path, "[vdso]", len) &&
-				  (sizeof(void *) == 4 || end > UINT32_MAX)
-			      ? MAP_VDSO
-			      : MAP_SPECIAL;
+					  (sizeof(void *) == 4 || end > UINT32_MAX)
+				  ? MAP_VDSO
+				  : MAP_SPECIAL;
 		err = add_name(b, path, len, &m->name);
 		if (!err && m->kind == MAP_VDSO)
 			m->syms = elfsyms__get(own_vdso(pc));
@@ -327,7 +327,7 @@ static int cmp_mapping(const void *pa, const void *pb)
 static int read_snapshot(struct proc_cache *pc, uint32_t pid, struct snap **out)
 {
 	char path[64], exe[PATH_MAX], *line;
-	struct builder b = {0};
+	struct builder b = { 0 };
 	bool skipping = false;
 	struct snap *s;
 	size_t i, len;

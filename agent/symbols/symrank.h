@@ -10,9 +10,9 @@
 
 struct symrank_key {
 	uint64_t addr;
-	bool unsized;    /* ELF size 0 (kallsyms has no sizes: false) */
-	bool weak;       /* weak binding */
-	bool local;      /* not global */
+	bool unsized; /* ELF size 0 (kallsyms has no sizes: false) */
+	bool weak;    /* weak binding */
+	bool local;   /* not global */
 	const char *name;
 	size_t name_len;
 };

@@ -46,12 +46,14 @@ static int count_cb(void *ctx, const char *stack, uint64_t count)
 {
 	struct frame_count *fc = ctx;
 
-	if ((!fc->comm || first_frame_is(stack, fc->comm)) && (!fc->frame || has_frame(stack, fc->frame)))
+	if ((!fc->comm || first_frame_is(stack, fc->comm)) &&
+	    (!fc->frame || has_frame(stack, fc->frame)))
 		fc->count += count;
 	return 0;
 }
 
-static __attribute__((unused)) uint64_t count_frames(const struct folded *f, const char *comm, const char *frame)
+static __attribute__((unused)) uint64_t count_frames(const struct folded *f, const char *comm,
+						     const char *frame)
 {
 	struct frame_count fc = { comm, frame, 0 };
 
@@ -109,7 +111,8 @@ static void agent_exited_cleanly(pid_t agent, const char *err_path, unsigned tim
 /* A sampled share must match the measured one within 3 points, or within four
  * standard errors of a binomial sample when a loaded machine left the workload
  * too few samples for 3 points to be a fair bound. Shares in percent. */
-static __attribute__((unused)) void assert_share(const char *name, double seen, double real, uint64_t samples)
+static __attribute__((unused)) void assert_share(const char *name, double seen, double real,
+						 uint64_t samples)
 {
 	double p = real / 100.0, se = 100.0 * sqrt(p * (1.0 - p) / (double)samples);
 	double tol = 4.0 * se > 3.0 ? 4.0 * se : 3.0;

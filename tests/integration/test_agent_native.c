@@ -59,14 +59,15 @@ static int teardown(void **state)
 	struct fixture *fx = *state;
 
 	if (fx)
-		if (!getenv("SMOLDER_KEEP")) test_rm_rf(fx->dir);
+		if (!getenv("SMOLDER_KEEP"))
+			test_rm_rf(fx->dir);
 	return 0;
 }
 
-#define NEED_ROOT(fx)                                                                               \
-	do {                                                                                        \
-		if (!(fx))                                                                          \
-			skip();                                                                     \
+#define NEED_ROOT(fx)                                                                              \
+	do {                                                                                       \
+		if (!(fx))                                                                         \
+			skip();                                                                    \
 	} while (0)
 
 /* Shares of burn_a/b/c seen by the agent match the CPU time the workload measured
@@ -146,7 +147,8 @@ static void test_stack_order(void **state)
 	snprintf(err, sizeof(err), "%s/order.err", fx->dir);
 	work = start_shapes(fx->shapes, "1", "/dev/null");
 	snprintf(pidbuf, sizeof(pidbuf), "%d", (int)work);
-	agent = start_agent(out, err, "--pid", pidbuf, "--frequency", "499", "--duration", "2", NULL);
+	agent = start_agent(out, err, "--pid", pidbuf, "--frequency", "499", "--duration", "2",
+			    NULL);
 	agent_exited_cleanly(agent, err, 60000);
 	kill(work, SIGKILL);
 	test_wait(work, 10000);
@@ -220,8 +222,8 @@ static void test_target_dies(void **state)
 	print_message("victim %llu -> %llu samples, keeper %llu -> %llu\n",
 		      (unsigned long long)v_before, (unsigned long long)v_after,
 		      (unsigned long long)k_before, (unsigned long long)k_after);
-	assert_true(v_after > v_before);          /* the last window was resolved */
-	assert_true(k_after > k_before + 499);    /* and sampling went on for seconds */
+	assert_true(v_after > v_before);       /* the last window was resolved */
+	assert_true(k_after > k_before + 499); /* and sampling went on for seconds */
 	/* The victim's functions are named from its snapshot after death. A frame of
 	 * the victim's own module left as "victim+0x..." may only be a leaf: a sample
 	 * inside a PLT stub (clock_gettime@plt), which has no symbol, dead or alive;
@@ -239,8 +241,8 @@ static void test_whole_host(void **state)
 {
 	struct fixture *fx = *state;
 	char out[128], err[128];
-	char *dd_argv[] = { "/bin/dd", "if=/dev/zero", "of=/dev/null", "bs=4k", "count=100000000",
-			    NULL };
+	char *dd_argv[] = { "/bin/dd", "if=/dev/zero",	  "of=/dev/null",
+			    "bs=4k",   "count=100000000", NULL };
 	pid_t work, dd, agent;
 	struct folded *f;
 	char *text;
@@ -265,8 +267,9 @@ static void test_whole_host(void **state)
 	text = test_read_file(err);
 	/* more than one process was seen: the distinct stacks span several comms */
 	assert_true(folded__size(f) > 10);
-	assert_non_null(strstr(text, "losses: kernel stack unreadable 0, user stack unreadable 0, "
-				     "stack map full 0, counts map full 0, process events dropped 0"));
+	assert_non_null(strstr(text,
+			       "losses: kernel stack unreadable 0, user stack unreadable 0, "
+			       "stack map full 0, counts map full 0, process events dropped 0"));
 	free(text);
 	folded__free(f);
 }

@@ -20,7 +20,7 @@
 #include "testutil.h"
 
 struct interp {
-	const char *label;  /* "3.9" ... "3.13", "debian" */
+	const char *label;   /* "3.9" ... "3.13", "debian" */
 	char path[PATH_MAX]; /* python binary, "" when absent */
 };
 
@@ -252,7 +252,8 @@ static void test_python_version(void **state)
 	snprintf(err, sizeof(err), "%s/%s.err", tmpdir, in->label);
 	snprintf(truth_path, sizeof(truth_path), "%s/%s.truth", tmpdir, in->label);
 	snprintf(ready, sizeof(ready), "%s/%s.ready", tmpdir, in->label);
-	snprintf(t.burn_a, sizeof(t.burn_a), "Burner.burn_a (%s:%d)", script, marker_line("CALL_A"));
+	snprintf(t.burn_a, sizeof(t.burn_a), "Burner.burn_a (%s:%d)", script,
+		 marker_line("CALL_A"));
 	snprintf(t.spin_hot, sizeof(t.spin_hot), "spin (%s:%d)", script, marker_line("HOT_SPIN"));
 
 	setenv("PYSHAPES_CPU", "0", 1);
@@ -287,9 +288,9 @@ static void test_python_version(void **state)
 	check_share("burn_a", t.a, t.run, truth(real, "burn_a"), truth(real, "total"));
 	check_share("burn_b", t.b, t.run, truth(real, "burn_b"), truth(real, "total"));
 	check_share("burn_c", t.c, t.run, truth(real, "burn_c"), truth(real, "total"));
-	assert_true(t.burn_a_exact >= t.a * 95 / 100); /* the call line of burn_a's spin() */
-	assert_true(t.spin_hot_n >= t.spin * 90 / 100);  /* spin's loop line */
-	assert_true(t.ordered_run >= t.run * 95 / 100);  /* <module>;main;Burner.run;burn_X */
+	assert_true(t.burn_a_exact >= t.a * 95 / 100);	/* the call line of burn_a's spin() */
+	assert_true(t.spin_hot_n >= t.spin * 90 / 100); /* spin's loop line */
+	assert_true(t.ordered_run >= t.run * 95 / 100); /* <module>;main;Burner.run;burn_X */
 
 	/* Generators, coroutines and a Python function called from C keep their
 	 * callers in order. */
@@ -339,7 +340,8 @@ static void test_python_started_later(void **state)
 
 	snprintf(out, sizeof(out), "%s/%s-late.folded", tmpdir, in->label);
 	snprintf(err, sizeof(err), "%s/%s-late.err", tmpdir, in->label);
-	snprintf(t.burn_a, sizeof(t.burn_a), "Burner.burn_a (%s:%d)", script, marker_line("CALL_A"));
+	snprintf(t.burn_a, sizeof(t.burn_a), "Burner.burn_a (%s:%d)", script,
+		 marker_line("CALL_A"));
 	snprintf(t.spin_hot, sizeof(t.spin_hot), "spin (%s:%d)", script, marker_line("HOT_SPIN"));
 	native = test_spawn(native_argv, "/dev/null", NULL);
 	agent = start_agent(out, err, "--frequency", "499", "--window", "30", "--duration", "8",
@@ -376,7 +378,8 @@ int main(void)
 		{ "python_debian", test_python_version, NULL, NULL, &interps[5] },
 		{ "python_3.9_started_later", test_python_started_later, NULL, NULL, &interps[0] },
 		{ "python_3.12_started_later", test_python_started_later, NULL, NULL, &interps[3] },
-		{ "python_debian_started_later", test_python_started_later, NULL, NULL, &interps[5] },
+		{ "python_debian_started_later", test_python_started_later, NULL, NULL,
+		  &interps[5] },
 	};
 
 	return cmocka_run_group_tests(tests, group_setup, group_teardown);

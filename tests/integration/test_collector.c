@@ -189,7 +189,8 @@ static int cmp_cb(void *ctx, const char *stack, uint64_t count)
 
 	if (folded__count(c->other, stack) != count) {
 		if (c->mismatches++ < 5)
-			print_message("  mismatch: %s: %llu vs %llu\n", stack, (unsigned long long)count,
+			print_message("  mismatch: %s: %llu vs %llu\n", stack,
+				      (unsigned long long)count,
 				      (unsigned long long)folded__count(c->other, stack));
 	}
 	return 0;
@@ -218,9 +219,9 @@ static void encode_batch(uint64_t seq, unsigned i, uint64_t count, void **body, 
 	assert_int_equal(batch_builder__new("test-agent", "testhost", "cpu", &bb), 0);
 	assert_int_equal(batch_builder__add(bb, keys, values, 2, stack, count), 0);
 	/* recent windows: older ones would fall to the collector's retention */
-	assert_int_equal(batch_builder__finish(bb, seq, (int64_t)time(NULL) - 3600 + i, 10, 10101010,
-					       &b),
-			 0);
+	assert_int_equal(
+		batch_builder__finish(bb, seq, (int64_t)time(NULL) - 3600 + i, 10, 10101010, &b),
+		0);
 	assert_int_equal(wire_encode(b, 3, body, len), 0);
 	batch__free(b);
 	batch_builder__free(bb);
@@ -355,7 +356,7 @@ static void test_collector_down_then_back(void **state)
 struct loader {
 	unsigned port;
 	unsigned nbatches;
-	volatile unsigned acked;     /* batches answered 200, in order */
+	volatile unsigned acked; /* batches answered 200, in order */
 	volatile bool acked_ok[400];
 };
 
@@ -433,7 +434,8 @@ static void test_kill_during_ingest(void **state)
 	{
 		char cmd[256];
 
-		snprintf(cmd, sizeof(cmd), "sqlite3 '%s' 'PRAGMA integrity_check' | grep -qx ok", db);
+		snprintf(cmd, sizeof(cmd), "sqlite3 '%s' 'PRAGMA integrity_check' | grep -qx ok",
+			 db);
 		assert_int_equal(system(cmd), 0);
 	}
 }
@@ -511,8 +513,9 @@ static void test_bad_input(void **state)
 
 	/* garbage, truncated zstd */
 	memset(garbage, 'x', sizeof(garbage));
-	assert_int_equal(post(s.port, garbage, sizeof(garbage), "application/x-protobuf", "sekrit",
-			      &r), 400);
+	assert_int_equal(
+		post(s.port, garbage, sizeof(garbage), "application/x-protobuf", "sekrit", &r),
+		400);
 	print_message("garbage: %s", r.body);
 	assert_non_null(strstr(r.body, "\"error\":"));
 	encode_batch(2, 2, 9, &body, &len);
@@ -561,10 +564,14 @@ static void test_bad_input(void **state)
 
 		assert_int_equal(status, 200);
 		assert_non_null(strstr(text, "smolder_batches_ingested_total 1\n"));
-		assert_non_null(strstr(text, "smolder_batches_rejected_total{reason=\"auth\"} 2\n"));
-		assert_non_null(strstr(text, "smolder_batches_rejected_total{reason=\"media_type\"} 1\n"));
-		assert_non_null(strstr(text, "smolder_batches_rejected_total{reason=\"malformed\"} 4\n"));
-		assert_non_null(strstr(text, "smolder_batches_rejected_total{reason=\"too_large\"} 2\n"));
+		assert_non_null(
+			strstr(text, "smolder_batches_rejected_total{reason=\"auth\"} 2\n"));
+		assert_non_null(
+			strstr(text, "smolder_batches_rejected_total{reason=\"media_type\"} 1\n"));
+		assert_non_null(
+			strstr(text, "smolder_batches_rejected_total{reason=\"malformed\"} 4\n"));
+		assert_non_null(
+			strstr(text, "smolder_batches_rejected_total{reason=\"too_large\"} 2\n"));
 		assert_non_null(strstr(text, "smolder_ingest_seconds_count 1\n"));
 		free(text);
 		text = http_get(s.port, "/healthz", &status);
@@ -658,8 +665,8 @@ static void test_https_with_ca_file(void **state)
 	assert_int_equal(system(cmd), 0);
 	start_server(&s, db, 0, NULL);
 	snprintf(tls_listen, sizeof(tls_listen),
-		 "OPENSSL-LISTEN:%u,bind=127.0.0.1,reuseaddr,fork,cert=%s,key=%s,verify=0", tls_port,
-		 cert, key);
+		 "OPENSSL-LISTEN:%u,bind=127.0.0.1,reuseaddr,fork,cert=%s,key=%s,verify=0",
+		 tls_port, cert, key);
 	snprintf(target, sizeof(target), "TCP:127.0.0.1:%u", s.port);
 	socat = test_spawn(socat_argv, "/dev/null", "/dev/null");
 	assert_true(socat > 0);

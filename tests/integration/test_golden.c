@@ -58,7 +58,7 @@ static uint64_t count_of(unsigned w, unsigned s)
 }
 
 /* The queries, as CLI arguments after the subcommand; --db and -o are added. */
-#define RANGE "--from 1764547200 --to 1764547280"
+#define RANGE  "--from 1764547200 --to 1764547280"
 #define BEFORE "--before 1764547200,1764547240 --after 1764547240,1764547280"
 static const struct golden_case {
 	const char *name;
@@ -73,13 +73,15 @@ static const struct golden_case {
 	{ "flame.speedscope", "flame " RANGE " --format speedscope" },
 	{ "flame-edges.folded", "flame --from 1764547215 --to 1764547235 --format folded" },
 	{ "flame-where.folded", "flame " RANGE " --where service=web --format folded" },
-	{ "flame-where2.json", "flame " RANGE " --where service=web --where comm=api --format json" },
+	{ "flame-where2.json",
+	  "flame " RANGE " --where service=web --where comm=api --format json" },
 	{ "diff.json", "diff " BEFORE " --format json" },
 	{ "diff.folded", "diff " BEFORE " --format folded", true },
 	{ "diff.svg", "diff " BEFORE " --format svg" },
 	{ "diff.html", "diff " BEFORE " --format html" },
 	{ "diff-where.folded",
-	  "diff " BEFORE " --before-where comm=api --after-where service=web --format folded", true },
+	  "diff " BEFORE " --before-where comm=api --after-where service=web --format folded",
+	  true },
 	{ "top.table", "top " RANGE },
 	{ "top.json", "top " RANGE " --format json" },
 	{ "top-limit.table", "top " RANGE " --limit 3 --where comm=py" },
@@ -114,10 +116,12 @@ static uint64_t build_fixture(void)
 			if (!strcmp(fixture[i].comm, "odd") && w < NWIN / 2)
 				continue;
 			snprintf(stack, sizeof(stack), "%s;%s", fixture[i].comm, fixture[i].stack);
-			assert_int_equal(batch_builder__add(bb, keys, values, 4, stack, count_of(w, i)), 0);
+			assert_int_equal(
+				batch_builder__add(bb, keys, values, 4, stack, count_of(w, i)), 0);
 			total += count_of(w, i);
 		}
-		assert_int_equal(batch_builder__finish(bb, w + 1, T0 + 10 * w, 10, 10101010, &b), 0);
+		assert_int_equal(batch_builder__finish(bb, w + 1, T0 + 10 * w, 10, 10101010, &b),
+				 0);
 		assert_int_equal(store__ingest(s, b, &dup), 0);
 		assert_false(dup);
 		batch__free(b);

@@ -30,7 +30,7 @@ static const char *const stacks[] = {
 	"main;idle_[k]",
 	"main;handle;Cache.get (/srv/cache.py:41)",
 };
-#define NPROCS 2
+#define NPROCS	2
 #define NSTACKS 4
 
 static uint64_t count_of(int w, int p, int s)
@@ -118,7 +118,8 @@ static void ingest_generated(void)
 								    count_of(w, p, s)),
 						 0);
 			}
-		assert_int_equal(batch_builder__finish(bb, 100 + w, t0 + 10 * w, 10, 10101010, &b), 0);
+		assert_int_equal(batch_builder__finish(bb, 100 + w, t0 + 10 * w, 10, 10101010, &b),
+				 0);
 		post_batch(b);
 		batch__free(b);
 		batch_builder__free(bb);
@@ -188,7 +189,8 @@ static void test_flamegraph_ranges_and_labels(void **state)
 
 	(void)state;
 	/* windows 1..3: from = t0+10 (included) to t0+40 (excluded) */
-	snprintf(path, sizeof(path), "/api/v1/flamegraph?format=folded&from=%lld&to=%lld&where=comm=api",
+	snprintf(path, sizeof(path),
+		 "/api/v1/flamegraph?format=folded&from=%lld&to=%lld&where=comm=api",
 		 (long long)(t0 + 10), (long long)(t0 + 40));
 	body = get(path, &status, NULL);
 	assert_int_equal(status, 200);
@@ -221,8 +223,8 @@ static void test_top(void **state)
 			parse += count_of(w, p, 0);
 			handle += count_of(w, p, 0) + count_of(w, p, 1) + count_of(w, p, 3);
 		}
-	snprintf(path, sizeof(path), "/api/v1/top?format=table&from=%lld&to=%lld",
-		 (long long)t0, (long long)(t0 + 10 * NWIN));
+	snprintf(path, sizeof(path), "/api/v1/top?format=table&from=%lld&to=%lld", (long long)t0,
+		 (long long)(t0 + 10 * NWIN));
 	body = get(path, &status, NULL);
 	assert_int_equal(status, 200);
 	{
@@ -240,9 +242,9 @@ static void test_top(void **state)
 			row--;
 		while (hrow > body && hrow[-1] != '\n')
 			hrow--;
-		assert_int_equal(strtoull(row, NULL, 10), parse);    /* self */
-		assert_int_equal(strtoull(hrow, NULL, 10), 0);       /* handle is never a leaf */
-		assert_non_null(strstr(hrow, want_handle));          /* its total */
+		assert_int_equal(strtoull(row, NULL, 10), parse); /* self */
+		assert_int_equal(strtoull(hrow, NULL, 10), 0);	  /* handle is never a leaf */
+		assert_non_null(strstr(hrow, want_handle));	  /* its total */
 	}
 	free(body);
 }
@@ -283,14 +285,16 @@ static void test_diff(void **state)
 
 	(void)state;
 	snprintf(path, sizeof(path),
-		 "/api/v1/diff?format=folded&before_from=%lld&before_to=%lld&after_from=%lld&after_to=%lld"
+		 "/api/v1/"
+		 "diff?format=folded&before_from=%lld&before_to=%lld&after_from=%lld&after_to=%lld"
 		 "&where=comm=worker",
 		 (long long)t0, (long long)(t0 + 10), (long long)(t0 + 50), (long long)(t0 + 60));
 	body = get(path, &status, NULL);
 	assert_int_equal(status, 200);
 	for (s = 0; s < NSTACKS; s++) {
 		snprintf(line, sizeof(line), "worker;%s %llu %llu\n", stacks[s],
-			 (unsigned long long)count_of(0, 1, s), (unsigned long long)count_of(5, 1, s));
+			 (unsigned long long)count_of(0, 1, s),
+			 (unsigned long long)count_of(5, 1, s));
 		if (!strstr(body, line))
 			fail_msg("'%s' not in:\n%s", line, body);
 	}
@@ -349,8 +353,8 @@ static void test_formats_and_hostile_names(void **state)
 		"evil;<script>alert(1)</script>;\"quoted\" 'single' & amp;back\\slash;"
 		"bad\xff\xfeutf8;leaf (</text><svg onload=alert(2)>.py:7)";
 	const char *keys[] = { "comm" }, *values[] = { "evil" };
-	static const char *const formats[] = { "json", "svg", "html", "folded", "pprof",
-						"speedscope" };
+	static const char *const formats[] = { "json",	 "svg",	  "html",
+					       "folded", "pprof", "speedscope" };
 	struct batch_builder *bb;
 	struct batch *b;
 	char path[256], file[256], cmd[512];
@@ -387,13 +391,15 @@ static void test_formats_and_hostile_names(void **state)
 		}
 		if (!strcmp(formats[i], "json") || !strcmp(formats[i], "speedscope")) {
 			snprintf(cmd, sizeof(cmd),
-				 "python3 -c 'import json,sys; json.load(open(sys.argv[1]))' '%s'", file);
+				 "python3 -c 'import json,sys; json.load(open(sys.argv[1]))' '%s'",
+				 file);
 			assert_int_equal(system(cmd), 0);
 		}
 		if (!strcmp(formats[i], "html"))
 			assert_null(strstr(body, "<script>alert"));
 		if (!strcmp(formats[i], "pprof")) /* gzip magic */
-			assert_true((unsigned char)body[0] == 0x1f && (unsigned char)body[1] == 0x8b);
+			assert_true((unsigned char)body[0] == 0x1f &&
+				    (unsigned char)body[1] == 0x8b);
 		free(body);
 	}
 }
@@ -408,7 +414,8 @@ static void test_cli_db_and_url_agree(void **state)
 	snprintf(a, sizeof(a), "%s/cli-db.txt", dir);
 	snprintf(b, sizeof(b), "%s/cli-url.txt", dir);
 	snprintf(cmd, sizeof(cmd),
-		 "ASAN_OPTIONS=detect_leaks=1 '%s' top --db '%s' --from 0 --to 4102444800 -o '%s' && "
+		 "ASAN_OPTIONS=detect_leaks=1 '%s' top --db '%s' --from 0 --to 4102444800 -o '%s' "
+		 "&& "
 		 "'%s' top --url http://127.0.0.1:%u --from 0 --to 4102444800 -o '%s'",
 		 bin, db, a, bin, port, b);
 	assert_int_equal(system(cmd), 0);

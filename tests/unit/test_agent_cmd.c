@@ -33,10 +33,33 @@ static void test_defaults(void **state)
 
 static void test_all_options(void **state)
 {
-	char *argv[] = { "agent", "--pid", "42", "-p", "7", "--duration", "30", "-F", "49",
-			 "--window", "5", "-o", "/tmp/x.folded", "--label", "service=api",
-			 "-l", "zone=b", "-vv", "--include-idle", "--max-stacks", "65536",
-			 "--bpf-stats", "--python", "off", "--python-depth", "16", NULL };
+	char *argv[] = { "agent",
+			 "--pid",
+			 "42",
+			 "-p",
+			 "7",
+			 "--duration",
+			 "30",
+			 "-F",
+			 "49",
+			 "--window",
+			 "5",
+			 "-o",
+			 "/tmp/x.folded",
+			 "--label",
+			 "service=api",
+			 "-l",
+			 "zone=b",
+			 "-vv",
+			 "--include-idle",
+			 "--max-stacks",
+			 "65536",
+			 "--bpf-stats",
+			 "--python",
+			 "off",
+			 "--python-depth",
+			 "16",
+			 NULL };
 	struct agent_options o;
 	char err[256] = "";
 
@@ -130,9 +153,11 @@ static void test_unknown_and_missing(void **state)
 	char err[256];
 
 	(void)state;
-	assert_int_equal(agent_options__parse(ARGC(unknown), unknown, &o, err, sizeof(err)), -EINVAL);
+	assert_int_equal(agent_options__parse(ARGC(unknown), unknown, &o, err, sizeof(err)),
+			 -EINVAL);
 	assert_non_null(strstr(err, "unknown option '--frobnicate'"));
-	assert_int_equal(agent_options__parse(ARGC(missing), missing, &o, err, sizeof(err)), -EINVAL);
+	assert_int_equal(agent_options__parse(ARGC(missing), missing, &o, err, sizeof(err)),
+			 -EINVAL);
 	assert_non_null(strstr(err, "needs a value"));
 	assert_int_equal(agent_options__parse(ARGC(extra), extra, &o, err, sizeof(err)), -EINVAL);
 	assert_non_null(strstr(err, "unexpected argument 'stray'"));
@@ -141,7 +166,7 @@ static void test_unknown_and_missing(void **state)
 static void test_too_many_pids(void **state)
 {
 	char **argv = calloc(2 * AGENT_MAX_PIDS + 4, sizeof(*argv));
-	char (*nums)[12] = calloc(AGENT_MAX_PIDS + 1, sizeof(*nums));
+	char(*nums)[12] = calloc(AGENT_MAX_PIDS + 1, sizeof(*nums));
 	struct agent_options o;
 	char err[256] = "";
 	int i, argc = 0;
@@ -186,8 +211,9 @@ static void test_token_file(void **state)
 	assert_int_equal(agent_options__parse(ARGC(empty_argv), empty_argv, &o, err, sizeof(err)),
 			 -EINVAL);
 	assert_non_null(strstr(err, "holds no token"));
-	assert_int_equal(agent_options__parse(ARGC(missing_argv), missing_argv, &o, err, sizeof(err)),
-			 -EINVAL);
+	assert_int_equal(
+		agent_options__parse(ARGC(missing_argv), missing_argv, &o, err, sizeof(err)),
+		-EINVAL);
 	assert_non_null(strstr(err, "cannot read"));
 	test_rm_rf(dir);
 }

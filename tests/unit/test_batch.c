@@ -64,8 +64,8 @@ static void test_new_batch_has_header_strings(void **state)
 
 static void test_interning(void **state)
 {
-	const char *k[] = {"pid", "container"}, *v[] = {"42", "web"};
-	const char *k2[] = {"pid"}, *v2[] = {"43"};
+	const char *k[] = { "pid", "container" }, *v[] = { "42", "web" };
+	const char *k2[] = { "pid" }, *v2[] = { "43" };
 	struct batch_builder *bb = new_builder();
 	struct batch *b;
 	uint32_t i, nmain = 0;
@@ -102,8 +102,8 @@ static void test_interning(void **state)
 
 static void test_label_order_independent(void **state)
 {
-	const char *k1[] = {"b", "a", "c"}, *v1[] = {"2", "1", "3"};
-	const char *k2[] = {"c", "b", "a"}, *v2[] = {"3", "2", "1"};
+	const char *k1[] = { "b", "a", "c" }, *v1[] = { "2", "1", "3" };
+	const char *k2[] = { "c", "b", "a" }, *v2[] = { "3", "2", "1" };
 	struct batch_builder *bb = new_builder();
 	const struct batch_labelset *ls;
 	struct batch *b;
@@ -134,25 +134,25 @@ static void test_frame_kinds(void **state)
 		const char *name, *file;
 		uint32_t line;
 	} cases[] = {
-	    {"plain_fn", FRAME_NATIVE, "plain_fn", "", 0},
-	    {"libc.so.6+0x1234", FRAME_NATIVE, "libc.so.6+0x1234", "", 0},
-	    {"x_[k]", FRAME_KERNEL, "x", "", 0},
-	    {"do_syscall_64_[k]", FRAME_KERNEL, "do_syscall_64", "", 0},
-	    {"_[k]", FRAME_KERNEL, "", "", 0},
-	    {"f (file.py:12)", FRAME_PYTHON, "f", "file.py", 12},
-	    {"<lambda> (/a b/c.py:3)", FRAME_PYTHON, "<lambda>", "/a b/c.py", 3},
-	    {"Cls.m.<locals>.g (x) (/a (b)/c.py:40)", FRAME_PYTHON,
-	     "Cls.m.<locals>.g (x) (/a", "b)/c.py", 40},
-	    {"f (C:\\x.py:4294967295)", FRAME_PYTHON, "f", "C:\\x.py", 4294967295u},
-	    {"mod (m.py:0)", FRAME_PYTHON, "mod", "m.py", 0},
-	    {"a (b)", FRAME_NATIVE, "a (b)", "", 0},
-	    {"a (b:)", FRAME_NATIVE, "a (b:)", "", 0},
-	    {"a (b:x1)", FRAME_NATIVE, "a (b:x1)", "", 0},
-	    {"a (b:012)", FRAME_NATIVE, "a (b:012)", "", 0},
-	    {"a (b:4294967296)", FRAME_NATIVE, "a (b:4294967296)", "", 0},
-	    {"a(b:1)", FRAME_NATIVE, "a(b:1)", "", 0},
-	    {"operator() (int)", FRAME_NATIVE, "operator() (int)", "", 0},
-	    {"f (a.py:1)_[k]", FRAME_KERNEL, "f (a.py:1)", "", 0},
+		{ "plain_fn", FRAME_NATIVE, "plain_fn", "", 0 },
+		{ "libc.so.6+0x1234", FRAME_NATIVE, "libc.so.6+0x1234", "", 0 },
+		{ "x_[k]", FRAME_KERNEL, "x", "", 0 },
+		{ "do_syscall_64_[k]", FRAME_KERNEL, "do_syscall_64", "", 0 },
+		{ "_[k]", FRAME_KERNEL, "", "", 0 },
+		{ "f (file.py:12)", FRAME_PYTHON, "f", "file.py", 12 },
+		{ "<lambda> (/a b/c.py:3)", FRAME_PYTHON, "<lambda>", "/a b/c.py", 3 },
+		{ "Cls.m.<locals>.g (x) (/a (b)/c.py:40)", FRAME_PYTHON, "Cls.m.<locals>.g (x) (/a",
+		  "b)/c.py", 40 },
+		{ "f (C:\\x.py:4294967295)", FRAME_PYTHON, "f", "C:\\x.py", 4294967295u },
+		{ "mod (m.py:0)", FRAME_PYTHON, "mod", "m.py", 0 },
+		{ "a (b)", FRAME_NATIVE, "a (b)", "", 0 },
+		{ "a (b:)", FRAME_NATIVE, "a (b:)", "", 0 },
+		{ "a (b:x1)", FRAME_NATIVE, "a (b:x1)", "", 0 },
+		{ "a (b:012)", FRAME_NATIVE, "a (b:012)", "", 0 },
+		{ "a (b:4294967296)", FRAME_NATIVE, "a (b:4294967296)", "", 0 },
+		{ "a(b:1)", FRAME_NATIVE, "a(b:1)", "", 0 },
+		{ "operator() (int)", FRAME_NATIVE, "operator() (int)", "", 0 },
+		{ "f (a.py:1)_[k]", FRAME_KERNEL, "f (a.py:1)", "", 0 },
 	};
 	char stack[256];
 	size_t i;
@@ -220,22 +220,22 @@ static void test_add_frames_keeps_kinds(void **state)
 
 static void test_stack_text_round_trip(void **state)
 {
-	static const char *const pieces[] = {"main",
-					     "worker_loop",
-					     "libc.so.6+0x29d90",
-					     "_start",
-					     "do_syscall_64_[k]",
-					     "entry_SYSCALL_64_after_hwframe_[k]",
-					     "handle (/srv/app/views.py:88)",
-					     "<module> (/usr/lib/python3.11/runpy.py:1)",
-					     "<lambda> (/a b/c (d).py:3)",
-					     "a (b)",
-					     "x_[k]y",
-					     "std::vector<int>::push_back(int const&)",
-					     "",
-					     "f (:7)",
-					     "g (z.py:007)",
-					     "ünïcödé (/tmp/ü.py:5)"};
+	static const char *const pieces[] = { "main",
+					      "worker_loop",
+					      "libc.so.6+0x29d90",
+					      "_start",
+					      "do_syscall_64_[k]",
+					      "entry_SYSCALL_64_after_hwframe_[k]",
+					      "handle (/srv/app/views.py:88)",
+					      "<module> (/usr/lib/python3.11/runpy.py:1)",
+					      "<lambda> (/a b/c (d).py:3)",
+					      "a (b)",
+					      "x_[k]y",
+					      "std::vector<int>::push_back(int const&)",
+					      "",
+					      "f (:7)",
+					      "g (z.py:007)",
+					      "ünïcödé (/tmp/ü.py:5)" };
 	char texts[200][1024];
 	struct batch_builder *bb = new_builder();
 	struct batch *b;
@@ -249,8 +249,8 @@ static void test_stack_text_round_trip(void **state)
 		for (j = 0; j < depth; j++) {
 			seed = seed * 1103515245u + 12345u;
 			pos += (size_t)snprintf(
-			    texts[i] + pos, sizeof(texts[i]) - pos, ";%s",
-			    pieces[(seed >> 16) % (sizeof(pieces) / sizeof(pieces[0]))]);
+				texts[i] + pos, sizeof(texts[i]) - pos, ";%s",
+				pieces[(seed >> 16) % (sizeof(pieces) / sizeof(pieces[0]))]);
 		}
 		assert_true(pos < sizeof(texts[i]));
 		assert_int_equal(batch_builder__add(bb, NULL, NULL, 0, texts[i], i + 1), 0);
@@ -303,7 +303,7 @@ static void test_stack_text_truncates(void **state)
 
 static void test_builder_rejects(void **state)
 {
-	const char *dup_k[] = {"a", "b", "a"}, *dup_v[] = {"1", "2", "3"};
+	const char *dup_k[] = { "a", "b", "a" }, *dup_v[] = { "1", "2", "3" };
 	const char *many_k[BATCH_MAX_LABELS + 1], *many_v[BATCH_MAX_LABELS + 1];
 	char names[BATCH_MAX_LABELS + 1][8];
 	struct batch_builder *bb = new_builder(), *none = NULL;
@@ -372,7 +372,7 @@ static void test_builder_rejects(void **state)
 /* A small valid batch to break: 2 frames, 1 stack, 1 label set, 1 sample. */
 static struct batch *small_batch(void)
 {
-	const char *k[] = {"pid"}, *v[] = {"1"};
+	const char *k[] = { "pid" }, *v[] = { "1" };
 	struct batch_builder *bb = new_builder();
 	struct batch *b;
 
@@ -484,7 +484,7 @@ static void test_validate(void **state)
 
 	/* keys must be sorted by text and unique */
 	{
-		const char *k[] = {"a", "b"}, *v[] = {"1", "2"};
+		const char *k[] = { "a", "b" }, *v[] = { "1", "2" };
 		struct batch_builder *bb = new_builder();
 		struct batch_label t;
 
@@ -509,15 +509,15 @@ static void test_validate(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_new_batch_has_header_strings),
-	    cmocka_unit_test(test_interning),
-	    cmocka_unit_test(test_label_order_independent),
-	    cmocka_unit_test(test_frame_kinds),
-	    cmocka_unit_test(test_add_frames_keeps_kinds),
-	    cmocka_unit_test(test_stack_text_round_trip),
-	    cmocka_unit_test(test_stack_text_truncates),
-	    cmocka_unit_test(test_builder_rejects),
-	    cmocka_unit_test(test_validate),
+		cmocka_unit_test(test_new_batch_has_header_strings),
+		cmocka_unit_test(test_interning),
+		cmocka_unit_test(test_label_order_independent),
+		cmocka_unit_test(test_frame_kinds),
+		cmocka_unit_test(test_add_frames_keeps_kinds),
+		cmocka_unit_test(test_stack_text_round_trip),
+		cmocka_unit_test(test_stack_text_truncates),
+		cmocka_unit_test(test_builder_rejects),
+		cmocka_unit_test(test_validate),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -33,28 +33,28 @@
  * gets a non-zero value (its canonical PLT entry) that must not count as a symbol.
  * -fno-toplevel-reorder keeps this source order in .text. */
 static const char fixture_src[] =
-    "#define NOINLINE __attribute__((noinline, used))\n"
-    "NOINLINE int fx_alpha(int x) { return x * 3 + 1; }\n"
-    "__attribute__((noinline, used, aligned(256))) int fx_beta(int x)\n"
-    "{\n"
-    "	volatile int a = x;\n"
-    "	for (int i = 0; i < 10; i++)\n"
-    "		a += i * x;\n"
-    "	return a;\n"
-    "}\n"
-    "static NOINLINE int fx_static(int x) { return fx_alpha(x) + fx_beta(x) + 7; }\n"
-    "__asm__(\".text\\n.p2align 8\\n.globl fx_zero\\n.type fx_zero,@function\\n\"\n"
-    "	\"fx_zero:\\n\\tnop\\n\\tnop\\n\\tnop\\n\\tret\\n\"\n"
-    "	\".p2align 8\\n.globl fx_after_zero\\n.type fx_after_zero,@function\\n\"\n"
-    "	\"fx_after_zero:\\n\\tret\\n.size fx_after_zero, .-fx_after_zero\\n\");\n"
-    "__asm__(\".text\\n.p2align 8\\n.globl fx_outer\\n.type fx_outer,@function\\n\"\n"
-    "	\"fx_outer:\\n.fill 16,1,0x90\\n.globl fx_inner\\n.type fx_inner,@function\\n\"\n"
-    "	\"fx_inner:\\n.fill 8,1,0x90\\n.size fx_inner, 8\\n.fill 39,1,0x90\\n\\tret\\n\"\n"
-    "	\".size fx_outer, .-fx_outer\\n\");\n"
-    "int puts(const char *s);\n"
-    "int (*volatile fx_fn_ptr)(const char *);\n"
-    "int fx_entry(int x) { fx_fn_ptr = puts; return fx_static(x); }\n"
-    "int main(int argc, char **argv) { (void)argv; return fx_entry(argc) & 1; }\n";
+	"#define NOINLINE __attribute__((noinline, used))\n"
+	"NOINLINE int fx_alpha(int x) { return x * 3 + 1; }\n"
+	"__attribute__((noinline, used, aligned(256))) int fx_beta(int x)\n"
+	"{\n"
+	"	volatile int a = x;\n"
+	"	for (int i = 0; i < 10; i++)\n"
+	"		a += i * x;\n"
+	"	return a;\n"
+	"}\n"
+	"static NOINLINE int fx_static(int x) { return fx_alpha(x) + fx_beta(x) + 7; }\n"
+	"__asm__(\".text\\n.p2align 8\\n.globl fx_zero\\n.type fx_zero,@function\\n\"\n"
+	"	\"fx_zero:\\n\\tnop\\n\\tnop\\n\\tnop\\n\\tret\\n\"\n"
+	"	\".p2align 8\\n.globl fx_after_zero\\n.type fx_after_zero,@function\\n\"\n"
+	"	\"fx_after_zero:\\n\\tret\\n.size fx_after_zero, .-fx_after_zero\\n\");\n"
+	"__asm__(\".text\\n.p2align 8\\n.globl fx_outer\\n.type fx_outer,@function\\n\"\n"
+	"	\"fx_outer:\\n.fill 16,1,0x90\\n.globl fx_inner\\n.type fx_inner,@function\\n\"\n"
+	"	\"fx_inner:\\n.fill 8,1,0x90\\n.size fx_inner, 8\\n.fill 39,1,0x90\\n\\tret\\n\"\n"
+	"	\".size fx_outer, .-fx_outer\\n\");\n"
+	"int puts(const char *s);\n"
+	"int (*volatile fx_fn_ptr)(const char *);\n"
+	"int fx_entry(int x) { fx_fn_ptr = puts; return fx_static(x); }\n"
+	"int main(int argc, char **argv) { (void)argv; return fx_entry(argc) & 1; }\n";
 
 #define CFLAGS "-O1 -fno-toplevel-reorder -fno-inline"
 
@@ -145,7 +145,7 @@ static void find_cb(const struct rsym *s, void *ctx)
 
 static uint64_t sym_addr(const char *path, const char *name, uint64_t *size)
 {
-	struct find_ctx f = {.name = name};
+	struct find_ctx f = { .name = name };
 
 	readelf_syms(path, find_cb, &f);
 	assert_true(f.found);
@@ -192,7 +192,7 @@ static void undef_cb(const struct rsym *s, void *ctx)
 /* Is name an undefined function with a non-zero value (a canonical PLT entry)? */
 static bool has_undefined_with_value(const char *path, const char *name)
 {
-	struct undef_ctx u = {.name = name};
+	struct undef_ctx u = { .name = name };
 
 	readelf_syms(path, undef_cb, &u);
 	return u.found;
@@ -679,17 +679,17 @@ static void test_cache_lru(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_pie),
-	    cmocka_unit_test(test_nonpie),
-	    cmocka_unit_test(test_shared),
-	    cmocka_unit_test(test_stripped),
-	    cmocka_unit_test(test_offset_to_vaddr),
-	    cmocka_unit_test(test_loaded_library),
-	    cmocka_unit_test(test_from_memory),
-	    cmocka_unit_test(test_caps),
-	    cmocka_unit_test(test_errors),
-	    cmocka_unit_test(test_cache_identity),
-	    cmocka_unit_test(test_cache_lru),
+		cmocka_unit_test(test_pie),
+		cmocka_unit_test(test_nonpie),
+		cmocka_unit_test(test_shared),
+		cmocka_unit_test(test_stripped),
+		cmocka_unit_test(test_offset_to_vaddr),
+		cmocka_unit_test(test_loaded_library),
+		cmocka_unit_test(test_from_memory),
+		cmocka_unit_test(test_caps),
+		cmocka_unit_test(test_errors),
+		cmocka_unit_test(test_cache_identity),
+		cmocka_unit_test(test_cache_lru),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);

@@ -33,7 +33,7 @@ static uint32_t rng(void)
 	return rng_state >> 16;
 }
 
-static const char *const frames[] = {"a", "b", "c", "a_[k]", "f (x.py:3)", "ab", ""};
+static const char *const frames[] = { "a", "b", "c", "a_[k]", "f (x.py:3)", "ab", "" };
 
 /* Stacks over a tiny alphabet so that prefixes are shared and frames recur. */
 static void gen_inputs(void)
@@ -183,8 +183,8 @@ static int cmp_str(const void *a, const void *b)
 static void test_stacks_in_text_order(void **state)
 {
 	static const char *stacks[] = {
-		"p;b;c", "p;b!", "p;bc", "p;b", "p;a;b;c", "p", "q;\xc3\xa9", "q;z", "p;b;c;d",
-		"p;b (x.py:1)", "p;b_[k]", "p!;x",
+		"p;b;c",      "p;b!", "p;bc",	 "p;b",		 "p;a;b;c", "p",
+		"q;\xc3\xa9", "q;z",  "p;b;c;d", "p;b (x.py:1)", "p;b_[k]", "p!;x",
 	};
 	const size_t n = sizeof(stacks) / sizeof(stacks[0]);
 	const char *want[sizeof(stacks) / sizeof(stacks[0])];
@@ -207,8 +207,8 @@ static void test_stacks_in_text_order(void **state)
 		size_t len = 0, orig;
 
 		for (k = 0; k < got[i].nframes; k++)
-			len += (size_t)snprintf(text + len, sizeof(text) - len, "%s%s", k ? ";" : "",
-						got[i].frames[k]->name);
+			len += (size_t)snprintf(text + len, sizeof(text) - len, "%s%s",
+						k ? ";" : "", got[i].frames[k]->name);
 		assert_string_equal(text, want[i]);
 		for (orig = 0; strcmp(stacks[orig], want[i]); orig++)
 			;
@@ -450,15 +450,15 @@ static void test_wide(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_totals_match_inputs),
-	    cmocka_unit_test(test_merge_identical),
-	    cmocka_unit_test(test_stacks_in_text_order),
-	    cmocka_unit_test(test_same_text_two_kinds),
-	    cmocka_unit_test(test_kinds_in_tree),
-	    cmocka_unit_test(test_top_recursion),
-	    cmocka_unit_test(test_top_matches_inputs),
-	    cmocka_unit_test(test_errors),
-	    cmocka_unit_test(test_wide),
+		cmocka_unit_test(test_totals_match_inputs),
+		cmocka_unit_test(test_merge_identical),
+		cmocka_unit_test(test_stacks_in_text_order),
+		cmocka_unit_test(test_same_text_two_kinds),
+		cmocka_unit_test(test_kinds_in_tree),
+		cmocka_unit_test(test_top_recursion),
+		cmocka_unit_test(test_top_matches_inputs),
+		cmocka_unit_test(test_errors),
+		cmocka_unit_test(test_wide),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -53,8 +53,18 @@ static void test_kinds(void **state)
 static void test_lookalikes_are_native(void **state)
 {
 	static const char *const native[] = {
-		"a (b)", "a (b:)", "a (b:x1)", "a (b:012)", "a (b:4294967296)", "a(b:1)",
-		"operator() (int)", " (a.py:3)", "f (:3)", "", "f (a.py:-1)", "f (a.py:+1)",
+		"a (b)",
+		"a (b:)",
+		"a (b:x1)",
+		"a (b:012)",
+		"a (b:4294967296)",
+		"a(b:1)",
+		"operator() (int)",
+		" (a.py:3)",
+		"f (:3)",
+		"",
+		"f (a.py:-1)",
+		"f (a.py:+1)",
 		"std::vector<int>::push_back(int const&)",
 	};
 	size_t i;

@@ -230,7 +230,8 @@ static int kallsyms_has(uint64_t addr, const char *name)
 
 static void test_real_kallsyms(void **state)
 {
-	static const char *const wanted[] = {"schedule", "vfs_read", "do_nanosleep", "ksys_write"};
+	static const char *const wanted[] = { "schedule", "vfs_read", "do_nanosleep",
+					      "ksys_write" };
 	struct ksyms *k = NULL;
 	const char *name;
 	unsigned checked = 0;
@@ -270,10 +271,10 @@ static void test_real_kallsyms(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_synthetic),	      cmocka_unit_test(test_aliases),
-	    cmocka_unit_test(test_all_zero_is_eperm), cmocka_unit_test(test_missing_file),
-	    cmocka_unit_test(test_long_line),	      cmocka_unit_test(test_empty_file),
-	    cmocka_unit_test(test_real_kallsyms),
+		cmocka_unit_test(test_synthetic),	  cmocka_unit_test(test_aliases),
+		cmocka_unit_test(test_all_zero_is_eperm), cmocka_unit_test(test_missing_file),
+		cmocka_unit_test(test_long_line),	  cmocka_unit_test(test_empty_file),
+		cmocka_unit_test(test_real_kallsyms),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);

@@ -42,23 +42,23 @@
 #define KEEP_WINDOWS 2
 
 static const char lib_src[] =
-    "#include <unistd.h>\n"
-    "#define NOINLINE __attribute__((noinline, used))\n"
-    "NOINLINE int pm_lib_func(int x)\n"
-    "{\n"
-    "	volatile int a = x;\n"
-    "	for (int i = 0; i < 8; i++)\n"
-    "		a += i;\n"
-    "	return a;\n"
-    "}\n"
-    "static NOINLINE int pm_static_func(int x) { volatile int a = x * 7; return a + 1; }\n"
-    "NOINLINE void pm_lib_park(void) { for (;;) pause(); }\n"
-    "int pm_call_static(int x) { return pm_static_func(x); }\n";
+	"#include <unistd.h>\n"
+	"#define NOINLINE __attribute__((noinline, used))\n"
+	"NOINLINE int pm_lib_func(int x)\n"
+	"{\n"
+	"	volatile int a = x;\n"
+	"	for (int i = 0; i < 8; i++)\n"
+	"		a += i;\n"
+	"	return a;\n"
+	"}\n"
+	"static NOINLINE int pm_static_func(int x) { volatile int a = x * 7; return a + 1; }\n"
+	"NOINLINE void pm_lib_park(void) { for (;;) pause(); }\n"
+	"int pm_call_static(int x) { return pm_static_func(x); }\n";
 
 static char tmpdir[64];
 /* the same library under several names: each dlopen of a new path is a new mapping */
 static char lib_self[128], lib_stripped[128], lib_child[128], lib_deleted[128], lib_new[128],
-    lib_reuse[128];
+	lib_reuse[128];
 
 __attribute__((noinline, used)) static int test_marker_func(int x)
 {
@@ -241,7 +241,7 @@ struct child {
 /* Forks a child that loads lib (if not NULL), reports its addresses and parks. */
 static void child_start(const char *lib, struct child *c)
 {
-	uint64_t msg[2] = {0, 0};
+	uint64_t msg[2] = { 0, 0 };
 	void (*park)(void) = test_child_park;
 	pid_t parent;
 	int fds[2];
@@ -575,15 +575,15 @@ static void test_unknown_and_special(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_self),
-	    cmocka_unit_test(test_child_after_exit),
-	    cmocka_unit_test(test_child_used_is_kept),
-	    cmocka_unit_test(test_deleted_library),
-	    cmocka_unit_test(test_new_library),
-	    cmocka_unit_test(test_alive_idle),
-	    cmocka_unit_test(test_pid_reuse),
-	    cmocka_unit_test(test_vdso),
-	    cmocka_unit_test(test_unknown_and_special),
+		cmocka_unit_test(test_self),
+		cmocka_unit_test(test_child_after_exit),
+		cmocka_unit_test(test_child_used_is_kept),
+		cmocka_unit_test(test_deleted_library),
+		cmocka_unit_test(test_new_library),
+		cmocka_unit_test(test_alive_idle),
+		cmocka_unit_test(test_pid_reuse),
+		cmocka_unit_test(test_vdso),
+		cmocka_unit_test(test_unknown_and_special),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);

@@ -259,7 +259,7 @@ static struct target *target_start(const char *python)
 	struct target *t = calloc(1, sizeof(*t));
 	char src[PATH_MAX], link[192], *text;
 	posix_spawn_file_actions_t fa;
-	char *argv[] = {(char *)python, "-I", link, NULL};
+	char *argv[] = { (char *)python, "-I", link, NULL };
 	int fds[2];
 
 	assert_non_null(t);
@@ -323,8 +323,8 @@ static void check_record(struct pycode_cache *c, pid_t pid, const struct py_offs
 	int err;
 
 	for (int off = -2; off < 0; off++) {
-		err = frame_name(c, pid, o, r->code_type, r->addr, off, r->self_type,
-					       got, sizeof(got));
+		err = frame_name(c, pid, o, r->code_type, r->addr, off, r->self_type, got,
+				 sizeof(got));
 		assert_int_equal(err, 0);
 		expect_name(want, sizeof(want), r, r->firstlineno);
 		assert_string_equal(got, want);
@@ -332,8 +332,8 @@ static void check_record(struct pycode_cache *c, pid_t pid, const struct py_offs
 	for (size_t i = 0; i < r->nlines; i++) {
 		int off = (int)(2 * i);
 
-		err = frame_name(c, pid, o, r->code_type, r->addr, off, r->self_type,
-					       got, sizeof(got));
+		err = frame_name(c, pid, o, r->code_type, r->addr, off, r->self_type, got,
+				 sizeof(got));
 		assert_int_equal(err, 0);
 		expect_name(want, sizeof(want), r, r->lines[i]);
 		if (strcmp(got, want))
@@ -420,27 +420,22 @@ static void check_interpreter(const char *python, unsigned minor)
 
 	/* errors: not a code object, wrong code type, unmapped memory */
 	r = find_rec(t, "module_func");
-	err = frame_name(g_cache, pid, &o, r->code_type + 8, r->addr, 0, 0, buf,
-				       sizeof(buf));
+	err = frame_name(g_cache, pid, &o, r->code_type + 8, r->addr, 0, 0, buf, sizeof(buf));
 	assert_int_equal(err, -EINVAL);
 	assert_string_equal(buf, PYCODE_PLACEHOLDER);
 	r = find_rec(t, "method_self"); /* a type object (Shape) with the right code_type */
-	err = frame_name(g_cache, pid, &o, r->code_type, r->self_type, 0, 0, buf,
-				       sizeof(buf));
+	err = frame_name(g_cache, pid, &o, r->code_type, r->self_type, 0, 0, buf, sizeof(buf));
 	assert_int_equal(err, -EINVAL);
 	assert_string_equal(buf, PYCODE_PLACEHOLDER);
-	err = frame_name(g_cache, pid, &o, r->code_type, r->code_type, 0, 0, buf,
-				       sizeof(buf));
+	err = frame_name(g_cache, pid, &o, r->code_type, r->code_type, 0, 0, buf, sizeof(buf));
 	assert_int_equal(err, -EINVAL);
-	err =
-	    frame_name(g_cache, pid, &o, r->code_type, 0x10, 0, 0, buf, sizeof(buf));
+	err = frame_name(g_cache, pid, &o, r->code_type, 0x10, 0, 0, buf, sizeof(buf));
 	assert_int_equal(err, -EFAULT);
 	assert_string_equal(buf, PYCODE_PLACEHOLDER);
 	/* the earlier -EINVAL dropped module_func's entry; it comes back */
 	r = find_rec(t, "module_func");
-	assert_int_equal(frame_name(g_cache, pid, &o, r->code_type, r->addr, -1, 0,
-						  buf, sizeof(buf)),
-			 0);
+	assert_int_equal(
+		frame_name(g_cache, pid, &o, r->code_type, r->addr, -1, 0, buf, sizeof(buf)), 0);
 	expect_name(want, sizeof(want), r, r->firstlineno);
 	assert_string_equal(buf, want);
 
@@ -464,7 +459,8 @@ static void check_interpreter(const char *python, unsigned minor)
 		assert_int_equal(pycode_cache__frame(g_cache, pid, &o, r->code_type, r->addr, 0, 0,
 						     buf, 12, &f),
 				 0);
-		assert_string_equal(f.name, "gr\xc3\xb6\xc3\x9f" "e");
+		assert_string_equal(f.name, "gr\xc3\xb6\xc3\x9f"
+					    "e");
 		assert_int_equal(f.file_len, 12 - 7 - 2); /* both NULs fit */
 		assert_memory_equal(f.file, r->file, f.file_len);
 		assert_int_equal(pycode_cache__frame(g_cache, pid, &o, r->code_type, r->addr, 0, 0,
@@ -479,8 +475,8 @@ static void check_interpreter(const char *python, unsigned minor)
 		r = find_rec(t, "method_self");
 		assert_int_equal(pycode_cache__new(1, &tiny), 0);
 		for (int k = 0; k < 2; k++) {
-			err = frame_name(tiny, pid, &o, r->code_type, r->addr, 0,
-						       r->self_type, buf, sizeof(buf));
+			err = frame_name(tiny, pid, &o, r->code_type, r->addr, 0, r->self_type, buf,
+					 sizeof(buf));
 			expect_name(want, sizeof(want), r, r->lines[0]);
 			if (err || strcmp(buf, want)) {
 				pycode_cache__free(tiny);
@@ -495,8 +491,8 @@ static void check_interpreter(const char *python, unsigned minor)
 	/* revalidation: the victim is freed and another code object (other name, file,
 	 * first line) allocated at its address */
 	victim = find_rec(t, "victim");
-	assert_int_equal(frame_name(g_cache, pid, &o, victim->code_type, victim->addr,
-						  0, 0, buf, sizeof(buf)),
+	assert_int_equal(frame_name(g_cache, pid, &o, victim->code_type, victim->addr, 0, 0, buf,
+				    sizeof(buf)),
 			 0);
 	expect_name(want, sizeof(want), victim, victim->lines[0]);
 	assert_string_equal(buf, want);
@@ -513,7 +509,7 @@ static void check_interpreter(const char *python, unsigned minor)
 		p = strstr(text, "\nreplaced ");
 		assert_non_null(p);
 		assert_int_equal(
-		    sscanf(p + 1, "replaced %llu %63s %d", &old_addr, replaced, &tries), 3);
+			sscanf(p + 1, "replaced %llu %63s %d", &old_addr, replaced, &tries), 3);
 		target_free_recs(t);
 		parse_records(t, text);
 		free(text);
@@ -528,8 +524,8 @@ static void check_interpreter(const char *python, unsigned minor)
 	assert_string_not_equal(repl->name, victim->name);
 	/* same generation: the cache trusts the entry (documented), no read */
 	stats(g_cache, &s0);
-	assert_int_equal(frame_name(g_cache, pid, &o, victim->code_type, victim->addr,
-						  0, 0, buf, sizeof(buf)),
+	assert_int_equal(frame_name(g_cache, pid, &o, victim->code_type, victim->addr, 0, 0, buf,
+				    sizeof(buf)),
 			 0);
 	assert_string_equal(buf, want);
 	stats(g_cache, &s1);
@@ -549,26 +545,24 @@ static void check_interpreter(const char *python, unsigned minor)
 
 	/* a dead process: cached entries serve the current generation, then -ESRCH */
 	r = find_rec(t, "module_func");
-	assert_int_equal(frame_name(g_cache, pid, &o, r->code_type, r->addr, 0, 0,
-						  buf, sizeof(buf)),
-			 0);
+	assert_int_equal(
+		frame_name(g_cache, pid, &o, r->code_type, r->addr, 0, 0, buf, sizeof(buf)), 0);
 	kill(t->pid, SIGKILL);
 	waitpid(t->pid, NULL, 0);
 	t->pid = 0;
-	assert_int_equal(frame_name(g_cache, pid, &o, r->code_type, r->addr, 0, 0,
-						  buf, sizeof(buf)),
-			 0);
+	assert_int_equal(
+		frame_name(g_cache, pid, &o, r->code_type, r->addr, 0, 0, buf, sizeof(buf)), 0);
 	expect_name(want, sizeof(want), r, r->lines[0]);
 	assert_string_equal(buf, want);
 	pycode_cache__end_window(g_cache);
-	assert_int_equal(frame_name(g_cache, pid, &o, r->code_type, r->addr, 0, 0,
-						  buf, sizeof(buf)),
-			 -ESRCH);
+	assert_int_equal(
+		frame_name(g_cache, pid, &o, r->code_type, r->addr, 0, 0, buf, sizeof(buf)),
+		-ESRCH);
 	assert_string_equal(buf, PYCODE_PLACEHOLDER);
 	r = find_rec(t, "lambda");
-	assert_int_equal(frame_name(g_cache, pid, &o, r->code_type, r->addr, 0, 0,
-						  buf, sizeof(buf)),
-			 -ESRCH);
+	assert_int_equal(
+		frame_name(g_cache, pid, &o, r->code_type, r->addr, 0, 0, buf, sizeof(buf)),
+		-ESRCH);
 	stats(g_cache, &s1);
 	assert_int_equal(s1.entries, 0);
 
@@ -702,7 +696,7 @@ static const char *any_python(unsigned *minor)
 /* Least recently used entries go first; a hit refreshes an entry. */
 static void test_lru(void **state)
 {
-	const char *labels[] = {"module_func", "nested", "lambda", "generator"};
+	const char *labels[] = { "module_func", "nested", "lambda", "generator" };
 	const struct rec *r[4];
 	struct pycode_stats s;
 	struct py_offsets o;
@@ -711,9 +705,9 @@ static void test_lru(void **state)
 	const char *python = any_python(&minor);
 	char buf[NAME_BUF];
 	/* A B C, A (hit), D (evicts B), A (hit), C (hit), B (evicts D), D (evicts A) */
-	const int seq[] = {0, 1, 2, 0, 3, 0, 2, 1, 3};
-	const uint64_t hits[] = {0, 0, 0, 1, 1, 2, 3, 3, 3};
-	const uint64_t evicted[] = {0, 0, 0, 0, 1, 1, 1, 2, 3};
+	const int seq[] = { 0, 1, 2, 0, 3, 0, 2, 1, 3 };
+	const uint64_t hits[] = { 0, 0, 0, 1, 1, 2, 3, 3, 3 };
+	const uint64_t evicted[] = { 0, 0, 0, 0, 1, 1, 1, 2, 3 };
 
 	(void)state;
 	if (!python) {
@@ -728,8 +722,8 @@ static void test_lru(void **state)
 	for (size_t i = 0; i < sizeof(seq) / sizeof(seq[0]); i++) {
 		const struct rec *x = r[seq[i]];
 
-		assert_int_equal(frame_name(g_cache, t->pid, &o, x->code_type,
-							  x->addr, 0, 0, buf, sizeof(buf)),
+		assert_int_equal(frame_name(g_cache, t->pid, &o, x->code_type, x->addr, 0, 0, buf,
+					    sizeof(buf)),
 				 0);
 		pycode_cache__stats(g_cache, &s);
 		assert_int_equal(s.hits, hits[i]);
@@ -846,18 +840,18 @@ static uint8_t *fake_code(const struct py_offsets *o, uint64_t name, uint64_t fi
 static int fake_name(struct pycode_cache *c, const struct py_offsets *o, const uint8_t *code,
 		     int off, uint64_t self_type, char *buf, size_t len)
 {
-	return frame_name(c, getpid(), o, FAKE_CODE_TYPE, (uintptr_t)code, off,
-					self_type, buf, len);
+	return frame_name(c, getpid(), o, FAKE_CODE_TYPE, (uintptr_t)code, off, self_type, buf,
+			  len);
 }
 
 static void test_fake_objects(void **state)
 {
-	static const uint8_t lt[] = {4, 1};
-	const uint16_t ucs2[] = {0x51fd, 0xd800, 0x00e9}; /* 函, a lone surrogate, é */
-	const uint32_t ucs4[] = {0x1f600, 'x'};
-	const uint32_t bad4[] = {0x110000};
-	const uint8_t latin1[] = {'n', 0xe9, 0};
-	const char nul[] = {'a', 0, 'b'};
+	static const uint8_t lt[] = { 4, 1 };
+	const uint16_t ucs2[] = { 0x51fd, 0xd800, 0x00e9 }; /* 函, a lone surrogate, é */
+	const uint32_t ucs4[] = { 0x1f600, 'x' };
+	const uint32_t bad4[] = { 0x110000 };
+	const uint8_t latin1[] = { 'n', 0xe9, 0 };
+	const char nul[] = { 'a', 0, 'b' };
 	struct py_offsets o;
 	struct pycode_stats s;
 	uint64_t file, table, self_vn, other_vn;
@@ -888,7 +882,8 @@ static void test_fake_objects(void **state)
 	/* self: dotted and plain tp_name; an unreadable type falls back to co_name */
 	code = fake_code(&o, fake_ascii(&o, "meth"), file, table, self_vn, 5);
 	assert_int_equal(
-	    fake_name(g_cache, &o, code, 0, fake_type(&o, "pkg.mod.Klass"), buf, sizeof(buf)), 0);
+		fake_name(g_cache, &o, code, 0, fake_type(&o, "pkg.mod.Klass"), buf, sizeof(buf)),
+		0);
 	assert_string_equal(buf, "Klass.meth (fake.py:6)");
 	assert_int_equal(fake_name(g_cache, &o, code, 0, fake_type(&o, "Plain"), buf, sizeof(buf)),
 			 0);
@@ -959,7 +954,7 @@ static void test_fake_objects(void **state)
 	{
 		uint8_t *s_obj = page + pagesz - (o.unicode_ascii_data + 4);
 		uint8_t *b_obj =
-		    page + pagesz - 2 * (o.unicode_ascii_data + 4) - (o.bytes_data + 2);
+			page + pagesz - 2 * (o.unicode_ascii_data + 4) - (o.bytes_data + 2);
 		int64_t two = 2;
 		int err;
 
@@ -972,8 +967,8 @@ static void test_fake_objects(void **state)
 		fake_str_at(s_obj, &o, ST_ASCII, 8, "end", 4);
 		code = fake_code(&o, (uintptr_t)s_obj, file, (uintptr_t)b_obj, 0, 5);
 		if (!err)
-			err =
-			    fake_name(g_cache, &o, code, 0, 0, buf, sizeof(buf)) == -EFAULT ? 0 : 1;
+			err = fake_name(g_cache, &o, code, 0, 0, buf, sizeof(buf)) == -EFAULT ? 0
+											      : 1;
 		munmap(page, 2 * pagesz);
 		assert_int_equal(err, 0);
 	}
@@ -1022,9 +1017,8 @@ static void test_bad_args(void **state)
 	assert_int_equal(pycode_cache__frame(c, getpid(), &o, 1, 1, 0, 0, NULL, 8, &f), -EINVAL);
 	assert_int_equal(pycode_cache__frame(c, getpid(), &o, 1, 1, 0, 0, buf, 8, NULL), -EINVAL);
 	/* this process's memory is no code object: ob_type of a local buffer */
-	assert_int_equal(
-	    frame_name(c, getpid(), &o, 1, (uintptr_t)buf, 0, 0, buf, sizeof(buf)),
-	    -EINVAL);
+	assert_int_equal(frame_name(c, getpid(), &o, 1, (uintptr_t)buf, 0, 0, buf, sizeof(buf)),
+			 -EINVAL);
 	assert_string_equal(buf, PYCODE_PLACEHOLDER);
 	assert_int_equal(pycode_cache__frame(c, getpid(), &o, 1, 0x10, 0, 0, buf, 3, &f), -EFAULT);
 	assert_int_equal(f.kind, FRAME_NATIVE);
@@ -1045,9 +1039,9 @@ static int a2l(enum py_linetable_kind k, const uint8_t *t, size_t n, int first, 
 static void test_lnotab(void **state)
 {
 	/* (addr_incr, line_incr): +1 at 2, +2 at 6, +127 and -3 at 6 and 12 */
-	const uint8_t t[] = {2, 1, 4, 2, 0, 127, 6, 0xfd};
-	const uint8_t odd[] = {2, 1, 5};
-	const uint8_t big[] = {255, 0, 255, 0, 10, 5}; /* one line over 510 bytes */
+	const uint8_t t[] = { 2, 1, 4, 2, 0, 127, 6, 0xfd };
+	const uint8_t odd[] = { 2, 1, 5 };
+	const uint8_t big[] = { 255, 0, 255, 0, 10, 5 }; /* one line over 510 bytes */
 
 	(void)state;
 	assert_int_equal(a2l(PY_LINETABLE_LNOTAB, NULL, 0, 10, 0), 10);
@@ -1072,8 +1066,8 @@ static void test_linetable_310(void **state)
 {
 	/* [0,4) 11; [4,6) no line (-128); a zero-length range +127; [6,260) 138;
 	 * [260,266) 13 */
-	const uint8_t t[] = {4, 1, 2, 0x80, 0, 127, 254, 0, 6, 0x83};
-	const uint8_t odd[] = {4, 1, 9};
+	const uint8_t t[] = { 4, 1, 2, 0x80, 0, 127, 254, 0, 6, 0x83 };
+	const uint8_t odd[] = { 4, 1, 9 };
 
 	(void)state;
 	assert_int_equal(a2l(PY_LINETABLE_310, NULL, 0, 10, 0), -1);
@@ -1096,23 +1090,24 @@ static void test_linetable_310(void **state)
 static void test_locations(void **state)
 {
 	const uint8_t t[] = {
-	    0xe9, 0x06,				/* 13 no columns, 2 units, +3:    [0,4)   1003 */
-	    0xf8,				/* 15 no location, 1 unit:        [4,6)   -1 */
-	    0xf2, 0x51, 0x06, 0x00, 0x05, 0x09, /* 14 long, 3 units, -200: [6,12) 803 */
-	    0xd8, 0x01, 0x02,			/* 11 one line +1, 1 unit:        [12,14) 804 */
-	    0xa9, 0x12,				/* 5 short form, 2 units:         [14,18) 804 */
-	    0xe7, 0x03, 0x04,			/* 12 one line +2, 8 units:       [18,34) 806 */
-	    0xd0, 0x01, 0x02,			/* 10 one line +0, 1 unit:        [34,36) 806 */
-	    0xe8, 0x48, 0x03,			/* 13, +100 in two chunks:        [36,38) 906 */
+		0xe9, 0x06, /* 13 no columns, 2 units, +3:    [0,4)   1003 */
+		0xf8,	    /* 15 no location, 1 unit:        [4,6)   -1 */
+		0xf2, 0x51, 0x06, 0x00, 0x05, 0x09, /* 14 long, 3 units, -200: [6,12) 803 */
+		0xd8, 0x01, 0x02,		    /* 11 one line +1, 1 unit:        [12,14) 804 */
+		0xa9, 0x12,			    /* 5 short form, 2 units:         [14,18) 804 */
+		0xe7, 0x03, 0x04,		    /* 12 one line +2, 8 units:       [18,34) 806 */
+		0xd0, 0x01, 0x02,		    /* 10 one line +0, 1 unit:        [34,36) 806 */
+		0xe8, 0x48, 0x03,		    /* 13, +100 in two chunks:        [36,38) 906 */
 	};
-	const uint8_t truncated[] = {0xe8, 0x48}; /* the varint goes on past the end */
-	const uint8_t resync[] = {0x01, 0x02, 0xd9, 0x00, 0x00}; /* junk, then +1 */
-	const uint8_t huge[] = {0xe8, 0x7f, 0x7f, 0x7f, 0x7f, 0x7f, 0x7f, 0x7f, 0x3f};
-	const uint8_t neg[] = {0xe8, 0x05}; /* -2 */
-	const int want[][2] = {{-2, 1000}, {-1, 1000}, {0, 1003},    {3, 1003}, {4, -1},
-			       {5, -1},	   {6, 803},   {11, 803},    {12, 804}, {14, 804},
-			       {17, 804},  {18, 806},  {33, 806},    {34, 806}, {36, 906},
-			       {37, 906},  {38, -1},   {1 << 20, -1}};
+	const uint8_t truncated[] = { 0xe8, 0x48 }; /* the varint goes on past the end */
+	const uint8_t resync[] = { 0x01, 0x02, 0xd9, 0x00, 0x00 }; /* junk, then +1 */
+	const uint8_t huge[] = { 0xe8, 0x7f, 0x7f, 0x7f, 0x7f, 0x7f, 0x7f, 0x7f, 0x3f };
+	const uint8_t neg[] = { 0xe8, 0x05 }; /* -2 */
+	const int want[][2] = { { -2, 1000 }, { -1, 1000 },   { 0, 1003 }, { 3, 1003 },
+				{ 4, -1 },    { 5, -1 },      { 6, 803 },  { 11, 803 },
+				{ 12, 804 },  { 14, 804 },    { 17, 804 }, { 18, 806 },
+				{ 33, 806 },  { 34, 806 },    { 36, 906 }, { 37, 906 },
+				{ 38, -1 },   { 1 << 20, -1 } };
 
 	(void)state;
 	for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
@@ -1134,18 +1129,18 @@ static void test_locations(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_lnotab),
-	    cmocka_unit_test(test_linetable_310),
-	    cmocka_unit_test(test_locations),
-	    cmocka_unit_test(test_bad_args),
-	    cmocka_unit_test_teardown(test_fake_objects, teardown_fakes),
-	    cmocka_unit_test_teardown(test_lru, teardown),
-	    cmocka_unit_test_teardown(test_py39, teardown),
-	    cmocka_unit_test_teardown(test_py310, teardown),
-	    cmocka_unit_test_teardown(test_py311, teardown),
-	    cmocka_unit_test_teardown(test_py312, teardown),
-	    cmocka_unit_test_teardown(test_py313, teardown),
-	    cmocka_unit_test_teardown(test_debian_py311, teardown),
+		cmocka_unit_test(test_lnotab),
+		cmocka_unit_test(test_linetable_310),
+		cmocka_unit_test(test_locations),
+		cmocka_unit_test(test_bad_args),
+		cmocka_unit_test_teardown(test_fake_objects, teardown_fakes),
+		cmocka_unit_test_teardown(test_lru, teardown),
+		cmocka_unit_test_teardown(test_py39, teardown),
+		cmocka_unit_test_teardown(test_py310, teardown),
+		cmocka_unit_test_teardown(test_py311, teardown),
+		cmocka_unit_test_teardown(test_py312, teardown),
+		cmocka_unit_test_teardown(test_py313, teardown),
+		cmocka_unit_test_teardown(test_debian_py311, teardown),
 	};
 
 	signal(SIGPIPE, SIG_IGN); /* a dead shapes.py must fail a test, not kill the binary */

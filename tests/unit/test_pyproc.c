@@ -97,12 +97,36 @@ static void check_version(unsigned minor)
 	test_rm_rf(dir);
 }
 
-static void test_cpython_39(void **s) { (void)s; check_version(9); }
-static void test_cpython_310(void **s) { (void)s; check_version(10); }
-static void test_cpython_311(void **s) { (void)s; check_version(11); }
-static void test_cpython_312(void **s) { (void)s; check_version(12); }
-static void test_cpython_313(void **s) { (void)s; check_version(13); }
-static void test_cpython_debian(void **s) { (void)s; check_version(0); }
+static void test_cpython_39(void **s)
+{
+	(void)s;
+	check_version(9);
+}
+static void test_cpython_310(void **s)
+{
+	(void)s;
+	check_version(10);
+}
+static void test_cpython_311(void **s)
+{
+	(void)s;
+	check_version(11);
+}
+static void test_cpython_312(void **s)
+{
+	(void)s;
+	check_version(12);
+}
+static void test_cpython_313(void **s)
+{
+	(void)s;
+	check_version(13);
+}
+static void test_cpython_debian(void **s)
+{
+	(void)s;
+	check_version(0);
+}
 
 static void test_not_python(void **state)
 {
@@ -116,14 +140,17 @@ static void test_not_python(void **state)
 /* A 3.13 _Py_DebugOffsets image built from the table's own numbers. */
 static void make_debug_image(unsigned char *buf)
 {
-	static const struct { unsigned pos; uint64_t value; } fields[] = {
-		{ 8, 0x030d00f0 }, { 24, 283320 }, { 40, 632 }, { 48, 194968 }, { 64, 7264 },
-		{ 72, 7344 }, { 152, 304 }, { 168, 8 }, { 184, 72 }, { 192, 152 }, { 224, 80 },
-		{ 232, 8 }, { 240, 0 }, { 248, 56 }, { 264, 70 }, { 272, 208 }, { 280, 112 },
-		{ 288, 120 }, { 296, 128 }, { 304, 136 }, { 312, 68 }, { 344, 200 },
-		{ 352, 16 }, { 360, 8 }, { 368, 416 }, { 376, 24 }, { 400, 32 }, { 408, 24 },
-		{ 512, 40 }, { 520, 16 }, { 528, 32 }, { 536, 64 }, { 544, 32 }, { 552, 16 },
-		{ 560, 40 },
+	static const struct {
+		unsigned pos;
+		uint64_t value;
+	} fields[] = {
+		{ 8, 0x030d00f0 }, { 24, 283320 }, { 40, 632 },	 { 48, 194968 }, { 64, 7264 },
+		{ 72, 7344 },	   { 152, 304 },   { 168, 8 },	 { 184, 72 },	 { 192, 152 },
+		{ 224, 80 },	   { 232, 8 },	   { 240, 0 },	 { 248, 56 },	 { 264, 70 },
+		{ 272, 208 },	   { 280, 112 },   { 288, 120 }, { 296, 128 },	 { 304, 136 },
+		{ 312, 68 },	   { 344, 200 },   { 352, 16 },	 { 360, 8 },	 { 368, 416 },
+		{ 376, 24 },	   { 400, 32 },	   { 408, 24 },	 { 512, 40 },	 { 520, 16 },
+		{ 528, 32 },	   { 536, 64 },	   { 544, 32 },	 { 552, 16 },	 { 560, 40 },
 	};
 	size_t i;
 
@@ -174,7 +201,7 @@ static void test_table_versions(void **state)
 	for (minor = 9; minor <= 13; minor++) {
 		assert_int_equal(py_offsets__from_table(PY_VERSION_CODE(3, minor), &o), 0);
 		assert_int_equal(o.walk.version, PY_VERSION_CODE(3, minor));
-		assert_int_equal(o.linetable_kind, minor == 9    ? PY_LINETABLE_LNOTAB
+		assert_int_equal(o.linetable_kind, minor == 9	 ? PY_LINETABLE_LNOTAB
 						   : minor == 10 ? PY_LINETABLE_310
 								 : PY_LINETABLE_LOCATIONS);
 	}
@@ -196,16 +223,11 @@ static void test_procmem_errors(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_table_versions),
-		cmocka_unit_test(test_debug_offsets_parse),
-		cmocka_unit_test(test_procmem_errors),
-		cmocka_unit_test(test_not_python),
-		cmocka_unit_test(test_cpython_39),
-		cmocka_unit_test(test_cpython_310),
-		cmocka_unit_test(test_cpython_311),
-		cmocka_unit_test(test_cpython_312),
-		cmocka_unit_test(test_cpython_313),
-		cmocka_unit_test(test_cpython_debian),
+		cmocka_unit_test(test_table_versions), cmocka_unit_test(test_debug_offsets_parse),
+		cmocka_unit_test(test_procmem_errors), cmocka_unit_test(test_not_python),
+		cmocka_unit_test(test_cpython_39),     cmocka_unit_test(test_cpython_310),
+		cmocka_unit_test(test_cpython_311),    cmocka_unit_test(test_cpython_312),
+		cmocka_unit_test(test_cpython_313),    cmocka_unit_test(test_cpython_debian),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

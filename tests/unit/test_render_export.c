@@ -20,14 +20,15 @@ static const struct {
 	const char *stack;
 	uint64_t count;
 } fixture[] = {
-    {"proc;main;foo;bar", 5},
-    {"proc;main;foo", 4},
-    {"proc;main;work (app.py:12);inner (lib/x.py:7)", 3},
-    {"proc;main;work (app.py:13);inner (lib/x.py:7)", 6},
-    {"other;entry_SYSCALL_64_[k];do_syscall_64_[k]", 2},
-    {"solo", 1},
-    {"proc;rec;rec;rec", 7},
-    {"evil\"q;back\\slash;new\nline;bad\xff\xfeutf;<script>alert(1)</script>;trunc\xe2\x82", 9},
+	{ "proc;main;foo;bar", 5 },
+	{ "proc;main;foo", 4 },
+	{ "proc;main;work (app.py:12);inner (lib/x.py:7)", 3 },
+	{ "proc;main;work (app.py:13);inner (lib/x.py:7)", 6 },
+	{ "other;entry_SYSCALL_64_[k];do_syscall_64_[k]", 2 },
+	{ "solo", 1 },
+	{ "proc;rec;rec;rec", 7 },
+	{ "evil\"q;back\\slash;new\nline;bad\xff\xfeutf;<script>alert(1)</script>;trunc\xe2\x82",
+	  9 },
 };
 
 static const char hostile_utf8[] = "evil\"q;back\\slash;new\nline;bad\xef\xbf\xbd\xef\xbf\xbdutf;"
@@ -72,7 +73,7 @@ static uint8_t *gunzip(const void *in, size_t len, size_t *out_len)
 {
 	size_t cap = 1 << 16;
 	uint8_t *buf = malloc(cap);
-	z_stream zs = {0};
+	z_stream zs = { 0 };
 	int rc;
 
 	assert_non_null(buf);
@@ -137,8 +138,9 @@ static void test_pprof_roundtrip(void **state)
 
 	(void)state;
 	f = make_fixture(&total);
-	assert_int_equal(render_pprof(tree_of(f), period, 1700000000000000000LL, 10000000000LL, &gz, &len),
-			 0);
+	assert_int_equal(
+		render_pprof(tree_of(f), period, 1700000000000000000LL, 10000000000LL, &gz, &len),
+		0);
 	assert_true(len > 18);
 	assert_int_equal(((uint8_t *)gz)[0], 0x1f);
 	assert_int_equal(((uint8_t *)gz)[1], 0x8b);
@@ -269,36 +271,36 @@ static void test_pprof_empty_and_errors(void **state)
 }
 
 static const char validate_py[] =
-    "import json, sys\n"
-    "doc = json.load(open(sys.argv[1], encoding='utf-8'))\n"
-    "total = int(sys.argv[2])\n"
-    "for k in ('$schema', 'shared', 'profiles'):\n"
-    "    assert k in doc, k\n"
-    "assert doc['$schema'] == 'https://www.speedscope.app/file-format-schema.json'\n"
-    "assert doc['exporter'] == 'smolder'\n"
-    "frames = doc['shared']['frames']\n"
-    "assert all(isinstance(f['name'], str) for f in frames)\n"
-    "names = [f['name'] for f in frames]\n"
-    "assert 'back\\\\slash' in names, names\n"
-    "assert 'new\\nline' in names, names\n"
-    "assert 'evil\"q' in names, names\n"
-    "assert 'bad\\ufffd\\ufffdutf' in names, names\n"
-    "assert '<script>alert(1)</script>' in names, names\n"
-    "py = [f for f in frames if f['name'] == 'work']\n"
-    "assert sorted(f['line'] for f in py) == [12, 13] and py[0]['file'] == 'app.py', py\n"
-    "assert len(doc['profiles']) == 1\n"
-    "for p in doc['profiles']:\n"
-    "    assert p['type'] == 'sampled'\n"
-    "    assert p['name'] == sys.argv[3], p['name']\n"
-    "    assert len(p['samples']) == len(p['weights'])\n"
-    "    for s in p['samples']:\n"
-    "        assert s and all(0 <= i < len(frames) for i in s)\n"
-    "    assert sum(p['weights']) == total == p['endValue']\n"
-    "    stacks = {';'.join(names[i] for i in s): w for s, w in zip(p['samples'], "
-    "p['weights'])}\n"
-    "    assert stacks['proc;main;foo;bar'] == 5\n"
-    "    assert stacks['proc;rec;rec;rec'] == 7\n"
-    "    assert stacks['solo'] == 1\n";
+	"import json, sys\n"
+	"doc = json.load(open(sys.argv[1], encoding='utf-8'))\n"
+	"total = int(sys.argv[2])\n"
+	"for k in ('$schema', 'shared', 'profiles'):\n"
+	"    assert k in doc, k\n"
+	"assert doc['$schema'] == 'https://www.speedscope.app/file-format-schema.json'\n"
+	"assert doc['exporter'] == 'smolder'\n"
+	"frames = doc['shared']['frames']\n"
+	"assert all(isinstance(f['name'], str) for f in frames)\n"
+	"names = [f['name'] for f in frames]\n"
+	"assert 'back\\\\slash' in names, names\n"
+	"assert 'new\\nline' in names, names\n"
+	"assert 'evil\"q' in names, names\n"
+	"assert 'bad\\ufffd\\ufffdutf' in names, names\n"
+	"assert '<script>alert(1)</script>' in names, names\n"
+	"py = [f for f in frames if f['name'] == 'work']\n"
+	"assert sorted(f['line'] for f in py) == [12, 13] and py[0]['file'] == 'app.py', py\n"
+	"assert len(doc['profiles']) == 1\n"
+	"for p in doc['profiles']:\n"
+	"    assert p['type'] == 'sampled'\n"
+	"    assert p['name'] == sys.argv[3], p['name']\n"
+	"    assert len(p['samples']) == len(p['weights'])\n"
+	"    for s in p['samples']:\n"
+	"        assert s and all(0 <= i < len(frames) for i in s)\n"
+	"    assert sum(p['weights']) == total == p['endValue']\n"
+	"    stacks = {';'.join(names[i] for i in s): w for s, w in zip(p['samples'], "
+	"p['weights'])}\n"
+	"    assert stacks['proc;main;foo;bar'] == 5\n"
+	"    assert stacks['proc;rec;rec;rec'] == 7\n"
+	"    assert stacks['solo'] == 1\n";
 
 static void test_speedscope_valid_json(void **state)
 {
@@ -367,10 +369,10 @@ static void test_speedscope_empty(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_pprof_roundtrip),
-	    cmocka_unit_test(test_pprof_empty_and_errors),
-	    cmocka_unit_test(test_speedscope_valid_json),
-	    cmocka_unit_test(test_speedscope_empty),
+		cmocka_unit_test(test_pprof_roundtrip),
+		cmocka_unit_test(test_pprof_empty_and_errors),
+		cmocka_unit_test(test_speedscope_valid_json),
+		cmocka_unit_test(test_speedscope_empty),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -20,46 +20,46 @@ static const struct {
 	uint64_t count;
 	unsigned side;
 } fixture[] = {
-    {"proc;main;foo;bar", 50, 0},
-    {"proc;main;foo", 10, 0},
-    {"proc;main;work (app.py:12)", 20, 0},
-    {"other;entry_SYSCALL_64_[k];do_syscall_64_[k]", 5, 0},
-    {HOSTILE, 3, 0},
-    {"proc;main;foo;bar", 20, 1},
-    {"proc;main;work (app.py:12)", 60, 1},
+	{ "proc;main;foo;bar", 50, 0 },
+	{ "proc;main;foo", 10, 0 },
+	{ "proc;main;work (app.py:12)", 20, 0 },
+	{ "other;entry_SYSCALL_64_[k];do_syscall_64_[k]", 5, 0 },
+	{ HOSTILE, 3, 0 },
+	{ "proc;main;foo;bar", 20, 1 },
+	{ "proc;main;work (app.py:12)", 60, 1 },
 };
 
 static const char check_py[] =
-    "import json, re, sys\n"
-    "page = open(sys.argv[1], encoding='utf-8').read()\n"
-    "t0, t1 = int(sys.argv[2]), int(sys.argv[3])\n"
-    "open_tag = '<script type=\"application/json\" id=\"data\">'\n"
-    "assert page.count(open_tag) == 1\n"
-    "start = page.index(open_tag) + len(open_tag)\n"
-    "end = page.index('</script>', start)\n"
-    "data = page[start:end]\n"
-    "assert '<' not in data and '</script' not in data.lower()\n"
-    "rest = page[:start] + page[end:]\n"
-    "low = rest.lower()\n"
-    "assert 'http://' not in low and 'https://' not in low, 'external URL'\n"
-    "assert not re.search(r'\\b(src|href)\\s*=', low), 'src/href attribute'\n"
-    "assert '@import' not in low and 'url(' not in low\n"
-    "assert low.count('<script') == 2, 'unexpected script elements'\n"
-    "assert '<canvas' in low or 'id=\"chart\"' in low\n"
-    "assert '<title>t&lt;1&gt; &amp; &quot;q&quot;</title>' in page, 'title escape'\n"
-    "doc = json.loads(data)\n"
-    "tree = doc['tree']\n"
-    "assert tree['t'] == [t0, t1], tree['t']\n"
-    "assert doc['diff'] == (sys.argv[4] == '1')\n"
-    "assert sum(c['t'][0] for c in tree['c']) == t0\n"
-    "names = set()\n"
-    "def walk(n):\n"
-    "    names.add(n['n'])\n"
-    "    assert n['t'][0] == n['s'][0] + sum(c['t'][0] for c in n['c'])\n"
-    "    for c in n['c']: walk(c)\n"
-    "walk(tree)\n"
-    "assert 'evil</script><script>alert(1)</script>' in names, names\n"
-    "assert 'work (app.py:12)' in names and 'bar' in names\n";
+	"import json, re, sys\n"
+	"page = open(sys.argv[1], encoding='utf-8').read()\n"
+	"t0, t1 = int(sys.argv[2]), int(sys.argv[3])\n"
+	"open_tag = '<script type=\"application/json\" id=\"data\">'\n"
+	"assert page.count(open_tag) == 1\n"
+	"start = page.index(open_tag) + len(open_tag)\n"
+	"end = page.index('</script>', start)\n"
+	"data = page[start:end]\n"
+	"assert '<' not in data and '</script' not in data.lower()\n"
+	"rest = page[:start] + page[end:]\n"
+	"low = rest.lower()\n"
+	"assert 'http://' not in low and 'https://' not in low, 'external URL'\n"
+	"assert not re.search(r'\\b(src|href)\\s*=', low), 'src/href attribute'\n"
+	"assert '@import' not in low and 'url(' not in low\n"
+	"assert low.count('<script') == 2, 'unexpected script elements'\n"
+	"assert '<canvas' in low or 'id=\"chart\"' in low\n"
+	"assert '<title>t&lt;1&gt; &amp; &quot;q&quot;</title>' in page, 'title escape'\n"
+	"doc = json.loads(data)\n"
+	"tree = doc['tree']\n"
+	"assert tree['t'] == [t0, t1], tree['t']\n"
+	"assert doc['diff'] == (sys.argv[4] == '1')\n"
+	"assert sum(c['t'][0] for c in tree['c']) == t0\n"
+	"names = set()\n"
+	"def walk(n):\n"
+	"    names.add(n['n'])\n"
+	"    assert n['t'][0] == n['s'][0] + sum(c['t'][0] for c in n['c'])\n"
+	"    for c in n['c']: walk(c)\n"
+	"walk(tree)\n"
+	"assert 'evil</script><script>alert(1)</script>' in names, names\n"
+	"assert 'work (app.py:12)' in names and 'bar' in names\n";
 
 static struct flame *make_flame(bool both, uint64_t *t0, uint64_t *t1)
 {
@@ -93,7 +93,7 @@ static char *slurp(const char *path)
 
 static void render_to(const char *path, bool diff, uint64_t *t0, uint64_t *t1)
 {
-	struct render_html_options o = {.title = "t<1> & \"q\"", .diff = diff};
+	struct render_html_options o = { .title = "t<1> & \"q\"", .diff = diff };
 	struct flame *f = make_flame(diff, t0, t1);
 	FILE *fp = fopen(path, "w");
 
@@ -202,10 +202,10 @@ static void test_page_runs_in_chromium(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_page_self_contained),
-	    cmocka_unit_test(test_page_diff),
-	    cmocka_unit_test(test_errors),
-	    cmocka_unit_test(test_page_runs_in_chromium),
+		cmocka_unit_test(test_page_self_contained),
+		cmocka_unit_test(test_page_diff),
+		cmocka_unit_test(test_errors),
+		cmocka_unit_test(test_page_runs_in_chromium),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -109,26 +109,26 @@ static void rect_of(const char *svg, const char *esc, double *width, int rgb[3])
 }
 
 static const char *const plain_stacks[] = {
-    "app;main;work;compute", "app;main;work",
-    "app;main;io_read_[k]",  "app;main;run (app.py:12);helper (app.py:40)",
-    "other;start",
+	"app;main;work;compute", "app;main;work",
+	"app;main;io_read_[k]",	 "app;main;run (app.py:12);helper (app.py:40)",
+	"other;start",
 };
-static const uint64_t plain_counts[] = {30, 10, 20, 15, 25};
-static const char *const plain_names[] = {"all",
-					  "app",
-					  "main",
-					  "work",
-					  "compute",
-					  "io_read_[k]",
-					  "other",
-					  "start",
-					  "run (app.py:12)",
-					  "helper (app.py:40)"};
+static const uint64_t plain_counts[] = { 30, 10, 20, 15, 25 };
+static const char *const plain_names[] = { "all",
+					   "app",
+					   "main",
+					   "work",
+					   "compute",
+					   "io_read_[k]",
+					   "other",
+					   "start",
+					   "run (app.py:12)",
+					   "helper (app.py:40)" };
 
 static void test_svg_plain(void **state)
 {
 	struct flame *f = build(plain_stacks, plain_counts, NULL, 5);
-	struct render_svg_options o = {.title = "T & <t>"};
+	struct render_svg_options o = { .title = "T & <t>" };
 	char key[128];
 	double w, wroot;
 	int rgb[3];
@@ -174,8 +174,8 @@ static void test_svg_plain(void **state)
 
 static void test_svg_min_width(void **state)
 {
-	const char *const stacks[] = {"p;big", "p;tiny"};
-	const uint64_t counts[] = {100000, 1};
+	const char *const stacks[] = { "p;big", "p;tiny" };
+	const uint64_t counts[] = { 100000, 1 };
 	struct flame *f = build(stacks, counts, NULL, 2);
 	double w;
 	int rgb[3];
@@ -192,23 +192,23 @@ static void test_svg_min_width(void **state)
 }
 
 static const char *const hostile[] = {
-    "p;</text><script>alert(1)</script>",
-    "p;\"quoted\" 'single'",
-    "p;&amp: &lt:",
-    "p;x]]>y",
-    "p;line\nbreak\ttab\r",
-    "p;bad\xff\xfeutf8",
-    "p;trunc\xe2\x82",
-    "p;a:b (sanitized::)",
-    "p;\x01\x1f\x7f ctl",
-    "p;caf\xc3\xa9 \xe2\x80\xa8 ok",
+	"p;</text><script>alert(1)</script>",
+	"p;\"quoted\" 'single'",
+	"p;&amp: &lt:",
+	"p;x]]>y",
+	"p;line\nbreak\ttab\r",
+	"p;bad\xff\xfeutf8",
+	"p;trunc\xe2\x82",
+	"p;a:b (sanitized::)",
+	"p;\x01\x1f\x7f ctl",
+	"p;caf\xc3\xa9 \xe2\x80\xa8 ok",
 };
 
 static void test_svg_hostile(void **state)
 {
-	uint64_t counts[10] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10};
+	uint64_t counts[10] = { 1, 2, 3, 4, 5, 6, 7, 8, 9, 10 };
 	struct flame *f = build(hostile, counts, NULL, 10);
-	struct render_svg_options o = {.title = "<script>alert(2)</script>]]>", .width = 300};
+	struct render_svg_options o = { .title = "<script>alert(2)</script>]]>", .width = 300 };
 	char *svg;
 
 	(void)state;
@@ -232,12 +232,12 @@ static void test_svg_hostile(void **state)
 
 static void test_svg_diff(void **state)
 {
-	const char *const stacks[] = {"p;grow", "p;shrink", "p;same",
-				      "p;grow", "p;shrink", "p;same"};
-	const uint64_t counts[] = {10, 30, 20, 60, 20, 40};
-	const unsigned sides[] = {0, 0, 0, 1, 1, 1};
+	const char *const stacks[] = { "p;grow", "p;shrink", "p;same",
+				       "p;grow", "p;shrink", "p;same" };
+	const uint64_t counts[] = { 10, 30, 20, 60, 20, 40 };
+	const unsigned sides[] = { 0, 0, 0, 1, 1, 1 };
 	struct flame *f = build(stacks, counts, sides, 6);
-	struct render_svg_options o = {.diff = true};
+	struct render_svg_options o = { .diff = true };
 	double w;
 	int rgb[3];
 	char *svg;
@@ -259,39 +259,39 @@ static void test_svg_diff(void **state)
 }
 
 static const char check_tree_py[] =
-    "import json, sys\n"
-    "t = json.load(open(sys.argv[1], encoding='utf-8'))\n"
-    "total, diff = int(sys.argv[2]), sys.argv[3] == '1'\n"
-    "assert t['name'] == 'all' and t['kind'] == 'root', t['name']\n"
-    "assert t['total'] == total, (t['total'], total)\n"
-    "def walk(n):\n"
-    "    assert n['total'] == n['self'] + sum(c['total'] for c in n['children'])\n"
-    "    if diff:\n"
-    "        assert n['before']['total'] == n['total']\n"
-    "        assert n['after']['total'] == n['after']['self'] + "
-    "sum(c['after']['total'] for c in n['children'])\n"
-    "        assert isinstance(n['delta'], float) or isinstance(n['delta'], int)\n"
-    "    else:\n"
-    "        assert 'delta' not in n\n"
-    "    names = [c['name'] for c in n['children']]\n"
-    "    for c in n['children']: walk(c)\n"
-    "    return names\n"
-    "kids = walk(t['children'][0])\n"
-    "assert '</text><script>alert(1)</script>' in kids, kids\n"
-    "assert 'line\\nbreak\\ttab\\r' in kids, kids\n"
-    "assert 'bad\\ufffd\\ufffdutf8' in kids, kids\n"
-    "if diff:\n"
-    "    g = [c for c in t['children'][0]['children'] if c['name'] == 'x]]>y'][0]\n"
-    "    assert abs(g['delta'] - (1.0 - 4 / 55)) < 1e-6, g\n";
+	"import json, sys\n"
+	"t = json.load(open(sys.argv[1], encoding='utf-8'))\n"
+	"total, diff = int(sys.argv[2]), sys.argv[3] == '1'\n"
+	"assert t['name'] == 'all' and t['kind'] == 'root', t['name']\n"
+	"assert t['total'] == total, (t['total'], total)\n"
+	"def walk(n):\n"
+	"    assert n['total'] == n['self'] + sum(c['total'] for c in n['children'])\n"
+	"    if diff:\n"
+	"        assert n['before']['total'] == n['total']\n"
+	"        assert n['after']['total'] == n['after']['self'] + "
+	"sum(c['after']['total'] for c in n['children'])\n"
+	"        assert isinstance(n['delta'], float) or isinstance(n['delta'], int)\n"
+	"    else:\n"
+	"        assert 'delta' not in n\n"
+	"    names = [c['name'] for c in n['children']]\n"
+	"    for c in n['children']: walk(c)\n"
+	"    return names\n"
+	"kids = walk(t['children'][0])\n"
+	"assert '</text><script>alert(1)</script>' in kids, kids\n"
+	"assert 'line\\nbreak\\ttab\\r' in kids, kids\n"
+	"assert 'bad\\ufffd\\ufffdutf8' in kids, kids\n"
+	"if diff:\n"
+	"    g = [c for c in t['children'][0]['children'] if c['name'] == 'x]]>y'][0]\n"
+	"    assert abs(g['delta'] - (1.0 - 4 / 55)) < 1e-6, g\n";
 
 static const char check_top_py[] =
-    "import json, sys\n"
-    "t = json.load(open(sys.argv[1], encoding='utf-8'))\n"
-    "assert t['total'] == 55\n"
-    "f = {x['name']: x for x in t['functions']}\n"
-    "assert f['x]]>y']['self'] == 4 and abs(f['x]]>y']['self_pct'] - 400 / 55) < 1e-3\n"
-    "assert '</text><script>alert(1)</script>' in f\n"
-    "assert len(t['functions']) == 10\n";
+	"import json, sys\n"
+	"t = json.load(open(sys.argv[1], encoding='utf-8'))\n"
+	"assert t['total'] == 55\n"
+	"f = {x['name']: x for x in t['functions']}\n"
+	"assert f['x]]>y']['self'] == 4 and abs(f['x]]>y']['self_pct'] - 400 / 55) < 1e-3\n"
+	"assert '</text><script>alert(1)</script>' in f\n"
+	"assert len(t['functions']) == 10\n";
 
 static void run_py(const char *script, const char *name, const char *args)
 {
@@ -309,7 +309,7 @@ static void run_py(const char *script, const char *name, const char *args)
 
 static void test_json(void **state)
 {
-	uint64_t counts[10] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10};
+	uint64_t counts[10] = { 1, 2, 3, 4, 5, 6, 7, 8, 9, 10 };
 	struct flame *f = build(hostile, counts, NULL, 10);
 	struct flame_function *fns;
 	char path[128], args[256];
@@ -351,9 +351,9 @@ static void test_json(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_svg_plain),	cmocka_unit_test(test_svg_min_width),
-	    cmocka_unit_test(test_svg_hostile), cmocka_unit_test(test_svg_diff),
-	    cmocka_unit_test(test_json),
+		cmocka_unit_test(test_svg_plain),   cmocka_unit_test(test_svg_min_width),
+		cmocka_unit_test(test_svg_hostile), cmocka_unit_test(test_svg_diff),
+		cmocka_unit_test(test_json),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);

@@ -83,7 +83,7 @@ static uint32_t tb_str(struct tb *t, const char *s)
 
 static uint32_t tb_frame(struct tb *t, const char *text, bool root)
 {
-	struct batch_frame f = {0};
+	struct batch_frame f = { 0 };
 	char key[600], name[512], file[256];
 	size_t len = strlen(text);
 	unsigned line;
@@ -115,7 +115,7 @@ static uint32_t tb_frame(struct tb *t, const char *text, bool root)
 
 static uint32_t tb_stack(struct tb *t, const char *folded)
 {
-	struct batch_stack st = {0};
+	struct batch_stack st = { 0 };
 	char *copy, *tok, *save = NULL;
 	uint32_t i, cap = 0;
 
@@ -136,7 +136,7 @@ static uint32_t tb_stack(struct tb *t, const char *folded)
 /* Labels as "k=v,k=v", sorted by key, as batch.h wants. */
 static uint32_t tb_labelset(struct tb *t, const char *labels)
 {
-	struct batch_labelset ls = {0};
+	struct batch_labelset ls = { 0 };
 	char *copy, *tok, *save = NULL, *eq;
 	uint32_t i, j, cap = 0;
 
@@ -229,12 +229,12 @@ static void tbatch_free(struct batch *b)
 /* ---- generated data and expectations ------------------------------------- */
 
 static const char *const labelsets[] = {
-    "",
-    "service=api",
-    "service=api,zone=a",
-    "service=api,zone=b",
-    "service=worker,zone=a",
-    "service=db,version=2,zone=b",
+	"",
+	"service=api",
+	"service=api,zone=a",
+	"service=api,zone=b",
+	"service=worker,zone=a",
+	"service=db,version=2,zone=b",
 };
 #define NLS (sizeof(labelsets) / sizeof(labelsets[0]))
 
@@ -313,8 +313,8 @@ static struct tuple *gen_tuples(int64_t t0, int nwindows, int per, size_t *n)
 /* Ingests the tuples: one batch per (agent, window), in order; seq from 1. */
 static void ingest_tuples(struct store *s, const struct tuple *t, size_t n)
 {
-	static const char *const agents[] = {"agent-a", "agent-b"};
-	uint64_t seq[2] = {0, 0};
+	static const char *const agents[] = { "agent-a", "agent-b" };
+	uint64_t seq[2] = { 0, 0 };
 	size_t i = 0, j;
 
 	while (i < n) {
@@ -413,7 +413,7 @@ static uint64_t check_query(struct store *s, const struct tuple *t, size_t n,
 			    const struct store_query *q)
 {
 	uint64_t exp[NSTACKS], total = 0;
-	struct got g = {0};
+	struct got g = { 0 };
 	int i;
 
 	expected_sums(t, n, q, exp);
@@ -515,7 +515,7 @@ static void test_migrations(void **state)
 
 	/* A database from a newer build is refused. */
 	{
-		unsigned char be[4] = {0, 0, 0, 99};
+		unsigned char be[4] = { 0, 0, 0, 99 };
 		struct store *s2 = NULL;
 		FILE *f = fopen(fx->path, "r+b");
 
@@ -531,13 +531,13 @@ static void test_migrations(void **state)
 
 static void run_roundtrip_queries(struct store *s, const struct tuple *t, size_t n)
 {
-	static const char *const k1[] = {"service"}, *const v1[] = {"api"};
-	static const char *const k2[] = {"service", "zone"}, *const v2[] = {"api", "a"};
-	static const char *const k2r[] = {"zone", "service"}, *const v2r[] = {"b", "db"};
-	static const char *const k3[] = {"service", "zone"}, *const v3[] = {"worker", "b"};
-	static const char *const k4[] = {"service"}, *const v4[] = {"nope"};
-	static const char *const k5[] = {"nokey"}, *const v5[] = {"api"};
-	struct store_query q = {.from = 0, .to = INT64_MAX};
+	static const char *const k1[] = { "service" }, *const v1[] = { "api" };
+	static const char *const k2[] = { "service", "zone" }, *const v2[] = { "api", "a" };
+	static const char *const k2r[] = { "zone", "service" }, *const v2r[] = { "b", "db" };
+	static const char *const k3[] = { "service", "zone" }, *const v3[] = { "worker", "b" };
+	static const char *const k4[] = { "service" }, *const v4[] = { "nope" };
+	static const char *const k5[] = { "nokey" }, *const v5[] = { "api" };
+	struct store_query q = { .from = 0, .to = INT64_MAX };
 	uint64_t all, part;
 
 	all = check_query(s, t, n, &q);
@@ -591,7 +591,7 @@ static int stop_after_one(void *ctx, const struct frame *frames, size_t nframes,
 static void test_roundtrip(void **state)
 {
 	struct fixture *fx = *state;
-	struct store_query q = {.from = 0, .to = INT64_MAX};
+	struct store_query q = { .from = 0, .to = INT64_MAX };
 	struct store_stats st;
 	struct tuple *t;
 	struct store *s;
@@ -635,9 +635,9 @@ static struct batch *one_batch(const char *agent, uint64_t seq, int64_t window, 
 static void test_duplicate(void **state)
 {
 	struct fixture *fx = *state;
-	struct tuple t[2] = {{.ls = 1, .stack = 3, .count = 7, .window = 1000},
-			     {.ls = 1, .stack = 3, .count = 5, .window = 1000}};
-	struct store_query q = {.from = 0, .to = INT64_MAX};
+	struct tuple t[2] = { { .ls = 1, .stack = 3, .count = 7, .window = 1000 },
+			      { .ls = 1, .stack = 3, .count = 5, .window = 1000 } };
+	struct store_query q = { .from = 0, .to = INT64_MAX };
 	struct batch *b1, *b2;
 	struct store_stats st;
 	struct store *s;
@@ -678,9 +678,9 @@ static void assert_stats_equal(const struct store_stats *a, const struct store_s
 static void test_failed_ingest(void **state)
 {
 	struct fixture *fx = *state;
-	struct tuple t[2] = {{.ls = 2, .stack = 0, .count = INT64_MAX - 5, .window = 1000},
-			     {.ls = 0, .stack = 5, .count = 3, .window = 1010}};
-	struct store_query q = {.from = 0, .to = INT64_MAX};
+	struct tuple t[2] = { { .ls = 2, .stack = 0, .count = INT64_MAX - 5, .window = 1000 },
+			      { .ls = 0, .stack = 5, .count = 3, .window = 1010 } };
+	struct store_query q = { .from = 0, .to = INT64_MAX };
 	struct store_stats before, after;
 	struct batch *b;
 	struct store *s;
@@ -739,11 +739,11 @@ static void test_failed_ingest(void **state)
  * 10000 to 12190; now = 12100: windows below 11100 go, [11100, 12000) merge. */
 static void test_maintain(void **state)
 {
-	const struct store_options opts = {.retention_seconds = 1000,
-					   .downsample_after_seconds = 100,
-					   .coarse_window_seconds = 60};
+	const struct store_options opts = { .retention_seconds = 1000,
+					    .downsample_after_seconds = 100,
+					    .coarse_window_seconds = 60 };
 	struct fixture *fx = *state;
-	struct store_query q = {.from = 0, .to = INT64_MAX};
+	struct store_query q = { .from = 0, .to = INT64_MAX };
 	struct store_stats st0, st1;
 	struct tuple *t;
 	struct batch *b;
@@ -779,7 +779,7 @@ static void test_maintain(void **state)
 	q.from = 0;
 	q.to = 11100;
 	{
-		struct got g = {0};
+		struct got g = { 0 };
 
 		assert_int_equal(store__query_stacks(s, &q, collect, &g), 0);
 		assert_int_equal(g.calls, 0);
@@ -794,7 +794,7 @@ static void test_maintain(void **state)
 		assert_true(check_query(s, t, n, &q) > 0);
 		q.from = w + 1;
 		{
-			struct got g = {0};
+			struct got g = { 0 };
 
 			assert_int_equal(store__query_stacks(s, &q, collect, &g), 0);
 			assert_int_equal(g.calls, 0);
@@ -813,7 +813,7 @@ static void test_maintain(void **state)
 	tbatch_free(b);
 	t = realloc(t, (n + 1) * sizeof(*t));
 	assert_non_null(t);
-	t[n] = (struct tuple){.ls = 1, .stack = 2, .count = 11, .window = 11100};
+	t[n] = (struct tuple){ .ls = 1, .stack = 2, .count = 11, .window = 11100 };
 	n++;
 	assert_int_equal(store__maintain(s, 12100, 0, &more), 0);
 	assert_false(more);
@@ -822,7 +822,7 @@ static void test_maintain(void **state)
 	check_query(s, t, n, &q);
 	q.from = 11101;
 	{
-		struct got g = {0};
+		struct got g = { 0 };
 
 		assert_int_equal(store__query_stacks(s, &q, collect, &g), 0);
 		assert_int_equal(g.calls, 0);
@@ -927,8 +927,9 @@ static void test_series_and_labels(void **state)
 {
 	struct fixture *fx = *state;
 	const char *keys[] = { "service" }, *values[] = { "api" };
-	struct store_query q = { .from = 1005, .to = 1075, .keys = keys, .values = values,
-				 .nlabels = 1 };
+	struct store_query q = {
+		.from = 1005, .to = 1075, .keys = keys, .values = values, .nlabels = 1
+	};
 	uint64_t want[8] = { 0 };
 	struct series sr = { 0 };
 	struct texts tx = { 0 };
@@ -973,14 +974,14 @@ static void test_series_and_labels(void **state)
 
 int main(void)
 {
-	static struct fixture mem = {.file = false}, file = {.file = true};
+	static struct fixture mem = { .file = false }, file = { .file = true };
 #define BOTH(fn)                                                                                   \
 	cmocka_unit_test_prestate_setup_teardown(fn, NULL, fx_teardown, &mem),                     \
-	    cmocka_unit_test_prestate_setup_teardown(fn, NULL, fx_teardown, &file)
+		cmocka_unit_test_prestate_setup_teardown(fn, NULL, fx_teardown, &file)
 	const struct CMUnitTest tests[] = {
-	    BOTH(test_migrations),    BOTH(test_roundtrip), BOTH(test_duplicate),
-	    BOTH(test_failed_ingest), BOTH(test_maintain),  BOTH(test_size),
-	    BOTH(test_series_and_labels),
+		BOTH(test_migrations),	      BOTH(test_roundtrip), BOTH(test_duplicate),
+		BOTH(test_failed_ingest),     BOTH(test_maintain),  BOTH(test_size),
+		BOTH(test_series_and_labels),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

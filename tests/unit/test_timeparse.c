@@ -14,8 +14,12 @@
 
 static int64_t civil(int y, int mo, int d, int h, int mi, int s)
 {
-	struct tm tm = { .tm_year = y - 1900, .tm_mon = mo - 1, .tm_mday = d,
-			 .tm_hour = h, .tm_min = mi, .tm_sec = s };
+	struct tm tm = { .tm_year = y - 1900,
+			 .tm_mon = mo - 1,
+			 .tm_mday = d,
+			 .tm_hour = h,
+			 .tm_min = mi,
+			 .tm_sec = s };
 
 	return (int64_t)timegm(&tm);
 }
@@ -74,11 +78,27 @@ static void test_unix_and_relative(void **state)
 static void test_refusals(void **state)
 {
 	static const char *const bad[] = {
-		"", "yesterday", "-", "-15x", "--1m", "15m", "1.5", "12abc", "-0m",
-		"2026-13-01T00:00:00Z", "2026-02-30T00:00:00Z", "2023-02-29T00:00:00Z",
-		"2026-11-29T24:00:00Z", "2026-11-29T02:60:00Z", "2026-11-29T02:14:00",
-		"2026-11-29T02:14:00+0100", "2026-11-29T02:14:00Zjunk", "2026-11-29",
-		"99999999999999999999", "-99999999999999999999d", "2026-11-29T02:14:00.Z",
+		"",
+		"yesterday",
+		"-",
+		"-15x",
+		"--1m",
+		"15m",
+		"1.5",
+		"12abc",
+		"-0m",
+		"2026-13-01T00:00:00Z",
+		"2026-02-30T00:00:00Z",
+		"2023-02-29T00:00:00Z",
+		"2026-11-29T24:00:00Z",
+		"2026-11-29T02:60:00Z",
+		"2026-11-29T02:14:00",
+		"2026-11-29T02:14:00+0100",
+		"2026-11-29T02:14:00Zjunk",
+		"2026-11-29",
+		"99999999999999999999",
+		"-99999999999999999999d",
+		"2026-11-29T02:14:00.Z",
 	};
 	int64_t t;
 	size_t i;

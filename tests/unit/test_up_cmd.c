@@ -30,9 +30,25 @@ static void test_defaults(void **state)
 
 static void test_mixed_options(void **state)
 {
-	char *argv[] = { "up", "--db", "x.db", "-F", "49", "--listen=127.0.0.1:0", "--label",
-			 "service=api", "--retention", "1h", "-p", "7", "--ingest-token", "t1",
-			 "--insecure", "-vv", "--max-body-mb", "2", NULL };
+	char *argv[] = { "up",
+			 "--db",
+			 "x.db",
+			 "-F",
+			 "49",
+			 "--listen=127.0.0.1:0",
+			 "--label",
+			 "service=api",
+			 "--retention",
+			 "1h",
+			 "-p",
+			 "7",
+			 "--ingest-token",
+			 "t1",
+			 "--insecure",
+			 "-vv",
+			 "--max-body-mb",
+			 "2",
+			 NULL };
 	struct up_args u;
 	char err[300] = "";
 
@@ -67,7 +83,8 @@ static void test_errors(void **state)
 		{ { "--frequency", "0" }, "smolder up: --frequency wants 1 to 10000 Hz" },
 		{ { "--pid" }, "smolder up: option '--pid' needs a value" },
 		{ { "--db" }, "smolder: option '--db' needs a value" },
-		{ { "--retention", "xx" }, "smolder: --retention wants a duration like 14d, got 'xx'" },
+		{ { "--retention", "xx" },
+		  "smolder: --retention wants a duration like 14d, got 'xx'" },
 		{ { "--max-body-mb", "0" }, "smolder: --max-body-mb wants 1 to 1024" },
 		/* a collector error wins over an agent error before it */
 		{ { "--frobnicate", "--retention", "xx" }, "smolder: --retention wants" },
@@ -107,8 +124,8 @@ static void test_help(void **state)
 	assert_true(u.help);
 	up_args__free(&u);
 	assert_int_equal(
-	    up_args__parse(ARGC(help_collector_err), help_collector_err, &u, err, sizeof(err)),
-	    -EINVAL);
+		up_args__parse(ARGC(help_collector_err), help_collector_err, &u, err, sizeof(err)),
+		-EINVAL);
 	assert_non_null(strstr(err, "--retention wants"));
 }
 

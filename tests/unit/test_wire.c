@@ -29,8 +29,8 @@
 /* A batch with a bit of everything: labels, every frame kind, counters. */
 static struct batch *small_batch(void)
 {
-	const char *k1[] = {"pid", "comm"}, *v1[] = {"4242", "python3"};
-	const char *k2[] = {"pid"}, *v2[] = {"7"};
+	const char *k1[] = { "pid", "comm" }, *v1[] = { "4242", "python3" };
+	const char *k2[] = { "pid" }, *v2[] = { "7" };
 	struct batch_builder *bb;
 	struct batch *b;
 
@@ -339,7 +339,7 @@ static void test_round_trip(void **state)
 	/* tight limits that still fit */
 	assert_int_equal(wire_encode(b, 3, &body, &len), 0);
 	{
-		struct wire_limits lim = {len, ZSTD_getFrameContentSize(body, len)};
+		struct wire_limits lim = { len, ZSTD_getFrameContentSize(body, len) };
 
 		assert_int_equal(wire_decode(body, len, &lim, &d, why, sizeof(why)), 0);
 		batch__free(d);
@@ -485,7 +485,7 @@ static void test_truncated(void **state)
 
 static void test_oversized_body(void **state)
 {
-	struct wire_limits lim = {.max_compressed = 100};
+	struct wire_limits lim = { .max_compressed = 100 };
 	size_t big = WIRE_DEFAULT_MAX_COMPRESSED + 1;
 	char *huge = calloc(1, big);
 
@@ -541,11 +541,11 @@ static void *zero_bomb(size_t mib, bool with_size, size_t *len)
 	if (with_size)
 		assert_false(ZSTD_isError(ZSTD_CCtx_setPledgedSrcSize(cc, (uint64_t)mib << 20)));
 	for (i = 0; i < mib; i++) {
-		ZSTD_inBuffer in = {zeros, 1 << 20, 0};
+		ZSTD_inBuffer in = { zeros, 1 << 20, 0 };
 		ZSTD_EndDirective end = i + 1 == mib ? ZSTD_e_end : ZSTD_e_continue;
 
 		do {
-			ZSTD_outBuffer o = {out + pos, cap - pos, 0};
+			ZSTD_outBuffer o = { out + pos, cap - pos, 0 };
 
 			r = ZSTD_compressStream2(cc, &o, &in, end);
 			assert_false(ZSTD_isError(r));
@@ -578,7 +578,7 @@ static void expect_bomb_bounded(const void *body, size_t len, const struct wire_
 
 static void test_zstd_bombs(void **state)
 {
-	struct wire_limits small = {.max_decompressed = 1 << 20};
+	struct wire_limits small = { .max_decompressed = 1 << 20 };
 	size_t len_sized, len_unsized, len_lying;
 	void *sized, *unsized;
 	uint8_t *lying;
@@ -625,9 +625,9 @@ static void test_zstd_bombs(void **state)
 static void test_bad_protobuf(void **state)
 {
 	/* field 9 (strings) as a varint: the wrong wire type for a string */
-	static const uint8_t wrong_type[] = {0x48, 0x01};
+	static const uint8_t wrong_type[] = { 0x48, 0x01 };
 	/* field 10 (frames) claiming 100 bytes with 2 present */
-	static const uint8_t short_len[] = {0x52, 0x64, 0x08, 0x01};
+	static const uint8_t short_len[] = { 0x52, 0x64, 0x08, 0x01 };
 	uint8_t rnd[2048];
 	uint32_t seed = 7;
 	void *body;
@@ -806,14 +806,14 @@ static void test_bad_batches(void **state)
  * kernel leaves; two threads per process as label sets. */
 static struct batch *realistic_batch(void)
 {
-	static const char *const comms[] = {"python3", "gunicorn", "postgres", "nginx", "java"};
-	static const char *const mods[] = {"views",	  "models",   "serializers", "db/query",
-					   "utils/cache", "handlers", "auth",	     "tasks"};
-	static const char *const kfuncs[] = {"do_syscall_64", "__x64_sys_read",
-					     "vfs_read",      "tcp_recvmsg",
-					     "schedule",      "__schedule",
-					     "futex_wait",    "do_futex",
-					     "ep_poll",	      "copy_user_enhanced_fast_string"};
+	static const char *const comms[] = { "python3", "gunicorn", "postgres", "nginx", "java" };
+	static const char *const mods[] = { "views",	   "models",   "serializers", "db/query",
+					    "utils/cache", "handlers", "auth",	      "tasks" };
+	static const char *const kfuncs[] = { "do_syscall_64", "__x64_sys_read",
+					      "vfs_read",      "tcp_recvmsg",
+					      "schedule",      "__schedule",
+					      "futex_wait",    "do_futex",
+					      "ep_poll",       "copy_user_enhanced_fast_string" };
 	struct batch_builder *bb;
 	struct batch *b;
 	char stack[8192], frame[256];
@@ -825,7 +825,7 @@ static struct batch *realistic_batch(void)
 		size_t pos;
 		bool python = proc < 2;
 		char pid[16], tid[16];
-		const char *keys[] = {"pid", "tid", "comm"}, *values[3];
+		const char *keys[] = { "pid", "tid", "comm" }, *values[3];
 
 		seed = seed * 1103515245u + 12345u;
 		depth = 20 + (seed >> 8) % 41;
@@ -858,9 +858,9 @@ static struct batch *realistic_batch(void)
 			values[1] = tid;
 			values[2] = comms[proc];
 			seed = seed * 1103515245u + 12345u;
-			assert_int_equal(
-			    batch_builder__add(bb, keys, values, 3, stack, 1 + (seed >> 16) % 50),
-			    0);
+			assert_int_equal(batch_builder__add(bb, keys, values, 3, stack,
+							    1 + (seed >> 16) % 50),
+					 0);
 		}
 	}
 	assert_int_equal(batch_builder__counter(bb, "lost_stack_collision", 12), 0);
@@ -905,12 +905,17 @@ static void test_bytes_per_sample(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_round_trip),	     cmocka_unit_test(test_round_trip_empty_batch),
-	    cmocka_unit_test(test_fixture),	     cmocka_unit_test(test_not_zstd),
-	    cmocka_unit_test(test_truncated),	     cmocka_unit_test(test_oversized_body),
-	    cmocka_unit_test(test_zstd_bombs),	     cmocka_unit_test(test_bad_protobuf),
-	    cmocka_unit_test(test_unpack_budget),    cmocka_unit_test(test_bad_batches),
-	    cmocka_unit_test(test_bytes_per_sample),
+		cmocka_unit_test(test_round_trip),
+		cmocka_unit_test(test_round_trip_empty_batch),
+		cmocka_unit_test(test_fixture),
+		cmocka_unit_test(test_not_zstd),
+		cmocka_unit_test(test_truncated),
+		cmocka_unit_test(test_oversized_body),
+		cmocka_unit_test(test_zstd_bombs),
+		cmocka_unit_test(test_bad_protobuf),
+		cmocka_unit_test(test_unpack_budget),
+		cmocka_unit_test(test_bad_batches),
+		cmocka_unit_test(test_bytes_per_sample),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -112,7 +112,6 @@ int main(int argc, char **argv)
 		sum.total += tallies[i].total;
 	}
 	printf("burn_a %llu\nburn_b %llu\nburn_c %llu\ntotal %llu\n", (unsigned long long)sum.a,
-	       (unsigned long long)sum.b, (unsigned long long)sum.c,
-	       (unsigned long long)sum.total);
+	       (unsigned long long)sum.b, (unsigned long long)sum.c, (unsigned long long)sum.total);
 	return 0;
 }
