@@ -17,6 +17,7 @@
 
 #include "common/array.h"
 #include "common/log.h"
+#include "common/wire.h"
 
 #define SPOOL_SUFFIX   ".batch"
 #define MAX_BATCH_FILE (256u << 20) /* a spool file larger than this is not ours */
@@ -132,7 +133,7 @@ static long post(struct sender *s, const char *body, size_t len, struct reply *r
 	long status = 0;
 	CURLcode rc;
 
-	h = curl_slist_append(h, "Content-Type: application/x-protobuf");
+	h = curl_slist_append(h, "Content-Type: " WIRE_CONTENT_TYPE);
 	h = curl_slist_append(h, "Content-Encoding: zstd");
 	if (s->token) {
 		snprintf(auth, sizeof(auth), "Authorization: Bearer %s", s->token);

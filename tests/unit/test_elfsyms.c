@@ -1,4 +1,4 @@
-/* Tests of agent/elfsyms against ELF files built at test time with cc: a PIE and a
+/* Tests of agent/symbols/elfsyms against ELF files built at test time with cc: a PIE and a
  * non-PIE executable, a shared library and a stripped copy of it (.dynsym only).
  * Expected addresses, sizes, symbol counts and segments come from readelf, and for
  * the library loaded into this process from dlsym/dladdr and /proc/self/maps, so

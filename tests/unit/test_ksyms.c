@@ -1,4 +1,4 @@
-/* Tests of agent/ksyms: synthetic kallsyms files written to a temporary directory
+/* Tests of agent/symbols/ksyms: synthetic kallsyms files written to a temporary directory
  * (unsorted lines, module suffixes, data symbols, aliases, over-long lines, all-zero
  * addresses) and, as root, the real /proc/kallsyms checked against a separate scan
  * of the file for well-known functions.

@@ -1,4 +1,4 @@
-/* Tests of agent/procmaps on live processes: this test process (a function of its
+/* Tests of agent/symbols/procmaps on live processes: this test process (a function of its
  * own, libc's getpid, libraries built and dlopen'ed at test time, a stripped one
  * for the fallback name, the vDSO, anonymous and special mappings) and forked
  * children that load a library, are snapshotted, then killed and reaped, so their

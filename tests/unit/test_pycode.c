@@ -1,4 +1,4 @@
-/* Tests of agent/pycode against real interpreters: every CPython 3.9-3.13 under
+/* Tests of agent/python/pycode against real interpreters: every CPython 3.9-3.13 under
  * $(pyenv root)/versions plus Debian's /usr/bin/python3.11 runs
  * tests/data/pycode/shapes.py (through a symlink with a non-ASCII name), which
  * prints each code object's address, PyCode_Type's address, the expected name, its
