@@ -2,7 +2,8 @@
 # The layout rules that `ls` promises (README "Layout"), checked on the sources:
 #   - the includes between folders form no cycle;
 #   - agent/ and collector/ are included by cli/ alone (tests/ and bench/ aside);
-#   - only store/ includes <sqlite3.h>, and only cli/ parses argv;
+#   - only store/ includes <sqlite3.h>, and the rest reach it through store/store.h;
+#   - only cli/ parses argv;
 #   - the folded frame grammar has one parser and one printer (common/frame.c).
 # Prints each violation and exits 1 if there is any.
 set -uo pipefail
@@ -54,6 +55,11 @@ done
 while read -r f; do
 	[[ $f == store/* ]] || fail "$f includes sqlite3.h (only store/ may)"
 done < <(grep -rl '#include <sqlite3.h>' "${dirs[@]}" 2>/dev/null)
+
+while read -r hit; do
+	fail "$hit: only store/store.h is the store's contract"
+done < <(grep -rnE '#include "store/' "${dirs[@]}" 2>/dev/null | grep -v '^store/' |
+	grep -v '#include "store/store.h"')
 
 while read -r f; do
 	[[ $f == cli/* ]] || fail "$f parses argv (only cli/ may)"
