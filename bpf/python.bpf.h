@@ -130,6 +130,28 @@ static __always_inline __s32 py_field_s32(const __u8 *buf, __u32 off)
 	return *(const __s32 *)(buf + (off & (PY_FRAME_WINDOW - 4) & ~3u));
 }
 
+static __always_inline __u32 py_max(__u32 a, __u32 b)
+{
+	return a > b ? a : b;
+}
+
+/* The whole window could not be read. A frame can be smaller than the window and
+ * end just before a page the process never touched (the tail of a 3.11+ data
+ * stack chunk), which a probe read cannot fault in: read again only the bytes the
+ * walk uses, the fields up to the last one (code, previous, lasti, entry). The rest
+ * of the window is zeroed first. Returns 0 when that read worked. */
+static __always_inline int py_read_needed(struct py_walk *w)
+{
+	const struct py_proc *p = w->proc;
+	__u32 need = py_max(py_max(p->frame_code + 8, p->frame_previous + 8),
+			    py_max(p->frame_lasti + 8, p->frame_entry + 1));
+
+	__builtin_memset(w->buf, 0, PY_FRAME_WINDOW);
+	if (need >= PY_FRAME_WINDOW)
+		return -1; /* the window was what the walk needs */
+	return bpf_probe_read_user(w->buf, need & (PY_FRAME_WINDOW - 1), (const void *)w->frame);
+}
+
 static long py_walk_frame(__u32 i, void *data)
 {
 	struct py_walk *w = data;
@@ -147,7 +169,8 @@ static long py_walk_frame(__u32 i, void *data)
 		st->flags |= PY_STACK_TRUNCATED;
 		return 1;
 	}
-	if (bpf_probe_read_user(w->buf, PY_FRAME_WINDOW, (const void *)w->frame)) {
+	if (bpf_probe_read_user(w->buf, PY_FRAME_WINDOW, (const void *)w->frame) &&
+	    py_read_needed(w)) {
 		st->flags |= PY_STACK_READ_FAULT;
 		return 1;
 	}

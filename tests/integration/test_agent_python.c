@@ -367,6 +367,46 @@ static void test_python_started_later(void **state)
 	folded__free(f);
 }
 
+/* A frame can end just before a page its process never touched: on 3.11+ the
+ * newest frame of a freshly mapped data-stack chunk. The walk reads a fixed window
+ * of each frame, and a probe read cannot fault a page in, so the walk must fall
+ * back to the bytes it needs: recursion into fresh chunks, sampled at 999 Hz,
+ * loses no frame. (Before the fallback, 3.12 lost about one sample in eight here.) */
+static void test_python_fresh_chunks(void **state)
+{
+	const struct interp *in = need(state);
+	char out[128], err[128], pid[16];
+	char *argv[] = { (char *)in->path, script, "chunks", "3", NULL };
+	pid_t agent, py;
+	unsigned long long samples = 0;
+	char *text, *p;
+
+	py = test_spawn(argv, "/dev/null", NULL);
+	assert_true(py > 0);
+	snprintf(pid, sizeof(pid), "%d", (int)py);
+	snprintf(out, sizeof(out), "%s/%s-chunks.folded", tmpdir, in->label);
+	snprintf(err, sizeof(err), "%s/%s-chunks.err", tmpdir, in->label);
+	agent = start_agent(out, err, "--pid", pid, "--frequency", "999", "--duration", "2", NULL);
+	assert_true(agent > 0);
+	agent_exited_cleanly(agent, err, 120000);
+	assert_int_equal(test_wait(py, 60000), 0);
+
+	text = test_read_file(err);
+	assert_non_null(text);
+	p = strstr(text, "python: ");
+	assert_non_null(p);
+	samples = strtoull(p + 8, NULL, 10);
+	print_message("CPython %s fresh chunks: %llu Python samples\n", in->label, samples);
+	assert_true(samples > 500); /* minimum seen: 2 s at 999 Hz of a busy process */
+	if (!strstr(text, "frame unreadable 0,"))
+		fail_msg("frames lost:\n%s", text);
+	free(text);
+	text = test_read_file(out);
+	assert_non_null(strstr(text, "descend ("));
+	assert_null(strstr(text, "[python: unreadable]"));
+	free(text);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -380,6 +420,9 @@ int main(void)
 		{ "python_3.12_started_later", test_python_started_later, NULL, NULL, &interps[3] },
 		{ "python_debian_started_later", test_python_started_later, NULL, NULL,
 		  &interps[5] },
+		{ "python_3.11_fresh_chunks", test_python_fresh_chunks, NULL, NULL, &interps[2] },
+		{ "python_3.12_fresh_chunks", test_python_fresh_chunks, NULL, NULL, &interps[3] },
+		{ "python_3.13_fresh_chunks", test_python_fresh_chunks, NULL, NULL, &interps[4] },
 	};
 
 	return cmocka_run_group_tests(tests, group_setup, group_teardown);

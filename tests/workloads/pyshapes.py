@@ -4,6 +4,10 @@
     python pyshapes.py mixed              threads with generators, asyncio, sorted(key=),
                                           deep recursion, zlib, and 200 idle threads;
                                           prints "ready" once every thread runs
+    python pyshapes.py chunks SECONDS     recursion 1500 deep, over and over: on 3.11+
+                                          every descent runs into data-stack chunks
+                                          freshly mapped, whose pages past the newest
+                                          frame the process has not touched yet
 
 With PYSHAPES_CPU=N in the environment the process keeps to CPU N (mod the CPU
 count). Runs until SIGTERM (or SECONDS of CPU for `shares`), then prints what it measured:
@@ -131,6 +135,19 @@ def mixed():
         t.join()
 
 
+def descend(n):
+    if n:
+        return descend(n - 1)
+    return 0  # HOT_DESCEND
+
+
+def chunks(seconds):
+    sys.setrecursionlimit(10000)
+    end = time.thread_time() + seconds
+    while time.thread_time() < end:
+        descend(1500)
+
+
 def main():
     mode = sys.argv[1] if len(sys.argv) > 1 else "shares"
     cpu = os.environ.get("PYSHAPES_CPU")
@@ -139,6 +156,9 @@ def main():
     if mode == "mixed":
         signal.pthread_sigmask(signal.SIG_BLOCK, [signal.SIGTERM, signal.SIGINT])
         mixed()
+        return
+    if mode == "chunks":
+        chunks(float(sys.argv[2]))
         return
     limit = float(sys.argv[2]) if len(sys.argv) > 2 else 1e9
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
