@@ -8,6 +8,8 @@
 #   make format   clang-format every C source (the settings: .clang-format)
 #   make check-format  fail if any C source differs from clang-format's output
 #   make check-layout  fail if the folders' include rules are broken (tests/check_layout.sh)
+#   make fuzz     run every libFuzzer target (fuzz/) for FUZZ_SECONDS each (default 60)
+#   make fuzz-smoke  every target on its seeds and regressions, briefly (part of make test)
 #   V=1           show the commands
 #
 # Layout of build/: vmlinux.h and BPF skeletons in build/bpf/, release objects in
@@ -75,9 +77,9 @@ BENCHES     := $(patsubst bench/%.c,$(BUILD)/bench/%,$(wildcard bench/*.c))
 
 # Every C file clang-format owns: the program, BPF, tests, workloads, benchmarks.
 FORMAT_SRCS = $(LIB_SRCS) $(MAIN_SRCS) $(shell find $(LIB_DIRS) cli bpf -name '*.h') \
-	      $(BPF_SRCS) $(wildcard tests/*/*.c tests/*.h tests/*/*.h bench/*.c bench/*.h)
+	      $(BPF_SRCS) $(wildcard tests/*/*.c tests/*.h tests/*/*.h bench/*.c bench/*.h fuzz/*.c)
 
-.PHONY: all deps test check check-format check-layout run bench format clean
+.PHONY: all deps test check check-format check-layout run bench format clean fuzz fuzz-smoke
 all: $(BUILD)/smolder
 
 deps:
@@ -88,7 +90,7 @@ deps:
 test: deps
 	$(Q)$(MAKE) check
 
-check: check-format check-layout $(BUILD)/smolder $(BUILD)/asan/smolder $(UNIT_TESTS) \
+check: check-format check-layout fuzz-smoke $(BUILD)/smolder $(BUILD)/asan/smolder $(UNIT_TESTS) \
 		$(INTEG_TESTS) $(WORKLOADS) $(BENCHES)
 	$(Q)bash tests/run.sh $(BUILD)
 
@@ -171,6 +173,72 @@ $(BUILD)/smolder: $(patsubst %.c,$(BUILD)/rel/%.o,$(MAIN_SRCS)) $(BUILD)/rel/lib
 $(BUILD)/asan/smolder: $(patsubst %.c,$(BUILD)/asan/%.o,$(MAIN_SRCS)) $(BUILD)/asan/libsmolder.a
 	$(call msg,LD,$@)
 	$(Q)$(CC) $(SAN_FLAGS) -o $@ $^ $(PKG_LIBS) -lpthread
+
+# ---- fuzzing ---------------------------------------------------------------
+# libFuzzer targets (fuzz/fuzz_*.c), one per parser of untrusted input, linked with
+# the whole library built anew by clang with -fsanitize=fuzzer-no-link,address,
+# undefined (gcc's objects cannot carry libFuzzer's coverage). Seeds: fuzz/seeds/,
+# real data from the tree (wire fixtures, golden folded answers, a workload ELF,
+# this machine's /proc/self/maps, real CPython line tables); every crash found
+# becomes a file in fuzz/regressions/<target>/, replayed by fuzz-smoke.
+FUZZ_CC	      ?= clang
+FUZZ_SECONDS  ?= 60
+FUZZ_SMOKE    ?= 5
+FUZZ_CFLAGS    = $(BASE_CFLAGS) -O1 -fsanitize=fuzzer-no-link,address,undefined \
+		 -fno-sanitize-recover=all
+FUZZ_TARGETS  := $(patsubst fuzz/%.c,%,$(wildcard fuzz/fuzz_*.c))
+FUZZ_BINS     := $(patsubst %,$(BUILD)/fuzz/%,$(FUZZ_TARGETS))
+FUZZ_OBJS     := $(patsubst %.c,$(BUILD)/fuzz/obj/%.o,$(LIB_SRCS) $(GEN_C))
+PYENV_BINS     = $(shell pyenv root 2>/dev/null)/versions/3.*/bin
+PYTHONS	       = $(wildcard $(PYENV_BINS)/python3.[0-9] $(PYENV_BINS)/python3.[0-9][0-9]) python3
+
+$(BUILD)/fuzz/obj/%.o: %.c | $(GENERATED)
+	$(call msg,FUZZCC,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(FUZZ_CC) $(FUZZ_CFLAGS) -c $< -o $@
+
+$(BUILD)/fuzz/libsmolder.a: $(FUZZ_OBJS)
+	$(call msg,AR,$@)
+	$(Q)rm -f $@ && ar rcs $@ $^
+
+$(BUILD)/fuzz/fuzz_%: fuzz/fuzz_%.c $(BUILD)/fuzz/libsmolder.a
+	$(call msg,FUZZ,$@)
+	$(Q)$(FUZZ_CC) $(BASE_CFLAGS) -O1 -fsanitize=fuzzer,address,undefined -o $@ $< \
+		$(BUILD)/fuzz/libsmolder.a $(PKG_LIBS) -lpthread
+
+# Seed corpora, made from real data each run (read-only to the fuzzers).
+$(BUILD)/fuzz/seeds: $(wildcard fuzz/seeds/*/* tests/data/wire/* tests/data/golden/*) \
+		fuzz/seeds_python.py $(BUILD)/workloads/shapes
+	$(call msg,SEEDS,$@)
+	$(Q)rm -rf $@ && mkdir -p $(addprefix $@/,$(FUZZ_TARGETS))
+	$(Q)cp tests/data/wire/*.batch $@/fuzz_wire/
+	$(Q)cp tests/data/golden/*.folded $@/fuzz_folded/
+	$(Q)cp fuzz/seeds/query/* $@/fuzz_query/
+	$(Q)cp $(BUILD)/workloads/shapes $@/fuzz_elf/
+	$(Q)cat /proc/self/maps > $@/fuzz_maps/self
+	$(Q)for py in $(PYTHONS); do $$py fuzz/seeds_python.py $@/fuzz_python || exit 1; done
+
+# Runs each target for $(1) seconds on a corpus of its own; fails on any crash.
+define run_fuzzers
+	$(Q)set -e; for t in $(FUZZ_TARGETS); do \
+		mkdir -p $(BUILD)/fuzz/corpus/$$t $(BUILD)/fuzz/crashes; \
+		regs=$$(ls -d fuzz/regressions/$$t 2>/dev/null || true); \
+		echo "fuzz: $$t ($(1) s)"; \
+		$(BUILD)/fuzz/$$t -max_total_time=$(1) -print_final_stats=1 -timeout=10 \
+			-rss_limit_mb=2048 -max_len=65536 \
+			-artifact_prefix=$(BUILD)/fuzz/crashes/$$t- \
+			$(BUILD)/fuzz/corpus/$$t $(BUILD)/fuzz/seeds/$$t $$regs \
+			2> $(BUILD)/fuzz/$$t.log || { tail -40 $(BUILD)/fuzz/$$t.log; exit 1; }; \
+		grep -E '^stat::number_of_executed_units|^#[0-9]+.*DONE' $(BUILD)/fuzz/$$t.log | \
+			sed 's/^/  /'; \
+	done
+endef
+
+fuzz: $(FUZZ_BINS) $(BUILD)/fuzz/seeds
+	$(call run_fuzzers,$(FUZZ_SECONDS))
+
+fuzz-smoke: $(FUZZ_BINS) $(BUILD)/fuzz/seeds
+	$(call run_fuzzers,$(FUZZ_SMOKE))
 
 # ---- tests -----------------------------------------------------------------
 $(BUILD)/asan/tests/%: tests/unit/%.c $(BUILD)/asan/libsmolder-cli.a $(BUILD)/asan/libsmolder.a \

@@ -5,8 +5,8 @@
 set -euo pipefail
 
 packages=(
-	# toolchain and BPF
-	make gcc clang llvm pkg-config bpftool libbpf-dev libelf-dev zlib1g-dev
+	# toolchain and BPF (libclang-rt-14-dev: libFuzzer and clang's sanitizers)
+	make gcc clang llvm libclang-rt-14-dev pkg-config bpftool libbpf-dev libelf-dev zlib1g-dev
 	# libraries the agent, collector and store use
 	libcurl4-openssl-dev libzstd-dev libsqlite3-dev protobuf-c-compiler
 	libprotobuf-c-dev libmicrohttpd-dev uthash-dev

@@ -259,46 +259,63 @@ static struct elfsyms *map_symbols(struct proc_cache *pc, uint32_t pid, const st
 	return NULL;
 }
 
+int procmaps_parse_line(const char *line, struct procmaps_line *out)
+{
+	uint64_t start, end, offset;
+	char perms[5];
+	int pos = -1;
+
+	if (sscanf(line, "%" SCNx64 "-%" SCNx64 " %4s %" SCNx64 " %*s %*u %n", &start, &end, perms,
+		   &offset, &pos) != 4 ||
+	    pos < 0 || end <= start) /* pos < 0: the line stops before its inode */
+		return -EINVAL;
+	*out = (struct procmaps_line){ .start = start,
+				       .end = end,
+				       .offset = offset,
+				       .exec = strlen(perms) >= 3 && perms[2] == 'x',
+				       .path = line + pos };
+	out->path_len = strcspn(out->path, "\n");
+	if (out->path[0] == '/' && ends_with(out->path, out->path_len, DELETED_SUFFIX)) {
+		out->deleted = true;
+		out->path_len -= strlen(DELETED_SUFFIX);
+	}
+	return 0;
+}
+
 /* Parses one maps line and appends it if executable. Returns 0 or -errno. */
 static int add_line(struct proc_cache *pc, uint32_t pid, struct builder *b, char *line)
 {
-	uint64_t start, end, offset;
+	struct procmaps_line pl;
+	uint64_t start, end;
 	const char *path, *base;
 	struct mapping *m;
 	size_t len;
-	char perms[5];
-	bool deleted;
-	int pos = -1;
 	int err;
 
-	if (sscanf(line, "%" SCNx64 "-%" SCNx64 " %4s %" SCNx64 " %*s %*u %n", &start, &end, perms,
-		   &offset, &pos) != 4)
+	if (procmaps_parse_line(line, &pl) || !pl.exec)
 		return 0;
-	if (strlen(perms) < 3 || perms[2] != 'x' || end <= start)
-		return 0;
-	path = pos >= 0 ? line + pos : "";
-	len = strcspn(path, "\n");
+	start = pl.start;
+	end = pl.end;
+	path = pl.path;
+	len = pl.path_len;
 
 	if (b->nmaps == MAX_MAPPINGS)
 		return -E2BIG;
 	if (array_grow((void **)&b->maps, &b->cap, b->nmaps + 1, sizeof(*b->maps)))
 		return -ENOMEM;
 	m = &b->maps[b->nmaps];
-	*m = (struct mapping){ .start = start, .end = end, .offset = offset };
+	*m = (struct mapping){ .start = start, .end = end, .offset = pl.offset };
 
 	if (!len) {
 		m->kind = MAP_ANON;
 		err = add_name(b, "[unknown]", strlen("[unknown]"), &m->name);
 	} else if (path[0] == '/') {
 		m->kind = MAP_FILE;
-		deleted = ends_with(path, len, DELETED_SUFFIX);
-		if (deleted)
-			len -= strlen(DELETED_SUFFIX);
 		line[path - line + len] = '\0';
 		base = strrchr(path, '/') + 1;
 		err = add_name(b, base, strlen(base), &m->name);
 		if (!err)
-			m->syms = map_symbols(pc, pid, m, path, deleted);
+			m->syms = map_symbols(pc, pid, m, path, pl.deleted);
 	} else {
 		/* A 32-bit (or x32) process has its own vDSO image, and none of its
 		 * mappings lies above 4 GiB, while a native 64-bit one's vDSO always does. */

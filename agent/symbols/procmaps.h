@@ -29,11 +29,26 @@
 #ifndef SMOLDER_PROCMAPS_H
 #define SMOLDER_PROCMAPS_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
 struct elfsyms_cache;
 struct proc_cache;
+
+/* One line of /proc/PID/maps, as procmaps_parse_line() reads it. */
+struct procmaps_line {
+	uint64_t start, end, offset;
+	bool exec;	  /* the 'x' permission */
+	bool deleted;	  /* a file path that ended in " (deleted)" (not in path_len) */
+	const char *path; /* into the line (empty for an anonymous mapping) */
+	size_t path_len;  /* up to the newline, without " (deleted)" */
+};
+
+/* Parses one maps line. Returns 0, or -EINVAL for text that is no maps line (every
+ * field up to the inode must be there; a range needs end > start). Pure: exposed
+ * for the fuzzer and the tests. */
+int procmaps_parse_line(const char *line, struct procmaps_line *out);
 
 /* files is borrowed and must outlive the cache. */
 int proc_cache__new(struct elfsyms_cache *files, unsigned keep_windows, struct proc_cache **out);

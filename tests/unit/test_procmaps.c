@@ -572,9 +572,47 @@ static void test_unknown_and_special(void **state)
 	proc_cache__free(NULL);
 }
 
+/* One maps line at a time, against fields written out here by hand. */
+static void test_parse_line(void **state)
+{
+	struct procmaps_line pl;
+	const char *l;
+
+	(void)state;
+	l = "7f36d5fe4000-7f36d600a000 r-xp 00001000 fe:00 332383   /usr/lib/ld linux.so.2\n";
+	assert_int_equal(procmaps_parse_line(l, &pl), 0);
+	assert_int_equal(pl.start, 0x7f36d5fe4000ull);
+	assert_int_equal(pl.end, 0x7f36d600a000ull);
+	assert_int_equal(pl.offset, 0x1000);
+	assert_true(pl.exec);
+	assert_false(pl.deleted);
+	assert_int_equal(pl.path_len, strlen("/usr/lib/ld linux.so.2"));
+	assert_memory_equal(pl.path, "/usr/lib/ld linux.so.2", pl.path_len);
+
+	l = "1000-2000 rw-p 00000000 fe:00 12 /tmp/x (deleted)";
+	assert_int_equal(procmaps_parse_line(l, &pl), 0);
+	assert_false(pl.exec);
+	assert_true(pl.deleted);
+	assert_int_equal(pl.path_len, strlen("/tmp/x"));
+
+	l = "1000-2000 r-xp 00000000 00:00 0 ";
+	assert_int_equal(procmaps_parse_line(l, &pl), 0);
+	assert_int_equal(pl.path_len, 0);
+	assert_true(pl.path >= l && pl.path <= l + strlen(l));
+
+	/* refused: a line that stops before its inode (found by fuzz_maps), an empty
+	 * or inverted range, text that is no maps line */
+	assert_int_equal(procmaps_parse_line("1000-2000 r--p 00000000 fe:IC", &pl), -EINVAL);
+	assert_int_equal(procmaps_parse_line("2000-2000 r-xp 00000000 fe:00 1 /x", &pl), -EINVAL);
+	assert_int_equal(procmaps_parse_line("3000-2000 r-xp 00000000 fe:00 1 /x", &pl), -EINVAL);
+	assert_int_equal(procmaps_parse_line("hello", &pl), -EINVAL);
+	assert_int_equal(procmaps_parse_line("", &pl), -EINVAL);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_parse_line),
 		cmocka_unit_test(test_self),
 		cmocka_unit_test(test_child_after_exit),
 		cmocka_unit_test(test_child_used_is_kept),

@@ -1,0 +1,82 @@
+/* Fuzz target: folded text, as `smolder` reads it and as a hostile name could
+ * shape it. Each line is read into an aggregate, each stack's frames go through
+ * the frame grammar (text -> frame -> text must give the same bytes back), and
+ * the stacks are merged into a flame tree and rendered in every format, so names
+ * that look like the grammar, invalid UTF-8 and markup reach every renderer. */
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/folded.h"
+#include "common/frame.h"
+#include "query/flame.h"
+#include "query/render_folded.h"
+#include "query/render_html.h"
+#include "query/render_json.h"
+#include "query/render_pprof.h"
+#include "query/render_speedscope.h"
+#include "query/render_svg.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+static int check_frames(void *ctx, const char *stack, uint64_t count)
+{
+	const char *p, *semi;
+	char buf[8192];
+	int first = 1;
+
+	for (p = stack;; p = semi + 1) {
+		struct frame f;
+		size_t len;
+
+		semi = strchrnul(p, ';');
+		len = (size_t)(semi - p);
+		frame_parse(p, len, first, &f);
+		if (frame_format(&f, buf, sizeof(buf)) != len ||
+		    (len < sizeof(buf) && memcmp(buf, p, len) != 0))
+			abort(); /* the grammar must round-trip */
+		first = 0;
+		if (!*semi)
+			break;
+	}
+	return flame__add(ctx, stack, count, count & 1);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	struct render_svg_options so = { .title = "fuzz", .diff = size & 1 };
+	struct render_html_options ho = { .title = "fuzz", .diff = size & 1 };
+	FILE *in = fmemopen((void *)data, size, "r"), *out;
+	struct folded *f = NULL;
+	struct flame *tree = NULL;
+	void *pp = NULL;
+	size_t pplen;
+
+	if (!in)
+		return 0;
+	if (folded__new(&f) || flame__new(&tree))
+		goto out;
+	if (folded__read(f, in, NULL) != 0)
+		goto out;
+	if (folded__foreach(f, check_frames, tree) != 0)
+		goto out;
+	flame__finish(tree);
+	out = fopen("/dev/null", "w");
+	if (!out)
+		goto out;
+	render_folded(tree, true, out);
+	render_json_tree(tree, out);
+	render_svg(tree, &so, out);
+	render_html(tree, &ho, out);
+	render_speedscope(tree, NULL, out);
+	if (render_pprof(tree, 10101010, 0, 0, &pp, &pplen) == 0)
+		free(pp);
+	fclose(out);
+out:
+	flame__free(tree);
+	folded__free(f);
+	fclose(in);
+	return 0;
+}

@@ -1,0 +1,76 @@
+/* Fuzz target: query parameters as the collector's HTTP API receives them. The
+ * input is "name=value" pairs separated by '&' (as in a query string, not
+ * unescaped); each kind of query parses them, and the time parser reads every
+ * value on its own. Nothing may crash, and a parsed query must be sane. */
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "query/query.h"
+#include "query/timeparse.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+#define MAX_PARAMS 64
+
+struct params {
+	char *names[MAX_PARAMS], *values[MAX_PARAMS];
+	size_t n;
+};
+
+static const char *param(void *ctx, const char *name, size_t i)
+{
+	struct params *p = ctx;
+	size_t k;
+
+	for (k = 0; k < p->n; k++)
+		if (strcmp(p->names[k], name) == 0 && i-- == 0)
+			return p->values[k];
+	return NULL;
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	static const enum query_kind kinds[] = {
+		QUERY_FLAMEGRAPH, QUERY_DIFF,	QUERY_TOP,
+		QUERY_SERIES,	  QUERY_LABELS, QUERY_LABEL_VALUES
+	};
+	char *text = malloc(size + 1), *save = NULL, *tok, why[256];
+	struct params p = { 0 };
+	int64_t t;
+	size_t k;
+
+	if (!text)
+		return 0;
+	memcpy(text, data, size);
+	text[size] = '\0';
+	for (tok = strtok_r(text, "&", &save); tok && p.n < MAX_PARAMS;
+	     tok = strtok_r(NULL, "&", &save)) {
+		char *eq = strchr(tok, '=');
+
+		if (!eq)
+			continue;
+		*eq = '\0';
+		p.names[p.n] = tok;
+		p.values[p.n++] = eq + 1;
+		timeparse(eq + 1, 1764547200, &t);
+		timeparse_duration(eq + 1, &t);
+	}
+	for (k = 0; k < sizeof(kinds) / sizeof(kinds[0]); k++) {
+		struct query q;
+
+		why[0] = '\0';
+		if (query_parse(&q, kinds[k], param, &p, 1764547200, why, sizeof(why)) != 0)
+			continue;
+		if (kinds[k] == QUERY_DIFF
+			    ? (q.before_to <= q.before_from || q.after_to <= q.after_from)
+			    : q.to <= q.from)
+			abort(); /* an empty or inverted range must be refused */
+		if (kinds[k] == QUERY_SERIES && q.step <= 0)
+			abort();
+		query_free(&q);
+	}
+	free(text);
+	return 0;
+}
