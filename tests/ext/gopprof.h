@@ -50,8 +50,8 @@ struct gopprof_top {
 };
 
 /* Runs `go tool pprof -symbolize=none VIEW... FILE` with HOME, GOCACHE and GOPATH in
- * a directory of its own under tmpdir, no network, stdout to out_path; fails the
- * test when go is missing or pprof does not read the file. */
+ * a directory of its own under tmpdir, no network, times in UTC, stdout to out_path;
+ * fails the test when go is missing or pprof does not read the file. */
 static void gopprof_run(const char *tmpdir, const char *view, const char *file,
 			const char *out_path)
 {
@@ -64,7 +64,7 @@ static void gopprof_run(const char *tmpdir, const char *view, const char *file,
 	snprintf(err_path, sizeof(err_path), "%s.err", out_path);
 	snprintf(cmd, sizeof(cmd),
 		 "mkdir -p '%s/gohome' && env HOME='%s/gohome' GOCACHE='%s/gohome/cache' "
-		 "GOPATH='%s/gohome/path' GOFLAGS= GOPROXY=off GOTOOLCHAIN=local "
+		 "GOPATH='%s/gohome/path' GOFLAGS= GOPROXY=off GOTOOLCHAIN=local TZ=UTC "
 		 "GOTELEMETRY=off go tool pprof -symbolize=none %s '%s' > '%s' 2> '%s'",
 		 tmpdir, tmpdir, tmpdir, tmpdir, view, file, out_path, err_path);
 	st = system(cmd);
