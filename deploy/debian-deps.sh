@@ -13,6 +13,9 @@ packages=(
 	# tests and benchmarks
 	clang-format libcmocka-dev python3 linux-perf procps binutils sqlite3 libxml2-utils
 	protobuf-compiler chromium openssl socat
+	# independent references: go tool pprof reads pprof output; the Debian python3's
+	# headers give its struct offsets
+	golang-go python3-dev
 )
 
 missing=()

@@ -1,8 +1,13 @@
 /* Tests of CPython discovery (pyproc) and offsets (pyoffsets) against the real
  * interpreters on the machine: every pyenv 3.9-3.13 build and Debian's python3.
- * A version that is absent is skipped with a printed reason. */
+ * The offset table is compared with two references from outside it: the offsetof()
+ * of each field as the interpreter's own headers define it (tests/ext/pyoffsets_ext.c,
+ * compiled here per interpreter and imported into it), and, for 3.13, the
+ * _Py_DebugOffsets the running process carries. A version that is absent is skipped
+ * with a printed reason. */
 #include <glob.h>
 #include <limits.h>
+#include <spawn.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -128,6 +133,256 @@ static void test_cpython_debian(void **s)
 	check_version(0);
 }
 
+/* Runs argv (looked up in PATH) with stdout and stderr to files, for up to
+ * timeout_ms; returns the wait status, or -1. */
+static int run(char *const argv[], const char *out, const char *err, unsigned timeout_ms)
+{
+	posix_spawn_file_actions_t fa;
+	pid_t pid;
+	int rc;
+
+	posix_spawn_file_actions_init(&fa);
+	posix_spawn_file_actions_addopen(&fa, 1, out, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	posix_spawn_file_actions_addopen(&fa, 2, err, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	rc = posix_spawnp(&pid, argv[0], &fa, NULL, argv, environ);
+	posix_spawn_file_actions_destroy(&fa);
+	if (rc)
+		return -1;
+	assert_true(pid > 0);
+	return test_wait(pid, timeout_ms);
+}
+
+/* The fields of struct py_offsets that are offsets or sizes, under the names
+ * tests/ext/pyoffsets_ext.c reports them by. */
+#define FIELD(m)                                                                                   \
+	{                                                                                          \
+#m, offsetof(struct py_offsets, m), sizeof(((struct py_offsets *)0)->m)            \
+	}
+#define WALK(m)                                                                                    \
+	{                                                                                          \
+#m, offsetof(struct py_offsets, walk.m), sizeof(((struct py_offsets *)0)->walk.m)  \
+	}
+static const struct {
+	const char *name;
+	size_t pos, size;
+} table_fields[] = {
+	WALK(runtime_interp_head),   WALK(interp_next),	     WALK(interp_threads_head),
+	WALK(tstate_next),	     WALK(tstate_thread_id), WALK(tstate_top),
+	WALK(cframe_current),	     WALK(frame_code),	     WALK(frame_previous),
+	WALK(frame_lasti),	     WALK(frame_entry),	     WALK(frame_self),
+	WALK(code_adaptive),	     FIELD(code_filename),   FIELD(code_name),
+	FIELD(code_qualname),	     FIELD(code_linetable),  FIELD(code_firstlineno),
+	FIELD(code_varnames),	     FIELD(ob_type),	     FIELD(var_size),
+	FIELD(bytes_data),	     FIELD(tuple_items),     FIELD(type_name),
+	FIELD(unicode_length),	     FIELD(unicode_state),   FIELD(unicode_ascii_data),
+	FIELD(unicode_compact_data),
+};
+#define NFIELDS (sizeof(table_fields) / sizeof(table_fields[0]))
+
+static uint64_t table_value(const struct py_offsets *o, size_t i)
+{
+	uint32_t v32 = 0;
+	uint16_t v16 = 0;
+
+	if (table_fields[i].size == sizeof(v16)) {
+		memcpy(&v16, (const char *)o + table_fields[i].pos, sizeof(v16));
+		return v16;
+	}
+	assert_int_equal(table_fields[i].size, sizeof(v32));
+	memcpy(&v32, (const char *)o + table_fields[i].pos, sizeof(v32));
+	return v32;
+}
+
+/* What the headers' module printed: "name value" lines. */
+struct reported {
+	char names[64][48];
+	unsigned long long values[64];
+	size_t n;
+};
+
+static bool reported_get(const struct reported *r, const char *name, unsigned long long *v)
+{
+	size_t i;
+
+	for (i = 0; i < r->n; i++)
+		if (!strcmp(r->names[i], name)) {
+			*v = r->values[i];
+			return true;
+		}
+	return false;
+}
+
+static const char ext_driver[] = "import sys, types\n"
+				 "sys.path.insert(0, sys.argv[1])\n"
+				 "import _smolder_offsets\n"
+				 "print('hexversion', sys.hexversion)\n"
+				 "print('code_type_basicsize', types.CodeType.__basicsize__)\n"
+				 "for k, v in sorted(_smolder_offsets.offsets().items()):\n"
+				 "    print(k, v)\n";
+
+/* The table for 3.<minor> (0: Debian's python3) against offsetof() in that
+ * interpreter's own headers: compile tests/ext/pyoffsets_ext.c with them, import it
+ * into the interpreter, compare every field. A field the headers do not have must be
+ * 0 in the table (its "none"). */
+static void check_headers(unsigned minor)
+{
+	char python[PATH_MAX], dir[64], out[128], err[128], so[160], inc[2][PATH_MAX];
+	char probe[PATH_MAX + 64], line[256], *text;
+	struct reported r = { .n = 0 };
+	unsigned long long v, basicsize = 0, code_basicsize = 0, hexversion = 0, headers = 0;
+	struct py_offsets table;
+	size_t i, compared = 0;
+	FILE *f;
+	int st;
+
+	if (!find_python(minor, python, sizeof(python))) {
+		print_message("skipping CPython 3.%u: not installed\n", minor);
+		skip();
+	}
+	assert_non_null(test_mkdtemp(dir, sizeof(dir)));
+	snprintf(out, sizeof(out), "%s/out", dir);
+	snprintf(err, sizeof(err), "%s/err", dir);
+
+	/* where this interpreter keeps its headers, from the interpreter */
+	{
+		char *argv[] = { python, "-c",
+				 "import sysconfig; print(sysconfig.get_path('include')); "
+				 "print(sysconfig.get_path('platinclude'))",
+				 NULL };
+
+		st = run(argv, out, err, 30000);
+		assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+		text = test_read_file(out);
+		assert_non_null(text);
+		assert_int_equal(sscanf(text, "%4095s %4095s", inc[0], inc[1]), 2);
+		free(text);
+	}
+	snprintf(probe, sizeof(probe), "%s/internal/pycore_interp.h", inc[0]);
+	if (access(probe, R_OK) != 0)
+		fail_msg("%s has no internal headers (%s): they are this check's reference; "
+			 "install python3-dev (make deps) or rebuild the pyenv version",
+			 python, probe);
+
+	/* compile the module against those headers alone */
+	snprintf(so, sizeof(so), "%s/_smolder_offsets.so", dir);
+	{
+		char i0[PATH_MAX + 2], i1[PATH_MAX + 2];
+		char *argv[] = { "cc",
+				 "-shared",
+				 "-fPIC",
+				 "-O0",
+				 "-Wall",
+				 "-DPy_BUILD_CORE_MODULE",
+				 i0,
+				 i1,
+				 "-o",
+				 so,
+				 "tests/ext/pyoffsets_ext.c",
+				 NULL };
+
+		snprintf(i0, sizeof(i0), "-I%s", inc[0]);
+		snprintf(i1, sizeof(i1), "-I%s", inc[1]);
+		st = run(argv, out, err, 120000);
+		if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
+			text = test_read_file(err);
+			fail_msg("cc against %s failed:\n%s", inc[0], text ? text : "");
+		}
+	}
+
+	/* import it into the interpreter whose headers these are */
+	{
+		char *argv[] = { python, "-c", (char *)ext_driver, dir, NULL };
+
+		st = run(argv, out, err, 30000);
+		if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
+			text = test_read_file(err);
+			fail_msg("%s could not import the offsets module:\n%s", python,
+				 text ? text : "");
+		}
+	}
+	f = fopen(out, "r");
+	assert_non_null(f);
+	while (fgets(line, sizeof(line), f) && r.n < 64)
+		if (sscanf(line, "%47s %llu", r.names[r.n], &r.values[r.n]) == 2)
+			r.n++;
+	fclose(f);
+
+	/* seen before comparing: both versions, both code sizes, and 24 or more fields
+	 * (3.9/3.10 have 24 of them, 3.11 26) */
+	assert_true(reported_get(&r, "hexversion", &hexversion));
+	assert_true(reported_get(&r, "headers_version", &headers));
+	assert_true(reported_get(&r, "code_type_basicsize", &basicsize));
+	assert_true(reported_get(&r, "code_basicsize", &code_basicsize));
+	assert_true(r.n >= 4 + 24);
+	print_message("%s: CPython %llx, %zu fields from %s\n", python, hexversion, r.n - 4,
+		      inc[0]);
+	if (minor)
+		assert_int_equal((hexversion >> 16) & 0xff, minor);
+	minor = (hexversion >> 16) & 0xff;
+	/* these headers describe this interpreter: the same release, and its code type
+	 * has their size */
+	assert_int_equal(headers, hexversion);
+	assert_int_equal(code_basicsize, basicsize);
+
+	assert_int_equal(py_offsets__from_table(PY_VERSION_CODE(3, minor), &table), 0);
+	for (i = 0; i < NFIELDS; i++) {
+		uint64_t want = table_value(&table, i);
+
+		if (!reported_get(&r, table_fields[i].name, &v)) {
+			if (want != 0)
+				fail_msg("3.%u: the table has %s = %llu; the headers have no such "
+					 "field",
+					 minor, table_fields[i].name, (unsigned long long)want);
+			continue;
+		}
+		if (v != want)
+			fail_msg("3.%u: %s is %llu in the headers, %llu in the table", minor,
+				 table_fields[i].name, v, (unsigned long long)want);
+		compared++;
+	}
+	/* every field the module reported was compared (none unknown to this test) */
+	assert_int_equal(compared, r.n - 4);
+	/* the walk's kinds follow from which fields exist */
+	assert_int_equal(table.walk.top_kind,
+			 reported_get(&r, "cframe_current", &v) ? PY_TOP_CFRAME : PY_TOP_DIRECT);
+	assert_int_equal(table.walk.lasti_kind == PY_LASTI_POINTER,
+			 reported_get(&r, "code_adaptive", &v));
+	assert_int_equal(table.walk.entry_kind == PY_ENTRY_NONE,
+			 !reported_get(&r, "frame_entry", &v));
+	test_rm_rf(dir);
+}
+
+static void test_headers_39(void **s)
+{
+	(void)s;
+	check_headers(9);
+}
+static void test_headers_310(void **s)
+{
+	(void)s;
+	check_headers(10);
+}
+static void test_headers_311(void **s)
+{
+	(void)s;
+	check_headers(11);
+}
+static void test_headers_312(void **s)
+{
+	(void)s;
+	check_headers(12);
+}
+static void test_headers_313(void **s)
+{
+	(void)s;
+	check_headers(13);
+}
+static void test_headers_debian(void **s)
+{
+	(void)s;
+	check_headers(0);
+}
+
 static void test_not_python(void **state)
 {
 	struct pyproc *p = NULL;
@@ -228,6 +483,9 @@ int main(void)
 		cmocka_unit_test(test_cpython_39),     cmocka_unit_test(test_cpython_310),
 		cmocka_unit_test(test_cpython_311),    cmocka_unit_test(test_cpython_312),
 		cmocka_unit_test(test_cpython_313),    cmocka_unit_test(test_cpython_debian),
+		cmocka_unit_test(test_headers_39),     cmocka_unit_test(test_headers_310),
+		cmocka_unit_test(test_headers_311),    cmocka_unit_test(test_headers_312),
+		cmocka_unit_test(test_headers_313),    cmocka_unit_test(test_headers_debian),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,6 +1,10 @@
-/* Unit tests of the pprof and speedscope exporters: the pprof output is gunzipped
- * and unpacked here (and decoded by protoc when installed), the speedscope output
- * is validated by python3, both against the input totals and stacks. */
+/* Unit tests of the pprof and speedscope exporters. The pprof output is read by a
+ * consumer not written here, Go's `go tool pprof` (tests/ext/gopprof.h; go is a hard
+ * requirement), and compared with the fixture below: total, every stack's count and
+ * cpu time, the comm label, Python names, files and lines, each function's flat and
+ * cum. It is also gunzipped and unpacked here for the details pprof's views do not
+ * show (string table, one Function per name and file). The speedscope output is
+ * validated by python3. Every reference is the fixture, never the exporter. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -15,6 +19,7 @@
 #include "query/render_speedscope.h"
 #include "profile.pb-c.h"
 #include "testutil.h"
+#include "ext/gopprof.h"
 
 static const struct {
 	const char *stack;
@@ -212,30 +217,148 @@ static void test_pprof_roundtrip(void **state)
 			assert_false(p->function[i]->name == p->function[j]->name &&
 				     p->function[i]->filename == p->function[j]->filename);
 
-	/* protoc agrees that this is a perftools.profiles.Profile */
-	if (system("command -v protoc >/dev/null 2>&1") == 0) {
-		char dir[64], path[128], cmd[512];
-		FILE *fp;
-
-		assert_non_null(test_mkdtemp(dir, sizeof(dir)));
-		snprintf(path, sizeof(path), "%s/raw.pb", dir);
-		fp = fopen(path, "wb");
-		assert_non_null(fp);
-		assert_int_equal(fwrite(raw, 1, raw_len, fp), raw_len);
-		fclose(fp);
-		snprintf(cmd, sizeof(cmd),
-			 "protoc --decode perftools.profiles.Profile --proto_path=schema "
-			 "schema/profile.proto < %s > %s/decoded.txt",
-			 path, dir);
-		assert_int_equal(system(cmd), 0);
-		test_rm_rf(dir);
-	} else {
-		printf("note: protoc not installed (package protobuf-compiler); "
-		       "skipping the protoc --decode check\n");
-	}
-
 	perftools__profiles__profile__free_unpacked(p, NULL);
 	free(raw);
+	free(gz);
+	folded__free(f);
+	tree_of(NULL);
+}
+
+/* The fixture's stacks as every reader must show them: invalid UTF-8 as U+FFFD. */
+static size_t expected_stacks(const char **stacks, uint64_t *counts)
+{
+	size_t i, n = sizeof(fixture) / sizeof(fixture[0]);
+
+	for (i = 0; i < n; i++) {
+		stacks[i] = strncmp(fixture[i].stack, "evil", 4) ? fixture[i].stack : hostile_utf8;
+		counts[i] = fixture[i].count;
+	}
+	return n;
+}
+
+/* Writes len bytes to dir/name; the path goes to path. */
+static void write_file(const char *dir, const char *name, const void *data, size_t len, char *path,
+		       size_t path_len)
+{
+	FILE *fp;
+
+	snprintf(path, path_len, "%s/%s", dir, name);
+	fp = fopen(path, "wb");
+	assert_non_null(fp);
+	assert_int_equal(fwrite(data, 1, len, fp), len);
+	assert_int_equal(fclose(fp), 0);
+}
+
+/* go tool pprof reads the profile: header, samples (-raw) and functions (-top) equal
+ * what the fixture says. */
+static void test_pprof_read_by_go(void **state)
+{
+	const uint64_t period = 10101010;
+	const int64_t time_ns = 1700000000000000000LL;
+	enum { N = sizeof(fixture) / sizeof(fixture[0]) };
+	const char *stacks[N];
+	uint64_t counts[N], total = 0, flat, cum;
+	bool seen[N] = { false };
+	char dir[64], gz_path[128], out[128], when[64];
+	struct gopprof_raw raw;
+	struct gopprof_top top;
+	size_t n, i, k, with_frames = 0, fns = 0;
+	struct folded *f;
+	struct tm tm;
+	time_t secs = (time_t)(time_ns / 1000000000);
+	void *gz;
+	size_t len;
+
+	(void)state;
+	n = expected_stacks(stacks, counts);
+	for (i = 0; i < n; i++) {
+		total += counts[i];
+		with_frames += strchr(stacks[i], ';') != NULL;
+	}
+	f = make_fixture(&k);
+	assert_int_equal(render_pprof(tree_of(f), period, time_ns, 10000000000LL, &gz, &len), 0);
+	assert_non_null(test_mkdtemp(dir, sizeof(dir)));
+	write_file(dir, "fixture.pb.gz", gz, len, gz_path, sizeof(gz_path));
+
+	/* -raw: the header, then one sample per stack that has a frame below the comm */
+	snprintf(out, sizeof(out), "%s/raw.txt", dir);
+	gopprof_run(dir, "-raw", gz_path, out);
+	gopprof_parse_raw(out, &raw);
+	assert_int_equal(raw.n, with_frames); /* the minimum seen before comparing */
+	assert_string_equal(raw.period_type, "cpu nanoseconds");
+	assert_int_equal(raw.period, period);
+	assert_string_equal(raw.duration, "10s");
+	gmtime_r(&secs, &tm);
+	strftime(when, sizeof(when), "%Y-%m-%d %H:%M:%S +0000 UTC", &tm);
+	assert_string_equal(raw.time, when);
+	for (k = 0; k < raw.n; k++) {
+		const struct gopprof_sample *s = &raw.samples[k];
+
+		for (i = 0; i < n && strcmp(stacks[i], s->folded); i++)
+			;
+		if (i == n)
+			fail_msg("go read a stack the fixture does not have: '%s'", s->folded);
+		assert_false(seen[i]);
+		seen[i] = true;
+		assert_int_equal(s->count, counts[i]);
+		assert_int_equal(s->cpu, counts[i] * period);
+		assert_non_null(s->comm);
+		assert_int_equal(strlen(s->comm), strcspn(stacks[i], ";"));
+		assert_memory_equal(s->comm, stacks[i], strlen(s->comm));
+	}
+	gopprof_raw_free(&raw);
+
+	/* -top: the total counts every sample; flat and cum per function name */
+	snprintf(out, sizeof(out), "%s/top.txt", dir);
+	gopprof_run(dir, "-top -sample_index=0 -nodecount=1000 -nodefraction=0 -edgefraction=0",
+		    gz_path, out);
+	gopprof_parse_top(out, &top);
+	assert_int_equal(top.total, total);
+	assert_true(top.n >= 10);
+	for (k = 0; k < top.n; k++) {
+		gopprof_expect_fn(stacks, counts, n, top.fns[k].name, &flat, &cum);
+		if (cum == 0)
+			fail_msg("go shows a function the fixture does not have: '%s'",
+				 top.fns[k].name);
+		assert_int_equal(top.fns[k].flat, flat);
+		assert_int_equal(top.fns[k].cum, cum);
+	}
+	/* and every function of the fixture is there */
+	for (i = 0; i < n; i++) {
+		const char *fr = strchr(stacks[i], ';');
+
+		while (fr) {
+			const char *start = fr + 1, *end = strchr(start, ';');
+			char *name = gopprof_function_of(start, end ? (size_t)(end - start)
+								    : strlen(start));
+
+			if (!gopprof_top_find(&top, name))
+				fail_msg("go does not show the fixture's function '%s'", name);
+			free(name);
+			fns++;
+			fr = end;
+		}
+	}
+	assert_true(fns >= top.n);
+	/* the Python function at two lines is one function to pprof */
+	assert_non_null(gopprof_top_find(&top, "work"));
+	assert_int_equal(gopprof_top_find(&top, "work")->cum, 3 + 6);
+	gopprof_top_free(&top);
+
+	/* an empty profile reads as empty */
+	free(gz);
+	folded__free(f);
+	assert_int_equal(folded__new(&f), 0);
+	assert_int_equal(render_pprof(tree_of(f), period, time_ns, 0, &gz, &len), 0);
+	write_file(dir, "empty.pb.gz", gz, len, gz_path, sizeof(gz_path));
+	snprintf(out, sizeof(out), "%s/empty.txt", dir);
+	gopprof_run(dir, "-raw", gz_path, out);
+	gopprof_parse_raw(out, &raw);
+	assert_int_equal(raw.n, 0);
+	assert_int_equal(raw.period, period);
+	gopprof_raw_free(&raw);
+
+	test_rm_rf(dir);
 	free(gz);
 	folded__free(f);
 	tree_of(NULL);
@@ -370,6 +493,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_pprof_roundtrip),
+		cmocka_unit_test(test_pprof_read_by_go),
 		cmocka_unit_test(test_pprof_empty_and_errors),
 		cmocka_unit_test(test_speedscope_valid_json),
 		cmocka_unit_test(test_speedscope_empty),
