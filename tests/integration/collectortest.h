@@ -40,7 +40,7 @@ static struct {
 	char dir[64];
 } coll_reg[COLL_MAX];
 
-static void coll_register(pid_t pid, bool pgroup, const char *dir)
+static inline void coll_register(pid_t pid, bool pgroup, const char *dir)
 {
 	int k;
 
@@ -53,7 +53,7 @@ static void coll_register(pid_t pid, bool pgroup, const char *dir)
 }
 
 /* Called once pid is reaped, so that the teardown leaves it alone. */
-static void coll_reaped(pid_t pid)
+static inline void coll_reaped(pid_t pid)
 {
 	int k;
 
@@ -63,14 +63,14 @@ static void coll_reaped(pid_t pid)
 }
 
 /* Sets sanitizer options for the children when the caller (tests/run.sh) has not. */
-static void coll_env(void)
+static inline void coll_env(void)
 {
 	setenv("ASAN_OPTIONS", "detect_leaks=1", 0);
 	setenv("UBSAN_OPTIONS", "print_stacktrace=1:halt_on_error=1", 0);
 }
 
 /* Fails the test if the file holds an ASan, LSan or UBSan report. */
-static void coll_assert_no_sanitizer_report(const char *path)
+static inline void coll_assert_no_sanitizer_report(const char *path)
 {
 	static const char *const reports[] = { "ERROR: AddressSanitizer", "ERROR: LeakSanitizer",
 					       "runtime error:" };
@@ -88,7 +88,7 @@ static void coll_assert_no_sanitizer_report(const char *path)
  * stderr to <dir>/collector.err. Returns 0 once it logged its port, or -1 when it
  * exited first (c->pid is then 0 and c->status its wait status) or did not start
  * within the bound. extra ends with NULL. */
-static int coll_start(struct coll *c, const char *listen, const char *const *extra)
+static inline int coll_start(struct coll *c, const char *listen, const char *const *extra)
 {
 	char bin[256], *argv[32], *text, *p;
 	uint64_t deadline = test_now_ms() + COLL_START_MS;
@@ -131,7 +131,7 @@ static int coll_start(struct coll *c, const char *listen, const char *const *ext
 }
 
 /* Waits (bounded) for an exit the collector makes on its own, e.g. a refusal. */
-static int coll_wait_exit(struct coll *c)
+static inline int coll_wait_exit(struct coll *c)
 {
 	if (c->pid > 0) {
 		c->status = test_wait(c->pid, COLL_STOP_MS);
@@ -142,7 +142,7 @@ static int coll_wait_exit(struct coll *c)
 }
 
 /* SIGTERM, a bounded wait, exit status 0 and no sanitizer report. */
-static void coll_stop(struct coll *c)
+static inline void coll_stop(struct coll *c)
 {
 	assert_true(c->pid > 0);
 	assert_int_equal(kill(c->pid, SIGTERM), 0);
@@ -156,7 +156,7 @@ static void coll_stop(struct coll *c)
 
 /* Teardown: SIGKILL and reap every registered child still running, remove every
  * directory (SMOLDER_KEEP=1 keeps them). */
-static int coll_teardown(void **state)
+static inline int coll_teardown(void **state)
 {
 	int k, status;
 
@@ -189,8 +189,8 @@ static size_t reply_gather(char *data, size_t size, size_t n, void *ctx)
 /* One request to 127.0.0.1:port: GET when body is NULL, else a POST of the wire
  * media type (zstd protobuf). token: sent as "Authorization: Bearer <token>";
  * auth, when not NULL, is sent as the whole Authorization value instead. */
-static struct reply http_request(unsigned port, const char *path, const char *token,
-				 const char *auth, const void *body, size_t len)
+static inline struct reply http_request(unsigned port, const char *path, const char *token,
+					const char *auth, const void *body, size_t len)
 {
 	struct curl_slist *h = NULL;
 	struct reply r = { 0 };
@@ -234,7 +234,7 @@ static struct reply http_request(unsigned port, const char *path, const char *to
 	return r;
 }
 
-static struct reply http_get(unsigned port, const char *path, const char *token)
+static inline struct reply http_get(unsigned port, const char *path, const char *token)
 {
 	return http_request(port, path, token, NULL, NULL, 0);
 }
@@ -260,7 +260,7 @@ static long post_batch(unsigned port, const char *token, const struct batch *b, 
 }
 
 /* The value of an unlabelled /metrics line "name value"; -1 when absent. */
-static long long metric_value(unsigned port, const char *name)
+static inline long long metric_value(unsigned port, const char *name)
 {
 	struct reply r = http_get(port, "/metrics", NULL);
 	size_t n = strlen(name);
@@ -279,7 +279,8 @@ static long long metric_value(unsigned port, const char *name)
 
 /* Polls /metrics until name reaches want, for up to timeout_ms; returns the last
  * value read. */
-static long long metric_wait(unsigned port, const char *name, long long want, unsigned timeout_ms)
+static inline long long metric_wait(unsigned port, const char *name, long long want,
+				    unsigned timeout_ms)
 {
 	uint64_t deadline = test_now_ms() + timeout_ms;
 	long long v;
@@ -293,7 +294,7 @@ static long long metric_wait(unsigned port, const char *name, long long want, un
 }
 
 /* Writes len bytes to path; returns 0 or -1. */
-static int write_file(const char *path, const void *data, size_t len)
+static inline int write_file(const char *path, const void *data, size_t len)
 {
 	FILE *f = fopen(path, "w");
 	int ok = f && fwrite(data, 1, len, f) == len;
