@@ -253,7 +253,7 @@ static void test_query_token(void **state)
 	const char *keys[] = { "comm" }, *values[] = { "tok" };
 	const char *stacks[] = { "tok;main;guarded" };
 	uint64_t counts[] = { 42 };
-	char token_file[128], cmd[1024], out[160], *text;
+	char token_dir[64], token_file[128], cmd[1024], out[160], *text;
 	const char *extra[] = { "--ingest-token-file", token_file, "--query-token", query_tok,
 				NULL };
 	struct coll c;
@@ -264,10 +264,11 @@ static void test_query_token(void **state)
 
 	(void)state;
 	/* the ingest token from a file (trailing newline), the query token inline */
-	snprintf(token_file, sizeof(token_file), "/tmp/smolder-api-token-%d", (int)getpid());
+	assert_non_null(test_mkdtemp(token_dir, sizeof(token_dir)));
+	coll_register(0, false, token_dir); /* removed by the teardown */
+	snprintf(token_file, sizeof(token_file), "%s/ingest.token", token_dir);
 	assert_int_equal(write_file(token_file, "ingest-Secret-1\n", 16), 0);
 	assert_int_equal(coll_start(&c, "127.0.0.1:0", extra), 0);
-	unlink(token_file);
 	b = make_batch("tok", 1, (int64_t)time(NULL) - 600, keys, values, 1, stacks, counts, 1);
 
 	/* ingest: no token, the query token: 401 and nothing stored; the ingest token: 200 */
@@ -1427,6 +1428,8 @@ static void test_concurrent_ingest_and_queries(void **state)
 				 "%s",
 				 i, q->server_errors, q->other, q->inconsistent, q->regressed,
 				 q->first_problem);
+		printf("querier %d: %d requests, %d while batches arrived\n", i, q->requests,
+		       q->during);
 		/* minimum: it queried while batches were arriving */
 		if (q->during < 4)
 			fail_msg("querier %d: only %d of %d requests during ingest", i, q->during,
