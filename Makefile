@@ -14,7 +14,8 @@
 #
 # Layout of build/: vmlinux.h and BPF skeletons in build/bpf/, release objects in
 # build/rel/, sanitized objects and test binaries in build/asan/, test workloads
-# (plain -O1 with frame pointers, no sanitizers) in build/workloads/.
+# (plain -O1 with frame pointers, no sanitizers) in build/workloads/, the browser
+# tests' Node packages in build/browser/.
 
 .DELETE_ON_ERROR:
 .SECONDARY:
@@ -241,6 +242,22 @@ fuzz-smoke: $(FUZZ_BINS) $(BUILD)/fuzz/seeds
 	$(call run_fuzzers,$(FUZZ_SMOKE))
 
 # ---- tests -----------------------------------------------------------------
+# The browser tests' Node packages (playwright-core, which downloads no browser:
+# the tests drive /usr/bin/chromium) into build/browser/ with `npm ci`: exactly
+# the versions and hashes of tests/browser/package-lock.json, from npm's cache
+# when it has them, no install scripts.
+BROWSER_MODULES := $(BUILD)/browser/node_modules/.package-lock.json
+
+$(BROWSER_MODULES): tests/browser/package.json tests/browser/package-lock.json
+	$(call msg,NPM,$(BUILD)/browser)
+	$(Q)mkdir -p $(BUILD)/browser
+	$(Q)cp tests/browser/package.json tests/browser/package-lock.json $(BUILD)/browser/
+	$(Q)cd $(BUILD)/browser && PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 npm ci --prefer-offline \
+		--ignore-scripts --no-audit --no-fund --loglevel=error
+	$(Q)touch $@
+
+$(BUILD)/asan/tests/test_browser: $(BROWSER_MODULES)
+
 $(BUILD)/asan/tests/%: tests/unit/%.c $(BUILD)/asan/libsmolder-cli.a $(BUILD)/asan/libsmolder.a \
 		tests/testutil.h
 	$(call msg,TEST,$@)

@@ -528,6 +528,7 @@ int collector__start(const struct collector_options *o, struct collector **out)
 	struct sockaddr_storage ss = { 0 };
 	const union MHD_DaemonInfo *info;
 	struct collector *c;
+	unsigned flags;
 	int err;
 
 	err = resolve(o->listen, &ss);
@@ -544,11 +545,15 @@ int collector__start(const struct collector_options *o, struct collector **out)
 	err = store__open(o->db_path, &so, &c->store);
 	if (err)
 		goto out_free;
-	c->daemon =
-		MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL, 0, NULL, NULL,
-				 handle, c, MHD_OPTION_SOCK_ADDR, &ss, MHD_OPTION_THREAD_POOL_SIZE,
-				 (unsigned)THREADS, MHD_OPTION_NOTIFY_COMPLETED, request_done, c,
-				 MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)60, MHD_OPTION_END);
+	/* MHD opens an IPv4 socket unless told otherwise, and cannot bind an IPv6
+	 * address to it; dual stack, so that [::] is every address, as on Linux. */
+	flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL;
+	if (ss.ss_family == AF_INET6)
+		flags |= MHD_USE_DUAL_STACK;
+	c->daemon = MHD_start_daemon(flags, 0, NULL, NULL, handle, c, MHD_OPTION_SOCK_ADDR, &ss,
+				     MHD_OPTION_THREAD_POOL_SIZE, (unsigned)THREADS,
+				     MHD_OPTION_NOTIFY_COMPLETED, request_done, c,
+				     MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)60, MHD_OPTION_END);
 	if (!c->daemon) {
 		err = -EADDRINUSE;
 		goto out_close;

@@ -1,0 +1,281 @@
+/* Drives the collector's interactive flame graphs in headless Chromium, run by
+ * tests/integration/test_browser.c: the HTML page (/api/v1/flamegraph?format=html)
+ * and the SVG (format=svg), both served by the real collector. The C test posts
+ * the data, computes every expected number from it and writes them to the JSON
+ * file named by argv[2]; this script clicks, types and measures, and prints one
+ * "ok - ..." or "not ok - ..." line per check (exit 1 if any failed).
+ *
+ * Checked: the HTML's flame/icicle toggle (the root below, then above, its child);
+ * search (a regex typed in: the frames it matches highlighted and no others, the
+ * reported samples and share equal to the expected ones); zoom (a clicked frame
+ * fills the width, its children scale with it, its ancestors stay full width, all
+ * other frames are gone) and its reset. The SVG's zoom (the same, by geometry and
+ * display), reset, and search through its prompt (highlighted frames, "Matched:"
+ * share). No console error and no uncaught exception on either page.
+ *
+ * Chromium is /usr/bin/chromium (playwright-core downloads none); Playwright gives
+ * it a fresh temporary profile and passes --headless and --no-sandbox itself.
+ */
+'use strict';
+
+const fs = require('fs');
+const { chromium } = require('playwright-core');
+
+const want = JSON.parse(fs.readFileSync(process.argv[2], 'utf8'));
+const CHROMIUM = process.env.SMOLDER_CHROMIUM || '/usr/bin/chromium';
+const STEP_MS = 10000; /* bound on one wait for the page */
+let failed = 0;
+let passed = 0;
+
+function check(ok, what, got) {
+  if (ok) {
+    passed++;
+    console.log('ok - ' + what);
+  } else {
+    failed++;
+    console.log('not ok - ' + what + (got === undefined ? '' : ': got ' + JSON.stringify(got)));
+  }
+}
+
+function near(a, b, tol) {
+  return typeof a === 'number' && typeof b === 'number' && Math.abs(a - b) <= tol;
+}
+
+function escapeRe(s) {
+  return s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+}
+
+/* A fresh page that records console errors and uncaught exceptions into errors.
+ * One is left out, with a note: Chromium asks every origin for /favicon.ico on its
+ * own, which the collector answers 404; the pages never reference it. */
+async function open(browser, url, errors, label) {
+  const page = await browser.newPage();
+  const favicon = new URL('/favicon.ico', url).href;
+  page.setDefaultTimeout(STEP_MS);
+  page.on('console', (m) => {
+    if (m.type() !== 'error') return;
+    if (m.location().url === favicon)
+      console.log('note - ' + label + ': ignored: ' + m.text() + ' for ' + favicon);
+    else errors.push(label + ': console: ' + m.text() + ' (' + m.location().url + ')');
+  });
+  page.on('pageerror', (e) => errors.push(label + ': exception: ' + e.message));
+  const resp = await page.goto(url, { waitUntil: 'load' });
+  check(resp && resp.status() === 200, label + ': served with 200', resp && resp.status());
+  return page;
+}
+
+/* ---- HTML -------------------------------------------------------------------- */
+
+async function htmlFrames(page) {
+  return page.$$eval('#chart .fr', (els) =>
+    els.map((e) => ({
+      text: e.textContent,
+      cls: e.className,
+      left: parseFloat(e.style.left),
+      width: parseFloat(e.style.width),
+      top: e.getBoundingClientRect().top,
+    })),
+  );
+}
+
+function byText(frames, text) {
+  return frames.filter((f) => f.text === text);
+}
+
+async function htmlToggle(page) {
+  const order = async () => {
+    const frames = await htmlFrames(page);
+    const root = byText(frames, want.flip.root)[0];
+    const child = byText(frames, want.flip.child)[0];
+    return root && child ? root.top - child.top : NaN;
+  };
+  check((await page.textContent('#toggle')) === 'Icicle', 'html: the toggle offers Icicle');
+  check((await order()) > 0, 'html: flame: the root is drawn below its child', await order());
+  await page.click('#toggle');
+  check((await page.textContent('#toggle')) === 'Flame', 'html: the toggle then offers Flame');
+  check((await order()) < 0, 'html: icicle: the root is drawn above its child', await order());
+  await page.click('#toggle');
+  check((await order()) > 0, 'html: flame again after a second click', await order());
+}
+
+async function htmlSearch(page) {
+  const s = want.search;
+  const re = new RegExp(s.regex);
+  await page.fill('#search', s.regex);
+  await page.waitForFunction(() => document.getElementById('match').textContent !== '');
+  const text = await page.textContent('#match');
+  const m = /^matched (\d+) samples \((\d+\.\d\d)%\)$/.exec(text);
+  check(m !== null, 'html: search reports its matches', text);
+  if (m) {
+    check(Number(m[1]) === s.samples, 'html: matched samples = ' + s.samples, Number(m[1]));
+    check(near(Number(m[2]), (100 * s.samples) / want.total, 0.0051),
+      'html: matched share = ' + ((100 * s.samples) / want.total).toFixed(4) + '%', m[2]);
+  }
+  const frames = await htmlFrames(page);
+  const lit = frames.filter((f) => / m( |$)/.test(f.cls));
+  check(lit.length === s.nodes, 'html: ' + s.nodes + ' frames highlighted', lit.length);
+  check(lit.every((f) => f.text === '' || re.test(f.text)), 'html: only matching frames lit',
+    lit.map((f) => f.text));
+  check(frames.filter((f) => f.text !== '' && re.test(f.text)).every((f) => lit.includes(f)),
+    'html: every labelled matching frame lit');
+  await page.fill('#search', '');
+  check((await page.textContent('#match')) === '', 'html: clearing the search clears the report');
+  check((await page.$$('#chart .fr.m')).length === 0, 'html: and the highlights');
+}
+
+async function htmlZoom(page) {
+  const z = want.zoom;
+  const W = await page.$eval('#chart', (e) => e.clientWidth);
+  const before = await htmlFrames(page);
+  check(byText(before, z.name).length === 1, 'html: one frame labelled ' + z.name);
+  await page.locator('#chart .fr', { hasText: new RegExp('^' + escapeRe(z.name) + '$') }).click();
+  await page.waitForFunction((n) => {
+    const e = [...document.querySelectorAll('#chart .fr')].find((f) => f.textContent === n);
+    return e && parseFloat(e.style.left) === 0;
+  }, z.name);
+  const frames = await htmlFrames(page);
+  const f = byText(frames, z.name)[0];
+  check(f && near(f.left, 0, 0.01) && near(f.width, W - 1, 0.01),
+    'html: the zoomed frame fills the width (' + (W - 1) + ' px)', f);
+  for (const c of z.children) {
+    const got = byText(frames, c.name).map((x) => x.width);
+    const exp = (W * c.total) / z.total - 1;
+    check(got.some((w) => near(w, exp, 0.01)),
+      'html: child ' + c.name + ' is ' + exp.toFixed(2) + ' px wide', got);
+  }
+  for (const a of z.ancestors) {
+    const g = byText(frames, a)[0];
+    check(g && / anc/.test(g.cls) && near(g.width, W - 1, 0.01),
+      'html: ancestor ' + a + ' kept full width, dimmed', g);
+  }
+  for (const o of z.outside)
+    check(byText(frames, o).length === 0, 'html: ' + o + ' is not drawn while zoomed');
+  check(frames.length === z.ancestors.length + z.subtree,
+    'html: ' + (z.ancestors.length + z.subtree) + ' frames drawn (ancestors and subtree)',
+    frames.length);
+  await page.click('#reset');
+  const after = await htmlFrames(page);
+  check(after.length === before.length, 'html: reset zoom draws every frame again', after.length);
+}
+
+/* ---- SVG --------------------------------------------------------------------- */
+
+async function svgFrames(page) {
+  return page.$$eval('g.f', (gs) =>
+    gs.map((g) => {
+      const r = g.querySelector('rect');
+      const t = g.querySelector('title').textContent;
+      return {
+        name: t.substring(0, t.lastIndexOf(' (')),
+        x: parseFloat(r.getAttribute('x')),
+        width: parseFloat(r.getAttribute('width')),
+        fill: r.getAttribute('fill'),
+        shown: g.style.display !== 'none',
+        opacity: g.style.opacity,
+      };
+    }),
+  );
+}
+
+async function svgZoom(page) {
+  const z = want.zoom;
+  const before = await svgFrames(page);
+  const root = before.find((f) => f.name === want.flip.root);
+  check(root !== undefined, 'svg: the root frame is drawn');
+  if (!root) return;
+  const XPAD = root.x;
+  const FULL = root.width;
+  check(before.filter((f) => f.name === z.name).length === 1, 'svg: one frame named ' + z.name);
+  const title = page.locator('title', { hasText: new RegExp('^' + escapeRe(z.name) + ' \\(') });
+  await page.locator('g.f').filter({ has: title }).click();
+  const frames = await svgFrames(page);
+  const f = frames.find((x) => x.name === z.name);
+  check(f && near(f.x, XPAD, 0.01) && near(f.width, FULL, 0.01),
+    'svg: the zoomed frame fills the width (' + FULL + ')', f);
+  for (const c of z.children) {
+    const got = frames.filter((x) => x.shown && x.name === c.name).map((x) => x.width);
+    const exp = (FULL * c.total) / z.total;
+    check(got.some((w) => near(w, exp, 0.01)),
+      'svg: child ' + c.name + ' is ' + exp.toFixed(3) + ' wide', got);
+  }
+  for (const a of z.ancestors) {
+    const g = frames.find((x) => x.name === a);
+    check(g && g.shown && g.opacity === '0.6' && near(g.width, FULL, 0.01),
+      'svg: ancestor ' + a + ' kept full width, dimmed', g);
+  }
+  for (const o of z.outside)
+    check(frames.filter((x) => x.name === o).every((x) => !x.shown),
+      'svg: ' + o + ' hidden while zoomed');
+  const shown = frames.filter((x) => x.shown).length;
+  check(shown === z.ancestors.length + z.subtree,
+    'svg: ' + (z.ancestors.length + z.subtree) + ' frames shown (ancestors and subtree)', shown);
+  await page.click('#unzoom');
+  const after = await svgFrames(page);
+  check(after.every((x) => x.shown) &&
+      after.every((x, i) => near(x.x, before[i].x, 1e-6) && near(x.width, before[i].width, 1e-6)),
+    'svg: reset zoom restores every frame');
+}
+
+async function svgSearch(page) {
+  const s = want.search;
+  const re = new RegExp(s.regex);
+  page.once('dialog', (d) => d.accept(s.regex));
+  await page.click('#search');
+  await page.waitForFunction(() => /Matched/.test(document.getElementById('matched').textContent));
+  const text = await page.textContent('#matched');
+  const m = /^Matched: (\d+\.\d)%$/.exec(text);
+  check(m !== null, 'svg: search reports its share', text);
+  if (m)
+    check(near(Number(m[1]), (100 * s.samples) / want.total, 0.051),
+      'svg: matched share = ' + ((100 * s.samples) / want.total).toFixed(3) + '%', m[1]);
+  const frames = await svgFrames(page);
+  const lit = frames.filter((f) => f.fill === 'rgb(230,0,230)');
+  check(lit.length === s.nodes, 'svg: ' + s.nodes + ' frames highlighted', lit.length);
+  check(lit.every((f) => re.test(f.name)) &&
+      frames.filter((f) => re.test(f.name)).length === lit.length,
+    'svg: exactly the matching frames lit', lit.map((f) => f.name));
+  await page.click('#search'); /* "Reset Search" */
+  const reset = await svgFrames(page);
+  check(reset.every((f) => f.fill !== 'rgb(230,0,230)'), 'svg: reset search clears the highlights');
+}
+
+async function main() {
+  const errors = [];
+  const browser = await chromium.launch({
+    executablePath: CHROMIUM,
+    headless: true,
+    timeout: 60000,
+    args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking',
+      '--disable-component-update', '--disable-sync', '--no-first-run'],
+  });
+  try {
+    const html = await open(browser, want.html, errors, 'html');
+    check((await html.textContent('#total')) === want.total + ' samples',
+      'html: total = ' + want.total + ' samples');
+    await htmlToggle(html);
+    await htmlSearch(html);
+    await htmlZoom(html);
+    const svg = await open(browser, want.svg, errors, 'svg');
+    await svgZoom(svg);
+    await svgSearch(svg);
+  } finally {
+    await browser.close();
+  }
+  check(errors.length === 0, 'no console errors or exceptions', errors);
+}
+
+const watchdog = setTimeout(() => {
+  console.log('not ok - timed out');
+  process.exit(1);
+}, 100000);
+
+main()
+  .catch((e) => {
+    failed++;
+    console.log('not ok - ' + (e && e.stack ? e.stack : e));
+  })
+  .finally(() => {
+    clearTimeout(watchdog);
+    console.log(`checks: ${passed} passed, ${failed} failed`);
+    process.exitCode = failed ? 1 : 0;
+  });

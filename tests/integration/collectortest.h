@@ -1,0 +1,307 @@
+/* Helpers for the tests that drive the real sanitized collector over HTTP: start
+ * `smolder collector` on a fresh SQLite file and learn its port, stop it and check
+ * its exit status and stderr for sanitizer reports, kill whatever is left in a
+ * teardown (also after a failed assertion), and a bounded libcurl client for
+ * queries, ingest and /metrics on 127.0.0.1. Included after <cmocka.h> by one
+ * test file each, so everything is static. The libcurl calls are thread-safe
+ * (curl_global_init first); the assert_* ones are for the main thread only.
+ */
+#ifndef SMOLDER_COLLECTORTEST_H
+#define SMOLDER_COLLECTORTEST_H
+
+#include <curl/curl.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "common/batch.h"
+#include "common/wire.h"
+#include "testutil.h"
+
+#define COLL_MAX       8     /* collectors one test may start */
+#define COLL_START_MS  30000 /* bound on start-up (ASan, a fresh database) */
+#define COLL_STOP_MS   30000 /* bound on a clean stop */
+#define HTTP_TIMEOUT_S 30    /* bound on one request */
+#define HTTP_CONNECT_S 10
+
+struct coll {
+	pid_t pid;  /* > 0 while running and not reaped */
+	int status; /* wait status once reaped */
+	unsigned port;
+	char dir[64], db[128], err[160];
+};
+
+/* Every child started (collectors, and whatever else a test registers), by value:
+ * the teardown kills and reaps what a failed assertion left running and removes
+ * the directories. pgroup: the child leads its own process group, killed whole. */
+static struct {
+	pid_t pid; /* 0 once reaped */
+	bool pgroup;
+	char dir[64];
+} coll_reg[COLL_MAX];
+
+static inline void coll_register(pid_t pid, bool pgroup, const char *dir)
+{
+	int k;
+
+	for (k = 0; k < COLL_MAX && (coll_reg[k].pid || coll_reg[k].dir[0]); k++)
+		;
+	assert_true(k < COLL_MAX);
+	coll_reg[k].pid = pid;
+	coll_reg[k].pgroup = pgroup;
+	snprintf(coll_reg[k].dir, sizeof(coll_reg[k].dir), "%s", dir ? dir : "");
+}
+
+/* Called once pid is reaped, so that the teardown leaves it alone. */
+static inline void coll_reaped(pid_t pid)
+{
+	int k;
+
+	for (k = 0; k < COLL_MAX; k++)
+		if (coll_reg[k].pid == pid)
+			coll_reg[k].pid = 0;
+}
+
+/* Sets sanitizer options for the children when the caller (tests/run.sh) has not. */
+static inline void coll_env(void)
+{
+	setenv("ASAN_OPTIONS", "detect_leaks=1", 0);
+	setenv("UBSAN_OPTIONS", "print_stacktrace=1:halt_on_error=1", 0);
+}
+
+/* Fails the test if the file holds an ASan, LSan or UBSan report. */
+static inline void coll_assert_no_sanitizer_report(const char *path)
+{
+	static const char *const reports[] = { "ERROR: AddressSanitizer", "ERROR: LeakSanitizer",
+					       "runtime error:" };
+	char *text = test_read_file(path);
+	size_t i;
+
+	assert_non_null(text);
+	for (i = 0; i < sizeof(reports) / sizeof(reports[0]); i++)
+		if (strstr(text, reports[i]))
+			fail_msg("%s holds a sanitizer report:\n%s", path, text);
+	free(text);
+}
+
+/* Starts `smolder collector --db <fresh dir>/c.db --listen listen [extra...]` with
+ * stderr to <dir>/collector.err. Returns 0 once it logged its port, or -1 when it
+ * exited first (c->pid is then 0 and c->status its wait status) or did not start
+ * within the bound. extra ends with NULL. */
+static inline int coll_start(struct coll *c, const char *listen, const char *const *extra)
+{
+	char bin[256], *argv[32], *text, *p;
+	uint64_t deadline = test_now_ms() + COLL_START_MS;
+	int n = 0, k;
+
+	memset(c, 0, sizeof(*c));
+	assert_non_null(test_mkdtemp(c->dir, sizeof(c->dir)));
+	snprintf(c->db, sizeof(c->db), "%s/c.db", c->dir);
+	snprintf(c->err, sizeof(c->err), "%s/collector.err", c->dir);
+	argv[n++] = test_build_path(bin, sizeof(bin), "asan/smolder");
+	argv[n++] = "collector";
+	argv[n++] = "--db";
+	argv[n++] = c->db;
+	argv[n++] = "--listen";
+	argv[n++] = (char *)listen;
+	for (k = 0; extra && extra[k]; k++) {
+		assert_true(n < 31);
+		argv[n++] = (char *)extra[k];
+	}
+	argv[n] = NULL;
+	c->pid = test_spawn(argv, "/dev/null", c->err);
+	coll_register(c->pid > 0 ? c->pid : 0, false, c->dir);
+	assert_true(c->pid > 0);
+	while (test_now_ms() < deadline) {
+		if (waitpid(c->pid, &c->status, WNOHANG) == c->pid) {
+			coll_reaped(c->pid);
+			c->pid = 0;
+			return -1;
+		}
+		text = test_read_file(c->err);
+		p = text ? strstr(text, " port ") : NULL;
+		if (p)
+			c->port = (unsigned)strtoul(p + 6, NULL, 10);
+		free(text);
+		if (c->port)
+			return 0;
+		usleep(20000); /* polling interval of a bounded wait */
+	}
+	return -1;
+}
+
+/* Waits (bounded) for an exit the collector makes on its own, e.g. a refusal. */
+static inline int coll_wait_exit(struct coll *c)
+{
+	if (c->pid > 0) {
+		c->status = test_wait(c->pid, COLL_STOP_MS);
+		coll_reaped(c->pid);
+		c->pid = 0;
+	}
+	return c->status;
+}
+
+/* SIGTERM, a bounded wait, exit status 0 and no sanitizer report. */
+static inline void coll_stop(struct coll *c)
+{
+	assert_true(c->pid > 0);
+	assert_int_equal(kill(c->pid, SIGTERM), 0);
+	c->status = test_wait(c->pid, COLL_STOP_MS);
+	coll_reaped(c->pid);
+	c->pid = 0;
+	if (!WIFEXITED(c->status) || WEXITSTATUS(c->status) != 0)
+		fail_msg("collector: wait status %#x, stderr in %s", c->status, c->err);
+	coll_assert_no_sanitizer_report(c->err);
+}
+
+/* Teardown: SIGKILL and reap every registered child still running, remove every
+ * directory (SMOLDER_KEEP=1 keeps them). */
+static inline int coll_teardown(void **state)
+{
+	int k, status;
+
+	(void)state;
+	for (k = 0; k < COLL_MAX; k++) {
+		pid_t pid = coll_reg[k].pid;
+
+		if (pid > 0) {
+			kill(coll_reg[k].pgroup ? -pid : pid, SIGKILL);
+			waitpid(pid, &status, 0);
+		}
+		if (coll_reg[k].dir[0] && !getenv("SMOLDER_KEEP"))
+			test_rm_rf(coll_reg[k].dir);
+		memset(&coll_reg[k], 0, sizeof(coll_reg[k]));
+	}
+	return 0;
+}
+
+struct reply {
+	long status; /* 0: no answer (connection error, timeout) */
+	char *body;  /* NUL-terminated; free() it */
+	size_t len;
+};
+
+static size_t reply_gather(char *data, size_t size, size_t n, void *ctx)
+{
+	return fwrite(data, size, n, ctx);
+}
+
+/* One request to 127.0.0.1:port: GET when body is NULL, else a POST of the wire
+ * media type (zstd protobuf). token: sent as "Authorization: Bearer <token>";
+ * auth, when not NULL, is sent as the whole Authorization value instead. */
+static inline struct reply http_request(unsigned port, const char *path, const char *token,
+					const char *auth, const void *body, size_t len)
+{
+	struct curl_slist *h = NULL;
+	struct reply r = { 0 };
+	char url[2048], header[512];
+	FILE *mem = open_memstream(&r.body, &r.len);
+	CURL *c = curl_easy_init();
+
+	if (!mem || !c) {
+		if (mem)
+			fclose(mem);
+		curl_easy_cleanup(c);
+		return r;
+	}
+	snprintf(url, sizeof(url), "http://127.0.0.1:%u%s", port, path);
+	if (auth) {
+		snprintf(header, sizeof(header), "Authorization: %s", auth);
+		h = curl_slist_append(h, header);
+	} else if (token) {
+		snprintf(header, sizeof(header), "Authorization: Bearer %s", token);
+		h = curl_slist_append(h, header);
+	}
+	if (body) {
+		h = curl_slist_append(h, "Content-Type: " WIRE_CONTENT_TYPE);
+		h = curl_slist_append(h, "Content-Encoding: zstd");
+		curl_easy_setopt(c, CURLOPT_POSTFIELDS, body);
+		curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)len);
+	}
+	curl_easy_setopt(c, CURLOPT_URL, url);
+	curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
+	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, reply_gather);
+	curl_easy_setopt(c, CURLOPT_WRITEDATA, mem);
+	curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+	curl_easy_setopt(c, CURLOPT_NOPROXY, "*");
+	curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT, (long)HTTP_CONNECT_S);
+	curl_easy_setopt(c, CURLOPT_TIMEOUT, (long)HTTP_TIMEOUT_S);
+	if (curl_easy_perform(c) == CURLE_OK)
+		curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &r.status);
+	curl_easy_cleanup(c);
+	curl_slist_free_all(h);
+	fclose(mem);
+	return r;
+}
+
+static inline struct reply http_get(unsigned port, const char *path, const char *token)
+{
+	return http_request(port, path, token, NULL, NULL, 0);
+}
+
+/* Posts batch b to /api/v1/ingest; *duplicate tells a re-sent batch (may be NULL).
+ * Returns the HTTP status (0: no answer). No cmocka calls: safe in threads. */
+static long post_batch(unsigned port, const char *token, const struct batch *b, bool *duplicate)
+{
+	struct reply r;
+	void *body;
+	size_t len;
+
+	if (duplicate)
+		*duplicate = false;
+	if (wire_encode(b, 3, &body, &len))
+		return -1;
+	r = http_request(port, "/api/v1/ingest", token, NULL, body, len);
+	free(body);
+	if (duplicate && r.body)
+		*duplicate = strstr(r.body, "\"duplicate\":true") != NULL;
+	free(r.body);
+	return r.status;
+}
+
+/* The value of an unlabelled /metrics line "name value"; -1 when absent. */
+static inline long long metric_value(unsigned port, const char *name)
+{
+	struct reply r = http_get(port, "/metrics", NULL);
+	size_t n = strlen(name);
+	long long v = -1;
+	const char *p;
+
+	for (p = r.body; r.status == 200 && p && *p; p = strchr(p, '\n'), p = p ? p + 1 : NULL) {
+		if (strncmp(p, name, n) == 0 && p[n] == ' ') {
+			v = strtoll(p + n + 1, NULL, 10);
+			break;
+		}
+	}
+	free(r.body);
+	return v;
+}
+
+/* Polls /metrics until name reaches want, for up to timeout_ms; returns the last
+ * value read. */
+static inline long long metric_wait(unsigned port, const char *name, long long want,
+				    unsigned timeout_ms)
+{
+	uint64_t deadline = test_now_ms() + timeout_ms;
+	long long v;
+
+	for (;;) {
+		v = metric_value(port, name);
+		if (v == want || test_now_ms() >= deadline)
+			return v;
+		usleep(100000); /* polling interval of a bounded wait */
+	}
+}
+
+/* Writes len bytes to path; returns 0 or -1. */
+static inline int write_file(const char *path, const void *data, size_t len)
+{
+	FILE *f = fopen(path, "w");
+	int ok = f && fwrite(data, 1, len, f) == len;
+
+	if (f && fclose(f))
+		ok = 0;
+	return ok ? 0 : -1;
+}
+
+#endif

@@ -1,0 +1,333 @@
+/* The collector's interactive flame graphs in a real browser: the sanitized
+ * collector serves /api/v1/flamegraph as HTML and as SVG for batches posted here,
+ * and tests/browser/flame.js (Node, playwright-core, /usr/bin/chromium headless)
+ * zooms, searches and flips them. Every number the script compares with (total,
+ * matched samples and frames of a regex, the zoomed frame's children and what must
+ * disappear) is computed here from the generated stacks and handed to it as JSON.
+ *
+ * playwright-core comes from tests/browser/package-lock.json into
+ * <build>/browser/node_modules (the Makefile's npm ci step). Without node or
+ * chromium the test is skipped with a note; without the packages it fails.
+ */
+#include <regex.h>
+#include <setjmp.h>
+#include <spawn.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+#include <curl/curl.h>
+
+#include "collectortest.h"
+#include "common/batch.h"
+#include "testutil.h"
+
+#define CHROMIUM   "/usr/bin/chromium"
+#define NODE_MS	   120000 /* bound on the whole browser run */
+#define MIN_CHECKS 40	  /* the script's checks: fewer means some did not run */
+#define NWIN	   2
+#define NSTACK	   8
+
+/* The profile: two processes; parse_json under two parents and under itself; one
+ * kernel and one Python frame. */
+static const char *const stacks[NSTACK] = {
+	"app;main;handle;parse_json",  "app;main;handle;parse_json;parse_json",
+	"app;main;handle;render_page", "app;main;handle;Cache.get (/srv/cache.py:41)",
+	"app;main;gc;parse_json",      "app;main;idle_[k]",
+	"db;query;parse_int",	       "db;query;scan",
+};
+static const uint64_t base[NSTACK] = { 300, 40, 200, 80, 60, 100, 150, 70 };
+
+#define SEARCH	   "^parse_"
+#define ZOOM_PATH  "app;main;handle"
+#define ZOOM_NAME  "handle"
+#define FLIP_ROOT  "all"
+#define FLIP_CHILD "app"
+
+static uint64_t count_of(int w, int s)
+{
+	return w == 0 ? base[s] : base[s] / 2 + 7 * (uint64_t)s;
+}
+
+static uint64_t stack_total(int s)
+{
+	uint64_t sum = 0;
+	int w;
+
+	for (w = 0; w < NWIN; w++)
+		sum += count_of(w, s);
+	return sum;
+}
+
+/* A list of distinct strings (frame names or stack prefixes). */
+struct names {
+	char v[64][256];
+	uint64_t total[64];
+	int n;
+};
+
+static int names_find(const struct names *l, const char *s, size_t len)
+{
+	int i;
+
+	for (i = 0; i < l->n; i++)
+		if (strlen(l->v[i]) == len && !strncmp(l->v[i], s, len))
+			return i;
+	return -1;
+}
+
+static int names_add(struct names *l, const char *s, size_t len)
+{
+	int i = names_find(l, s, len);
+
+	if (i >= 0)
+		return i;
+	assert_true(l->n < 64 && len < sizeof(l->v[0]));
+	memcpy(l->v[l->n], s, len);
+	l->v[l->n][len] = '\0';
+	l->total[l->n] = 0;
+	return l->n++;
+}
+
+static void json_str(FILE *f, const char *s)
+{
+	fputc('"', f);
+	for (; *s; s++) {
+		if (*s == '"' || *s == '\\')
+			fputc('\\', f);
+		fputc(*s, f);
+	}
+	fputc('"', f);
+}
+
+static void json_names(FILE *f, const struct names *l)
+{
+	int i;
+
+	fputc('[', f);
+	for (i = 0; i < l->n; i++) {
+		fputs(i ? "," : "", f);
+		json_str(f, l->v[i]);
+	}
+	fputc(']', f);
+}
+
+/* Writes what the script must find, computed from the stacks above. */
+static void write_expectations(const char *path, unsigned port, int64_t from, int64_t to)
+{
+	struct names nodes = { 0 }, children = { 0 }, subtree = { 0 }, inside = { 0 },
+		     outside = { 0 }, ancestors = { 0 };
+	const size_t zl = strlen(ZOOM_PATH);
+	uint64_t total = 0, matched = 0, zoom_total = 0;
+	regex_t re;
+	FILE *f;
+	int s, i;
+
+	assert_int_equal(regcomp(&re, SEARCH, REG_EXTENDED | REG_NOSUB), 0);
+	assert_int_not_equal(regexec(&re, FLIP_ROOT, 0, NULL, 0), 0); /* the root never matches */
+	names_add(&ancestors, FLIP_ROOT, strlen(FLIP_ROOT));
+	for (s = 0; s < NSTACK; s++) {
+		const char *p = stacks[s];
+		uint64_t c = stack_total(s);
+		bool hit = false, under = !strncmp(p, ZOOM_PATH, zl) && p[zl] == ';';
+
+		total += c;
+		if (under)
+			zoom_total += c;
+		/* every node on the stack: its path is the prefix up to the frame's end */
+		while (p) {
+			const char *end = strchr(p, ';');
+			size_t len = end ? (size_t)(end - p) : strlen(p),
+			       plen = (size_t)(p - stacks[s]);
+			char name[256];
+
+			assert_true(len < sizeof(name));
+			memcpy(name, p, len);
+			name[len] = '\0';
+			if (regexec(&re, name, 0, NULL, 0) == 0) {
+				names_add(&nodes, stacks[s], plen + len);
+				hit = true;
+			}
+			if (under && plen + len > zl) {
+				names_add(&subtree, stacks[s], plen + len);
+				names_add(&inside, name, len);
+				if (plen == zl + 1)
+					children.total[names_add(&children, name, len)] += c;
+			} else if (under || plen + len == zl) {
+				if (plen + len < zl)
+					names_add(&ancestors, name, len);
+				names_add(&inside, name, len);
+			}
+			p = end ? end + 1 : NULL;
+		}
+		if (hit)
+			matched += c;
+	}
+	for (s = 0; s < NSTACK; s++) /* names that occur only outside the zoomed subtree */
+		for (const char *p = stacks[s]; p;) {
+			const char *end = strchr(p, ';');
+			size_t len = end ? (size_t)(end - p) : strlen(p);
+
+			if (names_find(&inside, p, len) < 0)
+				names_add(&outside, p, len);
+			p = end ? end + 1 : NULL;
+		}
+	regfree(&re);
+	/* minimum: the data exercises what the script checks */
+	assert_true(matched > 0 && matched < total && nodes.n >= 3);
+	assert_true(children.n >= 2 && outside.n >= 3 && ancestors.n == 3);
+
+	f = fopen(path, "w");
+	assert_non_null(f);
+	fprintf(f,
+		"{\"html\":\"http://127.0.0.1:%u/api/v1/flamegraph?format=html&from=%lld&to=%lld\","
+		"\"svg\":\"http://127.0.0.1:%u/api/v1/flamegraph?format=svg&from=%lld&to=%lld\","
+		"\"total\":%llu,",
+		port, (long long)from, (long long)to, port, (long long)from, (long long)to,
+		(unsigned long long)total);
+	fprintf(f, "\"search\":{\"regex\":");
+	json_str(f, SEARCH);
+	fprintf(f, ",\"samples\":%llu,\"nodes\":%d},", (unsigned long long)matched, nodes.n);
+	fprintf(f, "\"zoom\":{\"name\":");
+	json_str(f, ZOOM_NAME);
+	fprintf(f, ",\"total\":%llu,\"subtree\":%d,\"ancestors\":", (unsigned long long)zoom_total,
+		subtree.n + 1);
+	json_names(f, &ancestors);
+	fprintf(f, ",\"outside\":");
+	json_names(f, &outside);
+	fprintf(f, ",\"children\":[");
+	for (i = 0; i < children.n; i++) {
+		fprintf(f, "%s{\"name\":", i ? "," : "");
+		json_str(f, children.v[i]);
+		fprintf(f, ",\"total\":%llu}", (unsigned long long)children.total[i]);
+	}
+	fprintf(f, "]},\"flip\":{\"root\":");
+	json_str(f, FLIP_ROOT);
+	fprintf(f, ",\"child\":");
+	json_str(f, FLIP_CHILD);
+	fprintf(f, "}}\n");
+	assert_int_equal(fclose(f), 0);
+}
+
+/* Starts node in a process group of its own (Chromium goes with it when the
+ * teardown kills the group). */
+static pid_t spawn_node(char *const argv[], const char *out_path)
+{
+	posix_spawn_file_actions_t fa;
+	posix_spawnattr_t attr;
+	pid_t pid;
+	int rc;
+
+	posix_spawn_file_actions_init(&fa);
+	posix_spawn_file_actions_addopen(&fa, 1, out_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	posix_spawn_file_actions_adddup2(&fa, 1, 2);
+	posix_spawnattr_init(&attr);
+	posix_spawnattr_setpgroup(&attr, 0);
+	posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP);
+	rc = posix_spawnp(&pid, argv[0], &fa, &attr, argv, environ);
+	posix_spawn_file_actions_destroy(&fa);
+	posix_spawnattr_destroy(&attr);
+	return rc ? -1 : pid;
+}
+
+static bool have_node(void)
+{
+	return system("node --version > /dev/null 2>&1") == 0;
+}
+
+static void test_flamegraph_pages_in_chromium(void **state)
+{
+	const char *keys[] = { "comm" };
+	char modules[300], pkg[400], expect[160], out[160], script[] = "tests/browser/flame.js";
+	char *argv[] = { "node", script, expect, NULL };
+	int64_t t0 = (int64_t)time(NULL) - 1200, ok = 0;
+	uint64_t samples = 0;
+	struct coll c;
+	int w, s, status;
+	bool not_ok;
+	pid_t node;
+	char *text, *p;
+
+	(void)state;
+	if (access(CHROMIUM, X_OK) != 0 || !have_node()) {
+		printf("note: node or %s missing (make deps installs chromium); skipped\n",
+		       CHROMIUM);
+		skip();
+	}
+	test_build_path(modules, sizeof(modules), "browser/node_modules");
+	snprintf(pkg, sizeof(pkg), "%s/playwright-core/package.json", modules);
+	if (access(pkg, R_OK) != 0)
+		fail_msg("%s missing: make %s/browser/node_modules/.package-lock.json", pkg,
+			 test_build_dir());
+	assert_int_equal(access(script, R_OK), 0); /* run from the worktree root */
+
+	t0 -= t0 % 10;
+	assert_int_equal(coll_start(&c, "127.0.0.1:0", NULL), 0);
+	for (w = 0; w < NWIN; w++) {
+		struct batch_builder *bb;
+		struct batch *b;
+
+		assert_int_equal(batch_builder__new("browser", "bhost", "cpu", &bb), 0);
+		for (s = 0; s < NSTACK; s++) {
+			char comm[16];
+			const char *values[] = { comm };
+
+			snprintf(comm, sizeof(comm), "%.*s", (int)strcspn(stacks[s], ";"),
+				 stacks[s]);
+			assert_int_equal(
+				batch_builder__add(bb, keys, values, 1, stacks[s], count_of(w, s)),
+				0);
+			samples += count_of(w, s);
+		}
+		assert_int_equal(
+			batch_builder__finish(bb, (uint64_t)w + 1, t0 + 10 * w, 10, 10101010, &b),
+			0);
+		assert_int_equal(post_batch(c.port, NULL, b, NULL), 200);
+		batch__free(b);
+		batch_builder__free(bb);
+	}
+	/* minimum: both batches and every sample stored */
+	assert_int_equal(metric_value(c.port, "smolder_batches_ingested_total"), NWIN);
+	assert_int_equal(metric_value(c.port, "smolder_samples_ingested_total"), samples);
+
+	snprintf(expect, sizeof(expect), "%s/expect.json", c.dir);
+	snprintf(out, sizeof(out), "%s/node.out", c.dir);
+	write_expectations(expect, c.port, t0, t0 + 10 * NWIN);
+	setenv("NODE_PATH", modules, 1);
+	setenv("SMOLDER_CHROMIUM", CHROMIUM, 0);
+	node = spawn_node(argv, out);
+	coll_register(node > 0 ? node : 0, true, NULL);
+	assert_true(node > 0);
+	status = test_wait(node, NODE_MS);
+	coll_reaped(node);
+	text = test_read_file(out);
+	assert_non_null(text);
+	fputs(text, stdout); /* the script's checks, one per line */
+	for (p = text; (p = strstr(p, "\nok - ")); p++)
+		ok++;
+	ok += !strncmp(text, "ok - ", 5);
+	not_ok = strstr(text, "not ok") != NULL;
+	free(text);
+	if (status == -1)
+		fail_msg("node did not finish in %d s", NODE_MS / 1000);
+	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0 || not_ok)
+		fail_msg("the browser checks failed (wait status %#x)", status);
+	if (ok < MIN_CHECKS)
+		fail_msg("only %lld checks passed, want at least %d", (long long)ok, MIN_CHECKS);
+	coll_stop(&c);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_teardown(test_flamegraph_pages_in_chromium, coll_teardown),
+	};
+	int rc;
+
+	coll_env();
+	curl_global_init(CURL_GLOBAL_DEFAULT);
+	rc = cmocka_run_group_tests(tests, NULL, NULL);
+	curl_global_cleanup();
+	return rc;
+}
