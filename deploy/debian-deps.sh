@@ -18,6 +18,17 @@ packages=(
 	golang-go python3-dev
 )
 
+# Node.js 20 and npm (the browser tests' playwright-core) come with the machines
+# this project runs on, from NodeSource: Debian 12's own nodejs is 18, too old for
+# playwright-core, and Debian's npm conflicts with NodeSource's nodejs. So they are
+# checked by command, not installed by package name.
+for cmd in node npm; do
+	if ! command -v "$cmd" >/dev/null 2>&1; then
+		echo "deps: $cmd not found: the browser tests need Node.js 20 and npm" >&2
+		exit 1
+	fi
+done
+
 missing=()
 for p in "${packages[@]}"; do
 	status=$(dpkg-query -W -f='${Status}' "$p" 2>/dev/null || true)
