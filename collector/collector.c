@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <time.h>
 
 #include <microhttpd.h>
@@ -125,7 +126,7 @@ static bool token_ok(struct MHD_Connection *conn, const char *want)
 
 	if (!want)
 		return true;
-	if (!auth || strncmp(auth, "Bearer ", 7) != 0)
+	if (!auth || strncasecmp(auth, "Bearer ", 7) != 0) /* the scheme is case-insensitive */
 		return false;
 	auth += 7;
 	n = strlen(want);
@@ -469,6 +470,8 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *conn, const char
 		return respond_error(conn, MHD_HTTP_METHOD_NOT_ALLOWED, "GET only");
 	if (strcmp(url, "/healthz") == 0)
 		return respond(conn, MHD_HTTP_OK, "text/plain", "ok\n", 3);
+	if (strcmp(url, "/favicon.ico") == 0) /* browsers ask; no icon, and no error */
+		return respond(conn, MHD_HTTP_NO_CONTENT, "image/x-icon", "", 0);
 	if (strcmp(url, "/metrics") == 0)
 		return metrics(c, conn);
 	return query(c, conn, url);
@@ -550,12 +553,14 @@ int collector__start(const struct collector_options *o, struct collector **out)
 	flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL;
 	if (ss.ss_family == AF_INET6)
 		flags |= MHD_USE_DUAL_STACK;
+	errno = 0;
 	c->daemon = MHD_start_daemon(flags, 0, NULL, NULL, handle, c, MHD_OPTION_SOCK_ADDR, &ss,
 				     MHD_OPTION_THREAD_POOL_SIZE, (unsigned)THREADS,
 				     MHD_OPTION_NOTIFY_COMPLETED, request_done, c,
 				     MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)60, MHD_OPTION_END);
 	if (!c->daemon) {
-		err = -EADDRINUSE;
+		/* MHD keeps bind()'s errno (EADDRINUSE, EADDRNOTAVAIL, EACCES...) */
+		err = errno ? -errno : -EADDRINUSE;
 		goto out_close;
 	}
 	info = MHD_get_daemon_info(c->daemon, MHD_DAEMON_INFO_BIND_PORT);
