@@ -10,8 +10,9 @@
 # missing fails the run at once. Each binary runs under coreutils `timeout`
 # ($SMOLDER_TEST_TIMEOUT seconds, default 600; SIGKILL 10 s after the SIGTERM),
 # with its output shown as it comes. From cmocka's per-test lines it counts passes,
-# failures (FAILED, and ERROR from a failed teardown) and skips, and prints each
-# skip with the "skipping ..." reason the test printed. A binary that exits
+# failures (FAILED, ERROR from a failed teardown, and a failed group setup or
+# teardown, which cmocka 1.1 does not reflect in its exit status) and skips, and
+# prints each skip with the "skipping ..." reason the test printed. A binary that exits
 # non-zero without a counted failure (a crash, a sanitizer report, a failed group
 # fixture, a timeout) or that reports no test at all counts as one failure.
 #
@@ -112,6 +113,12 @@ for t in "${tests[@]}"; do
 		/^\[==========\] [0-9]+ test\(s\) run/ { done = 1 }
 		done { next }
 		/^\[ RUN      \] / { cur = substr($0, 14); reason = ""; next }
+		# cmocka 1.1 exits 0 when only the group teardown failed
+		cur == "" && /^\[  FAILED  \] GROUP (SETUP|TEARDOWN)$/ {
+			count["F"]++
+			printf "GROUP\t%s\n", tolower(substr($0, 14))
+			next
+		}
 		/^[[:space:]]*[Ss]kipping/ {
 			sub(/^[[:space:]]+/, "")
 			if (cur == "") pre = $0; else reason = $0
@@ -132,6 +139,7 @@ for t in "${tests[@]}"; do
 		skips+=("$what")
 	done < <(grep '^SKIP' <<<"$summary")
 	unfinished=$(grep '^NORESULT' <<<"$summary" | cut -f2)
+	group=$(grep '^GROUP' <<<"$summary" | cut -f2)
 	passed=$((passed + p)) failed=$((failed + f)) skipped=$((skipped + s))
 
 	why=
@@ -152,7 +160,7 @@ for t in "${tests[@]}"; do
 	if [[ -n $why ]]; then
 		broken+=("$name ($why)")
 	elif ((f > 0)); then
-		broken+=("$name")
+		broken+=("$name${group:+ (failed $group)}")
 	fi
 done
 
