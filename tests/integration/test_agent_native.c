@@ -202,7 +202,7 @@ static void test_target_dies(void **state)
 
 	/* Wait until a window with the victim's frames has been written, then let the
 	 * victim run a while longer so the window in flight holds its samples. */
-	assert_true(test_wait_for_text(out, "victim;", 15000));
+	assert_true(test_wait_for_child_text(agent, out, "victim;", 15000));
 	ticks = test_proc_cpu_ticks(victim);
 	assert_true(test_wait_cpu(victim, ticks, 30, 10000));
 	f = load_folded(out);

@@ -264,7 +264,7 @@ static void test_python_version(void **state)
 	unsetenv("PYSHAPES_CPU");
 	assert_true(shares > 0 && mixed > 0);
 	/* Threads being created have no thread state yet: start once all run. */
-	assert_true(test_wait_for_text(ready, "ready", 30000));
+	assert_true(test_wait_for_child_text(mixed, ready, "ready", 30000));
 	snprintf(p1, sizeof(p1), "%d", (int)shares);
 	snprintf(p2, sizeof(p2), "%d", (int)mixed);
 	agent = start_agent(out, err, "--pid", p1, "--pid", p2, "--frequency", "999", "--window",
@@ -347,7 +347,7 @@ static void test_python_started_later(void **state)
 	native = test_spawn(native_argv, "/dev/null", NULL);
 	agent = start_agent(out, err, "--frequency", "499", "--window", "30", "--duration", "8",
 			    NULL);
-	assert_true(test_wait_for_text(err, "sampling every process", 30000));
+	assert_true(test_wait_for_child_text(agent, err, "sampling every process", 30000));
 	late = test_spawn(late_argv, "/dev/null", NULL);
 	assert_int_equal(test_wait(late, 30000), 0); /* exits after 1 s of CPU */
 	agent_exited_cleanly(agent, err, 120000);
