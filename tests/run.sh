@@ -45,6 +45,9 @@ done
 ((${#tests[@]})) || usage
 
 export SMOLDER_BUILD=$build
+# a run is every test of every binary: a filter left in the environment (see
+# tests/testutil.h) would pass on a subset
+unset SMOLDER_TEST_FILTER
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 limit=${SMOLDER_TEST_TIMEOUT:-600}
