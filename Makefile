@@ -74,6 +74,7 @@ ASAN_OBJS := $(patsubst %.c,$(BUILD)/asan/%.o,$(LIB_SRCS) $(GEN_C))
 UNIT_TESTS  := $(patsubst tests/unit/%.c,$(BUILD)/asan/tests/%,$(wildcard tests/unit/test_*.c))
 INTEG_TESTS := $(patsubst tests/integration/%.c,$(BUILD)/asan/tests/%,$(wildcard tests/integration/test_*.c))
 WORKLOADS   := $(patsubst tests/workloads/%.c,$(BUILD)/workloads/%,$(wildcard tests/workloads/*.c))
+PY_WORKLOADS := $(wildcard tests/workloads/*.py)
 BENCHES     := $(patsubst bench/%.c,$(BUILD)/bench/%,$(wildcard bench/*.c))
 
 # Every C file clang-format owns: the program, BPF, tests, workloads, benchmarks.
@@ -91,9 +92,12 @@ deps:
 test: deps
 	$(Q)$(MAKE) check
 
+# tests/run.sh runs exactly these binaries, after checking that they and the
+# workloads exist; SMOLDER_TEST_TIMEOUT=SEC changes its per-binary timeout (600 s).
 check: check-format check-layout fuzz-smoke $(BUILD)/smolder $(BUILD)/asan/smolder $(UNIT_TESTS) \
 		$(INTEG_TESTS) $(WORKLOADS) $(BENCHES)
-	$(Q)bash tests/run.sh $(BUILD)
+	$(Q)bash tests/run.sh $(BUILD) $(addprefix --workload ,$(WORKLOADS) $(PY_WORKLOADS)) \
+		$(UNIT_TESTS) $(INTEG_TESTS)
 
 check-format:
 	$(call msg,FORMAT,check)

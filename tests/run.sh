@@ -1,38 +1,176 @@
 #!/usr/bin/env bash
-# Runs every test binary under BUILD/asan/tests (unit tests and the integration
-# tests that need root and a real kernel), counts cmocka's per-test results and ends
-# with one summary line: "tests: N passed, N failed, N skipped".
+# Runs the test binaries it is given, in order: the Makefile passes its UNIT_TESTS
+# and INTEG_TESTS lists (unit tests, and integration tests that need root and a real
+# kernel), so a renamed test's old binary in BUILD/asan/tests is never run.
+#
+#   tests/run.sh BUILD [--workload FILE]... TEST_BINARY...
+#
+# Before running anything it checks that every workload and every test binary
+# exists and that no binary is older than its source (a stale build): any of these
+# missing fails the run at once. Each binary runs under coreutils `timeout`
+# ($SMOLDER_TEST_TIMEOUT seconds, default 600; SIGKILL 10 s after the SIGTERM),
+# with its output shown as it comes. From cmocka's per-test lines it counts passes,
+# failures (FAILED, ERROR from a failed teardown, and a failed group setup or
+# teardown, which cmocka 1.1 does not reflect in its exit status) and skips, and
+# prints each skip with the "skipping ..." reason the test printed. A binary that exits
+# non-zero without a counted failure (a crash, a sanitizer report, a failed group
+# fixture, a timeout) or that reports no test at all counts as one failure.
+#
+# The last line is exactly "tests: N passed, N failed, N skipped" (CI parses it);
+# the exit status is 0 only with no failure and at least one pass.
 set -uo pipefail
-build=${1:-build}
+
+usage() {
+	echo "usage: tests/run.sh BUILD [--workload FILE]... TEST_BINARY..." >&2
+	exit 2
+}
+
+(($# >= 1)) || usage
+build=$1
+shift
+workloads=() tests=()
+while (($#)); do
+	case $1 in
+	--workload)
+		(($# >= 2)) || usage
+		workloads+=("$2")
+		shift 2
+		;;
+	*)
+		tests+=("$1")
+		shift
+		;;
+	esac
+done
+((${#tests[@]})) || usage
+
 export SMOLDER_BUILD=$build
+# a run is every test of every binary: a filter left in the environment (see
+# tests/testutil.h) would pass on a subset
+unset SMOLDER_TEST_FILTER
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
+limit=${SMOLDER_TEST_TIMEOUT:-600}
+if ! [[ $limit =~ ^[1-9][0-9]*$ ]]; then
+	echo "run.sh: SMOLDER_TEST_TIMEOUT wants whole seconds, got '$limit'" >&2
+	exit 2
+fi
 
+# ---- prerequisites: all present and current, or nothing runs --------------------
+problems=()
+for w in "${workloads[@]}"; do
+	[[ -f $w ]] || problems+=("missing workload $w (make $w)")
+done
+for t in "${tests[@]}"; do
+	name=$(basename "$t")
+	src=
+	for d in tests/unit tests/integration; do
+		[[ -f $d/$name.c ]] && src=$d/$name.c
+	done
+	if [[ ! -x $t ]]; then
+		problems+=("missing test binary $t (make $t)")
+	elif [[ -z $src ]]; then
+		problems+=("$t has no source tests/{unit,integration}/$name.c: a stale binary")
+	else
+		deps=("$src" tests/testutil.h "$build/asan/libsmolder.a")
+		[[ $src == tests/integration/* ]] && deps+=(tests/integration/agenttest.h)
+		for dep in "${deps[@]}"; do
+			[[ $dep -nt $t ]] && problems+=("$t is older than $dep: rebuild it (make $t)")
+		done
+	fi
+done
+if ((${#problems[@]})); then
+	for p in "${problems[@]}"; do
+		echo "run.sh: $p" >&2
+	done
+	echo "tests: 0 passed, ${#problems[@]} failed, 0 skipped"
+	exit 1
+fi
+
+# ---- run ------------------------------------------------------------------------
 passed=0 failed=0 skipped=0
-broken=()
-for t in "$build"/asan/tests/test_*; do
-	[[ -x "$t" ]] || continue
+broken=() skips=() times=()
+log=$(mktemp /tmp/smolder-run-XXXXXX)
+trap 'rm -f "$log"' EXIT
+
+for t in "${tests[@]}"; do
 	name=$(basename "$t")
 	echo "== $name"
-	out=$("$t" 2>&1)
-	rc=$?
-	printf '%s\n' "$out"
-	# Per-test lines come before cmocka's "[==========] N test(s) run." summary.
-	read -r p f s < <(awk '/^\[==========\] [0-9]+ test\(s\) run/ { done = 1 }
-		!done && /^\[       OK \]/ { p++ }
-		!done && /^\[  FAILED  \]/ { f++ }
-		!done && /^\[  SKIPPED \]/ { s++ }
-		END { print p + 0, f + 0, s + 0 }' <<<"$out")
-	passed=$((passed + p)) skipped=$((skipped + s)) failed=$((failed + f))
-	# A crash or sanitizer report that cmocka could not count is a failure too.
-	if ((rc != 0 && f == 0)); then
-		failed=$((failed + 1))
-		broken+=("$name (exit $rc)")
+	start=$(date +%s)
+	timeout -k 10 "$limit" "$t" 2>&1 | tee "$log"
+	rc=${PIPESTATUS[0]}
+	times+=("$name $(($(date +%s) - start))s")
+
+	# Results are the lines that close a "[ RUN      ] name" with the same name,
+	# before cmocka's "[==========] N test(s) run." (its summary repeats them).
+	# A "skipping ..." line inside a test is that test's reason; one printed
+	# before the first test (a group setup) is the reason of skips without one.
+	summary=$(awk -v bin="$name" '
+		function close_test(kind) {
+			if (kind == "S")
+				printf "SKIP\t%s/%s: %s\n", bin, cur,
+					reason != "" ? reason : (pre != "" ? pre : "(no reason printed)")
+			count[kind]++
+			cur = ""
+		}
+		/^\[==========\] [0-9]+ test\(s\) run/ { done = 1 }
+		done { next }
+		/^\[ RUN      \] / { cur = substr($0, 14); reason = ""; next }
+		# cmocka 1.1 exits 0 when only the group teardown failed
+		cur == "" && /^\[  FAILED  \] GROUP (SETUP|TEARDOWN)$/ {
+			count["F"]++
+			printf "GROUP\t%s\n", tolower(substr($0, 14))
+			next
+		}
+		/^[[:space:]]*[Ss]kipping/ {
+			sub(/^[[:space:]]+/, "")
+			if (cur == "") pre = $0; else reason = $0
+			next
+		}
+		cur != "" && substr($0, 14) == cur {
+			if (/^\[       OK \] /) close_test("P")
+			else if (/^\[  FAILED  \] / || /^\[  ERROR   \] /) close_test("F")
+			else if (/^\[  SKIPPED \] /) close_test("S")
+		}
+		END {
+			if (cur != "")
+				printf "NORESULT\t%s\n", cur
+			printf "COUNTS\t%d\t%d\t%d\n", count["P"], count["F"], count["S"]
+		}' "$log")
+	IFS=$'\t' read -r _ p f s < <(grep '^COUNTS' <<<"$summary")
+	while IFS=$'\t' read -r _ what; do
+		skips+=("$what")
+	done < <(grep '^SKIP' <<<"$summary")
+	unfinished=$(grep '^NORESULT' <<<"$summary" | cut -f2)
+	group=$(grep '^GROUP' <<<"$summary" | cut -f2)
+	passed=$((passed + p)) failed=$((failed + f)) skipped=$((skipped + s))
+
+	why=
+	if ((rc == 124)); then
+		why="timed out after ${limit}s${unfinished:+ in $unfinished}"
+	elif ((rc == 137)); then
+		why="killed (timeout ${limit}s, or out of memory)${unfinished:+ in $unfinished}"
+	elif ((rc != 0)) && grep -qE 'ERROR: (Address|Leak)Sanitizer|runtime error:' "$log"; then
+		why="sanitizer report, exit $rc${unfinished:+, in $unfinished}"
+	elif ((rc != 0)); then
+		why="exit $rc${unfinished:+, no result for $unfinished}"
+	elif ((p + f + s == 0)); then
+		why="no test ran"
+	fi
+	if [[ -n $why ]] && ((f == 0)); then
+		failed=$((failed + 1)) # nothing counted it yet
+	fi
+	if [[ -n $why ]]; then
+		broken+=("$name ($why)")
 	elif ((f > 0)); then
-		broken+=("$name")
+		broken+=("$name${group:+ (failed $group)}")
 	fi
 done
 
+echo "run times: ${times[*]}"
+for s in "${skips[@]}"; do
+	echo "skipped: $s"
+done
 if ((${#broken[@]})); then
 	echo "failing: ${broken[*]}"
 fi

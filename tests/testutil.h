@@ -3,7 +3,16 @@
  *
  * Tests find the build directory through $SMOLDER_BUILD (set by tests/run.sh),
  * defaulting to "build". Everything here is static so each test binary is one
- * translation unit.
+ * translation unit; include <cmocka.h> first (failures here are cmocka failures).
+ * SMOLDER_TEST_FILTER=PATTERN runs only the matching tests of a binary.
+ *
+ * Child processes: test_spawn() starts one or fails the test, and registers it.
+ * Every registered child is killed (with its process group) and reaped by
+ * test_teardown_children() after each test, whatever the test's outcome (cmocka
+ * longjmps out of a failed test), and by an atexit handler; each child also gets
+ * SIGKILL from the kernel when the test binary dies (PR_SET_PDEATHSIG), e.g. at
+ * tests/run.sh's timeout. test_kill() is the only way a test signals a process:
+ * it refuses anything but a registered, unreaped child (pid -1 is every process).
  */
 #ifndef SMOLDER_TESTUTIL_H
 #define SMOLDER_TESTUTIL_H
@@ -11,18 +20,28 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
-#include <spawn.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
 extern char **environ;
+
+/* SMOLDER_TEST_FILTER=PATTERN runs only the tests whose names match (cmocka's
+ * wildcards), e.g. while breaking code on purpose to see a test fail. */
+__attribute__((constructor)) static void test_filter_from_env(void)
+{
+	const char *f = getenv("SMOLDER_TEST_FILTER");
+
+	if (f && *f)
+		cmocka_set_test_filter(f);
+}
 
 static inline const char *test_build_dir(void)
 {
@@ -61,43 +80,235 @@ static inline void test_rm_rf(const char *dir)
 		fprintf(stderr, "warning: could not remove %s\n", dir);
 }
 
-/* Starts argv[0] with stdout to out_path and stderr to err_path (NULL: inherit).
- * Returns the pid, or -1. */
-static inline pid_t test_spawn(char *const argv[], const char *out_path, const char *err_path)
-{
-	posix_spawn_file_actions_t fa;
-	pid_t pid;
-	int rc;
+/* ---- child processes --------------------------------------------------- */
 
-	posix_spawn_file_actions_init(&fa);
-	if (out_path)
-		posix_spawn_file_actions_addopen(&fa, 1, out_path, O_WRONLY | O_CREAT | O_TRUNC,
-						 0644);
-	if (err_path)
-		posix_spawn_file_actions_addopen(&fa, 2, err_path, O_WRONLY | O_CREAT | O_TRUNC,
-						 0644);
-	rc = posix_spawn(&pid, argv[0], &fa, NULL, argv, environ);
-	posix_spawn_file_actions_destroy(&fa);
-	return rc ? -1 : pid;
+#define TEST_MAX_CHILDREN 64
+
+struct test_child {
+	pid_t pid;
+	bool keep;     /* lives for the whole group (test_child_keep), not one test */
+	char name[64]; /* basename of argv[0], for messages */
+};
+
+struct test_children {
+	struct test_child c[TEST_MAX_CHILDREN];
+	size_t n;
+	bool atexit_set;
+};
+
+static inline struct test_children *test_children(void)
+{
+	static struct test_children tc;
+
+	return &tc;
 }
 
-/* Waits for pid to exit for up to timeout_ms; returns its wait status, or -1 after
- * killing it with SIGKILL when it did not exit in time. */
+/* True when pid is a child of this process that has not been reaped yet (running
+ * or a zombie): only then is the pid, and the process group of that id, still ours. */
+static inline bool test_is_unreaped_child(pid_t pid)
+{
+	siginfo_t si;
+
+	memset(&si, 0, sizeof(si));
+	return pid > 0 && waitid(P_PID, (id_t)pid, &si, WEXITED | WNOHANG | WNOWAIT) == 0;
+}
+
+static inline struct test_child *test_child_find(pid_t pid)
+{
+	struct test_children *tc = test_children();
+	size_t i;
+
+	for (i = 0; i < tc->n; i++)
+		if (tc->c[i].pid == pid)
+			return &tc->c[i];
+	return NULL;
+}
+
+static inline void test_child_forget(pid_t pid)
+{
+	struct test_children *tc = test_children();
+	struct test_child *c = test_child_find(pid);
+
+	if (c)
+		*c = tc->c[--tc->n];
+}
+
+/* Marks a child (a server a group setup started) to survive the per-test cleanup;
+ * the group teardown stops it, and test_kill_children() or exit kill it. */
+static inline void test_child_keep(pid_t pid)
+{
+	struct test_child *c = test_child_find(pid);
+
+	if (!c)
+		fail_msg("test_child_keep: pid %d is not a child this test started", (int)pid);
+	c->keep = true;
+}
+
+/* SIGKILL to the child and its process group (what it forked), then reaps it.
+ * Nothing is signalled unless the pid is still an unreaped child of ours. */
+static inline void test_child_kill_reap(pid_t pid)
+{
+	uint64_t deadline;
+	int status;
+
+	if (pid > 1 && test_is_unreaped_child(pid)) {
+		kill(-pid, SIGKILL); /* test_spawn made it a group leader */
+		kill(pid, SIGKILL);
+		for (deadline = test_now_ms() + 10000; test_now_ms() < deadline;) {
+			pid_t r = waitpid(pid, &status, WNOHANG);
+
+			if (r == pid || (r < 0 && errno != EINTR))
+				break;
+			usleep(10000); /* polling interval of a bounded wait */
+		}
+	}
+	test_child_forget(pid);
+}
+
+/* Kills and reaps every registered child, kept ones included (group teardown,
+ * exit). */
+static inline void test_kill_children(void)
+{
+	struct test_children *tc = test_children();
+
+	while (tc->n)
+		test_child_kill_reap(tc->c[tc->n - 1].pid);
+}
+
+/* A cmocka teardown for every test that starts processes: kills and reaps what the
+ * test left running (all of it when the test failed midway), kept children aside. */
+static inline int test_teardown_children(void **state)
+{
+	struct test_children *tc = test_children();
+	size_t i = tc->n;
+
+	(void)state;
+	while (i-- > 0) {
+		if (tc->c[i].keep)
+			continue;
+		fprintf(stderr, "teardown: killing %s (pid %d), still running after the test\n",
+			tc->c[i].name, (int)tc->c[i].pid);
+		test_child_kill_reap(tc->c[i].pid);
+	}
+	return 0;
+}
+
+/* Starts argv[0] in a process group of its own, stdin from /dev/null, stdout to
+ * out_path and stderr to err_path (NULL: inherit), and registers it (see the top of
+ * this file). Returns its pid (> 0); any failure (missing binary, unwritable output
+ * file, too many children) fails the test with the reason. */
+static inline pid_t test_spawn(char *const argv[], const char *out_path, const char *err_path)
+{
+	static const char *const steps[] = { "setpgid",
+					     "prctl",
+					     "open /dev/null",
+					     "open the stdout file",
+					     "open the stderr file",
+					     "execv" };
+	struct test_children *tc = test_children();
+	int fds[2], report[2] = { 0, 0 };
+	pid_t parent = getpid(), pid;
+	ssize_t n;
+
+	if (tc->n == TEST_MAX_CHILDREN)
+		fail_msg("cannot start %s: %d children already registered", argv[0],
+			 TEST_MAX_CHILDREN);
+	if (pipe2(fds, O_CLOEXEC))
+		fail_msg("cannot start %s: pipe2: %s", argv[0], strerror(errno));
+	fflush(NULL);
+	pid = fork();
+	if (pid < 0) {
+		close(fds[0]);
+		close(fds[1]);
+		fail_msg("cannot start %s: fork: %s", argv[0], strerror(errno));
+	}
+	if (pid == 0) { /* async-signal-safe calls only until execv */
+		int fd, step = 0;
+
+		if (setpgid(0, 0))
+			goto child_fail;
+		step = 1;
+		if (prctl(PR_SET_PDEATHSIG, SIGKILL))
+			goto child_fail;
+		if (getppid() != parent) /* the test died before prctl: nobody to report to */
+			_exit(127);
+		step = 2;
+		if ((fd = open("/dev/null", O_RDONLY)) < 0 || dup2(fd, 0) < 0)
+			goto child_fail;
+		step = 3;
+		if (out_path && ((fd = open(out_path, O_WRONLY | O_CREAT | O_TRUNC, 0644)) < 0 ||
+				 dup2(fd, 1) < 0))
+			goto child_fail;
+		step = 4;
+		if (err_path && ((fd = open(err_path, O_WRONLY | O_CREAT | O_TRUNC, 0644)) < 0 ||
+				 dup2(fd, 2) < 0))
+			goto child_fail;
+		step = 5;
+		execv(argv[0], argv);
+	child_fail:
+		report[0] = step;
+		report[1] = errno;
+		n = write(fds[1], report, sizeof(report)); /* the parent fails the test */
+		_exit(127);
+	}
+	close(fds[1]);
+	do
+		n = read(fds[0], report, sizeof(report));
+	while (n < 0 && errno == EINTR);
+	close(fds[0]);
+	if (n != 0) { /* the child wrote why it did not reach the program */
+		bool full = n == (ssize_t)sizeof(report) && report[0] >= 0 && report[0] < 6;
+
+		waitpid(pid, NULL, 0);
+		fail_msg("cannot start %s: %s: %s", argv[0], full ? steps[report[0]] : "child",
+			 full ? strerror(report[1]) : "no report");
+	}
+	tc->c[tc->n].pid = pid;
+	tc->c[tc->n].keep = false;
+	snprintf(tc->c[tc->n].name, sizeof(tc->c[tc->n].name), "%s",
+		 strrchr(argv[0], '/') ? strrchr(argv[0], '/') + 1 : argv[0]);
+	tc->n++;
+	if (!tc->atexit_set)
+		tc->atexit_set = atexit(test_kill_children) == 0;
+	return pid;
+}
+
+/* Sends sig to pid. Fails the test instead when pid is not a child test_spawn()
+ * started that is still unreaped: pid <= 0 would reach a process group or every
+ * process, and a reaped pid may belong to someone else by now. */
+static inline void test_kill(pid_t pid, int sig)
+{
+	if (pid <= 0)
+		fail_msg("refusing to send signal %d to pid %d", sig, (int)pid);
+	if (!test_child_find(pid) || !test_is_unreaped_child(pid))
+		fail_msg("refusing to send signal %d to pid %d: not a running child of this test",
+			 sig, (int)pid);
+	if (kill(pid, sig))
+		fail_msg("kill(%d, %d): %s", (int)pid, sig, strerror(errno));
+}
+
+/* Waits for pid (> 0, else the test fails) to exit for up to timeout_ms; returns its
+ * wait status, or -1 after killing it with SIGKILL when it did not exit in time. */
 static inline int test_wait(pid_t pid, unsigned timeout_ms)
 {
 	uint64_t deadline = test_now_ms() + timeout_ms;
 	int status;
 
+	if (pid <= 0) /* waitpid(-1) or (0) would reap any child */
+		fail_msg("refusing to wait for pid %d", (int)pid);
 	while (test_now_ms() < deadline) {
 		pid_t r = waitpid(pid, &status, WNOHANG);
-		if (r == pid)
+		if (r == pid) {
+			test_child_forget(pid);
 			return status;
-		if (r < 0)
+		}
+		if (r < 0 && errno != EINTR) {
+			test_child_forget(pid);
 			return -1;
+		}
 		usleep(10000); /* polling interval of a bounded wait, not synchronization */
 	}
-	kill(pid, SIGKILL);
-	waitpid(pid, &status, 0);
+	test_child_kill_reap(pid);
 	return -1;
 }
 
@@ -146,6 +357,101 @@ static inline bool test_wait_for_text(const char *path, const char *needle, unsi
 		usleep(20000);
 	}
 	return false;
+}
+
+/* True when pid (a child of this test) has exited, without reaping it. */
+static inline bool test_child_exited(pid_t pid)
+{
+	siginfo_t si;
+
+	memset(&si, 0, sizeof(si));
+	return waitid(P_PID, (id_t)pid, &si, WEXITED | WNOHANG | WNOWAIT) != 0 || si.si_pid == pid;
+}
+
+/* test_wait_for_text() for a file that child pid writes: gives up as soon as the
+ * child has exited, so a server that dies at startup costs no timeout. */
+static inline bool test_wait_for_child_text(pid_t pid, const char *path, const char *needle,
+					    unsigned timeout_ms)
+{
+	uint64_t deadline = test_now_ms() + timeout_ms;
+
+	while (test_now_ms() < deadline) {
+		char *text = test_read_file(path);
+		bool found = text && strstr(text, needle);
+
+		free(text);
+		if (found)
+			return true;
+		if (test_child_exited(pid))
+			return false;
+		usleep(20000);
+	}
+	return false;
+}
+
+/* Prints a child's log to stderr, framed, for a failure message to refer to. */
+static inline void test_print_log(const char *what, const char *log_path)
+{
+	char *text = test_read_file(log_path);
+
+	fprintf(stderr, "---- %s: %s ----\n%s---- end of %s ----\n", what, log_path,
+		text ? text : "(unreadable)\n", log_path);
+	free(text);
+}
+
+/* Fails the test when log_path (a sanitized child's stderr) holds a sanitizer
+ * report: AddressSanitizer, LeakSanitizer or UndefinedBehaviorSanitizer. */
+static inline void test_assert_no_sanitizer_report(const char *what, const char *log_path)
+{
+	static const char *const marks[] = { "ERROR: AddressSanitizer", "ERROR: LeakSanitizer",
+					     "runtime error:" };
+	char *text = test_read_file(log_path);
+	const char *found = NULL;
+	size_t i;
+
+	if (!text)
+		fail_msg("%s: cannot read its log %s", what, log_path);
+	for (i = 0; i < sizeof(marks) / sizeof(marks[0]) && !found; i++)
+		if (strstr(text, marks[i]))
+			found = marks[i];
+	free(text);
+	if (found) {
+		test_print_log(what, log_path);
+		fail_msg("%s: \"%s\" in %s", what, found, log_path);
+	}
+}
+
+/* Fails unless status (from test_wait) is how a child sent sig should end: killed
+ * by it for SIGKILL, else exit status 0 (a server stops cleanly on SIGTERM/SIGINT). */
+static inline void test_assert_stopped_by(const char *what, int status, int sig,
+					  const char *log_path)
+{
+	bool ok;
+
+	if (sig == SIGKILL)
+		ok = status != -1 && WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL;
+	else
+		ok = status != -1 && WIFEXITED(status) && WEXITSTATUS(status) == 0;
+	if (ok)
+		return;
+	if (log_path)
+		test_print_log(what, log_path);
+	if (status == -1)
+		fail_msg("%s: did not exit in time after signal %d", what, sig);
+	else if (WIFSIGNALED(status))
+		fail_msg("%s: killed by signal %d after signal %d", what, WTERMSIG(status), sig);
+	else
+		fail_msg("%s: exit status %d after signal %d", what, WEXITSTATUS(status), sig);
+}
+
+/* Stops a sanitized server this test started: sends sig, waits up to timeout_ms,
+ * and asserts its end (test_assert_stopped_by) and a log free of sanitizer reports. */
+static inline void test_stop_checked(const char *what, pid_t pid, int sig, const char *log_path,
+				     unsigned timeout_ms)
+{
+	test_kill(pid, sig);
+	test_assert_stopped_by(what, test_wait(pid, timeout_ms), sig, log_path);
+	test_assert_no_sanitizer_report(what, log_path);
 }
 
 /* CPU time (utime+stime, in clock ticks) a process has used; -1 when it is gone. */

@@ -58,6 +58,7 @@ static int teardown(void **state)
 {
 	struct fixture *fx = *state;
 
+	test_kill_children();
 	if (fx)
 		if (!getenv("SMOLDER_KEEP"))
 			test_rm_rf(fx->dir);
@@ -93,7 +94,7 @@ static void test_known_shares(void **state)
 			    "--duration", "6", NULL);
 	assert_true(agent > 0);
 	agent_exited_cleanly(agent, err, 60000);
-	kill(work, SIGTERM);
+	test_kill(work, SIGTERM);
 	assert_true(test_wait(work, 10000) == 0);
 
 	truth = test_read_file(truth_path);
@@ -150,7 +151,7 @@ static void test_stack_order(void **state)
 	agent = start_agent(out, err, "--pid", pidbuf, "--frequency", "499", "--duration", "2",
 			    NULL);
 	agent_exited_cleanly(agent, err, 60000);
-	kill(work, SIGKILL);
+	test_kill(work, SIGKILL);
 	test_wait(work, 10000);
 
 	f = load_folded(out);
@@ -201,19 +202,19 @@ static void test_target_dies(void **state)
 
 	/* Wait until a window with the victim's frames has been written, then let the
 	 * victim run a while longer so the window in flight holds its samples. */
-	assert_true(test_wait_for_text(out, "victim;", 15000));
+	assert_true(test_wait_for_child_text(agent, out, "victim;", 15000));
 	ticks = test_proc_cpu_ticks(victim);
 	assert_true(test_wait_cpu(victim, ticks, 30, 10000));
 	f = load_folded(out);
 	v_before = count_frames(f, "victim", NULL);
 	k_before = count_frames(f, "shapes", NULL);
 	folded__free(f);
-	kill(victim, SIGKILL);
+	test_kill(victim, SIGKILL);
 	assert_int_equal(unlink(victim_bin), 0);
 	test_wait(victim, 10000);
 
 	agent_exited_cleanly(agent, err, 60000);
-	kill(keeper, SIGKILL);
+	test_kill(keeper, SIGKILL);
 	test_wait(keeper, 10000);
 
 	f = load_folded(out);
@@ -255,8 +256,8 @@ static void test_whole_host(void **state)
 	agent = start_agent(out, err, "--frequency", "199", "--window", "1", "--duration", "3",
 			    NULL);
 	agent_exited_cleanly(agent, err, 60000);
-	kill(work, SIGKILL);
-	kill(dd, SIGKILL);
+	test_kill(work, SIGKILL);
+	test_kill(dd, SIGKILL);
 	test_wait(work, 10000);
 	test_wait(dd, 10000);
 
@@ -291,7 +292,7 @@ static void test_swap_loses_nothing(void **state)
 	agent = start_agent(out, err, "--frequency", "999", "--window", "1", "--duration", "5",
 			    "--include-idle", "-v", NULL);
 	agent_exited_cleanly(agent, err, 60000);
-	kill(work, SIGKILL);
+	test_kill(work, SIGKILL);
 	test_wait(work, 10000);
 
 	text = test_read_file(err);
@@ -334,12 +335,12 @@ static void test_bad_option_exit_code(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_bad_option_exit_code),
-		cmocka_unit_test(test_known_shares),
-		cmocka_unit_test(test_stack_order),
-		cmocka_unit_test(test_target_dies),
-		cmocka_unit_test(test_whole_host),
-		cmocka_unit_test(test_swap_loses_nothing),
+		cmocka_unit_test_teardown(test_bad_option_exit_code, test_teardown_children),
+		cmocka_unit_test_teardown(test_known_shares, test_teardown_children),
+		cmocka_unit_test_teardown(test_stack_order, test_teardown_children),
+		cmocka_unit_test_teardown(test_target_dies, test_teardown_children),
+		cmocka_unit_test_teardown(test_whole_host, test_teardown_children),
+		cmocka_unit_test_teardown(test_swap_loses_nothing, test_teardown_children),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);

@@ -93,6 +93,7 @@ static int group_setup(void **state)
 static int group_teardown(void **state)
 {
 	(void)state;
+	test_kill_children();
 	if (!getenv("SMOLDER_KEEP"))
 		test_rm_rf(tmpdir);
 	return 0;
@@ -263,14 +264,14 @@ static void test_python_version(void **state)
 	unsetenv("PYSHAPES_CPU");
 	assert_true(shares > 0 && mixed > 0);
 	/* Threads being created have no thread state yet: start once all run. */
-	assert_true(test_wait_for_text(ready, "ready", 30000));
+	assert_true(test_wait_for_child_text(mixed, ready, "ready", 30000));
 	snprintf(p1, sizeof(p1), "%d", (int)shares);
 	snprintf(p2, sizeof(p2), "%d", (int)mixed);
 	agent = start_agent(out, err, "--pid", p1, "--pid", p2, "--frequency", "999", "--window",
 			    "2", "--duration", "6", NULL);
 	agent_exited_cleanly(agent, err, 120000);
-	kill(shares, SIGTERM);
-	kill(mixed, SIGTERM);
+	test_kill(shares, SIGTERM);
+	test_kill(mixed, SIGTERM);
 	assert_int_equal(test_wait(shares, 20000), 0);
 	assert_int_equal(test_wait(mixed, 20000), 0);
 
@@ -346,11 +347,11 @@ static void test_python_started_later(void **state)
 	native = test_spawn(native_argv, "/dev/null", NULL);
 	agent = start_agent(out, err, "--frequency", "499", "--window", "30", "--duration", "8",
 			    NULL);
-	assert_true(test_wait_for_text(err, "sampling every process", 30000));
+	assert_true(test_wait_for_child_text(agent, err, "sampling every process", 30000));
 	late = test_spawn(late_argv, "/dev/null", NULL);
 	assert_int_equal(test_wait(late, 30000), 0); /* exits after 1 s of CPU */
 	agent_exited_cleanly(agent, err, 120000);
-	kill(native, SIGKILL);
+	test_kill(native, SIGKILL);
 	test_wait(native, 10000);
 
 	f = load_folded(out);
@@ -410,19 +411,24 @@ static void test_python_fresh_chunks(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		{ "python_3.9", test_python_version, NULL, NULL, &interps[0] },
-		{ "python_3.10", test_python_version, NULL, NULL, &interps[1] },
-		{ "python_3.11", test_python_version, NULL, NULL, &interps[2] },
-		{ "python_3.12", test_python_version, NULL, NULL, &interps[3] },
-		{ "python_3.13", test_python_version, NULL, NULL, &interps[4] },
-		{ "python_debian", test_python_version, NULL, NULL, &interps[5] },
-		{ "python_3.9_started_later", test_python_started_later, NULL, NULL, &interps[0] },
-		{ "python_3.12_started_later", test_python_started_later, NULL, NULL, &interps[3] },
-		{ "python_debian_started_later", test_python_started_later, NULL, NULL,
-		  &interps[5] },
-		{ "python_3.11_fresh_chunks", test_python_fresh_chunks, NULL, NULL, &interps[2] },
-		{ "python_3.12_fresh_chunks", test_python_fresh_chunks, NULL, NULL, &interps[3] },
-		{ "python_3.13_fresh_chunks", test_python_fresh_chunks, NULL, NULL, &interps[4] },
+		{ "python_3.9", test_python_version, NULL, test_teardown_children, &interps[0] },
+		{ "python_3.10", test_python_version, NULL, test_teardown_children, &interps[1] },
+		{ "python_3.11", test_python_version, NULL, test_teardown_children, &interps[2] },
+		{ "python_3.12", test_python_version, NULL, test_teardown_children, &interps[3] },
+		{ "python_3.13", test_python_version, NULL, test_teardown_children, &interps[4] },
+		{ "python_debian", test_python_version, NULL, test_teardown_children, &interps[5] },
+		{ "python_3.9_started_later", test_python_started_later, NULL,
+		  test_teardown_children, &interps[0] },
+		{ "python_3.12_started_later", test_python_started_later, NULL,
+		  test_teardown_children, &interps[3] },
+		{ "python_debian_started_later", test_python_started_later, NULL,
+		  test_teardown_children, &interps[5] },
+		{ "python_3.11_fresh_chunks", test_python_fresh_chunks, NULL,
+		  test_teardown_children, &interps[2] },
+		{ "python_3.12_fresh_chunks", test_python_fresh_chunks, NULL,
+		  test_teardown_children, &interps[3] },
+		{ "python_3.13_fresh_chunks", test_python_fresh_chunks, NULL,
+		  test_teardown_children, &interps[4] },
 	};
 
 	return cmocka_run_group_tests(tests, group_setup, group_teardown);

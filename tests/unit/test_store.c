@@ -853,24 +853,41 @@ static void test_maintain(void **state)
 	free(t);
 }
 
-/* 100 batches of about 300 distinct stacks over 4 label sets: prints bytes per row. */
-static void test_size(void **state)
+/* Size of the samples a test_size batch holds: 300 draws from SIZE_STACKS stacks,
+ * each stack with one label set. */
+#define SIZE_STACKS 2000
+#define SIZE_DRAWS  300
+/* Bytes of database a sample row may cost once its stack and label set are stored:
+ * the row is a WITHOUT ROWID b-tree cell of four small integers (window_start in 4
+ * bytes, label set and stack ids in 1 to 2, value in 1, a 5-byte record header,
+ * 1-byte payload size, 2-byte cell pointer: about 16 bytes), with pages partly
+ * filled. A rowid table with a separate primary-key index, or a stack stored per
+ * row, would be well past it. */
+#define SAMPLE_ROW_MAX_BYTES 32
+
+/* What the store must hold after test_size's ingests, counted here. */
+struct size_seen {
+	bool stack[SIZE_STACKS]; /* stacks ever ingested */
+	uint64_t rows, stacks, batches;
+};
+
+/* Ingests batches [first, first + n) of test_size: batch i is window
+ * 1700000000 + 10 i. A stack is one row per window (repeats in a batch add up),
+ * so rows grow by the distinct stacks of each batch. */
+static void size_ingest(struct store *s, int first, int n, struct size_seen *seen)
 {
-	struct fixture *fx = *state;
-	struct store_stats st;
-	struct store *s;
 	char stack[512];
 	int i, j;
 
-	s = fx_open(fx, NULL);
-	for (i = 0; i < 100; i++) {
+	for (i = first; i < first + n; i++) {
+		bool in_batch[SIZE_STACKS] = { false };
 		struct batch *b;
 		struct tb tb;
 		bool dup;
 
 		tb_init(&tb, "agent-a", (uint64_t)i + 1, 1700000000 + 10 * i);
-		for (j = 0; j < 300; j++) {
-			int k = (int)(rnd() % 2000);
+		for (j = 0; j < SIZE_DRAWS; j++) {
+			int k = (int)(rnd() % SIZE_STACKS);
 
 			snprintf(stack, sizeof(stack),
 				 "svc%d;_start;__libc_start_main;main;run_loop;dispatch_%d;"
@@ -878,16 +895,52 @@ static void test_size(void **state)
 				 "do_syscall_64_[k];sys_%d_[k]",
 				 k % 8, k % 50, k % 200, k, k % 30, k % 40);
 			tb_add(&tb, labelsets[1 + k % 4], stack, 1 + rnd() % 20);
+			seen->rows += !in_batch[k];
+			seen->stacks += !seen->stack[k];
+			in_batch[k] = seen->stack[k] = true;
 		}
 		b = tb_finish(&tb);
 		assert_int_equal(store__ingest(s, b, &dup), 0);
+		assert_false(dup);
 		tbatch_free(b);
+		seen->batches++;
 	}
-	assert_int_equal(store__stats(s, &st), 0);
+}
+
+/* Rows and dictionary hold exactly what was ingested, and once the stacks are
+ * known (a second set of 100 batches over the same stacks) each new sample row
+ * costs at most SAMPLE_ROW_MAX_BYTES of database. */
+static void test_size(void **state)
+{
+	struct fixture *fx = *state;
+	struct size_seen seen = { 0 };
+	struct store_stats st1, st2;
+	struct store *s;
+	double per_row;
+
+	s = fx_open(fx, NULL);
+	size_ingest(s, 0, 100, &seen);
+	assert_int_equal(store__stats(s, &st1), 0);
+	assert_int_equal(st1.sample_rows, seen.rows);
+	assert_int_equal(st1.stacks, seen.stacks);
+	assert_int_equal(st1.batches, seen.batches);
+	assert_int_equal(st1.labelsets, 4); /* labelsets[1..4], by k % 4 */
+	assert_true(seen.rows > 20000);	    /* the minimum the bound below is measured on */
+
+	size_ingest(s, 100, 100, &seen);
+	assert_int_equal(store__stats(s, &st2), 0);
+	assert_int_equal(st2.sample_rows, seen.rows);
+	assert_int_equal(st2.stacks, seen.stacks);
+	assert_int_equal(st2.batches, seen.batches);
+	assert_true(st2.db_bytes > st1.db_bytes);
+	per_row =
+		(double)(st2.db_bytes - st1.db_bytes) / (double)(st2.sample_rows - st1.sample_rows);
 	print_message("store (%s): %" PRIu64 " sample rows, %" PRIu64 " stacks, %" PRIu64
-		      " bytes, %.1f bytes per sample row\n",
-		      fx->file ? "file" : "memory", st.sample_rows, st.stacks, st.db_bytes,
-		      (double)st.db_bytes / (double)st.sample_rows);
+		      " bytes, %.1f bytes per sample row; the second 100 batches: %.1f bytes "
+		      "per new row\n",
+		      fx->file ? "file" : "memory", st2.sample_rows, st2.stacks, st2.db_bytes,
+		      (double)st2.db_bytes / (double)st2.sample_rows, per_row);
+	assert_true(per_row <= SAMPLE_ROW_MAX_BYTES);
 	close_checked(s);
 }
 
