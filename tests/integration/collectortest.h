@@ -31,35 +31,19 @@ struct coll {
 	char dir[64], db[128], err[160];
 };
 
-/* Every child started (collectors, and whatever else a test registers), by value:
- * the teardown kills and reaps what a failed assertion left running and removes
- * the directories. pgroup: the child leads its own process group, killed whole. */
-static struct {
-	pid_t pid; /* 0 once reaped */
-	bool pgroup;
-	char dir[64];
-} coll_reg[COLL_MAX];
+/* Directories a test made (collectors', token files'): the teardown removes them.
+ * Children are testutil.h's: test_spawn() registers them and the teardown kills
+ * what a failed assertion left running. */
+static char coll_dirs[COLL_MAX][64];
 
-static inline void coll_register(pid_t pid, bool pgroup, const char *dir)
+static inline void coll_register_dir(const char *dir)
 {
 	int k;
 
-	for (k = 0; k < COLL_MAX && (coll_reg[k].pid || coll_reg[k].dir[0]); k++)
+	for (k = 0; k < COLL_MAX && coll_dirs[k][0]; k++)
 		;
 	assert_true(k < COLL_MAX);
-	coll_reg[k].pid = pid;
-	coll_reg[k].pgroup = pgroup;
-	snprintf(coll_reg[k].dir, sizeof(coll_reg[k].dir), "%s", dir ? dir : "");
-}
-
-/* Called once pid is reaped, so that the teardown leaves it alone. */
-static inline void coll_reaped(pid_t pid)
-{
-	int k;
-
-	for (k = 0; k < COLL_MAX; k++)
-		if (coll_reg[k].pid == pid)
-			coll_reg[k].pid = 0;
+	snprintf(coll_dirs[k], sizeof(coll_dirs[k]), "%s", dir);
 }
 
 /* Sets sanitizer options for the children when the caller (tests/run.sh) has not. */
@@ -67,21 +51,6 @@ static inline void coll_env(void)
 {
 	setenv("ASAN_OPTIONS", "detect_leaks=1", 0);
 	setenv("UBSAN_OPTIONS", "print_stacktrace=1:halt_on_error=1", 0);
-}
-
-/* Fails the test if the file holds an ASan, LSan or UBSan report. */
-static inline void coll_assert_no_sanitizer_report(const char *path)
-{
-	static const char *const reports[] = { "ERROR: AddressSanitizer", "ERROR: LeakSanitizer",
-					       "runtime error:" };
-	char *text = test_read_file(path);
-	size_t i;
-
-	assert_non_null(text);
-	for (i = 0; i < sizeof(reports) / sizeof(reports[0]); i++)
-		if (strstr(text, reports[i]))
-			fail_msg("%s holds a sanitizer report:\n%s", path, text);
-	free(text);
 }
 
 /* Starts `smolder collector --db <fresh dir>/c.db --listen listen [extra...]` with
@@ -109,12 +78,11 @@ static inline int coll_start(struct coll *c, const char *listen, const char *con
 		argv[n++] = (char *)extra[k];
 	}
 	argv[n] = NULL;
+	coll_register_dir(c->dir);
 	c->pid = test_spawn(argv, "/dev/null", c->err);
-	coll_register(c->pid > 0 ? c->pid : 0, false, c->dir);
-	assert_true(c->pid > 0);
 	while (test_now_ms() < deadline) {
-		if (waitpid(c->pid, &c->status, WNOHANG) == c->pid) {
-			coll_reaped(c->pid);
+		if (test_child_exited(c->pid)) {
+			c->status = test_wait(c->pid, COLL_STOP_MS);
 			c->pid = 0;
 			return -1;
 		}
@@ -135,7 +103,6 @@ static inline int coll_wait_exit(struct coll *c)
 {
 	if (c->pid > 0) {
 		c->status = test_wait(c->pid, COLL_STOP_MS);
-		coll_reaped(c->pid);
 		c->pid = 0;
 	}
 	return c->status;
@@ -144,33 +111,21 @@ static inline int coll_wait_exit(struct coll *c)
 /* SIGTERM, a bounded wait, exit status 0 and no sanitizer report. */
 static inline void coll_stop(struct coll *c)
 {
-	assert_true(c->pid > 0);
-	assert_int_equal(kill(c->pid, SIGTERM), 0);
-	c->status = test_wait(c->pid, COLL_STOP_MS);
-	coll_reaped(c->pid);
+	test_stop_checked("collector", c->pid, SIGTERM, c->err, COLL_STOP_MS);
 	c->pid = 0;
-	if (!WIFEXITED(c->status) || WEXITSTATUS(c->status) != 0)
-		fail_msg("collector: wait status %#x, stderr in %s", c->status, c->err);
-	coll_assert_no_sanitizer_report(c->err);
 }
 
-/* Teardown: SIGKILL and reap every registered child still running, remove every
- * directory (SMOLDER_KEEP=1 keeps them). */
+/* Teardown: kills and reaps every child still running (also after a failed
+ * assertion), removes every directory (SMOLDER_KEEP=1 keeps them). */
 static inline int coll_teardown(void **state)
 {
-	int k, status;
+	int k;
 
-	(void)state;
+	test_teardown_children(state);
 	for (k = 0; k < COLL_MAX; k++) {
-		pid_t pid = coll_reg[k].pid;
-
-		if (pid > 0) {
-			kill(coll_reg[k].pgroup ? -pid : pid, SIGKILL);
-			waitpid(pid, &status, 0);
-		}
-		if (coll_reg[k].dir[0] && !getenv("SMOLDER_KEEP"))
-			test_rm_rf(coll_reg[k].dir);
-		memset(&coll_reg[k], 0, sizeof(coll_reg[k]));
+		if (coll_dirs[k][0] && !getenv("SMOLDER_KEEP"))
+			test_rm_rf(coll_dirs[k]);
+		coll_dirs[k][0] = '\0';
 	}
 	return 0;
 }

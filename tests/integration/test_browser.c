@@ -9,9 +9,9 @@
  * <build>/browser/node_modules (the Makefile's npm ci step). Without node or
  * chromium the test is skipped with a note; without the packages it fails.
  */
+#include <limits.h>
 #include <regex.h>
 #include <setjmp.h>
-#include <spawn.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -212,35 +212,26 @@ static void write_expectations(const char *path, unsigned port, int64_t from, in
 
 /* Starts node in a process group of its own (Chromium goes with it when the
  * teardown kills the group). */
-static pid_t spawn_node(char *const argv[], const char *out_path)
+/* The absolute path of node on PATH (test_spawn executes a path); fails the test
+ * when there is none: make deps checks that node is installed. */
+static void find_node(char *buf, size_t len)
 {
-	posix_spawn_file_actions_t fa;
-	posix_spawnattr_t attr;
-	pid_t pid;
-	int rc;
+	FILE *p = popen("command -v node", "r");
+	bool found = p && fgets(buf, (int)len, p) && buf[0] == '/';
 
-	posix_spawn_file_actions_init(&fa);
-	posix_spawn_file_actions_addopen(&fa, 1, out_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-	posix_spawn_file_actions_adddup2(&fa, 1, 2);
-	posix_spawnattr_init(&attr);
-	posix_spawnattr_setpgroup(&attr, 0);
-	posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP);
-	rc = posix_spawnp(&pid, argv[0], &fa, &attr, argv, environ);
-	posix_spawn_file_actions_destroy(&fa);
-	posix_spawnattr_destroy(&attr);
-	return rc ? -1 : pid;
-}
-
-static bool have_node(void)
-{
-	return system("node --version > /dev/null 2>&1") == 0;
+	if (p)
+		pclose(p);
+	if (!found)
+		fail_msg("node not found on PATH: the browser tests need Node.js 20 (make deps)");
+	buf[strcspn(buf, "\n")] = '\0';
 }
 
 static void test_flamegraph_pages_in_chromium(void **state)
 {
 	const char *keys[] = { "comm" };
 	char modules[300], pkg[400], expect[160], out[160], script[] = "tests/browser/flame.js";
-	char *argv[] = { "node", script, expect, NULL };
+	char node_path[PATH_MAX], err[PATH_MAX + 64];
+	char *argv[] = { node_path, script, expect, NULL };
 	int64_t t0 = (int64_t)time(NULL) - 1200, ok = 0;
 	uint64_t samples = 0;
 	struct coll c;
@@ -250,11 +241,9 @@ static void test_flamegraph_pages_in_chromium(void **state)
 	char *text, *p;
 
 	(void)state;
-	if (access(CHROMIUM, X_OK) != 0 || !have_node()) {
-		printf("note: node or %s missing (make deps installs chromium); skipped\n",
-		       CHROMIUM);
-		skip();
-	}
+	if (access(CHROMIUM, X_OK) != 0)
+		fail_msg("%s missing: make deps installs chromium", CHROMIUM);
+	find_node(node_path, sizeof(node_path));
 	test_build_path(modules, sizeof(modules), "browser/node_modules");
 	snprintf(pkg, sizeof(pkg), "%s/playwright-core/package.json", modules);
 	if (access(pkg, R_OK) != 0)
@@ -296,11 +285,10 @@ static void test_flamegraph_pages_in_chromium(void **state)
 	write_expectations(expect, c.port, t0, t0 + 10 * NWIN);
 	setenv("NODE_PATH", modules, 1);
 	setenv("SMOLDER_CHROMIUM", CHROMIUM, 0);
-	node = spawn_node(argv, out);
-	coll_register(node > 0 ? node : 0, true, NULL);
-	assert_true(node > 0);
+	snprintf(err, sizeof(err), "%s/node.err", c.dir);
+	node = test_spawn(argv, out, err);
 	status = test_wait(node, NODE_MS);
-	coll_reaped(node);
+	test_print_log("node", err);
 	text = test_read_file(out);
 	assert_non_null(text);
 	fputs(text, stdout); /* the script's checks, one per line */

@@ -161,10 +161,8 @@ static int group_setup(void **state)
 	}
 	if (!port) {
 		fprintf(stderr, "test_cli: the collector did not start (see %s)\n", err_path);
-		if (server > 0) { /* no teardown after a failed setup */
-			kill(server, SIGKILL);
-			test_wait(server, 10000);
-		}
+		if (server > 0) /* no teardown after a failed setup */
+			test_child_kill_reap(server);
 		return -1;
 	}
 	snprintf(url, sizeof(url), "http://127.0.0.1:%u", port);
@@ -174,10 +172,7 @@ static int group_setup(void **state)
 static int group_teardown(void **state)
 {
 	(void)state;
-	if (server > 0) { /* test_collector_stops_clean did not get to stop it */
-		kill(server, SIGKILL);
-		test_wait(server, 10000);
-	}
+	test_kill_children(); /* the collector, when test_collector_stops_clean did not stop it */
 	if (!getenv("SMOLDER_KEEP"))
 		test_rm_rf(dir);
 	curl_global_cleanup();
@@ -296,17 +291,6 @@ static size_t expect_names(const struct line *e, size_t n, char names[][160])
 enum mode { BY_URL, BY_DB };
 static const char *const mode_name[] = { "--url", "--db" };
 
-static void assert_no_sanitizer_report(const char *path, const char *who)
-{
-	char *text = test_read_file(path);
-
-	assert_non_null(text);
-	if (strstr(text, "ERROR: AddressSanitizer") || strstr(text, "ERROR: LeakSanitizer") ||
-	    strstr(text, "runtime error:"))
-		fail_msg("%s: sanitizer report:\n%s", who, text);
-	free(text);
-}
-
 /* Runs `smolder ARGS... --url URL|--db FILE` (args NULL-terminated) with stdout to
  * out; asserts exit 0 and a clean stderr. */
 static void cli(enum mode m, const char *out, ...)
@@ -336,7 +320,7 @@ static void cli(enum mode m, const char *out, ...)
 		fail_msg("smolder %s ... %s: status %d\n%s", argv[1], mode_name[m], st,
 			 err ? err : "");
 	}
-	assert_no_sanitizer_report(errp, argv[1]);
+	test_assert_no_sanitizer_report(argv[1], errp);
 }
 
 static char *out_path(const char *name, enum mode m)
@@ -819,17 +803,9 @@ static void test_pprof_by_go(void **state)
 /* The collector stops on SIGTERM with status 0 and no sanitizer report. */
 static void test_collector_stops_clean(void **state)
 {
-	int st;
-
 	(void)state;
-	assert_true(server > 0);
-	assert_int_equal(kill(server, SIGTERM), 0);
-	st = test_wait(server, 30000);
+	test_stop_checked("collector", server, SIGTERM, err_path, 30000);
 	server = -1;
-	assert_true(st != -1);
-	assert_true(WIFEXITED(st));
-	assert_int_equal(WEXITSTATUS(st), 0);
-	assert_no_sanitizer_report(err_path, "collector");
 }
 
 int main(void)

@@ -265,7 +265,7 @@ static void test_query_token(void **state)
 	(void)state;
 	/* the ingest token from a file (trailing newline), the query token inline */
 	assert_non_null(test_mkdtemp(token_dir, sizeof(token_dir)));
-	coll_register(0, false, token_dir); /* removed by the teardown */
+	coll_register_dir(token_dir); /* removed by the teardown */
 	snprintf(token_file, sizeof(token_file), "%s/ingest.token", token_dir);
 	assert_int_equal(write_file(token_file, "ingest-Secret-1\n", 16), 0);
 	assert_int_equal(coll_start(&c, "127.0.0.1:0", extra), 0);
@@ -350,7 +350,7 @@ static void expect_refused(const char *listen, const char *const *extra)
 	    !strstr(err, "--insecure"))
 		fail_msg("%s: no reason given: '%s'", listen, err);
 	free(err);
-	coll_assert_no_sanitizer_report(c.err);
+	test_assert_no_sanitizer_report("collector", c.err);
 }
 
 /* Started on a wildcard address: it answers on 127.0.0.1 (queries with the token,
