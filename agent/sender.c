@@ -233,9 +233,11 @@ static bool send_oldest(struct sender *s, unsigned *delay_ms)
 
 	status = post(s, body, len, &r);
 	free(body);
+	/* The file goes and its count comes under one lock: sender__flush() and
+	 * sender__stats() must not see the spool emptied before the count. */
 	if (status == 200) {
-		unlink(path);
 		pthread_mutex_lock(&s->lock);
+		unlink(path);
 		if (strstr(r.text, "\"duplicate\":true"))
 			s->st.duplicates++;
 		else
@@ -246,8 +248,8 @@ static bool send_oldest(struct sender *s, unsigned *delay_ms)
 	}
 	if (status >= 400 && status < 500 && status != 429) {
 		log_warn("sender: collector refused a batch (HTTP %ld): %s", status, r.text);
-		unlink(path);
 		pthread_mutex_lock(&s->lock);
+		unlink(path);
 		s->st.rejected++;
 		pthread_mutex_unlock(&s->lock);
 		return true;
