@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -32,7 +33,8 @@ struct sender {
 	pthread_cond_t drained; /* the spool became empty */
 	bool stop;
 	struct sender_stats st;
-	CURL *curl; /* used by the thread only */
+	CURL *curl;   /* used by the thread only */
+	uint64_t rng; /* the jitter's draws (thread only): seeded per sender */
 };
 
 struct reply {
@@ -169,10 +171,20 @@ static struct timespec deadline_in(unsigned ms)
 	return t;
 }
 
+/* xorshift64*: the jitter's draws. Not rand(): unseeded, it made every agent
+ * draw the same "jitter", so agents refused together retried together. */
+static uint64_t next_random(struct sender *s)
+{
+	s->rng ^= s->rng >> 12;
+	s->rng ^= s->rng << 25;
+	s->rng ^= s->rng >> 27;
+	return s->rng * 2685821657736338717ull;
+}
+
 /* Sleeps for the backoff, or until stop; returns false on stop. */
 static bool backoff(struct sender *s, unsigned *delay_ms)
 {
-	unsigned jittered = *delay_ms / 2 + (unsigned)(rand() % (int)(*delay_ms / 2 + 1));
+	unsigned jittered = *delay_ms / 2 + (unsigned)(next_random(s) % (*delay_ms / 2 + 1));
 	struct timespec until;
 	bool stop;
 
@@ -221,9 +233,11 @@ static bool send_oldest(struct sender *s, unsigned *delay_ms)
 
 	status = post(s, body, len, &r);
 	free(body);
+	/* The file goes and its count comes under one lock: sender__flush() and
+	 * sender__stats() must not see the spool emptied before the count. */
 	if (status == 200) {
-		unlink(path);
 		pthread_mutex_lock(&s->lock);
+		unlink(path);
 		if (strstr(r.text, "\"duplicate\":true"))
 			s->st.duplicates++;
 		else
@@ -234,8 +248,8 @@ static bool send_oldest(struct sender *s, unsigned *delay_ms)
 	}
 	if (status >= 400 && status < 500 && status != 429) {
 		log_warn("sender: collector refused a batch (HTTP %ld): %s", status, r.text);
-		unlink(path);
 		pthread_mutex_lock(&s->lock);
+		unlink(path);
 		s->st.rejected++;
 		pthread_mutex_unlock(&s->lock);
 		return true;
@@ -317,6 +331,14 @@ int sender__new(const struct sender_options *o, struct sender **out)
 		err = -ENOMEM;
 		goto out_free;
 	}
+	if (getrandom(&s->rng, sizeof(s->rng), GRND_NONBLOCK) != (ssize_t)sizeof(s->rng)) {
+		struct timespec t;
+
+		clock_gettime(CLOCK_REALTIME, &t);
+		s->rng = (uint64_t)t.tv_nsec ^ ((uint64_t)t.tv_sec << 20) ^
+			 ((uint64_t)getpid() << 40);
+	}
+	s->rng |= 1; /* xorshift's one forbidden state is 0 */
 	curl_easy_setopt(s->curl, CURLOPT_URL, s->url);
 	curl_easy_setopt(s->curl, CURLOPT_WRITEFUNCTION, on_reply);
 	curl_easy_setopt(s->curl, CURLOPT_TIMEOUT, 30L);
