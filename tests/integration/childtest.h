@@ -17,68 +17,11 @@
 #include "common/folded.h"
 #include "testutil.h"
 
-#define CHILD_MAX 16
-
-static pid_t child_pids[CHILD_MAX];
-
-/* Remembers pid (when > 0) so child_kill_all() can stop it; returns pid. */
-static inline pid_t child_track(pid_t pid)
-{
-	size_t i;
-
-	for (i = 0; pid > 0 && i < CHILD_MAX; i++) {
-		if (child_pids[i] <= 0) {
-			child_pids[i] = pid;
-			break;
-		}
-	}
-	return pid;
-}
-
-static inline void child_untrack(pid_t pid)
-{
-	size_t i;
-
-	for (i = 0; i < CHILD_MAX; i++)
-		if (child_pids[i] == pid)
-			child_pids[i] = 0;
-}
-
-/* For teardown: SIGKILL and reap every child still tracked. */
-static inline void child_kill_all(void)
-{
-	size_t i;
-	int status;
-
-	for (i = 0; i < CHILD_MAX; i++) {
-		if (child_pids[i] > 0) {
-			kill(child_pids[i], SIGKILL);
-			waitpid(child_pids[i], &status, 0);
-		}
-		child_pids[i] = 0;
-	}
-}
-
-/* Sends sig to a tracked child; the pid must be a real one. */
-static inline void child_signal(pid_t pid, int sig)
-{
-	assert_true(pid > 0);
-	assert_int_equal(kill(pid, sig), 0);
-}
-
-/* Waits up to timeout_ms (then SIGKILL); returns the wait status or -1. */
-static inline int child_wait(pid_t pid, unsigned timeout_ms)
-{
-	int status;
-
-	assert_true(pid > 0);
-	status = test_wait(pid, timeout_ms);
-	child_untrack(pid);
-	return status;
-}
+/* Children are testutil.h's: test_spawn() registers them, test_kill() signals only
+ * a running child, test_teardown_children() kills what a failed assertion left. */
 
 /* Starts "<build>/asan/smolder" with args (NULL-terminated, args[0] the
- * subcommand), stdout to out and stderr to err (NULL: inherited). Tracked. */
+ * subcommand), stdout to out and stderr to err (NULL: inherited). */
 static inline pid_t smolder_spawn(const char *out, const char *err, const char *const *args)
 {
 	char bin[256], *argv[64];
@@ -90,29 +33,20 @@ static inline pid_t smolder_spawn(const char *out, const char *err, const char *
 		n++;
 	}
 	argv[n] = NULL;
-	return child_track(test_spawn(argv, out, err));
-}
-
-/* Asserts that the sanitized program's stderr holds no sanitizer report. */
-static inline void assert_no_sanitizer_report(const char *text)
-{
-	assert_non_null(text);
-	if (strstr(text, "ERROR: AddressSanitizer") || strstr(text, "ERROR: LeakSanitizer") ||
-	    strstr(text, "runtime error:"))
-		fail_msg("sanitizer report:\n%s", text);
+	return test_spawn(argv, out, err);
 }
 
 /* The exit status of a sanitized child, which must be 0 with a clean stderr; the
  * stderr text is returned (the caller frees it). */
 static inline char *child_exited_cleanly(pid_t pid, const char *err_path, unsigned timeout_ms)
 {
-	int status = child_wait(pid, timeout_ms);
+	int status = test_wait(pid, timeout_ms);
 	char *text = test_read_file(err_path);
 
 	if (status < 0 || !WIFEXITED(status) || WEXITSTATUS(status) != 0)
 		fail_msg("pid %d failed (wait status %d):\n%s", (int)pid, status,
 			 text ? text : "(no stderr)");
-	assert_no_sanitizer_report(text);
+	test_assert_no_sanitizer_report("smolder", err_path);
 	return text;
 }
 

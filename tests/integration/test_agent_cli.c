@@ -52,8 +52,7 @@ static int group_teardown(void **state)
 /* Whatever an assertion left running is killed here. */
 static int teardown(void **state)
 {
-	(void)state;
-	child_kill_all();
+	test_teardown_children(state);
 	return 0;
 }
 
@@ -82,7 +81,7 @@ static void path_in_tmp(char *buf, size_t len, const char *name)
 static pid_t start_workload(const char *bin, const char *arg, const char *out)
 {
 	char *argv[] = { (char *)bin, (char *)arg, NULL };
-	pid_t pid = child_track(test_spawn(argv, out, NULL));
+	pid_t pid = test_spawn(argv, out, NULL);
 
 	assert_true(pid > 0);
 	return pid;
@@ -91,7 +90,7 @@ static pid_t start_workload(const char *bin, const char *arg, const char *out)
 static pid_t start_python(const char *mode, const char *arg, const char *out)
 {
 	char *argv[] = { PYTHON, pyshapes, (char *)mode, (char *)arg, NULL };
-	pid_t pid = child_track(test_spawn(argv, out, NULL));
+	pid_t pid = test_spawn(argv, out, NULL);
 
 	assert_true(pid > 0);
 	return pid;
@@ -100,8 +99,8 @@ static pid_t start_python(const char *mode, const char *arg, const char *out)
 /* A workload started by the test ends on SIGTERM with status 0. */
 static void stop_workload(pid_t pid)
 {
-	child_signal(pid, SIGTERM);
-	assert_int_equal(child_wait(pid, 20000), 0);
+	test_kill(pid, SIGTERM);
+	assert_int_equal(test_wait(pid, 20000), 0);
 }
 
 /* Samples of the stacks that have a frame equal to name. */
@@ -168,7 +167,7 @@ static void drain_on_signal(int sig, const char *name)
 	t1 = test_proc_cpu_ticks(work);
 	/* No window has ended: whatever the file holds comes from the drain. */
 	assert_int_not_equal(access(out, F_OK), 0);
-	child_signal(agent, sig);
+	test_kill(agent, sig);
 	text = child_exited_cleanly(agent, err, 60000);
 	t2 = test_proc_cpu_ticks(work);
 	stop_workload(work);
@@ -262,7 +261,7 @@ static void tail_fifo(struct tail *t, int fd, pid_t agent, unsigned timeout_ms)
 			return; /* everything written before the exit has been read */
 		if (waitpid(agent, &t->status, WNOHANG) == agent) {
 			exited = true;
-			child_untrack(agent);
+			test_child_forget(agent); /* reaped here */
 			t->exit_ms = test_now_ms();
 			continue;
 		}
@@ -326,7 +325,7 @@ static void test_stdout_per_window(void **state)
 	text = test_read_file(err);
 	if (!WIFEXITED(t.status) || WEXITSTATUS(t.status) != 0)
 		fail_msg("agent failed (wait status %d):\n%s", t.status, text);
-	assert_no_sanitizer_report(text);
+	test_assert_no_sanitizer_report("agent", err);
 	parse_summary(text, &s);
 	print_message("%zu blocks on stdout, %llu windows, %llu samples recorded\n", t.n, s.windows,
 		      s.recorded);
@@ -528,8 +527,8 @@ static void test_python_depth(void **state)
 	agent = smolder_spawn("/dev/null", err, args);
 	text = child_exited_cleanly(agent, err, 60000);
 	/* chunks runs 60 s of CPU: it is stopped, not done */
-	child_signal(deep, SIGKILL);
-	child_wait(deep, 20000);
+	test_kill(deep, SIGKILL);
+	test_wait(deep, 20000);
 	stop_workload(shallow);
 
 	parse_summary(text, &s);

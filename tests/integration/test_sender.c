@@ -262,8 +262,7 @@ static int group_teardown(void **state)
 /* Children first (the agent may be mid-request), then the server. */
 static int teardown(void **state)
 {
-	(void)state;
-	child_kill_all();
+	test_teardown_children(state);
 	server_stop();
 	return 0;
 }
@@ -280,7 +279,7 @@ static void need_root(void)
 static pid_t start_shapes(char *pid, size_t len)
 {
 	char *argv[] = { shapes_bin, "1", NULL };
-	pid_t p = child_track(test_spawn(argv, "/dev/null", NULL));
+	pid_t p = test_spawn(argv, "/dev/null", NULL);
 
 	assert_true(p > 0);
 	snprintf(pid, len, "%d", (int)p);
@@ -289,8 +288,8 @@ static pid_t start_shapes(char *pid, size_t len)
 
 static void stop_shapes(pid_t p)
 {
-	child_signal(p, SIGTERM);
-	assert_int_equal(child_wait(p, 20000), 0);
+	test_kill(p, SIGTERM);
+	assert_int_equal(test_wait(p, 20000), 0);
 }
 
 /* Starts the agent shipping to the server, 1 s windows; spool_mb: its
@@ -453,7 +452,7 @@ static void backoff_then_deliver(unsigned status, const char *name)
 		assert_true(agent_done(id[a], FAILURES + 3));
 	}
 	for (a = 0; a < AGENTS; a++)
-		child_signal(agent[a], SIGTERM);
+		test_kill(agent[a], SIGTERM);
 	for (a = 0; a < AGENTS; a++) {
 		text = child_exited_cleanly(agent[a], err[a], 60000);
 		parse_summary(text, &s[a]);
@@ -522,7 +521,7 @@ static void test_4xx_deleted_and_counted(void **state)
 	work = start_shapes(pid, sizeof(pid));
 	agent = start_agent("test-4xx", pid, spool, err, "10000", NULL);
 	assert_true(server_wait(5, 30000));
-	child_signal(agent, SIGTERM);
+	test_kill(agent, SIGTERM);
 	text = child_exited_cleanly(agent, err, 60000);
 	stop_shapes(work);
 	parse_summary(text, &s);
@@ -638,7 +637,7 @@ static void test_spool_cap_drops_oldest(void **state)
 		usleep(20000); /* polling interval of a bounded wait */
 	} while (test_now_ms() < deadline);
 	assert_true(mine >= 2);
-	child_signal(agent, SIGTERM);
+	test_kill(agent, SIGTERM);
 	text = child_exited_cleanly(agent, err, 60000);
 	stop_shapes(work);
 	parse_summary(text, &s);
