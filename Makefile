@@ -195,7 +195,8 @@ FUZZ_TARGETS  := $(patsubst fuzz/%.c,%,$(wildcard fuzz/fuzz_*.c))
 FUZZ_BINS     := $(patsubst %,$(BUILD)/fuzz/%,$(FUZZ_TARGETS))
 FUZZ_OBJS     := $(patsubst %.c,$(BUILD)/fuzz/obj/%.o,$(LIB_SRCS) $(GEN_C))
 PYENV_BINS     = $(shell pyenv root 2>/dev/null)/versions/3.*/bin
-PYTHONS	       = $(wildcard $(PYENV_BINS)/python3.[0-9] $(PYENV_BINS)/python3.[0-9][0-9]) python3
+# the CPythons smolder reads (3.9 to 3.13), not every one pyenv holds
+PYTHONS	       = $(wildcard $(PYENV_BINS)/python3.9 $(PYENV_BINS)/python3.1[0-3]) python3
 
 $(BUILD)/fuzz/obj/%.o: %.c | $(GENERATED)
 	$(call msg,FUZZCC,$@)

@@ -18,6 +18,8 @@ def sample(n):
 
 minor = sys.version_info[1]
 out = sys.argv[1]
+if sys.version_info[0] != 3 or not 9 <= minor <= 13:
+    sys.exit(0)  # a version smolder does not read: no seeds from it
 os.makedirs(out, exist_ok=True)
 for fn in (sample, os.path.join, os.makedirs):
     code = fn.__code__
