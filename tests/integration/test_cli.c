@@ -27,6 +27,7 @@
 
 #include "common/batch.h"
 #include "common/wire.h"
+#include "collectortest.h"
 #include "testutil.h"
 #include "ext/gopprof.h"
 
@@ -35,9 +36,8 @@
 #define PERIOD_NS 10101010 /* 1e9 / 99: pprof's cpu time assumes 99 Hz (docs/query.md) */
 #define MAXEXP	  64	   /* expected lines/functions per answer */
 
-static char dir[64], db[128], err_path[128], bin[256], url[64];
-static pid_t server = -1;
-static unsigned port;
+static struct coll srv; /* the group's collector: its dir, db, port, log */
+static char bin[256], url[64];
 static int64_t t0;
 
 static const struct {
@@ -69,41 +69,6 @@ static uint64_t count_of(int w, int p, int s)
 
 /* ---- the collector and the data --------------------------------------------- */
 
-static size_t discard(char *data, size_t size, size_t n, void *ctx)
-{
-	(void)data;
-	(void)ctx;
-	return size * n;
-}
-
-static void post_batch(struct batch *b)
-{
-	struct curl_slist *h = NULL;
-	char ingest[128];
-	void *body;
-	size_t len;
-	long status = 0;
-	CURL *c = curl_easy_init();
-
-	assert_non_null(c);
-	assert_int_equal(wire_encode(b, 3, &body, &len), 0);
-	snprintf(ingest, sizeof(ingest), "%s/api/v1/ingest", url);
-	h = curl_slist_append(h, "Content-Type: application/x-protobuf");
-	h = curl_slist_append(h, "Content-Encoding: zstd");
-	curl_easy_setopt(c, CURLOPT_URL, ingest);
-	curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
-	curl_easy_setopt(c, CURLOPT_POSTFIELDS, body);
-	curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)len);
-	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, discard);
-	curl_easy_setopt(c, CURLOPT_TIMEOUT, 30L);
-	assert_int_equal(curl_easy_perform(c), CURLE_OK);
-	curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
-	assert_int_equal(status, 200);
-	curl_slist_free_all(h);
-	curl_easy_cleanup(c);
-	free(body);
-}
-
 /* Posts the generated windows; the collector accepts each (200). Runs first: the
  * other tests read what it stored. */
 static void test_ingest(void **state)
@@ -132,7 +97,7 @@ static void test_ingest(void **state)
 		assert_int_equal(batch_builder__finish(bb, 1 + (uint64_t)w, t0 + WIN * w, WIN,
 						       PERIOD_NS, &b),
 				 0);
-		post_batch(b);
+		assert_int_equal(post_batch(srv.port, NULL, b, NULL), 200);
 		batch__free(b);
 		batch_builder__free(bb);
 	}
@@ -140,41 +105,25 @@ static void test_ingest(void **state)
 
 static int group_setup(void **state)
 {
-	char listen[] = "127.0.0.1:0", *text, *p;
-	char *argv[] = { bin, "collector", "--db", db, "--listen", listen, NULL };
-
 	(void)state;
+	coll_env();
 	curl_global_init(CURL_GLOBAL_DEFAULT);
 	t0 = (int64_t)time(NULL) - 3600; /* recent: older data would fall to retention */
 	t0 -= t0 % 60;
-	if (!test_mkdtemp(dir, sizeof(dir)))
-		return -1;
-	snprintf(db, sizeof(db), "%s/cli.db", dir);
-	snprintf(err_path, sizeof(err_path), "%s/collector.err", dir);
 	test_build_path(bin, sizeof(bin), "asan/smolder");
-	server = test_spawn(argv, "/dev/null", err_path);
-	if (server > 0 && test_wait_for_text(err_path, " port ", 30000)) {
-		text = test_read_file(err_path);
-		p = text ? strstr(text, " port ") : NULL;
-		port = p ? (unsigned)strtoul(p + 6, NULL, 10) : 0;
-		free(text);
+	if (coll_start(&srv, "127.0.0.1:0", NULL)) {
+		test_print_log("collector", srv.err);
+		fail_msg("the collector did not start listening");
 	}
-	if (!port) {
-		fprintf(stderr, "test_cli: the collector did not start (see %s)\n", err_path);
-		if (server > 0) /* no teardown after a failed setup */
-			test_child_kill_reap(server);
-		return -1;
-	}
-	snprintf(url, sizeof(url), "http://127.0.0.1:%u", port);
+	test_child_keep(srv.pid); /* for the group: test_collector_stops_clean stops it */
+	snprintf(url, sizeof(url), "http://127.0.0.1:%u", srv.port);
 	return 0;
 }
 
 static int group_teardown(void **state)
 {
-	(void)state;
 	test_kill_children(); /* the collector, when test_collector_stops_clean did not stop it */
-	if (!getenv("SMOLDER_KEEP"))
-		test_rm_rf(dir);
+	coll_teardown(state);
 	curl_global_cleanup();
 	return 0;
 }
@@ -308,7 +257,7 @@ static void cli(enum mode m, const char *out, ...)
 		argv[n++] = (char *)a;
 	va_end(ap);
 	argv[n++] = (char *)mode_name[m];
-	argv[n++] = m == BY_URL ? url : db;
+	argv[n++] = m == BY_URL ? url : srv.db;
 	argv[n] = NULL;
 	snprintf(errp, sizeof(errp), "%s.err", out);
 	pid = test_spawn(argv, out, errp);
@@ -327,7 +276,7 @@ static char *out_path(const char *name, enum mode m)
 {
 	static char path[192];
 
-	snprintf(path, sizeof(path), "%s/%s%s", dir, name, m == BY_URL ? ".url" : ".db");
+	snprintf(path, sizeof(path), "%s/%s%s", srv.dir, name, m == BY_URL ? ".url" : ".db");
 	return path;
 }
 
@@ -752,7 +701,7 @@ static void test_pprof_by_go(void **state)
 		snprintf(raw_path, sizeof(raw_path), "%s.raw", gz);
 		snprintf(top_path, sizeof(top_path), "%s.top", gz);
 
-		gopprof_run(dir, "-raw", gz, raw_path);
+		gopprof_run(srv.dir, "-raw", gz, raw_path);
 		gopprof_parse_raw(raw_path, &raw);
 		assert_int_equal(raw.n, nwant); /* every stack has frames below its comm */
 		assert_string_equal(raw.period_type, "cpu nanoseconds");
@@ -778,7 +727,7 @@ static void test_pprof_by_go(void **state)
 			assert_int_equal(want[i].b, m == BY_URL ? 1 : 2);
 		gopprof_raw_free(&raw);
 
-		gopprof_run(dir,
+		gopprof_run(srv.dir,
 			    "-top -sample_index=0 -nodecount=1000 -nodefraction=0 -edgefraction=0",
 			    gz, top_path);
 		gopprof_parse_top(top_path, &top);
@@ -804,8 +753,7 @@ static void test_pprof_by_go(void **state)
 static void test_collector_stops_clean(void **state)
 {
 	(void)state;
-	test_stop_checked("collector", server, SIGTERM, err_path, 30000);
-	server = -1;
+	coll_stop(&srv);
 }
 
 int main(void)

@@ -17,18 +17,17 @@
 #include <cmocka.h>
 #include <curl/curl.h>
 
+#include "collectortest.h"
 #include "common/batch.h"
 #include "common/folded.h"
-#include "common/wire.h"
 #include "testutil.h"
 
 #define NWIN	   6	/* windows of 10 s from t0 */
 #define HOSTILE_AT 600	/* the hostile names' window, t0 + this */
 #define LATE_AT	   1200 /* the window labelled comm=cron, zone=eu */
 
-static char dir[64], db[128], err_path[128], bin[256];
-static pid_t server;
-static unsigned port;
+static struct coll srv; /* the collector of the whole group */
+static char bin[256];
 static int64_t t0;
 
 /* The generated data: per window, per process, per stack: count = known formula. */
@@ -47,64 +46,16 @@ static uint64_t count_of(int w, int p, int s)
 	return (uint64_t)(1 + w * 3 + p * 7 + s * 11) % 23 + 1;
 }
 
-static size_t gather(char *data, size_t size, size_t n, void *ctx)
-{
-	return fwrite(data, size, n, ctx);
-}
-
-static size_t discard(char *data, size_t size, size_t n, void *ctx)
-{
-	(void)data;
-	(void)ctx;
-	return size * n;
-}
-
-/* GET path; returns the body (caller frees) and the status. */
+/* GET path from the group's collector; returns the body (caller frees) and the
+ * status (0: no answer). */
 static char *get(const char *path, long *status, size_t *len_out)
 {
-	char url[1024], *buf = NULL;
-	size_t len = 0;
-	FILE *mem = open_memstream(&buf, &len);
-	CURL *c = curl_easy_init();
+	struct reply r = http_get(srv.port, path, NULL);
 
-	snprintf(url, sizeof(url), "http://127.0.0.1:%u%s", port, path);
-	curl_easy_setopt(c, CURLOPT_URL, url);
-	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, gather);
-	curl_easy_setopt(c, CURLOPT_WRITEDATA, mem);
-	*status = 0;
-	if (curl_easy_perform(c) == CURLE_OK)
-		curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, status);
-	curl_easy_cleanup(c);
-	fclose(mem);
+	*status = r.status;
 	if (len_out)
-		*len_out = len;
-	return buf;
-}
-
-static void post_batch(struct batch *b)
-{
-	struct curl_slist *h = NULL;
-	char url[128];
-	void *body;
-	size_t len;
-	long status = 0;
-	CURL *c = curl_easy_init();
-
-	assert_int_equal(wire_encode(b, 3, &body, &len), 0);
-	snprintf(url, sizeof(url), "http://127.0.0.1:%u/api/v1/ingest", port);
-	h = curl_slist_append(h, "Content-Type: application/x-protobuf");
-	h = curl_slist_append(h, "Content-Encoding: zstd");
-	curl_easy_setopt(c, CURLOPT_URL, url);
-	curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
-	curl_easy_setopt(c, CURLOPT_POSTFIELDS, body);
-	curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)len);
-	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, discard);
-	assert_int_equal(curl_easy_perform(c), CURLE_OK);
-	curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
-	assert_int_equal(status, 200);
-	curl_slist_free_all(h);
-	curl_easy_cleanup(c);
-	free(body);
+		*len_out = r.len;
+	return r.body;
 }
 
 /* Names that must be escaped in every format; their own label and window. */
@@ -124,7 +75,7 @@ static void ingest_one(uint64_t seq, int64_t start, const char **keys, const cha
 	assert_int_equal(batch_builder__new("gen", "genhost", "cpu", &bb), 0);
 	assert_int_equal(batch_builder__add(bb, keys, values, nlabels, stack, count), 0);
 	assert_int_equal(batch_builder__finish(bb, seq, start, 10, 10101010, &b), 0);
-	post_batch(b);
+	assert_int_equal(post_batch(srv.port, NULL, b, NULL), 200);
 	batch__free(b);
 	batch_builder__free(bb);
 }
@@ -151,7 +102,7 @@ static void ingest_generated(void)
 			}
 		assert_int_equal(batch_builder__finish(bb, 100 + w, t0 + 10 * w, 10, 10101010, &b),
 				 0);
-		post_batch(b);
+		assert_int_equal(post_batch(srv.port, NULL, b, NULL), 200);
 		batch__free(b);
 		batch_builder__free(bb);
 	}
@@ -159,28 +110,17 @@ static void ingest_generated(void)
 
 static int group_setup(void **state)
 {
-	char listen[] = "127.0.0.1:0", *text, *p;
-	char *argv[] = { bin, "collector", "--db", db, "--listen", listen, NULL };
-
 	(void)state;
+	coll_env();
 	curl_global_init(CURL_GLOBAL_DEFAULT);
 	t0 = (int64_t)time(NULL) - 3600; /* recent: older data would fall to retention */
 	t0 -= t0 % 10;
-	if (!test_mkdtemp(dir, sizeof(dir)))
-		return -1;
-	snprintf(db, sizeof(db), "%s/q.db", dir);
-	snprintf(err_path, sizeof(err_path), "%s/collector.err", dir);
 	test_build_path(bin, sizeof(bin), "asan/smolder");
-	server = test_spawn(argv, "/dev/null", err_path);
-	test_child_keep(server); /* for the group: the per-test teardown leaves it */
-	if (!test_wait_for_child_text(server, err_path, " port ", 30000)) {
-		test_print_log("collector", err_path);
+	if (coll_start(&srv, "127.0.0.1:0", NULL)) {
+		test_print_log("collector", srv.err);
 		fail_msg("the collector did not start listening");
 	}
-	text = test_read_file(err_path);
-	p = strstr(text, " port ");
-	port = (unsigned)strtoul(p + 6, NULL, 10);
-	free(text);
+	test_child_keep(srv.pid); /* for the group: the per-test teardown leaves it */
 	ingest_generated();
 	ingest_one(999, t0 + HOSTILE_AT, hostile_keys, hostile_values, 1, hostile, 5);
 	ingest_one(998, t0 + LATE_AT, late_keys, late_values, 2, "cron;main;tick", 3);
@@ -191,10 +131,8 @@ static int group_setup(void **state)
  * UBSan report in its log, else the group fails (run.sh sees the exit status). */
 static int group_teardown(void **state)
 {
-	(void)state;
-	test_stop_checked("collector", server, SIGTERM, err_path, 30000);
-	if (!getenv("SMOLDER_KEEP"))
-		test_rm_rf(dir);
+	coll_stop(&srv);
+	coll_teardown(state);
 	curl_global_cleanup();
 	return 0;
 }
@@ -523,7 +461,7 @@ static void test_formats_and_hostile_names(void **state)
 		body = get(path, &status, &len);
 		assert_int_equal(status, 200);
 		assert_true(len > 0);
-		snprintf(file, sizeof(file), "%s/out.%s", dir, formats[i]);
+		snprintf(file, sizeof(file), "%s/out.%s", srv.dir, formats[i]);
 		f = fopen(file, "w");
 		assert_non_null(f);
 		assert_int_equal(fwrite(body, 1, len, f), len);
@@ -558,13 +496,13 @@ static void test_cli_db_and_url_agree(void **state)
 	char *x, *y;
 
 	(void)state;
-	snprintf(a, sizeof(a), "%s/cli-db.txt", dir);
-	snprintf(b, sizeof(b), "%s/cli-url.txt", dir);
+	snprintf(a, sizeof(a), "%s/cli-db.txt", srv.dir);
+	snprintf(b, sizeof(b), "%s/cli-url.txt", srv.dir);
 	snprintf(cmd, sizeof(cmd),
 		 "ASAN_OPTIONS=detect_leaks=1 '%s' top --db '%s' --from 0 --to 4102444800 -o '%s' "
 		 "&& "
 		 "'%s' top --url http://127.0.0.1:%u --from 0 --to 4102444800 -o '%s'",
-		 bin, db, a, bin, port, b);
+		 bin, srv.db, a, bin, srv.port, b);
 	assert_int_equal(system(cmd), 0);
 	x = test_read_file(a);
 	y = test_read_file(b);
@@ -572,7 +510,8 @@ static void test_cli_db_and_url_agree(void **state)
 	assert_string_equal(x, y);
 	free(x);
 	free(y);
-	snprintf(cmd, sizeof(cmd), "'%s' flame --db '%s' --from 20 --to 10 2>/dev/null", bin, db);
+	snprintf(cmd, sizeof(cmd), "'%s' flame --db '%s' --from 20 --to 10 2>/dev/null", bin,
+		 srv.db);
 	assert_int_equal(WEXITSTATUS(system(cmd)), 2);
 }
 
