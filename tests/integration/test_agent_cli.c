@@ -655,15 +655,17 @@ static void test_max_stacks(void **state)
 }
 
 /* --bpf-stats: the summary reports the sampling program's runs and cost. The
- * program runs once per CPU per period, sampled process or not, so the runs must
- * be about CPUs x frequency x duration (the machine's CPU count, not the agent's);
- * the mean cost must be that of a small BPF program and the total must agree with
- * runs x mean. Minimum: 70 % of the expected runs. */
+ * program runs on every CPU's cpu-clock tick, sampled process or not, but an idle
+ * CPU's timer sleeps (tickless idle): so the runs lie between one busy CPU's
+ * worth (the workload's, frequency x duration) and every CPU's (the machine's
+ * CPU count, not the agent's), and are never fewer than the samples. The mean
+ * cost must be that of a small BPF program and the total must agree with runs x
+ * mean. Minimum: 70 % of one busy CPU's runs. */
 static void test_bpf_stats(void **state)
 {
 	char out[128], err[128], pid[16], *text;
 	long ncpus = sysconf(_SC_NPROCESSORS_ONLN);
-	double expected;
+	double one_cpu, all_cpus;
 	struct summary s;
 	pid_t work, agent;
 
@@ -681,15 +683,16 @@ static void test_bpf_stats(void **state)
 	stop_workload(work);
 
 	parse_summary(text, &s);
-	expected = (double)ncpus * 499.0 * 3.0;
-	print_message("bpf: %llu runs (expected about %.0f), %.0f ns mean, %.4f s total; %llu "
+	one_cpu = 499.0 * 3.0;
+	all_cpus = (double)ncpus * one_cpu;
+	print_message("bpf: %llu runs (between %.0f and %.0f), %.0f ns mean, %.4f s total; %llu "
 		      "samples of the workload\n",
-		      s.bpf_runs, expected, s.bpf_mean_ns, s.bpf_total_s, s.samples);
+		      s.bpf_runs, one_cpu, all_cpus, s.bpf_mean_ns, s.bpf_total_s, s.samples);
 	assert_true(s.has_bpf);
 	assert_int_equal(s.cpus, ncpus);
-	assert_true((double)s.bpf_runs >= 0.7 * expected);
-	assert_true((double)s.bpf_runs <= 1.1 * expected);
-	assert_true(s.bpf_runs > s.samples); /* --pid: the other CPUs' runs count too */
+	assert_true((double)s.bpf_runs >= 0.7 * one_cpu);
+	assert_true((double)s.bpf_runs <= 1.1 * all_cpus);
+	assert_true(s.bpf_runs >= s.samples); /* --pid: other processes' ticks count too */
 	assert_true(s.samples > 300);
 	assert_true(s.bpf_mean_ns >= 20.0 && s.bpf_mean_ns <= 100000.0);
 	assert_true(fabs(s.bpf_total_s - (double)s.bpf_runs * s.bpf_mean_ns / 1e9) <=
