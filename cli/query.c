@@ -16,13 +16,6 @@
 #include "query/query.h"
 #include "store/store.h"
 
-#define MAX_PARAMS 64
-
-struct params {
-	const char *names[MAX_PARAMS], *values[MAX_PARAMS];
-	size_t n;
-};
-
 static const char usage[] =
 	"usage: smolder flame|diff|top|series|labels [options]\n"
 	"\n"
@@ -40,27 +33,7 @@ static const char usage[] =
 	"  series: --step DUR (default range/60)\n"
 	"  labels: --name KEY lists the values of one label\n";
 
-static bool add(struct params *p, const char *name, const char *value)
-{
-	if (p->n == MAX_PARAMS)
-		return false;
-	p->names[p->n] = name;
-	p->values[p->n++] = value;
-	return true;
-}
-
-static const char *param(void *ctx, const char *name, size_t i)
-{
-	struct params *p = ctx;
-	size_t k;
-
-	for (k = 0; k < p->n; k++)
-		if (strcmp(p->names[k], name) == 0 && i-- == 0)
-			return p->values[k];
-	return NULL;
-}
-
-static int run_db(const char *db, enum query_kind kind, struct params *p, FILE *out)
+static int run_db(const char *db, enum query_kind kind, struct query_args *p, FILE *out)
 {
 	struct store_options so = { 0 };
 	const char *type;
@@ -69,7 +42,7 @@ static int run_db(const char *db, enum query_kind kind, struct params *p, FILE *
 	struct query q;
 	int err;
 
-	err = query_parse(&q, kind, param, p, (int64_t)time(NULL), why, sizeof(why));
+	err = query_parse(&q, kind, query_args__get, p, (int64_t)time(NULL), why, sizeof(why));
 	if (err) {
 		fprintf(stderr, "smolder: %s\n", why);
 		return 2;
@@ -93,7 +66,7 @@ static size_t write_out(char *data, size_t size, size_t n, void *ctx)
 	return fwrite(data, size, n, ctx);
 }
 
-static int run_url(const char *base, const char *token, const char *path, struct params *p,
+static int run_url(const char *base, const char *token, const char *path, struct query_args *p,
 		   FILE *out)
 {
 	char *url = NULL, *tmp, *buf = NULL, auth[1100];
@@ -152,15 +125,17 @@ out:
 }
 
 /* "FROM,TO" into two parameters. */
-static bool add_range(struct params *p, const char *prefix, char *value)
+static bool add_range(struct query_args *p, const char *prefix, char *value)
 {
 	char *comma = strchr(value, ',');
 
 	if (!comma)
 		return false;
 	*comma = '\0';
-	return add(p, strcmp(prefix, "before") == 0 ? "before_from" : "after_from", value) &&
-	       add(p, strcmp(prefix, "before") == 0 ? "before_to" : "after_to", comma + 1);
+	return query_args__add(p, strcmp(prefix, "before") == 0 ? "before_from" : "after_from",
+			       value) &&
+	       query_args__add(p, strcmp(prefix, "before") == 0 ? "before_to" : "after_to",
+			       comma + 1);
 }
 
 int query_main(int argc, char **argv)
@@ -177,7 +152,7 @@ int query_main(int argc, char **argv)
 	};
 	const char *url = "http://127.0.0.1:7171", *db = NULL, *token = NULL, *output = NULL;
 	char since[64], path[512];
-	struct params p = { 0 };
+	struct query_args p = { 0 };
 	bool has_format = false;
 	size_t c;
 	FILE *out = stdout;
@@ -212,19 +187,19 @@ int query_main(int argc, char **argv)
 		else if (!strcmp(o, "--from") || !strcmp(o, "--to") || !strcmp(o, "--where") ||
 			 !strcmp(o, "--format") || !strcmp(o, "--limit") || !strcmp(o, "--step") ||
 			 !strcmp(o, "--type"))
-			ok = add(&p, o + 2, v), has_format |= !strcmp(o, "--format");
+			ok = query_args__add(&p, o + 2, v), has_format |= !strcmp(o, "--format");
 		else if (!strcmp(o, "--before-where"))
-			ok = add(&p, "before_where", v);
+			ok = query_args__add(&p, "before_where", v);
 		else if (!strcmp(o, "--after-where"))
-			ok = add(&p, "after_where", v);
+			ok = query_args__add(&p, "after_where", v);
 		else if (!strcmp(o, "--since"))
 			ok = snprintf(since, sizeof(since), "-%s", v) < (int)sizeof(since) &&
-			     add(&p, "from", since);
+			     query_args__add(&p, "from", since);
 		else if (!strcmp(o, "--before") || !strcmp(o, "--after"))
 			ok = add_range(&p, o + 2, argv[i]);
 		else if (!strcmp(o, "--name") && cmds[c].kind == QUERY_LABELS) {
 			snprintf(path, sizeof(path), "/api/v1/labels/%s/values", v);
-			ok = add(&p, "name", v);
+			ok = query_args__add(&p, "name", v);
 		} else {
 			fprintf(stderr, "smolder %s: unknown option '%s'\n%s", argv[0], o, usage);
 			return 2;
@@ -235,7 +210,7 @@ int query_main(int argc, char **argv)
 		}
 	}
 	if (!has_format && (cmds[c].kind == QUERY_TOP || cmds[c].kind == QUERY_SERIES))
-		add(&p, "format", "table");
+		query_args__add(&p, "format", "table");
 	if (output && !(out = fopen(output, "we"))) {
 		fprintf(stderr, "smolder: cannot write %s: %s\n", output, strerror(errno));
 		return 1;
@@ -243,7 +218,7 @@ int query_main(int argc, char **argv)
 	if (db) {
 		enum query_kind kind = cmds[c].kind;
 
-		if (kind == QUERY_LABELS && param(&p, "name", 0))
+		if (kind == QUERY_LABELS && query_args__get(&p, "name", 0))
 			kind = QUERY_LABEL_VALUES;
 		ret = run_db(db, kind, &p, out);
 	} else {

@@ -12,24 +12,6 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-#define MAX_PARAMS 64
-
-struct params {
-	char *names[MAX_PARAMS], *values[MAX_PARAMS];
-	size_t n;
-};
-
-static const char *param(void *ctx, const char *name, size_t i)
-{
-	struct params *p = ctx;
-	size_t k;
-
-	for (k = 0; k < p->n; k++)
-		if (strcmp(p->names[k], name) == 0 && i-- == 0)
-			return p->values[k];
-	return NULL;
-}
-
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	static const enum query_kind kinds[] = {
@@ -37,7 +19,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		QUERY_SERIES,	  QUERY_LABELS, QUERY_LABEL_VALUES
 	};
 	char *text = malloc(size + 1), *save = NULL, *tok, why[256];
-	struct params p = { 0 };
+	struct query_args p = { 0 };
 	int64_t t;
 	size_t k;
 
@@ -45,15 +27,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		return 0;
 	memcpy(text, data, size);
 	text[size] = '\0';
-	for (tok = strtok_r(text, "&", &save); tok && p.n < MAX_PARAMS;
+	for (tok = strtok_r(text, "&", &save); tok && p.n < QUERY_MAX_ARGS;
 	     tok = strtok_r(NULL, "&", &save)) {
 		char *eq = strchr(tok, '=');
 
 		if (!eq)
 			continue;
 		*eq = '\0';
-		p.names[p.n] = tok;
-		p.values[p.n++] = eq + 1;
+		query_args__add(&p, tok, eq + 1);
 		timeparse(eq + 1, 1764547200, &t);
 		timeparse_duration(eq + 1, &t);
 	}
@@ -61,7 +42,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		struct query q;
 
 		why[0] = '\0';
-		if (query_parse(&q, kinds[k], param, &p, 1764547200, why, sizeof(why)) != 0)
+		if (query_parse(&q, kinds[k], query_args__get, &p, 1764547200, why, sizeof(why)) !=
+		    0)
 			continue;
 		if (kinds[k] == QUERY_DIFF
 			    ? (q.before_to <= q.before_from || q.after_to <= q.after_from)

@@ -165,6 +165,26 @@ out:
 	return err;
 }
 
+bool query_args__add(struct query_args *a, const char *name, const char *value)
+{
+	if (a->n == QUERY_MAX_ARGS)
+		return false;
+	a->names[a->n] = name;
+	a->values[a->n++] = value;
+	return true;
+}
+
+const char *query_args__get(void *ctx, const char *name, size_t i)
+{
+	const struct query_args *a = ctx;
+	size_t k;
+
+	for (k = 0; k < a->n; k++)
+		if (strcmp(a->names[k], name) == 0 && i-- == 0)
+			return a->values[k];
+	return NULL;
+}
+
 void query_free(struct query *q)
 {
 	size_t i;

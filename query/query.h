@@ -17,6 +17,7 @@
 #ifndef SMOLDER_QUERY_H
 #define SMOLDER_QUERY_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -59,6 +60,19 @@ struct query {
 /* Looks up a parameter's values: returns the i-th value of name, NULL past the
  * last. Lets HTTP arguments and command-line options feed one parser. */
 typedef const char *(*query_param_fn)(void *ctx, const char *name, size_t i);
+
+/* A list of name/value parameters (the CLI's options, a fuzzer's input) and the
+ * query_param_fn that reads it (ctx: the list). Strings are borrowed. */
+#define QUERY_MAX_ARGS 64
+
+struct query_args {
+	const char *names[QUERY_MAX_ARGS], *values[QUERY_MAX_ARGS];
+	size_t n;
+};
+
+/* Appends name=value; false when the list is full (QUERY_MAX_ARGS). */
+bool query_args__add(struct query_args *a, const char *name, const char *value);
+const char *query_args__get(void *ctx, const char *name, size_t i);
 
 /* Fills q for kind from the parameters. Returns 0, or -EINVAL with a one-line
  * reason in why (bad time, to < from, unknown format or type, bad where). */
