@@ -98,6 +98,17 @@ static inline int coll_start(struct coll *c, const char *listen, const char *con
 	return -1;
 }
 
+/* A collector on 127.0.0.1 for a whole test group: started or the setup fails
+ * with its log, and kept from the per-test teardown (the group stops it). */
+static inline void coll_start_for_group(struct coll *c)
+{
+	if (coll_start(c, "127.0.0.1:0", NULL)) {
+		test_print_log("collector", c->err);
+		fail_msg("the collector did not start listening");
+	}
+	test_child_keep(c->pid);
+}
+
 /* Waits (bounded) for an exit the collector makes on its own, e.g. a refusal. */
 static inline int coll_wait_exit(struct coll *c)
 {

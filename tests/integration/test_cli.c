@@ -111,11 +111,7 @@ static int group_setup(void **state)
 	t0 = (int64_t)time(NULL) - 3600; /* recent: older data would fall to retention */
 	t0 -= t0 % 60;
 	test_build_path(bin, sizeof(bin), "asan/smolder");
-	if (coll_start(&srv, "127.0.0.1:0", NULL)) {
-		test_print_log("collector", srv.err);
-		fail_msg("the collector did not start listening");
-	}
-	test_child_keep(srv.pid); /* for the group: test_collector_stops_clean stops it */
+	coll_start_for_group(&srv);
 	snprintf(url, sizeof(url), "http://127.0.0.1:%u", srv.port);
 	return 0;
 }

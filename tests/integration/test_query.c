@@ -116,11 +116,7 @@ static int group_setup(void **state)
 	t0 = (int64_t)time(NULL) - 3600; /* recent: older data would fall to retention */
 	t0 -= t0 % 10;
 	test_build_path(bin, sizeof(bin), "asan/smolder");
-	if (coll_start(&srv, "127.0.0.1:0", NULL)) {
-		test_print_log("collector", srv.err);
-		fail_msg("the collector did not start listening");
-	}
-	test_child_keep(srv.pid); /* for the group: the per-test teardown leaves it */
+	coll_start_for_group(&srv);
 	ingest_generated();
 	ingest_one(999, t0 + HOSTILE_AT, hostile_keys, hostile_values, 1, hostile, 5);
 	ingest_one(998, t0 + LATE_AT, late_keys, late_values, 2, "cron;main;tick", 3);
