@@ -29,9 +29,16 @@
 
 #define STREAM_WINDOW_LOG_MAX 24	  /* 16 MiB zstd window for frames without a size */
 #define STREAM_FIRST_BUF      (64u << 10) /* first output buffer of streaming decompression */
-#define UNPACK_FACTOR	      8		  /* protobuf-c budget: 8 x message + slack */
-#define UNPACK_SLACK	      (64u << 20)
-#define FRAME_HEADER_MAX      18 /* ZSTD_FRAMEHEADERSIZE_MAX, a static-only symbol */
+/* protobuf-c's ScannedMember (32 bytes on LP64) per field occurrence: the first 16
+ * on the stack, the rest in at most 30 slabs that double, at most twice that per
+ * occurrence. */
+#define PRESCAN_SCANNED_COST	 64
+#define PRESCAN_SCANNED_ON_STACK 16
+#define PRESCAN_SCANNED_SLABS	 30
+/* Headroom of the allocator's budget over the prescan's bound, which should be
+ * exact or above; the fuzzer checks that the peak never passes the bound. */
+#define UNPACK_SLACK	 (4u << 10)
+#define FRAME_HEADER_MAX 18 /* ZSTD_FRAMEHEADERSIZE_MAX, a static-only symbol */
 
 /* ---- encode ----------------------------------------------------------------- */
 
@@ -372,9 +379,155 @@ static bool read_varint(const uint8_t **p, size_t *n, uint64_t *v)
 	return false;
 }
 
-/* Counts the top-level list entries of a packed Batch and checks them against the
- * caps, before protobuf-c allocates arrays of those sizes. */
-static int prescan(const uint8_t *p, size_t n, char *why, size_t whylen)
+/* An allocator for protobuf-c that refuses to go over a byte budget. */
+struct budget {
+	size_t used, max, peak; /* peak: the high-water mark of used */
+	bool over, oom;
+};
+
+union alloc_head {
+	size_t size;
+	max_align_t align;
+};
+
+/* The messages of schema/smolder.proto, for the prescan. */
+enum pb_kind { PB_BATCH, PB_FRAME, PB_STACK, PB_LABELSET, PB_LABEL, PB_SAMPLE, PB_COUNTER };
+
+static const size_t pb_sizeof[] = {
+	[PB_BATCH] = sizeof(Smolder__V1__Batch),     [PB_FRAME] = sizeof(Smolder__V1__Frame),
+	[PB_STACK] = sizeof(Smolder__V1__Stack),     [PB_LABELSET] = sizeof(Smolder__V1__LabelSet),
+	[PB_LABEL] = sizeof(Smolder__V1__Label),     [PB_SAMPLE] = sizeof(Smolder__V1__Sample),
+	[PB_COUNTER] = sizeof(Smolder__V1__Counter),
+};
+
+/* What one prescan of a packed Batch found: the list sizes, and an upper bound of
+ * the bytes protobuf-c will take from the allocator to unpack it. */
+struct prescan {
+	size_t count[15]; /* top-level entries by Batch field number (9..14 are lists) */
+	size_t need;	  /* bytes, including our allocator's per-block header */
+};
+
+/* Scans one message of kind k (n bytes at p) without allocating: checks the
+ * nested caps (frames per stack, labels per label set) and adds to ps->need what
+ * protobuf-c 1.4 allocates for it (protobuf-c.c, protobuf_c_message_unpack): the
+ * struct; an array per repeated field (pointers for messages, uint32_t per packed
+ * element, a byte with its high bit clear ending each varint); len + 1 per string;
+ * per unknown field (or a known field in an unexpected wire type) an entry of
+ * unknown_fields and a copy of its bytes; and, while the message is parsed, a
+ * 32-byte ScannedMember per field occurrence: the first 16 on the stack, the rest
+ * in slabs that double (so at most 2 x). Every block also pays our allocator's
+ * header. Only Batch and LabelSet nest. */
+static int prescan_msg(enum pb_kind k, const uint8_t *p, size_t n, struct prescan *ps, char *why,
+		       size_t whylen)
+{
+	const size_t head = sizeof(union alloc_head);
+	size_t elems = 0, fields = 0, unknown = 0, i;
+	uint64_t tag, v;
+	int err;
+
+	ps->need += pb_sizeof[k] + head;
+	while (n) {
+		const uint8_t *payload;
+		unsigned field, wt;
+		bool known = false;
+
+		if (!read_varint(&p, &n, &tag))
+			return reason_fail(why, whylen, -EINVAL, "malformed protobuf");
+		field = tag >> 3 > UINT32_MAX ? 0 : (unsigned)(tag >> 3);
+		wt = tag & 7;
+		v = 0;
+		switch (wt) {
+		case 0:
+			if (!read_varint(&p, &n, &v))
+				return reason_fail(why, whylen, -EINVAL, "malformed protobuf");
+			payload = NULL;
+			v = 0;
+			break;
+		case 1:
+		case 5:
+			v = wt == 1 ? 8 : 4;
+			if (v > n)
+				return reason_fail(why, whylen, -EINVAL, "malformed protobuf");
+			payload = p;
+			p += v;
+			n -= v;
+			break;
+		case 2:
+			if (!read_varint(&p, &n, &v) || v > n)
+				return reason_fail(why, whylen, -EINVAL, "malformed protobuf");
+			payload = p;
+			p += v;
+			n -= v;
+			break;
+		default:
+			return reason_fail(why, whylen, -EINVAL, "malformed protobuf");
+		}
+		fields++;
+		if (k == PB_BATCH && field >= 1 && field <= 8 && (wt == 0 || wt == 1 || wt == 5)) {
+			known = true; /* a scalar: no allocation */
+		} else if (k == PB_BATCH && field >= 9 && field <= 14 && wt == 2) {
+			static const enum pb_kind sub[] = { [10] = PB_FRAME,
+							    [11] = PB_STACK,
+							    [12] = PB_LABELSET,
+							    [13] = PB_SAMPLE,
+							    [14] = PB_COUNTER };
+
+			known = true;
+			ps->count[field]++;
+			ps->need += sizeof(void *); /* the list's array of pointers */
+			if (field == 9)
+				ps->need += (size_t)v + 1 + head; /* a string */
+			else if ((err = prescan_msg(sub[field], payload, (size_t)v, ps, why,
+						    whylen)))
+				return err;
+		} else if (k == PB_STACK && field == 1 && (wt == 0 || wt == 2)) {
+			known = true;
+			if (wt == 0)
+				elems++;
+			for (i = 0; wt == 2 && i < v; i++)
+				elems += !(payload[i] & 0x80);
+		} else if (k == PB_LABELSET && field == 1 && wt == 2) {
+			known = true;
+			if (++elems > BATCH_MAX_LABELS)
+				return reason_fail(why, whylen, -EINVAL,
+						   "label set %zu: over %u labels",
+						   ps->count[12] - 1, BATCH_MAX_LABELS);
+			ps->need += sizeof(void *);
+			if ((err = prescan_msg(PB_LABEL, payload, (size_t)v, ps, why, whylen)))
+				return err;
+		} else if ((k == PB_FRAME && field >= 1 && field <= 4 && wt == 0) ||
+			   (k == PB_LABEL && field >= 1 && field <= 2 && wt == 0) ||
+			   (k == PB_SAMPLE && field >= 1 && field <= 3 && wt == 0) ||
+			   (k == PB_COUNTER && field >= 1 && field <= 2 && wt == 0)) {
+			known = true;
+		}
+		if (!known) { /* kept by protobuf-c as an unknown field */
+			ps->need += sizeof(ProtobufCMessageUnknownField) + (size_t)v +
+				    (wt == 0 ? 10 : 0) + head;
+			unknown++;
+		}
+	}
+	if (k == PB_STACK && elems > BATCH_MAX_STACK_DEPTH)
+		return reason_fail(why, whylen, -EINVAL, "stack %zu: %zu frames over the cap of %u",
+				   ps->count[11] - 1, elems, BATCH_MAX_STACK_DEPTH);
+	if (k == PB_STACK)
+		ps->need += elems * sizeof(uint32_t);
+	/* the arrays of the repeated fields (6 lists in a Batch, one in a Stack or a
+	 * LabelSet) and of the unknown fields: one header each */
+	ps->need += (k == PB_BATCH			 ? 6
+		     : k == PB_STACK || k == PB_LABELSET ? 1
+							 : 0) *
+			    head +
+		    (unknown ? head : 0);
+	/* the ScannedMember slabs past the first 16, and their headers */
+	if (fields > PRESCAN_SCANNED_ON_STACK)
+		ps->need += fields * PRESCAN_SCANNED_COST + PRESCAN_SCANNED_SLABS * head;
+	return 0;
+}
+
+/* Scans a packed Batch: the nested caps, the top-level list sizes against the
+ * BATCH_MAX_* caps, and ps->need, before protobuf-c allocates anything. */
+static int prescan(const uint8_t *p, size_t n, struct prescan *ps, char *why, size_t whylen)
 {
 	static const struct {
 		const char *what;
@@ -387,55 +540,19 @@ static int prescan(const uint8_t *p, size_t n, char *why, size_t whylen)
 		[13] = { "samples", BATCH_MAX_SAMPLES },
 		[14] = { "counters", BATCH_MAX_COUNTERS },
 	};
-	size_t count[sizeof(lists) / sizeof(lists[0])] = { 0 };
-	uint64_t tag, v;
 	size_t i;
+	int err;
 
-	while (n) {
-		if (!read_varint(&p, &n, &tag))
-			return reason_fail(why, whylen, -EINVAL, "malformed protobuf");
-		switch (tag & 7) {
-		case 0:
-			if (!read_varint(&p, &n, &v))
-				return reason_fail(why, whylen, -EINVAL, "malformed protobuf");
-			break;
-		case 1:
-		case 5:
-			v = (tag & 7) == 1 ? 8 : 4;
-			if (v > n)
-				return reason_fail(why, whylen, -EINVAL, "malformed protobuf");
-			p += v;
-			n -= v;
-			break;
-		case 2:
-			if (!read_varint(&p, &n, &v) || v > n)
-				return reason_fail(why, whylen, -EINVAL, "malformed protobuf");
-			p += v;
-			n -= v;
-			if ((tag >> 3) < sizeof(lists) / sizeof(lists[0]))
-				count[tag >> 3]++;
-			break;
-		default:
-			return reason_fail(why, whylen, -EINVAL, "malformed protobuf");
-		}
-	}
+	memset(ps, 0, sizeof(*ps));
+	err = prescan_msg(PB_BATCH, p, n, ps, why, whylen);
+	if (err)
+		return err;
 	for (i = 0; i < sizeof(lists) / sizeof(lists[0]); i++)
-		if (lists[i].what && count[i] > lists[i].cap)
+		if (lists[i].what && ps->count[i] > lists[i].cap)
 			return reason_fail(why, whylen, -EINVAL, "%zu %s over the cap of %zu",
-					   count[i], lists[i].what, lists[i].cap);
+					   ps->count[i], lists[i].what, lists[i].cap);
 	return 0;
 }
-
-/* An allocator for protobuf-c that refuses to go over a byte budget. */
-struct budget {
-	size_t used, max;
-	bool over, oom;
-};
-
-union alloc_head {
-	size_t size;
-	max_align_t align;
-};
 
 static void *budget_alloc(void *data, size_t size)
 {
@@ -453,6 +570,8 @@ static void *budget_alloc(void *data, size_t size)
 	}
 	h->size = sizeof(*h) + size;
 	bg->used += h->size;
+	if (bg->used > bg->peak)
+		bg->peak = bg->used;
 	return h + 1;
 }
 
@@ -589,18 +708,22 @@ out_free_batch:
 	return err;
 }
 
-int wire_decode(const void *body, size_t len, const struct wire_limits *lim, struct batch **out,
-		char *why, size_t whylen)
+int wire_decode_stats(const void *body, size_t len, const struct wire_limits *lim,
+		      struct batch **out, struct wire_stats *stats, char *why, size_t whylen)
 {
 	size_t max_compressed = WIRE_DEFAULT_MAX_COMPRESSED;
 	size_t max_decompressed = WIRE_DEFAULT_MAX_DECOMPRESSED;
+	size_t max_unpacked = WIRE_DEFAULT_MAX_UNPACKED;
 	ProtobufCAllocator alloc = { budget_alloc, budget_free, NULL };
 	Smolder__V1__Batch *m;
 	struct budget bg = { 0 };
+	struct prescan ps;
 	size_t plen = 0;
 	void *plain = NULL;
 	int err;
 
+	if (stats)
+		memset(stats, 0, sizeof(*stats));
 	if (why && whylen)
 		why[0] = '\0';
 	if ((!body && len) || !out)
@@ -609,21 +732,37 @@ int wire_decode(const void *body, size_t len, const struct wire_limits *lim, str
 		max_compressed = lim->max_compressed;
 	if (lim && lim->max_decompressed)
 		max_decompressed = lim->max_decompressed;
+	if (lim && lim->max_unpacked)
+		max_unpacked = lim->max_unpacked;
 	if (len > max_compressed)
 		return reason_fail(why, whylen, -E2BIG, "body too large (%zu bytes, cap %zu)", len,
 				   max_compressed);
 	err = decompress(body, len, max_decompressed, &plain, &plen, why, whylen);
 	if (err)
 		return err;
-	err = prescan(plain, plen, why, whylen);
+	if (stats)
+		stats->decompressed = plen;
+	err = prescan(plain, plen, &ps, why, whylen);
 	if (err)
 		goto out_free_plain;
+	if (stats)
+		stats->unpack_need = ps.need;
+	if (ps.need > max_unpacked) {
+		err = reason_fail(why, whylen, -E2BIG,
+				  "unpacking would take %zu bytes, over the cap of %zu", ps.need,
+				  max_unpacked);
+		goto out_free_plain;
+	}
 
-	bg.max = plen > (SIZE_MAX - UNPACK_SLACK) / UNPACK_FACTOR
-			 ? SIZE_MAX
-			 : plen * UNPACK_FACTOR + UNPACK_SLACK;
+	bg.max = ps.need + UNPACK_SLACK;
 	alloc.allocator_data = &bg;
 	m = smolder__v1__batch__unpack(&alloc, plen, plain);
+	/* protobuf-c copied what it keeps: the plain body is no longer needed, and
+	 * freeing it now keeps it out of the peak of the conversion below. */
+	free(plain);
+	plain = NULL;
+	if (stats)
+		stats->unpack_peak = bg.peak;
 	if (!m) {
 		if (bg.over)
 			err = reason_fail(why, whylen, -E2BIG, "unpacked message over %zu bytes",
@@ -644,4 +783,10 @@ int wire_decode(const void *body, size_t len, const struct wire_limits *lim, str
 out_free_plain:
 	free(plain);
 	return err;
+}
+
+int wire_decode(const void *body, size_t len, const struct wire_limits *lim, struct batch **out,
+		char *why, size_t whylen)
+{
+	return wire_decode_stats(body, len, lim, out, NULL, why, whylen);
 }

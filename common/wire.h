@@ -13,18 +13,38 @@
 
 #include "common/batch.h"
 
-#define WIRE_CONTENT_TYPE	      "application/x-protobuf"
-#define WIRE_CONTENT_ENCODING	      "zstd"
-#define WIRE_DEFAULT_MAX_COMPRESSED   (16u << 20)  /* 16 MiB */
-#define WIRE_DEFAULT_MAX_DECOMPRESSED (128u << 20) /* 128 MiB */
+#define WIRE_CONTENT_TYPE     "application/x-protobuf"
+#define WIRE_CONTENT_ENCODING "zstd"
+/* The decoder's memory, per request decoding at once: the body (at most
+ * max_compressed), its decompressed protobuf (at most max_decompressed), then what
+ * protobuf-c allocates to unpack it (at most max_unpacked, bounded before
+ * unpacking from the counts of every list, nested ones included, times their
+ * struct sizes plus the string bytes), then the struct batch (smaller than the
+ * unpacked message, built after the decompressed buffer is freed). The collector
+ * decodes on 4 threads at once, and the goal is a peak RSS under 256 MB whatever
+ * is sent: 4 x (16 + 8 + 32) MiB = 224 MiB, plus the process itself. A real
+ * window's batch is about 60 KB compressed and a few hundred KB decompressed
+ * (docs/benchmarks.md). protobuf-c takes about 14 x the protobuf's size (a
+ * 780 KB batch of 20 000 distinct samples unpacks into 11 MB), so 32 MiB holds
+ * about 55 000 distinct (label set, stack) samples in one window: every sample
+ * distinct on 55 CPUs at 99 Hz for 10 s. */
+#define WIRE_DEFAULT_MAX_COMPRESSED   (16u << 20) /* 16 MiB */
+#define WIRE_DEFAULT_MAX_DECOMPRESSED (8u << 20)  /* 8 MiB */
+#define WIRE_DEFAULT_MAX_UNPACKED     (32u << 20) /* 32 MiB */
 
 /* Caps for wire_decode(); 0 in a field means its default. Decoding also bounds
- * the memory protobuf-c may allocate for the unpacked message to 8 x the
- * decompressed size + 64 MiB, and the zstd window of a frame without a content
- * size to 16 MiB. */
+ * the zstd window of a frame without a content size to 16 MiB. */
 struct wire_limits {
 	size_t max_compressed;	 /* body bytes; default WIRE_DEFAULT_MAX_COMPRESSED */
 	size_t max_decompressed; /* protobuf bytes; default WIRE_DEFAULT_MAX_DECOMPRESSED */
+	size_t max_unpacked;	 /* protobuf-c's allocations; WIRE_DEFAULT_MAX_UNPACKED */
+};
+
+/* What one wire_decode_stats() call measured (zero where it did not get that far). */
+struct wire_stats {
+	size_t decompressed; /* protobuf bytes */
+	size_t unpack_need;  /* the prescan's bound of protobuf-c's allocations */
+	size_t unpack_peak;  /* their high-water mark while unpacking */
 };
 
 /* Encodes b (which must pass batch__validate) at zstd level zstd_level (1..19 is
@@ -36,15 +56,22 @@ int wire_encode(const struct batch *b, int zstd_level, void **out, size_t *out_l
 /* Decodes body (len bytes) under lim (NULL: the defaults). On success *out is a
  * validated batch of format version BATCH_FORMAT_VERSION; free it with
  * batch__free(). Returns 0 or:
- *   -E2BIG   body, declared or actual decompressed size, zstd window or unpacked
- *            message over its cap ("body too large", ...)
+ *   -E2BIG   body, declared or actual decompressed size, zstd window or the
+ *            bound of the unpacked message over its cap ("body too large", ...)
  *   -EINVAL  not zstd, truncated or corrupt zstd frame, data after the frame,
- *            malformed protobuf, unsupported format version, or a batch that
- *            fails batch__validate() (its reason)
+ *            malformed protobuf, unsupported format version, a list over its
+ *            BATCH_MAX_* cap (stacks deeper than BATCH_MAX_STACK_DEPTH and label
+ *            sets over BATCH_MAX_LABELS included, found before unpacking), or a
+ *            batch that fails batch__validate() (its reason)
  *   -ENOMEM
  * On every error a one-line reason is written to why (whylen bytes, may be 0) and
  * *out is left alone. */
 int wire_decode(const void *body, size_t len, const struct wire_limits *lim, struct batch **out,
 		char *why, size_t whylen);
+
+/* wire_decode() that also fills *stats (may be NULL): for tests and the fuzzer,
+ * which check that the prescan's bound holds. */
+int wire_decode_stats(const void *body, size_t len, const struct wire_limits *lim,
+		      struct batch **out, struct wire_stats *stats, char *why, size_t whylen);
 
 #endif

@@ -559,14 +559,14 @@ static void *zero_bomb(size_t mib, bool with_size, size_t *len)
 	return out;
 }
 
-/* Decodes a bomb under lim, expects -E2BIG and peak RSS growth under max_mib. */
-static void expect_bomb_bounded(const void *body, size_t len, const struct wire_limits *lim,
-				const char *want, uint64_t max_mib)
+/* Decodes a bomb under lim, expects err and peak RSS growth under max_mib. */
+static void expect_refused_bounded(const void *body, size_t len, const struct wire_limits *lim,
+				   int err, const char *want, uint64_t max_mib)
 {
 	bool measured = reset_hwm();
 	uint64_t before = vm_hwm_kib(), after;
 
-	expect_decode_error(body, len, lim, -E2BIG, want);
+	expect_decode_error(body, len, lim, err, want);
 	after = vm_hwm_kib();
 	print_message("    bomb of %zu bytes, cap %zu MiB: peak RSS +%" PRIu64 " MiB%s\n", len,
 		      lim ? lim->max_decompressed >> 20 : WIRE_DEFAULT_MAX_DECOMPRESSED >> 20,
@@ -574,6 +574,12 @@ static void expect_bomb_bounded(const void *body, size_t len, const struct wire_
 	if (measured && (after - before) >> 10 >= max_mib)
 		fail_msg("peak RSS grew by %" PRIu64 " MiB (bound %" PRIu64 " MiB)",
 			 (after - before) >> 10, max_mib);
+}
+
+static void expect_bomb_bounded(const void *body, size_t len, const struct wire_limits *lim,
+				const char *want, uint64_t max_mib)
+{
+	expect_refused_bounded(body, len, lim, -E2BIG, want, max_mib);
 }
 
 static void test_zstd_bombs(void **state)
@@ -599,8 +605,7 @@ static void test_zstd_bombs(void **state)
 	/* A frame that omits its size: streamed up to the cap, then refused. */
 	expect_bomb_bounded(unsized, len_unsized, &small, "decompressed body over 1048576 bytes",
 			    32);
-	expect_bomb_bounded(unsized, len_unsized, NULL, "decompressed body over 134217728 bytes",
-			    512);
+	expect_bomb_bounded(unsized, len_unsized, NULL, "decompressed body over 8388608 bytes", 64);
 
 	/* A frame that lies: header says 1000 bytes, blocks hold 1 GiB. The frame
 	 * header without a size is magic, descriptor 0x00, window byte; give it a
@@ -654,44 +659,153 @@ static void test_bad_protobuf(void **state)
 }
 
 /* One label set of n empty Label messages: 2 bytes each on the wire. */
-static void test_unpack_budget(void **state)
+/* Appends v as a varint at p; returns the new end. */
+static uint8_t *put_varint(uint8_t *p, uint64_t v)
 {
-	size_t n = 3u << 20, plen, len, i;
-	uint8_t *raw = malloc(2 * n + 16), *p = raw;
-	uint64_t v = 2 * n;
-	void *body;
-
-	(void)state;
-	assert_non_null(raw);
-	*p++ = 0x62; /* field 12, length-delimited */
 	do {
 		*p++ = (uint8_t)((v & 0x7f) | (v > 0x7f ? 0x80 : 0));
 		v >>= 7;
 	} while (v);
-	for (i = 0; i < n; i++) {
-		*p++ = 0x0a; /* field 1 (labels), length 0 */
-		*p++ = 0x00;
-	}
-	plen = (size_t)(p - raw);
-	body = zstd_of(raw, plen, &len);
-	expect_decode_error(body, len, NULL, -E2BIG, "unpacked message over");
-	free(body);
+	return p;
+}
 
-	/* 100 labels fit the budget and hit the per-set cap instead */
-	p = raw;
+/* A packed Batch of nsets label sets (field 12) of nlabels empty Labels each (2
+ * bytes apiece on the wire, a 32-byte struct, a pointer and an allocation each
+ * when unpacked), compressed. Caller frees. */
+static void *labels_bomb(size_t nsets, size_t nlabels, size_t *plain_len, size_t *len)
+{
+	size_t cap = nsets * (2 * nlabels + 12) + 16, i, j;
+	uint8_t *raw = malloc(cap), *p = raw;
+	void *body;
+
+	assert_non_null(raw);
 	*p++ = 0x08; /* format_version 1 */
 	*p++ = 0x01;
-	*p++ = 0x62;
-	*p++ = 200;
-	*p++ = 1;
-	for (i = 0; i < 100; i++) {
-		*p++ = 0x0a;
+	for (i = 0; i < nsets; i++) {
+		*p++ = 0x62; /* field 12, length-delimited */
+		p = put_varint(p, 2 * nlabels);
+		for (j = 0; j < nlabels; j++) {
+			*p++ = 0x0a; /* field 1 (labels), length 0 */
+			*p++ = 0x00;
+		}
+	}
+	*plain_len = (size_t)(p - raw);
+	body = zstd_of(raw, *plain_len, len);
+	free(raw);
+	return body;
+}
+
+/* A packed Batch of n entries of an empty top-level field (tag byte, then 0x00:
+ * an empty message for a list, a zero varint for an unknown field). */
+static void *empty_fields_bomb(uint8_t tag, size_t n, size_t *len)
+{
+	uint8_t *raw = malloc(2 * n + 2), *p = raw;
+	void *body;
+	size_t i;
+
+	assert_non_null(raw);
+	*p++ = 0x08;
+	*p++ = 0x01;
+	for (i = 0; i < n; i++) {
+		*p++ = tag;
 		*p++ = 0x00;
 	}
-	body = zstd_of(raw, (size_t)(p - raw), &len);
-	expect_decode_error(body, len, NULL, -EINVAL, "label set 0: 100 labels over the cap of 64");
-	free(body);
+	body = zstd_of(raw, (size_t)(p - raw), len);
 	free(raw);
+	return body;
+}
+
+/* Issue 9, item 3: a few KB of zstd holding empty sub-messages, each of which
+ * protobuf-c turns into a struct, a pointer and an allocation: 1.19 GB for 11 KB
+ * under the former budget (8 x message + 64 MiB). The prescan now bounds what
+ * unpacking takes from the counts and refuses before allocating. */
+static void test_unpack_budget(void **state)
+{
+	struct wire_limits old = { .max_decompressed = 128u << 20 }; /* the former default */
+	struct wire_stats ws;
+	struct batch *out = NULL;
+	size_t plen, len;
+	char why[256];
+	void *body;
+
+	(void)state;
+	/* The issue's recipe: one label set of 64 Mi empty labels, with the former
+	 * 128 MiB cap on the decompressed size. */
+	body = labels_bomb(1, (64u << 20) - 8, &plen, &len);
+	print_message("    %zu MiB of empty labels in %zu bytes of zstd\n", plen >> 20, len);
+	assert_true(len < 64 << 10);
+	expect_refused_bounded(body, len, &old, -EINVAL, "label set 0: over 64 labels", 160);
+	free(body);
+
+	/* The same within the per-set cap, spread over many label sets: refused by
+	 * the prescan's bound, before unpacking (no allocation made). */
+	body = labels_bomb(60000, 64, &plen, &len);
+	expect_bomb_bounded(body, len, NULL, "unpacking would take", 48);
+	memset(&ws, 0, sizeof(ws));
+	assert_int_equal(wire_decode_stats(body, len, NULL, &out, &ws, why, sizeof(why)), -E2BIG);
+	assert_null(out);
+	assert_int_equal(ws.decompressed, plen);
+	assert_true(ws.unpack_need > WIRE_DEFAULT_MAX_UNPACKED);
+	assert_int_equal(ws.unpack_peak, 0);
+	free(body);
+
+	/* Empty frames (field 10) and samples (13) up to their count caps, and empty
+	 * unknown fields (field 15, a varint): each costs protobuf-c about 60 bytes
+	 * per 2 sent. */
+	body = empty_fields_bomb(0x52, BATCH_MAX_FRAMES, &len);
+	expect_bomb_bounded(body, len, NULL, "unpacking would take", 48);
+	free(body);
+	body = empty_fields_bomb(0x6a, BATCH_MAX_SAMPLES, &len);
+	expect_bomb_bounded(body, len, NULL, "unpacking would take", 48);
+	free(body);
+	body = empty_fields_bomb(0x78, 3u << 20, &len);
+	expect_bomb_bounded(body, len, NULL, "unpacking would take", 48);
+	free(body);
+
+	/* 100 labels in one set: the per-set cap, found by the prescan */
+	body = labels_bomb(1, 100, &plen, &len);
+	expect_decode_error(body, len, NULL, -EINVAL, "label set 0: over 64 labels");
+	free(body);
+}
+
+/* The prescan's bound holds: a batch as large as the caps allow decodes with a
+ * peak of protobuf-c allocations at or under the bound, and the bound is within
+ * a small factor of the peak (it refuses nothing a real batch needs). */
+static void test_unpack_bound_holds(void **state)
+{
+	struct batch_builder *bb = NULL;
+	struct batch *b = NULL, *out = NULL;
+	const char *keys[] = { "comm", "pid" };
+	struct wire_stats ws;
+	char stack[256], pid[16], why[256];
+	const char *values[2];
+	void *body = NULL;
+	size_t len, i;
+
+	(void)state;
+	assert_int_equal(batch_builder__new("agent", "host", "cpu", &bb), 0);
+	for (i = 0; i < 20000; i++) {
+		snprintf(pid, sizeof(pid), "%zu", i % 97);
+		values[0] = "app";
+		values[1] = pid;
+		snprintf(stack, sizeof(stack), "app;main;worker_%zu;f%zu (/srv/a.py:%zu);g_[k]",
+			 i % 300, i, i % 50);
+		assert_int_equal(batch_builder__add(bb, keys, values, 2, stack, 1 + i % 7), 0);
+	}
+	assert_int_equal(batch_builder__counter(bb, "lost", 3), 0);
+	assert_int_equal(batch_builder__finish(bb, 1, 1700000000, 10, 10101010, &b), 0);
+	assert_int_equal(wire_encode(b, 3, &body, &len), 0);
+	if (wire_decode_stats(body, len, NULL, &out, &ws, why, sizeof(why)))
+		fail_msg("decode: %s (bound %zu, peak %zu)", why, ws.unpack_need, ws.unpack_peak);
+	print_message("    %zu bytes decompressed: unpack bound %zu, peak %zu\n", ws.decompressed,
+		      ws.unpack_need, ws.unpack_peak);
+	assert_true(ws.unpack_peak > 0);
+	assert_true(ws.unpack_peak <= ws.unpack_need);
+	assert_true(ws.unpack_need < 3 * ws.unpack_peak);
+	batch__free(out);
+	batch__free(b);
+	free(body);
+	batch_builder__free(bb);
 }
 
 static void bad_sample_stack(struct batch *b)
@@ -905,17 +1019,12 @@ static void test_bytes_per_sample(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_round_trip),
-		cmocka_unit_test(test_round_trip_empty_batch),
-		cmocka_unit_test(test_fixture),
-		cmocka_unit_test(test_not_zstd),
-		cmocka_unit_test(test_truncated),
-		cmocka_unit_test(test_oversized_body),
-		cmocka_unit_test(test_zstd_bombs),
-		cmocka_unit_test(test_bad_protobuf),
-		cmocka_unit_test(test_unpack_budget),
-		cmocka_unit_test(test_bad_batches),
-		cmocka_unit_test(test_bytes_per_sample),
+		cmocka_unit_test(test_round_trip),    cmocka_unit_test(test_round_trip_empty_batch),
+		cmocka_unit_test(test_fixture),	      cmocka_unit_test(test_not_zstd),
+		cmocka_unit_test(test_truncated),     cmocka_unit_test(test_oversized_body),
+		cmocka_unit_test(test_zstd_bombs),    cmocka_unit_test(test_bad_protobuf),
+		cmocka_unit_test(test_unpack_budget), cmocka_unit_test(test_unpack_bound_holds),
+		cmocka_unit_test(test_bad_batches),   cmocka_unit_test(test_bytes_per_sample),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
