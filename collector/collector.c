@@ -183,8 +183,13 @@ static enum MHD_Result ingest(struct collector *c, struct MHD_Connection *conn, 
 		samples += b->samples[i].count;
 
 	pthread_mutex_lock(&c->lock);
-	err = store__ingest(c->store, b, &duplicate);
-	if (err) {
+	/* windows outside [now - retention, now + 1 h] are refused (-ERANGE) */
+	err = store__ingest_at(c->store, b, (int64_t)time(NULL), &duplicate);
+	if (err == -EINVAL || err == -ERANGE) {
+		/* the batch itself is refused (its reason): the sender must not retry */
+		snprintf(why, sizeof(why), "%s", store__errmsg(c->store));
+		c->m.rejected[REJECT_MALFORMED]++;
+	} else if (err) {
 		snprintf(why, sizeof(why), "store: %s", store__errmsg(c->store));
 		c->m.rejected[REJECT_STORE]++;
 	} else if (duplicate) {
@@ -198,8 +203,9 @@ static enum MHD_Result ingest(struct collector *c, struct MHD_Connection *conn, 
 	batch__free(b);
 	if (err)
 		return respond_error(conn,
-				     err == -EBUSY ? MHD_HTTP_SERVICE_UNAVAILABLE
-						   : MHD_HTTP_INTERNAL_SERVER_ERROR,
+				     err == -EINVAL || err == -ERANGE ? MHD_HTTP_BAD_REQUEST
+				     : err == -EBUSY		      ? MHD_HTTP_SERVICE_UNAVAILABLE
+						     : MHD_HTTP_INTERNAL_SERVER_ERROR,
 				     why);
 	snprintf(ok, sizeof(ok), "{\"status\":\"ok\",\"duplicate\":%s}\n",
 		 duplicate ? "true" : "false");

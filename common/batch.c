@@ -220,6 +220,10 @@ int batch__validate(const struct batch *b, char *why, size_t len)
 					   s->stack, b->nstacks);
 		if (s->count == 0)
 			return reason_fail(why, len, -EINVAL, "sample %u: zero count", i);
+		if (s->count > BATCH_MAX_COUNT)
+			return reason_fail(
+				why, len, -EINVAL, "sample %u: count %llu over the cap of %llu", i,
+				(unsigned long long)s->count, (unsigned long long)BATCH_MAX_COUNT);
 	}
 
 	if (b->ncounters > BATCH_MAX_COUNTERS)
@@ -461,9 +465,11 @@ static int add_sample(struct batch_builder *bb, uint32_t labelset, uint32_t stac
 	unsigned before;
 	int err;
 
+	if (count > BATCH_MAX_COUNT)
+		return -EINVAL;
 	HASH_FIND(hh, bb->w.samples, key, sizeof(key), e);
 	if (e) {
-		if (b->samples[e->idx].count > UINT64_MAX - count)
+		if (b->samples[e->idx].count > BATCH_MAX_COUNT - count)
 			return -EINVAL;
 		b->samples[e->idx].count += count;
 		return 0;

@@ -22,15 +22,22 @@
 #define BATCH_FORMAT_VERSION 1
 
 /* Hard caps on what a batch may hold (checked on decode and on build). */
-#define BATCH_MAX_STRINGS     (1u << 20)
-#define BATCH_MAX_STRING_LEN  4096
-#define BATCH_MAX_FRAMES      (1u << 20)
-#define BATCH_MAX_STACKS      (1u << 20)
-#define BATCH_MAX_STACK_DEPTH 1024
+#define BATCH_MAX_STRINGS    (1u << 20)
+#define BATCH_MAX_STRING_LEN 4096
+#define BATCH_MAX_FRAMES     (1u << 20)
+#define BATCH_MAX_STACKS     (1u << 20)
+/* Frames per stack: the agent sends at most 1 (process) + 127 kernel + 127 native
+ * (PROFILE_MAX_DEPTH) + 128 Python (PY_MAX_DEPTH) = 383; 512 leaves room and keeps
+ * a hostile stack's cost (and every renderer's recursion) small. */
+#define BATCH_MAX_STACK_DEPTH 512
 #define BATCH_MAX_LABELSETS   (1u << 16)
 #define BATCH_MAX_LABELS      64 /* per label set */
 #define BATCH_MAX_SAMPLES     (1u << 21)
 #define BATCH_MAX_COUNTERS    64
+/* One sample's count: the agent's most is 10 kHz (--frequency) x 3600 s
+ * (--window) x about 30 000 CPUs = 1.08e12 < 2^40. Bounding it keeps the sums of
+ * real data far from INT64_MAX (2^23 batches at the cap in one bucket). */
+#define BATCH_MAX_COUNT (UINT64_C(1) << 40)
 
 struct batch_frame {
 	uint32_t kind; /* enum frame_kind (common/frame.h) */
@@ -57,7 +64,7 @@ struct batch_labelset {
 struct batch_sample {
 	uint32_t labelset; /* index into labelsets */
 	uint32_t stack;	   /* index into stacks */
-	uint64_t count;	   /* samples, > 0 */
+	uint64_t count;	   /* samples, 1..BATCH_MAX_COUNT */
 };
 
 /* An agent-side counter reported with the batch (e.g. losses by reason). */

@@ -1,4 +1,5 @@
-/* The frame grammar: one parser and one printer of folded frame text (frame.h). */
+/* The frame grammar: one parser and one printer of folded frame text (frame.h),
+ * and the sanitizer that keeps names from forging it. */
 #include "common/frame.h"
 
 #include <stdio.h>
@@ -104,4 +105,41 @@ struct frame frame_make(enum frame_kind kind, const char *name, const char *file
 			       .name_len = strlen(name),
 			       .file = file ? file : "",
 			       .file_len = file ? strlen(file) : 0 };
+}
+
+char frame_sanitize_char(unsigned char c)
+{
+	if (c == ';')
+		return ':';
+	if (c < 0x20 || c == 0x7f)
+		return '?';
+	return (char)c;
+}
+
+bool frame_is_clean(const char *s, size_t n)
+{
+	size_t i;
+
+	if (n > FRAME_MAX_NAME_LEN)
+		return false;
+	for (i = 0; i < n; i++)
+		if (frame_sanitize_char((unsigned char)s[i]) != s[i])
+			return false;
+	return true;
+}
+
+size_t frame_sanitize(const char *s, size_t n, char *buf)
+{
+	size_t i;
+
+	if (n > FRAME_MAX_NAME_LEN) {
+		n = FRAME_MAX_NAME_LEN;
+		/* cut before a UTF-8 sequence that would not fit whole */
+		while (n > 0 && ((unsigned char)s[n] & 0xc0) == 0x80)
+			n--;
+	}
+	for (i = 0; i < n; i++)
+		buf[i] = frame_sanitize_char((unsigned char)s[i]);
+	buf[n] = '\0';
+	return n;
 }

@@ -14,10 +14,12 @@
  *
  * frame_format() prints each kind by concatenation and frame_parse() reads it back;
  * text -> frame -> text is the identity for every string without ';' or a newline
- * (those separate frames and stacks; the agent sanitizes names before they get
- * here). frame -> text -> frame keeps the kind except for names that look like
- * another kind's text (a native "f (a.py:1)"), which is why the wire, the store
- * and the query layer carry frames, and text is made only at the edges.
+ * (those separate frames and stacks). frame_sanitize() is the one rule that keeps
+ * them out: ';' becomes ':' and every control character (newline included) '?';
+ * the agent's folded text and the store's ingest apply it, so no stored or printed
+ * frame can split into two frames or two lines. frame -> text -> frame keeps the kind except for
+ * names that look like another kind's text (a native "f (a.py:1)"), which is why the wire, the
+ * store and the query layer carry frames, and text is made only at the edges.
  *
  * The kind numbers are the wire format's (schema/smolder.proto FrameKind) and the
  * store's (frames.kind): never renumber them.
@@ -39,6 +41,12 @@ enum frame_kind {
 
 #define FRAME_KERNEL_SUFFIX "_[k]"
 
+/* Longest name or file a stored frame keeps, in bytes: longer ones are cut (at a
+ * UTF-8 character boundary) when stored. Real symbols are far shorter (the agent
+ * reads at most 511 bytes of a native name); long mangled C++/Rust names lose
+ * their tail rather than the batch its samples. */
+#define FRAME_MAX_NAME_LEN 1024
+
 /* A frame whose strings are borrowed (from a batch, a store row or folded text):
  * name_len and file_len bytes, not necessarily NUL-terminated. */
 struct frame {
@@ -57,6 +65,19 @@ void frame_parse(const char *text, size_t len, bool first, struct frame *out);
 /* Prints f's text into buf, truncated at len and NUL-terminated when len > 0
  * (snprintf-like). Returns the full length, so a caller can size a buffer. */
 size_t frame_format(const struct frame *f, char *buf, size_t len);
+
+/* The byte that stands for c in a frame's name or file: ':' for ';', '?' for a
+ * control character (below 0x20, and 0x7f), c itself otherwise. */
+char frame_sanitize_char(unsigned char c);
+
+/* True when the n bytes at s need no change: at most FRAME_MAX_NAME_LEN bytes and
+ * no byte that frame_sanitize_char() changes. */
+bool frame_is_clean(const char *s, size_t n);
+
+/* Writes the sanitized text of s (n bytes) to buf (FRAME_MAX_NAME_LEN + 1 bytes):
+ * every byte through frame_sanitize_char(), cut to FRAME_MAX_NAME_LEN bytes without
+ * splitting a UTF-8 sequence, NUL-terminated. Returns the length written. */
+size_t frame_sanitize(const char *s, size_t n, char *buf);
 
 /* A frame from NUL-terminated strings (file may be NULL). */
 struct frame frame_make(enum frame_kind kind, const char *name, const char *file, uint32_t line);

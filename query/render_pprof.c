@@ -231,9 +231,12 @@ static int add_sample(struct pp *p, const struct flame_stack *st, uint64_t perio
 	int64_t ns;
 	int err;
 
-	if (count > INT64_MAX || __builtin_mul_overflow((int64_t)count, (int64_t)period, &ns) ||
-	    period > INT64_MAX)
-		return -EOVERFLOW;
+	/* Saturate, never fail: a count is at most INT64_MAX (the store's sums
+	 * saturate there), and count x period may pass it. */
+	if (count > INT64_MAX)
+		count = INT64_MAX;
+	if (period > INT64_MAX || __builtin_mul_overflow((int64_t)count, (int64_t)period, &ns))
+		ns = INT64_MAX;
 	if (st->nframes > RENDER_PPROF_MAX_FRAMES)
 		return -EINVAL;
 	err = array_grow((void **)&p->smp, &p->capsmp, p->nsmp + 1, sizeof(*p->smp));
@@ -410,4 +413,22 @@ out_free:
 	free(raw);
 	pp_free(&p);
 	return err;
+}
+
+int64_t render_pprof_seconds_to_ns(int64_t seconds)
+{
+	int64_t ns;
+
+	if (__builtin_mul_overflow(seconds, INT64_C(1000000000), &ns))
+		return seconds < 0 ? INT64_MIN : INT64_MAX;
+	return ns;
+}
+
+int64_t render_pprof_duration_ns(int64_t from, int64_t to)
+{
+	int64_t d;
+
+	if (__builtin_sub_overflow(to, from, &d))
+		d = to < from ? INT64_MIN : INT64_MAX;
+	return render_pprof_seconds_to_ns(d);
 }

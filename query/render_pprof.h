@@ -26,10 +26,20 @@
  * Profile's period, and the factor of the cpu/nanoseconds value); time_nanos and
  * duration_nanos go to the Profile as is. On success *out is a malloc'd buffer of
  * *len bytes that the caller frees; on failure *out and *len are untouched.
+ * Values saturate: a count above INT64_MAX and a count * period_ns that does not
+ * fit int64 are written as INT64_MAX, so no stored data makes the export fail.
  * Returns 0, -EINVAL (NULL argument or a stack deeper than
- * RENDER_PPROF_MAX_FRAMES frames), -EOVERFLOW (count * period or a count does not
- * fit int64), -ENOMEM, or -EIO (zlib failure). Reentrant. */
+ * RENDER_PPROF_MAX_FRAMES frames), -EOVERFLOW (period_ns over INT64_MAX), -ENOMEM,
+ * or -EIO (zlib failure). Reentrant. */
 int render_pprof(const struct flame *tree, uint64_t period_ns, int64_t time_nanos,
 		 int64_t duration_nanos, void **out, size_t *len);
+
+/* seconds x 1e9, saturating at INT64_MIN / INT64_MAX instead of overflowing (a
+ * query's times reach +-2^40 s, and 2^40 x 1e9 does not fit int64): for
+ * time_nanos. */
+int64_t render_pprof_seconds_to_ns(int64_t seconds);
+
+/* (to - from) seconds in ns, saturating: for duration_nanos. */
+int64_t render_pprof_duration_ns(int64_t from, int64_t to);
 
 #endif

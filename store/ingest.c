@@ -4,13 +4,19 @@
  * failure anywhere rolls back everything the batch touched. Stacks and label sets
  * are stored as varint blobs of ids (see schema/001_init.sql); a sample for a window
  * below the downsampling watermark goes to its coarse bucket.
+ *
+ * Nothing from the wire is trusted: frame names and files are stored sanitized
+ * and cut (frame_sanitize), so no stored frame can forge the folded grammar;
+ * counts are bounded (BATCH_MAX_COUNT) and sums saturate; windows are bounded.
  */
 #include <errno.h>
 #include <inttypes.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "common/array.h"
 #include "common/batch.h"
+#include "common/frame.h"
 #include "store/store_int.h"
 
 /* Per-ingest maps from batch indices to database ids; 0 means not interned yet
@@ -57,10 +63,24 @@ static int lookup_or_insert(struct store *s, sqlite3_stmt *get, sqlite3_stmt *pu
 	return 0;
 }
 
-static int intern_string(struct store *s, struct ingest *in, uint32_t i, int64_t *id)
+/* The id of a text, interned if new. */
+static int intern_text(struct store *s, const char *text, int64_t *id)
 {
 	sqlite3_stmt *get = NULL, *put = NULL;
-	const char *text;
+	int err;
+
+	err = store_get_stmt(s, ST_STR_GET, &get);
+	if (!err)
+		err = store_get_stmt(s, ST_STR_PUT, &put);
+	if (err)
+		return err;
+	sqlite3_bind_text(get, 1, text, -1, SQLITE_STATIC);
+	sqlite3_bind_text(put, 1, text, -1, SQLITE_STATIC);
+	return lookup_or_insert(s, get, put, id, NULL);
+}
+
+static int intern_string(struct store *s, struct ingest *in, uint32_t i, int64_t *id)
+{
 	int err;
 
 	if (i >= in->b->nstrings)
@@ -70,19 +90,29 @@ static int intern_string(struct store *s, struct ingest *in, uint32_t i, int64_t
 		*id = in->str[i];
 		return 0;
 	}
-	text = in->b->strings[i] ? in->b->strings[i] : "";
-	err = store_get_stmt(s, ST_STR_GET, &get);
-	if (!err)
-		err = store_get_stmt(s, ST_STR_PUT, &put);
-	if (err)
-		return err;
-	sqlite3_bind_text(get, 1, text, -1, SQLITE_STATIC);
-	sqlite3_bind_text(put, 1, text, -1, SQLITE_STATIC);
-	err = lookup_or_insert(s, get, put, &in->str[i], NULL);
+	err = intern_text(s, in->b->strings[i] ? in->b->strings[i] : "", &in->str[i]);
 	if (err)
 		return err;
 	*id = in->str[i];
 	return 0;
+}
+
+/* String i as a frame's name or file: as is when clean, else sanitized and cut
+ * (frame_sanitize), so that no stored frame holds ';', a newline or another
+ * control character, or more than FRAME_MAX_NAME_LEN bytes. */
+static int intern_frame_text(struct store *s, struct ingest *in, uint32_t i, int64_t *id)
+{
+	char clean[FRAME_MAX_NAME_LEN + 1];
+	const char *text;
+
+	if (i >= in->b->nstrings)
+		return store_fail(s, -EINVAL, "string %u out of range (%u strings)", i,
+				  in->b->nstrings);
+	text = in->b->strings[i] ? in->b->strings[i] : "";
+	if (frame_is_clean(text, strlen(text)))
+		return intern_string(s, in, i, id);
+	frame_sanitize(text, strlen(text), clean);
+	return intern_text(s, clean, id);
 }
 
 static int intern_frame(struct store *s, struct ingest *in, uint32_t i, int64_t *id)
@@ -102,9 +132,9 @@ static int intern_frame(struct store *s, struct ingest *in, uint32_t i, int64_t 
 	f = &in->b->frames[i];
 	if (f->kind >= FRAME_KIND_NR)
 		return store_fail(s, -EINVAL, "frame %u: bad kind %u", i, f->kind);
-	err = intern_string(s, in, f->name, &name);
+	err = intern_frame_text(s, in, f->name, &name);
 	if (!err)
-		err = intern_string(s, in, f->file, &file);
+		err = intern_frame_text(s, in, f->file, &file);
 	if (!err)
 		err = store_get_stmt(s, ST_FRAME_GET, &get);
 	if (!err)
@@ -259,6 +289,22 @@ out_free_pairs:
 	return err;
 }
 
+/* Refuses a window outside [lo, hi] (-ERANGE, with the reason). */
+static int check_window(struct store *s, const struct batch *b, bool bounded, int64_t now)
+{
+	int64_t lo = -STORE_MAX_ABS_WINDOW, hi = STORE_MAX_ABS_WINDOW;
+
+	if (bounded && now > -STORE_MAX_ABS_WINDOW && now < STORE_MAX_ABS_WINDOW) {
+		lo = now - s->opts.retention_seconds;
+		hi = now + STORE_MAX_FUTURE_SECONDS;
+	}
+	if (b->window_start < lo || b->window_start > hi)
+		return store_fail(
+			s, -ERANGE, "window_start %" PRId64 " outside [%" PRId64 ", %" PRId64 "]%s",
+			b->window_start, lo, hi, bounded ? " (now - retention, now + 1 h)" : "");
+	return 0;
+}
+
 static int ingest_locked(struct store *s, struct ingest *in, bool *duplicate)
 {
 	const struct batch *b = in->b;
@@ -299,9 +345,11 @@ static int ingest_locked(struct store *s, struct ingest *in, bool *duplicate)
 	for (i = 0; i < b->nsamples; i++) {
 		const struct batch_sample *smp = &b->samples[i];
 
-		if (!smp->count || smp->count > INT64_MAX)
-			return store_fail(s, -EINVAL, "sample %u: count %" PRIu64 " out of range",
-					  i, smp->count);
+		if (!smp->count || smp->count > BATCH_MAX_COUNT)
+			return store_fail(s, -EINVAL,
+					  "sample %u: count %" PRIu64 " out of range (1 to %" PRIu64
+					  ")",
+					  i, smp->count, BATCH_MAX_COUNT);
 		err = intern_labelset(s, in, smp->labelset, &ls_id);
 		if (!err)
 			err = intern_stack(s, in, smp->stack, &stack_id);
@@ -332,7 +380,8 @@ static int ingest_locked(struct store *s, struct ingest *in, bool *duplicate)
 	return store_run(s, ST_BATCHES_INC);
 }
 
-int store__ingest(struct store *s, const struct batch *b, bool *duplicate)
+static int ingest(struct store *s, const struct batch *b, bool bounded, int64_t now,
+		  bool *duplicate)
 {
 	struct ingest in = { .b = b };
 	bool dup = false;
@@ -343,6 +392,9 @@ int store__ingest(struct store *s, const struct batch *b, bool *duplicate)
 	if (!s || !b)
 		return -EINVAL;
 	s->errmsg[0] = '\0';
+	err = check_window(s, b, bounded, now);
+	if (err)
+		return err;
 	/* Hard caps before sizing the maps by them (batch__validate checks the rest). */
 	if (b->nstrings > BATCH_MAX_STRINGS || b->nframes > BATCH_MAX_FRAMES ||
 	    b->nstacks > BATCH_MAX_STACKS || b->nlabelsets > BATCH_MAX_LABELSETS ||
@@ -378,4 +430,14 @@ out_free_maps:
 	free(in.frame);
 	free(in.str);
 	return err;
+}
+
+int store__ingest(struct store *s, const struct batch *b, bool *duplicate)
+{
+	return ingest(s, b, false, 0, duplicate);
+}
+
+int store__ingest_at(struct store *s, const struct batch *b, int64_t now, bool *duplicate)
+{
+	return ingest(s, b, true, now, duplicate);
 }

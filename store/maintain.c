@@ -1,12 +1,14 @@
 /* Stats, schema version, integrity check, and maintenance: retention and
- * downsampling in steps of at most max_rows sample rows, one transaction per call,
- * so an ingest waits for at most one step. Dictionary rows are never deleted: they
+ * downsampling in steps of at most max_rows sample rows, each step in its own
+ * transaction so that a failing one never undoes the other, and an ingest waits
+ * for at most one bounded call. Dictionary rows are never deleted: they
  * are small next to samples, and collecting them would need a scan of samples
  * (stack_id and labelset_id are not indexed); a later migration can add that.
  */
 #include <errno.h>
 #include <inttypes.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "store/store_int.h"
@@ -35,18 +37,10 @@ int store_read_watermark(struct store *s, bool *set, int64_t *wm)
 
 int store__stats(struct store *s, struct store_stats *st)
 {
-	static const struct {
-		const char *sql;
-		size_t off;
-	} q[] = {
-		{ "SELECT count(*) FROM samples", offsetof(struct store_stats, sample_rows) },
-		{ "SELECT batches FROM state WHERE id = 1", offsetof(struct store_stats, batches) },
-		{ "SELECT count(*) FROM strings", offsetof(struct store_stats, strings) },
-		{ "SELECT count(*) FROM frames", offsetof(struct store_stats, frames) },
-		{ "SELECT count(*) FROM stacks", offsetof(struct store_stats, stacks) },
-		{ "SELECT count(*) FROM labelsets", offsetof(struct store_stats, labelsets) },
-	};
+	uint64_t *dst[] = { &st->sample_rows, &st->batches, &st->strings,
+			    &st->frames,      &st->stacks,  &st->labelsets };
 	int64_t v, pages, page_size;
+	sqlite3_stmt *q = NULL;
 	bool wm_set;
 	size_t i;
 	int err;
@@ -54,12 +48,24 @@ int store__stats(struct store *s, struct store_stats *st)
 	if (!s || !st)
 		return -EINVAL;
 	memset(st, 0, sizeof(*st));
-	for (i = 0; i < sizeof(q) / sizeof(q[0]); i++) {
-		err = store_query_int(s, q[i].sql, &v);
-		if (err)
-			return err;
-		*(uint64_t *)((char *)st + q[i].off) = (uint64_t)v;
+	/* one row: the trigger-kept sample count and the dictionaries' largest ids
+	 * (their rows are never deleted, so the largest id is the count) */
+	err = store_get_stmt(s, ST_STATS, &q);
+	if (err)
+		return err;
+	err = store_step(s, q);
+	if (err == 1) {
+		for (i = 0; i < sizeof(dst) / sizeof(dst[0]); i++) {
+			v = sqlite3_column_int64(q, (int)i);
+			*dst[i] = v > 0 ? (uint64_t)v : 0;
+		}
+		err = 0;
+	} else if (err == 0) {
+		err = store_fail(s, -EIO, "state row missing");
 	}
+	store_done(q);
+	if (err)
+		return err;
 	err = store_query_int(s, "PRAGMA page_count", &pages);
 	if (!err)
 		err = store_query_int(s, "PRAGMA page_size", &page_size);
@@ -185,51 +191,106 @@ static int downsample(struct store *s, int64_t cutoff, int64_t *budget, bool *mo
 	return 0;
 }
 
+/* Retention in its own transaction: at most *budget rows of samples, then of
+ * ingested; spends what it deleted. */
+static int retention(struct store *s, int64_t cutoff, int64_t *budget)
+{
+	int64_t n;
+	int err;
+
+	err = store_run(s, ST_BEGIN);
+	if (err)
+		return err;
+	err = run_bounded(s, ST_RET_SAMPLES, cutoff, 0, 2, *budget, &n);
+	if (err)
+		goto out_rollback;
+	*budget -= n;
+	if (*budget > 0) {
+		err = run_bounded(s, ST_RET_INGESTED, cutoff, 0, 2, *budget, &n);
+		if (err)
+			goto out_rollback;
+		*budget -= n;
+	}
+	err = store_run(s, ST_COMMIT);
+	if (err)
+		goto out_rollback;
+	return 0;
+
+out_rollback:
+	store_rollback(s);
+	return err;
+}
+
+/* Downsampling in its own transaction. */
+static int downsample_step(struct store *s, int64_t cutoff, int64_t *budget, bool *more)
+{
+	int err;
+
+	err = store_run(s, ST_BEGIN);
+	if (err)
+		return err;
+	err = downsample(s, cutoff, budget, more);
+	if (!err)
+		err = store_run(s, ST_COMMIT);
+	if (err)
+		store_rollback(s);
+	return err;
+}
+
+/* dst (cap bytes) = prefix + msg, cut to fit. */
+static void join_msg(char *dst, size_t cap, const char *prefix, const char *msg)
+{
+	size_t p = strlen(prefix), m = strlen(msg);
+
+	if (p >= cap)
+		p = cap - 1;
+	memcpy(dst, prefix, p);
+	if (m > cap - 1 - p)
+		m = cap - 1 - p;
+	memmove(dst + p, msg, m);
+	dst[p + m] = '\0';
+}
+
 int store__maintain(struct store *s, int64_t now, size_t max_rows, bool *more)
 {
-	int64_t budget, limit, n, ret_cutoff, ds_cutoff;
+	int64_t budget, limit, ret_cutoff, ds_cutoff;
 	const int64_t c = s ? s->opts.coarse_window_seconds : 1;
+	char first_msg[sizeof(s->errmsg)];
 	bool more_work = false;
-	int err;
+	int err, first = 0;
 
 	if (more)
 		*more = false;
 	if (!s)
 		return -EINVAL;
+	if (now < -STORE_MAX_ABS_WINDOW || now > STORE_MAX_ABS_WINDOW)
+		return store_fail(s, -ERANGE, "maintenance time %" PRId64 " out of range", now);
 	s->errmsg[0] = '\0';
+	first_msg[0] = '\0';
 	limit = max_rows ? (max_rows > INT32_MAX ? INT32_MAX : (int64_t)max_rows)
 			 : MAINTAIN_DEFAULT_ROWS;
 	budget = limit;
 	ret_cutoff = now - s->opts.retention_seconds;
 	ds_cutoff = floor_div(now - (int64_t)s->opts.downsample_after_seconds, c) * c;
 
-	err = store_run(s, ST_BEGIN);
-	if (err)
-		return err;
-	err = run_bounded(s, ST_RET_SAMPLES, ret_cutoff, 0, 2, budget, &n);
-	if (err)
-		goto out_rollback;
-	budget -= n;
-	if (budget > 0) {
-		err = run_bounded(s, ST_RET_INGESTED, ret_cutoff, 0, 2, budget, &n);
-		if (err)
-			goto out_rollback;
-		budget -= n;
+	/* Every step runs; the first error (and its reason) is the result. */
+	err = retention(s, ret_cutoff, &budget);
+	if (err) {
+		first = err;
+		join_msg(first_msg, sizeof(first_msg), "retention: ", s->errmsg);
 	}
-	if (budget > 0)
-		err = downsample(s, ds_cutoff, &budget, &more_work);
-	else
+	if (budget > 0) {
+		err = downsample_step(s, ds_cutoff, &budget, &more_work);
+		if (err && !first) {
+			first = err;
+			join_msg(first_msg, sizeof(first_msg), "downsampling: ", s->errmsg);
+		}
+	} else {
 		more_work = true;
-	if (err)
-		goto out_rollback;
-	err = store_run(s, ST_COMMIT);
-	if (err)
-		goto out_rollback;
+	}
+	if (first)
+		memcpy(s->errmsg, first_msg, sizeof(first_msg));
 	if (more)
 		*more = more_work;
-	return 0;
-
-out_rollback:
-	store_rollback(s);
-	return err;
+	return first;
 }

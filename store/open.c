@@ -1,20 +1,32 @@
 /* Opening and closing the SQLite profile store, and what every other piece of store/
  * builds on: the migrations (schema/NNN_*.sql, embedded at build time), the cache
- * of prepared statements with their SQL, and the translation of SQLite results into
- * 0/-errno with the last message kept for store__errmsg(). One connection per
- * struct store; every statement is prepared once, on first use, and cached.
+ * of prepared statements with their SQL, the saturating sum every query uses, and
+ * the translation of SQLite results into 0/-errno with the last message kept for
+ * store__errmsg(). One connection per struct store; every statement is prepared
+ * once, on first use, and cached.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "store/store_int.h"
 
 /* Generated from schema/[0-9]*.sql by schema/embed.sh. */
 extern const char *const store_migrations[];
 extern const size_t store_nmigrations;
+
+/* A row's value adds what arrives and saturates at INT64_MAX (values are > 0):
+ * an overflowing + would turn the value into a REAL, which the CHECK refuses, and
+ * a refused merge would stop maintenance for good. */
+#define SATURATING_ADD                                                                             \
+	"ON CONFLICT DO UPDATE SET value = CASE WHEN value > 9223372036854775807 - "               \
+	"excluded.value THEN 9223372036854775807 ELSE value + excluded.value END"
 
 static const char *const stmt_sql[ST_NR] = {
 	[ST_BEGIN] = "BEGIN IMMEDIATE",
@@ -35,8 +47,7 @@ static const char *const stmt_sql[ST_NR] = {
 	[ST_LSL_PUT] = "INSERT INTO labelset_labels (key_id, value_id, labelset_id) "
 		       "VALUES (?1, ?2, ?3)",
 	[ST_SAMPLE_ADD] = "INSERT INTO samples (window_start, labelset_id, stack_id, value) "
-			  "VALUES (?1, ?2, ?3, ?4) "
-			  "ON CONFLICT DO UPDATE SET value = value + excluded.value",
+			  "VALUES (?1, ?2, ?3, ?4) " SATURATING_ADD,
 	[ST_INGESTED_PUT] = "INSERT INTO ingested (agent, seq, window_start) VALUES (?1, ?2, ?3)",
 	[ST_STACK_FRAMES] = "SELECT frames FROM stacks WHERE id = ?1",
 	[ST_FRAME_TEXT] = "SELECT f.kind, n.text, fl.text, f.line FROM frames f "
@@ -55,13 +66,15 @@ static const char *const stmt_sql[ST_NR] = {
 	[ST_MERGE_MOVE] = "INSERT INTO samples (window_start, labelset_id, stack_id, value) "
 			  "SELECT ?1, labelset_id, stack_id, value FROM samples "
 			  "WHERE window_start > ?1 AND window_start < ?2 "
-			  "ORDER BY window_start, labelset_id, stack_id LIMIT ?3 "
-			  "ON CONFLICT DO UPDATE SET value = value + excluded.value",
+			  "ORDER BY window_start, labelset_id, stack_id LIMIT ?3 " SATURATING_ADD,
 	[ST_MERGE_DELETE] = "DELETE FROM samples WHERE (window_start, labelset_id, stack_id) IN "
 			    "(SELECT window_start, labelset_id, stack_id FROM samples "
 			    "WHERE window_start > ?1 AND window_start < ?2 "
 			    "ORDER BY window_start, labelset_id, stack_id LIMIT ?3)",
 	[ST_SET_WATERMARK] = "UPDATE state SET coarse_before = ?1 WHERE id = 1",
+	[ST_STATS] = "SELECT sample_rows, batches, (SELECT max(id) FROM strings), "
+		     "(SELECT max(id) FROM frames), (SELECT max(id) FROM stacks), "
+		     "(SELECT max(id) FROM labelsets) FROM state WHERE id = 1",
 };
 
 static int sqlite_to_errno(sqlite3 *db, int rc)
@@ -230,6 +243,55 @@ out_rollback:
 	return err;
 }
 
+/* sat_sum(value): the sum of the positive values of a group, saturating at
+ * INT64_MAX. SQLite's sum() fails with "integer overflow" instead, which would
+ * make every query over a range holding such rows fail. */
+static void sat_sum_step(sqlite3_context *ctx, int argc, sqlite3_value **argv)
+{
+	int64_t *sum = sqlite3_aggregate_context(ctx, sizeof(*sum));
+	int64_t v;
+
+	(void)argc;
+	if (!sum) {
+		sqlite3_result_error_nomem(ctx);
+		return;
+	}
+	v = sqlite3_value_int64(argv[0]);
+	if (v > 0)
+		*sum = *sum > INT64_MAX - v ? INT64_MAX : *sum + v;
+}
+
+static void sat_sum_final(sqlite3_context *ctx)
+{
+	int64_t *sum = sqlite3_aggregate_context(ctx, 0);
+
+	sqlite3_result_int64(ctx, sum ? *sum : 0);
+}
+
+/* Creates the database file with mode 0600 if it does not exist (SQLite would
+ * create it 0644 & ~umask, and its -wal and -shm files copy the main file's
+ * mode): profiles name processes, files and functions of the whole host. */
+static int create_private(const char *path)
+{
+	int fd;
+
+	if (!strcmp(path, ":memory:") || !strncmp(path, "file:", 5) || !path[0])
+		return 0;
+	fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
+	if (fd < 0)
+		return errno == EEXIST ? 0 : -errno;
+	/* the umask may have taken bits off 0600; it cannot have added any */
+	if (fchmod(fd, 0600)) {
+		int err = -errno;
+
+		close(fd);
+		unlink(path);
+		return err;
+	}
+	close(fd);
+	return 0;
+}
+
 int store__open(const char *path, const struct store_options *opts, struct store **out)
 {
 	struct store *s;
@@ -253,9 +315,20 @@ int store__open(const char *path, const struct store_options *opts, struct store
 		goto out_free;
 	}
 
+	err = create_private(path);
+	if (err) {
+		store_fail(s, err, "cannot create %s", path);
+		goto out_free;
+	}
 	rc = sqlite3_open_v2(path, &s->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, NULL);
 	if (rc != SQLITE_OK) {
 		err = s->db ? store_sql_fail(s, rc) : -ENOMEM;
+		goto out_close_db;
+	}
+	rc = sqlite3_create_function_v2(s->db, "sat_sum", 1, SQLITE_UTF8 | SQLITE_DETERMINISTIC,
+					NULL, NULL, sat_sum_step, sat_sum_final, NULL);
+	if (rc != SQLITE_OK) {
+		err = store_sql_fail(s, rc);
 		goto out_close_db;
 	}
 	sqlite3_busy_timeout(s->db, STORE_BUSY_TIMEOUT_MS);

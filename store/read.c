@@ -233,7 +233,7 @@ int store__query_stacks(struct store *s, const struct store_query *q, store_stac
 	if (err || q->from >= q->to)
 		return err;
 
-	err = prepare_query(s, q, "SELECT stack_id, sum(value)", " GROUP BY stack_id", &st);
+	err = prepare_query(s, q, "SELECT stack_id, sat_sum(value)", " GROUP BY stack_id", &st);
 	if (err)
 		goto out_finalize;
 	/* Collect first, so that the callback runs with no statement active. */
@@ -286,7 +286,7 @@ int store__query_series(struct store *s, const struct store_query *q, int64_t st
 	err = check_query(s, q);
 	if (err || q->from >= q->to)
 		return err;
-	err = prepare_query(s, q, "SELECT window_start, sum(value)",
+	err = prepare_query(s, q, "SELECT window_start, sat_sum(value)",
 			    " GROUP BY window_start ORDER BY window_start", &st);
 	if (err)
 		goto out;
@@ -304,7 +304,10 @@ int store__query_series(struct store *s, const struct store_query *q, int64_t st
 		}
 		bucket = b;
 		have = true;
-		sum += v > 0 ? (uint64_t)v : 0;
+		/* saturating, like sat_sum() in SQL */
+		sum = v <= 0					? sum
+		      : sum > (uint64_t)INT64_MAX - (uint64_t)v ? (uint64_t)INT64_MAX
+								: sum + (uint64_t)v;
 	}
 	if (err < 0)
 		goto out;

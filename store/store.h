@@ -7,8 +7,9 @@
  * Errors: every function returns 0 or -errno. SQLite errors are translated: -EIO
  * (I/O error, corruption, not a database), -ENOSPC (disk full), -EBUSY (locked by
  * another connection past the busy timeout), -ENOMEM, -EROFS (read-only), -EACCES,
- * -EINVAL (bad argument or a batch that breaks a constraint), -EPROTO (a database
- * written by a newer smolder). The last SQLite message is kept for the log, see
+ * -EINVAL (bad argument or a batch that breaks a constraint), -ERANGE (a batch's
+ * window outside the accepted range), -EPROTO (a database written by a newer
+ * smolder). The last SQLite message is kept for the log, see
  * store__errmsg(). A store never prints.
  *
  * Thread-safety: a struct store is one connection with cached statements; calls on
@@ -29,6 +30,13 @@ struct store;
 #define STORE_DEFAULT_DOWNSAMPLE_AFTER_SECONDS (24 * 3600)
 #define STORE_DEFAULT_COARSE_WINDOW_SECONDS    300
 #define STORE_BUSY_TIMEOUT_MS		       5000
+/* store__ingest_at() refuses windows that start more than this after now: an
+ * agent's clock a little ahead is fine, a window hours ahead (or at 9e18, which
+ * retention would never reach) is not. */
+#define STORE_MAX_FUTURE_SECONDS 3600
+/* Every ingest refuses windows beyond +-2^40 s (about 35 000 years, the query
+ * times' own bound), so no window arithmetic can overflow. */
+#define STORE_MAX_ABS_WINDOW (INT64_C(1) << 40)
 
 /* Options of store__open(). A zero field (or a NULL opts) takes the default. */
 struct store_options {
@@ -39,7 +47,9 @@ struct store_options {
 
 /* Opens (creating if needed) the database at path, ":memory:" for a private
  * in-memory one, and applies pending migrations (each in its own transaction,
- * the version in PRAGMA user_version). A file database uses WAL and
+ * the version in PRAGMA user_version). A database file that does not exist is
+ * created with mode 0600 whatever the umask (its -wal and -shm files take the
+ * same mode); an existing file keeps its mode. A file database uses WAL and
  * synchronous=NORMAL: a committed batch survives a crash of the process, the last
  * commits may be lost on power failure. *out is written only on success. Returns 0,
  * -EINVAL (NULL path or out, retention shorter than downsample_after), -EPROTO
@@ -58,12 +68,27 @@ const char *store__errmsg(const struct store *s);
  * records (agent_id, seq). If (agent_id, seq) was already stored, nothing is
  * written and *duplicate is true. Returns 0 only after the commit; on any error the
  * transaction is rolled back, the database is as before, and the result is -EINVAL
- * (an index out of range, a count of 0 or above INT64_MAX, a value sum that would
- * overflow), or a translated SQLite error. The caller should validate b
- * (batch__validate); the store checks indices again but not every cap. A window
- * older than the downsampling watermark is stored in its coarse bucket.
- * duplicate may be NULL. */
+ * (an index out of range, a count of 0 or above BATCH_MAX_COUNT), -ERANGE (a
+ * window_start beyond +-STORE_MAX_ABS_WINDOW), or a translated SQLite error; the
+ * reason is in store__errmsg(). The caller should validate b (batch__validate);
+ * the store checks indices again but not every cap. A window older than the
+ * downsampling watermark is stored in its coarse bucket.
+ *
+ * What is stored cannot break a query: a frame's name and file are stored
+ * through frame_sanitize() (no ';', newline or control character; at most
+ * FRAME_MAX_NAME_LEN bytes, longer ones cut), and a row's value saturates at
+ * INT64_MAX instead of overflowing. duplicate may be NULL.
+ *
+ * store__ingest() is for data whose times the caller chose (fixtures, benches,
+ * tools); a server ingesting what it receives calls store__ingest_at(). */
 int store__ingest(struct store *s, const struct batch *b, bool *duplicate);
+
+/* store__ingest() for a batch received at time now (unix seconds): a window_start
+ * outside [now - retention, now + STORE_MAX_FUTURE_SECONDS] refuses the whole
+ * batch with -ERANGE and a reason naming the window and the bounds (a window
+ * older than retention would be deleted by the next maintenance anyway; the
+ * sender should drop it rather than retry). */
+int store__ingest_at(struct store *s, const struct batch *b, int64_t now, bool *duplicate);
 
 /* A query: windows with window_start in [from, to), and label sets that hold every
  * keys[i]=values[i] (i < nlabels; nlabels 0 selects all). */
@@ -85,7 +110,8 @@ typedef int (*store_stack_fn)(void *ctx, const struct frame *frames, size_t nfra
 
 /* Runs q, calling cb for each stack with a nonzero sum, in no particular order.
  * The callback must not call into s. A downsampled window counts whole when its
- * bucket start is in [from, to). Returns 0, cb's nonzero return, -EINVAL, -ENOMEM
+ * bucket start is in [from, to). Sums saturate at INT64_MAX: no data makes a
+ * query fail. Returns 0, cb's nonzero return, -EINVAL, -ENOMEM
  * or a translated SQLite error. */
 int store__query_stacks(struct store *s, const struct store_query *q, store_stack_fn cb, void *ctx);
 
@@ -94,8 +120,8 @@ int store__query_stacks(struct store *s, const struct store_query *q, store_stac
 typedef int (*store_series_fn)(void *ctx, int64_t bucket_start, uint64_t count);
 
 /* Samples per step-long bucket over [from, to) for q's label selection: the
- * timeline that finds a spike. Returns 0, cb's nonzero return, -EINVAL, or a
- * translated SQLite error. */
+ * timeline that finds a spike. Sums saturate at INT64_MAX. Returns 0, cb's nonzero return, -EINVAL,
+ * or a translated SQLite error. */
 int store__query_series(struct store *s, const struct store_query *q, int64_t step_seconds,
 			store_series_fn cb, void *ctx);
 
@@ -111,7 +137,7 @@ int store__label_values(struct store *s, const char *key, int64_t from, int64_t 
 			store_text_fn cb, void *ctx);
 
 struct store_stats {
-	uint64_t sample_rows; /* rows of samples */
+	uint64_t sample_rows; /* rows of samples (a counter kept by triggers) */
 	uint64_t batches;     /* batches ever ingested (duplicates excluded) */
 	uint64_t strings;     /* dictionary sizes */
 	uint64_t frames;
@@ -121,7 +147,8 @@ struct store_stats {
 	int64_t coarse_before; /* downsampling watermark, INT64_MIN when none */
 };
 
-/* Fills st. Counting rows is a full scan of samples: for monitoring, not per batch.
+/* Fills st. Cheap enough for every scrape: a few one-row reads (the sample row
+ * count is kept by triggers, the dictionary sizes are their largest ids), no scan.
  * Returns 0 or a translated SQLite error. */
 int store__stats(struct store *s, struct store_stats *st);
 
@@ -132,14 +159,19 @@ int store__schema_version(struct store *s, int64_t *version);
  * damage (the first report is then in store__errmsg()), or a translated error. */
 int store__check(struct store *s);
 
-/* One bounded step of maintenance at time now (unix seconds): deletes samples with
- * window_start < now - retention and forgets their (agent, seq), then merges fine
- * windows older than now - downsample_after into coarse buckets (window_start
- * rounded down to a multiple of coarse_window_seconds, values summed; per-stack
- * totals are unchanged). Each transaction touches at most about max_rows sample
- * rows (0 means 10000), and one call runs one transaction, so ingest waits for at
- * most one step. *more is true when work remains: call again (e.g. after the next
- * ingest). Returns 0 or a translated SQLite error. */
+/* One bounded step of maintenance at time now (unix seconds), in two steps, each
+ * in its own transaction so that one failing never undoes or blocks the other:
+ * retention deletes samples with window_start < now - retention and forgets their
+ * (agent, seq); downsampling merges fine windows older than now - downsample_after
+ * into coarse buckets (window_start rounded down to a multiple of
+ * coarse_window_seconds, values summed and saturating at INT64_MAX; per-stack
+ * totals are otherwise unchanged). The two together touch at most about max_rows
+ * sample rows (0 means 10000), so ingest waits for at most one bounded call.
+ * *more is true when work remains: call again (e.g. after the next ingest).
+ * Every step runs even when an earlier one failed; the result is 0 or the first
+ * step's error (a translated SQLite error), whose reason store__errmsg() keeps.
+ * The caller should log a failure and count it: a step that fails every call
+ * means the disk grows (retention) or queries slow down (downsampling). */
 int store__maintain(struct store *s, int64_t now, size_t max_rows, bool *more);
 
 #endif

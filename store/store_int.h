@@ -49,6 +49,7 @@ enum stmt_id {
 	ST_MERGE_MOVE,
 	ST_MERGE_DELETE,
 	ST_SET_WATERMARK,
+	ST_STATS,
 	ST_NR,
 };
 

@@ -387,8 +387,8 @@ static void test_pprof_empty_and_errors(void **state)
 
 	assert_int_equal(render_pprof(NULL, 1000, 0, 0, &gz, &len), -EINVAL);
 	assert_int_equal(folded__add(f, "p;a", UINT64_MAX / 2), 0);
-	assert_int_equal(render_pprof(tree_of(f), 1000, 0, 0, &gz, &len), -EOVERFLOW);
-	assert_null(gz);
+	assert_int_equal(render_pprof(tree_of(f), 1000, 0, 0, &gz, &len), 0); /* saturates */
+	free(gz);
 	folded__free(f);
 	tree_of(NULL);
 }

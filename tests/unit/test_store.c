@@ -11,6 +11,8 @@
 #include <stdint.h>
 
 #include <cmocka.h>
+#include <sqlite3.h>
+#include <sys/stat.h>
 #include <uthash.h>
 
 #include "common/batch.h"
@@ -678,7 +680,7 @@ static void assert_stats_equal(const struct store_stats *a, const struct store_s
 static void test_failed_ingest(void **state)
 {
 	struct fixture *fx = *state;
-	struct tuple t[2] = { { .ls = 2, .stack = 0, .count = INT64_MAX - 5, .window = 1000 },
+	struct tuple t[2] = { { .ls = 2, .stack = 0, .count = BATCH_MAX_COUNT, .window = 1000 },
 			      { .ls = 0, .stack = 5, .count = 3, .window = 1010 } };
 	struct store_query q = { .from = 0, .to = INT64_MAX };
 	struct store_stats before, after;
@@ -689,17 +691,18 @@ static void test_failed_ingest(void **state)
 
 	make_stack_pool();
 	s = fx_open(fx, NULL);
-	b = one_batch("agent-a", 1, 1000, labelsets[2], stack_pool[0], INT64_MAX - 5);
+	b = one_batch("agent-a", 1, 1000, labelsets[2], stack_pool[0], BATCH_MAX_COUNT);
 	assert_int_equal(store__ingest(s, b, &dup), 0);
 	tbatch_free(b);
 	assert_int_equal(store__stats(s, &before), 0);
 
-	/* New strings, frames, a stack and a label set first, then a sample whose sum
-	 * overflows: the CHECK fails at the last row and everything is rolled back. */
+	/* New strings, frames, a stack and a label set first, then a sample over the
+	 * count cap: refused at the last row and everything is rolled back. */
 	tb_init(&tb, "agent-a", 2, 1000);
 	tb_add(&tb, "fresh=label", "newproc;new_a;new_b_[k]", 9);
 	tb_add(&tb, labelsets[2], stack_pool[0], 10);
 	b = tb_finish(&tb);
+	b->samples[1].count = BATCH_MAX_COUNT + 1;
 	assert_int_equal(store__ingest(s, b, &dup), -EINVAL);
 	assert_false(dup);
 	assert_true(strlen(store__errmsg(s)) > 0);
@@ -1025,16 +1028,366 @@ static void test_series_and_labels(void **state)
 	free(t);
 }
 
+/* ---- issue 9: what arrives on the wire is not trusted ---------------------- */
+
+/* Runs sql on the file at path through a connection of the test's own. */
+static void sql_exec(const char *path, const char *sql)
+{
+	sqlite3 *db = NULL;
+	char *msg = NULL;
+
+	assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
+	sqlite3_busy_timeout(db, 5000);
+	if (sqlite3_exec(db, sql, NULL, NULL, &msg) != SQLITE_OK)
+		fail_msg("%s: %s", sql, msg ? msg : "?");
+	sqlite3_close(db);
+}
+
+static int64_t sql_int(const char *path, const char *sql)
+{
+	sqlite3_stmt *st = NULL;
+	sqlite3 *db = NULL;
+	int64_t v;
+
+	assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
+	assert_int_equal(sqlite3_prepare_v2(db, sql, -1, &st, NULL), SQLITE_OK);
+	assert_int_equal(sqlite3_step(st), SQLITE_ROW);
+	v = sqlite3_column_int64(st, 0);
+	sqlite3_finalize(st);
+	sqlite3_close(db);
+	return v;
+}
+
+/* Replaces the text of string `old` in b (a frame name the test chose). */
+static void replace_string(struct batch *b, const char *old, const char *text)
+{
+	uint32_t i;
+
+	for (i = 0; i < b->nstrings; i++)
+		if (!strcmp(b->strings[i], old)) {
+			free(b->strings[i]);
+			b->strings[i] = strdup(text);
+			assert_non_null(b->strings[i]);
+			return;
+		}
+	fail_msg("no string %s", old);
+}
+
+struct clean_check {
+	int stacks;
+	size_t nframes;
+	uint64_t count;
+};
+
+static int check_clean(void *ctx, const struct frame *frames, size_t nframes, uint64_t count)
+{
+	struct clean_check *c = ctx;
+	size_t i, j;
+
+	c->stacks++;
+	c->nframes = nframes;
+	c->count = count;
+	for (i = 0; i < nframes; i++) {
+		const struct frame *f = &frames[i];
+
+		assert_true(f->name_len <= FRAME_MAX_NAME_LEN);
+		assert_true(f->file_len <= FRAME_MAX_NAME_LEN);
+		for (j = 0; j < f->name_len; j++)
+			if (f->name[j] == ';' || (unsigned char)f->name[j] < 0x20)
+				fail_msg("frame %zu: byte %zu of its name is 0x%02x", i, j,
+					 (unsigned char)f->name[j]);
+		for (j = 0; j < f->file_len; j++)
+			assert_true(f->file[j] != ';' && (unsigned char)f->file[j] >= 0x20);
+	}
+	return 0;
+}
+
+/* Issue 9, item 5: frame names of 4 096 ';', a newline, a whole forged folded
+ * line, and a 2 000-byte UTF-8 name are stored sanitized and cut, so the stack
+ * stays three frames and one line whatever its names. */
+static void test_hostile_names(void **state)
+{
+	struct fixture *fx = *state;
+	struct store_query q = { .from = 0, .to = INT64_MAX };
+	const char *hostile[4];
+	char semis[4097], longname[2001];
+	struct clean_check c;
+	struct batch *b;
+	struct store *s;
+	bool dup;
+	int i;
+
+	memset(semis, ';', 4096);
+	semis[4096] = '\0';
+	for (i = 0; i < 1000; i++)
+		memcpy(longname + 2 * i, "\xc3\xa9", 2); /* e acute, 2 bytes */
+	longname[2000] = '\0';
+	hostile[0] = semis;
+	hostile[1] = "line\none";
+	hostile[2] = "x 1\nforged;stack;line 99\nmore";
+	hostile[3] = longname;
+	s = fx_open(fx, NULL);
+	for (i = 0; i < 4; i++) {
+		b = one_batch("agent-h", (uint64_t)i + 1, 1000 + 10 * i, "k=v",
+			      "proc;outer;HOSTILE", 5);
+		replace_string(b, "HOSTILE", hostile[i]);
+		if (i == 1)
+			replace_string(b, "proc", "pr\toc\x7f");
+		assert_int_equal(store__ingest(s, b, &dup), 0);
+		tbatch_free(b);
+
+		memset(&c, 0, sizeof(c));
+		q.from = 1000 + 10 * i;
+		q.to = q.from + 1;
+		assert_int_equal(store__query_stacks(s, &q, check_clean, &c), 0);
+		assert_int_equal(c.stacks, 1);
+		assert_int_equal(c.nframes, 3);
+		assert_int_equal(c.count, 5);
+	}
+	close_checked(s);
+}
+
+/* Issue 9, item 3: counts of 2^62 are refused at ingest, and rows that hold sums
+ * past INT64_MAX (planted through SQLite, as many capped batches could make them)
+ * neither fail a query nor stop maintenance: sums saturate. */
+static void test_count_overflow(void **state)
+{
+	struct fixture *fx = *state;
+	struct store_options o = { .retention_seconds = 100000,
+				   .downsample_after_seconds = 100,
+				   .coarse_window_seconds = 60 };
+	struct store_query q = { .from = 0, .to = INT64_MAX };
+	struct clean_check c = { 0 };
+	struct series sr = { 0 };
+	struct store_stats st;
+	struct batch *b;
+	struct store *s;
+	bool dup, more = true;
+
+	s = fx_open(fx, &o);
+	/* the issue's recipe: two batches of 2^62 in one bucket */
+	b = one_batch("agent-o", 1, 1020, "k=v", "proc;f", UINT64_C(1) << 62);
+	assert_int_equal(store__ingest(s, b, &dup), -EINVAL);
+	assert_non_null(strstr(store__errmsg(s), "out of range"));
+	tbatch_free(b);
+	b = one_batch("agent-o", 1, 1020, "k=v", "proc;f", BATCH_MAX_COUNT);
+	assert_int_equal(store__ingest(s, b, &dup), 0);
+	tbatch_free(b);
+	b = one_batch("agent-o", 2, 1030, "k=v", "proc;f", BATCH_MAX_COUNT);
+	assert_int_equal(store__ingest(s, b, &dup), 0);
+	tbatch_free(b);
+	sql_exec(fx_path(fx), "UPDATE samples SET value = 4611686018427387904"); /* 2^62 */
+	b = one_batch("agent-o", 3, 1040, "k=v", "proc;f", 1);
+	assert_int_equal(store__ingest(s, b, &dup), 0);
+	tbatch_free(b);
+	sql_exec(fx_path(fx), "UPDATE samples SET value = 9223372036854775807 "
+			      "WHERE window_start = 1040");
+	/* 2^62 + 2^62 + INT64_MAX: every query answers, saturated */
+	assert_int_equal(store__query_stacks(s, &q, check_clean, &c), 0);
+	assert_int_equal(c.count, INT64_MAX);
+	assert_int_equal(store__query_series(s, &q, 1 << 30, collect_series, &sr), 0);
+	assert_int_equal(sr.n, 1);
+	assert_int_equal(sr.count[0], INT64_MAX);
+	/* ingest into a saturated row saturates too */
+	b = one_batch("agent-o", 4, 1040, "k=v", "proc;f", 7);
+	assert_int_equal(store__ingest(s, b, &dup), 0);
+	tbatch_free(b);
+	/* maintenance merges the three windows into one saturated row */
+	while (more)
+		assert_int_equal(store__maintain(s, 5000, 0, &more), 0);
+	assert_int_equal(store__stats(s, &st), 0);
+	assert_int_equal(st.sample_rows, 1);
+	assert_int_equal(sql_int(fx_path(fx), "SELECT value FROM samples"), INT64_MAX);
+	memset(&c, 0, sizeof(c));
+	assert_int_equal(store__query_stacks(s, &q, check_clean, &c), 0);
+	assert_int_equal(c.count, INT64_MAX);
+	close_checked(s);
+}
+
+/* Issue 9, item 4: retention and downsampling are separate transactions. A
+ * trigger planted in the file makes every downsampling fail; retention still
+ * deletes, and the error names the step. */
+static void test_maintain_steps_independent(void **state)
+{
+	struct fixture *fx = *state;
+	struct store_options o = { .retention_seconds = 1000,
+				   .downsample_after_seconds = 100,
+				   .coarse_window_seconds = 60 };
+	struct store_stats st;
+	struct batch *b;
+	struct store *s;
+	bool dup, more;
+	int i;
+
+	s = fx_open(fx, &o);
+	for (i = 0; i < 20; i++) {
+		b = one_batch("agent-m", (uint64_t)i + 1, 10000 + 100 * i, "k=v", "proc;f", 1);
+		assert_int_equal(store__ingest(s, b, &dup), 0);
+		tbatch_free(b);
+	}
+	sql_exec(fx_path(fx), "CREATE TRIGGER planted BEFORE UPDATE OF coarse_before ON state "
+			      "BEGIN SELECT RAISE(ABORT, 'planted failure'); END");
+	/* now 12000: windows below 11000 expire (10), [11000, 11880) would merge */
+	assert_int_equal(store__maintain(s, 12000, 0, &more), -EINVAL);
+	assert_non_null(strstr(store__errmsg(s), "downsampling: planted failure"));
+	assert_int_equal(store__stats(s, &st), 0);
+	assert_int_equal(st.sample_rows, 10);
+	assert_int_equal(sql_int(fx_path(fx), "SELECT count(*) FROM samples"), 10);
+	assert_int_equal(sql_int(fx_path(fx), "SELECT count(*) FROM ingested"), 10);
+	assert_int_equal(sql_int(fx_path(fx), "SELECT min(window_start) FROM samples"), 11000);
+	assert_true(st.coarse_before == INT64_MIN);
+	/* and once the trigger is gone, downsampling catches up */
+	sql_exec(fx_path(fx), "DROP TRIGGER planted");
+	do
+		assert_int_equal(store__maintain(s, 12000, 0, &more), 0);
+	while (more);
+	assert_int_equal(store__stats(s, &st), 0);
+	assert_int_equal(st.sample_rows, sql_int(fx_path(fx), "SELECT count(*) FROM samples"));
+	assert_true(st.coarse_before > 11000 && st.coarse_before <= 11880);
+	close_checked(s);
+}
+
+/* Issue 9, item 8: windows outside [now - retention, now + 1 h] are refused with
+ * -ERANGE and the bounds; both edges are in. store__ingest() refuses only the
+ * absurd (+-9e18). */
+static void test_window_bounds(void **state)
+{
+	struct fixture *fx = *state;
+	struct store_options o = { .retention_seconds = 86400 };
+	const int64_t now = 1700000000;
+	const int64_t lo = now - 86400, hi = now + STORE_MAX_FUTURE_SECONDS;
+	struct {
+		int64_t window;
+		int err;
+	} cases[] = {
+		{ lo - 1, -ERANGE },
+		{ lo, 0 },
+		{ now, 0 },
+		{ hi, 0 },
+		{ hi + 1, -ERANGE },
+		{ INT64_MAX - 5, -ERANGE },
+		{ INT64_MIN, -ERANGE },
+	};
+	struct store_stats st;
+	struct batch *b;
+	struct store *s;
+	char want[128];
+	size_t i;
+	bool dup;
+
+	s = fx_open(fx, &o);
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		b = one_batch("agent-w", i + 1, cases[i].window, "k=v", "proc;f", 1);
+		assert_int_equal(store__ingest_at(s, b, now, &dup), cases[i].err);
+		if (cases[i].err) {
+			snprintf(want, sizeof(want),
+				 "window_start %" PRId64 " outside [%" PRId64 ", %" PRId64 "]",
+				 cases[i].window, lo, hi);
+			if (!strstr(store__errmsg(s), want))
+				fail_msg("reason \"%s\" lacks \"%s\"", store__errmsg(s), want);
+		}
+		tbatch_free(b);
+	}
+	assert_int_equal(store__stats(s, &st), 0);
+	assert_int_equal(st.batches, 3);
+	/* store__ingest: any time a caller chose, but nothing near +-9e18 */
+	b = one_batch("agent-w", 100, 1000, "k=v", "proc;f", 1);
+	assert_int_equal(store__ingest(s, b, &dup), 0);
+	tbatch_free(b);
+	b = one_batch("agent-w", 101, -9000000000000000000LL, "k=v", "proc;f", 1);
+	assert_int_equal(store__ingest(s, b, &dup), -ERANGE);
+	tbatch_free(b);
+	b = one_batch("agent-w", 102, 9000000000000000000LL, "k=v", "proc;f", 1);
+	assert_int_equal(store__ingest(s, b, &dup), -ERANGE);
+	tbatch_free(b);
+	close_checked(s);
+}
+
+/* Issue 9, item 8: the row count /metrics reads is kept by triggers, exact across
+ * ingest, retention and downsampling. */
+static void test_stats_counter(void **state)
+{
+	struct fixture *fx = *state;
+	struct store_options o = { .retention_seconds = 1000,
+				   .downsample_after_seconds = 100,
+				   .coarse_window_seconds = 60 };
+	struct store_stats st;
+	struct tuple *t;
+	struct store *s;
+	bool more = true;
+	size_t n;
+
+	s = fx_open(fx, &o);
+	t = gen_tuples(10000, 200, 12, &n);
+	ingest_tuples(s, t, n);
+	assert_int_equal(store__stats(s, &st), 0);
+	assert_true(st.sample_rows > 100);
+	assert_int_equal(st.sample_rows, sql_int(fx_path(fx), "SELECT count(*) FROM samples"));
+	assert_int_equal(st.strings, sql_int(fx_path(fx), "SELECT count(*) FROM strings"));
+	assert_int_equal(st.frames, sql_int(fx_path(fx), "SELECT count(*) FROM frames"));
+	assert_int_equal(st.stacks, sql_int(fx_path(fx), "SELECT count(*) FROM stacks"));
+	assert_int_equal(st.labelsets, sql_int(fx_path(fx), "SELECT count(*) FROM labelsets"));
+	while (more) {
+		assert_int_equal(store__maintain(s, 11500, 50, &more), 0);
+		assert_int_equal(store__stats(s, &st), 0);
+		assert_int_equal(st.sample_rows,
+				 sql_int(fx_path(fx), "SELECT count(*) FROM samples"));
+	}
+	close_checked(s);
+	free(t);
+}
+
+/* Issue 9, item 8: a new database and its -wal and -shm are 0600 whatever the
+ * umask. */
+static void test_file_modes(void **state)
+{
+	struct fixture *fx = *state;
+	const char *suffix[] = { "", "-wal", "-shm" };
+	char path[192];
+	struct batch *b;
+	struct store *s;
+	struct stat sb;
+	mode_t old;
+	size_t i;
+	bool dup;
+
+	old = umask(0);
+	s = fx_open(fx, NULL);
+	umask(old);
+	b = one_batch("agent-p", 1, 1000, "k=v", "proc;f", 1);
+	assert_int_equal(store__ingest(s, b, &dup), 0);
+	tbatch_free(b);
+	for (i = 0; i < 3; i++) {
+		snprintf(path, sizeof(path), "%s%s", fx_path(fx), suffix[i]);
+		assert_int_equal(stat(path, &sb), 0);
+		if ((sb.st_mode & 0777) != 0600)
+			fail_msg("%s has mode %o", path, (unsigned)(sb.st_mode & 0777));
+	}
+	close_checked(s);
+}
+
 int main(void)
 {
 	static struct fixture mem = { .file = false }, file = { .file = true };
 #define BOTH(fn)                                                                                   \
 	cmocka_unit_test_prestate_setup_teardown(fn, NULL, fx_teardown, &mem),                     \
 		cmocka_unit_test_prestate_setup_teardown(fn, NULL, fx_teardown, &file)
+#define FILE_ONLY(fn) cmocka_unit_test_prestate_setup_teardown(fn, NULL, fx_teardown, &file)
 	const struct CMUnitTest tests[] = {
-		BOTH(test_migrations),	      BOTH(test_roundtrip), BOTH(test_duplicate),
-		BOTH(test_failed_ingest),     BOTH(test_maintain),  BOTH(test_size),
+		BOTH(test_migrations),
+		BOTH(test_roundtrip),
+		BOTH(test_duplicate),
+		BOTH(test_failed_ingest),
+		BOTH(test_maintain),
+		BOTH(test_size),
 		BOTH(test_series_and_labels),
+		BOTH(test_hostile_names),
+		BOTH(test_window_bounds),
+		/* these plant rows or read the file through a second connection */
+		FILE_ONLY(test_count_overflow),
+		FILE_ONLY(test_maintain_steps_independent),
+		FILE_ONLY(test_stats_counter),
+		FILE_ONLY(test_file_modes),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
