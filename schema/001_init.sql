@@ -27,8 +27,9 @@
 -- such windows. Dictionary rows are never deleted (see store/maintain.c).
 --
 -- Values are 64-bit signed integers, CHECKed to stay integers: SQLite turns an
--- overflowing integer sum into a REAL, and the CHECK turns that into an error, so a
--- batch that would overflow a counter is rejected as a whole.
+-- overflowing integer sum into a REAL, and the CHECK turns that into an error.
+-- The store's upserts therefore saturate at INT64_MAX instead (store/open.c), and
+-- queries sum with a saturating aggregate, so no data makes a write or a query fail.
 
 CREATE TABLE strings (
 	id INTEGER PRIMARY KEY,
