@@ -622,8 +622,8 @@ static void test_bad_input(void **state)
 	ZSTD_freeCCtx(cc);
 	print_message("bomb: %zu bytes compressed\n", blen);
 	post(s.port, bomb, blen, "application/x-protobuf", "sekrit", &r);
-	/* the decompressed cap of docs/collector.md: 128 MiB */
-	snprintf(reason, sizeof(reason), "decompressed body over %u bytes", 128u << 20);
+	/* the decompressed cap of docs/collector.md: 8 MiB */
+	snprintf(reason, sizeof(reason), "decompressed body over %u bytes", 8u << 20);
 	assert_refused(&r, 413, reason);
 	free(bomb);
 

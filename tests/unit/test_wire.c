@@ -908,7 +908,7 @@ static void test_bad_batches(void **state)
 	expect_bad_batch(bad_string0, -EINVAL, "string 0 is not empty");
 	expect_bad_batch(bad_unsorted_labels, -EINVAL, "keys not sorted or not unique");
 	expect_bad_batch(bad_empty_stack, -EINVAL, "stack 0: empty");
-	expect_bad_batch(bad_deep_stack, -EINVAL, "stack 0: 1025 frames over the cap of 1024");
+	expect_bad_batch(bad_deep_stack, -EINVAL, "stack 0: 513 frames over the cap of 512");
 	expect_bad_batch(bad_many_counters, -EINVAL, "65 counters over the cap of 64");
 	expect_bad_batch(bad_long_string, -EINVAL, "string 1 longer than 4096 bytes");
 }
