@@ -36,15 +36,6 @@ void folded_stack__reset(struct folded_stack *st)
 	st->buf[0] = '\0';
 }
 
-static char sanitize(unsigned char c)
-{
-	if (c == ';')
-		return ':';
-	if (c < 0x20 || c == 0x7f)
-		return '?';
-	return (char)c;
-}
-
 void folded_stack__push(struct folded_stack *st, const struct frame *f)
 {
 	size_t sep = st->len ? 1 : 0, n = frame_format(f, NULL, 0);
@@ -61,7 +52,7 @@ void folded_stack__push(struct folded_stack *st, const struct frame *f)
 	/* the grammar adds no ';' or control character: sanitizing the text is
 	 * sanitizing the name and file it holds */
 	for (st->len += sep + n; *p; p++)
-		*p = sanitize((unsigned char)*p);
+		*p = frame_sanitize_char((unsigned char)*p);
 }
 
 void folded_stack__push_native(struct folded_stack *st, const char *name)
