@@ -114,6 +114,7 @@ bench: deps
 	$(Q)$(MAKE) all $(WORKLOADS) $(BENCHES)
 	$(Q)bash bench/agent_overhead.sh
 	$(Q)bash bench/python_overhead.sh
+	$(Q)bash bench/churn.sh
 	$(Q)$(BUILD)/bench/ingest_bench 360 /tmp
 
 format:

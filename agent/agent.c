@@ -17,6 +17,7 @@
 #include "common/frame.h"
 #include "agent/symbols/ksyms.h"
 #include "agent/symbols/procmaps.h"
+#include "agent/python/pyproc.h"
 #include "agent/python/pytrack.h"
 #include "agent/sampler.h"
 #include "agent/sender.h"
@@ -96,11 +97,17 @@ static void on_event(void *ctx, const struct profile_event *ev)
 			pytrack__new_stack(a->py, ev->pid, ev->key);
 		return;
 	}
+	/* A sampled process (or image) new to the agent: keep what its exit would
+	 * take away, its mappings. Symbols come at the drain, for the files its
+	 * samples land in. */
 	err = proc_cache__snapshot(a->procs, ev->pid);
 
 	if (err && err != -ESRCH)
 		log_debug("agent: failed to snapshot pid %u: %s", ev->pid, strerror(-err));
-	if (a->py)
+	/* Python only when a mapped file is named like CPython (what pyproc looks
+	 * at anyway), or to forget a tracked process that exec'd. */
+	if (a->py && (proc_cache__maps_any(a->procs, ev->pid, pyproc_is_python_path) ||
+		      pytrack__tracks(a->py, ev->pid)))
 		pytrack__consider(a->py, ev->pid, ev->kind == PROFILE_EVENT_EXEC);
 }
 

@@ -2,6 +2,7 @@
 #include "agent/sender.h"
 
 #include <dirent.h>
+#include <inttypes.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -20,13 +21,20 @@
 #include "common/log.h"
 #include "common/wire.h"
 
-#define SPOOL_SUFFIX   ".batch"
-#define MAX_BATCH_FILE (256u << 20) /* a spool file larger than this is not ours */
+#define SPOOL_SUFFIX ".batch"
+#define TMP_PREFIX   ".tmp-"
+/* A spool file larger than this is not ours: the agent writes one window per file,
+ * and the collector refuses compressed bodies over --max-body-mb (16 MiB by
+ * default); 256 MiB leaves room for any batch while bounding what one read of the
+ * spool may allocate. */
+#define MAX_BATCH_FILE (256u << 20)
 #define MAX_REPLY      4096
 
 struct sender {
 	struct sender_options o;
 	char *dir, *url, *token, *ca_file;
+	int dirfd; /* the spool, opened once and checked: every file is reached through it */
+	uid_t uid; /* the owner every spool file must have: our effective uid */
 	pthread_t thread;
 	pthread_mutex_t lock;
 	pthread_cond_t wake;	/* new batch, or stop */
@@ -53,32 +61,73 @@ static size_t on_reply(char *data, size_t size, size_t n, void *ctx)
 	return len;
 }
 
-/* Sequence numbers of the spooled batches, ascending; *n set. Caller frees. */
-static uint64_t *list_spool(const char *dir, size_t *n, uint64_t *bytes)
+/* Why a spool entry may not be read as a batch, or NULL when it may: a regular
+ * file, ours, with one link (a hard link to a file elsewhere would be read and
+ * posted as a batch), of a size a batch can have. */
+static const char *untrusted(const struct stat *sb, uid_t uid, char *why, size_t len)
+{
+	if (!S_ISREG(sb->st_mode))
+		return "not a regular file";
+	if (sb->st_uid != uid) {
+		snprintf(why, len, "owned by uid %u", (unsigned)sb->st_uid);
+		return why;
+	}
+	if (sb->st_nlink != 1) {
+		snprintf(why, len, "%ju links", (uintmax_t)sb->st_nlink);
+		return why;
+	}
+	if (sb->st_size <= 0 || (uint64_t)sb->st_size > MAX_BATCH_FILE)
+		return "empty or over the batch size cap";
+	return NULL;
+}
+
+/* Removes a spool entry that is not a batch of ours, with a warning: never read,
+ * never posted, and gone so that it does not hold up the queue. Unlinking removes
+ * the name only, whatever a link points at. */
+static void drop_untrusted(struct sender *s, const char *name, const char *why)
+{
+	log_warn("sender: not sending spool entry %s/%s: %s; removing it", s->dir, name, why);
+	unlinkat(s->dirfd, name, 0);
+}
+
+/* Sequence numbers of the spooled batches, ascending; *n set. Caller frees.
+ * Entries under a batch name that are not trusted batch files are dropped. */
+static uint64_t *list_spool(struct sender *s, size_t *n, uint64_t *bytes)
 {
 	uint64_t *seqs = NULL, seq;
 	size_t cap = 0;
 	struct dirent *de;
 	struct stat sb;
-	char path[4096];
-	DIR *d = opendir(dir);
+	char why[64];
+	const char *bad;
+	int fd = openat(s->dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
 
 	*n = 0;
 	if (bytes)
 		*bytes = 0;
-	if (!d)
+	if (!d) {
+		if (fd >= 0)
+			close(fd);
 		return NULL;
+	}
 	while ((de = readdir(d))) {
 		char *end;
 
 		seq = strtoull(de->d_name, &end, 10);
 		if (end == de->d_name || strcmp(end, SPOOL_SUFFIX) != 0)
 			continue;
+		if (fstatat(s->dirfd, de->d_name, &sb, AT_SYMLINK_NOFOLLOW))
+			continue; /* gone meanwhile */
+		bad = untrusted(&sb, s->uid, why, sizeof(why));
+		if (bad) {
+			drop_untrusted(s, de->d_name, bad);
+			continue;
+		}
 		if (array_grow((void **)&seqs, &cap, *n + 1, sizeof(*seqs)))
 			break;
 		seqs[(*n)++] = seq;
-		snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
-		if (bytes && !stat(path, &sb))
+		if (bytes)
 			*bytes += (uint64_t)sb.st_size;
 	}
 	closedir(d);
@@ -93,38 +142,62 @@ static uint64_t *list_spool(const char *dir, size_t *n, uint64_t *bytes)
 	return seqs;
 }
 
-static void spool_path(const struct sender *s, uint64_t seq, char *buf, size_t len)
+/* The name of batch seq inside the spool directory. */
+static void spool_name(uint64_t seq, char *buf, size_t len)
 {
-	snprintf(buf, len, "%s/%020llu%s", s->dir, (unsigned long long)seq, SPOOL_SUFFIX);
+	snprintf(buf, len, "%020llu%s", (unsigned long long)seq, SPOOL_SUFFIX);
 }
 
-static int read_file(const char *path, char **out, size_t *len)
+/* Reads the batch file name of the spool: opened without following a symlink (and
+ * without blocking on a FIFO), then checked as list_spool() does, on the file
+ * actually opened. -EINVAL: not a trusted batch file (*why says why). */
+static int read_batch(struct sender *s, const char *name, char **out, size_t *len, const char **why,
+		      char *whybuf, size_t whylen)
 {
 	struct stat sb;
+	size_t got = 0;
+	ssize_t r;
 	char *buf;
-	int fd = open(path, O_RDONLY | O_CLOEXEC), err = 0;
+	int fd = openat(s->dirfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC), err = 0;
 
-	if (fd < 0)
+	*why = NULL;
+	if (fd < 0) {
+		if (errno == ELOOP) { /* O_NOFOLLOW met a symlink */
+			*why = "not a regular file";
+			return -EINVAL;
+		}
 		return -errno;
-	if (fstat(fd, &sb) || sb.st_size <= 0 || (uint64_t)sb.st_size > MAX_BATCH_FILE) {
-		close(fd);
-		return -EINVAL;
+	}
+	if (fstat(fd, &sb)) {
+		err = -errno;
+		goto out_close;
+	}
+	*why = untrusted(&sb, s->uid, whybuf, whylen);
+	if (*why) {
+		err = -EINVAL;
+		goto out_close;
 	}
 	buf = malloc((size_t)sb.st_size);
 	if (!buf) {
-		close(fd);
-		return -ENOMEM;
+		err = -ENOMEM;
+		goto out_close;
 	}
-	if (read(fd, buf, (size_t)sb.st_size) != sb.st_size)
-		err = -EIO;
-	close(fd);
-	if (err) {
-		free(buf);
-		return err;
+	while (got < (size_t)sb.st_size) {
+		r = read(fd, buf + got, (size_t)sb.st_size - got);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0) {
+			free(buf);
+			err = -EIO;
+			goto out_close;
+		}
+		got += (size_t)r;
 	}
 	*out = buf;
-	*len = (size_t)sb.st_size;
-	return 0;
+	*len = got;
+out_close:
+	close(fd);
+	return err;
 }
 
 /* One POST. Returns the HTTP status, or 0 for a transport error. */
@@ -202,7 +275,8 @@ static bool backoff(struct sender *s, unsigned *delay_ms)
  * right away, false when the spool is empty or the thread must stop. */
 static bool send_oldest(struct sender *s, unsigned *delay_ms)
 {
-	char path[4096], *body = NULL;
+	char name[64], *body = NULL, whybuf[64];
+	const char *why;
 	struct reply r;
 	size_t n, len;
 	uint64_t *seqs;
@@ -210,7 +284,7 @@ static bool send_oldest(struct sender *s, unsigned *delay_ms)
 	int err;
 
 	pthread_mutex_lock(&s->lock);
-	seqs = list_spool(s->dir, &n, NULL);
+	seqs = list_spool(s, &n, NULL);
 	s->st.pending = n;
 	if (!n) {
 		pthread_cond_broadcast(&s->drained);
@@ -218,18 +292,14 @@ static bool send_oldest(struct sender *s, unsigned *delay_ms)
 		free(seqs);
 		return false;
 	}
-	spool_path(s, seqs[0], path, sizeof(path));
+	spool_name(seqs[0], name, sizeof(name));
 	free(seqs);
-	err = read_file(path, &body, &len);
+	err = read_batch(s, name, &body, &len, &why, whybuf, sizeof(whybuf));
+	if (err && err != -ENOENT) /* not a batch of ours, or unreadable: skip it */
+		drop_untrusted(s, name, why ? why : strerror(-err));
 	pthread_mutex_unlock(&s->lock);
-	if (err) { /* dropped meanwhile, or not a batch: skip it */
-		if (err != -ENOENT) {
-			log_warn("sender: removing unreadable spool file %s: %s", path,
-				 strerror(-err));
-			unlink(path);
-		}
+	if (err) /* dropped meanwhile, or skipped */
 		return true;
-	}
 
 	status = post(s, body, len, &r);
 	free(body);
@@ -237,7 +307,7 @@ static bool send_oldest(struct sender *s, unsigned *delay_ms)
 	 * sender__stats() must not see the spool emptied before the count. */
 	if (status == 200) {
 		pthread_mutex_lock(&s->lock);
-		unlink(path);
+		unlinkat(s->dirfd, name, 0);
 		if (strstr(r.text, "\"duplicate\":true"))
 			s->st.duplicates++;
 		else
@@ -249,7 +319,7 @@ static bool send_oldest(struct sender *s, unsigned *delay_ms)
 	if (status >= 400 && status < 500 && status != 429) {
 		log_warn("sender: collector refused a batch (HTTP %ld): %s", status, r.text);
 		pthread_mutex_lock(&s->lock);
-		unlink(path);
+		unlinkat(s->dirfd, name, 0);
 		s->st.rejected++;
 		pthread_mutex_unlock(&s->lock);
 		return true;
@@ -288,11 +358,13 @@ static void *sender_thread(void *arg)
 	return NULL;
 }
 
+/* Creates the missing directories of path, each 0700. */
 static int make_dirs(const char *path)
 {
 	char buf[4096], *p;
 
-	snprintf(buf, sizeof(buf), "%s", path);
+	if (snprintf(buf, sizeof(buf), "%s", path) >= (int)sizeof(buf))
+		return -ENAMETOOLONG;
 	for (p = buf + 1; *p; p++) {
 		if (*p != '/')
 			continue;
@@ -306,6 +378,55 @@ static int make_dirs(const char *path)
 	return 0;
 }
 
+/* Opens the spool directory, creating it (0700) if missing, and refuses one that
+ * is not ours alone: a symlink (it could be pointed elsewhere later), not a
+ * directory, owned by another user, or writable by group or others (anyone
+ * could plant files in it). Returns the open directory or -errno, with the
+ * reason logged. */
+static int open_spool(const char *dir, uid_t uid)
+{
+	struct stat sb;
+	int fd, err;
+
+	err = make_dirs(dir);
+	if (err) {
+		log_error("sender: failed to create the spool directory %s: %s", dir,
+			  strerror(-err));
+		return err;
+	}
+	fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0) {
+		err = -errno;
+		if (err == -ELOOP || (err == -ENOTDIR && !lstat(dir, &sb) && S_ISLNK(sb.st_mode))) {
+			log_error("sender: refusing the spool directory %s: it is a symbolic link",
+				  dir);
+			return -EPERM;
+		}
+		log_error("sender: failed to open the spool directory %s: %s", dir, strerror(-err));
+		return err;
+	}
+	if (fstat(fd, &sb)) {
+		err = -errno;
+		close(fd);
+		return err;
+	}
+	if (sb.st_uid != uid) {
+		log_error("sender: refusing the spool directory %s: it is owned by uid %u, not "
+			  "by this agent's uid %u",
+			  dir, (unsigned)sb.st_uid, (unsigned)uid);
+		close(fd);
+		return -EPERM;
+	}
+	if (sb.st_mode & (S_IWGRP | S_IWOTH)) {
+		log_error("sender: refusing the spool directory %s: it is writable by group or "
+			  "others (mode %04o); make it 0700",
+			  dir, (unsigned)(sb.st_mode & 07777));
+		close(fd);
+		return -EPERM;
+	}
+	return fd;
+}
+
 int sender__new(const struct sender_options *o, struct sender **out)
 {
 	struct sender *s;
@@ -313,12 +434,18 @@ int sender__new(const struct sender_options *o, struct sender **out)
 
 	if (!o->url || !o->spool_dir || !o->retry_base_ms || o->retry_max_ms < o->retry_base_ms)
 		return -EINVAL;
-	err = make_dirs(o->spool_dir);
-	if (err)
-		return err;
+	if (o->token && !o->token[0])
+		return -EINVAL; /* an empty bearer token would authenticate nothing */
 	s = calloc(1, sizeof(*s));
 	if (!s)
 		return -ENOMEM;
+	s->uid = geteuid();
+	s->dirfd = open_spool(o->spool_dir, s->uid);
+	if (s->dirfd < 0) {
+		err = s->dirfd;
+		free(s);
+		return err;
+	}
 	s->o = *o;
 	s->dir = strdup(o->spool_dir);
 	if (asprintf(&s->url, "%s/api/v1/ingest", o->url) < 0)
@@ -363,6 +490,7 @@ int sender__new(const struct sender_options *o, struct sender **out)
 
 out_free:
 	curl_easy_cleanup(s->curl);
+	close(s->dirfd);
 	free(s->ca_file);
 	free(s->token);
 	free(s->url);
@@ -375,14 +503,15 @@ out_free:
 static void enforce_cap(struct sender *s)
 {
 	uint64_t bytes, *seqs;
-	char path[4096];
+	char name[64];
 	struct stat sb;
 	size_t n, i;
 
-	seqs = list_spool(s->dir, &n, &bytes);
+	seqs = list_spool(s, &n, &bytes);
 	for (i = 0; i < n && bytes > s->o.spool_max_bytes; i++) {
-		spool_path(s, seqs[i], path, sizeof(path));
-		if (stat(path, &sb) || unlink(path))
+		spool_name(seqs[i], name, sizeof(name));
+		if (fstatat(s->dirfd, name, &sb, AT_SYMLINK_NOFOLLOW) ||
+		    unlinkat(s->dirfd, name, 0))
 			continue;
 		bytes -= (uint64_t)sb.st_size;
 		s->st.dropped++;
@@ -395,12 +524,16 @@ static void enforce_cap(struct sender *s)
 
 int sender__submit(struct sender *s, uint64_t seq, const void *body, size_t len)
 {
-	char path[4096], tmp[4200];
-	int fd, err = 0;
+	char name[64], tmp[64];
+	int fd, err = 0, flags = O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC;
 
-	spool_path(s, seq, path, sizeof(path));
-	snprintf(tmp, sizeof(tmp), "%s/.tmp-%020llu", s->dir, (unsigned long long)seq);
-	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	spool_name(seq, name, sizeof(name));
+	snprintf(tmp, sizeof(tmp), TMP_PREFIX "%020llu", (unsigned long long)seq);
+	/* O_EXCL: never write through a name someone else made; a leftover of a
+	 * crash (or a planted name) is removed first, which removes the name only. */
+	fd = openat(s->dirfd, tmp, flags, 0600);
+	if (fd < 0 && errno == EEXIST && !unlinkat(s->dirfd, tmp, 0))
+		fd = openat(s->dirfd, tmp, flags, 0600);
 	if (fd < 0)
 		return -errno;
 	if (write(fd, body, len) != (ssize_t)len || fsync(fd))
@@ -408,10 +541,10 @@ int sender__submit(struct sender *s, uint64_t seq, const void *body, size_t len)
 	if (close(fd) && !err)
 		err = -errno;
 	pthread_mutex_lock(&s->lock);
-	if (!err && rename(tmp, path))
+	if (!err && renameat(s->dirfd, tmp, s->dirfd, name))
 		err = -errno;
 	if (err)
-		unlink(tmp);
+		unlinkat(s->dirfd, tmp, 0);
 	else
 		enforce_cap(s);
 	pthread_cond_signal(&s->wake);
@@ -429,7 +562,7 @@ int sender__flush(struct sender *s, unsigned timeout_ms)
 	until = deadline_in(timeout_ms);
 	pthread_mutex_lock(&s->lock);
 	for (;;) {
-		seqs = list_spool(s->dir, &n, NULL);
+		seqs = list_spool(s, &n, NULL);
 		free(seqs);
 		if (!n || rc == ETIMEDOUT)
 			break;
@@ -453,6 +586,7 @@ void sender__free(struct sender *s)
 	pthread_cond_destroy(&s->wake);
 	pthread_mutex_destroy(&s->lock);
 	curl_easy_cleanup(s->curl);
+	close(s->dirfd);
 	free(s->ca_file);
 	free(s->token);
 	free(s->url);
@@ -465,7 +599,7 @@ void sender__stats(struct sender *s, struct sender_stats *out)
 	size_t n;
 
 	pthread_mutex_lock(&s->lock);
-	free(list_spool(s->dir, &n, NULL));
+	free(list_spool(s, &n, NULL));
 	s->st.pending = n;
 	*out = s->st;
 	pthread_mutex_unlock(&s->lock);

@@ -10,6 +10,14 @@
  * oldest are dropped and counted. So the spool is the queue: bounded, it survives
  * a collector outage and an agent restart (a new sender replays what it finds).
  *
+ * The spool is trusted only when it is the agent's alone: the directory (created
+ * 0700 if missing) must be owned by the agent's effective uid, not writable by
+ * group or others, and not a symlink; it is opened once and every file is reached
+ * relative to that descriptor, so it cannot be swapped afterwards. Batch files are
+ * created 0600 with O_EXCL|O_NOFOLLOW, and read with O_NOFOLLOW only when they are
+ * regular files of ours with one link and at most 256 MiB; any other entry under
+ * a batch name is logged and removed, never read or posted.
+ *
  * Thread-safe: submit from one thread while the sender thread sends.
  */
 #ifndef SMOLDER_SENDER_H
@@ -20,7 +28,7 @@
 
 struct sender_options {
 	const char *url;	  /* collector base URL: http[s]://host:port */
-	const char *token;	  /* bearer token, or NULL */
+	const char *token;	  /* bearer token, or NULL; never empty */
 	const char *ca_file;	  /* CA bundle for https, or NULL: the system's */
 	const char *spool_dir;	  /* created (0700) if missing */
 	uint64_t spool_max_bytes; /* oldest batches dropped past this */
@@ -40,7 +48,9 @@ struct sender_stats {
 struct sender;
 
 /* Starts the sender thread; batches already in the spool are sent first.
- * Returns 0 or -errno (the spool directory could not be created, ...). */
+ * Returns 0 or -errno: -EPERM for a spool directory that is not ours alone (the
+ * reason is logged), -EINVAL for an empty token, -errno when the directory could
+ * not be created or opened, ... */
 int sender__new(const struct sender_options *o, struct sender **out);
 
 /* Spools one encoded batch (copied). Returns 0 or -errno (disk full, ...). */

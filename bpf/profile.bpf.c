@@ -3,8 +3,9 @@
  * PERF_COUNT_SW_CPU_CLOCK event per CPU), records who was running and both of its
  * stacks, and counts the sample in the active counts map. Only these aggregates
  * cross to user space. Map layouts and the double-buffer protocol are described in
- * profile.h. A second program on sched_process_exec tells the agent about execs so
- * it can snapshot the new image's mappings while the process lives.
+ * profile.h. A second program on sched_process_exec marks exec'd processes, so the
+ * next sample of one announces the new image and the agent reads its mappings
+ * while the process lives.
  */
 #include "vmlinux.h"
 #include <bpf/bpf_core_read.h>
@@ -189,7 +190,7 @@ int profile_sample(struct bpf_perf_event_data *ctx)
 	struct profile_key key = {};
 	void *counts, *stacks, *pystacks;
 	__u64 one = 1, *n;
-	__u8 yes = 1;
+	__u8 yes = PROFILE_SEEN_ANNOUNCED, *seen;
 	long err;
 
 	if (pid == 0 && !include_idle) {
@@ -226,9 +227,12 @@ int profile_sample(struct bpf_perf_event_data *ctx)
 		key.ustack = record_stack(ctx, stacks, BPF_F_USER_STACK, PROFILE_LOSS_USTACK_FAULT);
 		if (python_enabled)
 			key.pystack = py_record(task, pid, tid, pystacks);
-		if (!bpf_map_lookup_elem(&seen_pids, &pid)) {
+		/* Announced on its first sample, and on its first sample after an
+		 * exec: a process never sampled costs the agent nothing. */
+		seen = bpf_map_lookup_elem(&seen_pids, &pid);
+		if (!seen || *seen == PROFILE_SEEN_EXECED) {
 			bpf_map_update_elem(&seen_pids, &pid, &yes, BPF_ANY);
-			announce(PROFILE_EVENT_NEW_PROCESS, pid, 0);
+			announce(seen ? PROFILE_EVENT_EXEC : PROFILE_EVENT_NEW_PROCESS, pid, 0);
 		}
 	}
 
@@ -253,11 +257,13 @@ SEC("tp_btf/sched_process_exec")
 int BPF_PROG(profile_exec, struct task_struct *p, pid_t old_pid, struct linux_binprm *bprm)
 {
 	__u32 pid = bpf_get_current_pid_tgid() >> 32;
-	__u8 yes = 1;
+	__u8 execed = PROFILE_SEEN_EXECED;
 
+	/* Only marked: the agent hears of the exec with the process's next sample,
+	 * when its new image (libraries included) is mapped, and not at all for the
+	 * many short-lived processes no sample lands in. */
 	if (!wanted(pid))
 		return 0;
-	bpf_map_update_elem(&seen_pids, &pid, &yes, BPF_ANY);
-	announce(PROFILE_EVENT_EXEC, pid, 0);
+	bpf_map_update_elem(&seen_pids, &pid, &execed, BPF_ANY);
 	return 0;
 }

@@ -17,11 +17,14 @@
  *   loss              PERCPU_ARRAY  __u64 per enum profile_loss (cumulative).
  *   pid_filter        HASH  __u32 tgid -> __u8; consulted only when the rodata
  *                     `filter_pids` is set.
- *   seen_pids         LRU_HASH  __u32 tgid -> __u8: processes already announced.
- *   events            RINGBUF  struct profile_event: "new process" and "exec", so
- *                     the agent snapshots /proc/PID/maps while the process lives,
- *                     and "new Python stack", so it reads code objects before the
- *                     process can exit.
+ *   seen_pids         LRU_HASH  __u32 tgid -> __u8 enum profile_seen: processes
+ *                     already announced, or marked by an exec for announcing again.
+ *   events            RINGBUF  struct profile_event: "new process" (first sample)
+ *                     and "exec" (first sample after an exec), so the agent reads
+ *                     /proc/PID/maps of every sampled image while the process
+ *                     lives, and "new Python stack", so it reads code objects
+ *                     before the process can exit. A process never sampled is never
+ *                     announced: under process churn most are not.
  *   sync              ARRAY_OF_MAPS  never read by the program. Updating it makes
  *                     the kernel wait for an RCU grace period, i.e. for every
  *                     program run that may still use the old `active_buf` to end.
@@ -75,10 +78,16 @@ enum profile_loss {
 	PROFILE_LOSS_NR,
 };
 
+/* Values of seen_pids. */
+enum profile_seen {
+	PROFILE_SEEN_ANNOUNCED = 1, /* announced since its last exec */
+	PROFILE_SEEN_EXECED = 2,    /* exec'd since: announce EXEC with the next sample */
+};
+
 enum profile_event_kind {
-	PROFILE_EVENT_NEW_PROCESS = 1,
-	PROFILE_EVENT_EXEC = 2,
-	PROFILE_EVENT_PY_STACK = 3, /* a new Python stack entered the active pystacks map */
+	PROFILE_EVENT_NEW_PROCESS = 1, /* the first sample of a process */
+	PROFILE_EVENT_EXEC = 2,	       /* the first sample after an exec */
+	PROFILE_EVENT_PY_STACK = 3,    /* a new Python stack entered the active pystacks map */
 };
 
 struct profile_event {

@@ -132,6 +132,29 @@ static int set_string(char **field, const char *value)
 	return 0;
 }
 
+/* A bearer token must be something: not empty, not whitespace (an empty
+ * Authorization header authenticates nothing, and a collector started with an
+ * empty token would accept it), and no spaces or control characters, which would
+ * break or inject into the HTTP header it travels in. At most TOKEN_MAX_LEN bytes
+ * (common/token.h), the longest any token file may hold. */
+static int check_token(const char *token, const char *opt, char *err, size_t errlen)
+{
+	const unsigned char *p;
+
+	if (!token[0])
+		return reason_fail(err, errlen, -EINVAL, "%s: the token is empty", opt);
+	if (strlen(token) > TOKEN_MAX_LEN)
+		return reason_fail(err, errlen, -EINVAL, "%s: the token is longer than %d bytes",
+				   opt, TOKEN_MAX_LEN);
+	for (p = (const unsigned char *)token; *p; p++)
+		if (*p <= ' ' || *p == 0x7f)
+			return reason_fail(err, errlen, -EINVAL,
+					   "%s: the token holds whitespace or control "
+					   "characters",
+					   opt);
+	return 0;
+}
+
 /* The token in a file (common/token.h), replacing any earlier --token. */
 static int read_token(char **field, const char *path, char *err, size_t errlen)
 {
@@ -143,6 +166,11 @@ static int read_token(char **field, const char *path, char *err, size_t errlen)
 	if (rc)
 		return reason_fail(err, errlen, -EINVAL, "--token-file: cannot read '%s': %s", path,
 				   strerror(-rc));
+	rc = check_token(token, "--token-file", err, errlen);
+	if (rc) {
+		free(token);
+		return rc;
+	}
 	free(*field);
 	*field = token;
 	return 0;
@@ -246,7 +274,8 @@ int agent_options__set(struct agent_options *o, int opt, const char *arg, char *
 			rc = set_string(&o->collector, arg);
 		break;
 	case AGENT_OPT_TOKEN:
-		rc = set_string(&o->token, arg);
+		rc = check_token(arg, "--token", err, errlen);
+		rc = rc ?: set_string(&o->token, arg);
 		break;
 	case AGENT_OPT_TOKEN_FILE:
 		rc = read_token(&o->token, arg, err, errlen);

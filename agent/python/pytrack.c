@@ -20,10 +20,15 @@
 #include "agent/sampler.h"
 #include "common/log.h"
 
-#define PENDING_SECONDS 30    /* how long a starting interpreter is retried */
-#define CODE_CACHE_MAX	65536 /* code objects named at most, all processes */
-#define MAX_VERSIONS	16
-#define MAX_PENDING	1024
+#define PENDING_SECONDS 30 /* how long a starting interpreter is retried */
+/* Retries of a starting interpreter back off from the first tick to every 5 s:
+ * each one reads the maps and libpython's symbol table again, which cost 150
+ * parses over 30 s per process when retried on every tick (200 ms). */
+#define PENDING_FIRST_MS 200
+#define PENDING_MAX_MS	 5000
+#define CODE_CACHE_MAX	 65536 /* code objects named at most, all processes */
+#define MAX_VERSIONS	 16
+#define MAX_PENDING	 1024
 
 struct tracked {
 	UT_hash_handle hh;
@@ -34,7 +39,9 @@ struct tracked {
 
 struct pending {
 	uint32_t pid;
-	time_t until;
+	time_t until;	   /* give up after this */
+	uint64_t next_ms;  /* retry at this CLOCK_MONOTONIC time */
+	unsigned delay_ms; /* the wait before the next retry after this one */
 };
 
 struct version_count {
@@ -110,6 +117,14 @@ static void count_version(struct pytrack *t, const char *version)
 	t->nversions++;
 }
 
+static uint64_t mono_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
 static void add_pending(struct pytrack *t, uint32_t pid)
 {
 	size_t i;
@@ -118,7 +133,17 @@ static void add_pending(struct pytrack *t, uint32_t pid)
 		if (t->pending[i].pid == pid)
 			return;
 	if (t->npending < MAX_PENDING)
-		t->pending[t->npending++] = (struct pending){ pid, time(NULL) + PENDING_SECONDS };
+		t->pending[t->npending++] =
+			(struct pending){ pid, time(NULL) + PENDING_SECONDS,
+					  mono_ms() + PENDING_FIRST_MS, 2 * PENDING_FIRST_MS };
+}
+
+bool pytrack__tracks(const struct pytrack *t, uint32_t pid)
+{
+	struct tracked *e;
+
+	HASH_FIND(hh, t->procs, &pid, sizeof(pid), e);
+	return e != NULL;
 }
 
 /* The executable's name says Python, but the interpreter may not be up yet. */
@@ -241,10 +266,15 @@ void pytrack__tick(struct pytrack *t)
 	struct pending retry[MAX_PENDING];
 	size_t n = t->npending, i, j;
 	time_t now = time(NULL);
+	uint64_t ms = mono_ms();
 
 	memcpy(retry, t->pending, n * sizeof(*retry));
 	t->npending = 0;
 	for (i = 0; i < n; i++) {
+		if (ms < retry[i].next_ms && now <= retry[i].until) { /* not yet */
+			t->pending[t->npending++] = retry[i];
+			continue;
+		}
 		if (now > retry[i].until) {
 			if (pyproc_start_time((pid_t)retry[i].pid))
 				log_warn("python: not walking pid %u: its interpreter never "
@@ -254,9 +284,15 @@ void pytrack__tick(struct pytrack *t)
 			continue;
 		}
 		pytrack__consider(t, retry[i].pid, false);
-		for (j = 0; j < t->npending; j++)
-			if (t->pending[j].pid == retry[i].pid)
-				t->pending[j].until = retry[i].until;
+		for (j = 0; j < t->npending; j++) {
+			if (t->pending[j].pid != retry[i].pid)
+				continue;
+			t->pending[j].until = retry[i].until;
+			t->pending[j].next_ms = ms + retry[i].delay_ms;
+			t->pending[j].delay_ms = retry[i].delay_ms * 2 > PENDING_MAX_MS
+							 ? PENDING_MAX_MS
+							 : retry[i].delay_ms * 2;
+		}
 	}
 }
 

@@ -5,7 +5,8 @@
  *
  * Lifecycle of a process: the kernel announces it (first sample or exec) ->
  * pytrack__consider() inspects it; an interpreter still starting up (libpython not
- * mapped, no thread state yet) is retried on every pytrack__tick() for a while ->
+ * mapped, no thread state yet) is retried from pytrack__tick(), 200 ms after, then
+ * at doubling intervals up to 5 s, for 30 s ->
  * once found it is handed to the kernel -> each Python stack new to a window is
  * announced by the kernel, and pytrack__new_stack() reads its code objects right
  * away, while the process lives -> after it exits, it is forgotten once its last
@@ -35,6 +36,9 @@ void pytrack__free(struct pytrack *t);
  * then it is retried), or -errno. A process already tracked is looked at again
  * only after an exec. */
 int pytrack__consider(struct pytrack *t, uint32_t pid, bool exec);
+
+/* Is pid tracked as Python (or was it, until its last window is drained)? */
+bool pytrack__tracks(const struct pytrack *t, uint32_t pid);
 
 /* Inspects every process already running (once, at start). */
 void pytrack__scan_all(struct pytrack *t);

@@ -21,6 +21,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/auxv.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 /* A library must not exit on OOM: a failed HASH_ADD leaves the table unchanged,
@@ -35,7 +37,12 @@
 #define MAX_LINE	   (PATH_MAX + 256) /* longest /proc/PID/maps line accepted */
 #define MAX_VDSO	   (1u << 20)	    /* bytes of vDSO image accepted */
 #define ALIVE_IDLE_WINDOWS 6		    /* windows a live process's unused snapshot is kept */
-#define DELETED_SUFFIX	   " (deleted)"
+/* Files remembered by the (device, inode) their maps line gives, so that a mapping
+ * finds its symbols without a syscall once any process mapped the same file: as
+ * many as the elfsyms cache keeps (agent.c's MAX_CACHED_FILES); an entry unused for
+ * ALIVE_IDLE_WINDOWS windows is dropped. */
+#define MAX_FILE_REFS  4096
+#define DELETED_SUFFIX " (deleted)"
 
 #if __ELF_NATIVE_CLASS == 64
 #define NATIVE_CLASS ELFCLASS64
@@ -54,9 +61,24 @@ struct mapping {
 	uint64_t start;
 	uint64_t end;
 	uint64_t offset;      /* file offset of start */
+	uint64_t dev, ino;    /* of the file, as the maps line gives them (MAP_FILE) */
 	struct elfsyms *syms; /* a reference; NULL when there are no symbols */
 	uint32_t name;	      /* offset into snap.names: base name or "[special]" */
+	uint32_t path;	      /* offset into snap.names: the full path (MAP_FILE) */
 	enum map_kind kind;
+	bool loaded;  /* syms looked for: files are parsed on first use, not at capture */
+	bool deleted; /* the path ended in " (deleted)" */
+};
+
+/* A file some process mapped, by the (device, inode) of its maps line. */
+struct file_ref {
+	UT_hash_handle hh;
+	struct {
+		uint64_t dev, ino;
+	} key;
+	struct elfsyms *syms; /* a reference; NULL: the file does not parse */
+	uint64_t gen_checked; /* proc_cache.gen when last matched against the file */
+	uint64_t gen_used;    /* proc_cache.gen when last used */
 };
 
 struct snap {
@@ -79,6 +101,9 @@ struct proc_cache {
 	size_t count;
 	struct elfsyms *vdso; /* the agent's own vDSO, NULL if unavailable */
 	bool vdso_tried;
+	struct file_ref *files_by_inode;
+	size_t nrefs;
+	struct proc_cache_stats st;
 };
 
 /* Growing arrays while one snapshot is read. */
@@ -115,9 +140,18 @@ static void snap_free(struct snap *s)
 	free(s);
 }
 
+static void drop_ref(struct proc_cache *pc, struct file_ref *r)
+{
+	HASH_DEL(pc->files_by_inode, r);
+	pc->nrefs--;
+	elfsyms__put(r->syms);
+	free(r);
+}
+
 void proc_cache__free(struct proc_cache *pc)
 {
 	struct snap *s, *tmp;
+	struct file_ref *r, *rtmp;
 
 	if (!pc)
 		return;
@@ -125,6 +159,8 @@ void proc_cache__free(struct proc_cache *pc)
 		HASH_DEL(pc->table, s);
 		snap_free(s);
 	}
+	HASH_ITER (hh, pc->files_by_inode, r, rtmp)
+		drop_ref(pc, r);
 	elfsyms__put(pc->vdso);
 	free(pc);
 }
@@ -233,45 +269,125 @@ static bool ends_with(const char *s, size_t len, const char *suffix)
 }
 
 /* Symbols of a file mapping: through the process's root first (its mount
- * namespace), then through map_files, which also reaches deleted files. NULL when
- * neither parses. */
-static struct elfsyms *map_symbols(struct proc_cache *pc, uint32_t pid, const struct mapping *m,
-				   const char *path, bool deleted)
+ * namespace), then through map_files, which also reaches deleted files. Returns 0
+ * with *out set (NULL: the file was reached but does not parse), or -errno when
+ * the file could not be reached (the process is gone, mostly). */
+static int map_symbols(struct proc_cache *pc, uint32_t pid, const struct mapping *m,
+		       const char *path, struct elfsyms **out)
 {
 	char buf[PATH_MAX + 64];
-	struct elfsyms *e = NULL;
-	int n, err;
+	int n, err = -ENOENT;
 
-	if (!deleted) {
+	*out = NULL;
+	pc->st.file_opens++;
+	if (!m->deleted) {
 		n = snprintf(buf, sizeof(buf), "/proc/%" PRIu32 "/root%s", pid, path);
 		if (n > 0 && (size_t)n < sizeof(buf)) {
-			err = elfsyms_cache__get(pc->files, buf, &e);
-			if (!err)
-				return e;
-			if (err == -ENOEXEC || err == -E2BIG)
-				return NULL; /* opened, but the same bytes will not parse */
+			err = elfsyms_cache__get(pc->files, buf, out);
+			if (!err || err == -ENOEXEC || err == -E2BIG)
+				return 0; /* opened; the same bytes will not parse elsewhere */
 		}
 	}
 	snprintf(buf, sizeof(buf), "/proc/%" PRIu32 "/map_files/%" PRIx64 "-%" PRIx64, pid,
 		 m->start, m->end);
-	if (!elfsyms_cache__get(pc->files, buf, &e))
-		return e;
-	return NULL;
+	err = elfsyms_cache__get(pc->files, buf, out);
+	if (!err || err == -ENOEXEC || err == -E2BIG)
+		return 0;
+	return err;
+}
+
+/* A process that is gone: its path in the agent's own mount namespace, if that
+ * is still the very file (same device and inode as its maps line). */
+static int own_root_symbols(struct proc_cache *pc, const struct mapping *m, const char *path,
+			    struct elfsyms **out)
+{
+	struct stat sb;
+
+	*out = NULL;
+	if (m->deleted || stat(path, &sb) || (uint64_t)sb.st_ino != m->ino ||
+	    (uint64_t)sb.st_dev != m->dev)
+		return -ENOENT;
+	pc->st.file_opens++;
+	return elfsyms_cache__get(pc->files, path, out);
+}
+
+/* Finds the symbols of a file mapping on its first use. A file any process mapped
+ * before is found by (device, inode) without a syscall, and matched against the
+ * file once per window at most (a file rewritten in place keeps its inode); a
+ * file not seen before is opened through the process, or, when it is gone,
+ * through the agent's own root. */
+static void load_mapping(struct proc_cache *pc, uint32_t pid, struct snap *s, struct mapping *m)
+{
+	const char *path = s->names + m->path;
+	struct elfsyms *e = NULL;
+	struct file_ref *r = NULL;
+	int err;
+
+	m->loaded = true;
+	/* Not for deleted files: their inode may be reused by a new file. */
+	if (m->ino && !m->deleted) {
+		struct file_ref key = { .key = { m->dev, m->ino } };
+
+		HASH_FIND(hh, pc->files_by_inode, &key.key, sizeof(key.key), r);
+	}
+	if (r && r->gen_checked == pc->gen) {
+		r->gen_used = pc->gen;
+		m->syms = elfsyms__get(r->syms);
+		pc->st.file_hits++;
+		return;
+	}
+	err = map_symbols(pc, pid, m, path, &e);
+	if (err && !r)
+		err = own_root_symbols(pc, m, path, &e);
+	if (err && r) { /* gone, but the file was seen: trust what was seen */
+		r->gen_used = pc->gen;
+		m->syms = elfsyms__get(r->syms);
+		pc->st.file_hits++;
+		return;
+	}
+	if (err)
+		return; /* no symbols: frames get the "module+0x" fallback */
+	m->syms = e;
+	if (!m->ino || m->deleted)
+		return;
+	if (!r && pc->nrefs < MAX_FILE_REFS) {
+		size_t before = HASH_COUNT(pc->files_by_inode);
+
+		r = calloc(1, sizeof(*r));
+		if (!r)
+			return;
+		r->key.dev = m->dev;
+		r->key.ino = m->ino;
+		HASH_ADD(hh, pc->files_by_inode, key, sizeof(r->key), r);
+		if (HASH_COUNT(pc->files_by_inode) != before + 1) {
+			free(r);
+			return;
+		}
+		pc->nrefs++;
+	}
+	if (r) {
+		elfsyms__put(r->syms);
+		r->syms = elfsyms__get(e);
+		r->gen_checked = r->gen_used = pc->gen;
+	}
 }
 
 int procmaps_parse_line(const char *line, struct procmaps_line *out)
 {
-	uint64_t start, end, offset;
+	uint64_t start, end, offset, inode;
+	unsigned major, minor;
 	char perms[5];
 	int pos = -1;
 
-	if (sscanf(line, "%" SCNx64 "-%" SCNx64 " %4s %" SCNx64 " %*s %*u %n", &start, &end, perms,
-		   &offset, &pos) != 4 ||
+	if (sscanf(line, "%" SCNx64 "-%" SCNx64 " %4s %" SCNx64 " %x:%x %" SCNu64 " %n", &start,
+		   &end, perms, &offset, &major, &minor, &inode, &pos) != 7 ||
 	    pos < 0 || end <= start) /* pos < 0: the line stops before its inode */
 		return -EINVAL;
 	*out = (struct procmaps_line){ .start = start,
 				       .end = end,
 				       .offset = offset,
+				       .dev = makedev(major, minor),
+				       .inode = inode,
 				       .exec = strlen(perms) >= 3 && perms[2] == 'x',
 				       .path = line + pos };
 	out->path_len = strcspn(out->path, "\n");
@@ -282,8 +398,18 @@ int procmaps_parse_line(const char *line, struct procmaps_line *out)
 	return 0;
 }
 
+/* Is this maps line executable? Looked at before parsing it: most lines are not,
+ * and the parse is the capture's main cost. The permissions follow the first
+ * space; a line that does not look so is left to the parser to refuse. */
+static bool maybe_exec(const char *line)
+{
+	const char *sp = strchr(line, ' ');
+
+	return !sp || strnlen(sp + 1, 3) < 3 || sp[3] == 'x';
+}
+
 /* Parses one maps line and appends it if executable. Returns 0 or -errno. */
-static int add_line(struct proc_cache *pc, uint32_t pid, struct builder *b, char *line)
+static int add_line(struct proc_cache *pc, struct builder *b, char *line)
 {
 	struct procmaps_line pl;
 	uint64_t start, end;
@@ -292,7 +418,7 @@ static int add_line(struct proc_cache *pc, uint32_t pid, struct builder *b, char
 	size_t len;
 	int err;
 
-	if (procmaps_parse_line(line, &pl) || !pl.exec)
+	if (!maybe_exec(line) || procmaps_parse_line(line, &pl) || !pl.exec)
 		return 0;
 	start = pl.start;
 	end = pl.end;
@@ -308,14 +434,18 @@ static int add_line(struct proc_cache *pc, uint32_t pid, struct builder *b, char
 
 	if (!len) {
 		m->kind = MAP_ANON;
+		m->loaded = true;
 		err = add_name(b, "[unknown]", strlen("[unknown]"), &m->name);
 	} else if (path[0] == '/') {
 		m->kind = MAP_FILE;
+		m->dev = pl.dev;
+		m->ino = pl.inode;
+		m->deleted = pl.deleted;
 		line[path - line + len] = '\0';
 		base = strrchr(path, '/') + 1;
 		err = add_name(b, base, strlen(base), &m->name);
-		if (!err)
-			m->syms = map_symbols(pc, pid, m, path, pl.deleted);
+		if (!err) /* symbols come on first use: load_mapping() */
+			err = add_name(b, path, len, &m->path);
 	} else {
 		/* A 32-bit (or x32) process has its own vDSO image, and none of its
 		 * mappings lies above 4 GiB, while a native 64-bit one's vDSO always does. */
@@ -326,6 +456,7 @@ static int add_line(struct proc_cache *pc, uint32_t pid, struct builder *b, char
 		err = add_name(b, path, len, &m->name);
 		if (!err && m->kind == MAP_VDSO)
 			m->syms = elfsyms__get(own_vdso(pc));
+		m->loaded = true;
 	}
 	if (err)
 		return err;
@@ -381,7 +512,7 @@ static int read_snapshot(struct proc_cache *pc, uint32_t pid, struct snap **out)
 			skipping = true;
 			continue;
 		}
-		err = add_line(pc, pid, &b, line);
+		err = add_line(pc, &b, line);
 		if (err)
 			goto out_free_builder;
 	}
@@ -406,6 +537,11 @@ static int read_snapshot(struct proc_cache *pc, uint32_t pid, struct snap **out)
 	s->maps = b.maps;
 	s->nmaps = b.nmaps;
 	s->names = b.names;
+	/* A deleted file goes with the process: nothing could open it at the drain.
+	 * Rare (a binary replaced under a running process), so loaded now. */
+	for (i = 0; i < s->nmaps; i++)
+		if (s->maps[i].kind == MAP_FILE && s->maps[i].deleted)
+			load_mapping(pc, pid, s, &s->maps[i]);
 	free(line);
 	*out = s;
 	return 0;
@@ -443,6 +579,7 @@ int proc_cache__snapshot(struct proc_cache *pc, uint32_t pid)
 	struct snap *s, *old;
 	int err;
 
+	pc->st.captures++;
 	err = read_snapshot(pc, pid, &s);
 	if (err)
 		return err;
@@ -459,7 +596,7 @@ int proc_cache__snapshot(struct proc_cache *pc, uint32_t pid)
 	return 0;
 }
 
-static const struct mapping *find_mapping(const struct snap *s, uint64_t addr)
+static struct mapping *find_mapping(const struct snap *s, uint64_t addr)
 {
 	size_t lo = 0, hi = s->nmaps, mid;
 
@@ -520,7 +657,7 @@ static int resolve(const struct snap *s, const struct mapping *m, uint64_t addr,
 
 int proc_cache__symbolize(struct proc_cache *pc, uint32_t pid, uint64_t addr, char *buf, size_t len)
 {
-	const struct mapping *m = NULL;
+	struct mapping *m = NULL;
 	struct snap *s;
 
 	s = find_snap(pc, pid);
@@ -533,6 +670,8 @@ int proc_cache__symbolize(struct proc_cache *pc, uint32_t pid, uint64_t addr, ch
 			m = find_mapping(s, addr);
 		}
 		s->gen_used = pc->gen;
+		if (m && !m->loaded)
+			load_mapping(pc, pid, s, m);
 	}
 	if (!len)
 		return -ENOENT;
@@ -561,8 +700,28 @@ static bool snap_is_alive(const struct snap *s)
 	return !read_start_time(s->pid, &start_time) && start_time == s->start_time;
 }
 
+bool proc_cache__maps_any(struct proc_cache *pc, uint32_t pid, bool (*match)(const char *path))
+{
+	const struct snap *s = find_snap(pc, pid);
+	size_t i;
+
+	for (i = 0; s && i < s->nmaps; i++)
+		if (s->maps[i].kind == MAP_FILE && match(s->names + s->maps[i].path))
+			return true;
+	return false;
+}
+
+void proc_cache__stats(const struct proc_cache *pc, struct proc_cache_stats *out)
+{
+	*out = pc->st;
+	out->snapshots = pc->count;
+	out->files = pc->nrefs;
+}
+
 void proc_cache__end_window(struct proc_cache *pc)
 {
+	struct file_ref *r, *rtmp;
+
 	uint64_t idle, alive_limit = pc->keep_windows > ALIVE_IDLE_WINDOWS ? pc->keep_windows
 									   : ALIVE_IDLE_WINDOWS;
 	struct snap *s, *tmp;
@@ -575,5 +734,10 @@ void proc_cache__end_window(struct proc_cache *pc)
 		if (idle >= alive_limit || !snap_is_alive(s))
 			drop_snap(pc, s);
 	}
+	/* After the snapshots: a file still mapped by a kept snapshot stays alive
+	 * through that snapshot's reference even when its index entry goes. */
+	HASH_ITER (hh, pc->files_by_inode, r, rtmp)
+		if (pc->gen - r->gen_used >= ALIVE_IDLE_WINDOWS)
+			drop_ref(pc, r);
 	pc->gen++;
 }

@@ -1,11 +1,16 @@
 /* Per-process memory maps, kept long enough to symbolize a process after it exits.
  *
- * A snapshot is /proc/PID/maps as read at one moment, with a reference to the
- * parsed symbols (elfsyms) of every executable file mapping. The agent takes a
- * snapshot as soon as the kernel reports a new process or an exec, so samples of a
- * process that exits before the next drain still resolve. Files are opened through
- * /proc/PID/root/<path> so processes in other mount namespaces (containers) resolve
- * too, and through /proc/PID/map_files/ for deleted files.
+ * A snapshot is the executable mappings of /proc/PID/maps as read at one moment:
+ * ranges, offsets, and each file's path, device and inode. Taking one opens no ELF
+ * file, so it is cheap enough to take for every process the kernel reports (on its
+ * first sample, and on its first sample after an exec), and samples of a process
+ * that exits before the next drain still resolve. A file's symbols (elfsyms) are
+ * loaded when an address first resolves into it: found by the (device, inode) of
+ * the maps line when any process mapped that file before (matched against the
+ * file once per window), else opened through /proc/PID/root/<path> so processes in
+ * other mount namespaces (containers) resolve too, through /proc/PID/map_files/
+ * for deleted files, and, once the process is gone, through the agent's own root
+ * when that path still has the same device and inode.
  *
  * User addresses resolve to the symbol name, else "module+0xOFFSET" (module is the
  * file's base name, OFFSET the ELF virtual address, or the file offset when no
@@ -22,6 +27,8 @@
  * generations (windows ended without a proc_cache__symbolize() of it, counting the
  * one ending). A snapshot of a live process is kept while used, and freed after
  * max(keep_windows, 6) unused windows to bound memory; it is read again on demand.
+ * The (device, inode) index of files holds at most 4096 entries, each a reference
+ * to a file's symbols, dropped when unused for 6 windows.
  * A pid reused by a new process is told apart by its start time (field 22 of
  * /proc/PID/stat, in clock ticks: reuse within one tick, 10 ms, goes unnoticed).
  * Not thread-safe.
@@ -39,6 +46,8 @@ struct proc_cache;
 /* One line of /proc/PID/maps, as procmaps_parse_line() reads it. */
 struct procmaps_line {
 	uint64_t start, end, offset;
+	uint64_t dev;	  /* the device (major:minor) as makedev() packs it */
+	uint64_t inode;	  /* 0 for anonymous mappings */
 	bool exec;	  /* the 'x' permission */
 	bool deleted;	  /* a file path that ended in " (deleted)" (not in path_len) */
 	const char *path; /* into the line (empty for an anonymous mapping) */
@@ -54,7 +63,7 @@ int procmaps_parse_line(const char *line, struct procmaps_line *out);
 int proc_cache__new(struct elfsyms_cache *files, unsigned keep_windows, struct proc_cache **out);
 void proc_cache__free(struct proc_cache *pc);
 
-/* Reads /proc/PID/maps now and loads the symbols of its executable mappings,
+/* Reads /proc/PID/maps now (the executable mappings; no ELF file is opened),
  * replacing any older snapshot of pid (an exec). Returns 0, -ESRCH when the
  * process is gone (the older snapshot, if any, is kept), -E2BIG past 65536
  * executable mappings, or -errno. A file that cannot be opened or parsed is no
@@ -74,6 +83,20 @@ int proc_cache__symbolize(struct proc_cache *pc, uint32_t pid, uint64_t addr, ch
 /* Path of the main executable of pid as seen in its snapshot, or NULL. Valid until
  * the next call that may replace or free the snapshot. */
 const char *proc_cache__exe(struct proc_cache *pc, uint32_t pid);
+
+/* Does any file mapping of pid's snapshot have a path match() accepts? False
+ * when there is no snapshot. */
+bool proc_cache__maps_any(struct proc_cache *pc, uint32_t pid, bool (*match)(const char *path));
+
+struct proc_cache_stats {
+	uint64_t captures;   /* snapshots taken (cumulative) */
+	uint64_t file_opens; /* files opened to find a mapping's symbols (cumulative) */
+	uint64_t file_hits;  /* mappings that found their symbols by (device, inode) */
+	size_t snapshots;    /* snapshots held now */
+	size_t files;	     /* files indexed by (device, inode) now, at most 4096 */
+};
+
+void proc_cache__stats(const struct proc_cache *pc, struct proc_cache_stats *out);
 
 /* Ends a drain window: advances the generation and frees stale snapshots of
  * processes that have exited (and long-unused ones of live processes, see above). */

@@ -5,12 +5,14 @@
  * with the wire codec when it is a batch), which answer. The tests check backoff
  * on 5xx and 429 (growing gaps between the retries, delivery once the server
  * recovers), delete-and-count on other 4xx, and the spool's size cap dropping the
- * oldest batches. The references are the server's own log and files the test
- * wrote into the spool.
+ * oldest batches, and the spool's trust rules (issue 9): a spool directory not
+ * the agent's alone is refused, files planted in it are never posted. The
+ * references are the server's own log and files the test wrote into the spool.
  *
  * Needs root (the agent loads BPF); skipped with a reason otherwise.
  */
 #include <dirent.h>
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <pthread.h>
 #include <setjmp.h>
@@ -196,7 +198,8 @@ static void server_start(const unsigned *script, size_t n, bool per_agent)
 	assert_true(n <= MAX_SCRIPT);
 	memset(&srv, 0, sizeof(srv));
 	pthread_mutex_init(&srv.lock, NULL);
-	memcpy(srv.script, script, n * sizeof(*script));
+	if (n)
+		memcpy(srv.script, script, n * sizeof(*script));
 	srv.nscript = n;
 	srv.per_agent = per_agent;
 	srv.daemon =
@@ -667,6 +670,119 @@ static void test_spool_cap_drops_oldest(void **state)
 	free(text);
 }
 
+/* Starts the agent on spool (no workload needed: it must refuse before sampling)
+ * and expects it to exit 1 within 30 s with `want` on stderr. */
+static void expect_refused(const char *name, const char *spool, const char *want)
+{
+	char err[160], *text;
+	pid_t agent;
+	int status;
+
+	snprintf(err, sizeof(err), "%s/%s.err", tmpdir, name);
+	agent = start_agent(name, "1", spool, err, "100", NULL);
+	status = test_wait(agent, 30000);
+	text = test_read_file(err);
+	assert_non_null(text);
+	if (status < 0 || !WIFEXITED(status) || WEXITSTATUS(status) == 0 || !strstr(text, want))
+		fail_msg("%s: wanted a refusal with '%s' (wait status %d):\n%s", name, want, status,
+			 text);
+	test_assert_no_sanitizer_report("smolder", err);
+	free(text);
+}
+
+/* Issue 9: a spool the agent does not own alone is refused at start, before any
+ * batch is read from it or written to it: a directory owned by another user
+ * (nobody, uid 65534, mode 0700), one of ours with mode 0777 (anyone could plant
+ * files), one with mode 0770 (the group could), and a symlink to a directory of
+ * ours (it could be swapped for another). Each refusal names the reason. */
+static void test_spool_not_ours_refused(void **state)
+{
+	char spool[160], real[160];
+
+	(void)state;
+	need_root();
+	server_start(NULL, 0, false);
+
+	snprintf(spool, sizeof(spool), "%s/spool-nobody", tmpdir);
+	assert_int_equal(mkdir(spool, 0700), 0);
+	assert_int_equal(chown(spool, 65534, 65534), 0);
+	expect_refused("test-nobody", spool, "is owned by uid 65534");
+
+	snprintf(spool, sizeof(spool), "%s/spool-0777", tmpdir);
+	assert_int_equal(mkdir(spool, 0700), 0);
+	assert_int_equal(chmod(spool, 0777), 0);
+	expect_refused("test-0777", spool, "is writable by group or others");
+
+	snprintf(spool, sizeof(spool), "%s/spool-0770", tmpdir);
+	assert_int_equal(mkdir(spool, 0700), 0);
+	assert_int_equal(chmod(spool, 0770), 0);
+	expect_refused("test-0770", spool, "is writable by group or others");
+
+	snprintf(real, sizeof(real), "%s/spool-real", tmpdir);
+	snprintf(spool, sizeof(spool), "%s/spool-link", tmpdir);
+	assert_int_equal(mkdir(real, 0700), 0);
+	assert_int_equal(symlink(real, spool), 0);
+	expect_refused("test-link", spool, "is a symbolic link");
+	assert_int_equal(server_count(), 0);
+}
+
+/* Issue 9's attack: files planted in the spool under batch names are never read
+ * or posted: a symlink to a root-only file (the agent runs as root and would
+ * follow it), a hard link to it (a regular file of ours, but with two links), and
+ * a FIFO (opening it would block the sender). The agent logs each one, removes the
+ * name and ships its own batches. The reference is the server's log: no request
+ * body is the secret. Minimum: 2 of the agent's batches delivered. */
+static void test_spool_planted_files_never_posted(void **state)
+{
+	static struct seen log[MAX_REQUESTS];
+	char spool[160], secret[160], path[256], err[160], pid[16], *text;
+	static const char content[] = "root-only: the ingest token is hunter2\n";
+	uint64_t secret_hash = fnv1a(content, strlen(content));
+	struct summary s;
+	pid_t work, agent;
+	size_t n, i;
+	int fd;
+
+	(void)state;
+	need_root();
+	server_start(NULL, 0, false);
+	snprintf(secret, sizeof(secret), "%s/secret", tmpdir);
+	fd = open(secret, O_WRONLY | O_CREAT | O_EXCL, 0600);
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, content, strlen(content)), (ssize_t)strlen(content));
+	assert_int_equal(close(fd), 0);
+	snprintf(spool, sizeof(spool), "%s/spool-planted", tmpdir);
+	assert_int_equal(mkdir(spool, 0700), 0);
+	snprintf(path, sizeof(path), "%s/%020d.batch", spool, 1);
+	assert_int_equal(symlink(secret, path), 0);
+	snprintf(path, sizeof(path), "%s/%020d.batch", spool, 2);
+	assert_int_equal(link(secret, path), 0);
+	snprintf(path, sizeof(path), "%s/%020d.batch", spool, 3);
+	assert_int_equal(mkfifo(path, 0600), 0);
+
+	snprintf(err, sizeof(err), "%s/planted.err", tmpdir);
+	work = start_shapes(pid, sizeof(pid));
+	agent = start_agent("test-planted", pid, spool, err, "100", NULL);
+	assert_true(server_wait(2, 30000));
+	test_kill(agent, SIGTERM);
+	text = child_exited_cleanly(agent, err, 60000);
+	stop_shapes(work);
+	parse_summary(text, &s);
+	n = server_log(log);
+
+	print_message("planted: %zu requests, %llu sent\n", n, s.sent);
+	assert_true(n >= 2);
+	for (i = 0; i < n; i++) {
+		assert_int_not_equal(log[i].hash, secret_hash);
+		assert_true(log[i].batch);
+	}
+	assert_non_null(strstr(text, "00000000000000000001.batch: not a regular file"));
+	assert_non_null(strstr(text, "00000000000000000002.batch: 2 links"));
+	assert_non_null(strstr(text, "00000000000000000003.batch: not a regular file"));
+	assert_int_equal(spool_files(spool, NULL, 0, NULL), 0);
+	free(text);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -675,6 +791,8 @@ int main(void)
 		cmocka_unit_test_teardown(test_backoff_on_429, teardown),
 		cmocka_unit_test_teardown(test_4xx_deleted_and_counted, teardown),
 		cmocka_unit_test_teardown(test_spool_cap_drops_oldest, teardown),
+		cmocka_unit_test_teardown(test_spool_not_ours_refused, teardown),
+		cmocka_unit_test_teardown(test_spool_planted_files_never_posted, teardown),
 	};
 
 	if (getenv("SMOLDER_TEST_FILTER")) /* e.g. "test_backoff_*": run only those */

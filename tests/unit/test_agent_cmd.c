@@ -8,6 +8,7 @@
 #include <cmocka.h>
 
 #include "cli/agent_cmd.h"
+#include "common/token.h"
 #include "testutil.h"
 
 #define ARGC(a) ((int)(sizeof(a) / sizeof((a)[0])) - 1)
@@ -128,6 +129,9 @@ static void test_bad_values(void **state)
 		{ "--python", "yes", "--python wants on or off, got 'yes'" },
 		{ "--python-depth", "0", "--python-depth wants 1 to 128" },
 		{ "--python-depth", "129", "--python-depth wants 1 to 128" },
+		{ "--token", "", "--token: the token is empty" },
+		{ "--token", " \t ", "--token: the token holds whitespace" },
+		{ "--token", "abc\r\nX-Evil: 1", "--token: the token holds whitespace" },
 	};
 	size_t i;
 
@@ -184,14 +188,17 @@ static void test_too_many_pids(void **state)
 	free(nums);
 }
 
-/* --token-file: the first line without its line end; empty and missing files are
- * refused with a reason (an empty file once read uninitialized memory). */
+/* --token-file: the first line without its line end; empty, whitespace-only and
+ * missing files are refused with a reason (an empty file once read uninitialized
+ * memory; a whitespace-only one was sent as the token, issue 9). */
 static void test_token_file(void **state)
 {
-	char dir[64], good[128], empty[128], missing[128], err[256];
+	char dir[64], good[128], empty[128], missing[128], blank[128], err[256];
 	char *ok_argv[] = { "agent", "--token-file", good, NULL };
 	char *empty_argv[] = { "agent", "--token-file", empty, NULL };
 	char *missing_argv[] = { "agent", "--token-file", missing, NULL };
+	char *blank_argv[] = { "agent", "--token-file", blank, NULL };
+	char *long_argv[] = { "agent", "--token", NULL, NULL };
 	struct agent_options o;
 	FILE *f;
 
@@ -215,7 +222,30 @@ static void test_token_file(void **state)
 		agent_options__parse(ARGC(missing_argv), missing_argv, &o, err, sizeof(err)),
 		-EINVAL);
 	assert_non_null(strstr(err, "cannot read"));
+
+	snprintf(blank, sizeof(blank), "%s/blank", dir);
+	f = fopen(blank, "w");
+	fputs(" \t \n", f);
+	fclose(f);
+	assert_int_equal(agent_options__parse(ARGC(blank_argv), blank_argv, &o, err, sizeof(err)),
+			 -EINVAL);
+	assert_non_null(strstr(err, "--token-file: the token holds whitespace"));
 	test_rm_rf(dir);
+
+	/* Longer than any token file may be (TOKEN_MAX_LEN): the header buffer
+	 * would cut it. */
+	{
+		char *big = malloc(TOKEN_MAX_LEN + 2);
+
+		memset(big, 'a', TOKEN_MAX_LEN + 1);
+		big[TOKEN_MAX_LEN + 1] = '\0';
+		long_argv[2] = big;
+		assert_int_equal(
+			agent_options__parse(ARGC(long_argv), long_argv, &o, err, sizeof(err)),
+			-EINVAL);
+		assert_non_null(strstr(err, "longer than 1024 bytes"));
+		free(big);
+	}
 }
 
 int main(void)

@@ -327,6 +327,50 @@ static void test_child_after_exit(void **state)
 	fixture_free(f);
 }
 
+/* Issue 9: a snapshot opens no file; symbols are loaded at the first address that
+ * resolves into a file, and a second process mapping the same file finds them by
+ * (device, inode) without opening it, even after it exited (its map_files and
+ * root are gone). Index entries unused for 6 windows are dropped. */
+static void test_lazy_and_shared(void **state)
+{
+	struct fixture *f = fixture_new();
+	struct proc_cache_stats st;
+	struct child a, b;
+	uint64_t opens;
+	int i;
+
+	(void)state;
+	child_start(lib_child, &a);
+	child_start(lib_child, &b);
+	assert_int_equal(proc_cache__snapshot(f->pc, (uint32_t)a.pid), 0);
+	assert_int_equal(proc_cache__snapshot(f->pc, (uint32_t)b.pid), 0);
+	proc_cache__stats(f->pc, &st);
+	assert_int_equal(st.captures, 2);
+	assert_int_equal(st.file_opens, 0); /* no ELF file opened at capture */
+	assert_int_equal(elfsyms_cache__parsed(f->files), 0);
+
+	expect_frame(f->pc, a.pid, a.func + 1, "pm_lib_func", 0);
+	proc_cache__stats(f->pc, &st);
+	opens = st.file_opens;
+	assert_true(opens >= 1);
+	assert_int_equal(st.file_hits, 0);
+
+	child_kill(&b); /* gone before its frames are named */
+	expect_frame(f->pc, b.pid, b.func + 1, "pm_lib_func", 0);
+	proc_cache__stats(f->pc, &st);
+	assert_int_equal(st.file_opens, opens); /* found by (device, inode) */
+	assert_int_equal(st.file_hits, 1);
+	assert_true(st.files >= 1);
+
+	child_kill(&a);
+	for (i = 0; i < 8; i++)
+		proc_cache__end_window(f->pc);
+	proc_cache__stats(f->pc, &st);
+	assert_int_equal(st.snapshots, 0);
+	assert_int_equal(st.files, 0);
+	fixture_free(f);
+}
+
 /* A use resets the count: a dead process's snapshot stays while it is used. */
 static void test_child_used_is_kept(void **state)
 {
@@ -612,15 +656,11 @@ static void test_parse_line(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_parse_line),
-		cmocka_unit_test(test_self),
-		cmocka_unit_test(test_child_after_exit),
-		cmocka_unit_test(test_child_used_is_kept),
-		cmocka_unit_test(test_deleted_library),
-		cmocka_unit_test(test_new_library),
-		cmocka_unit_test(test_alive_idle),
-		cmocka_unit_test(test_pid_reuse),
-		cmocka_unit_test(test_vdso),
+		cmocka_unit_test(test_parse_line),	    cmocka_unit_test(test_self),
+		cmocka_unit_test(test_child_after_exit),    cmocka_unit_test(test_lazy_and_shared),
+		cmocka_unit_test(test_child_used_is_kept),  cmocka_unit_test(test_deleted_library),
+		cmocka_unit_test(test_new_library),	    cmocka_unit_test(test_alive_idle),
+		cmocka_unit_test(test_pid_reuse),	    cmocka_unit_test(test_vdso),
 		cmocka_unit_test(test_unknown_and_special),
 	};
 
