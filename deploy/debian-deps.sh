@@ -14,8 +14,8 @@ packages=(
 	clang-format libcmocka-dev python3 linux-perf procps binutils sqlite3 libxml2-utils
 	protobuf-compiler chromium openssl socat
 	# independent references: go tool pprof reads pprof output; the Debian python3's
-	# headers give its struct offsets
-	golang-go python3-dev
+	# headers give its struct offsets; bpftrace is the peer bench/churn.sh measures
+	golang-go python3-dev bpftrace
 )
 
 # Node.js 20 and npm (the browser tests' playwright-core) come with the machines
