@@ -28,6 +28,11 @@ const char collector_usage[] =
 	"      --insecure            allow a non-loopback address without both tokens\n"
 	"      --retention DUR       keep data this long: 30m, 12h, 14d (default 14d)\n"
 	"      --max-body-mb N       compressed batch size cap (default 16)\n"
+	"      --max-connections N   open connections at once (default 512)\n"
+	"      --max-connections-per-ip N  ... from one client address (default 64;\n"
+	"                            behind a proxy, raise it to --max-connections)\n"
+	"      --request-timeout DUR time for a request's headers and body (default 30s)\n"
+	"      --max-response-mb N   size cap of one query's answer (default 64)\n"
 	"  -h, --help                show this help\n";
 
 const struct option collector_long_options[] = {
@@ -40,6 +45,10 @@ const struct option collector_long_options[] = {
 	{ "insecure", no_argument, NULL, COLLECTOR_OPT_INSECURE },
 	{ "retention", required_argument, NULL, COLLECTOR_OPT_RETENTION },
 	{ "max-body-mb", required_argument, NULL, COLLECTOR_OPT_MAX_BODY_MB },
+	{ "max-connections", required_argument, NULL, COLLECTOR_OPT_MAX_CONNECTIONS },
+	{ "max-connections-per-ip", required_argument, NULL, COLLECTOR_OPT_MAX_CONNECTIONS_PER_IP },
+	{ "request-timeout", required_argument, NULL, COLLECTOR_OPT_REQUEST_TIMEOUT },
+	{ "max-response-mb", required_argument, NULL, COLLECTOR_OPT_MAX_RESPONSE_MB },
 	{ "help", no_argument, NULL, 'h' },
 	{ NULL, 0, NULL, 0 },
 };
@@ -52,6 +61,31 @@ static void on_signal(int sig)
 	stop_requested = 1;
 }
 
+/* A whole number in [min, max], or false. */
+static bool parse_count(const char *arg, unsigned long min, unsigned long max, unsigned long *out)
+{
+	char *end;
+	unsigned long v;
+
+	errno = 0;
+	v = strtoul(arg, &end, 10);
+	if (errno || end == arg || *end || arg[0] == '-' || v < min || v > max)
+		return false;
+	*out = v;
+	return true;
+}
+
+/* A token given inline or read from a file: refused when empty or not one word of
+ * printable characters, so that no empty token ever counts as set. */
+static int check_token(const char *token, const char *option, char *err, size_t errlen)
+{
+	if (collector__token_valid(token))
+		return 0;
+	return reason_fail(err, errlen, -EINVAL,
+			   "%s: a token must be 1 to %d printable characters without spaces%s",
+			   option, TOKEN_MAX_LEN, token[0] ? "" : " (it is empty)");
+}
+
 void collector_args__init(struct collector_args *a)
 {
 	*a = (struct collector_args){ 0 };
@@ -61,7 +95,8 @@ void collector_args__init(struct collector_args *a)
 int collector_args__set(struct collector_args *a, int opt, const char *arg, char *err,
 			size_t errlen)
 {
-	unsigned long mb;
+	unsigned long mb, n;
+	int64_t secs;
 	int k;
 
 	switch (opt) {
@@ -72,9 +107,13 @@ int collector_args__set(struct collector_args *a, int opt, const char *arg, char
 		a->o.listen = arg;
 		break;
 	case COLLECTOR_OPT_INGEST_TOKEN:
+		if (check_token(arg, "--ingest-token", err, errlen))
+			return -EINVAL;
 		a->o.ingest_token = arg;
 		break;
 	case COLLECTOR_OPT_QUERY_TOKEN:
+		if (check_token(arg, "--query-token", err, errlen))
+			return -EINVAL;
 		a->o.query_token = arg;
 		break;
 	case COLLECTOR_OPT_INGEST_TOKEN_FILE:
@@ -89,6 +128,13 @@ int collector_args__set(struct collector_args *a, int opt, const char *arg, char
 			else
 				a->o.query_token = NULL;
 			return reason_fail(err, errlen, -EINVAL, "no token in '%s'", arg);
+		}
+		if (check_token(a->tokens[k], arg, err, errlen)) {
+			if (k == 0)
+				a->o.ingest_token = NULL;
+			else
+				a->o.query_token = NULL;
+			return -EINVAL;
 		}
 		if (k == 0)
 			a->o.ingest_token = a->tokens[0];
@@ -109,6 +155,36 @@ int collector_args__set(struct collector_args *a, int opt, const char *arg, char
 			return reason_fail(err, errlen, -EINVAL, "--max-body-mb wants 1 to 1024");
 		a->o.max_body = mb << 20;
 		break;
+	case COLLECTOR_OPT_MAX_CONNECTIONS:
+		/* 65536: far past any descriptor limit a collector is given */
+		if (!parse_count(arg, 1, 65536, &n))
+			return reason_fail(err, errlen, -EINVAL,
+					   "--max-connections wants 1 to 65536, got '%s'", arg);
+		a->o.max_connections = (unsigned)n;
+		break;
+	case COLLECTOR_OPT_MAX_CONNECTIONS_PER_IP:
+		if (!parse_count(arg, 1, 65536, &n))
+			return reason_fail(err, errlen, -EINVAL,
+					   "--max-connections-per-ip wants 1 to 65536, got '%s'",
+					   arg);
+		a->o.max_connections_per_ip = (unsigned)n;
+		break;
+	case COLLECTOR_OPT_REQUEST_TIMEOUT:
+		/* a day: longer would let a slow client keep a connection for good */
+		if (timeparse_duration(arg, &secs) || secs < 1 || secs > 86400)
+			return reason_fail(err, errlen, -EINVAL,
+					   "--request-timeout wants a duration from 1s to 1d, "
+					   "got '%s'",
+					   arg);
+		a->o.request_timeout = (unsigned)secs;
+		break;
+	case COLLECTOR_OPT_MAX_RESPONSE_MB:
+		/* 4 GiB: no browser or tool loads a larger profile */
+		if (!parse_count(arg, 1, 4096, &n))
+			return reason_fail(err, errlen, -EINVAL,
+					   "--max-response-mb wants 1 to 4096, got '%s'", arg);
+		a->o.max_response = (size_t)n << 20;
+		break;
 	default:
 		return reason_fail(err, errlen, -EINVAL, "unknown option code %d", opt);
 	}
@@ -126,7 +202,12 @@ int collector_args__start(const struct collector_args *a, struct collector **out
 {
 	int err = collector__start(&a->o, out);
 
-	if (err == -EPERM)
+	if (err == -EINVAL)
+		fprintf(stderr,
+			"smolder: refusing to start the collector: an empty or invalid "
+			"token, a zero limit, or a bad --listen address '%s'\n",
+			a->o.listen);
+	else if (err == -EPERM)
 		fprintf(stderr,
 			"smolder: refusing to listen on %s without --ingest-token and "
 			"--query-token (or --insecure)\n",

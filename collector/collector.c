@@ -1,6 +1,17 @@
 /* The collector's HTTP server: ingest, queries, health and metrics; see
  * collector.h. One store behind a mutex: SQLite serializes writers anyway, and
- * ingest transactions are short. */
+ * ingest transactions are short. Queries hold the mutex only to read the store
+ * and render their answer after releasing it.
+ *
+ * Defence against clients that are not agents, in the order a request meets it:
+ * connection caps (in all, per address) checked as libmicrohttpd starts each
+ * connection; a registry of live connections swept every SWEEP_MS, which shuts
+ * down the socket of a request that took longer than request_timeout to arrive;
+ * the request line and headers within MHD_MEMORY bytes; query parameters counted
+ * before libmicrohttpd parses them; method, route, token and "no body" decided
+ * from the headers; the ingest body within max_body; a query answer within
+ * max_response, rendered into a capped buffer that is handed to libmicrohttpd
+ * without a copy. */
 #include "collector/collector.h"
 #include "query/query.h"
 
@@ -12,16 +23,34 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/socket.h>
 #include <time.h>
 
 #include <microhttpd.h>
 
 #include "common/batch.h"
+#include "common/log.h"
+#include "common/token.h"
 #include "common/wire.h"
 #include "store/store.h"
 
 #define THREADS	      4
 #define MAINTAIN_ROWS 20000 /* rows per maintenance step: ingest never waits long */
+/* Idle seconds before libmicrohttpd closes a connection: bounds a client that
+ * stops reading its answer (request_timeout bounds the request itself). */
+#define IDLE_TIMEOUT 60
+/* libmicrohttpd's memory per connection, which holds the request line, the
+ * headers and the parsed parameters: past it the request is answered 414 or 431.
+ * 32 KiB is its default, stated here because it is a limit we promise. */
+#define MHD_MEMORY (32u << 10)
+/* Connections libmicrohttpd itself admits beyond max_connections: ours are
+ * refused after it started them, so it needs room for those being closed. */
+#define MHD_SLACK 64
+/* Period of the request-time sweep at most, and at least (a fraction of the
+ * timeout, so a short test timeout is enforced within 10 %). */
+#define SWEEP_MS_MAX	     1000
+#define SWEEP_MS_MIN	     20
+#define MAINTAIN_LOG_SECONDS 60 /* at most one maintenance error logged a minute */
 
 /* Why an ingest was refused; the metrics label. */
 enum reject {
@@ -46,6 +75,32 @@ struct metrics {
 	uint64_t rejected[REJECT_NR];
 	uint64_t latency_counts[NBUCKETS + 1]; /* last: +Inf */
 	double latency_sum;
+	uint64_t answers_too_large;  /* queries refused for max_response */
+	uint64_t maintenance_errors; /* store__maintain() failures */
+};
+
+/* Why a connection was closed before its request; the metrics label. */
+enum refuse {
+	REFUSE_TOTAL,  /* max_connections */
+	REFUSE_PER_IP, /* max_connections_per_ip */
+	REFUSE_NR,
+};
+
+static const char *const refuse_names[REFUSE_NR] = { "max_connections", "max_connections_per_ip" };
+
+/* One open connection, from libmicrohttpd's STARTED notification to its CLOSED
+ * one. libmicrohttpd closes the socket only after CLOSED (daemon.c,
+ * MHD_cleanup_connections, 0.9.75), and CLOSED unlinks the entry under conns_lock,
+ * so the sweep never shuts down a descriptor that was reused. */
+struct live {
+	struct live *prev, *next;
+	struct collector *c;
+	int fd;
+	struct sockaddr_storage addr;
+	uint64_t since_ms; /* start of the request being received (or awaited) */
+	bool armed;	   /* receiving a request: request_timeout applies */
+	bool refused;	   /* over a connection cap: shut down, not counted */
+	bool cut;	   /* shut down by the sweep */
 };
 
 struct collector {
@@ -55,13 +110,26 @@ struct collector {
 	struct metrics m;
 	struct MHD_Daemon *daemon;
 	uint16_t port;
+	time_t maintain_logged; /* when a maintenance error was last logged */
+
+	pthread_mutex_t conns_lock; /* guards what follows */
+	pthread_cond_t sweep_wake;
+	pthread_t sweeper;
+	bool sweeper_started, stopping;
+	struct live *live; /* open connections */
+	unsigned nlive;	   /* of them not refused */
+	uint64_t refused[REFUSE_NR], timed_out;
 };
 
-/* One request's body, gathered chunk by chunk up to the cap. */
+/* One request: the ingest body, gathered chunk by chunk up to the cap. Made by
+ * the URI callback (uri_seen), before libmicrohttpd parses the parameters. */
 struct request {
 	char *body;
 	size_t len, cap;
 	bool too_big;
+	bool headers_seen; /* the handler has been called once */
+	bool is_ingest;
+	bool too_many_args; /* more than QUERY_MAX_ARGS: not parsed, refused */
 };
 
 void collector_options__defaults(struct collector_options *o)
@@ -72,7 +140,21 @@ void collector_options__defaults(struct collector_options *o)
 		.max_body = WIRE_DEFAULT_MAX_COMPRESSED,
 		.max_decompressed = WIRE_DEFAULT_MAX_DECOMPRESSED,
 		.retention_seconds = STORE_DEFAULT_RETENTION_SECONDS,
+		.max_connections = COLLECTOR_DEFAULT_MAX_CONNECTIONS,
+		.max_connections_per_ip = COLLECTOR_DEFAULT_MAX_CONNECTIONS_PER_IP,
+		.request_timeout = COLLECTOR_DEFAULT_REQUEST_TIMEOUT,
+		.max_response = COLLECTOR_DEFAULT_MAX_RESPONSE,
 	};
+}
+
+bool collector__token_valid(const char *t)
+{
+	size_t n = 0;
+
+	for (; t[n]; n++)
+		if ((unsigned char)t[n] <= ' ' || (unsigned char)t[n] >= 0x7f)
+			return false;
+	return n > 0 && n <= TOKEN_MAX_LEN;
 }
 
 static double now_seconds(void)
@@ -83,19 +165,185 @@ static double now_seconds(void)
 	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
-static enum MHD_Result respond(struct MHD_Connection *conn, unsigned status, const char *type,
-			       const char *body, size_t len)
+static uint64_t now_ms(void)
 {
-	struct MHD_Response *r =
-		MHD_create_response_from_buffer(len, (void *)body, MHD_RESPMEM_MUST_COPY);
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+/* ---- live connections: caps and the request-time sweep ------------------------ */
+
+static bool same_address(const struct sockaddr_storage *a, const struct sockaddr_storage *b)
+{
+	if (a->ss_family != b->ss_family)
+		return false;
+	if (a->ss_family == AF_INET)
+		return ((const struct sockaddr_in *)a)->sin_addr.s_addr ==
+		       ((const struct sockaddr_in *)b)->sin_addr.s_addr;
+	if (a->ss_family == AF_INET6)
+		return memcmp(&((const struct sockaddr_in6 *)a)->sin6_addr,
+			      &((const struct sockaddr_in6 *)b)->sin6_addr,
+			      sizeof(struct in6_addr)) == 0;
+	return true; /* another family: one bucket */
+}
+
+/* Registers a new connection, or shuts it down when it is over a cap (then it
+ * stays registered, as refused, until libmicrohttpd closes it). */
+static void conn_started(struct collector *c, struct MHD_Connection *conn, void **ctx)
+{
+	const union MHD_ConnectionInfo *fd =
+		MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+	const union MHD_ConnectionInfo *sa =
+		MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+	struct live *l = calloc(1, sizeof(*l)), *p;
+	unsigned same = 0;
+	int why = -1;
+
+	if (!fd)
+		return; /* cannot happen: a started connection has its socket */
+	if (!l) {
+		shutdown(fd->connect_fd, SHUT_RDWR); /* out of memory: no room for it */
+		return;
+	}
+	l->c = c;
+	l->fd = fd->connect_fd;
+	if (sa && sa->client_addr)
+		memcpy(&l->addr, sa->client_addr,
+		       sa->client_addr->sa_family == AF_INET6 ? sizeof(struct sockaddr_in6)
+							      : sizeof(struct sockaddr_in));
+	l->since_ms = now_ms();
+	l->armed = true;
+	pthread_mutex_lock(&c->conns_lock);
+	for (p = c->live; p; p = p->next)
+		same += !p->refused && same_address(&p->addr, &l->addr);
+	if (c->nlive >= c->opts.max_connections)
+		why = REFUSE_TOTAL;
+	else if (same >= c->opts.max_connections_per_ip)
+		why = REFUSE_PER_IP;
+	if (why >= 0) {
+		l->refused = true;
+		c->refused[why]++;
+	} else {
+		c->nlive++;
+	}
+	l->next = c->live;
+	if (c->live)
+		c->live->prev = l;
+	c->live = l;
+	pthread_mutex_unlock(&c->conns_lock);
+	if (l->refused)
+		shutdown(l->fd, SHUT_RDWR); /* libmicrohttpd reads EOF and closes it */
+	*ctx = l;
+}
+
+static void conn_closed(struct collector *c, void **ctx)
+{
+	struct live *l = *ctx;
+
+	if (!l)
+		return;
+	pthread_mutex_lock(&c->conns_lock);
+	if (l->prev)
+		l->prev->next = l->next;
+	else
+		c->live = l->next;
+	if (l->next)
+		l->next->prev = l->prev;
+	if (!l->refused)
+		c->nlive--;
+	pthread_mutex_unlock(&c->conns_lock);
+	free(l);
+	*ctx = NULL;
+}
+
+static void notify_connection(void *cls, struct MHD_Connection *conn, void **ctx,
+			      enum MHD_ConnectionNotificationCode code)
+{
+	if (code == MHD_CONNECTION_NOTIFY_STARTED)
+		conn_started(cls, conn, ctx);
+	else if (code == MHD_CONNECTION_NOTIFY_CLOSED)
+		conn_closed(cls, ctx);
+}
+
+/* Starts (armed) or stops the request clock of conn's connection. */
+static void conn_clock(struct MHD_Connection *conn, bool armed)
+{
+	const union MHD_ConnectionInfo *i =
+		MHD_get_connection_info(conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+	struct live *l;
+
+	if (!i || !i->socket_context)
+		return;
+	l = i->socket_context;
+	pthread_mutex_lock(&l->c->conns_lock);
+	l->armed = armed;
+	if (armed)
+		l->since_ms = now_ms();
+	pthread_mutex_unlock(&l->c->conns_lock);
+}
+
+/* Shuts down the socket of every request that took longer than request_timeout
+ * to arrive; libmicrohttpd then reads EOF and closes the connection. */
+static void *sweep(void *arg)
+{
+	struct collector *c = arg;
+	uint64_t limit = (uint64_t)c->opts.request_timeout * 1000, now, period = limit / 10;
+	struct timespec until;
+	struct live *l;
+
+	if (period > SWEEP_MS_MAX)
+		period = SWEEP_MS_MAX;
+	if (period < SWEEP_MS_MIN)
+		period = SWEEP_MS_MIN;
+	pthread_mutex_lock(&c->conns_lock);
+	while (!c->stopping) {
+		now = now_ms();
+		for (l = c->live; l; l = l->next) {
+			if (l->armed && !l->refused && !l->cut && now - l->since_ms > limit) {
+				shutdown(l->fd, SHUT_RDWR);
+				l->cut = true;
+				c->timed_out++;
+			}
+		}
+		clock_gettime(CLOCK_MONOTONIC, &until);
+		until.tv_nsec += (long)(period % 1000) * 1000000;
+		until.tv_sec += (time_t)(period / 1000) + until.tv_nsec / 1000000000;
+		until.tv_nsec %= 1000000000;
+		pthread_cond_timedwait(&c->sweep_wake, &c->conns_lock, &until);
+	}
+	pthread_mutex_unlock(&c->conns_lock);
+	return NULL;
+}
+
+/* ---- responses ---------------------------------------------------------------- */
+
+/* Queues body (copied when it is small and borrowed, taken when owned: then freed
+ * by libmicrohttpd, also on failure). The request clock stops: sending is bounded
+ * by IDLE_TIMEOUT, and the clock restarts when the request completes. */
+static enum MHD_Result respond_mode(struct MHD_Connection *conn, unsigned status, const char *type,
+				    void *body, size_t len, enum MHD_ResponseMemoryMode mode)
+{
+	struct MHD_Response *r = MHD_create_response_from_buffer(len, body, mode);
 	enum MHD_Result ret;
 
-	if (!r)
+	if (!r) {
+		if (mode == MHD_RESPMEM_MUST_FREE)
+			free(body);
 		return MHD_NO;
+	}
+	conn_clock(conn, false);
 	MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, type);
 	ret = MHD_queue_response(conn, status, r);
 	MHD_destroy_response(r);
 	return ret;
+}
+
+static enum MHD_Result respond(struct MHD_Connection *conn, unsigned status, const char *type,
+			       const char *body, size_t len)
+{
+	return respond_mode(conn, status, type, (void *)body, len, MHD_RESPMEM_MUST_COPY);
 }
 
 /* {"error": "<reason>"} with the reason's quotes and control characters escaped. */
@@ -218,14 +466,20 @@ static enum MHD_Result metrics(struct collector *c, struct MHD_Connection *conn)
 	char *buf = NULL;
 	size_t len = 0, i;
 	uint64_t cumulative = 0;
+	uint64_t refused[REFUSE_NR], timed_out;
+	unsigned open_conns;
 	struct metrics m;
-	enum MHD_Result ret;
 	FILE *out;
 
 	pthread_mutex_lock(&c->lock);
 	m = c->m;
 	store__stats(c->store, &st);
 	pthread_mutex_unlock(&c->lock);
+	pthread_mutex_lock(&c->conns_lock);
+	memcpy(refused, c->refused, sizeof(refused));
+	timed_out = c->timed_out;
+	open_conns = c->nlive;
+	pthread_mutex_unlock(&c->conns_lock);
 
 	out = open_memstream(&buf, &len);
 	if (!out)
@@ -271,18 +525,47 @@ static enum MHD_Result metrics(struct collector *c, struct MHD_Connection *conn)
 		"# TYPE smolder_sample_rows gauge\n"
 		"smolder_sample_rows %llu\n",
 		(unsigned long long)st.db_bytes, (unsigned long long)st.sample_rows);
-	fclose(out);
-	ret = respond(conn, MHD_HTTP_OK, "text/plain; version=0.0.4", buf, len);
-	free(buf);
-	return ret;
+	fprintf(out,
+		"# HELP smolder_connections_open Connections open (refused ones aside).\n"
+		"# TYPE smolder_connections_open gauge\n"
+		"smolder_connections_open %u\n",
+		open_conns);
+	fprintf(out, "# HELP smolder_connections_refused_total Connections closed at once, "
+		     "by the cap they were over.\n"
+		     "# TYPE smolder_connections_refused_total counter\n");
+	for (i = 0; i < REFUSE_NR; i++)
+		fprintf(out, "smolder_connections_refused_total{reason=\"%s\"} %llu\n",
+			refuse_names[i], (unsigned long long)refused[i]);
+	fprintf(out,
+		"# HELP smolder_requests_timed_out_total Connections cut because a request "
+		"took longer than the request timeout to arrive.\n"
+		"# TYPE smolder_requests_timed_out_total counter\n"
+		"smolder_requests_timed_out_total %llu\n",
+		(unsigned long long)timed_out);
+	fprintf(out,
+		"# HELP smolder_query_answers_too_large_total Queries refused because their "
+		"answer passed the response cap.\n"
+		"# TYPE smolder_query_answers_too_large_total counter\n"
+		"smolder_query_answers_too_large_total %llu\n",
+		(unsigned long long)m.answers_too_large);
+	fprintf(out,
+		"# HELP smolder_maintenance_errors_total Store maintenance steps that failed.\n"
+		"# TYPE smolder_maintenance_errors_total counter\n"
+		"smolder_maintenance_errors_total %llu\n",
+		(unsigned long long)m.maintenance_errors);
+	if (fclose(out)) {
+		free(buf);
+		return MHD_NO;
+	}
+	return respond_mode(conn, MHD_HTTP_OK, "text/plain; version=0.0.4", buf, len,
+			    MHD_RESPMEM_MUST_FREE);
 }
-
-#define MAX_ARGS 64
 
 /* A request's query-string arguments, for query_parse(). */
 struct args {
-	const char *keys[MAX_ARGS], *values[MAX_ARGS];
+	const char *keys[QUERY_MAX_ARGS], *values[QUERY_MAX_ARGS];
 	size_t n;
+	bool too_many;
 	const char *label; /* from /api/v1/labels/NAME/values */
 };
 
@@ -292,10 +575,12 @@ static enum MHD_Result collect_arg(void *cls, enum MHD_ValueKind kind, const cha
 	struct args *a = cls;
 
 	(void)kind;
-	if (a->n < MAX_ARGS) {
-		a->keys[a->n] = key;
-		a->values[a->n++] = value ? value : "";
+	if (a->n == QUERY_MAX_ARGS) {
+		a->too_many = true; /* refused, never silently cut */
+		return MHD_NO;
 	}
+	a->keys[a->n] = key;
+	a->values[a->n++] = value ? value : "";
 	return MHD_YES;
 }
 
@@ -346,55 +631,109 @@ static bool route(const char *url, struct args *a, enum query_kind *kind, char *
 	return false;
 }
 
+/* A query answer rendered into memory, up to a cap: a FILE (fopencookie) whose
+ * writes fail once the cap would be passed, so no more than max bytes are ever
+ * held; the buffer then goes to libmicrohttpd as it is. */
+struct capped {
+	char *buf;
+	size_t len, cap, max;
+	bool over;
+};
+
+static ssize_t capped_write(void *cookie, const char *data, size_t n)
+{
+	struct capped *w = cookie;
+	size_t cap;
+	char *nb;
+
+	if (w->over || n > w->max - w->len) {
+		w->over = true;
+		return 0; /* a write error: stdio sets the error flag */
+	}
+	if (w->len + n > w->cap) {
+		cap = w->cap ? w->cap : 65536;
+		while (cap < w->len + n)
+			cap *= 2;
+		if (cap > w->max)
+			cap = w->max;
+		nb = realloc(w->buf, cap);
+		if (!nb)
+			return 0;
+		w->buf = nb;
+		w->cap = cap;
+	}
+	memcpy(w->buf + w->len, data, n);
+	w->len += n;
+	return (ssize_t)n;
+}
+
 static enum MHD_Result query(struct collector *c, struct MHD_Connection *conn, const char *url)
 {
 	struct args a = { 0 };
 	enum query_kind kind;
 	const char *type = "application/json";
 	char why[256] = "", label[256];
-	enum MHD_Result ret;
+	struct query_answer *answer = NULL;
+	struct capped w = { .max = c->opts.max_response };
 	struct query q;
-	char *buf = NULL;
-	size_t len = 0;
 	FILE *out;
 	int err;
 
 	if (!route(url, &a, &kind, label, sizeof(label)))
 		return respond_error(conn, MHD_HTTP_NOT_FOUND, "no such endpoint");
-	if (!token_ok(conn, c->opts.query_token))
-		return respond_error(conn, MHD_HTTP_UNAUTHORIZED, "missing or wrong token");
 	MHD_get_connection_values(conn, MHD_GET_ARGUMENT_KIND, collect_arg, &a);
 	if (strcmp(url, "/api/v1/folded") == 0) { /* the first query API: folded only */
-		a.keys[a.n < MAX_ARGS ? a.n : MAX_ARGS - 1] = "format";
-		a.values[a.n < MAX_ARGS ? a.n : MAX_ARGS - 1] = "folded";
-		if (a.n < MAX_ARGS)
-			a.n++;
+		if (a.n == QUERY_MAX_ARGS)
+			a.too_many = true;
+		else {
+			a.keys[a.n] = "format";
+			a.values[a.n++] = "folded";
+		}
 	}
+	if (a.too_many)
+		return respond_error(conn, MHD_HTTP_BAD_REQUEST,
+				     "too many parameters (at most 64)");
 	err = query_parse(&q, kind, arg, &a, (int64_t)time(NULL), why, sizeof(why));
 	if (err)
 		return respond_error(conn,
 				     err == -EINVAL ? MHD_HTTP_BAD_REQUEST
 						    : MHD_HTTP_INTERNAL_SERVER_ERROR,
 				     why[0] ? why : strerror(-err));
-	out = open_memstream(&buf, &len);
-	if (!out) {
-		query_free(&q);
-		return MHD_NO;
-	}
+	/* Only reading the store holds the lock; rendering (often far larger) does not. */
 	pthread_mutex_lock(&c->lock);
-	err = query_run(c->store, &q, out, &type, why, sizeof(why));
+	err = query_load(c->store, &q, c->opts.max_response, &answer, why, sizeof(why));
 	pthread_mutex_unlock(&c->lock);
-	fclose(out);
+	if (!err) {
+		out = fopencookie(&w, "w", (cookie_io_functions_t){ .write = capped_write });
+		if (!out) {
+			err = -ENOMEM;
+		} else {
+			err = query_render(answer, out, &type, why, sizeof(why));
+			if (fclose(out) && !err)
+				err = -EIO;
+		}
+	}
+	query_answer__free(answer);
 	query_free(&q);
-	if (err)
-		ret = respond_error(conn,
-				    err == -EINVAL ? MHD_HTTP_BAD_REQUEST
-						   : MHD_HTTP_INTERNAL_SERVER_ERROR,
-				    why);
-	else
-		ret = respond(conn, MHD_HTTP_OK, type, buf, len);
-	free(buf);
-	return ret;
+	if (w.over || err == -E2BIG) {
+		free(w.buf);
+		pthread_mutex_lock(&c->lock);
+		c->m.answers_too_large++;
+		pthread_mutex_unlock(&c->lock);
+		snprintf(why, sizeof(why),
+			 "answer larger than the collector's cap (%zu MiB, --max-response-mb): "
+			 "narrow the time range or select fewer labels with where=",
+			 c->opts.max_response >> 20);
+		return respond_error(conn, MHD_HTTP_UNPROCESSABLE_CONTENT, why);
+	}
+	if (err) {
+		free(w.buf);
+		return respond_error(conn,
+				     err == -EINVAL ? MHD_HTTP_BAD_REQUEST
+						    : MHD_HTTP_INTERNAL_SERVER_ERROR,
+				     why[0] ? why : strerror(-err));
+	}
+	return respond_mode(conn, MHD_HTTP_OK, type, w.buf, w.len, MHD_RESPMEM_MUST_FREE);
 }
 
 static bool header_is(struct MHD_Connection *conn, const char *name, const char *want)
@@ -404,49 +743,94 @@ static bool header_is(struct MHD_Connection *conn, const char *name, const char 
 	return v && strncasecmp(v, want, strlen(want)) == 0;
 }
 
+/* Whether the headers announce a body: a Content-Length above 0, or any
+ * Transfer-Encoding (chunked: its length is unknown until it ends). */
+static bool has_body(struct MHD_Connection *conn)
+{
+	const char *cl =
+		MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
+	const char *te = MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
+						     MHD_HTTP_HEADER_TRANSFER_ENCODING);
+
+	return te || (cl && strspn(cl, "0 \t") != strlen(cl));
+}
+
+/* The ingest's checks from the headers, before any of the body is read. */
+static enum MHD_Result ingest_headers(struct collector *c, struct MHD_Connection *conn,
+				      const char *method)
+{
+	const char *cl;
+
+	if (strcmp(method, "POST") != 0)
+		return respond_error(conn, MHD_HTTP_METHOD_NOT_ALLOWED, "POST only");
+	if (!token_ok(conn, c->opts.ingest_token)) {
+		count_reject(c, REJECT_AUTH);
+		return respond_error(conn, MHD_HTTP_UNAUTHORIZED, "missing or wrong token");
+	}
+	if (!header_is(conn, MHD_HTTP_HEADER_CONTENT_TYPE, WIRE_CONTENT_TYPE) ||
+	    !header_is(conn, MHD_HTTP_HEADER_CONTENT_ENCODING, "zstd")) {
+		count_reject(c, REJECT_MEDIA_TYPE);
+		return respond_error(conn, MHD_HTTP_UNSUPPORTED_MEDIA_TYPE,
+				     "want " WIRE_CONTENT_TYPE " with Content-Encoding zstd");
+	}
+	cl = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
+	if (cl && strtoull(cl, NULL, 10) > c->opts.max_body) {
+		count_reject(c, REJECT_TOO_LARGE);
+		return respond_error(conn, MHD_HTTP_CONTENT_TOO_LARGE, "body too large");
+	}
+	return MHD_YES;
+}
+
+static bool is_query_path(const char *url)
+{
+	return strncmp(url, "/api/v1/", 8) == 0;
+}
+
+/* Every other endpoint's checks from the headers: route, method, no body, token,
+ * parameter count. Nothing of a refused request is read past its headers. */
+static enum MHD_Result other_headers(struct collector *c, struct MHD_Connection *conn,
+				     const char *url, const char *method, struct request *r)
+{
+	bool open = strcmp(url, "/healthz") == 0 || strcmp(url, "/favicon.ico") == 0;
+	bool guarded = strcmp(url, "/metrics") == 0 || is_query_path(url);
+
+	if (!open && !guarded)
+		return respond_error(conn, MHD_HTTP_NOT_FOUND, "no such endpoint");
+	if (strcmp(method, "GET") != 0)
+		return respond_error(conn, MHD_HTTP_METHOD_NOT_ALLOWED, "GET only");
+	if (has_body(conn))
+		return respond_error(conn, MHD_HTTP_CONTENT_TOO_LARGE,
+				     "this endpoint takes no request body");
+	if (guarded && !token_ok(conn, c->opts.query_token))
+		return respond_error(conn, MHD_HTTP_UNAUTHORIZED, "missing or wrong token");
+	if (r->too_many_args)
+		return respond_error(conn, MHD_HTTP_BAD_REQUEST,
+				     "too many parameters (at most 64)");
+	return MHD_YES; /* answered on the next call, which keeps the connection alive */
+}
+
 static enum MHD_Result handle(void *cls, struct MHD_Connection *conn, const char *url,
 			      const char *method, const char *version, const char *upload,
 			      size_t *upload_size, void **req_cls)
 {
 	struct collector *c = cls;
 	struct request *r = *req_cls;
-	bool is_ingest = strcmp(url, "/api/v1/ingest") == 0;
 
 	(void)version;
-	if (!r) { /* headers only: refuse early what would be refused anyway */
-		const char *cl;
-
-		r = calloc(1, sizeof(*r));
-		if (!r)
-			return MHD_NO;
-		*req_cls = r;
-		if (!is_ingest)
-			return MHD_YES;
-		if (strcmp(method, "POST") != 0)
-			return respond_error(conn, MHD_HTTP_METHOD_NOT_ALLOWED, "POST only");
-		if (!token_ok(conn, c->opts.ingest_token)) {
-			count_reject(c, REJECT_AUTH);
-			return respond_error(conn, MHD_HTTP_UNAUTHORIZED, "missing or wrong token");
-		}
-		if (!header_is(conn, MHD_HTTP_HEADER_CONTENT_TYPE, WIRE_CONTENT_TYPE) ||
-		    !header_is(conn, MHD_HTTP_HEADER_CONTENT_ENCODING, "zstd")) {
-			count_reject(c, REJECT_MEDIA_TYPE);
-			return respond_error(conn, MHD_HTTP_UNSUPPORTED_MEDIA_TYPE,
-					     "want " WIRE_CONTENT_TYPE
-					     " with Content-Encoding zstd");
-		}
-		cl = MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
-						 MHD_HTTP_HEADER_CONTENT_LENGTH);
-		if (cl && strtoull(cl, NULL, 10) > c->opts.max_body) {
-			count_reject(c, REJECT_TOO_LARGE);
-			return respond_error(conn, MHD_HTTP_CONTENT_TOO_LARGE, "body too large");
-		}
-		return MHD_YES;
+	if (!r) /* cannot happen: uri_seen made it */
+		return MHD_NO;
+	if (!r->headers_seen) { /* headers only: refuse early what would be refused anyway */
+		r->headers_seen = true;
+		r->is_ingest = strcmp(url, "/api/v1/ingest") == 0;
+		return r->is_ingest ? ingest_headers(c, conn, method)
+				    : other_headers(c, conn, url, method, r);
 	}
 	if (*upload_size) {
 		size_t n = *upload_size;
 
 		*upload_size = 0;
+		if (!r->is_ingest) /* refused from the headers: never stored */
+			return MHD_YES;
 		if (r->too_big || r->len + n > c->opts.max_body) {
 			r->too_big = true; /* keep reading, store nothing */
 			return MHD_YES;
@@ -470,10 +854,8 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *conn, const char
 		return MHD_YES;
 	}
 
-	if (is_ingest)
+	if (r->is_ingest)
 		return ingest(c, conn, r);
-	if (strcmp(method, "GET") != 0)
-		return respond_error(conn, MHD_HTTP_METHOD_NOT_ALLOWED, "GET only");
 	if (strcmp(url, "/healthz") == 0)
 		return respond(conn, MHD_HTTP_OK, "text/plain", "ok\n", 3);
 	if (strcmp(url, "/favicon.ico") == 0) /* browsers ask; no icon, and no error */
@@ -483,14 +865,42 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *conn, const char
 	return query(c, conn, url);
 }
 
+/* Called with the request line before libmicrohttpd parses the parameters, which
+ * it keeps in its per-connection memory: a few hundred of them exhaust it, and
+ * 0.9.75 then leaves the connection hanging until the idle timeout instead of
+ * answering. Past QUERY_MAX_ARGS the parameters are cut off here (the string is
+ * libmicrohttpd's writable buffer) and the request is refused from its headers.
+ * The result becomes the request's *req_cls. */
+static void *uri_seen(void *cls, const char *uri, struct MHD_Connection *conn)
+{
+	struct request *r = calloc(1, sizeof(*r));
+	char *q = strchr(uri, '?');
+	size_t n = 1;
+	const char *p;
+
+	(void)cls;
+	(void)conn;
+	if (!r)
+		return NULL;
+	if (q && q[1]) {
+		for (p = q + 1; *p; p++)
+			n += *p == '&';
+		if (n > QUERY_MAX_ARGS) {
+			r->too_many_args = true;
+			q[1] = '\0';
+		}
+	}
+	return r;
+}
+
 static void request_done(void *cls, struct MHD_Connection *conn, void **req_cls,
 			 enum MHD_RequestTerminationCode code)
 {
 	struct request *r = *req_cls;
 
 	(void)cls;
-	(void)conn;
 	(void)code;
+	conn_clock(conn, true); /* the next request's time starts now, idle time included */
 	if (r) {
 		free(r->body);
 		free(r);
@@ -531,16 +941,29 @@ static int resolve(const char *listen, struct sockaddr_storage *ss)
 	return 0;
 }
 
+static int check_options(const struct collector_options *o)
+{
+	if ((o->ingest_token && !collector__token_valid(o->ingest_token)) ||
+	    (o->query_token && !collector__token_valid(o->query_token)))
+		return -EINVAL; /* an empty token must never pass for a token */
+	if (!o->max_connections || !o->max_connections_per_ip || !o->request_timeout ||
+	    !o->max_response || !o->max_body)
+		return -EINVAL;
+	return 0;
+}
+
 int collector__start(const struct collector_options *o, struct collector **out)
 {
 	struct store_options so = { .retention_seconds = o->retention_seconds };
 	struct sockaddr_storage ss = { 0 };
 	const union MHD_DaemonInfo *info;
+	pthread_condattr_t ca;
 	struct collector *c;
 	unsigned flags;
 	int err;
 
-	err = resolve(o->listen, &ss);
+	err = check_options(o);
+	err = err ?: resolve(o->listen, &ss);
 	if (err)
 		return err;
 	if (!is_loopback((struct sockaddr *)&ss) && !o->insecure &&
@@ -551,32 +974,52 @@ int collector__start(const struct collector_options *o, struct collector **out)
 		return -ENOMEM;
 	c->opts = *o;
 	pthread_mutex_init(&c->lock, NULL);
+	pthread_mutex_init(&c->conns_lock, NULL);
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&c->sweep_wake, &ca);
+	pthread_condattr_destroy(&ca);
 	err = store__open(o->db_path, &so, &c->store);
 	if (err)
 		goto out_free;
+	err = -pthread_create(&c->sweeper, NULL, sweep, c);
+	if (err)
+		goto out_close;
+	c->sweeper_started = true;
 	/* MHD opens an IPv4 socket unless told otherwise, and cannot bind an IPv6
 	 * address to it; dual stack, so that [::] is every address, as on Linux. */
 	flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL;
 	if (ss.ss_family == AF_INET6)
 		flags |= MHD_USE_DUAL_STACK;
 	errno = 0;
-	c->daemon = MHD_start_daemon(flags, 0, NULL, NULL, handle, c, MHD_OPTION_SOCK_ADDR, &ss,
-				     MHD_OPTION_THREAD_POOL_SIZE, (unsigned)THREADS,
-				     MHD_OPTION_NOTIFY_COMPLETED, request_done, c,
-				     MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)60, MHD_OPTION_END);
+	c->daemon = MHD_start_daemon(
+		flags, 0, NULL, NULL, handle, c, MHD_OPTION_SOCK_ADDR, &ss,
+		MHD_OPTION_THREAD_POOL_SIZE, (unsigned)THREADS, MHD_OPTION_NOTIFY_COMPLETED,
+		request_done, c, MHD_OPTION_NOTIFY_CONNECTION, notify_connection, c,
+		MHD_OPTION_URI_LOG_CALLBACK, uri_seen, c, MHD_OPTION_CONNECTION_TIMEOUT,
+		(unsigned)IDLE_TIMEOUT, MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)MHD_MEMORY,
+		MHD_OPTION_CONNECTION_LIMIT, o->max_connections + MHD_SLACK, MHD_OPTION_END);
 	if (!c->daemon) {
 		/* MHD keeps bind()'s errno (EADDRINUSE, EADDRNOTAVAIL, EACCES...) */
 		err = errno ? -errno : -EADDRINUSE;
-		goto out_close;
+		goto out_sweeper;
 	}
 	info = MHD_get_daemon_info(c->daemon, MHD_DAEMON_INFO_BIND_PORT);
 	c->port = info ? info->port : 0;
 	*out = c;
 	return 0;
 
+out_sweeper:
+	pthread_mutex_lock(&c->conns_lock);
+	c->stopping = true;
+	pthread_cond_signal(&c->sweep_wake);
+	pthread_mutex_unlock(&c->conns_lock);
+	pthread_join(c->sweeper, NULL);
 out_close:
 	store__close(c->store);
 out_free:
+	pthread_cond_destroy(&c->sweep_wake);
+	pthread_mutex_destroy(&c->conns_lock);
 	pthread_mutex_destroy(&c->lock);
 	free(c);
 	return err;
@@ -586,8 +1029,16 @@ void collector__stop(struct collector *c)
 {
 	if (!c)
 		return;
-	MHD_stop_daemon(c->daemon);
+	pthread_mutex_lock(&c->conns_lock);
+	c->stopping = true;
+	pthread_cond_signal(&c->sweep_wake);
+	pthread_mutex_unlock(&c->conns_lock);
+	if (c->sweeper_started)
+		pthread_join(c->sweeper, NULL);
+	MHD_stop_daemon(c->daemon); /* every connection's CLOSED frees its entry */
 	store__close(c->store);
+	pthread_cond_destroy(&c->sweep_wake);
+	pthread_mutex_destroy(&c->conns_lock);
 	pthread_mutex_destroy(&c->lock);
 	free(c);
 }
@@ -599,9 +1050,24 @@ uint16_t collector__port(const struct collector *c)
 
 void collector__maintain(struct collector *c)
 {
-	bool more = false;
+	time_t now = time(NULL);
+	bool more = false, log_it = false;
+	char msg[256] = "";
+	uint64_t errors = 0;
+	int err;
 
 	pthread_mutex_lock(&c->lock);
-	store__maintain(c->store, (int64_t)time(NULL), MAINTAIN_ROWS, &more);
+	err = store__maintain(c->store, (int64_t)now, MAINTAIN_ROWS, &more);
+	if (err) {
+		errors = ++c->m.maintenance_errors;
+		snprintf(msg, sizeof(msg), "%s", store__errmsg(c->store));
+		if (now - c->maintain_logged >= MAINTAIN_LOG_SECONDS) {
+			c->maintain_logged = now;
+			log_it = true;
+		}
+	}
 	pthread_mutex_unlock(&c->lock);
+	if (log_it)
+		log_warn("collector: failed to maintain the store: %s (%s); %llu failures so far",
+			 strerror(-err), msg[0] ? msg : "no detail", (unsigned long long)errors);
 }

@@ -10,12 +10,27 @@
  *                         nothing stored. 413 for bodies over the caps.
  *   GET  /api/v1/flamegraph, diff, top, series, labels, labels/NAME/values,
  *                         folded: the queries of query/query.h, query token.
+ *                         An answer larger than max_response is refused (422).
  *   GET  /healthz         "ok".
- *   GET  /metrics         Prometheus text: batches and samples ingested, rejects
- *                         by reason, ingest latency histogram, database size.
+ *   GET  /metrics         Prometheus text, query token: batches and samples
+ *                         ingested, rejects by reason, ingest latency histogram,
+ *                         database size, refused and timed-out connections.
+ *
+ * Every endpoint but ingest takes no request body: a request that announces one
+ * (Content-Length above 0, or Transfer-Encoding) is refused from its headers (413)
+ * and no byte of it is kept. Method, route and token are checked from the headers
+ * for every endpoint, before any body is read.
+ *
+ * Limits (the defaults below, each with its reason): open connections in all and
+ * per client address (past them a new connection is closed at once), the time a
+ * request may take to arrive (headers and body, idle time included), the request
+ * line and headers (libmicrohttpd's per-connection memory: 431 or 414 past it),
+ * query parameters (QUERY_MAX_ARGS: 400 past it), the ingest body (max_body), a
+ * query's answer (max_response).
  *
  * Security: without tokens only a loopback listen address is accepted, unless
- * `insecure` is set. Tokens compare in constant time.
+ * `insecure` is set. A token must be a non-empty word of printable characters
+ * (collector__token_valid). Tokens compare in constant time.
  */
 #ifndef SMOLDER_COLLECTOR_H
 #define SMOLDER_COLLECTOR_H
@@ -26,23 +41,52 @@
 
 struct store;
 
+/* Open connections at once: each costs a descriptor and up to MAX_HEADER_BYTES of
+ * libmicrohttpd's memory; 512 stay below the usual soft limit of 1024 descriptors
+ * with room for the database, and hold 16 MiB of connection memory. */
+#define COLLECTOR_DEFAULT_MAX_CONNECTIONS 512
+/* Open connections from one client address: an agent keeps one and a browser six,
+ * so 64 leaves room for agents behind one NAT while one address cannot take more
+ * than an eighth of the total. Behind a proxy every client has the proxy's
+ * address: raise it to max_connections there. */
+#define COLLECTOR_DEFAULT_MAX_CONNECTIONS_PER_IP 64
+/* Seconds a request may take to arrive, headers and body, counted from the
+ * connection's start or the end of the previous request on a keep-alive
+ * connection (so idle time counts, and a client trickling a byte at a time cannot
+ * keep a slot). 30 s carries a full 16 MiB batch at 4.5 Mbit/s; an agent sends
+ * every 10 s, and a cut idle keep-alive connection only costs a reconnect. */
+#define COLLECTOR_DEFAULT_REQUEST_TIMEOUT 30
+/* Bytes of one query's answer: 64 MiB is far beyond a flame graph a browser can
+ * draw; a larger answer is refused with a hint to narrow the query. The collector
+ * renders at most one answer per serving thread at a time. */
+#define COLLECTOR_DEFAULT_MAX_RESPONSE (64u << 20)
+
 struct collector_options {
-	const char *db_path;	   /* SQLite file (":memory:" for tests) */
-	const char *listen;	   /* HOST:PORT; port 0 picks a free one */
-	const char *ingest_token;  /* NULL: no token required */
-	const char *query_token;   /* NULL: no token required */
-	bool insecure;		   /* allow a non-loopback address without tokens */
-	size_t max_body;	   /* compressed body cap */
-	size_t max_decompressed;   /* decompressed body cap */
-	int64_t retention_seconds; /* data older than this is dropped */
+	const char *db_path;		 /* SQLite file (":memory:" for tests) */
+	const char *listen;		 /* HOST:PORT; port 0 picks a free one */
+	const char *ingest_token;	 /* NULL: no token required */
+	const char *query_token;	 /* NULL: no token required */
+	bool insecure;			 /* allow a non-loopback address without tokens */
+	size_t max_body;		 /* compressed body cap */
+	size_t max_decompressed;	 /* decompressed body cap */
+	int64_t retention_seconds;	 /* data older than this is dropped */
+	unsigned max_connections;	 /* open connections at once */
+	unsigned max_connections_per_ip; /* ... from one client address */
+	unsigned request_timeout;	 /* seconds for a request's headers and body */
+	size_t max_response;		 /* bytes of one query's answer */
 };
 
 struct collector;
 
 void collector_options__defaults(struct collector_options *o);
 
-/* Opens the store and starts serving. Returns 0, -EINVAL (bad listen address, or
- * non-loopback without tokens), -EADDRINUSE, or another -errno. */
+/* Whether t can be a token: non-empty, printable ASCII without spaces (what
+ * "Authorization: Bearer" can carry), at most 1024 bytes. */
+bool collector__token_valid(const char *t);
+
+/* Opens the store and starts serving. Returns 0, -EINVAL (bad listen address, a
+ * token that is set but not valid, a zero limit), -EPERM (non-loopback without
+ * both tokens and not insecure), -EADDRINUSE, or another -errno. */
 int collector__start(const struct collector_options *o, struct collector **out);
 
 /* Stops serving (in-flight requests finish) and closes the store. Accepts NULL. */
@@ -52,7 +96,8 @@ void collector__stop(struct collector *c);
 uint16_t collector__port(const struct collector *c);
 
 /* Runs store maintenance (retention, downsampling) for a bounded amount of work;
- * called periodically by the serving loop. */
+ * called periodically by the serving loop. A failure is counted in /metrics
+ * (smolder_maintenance_errors_total) and logged, at most once a minute. */
 void collector__maintain(struct collector *c);
 
 #endif

@@ -245,12 +245,22 @@ static int load_flame(struct store *st, const struct query *q, struct flame **ou
 
 /* ---- output formats --------------------------------------------------------- */
 
-/* What a renderer gets: flamegraph, diff and top answers are one tree loaded
- * before rendering; series and labels stream from the store. */
-struct answer {
+/* What a renderer gets, read from the store beforehand (query_load): one tree for
+ * flamegraph, diff and top, the points with samples for series, the names for
+ * labels. Rendering touches no store. */
+struct series_point {
+	int64_t bucket;
+	uint64_t count;
+};
+
+struct query_answer {
 	const struct query *q;
-	struct store *store;
-	const struct flame *tree;
+	struct flame *tree;	     /* flamegraph, diff, top */
+	struct series_point *points; /* series: buckets with samples, in time order */
+	size_t npoints, points_cap;
+	char *names; /* labels: NUL-terminated names, one after another */
+	size_t names_len, names_cap, nnames;
+	size_t max_bytes; /* cap on names_len; 0: none */
 };
 
 static const char *title(const struct query *q)
@@ -258,31 +268,31 @@ static const char *title(const struct query *q)
 	return q->kind == QUERY_DIFF ? "smolder diff" : "smolder";
 }
 
-static int out_tree_json(const struct answer *a, FILE *out)
+static int out_tree_json(const struct query_answer *a, FILE *out)
 {
 	return render_json_tree(a->tree, out);
 }
 
-static int out_folded(const struct answer *a, FILE *out)
+static int out_folded(const struct query_answer *a, FILE *out)
 {
 	return render_folded(a->tree, a->q->kind == QUERY_DIFF, out);
 }
 
-static int out_svg(const struct answer *a, FILE *out)
+static int out_svg(const struct query_answer *a, FILE *out)
 {
 	struct render_svg_options o = { .title = title(a->q), .diff = a->q->kind == QUERY_DIFF };
 
 	return render_svg(a->tree, &o, out);
 }
 
-static int out_html(const struct answer *a, FILE *out)
+static int out_html(const struct query_answer *a, FILE *out)
 {
 	struct render_html_options o = { .title = title(a->q), .diff = a->q->kind == QUERY_DIFF };
 
 	return render_html(a->tree, &o, out);
 }
 
-static int out_pprof(const struct answer *a, FILE *out)
+static int out_pprof(const struct query_answer *a, FILE *out)
 {
 	const struct query *q = a->q;
 	void *buf = NULL;
@@ -297,13 +307,13 @@ static int out_pprof(const struct answer *a, FILE *out)
 	return err;
 }
 
-static int out_speedscope(const struct answer *a, FILE *out)
+static int out_speedscope(const struct query_answer *a, FILE *out)
 {
 	return render_speedscope(a->tree, "smolder", out);
 }
 
 /* Functions of side 0 with self and total, at most q->limit of them. */
-static int top_functions(const struct answer *a, struct flame_function **fns, size_t *n)
+static int top_functions(const struct query_answer *a, struct flame_function **fns, size_t *n)
 {
 	int err = flame__top(a->tree, 0, fns, n);
 
@@ -312,7 +322,7 @@ static int top_functions(const struct answer *a, struct flame_function **fns, si
 	return err;
 }
 
-static int out_top_table(const struct answer *a, FILE *out)
+static int out_top_table(const struct query_answer *a, FILE *out)
 {
 	uint64_t total = flame__total(a->tree, 0);
 	struct flame_function *fns = NULL;
@@ -331,7 +341,7 @@ static int out_top_table(const struct answer *a, FILE *out)
 	return err;
 }
 
-static int out_top_json(const struct answer *a, FILE *out)
+static int out_top_json(const struct query_answer *a, FILE *out)
 {
 	struct flame_function *fns = NULL;
 	size_t n = 0;
@@ -348,6 +358,52 @@ struct series_ctx {
 	int64_t next; /* the next bucket to write */
 	bool json, first;
 };
+
+/* Keeps one point of the store's series; at most one per step of the range. */
+static int keep_point(void *ctx, int64_t bucket, uint64_t count)
+{
+	struct query_answer *a = ctx;
+	struct series_point *p;
+	size_t cap;
+
+	if (a->npoints > MAX_POINTS)
+		return -E2BIG; /* the store answers one per bucket: never */
+	if (a->npoints == a->points_cap) {
+		cap = a->points_cap ? a->points_cap * 2 : 256;
+		p = realloc(a->points, cap * sizeof(*p));
+		if (!p)
+			return -ENOMEM;
+		a->points = p;
+		a->points_cap = cap;
+	}
+	a->points[a->npoints++] = (struct series_point){ bucket, count };
+	return 0;
+}
+
+/* Keeps one label name, up to max_bytes of them in all. */
+static int keep_name(void *ctx, const char *text)
+{
+	struct query_answer *a = ctx;
+	size_t n = strlen(text) + 1, cap;
+	char *p;
+
+	if (a->max_bytes && a->names_len + n > a->max_bytes)
+		return -E2BIG;
+	if (a->names_len + n > a->names_cap) {
+		cap = a->names_cap ? a->names_cap * 2 : 4096;
+		while (cap < a->names_len + n)
+			cap *= 2;
+		p = realloc(a->names, cap);
+		if (!p)
+			return -ENOMEM;
+		a->names = p;
+		a->names_cap = cap;
+	}
+	memcpy(a->names + a->names_len, text, n);
+	a->names_len += n;
+	a->nnames++;
+	return 0;
+}
 
 static void write_point(struct series_ctx *c, int64_t t, uint64_t count)
 {
@@ -371,19 +427,20 @@ static int series_point(void *ctx, int64_t bucket, uint64_t count)
 	return 0;
 }
 
-static int write_series(const struct answer *a, FILE *out, bool json)
+static int write_series(const struct query_answer *a, FILE *out, bool json)
 {
 	const struct query *q = a->q;
-	struct store_query sq = store_query(q->from, q->to, &q->where);
 	struct series_ctx c = { .q = q, .out = out, .next = q->from, .first = true, .json = json };
-	int err;
+	int err = 0;
+	size_t i;
 
 	if (c.json)
 		fprintf(out, "{\"from\":%lld,\"to\":%lld,\"step\":%lld,\"points\":[",
 			(long long)q->from, (long long)q->to, (long long)q->step);
 	else
 		fprintf(out, "%12s %10s\n", "TIME", "SAMPLES");
-	err = store__query_series(a->store, &sq, q->step, series_point, &c);
+	for (i = 0; i < a->npoints; i++)
+		series_point(&c, a->points[i].bucket, a->points[i].count);
 	for (; !err && c.next < q->to; c.next += q->step)
 		write_point(&c, c.next, 0);
 	if (c.json)
@@ -391,12 +448,12 @@ static int write_series(const struct answer *a, FILE *out, bool json)
 	return err;
 }
 
-static int out_series_table(const struct answer *a, FILE *out)
+static int out_series_table(const struct query_answer *a, FILE *out)
 {
 	return write_series(a, out, false);
 }
 
-static int out_series_json(const struct answer *a, FILE *out)
+static int out_series_json(const struct query_answer *a, FILE *out)
 {
 	return write_series(a, out, true);
 }
@@ -416,19 +473,20 @@ static int write_label(void *ctx, const char *text)
 	return 0;
 }
 
-static int out_labels(const struct answer *a, FILE *out)
+static int out_labels(const struct query_answer *a, FILE *out)
 {
 	const struct query *q = a->q;
 	struct labels_ctx c = { .out = out, .first = true };
-	int err;
 
+	const char *p = a->names;
+	size_t i;
+
+	(void)q;
 	fputc('[', out);
-	if (q->kind == QUERY_LABELS)
-		err = store__labels(a->store, q->from, q->to, write_label, &c);
-	else
-		err = store__label_values(a->store, q->label, q->from, q->to, write_label, &c);
+	for (i = 0; i < a->nnames; i++, p += strlen(p) + 1)
+		write_label(&c, p);
 	fputs("]\n", out);
-	return err;
+	return ferror(out) ? -EIO : 0;
 }
 
 #define KIND(k)	 (1u << (k))
@@ -441,7 +499,7 @@ struct query_format {
 	const char *name;
 	unsigned kinds; /* KIND() bits of the queries that offer it */
 	const char *content_type;
-	int (*render)(const struct answer *a, FILE *out);
+	int (*render)(const struct query_answer *a, FILE *out);
 };
 
 static const struct query_format formats[] = {
@@ -468,21 +526,80 @@ static const struct query_format *find_format(enum query_kind kind, const char *
 	return NULL;
 }
 
+int query_load(struct store *st, const struct query *q, size_t max_bytes, struct query_answer **out,
+	       char *why, size_t whylen)
+{
+	struct query_answer *a = calloc(1, sizeof(*a));
+	struct store_query sq;
+	int err = 0;
+
+	if (!a)
+		return reason_fail(why, whylen, -ENOMEM, "query failed: out of memory");
+	a->q = q;
+	a->max_bytes = max_bytes;
+	switch (q->kind) {
+	case QUERY_FLAMEGRAPH:
+	case QUERY_DIFF:
+	case QUERY_TOP:
+		err = load_flame(st, q, &a->tree);
+		break;
+	case QUERY_SERIES:
+		sq = store_query(q->from, q->to, &q->where);
+		err = store__query_series(st, &sq, q->step, keep_point, a);
+		break;
+	case QUERY_LABELS:
+		err = store__labels(st, q->from, q->to, keep_name, a);
+		break;
+	case QUERY_LABEL_VALUES:
+		err = store__label_values(st, q->label, q->from, q->to, keep_name, a);
+		break;
+	}
+	if (err == -E2BIG)
+		reason_fail(why, whylen, err,
+			    "more than %zu MiB of label names: narrow the time range",
+			    max_bytes >> 20);
+	else if (err)
+		reason_fail(why, whylen, err, "query failed: %s",
+			    err == -EINVAL ? store__errmsg(st) : strerror(-err));
+	if (err) {
+		query_answer__free(a);
+		return err;
+	}
+	*out = a;
+	return 0;
+}
+
+int query_render(const struct query_answer *a, FILE *out, const char **content_type, char *why,
+		 size_t whylen)
+{
+	int err;
+
+	*content_type = a->q->output->content_type;
+	err = a->q->output->render(a, out);
+	if (err && why[0] == '\0')
+		snprintf(why, whylen, "query failed: %s", strerror(-err));
+	return err;
+}
+
+void query_answer__free(struct query_answer *a)
+{
+	if (!a)
+		return;
+	flame__free(a->tree);
+	free(a->points);
+	free(a->names);
+	free(a);
+}
+
 int query_run(struct store *st, const struct query *q, FILE *out, const char **content_type,
 	      char *why, size_t whylen)
 {
-	struct answer a = { .q = q, .store = st };
-	struct flame *tree = NULL;
-	int err = 0;
+	struct query_answer *a = NULL;
+	int err;
 
 	*content_type = q->output->content_type;
-	if (q->kind == QUERY_FLAMEGRAPH || q->kind == QUERY_DIFF || q->kind == QUERY_TOP)
-		err = load_flame(st, q, &tree);
-	a.tree = tree;
-	err = err ?: q->output->render(&a, out);
-	flame__free(tree);
-	if (err && why[0] == '\0')
-		snprintf(why, whylen, "query failed: %s",
-			 err == -EINVAL ? store__errmsg(st) : strerror(-err));
+	err = query_load(st, q, 0, &a, why, whylen);
+	err = err ?: query_render(a, out, content_type, why, whylen);
+	query_answer__free(a);
 	return err;
 }

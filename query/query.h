@@ -80,8 +80,34 @@ int query_parse(struct query *q, enum query_kind kind, query_param_fn param, voi
 		char *why, size_t whylen);
 void query_free(struct query *q);
 
-/* Runs q against s and writes the response body to out; *content_type is set.
- * Returns 0, -EINVAL with a reason, or another -errno. */
+/* A query's answer in memory: what query_load() read from the store, ready for
+ * query_render(), which no longer needs the store. The split lets a server hold
+ * its store lock only while reading, never while rendering (a rendering can be
+ * hundreds of times larger than what was read). */
+struct query_answer;
+
+/* Reads what q needs from s into *out (the flame tree of flamegraph, diff and
+ * top; the points of series, at most one per step; the names of labels). Calls on
+ * s must be serialized by the caller, as for every store call. max_bytes caps the
+ * label names kept in memory (0: no cap); the other answers are bounded by what
+ * is stored and by query_parse()'s caps. q must outlive *out. Returns 0, -E2BIG
+ * (past max_bytes), -EINVAL, -ENOMEM or a store error, with a one-line reason in
+ * why; *out is written only on success. */
+int query_load(struct store *s, const struct query *q, size_t max_bytes, struct query_answer **out,
+	       char *why, size_t whylen);
+
+/* Writes the answer in its query's format to out and sets *content_type. Touches
+ * no store: safe without the store's lock, on any thread (one answer at a time).
+ * Returns 0, -EIO when out reports a write error, or another -errno, with a
+ * reason in why. */
+int query_render(const struct query_answer *a, FILE *out, const char **content_type, char *why,
+		 size_t whylen);
+
+/* Frees an answer. Accepts NULL. */
+void query_answer__free(struct query_answer *a);
+
+/* query_load(), query_render() and query_answer__free() in one call (no cap):
+ * for callers that own their store, like the CLI's --db mode. */
 int query_run(struct store *s, const struct query *q, FILE *out, const char **content_type,
 	      char *why, size_t whylen);
 

@@ -53,11 +53,22 @@ static inline void coll_env(void)
 	setenv("UBSAN_OPTIONS", "print_stacktrace=1:halt_on_error=1", 0);
 }
 
+/* coll_start() with another binary under the build directory: "smolder" (the
+ * release build) where memory is measured, since ASan inflates it. */
+static inline int coll_start_bin(struct coll *c, const char *bin_rel, const char *listen,
+				 const char *const *extra);
+
 /* Starts `smolder collector --db <fresh dir>/c.db --listen listen [extra...]` with
  * stderr to <dir>/collector.err. Returns 0 once it logged its port, or -1 when it
  * exited first (c->pid is then 0 and c->status its wait status) or did not start
  * within the bound. extra ends with NULL. */
 static inline int coll_start(struct coll *c, const char *listen, const char *const *extra)
+{
+	return coll_start_bin(c, "asan/smolder", listen, extra);
+}
+
+static inline int coll_start_bin(struct coll *c, const char *bin_rel, const char *listen,
+				 const char *const *extra)
 {
 	char bin[256], *argv[32], *text, *p;
 	uint64_t deadline = test_now_ms() + COLL_START_MS;
@@ -67,7 +78,7 @@ static inline int coll_start(struct coll *c, const char *listen, const char *con
 	assert_non_null(test_mkdtemp(c->dir, sizeof(c->dir)));
 	snprintf(c->db, sizeof(c->db), "%s/c.db", c->dir);
 	snprintf(c->err, sizeof(c->err), "%s/collector.err", c->dir);
-	argv[n++] = test_build_path(bin, sizeof(bin), "asan/smolder");
+	argv[n++] = test_build_path(bin, sizeof(bin), bin_rel);
 	argv[n++] = "collector";
 	argv[n++] = "--db";
 	argv[n++] = c->db;
@@ -225,10 +236,12 @@ static long post_batch(unsigned port, const char *token, const struct batch *b, 
 	return r.status;
 }
 
-/* The value of an unlabelled /metrics line "name value"; -1 when absent. */
-static inline long long metric_value(unsigned port, const char *name)
+/* The value of a /metrics line "name value" (name may carry its labels,
+ * 'x_total{reason="auth"}'), read with the query token (NULL: none); -1 when
+ * absent. */
+static inline long long metric_value_auth(unsigned port, const char *name, const char *token)
 {
-	struct reply r = http_get(port, "/metrics", NULL);
+	struct reply r = http_get(port, "/metrics", token);
 	size_t n = strlen(name);
 	long long v = -1;
 	const char *p;
@@ -241,6 +254,12 @@ static inline long long metric_value(unsigned port, const char *name)
 	}
 	free(r.body);
 	return v;
+}
+
+/* The value of an unlabelled /metrics line "name value"; -1 when absent. */
+static inline long long metric_value(unsigned port, const char *name)
+{
+	return metric_value_auth(port, name, NULL);
 }
 
 /* Polls /metrics until name reaches want, for up to timeout_ms; returns the last
