@@ -299,8 +299,8 @@ static int out_pprof(const struct query_answer *a, FILE *out)
 	size_t len = 0;
 	int err;
 
-	err = render_pprof(a->tree, PERIOD_NS, q->from * 1000000000ll,
-			   (q->to - q->from) * 1000000000ll, &buf, &len);
+	err = render_pprof(a->tree, PERIOD_NS, render_pprof_seconds_to_ns(q->from),
+			   render_pprof_duration_ns(q->from, q->to), &buf, &len);
 	if (!err && fwrite(buf, 1, len, out) != len)
 		err = -EIO;
 	free(buf);

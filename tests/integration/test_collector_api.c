@@ -276,9 +276,10 @@ static void test_query_token(void **state)
 	assert_int_equal(post_batch(c.port, query_tok, b, NULL), 401);
 	assert_int_equal(post_batch(c.port, ingest_tok, b, NULL), 200);
 	/* minimum: one batch of 42 samples stored, two refusals counted as auth */
-	assert_int_equal(metric_value(c.port, "smolder_batches_ingested_total"), 1);
-	assert_int_equal(metric_value(c.port, "smolder_samples_ingested_total"), 42);
-	r = http_get(c.port, "/metrics", NULL);
+	assert_int_equal(metric_value_auth(c.port, "smolder_batches_ingested_total", query_tok), 1);
+	assert_int_equal(metric_value_auth(c.port, "smolder_samples_ingested_total", query_tok),
+			 42);
+	r = http_get(c.port, "/metrics", query_tok); /* /metrics is behind the query token */
 	assert_non_null(strstr(r.body, "smolder_batches_rejected_total{reason=\"auth\"} 2\n"));
 	free(r.body);
 
