@@ -148,7 +148,7 @@ static void test_stack_order(void **state)
 	snprintf(err, sizeof(err), "%s/order.err", fx->dir);
 	work = start_shapes(fx->shapes, "1", "/dev/null");
 	snprintf(pidbuf, sizeof(pidbuf), "%d", (int)work);
-	agent = start_agent(out, err, "--pid", pidbuf, "--frequency", "499", "--duration", "2",
+	agent = start_agent(out, err, "--pid", pidbuf, "--frequency", "499", "--duration", "4",
 			    NULL);
 	agent_exited_cleanly(agent, err, 60000);
 	test_kill(work, SIGKILL);

@@ -284,8 +284,9 @@ static void test_python_version(void **state)
 
 	/* Known shares, qualnames, files, hot lines and order. */
 	/* 6 s at 999 Hz of a thread that has a CPU to itself (mixed keeps to the
-	 * other), unless the machine is busy with something else */
-	assert_true(t.run > 1000);
+	 * other) is ~6000; a machine busy with other work (load 10 on 2 cores) gave
+	 * ~800. 600 still bounds each share within a few points (check_share). */
+	assert_true(t.run > 600);
 	check_share("burn_a", t.a, t.run, truth(real, "burn_a"), truth(real, "total"));
 	check_share("burn_b", t.b, t.run, truth(real, "burn_b"), truth(real, "total"));
 	check_share("burn_c", t.c, t.run, truth(real, "burn_c"), truth(real, "total"));
