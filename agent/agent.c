@@ -53,6 +53,9 @@ struct agent {
 	struct batch_builder *bb; /* with --collector: this window's batch */
 	struct sender *sender;
 	int64_t window_start; /* unix seconds when the current window began */
+	uint64_t last_seq;    /* of the last batch: every batch's seq is larger */
+	uint64_t parts;	      /* batches shipped before their window ended (over the size) */
+	size_t batch_max;     /* bytes of protobuf per batch (--batch-max-kb) */
 	char host[256];
 	const char *keys[MAX_SERIES_LABELS]; /* series labels: built-in then --label */
 	const char *values[MAX_SERIES_LABELS];
@@ -205,6 +208,8 @@ static void push_python(struct agent *a, struct folded_stack *st, const struct p
 		push_user(st, 1, 0);
 }
 
+static int ship_batch(struct agent *a, bool last);
+
 static int on_sample(void *ctx, const struct sampler_sample *s)
 {
 	struct agent *a = ctx;
@@ -237,6 +242,8 @@ static int on_sample(void *ctx, const struct sampler_sample *s)
 		err = batch_builder__add(a->bb, a->keys, a->values, n, st.buf, s->count);
 		if (err)
 			log_warn("agent: failed to add a sample to the batch: %s", strerror(-err));
+		if (batch_builder__wire_bytes(a->bb) >= a->batch_max)
+			ship_batch(a, false); /* a spool error is logged; sampling goes on */
 	}
 	return folded__add(a->window, st.buf, s->count);
 }
@@ -294,7 +301,12 @@ static uint64_t realtime_ns(void)
 /* Closes this window's batch and spools it for the sender. The sequence number is
  * the wall clock in ns: increasing across agent restarts, so (agent id, seq) never
  * repeats for different data. */
-static int ship_window(struct agent *a)
+/* Ships the batch built so far: the window's last part (with the agent's
+ * counters; the next window starts now) or, mid-drain, a part that reached
+ * --batch-max-kb. Every part gets its own seq (larger than the last, so the
+ * collector's (agent id, seq) deduplication keeps them all) and the window's
+ * start. */
+static int ship_batch(struct agent *a, bool last)
 {
 	static const char *const loss_names[PROFILE_LOSS_NR] = {
 		[PROFILE_LOSS_KSTACK_FAULT] = "loss_kernel_stack_unreadable",
@@ -317,19 +329,27 @@ static int ship_window(struct agent *a)
 	size_t len = 0, i;
 	int err;
 
-	sampler__read_loss(a->sampler, loss);
-	for (i = 0; i < PROFILE_LOSS_NR; i++)
-		batch_builder__counter(a->bb, loss_names[i], loss[i]);
+	if (seq <= a->last_seq)
+		seq = a->last_seq + 1;
+	a->last_seq = seq;
+	if (last) {
+		sampler__read_loss(a->sampler, loss);
+		for (i = 0; i < PROFILE_LOSS_NR; i++)
+			batch_builder__counter(a->bb, loss_names[i], loss[i]);
+	}
 	err = batch_builder__finish(a->bb, seq, a->window_start,
 				    (uint32_t)(now > a->window_start ? now - a->window_start : 1),
 				    1000000000ull / a->opts->frequency, &b);
-	a->window_start = now;
+	if (last)
+		a->window_start = now;
+	else
+		a->parts++;
 	if (!err)
 		err = wire_encode(b, ZSTD_LEVEL, &body, &len);
 	if (!err)
 		err = sender__submit(a->sender, seq, body, len);
 	if (err)
-		log_error("agent: failed to ship a window: %s", strerror(-err));
+		log_error("agent: failed to ship a batch: %s", strerror(-err));
 	free(body);
 	batch__free(b);
 	return err;
@@ -348,7 +368,7 @@ static int end_window(struct agent *a)
 	if (err)
 		return err;
 	if (a->bb)
-		ship_window(a); /* a spool error is logged; sampling goes on */
+		ship_batch(a, true); /* a spool error is logged; sampling goes on */
 	if (a->out)
 		err = folded__write(a->window, a->out);
 	else if (a->opts->output)
@@ -483,6 +503,10 @@ static void close_all(struct agent *a)
 			 (unsigned long long)st.sent, (unsigned long long)st.duplicates,
 			 (unsigned long long)st.retries, (unsigned long long)st.rejected,
 			 (unsigned long long)st.dropped, (unsigned long long)st.pending);
+		if (a->parts)
+			log_info("smolder: collector: %llu batches shipped before their window "
+				 "ended, over --batch-max-kb %zu",
+				 (unsigned long long)a->parts, a->batch_max >> 10);
 	}
 	sender__free(a->sender);
 	batch_builder__free(a->bb);
@@ -497,7 +521,8 @@ static void close_all(struct agent *a)
 
 int agent_run(const struct agent_options *o)
 {
-	struct agent a = { .opts = o };
+	struct agent a = { .opts = o,
+			   .batch_max = (size_t)(o->batch_max_kb ?: AGENT_BATCH_MAX_KB) << 10 };
 	uint64_t window_ns = (uint64_t)o->window_sec * 1000000000ull;
 	uint64_t start, now, next, deadline, wait_ms;
 	struct sigaction sa = { .sa_handler = on_signal };

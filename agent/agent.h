@@ -13,6 +13,12 @@
 
 #define AGENT_MAX_PIDS	 1024
 #define AGENT_MAX_LABELS 64
+/* A window's samples are shipped in batches of at most this much protobuf (the
+ * builder's bound, batch_builder__wire_bytes): 1 MiB of the most expensive shape
+ * needs under 10 MiB of protobuf-c memory to decode, well inside the collector's
+ * defaults (8 MiB decompressed, 32 MiB unpacked; common/wire.h), while a 2-CPU
+ * host's window is ~0.3 MiB and goes out whole. */
+#define AGENT_BATCH_MAX_KB 1024
 
 struct agent_label {
 	char *key;
@@ -43,6 +49,7 @@ struct agent_options {
 	unsigned spool_max_mb;	/* --spool-max-mb (default 256) */
 	char *agent_id;		/* --agent-id (default: /etc/machine-id, else host name) */
 	unsigned retry_base_ms; /* --retry-base-ms: first retry delay (default 500) */
+	unsigned batch_max_kb;	/* --batch-max-kb: protobuf KiB per batch (AGENT_BATCH_MAX_KB) */
 };
 
 /* Runs until the duration ends or SIGINT/SIGTERM arrives, then flushes the last

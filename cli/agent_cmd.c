@@ -31,6 +31,8 @@ const char agent_options_usage[] =
 	"      --spool-max-mb N  spool size cap; oldest batches dropped past it (default 256)\n"
 	"      --agent-id ID     this agent's id (default: /etc/machine-id, else host name)\n"
 	"      --retry-base-ms N first retry delay, doubling up to 30 s (default 500)\n"
+	"      --batch-max-kb N  ship a window in batches of at most N KiB of protobuf\n"
+	"                        (4 to 2048, default 1024: under the collector's limits)\n"
 	"      --python on|off   show CPython frames in Python processes (default on)\n"
 	"      --python-depth N  Python frames walked per sample, 1 to 128 (default 128)\n"
 	"      --include-idle    count the idle task instead of skipping it\n"
@@ -61,6 +63,7 @@ const struct option agent_long_options[] = {
 	{ "spool-max-mb", required_argument, NULL, AGENT_OPT_SPOOL_MAX_MB },
 	{ "agent-id", required_argument, NULL, AGENT_OPT_AGENT_ID },
 	{ "retry-base-ms", required_argument, NULL, AGENT_OPT_RETRY_BASE_MS },
+	{ "batch-max-kb", required_argument, NULL, AGENT_OPT_BATCH_MAX_KB },
 	{ NULL, 0, NULL, 0 },
 };
 
@@ -185,6 +188,7 @@ int agent_options__init(struct agent_options *o)
 		.python_depth = PY_MAX_DEPTH,
 		.spool_max_mb = 256,
 		.retry_base_ms = 500,
+		.batch_max_kb = AGENT_BATCH_MAX_KB,
 	};
 	o->pids = calloc(AGENT_MAX_PIDS, sizeof(*o->pids));
 	o->labels = calloc(AGENT_MAX_LABELS, sizeof(*o->labels));
@@ -304,6 +308,12 @@ int agent_options__set(struct agent_options *o, int opt, const char *arg, char *
 			rc = reason_fail(err, errlen, -EINVAL,
 					 "--retry-base-ms wants 1 to 30000, got '%s'", arg);
 		o->retry_base_ms = (unsigned)v;
+		break;
+	case AGENT_OPT_BATCH_MAX_KB:
+		if (parse_uint(arg, 4, 2048, &v))
+			rc = reason_fail(err, errlen, -EINVAL,
+					 "--batch-max-kb wants 4 to 2048, got '%s'", arg);
+		o->batch_max_kb = (unsigned)v;
 		break;
 	default:
 		rc = reason_fail(err, errlen, -EINVAL, "unknown option code %d", opt);

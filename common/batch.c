@@ -60,7 +60,19 @@ struct window {
 	struct stack_entry *stacks;
 	struct labelset_entry *labelsets;
 	struct sample_entry *samples;
+	size_t wire_bytes; /* bound on the protobuf's size so far (batch_builder__wire_bytes) */
 };
+
+/* Bounds on the encoded size of each entry (schema/smolder.proto): a field tag of
+ * one byte, length prefixes of at most 3 bytes (strings are at most
+ * BATCH_MAX_STRING_LEN), indices under 2^21 (3-byte varints), lines 5 bytes,
+ * counts under 2^42 (6 bytes) and counter values 10. */
+#define WIRE_STRING_BYTES(n)   ((n) + 4)
+#define WIRE_FRAME_BYTES       18 /* tag, length, kind 2, name 4, file 4, line 6 */
+#define WIRE_STACK_BYTES(n)    (8 + 3 * (size_t)(n))
+#define WIRE_LABELSET_BYTES(n) (4 + 10 * (size_t)(n))
+#define WIRE_SAMPLE_BYTES      18 /* tag, length, labelset 4, stack 4, count 7 */
+#define WIRE_COUNTER_BYTES     17
 
 struct batch_builder {
 	char *agent_id; /* copies, interned again at every window */
@@ -313,6 +325,7 @@ static int intern_string(struct batch_builder *bb, const char *s, size_t n, uint
 		goto out_free;
 	}
 	b->strings[b->nstrings++] = copy;
+	bb->w.wire_bytes += WIRE_STRING_BYTES(n);
 	*idx = e->idx;
 	return 0;
 
@@ -358,6 +371,7 @@ static int intern_frame(struct batch_builder *bb, const struct frame *pf, uint32
 		return -ENOMEM;
 	}
 	b->frames[b->nframes++] = key;
+	bb->w.wire_bytes += WIRE_FRAME_BYTES;
 	*idx = e->idx;
 	return 0;
 }
@@ -397,6 +411,7 @@ static int intern_stack(struct batch_builder *bb, const uint32_t *fr, uint32_t n
 		goto out_free;
 	}
 	b->stacks[b->nstacks++] = (struct batch_stack){ .frames = copy, .nframes = n };
+	bb->w.wire_bytes += WIRE_STACK_BYTES(n);
 	*idx = e->idx;
 	return 0;
 
@@ -447,6 +462,7 @@ static int intern_labelset(struct batch_builder *bb, const struct batch_label *l
 		goto out_free;
 	}
 	b->labelsets[b->nlabelsets++] = (struct batch_labelset){ .labels = copy, .nlabels = n };
+	bb->w.wire_bytes += WIRE_LABELSET_BYTES(n);
 	*idx = e->idx;
 	return 0;
 
@@ -493,6 +509,7 @@ static int add_sample(struct batch_builder *bb, uint32_t labelset, uint32_t stac
 	}
 	b->samples[b->nsamples++] =
 		(struct batch_sample){ .labelset = labelset, .stack = stack, .count = count };
+	bb->w.wire_bytes += WIRE_SAMPLE_BYTES;
 	return 0;
 }
 
@@ -682,7 +699,14 @@ int batch_builder__counter(struct batch_builder *bb, const char *name, uint64_t 
 	if (err)
 		return err;
 	b->counters[b->ncounters++] = (struct batch_counter){ .name = idx, .value = value };
+	bb->w.wire_bytes += WIRE_COUNTER_BYTES;
 	return 0;
+}
+
+size_t batch_builder__wire_bytes(const struct batch_builder *bb)
+{
+	/* the batch's own fields: version, agent id, host, type, seq, window, period */
+	return bb && bb->w.b ? bb->w.wire_bytes + 48 : 0;
 }
 
 int batch_builder__finish(struct batch_builder *bb, uint64_t seq, int64_t window_start,

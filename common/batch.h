@@ -135,6 +135,12 @@ int batch_builder__add_frames(struct batch_builder *bb, const char *const *keys,
  * BATCH_MAX_COUNTERS) or -ENOMEM. */
 int batch_builder__counter(struct batch_builder *bb, const char *name, uint64_t value);
 
+/* An upper bound on the size of the batch being built once encoded as protobuf
+ * (before compression). A sender that must stay under a receiver's decoding
+ * limits (common/wire.h) finishes the batch early and starts another when this
+ * passes its budget. */
+size_t batch_builder__wire_bytes(const struct batch_builder *bb);
+
 /* Finishes: sets seq, window and period, hands over the batch (the builder is
  * emptied and may be reused for the next window). Returns 0 or -ENOMEM (the
  * builder then still holds the window, so finish may be retried). */

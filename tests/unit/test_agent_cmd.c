@@ -29,6 +29,7 @@ static void test_defaults(void **state)
 	assert_false(o.include_idle);
 	assert_true(o.python);
 	assert_int_equal(o.python_depth, 128);
+	assert_int_equal(o.batch_max_kb, AGENT_BATCH_MAX_KB);
 	agent_options__free(&o);
 }
 
@@ -60,6 +61,8 @@ static void test_all_options(void **state)
 			 "off",
 			 "--python-depth",
 			 "16",
+			 "--batch-max-kb",
+			 "64",
 			 NULL };
 	struct agent_options o;
 	char err[256] = "";
@@ -84,6 +87,7 @@ static void test_all_options(void **state)
 	assert_int_equal(o.max_stacks, 65536);
 	assert_false(o.python);
 	assert_int_equal(o.python_depth, 16);
+	assert_int_equal(o.batch_max_kb, 64);
 	agent_options__free(&o);
 }
 
@@ -129,6 +133,8 @@ static void test_bad_values(void **state)
 		{ "--python", "yes", "--python wants on or off, got 'yes'" },
 		{ "--python-depth", "0", "--python-depth wants 1 to 128" },
 		{ "--python-depth", "129", "--python-depth wants 1 to 128" },
+		{ "--batch-max-kb", "3", "--batch-max-kb wants 4 to 2048, got '3'" },
+		{ "--batch-max-kb", "2049", "--batch-max-kb wants 4 to 2048" },
 		{ "--token", "", "--token: the token is empty" },
 		{ "--token", " \t ", "--token: the token holds whitespace" },
 		{ "--token", "abc\r\nX-Evil: 1", "--token: the token holds whitespace" },

@@ -1016,15 +1016,87 @@ static void test_bytes_per_sample(void **state)
 	batch__free(b);
 }
 
+/* batch_builder__wire_bytes() bounds the protobuf a builder makes, so a sender
+ * that ships a batch once the estimate passes 1 MiB (the agent's default,
+ * --batch-max-kb) stays under the decoder's default limits whatever the shape:
+ * tiny distinct frames (the most protobuf-c memory per byte), long names, many
+ * label sets of many labels. */
+static void test_builder_wire_bytes_bound(void **state)
+{
+	static const size_t budget = 1u << 20;
+	char name[1100], key[16], val[32], stack[8192];
+	const char *keys[BATCH_MAX_LABELS], *vals[BATCH_MAX_LABELS];
+	char kbuf[BATCH_MAX_LABELS][16], vbuf[BATCH_MAX_LABELS][32];
+	int shape;
+
+	(void)state;
+	(void)key;
+	(void)val;
+	for (shape = 0; shape < 3; shape++) {
+		struct batch_builder *bb = NULL;
+		struct batch *b = NULL, *back = NULL;
+		struct wire_stats st = { 0 };
+		size_t estimate, len = 0, nl = shape == 2 ? 60 : 2, k;
+		void *body = NULL;
+		unsigned i = 0;
+		char why[256] = "";
+
+		assert_int_equal(batch_builder__new("agent-1", "host-1", "cpu", &bb), 0);
+		while (batch_builder__wire_bytes(bb) < budget) {
+			size_t n = (size_t)snprintf(stack, sizeof(stack), "comm");
+
+			for (k = 0; k < nl; k++) {
+				snprintf(kbuf[k], sizeof(kbuf[k]), "k%zu", k);
+				snprintf(vbuf[k], sizeof(vbuf[k]), "v%u", shape == 2 ? i : 0);
+				keys[k] = kbuf[k];
+				vals[k] = vbuf[k];
+			}
+			if (shape == 1) { /* one frame with a 1 KiB name */
+				memset(name, 'a' + (char)(i % 26), 1000);
+				snprintf(name + 1000, sizeof(name) - 1000, "%u", i);
+				n += (size_t)snprintf(stack + n, sizeof(stack) - n, ";%s", name);
+			} else { /* 300 tiny frames, all new */
+				for (k = 0; k < 300 && n < sizeof(stack) - 16; k++)
+					n += (size_t)snprintf(stack + n, sizeof(stack) - n, ";%x",
+							      i * 300 + (unsigned)k);
+			}
+			assert_int_equal(batch_builder__add(bb, keys, vals, nl, stack, 1 + i), 0);
+			i++;
+		}
+		estimate = batch_builder__wire_bytes(bb);
+		assert_int_equal(batch_builder__finish(bb, 1, 1700000000, 10, 10101010, &b), 0);
+		assert_int_equal(wire_encode(b, 1, &body, &len), 0);
+		if (wire_decode_stats(body, len, NULL, &back, &st, why, sizeof(why)))
+			fail_msg("shape %d: %u stacks refused: %s", shape, i, why);
+		print_message("shape %d: %u stacks, estimate %zu, protobuf %zu, unpack bound %zu\n",
+			      shape, i, estimate, st.decompressed, st.unpack_need);
+		assert_true(st.decompressed > budget / 4); /* the shape did fill the budget */
+		assert_true(st.decompressed <= estimate);
+		assert_true(st.decompressed <= WIRE_DEFAULT_MAX_DECOMPRESSED);
+		assert_true(st.unpack_need <= WIRE_DEFAULT_MAX_UNPACKED);
+		batch__free(back);
+		batch__free(b);
+		free(body);
+		batch_builder__free(bb);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_round_trip),    cmocka_unit_test(test_round_trip_empty_batch),
-		cmocka_unit_test(test_fixture),	      cmocka_unit_test(test_not_zstd),
-		cmocka_unit_test(test_truncated),     cmocka_unit_test(test_oversized_body),
-		cmocka_unit_test(test_zstd_bombs),    cmocka_unit_test(test_bad_protobuf),
-		cmocka_unit_test(test_unpack_budget), cmocka_unit_test(test_unpack_bound_holds),
-		cmocka_unit_test(test_bad_batches),   cmocka_unit_test(test_bytes_per_sample),
+		cmocka_unit_test(test_round_trip),
+		cmocka_unit_test(test_round_trip_empty_batch),
+		cmocka_unit_test(test_fixture),
+		cmocka_unit_test(test_not_zstd),
+		cmocka_unit_test(test_truncated),
+		cmocka_unit_test(test_oversized_body),
+		cmocka_unit_test(test_zstd_bombs),
+		cmocka_unit_test(test_bad_protobuf),
+		cmocka_unit_test(test_unpack_budget),
+		cmocka_unit_test(test_unpack_bound_holds),
+		cmocka_unit_test(test_bad_batches),
+		cmocka_unit_test(test_bytes_per_sample),
+		cmocka_unit_test(test_builder_wire_bytes_bound),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
