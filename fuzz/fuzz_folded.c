@@ -1,8 +1,10 @@
 /* Fuzz target: folded text, as `smolder` reads it and as a hostile name could
  * shape it. Each line is read into an aggregate, each stack's frames go through
  * the frame grammar (text -> frame -> text must give the same bytes back), and
- * the stacks are merged into a flame tree and rendered in every format, so names
- * that look like the grammar, invalid UTF-8 and markup reach every renderer. */
+ * the stacks are merged into a flame tree and rendered in one of the formats
+ * (chosen by the input's size, so every renderer sees every kind of input: one
+ * format per run is six times the executions of all six), so names that look
+ * like the grammar, invalid UTF-8 and markup reach every renderer. */
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -66,13 +68,27 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	out = fopen("/dev/null", "w");
 	if (!out)
 		goto out;
-	render_folded(tree, true, out);
-	render_json_tree(tree, out);
-	render_svg(tree, &so, out);
-	render_html(tree, &ho, out);
-	render_speedscope(tree, NULL, out);
-	if (render_pprof(tree, 10101010, 0, 0, &pp, &pplen) == 0)
-		free(pp);
+	switch (size % 6) {
+	case 0:
+		render_folded(tree, true, out);
+		break;
+	case 1:
+		render_json_tree(tree, out);
+		break;
+	case 2:
+		render_svg(tree, &so, out);
+		break;
+	case 3:
+		render_html(tree, &ho, out);
+		break;
+	case 4:
+		render_speedscope(tree, NULL, out);
+		break;
+	default:
+		if (render_pprof(tree, 10101010, 0, 0, &pp, &pplen) == 0)
+			free(pp);
+		break;
+	}
 	fclose(out);
 out:
 	flame__free(tree);
