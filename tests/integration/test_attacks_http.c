@@ -630,7 +630,8 @@ static void test_query_amplification(void **state)
 	 * rendering under the lock from the rendering after it: building the tree
 	 * while the store yields the stacks (under the lock, as the stacks' frames
 	 * are borrowed for the callback) costs about as much as rendering it, and
-	 * one stalled ingest per rendering does not move a percentile. */
+	 * one stalled ingest per rendering does not move a percentile. The strict
+	 * check that no ingest waits for a query's read is test_query_blocks_no_ingest. */
 	if (p90 * 2 > query_ms)
 		fail_msg("ingests took %llu ms (90th percentile) while one rendering took %llu ms: "
 			 "they waited for it",
