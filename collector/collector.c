@@ -1,17 +1,22 @@
 /* The collector's HTTP server: ingest, queries, health and metrics; see
- * collector.h. One store behind a mutex: SQLite serializes writers anyway, and
- * ingest transactions are short. Queries hold the mutex only to read the store
- * and render their answer after releasing it.
+ * collector.h. One writer store behind a mutex for ingest, maintenance and the
+ * /metrics figures (SQLite has one writer at a time anyway, and ingest
+ * transactions are short), and a pool of reader stores on the same file for
+ * queries (readers.h): in WAL mode a query reads the last commit on its own
+ * connection, so however long it reads, ingest never waits for it. A query's
+ * answer is rendered after the read, on no store. A ":memory:" database cannot
+ * be shared between connections: there queries read on the writer, under its
+ * mutex.
  *
  * Defence against clients that are not agents, in the order a request meets it:
  * connection caps (in all, per address) checked as libmicrohttpd starts each
- * connection; a registry of live connections swept every SWEEP_MS, which shuts
- * down the socket of a request that took longer than request_timeout to arrive;
- * the request line and headers within MHD_MEMORY bytes; query parameters counted
- * before libmicrohttpd parses them; method, route, token and "no body" decided
- * from the headers; the ingest body within max_body; a query answer within
- * max_response, rendered into a capped buffer that is handed to libmicrohttpd
- * without a copy. */
+ * connection, and a sweep that shuts down the socket of a request that took
+ * longer than request_timeout to arrive (both in conns.h); the request line and
+ * headers within MHD_MEMORY bytes; query parameters counted before
+ * libmicrohttpd parses them; method, route, token and "no body" decided from the
+ * headers; the ingest body within max_body; a query answer within max_response,
+ * rendered into a capped buffer that is handed to libmicrohttpd without a copy.
+ * The Prometheus text of /metrics is metrics.c's. */
 #include "collector/collector.h"
 #include "query/query.h"
 
@@ -19,6 +24,7 @@
 #include <errno.h>
 #include <netdb.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,6 +38,9 @@
 #include "common/log.h"
 #include "common/token.h"
 #include "common/wire.h"
+#include "collector/conns.h"
+#include "collector/metrics.h"
+#include "collector/readers.h"
 #include "store/store.h"
 
 #define THREADS	      4
@@ -45,80 +54,20 @@
 #define MHD_MEMORY (32u << 10)
 /* Connections libmicrohttpd itself admits beyond max_connections: ours are
  * refused after it started them, so it needs room for those being closed. */
-#define MHD_SLACK 64
-/* Period of the request-time sweep at most, and at least (a fraction of the
- * timeout, so a short test timeout is enforced within 10 %). */
-#define SWEEP_MS_MAX	     1000
-#define SWEEP_MS_MIN	     20
+#define MHD_SLACK	     64
 #define MAINTAIN_LOG_SECONDS 60 /* at most one maintenance error logged a minute */
-
-/* Why an ingest was refused; the metrics label. */
-enum reject {
-	REJECT_AUTH,
-	REJECT_MEDIA_TYPE,
-	REJECT_TOO_LARGE,
-	REJECT_MALFORMED,
-	REJECT_STORE,
-	REJECT_NR,
-};
-
-static const char *const reject_names[REJECT_NR] = {
-	"auth", "media_type", "too_large", "malformed", "store",
-};
-
-static const double latency_buckets[] = { 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05,
-					  0.1,	 0.25,	 0.5,	1.0,  2.5 };
-#define NBUCKETS (sizeof(latency_buckets) / sizeof(latency_buckets[0]))
-
-struct metrics {
-	uint64_t batches, duplicates, samples;
-	uint64_t rejected[REJECT_NR];
-	uint64_t latency_counts[NBUCKETS + 1]; /* last: +Inf */
-	double latency_sum;
-	uint64_t answers_too_large;  /* queries refused for max_response */
-	uint64_t maintenance_errors; /* store__maintain() failures */
-};
-
-/* Why a connection was closed before its request; the metrics label. */
-enum refuse {
-	REFUSE_TOTAL,  /* max_connections */
-	REFUSE_PER_IP, /* max_connections_per_ip */
-	REFUSE_NR,
-};
-
-static const char *const refuse_names[REFUSE_NR] = { "max_connections", "max_connections_per_ip" };
-
-/* One open connection, from libmicrohttpd's STARTED notification to its CLOSED
- * one. libmicrohttpd closes the socket only after CLOSED (daemon.c,
- * MHD_cleanup_connections, 0.9.75), and CLOSED unlinks the entry under conns_lock,
- * so the sweep never shuts down a descriptor that was reused. */
-struct live {
-	struct live *prev, *next;
-	struct collector *c;
-	int fd;
-	struct sockaddr_storage addr;
-	uint64_t since_ms; /* start of the request being received (or awaited) */
-	bool armed;	   /* receiving a request: request_timeout applies */
-	bool refused;	   /* over a connection cap: shut down, not counted */
-	bool cut;	   /* shut down by the sweep */
-};
 
 struct collector {
 	struct collector_options opts;
-	struct store *store;
-	pthread_mutex_t lock; /* guards store and metrics */
+	struct store *store;  /* the writer: ingest, maintenance, /metrics */
+	pthread_mutex_t lock; /* guards store and m */
 	struct metrics m;
+	struct readers *readers; /* queries' own stores; NULL for ":memory:" */
+	struct conns *conns;	 /* connection caps and the request-time sweep */
+	atomic_uint reading;	 /* queries reading the store now */
 	struct MHD_Daemon *daemon;
 	uint16_t port;
 	time_t maintain_logged; /* when a maintenance error was last logged */
-
-	pthread_mutex_t conns_lock; /* guards what follows */
-	pthread_cond_t sweep_wake;
-	pthread_t sweeper;
-	bool sweeper_started, stopping;
-	struct live *live; /* open connections */
-	unsigned nlive;	   /* of them not refused */
-	uint64_t refused[REFUSE_NR], timed_out;
 };
 
 /* One request: the ingest body, gathered chunk by chunk up to the cap. Made by
@@ -165,158 +114,6 @@ static double now_seconds(void)
 	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
-static uint64_t now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
-
-/* ---- live connections: caps and the request-time sweep ------------------------ */
-
-static bool same_address(const struct sockaddr_storage *a, const struct sockaddr_storage *b)
-{
-	if (a->ss_family != b->ss_family)
-		return false;
-	if (a->ss_family == AF_INET)
-		return ((const struct sockaddr_in *)a)->sin_addr.s_addr ==
-		       ((const struct sockaddr_in *)b)->sin_addr.s_addr;
-	if (a->ss_family == AF_INET6)
-		return memcmp(&((const struct sockaddr_in6 *)a)->sin6_addr,
-			      &((const struct sockaddr_in6 *)b)->sin6_addr,
-			      sizeof(struct in6_addr)) == 0;
-	return true; /* another family: one bucket */
-}
-
-/* Registers a new connection, or shuts it down when it is over a cap (then it
- * stays registered, as refused, until libmicrohttpd closes it). */
-static void conn_started(struct collector *c, struct MHD_Connection *conn, void **ctx)
-{
-	const union MHD_ConnectionInfo *fd =
-		MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
-	const union MHD_ConnectionInfo *sa =
-		MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
-	struct live *l = calloc(1, sizeof(*l)), *p;
-	unsigned same = 0;
-	int why = -1;
-
-	if (!fd)
-		return; /* cannot happen: a started connection has its socket */
-	if (!l) {
-		shutdown(fd->connect_fd, SHUT_RDWR); /* out of memory: no room for it */
-		return;
-	}
-	l->c = c;
-	l->fd = fd->connect_fd;
-	if (sa && sa->client_addr)
-		memcpy(&l->addr, sa->client_addr,
-		       sa->client_addr->sa_family == AF_INET6 ? sizeof(struct sockaddr_in6)
-							      : sizeof(struct sockaddr_in));
-	l->since_ms = now_ms();
-	l->armed = true;
-	pthread_mutex_lock(&c->conns_lock);
-	for (p = c->live; p; p = p->next)
-		same += !p->refused && same_address(&p->addr, &l->addr);
-	if (c->nlive >= c->opts.max_connections)
-		why = REFUSE_TOTAL;
-	else if (same >= c->opts.max_connections_per_ip)
-		why = REFUSE_PER_IP;
-	if (why >= 0) {
-		l->refused = true;
-		c->refused[why]++;
-	} else {
-		c->nlive++;
-	}
-	l->next = c->live;
-	if (c->live)
-		c->live->prev = l;
-	c->live = l;
-	pthread_mutex_unlock(&c->conns_lock);
-	if (l->refused)
-		shutdown(l->fd, SHUT_RDWR); /* libmicrohttpd reads EOF and closes it */
-	*ctx = l;
-}
-
-static void conn_closed(struct collector *c, void **ctx)
-{
-	struct live *l = *ctx;
-
-	if (!l)
-		return;
-	pthread_mutex_lock(&c->conns_lock);
-	if (l->prev)
-		l->prev->next = l->next;
-	else
-		c->live = l->next;
-	if (l->next)
-		l->next->prev = l->prev;
-	if (!l->refused)
-		c->nlive--;
-	pthread_mutex_unlock(&c->conns_lock);
-	free(l);
-	*ctx = NULL;
-}
-
-static void notify_connection(void *cls, struct MHD_Connection *conn, void **ctx,
-			      enum MHD_ConnectionNotificationCode code)
-{
-	if (code == MHD_CONNECTION_NOTIFY_STARTED)
-		conn_started(cls, conn, ctx);
-	else if (code == MHD_CONNECTION_NOTIFY_CLOSED)
-		conn_closed(cls, ctx);
-}
-
-/* Starts (armed) or stops the request clock of conn's connection. */
-static void conn_clock(struct MHD_Connection *conn, bool armed)
-{
-	const union MHD_ConnectionInfo *i =
-		MHD_get_connection_info(conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
-	struct live *l;
-
-	if (!i || !i->socket_context)
-		return;
-	l = i->socket_context;
-	pthread_mutex_lock(&l->c->conns_lock);
-	l->armed = armed;
-	if (armed)
-		l->since_ms = now_ms();
-	pthread_mutex_unlock(&l->c->conns_lock);
-}
-
-/* Shuts down the socket of every request that took longer than request_timeout
- * to arrive; libmicrohttpd then reads EOF and closes the connection. */
-static void *sweep(void *arg)
-{
-	struct collector *c = arg;
-	uint64_t limit = (uint64_t)c->opts.request_timeout * 1000, now, period = limit / 10;
-	struct timespec until;
-	struct live *l;
-
-	if (period > SWEEP_MS_MAX)
-		period = SWEEP_MS_MAX;
-	if (period < SWEEP_MS_MIN)
-		period = SWEEP_MS_MIN;
-	pthread_mutex_lock(&c->conns_lock);
-	while (!c->stopping) {
-		now = now_ms();
-		for (l = c->live; l; l = l->next) {
-			if (l->armed && !l->refused && !l->cut && now - l->since_ms > limit) {
-				shutdown(l->fd, SHUT_RDWR);
-				l->cut = true;
-				c->timed_out++;
-			}
-		}
-		clock_gettime(CLOCK_MONOTONIC, &until);
-		until.tv_nsec += (long)(period % 1000) * 1000000;
-		until.tv_sec += (time_t)(period / 1000) + until.tv_nsec / 1000000000;
-		until.tv_nsec %= 1000000000;
-		pthread_cond_timedwait(&c->sweep_wake, &c->conns_lock, &until);
-	}
-	pthread_mutex_unlock(&c->conns_lock);
-	return NULL;
-}
-
 /* ---- responses ---------------------------------------------------------------- */
 
 /* Queues body (copied when it is small and borrowed, taken when owned: then freed
@@ -333,7 +130,7 @@ static enum MHD_Result respond_mode(struct MHD_Connection *conn, unsigned status
 			free(body);
 		return MHD_NO;
 	}
-	conn_clock(conn, false);
+	conns__clock(conn, false);
 	MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, type);
 	ret = MHD_queue_response(conn, status, r);
 	MHD_destroy_response(r);
@@ -385,21 +182,11 @@ static bool token_ok(struct MHD_Connection *conn, const char *want)
 	return diff == 0;
 }
 
-static void count_reject(struct collector *c, enum reject why)
+static void count_reject(struct collector *c, enum metrics_reject why)
 {
 	pthread_mutex_lock(&c->lock);
 	c->m.rejected[why]++;
 	pthread_mutex_unlock(&c->lock);
-}
-
-static void observe_latency(struct metrics *m, double seconds)
-{
-	size_t i;
-
-	for (i = 0; i < NBUCKETS && seconds > latency_buckets[i]; i++)
-		;
-	m->latency_counts[i]++;
-	m->latency_sum += seconds;
 }
 
 static enum MHD_Result ingest(struct collector *c, struct MHD_Connection *conn, struct request *r)
@@ -446,7 +233,7 @@ static enum MHD_Result ingest(struct collector *c, struct MHD_Connection *conn, 
 		c->m.batches++;
 		c->m.samples += samples;
 	}
-	observe_latency(&c->m, now_seconds() - start);
+	metrics_observe_latency(&c->m, now_seconds() - start);
 	pthread_mutex_unlock(&c->lock);
 	batch__free(b);
 	if (err)
@@ -463,97 +250,24 @@ static enum MHD_Result ingest(struct collector *c, struct MHD_Connection *conn, 
 static enum MHD_Result metrics(struct collector *c, struct MHD_Connection *conn)
 {
 	struct store_stats st = { 0 };
+	struct conns_stats cs;
 	char *buf = NULL;
-	size_t len = 0, i;
-	uint64_t cumulative = 0;
-	uint64_t refused[REFUSE_NR], timed_out;
-	unsigned open_conns;
+	size_t len = 0;
 	struct metrics m;
 	FILE *out;
+	int err;
 
 	pthread_mutex_lock(&c->lock);
 	m = c->m;
+	m.queries_reading = c->reading;
 	store__stats(c->store, &st);
 	pthread_mutex_unlock(&c->lock);
-	pthread_mutex_lock(&c->conns_lock);
-	memcpy(refused, c->refused, sizeof(refused));
-	timed_out = c->timed_out;
-	open_conns = c->nlive;
-	pthread_mutex_unlock(&c->conns_lock);
-
+	conns__stats(c->conns, &cs);
 	out = open_memstream(&buf, &len);
 	if (!out)
 		return MHD_NO;
-	fprintf(out,
-		"# HELP smolder_batches_ingested_total Batches stored.\n"
-		"# TYPE smolder_batches_ingested_total counter\n"
-		"smolder_batches_ingested_total %llu\n",
-		(unsigned long long)m.batches);
-	fprintf(out,
-		"# HELP smolder_batches_duplicate_total Re-sent batches acknowledged, not stored.\n"
-		"# TYPE smolder_batches_duplicate_total counter\n"
-		"smolder_batches_duplicate_total %llu\n",
-		(unsigned long long)m.duplicates);
-	fprintf(out,
-		"# HELP smolder_samples_ingested_total Samples stored.\n"
-		"# TYPE smolder_samples_ingested_total counter\n"
-		"smolder_samples_ingested_total %llu\n",
-		(unsigned long long)m.samples);
-	fprintf(out, "# HELP smolder_batches_rejected_total Batches refused, by reason.\n"
-		     "# TYPE smolder_batches_rejected_total counter\n");
-	for (i = 0; i < REJECT_NR; i++)
-		fprintf(out, "smolder_batches_rejected_total{reason=\"%s\"} %llu\n",
-			reject_names[i], (unsigned long long)m.rejected[i]);
-	fprintf(out, "# HELP smolder_ingest_seconds Time to decode and store a batch.\n"
-		     "# TYPE smolder_ingest_seconds histogram\n");
-	for (i = 0; i <= NBUCKETS; i++) {
-		cumulative += m.latency_counts[i];
-		if (i < NBUCKETS)
-			fprintf(out, "smolder_ingest_seconds_bucket{le=\"%g\"} %llu\n",
-				latency_buckets[i], (unsigned long long)cumulative);
-		else
-			fprintf(out, "smolder_ingest_seconds_bucket{le=\"+Inf\"} %llu\n",
-				(unsigned long long)cumulative);
-	}
-	fprintf(out, "smolder_ingest_seconds_sum %.6f\nsmolder_ingest_seconds_count %llu\n",
-		m.latency_sum, (unsigned long long)cumulative);
-	fprintf(out,
-		"# HELP smolder_db_bytes Size of the database file.\n"
-		"# TYPE smolder_db_bytes gauge\n"
-		"smolder_db_bytes %llu\n"
-		"# HELP smolder_sample_rows Sample rows stored.\n"
-		"# TYPE smolder_sample_rows gauge\n"
-		"smolder_sample_rows %llu\n",
-		(unsigned long long)st.db_bytes, (unsigned long long)st.sample_rows);
-	fprintf(out,
-		"# HELP smolder_connections_open Connections open (refused ones aside).\n"
-		"# TYPE smolder_connections_open gauge\n"
-		"smolder_connections_open %u\n",
-		open_conns);
-	fprintf(out, "# HELP smolder_connections_refused_total Connections closed at once, "
-		     "by the cap they were over.\n"
-		     "# TYPE smolder_connections_refused_total counter\n");
-	for (i = 0; i < REFUSE_NR; i++)
-		fprintf(out, "smolder_connections_refused_total{reason=\"%s\"} %llu\n",
-			refuse_names[i], (unsigned long long)refused[i]);
-	fprintf(out,
-		"# HELP smolder_requests_timed_out_total Connections cut because a request "
-		"took longer than the request timeout to arrive.\n"
-		"# TYPE smolder_requests_timed_out_total counter\n"
-		"smolder_requests_timed_out_total %llu\n",
-		(unsigned long long)timed_out);
-	fprintf(out,
-		"# HELP smolder_query_answers_too_large_total Queries refused because their "
-		"answer passed the response cap.\n"
-		"# TYPE smolder_query_answers_too_large_total counter\n"
-		"smolder_query_answers_too_large_total %llu\n",
-		(unsigned long long)m.answers_too_large);
-	fprintf(out,
-		"# HELP smolder_maintenance_errors_total Store maintenance steps that failed.\n"
-		"# TYPE smolder_maintenance_errors_total counter\n"
-		"smolder_maintenance_errors_total %llu\n",
-		(unsigned long long)m.maintenance_errors);
-	if (fclose(out)) {
+	err = metrics_write(out, &m, &st, &cs);
+	if (fclose(out) || err) {
 		free(buf);
 		return MHD_NO;
 	}
@@ -667,6 +381,34 @@ static ssize_t capped_write(void *cookie, const char *data, size_t n)
 	return (ssize_t)n;
 }
 
+/* Reads what q needs on a reader of its own: a query never takes the writer's
+ * lock, so ingest never waits for one, however long it reads. A ":memory:"
+ * database cannot be shared with another connection: there, and only there,
+ * queries read on the writer under its lock. Rendering (often far larger than
+ * what was read) happens after, on no store. */
+static int load(struct collector *c, const struct query *q, struct query_answer **answer, char *why,
+		size_t whylen)
+{
+	struct store *r;
+	size_t slot;
+	int err;
+
+	if (!c->readers) {
+		pthread_mutex_lock(&c->lock);
+		c->reading++;
+		err = query_load(c->store, q, c->opts.max_response, answer, why, whylen);
+		c->reading--;
+		pthread_mutex_unlock(&c->lock);
+		return err;
+	}
+	r = readers__take(c->readers, &slot);
+	c->reading++;
+	err = query_load(r, q, c->opts.max_response, answer, why, whylen);
+	c->reading--;
+	readers__give(c->readers, slot);
+	return err;
+}
+
 static enum MHD_Result query(struct collector *c, struct MHD_Connection *conn, const char *url)
 {
 	struct args a = { 0 };
@@ -699,10 +441,7 @@ static enum MHD_Result query(struct collector *c, struct MHD_Connection *conn, c
 				     err == -EINVAL ? MHD_HTTP_BAD_REQUEST
 						    : MHD_HTTP_INTERNAL_SERVER_ERROR,
 				     why[0] ? why : strerror(-err));
-	/* Only reading the store holds the lock; rendering (often far larger) does not. */
-	pthread_mutex_lock(&c->lock);
-	err = query_load(c->store, &q, c->opts.max_response, &answer, why, sizeof(why));
-	pthread_mutex_unlock(&c->lock);
+	err = load(c, &q, &answer, why, sizeof(why));
 	if (!err) {
 		out = fopencookie(&w, "w", (cookie_io_functions_t){ .write = capped_write });
 		if (!out) {
@@ -900,7 +639,7 @@ static void request_done(void *cls, struct MHD_Connection *conn, void **req_cls,
 
 	(void)cls;
 	(void)code;
-	conn_clock(conn, true); /* the next request's time starts now, idle time included */
+	conns__clock(conn, true); /* the next request's time starts now, idle time included */
 	if (r) {
 		free(r->body);
 		free(r);
@@ -952,12 +691,18 @@ static int check_options(const struct collector_options *o)
 	return 0;
 }
 
+/* Whether other connections can open the database at path: not a private
+ * in-memory one (":memory:"), nor a private temporary one (""). */
+static bool is_shared(const char *path)
+{
+	return path[0] && strcmp(path, ":memory:") != 0;
+}
+
 int collector__start(const struct collector_options *o, struct collector **out)
 {
 	struct store_options so = { .retention_seconds = o->retention_seconds };
 	struct sockaddr_storage ss = { 0 };
 	const union MHD_DaemonInfo *info;
-	pthread_condattr_t ca;
 	struct collector *c;
 	unsigned flags;
 	int err;
@@ -974,18 +719,19 @@ int collector__start(const struct collector_options *o, struct collector **out)
 		return -ENOMEM;
 	c->opts = *o;
 	pthread_mutex_init(&c->lock, NULL);
-	pthread_mutex_init(&c->conns_lock, NULL);
-	pthread_condattr_init(&ca);
-	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-	pthread_cond_init(&c->sweep_wake, &ca);
-	pthread_condattr_destroy(&ca);
 	err = store__open(o->db_path, &so, &c->store);
 	if (err)
 		goto out_free;
-	err = -pthread_create(&c->sweeper, NULL, sweep, c);
+	/* after the writer: it made the file and applied the migrations */
+	if (is_shared(o->db_path)) {
+		err = readers__new(o->db_path, THREADS, &c->readers);
+		if (err)
+			goto out_close;
+	}
+	err = conns__new(o->max_connections, o->max_connections_per_ip, o->request_timeout,
+			 &c->conns);
 	if (err)
-		goto out_close;
-	c->sweeper_started = true;
+		goto out_readers;
 	/* MHD opens an IPv4 socket unless told otherwise, and cannot bind an IPv6
 	 * address to it; dual stack, so that [::] is every address, as on Linux. */
 	flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL;
@@ -995,31 +741,27 @@ int collector__start(const struct collector_options *o, struct collector **out)
 	c->daemon = MHD_start_daemon(
 		flags, 0, NULL, NULL, handle, c, MHD_OPTION_SOCK_ADDR, &ss,
 		MHD_OPTION_THREAD_POOL_SIZE, (unsigned)THREADS, MHD_OPTION_NOTIFY_COMPLETED,
-		request_done, c, MHD_OPTION_NOTIFY_CONNECTION, notify_connection, c,
+		request_done, c, MHD_OPTION_NOTIFY_CONNECTION, conns__notify, c->conns,
 		MHD_OPTION_URI_LOG_CALLBACK, uri_seen, c, MHD_OPTION_CONNECTION_TIMEOUT,
 		(unsigned)IDLE_TIMEOUT, MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)MHD_MEMORY,
 		MHD_OPTION_CONNECTION_LIMIT, o->max_connections + MHD_SLACK, MHD_OPTION_END);
 	if (!c->daemon) {
 		/* MHD keeps bind()'s errno (EADDRINUSE, EADDRNOTAVAIL, EACCES...) */
 		err = errno ? -errno : -EADDRINUSE;
-		goto out_sweeper;
+		goto out_conns;
 	}
 	info = MHD_get_daemon_info(c->daemon, MHD_DAEMON_INFO_BIND_PORT);
 	c->port = info ? info->port : 0;
 	*out = c;
 	return 0;
 
-out_sweeper:
-	pthread_mutex_lock(&c->conns_lock);
-	c->stopping = true;
-	pthread_cond_signal(&c->sweep_wake);
-	pthread_mutex_unlock(&c->conns_lock);
-	pthread_join(c->sweeper, NULL);
+out_conns:
+	conns__free(c->conns);
+out_readers:
+	readers__free(c->readers);
 out_close:
 	store__close(c->store);
 out_free:
-	pthread_cond_destroy(&c->sweep_wake);
-	pthread_mutex_destroy(&c->conns_lock);
 	pthread_mutex_destroy(&c->lock);
 	free(c);
 	return err;
@@ -1029,16 +771,12 @@ void collector__stop(struct collector *c)
 {
 	if (!c)
 		return;
-	pthread_mutex_lock(&c->conns_lock);
-	c->stopping = true;
-	pthread_cond_signal(&c->sweep_wake);
-	pthread_mutex_unlock(&c->conns_lock);
-	if (c->sweeper_started)
-		pthread_join(c->sweeper, NULL);
 	MHD_stop_daemon(c->daemon); /* every connection's CLOSED frees its entry */
+	conns__free(c->conns);
+	/* the readers before the writer: the last connection to close checkpoints
+	 * the WAL, which a reader cannot */
+	readers__free(c->readers);
 	store__close(c->store);
-	pthread_cond_destroy(&c->sweep_wake);
-	pthread_mutex_destroy(&c->conns_lock);
 	pthread_mutex_destroy(&c->lock);
 	free(c);
 }

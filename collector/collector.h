@@ -1,5 +1,9 @@
 /* The collector: an HTTP server (libmicrohttpd, a thread pool) that ingests the
  * agents' batches into the store and answers queries, health and metrics.
+ * Ingest writes on one store connection; queries read on connections of their
+ * own (one per serving thread), so a query never makes an ingest wait for the
+ * store, nor an ingest a query (a ":memory:" database, which no other connection
+ * can open, is read on the writer).
  *
  * Endpoints
  *   POST /api/v1/ingest   body: a zstd-compressed smolder.v1.Batch
@@ -14,7 +18,8 @@
  *   GET  /healthz         "ok".
  *   GET  /metrics         Prometheus text, query token: batches and samples
  *                         ingested, rejects by reason, ingest latency histogram,
- *                         database size, refused and timed-out connections.
+ *                         database size, refused and timed-out connections,
+ *                         queries reading the store.
  *
  * Every endpoint but ingest takes no request body: a request that announces one
  * (Content-Length above 0, or Transfer-Encoding) is refused from its headers (413)
@@ -84,9 +89,10 @@ void collector_options__defaults(struct collector_options *o);
  * "Authorization: Bearer" can carry), at most 1024 bytes. */
 bool collector__token_valid(const char *t);
 
-/* Opens the store and starts serving. Returns 0, -EINVAL (bad listen address, a
- * token that is set but not valid, a zero limit), -EPERM (non-loopback without
- * both tokens and not insecure), -EADDRINUSE, or another -errno. */
+/* Opens the store (the writer, then the queries' readers) and starts serving.
+ * Returns 0, -EINVAL (bad listen address, a token that is set but not valid, a
+ * zero limit), -EPERM (non-loopback without both tokens and not insecure),
+ * -EADDRINUSE, a store error (store__open), or another -errno. */
 int collector__start(const struct collector_options *o, struct collector **out);
 
 /* Stops serving (in-flight requests finish) and closes the store. Accepts NULL. */

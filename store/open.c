@@ -292,6 +292,38 @@ static int create_private(const char *path)
 	return 0;
 }
 
+/* The reader's checks on a database the writer opened: WAL (else a reader's
+ * shared lock would block the writer's commits) and every migration applied
+ * (a reader cannot apply them). */
+static int check_reader(struct store *s)
+{
+	sqlite3_stmt *st = NULL;
+	const char *mode;
+	int64_t version;
+	int err, rc;
+
+	err = store_query_int(s, "PRAGMA user_version", &version);
+	if (err)
+		return err;
+	if (version != (int64_t)store_nmigrations)
+		return store_fail(s, -EPROTO,
+				  "schema version %" PRId64 ", this build reads %zu: open the "
+				  "database for writing first",
+				  version, store_nmigrations);
+	rc = sqlite3_prepare_v2(s->db, "PRAGMA journal_mode", -1, &st, NULL);
+	if (rc != SQLITE_OK)
+		return store_sql_fail(s, rc);
+	err = store_step(s, st);
+	mode = err == 1 ? (const char *)sqlite3_column_text(st, 0) : NULL;
+	if (err >= 0)
+		err = mode && !strcmp(mode, "wal")
+			      ? 0
+			      : store_fail(s, -EINVAL, "journal mode %s, a reader needs wal",
+					   mode ? mode : "unknown");
+	sqlite3_finalize(st);
+	return err;
+}
+
 int store__open(const char *path, const struct store_options *opts, struct store **out)
 {
 	struct store *s;
@@ -314,13 +346,21 @@ int store__open(const char *path, const struct store_options *opts, struct store
 		err = -EINVAL;
 		goto out_free;
 	}
+	/* a private in-memory database is empty to every other connection */
+	if (s->opts.read_only && (!strcmp(path, ":memory:") || !path[0])) {
+		err = -EINVAL;
+		goto out_free;
+	}
 
-	err = create_private(path);
+	err = s->opts.read_only ? 0 : create_private(path);
 	if (err) {
 		store_fail(s, err, "cannot create %s", path);
 		goto out_free;
 	}
-	rc = sqlite3_open_v2(path, &s->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, NULL);
+	rc = sqlite3_open_v2(path, &s->db,
+			     s->opts.read_only ? SQLITE_OPEN_READONLY
+					       : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE,
+			     NULL);
 	if (rc != SQLITE_OK) {
 		err = s->db ? store_sql_fail(s, rc) : -ENOMEM;
 		goto out_close_db;
@@ -334,12 +374,14 @@ int store__open(const char *path, const struct store_options *opts, struct store
 	sqlite3_busy_timeout(s->db, STORE_BUSY_TIMEOUT_MS);
 	/* An in-memory database answers "memory" to WAL, which is fine. Foreign keys
 	 * stay off: ids are only written by store/, and checking them costs a
-	 * lookup per row on the ingest path. */
-	err = exec(s, "PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; "
-		      "PRAGMA foreign_keys = OFF");
-	if (err)
-		goto out_close_db;
-	err = migrate(s);
+	 * lookup per row on the ingest path. A reader writes no pragma and applies no
+	 * migration: the writer did both. */
+	if (s->opts.read_only)
+		err = check_reader(s);
+	else
+		err = exec(s, "PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; "
+			      "PRAGMA foreign_keys = OFF")
+			      ?: migrate(s);
 	if (err)
 		goto out_close_db;
 	*out = s;

@@ -14,7 +14,10 @@
  *
  * Thread-safety: a struct store is one connection with cached statements; calls on
  * one store must be serialized. Several stores (threads or processes) may open the
- * same file; writers then wait up to the busy timeout.
+ * same file; writers then wait up to the busy timeout. A reader (read_only in
+ * struct store_options) reads a snapshot of the file's last commit, in WAL mode:
+ * it neither waits for a writer nor makes one wait, so a server reads on readers
+ * of its own while one writer ingests.
  */
 #ifndef SMOLDER_STORE_H
 #define SMOLDER_STORE_H
@@ -43,6 +46,7 @@ struct store_options {
 	int64_t retention_seconds;	   /* samples older than this are dropped: 14 days */
 	uint32_t downsample_after_seconds; /* windows older than this are merged: 1 day */
 	uint32_t coarse_window_seconds;	   /* length of a merged window: 300 */
+	bool read_only;			   /* a reader: see store__open() */
 };
 
 /* Opens (creating if needed) the database at path, ":memory:" for a private
@@ -53,7 +57,19 @@ struct store_options {
  * synchronous=NORMAL: a committed batch survives a crash of the process, the last
  * commits may be lost on power failure. *out is written only on success. Returns 0,
  * -EINVAL (NULL path or out, retention shorter than downsample_after), -EPROTO
- * (schema newer than this build), -ENOMEM, or a translated SQLite error. */
+ * (schema newer than this build), -ENOMEM, or a translated SQLite error.
+ *
+ * With opts->read_only, a reader of a database that store__open() already made
+ * and migrated: opened SQLITE_OPEN_READONLY, it creates no file (-ENOENT when
+ * there is none), writes no pragma and applies no migration, so it never takes
+ * the write lock; it checks that every migration is applied (-EPROTO otherwise,
+ * older or newer) and that the file is in WAL mode (-EINVAL otherwise: a reader
+ * of a rollback journal would block the writer's commits). ":memory:" is
+ * -EINVAL: a private in-memory database is empty to any other connection. A
+ * read sees what was committed when it started, however long it runs; a write in
+ * progress neither blocks it nor shows in it. Every write (store__ingest,
+ * store__maintain) fails with -EROFS. Its page cache is SQLite's default cache_size,
+ * about 2 MB, whatever the file's size. */
 int store__open(const char *path, const struct store_options *opts, struct store **out);
 
 /* Closes the database and frees the store. Accepts NULL. */

@@ -1366,6 +1366,114 @@ static void test_file_modes(void **state)
 	close_checked(s);
 }
 
+/* ---- readers ------------------------------------------------------------------ */
+
+/* What a reader's query saw; the callback ingests on the writer meanwhile. */
+struct reader_probe {
+	struct store *writer; /* NULL: no write during the read */
+	struct batch *b;
+	int write_err;
+	uint64_t total;
+};
+
+static int probe_stack(void *ctx, const struct frame *frames, size_t nframes, uint64_t count)
+{
+	struct reader_probe *p = ctx;
+	bool dup;
+
+	(void)frames;
+	(void)nframes;
+	p->total += count;
+	if (p->writer) { /* a read statement is open on the reader right now */
+		p->write_err = store__ingest(p->writer, p->b, &dup);
+		p->writer = NULL;
+	}
+	return 0;
+}
+
+static uint64_t reader_total(struct store *r)
+{
+	struct store_query q = { .from = 0, .to = INT64_MAX };
+	struct reader_probe p = { 0 };
+
+	assert_int_equal(store__query_stacks(r, &q, probe_stack, &p), 0);
+	return p.total;
+}
+
+/* A reader (read_only) sees what the writer committed, cannot write, is not
+ * blocked by a write transaction in progress (nor sees it), and does not block
+ * the writer while it reads. It opens only a database the writer made: not a
+ * missing file, not ":memory:", not a rollback journal. */
+static void test_reader(void **state)
+{
+	struct fixture *fx = *state;
+	struct store_options ro = { .read_only = true };
+	struct store_query q = { .from = 0, .to = INT64_MAX };
+	struct reader_probe p = { 0 };
+	struct store *w, *r = NULL;
+	struct store_stats st;
+	struct batch *b;
+	sqlite3 *raw = NULL;
+	uint64_t t0;
+	bool dup;
+
+	assert_int_equal(store__open(fx_path(fx), &ro, &r), -ENOENT);
+	assert_int_equal(store__open(":memory:", &ro, &r), -EINVAL);
+	assert_null(r);
+	w = fx_open(fx, NULL);
+	b = one_batch("agent-r", 1, 1000, "k=v", "proc;f", 3);
+	assert_int_equal(store__ingest(w, b, &dup), 0);
+	tbatch_free(b);
+
+	r = fx_open(fx, &ro);
+	assert_int_equal(reader_total(r), 3);
+	b = one_batch("agent-r", 2, 1000, "k=v", "proc;g", 4);
+	assert_int_equal(store__ingest(r, b, &dup), -EROFS);
+	assert_int_equal(reader_total(r), 3);
+
+	/* the writer commits while a read statement is open: neither waits, and the
+	 * read goes on with what was committed when it started */
+	p.writer = w;
+	p.b = b;
+	t0 = test_now_ms();
+	assert_int_equal(store__query_stacks(r, &q, probe_stack, &p), 0);
+	assert_int_equal(p.write_err, 0);
+	assert_int_equal(p.total, 3);
+	assert_true(test_now_ms() - t0 < STORE_BUSY_TIMEOUT_MS / 2);
+	assert_int_equal(reader_total(r), 7);
+	tbatch_free(b);
+
+	/* a write transaction in progress on another connection: the reader reads
+	 * at once, without it */
+	assert_int_equal(sqlite3_open(fx_path(fx), &raw), SQLITE_OK);
+	assert_int_equal(sqlite3_exec(raw,
+				      "BEGIN IMMEDIATE; UPDATE state SET batches = batches + 100 "
+				      "WHERE id = 1",
+				      NULL, NULL, NULL),
+			 SQLITE_OK);
+	t0 = test_now_ms();
+	assert_int_equal(store__stats(r, &st), 0);
+	assert_int_equal(st.batches, 2);
+	assert_int_equal(reader_total(r), 7);
+	assert_true(test_now_ms() - t0 < STORE_BUSY_TIMEOUT_MS / 2);
+	assert_int_equal(sqlite3_exec(raw, "COMMIT", NULL, NULL, NULL), SQLITE_OK);
+	sqlite3_close(raw);
+	assert_int_equal(store__stats(r, &st), 0);
+	assert_int_equal(st.batches, 102);
+	store__close(r);
+	close_checked(w);
+
+	/* a reader needs WAL: in a rollback journal its reads would block commits */
+	sql_exec(fx_path(fx), "PRAGMA journal_mode = DELETE");
+	r = NULL;
+	assert_int_equal(store__open(fx_path(fx), &ro, &r), -EINVAL);
+	assert_null(r);
+	/* and every migration applied: a reader cannot apply them */
+	sql_exec(fx_path(fx), "PRAGMA journal_mode = WAL; PRAGMA user_version = 0");
+	assert_int_equal(store__open(fx_path(fx), &ro, &r), -EPROTO);
+	assert_null(r);
+}
+
 int main(void)
 {
 	static struct fixture mem = { .file = false }, file = { .file = true };
@@ -1388,6 +1496,7 @@ int main(void)
 		FILE_ONLY(test_maintain_steps_independent),
 		FILE_ONLY(test_stats_counter),
 		FILE_ONLY(test_file_modes),
+		FILE_ONLY(test_reader),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

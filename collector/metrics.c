@@ -1,0 +1,105 @@
+/* The Prometheus text of GET /metrics; see metrics.h. Every metric has its HELP
+ * and TYPE lines; names end in _total for counters and carry their unit. */
+#include "collector/metrics.h"
+
+#include <errno.h>
+
+static const char *const reject_names[REJECT_NR] = {
+	"auth", "media_type", "too_large", "malformed", "store",
+};
+
+static const double latency_buckets[METRICS_NBUCKETS] = { 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05,
+							  0.1,	 0.25,	 0.5,	1.0,  2.5 };
+
+void metrics_observe_latency(struct metrics *m, double seconds)
+{
+	size_t i;
+
+	for (i = 0; i < METRICS_NBUCKETS && seconds > latency_buckets[i]; i++)
+		;
+	m->latency_counts[i]++;
+	m->latency_sum += seconds;
+}
+
+int metrics_write(FILE *out, const struct metrics *m, const struct store_stats *st,
+		  const struct conns_stats *cs)
+{
+	uint64_t cumulative = 0;
+	size_t i;
+
+	fprintf(out,
+		"# HELP smolder_batches_ingested_total Batches stored.\n"
+		"# TYPE smolder_batches_ingested_total counter\n"
+		"smolder_batches_ingested_total %llu\n",
+		(unsigned long long)m->batches);
+	fprintf(out,
+		"# HELP smolder_batches_duplicate_total Re-sent batches acknowledged, not stored.\n"
+		"# TYPE smolder_batches_duplicate_total counter\n"
+		"smolder_batches_duplicate_total %llu\n",
+		(unsigned long long)m->duplicates);
+	fprintf(out,
+		"# HELP smolder_samples_ingested_total Samples stored.\n"
+		"# TYPE smolder_samples_ingested_total counter\n"
+		"smolder_samples_ingested_total %llu\n",
+		(unsigned long long)m->samples);
+	fprintf(out, "# HELP smolder_batches_rejected_total Batches refused, by reason.\n"
+		     "# TYPE smolder_batches_rejected_total counter\n");
+	for (i = 0; i < REJECT_NR; i++)
+		fprintf(out, "smolder_batches_rejected_total{reason=\"%s\"} %llu\n",
+			reject_names[i], (unsigned long long)m->rejected[i]);
+	fprintf(out, "# HELP smolder_ingest_seconds Time to decode and store a batch.\n"
+		     "# TYPE smolder_ingest_seconds histogram\n");
+	for (i = 0; i <= METRICS_NBUCKETS; i++) {
+		cumulative += m->latency_counts[i];
+		if (i < METRICS_NBUCKETS)
+			fprintf(out, "smolder_ingest_seconds_bucket{le=\"%g\"} %llu\n",
+				latency_buckets[i], (unsigned long long)cumulative);
+		else
+			fprintf(out, "smolder_ingest_seconds_bucket{le=\"+Inf\"} %llu\n",
+				(unsigned long long)cumulative);
+	}
+	fprintf(out, "smolder_ingest_seconds_sum %.6f\nsmolder_ingest_seconds_count %llu\n",
+		m->latency_sum, (unsigned long long)cumulative);
+	fprintf(out,
+		"# HELP smolder_db_bytes Size of the database file.\n"
+		"# TYPE smolder_db_bytes gauge\n"
+		"smolder_db_bytes %llu\n"
+		"# HELP smolder_sample_rows Sample rows stored.\n"
+		"# TYPE smolder_sample_rows gauge\n"
+		"smolder_sample_rows %llu\n",
+		(unsigned long long)st->db_bytes, (unsigned long long)st->sample_rows);
+	fprintf(out,
+		"# HELP smolder_connections_open Connections open (refused ones aside).\n"
+		"# TYPE smolder_connections_open gauge\n"
+		"smolder_connections_open %u\n",
+		cs->open);
+	fprintf(out, "# HELP smolder_connections_refused_total Connections closed at once, "
+		     "by the cap they were over.\n"
+		     "# TYPE smolder_connections_refused_total counter\n");
+	for (i = 0; i < CONNS_REFUSE_NR; i++)
+		fprintf(out, "smolder_connections_refused_total{reason=\"%s\"} %llu\n",
+			conns_refuse_names[i], (unsigned long long)cs->refused[i]);
+	fprintf(out,
+		"# HELP smolder_requests_timed_out_total Connections cut because a request "
+		"took longer than the request timeout to arrive.\n"
+		"# TYPE smolder_requests_timed_out_total counter\n"
+		"smolder_requests_timed_out_total %llu\n",
+		(unsigned long long)cs->timed_out);
+	fprintf(out,
+		"# HELP smolder_query_answers_too_large_total Queries refused because their "
+		"answer passed the response cap.\n"
+		"# TYPE smolder_query_answers_too_large_total counter\n"
+		"smolder_query_answers_too_large_total %llu\n",
+		(unsigned long long)m->answers_too_large);
+	fprintf(out,
+		"# HELP smolder_maintenance_errors_total Store maintenance steps that failed.\n"
+		"# TYPE smolder_maintenance_errors_total counter\n"
+		"smolder_maintenance_errors_total %llu\n",
+		(unsigned long long)m->maintenance_errors);
+	fprintf(out,
+		"# HELP smolder_queries_reading Queries reading the store now.\n"
+		"# TYPE smolder_queries_reading gauge\n"
+		"smolder_queries_reading %u\n",
+		m->queries_reading);
+	return ferror(out) ? -EIO : 0;
+}

@@ -1,0 +1,49 @@
+/* The collector's counters and their Prometheus text (GET /metrics): batches,
+ * samples and duplicates ingested, ingests refused by reason, the ingest latency
+ * histogram, answers refused for their size, failed maintenance steps and the queries
+ * reading the store, beside
+ * the store's size (store__stats) and the connection registry's counters
+ * (conns.h). A plain struct: the collector guards it with its own lock and
+ * hands metrics_write() a copy.
+ */
+#ifndef SMOLDER_COLLECTOR_METRICS_H
+#define SMOLDER_COLLECTOR_METRICS_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include "collector/conns.h"
+#include "store/store.h"
+
+/* Why an ingest was refused; the metrics label. */
+enum metrics_reject {
+	REJECT_AUTH,
+	REJECT_MEDIA_TYPE,
+	REJECT_TOO_LARGE,
+	REJECT_MALFORMED,
+	REJECT_STORE,
+	REJECT_NR,
+};
+
+/* Upper bounds, in seconds, of the ingest latency histogram's buckets. */
+#define METRICS_NBUCKETS 11
+
+struct metrics {
+	uint64_t batches, duplicates, samples;
+	uint64_t rejected[REJECT_NR];
+	uint64_t latency_counts[METRICS_NBUCKETS + 1]; /* last: +Inf */
+	double latency_sum;
+	uint64_t answers_too_large;  /* queries refused for max_response */
+	uint64_t maintenance_errors; /* store__maintain() failures */
+	unsigned queries_reading;    /* gauge: queries reading the store now */
+};
+
+/* Counts one ingest that took seconds in the latency histogram. */
+void metrics_observe_latency(struct metrics *m, double seconds);
+
+/* Writes the Prometheus text (format 0.0.4) of m, the store's st and the
+ * connections' cs to out. Returns 0, or -EIO when out reports a write error. */
+int metrics_write(FILE *out, const struct metrics *m, const struct store_stats *st,
+		  const struct conns_stats *cs);
+
+#endif
