@@ -135,27 +135,14 @@ static int set_string(char **field, const char *value)
 	return 0;
 }
 
-/* A bearer token must be something: not empty, not whitespace (an empty
- * Authorization header authenticates nothing, and a collector started with an
- * empty token would accept it), and no spaces or control characters, which would
- * break or inject into the HTTP header it travels in. At most TOKEN_MAX_LEN bytes
- * (common/token.h), the longest any token file may hold. */
+/* A token given inline or read from a file, checked by token_check(). */
 static int check_token(const char *token, const char *opt, char *err, size_t errlen)
 {
-	const unsigned char *p;
+	char why[128];
 
-	if (!token[0])
-		return reason_fail(err, errlen, -EINVAL, "%s: the token is empty", opt);
-	if (strlen(token) > TOKEN_MAX_LEN)
-		return reason_fail(err, errlen, -EINVAL, "%s: the token is longer than %d bytes",
-				   opt, TOKEN_MAX_LEN);
-	for (p = (const unsigned char *)token; *p; p++)
-		if (*p <= ' ' || *p == 0x7f)
-			return reason_fail(err, errlen, -EINVAL,
-					   "%s: the token holds whitespace or control "
-					   "characters",
-					   opt);
-	return 0;
+	if (!token_check(token, why, sizeof(why)))
+		return 0;
+	return reason_fail(err, errlen, -EINVAL, "%s: %s", opt, why);
 }
 
 /* The token in a file (common/token.h), replacing any earlier --token. */

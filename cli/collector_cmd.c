@@ -75,15 +75,15 @@ static bool parse_count(const char *arg, unsigned long min, unsigned long max, u
 	return true;
 }
 
-/* A token given inline or read from a file: refused when empty or not one word of
- * printable characters, so that no empty token ever counts as set. */
+/* A token given inline or read from a file, checked by token_check(): no empty
+ * token ever counts as set. */
 static int check_token(const char *token, const char *option, char *err, size_t errlen)
 {
-	if (collector__token_valid(token))
+	char why[128];
+
+	if (!token_check(token, why, sizeof(why)))
 		return 0;
-	return reason_fail(err, errlen, -EINVAL,
-			   "%s: a token must be 1 to %d printable characters without spaces%s",
-			   option, TOKEN_MAX_LEN, token[0] ? "" : " (it is empty)");
+	return reason_fail(err, errlen, -EINVAL, "%s: %s", option, why);
 }
 
 void collector_args__init(struct collector_args *a)

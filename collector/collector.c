@@ -96,16 +96,6 @@ void collector_options__defaults(struct collector_options *o)
 	};
 }
 
-bool collector__token_valid(const char *t)
-{
-	size_t n = 0;
-
-	for (; t[n]; n++)
-		if ((unsigned char)t[n] <= ' ' || (unsigned char)t[n] >= 0x7f)
-			return false;
-	return n > 0 && n <= TOKEN_MAX_LEN;
-}
-
 static double now_seconds(void)
 {
 	struct timespec ts;
@@ -682,8 +672,8 @@ static int resolve(const char *listen, struct sockaddr_storage *ss)
 
 static int check_options(const struct collector_options *o)
 {
-	if ((o->ingest_token && !collector__token_valid(o->ingest_token)) ||
-	    (o->query_token && !collector__token_valid(o->query_token)))
+	if ((o->ingest_token && token_check(o->ingest_token, NULL, 0)) ||
+	    (o->query_token && token_check(o->query_token, NULL, 0)))
 		return -EINVAL; /* an empty token must never pass for a token */
 	if (!o->max_connections || !o->max_connections_per_ip || !o->request_timeout ||
 	    !o->max_response || !o->max_body)

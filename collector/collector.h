@@ -35,7 +35,7 @@
  *
  * Security: without tokens only a loopback listen address is accepted, unless
  * `insecure` is set. A token must be a non-empty word of printable characters
- * (collector__token_valid). Tokens compare in constant time.
+ * (token_check, common/token.h). Tokens compare in constant time.
  */
 #ifndef SMOLDER_COLLECTOR_H
 #define SMOLDER_COLLECTOR_H
@@ -84,10 +84,6 @@ struct collector_options {
 struct collector;
 
 void collector_options__defaults(struct collector_options *o);
-
-/* Whether t can be a token: non-empty, printable ASCII without spaces (what
- * "Authorization: Bearer" can carry), at most 1024 bytes. */
-bool collector__token_valid(const char *t);
 
 /* Opens the store (the writer, then the queries' readers) and starts serving.
  * Returns 0, -EINVAL (bad listen address, a token that is set but not valid, a

@@ -1,5 +1,6 @@
 /* Token files; see token.h. */
 #include "common/token.h"
+#include "common/reason.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -24,5 +25,22 @@ int token_read_file(const char *path, char **out)
 	if (!copy)
 		return -ENOMEM;
 	*out = copy;
+	return 0;
+}
+
+int token_check(const char *token, char *why, size_t whylen)
+{
+	const unsigned char *p;
+
+	if (!token || !token[0])
+		return reason_fail(why, whylen, -EINVAL, "the token is empty");
+	if (strlen(token) > TOKEN_MAX_LEN)
+		return reason_fail(why, whylen, -EINVAL, "the token is longer than %d bytes",
+				   TOKEN_MAX_LEN);
+	for (p = (const unsigned char *)token; *p; p++)
+		if (*p <= ' ' || *p >= 0x7f)
+			return reason_fail(why, whylen, -EINVAL,
+					   "the token holds whitespace, control or non-ASCII "
+					   "characters");
 	return 0;
 }
