@@ -65,6 +65,12 @@ struct store;
  * draw; a larger answer is refused with a hint to narrow the query. The collector
  * renders at most one answer per serving thread at a time. */
 #define COLLECTOR_DEFAULT_MAX_RESPONSE (64u << 20)
+/* Queries waiting for one of the 4 query workers (beyond the 4 running): each
+ * holds a suspended connection and its parsed query (a few KiB). 32 is several
+ * browsers' dashboards at once (a browser sends six), and 8 turns of every
+ * worker: a query that would wait longer is better refused at once (503, "retry")
+ * than left to time out. */
+#define COLLECTOR_DEFAULT_MAX_QUEUED_QUERIES 32
 
 struct collector_options {
 	const char *db_path;		 /* SQLite file (":memory:" for tests) */
@@ -79,6 +85,7 @@ struct collector_options {
 	unsigned max_connections_per_ip; /* ... from one client address */
 	unsigned request_timeout;	 /* seconds for a request's headers and body */
 	size_t max_response;		 /* bytes of one query's answer */
+	unsigned max_queued_queries;	 /* queries waiting for a query worker */
 };
 
 struct collector;

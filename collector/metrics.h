@@ -36,6 +36,8 @@ struct metrics {
 	uint64_t answers_too_large;  /* queries refused for max_response */
 	uint64_t maintenance_errors; /* store__maintain() failures */
 	unsigned queries_reading;    /* gauge: queries reading the store now */
+	uint64_t queries_refused;    /* queries refused: max_queued_queries waiting */
+	unsigned queries_waiting;    /* gauge: queries waiting for a worker */
 };
 
 /* Counts one ingest that took seconds in the latency histogram. */
