@@ -1,5 +1,8 @@
 /* The collector's HTTP server: ingest, queries, health and metrics; see
- * collector.h. One writer store behind a mutex for ingest, maintenance and the
+ * collector.h. Queries run on the query workers (queries.h), never on a serving
+ * thread: the handler parses one, suspends its connection and queues it; called
+ * again once a worker resumed the connection, it queues the stored answer. One
+ * writer store behind a mutex for ingest, maintenance and the
  * /metrics figures (SQLite has one writer at a time anyway, and ingest
  * transactions are short), and a pool of reader stores on the same file for
  * queries (readers.h): in WAL mode a query reads the last commit on its own
@@ -44,7 +47,7 @@
 #include "collector/readers.h"
 #include "store/store.h"
 
-#define THREADS	      4
+#define THREADS	      4	    /* serving threads, query workers and readers each */
 #define MAINTAIN_ROWS 20000 /* rows per maintenance step: ingest never waits long */
 /* Idle seconds before libmicrohttpd closes a connection: bounds a client that
  * stops reading its answer (request_timeout bounds the request itself). */

@@ -1,7 +1,7 @@
 /* The collector's counters and their Prometheus text (GET /metrics): batches,
  * samples and duplicates ingested, ingests refused by reason, the ingest latency
- * histogram, answers refused for their size, failed maintenance steps and the queries
- * reading the store, beside
+ * histogram, answers refused for their size, failed maintenance steps, the queries
+ * reading the store, waiting for a worker and refused for the queue, beside
  * the store's size (store__stats) and the connection registry's counters
  * (conns.h). A plain struct: the collector guards it with its own lock and
  * hands metrics_write() a copy.

@@ -13,6 +13,11 @@
  *   - query amplification: a small batch of deep stacks with long names, queried
  *     in every format: each answer is complete or the over-cap refusal (422), and
  *     ingests posted while large answers render keep going;
+ *   - queries off the serving threads: slow queries, more than the serving
+ *     threads, never delay an agent's keep-alive ingest; clients that leave
+ *     while their queries run or wait, and a stop during queries, leave no
+ *     sanitizer report; past the queue's cap a query is refused (503) at once;
+ *     ingest and queries on --db :memory:;
  *   - /metrics behind the query token; empty and blank tokens refused at start;
  *     more query parameters than the cap answered 400 at once (a few hundred used
  *     to hang the connection for the idle timeout), many headers 431.
