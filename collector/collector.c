@@ -856,8 +856,9 @@ void collector__stop(struct collector *c)
 	/* first: every suspended connection resumed (running queries finish, waiting
 	 * ones are refused), as MHD_stop_daemon() requires; a query arriving
 	 * meanwhile is refused at once */
-	queries__free(c->queries);
+	queries__stop(c->queries);
 	MHD_stop_daemon(c->daemon); /* every connection's CLOSED frees its entry */
+	queries__free(c->queries);
 	conns__free(c->conns);
 	/* the readers before the writer: the last connection to close checkpoints
 	 * the WAL, which a reader cannot */

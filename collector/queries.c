@@ -121,12 +121,10 @@ void queries__stats(struct queries *qs, size_t *waiting, size_t *running)
 	pthread_mutex_unlock(&qs->lock);
 }
 
-void queries__free(struct queries *qs)
+void queries__stop(struct queries *qs)
 {
 	size_t i;
 
-	if (!qs)
-		return;
 	pthread_mutex_lock(&qs->lock);
 	qs->stopping = true;
 	pthread_cond_broadcast(&qs->wake);
@@ -134,6 +132,14 @@ void queries__free(struct queries *qs)
 	/* the workers drain the queue (abandoning what waits) before they exit */
 	for (i = 0; i < qs->nworkers; i++)
 		pthread_join(qs->workers[i], NULL);
+	qs->nworkers = 0;
+}
+
+void queries__free(struct queries *qs)
+{
+	if (!qs)
+		return;
+	queries__stop(qs);
 	pthread_cond_destroy(&qs->wake);
 	pthread_mutex_destroy(&qs->lock);
 	free(qs);

@@ -19,10 +19,12 @@
  * more at once (-EAGAIN), so a burst of queries costs a refusal, not an unbounded
  * queue of suspended connections.
  *
- * Shutdown: queries__free() refuses new jobs, lets running jobs finish, runs the
+ * Shutdown: queries__stop() refuses new jobs, lets running jobs finish, runs the
  * waiting ones' run() with abandoned set (they store a refusal without reading)
  * and resumes every connection, then joins the workers. libmicrohttpd forbids
- * MHD_stop_daemon() with a suspended connection: call queries__free() first.
+ * MHD_stop_daemon() with a suspended connection: call queries__stop() before it,
+ * and queries__free() after it (the serving threads may call queries__submit()
+ * and queries__stats() until the daemon stopped; they are refused then).
  *
  * Thread-safety: queries__submit() from libmicrohttpd's threads (it suspends the
  * connection it is handling), queries__stats() from any thread; one mutex guards
@@ -67,7 +69,11 @@ int queries__submit(struct queries *qs, struct queries_job *j);
 /* Jobs waiting for a worker and running, as one snapshot. */
 void queries__stats(struct queries *qs, size_t *waiting, size_t *running);
 
-/* Stops the pool as described above, then frees it. Accepts NULL. */
+/* Stops the pool as described above: when it returns, every job submitted has
+ * been run or abandoned and its connection resumed. Later calls do nothing. */
+void queries__stop(struct queries *qs);
+
+/* Stops the pool (if it was not) and frees it. Accepts NULL. */
 void queries__free(struct queries *qs);
 
 #endif
