@@ -1,5 +1,8 @@
 /* The collector's HTTP server: ingest, queries, health and metrics; see
- * collector.h. One writer store behind a mutex for ingest, maintenance and the
+ * collector.h. Queries run on the query workers (queries.h), never on a serving
+ * thread: the handler parses one, suspends its connection and queues it; called
+ * again once a worker resumed the connection, it queues the stored answer. One
+ * writer store behind a mutex for ingest, maintenance and the
  * /metrics figures (SQLite has one writer at a time anyway, and ingest
  * transactions are short), and a pool of reader stores on the same file for
  * queries (readers.h): in WAL mode a query reads the last commit on its own
@@ -40,10 +43,11 @@
 #include "common/wire.h"
 #include "collector/conns.h"
 #include "collector/metrics.h"
+#include "collector/queries.h"
 #include "collector/readers.h"
 #include "store/store.h"
 
-#define THREADS	      4
+#define THREADS	      4	    /* serving threads, query workers and readers each */
 #define MAINTAIN_ROWS 20000 /* rows per maintenance step: ingest never waits long */
 /* Idle seconds before libmicrohttpd closes a connection: bounds a client that
  * stops reading its answer (request_timeout bounds the request itself). */
@@ -64,21 +68,47 @@ struct collector {
 	struct metrics m;
 	struct readers *readers; /* queries' own stores; NULL for ":memory:" */
 	struct conns *conns;	 /* connection caps and the request-time sweep */
+	struct queries *queries; /* the workers that run queries (queries.h) */
 	atomic_uint reading;	 /* queries reading the store now */
 	struct MHD_Daemon *daemon;
 	uint16_t port;
 	time_t maintain_logged; /* when a maintenance error was last logged */
 };
 
-/* One request: the ingest body, gathered chunk by chunk up to the cap. Made by
- * the URI callback (uri_seen), before libmicrohttpd parses the parameters. */
+/* A query answer rendered into memory, up to a cap: a FILE (fopencookie) whose
+ * writes fail once the cap would be passed, so no more than max bytes are ever
+ * held; the buffer then goes to libmicrohttpd as it is. */
+struct capped {
+	char *buf;
+	size_t len, cap, max;
+	bool over;
+};
+
+/* A query handed to a worker (queries.h): the worker reads and renders it and
+ * stores the answer here, or the error; the handler, called again once the
+ * connection is resumed, queues it. */
+struct query_job {
+	struct queries_job base; /* first: a queries_job is a query_job */
+	struct collector *c;
+	struct query q;
+	struct capped w;  /* the answer; handed to libmicrohttpd when queued */
+	const char *type; /* its content type */
+	unsigned status;  /* 200, or the error's with why */
+	char why[256];
+	bool done; /* the worker stored its answer */
+};
+
+/* One request: the ingest body, gathered chunk by chunk up to the cap, or the
+ * query handed to a worker. Made by the URI callback (uri_seen), before
+ * libmicrohttpd parses the parameters. */
 struct request {
 	char *body;
 	size_t len, cap;
 	bool too_big;
 	bool headers_seen; /* the handler has been called once */
 	bool is_ingest;
-	bool too_many_args; /* more than QUERY_MAX_ARGS: not parsed, refused */
+	bool too_many_args;    /* more than QUERY_MAX_ARGS: not parsed, refused */
+	struct query_job *job; /* the pool's while the connection is suspended */
 };
 
 void collector_options__defaults(struct collector_options *o)
@@ -93,6 +123,7 @@ void collector_options__defaults(struct collector_options *o)
 		.max_connections_per_ip = COLLECTOR_DEFAULT_MAX_CONNECTIONS_PER_IP,
 		.request_timeout = COLLECTOR_DEFAULT_REQUEST_TIMEOUT,
 		.max_response = COLLECTOR_DEFAULT_MAX_RESPONSE,
+		.max_queued_queries = COLLECTOR_DEFAULT_MAX_QUEUED_QUERIES,
 	};
 }
 
@@ -241,6 +272,7 @@ static enum MHD_Result metrics(struct collector *c, struct MHD_Connection *conn)
 {
 	struct store_stats st = { 0 };
 	struct conns_stats cs;
+	size_t waiting, running;
 	char *buf = NULL;
 	size_t len = 0;
 	struct metrics m;
@@ -253,6 +285,8 @@ static enum MHD_Result metrics(struct collector *c, struct MHD_Connection *conn)
 	store__stats(c->store, &st);
 	pthread_mutex_unlock(&c->lock);
 	conns__stats(c->conns, &cs);
+	queries__stats(c->queries, &waiting, &running);
+	m.queries_waiting = (unsigned)waiting;
 	out = open_memstream(&buf, &len);
 	if (!out)
 		return MHD_NO;
@@ -335,15 +369,6 @@ static bool route(const char *url, struct args *a, enum query_kind *kind, char *
 	return false;
 }
 
-/* A query answer rendered into memory, up to a cap: a FILE (fopencookie) whose
- * writes fail once the cap would be passed, so no more than max bytes are ever
- * held; the buffer then goes to libmicrohttpd as it is. */
-struct capped {
-	char *buf;
-	size_t len, cap, max;
-	bool over;
-};
-
 static ssize_t capped_write(void *cookie, const char *data, size_t n)
 {
 	struct capped *w = cookie;
@@ -399,18 +424,81 @@ static int load(struct collector *c, const struct query *q, struct query_answer 
 	return err;
 }
 
-static enum MHD_Result query(struct collector *c, struct MHD_Connection *conn, const char *url)
+/* The worker's part (queries_run_fn): reads and renders j's query, off
+ * libmicrohttpd's threads, and stores the answer or the error in j. */
+static void run_query(struct queries_job *base, bool abandoned)
+{
+	struct query_job *j = (struct query_job *)base;
+	struct collector *c = j->c;
+	struct query_answer *answer = NULL;
+	FILE *out;
+	int err = -ESHUTDOWN;
+
+	j->w.max = c->opts.max_response;
+	if (!abandoned)
+		err = load(c, &j->q, &answer, j->why, sizeof(j->why));
+	if (!err) {
+		out = fopencookie(&j->w, "w", (cookie_io_functions_t){ .write = capped_write });
+		if (!out) {
+			err = -ENOMEM;
+		} else {
+			err = query_render(answer, out, &j->type, j->why, sizeof(j->why));
+			if (fclose(out) && !err)
+				err = -EIO;
+		}
+	}
+	query_answer__free(answer);
+	query_free(&j->q);
+	j->status = MHD_HTTP_OK;
+	if (err) {
+		free(j->w.buf);
+		j->w.buf = NULL;
+	}
+	if (j->w.over || err == -E2BIG) {
+		pthread_mutex_lock(&c->lock);
+		c->m.answers_too_large++;
+		pthread_mutex_unlock(&c->lock);
+		snprintf(j->why, sizeof(j->why),
+			 "answer larger than the collector's cap (%zu MiB, --max-response-mb): "
+			 "narrow the time range or select fewer labels with where=",
+			 c->opts.max_response >> 20);
+		j->status = MHD_HTTP_UNPROCESSABLE_CONTENT;
+	} else if (err == -ESHUTDOWN) {
+		snprintf(j->why, sizeof(j->why), "the collector is stopping: retry");
+		j->status = MHD_HTTP_SERVICE_UNAVAILABLE;
+	} else if (err) {
+		if (!j->why[0])
+			snprintf(j->why, sizeof(j->why), "%s", strerror(-err));
+		j->status = err == -EINVAL ? MHD_HTTP_BAD_REQUEST : MHD_HTTP_INTERNAL_SERVER_ERROR;
+	}
+	j->done = true;
+}
+
+/* Queues the answer a worker stored in r's job; the buffer goes to libmicrohttpd. */
+static enum MHD_Result query_answered(struct MHD_Connection *conn, struct request *r)
+{
+	struct query_job *j = r->job;
+	char *buf = j->w.buf;
+
+	if (j->status != MHD_HTTP_OK)
+		return respond_error(conn, j->status, j->why);
+	j->w.buf = NULL;
+	return respond_mode(conn, MHD_HTTP_OK, j->type, buf, j->w.len, MHD_RESPMEM_MUST_FREE);
+}
+
+/* Parses and checks the query (refusals answered here, at once), then hands it
+ * to a worker and suspends the connection until the worker's answer is stored. */
+static enum MHD_Result query(struct collector *c, struct MHD_Connection *conn, const char *url,
+			     struct request *r)
 {
 	struct args a = { 0 };
 	enum query_kind kind;
-	const char *type = "application/json";
 	char why[256] = "", label[256];
-	struct query_answer *answer = NULL;
-	struct capped w = { .max = c->opts.max_response };
-	struct query q;
-	FILE *out;
+	struct query_job *j;
 	int err;
 
+	if (r->job) /* resumed: the worker is done with it */
+		return query_answered(conn, r);
 	if (!route(url, &a, &kind, label, sizeof(label)))
 		return respond_error(conn, MHD_HTTP_NOT_FOUND, "no such endpoint");
 	MHD_get_connection_values(conn, MHD_GET_ARGUMENT_KIND, collect_arg, &a);
@@ -425,44 +513,40 @@ static enum MHD_Result query(struct collector *c, struct MHD_Connection *conn, c
 	if (a.too_many)
 		return respond_error(conn, MHD_HTTP_BAD_REQUEST,
 				     "too many parameters (at most 64)");
-	err = query_parse(&q, kind, arg, &a, (int64_t)time(NULL), why, sizeof(why));
-	if (err)
-		return respond_error(conn,
-				     err == -EINVAL ? MHD_HTTP_BAD_REQUEST
-						    : MHD_HTTP_INTERNAL_SERVER_ERROR,
-				     why[0] ? why : strerror(-err));
-	err = load(c, &q, &answer, why, sizeof(why));
-	if (!err) {
-		out = fopencookie(&w, "w", (cookie_io_functions_t){ .write = capped_write });
-		if (!out) {
-			err = -ENOMEM;
-		} else {
-			err = query_render(answer, out, &type, why, sizeof(why));
-			if (fclose(out) && !err)
-				err = -EIO;
-		}
-	}
-	query_answer__free(answer);
-	query_free(&q);
-	if (w.over || err == -E2BIG) {
-		free(w.buf);
-		pthread_mutex_lock(&c->lock);
-		c->m.answers_too_large++;
-		pthread_mutex_unlock(&c->lock);
-		snprintf(why, sizeof(why),
-			 "answer larger than the collector's cap (%zu MiB, --max-response-mb): "
-			 "narrow the time range or select fewer labels with where=",
-			 c->opts.max_response >> 20);
-		return respond_error(conn, MHD_HTTP_UNPROCESSABLE_CONTENT, why);
-	}
+	j = calloc(1, sizeof(*j));
+	if (!j)
+		return respond_error(conn, MHD_HTTP_SERVICE_UNAVAILABLE,
+				     "out of memory: retry later");
+	/* the parsed query copies what it keeps of the parameters (labels, where=):
+	 * it outlives libmicrohttpd's parsing for the worker */
+	err = query_parse(&j->q, kind, arg, &a, (int64_t)time(NULL), why, sizeof(why));
 	if (err) {
-		free(w.buf);
+		free(j);
 		return respond_error(conn,
 				     err == -EINVAL ? MHD_HTTP_BAD_REQUEST
 						    : MHD_HTTP_INTERNAL_SERVER_ERROR,
 				     why[0] ? why : strerror(-err));
 	}
-	return respond_mode(conn, MHD_HTTP_OK, type, w.buf, w.len, MHD_RESPMEM_MUST_FREE);
+	j->c = c;
+	j->base.run = run_query;
+	j->base.conn = conn;
+	/* the request has arrived: the request clock stops, the worker takes its time */
+	conns__clock(conn, false);
+	err = queries__submit(c->queries, &j->base);
+	if (err) {
+		query_free(&j->q);
+		free(j);
+		if (err == -EAGAIN) {
+			pthread_mutex_lock(&c->lock);
+			c->m.queries_refused++;
+			pthread_mutex_unlock(&c->lock);
+		}
+		return respond_error(conn, MHD_HTTP_SERVICE_UNAVAILABLE,
+				     err == -EAGAIN ? "too many queries in flight, retry"
+						    : "the collector is stopping: retry");
+	}
+	r->job = j; /* the pool's until it resumes the connection */
+	return MHD_YES;
 }
 
 static bool header_is(struct MHD_Connection *conn, const char *name, const char *want)
@@ -591,7 +675,7 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *conn, const char
 		return respond(conn, MHD_HTTP_NO_CONTENT, "image/x-icon", "", 0);
 	if (strcmp(url, "/metrics") == 0)
 		return metrics(c, conn);
-	return query(c, conn, url);
+	return query(c, conn, url, r);
 }
 
 /* Called with the request line before libmicrohttpd parses the parameters, which
@@ -632,6 +716,9 @@ static void request_done(void *cls, struct MHD_Connection *conn, void **req_cls,
 	conns__clock(conn, true); /* the next request's time starts now, idle time included */
 	if (r) {
 		free(r->body);
+		if (r->job) /* never while suspended: the worker resumed it */
+			free(r->job->w.buf);
+		free(r->job);
 		free(r);
 		*req_cls = NULL;
 	}
@@ -676,7 +763,7 @@ static int check_options(const struct collector_options *o)
 	    (o->query_token && token_check(o->query_token, NULL, 0)))
 		return -EINVAL; /* an empty token must never pass for a token */
 	if (!o->max_connections || !o->max_connections_per_ip || !o->request_timeout ||
-	    !o->max_response || !o->max_body)
+	    !o->max_response || !o->max_body || !o->max_queued_queries)
 		return -EINVAL;
 	return 0;
 }
@@ -718,13 +805,16 @@ int collector__start(const struct collector_options *o, struct collector **out)
 		if (err)
 			goto out_close;
 	}
+	err = queries__new(THREADS, o->max_queued_queries, &c->queries);
+	if (err)
+		goto out_readers;
 	err = conns__new(o->max_connections, o->max_connections_per_ip, o->request_timeout,
 			 &c->conns);
 	if (err)
-		goto out_readers;
+		goto out_queries;
 	/* MHD opens an IPv4 socket unless told otherwise, and cannot bind an IPv6
 	 * address to it; dual stack, so that [::] is every address, as on Linux. */
-	flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL;
+	flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME;
 	if (ss.ss_family == AF_INET6)
 		flags |= MHD_USE_DUAL_STACK;
 	errno = 0;
@@ -747,6 +837,8 @@ int collector__start(const struct collector_options *o, struct collector **out)
 
 out_conns:
 	conns__free(c->conns);
+out_queries:
+	queries__free(c->queries);
 out_readers:
 	readers__free(c->readers);
 out_close:
@@ -761,7 +853,12 @@ void collector__stop(struct collector *c)
 {
 	if (!c)
 		return;
+	/* first: every suspended connection resumed (running queries finish, waiting
+	 * ones are refused), as MHD_stop_daemon() requires; a query arriving
+	 * meanwhile is refused at once */
+	queries__stop(c->queries);
 	MHD_stop_daemon(c->daemon); /* every connection's CLOSED frees its entry */
+	queries__free(c->queries);
 	conns__free(c->conns);
 	/* the readers before the writer: the last connection to close checkpoints
 	 * the WAL, which a reader cannot */

@@ -1,9 +1,11 @@
 /* The collector: an HTTP server (libmicrohttpd, a thread pool) that ingests the
  * agents' batches into the store and answers queries, health and metrics.
- * Ingest writes on one store connection; queries read on connections of their
- * own (one per serving thread), so a query never makes an ingest wait for the
- * store, nor an ingest a query (a ":memory:" database, which no other connection
- * can open, is read on the writer).
+ * Ingest writes on one store connection; queries run on query workers of their
+ * own, off the serving threads (a serving thread only parses a query and suspends
+ * its connection until a worker answered it), and read on connections of their
+ * own (one per worker), so a query never makes an ingest wait, neither for the
+ * store nor for a serving thread (a ":memory:" database, which no other
+ * connection can open, is read on the writer).
  *
  * Endpoints
  *   POST /api/v1/ingest   body: a zstd-compressed smolder.v1.Batch
@@ -14,12 +16,14 @@
  *                         nothing stored. 413 for bodies over the caps.
  *   GET  /api/v1/flamegraph, diff, top, series, labels, labels/NAME/values,
  *                         folded: the queries of query/query.h, query token.
- *                         An answer larger than max_response is refused (422).
+ *                         An answer larger than max_response is refused (422);
+ *                         past max_queued_queries waiting, 503 at once.
  *   GET  /healthz         "ok".
  *   GET  /metrics         Prometheus text, query token: batches and samples
  *                         ingested, rejects by reason, ingest latency histogram,
  *                         database size, refused and timed-out connections,
- *                         queries reading the store.
+ *                         queries reading the store, waiting for a worker, and
+ *                         refused for the queue.
  *
  * Every endpoint but ingest takes no request body: a request that announces one
  * (Content-Length above 0, or Transfer-Encoding) is refused from its headers (413)
@@ -31,7 +35,8 @@
  * request may take to arrive (headers and body, idle time included), the request
  * line and headers (libmicrohttpd's per-connection memory: 431 or 414 past it),
  * query parameters (QUERY_MAX_ARGS: 400 past it), the ingest body (max_body), a
- * query's answer (max_response).
+ * query's answer (max_response), queries waiting for a worker
+ * (max_queued_queries).
  *
  * Security: without tokens only a loopback listen address is accepted, unless
  * `insecure` is set. A token must be a non-empty word of printable characters
@@ -63,8 +68,14 @@ struct store;
 #define COLLECTOR_DEFAULT_REQUEST_TIMEOUT 30
 /* Bytes of one query's answer: 64 MiB is far beyond a flame graph a browser can
  * draw; a larger answer is refused with a hint to narrow the query. The collector
- * renders at most one answer per serving thread at a time. */
+ * renders at most one answer per query worker (4) at a time. */
 #define COLLECTOR_DEFAULT_MAX_RESPONSE (64u << 20)
+/* Queries waiting for one of the 4 query workers (beyond the 4 running): each
+ * holds a suspended connection and its parsed query (a few KiB). 32 is several
+ * browsers' dashboards at once (a browser sends six), and 8 turns of every
+ * worker: a query that would wait longer is better refused at once (503, "retry")
+ * than left to time out. */
+#define COLLECTOR_DEFAULT_MAX_QUEUED_QUERIES 32
 
 struct collector_options {
 	const char *db_path;		 /* SQLite file (":memory:" for tests) */
@@ -79,6 +90,7 @@ struct collector_options {
 	unsigned max_connections_per_ip; /* ... from one client address */
 	unsigned request_timeout;	 /* seconds for a request's headers and body */
 	size_t max_response;		 /* bytes of one query's answer */
+	unsigned max_queued_queries;	 /* queries waiting for a query worker */
 };
 
 struct collector;

@@ -101,5 +101,14 @@ int metrics_write(FILE *out, const struct metrics *m, const struct store_stats *
 		"# TYPE smolder_queries_reading gauge\n"
 		"smolder_queries_reading %u\n",
 		m->queries_reading);
+	fprintf(out,
+		"# HELP smolder_queries_waiting Queries waiting for a query worker.\n"
+		"# TYPE smolder_queries_waiting gauge\n"
+		"smolder_queries_waiting %u\n"
+		"# HELP smolder_queries_refused_total Queries refused at once because too many "
+		"were waiting for a worker.\n"
+		"# TYPE smolder_queries_refused_total counter\n"
+		"smolder_queries_refused_total %llu\n",
+		m->queries_waiting, (unsigned long long)m->queries_refused);
 	return ferror(out) ? -EIO : 0;
 }

@@ -1,7 +1,7 @@
 /* The collector's counters and their Prometheus text (GET /metrics): batches,
  * samples and duplicates ingested, ingests refused by reason, the ingest latency
- * histogram, answers refused for their size, failed maintenance steps and the queries
- * reading the store, beside
+ * histogram, answers refused for their size, failed maintenance steps, the queries
+ * reading the store, waiting for a worker and refused for the queue, beside
  * the store's size (store__stats) and the connection registry's counters
  * (conns.h). A plain struct: the collector guards it with its own lock and
  * hands metrics_write() a copy.
@@ -36,6 +36,8 @@ struct metrics {
 	uint64_t answers_too_large;  /* queries refused for max_response */
 	uint64_t maintenance_errors; /* store__maintain() failures */
 	unsigned queries_reading;    /* gauge: queries reading the store now */
+	uint64_t queries_refused;    /* queries refused: max_queued_queries waiting */
+	unsigned queries_waiting;    /* gauge: queries waiting for a worker */
 };
 
 /* Counts one ingest that took seconds in the latency histogram. */

@@ -2,10 +2,10 @@
  * connections of their own (store__open with read_only), so a query, however
  * long it reads, never holds the lock ingest takes, and ingest never holds one a
  * query needs. In WAL mode a reader reads the last commit while the one writer
- * commits more. One reader per serving thread, each behind its own mutex: a
- * query takes a free one, and waits for a busy one only when every reader is in
- * use (more queries at once than serving threads, which libmicrohttpd's thread
- * pool does not make).
+ * commits more. One reader per query worker (queries.h), each behind its own
+ * mutex: a query takes a free one, and waits for a busy one only when every
+ * reader is in use (more queries at once than workers, which the pool does not
+ * make).
  *
  * Cost: one SQLite connection each (its descriptors, and a page cache of
  * SQLite's default size, about 2 MB) and its cached statements.
