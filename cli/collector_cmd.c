@@ -33,6 +33,7 @@ const char collector_usage[] =
 	"                            behind a proxy, raise it to --max-connections)\n"
 	"      --request-timeout DUR time for a request's headers and body (default 30s)\n"
 	"      --max-response-mb N   size cap of one query's answer (default 64)\n"
+	"      --max-queued-queries N  queries waiting for a worker; 503 past it (default 32)\n"
 	"  -h, --help                show this help\n";
 
 const struct option collector_long_options[] = {
@@ -49,6 +50,7 @@ const struct option collector_long_options[] = {
 	{ "max-connections-per-ip", required_argument, NULL, COLLECTOR_OPT_MAX_CONNECTIONS_PER_IP },
 	{ "request-timeout", required_argument, NULL, COLLECTOR_OPT_REQUEST_TIMEOUT },
 	{ "max-response-mb", required_argument, NULL, COLLECTOR_OPT_MAX_RESPONSE_MB },
+	{ "max-queued-queries", required_argument, NULL, COLLECTOR_OPT_MAX_QUEUED_QUERIES },
 	{ "help", no_argument, NULL, 'h' },
 	{ NULL, 0, NULL, 0 },
 };
@@ -184,6 +186,14 @@ int collector_args__set(struct collector_args *a, int opt, const char *arg, char
 			return reason_fail(err, errlen, -EINVAL,
 					   "--max-response-mb wants 1 to 4096, got '%s'", arg);
 		a->o.max_response = (size_t)n << 20;
+		break;
+	case COLLECTOR_OPT_MAX_QUEUED_QUERIES:
+		/* each waiting query holds its parsed parameters only; the cap bounds the
+		 * wait a client sees, not memory */
+		if (!parse_count(arg, 1, 4096, &n))
+			return reason_fail(err, errlen, -EINVAL,
+					   "--max-queued-queries wants 1 to 4096, got '%s'", arg);
+		a->o.max_queued_queries = (unsigned)n;
 		break;
 	default:
 		return reason_fail(err, errlen, -EINVAL, "unknown option code %d", opt);

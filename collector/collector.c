@@ -23,9 +23,7 @@
 #include "collector/collector.h"
 #include "query/query.h"
 
-#include <arpa/inet.h>
 #include <errno.h>
-#include <netdb.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -41,10 +39,12 @@
 #include "common/log.h"
 #include "common/token.h"
 #include "common/wire.h"
+#include "collector/address.h"
 #include "collector/conns.h"
 #include "collector/metrics.h"
 #include "collector/queries.h"
 #include "collector/readers.h"
+#include "collector/routes.h"
 #include "store/store.h"
 
 #define THREADS	      4	    /* serving threads, query workers and readers each */
@@ -299,76 +299,6 @@ static enum MHD_Result metrics(struct collector *c, struct MHD_Connection *conn)
 			    MHD_RESPMEM_MUST_FREE);
 }
 
-/* A request's query-string arguments, for query_parse(). */
-struct args {
-	const char *keys[QUERY_MAX_ARGS], *values[QUERY_MAX_ARGS];
-	size_t n;
-	bool too_many;
-	const char *label; /* from /api/v1/labels/NAME/values */
-};
-
-static enum MHD_Result collect_arg(void *cls, enum MHD_ValueKind kind, const char *key,
-				   const char *value)
-{
-	struct args *a = cls;
-
-	(void)kind;
-	if (a->n == QUERY_MAX_ARGS) {
-		a->too_many = true; /* refused, never silently cut */
-		return MHD_NO;
-	}
-	a->keys[a->n] = key;
-	a->values[a->n++] = value ? value : "";
-	return MHD_YES;
-}
-
-static const char *arg(void *ctx, const char *name, size_t i)
-{
-	struct args *a = ctx;
-	size_t k;
-
-	if (a->label && strcmp(name, "name") == 0)
-		return i == 0 ? a->label : NULL;
-	for (k = 0; k < a->n; k++)
-		if (strcmp(a->keys[k], name) == 0 && i-- == 0)
-			return a->values[k];
-	return NULL;
-}
-
-/* Maps a path under /api/v1/ to a query; labels/NAME/values sets a->label. */
-static bool route(const char *url, struct args *a, enum query_kind *kind, char *label, size_t len)
-{
-	static const struct {
-		const char *path;
-		enum query_kind kind;
-	} routes[] = {
-		{ "/api/v1/flamegraph", QUERY_FLAMEGRAPH },
-		{ "/api/v1/folded", QUERY_FLAMEGRAPH },
-		{ "/api/v1/diff", QUERY_DIFF },
-		{ "/api/v1/top", QUERY_TOP },
-		{ "/api/v1/series", QUERY_SERIES },
-		{ "/api/v1/labels", QUERY_LABELS },
-	};
-	const char *p, *end;
-	size_t i;
-
-	for (i = 0; i < sizeof(routes) / sizeof(routes[0]); i++) {
-		if (strcmp(url, routes[i].path) == 0) {
-			*kind = routes[i].kind;
-			return true;
-		}
-	}
-	p = url + strlen("/api/v1/labels/");
-	if (strncmp(url, "/api/v1/labels/", 15) == 0 && (end = strstr(p, "/values")) &&
-	    strcmp(end, "/values") == 0 && end > p && (size_t)(end - p) < len) {
-		snprintf(label, len, "%.*s", (int)(end - p), p);
-		a->label = label;
-		*kind = QUERY_LABEL_VALUES;
-		return true;
-	}
-	return false;
-}
-
 static ssize_t capped_write(void *cookie, const char *data, size_t n)
 {
 	struct capped *w = cookie;
@@ -491,25 +421,16 @@ static enum MHD_Result query_answered(struct MHD_Connection *conn, struct reques
 static enum MHD_Result query(struct collector *c, struct MHD_Connection *conn, const char *url,
 			     struct request *r)
 {
-	struct args a = { 0 };
+	struct route_args a;
 	enum query_kind kind;
-	char why[256] = "", label[256];
+	char why[256] = "";
 	struct query_job *j;
 	int err;
 
 	if (r->job) /* resumed: the worker is done with it */
 		return query_answered(conn, r);
-	if (!route(url, &a, &kind, label, sizeof(label)))
+	if (!route_request(conn, url, &kind, &a))
 		return respond_error(conn, MHD_HTTP_NOT_FOUND, "no such endpoint");
-	MHD_get_connection_values(conn, MHD_GET_ARGUMENT_KIND, collect_arg, &a);
-	if (strcmp(url, "/api/v1/folded") == 0) { /* the first query API: folded only */
-		if (a.n == QUERY_MAX_ARGS)
-			a.too_many = true;
-		else {
-			a.keys[a.n] = "format";
-			a.values[a.n++] = "folded";
-		}
-	}
 	if (a.too_many)
 		return respond_error(conn, MHD_HTTP_BAD_REQUEST,
 				     "too many parameters (at most 64)");
@@ -519,7 +440,7 @@ static enum MHD_Result query(struct collector *c, struct MHD_Connection *conn, c
 				     "out of memory: retry later");
 	/* the parsed query copies what it keeps of the parameters (labels, where=):
 	 * it outlives libmicrohttpd's parsing for the worker */
-	err = query_parse(&j->q, kind, arg, &a, (int64_t)time(NULL), why, sizeof(why));
+	err = query_parse(&j->q, kind, route_args__get, &a, (int64_t)time(NULL), why, sizeof(why));
 	if (err) {
 		free(j);
 		return respond_error(conn,
@@ -594,18 +515,13 @@ static enum MHD_Result ingest_headers(struct collector *c, struct MHD_Connection
 	return MHD_YES;
 }
 
-static bool is_query_path(const char *url)
-{
-	return strncmp(url, "/api/v1/", 8) == 0;
-}
-
 /* Every other endpoint's checks from the headers: route, method, no body, token,
  * parameter count. Nothing of a refused request is read past its headers. */
 static enum MHD_Result other_headers(struct collector *c, struct MHD_Connection *conn,
 				     const char *url, const char *method, struct request *r)
 {
 	bool open = strcmp(url, "/healthz") == 0 || strcmp(url, "/favicon.ico") == 0;
-	bool guarded = strcmp(url, "/metrics") == 0 || is_query_path(url);
+	bool guarded = strcmp(url, "/metrics") == 0 || route_is_query_path(url);
 
 	if (!open && !guarded)
 		return respond_error(conn, MHD_HTTP_NOT_FOUND, "no such endpoint");
@@ -724,39 +640,6 @@ static void request_done(void *cls, struct MHD_Connection *conn, void **req_cls,
 	}
 }
 
-static bool is_loopback(const struct sockaddr *sa)
-{
-	if (sa->sa_family == AF_INET)
-		return (ntohl(((const struct sockaddr_in *)sa)->sin_addr.s_addr) >> 24) == 127;
-	if (sa->sa_family == AF_INET6)
-		return IN6_IS_ADDR_LOOPBACK(&((const struct sockaddr_in6 *)sa)->sin6_addr);
-	return false;
-}
-
-/* "HOST:PORT" or "[V6]:PORT" into a socket address. */
-static int resolve(const char *listen, struct sockaddr_storage *ss)
-{
-	char host[256];
-	const char *colon = strrchr(listen, ':');
-	struct addrinfo hints = { .ai_flags = AI_NUMERICSERV | AI_PASSIVE,
-				  .ai_socktype = SOCK_STREAM },
-			*res;
-	size_t hlen;
-
-	if (!colon || colon == listen || (size_t)(colon - listen) >= sizeof(host))
-		return -EINVAL;
-	hlen = (size_t)(colon - listen);
-	if (listen[0] == '[' && listen[hlen - 1] == ']')
-		snprintf(host, sizeof(host), "%.*s", (int)hlen - 2, listen + 1);
-	else
-		snprintf(host, sizeof(host), "%.*s", (int)hlen, listen);
-	if (getaddrinfo(host, colon + 1, &hints, &res))
-		return -EINVAL;
-	memcpy(ss, res->ai_addr, res->ai_addrlen);
-	freeaddrinfo(res);
-	return 0;
-}
-
 static int check_options(const struct collector_options *o)
 {
 	if ((o->ingest_token && token_check(o->ingest_token, NULL, 0)) ||
@@ -785,10 +668,10 @@ int collector__start(const struct collector_options *o, struct collector **out)
 	int err;
 
 	err = check_options(o);
-	err = err ?: resolve(o->listen, &ss);
+	err = err ?: address_resolve(o->listen, &ss);
 	if (err)
 		return err;
-	if (!is_loopback((struct sockaddr *)&ss) && !o->insecure &&
+	if (!address_is_loopback((struct sockaddr *)&ss) && !o->insecure &&
 	    (!o->ingest_token || !o->query_token))
 		return -EPERM;
 	c = calloc(1, sizeof(*c));

@@ -1,0 +1,37 @@
+/* The query API's paths and query-string arguments: which query a URL names
+ * (/api/v1/flamegraph, folded, diff, top, series, labels, labels/NAME/values) and
+ * the arguments libmicrohttpd parsed, read by query_parse() through
+ * route_args__get(). More than QUERY_MAX_ARGS arguments are flagged, never
+ * silently cut. Strings are borrowed from the connection: valid while its
+ * request is. */
+#ifndef SMOLDER_COLLECTOR_ROUTES_H
+#define SMOLDER_COLLECTOR_ROUTES_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include <microhttpd.h>
+
+#include "query/query.h"
+
+struct route_args {
+	const char *keys[QUERY_MAX_ARGS], *values[QUERY_MAX_ARGS];
+	size_t n;
+	bool too_many;	   /* more than QUERY_MAX_ARGS: refuse the request */
+	const char *label; /* from /api/v1/labels/NAME/values, as the name parameter */
+	char label_buf[256];
+};
+
+/* Fills *a with the arguments of the query that url names and *kind with its
+ * kind (/api/v1/folded adds format=folded). Returns false when url names no
+ * query (a 404). */
+bool route_request(struct MHD_Connection *conn, const char *url, enum query_kind *kind,
+		   struct route_args *a);
+
+/* query_param_fn over a struct route_args (ctx). */
+const char *route_args__get(void *ctx, const char *name, size_t i);
+
+/* Whether url is under the query API (/api/v1/), ingest aside. */
+bool route_is_query_path(const char *url);
+
+#endif
