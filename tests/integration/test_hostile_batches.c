@@ -34,48 +34,13 @@
 #include "smolder.pb-c.h"
 #include "testutil.h"
 #include "collectortest.h"
+#include "wirebomb.h"
 
 #define PERIOD_NS    10101010
 #define RSS_GOAL_KIB (256u << 10) /* the issue's goal: 256 MB whatever is sent */
 #define NPARALLEL    4		  /* the collector's worker threads */
 
 /* ---- bombs ------------------------------------------------------------------ */
-
-static uint8_t *put_varint(uint8_t *p, uint64_t v)
-{
-	do {
-		*p++ = (uint8_t)((v & 0x7f) | (v > 0x7f ? 0x80 : 0));
-		v >>= 7;
-	} while (v);
-	return p;
-}
-
-/* zstd of a Batch of nsets label sets of nlabels empty Labels each. */
-static void *labels_bomb(size_t nsets, size_t nlabels, size_t *len)
-{
-	size_t cap = nsets * (2 * nlabels + 12) + 16, plen, i, j;
-	uint8_t *raw = malloc(cap), *p = raw;
-	void *body;
-
-	assert_non_null(raw);
-	*p++ = 0x08;
-	*p++ = 0x01;
-	for (i = 0; i < nsets; i++) {
-		*p++ = 0x62;
-		p = put_varint(p, 2 * nlabels);
-		for (j = 0; j < nlabels; j++) {
-			*p++ = 0x0a;
-			*p++ = 0x00;
-		}
-	}
-	plen = (size_t)(p - raw);
-	body = malloc(ZSTD_compressBound(plen));
-	assert_non_null(body);
-	*len = ZSTD_compress(body, ZSTD_compressBound(plen), raw, plen, 19);
-	assert_false(ZSTD_isError(*len));
-	free(raw);
-	return body;
-}
 
 struct post {
 	unsigned port;
@@ -192,8 +157,8 @@ static void test_bombs_peak_rss(void **state)
 	/* the issue's body: empty labels in one set (64 Mi of them fit the former
 	 * 128 MiB cap; 4 Mi fit the new 8 MiB one), and the same spread over
 	 * label sets within the per-set cap */
-	issue = labels_bomb(1, (4u << 20) - 8, &len_issue);
-	spread = labels_bomb(60000, 64, &len_spread);
+	issue = labels_bomb(1, (4u << 20) - 8, NULL, &len_issue);
+	spread = labels_bomb(60000, 64, NULL, &len_spread);
 	print_message("    bombs: %zu and %zu bytes of zstd\n", len_issue, len_spread);
 	assert_true(len_issue < 16 << 10 && len_spread < 16 << 10);
 

@@ -20,6 +20,7 @@
 #include "common/wire.h"
 #include "smolder.pb-c.h"
 #include "testutil.h"
+#include "wirebomb.h"
 
 #define FIXTURE_BODY "tests/data/wire/v1_small.batch"
 #define FIXTURE_DUMP "tests/data/wire/v1_small.txt"
@@ -656,43 +657,6 @@ static void test_bad_protobuf(void **state)
 	body = zstd_of("", 0, &len);
 	expect_decode_error(body, len, NULL, -EINVAL, "unsupported format version 0");
 	free(body);
-}
-
-/* One label set of n empty Label messages: 2 bytes each on the wire. */
-/* Appends v as a varint at p; returns the new end. */
-static uint8_t *put_varint(uint8_t *p, uint64_t v)
-{
-	do {
-		*p++ = (uint8_t)((v & 0x7f) | (v > 0x7f ? 0x80 : 0));
-		v >>= 7;
-	} while (v);
-	return p;
-}
-
-/* A packed Batch of nsets label sets (field 12) of nlabels empty Labels each (2
- * bytes apiece on the wire, a 32-byte struct, a pointer and an allocation each
- * when unpacked), compressed. Caller frees. */
-static void *labels_bomb(size_t nsets, size_t nlabels, size_t *plain_len, size_t *len)
-{
-	size_t cap = nsets * (2 * nlabels + 12) + 16, i, j;
-	uint8_t *raw = malloc(cap), *p = raw;
-	void *body;
-
-	assert_non_null(raw);
-	*p++ = 0x08; /* format_version 1 */
-	*p++ = 0x01;
-	for (i = 0; i < nsets; i++) {
-		*p++ = 0x62; /* field 12, length-delimited */
-		p = put_varint(p, 2 * nlabels);
-		for (j = 0; j < nlabels; j++) {
-			*p++ = 0x0a; /* field 1 (labels), length 0 */
-			*p++ = 0x00;
-		}
-	}
-	*plain_len = (size_t)(p - raw);
-	body = zstd_of(raw, *plain_len, len);
-	free(raw);
-	return body;
 }
 
 /* A packed Batch of n entries of an empty top-level field (tag byte, then 0x00:
