@@ -9,6 +9,8 @@
 # MODE: up         `smolder up --db DIR/up.db` (collector and agent in one process)
 #       agent      `smolder agent -o DIR/agent.folded` alone (no collector)
 #       split      `smolder collector` and `smolder agent --collector`, both measured
+# UP_QUERIES=1: every 10 s also ask for the last 15 minutes' flame graph (html) and
+# folded profile, as a user looking at the profiler would (modes up and split).
 # The environment passes through, so MALLOC_ARENA_MAX=2 bash bench/up_rss.sh ... and
 # SMOLDER=path/to/smolder compare builds and allocator settings. Needs root (BPF).
 set -euo pipefail
@@ -69,7 +71,7 @@ pids+=("${watch[@]}")
 
 kb() { awk -v k="$1:" '$1 == k { print $2 }' "$2" 2>/dev/null || echo 0; }
 
-echo "# $(date -u +%FT%TZ) $(uname -r), $(nproc) CPUs, mode $mode, MALLOC_ARENA_MAX=${MALLOC_ARENA_MAX:-unset}"
+echo "# $(date -u +%FT%TZ) $(uname -r), $(nproc) CPUs, mode $mode, queries ${UP_QUERIES:-off}, MALLOC_ARENA_MAX=${MALLOC_ARENA_MAX:-unset}"
 printf '%6s' t
 for p in "${watch[@]}"; do printf ' | %8s %8s %8s %8s %4s' "rss$p" anon file hwm thr; done
 echo
@@ -91,6 +93,11 @@ while :; do
 		echo "$now $p $rss" >>"$log.data"
 	done
 	echo "$line"
+	if [[ -n ${UP_QUERIES:-} && $mode != agent ]]; then
+		t=$(date +%s)
+		curl -sf -o /dev/null "http://127.0.0.1:$port/api/v1/flamegraph?from=$((t - 900))&to=$t&format=html" || true
+		curl -sf -o /dev/null "http://127.0.0.1:$port/api/v1/folded?from=$((t - 900))&to=$t" || true
+	fi
 	((now >= secs)) && break
 	sleep 10
 done
