@@ -336,7 +336,7 @@ static void *sender_main(void *arg)
 			break;
 		}
 		send_batch(a, body, len, samples);
-		if (a->prev && a->k % RESEND_EVERY == RESEND_EVERY - 1)
+		if (a->prev && (a->k + a->idx) % RESEND_EVERY == 0) /* spread over agents */
 			resend_prev(a);
 		free(a->prev);
 		a->prev = body;
