@@ -116,6 +116,8 @@ bench: deps
 	$(Q)bash bench/python_overhead.sh
 	$(Q)bash bench/churn.sh
 	$(Q)$(BUILD)/bench/ingest_bench 360 /tmp
+	$(Q)$(BUILD)/bench/soak 600 200 198 /tmp
+	$(Q)UP_QUERIES=1 bash bench/up_rss.sh 540 up
 
 format:
 	$(Q)clang-format -i $(FORMAT_SRCS)
