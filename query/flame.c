@@ -27,7 +27,13 @@ struct node {
 	struct node *kids;   /* uthash head of the children, keyed by kind byte + name */
 	UT_hash_handle hh;   /* entry in the parent's kids */
 	uint32_t cap;	     /* allocated length of n.children */
+	uint32_t klen;	     /* key length: kind byte + text */
 };
+
+/* Children are found by a linear scan up to this many, by the kids hash table
+ * beyond: most nodes of a stack trie have one child, and a uthash table costs
+ * about 600 bytes. */
+#define SMALL_FANOUT 8
 
 struct flame {
 	struct node *root;
@@ -59,6 +65,7 @@ static struct node *node_new(const char *key, size_t klen, const struct frame *f
 	nd->n.frame.file = fr->kind == FRAME_PYTHON ? nd->n.name + fr->name_len + 2 : "";
 	nd->n.parent = parent ? &parent->n : NULL;
 	nd->n.depth = parent ? parent->n.depth + 1 : 0;
+	nd->klen = (uint32_t)klen;
 	return nd;
 }
 
@@ -123,6 +130,7 @@ static int child_get(struct flame *f, struct node *parent, const struct frame *f
 {
 	struct node *kid, *found;
 	size_t len = frame_format(fr, NULL, 0), klen = len + 1;
+	uint32_t i;
 	int err;
 
 	err = array_grow((void **)&f->key, &f->keycap, klen + 1, 1);
@@ -130,31 +138,49 @@ static int child_get(struct flame *f, struct node *parent, const struct frame *f
 		return err;
 	f->key[0] = (char)fr->kind;
 	frame_format(fr, f->key + 1, len + 1);
-	HASH_FIND(hh, parent->kids, f->key, klen, kid);
-	if (kid) {
-		*out = kid;
-		return 0;
+	if (parent->kids) {
+		HASH_FIND(hh, parent->kids, f->key, klen, kid);
+		if (kid) {
+			*out = kid;
+			return 0;
+		}
+	} else {
+		for (i = 0; i < parent->n.nchildren; i++) {
+			kid = (struct node *)parent->n.children[i];
+			if (kid->klen == klen && memcmp(kid->n.name - 1, f->key, klen) == 0) {
+				*out = kid;
+				return 0;
+			}
+		}
 	}
 	if (parent->n.nchildren == parent->cap) {
-		size_t cap = parent->cap;
+		size_t cap = parent->cap ? (size_t)parent->cap * 2 : 1;
+		void *p;
 
 		if (cap >= UINT32_MAX / 2)
 			return -ENOMEM;
-		err = array_grow((void **)&parent->n.children, &cap, cap + 1,
-				 sizeof(*parent->n.children));
-		if (err)
-			return err;
+		p = reallocarray(parent->n.children, cap, sizeof(*parent->n.children));
+		if (!p)
+			return -ENOMEM;
+		parent->n.children = p;
 		parent->cap = (uint32_t)cap;
 	}
 	kid = node_new(f->key, klen, fr, parent);
 	if (!kid)
 		return -ENOMEM;
-	/* The key is the node's own copy, valid as long as the node. */
-	HASH_ADD_KEYPTR(hh, parent->kids, kid->n.name - 1, klen, kid);
-	HASH_FIND(hh, parent->kids, f->key, klen, found);
-	if (found != kid) {
-		node_free(kid);
-		return -ENOMEM;
+	/* Past SMALL_FANOUT children, every child goes into the table; the keys are
+	 * the nodes' own copies, valid as long as the nodes. */
+	for (i = parent->kids ? parent->n.nchildren : 0;
+	     parent->n.nchildren >= SMALL_FANOUT && i <= parent->n.nchildren; i++) {
+		struct node *k = i < parent->n.nchildren ? (struct node *)parent->n.children[i] : kid;
+
+		HASH_ADD_KEYPTR(hh, parent->kids, k->n.name - 1, k->klen, k);
+		HASH_FIND(hh, parent->kids, k->n.name - 1, k->klen, found);
+		if (found != k) {
+			HASH_CLEAR(hh, parent->kids);
+			node_free(kid);
+			return -ENOMEM;
+		}
 	}
 	parent->n.children[parent->n.nchildren++] = &kid->n;
 	f->size++;
