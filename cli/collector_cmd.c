@@ -2,7 +2,6 @@
 #include "cli/collector_cmd.h"
 
 #include <errno.h>
-#include <malloc.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,15 +12,6 @@
 #include "common/reason.h"
 #include "query/timeparse.h"
 #include "common/token.h"
-
-/* Every 10 s: a maintenance step of the store, and malloc_trim(0). A query builds
- * its flame tree from small allocations in the arena of the HTTP thread that runs
- * it (about 100 MB for a 5-minute flame graph of 50 hosts); glibc keeps the freed
- * pages of every arena, held in place by the few long-lived blocks allocated
- * among them (SQLite's page cache), so the collector's RSS ratchets up to the sum
- * of its threads' largest queries and stays there. malloc_trim hands the free
- * pages back (docs/benchmarks.md, "smolder up memory over time"). */
-#define MAINTAIN_SECONDS 10
 
 const char collector_usage[] =
 	"usage: smolder collector [options]\n"
@@ -307,11 +297,9 @@ int collector_main(int argc, char **argv)
 	sigaction(SIGTERM, &sa, NULL);
 	log_info("collector: listening on %s port %u, database %s", a.o.listen, collector__port(c),
 		 a.o.db_path);
-	while (!stop_requested) {
-		collector__maintain(c);
-		malloc_trim(0);
-		sleep(MAINTAIN_SECONDS); /* interrupted by the signal */
-	}
+	/* the collector runs its own maintenance and serving threads: wait */
+	while (!stop_requested)
+		sleep(10); /* interrupted by the signal */
 	log_info("collector: stopping");
 	collector__stop(c);
 	collector_args__free(&a);

@@ -8,15 +8,13 @@
  * collector option was reported before any agent error and --help silenced agent
  * errors: the parser below keeps that order. The agent is then told to ship to the
  * collector, as if "--collector URL [--token INGEST_TOKEN]" ended its options.
- * While the agent runs on the main thread, a second thread hands freed memory back
- * to the system every TRIM_SECONDS: see trim_main(). */
+ * The agent runs on the main thread; the collector runs its own threads,
+ * maintenance included. */
 #include "cli/up_cmd.h"
 
 #include <assert.h>
 #include <errno.h>
 #include <getopt.h>
-#include <malloc.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,8 +24,7 @@
 #include "common/log.h"
 #include "common/reason.h"
 
-#define MAX_OPTIONS  64 /* entries of the merged table, its end included */
-#define TRIM_SECONDS 10 /* malloc_trim period: the window length, as the collector's */
+#define MAX_OPTIONS 64 /* entries of the merged table, its end included */
 
 _Static_assert((int)AGENT_OPT_END <= (int)COLLECTOR_OPT_FIRST, "option codes overlap");
 
@@ -138,44 +135,11 @@ static int ship_to(struct up_args *u, const char *url)
 	return err;
 }
 
-/* The trim thread's stop signal. */
-struct trimmer {
-	pthread_mutex_t lock;
-	pthread_cond_t wake;
-	bool stop;
-};
-
-/* Every TRIM_SECONDS until told to stop: malloc_trim(0). The collector's queries
- * build flame trees of many small blocks in the arenas of its HTTP threads, and
- * glibc keeps their freed pages (held in place by a few long-lived blocks among
- * them) until trimmed: without this, `smolder up` queried every 10 s grew from
- * 13 MB to 160 MB in 5 minutes (docs/benchmarks.md). */
-static void *trim_main(void *arg)
-{
-	struct trimmer *t = arg;
-	struct timespec until;
-
-	pthread_mutex_lock(&t->lock);
-	while (!t->stop) {
-		clock_gettime(CLOCK_REALTIME, &until);
-		until.tv_sec += TRIM_SECONDS;
-		while (!t->stop && pthread_cond_timedwait(&t->wake, &t->lock, &until) == 0)
-			;
-		if (!t->stop)
-			malloc_trim(0);
-	}
-	pthread_mutex_unlock(&t->lock);
-	return NULL;
-}
-
 int up_main(int argc, char **argv)
 {
-	struct trimmer trim = { PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, false };
 	struct collector *c = NULL;
 	struct up_args u;
 	char url[300], why[300];
-	pthread_t trimmer;
-	bool trimming = false;
 	int err;
 
 	err = up_args__parse(argc, argv, &u, why, sizeof(why));
@@ -197,16 +161,7 @@ int up_main(int argc, char **argv)
 		 u.collector.o.listen, collector__port(c), u.collector.o.db_path, url,
 		 "9999999999");
 	if (!err)
-		trimming = pthread_create(&trimmer, NULL, trim_main, &trim) == 0;
-	if (!err)
 		err = agent_run(&u.agent);
-	if (trimming) {
-		pthread_mutex_lock(&trim.lock);
-		trim.stop = true;
-		pthread_cond_signal(&trim.wake);
-		pthread_mutex_unlock(&trim.lock);
-		pthread_join(trimmer, NULL);
-	}
 out:
 	collector__stop(c);
 	up_args__free(&u);

@@ -24,6 +24,7 @@
 #include "query/query.h"
 
 #include <errno.h>
+#include <malloc.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -60,6 +61,7 @@
  * refused after it started them, so it needs room for those being closed. */
 #define MHD_SLACK	     64
 #define MAINTAIN_LOG_SECONDS 60 /* at most one maintenance error logged a minute */
+#define KEEP_SECONDS	     10 /* housekeeping period: the agents' window length */
 
 struct collector {
 	struct collector_options opts;
@@ -73,6 +75,11 @@ struct collector {
 	struct MHD_Daemon *daemon;
 	uint16_t port;
 	time_t maintain_logged; /* when a maintenance error was last logged */
+
+	pthread_mutex_t keep_lock; /* guards keep_stop */
+	pthread_cond_t keep_wake;
+	bool keep_stop, keeper_started;
+	pthread_t keeper;
 };
 
 /* A query answer rendered into memory, up to a cap: a FILE (fopencookie) whose
@@ -379,6 +386,11 @@ static void run_query(struct queries_job *base, bool abandoned)
 	}
 	query_answer__free(answer);
 	query_free(&j->q);
+	/* The flame tree's pages, freed, would stay in this worker's malloc arena
+	 * (100 MB held with 0.12 MB in use after one big flame graph, bench/soak):
+	 * give them back now. The answer itself is freed once sent; cli's periodic
+	 * trim returns that. */
+	malloc_trim(0);
 	j->status = MHD_HTTP_OK;
 	if (err) {
 		free(j->w.buf);
@@ -658,6 +670,64 @@ static bool is_shared(const char *path)
 	return path[0] && strcmp(path, ":memory:") != 0;
 }
 
+/* Every KEEP_SECONDS until the collector stops: a bounded step of store
+ * maintenance, then malloc_trim(0). The trim hands back the pages of answers
+ * freed once sent (in the serving threads' arenas, held in place by a few
+ * long-lived blocks among them; without it `smolder up` queried every 10 s grew
+ * from 13 MB to 160 MB in 5 minutes, docs/benchmarks.md). Here rather than in a
+ * front end, so that every one gets it: `smolder up` used to run no maintenance
+ * at all, its database growing past any retention. */
+static void *housekeep(void *arg)
+{
+	struct collector *c = arg;
+	struct timespec until;
+
+	pthread_mutex_lock(&c->keep_lock);
+	while (!c->keep_stop) {
+		pthread_mutex_unlock(&c->keep_lock);
+		collector__maintain(c);
+		malloc_trim(0);
+		pthread_mutex_lock(&c->keep_lock);
+		clock_gettime(CLOCK_MONOTONIC, &until);
+		until.tv_sec += KEEP_SECONDS;
+		while (!c->keep_stop &&
+		       pthread_cond_timedwait(&c->keep_wake, &c->keep_lock, &until) == 0)
+			;
+	}
+	pthread_mutex_unlock(&c->keep_lock);
+	return NULL;
+}
+
+/* Starts the housekeeping thread. Returns 0 or -errno. */
+static int keeper_start(struct collector *c)
+{
+	pthread_condattr_t ca;
+	int err;
+
+	pthread_mutex_init(&c->keep_lock, NULL);
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&c->keep_wake, &ca);
+	pthread_condattr_destroy(&ca);
+	err = -pthread_create(&c->keeper, NULL, housekeep, c);
+	c->keeper_started = !err;
+	return err;
+}
+
+/* Stops the housekeeping thread (a step under way finishes first). */
+static void keeper_stop(struct collector *c)
+{
+	if (c->keeper_started) {
+		pthread_mutex_lock(&c->keep_lock);
+		c->keep_stop = true;
+		pthread_cond_signal(&c->keep_wake);
+		pthread_mutex_unlock(&c->keep_lock);
+		pthread_join(c->keeper, NULL);
+	}
+	pthread_cond_destroy(&c->keep_wake);
+	pthread_mutex_destroy(&c->keep_lock);
+}
+
 int collector__start(const struct collector_options *o, struct collector **out)
 {
 	struct store_options so = { .retention_seconds = o->retention_seconds };
@@ -695,6 +765,9 @@ int collector__start(const struct collector_options *o, struct collector **out)
 			 &c->conns);
 	if (err)
 		goto out_queries;
+	err = keeper_start(c);
+	if (err)
+		goto out_keeper;
 	/* MHD opens an IPv4 socket unless told otherwise, and cannot bind an IPv6
 	 * address to it; dual stack, so that [::] is every address, as on Linux. */
 	flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME;
@@ -711,14 +784,15 @@ int collector__start(const struct collector_options *o, struct collector **out)
 	if (!c->daemon) {
 		/* MHD keeps bind()'s errno (EADDRINUSE, EADDRNOTAVAIL, EACCES...) */
 		err = errno ? -errno : -EADDRINUSE;
-		goto out_conns;
+		goto out_keeper;
 	}
 	info = MHD_get_daemon_info(c->daemon, MHD_DAEMON_INFO_BIND_PORT);
 	c->port = info ? info->port : 0;
 	*out = c;
 	return 0;
 
-out_conns:
+out_keeper:
+	keeper_stop(c);
 	conns__free(c->conns);
 out_queries:
 	queries__free(c->queries);
@@ -741,6 +815,7 @@ void collector__stop(struct collector *c)
 	 * meanwhile is refused at once */
 	queries__stop(c->queries);
 	MHD_stop_daemon(c->daemon); /* every connection's CLOSED frees its entry */
+	keeper_stop(c);
 	queries__free(c->queries);
 	conns__free(c->conns);
 	/* the readers before the writer: the last connection to close checkpoints
@@ -766,6 +841,7 @@ void collector__maintain(struct collector *c)
 
 	pthread_mutex_lock(&c->lock);
 	err = store__maintain(c->store, (int64_t)now, MAINTAIN_ROWS, &more);
+	c->m.maintenance_runs++;
 	if (err) {
 		errors = ++c->m.maintenance_errors;
 		snprintf(msg, sizeof(msg), "%s", store__errmsg(c->store));

@@ -109,9 +109,10 @@ void collector__stop(struct collector *c);
 /* The port actually bound (useful with port 0). */
 uint16_t collector__port(const struct collector *c);
 
-/* Runs store maintenance (retention, downsampling) for a bounded amount of work;
- * called periodically by the serving loop. A failure is counted in /metrics
- * (smolder_maintenance_errors_total) and logged, at most once a minute. */
+/* Runs store maintenance (retention, downsampling) for a bounded amount of work.
+ * The collector calls it itself every 10 s from its housekeeping thread (which
+ * also hands freed memory back with malloc_trim); public for tests. A failure is counted in
+ * /metrics (smolder_maintenance_errors_total) and logged, at most once a minute. */
 void collector__maintain(struct collector *c);
 
 #endif

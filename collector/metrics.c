@@ -92,10 +92,13 @@ int metrics_write(FILE *out, const struct metrics *m, const struct store_stats *
 		"smolder_query_answers_too_large_total %llu\n",
 		(unsigned long long)m->answers_too_large);
 	fprintf(out,
+		"# HELP smolder_maintenance_runs_total Store maintenance steps run.\n"
+		"# TYPE smolder_maintenance_runs_total counter\n"
+		"smolder_maintenance_runs_total %llu\n"
 		"# HELP smolder_maintenance_errors_total Store maintenance steps that failed.\n"
 		"# TYPE smolder_maintenance_errors_total counter\n"
 		"smolder_maintenance_errors_total %llu\n",
-		(unsigned long long)m->maintenance_errors);
+		(unsigned long long)m->maintenance_runs, (unsigned long long)m->maintenance_errors);
 	fprintf(out,
 		"# HELP smolder_queries_reading Queries reading the store now.\n"
 		"# TYPE smolder_queries_reading gauge\n"

@@ -34,6 +34,7 @@ struct metrics {
 	uint64_t latency_counts[METRICS_NBUCKETS + 1]; /* last: +Inf */
 	double latency_sum;
 	uint64_t answers_too_large;  /* queries refused for max_response */
+	uint64_t maintenance_runs;   /* store__maintain() calls */
 	uint64_t maintenance_errors; /* store__maintain() failures */
 	unsigned queries_reading;    /* gauge: queries reading the store now */
 	uint64_t queries_refused;    /* queries refused: max_queued_queries waiting */

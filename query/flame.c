@@ -172,7 +172,8 @@ static int child_get(struct flame *f, struct node *parent, const struct frame *f
 	 * the nodes' own copies, valid as long as the nodes. */
 	for (i = parent->kids ? parent->n.nchildren : 0;
 	     parent->n.nchildren >= SMALL_FANOUT && i <= parent->n.nchildren; i++) {
-		struct node *k = i < parent->n.nchildren ? (struct node *)parent->n.children[i] : kid;
+		struct node *k =
+			i < parent->n.nchildren ? (struct node *)parent->n.children[i] : kid;
 
 		HASH_ADD_KEYPTR(hh, parent->kids, k->n.name - 1, k->klen, k);
 		HASH_FIND(hh, parent->kids, k->n.name - 1, k->klen, found);

@@ -147,7 +147,7 @@ static void check_share(const char *name, uint64_t seen, uint64_t total, double 
 static void test_up_end_to_end(void **state)
 {
 	char db[128], spool[128], err[128], truth_path[128], folded_path[128], cli_err[128];
-	char url[256], pid[16], *text, *body, *truth, *p;
+	char url[256], pid[16], *text, *body, *truth, *p, *mp;
 	char *shapes_argv[] = { NULL, "1", NULL }, shapes_bin[256];
 	uint64_t live[4] = { 0 }, stored[4], deadline;
 	struct summary s;
@@ -212,6 +212,17 @@ static void test_up_end_to_end(void **state)
 		      (unsigned long long)live[1], (unsigned long long)live[2]);
 	assert_int_equal(status, 200);
 	assert_true(live[0] && live[1] && live[2] && live[3] >= LIVE_MIN);
+
+	/* The store's maintenance runs in `smolder up` too (it once ran only in
+	 * `smolder collector`: up's database outgrew any retention). */
+	snprintf(url, sizeof(url), "http://127.0.0.1:%u/metrics", port);
+	status = http_get(url, &body);
+	assert_int_equal(status, 200);
+	mp = body ? strstr(body, "\nsmolder_maintenance_runs_total ") : NULL;
+	print_message("maintenance: %.40s\n", mp ? mp + 1 : "(no metric)");
+	assert_non_null(mp);
+	assert_true(strtoull(mp + strlen("\nsmolder_maintenance_runs_total "), NULL, 10) >= 1);
+	free(body);
 
 	test_kill(up, SIGTERM);
 	text = child_exited_cleanly(up, err, 60000);
