@@ -48,7 +48,7 @@ struct agent {
 	struct proc_cache *procs;
 	struct pytrack *py;	  /* NULL with --python off */
 	struct folded *window;	  /* stacks of the window being drained */
-	struct folded *run;	  /* every stack of the run so far */
+	struct folded *run;	  /* every stack of the run so far: with --output FILE only */
 	FILE *out;		  /* stdout when output is "-", else NULL */
 	struct batch_builder *bb; /* with --collector: this window's batch */
 	struct sender *sender;
@@ -61,6 +61,7 @@ struct agent {
 	const char *values[MAX_SERIES_LABELS];
 	size_t nfixed; /* labels the same for every sample (host, --label) */
 	uint64_t windows;
+	size_t most_stacks; /* distinct stacks of the largest window */
 	uint64_t truncated; /* stacks too long for a folded line */
 	uint64_t drained;   /* samples read from the counts maps */
 };
@@ -273,10 +274,10 @@ static void print_stats(struct agent *a, double seconds, const char *what)
 
 	sampler__read_loss(a->sampler, loss);
 	log_info("smolder: %s: %.1f s, %llu samples (%.1f/s) on %u CPUs, %llu recorded, "
-		 "%zu distinct stacks, %llu windows",
+		 "%zu distinct stacks in the largest window, %llu windows",
 		 what, seconds, (unsigned long long)loss[PROFILE_LOSS_SAMPLES],
 		 seconds > 0 ? (double)loss[PROFILE_LOSS_SAMPLES] / seconds : 0.0,
-		 sampler__ncpus(a->sampler), (unsigned long long)a->drained, folded__size(a->run),
+		 sampler__ncpus(a->sampler), (unsigned long long)a->drained, a->most_stacks,
 		 (unsigned long long)a->windows);
 	print_loss(loss);
 	if (a->truncated)
@@ -364,9 +365,15 @@ static int end_window(struct agent *a)
 	if (err)
 		return err;
 	a->windows++;
-	err = folded__merge(a->run, a->window);
-	if (err)
-		return err;
+	if (folded__size(a->window) > a->most_stacks)
+		a->most_stacks = folded__size(a->window);
+	/* the whole run is kept only to be rewritten to a file: an always-on agent
+	 * that ships or prints windows holds one window, not every stack it saw */
+	if (a->run) {
+		err = folded__merge(a->run, a->window);
+		if (err)
+			return err;
+	}
 	if (a->bb)
 		ship_batch(a, true); /* a spool error is logged; sampling goes on */
 	if (a->out)
@@ -462,7 +469,8 @@ static int open_all(struct agent *a)
 	err = elfsyms_cache__new(MAX_CACHED_FILES, &a->files);
 	err = err ?: proc_cache__new(a->files, KEEP_EXITED_WINDOWS, &a->procs);
 	err = err ?: folded__new(&a->window);
-	err = err ?: folded__new(&a->run);
+	if (!err && o->output && strcmp(o->output, "-") != 0)
+		err = folded__new(&a->run);
 	if (err)
 		return err;
 	for (i = 0; i < o->npids; i++) {

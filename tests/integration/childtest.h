@@ -78,7 +78,7 @@ static inline void parse_summary(const char *text, struct summary *s)
 		fail_msg("no summary in:\n%s", text);
 	if (sscanf(p,
 		   "smolder: total: %lf s, %llu samples (%*f/s) on %u CPUs, %llu recorded, "
-		   "%llu distinct stacks, %llu windows",
+		   "%llu distinct stacks in the largest window, %llu windows",
 		   &s->seconds, &s->samples, &s->cpus, &s->recorded, &s->distinct,
 		   &s->windows) != 6)
 		fail_msg("bad total line: %.200s", p);
