@@ -28,9 +28,13 @@
 #define POLL_MS		    200 /* longest wait between checks of stop and window end */
 #define KEEP_EXITED_WINDOWS 2	/* windows a dead process's maps outlive it */
 #define MAX_CACHED_FILES    4096
-#define MAX_SERIES_LABELS   (4 + AGENT_MAX_LABELS)
-#define FLUSH_MS	    5000 /* how long the last batches may take to go out at exit */
-#define ZSTD_LEVEL	    3
+/* Symbol tables kept, in bytes: ~80 KB per library here, but a big C++ or Rust
+ * binary's is tens of MB; 64 MiB keeps a busy host's working set without
+ * letting a few huge files (or many, on a build host) hold the agent's memory. */
+#define MAX_CACHED_BYTES  (64u << 20)
+#define MAX_SERIES_LABELS (4 + AGENT_MAX_LABELS)
+#define FLUSH_MS	  5000 /* how long the last batches may take to go out at exit */
+#define ZSTD_LEVEL	  3
 
 static volatile sig_atomic_t stop_requested;
 
@@ -466,7 +470,7 @@ static int open_all(struct agent *a)
 	err = ksyms__load("/proc/kallsyms", &a->ksyms);
 	if (err) /* not fatal: kernel frames print as addresses */
 		log_warn("agent: failed to load /proc/kallsyms: %s", strerror(-err));
-	err = elfsyms_cache__new(MAX_CACHED_FILES, &a->files);
+	err = elfsyms_cache__new(MAX_CACHED_FILES, MAX_CACHED_BYTES, &a->files);
 	err = err ?: proc_cache__new(a->files, KEEP_EXITED_WINDOWS, &a->procs);
 	err = err ?: folded__new(&a->window);
 	if (!err && o->output && strcmp(o->output, "-") != 0)

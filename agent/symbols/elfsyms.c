@@ -53,6 +53,7 @@ struct elfsyms {
 	struct sym *syms; /* sorted by addr, one per address */
 	size_t nsyms;
 	char *names; /* NUL-terminated names, one allocation */
+	size_t names_len;
 	struct segment *segs;
 	size_t nsegs;
 };
@@ -87,6 +88,7 @@ struct elfsyms_cache {
 	struct cache_entry *table;
 	size_t count;
 	size_t max_files;
+	size_t bytes, max_bytes; /* elfsyms__bytes() of the files kept, and its cap */
 	size_t parsed;
 	uint64_t tick;
 };
@@ -223,6 +225,7 @@ static int build_table(struct elfsyms *e, const struct cand *cands, size_t n)
 	e->names = malloc(arena);
 	if (!e->syms || !e->names)
 		return -ENOMEM;
+	e->names_len = arena;
 	for (i = 0; i < n; i++) {
 		if (i && cands[i].addr == cands[i - 1].addr)
 			continue;
@@ -465,13 +468,20 @@ const char *elfsyms__lookup(const struct elfsyms *e, uint64_t vaddr, uint64_t *o
 	return NULL;
 }
 
-int elfsyms_cache__new(size_t max_files, struct elfsyms_cache **out)
+size_t elfsyms__bytes(const struct elfsyms *e)
+{
+	return sizeof(*e) + e->nsyms * sizeof(*e->syms) + e->names_len +
+	       e->nsegs * sizeof(*e->segs);
+}
+
+int elfsyms_cache__new(size_t max_files, size_t max_bytes, struct elfsyms_cache **out)
 {
 	struct elfsyms_cache *c = calloc(1, sizeof(*c));
 
 	if (!c)
 		return -ENOMEM;
 	c->max_files = max_files;
+	c->max_bytes = max_bytes;
 	*out = c;
 	return 0;
 }
@@ -480,6 +490,7 @@ static void cache_drop(struct elfsyms_cache *c, struct cache_entry *ent)
 {
 	HASH_DEL(c->table, ent);
 	c->count--;
+	c->bytes -= elfsyms__bytes(ent->syms);
 	elfsyms__put(ent->syms);
 	free(ent);
 }
@@ -496,12 +507,12 @@ void elfsyms_cache__free(struct elfsyms_cache *c)
 }
 
 /* Drops least recently used files that only the cache references until at most
- * max_files remain (or only referenced ones do). */
+ * max_files of at most max_bytes remain (or only referenced ones do). */
 static void cache_evict(struct elfsyms_cache *c)
 {
 	struct cache_entry *ent, *victim;
 
-	while (c->count > c->max_files) {
+	while (c->count > c->max_files || c->bytes > c->max_bytes) {
 		victim = NULL;
 		for (ent = c->table; ent; ent = ent->hh.next)
 			if (ent->syms->refcnt == 1 &&
@@ -564,6 +575,7 @@ int elfsyms_cache__get(struct elfsyms_cache *c, const char *path, struct elfsyms
 		goto out_free_ent;
 	}
 	c->count++;
+	c->bytes += elfsyms__bytes(e);
 	c->parsed++;
 	*out = elfsyms__get(e); /* taken before evicting, so the new file stays */
 	cache_evict(c);

@@ -58,9 +58,12 @@ const char *elfsyms__lookup(const struct elfsyms *e, uint64_t vaddr, uint64_t *o
 /* Number of function symbols loaded, one per address (for tests and diagnostics). */
 size_t elfsyms__count(const struct elfsyms *e);
 
-/* max_files bounds the number of files kept (least recently used unreferenced
- * files are dropped past it). */
-int elfsyms_cache__new(size_t max_files, struct elfsyms_cache **out);
+/* Memory held by e's tables (symbols, names, segments), for caches' byte caps. */
+size_t elfsyms__bytes(const struct elfsyms *e);
+
+/* max_files and max_bytes (elfsyms__bytes() summed) bound what is kept: past
+ * either, least recently used files that no caller holds are dropped. */
+int elfsyms_cache__new(size_t max_files, size_t max_bytes, struct elfsyms_cache **out);
 void elfsyms_cache__free(struct elfsyms_cache *c);
 
 /* Returns the symbols of the file at path, parsing it unless a file with the same

@@ -423,7 +423,7 @@ static void test_loaded_library(void **state)
 	assert_true(found);
 	assert_string_equal(path, lib);
 
-	assert_int_equal(elfsyms_cache__new(4, &c), 0);
+	assert_int_equal(elfsyms_cache__new(4, SIZE_MAX, &c), 0);
 	assert_int_equal(elfsyms_cache__get(c, path, &e), 0);
 	fo = p - start + off;
 	assert_int_equal(elfsyms__offset_to_vaddr(e, fo, &v), 0);
@@ -524,7 +524,7 @@ static void test_errors(void **state)
 	int fd;
 
 	(void)state;
-	assert_int_equal(elfsyms_cache__new(4, &c), 0);
+	assert_int_equal(elfsyms_cache__new(4, SIZE_MAX, &c), 0);
 	snprintf(path, sizeof(path), "%s/garbage", tmpdir);
 	f = fopen(path, "w");
 	assert_non_null(f);
@@ -578,7 +578,7 @@ static void test_cache_identity(void **state)
 	copy_file(pie, a);
 	assert_int_equal(link(a, link_path), 0);
 
-	assert_int_equal(elfsyms_cache__new(8, &c), 0);
+	assert_int_equal(elfsyms_cache__new(8, SIZE_MAX, &c), 0);
 	assert_int_equal(elfsyms_cache__get(c, a, &e1), 0);
 	assert_int_equal(elfsyms_cache__get(c, a, &e2), 0);
 	assert_ptr_equal(e1, e2);
@@ -632,7 +632,7 @@ static void test_cache_lru(void **state)
 	copy_file(lib, b);
 	copy_file(lib, cc);
 
-	assert_int_equal(elfsyms_cache__new(1, &c), 0);
+	assert_int_equal(elfsyms_cache__new(1, SIZE_MAX, &c), 0);
 	assert_int_equal(elfsyms_cache__get(c, a, &ea), 0); /* held throughout */
 	assert_int_equal(elfsyms_cache__get(c, b, &eb), 0);
 	assert_int_equal(elfsyms_cache__parsed(c), 2); /* both referenced: none dropped */
@@ -657,7 +657,7 @@ static void test_cache_lru(void **state)
 	elfsyms_cache__free(c);
 
 	/* least recently used goes first: a is used after b, so c evicts b */
-	assert_int_equal(elfsyms_cache__new(2, &c), 0);
+	assert_int_equal(elfsyms_cache__new(2, SIZE_MAX, &c), 0);
 	assert_int_equal(elfsyms_cache__get(c, a, &ea), 0);
 	elfsyms__put(ea);
 	assert_int_equal(elfsyms_cache__get(c, b, &eb), 0);
@@ -676,6 +676,45 @@ static void test_cache_lru(void **state)
 	elfsyms_cache__free(c);
 }
 
+/* The byte cap: room for one file's tables keeps one unheld file; a held file is
+ * never dropped, whatever the cap. */
+static void test_cache_bytes(void **state)
+{
+	char a[256], b[256];
+	struct elfsyms_cache *c;
+	struct elfsyms *ea, *eb;
+	size_t one;
+
+	(void)state;
+	snprintf(a, sizeof(a), "%s/bytes_a", tmpdir);
+	snprintf(b, sizeof(b), "%s/bytes_b", tmpdir);
+	copy_file(lib, a);
+	copy_file(lib, b);
+
+	assert_int_equal(elfsyms_cache__new(100, SIZE_MAX, &c), 0);
+	assert_int_equal(elfsyms_cache__get(c, a, &ea), 0);
+	one = elfsyms__bytes(ea);
+	assert_true(one > elfsyms__count(ea)); /* at least a byte per symbol */
+	elfsyms__put(ea);
+	elfsyms_cache__free(c);
+
+	assert_int_equal(elfsyms_cache__new(100, one + one / 2, &c), 0);
+	assert_int_equal(elfsyms_cache__get(c, a, &ea), 0);
+	elfsyms__put(ea);
+	assert_int_equal(elfsyms_cache__get(c, b, &eb), 0); /* a goes: two pass the cap */
+	elfsyms__put(eb);
+	assert_int_equal(elfsyms_cache__get(c, b, &eb), 0);
+	assert_int_equal(elfsyms_cache__parsed(c), 2); /* b stayed */
+	assert_int_equal(elfsyms_cache__get(c, a, &ea), 0);
+	assert_int_equal(elfsyms_cache__parsed(c), 3); /* a was parsed again */
+	/* both held: over the cap, but neither may go */
+	assert_int_equal(elfsyms_cache__get(c, a, &ea), 0);
+	elfsyms__put(ea);
+	elfsyms__put(ea);
+	elfsyms__put(eb);
+	elfsyms_cache__free(c);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -690,6 +729,7 @@ int main(void)
 		cmocka_unit_test(test_errors),
 		cmocka_unit_test(test_cache_identity),
 		cmocka_unit_test(test_cache_lru),
+		cmocka_unit_test(test_cache_bytes),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);

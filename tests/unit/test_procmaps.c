@@ -119,7 +119,7 @@ static struct fixture *fixture_new(void)
 	struct fixture *f = calloc(1, sizeof(*f));
 
 	assert_non_null(f);
-	assert_int_equal(elfsyms_cache__new(64, &f->files), 0);
+	assert_int_equal(elfsyms_cache__new(64, SIZE_MAX, &f->files), 0);
 	assert_int_equal(proc_cache__new(f->files, KEEP_WINDOWS, &f->pc), 0);
 	return f;
 }
