@@ -189,6 +189,18 @@ static int child_get(struct flame *f, struct node *parent, const struct frame *f
 	return 0;
 }
 
+/* a + b, saturated at INT64_MAX like the store's sums: a tree's totals must
+ * never wrap (a wrapped parent is smaller than its child, and a renderer then
+ * draws a box wider than the graph), whatever counts a folded file holds. */
+static uint64_t sat_add(uint64_t a, uint64_t b)
+{
+	uint64_t r;
+
+	if (__builtin_add_overflow(a, b, &r) || r > (uint64_t)INT64_MAX)
+		return (uint64_t)INT64_MAX;
+	return r;
+}
+
 int flame__add_frames(struct flame *f, const struct frame *frames, size_t n, uint64_t count,
 		      unsigned side)
 {
@@ -207,8 +219,8 @@ int flame__add_frames(struct flame *f, const struct frame *frames, size_t n, uin
 		f->path[i + 1] = cur;
 	}
 	for (i = 0; i <= n; i++)
-		f->path[i]->n.total[side] += count;
-	cur->n.self[side] += count;
+		f->path[i]->n.total[side] = sat_add(f->path[i]->n.total[side], count);
+	cur->n.self[side] = sat_add(cur->n.self[side], count);
 	return 0;
 }
 
@@ -313,9 +325,9 @@ static int top_visit(struct top_walk *w, const struct flame_node *n)
 			}
 			w->n++;
 		}
-		acc->self += n->self[w->side];
+		acc->self = sat_add(acc->self, n->self[w->side]);
 		if (acc->on_path == 0)
-			acc->total += n->total[w->side];
+			acc->total = sat_add(acc->total, n->total[w->side]);
 		acc->on_path++;
 	}
 	for (i = 0; i < n->nchildren && !err; i++)

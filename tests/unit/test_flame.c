@@ -419,6 +419,30 @@ static void test_errors(void **state)
 	flame__free(NULL);
 }
 
+/* Counts whose sums pass 2^63 (a folded file may hold anything up to 2^64 - 1)
+ * saturate at INT64_MAX: a parent's total never wraps below its child's (the
+ * fuzzer found an SVG box 3.5e19 px wide that way). */
+static void test_saturated_totals(void **state)
+{
+	const struct flame_node *p;
+	struct flame *f;
+
+	(void)state;
+	assert_int_equal(flame__new(&f), 0);
+	assert_int_equal(flame__add(f, "p;a", UINT64_C(6148914691236517208), 0), 0);
+	assert_int_equal(flame__add(f, "p;b", UINT64_C(12297829382473034412), 0), 0);
+	assert_int_equal(flame__add(f, "p;b", 5, 0), 0);
+	flame__finish(f);
+	p = flame__root(f)->children[0];
+	assert_true(flame__total(f, 0) == (uint64_t)INT64_MAX);
+	assert_true(p->total[0] == (uint64_t)INT64_MAX);
+	assert_true(p->children[0]->total[0] == UINT64_C(6148914691236517208));
+	assert_true(p->children[1]->total[0] == (uint64_t)INT64_MAX);
+	assert_true(p->children[1]->self[0] == (uint64_t)INT64_MAX);
+	assert_true(p->children[0]->total[0] <= p->total[0]);
+	flame__free(f);
+}
+
 /* 100k distinct stacks under few parents: must be fast (hash lookup per frame). */
 static void test_wide(void **state)
 {
@@ -459,6 +483,7 @@ int main(void)
 		cmocka_unit_test(test_top_matches_inputs),
 		cmocka_unit_test(test_errors),
 		cmocka_unit_test(test_wide),
+		cmocka_unit_test(test_saturated_totals),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
