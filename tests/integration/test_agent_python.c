@@ -245,9 +245,10 @@ static void test_python_version(void **state)
 	char *shares_argv[] = { (char *)in->path, script, "shares", NULL };
 	char *mixed_argv[] = { (char *)in->path, script, "mixed", NULL };
 	struct tally t = { 0 };
+	unsigned long long py_samples = 0, py_unreadable = 0;
 	pid_t shares, mixed, agent;
 	struct folded *f;
-	char *text, *real;
+	char *text, *real, *py;
 
 	snprintf(out, sizeof(out), "%s/%s.folded", tmpdir, in->label);
 	snprintf(err, sizeof(err), "%s/%s.err", tmpdir, in->label);
@@ -318,9 +319,22 @@ static void test_python_version(void **state)
 		      (unsigned long long)t.zlib_native);
 	assert_true(t.zlib > 100 && t.zlib_native >= t.zlib * 80 / 100);
 
-	/* 200 idle threads beside the busy ones: every thread state found. */
+	/* 200 idle threads beside the busy ones: every thread state found. A frame
+	 * read may fault when the sample lands while the interpreter pushes or pops
+	 * a data-stack chunk (counted, as it must be: one CI run of 3.12 in about ten
+	 * had one);
+	 * the bug this guards against (fresh chunk pages, bpf/python.bpf.h) faulted
+	 * on most samples, so at most 1 in 1000. */
 	assert_non_null(strstr(text, "thread state not found 0,"));
-	assert_non_null(strstr(text, "frame unreadable 0,"));
+	py = strstr(text, "smolder: python: ");
+	assert_non_null(py);
+	assert_int_equal(sscanf(py,
+				"smolder: python: %llu samples, thread state not found %*u, "
+				"frame unreadable %llu,",
+				&py_samples, &py_unreadable),
+			 2);
+	print_message("  python samples %llu, frame unreadable %llu\n", py_samples, py_unreadable);
+	assert_true(py_samples > 1000 && py_unreadable * 1000 <= py_samples);
 	free(text);
 	free(real);
 	folded__free(f);
