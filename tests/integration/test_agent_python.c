@@ -321,10 +321,9 @@ static void test_python_version(void **state)
 
 	/* 200 idle threads beside the busy ones: every thread state found. A frame
 	 * read may fault when the sample lands while the interpreter pushes or pops
-	 * a data-stack chunk (counted, as it must be: one CI run of 3.12 in about ten
-	 * had one);
-	 * the bug this guards against (fresh chunk pages, bpf/python.bpf.h) faulted
-	 * on most samples, so at most 1 in 1000. */
+	 * a data-stack chunk (counted, as it must be: one CI run of 3.12 in about
+	 * ten had one); the bug this guards against (fresh chunk pages,
+	 * bpf/python.bpf.h) faulted on most samples, so at most 1 in 1000. */
 	assert_non_null(strstr(text, "thread state not found 0,"));
 	py = strstr(text, "smolder: python: ");
 	assert_non_null(py);
