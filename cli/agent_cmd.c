@@ -135,16 +135,6 @@ static int set_string(char **field, const char *value)
 	return 0;
 }
 
-/* A token given inline or read from a file, checked by token_check(). */
-static int check_token(const char *token, const char *opt, char *err, size_t errlen)
-{
-	char why[128];
-
-	if (!token_check(token, why, sizeof(why)))
-		return 0;
-	return reason_fail(err, errlen, -EINVAL, "%s: %s", opt, why);
-}
-
 /* The token in a file (common/token.h), replacing any earlier --token. */
 static int read_token(char **field, const char *path, char *err, size_t errlen)
 {
@@ -156,7 +146,7 @@ static int read_token(char **field, const char *path, char *err, size_t errlen)
 	if (rc)
 		return reason_fail(err, errlen, -EINVAL, "--token-file: cannot read '%s': %s", path,
 				   strerror(-rc));
-	rc = check_token(token, "--token-file", err, errlen);
+	rc = token_check(token, "--token-file", err, errlen);
 	if (rc) {
 		free(token);
 		return rc;
@@ -265,7 +255,7 @@ int agent_options__set(struct agent_options *o, int opt, const char *arg, char *
 			rc = set_string(&o->collector, arg);
 		break;
 	case AGENT_OPT_TOKEN:
-		rc = check_token(arg, "--token", err, errlen);
+		rc = token_check(arg, "--token", err, errlen);
 		rc = rc ?: set_string(&o->token, arg);
 		break;
 	case AGENT_OPT_TOKEN_FILE:

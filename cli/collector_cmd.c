@@ -75,17 +75,6 @@ static bool parse_count(const char *arg, unsigned long min, unsigned long max, u
 	return true;
 }
 
-/* A token given inline or read from a file, checked by token_check(): no empty
- * token ever counts as set. */
-static int check_token(const char *token, const char *option, char *err, size_t errlen)
-{
-	char why[128];
-
-	if (!token_check(token, why, sizeof(why)))
-		return 0;
-	return reason_fail(err, errlen, -EINVAL, "%s: %s", option, why);
-}
-
 void collector_args__init(struct collector_args *a)
 {
 	*a = (struct collector_args){ 0 };
@@ -107,12 +96,12 @@ int collector_args__set(struct collector_args *a, int opt, const char *arg, char
 		a->o.listen = arg;
 		break;
 	case COLLECTOR_OPT_INGEST_TOKEN:
-		if (check_token(arg, "--ingest-token", err, errlen))
+		if (token_check(arg, "--ingest-token", err, errlen))
 			return -EINVAL;
 		a->o.ingest_token = arg;
 		break;
 	case COLLECTOR_OPT_QUERY_TOKEN:
-		if (check_token(arg, "--query-token", err, errlen))
+		if (token_check(arg, "--query-token", err, errlen))
 			return -EINVAL;
 		a->o.query_token = arg;
 		break;
@@ -129,7 +118,7 @@ int collector_args__set(struct collector_args *a, int opt, const char *arg, char
 				a->o.query_token = NULL;
 			return reason_fail(err, errlen, -EINVAL, "no token in '%s'", arg);
 		}
-		if (check_token(a->tokens[k], arg, err, errlen)) {
+		if (token_check(a->tokens[k], arg, err, errlen)) {
 			if (k == 0)
 				a->o.ingest_token = NULL;
 			else

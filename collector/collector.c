@@ -654,8 +654,8 @@ static void request_done(void *cls, struct MHD_Connection *conn, void **req_cls,
 
 static int check_options(const struct collector_options *o)
 {
-	if ((o->ingest_token && token_check(o->ingest_token, NULL, 0)) ||
-	    (o->query_token && token_check(o->query_token, NULL, 0)))
+	if ((o->ingest_token && token_check(o->ingest_token, "ingest token", NULL, 0)) ||
+	    (o->query_token && token_check(o->query_token, "query token", NULL, 0)))
 		return -EINVAL; /* an empty token must never pass for a token */
 	if (!o->max_connections || !o->max_connections_per_ip || !o->request_timeout ||
 	    !o->max_response || !o->max_body || !o->max_queued_queries)

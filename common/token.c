@@ -28,19 +28,20 @@ int token_read_file(const char *path, char **out)
 	return 0;
 }
 
-int token_check(const char *token, char *why, size_t whylen)
+int token_check(const char *token, const char *what, char *why, size_t whylen)
 {
 	const unsigned char *p;
 
 	if (!token || !token[0])
-		return reason_fail(why, whylen, -EINVAL, "the token is empty");
+		return reason_fail(why, whylen, -EINVAL, "%s: the token is empty", what);
 	if (strlen(token) > TOKEN_MAX_LEN)
-		return reason_fail(why, whylen, -EINVAL, "the token is longer than %d bytes",
-				   TOKEN_MAX_LEN);
+		return reason_fail(why, whylen, -EINVAL, "%s: the token is longer than %d bytes",
+				   what, TOKEN_MAX_LEN);
 	for (p = (const unsigned char *)token; *p; p++)
 		if (*p <= ' ' || *p >= 0x7f)
 			return reason_fail(why, whylen, -EINVAL,
-					   "the token holds whitespace, control or non-ASCII "
-					   "characters");
+					   "%s: the token holds whitespace, control or non-ASCII "
+					   "characters",
+					   what);
 	return 0;
 }

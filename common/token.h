@@ -11,8 +11,9 @@
  * authenticates nothing, and a server started with an empty token would accept
  * it), at most TOKEN_MAX_LEN bytes, and printable ASCII without spaces (anything
  * else would break or inject into the HTTP header it travels in). Returns 0, or
- * -EINVAL with the reason ("the token is empty", ...) in why. */
-int token_check(const char *token, char *why, size_t whylen);
+ * -EINVAL with the reason in why, led by what (the option it came from, say):
+ * "--token: the token is empty". */
+int token_check(const char *token, const char *what, char *why, size_t whylen);
 
 /* Reads the token in path into *out (malloc'd; the caller frees). Returns 0,
  * -ENODATA when the first line is empty or missing, or -errno from fopen. */

@@ -342,23 +342,6 @@ static inline char *test_read_file(const char *path)
 	return buf;
 }
 
-/* Polls until the file at path contains needle, for up to timeout_ms. */
-static inline bool test_wait_for_text(const char *path, const char *needle, unsigned timeout_ms)
-{
-	uint64_t deadline = test_now_ms() + timeout_ms;
-
-	while (test_now_ms() < deadline) {
-		char *text = test_read_file(path);
-		bool found = text && strstr(text, needle);
-
-		free(text);
-		if (found)
-			return true;
-		usleep(20000);
-	}
-	return false;
-}
-
 /* True when pid (a child of this test) has exited, without reaping it. */
 static inline bool test_child_exited(pid_t pid)
 {
@@ -368,8 +351,9 @@ static inline bool test_child_exited(pid_t pid)
 	return waitid(P_PID, (id_t)pid, &si, WEXITED | WNOHANG | WNOWAIT) != 0 || si.si_pid == pid;
 }
 
-/* test_wait_for_text() for a file that child pid writes: gives up as soon as the
- * child has exited, so a server that dies at startup costs no timeout. */
+/* Polls until the file at path contains needle, for up to timeout_ms. For a file
+ * that child pid writes (pid > 0), gives up as soon as the child has exited, so
+ * a server that dies at startup costs no timeout. */
 static inline bool test_wait_for_child_text(pid_t pid, const char *path, const char *needle,
 					    unsigned timeout_ms)
 {
@@ -382,11 +366,17 @@ static inline bool test_wait_for_child_text(pid_t pid, const char *path, const c
 		free(text);
 		if (found)
 			return true;
-		if (test_child_exited(pid))
+		if (pid > 0 && test_child_exited(pid))
 			return false;
 		usleep(20000);
 	}
 	return false;
+}
+
+/* test_wait_for_child_text() for a file no particular child writes. */
+static inline bool test_wait_for_text(const char *path, const char *needle, unsigned timeout_ms)
+{
+	return test_wait_for_child_text(0, path, needle, timeout_ms);
 }
 
 /* Prints a child's log to stderr, framed, for a failure message to refer to. */
