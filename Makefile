@@ -38,9 +38,12 @@ BPFTOOL ?= bpftool
 ARCH    := x86
 
 # Recursive (=) so that pkg-config runs after `make deps` has installed it all.
-PKGS      := libbpf libelf zlib libzstd libprotobuf-c sqlite3 libcurl libmicrohttpd
+# libdw decodes CFI (agent/unwind/), liblzma unpacks MiniDebugInfo, libiberty (no
+# pkg-config file) demangles C++ and Rust.
+PKGS      := libbpf libelf libdw liblzma zlib libzstd libprotobuf-c sqlite3 libcurl \
+             libmicrohttpd
 PKG_CFLAGS = $(shell pkg-config --cflags $(PKGS))
-PKG_LIBS   = $(shell pkg-config --libs $(PKGS))
+PKG_LIBS   = $(shell pkg-config --libs $(PKGS)) -liberty
 
 WARN      := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
              -Wno-missing-field-initializers

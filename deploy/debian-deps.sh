@@ -6,7 +6,9 @@ set -euo pipefail
 
 packages=(
 	# toolchain and BPF (libclang-rt-14-dev: libFuzzer and clang's sanitizers)
-	make gcc clang llvm libclang-rt-14-dev pkg-config bpftool libbpf-dev libelf-dev zlib1g-dev
+	make gcc g++ clang llvm libclang-rt-14-dev pkg-config bpftool libbpf-dev libelf-dev zlib1g-dev
+	# native unwinding and names: CFI (libdw), demangling, MiniDebugInfo
+	libdw-dev libiberty-dev liblzma-dev
 	# libraries the agent, collector and store use
 	libcurl4-openssl-dev libzstd-dev libsqlite3-dev protobuf-c-compiler
 	libprotobuf-c-dev libmicrohttpd-dev uthash-dev
@@ -16,6 +18,9 @@ packages=(
 	# independent references: go tool pprof reads pprof output; the Debian python3's
 	# headers give its struct offsets; bpftrace is the peer bench/churn.sh measures
 	golang-go python3-dev bpftrace
+	# separate debug symbols found by build id (the names tests), and elfutils'
+	# eu-readelf as an independent reader of CFI
+	libc6-dbg elfutils
 )
 
 # Node.js 20 and npm (the browser tests' playwright-core) come with the machines
