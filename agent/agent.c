@@ -21,6 +21,7 @@
 #include "agent/python/pytrack.h"
 #include "agent/sampler.h"
 #include "agent/sender.h"
+#include "agent/unwind/unwinder.h"
 #include "common/batch.h"
 #include "common/log.h"
 #include "common/wire.h"
@@ -51,6 +52,7 @@ struct agent {
 	struct elfsyms_cache *files;
 	struct proc_cache *procs;
 	struct pytrack *py;	  /* NULL with --python off */
+	struct unwinder *unwind;  /* NULL with --unwind fp */
 	struct folded *window;	  /* stacks of the window being drained */
 	struct folded *run;	  /* every stack of the run so far: with --output FILE only */
 	FILE *out;		  /* stdout when output is "-", else NULL */
@@ -104,6 +106,22 @@ static void on_event(void *ctx, const struct profile_event *ev)
 		if (a->py)
 			pytrack__new_stack(a->py, ev->pid, ev->key);
 		return;
+	}
+	if (ev->kind == PROFILE_EVENT_UNWIND_TABLE) {
+		if (a->unwind)
+			unwinder__load(a->unwind, (uint32_t)ev->key);
+		return;
+	}
+	if (ev->kind == PROFILE_EVENT_UNWIND_REMAP) {
+		if (a->unwind)
+			unwinder__remap(a->unwind, ev->pid);
+		return;
+	}
+	if (a->unwind) {
+		err = unwinder__publish(a->unwind, ev->pid);
+		if (err && err != -ESRCH)
+			log_debug("agent: failed to publish the mappings of pid %u: %s", ev->pid,
+				  strerror(-err));
 	}
 	/* A sampled process (or image) new to the agent: keep what its exit would
 	 * take away, its mappings. Symbols come at the drain, for the files its
@@ -174,19 +192,22 @@ static bool is_eval_frame(const char *name)
 }
 
 /* Python frames replace the interpreter's evaluation-loop frames. When the native
- * stack shows one evaluation frame per group of Python frames (a frame-pointer
- * build), every native frame keeps its true place between them. Otherwise (the
- * usual build without frame pointers, whose native stack beyond the sampled
- * instruction is unreliable) the Python frames come first, then the native frames
- * above the innermost evaluation frame, or just the sampled leaf. */
+ * stack shows one evaluation frame per group of Python frames (a whole stack, from
+ * the CFI walk or a frame-pointer build), every native frame keeps its true place
+ * between them. Otherwise (a walk by frame pointers through a build without them,
+ * whose native stack beyond the sampled instruction is unreliable) the Python
+ * frames come first, then the native frames above the innermost evaluation frame,
+ * or just the sampled leaf. whole: the walk used tables all the way. */
 static void push_python(struct agent *a, struct folded_stack *st, const struct py_stack *py,
-			size_t n)
+			size_t n, bool whole)
 {
 	size_t ev[PROFILE_MAX_DEPTH], starts[PY_MAX_DEPTH], nev = 0, ngroups, nuser, g, i;
 	size_t trusted = 0;
 
-	/* Frames from the leaf up to the first one that did not resolve: past it the
-	 * walk followed a register that was not a frame pointer. */
+	/* Frames from the leaf up to the first one that did not resolve: past it a
+	 * frame-pointer walk followed a register that was not a frame pointer. */
+	if (whole)
+		trusted = n;
 	while (trusted < n && is_resolved(user_names[trusted]))
 		trusted++;
 	nuser = pytrack__user_frames(py);
@@ -226,8 +247,20 @@ static int on_sample(void *ctx, const struct sampler_sample *s)
 	folded_stack__reset(&st);
 	folded_stack__push_native(&st, comm[0] ? comm : "[unknown]"); /* the process: first */
 	name_user(a, s->key->pid, s->ustack, s->udepth);
+	if (a->unwind) {
+		unwinder__touch(a->unwind, s->key->pid, s->ustack, s->udepth);
+		/* Where the walk ended early, say so where the missing frames would be. */
+		if (s->uflags & PROFILE_STACK_TRUNCATED)
+			folded_stack__push_native(&st, "[truncated]");
+		else if (s->uflags & PROFILE_STACK_NO_TABLE)
+			folded_stack__push_native(&st, "[no unwind table]");
+		else if (s->uflags & PROFILE_STACK_CUT)
+			folded_stack__push_native(&st, "[incomplete]");
+	}
 	if (s->py && a->py && pytrack__user_frames(s->py))
-		push_python(a, &st, s->py, s->udepth);
+		push_python(a, &st, s->py, s->udepth,
+			    a->unwind &&
+				    !(s->uflags & (PROFILE_STACK_NO_TABLE | PROFILE_STACK_CUT)));
 	else
 		push_user(&st, s->udepth, 0);
 	push_kernel(a, &st, s->kstack, s->kdepth);
@@ -272,6 +305,32 @@ static void print_loss(const uint64_t *loss)
 			 (unsigned long long)loss[PROFILE_LOSS_PY_STACK_FULL]);
 }
 
+/* The CFI walk's tallies and the tables behind them. */
+static void print_unwind(struct agent *a, const uint64_t *loss)
+{
+	struct unwinder_stats us;
+
+	if (!a->unwind)
+		return;
+	unwinder__stats(a->unwind, &us);
+	log_info("smolder: unwinding: frames by table %llu, by frame pointer %llu; stacks "
+		 "with no unwind table %llu (process not published %llu), cut %llu, "
+		 "truncated %llu",
+		 (unsigned long long)loss[PROFILE_LOSS_UNWIND_TABLE_FRAMES],
+		 (unsigned long long)loss[PROFILE_LOSS_UNWIND_FP_FRAMES],
+		 (unsigned long long)loss[PROFILE_LOSS_UNWIND_NO_TABLE],
+		 (unsigned long long)loss[PROFILE_LOSS_UNWIND_NO_PROC],
+		 (unsigned long long)loss[PROFILE_LOSS_UNWIND_CUT],
+		 (unsigned long long)loss[PROFILE_LOSS_UNWIND_TRUNCATED]);
+	log_info("smolder: unwind tables: %llu loaded (%.1f ms building), %llu evicted, "
+		 "%llu without CFI, %llu failed, %llu too big; %u of %u rows in use, %u files, "
+		 "%u processes, %llu mappings dropped",
+		 (unsigned long long)us.loaded, (double)us.build_ns / 1e6,
+		 (unsigned long long)us.evicted, (unsigned long long)us.no_cfi,
+		 (unsigned long long)us.failed, (unsigned long long)us.too_big, us.rows_used,
+		 us.rows_total, us.files, us.procs, (unsigned long long)us.dropped_maps);
+}
+
 static void print_stats(struct agent *a, double seconds, const char *what)
 {
 	uint64_t loss[PROFILE_LOSS_NR] = { 0 }, run_ns = 0, run_cnt = 0;
@@ -284,6 +343,7 @@ static void print_stats(struct agent *a, double seconds, const char *what)
 		 sampler__ncpus(a->sampler), (unsigned long long)a->drained, a->most_stacks,
 		 (unsigned long long)a->windows);
 	print_loss(loss);
+	print_unwind(a, loss);
 	if (a->truncated)
 		log_warn("smolder: %llu samples had stacks too long for one line (truncated)",
 			 (unsigned long long)a->truncated);
@@ -323,6 +383,12 @@ static int ship_batch(struct agent *a, bool last)
 		[PROFILE_LOSS_PY_READ_FAULT] = "loss_python_frame_unreadable",
 		[PROFILE_LOSS_PY_TRUNCATED] = "python_stacks_truncated",
 		[PROFILE_LOSS_PY_STACK_FULL] = "loss_python_stack_map_full",
+		[PROFILE_LOSS_UNWIND_NO_PROC] = "loss_unwind_process_not_published",
+		[PROFILE_LOSS_UNWIND_NO_TABLE] = "loss_unwind_no_table",
+		[PROFILE_LOSS_UNWIND_CUT] = "loss_unwind_cut",
+		[PROFILE_LOSS_UNWIND_TRUNCATED] = "user_stacks_truncated",
+		[PROFILE_LOSS_UNWIND_TABLE_FRAMES] = "unwind_frames_by_table",
+		[PROFILE_LOSS_UNWIND_FP_FRAMES] = "unwind_frames_by_frame_pointer",
 		[PROFILE_LOSS_SAMPLES] = "samples",
 		[PROFILE_LOSS_IDLE] = "idle_samples_skipped",
 		[PROFILE_LOSS_PY_SAMPLES] = "python_samples",
@@ -388,6 +454,8 @@ static int end_window(struct agent *a)
 		log_error("agent: failed to write %s: %s", a->out ? "stdout" : a->opts->output,
 			  strerror(-err));
 	proc_cache__end_window(a->procs);
+	if (a->unwind)
+		unwinder__end_window(a->unwind);
 	if (a->py)
 		pytrack__end_window(a->py);
 	return err;
@@ -463,6 +531,10 @@ static int open_all(struct agent *a)
 		.include_idle = o->include_idle,
 		.python = o->python,
 		.py_depth = o->python_depth,
+		.unwind_fp = o->unwind_fp,
+		.unwind_rows =
+			(uint32_t)(((uint64_t)(o->unwind_table_mb ?: AGENT_UNWIND_TABLE_MB) << 20) /
+				   sizeof(struct unwind_row)),
 	};
 	size_t i;
 	int err;
@@ -485,6 +557,13 @@ static int open_all(struct agent *a)
 	err = sampler__open(&so, &a->sampler);
 	if (err)
 		return err;
+	if (!o->unwind_fp) {
+		err = unwinder__new(a->sampler, &a->unwind);
+		if (err)
+			return err;
+		for (i = 0; i < o->npids; i++)
+			unwinder__publish(a->unwind, o->pids[i]);
+	}
 	if (o->collector && (err = open_shipping(a)))
 		return err;
 	if (o->bpf_stats && (err = sampler__enable_stats(a->sampler)))
@@ -523,6 +602,7 @@ static void close_all(struct agent *a)
 	sender__free(a->sender);
 	batch_builder__free(a->bb);
 	pytrack__free(a->py);
+	unwinder__free(a->unwind);
 	sampler__free(a->sampler);
 	folded__free(a->run);
 	folded__free(a->window);

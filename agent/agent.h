@@ -20,6 +20,11 @@
  * host's window is ~0.3 MiB and goes out whole. */
 #define AGENT_BATCH_MAX_KB 1024
 
+/* Memory for unwind tables, in the kernel (preallocated, 8 bytes a row): every
+ * binary mapped on a busy Debian host with Python measured under half of this. */
+#define AGENT_UNWIND_TABLE_MB	  32
+#define AGENT_UNWIND_TABLE_MB_MAX 128 /* 2^24 rows: the BPF binary search's reach */
+
 struct agent_label {
 	char *key;
 	char *value;
@@ -35,12 +40,14 @@ struct agent_options {
 				     * output) when --collector is given alone */
 	struct agent_label *labels; /* --label KEY=VALUE, repeatable */
 	size_t nlabels;
-	int verbose;	       /* -v, repeatable */
-	bool include_idle;     /* --include-idle */
-	bool bpf_stats;	       /* --bpf-stats: report BPF run time */
-	uint32_t max_stacks;   /* --max-stacks; 0: sized from window and CPUs */
-	bool python;	       /* --python on|off (default on) */
-	unsigned python_depth; /* --python-depth (default and most: PY_MAX_DEPTH) */
+	int verbose;		  /* -v, repeatable */
+	bool include_idle;	  /* --include-idle */
+	bool bpf_stats;		  /* --bpf-stats: report BPF run time */
+	uint32_t max_stacks;	  /* --max-stacks; 0: sized from window and CPUs */
+	bool python;		  /* --python on|off (default on) */
+	unsigned python_depth;	  /* --python-depth (default and most: PY_MAX_DEPTH) */
+	bool unwind_fp;		  /* --unwind fp: user stacks by frame pointers (default cfi) */
+	unsigned unwind_table_mb; /* --unwind-table-mb (default AGENT_UNWIND_TABLE_MB) */
 	/* shipping to a collector */
 	char *collector;	/* --collector URL (http:// or https://), or NULL */
 	char *token;		/* --token, or read from --token-file */

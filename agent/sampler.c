@@ -6,6 +6,7 @@
 #include <linux/perf_event.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -32,6 +33,8 @@ struct sampler {
 	uint64_t *stack_keys;
 	struct py_stack *pybuf; /* one stack read back from a pystacks map */
 	uint32_t counts_max, stacks_max, pystacks_max;
+	struct unwind_row *pool; /* unwind_rows, mapped; NULL under --unwind fp */
+	uint32_t pool_rows;
 };
 
 static uint32_t round_pow2(uint64_t n)
@@ -110,6 +113,15 @@ static int set_sizes(struct sampler *s, const struct sampler_options *o, int ncp
 	s->pystacks_max = o->python ? round_pow2(per_window) : 1;
 	err = err ?: bpf_map__set_max_entries(skel->maps.pystacks0, s->pystacks_max);
 	err = err ?: bpf_map__set_max_entries(skel->maps.pystacks1, s->pystacks_max);
+	/* The row pool is preallocated: its size is the table memory cap. */
+	s->pool_rows = o->unwind_fp ? 1 : o->unwind_rows;
+	if (!s->pool_rows || s->pool_rows > SAMPLER_UNWIND_MAX_ROWS)
+		return -EINVAL;
+	err = err ?: bpf_map__set_max_entries(skel->maps.unwind_rows, s->pool_rows);
+	if (o->unwind_fp) {
+		err = err ?: bpf_map__set_max_entries(skel->maps.unwind_files, 1);
+		err = err ?: bpf_map__set_max_entries(skel->maps.unwind_procs, 1);
+	}
 	if (!o->python) {
 		err = err ?: bpf_map__set_max_entries(skel->maps.py_procs, 1);
 		err = err ?: bpf_map__set_max_entries(skel->maps.py_tstates, 1);
@@ -129,6 +141,26 @@ static int fill_pid_filter(struct sampler *s, const struct sampler_options *o)
 		if (err)
 			return err;
 	}
+	return 0;
+}
+
+static size_t pool_bytes(const struct sampler *s)
+{
+	size_t page = (size_t)sysconf(_SC_PAGESIZE);
+
+	return ((size_t)s->pool_rows * sizeof(struct unwind_row) + page - 1) / page * page;
+}
+
+/* Maps the row pool into the agent, so tables are copied in with memcpy rather
+ * than one syscall per row. */
+static int map_pool(struct sampler *s)
+{
+	void *p = mmap(NULL, pool_bytes(s), PROT_READ | PROT_WRITE, MAP_SHARED,
+		       bpf_map__fd(s->skel->maps.unwind_rows), 0);
+
+	if (p == MAP_FAILED)
+		return -errno;
+	s->pool = p;
 	return 0;
 }
 
@@ -165,6 +197,7 @@ int sampler__open(const struct sampler_options *o, struct sampler **out)
 	s->skel->rodata->include_idle = o->include_idle;
 	s->skel->rodata->python_enabled = o->python;
 	s->skel->rodata->py_depth = o->python ? o->py_depth : 1;
+	s->skel->rodata->unwind_cfi = !o->unwind_fp;
 	err = set_sizes(s, o, ncpus);
 	if (err)
 		goto out_free;
@@ -177,6 +210,11 @@ int sampler__open(const struct sampler_options *o, struct sampler **out)
 	err = fill_pid_filter(s, o);
 	if (err)
 		goto out_free;
+	if (!o->unwind_fp) {
+		err = map_pool(s);
+		if (err)
+			goto out_free;
+	}
 
 	s->keys = calloc(DRAIN_BATCH, sizeof(*s->keys));
 	s->values = calloc(DRAIN_BATCH, sizeof(*s->values));
@@ -198,6 +236,12 @@ int sampler__open(const struct sampler_options *o, struct sampler **out)
 	if (!s->skel->links.profile_exec) {
 		err = -errno;
 		log_error("sampler: failed to attach exec tracepoint: %s", strerror(-err));
+		goto out_free;
+	}
+	s->skel->links.profile_exit = bpf_program__attach(s->skel->progs.profile_exit);
+	if (!s->skel->links.profile_exit) {
+		err = -errno;
+		log_error("sampler: failed to attach exit tracepoint: %s", strerror(-err));
 		goto out_free;
 	}
 	err = attach_cpus(s, o->frequency);
@@ -228,6 +272,8 @@ void sampler__free(struct sampler *s)
 	sampler__stop(s);
 	free(s->links);
 	ring_buffer__free(s->events);
+	if (s->pool)
+		munmap(s->pool, pool_bytes(s));
 	profile_bpf__destroy(s->skel);
 	if (s->stats_fd >= 0)
 		close(s->stats_fd);
@@ -256,7 +302,7 @@ int sampler__poll_events(struct sampler *s, int timeout_ms, sampler_event_fn cb,
 
 /* Makes the kernel wait until no program run can still see the previous value of
  * active_buf: any update of an ARRAY_OF_MAPS ends with synchronize_rcu(). */
-static int wait_for_running_programs(struct sampler *s)
+int sampler__sync(struct sampler *s)
 {
 	int inner = bpf_map__fd(s->skel->maps.sync_dummy);
 	uint32_t zero = 0;
@@ -286,6 +332,7 @@ static int clear_stacks(struct sampler *s, int fd, uint32_t max)
 
 static size_t lookup_stack(int fd, uint64_t key, struct profile_stack *st)
 {
+	st->flags = 0;
 	if (!key || bpf_map_lookup_elem(fd, &key, st))
 		return 0;
 	return st->depth < PROFILE_MAX_DEPTH ? st->depth : PROFILE_MAX_DEPTH;
@@ -324,6 +371,7 @@ static int report_batch(struct sampler *s, int stacks_fd, int pystacks_fd, uint3
 			.kdepth = lookup_stack(stacks_fd, k->kstack, &kst),
 			.ustack = ust.ips,
 			.udepth = lookup_stack(stacks_fd, k->ustack, &ust),
+			.uflags = ust.flags,
 			.py = lookup_pystack(s, pystacks_fd, k->pystack),
 		};
 		err = cb(ctx, &smp);
@@ -347,7 +395,7 @@ int sampler__drain(struct sampler *s, sampler_sample_fn cb, void *ctx)
 	int err, cb_err = 0;
 
 	__atomic_store_n(&s->skel->bss->active_buf, !old, __ATOMIC_SEQ_CST);
-	err = wait_for_running_programs(s);
+	err = sampler__sync(s);
 	if (err) {
 		log_error("sampler: failed to wait for program runs: %s", strerror(-err));
 		return err;
@@ -434,4 +482,30 @@ int sampler__enable_stats(struct sampler *s)
 		return 0;
 	s->stats_fd = bpf_enable_stats(BPF_STATS_RUN_TIME);
 	return s->stats_fd < 0 ? s->stats_fd : 0;
+}
+
+struct unwind_row *sampler__unwind_pool(struct sampler *s, uint32_t *nrows)
+{
+	*nrows = s->pool ? s->pool_rows : 0;
+	return s->pool;
+}
+
+int sampler__unwind_set_file(struct sampler *s, uint32_t id, const struct unwind_file *f)
+{
+	return bpf_map_update_elem(bpf_map__fd(s->skel->maps.unwind_files), &id, f, BPF_ANY);
+}
+
+int sampler__unwind_get_file(struct sampler *s, uint32_t id, struct unwind_file *f)
+{
+	return bpf_map_lookup_elem(bpf_map__fd(s->skel->maps.unwind_files), &id, f);
+}
+
+int sampler__unwind_set_proc(struct sampler *s, uint32_t pid, const struct unwind_proc *p)
+{
+	int fd = bpf_map__fd(s->skel->maps.unwind_procs), err;
+
+	if (p)
+		return bpf_map_update_elem(fd, &pid, p, BPF_ANY);
+	err = bpf_map_delete_elem(fd, &pid);
+	return err == -ENOENT ? 0 : err;
 }

@@ -15,6 +15,9 @@
 
 #include "bpf/profile.h"
 #include "bpf/python.h"
+#include "bpf/unwind.h"
+
+#define SAMPLER_UNWIND_MAX_ROWS (1u << 24) /* the walker's binary search reaches 2^24 */
 
 struct sampler_options {
 	unsigned frequency;   /* samples per second per CPU */
@@ -23,9 +26,11 @@ struct sampler_options {
 	unsigned window_sec;  /* expected drain interval, to derive map sizes */
 	const uint32_t *pids; /* processes to sample; npids == 0 means all */
 	size_t npids;
-	bool include_idle; /* count the idle task instead of skipping it */
-	bool python;	   /* walk Python stacks of processes added with python_add */
-	unsigned py_depth; /* Python frames walked at most, 1..PY_MAX_DEPTH */
+	bool include_idle;    /* count the idle task instead of skipping it */
+	bool python;	      /* walk Python stacks of processes added with python_add */
+	unsigned py_depth;    /* Python frames walked at most, 1..PY_MAX_DEPTH */
+	bool unwind_fp;	      /* user stacks by frame pointers (bpf_get_stack), not tables */
+	uint32_t unwind_rows; /* rows of the table pool, 1..SAMPLER_UNWIND_MAX_ROWS */
 };
 
 struct sampler;
@@ -39,6 +44,7 @@ struct sampler_sample {
 	size_t kdepth;
 	const __u64 *ustack;
 	size_t udepth;
+	uint32_t uflags;	   /* the user stack's enum profile_stack_flag */
 	const struct py_stack *py; /* NULL: no Python part */
 };
 
@@ -75,6 +81,18 @@ int sampler__python_remove(struct sampler *s, uint32_t pid);
  * objects while the process lives. Returns 0, or -ENOENT when it is not there
  * (already drained). */
 int sampler__python_stack(struct sampler *s, uint64_t key, struct py_stack *out);
+
+/* Returns once no program run can still use what a map held before this call
+ * (an RCU grace period, by updating the `sync` map). */
+int sampler__sync(struct sampler *s);
+
+/* The CFI unwinder's maps (bpf/unwind.h), written by agent/unwind/unwinder.c.
+ * The row pool is mapped into the agent: *nrows rows, NULL under unwind_fp. */
+struct unwind_row *sampler__unwind_pool(struct sampler *s, uint32_t *nrows);
+int sampler__unwind_set_file(struct sampler *s, uint32_t id, const struct unwind_file *f);
+int sampler__unwind_get_file(struct sampler *s, uint32_t id, struct unwind_file *f);
+/* Publishes pid's mappings; p NULL deletes them (0 also when there were none). */
+int sampler__unwind_set_proc(struct sampler *s, uint32_t pid, const struct unwind_proc *p);
 
 /* Cumulative per-reason counters, summed over CPUs. */
 int sampler__read_loss(struct sampler *s, uint64_t out[PROFILE_LOSS_NR]);

@@ -5,7 +5,8 @@
  * cross to user space. Map layouts and the double-buffer protocol are described in
  * profile.h. A second program on sched_process_exec marks exec'd processes, so the
  * next sample of one announces the new image and the agent reads its mappings
- * while the process lives.
+ * while the process lives, and forgets it (and a process that exits) in the maps of
+ * the CFI unwinder (unwind.bpf.h).
  */
 #include "vmlinux.h"
 #include <bpf/bpf_core_read.h>
@@ -120,7 +121,7 @@ static __always_inline __u64 hash_finish(__u64 h)
 
 static __always_inline __u64 hash_stack(const struct profile_stack *st)
 {
-	__u64 h = FNV_OFFSET;
+	__u64 h = fnv_step(FNV_OFFSET, st->flags);
 	__u32 i;
 
 	for (i = 0; i < PROFILE_MAX_DEPTH; i++) {
@@ -131,6 +132,23 @@ static __always_inline __u64 hash_stack(const struct profile_stack *st)
 	return hash_finish(h);
 }
 
+/* Stores the scratch stack st in the window's stack map and returns its key, or 0
+ * when it could not be recorded. */
+static __always_inline __u64 store_stack(void *stacks, struct profile_stack *st)
+{
+	__u64 key = hash_stack(st);
+	long err;
+
+	if (bpf_map_lookup_elem(stacks, &key))
+		return key; /* the common case: a stack seen before in this window */
+	err = bpf_map_update_elem(stacks, &key, st, BPF_NOEXIST);
+	if (err && err != -EEXIST) { /* EEXIST: the stack is already there */
+		count_loss(PROFILE_LOSS_STACK_FULL);
+		return 0;
+	}
+	return key;
+}
+
 /* Captures one stack (flags: 0 kernel, BPF_F_USER_STACK user) into the window's
  * stack map and returns its key, or 0 when it could not be recorded. */
 static __always_inline __u64 record_stack(struct bpf_perf_event_data *ctx, void *stacks,
@@ -138,8 +156,7 @@ static __always_inline __u64 record_stack(struct bpf_perf_event_data *ctx, void 
 {
 	__u32 zero = 0;
 	struct profile_stack *st = bpf_map_lookup_elem(&scratch, &zero);
-	long n, err;
-	__u64 key;
+	long n;
 
 	if (!st)
 		return 0;
@@ -149,15 +166,8 @@ static __always_inline __u64 record_stack(struct bpf_perf_event_data *ctx, void 
 		return 0;
 	}
 	st->depth = n / sizeof(__u64);
-	key = hash_stack(st);
-	if (bpf_map_lookup_elem(stacks, &key))
-		return key; /* the common case: a stack seen before in this window */
-	err = bpf_map_update_elem(stacks, &key, st, BPF_NOEXIST);
-	if (err && err != -EEXIST) { /* EEXIST: the stack is already there */
-		count_loss(PROFILE_LOSS_STACK_FULL);
-		return 0;
-	}
-	return key;
+	st->flags = 0;
+	return store_stack(stacks, st);
 }
 
 static __always_inline void announce(__u32 kind, __u32 pid, __u64 key)
@@ -175,6 +185,7 @@ static __always_inline void announce(__u32 kind, __u32 pid, __u64 key)
 }
 
 #include "bpf/python.bpf.h"
+#include "bpf/unwind.bpf.h"
 
 static __always_inline bool wanted(__u32 pid)
 {
@@ -224,7 +235,9 @@ int profile_sample(struct bpf_perf_event_data *ctx)
 	/* User part for any task with an address space: not kernel threads, nor a
 	 * task that has already released its memory on the way out (exit_mm). */
 	if (task->mm) {
-		key.ustack = record_stack(ctx, stacks, BPF_F_USER_STACK, PROFILE_LOSS_USTACK_FAULT);
+		key.ustack = unwind_cfi ? record_user_cfi(ctx, task, pid, stacks)
+					: record_stack(ctx, stacks, BPF_F_USER_STACK,
+						       PROFILE_LOSS_USTACK_FAULT);
 		if (python_enabled)
 			key.pystack = py_record(task, pid, tid, pystacks);
 		/* Announced on its first sample, and on its first sample after an
@@ -265,5 +278,23 @@ int BPF_PROG(profile_exec, struct task_struct *p, pid_t old_pid, struct linux_bi
 	if (!wanted(pid))
 		return 0;
 	bpf_map_update_elem(&seen_pids, &pid, &execed, BPF_ANY);
+	/* The old image's mappings must not unwind the new one: until the agent
+	 * publishes the new ones, frame pointers. */
+	bpf_map_delete_elem(&unwind_procs, &pid);
+	return 0;
+}
+
+SEC("tp_btf/sched_process_exit")
+int BPF_PROG(profile_exit, struct task_struct *p)
+{
+	__u32 pid = BPF_CORE_READ(p, tgid);
+
+	/* The last thread of a process is leaving (do_exit counts signal->live down
+	 * before this tracepoint): forget it, so a new process that reuses the pid
+	 * is announced and gets mappings of its own. */
+	if (BPF_CORE_READ(p, signal, live.counter) != 0)
+		return 0;
+	bpf_map_delete_elem(&seen_pids, &pid);
+	bpf_map_delete_elem(&unwind_procs, &pid);
 	return 0;
 }

@@ -25,6 +25,7 @@
  *                     lives, and "new Python stack", so it reads code objects
  *                     before the process can exit. A process never sampled is never
  *                     announced: under process churn most are not.
+ *   unwind_*          the CFI unwinder's tables and per-process mappings: unwind.h.
  *   sync              ARRAY_OF_MAPS  never read by the program. Updating it makes
  *                     the kernel wait for an RCU grace period, i.e. for every
  *                     program run that may still use the old `active_buf` to end.
@@ -54,27 +55,47 @@ struct profile_key {
 	char comm[PROFILE_COMM_LEN]; /* process (thread group leader) name */
 };
 
-/* A stack as bpf_get_stack() wrote it: leaf first. */
+/* A stack, leaf first: as bpf_get_stack() wrote it (kernel stacks, and user stacks
+ * under --unwind fp), or as the CFI walker of unwind.bpf.h did (user stacks). */
 struct profile_stack {
 	__u32 depth; /* valid entries of ips */
-	__u32 pad;
+	__u32 flags; /* enum profile_stack_flag: how complete the walk was (user stacks) */
 	__u64 ips[PROFILE_MAX_DEPTH]; /* instruction pointer, then return addresses */
+};
+
+/* What a user stack's walk met, part of the stack's identity (hashed with it). */
+enum profile_stack_flag {
+	PROFILE_STACK_TRUNCATED = 1, /* deeper than PROFILE_MAX_DEPTH: outer frames cut */
+	PROFILE_STACK_NO_TABLE = 2,  /* a file's table was not loaded yet: from there on,
+				      * frame pointers (maybe garbage, maybe cut short) */
+	PROFILE_STACK_CUT = 4,	     /* the walk stopped early: unreadable stack memory,
+				      * a rule the tables cannot express, a frame that does
+				      * not move up the stack */
+	PROFILE_STACK_SIGNAL = 8,    /* the walk crossed a signal frame */
 };
 
 /* Why a sample could not be recorded (or was recorded incompletely). */
 enum profile_loss {
-	PROFILE_LOSS_KSTACK_FAULT = 0, /* kernel stack unreadable (-EFAULT) */
-	PROFILE_LOSS_USTACK_FAULT,     /* user stack unreadable (-EFAULT) */
-	PROFILE_LOSS_STACK_FULL,       /* stack map full: stack left out of the sample */
-	PROFILE_LOSS_COUNTS_FULL,      /* counts map full: sample dropped */
-	PROFILE_LOSS_EVENTS_FULL,      /* ring buffer full: process not announced */
-	PROFILE_LOSS_PY_NO_TSTATE,     /* Python process, thread state not found */
-	PROFILE_LOSS_PY_READ_FAULT,    /* a Python frame could not be read: stack partial */
-	PROFILE_LOSS_PY_TRUNCATED,     /* deeper than the walk depth: outer frames cut */
-	PROFILE_LOSS_PY_STACK_FULL,    /* Python stack map full: Python part left out */
-	PROFILE_LOSS_SAMPLES,	       /* not a loss: every sample the program counted */
-	PROFILE_LOSS_IDLE,	       /* not a loss: idle-task samples skipped */
-	PROFILE_LOSS_PY_SAMPLES,       /* not a loss: samples of known Python processes */
+	PROFILE_LOSS_KSTACK_FAULT = 0,	  /* kernel stack unreadable (-EFAULT) */
+	PROFILE_LOSS_USTACK_FAULT,	  /* user stack unreadable (-EFAULT) */
+	PROFILE_LOSS_STACK_FULL,	  /* stack map full: stack left out of the sample */
+	PROFILE_LOSS_COUNTS_FULL,	  /* counts map full: sample dropped */
+	PROFILE_LOSS_EVENTS_FULL,	  /* ring buffer full: process not announced */
+	PROFILE_LOSS_PY_NO_TSTATE,	  /* Python process, thread state not found */
+	PROFILE_LOSS_PY_READ_FAULT,	  /* a Python frame could not be read: stack partial */
+	PROFILE_LOSS_PY_TRUNCATED,	  /* deeper than the walk depth: outer frames cut */
+	PROFILE_LOSS_PY_STACK_FULL,	  /* Python stack map full: Python part left out */
+	PROFILE_LOSS_UNWIND_NO_PROC,	  /* process's mappings not published yet: user stack
+					   * walked by frame pointers */
+	PROFILE_LOSS_UNWIND_NO_TABLE,	  /* a frame in a file whose table was not loaded:
+					   * frame pointers from there on */
+	PROFILE_LOSS_UNWIND_CUT,	  /* user stack cut short (PROFILE_STACK_CUT) */
+	PROFILE_LOSS_UNWIND_TRUNCATED,	  /* user stack deeper than PROFILE_MAX_DEPTH */
+	PROFILE_LOSS_SAMPLES,		  /* not a loss: every sample the program counted */
+	PROFILE_LOSS_IDLE,		  /* not a loss: idle-task samples skipped */
+	PROFILE_LOSS_PY_SAMPLES,	  /* not a loss: samples of known Python processes */
+	PROFILE_LOSS_UNWIND_TABLE_FRAMES, /* not a loss: user frames unwound by a table */
+	PROFILE_LOSS_UNWIND_FP_FRAMES,	  /* not a loss: user frames unwound by frame pointer */
 	PROFILE_LOSS_NR,
 };
 
@@ -85,15 +106,18 @@ enum profile_seen {
 };
 
 enum profile_event_kind {
-	PROFILE_EVENT_NEW_PROCESS = 1, /* the first sample of a process */
-	PROFILE_EVENT_EXEC = 2,	       /* the first sample after an exec */
-	PROFILE_EVENT_PY_STACK = 3,    /* a new Python stack entered the active pystacks map */
+	PROFILE_EVENT_NEW_PROCESS = 1,	/* the first sample of a process */
+	PROFILE_EVENT_EXEC = 2,		/* the first sample after an exec */
+	PROFILE_EVENT_PY_STACK = 3,	/* a new Python stack entered the active pystacks map */
+	PROFILE_EVENT_UNWIND_TABLE = 4, /* key: a file id whose table a walk needed */
+	PROFILE_EVENT_UNWIND_REMAP = 5, /* an address outside pid's published mappings */
 };
 
 struct profile_event {
 	__u32 kind; /* enum profile_event_kind */
 	__u32 pid;  /* tgid */
-	__u64 key;  /* PY_STACK: the stack's key, so its code objects are read at once */
+	__u64 key;  /* PY_STACK: the stack's key, so its code objects are read at once;
+		     * UNWIND_TABLE: the file id */
 };
 
 _Static_assert(sizeof(struct profile_key) == 48, "profile_key layout");

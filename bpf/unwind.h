@@ -59,14 +59,18 @@ enum unwind_kind {
 
 /* One row: from pc on (up to the next row), the CFA and rbp rules. 8 bytes. */
 struct unwind_row {
-	__u32 pc;      /* offset from the table's base vaddr (struct cfi_table.base) */
+	__u32 pc;      /* the file offset of the row's first instruction (the agent turns
+			* cfi.c's vaddrs into offsets, so a mapping needs no ELF to be
+			* published: its bias is start - file offset) */
 	__u16 cfa_off; /* CFA_RSP, CFA_RBP, PLT: added to the register */
 	__u8 kind;     /* enum unwind_kind */
 	__s8 aux;      /* CFA_RSP, CFA_RBP: the caller's rbp is at CFA + 8 * aux (0: rbp
 			* is unchanged); PLT: the pc & 15 threshold */
 };
 
-/* Where one file's table lives in unwind_rows. */
+/* Where one file's table lives in unwind_rows. Row 0 of the pool is a NONE row at
+ * pc 0, and {first 0, nrows 1} is the table of a file without CFI: walk it by frame
+ * pointer, without asking for its table again. */
 struct unwind_file {
 	__u32 first;	 /* index of its first row */
 	__u32 nrows;	 /* 0: no table loaded */
@@ -77,7 +81,7 @@ struct unwind_file {
 /* One executable file mapping of a process. */
 struct unwind_mapping {
 	__u64 start; /* first address */
-	__u64 bias;  /* table pc = address - bias */
+	__u64 bias;  /* row pc = address - bias, i.e. start - the mapping's file offset */
 	__u32 len;   /* bytes mapped */
 	__u32 file;  /* file id (index in unwind_files) */
 };

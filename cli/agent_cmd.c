@@ -35,6 +35,9 @@ const char agent_options_usage[] =
 	"                        (4 to 2048, default 1024: under the collector's limits)\n"
 	"      --python on|off   show CPython frames in Python processes (default on)\n"
 	"      --python-depth N  Python frames walked per sample, 1 to 128 (default 128)\n"
+	"      --unwind cfi|fp   user stacks from CFI tables (.eh_frame; default cfi), or by\n"
+	"                        frame pointers only\n"
+	"      --unwind-table-mb N  kernel memory for unwind tables, 1 to 128 (default 32)\n"
 	"      --include-idle    count the idle task instead of skipping it\n"
 	"      --max-stacks N    entries per stack map (default: from window and CPUs)\n"
 	"      --bpf-stats       measure the BPF program's run time and report it\n"
@@ -64,6 +67,8 @@ const struct option agent_long_options[] = {
 	{ "agent-id", required_argument, NULL, AGENT_OPT_AGENT_ID },
 	{ "retry-base-ms", required_argument, NULL, AGENT_OPT_RETRY_BASE_MS },
 	{ "batch-max-kb", required_argument, NULL, AGENT_OPT_BATCH_MAX_KB },
+	{ "unwind", required_argument, NULL, AGENT_OPT_UNWIND },
+	{ "unwind-table-mb", required_argument, NULL, AGENT_OPT_UNWIND_TABLE_MB },
 	{ NULL, 0, NULL, 0 },
 };
 
@@ -166,6 +171,7 @@ int agent_options__init(struct agent_options *o)
 		.spool_max_mb = 256,
 		.retry_base_ms = 500,
 		.batch_max_kb = AGENT_BATCH_MAX_KB,
+		.unwind_table_mb = AGENT_UNWIND_TABLE_MB,
 	};
 	o->pids = calloc(AGENT_MAX_PIDS, sizeof(*o->pids));
 	o->labels = calloc(AGENT_MAX_LABELS, sizeof(*o->labels));
@@ -238,6 +244,22 @@ int agent_options__set(struct agent_options *o, int opt, const char *arg, char *
 		else
 			rc = reason_fail(err, errlen, -EINVAL, "--python wants on or off, got '%s'",
 					 arg);
+		break;
+	case AGENT_OPT_UNWIND:
+		if (strcmp(arg, "cfi") == 0)
+			o->unwind_fp = false;
+		else if (strcmp(arg, "fp") == 0)
+			o->unwind_fp = true;
+		else
+			rc = reason_fail(err, errlen, -EINVAL, "--unwind wants cfi or fp, got '%s'",
+					 arg);
+		break;
+	case AGENT_OPT_UNWIND_TABLE_MB:
+		if (parse_uint(arg, 1, AGENT_UNWIND_TABLE_MB_MAX, &v))
+			rc = reason_fail(err, errlen, -EINVAL,
+					 "--unwind-table-mb wants 1 to %d, got '%s'",
+					 AGENT_UNWIND_TABLE_MB_MAX, arg);
+		o->unwind_table_mb = (unsigned)v;
 		break;
 	case AGENT_OPT_PYTHON_DEPTH:
 		if (parse_uint(arg, 1, PY_MAX_DEPTH, &v))

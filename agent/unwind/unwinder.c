@@ -1,0 +1,698 @@
+/* File ids, published mappings and table loading for the BPF CFI walker; see
+ * unwinder.h for the lifecycle and bpf/unwind.h for the maps. Two threads: the
+ * agent's (events, drains) and a builder that makes tables; one lock. */
+#include "agent/unwind/unwinder.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <gelf.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "agent/sampler.h"
+#include "agent/symbols/procmaps.h"
+#include "agent/unwind/cfi.h"
+#include "agent/unwind/pool.h"
+#include "common/log.h"
+
+#define HASH_NONFATAL_OOM 1
+#include <uthash.h>
+
+#define MAPS_LINE_MAX (PATH_MAX + 256) /* as procmaps.c: longer lines are skipped */
+
+enum file_state {
+	FILE_NEW = 0, /* no table; the walker asks for it when it needs it */
+	FILE_LOADED,  /* rows [first, first + nrows) of the pool */
+	FILE_NO_CFI,  /* no usable table: the descriptor says "frame pointer" */
+	FILE_RETRY,   /* the last load failed: asked again after the window */
+};
+
+struct file_key {
+	uint64_t dev, ino;
+};
+
+struct ufile {
+	UT_hash_handle hh;
+	struct file_key key;
+	uint32_t id;
+	uint32_t refs; /* mappings of published processes that name it */
+	enum file_state state;
+	uint32_t first, nrows;
+	uint64_t used_gen; /* the last window a drained stack ran through it */
+	bool queued;	   /* waiting for the builder thread */
+	/* Where to open it: the mapping that published it last. */
+	uint32_t pid;
+	uint64_t start, end;
+	bool deleted;
+	char *path;
+};
+
+struct uproc {
+	UT_hash_handle hh;
+	uint32_t pid;
+	uint64_t published_gen;
+	bool remap; /* asked to publish again: done at the window's end */
+	uint32_t nmaps;
+	struct unwind_mapping *maps;
+};
+
+struct unwinder {
+	pthread_mutex_t lock; /* everything below, between the agent and the builder */
+	pthread_cond_t wake;  /* the builder's: a file was queued, or stop */
+	pthread_t builder;
+	bool started, stop;
+	uint32_t queue[UNWIND_MAX_FILES]; /* file ids to build, a ring */
+	size_t qhead, qlen;
+	struct sampler *s;
+	struct unwind_row *pool;
+	uint32_t pool_rows;
+	struct row_pool *rows;
+	struct ufile *by_key;
+	struct ufile *files[UNWIND_MAX_FILES]; /* by id; id 0 is never used */
+	uint32_t nfiles;
+	struct uproc *procs;
+	uint64_t gen;
+	struct unwind_proc scratch;
+	struct unwinder_stats st;
+};
+
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static void *builder_main(void *arg);
+
+int unwinder__new(struct sampler *s, struct unwinder **out)
+{
+	struct unwinder *u;
+	int err;
+
+	u = calloc(1, sizeof(*u));
+	if (!u)
+		return -ENOMEM;
+	u->s = s;
+	u->pool = sampler__unwind_pool(s, &u->pool_rows);
+	if (!u->pool || u->pool_rows < 2) {
+		free(u);
+		return -EINVAL;
+	}
+	/* Row 0: the one-row table of every file walked by frame pointer. */
+	u->pool[0] = (struct unwind_row){ .pc = 0, .kind = UNWIND_NONE };
+	err = row_pool__new(1, u->pool_rows - 1, &u->rows);
+	if (err) {
+		free(u);
+		return err;
+	}
+	u->gen = 1;
+	pthread_mutex_init(&u->lock, NULL);
+	pthread_cond_init(&u->wake, NULL);
+	err = -pthread_create(&u->builder, NULL, builder_main, u);
+	if (err) {
+		unwinder__free(u);
+		return err;
+	}
+	u->started = true;
+	*out = u;
+	return 0;
+}
+
+static void free_file(struct unwinder *u, struct ufile *f)
+{
+	HASH_DEL(u->by_key, f);
+	u->files[f->id] = NULL;
+	u->nfiles--;
+	free(f->path);
+	free(f);
+}
+
+static void drop_proc(struct unwinder *u, struct uproc *p)
+{
+	uint32_t i;
+
+	for (i = 0; i < p->nmaps; i++) {
+		struct ufile *f = u->files[p->maps[i].file];
+
+		if (f && f->refs)
+			f->refs--;
+	}
+	HASH_DEL(u->procs, p);
+	free(p->maps);
+	free(p);
+}
+
+void unwinder__free(struct unwinder *u)
+{
+	struct uproc *p, *ptmp;
+	struct ufile *f, *ftmp;
+
+	if (!u)
+		return;
+	if (u->started) {
+		pthread_mutex_lock(&u->lock);
+		u->stop = true;
+		pthread_cond_signal(&u->wake);
+		pthread_mutex_unlock(&u->lock);
+		pthread_join(u->builder, NULL);
+	}
+	pthread_cond_destroy(&u->wake);
+	pthread_mutex_destroy(&u->lock);
+	HASH_ITER (hh, u->procs, p, ptmp)
+		drop_proc(u, p);
+	HASH_ITER (hh, u->by_key, f, ftmp)
+		free_file(u, f);
+	row_pool__free(u->rows);
+	free(u);
+}
+
+static int write_descriptor(struct unwinder *u, const struct ufile *f, uint32_t requested)
+{
+	struct unwind_file d = { .requested = requested };
+
+	if (f->state == FILE_LOADED) {
+		d.first = f->first;
+		d.nrows = f->nrows;
+	} else if (f->state == FILE_NO_CFI) {
+		d.first = 0;
+		d.nrows = 1;
+	}
+	return sampler__unwind_set_file(u->s, f->id, &d);
+}
+
+/* Drops a loaded table: the descriptor first, the rows after a grace period. */
+static void unload(struct unwinder *u, struct ufile *f)
+{
+	if (f->state != FILE_LOADED)
+		return;
+	f->state = FILE_NEW;
+	write_descriptor(u, f, 0);
+	row_pool__release(u->rows, f->first, f->nrows);
+	u->st.rows_used -= f->nrows;
+	f->nrows = 0;
+	u->st.evicted++;
+}
+
+/* A free id, reclaiming the least recently used file no process maps. */
+static int new_id(struct unwinder *u, uint32_t *id)
+{
+	struct ufile *victim = NULL;
+	uint32_t i;
+
+	for (i = 1; i < UNWIND_MAX_FILES; i++) {
+		if (!u->files[i]) {
+			*id = i;
+			return 0;
+		}
+		if (!u->files[i]->refs && (!victim || u->files[i]->used_gen < victim->used_gen))
+			victim = u->files[i];
+	}
+	if (!victim)
+		return -ENOSPC;
+	*id = victim->id;
+	unload(u, victim);
+	victim->state = FILE_NEW;
+	write_descriptor(u, victim, 0);
+	free_file(u, victim);
+	return 0;
+}
+
+/* The file of a maps line, created (with a new id) when first seen. */
+static struct ufile *file_for(struct unwinder *u, uint32_t pid, const struct procmaps_line *pl)
+{
+	struct file_key key = { pl->dev, pl->inode };
+	struct ufile *f = NULL;
+	char *path;
+	uint32_t id;
+
+	path = strndup(pl->path, pl->path_len);
+	if (!path)
+		return NULL;
+	HASH_FIND(hh, u->by_key, &key, sizeof(key), f);
+	if (!f) {
+		f = calloc(1, sizeof(*f));
+		if (!f || new_id(u, &id)) {
+			free(f);
+			free(path);
+			return NULL;
+		}
+		f->key = key;
+		f->id = id;
+		HASH_ADD(hh, u->by_key, key, sizeof(f->key), f);
+		u->files[id] = f;
+		u->nfiles++;
+		write_descriptor(u, f, 0);
+	}
+	free(f->path);
+	f->path = path;
+	f->pid = pid;
+	f->start = pl->start;
+	f->end = pl->end;
+	f->deleted = pl->deleted;
+	return f;
+}
+
+/* Reads pid's executable file mappings into u->scratch, taking a reference to
+ * each file. */
+static int read_mappings(struct unwinder *u, uint32_t pid)
+{
+	struct unwind_proc *up = &u->scratch;
+	char path[64], *line = NULL;
+	size_t cap = 0;
+	ssize_t len;
+	FILE *fp;
+
+	snprintf(path, sizeof(path), "/proc/%" PRIu32 "/maps", pid);
+	fp = fopen(path, "re");
+	if (!fp)
+		return errno == ENOENT ? -ESRCH : -errno;
+	up->nmaps = 0;
+	up->remap = 0;
+	while ((len = getline(&line, &cap, fp)) > 0) {
+		struct procmaps_line pl;
+		struct ufile *f;
+
+		if (len > MAPS_LINE_MAX || procmaps_parse_line(line, &pl) || !pl.exec ||
+		    !pl.inode || pl.path[0] != '/' || pl.end - pl.start > UINT32_MAX)
+			continue;
+		if (up->nmaps == UNWIND_MAX_MAPPINGS) {
+			u->st.dropped_maps++;
+			continue;
+		}
+		f = file_for(u, pid, &pl);
+		if (!f) {
+			u->st.dropped_maps++;
+			continue;
+		}
+		f->refs++;
+		up->maps[up->nmaps++] = (struct unwind_mapping){
+			.start = pl.start,
+			.bias = pl.start - pl.offset,
+			.len = (uint32_t)(pl.end - pl.start),
+			.file = f->id,
+		};
+	}
+	free(line);
+	fclose(fp);
+	return 0;
+}
+
+static int publish(struct unwinder *u, uint32_t pid)
+{
+	struct uproc *p = NULL, *old = NULL;
+	int err;
+
+	HASH_FIND(hh, u->procs, &pid, sizeof(pid), old);
+	err = read_mappings(u, pid);
+	if (err)
+		return err;
+	p = calloc(1, sizeof(*p));
+	if (p && u->scratch.nmaps)
+		p->maps = malloc(u->scratch.nmaps * sizeof(*p->maps));
+	if (!p || (u->scratch.nmaps && !p->maps)) {
+		err = -ENOMEM;
+		goto fail;
+	}
+	p->pid = pid;
+	p->nmaps = u->scratch.nmaps;
+	if (p->nmaps)
+		memcpy(p->maps, u->scratch.maps, p->nmaps * sizeof(*p->maps));
+	p->published_gen = u->gen;
+	err = sampler__unwind_set_proc(u->s, pid, &u->scratch);
+	if (err)
+		goto fail;
+	if (old)
+		drop_proc(u, old);
+	HASH_ADD(hh, u->procs, pid, sizeof(p->pid), p);
+	u->st.published++;
+	return 0;
+
+fail:
+	for (uint32_t i = 0; i < u->scratch.nmaps; i++) {
+		struct ufile *f = u->files[u->scratch.maps[i].file];
+
+		if (f && f->refs)
+			f->refs--;
+	}
+	if (p)
+		free(p->maps);
+	free(p);
+	return err;
+}
+
+int unwinder__publish(struct unwinder *u, uint32_t pid)
+{
+	int err;
+
+	pthread_mutex_lock(&u->lock);
+	err = publish(u, pid);
+	pthread_mutex_unlock(&u->lock);
+	return err;
+}
+
+void unwinder__remap(struct unwinder *u, uint32_t pid)
+{
+	struct uproc *p = NULL;
+
+	pthread_mutex_lock(&u->lock);
+	HASH_FIND(hh, u->procs, &pid, sizeof(pid), p);
+	if (!p || p->published_gen != u->gen)
+		publish(u, pid);
+	else
+		p->remap = true; /* once a window at most: JIT code asks at every sample */
+	pthread_mutex_unlock(&u->lock);
+}
+
+/* Opens the file behind f the way the process sees it, and checks that it is the
+ * very file mapped: a regular file with the maps line's device and inode. */
+static int open_mapped(const struct ufile *f)
+{
+	char path[PATH_MAX + 64];
+	struct stat sb;
+	int fd = -1, n, attempt;
+
+	for (attempt = 0; attempt < 2; attempt++) {
+		if (attempt == 0) {
+			if (f->deleted || !f->path)
+				continue;
+			n = snprintf(path, sizeof(path), "/proc/%" PRIu32 "/root%s", f->pid,
+				     f->path);
+			if (n < 0 || (size_t)n >= sizeof(path))
+				continue;
+		} else {
+			snprintf(path, sizeof(path),
+				 "/proc/%" PRIu32 "/map_files/%" PRIx64 "-%" PRIx64, f->pid,
+				 f->start, f->end);
+		}
+		fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+		if (fd < 0)
+			continue;
+		if (!fstat(fd, &sb) && S_ISREG(sb.st_mode) && (uint64_t)sb.st_dev == f->key.dev &&
+		    (uint64_t)sb.st_ino == f->key.ino)
+			return fd;
+		close(fd);
+		fd = -1;
+	}
+	return -ESRCH;
+}
+
+/* Turns the builder's rows (offsets from its base vaddr) into file offsets, using
+ * the executable PT_LOAD segments; rows outside them are dropped, and so is a row
+ * that would not keep the offsets strictly increasing. Returns the rows kept. */
+static size_t to_file_offsets(Elf *elf, const struct cfi_table *t, struct unwind_row *out)
+{
+	GElf_Phdr segs[16], ph;
+	size_t nph = 0, nseg = 0, i, j, n = 0;
+
+	if (elf_getphdrnum(elf, &nph))
+		return 0;
+	for (i = 0; i < nph && nseg < 16; i++)
+		if (gelf_getphdr(elf, (int)i, &ph) && ph.p_type == PT_LOAD && (ph.p_flags & PF_X))
+			segs[nseg++] = ph;
+	for (i = 0; i < t->nrows; i++) {
+		uint64_t vaddr = t->base + t->rows[i].pc, off;
+
+		for (j = 0; j < nseg; j++)
+			if (vaddr >= segs[j].p_vaddr && vaddr <= segs[j].p_vaddr + segs[j].p_filesz)
+				break;
+		if (j == nseg)
+			continue;
+		off = vaddr - segs[j].p_vaddr + segs[j].p_offset;
+		if (off > UINT32_MAX || (n && off <= out[n - 1].pc))
+			continue;
+		out[n] = t->rows[i];
+		out[n].pc = (uint32_t)off;
+		n++;
+	}
+	return n;
+}
+
+/* Builds f's rows in file offsets. Returns 0 with *rows (malloc'd) and *n, or
+ * -ESRCH (the file cannot be reached now), -ENOENT (no CFI), -errno. */
+static int build_rows(const struct ufile *f, struct unwind_row **rows, size_t *n)
+{
+	struct cfi_table *t = NULL;
+	Elf *elf = NULL;
+	int fd, err;
+
+	*rows = NULL;
+	fd = open_mapped(f);
+	if (fd < 0)
+		return fd;
+	elf_version(EV_CURRENT);
+	elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+	if (!elf) {
+		err = -ENOEXEC;
+		goto out;
+	}
+	err = cfi_table__from_elf(elf, &t);
+	if (err)
+		goto out;
+	*rows = malloc((t->nrows ? t->nrows : 1) * sizeof(**rows));
+	if (!*rows) {
+		err = -ENOMEM;
+		goto out;
+	}
+	*n = to_file_offsets(elf, t, *rows);
+	if (!*n) {
+		free(*rows);
+		*rows = NULL;
+		err = -ENOENT;
+	}
+out:
+	cfi_table__free(t);
+	if (elf)
+		elf_end(elf);
+	close(fd);
+	return err;
+}
+
+/* The least recently used loaded table other than keep, preferring files no
+ * process maps now. */
+static struct ufile *lru_victim(struct unwinder *u, const struct ufile *keep)
+{
+	struct ufile *f, *tmp, *best = NULL;
+
+	HASH_ITER (hh, u->by_key, f, tmp) {
+		if (f == keep || f->state != FILE_LOADED)
+			continue;
+		if (!best || (!f->refs && best->refs) ||
+		    (!f->refs == !best->refs && f->used_gen < best->used_gen))
+			best = f;
+	}
+	return best;
+}
+
+/* Finds room for n rows, evicting least recently used tables as needed. */
+static int make_room(struct unwinder *u, const struct ufile *keep, uint32_t n, uint32_t *first)
+{
+	struct ufile *victim;
+	size_t mark;
+	int err;
+
+	if (n >= u->pool_rows)
+		return -E2BIG;
+	for (;;) {
+		err = row_pool__alloc(u->rows, n, first);
+		if (err != -ENOSPC)
+			return err;
+		/* Evict until the rows free after a grace period could hold n, then
+		 * wait for it; fragmentation may need another round. */
+		while (u->pool_rows - 1 - row_pool__used(u->rows) < n) {
+			victim = lru_victim(u, keep);
+			if (!victim)
+				break;
+			unload(u, victim);
+		}
+		if (!row_pool__pending(u->rows))
+			return -ENOSPC;
+		mark = row_pool__mark(u->rows);
+		err = sampler__sync(u->s);
+		if (err)
+			return err;
+		row_pool__grace(u->rows, mark);
+	}
+}
+
+/* Ends a load with what the builder made of f (rows owned by the caller). */
+static int finish_load(struct unwinder *u, struct ufile *f, int err, const struct unwind_row *rows,
+		       size_t n)
+{
+	uint32_t first;
+
+	if (err == -ENOENT) {
+		f->state = FILE_NO_CFI; /* opened, and no usable CFI */
+		u->st.no_cfi++;
+		return write_descriptor(u, f, 1);
+	}
+	if (err == -ENOEXEC || err == -EINVAL || err == -E2BIG) {
+		f->state = FILE_NO_CFI;
+		u->st.failed++;
+		log_debug("unwinder: no table for %s: %s", f->path, strerror(-err));
+		return write_descriptor(u, f, 1);
+	}
+	if (err) { /* the file could not be reached now: asked again later */
+		f->state = FILE_RETRY;
+		u->st.failed++;
+		return err;
+	}
+	err = make_room(u, f, (uint32_t)n, &first);
+	if (err) {
+		f->state = FILE_NO_CFI;
+		u->st.too_big += err == -E2BIG;
+		u->st.failed += err != -E2BIG;
+		return write_descriptor(u, f, 1);
+	}
+	memcpy(&u->pool[first], rows, n * sizeof(*rows));
+	f->first = first;
+	f->nrows = (uint32_t)n;
+	f->state = FILE_LOADED;
+	f->used_gen = u->gen;
+	u->st.rows_used += f->nrows;
+	u->st.loaded++;
+	/* The syscall orders the rows' stores before the descriptor's. */
+	return write_descriptor(u, f, 0);
+}
+
+/* The builder thread: takes queued files, builds their tables without the lock
+ * (opening the file and decoding its CFI is the slow part: tens of ms for a big
+ * library), then loads them under it. */
+static void *builder_main(void *arg)
+{
+	struct unwinder *u = arg;
+	struct unwind_row *rows;
+	struct ufile *f, job;
+	uint64_t t0;
+	uint32_t id;
+	size_t n;
+	int err;
+
+	pthread_mutex_lock(&u->lock);
+	while (!u->stop) {
+		if (!u->qlen) {
+			pthread_cond_wait(&u->wake, &u->lock);
+			continue;
+		}
+		id = u->queue[u->qhead];
+		u->qhead = (u->qhead + 1) % UNWIND_MAX_FILES;
+		u->qlen--;
+		f = u->files[id];
+		if (!f)
+			continue;
+		f->queued = false;
+		if (f->state == FILE_LOADED || f->state == FILE_NO_CFI) {
+			write_descriptor(u, f, 0); /* asked again after a race: tell it */
+			continue;
+		}
+		job = *f;
+		job.path = f->path ? strdup(f->path) : NULL;
+		pthread_mutex_unlock(&u->lock);
+
+		t0 = mono_ns();
+		n = 0;
+		err = build_rows(&job, &rows, &n);
+		t0 = mono_ns() - t0;
+
+		pthread_mutex_lock(&u->lock);
+		u->st.build_ns += t0;
+		f = u->files[id];
+		/* The id may have been given to another file meanwhile. */
+		if (f && !memcmp(&f->key, &job.key, sizeof(job.key)))
+			finish_load(u, f, err, rows, n);
+		free(rows);
+		free(job.path);
+	}
+	pthread_mutex_unlock(&u->lock);
+	return NULL;
+}
+
+int unwinder__load(struct unwinder *u, uint32_t file_id)
+{
+	struct ufile *f;
+	int err = 0;
+
+	pthread_mutex_lock(&u->lock);
+	f = file_id < UNWIND_MAX_FILES ? u->files[file_id] : NULL;
+	if (!f)
+		err = -ENOENT;
+	else if (!f->queued && u->qlen < UNWIND_MAX_FILES) {
+		f->queued = true;
+		u->queue[(u->qhead + u->qlen++) % UNWIND_MAX_FILES] = file_id;
+		pthread_cond_signal(&u->wake);
+	}
+	pthread_mutex_unlock(&u->lock);
+	return err;
+}
+
+void unwinder__touch(struct unwinder *u, uint32_t pid, const __u64 *ips, size_t n)
+{
+	struct uproc *p = NULL;
+	size_t i;
+
+	pthread_mutex_lock(&u->lock);
+	HASH_FIND(hh, u->procs, &pid, sizeof(pid), p);
+	for (i = 0; p && i < n; i++) {
+		uint32_t lo = 0, hi = p->nmaps, mid;
+
+		while (lo < hi) {
+			mid = lo + (hi - lo) / 2;
+			if (p->maps[mid].start <= ips[i])
+				lo = mid + 1;
+			else
+				hi = mid;
+		}
+		if (lo && ips[i] - p->maps[lo - 1].start < p->maps[lo - 1].len) {
+			struct ufile *f = u->files[p->maps[lo - 1].file];
+
+			if (f)
+				f->used_gen = u->gen;
+		}
+	}
+	pthread_mutex_unlock(&u->lock);
+}
+
+void unwinder__end_window(struct unwinder *u)
+{
+	struct uproc *p, *ptmp;
+	struct ufile *f, *ftmp;
+
+	pthread_mutex_lock(&u->lock);
+	HASH_ITER (hh, u->procs, p, ptmp) {
+		if (kill((pid_t)p->pid, 0) && errno == ESRCH) {
+			sampler__unwind_set_proc(u->s, p->pid, NULL);
+			drop_proc(u, p);
+		} else if (p->remap) {
+			p->remap = false;
+			publish(u, p->pid); /* frees p */
+		}
+	}
+	HASH_ITER (hh, u->by_key, f, ftmp) {
+		if (f->state == FILE_RETRY) {
+			f->state = FILE_NEW;
+			write_descriptor(u, f, 0);
+		}
+	}
+	u->gen++;
+	pthread_mutex_unlock(&u->lock);
+}
+
+void unwinder__stats(struct unwinder *u, struct unwinder_stats *out)
+{
+	pthread_mutex_lock(&u->lock);
+	*out = u->st;
+	out->rows_total = u->pool_rows;
+	out->files = u->nfiles;
+	out->procs = HASH_COUNT(u->procs);
+	pthread_mutex_unlock(&u->lock);
+}

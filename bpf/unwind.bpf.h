@@ -1,0 +1,308 @@
+/* The user-stack walker by CFI tables, included by profile.bpf.c (which defines
+ * the scratch map, count_loss() and announce()). From the user registers it walks
+ * frame by frame: the table of the file mapped at pc gives the CFA rule; where no
+ * table or row covers pc (JIT code, a gap in the CFI, a process whose mappings are
+ * not published yet) it follows the frame pointer instead. Map layouts, row rules
+ * and the table lifecycle are described in unwind.h.
+ *
+ * Each step is one bpf_loop() iteration, so the verifier checks it once: a lookup
+ * of the process (hash), a binary search of its mappings (9 steps), one of the
+ * file's rows (at most 24 steps over an array the verifier inlines), and two user
+ * memory reads at most.
+ */
+#ifndef SMOLDER_UNWIND_BPF_H
+#define SMOLDER_UNWIND_BPF_H
+
+#include "bpf/unwind.h"
+
+#define UNWIND_MAP_STEPS 9	      /* log2(UNWIND_MAX_MAPPINGS) + 1 */
+#define UNWIND_ROW_STEPS 24	      /* 2^24 rows (128 MiB): the pool's largest size */
+#define UNWIND_USER_TOP	 (1ull << 47) /* x86-64 user addresses lie below */
+
+/* Walk user stacks by the tables (set by the agent before load; false: frame
+ * pointers through bpf_get_stack, as --unwind fp asks). */
+const volatile bool unwind_cfi = true;
+
+/* Sizes are placeholders: the agent sets unwind_rows from its table cap. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__uint(map_flags, BPF_F_MMAPABLE);
+	__type(key, __u32);
+	__type(value, struct unwind_row);
+} unwind_rows SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, UNWIND_MAX_FILES);
+	__type(key, __u32);
+	__type(value, struct unwind_file);
+} unwind_files SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, UNWIND_MAX_PROCS);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, __u32);
+	__type(value, struct unwind_proc);
+} unwind_procs SEC(".maps");
+
+/* One walk's registers and tallies, on the program's stack, passed to each step. */
+struct unwind_walk {
+	__u64 pc, sp, bp;
+	__u32 pid;
+	__u32 depth;
+	__u32 flags;	 /* enum profile_stack_flag */
+	__u32 is_return; /* pc is a return address: look it up at pc - 1 */
+	__u32 table_frames, fp_frames;
+};
+
+/* The binary searches are global functions: the verifier checks each once, with
+ * its arguments unknown, instead of once per path of every caller (the bounds of
+ * a search it can follow exactly multiply the paths past its limit). */
+
+/* The index of the mapping of p holding pc, or -1. */
+__noinline int unwind_find_mapping(const struct unwind_proc *p, __u64 pc)
+{
+	__u32 lo = 0, hi, mid, i;
+	const struct unwind_mapping *m;
+
+	if (!p)
+		return -1;
+	hi = p->nmaps;
+	if (hi > UNWIND_MAX_MAPPINGS)
+		return -1;
+	for (i = 0; i < UNWIND_MAP_STEPS && lo < hi; i++) {
+		mid = (lo + hi) / 2;
+		if (p->maps[mid & (UNWIND_MAX_MAPPINGS - 1)].start <= pc)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (!lo || lo < hi)
+		return -1;
+	m = &p->maps[(lo - 1) & (UNWIND_MAX_MAPPINGS - 1)];
+	return pc - m->start < m->len ? (int)((lo - 1) & (UNWIND_MAX_MAPPINGS - 1)) : -1;
+}
+
+/* The index in unwind_rows of the last row of [first, first + nrows) at or below
+ * the file offset off, or -1. */
+__noinline long unwind_find_row(__u32 first, __u32 nrows, __u64 off)
+{
+	const struct unwind_row *row;
+	__u32 lo = first, hi = first + nrows, mid, i;
+
+	if (hi < lo)
+		return -1;
+	for (i = 0; i < UNWIND_ROW_STEPS && lo < hi; i++) {
+		mid = lo + (hi - lo) / 2;
+		row = bpf_map_lookup_elem(&unwind_rows, &mid);
+		if (!row)
+			return -1;
+		if (row->pc <= off)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo == first || lo < hi)
+		return -1;
+	return (long)lo - 1;
+}
+
+static __always_inline int read_user(__u64 *v, __u64 addr)
+{
+	return bpf_probe_read_user(v, sizeof(*v), (const void *)addr);
+}
+
+/* The caller's frame by the frame pointer: {saved rbp, return address} at rbp. */
+static __always_inline long step_frame_pointer(struct unwind_walk *w)
+{
+	__u64 pair[2];
+
+	w->fp_frames++;
+	if (!w->bp || w->bp < w->sp || w->bp >= UNWIND_USER_TOP)
+		return 1; /* the chain's end, or no frame pointer at all */
+	if (bpf_probe_read_user(pair, sizeof(pair), (const void *)w->bp))
+		return 1;
+	w->sp = w->bp + 16;
+	w->bp = pair[0];
+	w->pc = pair[1];
+	w->is_return = 1;
+	return 0;
+}
+
+/* The caller's frame by the row's rule. */
+static __always_inline long step_row(struct unwind_walk *w, const struct unwind_row *row)
+{
+	__u64 cfa, ra, bp;
+
+	w->table_frames++;
+	switch (row->kind) {
+	case UNWIND_CFA_RSP:
+		cfa = w->sp + row->cfa_off;
+		break;
+	case UNWIND_CFA_RBP:
+		cfa = w->bp + row->cfa_off;
+		break;
+	case UNWIND_PLT:
+		cfa = w->sp + row->cfa_off + ((w->pc & 15) >= (__u8)row->aux ? 8 : 0);
+		break;
+	case UNWIND_SIGNAL:
+		/* The kernel's ucontext holds the interrupted registers; the
+		 * interrupted pc is no return address. */
+		if (read_user(&w->pc, w->sp + UNWIND_SIGFRAME_RIP) ||
+		    read_user(&bp, w->sp + UNWIND_SIGFRAME_RBP) ||
+		    read_user(&w->sp, w->sp + UNWIND_SIGFRAME_RSP)) {
+			w->flags |= PROFILE_STACK_CUT;
+			return 1;
+		}
+		w->bp = bp;
+		w->is_return = 0;
+		w->flags |= PROFILE_STACK_SIGNAL;
+		return 0;
+	case UNWIND_OUTERMOST:
+		return 1;
+	default: /* UNSUPPORTED */
+		w->flags |= PROFILE_STACK_CUT;
+		return 1;
+	}
+	/* The return address lies at or above sp: a CFA below sp + 8 is a bad rule
+	 * or a bad register, and could walk in circles. */
+	if (cfa < w->sp + 8 || read_user(&ra, cfa - 8)) {
+		w->flags |= PROFILE_STACK_CUT;
+		return 1;
+	}
+	if (row->kind != UNWIND_PLT && row->aux) {
+		if (read_user(&bp, cfa + (__s64)row->aux * 8)) {
+			w->flags |= PROFILE_STACK_CUT;
+			return 1;
+		}
+		w->bp = bp;
+	}
+	w->sp = cfa;
+	w->pc = ra;
+	w->is_return = 1;
+	return 0;
+}
+
+static long unwind_step(__u32 i, void *data)
+{
+	struct unwind_walk *w = data;
+	const struct unwind_mapping *m;
+	const struct unwind_row *row;
+	struct profile_stack *st;
+	struct unwind_proc *proc;
+	struct unwind_file *f;
+	__u32 zero = 0, d = w->depth, file;
+	long ri;
+	__u64 pc;
+	int idx;
+
+	if (!w->pc || w->pc >= UNWIND_USER_TOP)
+		return 1;
+	if (d >= PROFILE_MAX_DEPTH) {
+		w->flags |= PROFILE_STACK_TRUNCATED;
+		return 1;
+	}
+	st = bpf_map_lookup_elem(&scratch, &zero);
+	if (!st)
+		return 1;
+	st->ips[d] = w->pc;
+	w->depth = d + 1;
+
+	pc = w->is_return ? w->pc - 1 : w->pc;
+	proc = bpf_map_lookup_elem(&unwind_procs, &w->pid);
+	if (!proc) {
+		w->flags |= PROFILE_STACK_NO_TABLE;
+		return step_frame_pointer(w);
+	}
+	idx = unwind_find_mapping(proc, pc);
+	m = idx >= 0 ? &proc->maps[idx & (UNWIND_MAX_MAPPINGS - 1)] : NULL;
+	if (!m) {
+		if (!proc->remap) { /* a library loaded since, or JIT code */
+			proc->remap = 1;
+			announce(PROFILE_EVENT_UNWIND_REMAP, w->pid, 0);
+		}
+		return step_frame_pointer(w);
+	}
+	file = m->file;
+	f = bpf_map_lookup_elem(&unwind_files, &file);
+	if (!f)
+		return step_frame_pointer(w);
+	if (!f->nrows) {
+		/* Racing CPUs may both announce: the agent loads a table once. */
+		if (!f->requested) {
+			f->requested = 1;
+			announce(PROFILE_EVENT_UNWIND_TABLE, w->pid, file);
+		}
+		w->flags |= PROFILE_STACK_NO_TABLE;
+		return step_frame_pointer(w);
+	}
+	ri = unwind_find_row(f->first, f->nrows, pc - m->bias);
+	row = NULL;
+	if (ri >= 0) {
+		file = (__u32)ri;
+		row = bpf_map_lookup_elem(&unwind_rows, &file);
+	}
+	if (!row || row->kind == UNWIND_NONE)
+		return step_frame_pointer(w);
+	return step_row(w, row);
+}
+
+static __always_inline void count_losses(__u32 which, __u64 n)
+{
+	__u64 *v = bpf_map_lookup_elem(&loss, &which);
+
+	if (v)
+		*v += n;
+}
+
+/* Walks the user stack of the sampled task into the scratch stack and stores it
+ * in the window's stack map. Returns its key, or 0 when it could not be recorded. */
+static __always_inline __u64 record_user_cfi(struct bpf_perf_event_data *ctx,
+					     struct task_struct *task, __u32 pid, void *stacks)
+{
+	struct unwind_walk w = { .pid = pid };
+	struct profile_stack *st;
+	struct pt_regs *regs;
+	__u32 zero = 0;
+
+	/* The user registers: the sampled ones when the CPU was in user mode, else
+	 * those saved on entry to the kernel. The context allows only whole 8-byte
+	 * loads of a register, hence volatile. */
+	if (*(volatile __u64 *)&ctx->regs.cs & 3) {
+		w.pc = *(volatile __u64 *)&ctx->regs.ip;
+		w.sp = *(volatile __u64 *)&ctx->regs.sp;
+		w.bp = *(volatile __u64 *)&ctx->regs.bp;
+	} else {
+		regs = (struct pt_regs *)bpf_task_pt_regs(task);
+		if (!regs)
+			return 0;
+		w.pc = BPF_CORE_READ(regs, ip);
+		w.sp = BPF_CORE_READ(regs, sp);
+		w.bp = BPF_CORE_READ(regs, bp);
+	}
+	st = bpf_map_lookup_elem(&scratch, &zero);
+	if (!st)
+		return 0;
+	if (!bpf_map_lookup_elem(&unwind_procs, &pid))
+		count_loss(PROFILE_LOSS_UNWIND_NO_PROC);
+	bpf_loop(PROFILE_MAX_DEPTH + 1, unwind_step, &w, 0);
+	if (!w.depth) {
+		count_loss(PROFILE_LOSS_USTACK_FAULT);
+		return 0;
+	}
+	if (w.flags & PROFILE_STACK_NO_TABLE)
+		count_loss(PROFILE_LOSS_UNWIND_NO_TABLE);
+	if (w.flags & PROFILE_STACK_CUT)
+		count_loss(PROFILE_LOSS_UNWIND_CUT);
+	if (w.flags & PROFILE_STACK_TRUNCATED)
+		count_loss(PROFILE_LOSS_UNWIND_TRUNCATED);
+	count_losses(PROFILE_LOSS_UNWIND_TABLE_FRAMES, w.table_frames);
+	count_losses(PROFILE_LOSS_UNWIND_FP_FRAMES, w.fp_frames);
+	st->depth = w.depth;
+	st->flags = w.flags;
+	return store_stack(stacks, st);
+}
+
+#endif
