@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/auxv.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -53,6 +54,7 @@ struct ufile {
 	uint32_t pid;
 	uint64_t start, end;
 	bool deleted;
+	bool vdso; /* the vDSO: built from the agent's own image, the same everywhere */
 	char *path;
 };
 
@@ -228,6 +230,13 @@ static int new_id(struct unwinder *u, uint32_t *id)
 	return 0;
 }
 
+/* A 64-bit process's vDSO: the same image as the agent's. */
+static bool is_vdso(const struct procmaps_line *pl)
+{
+	return pl->path_len == strlen("[vdso]") && !memcmp(pl->path, "[vdso]", pl->path_len) &&
+	       pl->end > UINT32_MAX;
+}
+
 /* The file of a maps line, created (with a new id) when first seen. */
 static struct ufile *file_for(struct unwinder *u, uint32_t pid, const struct procmaps_line *pl)
 {
@@ -254,6 +263,7 @@ static struct ufile *file_for(struct unwinder *u, uint32_t pid, const struct pro
 		u->nfiles++;
 		write_descriptor(u, f, 0);
 	}
+	f->vdso = is_vdso(pl);
 	free(f->path);
 	f->path = path;
 	f->pid = pid;
@@ -284,8 +294,10 @@ static int read_mappings(struct unwinder *u, uint32_t pid)
 		struct ufile *f;
 
 		if (len > MAPS_LINE_MAX || procmaps_parse_line(line, &pl) || !pl.exec ||
-		    !pl.inode || pl.path[0] != '/' || pl.end - pl.start > UINT32_MAX)
+		    pl.end - pl.start > UINT32_MAX)
 			continue;
+		if ((!pl.inode || pl.path[0] != '/') && !is_vdso(&pl))
+			continue; /* JIT code and other anonymous memory: frame pointers */
 		if (up->nmaps == UNWIND_MAX_MAPPINGS) {
 			u->st.dropped_maps++;
 			continue;
@@ -438,6 +450,27 @@ static size_t to_file_offsets(Elf *elf, const struct cfi_table *t, struct unwind
 	return n;
 }
 
+/* The agent's own vDSO as an ELF, or NULL: its mapping's extent in
+ * /proc/self/maps bounds the image. */
+static Elf *own_vdso(void)
+{
+	uint64_t start = getauxval(AT_SYSINFO_EHDR);
+	struct procmaps_line pl;
+	char *line = NULL;
+	size_t cap = 0;
+	Elf *elf = NULL;
+	FILE *fp;
+
+	if (!start || !(fp = fopen("/proc/self/maps", "re")))
+		return NULL;
+	while (!elf && getline(&line, &cap, fp) > 0)
+		if (!procmaps_parse_line(line, &pl) && pl.start == start && is_vdso(&pl))
+			elf = elf_memory((char *)(uintptr_t)start, pl.end - pl.start);
+	free(line);
+	fclose(fp);
+	return elf;
+}
+
 /* Builds f's rows in file offsets. Returns 0 with *rows (malloc'd) and *n, or
  * -ESRCH (the file cannot be reached now), -ENOENT (no CFI), -errno. */
 static int build_rows(const struct ufile *f, struct unwind_row **rows, size_t *n)
@@ -447,11 +480,16 @@ static int build_rows(const struct ufile *f, struct unwind_row **rows, size_t *n
 	int fd, err;
 
 	*rows = NULL;
-	fd = open_mapped(f);
-	if (fd < 0)
-		return fd;
 	elf_version(EV_CURRENT);
-	elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+	if (f->vdso) {
+		fd = -1;
+		elf = own_vdso();
+	} else {
+		fd = open_mapped(f);
+		if (fd < 0)
+			return fd;
+		elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+	}
 	if (!elf) {
 		err = -ENOEXEC;
 		goto out;
@@ -474,7 +512,8 @@ out:
 	cfi_table__free(t);
 	if (elf)
 		elf_end(elf);
-	close(fd);
+	if (fd >= 0)
+		close(fd);
 	return err;
 }
 

@@ -30,6 +30,8 @@ static void test_defaults(void **state)
 	assert_true(o.python);
 	assert_int_equal(o.python_depth, 128);
 	assert_int_equal(o.batch_max_kb, AGENT_BATCH_MAX_KB);
+	assert_false(o.unwind_fp);
+	assert_int_equal(o.unwind_table_mb, AGENT_UNWIND_TABLE_MB);
 	agent_options__free(&o);
 }
 
@@ -63,6 +65,10 @@ static void test_all_options(void **state)
 			 "16",
 			 "--batch-max-kb",
 			 "64",
+			 "--unwind",
+			 "fp",
+			 "--unwind-table-mb",
+			 "128",
 			 NULL };
 	struct agent_options o;
 	char err[256] = "";
@@ -88,6 +94,8 @@ static void test_all_options(void **state)
 	assert_false(o.python);
 	assert_int_equal(o.python_depth, 16);
 	assert_int_equal(o.batch_max_kb, 64);
+	assert_true(o.unwind_fp);
+	assert_int_equal(o.unwind_table_mb, 128);
 	agent_options__free(&o);
 }
 
@@ -135,6 +143,9 @@ static void test_bad_values(void **state)
 		{ "--python-depth", "129", "--python-depth wants 1 to 128" },
 		{ "--batch-max-kb", "3", "--batch-max-kb wants 4 to 2048, got '3'" },
 		{ "--batch-max-kb", "2049", "--batch-max-kb wants 4 to 2048" },
+		{ "--unwind", "dwarf", "--unwind wants cfi or fp, got 'dwarf'" },
+		{ "--unwind-table-mb", "0", "--unwind-table-mb wants 1 to 128, got '0'" },
+		{ "--unwind-table-mb", "129", "--unwind-table-mb wants 1 to 128" },
 		{ "--token", "", "--token: the token is empty" },
 		{ "--token", " \t ", "--token: the token holds whitespace" },
 		{ "--token", "abc\r\nX-Evil: 1", "--token: the token holds whitespace" },
