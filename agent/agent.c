@@ -323,11 +323,12 @@ static void print_unwind(struct agent *a, const uint64_t *loss)
 		 (unsigned long long)loss[PROFILE_LOSS_UNWIND_CUT],
 		 (unsigned long long)loss[PROFILE_LOSS_UNWIND_TRUNCATED]);
 	log_info("smolder: unwind tables: %llu loaded (%.1f ms building), %llu evicted, "
-		 "%llu without CFI, %llu failed, %llu too big; %u of %u rows in use, %u files, "
-		 "%u processes, %llu mappings dropped",
+		 "%llu moved, %llu without CFI, %llu failed, %llu too big, %llu put off (no "
+		 "room); %u of %u rows in use, %u files, %u processes, %llu mappings dropped",
 		 (unsigned long long)us.loaded, (double)us.build_ns / 1e6,
-		 (unsigned long long)us.evicted, (unsigned long long)us.no_cfi,
-		 (unsigned long long)us.failed, (unsigned long long)us.too_big, us.rows_used,
+		 (unsigned long long)us.evicted, (unsigned long long)us.moved,
+		 (unsigned long long)us.no_cfi, (unsigned long long)us.failed,
+		 (unsigned long long)us.too_big, (unsigned long long)us.no_room, us.rows_used,
 		 us.rows_total, us.files, us.procs, (unsigned long long)us.dropped_maps);
 }
 

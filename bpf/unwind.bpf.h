@@ -276,7 +276,9 @@ static __always_inline __u64 record_user_cfi(struct bpf_perf_event_data *ctx,
 		w.bp = *(volatile __u64 *)&ctx->regs.bp;
 	} else {
 		regs = (struct pt_regs *)bpf_task_pt_regs(task);
-		if (!regs)
+		/* A kernel thread borrowing an address space (kthread_use_mm) has no
+		 * user registers to start from: no user part, and no loss. */
+		if (!regs || !(BPF_CORE_READ(regs, cs) & 3))
 			return 0;
 		w.pc = BPF_CORE_READ(regs, ip);
 		w.sp = BPF_CORE_READ(regs, sp);

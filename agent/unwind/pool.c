@@ -70,6 +70,15 @@ int row_pool__alloc(struct row_pool *p, uint32_t n, uint32_t *first)
 	return -ENOSPC;
 }
 
+static int insert_free(struct row_pool *p, struct extent e);
+
+void row_pool__cancel(struct row_pool *p, uint32_t first, uint32_t n)
+{
+	if (!n || n > p->used || insert_free(p, (struct extent){ first, n }))
+		return; /* no memory for the free list: the rows stay lost, not reused */
+	p->used -= n;
+}
+
 int row_pool__release(struct row_pool *p, uint32_t first, uint32_t n)
 {
 	if (!n || n > p->used)

@@ -25,6 +25,10 @@ void row_pool__free(struct row_pool *p);
  * extent is long enough (releasing and a grace period may help), -EINVAL for 0. */
 int row_pool__alloc(struct row_pool *p, uint32_t n, uint32_t *first);
 
+/* Gives back at once an extent row_pool__alloc() returned that was never
+ * published (no walk can have read it). */
+void row_pool__cancel(struct row_pool *p, uint32_t first, uint32_t n);
+
 /* Gives back an extent row_pool__alloc() returned; usable after the next grace. */
 int row_pool__release(struct row_pool *p, uint32_t first, uint32_t n);
 

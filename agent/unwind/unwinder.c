@@ -48,8 +48,9 @@ struct ufile {
 	uint32_t refs; /* mappings of published processes that name it */
 	enum file_state state;
 	uint32_t first, nrows;
-	uint64_t used_gen; /* the last window a drained stack ran through it */
-	bool queued;	   /* waiting for the builder thread */
+	uint64_t used_gen;  /* the last window a drained stack ran through it */
+	bool queued;	    /* waiting for the builder thread */
+	uint32_t want_rows; /* rows its last build made: 0 before the first */
 	/* Where to open it: the mapping that published it last. */
 	uint32_t pid;
 	uint64_t start, end;
@@ -517,14 +518,35 @@ out:
 	return err;
 }
 
-/* The least recently used loaded table other than keep, preferring files no
+/* Is f's table evictable? Only when no drained stack ran through it in the last
+ * window: when the tables in use do not all fit, the ones loaded stay whole and
+ * the others wait (walked by frame pointer, counted), rather than every table
+ * being evicted and built again in turn. */
+static bool is_idle(const struct unwinder *u, const struct ufile *f)
+{
+	return f->used_gen + 1 < u->gen;
+}
+
+/* Rows free now or once idle tables are evicted. */
+static uint64_t rows_obtainable(struct unwinder *u)
+{
+	uint64_t n = u->pool_rows - 1 - row_pool__used(u->rows);
+	struct ufile *f, *tmp;
+
+	HASH_ITER (hh, u->by_key, f, tmp)
+		if (f->state == FILE_LOADED && is_idle(u, f))
+			n += f->nrows;
+	return n;
+}
+
+/* The least recently used idle table other than keep, preferring files no
  * process maps now. */
 static struct ufile *lru_victim(struct unwinder *u, const struct ufile *keep)
 {
 	struct ufile *f, *tmp, *best = NULL;
 
 	HASH_ITER (hh, u->by_key, f, tmp) {
-		if (f == keep || f->state != FILE_LOADED)
+		if (f == keep || f->state != FILE_LOADED || !is_idle(u, f))
 			continue;
 		if (!best || (!f->refs && best->refs) ||
 		    (!f->refs == !best->refs && f->used_gen < best->used_gen))
@@ -533,12 +555,68 @@ static struct ufile *lru_victim(struct unwinder *u, const struct ufile *keep)
 	return best;
 }
 
-/* Finds room for n rows, evicting least recently used tables as needed. */
+static int cmp_first_desc(const void *pa, const void *pb)
+{
+	const struct ufile *a = *(const struct ufile *const *)pa;
+	const struct ufile *b = *(const struct ufile *const *)pb;
+
+	return a->first < b->first ? 1 : a->first > b->first ? -1 : 0;
+}
+
+/* Packs loaded tables toward the pool's start, so that free rows scattered in
+ * holes join into one extent: each table, from the highest, moves to the first
+ * free extent below it that holds it. A move copies the rows, then points the
+ * descriptor at the copy, then releases the old rows, which walks may still read
+ * until the grace period that ends each pass. Returns the tables moved. */
+static size_t compact(struct unwinder *u)
+{
+	struct ufile **loaded = calloc(UNWIND_MAX_FILES, sizeof(*loaded)), *f, *tmp;
+	size_t n, i, moved = 0, pass_moved;
+	uint32_t first, old;
+	size_t mark;
+
+	if (!loaded)
+		return 0;
+	do {
+		n = 0;
+		HASH_ITER (hh, u->by_key, f, tmp)
+			if (f->state == FILE_LOADED)
+				loaded[n++] = f;
+		qsort(loaded, n, sizeof(*loaded), cmp_first_desc);
+		pass_moved = 0;
+		for (i = 0; i < n; i++) {
+			f = loaded[i];
+			if (row_pool__alloc(u->rows, f->nrows, &first))
+				continue;
+			if (first > f->first) {
+				row_pool__cancel(u->rows, first, f->nrows);
+				continue;
+			}
+			memcpy(&u->pool[first], &u->pool[f->first], f->nrows * sizeof(*u->pool));
+			old = f->first;
+			f->first = first;
+			write_descriptor(u, f, 0);
+			row_pool__release(u->rows, old, f->nrows);
+			pass_moved++;
+		}
+		mark = row_pool__mark(u->rows);
+		if (pass_moved && sampler__sync(u->s))
+			break;
+		row_pool__grace(u->rows, mark);
+		moved += pass_moved;
+	} while (pass_moved);
+	free(loaded);
+	u->st.moved += moved;
+	return moved;
+}
+
+/* Finds room for n rows, evicting least recently used idle tables as needed.
+ * Returns 0, -E2BIG (more than the pool), -ENOSPC (the tables in use fill it). */
 static int make_room(struct unwinder *u, const struct ufile *keep, uint32_t n, uint32_t *first)
 {
 	struct ufile *victim;
+	int err, compacted = 0;
 	size_t mark;
-	int err;
 
 	if (n >= u->pool_rows)
 		return -E2BIG;
@@ -554,8 +632,13 @@ static int make_room(struct unwinder *u, const struct ufile *keep, uint32_t n, u
 				break;
 			unload(u, victim);
 		}
-		if (!row_pool__pending(u->rows))
+		if (!row_pool__pending(u->rows)) {
+			/* Enough rows, but in pieces: pack the tables, once. */
+			if (u->pool_rows - 1 - row_pool__used(u->rows) >= n && !compacted++ &&
+			    compact(u))
+				continue;
 			return -ENOSPC;
+		}
 		mark = row_pool__mark(u->rows);
 		err = sampler__sync(u->s);
 		if (err)
@@ -586,7 +669,13 @@ static int finish_load(struct unwinder *u, struct ufile *f, int err, const struc
 		u->st.failed++;
 		return err;
 	}
+	f->want_rows = (uint32_t)n;
 	err = make_room(u, f, (uint32_t)n, &first);
+	if (err == -ENOSPC) { /* tried again once a table goes idle */
+		f->state = FILE_RETRY;
+		u->st.no_room++;
+		return err;
+	}
 	if (err) {
 		f->state = FILE_NO_CFI;
 		u->st.too_big += err == -E2BIG;
@@ -632,6 +721,11 @@ static void *builder_main(void *arg)
 		f->queued = false;
 		if (f->state == FILE_LOADED || f->state == FILE_NO_CFI) {
 			write_descriptor(u, f, 0); /* asked again after a race: tell it */
+			continue;
+		}
+		if (f->want_rows && rows_obtainable(u) < f->want_rows) {
+			f->state = FILE_RETRY; /* no room yet: spare the build */
+			u->st.no_room++;
 			continue;
 		}
 		job = *f;

@@ -2,7 +2,10 @@
  * processes map an id, publishes each process's mappings to the BPF walker, and
  * builds a file's table (cfi.c) the first time a walk needs it, into the row pool
  * that bpf/unwind.h describes, under the pool's size as a memory cap: when a table
- * does not fit, the least recently used tables are evicted.
+ * does not fit, the least recently used tables that no drained stack ran through
+ * in the last window are evicted; when the tables in use fill the pool, the new
+ * one waits (its frames are walked by frame pointer) and is tried again after the
+ * next window.
  *
  * Events (agent.c passes them on): a process sampled for the first time or after an
  * exec -> unwinder__publish(); PROFILE_EVENT_UNWIND_TABLE -> unwinder__load();
@@ -37,6 +40,8 @@ struct unwinder_stats {
 	uint64_t no_cfi;       /* files without CFI: walked by frame pointer (cumulative) */
 	uint64_t failed;       /* loads that failed: unreadable file, bad CFI (cumulative) */
 	uint64_t too_big;      /* tables larger than the whole pool (cumulative) */
+	uint64_t no_room;      /* loads put off: the tables in use fill the pool (cumulative) */
+	uint64_t moved;	       /* tables moved to join free rows into one extent (cumulative) */
 	uint64_t dropped_maps; /* mappings past UNWIND_MAX_MAPPINGS of a process (cumulative) */
 	uint64_t build_ns;     /* time spent building tables (cumulative) */
 	uint32_t rows_used;    /* rows of loaded tables now */

@@ -51,6 +51,24 @@ static void test_release_waits_for_grace(void **state)
 	row_pool__free(p);
 }
 
+/* An extent never published goes back at once, merged with its neighbours. */
+static void test_cancel_is_immediate(void **state)
+{
+	struct row_pool *p = NULL;
+	uint32_t a, b, c;
+
+	(void)state;
+	assert_int_equal(row_pool__new(0, 10, &p), 0);
+	assert_int_equal(row_pool__alloc(p, 4, &a), 0);
+	assert_int_equal(row_pool__alloc(p, 6, &b), 0);
+	row_pool__cancel(p, b, 6);
+	assert_int_equal(row_pool__pending(p), 0);
+	assert_int_equal(row_pool__used(p), 4);
+	assert_int_equal(row_pool__alloc(p, 6, &c), 0);
+	assert_int_equal(c, b);
+	row_pool__free(p);
+}
+
 /* A grace period covers only what was released before it began. */
 static void test_grace_covers_releases_before_its_mark(void **state)
 {
@@ -165,6 +183,7 @@ int main(void)
 		cmocka_unit_test(test_first_fit_and_exhaustion),
 		cmocka_unit_test(test_release_waits_for_grace),
 		cmocka_unit_test(test_grace_covers_releases_before_its_mark),
+		cmocka_unit_test(test_cancel_is_immediate),
 		cmocka_unit_test(test_neighbours_merge),
 		cmocka_unit_test(test_random_against_bitmap),
 	};
