@@ -361,6 +361,8 @@ static int build(struct builder *b, Dwarf_CFI *cfi)
 	size_t i, n = 0;
 	int err;
 
+	if (b->nfdes == 0)
+		return -ENOENT; /* a CFI section without a usable FDE */
 	qsort(b->fdes, b->nfdes, sizeof(*b->fdes), fde_cmp);
 	for (i = 0; i < b->nfdes; i++) {
 		struct fde f = b->fdes[i];

@@ -987,6 +987,18 @@ static void test_no_cfi(void **state)
 	assert_int_equal(from_path(nocfi), -ENOENT);
 }
 
+/* An .eh_frame with a CIE and no FDE (found by fuzz_cfi: a qsort of NULL). */
+static void test_no_fde(void **state)
+{
+	struct img eh = { 0 };
+	struct cfi_table *t = NULL;
+
+	(void)state;
+	eh_cie(&eh);
+	assert_int_equal(table_of_image(&eh, &t), -ENOENT);
+	free(eh.b);
+}
+
 static void test_not_x86_64_elf(void **state)
 {
 	char path[160], *buf;
@@ -1106,6 +1118,7 @@ int main(void)
 		cmocka_unit_test(test_rows_cap),
 		cmocka_unit_test(test_span_cap),
 		cmocka_unit_test(test_no_cfi),
+		cmocka_unit_test(test_no_fde),
 		cmocka_unit_test(test_not_x86_64_elf),
 		cmocka_unit_test(test_truncated),
 		cmocka_unit_test(test_debug_frame),
