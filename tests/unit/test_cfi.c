@@ -871,7 +871,7 @@ static void eh_fde_rows(struct img *eh, uint64_t start, size_t n)
 	free(ins);
 }
 
-/* CFI_MAX_WORK: a function of 40000 rows costs libdw 40000 runs of 120 KB of
+/* CFI_MAX_WORK: a function of 60000 rows costs libdw 60000 runs of 180 KB of
  * instructions, refused; 4000 rows are fine. */
 static void test_work_cap(void **state)
 {
@@ -889,7 +889,7 @@ static void test_work_cap(void **state)
 
 	eh = (struct img){ 0 };
 	eh_cie(&eh);
-	eh_fde_rows(&eh, 0x10000, 40000);
+	eh_fde_rows(&eh, 0x10000, 60000);
 	t0 = test_now_ms();
 	assert_int_equal(table_of_image(&eh, &t), -E2BIG);
 	fprintf(stderr, "refused after %" PRIu64 " ms\n", test_now_ms() - t0);
