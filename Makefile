@@ -227,6 +227,7 @@ $(BUILD)/fuzz/seeds: $(wildcard fuzz/seeds/*/* tests/data/wire/* tests/data/gold
 	$(Q)cp tests/data/golden/*.folded $@/fuzz_folded/
 	$(Q)cp fuzz/seeds/query/* $@/fuzz_query/
 	$(Q)cp $(BUILD)/workloads/shapes $@/fuzz_elf/
+	$(Q)cp $(BUILD)/workloads/shapes /usr/bin/true $@/fuzz_cfi/
 	$(Q)cat /proc/self/maps > $@/fuzz_maps/self
 	$(Q)for py in $(PYTHONS); do $$py fuzz/seeds_python.py $@/fuzz_python || exit 1; done
 

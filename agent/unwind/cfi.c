@@ -19,11 +19,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Bytes of CFI instructions libdw may interpret for one table: about 100 times what
- * the costliest binary measured needs (libpython3.13: 5.3 M, 30 ms), a second or
- * two at worst; past it the table is -E2BIG rather than an agent stalled on a
- * crafted file (a function of n one-byte rows costs n^2 / 2). */
-#define CFI_MAX_WORK ((uint64_t)1 << 29)
+/* Bytes of CFI instructions libdw may interpret for one table (counted as whole
+ * FDEs per query, about twice what libdw reads): 33 times what the costliest binary
+ * measured needs (libLLVM-14.so.1: 65 M, in a 0.4 s build; libpython3.13: 5.3 M),
+ * so a binary ten times libLLVM's size still fits; a crafted file reaches it in
+ * about a second (test_work_cap) and gets -E2BIG rather than stalling the agent
+ * (a function of n one-byte rows costs n^2). */
+#define CFI_MAX_WORK ((uint64_t)1 << 31)
 
 /* x86-64 DWARF register numbers */
 #define REG_RBP 6
@@ -361,6 +363,8 @@ static int build(struct builder *b, Dwarf_CFI *cfi)
 	size_t i, n = 0;
 	int err;
 
+	if (b->nfdes == 0)
+		return -ENOENT; /* a CFI section without a usable FDE */
 	qsort(b->fdes, b->nfdes, sizeof(*b->fdes), fde_cmp);
 	for (i = 0; i < b->nfdes; i++) {
 		struct fde f = b->fdes[i];
