@@ -357,7 +357,8 @@ static int fde_rows(struct builder *b, Dwarf_CFI *cfi, const struct fde *f)
 	return 0;
 }
 
-/* Sorts the FDEs, clips overlaps (the earlier start wins), and builds the rows. */
+/* Sorts the FDEs, clips overlaps (the earlier start wins), and builds the rows
+ * (unless cfi is NULL: the functions alone). */
 static int build(struct builder *b, Dwarf_CFI *cfi)
 {
 	size_t i, n = 0;
@@ -378,7 +379,7 @@ static int build(struct builder *b, Dwarf_CFI *cfi)
 	if (n == 0)
 		return -ENOENT;
 	b->base = b->fdes[0].start;
-	for (i = 0; i < n; i++) {
+	for (i = 0; cfi && i < n; i++) {
 		err = fde_rows(b, cfi, &b->fdes[i]);
 		if (err)
 			return err;
@@ -426,7 +427,8 @@ static bool has_compressed(Elf *elf, size_t shstrndx)
 	return false;
 }
 
-int cfi_table__from_elf(Elf *elf, struct cfi_table **out)
+/* The table of elf; without its rows when !rows. */
+static int make_table(Elf *elf, bool rows, struct cfi_table **out)
 {
 	struct builder b = { 0 };
 	struct cfi_table *t = NULL;
@@ -466,7 +468,7 @@ int cfi_table__from_elf(Elf *elf, struct cfi_table **out)
 	err = collect_fdes(&b);
 	if (err)
 		goto out;
-	err = build(&b, cfi);
+	err = build(&b, rows ? cfi : NULL);
 	if (err)
 		goto out;
 	err = -ENOMEM;
@@ -495,6 +497,16 @@ out:
 	else if (cfi)
 		dwarf_cfi_end(cfi);
 	return err;
+}
+
+int cfi_table__from_elf(Elf *elf, struct cfi_table **out)
+{
+	return make_table(elf, true, out);
+}
+
+int cfi_table__functions(Elf *elf, struct cfi_table **out)
+{
+	return make_table(elf, false, out);
 }
 
 int cfi_table__from_fd(int fd, struct cfi_table **out)

@@ -65,6 +65,11 @@ struct cfi_table {
  * section headers counts as having no CFI. */
 int cfi_table__from_elf(Elf *elf, struct cfi_table **out);
 
+/* The function ranges alone (nrows 0, rows NULL): what naming a stripped binary's
+ * addresses needs, for the cost of enumerating the FDEs, not of interpreting them.
+ * Same returns as cfi_table__from_elf. */
+int cfi_table__functions(Elf *elf, struct cfi_table **out);
+
 /* The same from an open file (the fd is not kept; the file is mapped while it is
  * read, as elfsyms does). */
 int cfi_table__from_fd(int fd, struct cfi_table **out);

@@ -688,6 +688,31 @@ static void test_fixture_functions(void **state)
 	cfi_table__free(t);
 }
 
+/* The functions alone are the whole table's, without rows. */
+static void test_functions_alone(void **state)
+{
+	struct cfi_table *t = table_of(LIBC), *f = NULL;
+	int fd = open(LIBC, O_RDONLY);
+	Elf *elf;
+
+	(void)state;
+	assert_true(fd >= 0);
+	elf_version(EV_CURRENT);
+	elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+	assert_non_null(elf);
+	assert_int_equal(cfi_table__functions(elf, &f), 0);
+	assert_int_equal(f->nrows, 0);
+	assert_null(f->rows);
+	assert_true(t->nfuncs > 1000);
+	assert_int_equal(f->nfuncs, t->nfuncs);
+	assert_memory_equal(f->funcs, t->funcs, t->nfuncs * sizeof(*t->funcs));
+	assert_int_equal(f->base, t->base);
+	cfi_table__free(f);
+	cfi_table__free(t);
+	elf_end(elf);
+	close(fd);
+}
+
 /* ---- hand-made images ------------------------------------------------------ */
 
 struct img {
@@ -1112,6 +1137,7 @@ int main(void)
 		cmocka_unit_test(test_restore_rt_is_signal),
 		cmocka_unit_test(test_start_is_outermost),
 		cmocka_unit_test(test_fixture_functions),
+		cmocka_unit_test(test_functions_alone),
 		cmocka_unit_test(test_rows_merge_clip_and_gaps),
 		cmocka_unit_test(test_work_cap),
 		cmocka_unit_test(test_funcs_cap),
