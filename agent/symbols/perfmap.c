@@ -412,9 +412,13 @@ int perfmap__refresh(struct perfmap *m, struct perfmap_stats *st)
 	int fd, err;
 
 	err = read_status(m->pid, &nspid, &ruid, &euid);
+	if (err == -ESRCH)
+		return err; /* gone: what was read stays, and nothing is wrong */
 	if (err)
 		return refused(m, err, &st->other_errors, "process status unreadable");
 	fd = open_map(m->pid, nspid);
+	if (fd == -ESRCH)
+		return fd;
 	if (fd == -ENOENT)
 		return refused(m, fd, &st->absent, "no map");
 	if (fd == -ELOOP || fd == -EXDEV)

@@ -83,8 +83,9 @@ void perfmap__free(struct perfmap *m);
 
 /* Opens the process's map (see above) and reads what was appended since the last
  * refresh. Returns 0 when read (also when nothing was new), -ENOENT when the
- * process has no map, -ELOOP, -EPERM (wrong owner), -EINVAL (not a regular file),
- * or -errno. A refusal keeps what an earlier refresh read. Counts into st. */
+ * process has no map, -ESRCH when it is gone (not counted), -ELOOP, -EPERM (wrong
+ * owner), -EINVAL (not a regular file), or -errno. A refusal keeps what an earlier
+ * refresh read. Counts into st. */
 int perfmap__refresh(struct perfmap *m, struct perfmap_stats *st);
 
 /* Adds n bytes of map text as if appended to the file: whole lines are parsed, a

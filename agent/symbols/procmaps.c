@@ -578,9 +578,28 @@ static void drop_snap(struct proc_cache *pc, struct snap *s)
 	snap_free(s);
 }
 
+/* Reads what was appended to the process's perf map, at most once a window:
+ * samples are drained at the window's end, after the code they hit was named. */
+static void jit_refresh(struct proc_cache *pc, struct snap *s)
+{
+	if (!s->jit && perfmap__new(s->pid, NULL, &s->jit))
+		return;
+	if (s->jit_gen != pc->gen + 1) {
+		s->jit_gen = pc->gen + 1;
+		perfmap__refresh(s->jit, &pc->st.jit);
+	}
+}
+
+static const char *jit_name(struct proc_cache *pc, struct snap *s, uint64_t addr)
+{
+	jit_refresh(pc, s);
+	return s->jit ? perfmap__lookup(s->jit, addr) : NULL;
+}
+
 int proc_cache__snapshot(struct proc_cache *pc, uint32_t pid)
 {
 	struct snap *s, *old;
+	size_t i;
 	int err;
 
 	pc->st.captures++;
@@ -603,6 +622,14 @@ int proc_cache__snapshot(struct proc_cache *pc, uint32_t pid)
 		return -ENOMEM; /* the old snapshot is gone too: it described an older exec */
 	}
 	pc->count++;
+	/* A process with anonymous executable memory may be a JIT: its map is read
+	 * now too, so a process that exits before the drain still has the names it
+	 * wrote by its first sample. */
+	for (i = 0; i < s->nmaps; i++)
+		if (s->maps[i].kind == MAP_ANON) {
+			jit_refresh(pc, s);
+			break;
+		}
 	return 0;
 }
 
@@ -663,19 +690,6 @@ static int resolve(const struct snap *s, const struct mapping *m, uint64_t addr,
 	}
 	snprintf(buf, len, "[unknown]");
 	return -ENOENT;
-}
-
-/* The name of addr in the process's perf map, read again at most once a window
- * (samples are drained at the window's end, after the code they hit was named). */
-static const char *jit_name(struct proc_cache *pc, struct snap *s, uint64_t addr)
-{
-	if (!s->jit && perfmap__new(s->pid, NULL, &s->jit))
-		return NULL;
-	if (s->jit_gen != pc->gen + 1) {
-		s->jit_gen = pc->gen + 1;
-		perfmap__refresh(s->jit, &pc->st.jit);
-	}
-	return perfmap__lookup(s->jit, addr);
 }
 
 int proc_cache__symbolize(struct proc_cache *pc, uint32_t pid, uint64_t addr, char *buf, size_t len)

@@ -21,8 +21,10 @@
  * "NAME+0xOFFSET" with OFFSET from the mapping start. An address in an anonymous
  * executable mapping, or outside every mapping (JIT code), is named by the
  * process's perf map (perfmap.h) when it has one and the map names it, else
- * "[unknown]"; the map is read again (what was appended) at most once a window,
- * and survives a new snapshot of the same process. Only executable mappings are kept, at most 65536
+ * "[unknown]"; the map is read when a snapshot of a process with anonymous
+ * executable memory is taken, and again (what was appended) at most once a window
+ * when an address needs it, while the process lives; what was read survives a
+ * new snapshot of the same process. Only executable mappings are kept, at most 65536
  * per process; maps lines longer than PATH_MAX + 256 bytes are skipped.
  *
  * Lifetime: proc_cache__end_window() advances a generation counter; a snapshot of a
