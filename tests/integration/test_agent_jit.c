@@ -140,7 +140,16 @@ static void test_node(void **state)
 {
 	struct fixture *fx = *state;
 	char script[128], out[128], err[128], nout[128], nerr[128], pidbuf[16];
-	char *argv[] = { NODE, "--perf-basic-prof", "--no-turbo-inlining", script, "8", NULL };
+	char logfile[128];
+	/* V8 writes a log beside the map: into the test's directory, not the cwd */
+	char *argv[] = { NODE,
+			 "--perf-basic-prof",
+			 "--no-turbo-inlining",
+			 logfile,
+			 "--no-logfile-per-isolate",
+			 script,
+			 "8",
+			 NULL };
 	uint64_t a, b;
 	double seen, real;
 	pid_t node, agent;
@@ -154,6 +163,7 @@ static void test_node(void **state)
 		skip();
 	}
 	snprintf(script, sizeof(script), "%s/shape.js", fx->dir);
+	snprintf(logfile, sizeof(logfile), "--logfile=%s/v8.log", fx->dir);
 	snprintf(out, sizeof(out), "%s/node.folded", fx->dir);
 	snprintf(err, sizeof(err), "%s/node.err", fx->dir);
 	snprintf(nout, sizeof(nout), "%s/node.out", fx->dir);
