@@ -590,6 +590,18 @@ static void jit_refresh(struct proc_cache *pc, struct snap *s)
 	}
 }
 
+/* Could addr's mapping hold JIT code? No mapping, an anonymous one, a named
+ * anonymous one ("[anon:NAME]", prctl PR_SET_VMA), or a memfd: runtimes that map
+ * code twice under W^X (.NET's "doublemapper") execute it from a memfd. */
+static bool may_be_jit(const struct snap *s, const struct mapping *m)
+{
+	if (!m || m->kind == MAP_ANON)
+		return true;
+	if (m->kind == MAP_SPECIAL)
+		return strncmp(s->names + m->name, "[anon:", 6) == 0;
+	return m->kind == MAP_FILE && strncmp(s->names + m->path, "/memfd:", 7) == 0;
+}
+
 static const char *jit_name(struct proc_cache *pc, struct snap *s, uint64_t addr)
 {
 	jit_refresh(pc, s);
@@ -626,7 +638,7 @@ int proc_cache__snapshot(struct proc_cache *pc, uint32_t pid)
 	 * now too, so a process that exits before the drain still has the names it
 	 * wrote by its first sample. */
 	for (i = 0; i < s->nmaps; i++)
-		if (s->maps[i].kind == MAP_ANON) {
+		if (may_be_jit(s, &s->maps[i])) {
 			jit_refresh(pc, s);
 			break;
 		}
@@ -710,7 +722,7 @@ int proc_cache__symbolize(struct proc_cache *pc, uint32_t pid, uint64_t addr, ch
 		s->gen_used = pc->gen;
 		if (m && !m->loaded)
 			load_mapping(pc, pid, s, m);
-		if (!m || m->kind == MAP_ANON)
+		if (may_be_jit(s, m))
 			jit = jit_name(pc, s, addr);
 	}
 	if (jit) {

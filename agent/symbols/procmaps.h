@@ -18,11 +18,12 @@
  * Executable mappings without a file: "[vdso]" resolves against the agent's own
  * vDSO (the same image in every native process; 32-bit processes get
  * "[vdso]+0xOFFSET"); other named ones ("[vsyscall]", "[anon:NAME]") give
- * "NAME+0xOFFSET" with OFFSET from the mapping start. An address in an anonymous
- * executable mapping, or outside every mapping (JIT code), is named by the
- * process's perf map (perfmap.h) when it has one and the map names it, else
- * "[unknown]"; the map is read when a snapshot of a process with anonymous
- * executable memory is taken, and again (what was appended) at most once a window
+ * "NAME+0xOFFSET" with OFFSET from the mapping start. An address that may be JIT
+ * code (in an anonymous executable mapping, a named anonymous one "[anon:NAME]",
+ * a memfd "/memfd:NAME", or outside every mapping) is named by the process's perf
+ * map (perfmap.h) when it has one and the map names it, else as above
+ * ("[unknown]" for an anonymous mapping); the map is read when a snapshot of a
+ * process with such a mapping is taken, and again (what was appended) at most once a window
  * when an address needs it, while the process lives; what was read survives a
  * new snapshot of the same process. Only executable mappings are kept, at most 65536
  * per process; maps lines longer than PATH_MAX + 256 bytes are skipped.

@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -26,6 +27,11 @@
 #include "agent/symbols/perfmap.h"
 #include "agent/symbols/procmaps.h"
 #include "testutil.h"
+
+#ifndef PR_SET_VMA
+#define PR_SET_VMA	     0x53564d41
+#define PR_SET_VMA_ANON_NAME 0
+#endif
 
 static char map_path[64];
 
@@ -291,21 +297,38 @@ static void test_refresh_refuses(void **state)
 
 /* proc_cache__symbolize(): an address in an anonymous executable mapping of this
  * process takes its name from the map (PROC_CACHE_JIT), a CPython trampoline is
- * told apart, and an address the map does not name stays "[unknown]". */
+ * told apart, and an address the map does not name stays "[unknown]"; code in a
+ * memfd (W^X double mapping) and in a named anonymous mapping is looked up too,
+ * and keeps its usual name when the map does not name it. */
 static void test_procmaps_names_jit(void **state)
 {
 	struct elfsyms_cache *files;
 	struct proc_cache *pc;
-	uint64_t base;
-	char line[128], buf[64];
-	void *code;
+	uint64_t base, mbase, nbase;
+	char line[256], buf[64];
+	void *code, *mcode, *ncode;
+	bool named;
+	int mfd;
 
 	(void)state;
 	code = mmap(NULL, 3 * 4096, PROT_READ | PROT_EXEC, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	assert_true(code != MAP_FAILED);
 	base = (uint64_t)(uintptr_t)code;
-	snprintf(line, sizeof(line), "%" PRIx64 " 100 jitted_fn\n%" PRIx64 " 100 py::f:/a.py\n",
-		 base, base + 4096);
+	mfd = memfd_create("jitcode", MFD_CLOEXEC);
+	assert_true(mfd >= 0);
+	assert_int_equal(ftruncate(mfd, 2 * 4096), 0);
+	mcode = mmap(NULL, 2 * 4096, PROT_READ | PROT_EXEC, MAP_SHARED, mfd, 0);
+	assert_true(mcode != MAP_FAILED);
+	mbase = (uint64_t)(uintptr_t)mcode;
+	ncode = mmap(NULL, 4096, PROT_READ | PROT_EXEC, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	assert_true(ncode != MAP_FAILED);
+	nbase = (uint64_t)(uintptr_t)ncode;
+	/* needs CONFIG_ANON_VMA_NAME (5.17+); without it the mapping stays anonymous */
+	named = prctl(PR_SET_VMA, PR_SET_VMA_ANON_NAME, ncode, 4096, "jit") == 0;
+	snprintf(line, sizeof(line),
+		 "%" PRIx64 " 100 jitted_fn\n%" PRIx64 " 100 py::f:/a.py\n%" PRIx64
+		 " 100 memfd_fn\n%" PRIx64 " 100 named_fn\n",
+		 base, base + 4096, mbase, nbase);
 	write_map(line, "w");
 	assert_int_equal(elfsyms_cache__new(8, SIZE_MAX, &files), 0);
 	assert_int_equal(proc_cache__new(files, 2, &pc), 0);
@@ -320,9 +343,28 @@ static void test_procmaps_names_jit(void **state)
 		proc_cache__symbolize(pc, (uint32_t)getpid(), base + 8192, buf, sizeof(buf)),
 		-ENOENT);
 	assert_string_equal(buf, "[unknown]");
+	assert_int_equal(proc_cache__symbolize(pc, (uint32_t)getpid(), mbase + 8, buf, sizeof(buf)),
+			 PROC_CACHE_JIT);
+	assert_string_equal(buf, "memfd_fn");
+	assert_int_equal(
+		proc_cache__symbolize(pc, (uint32_t)getpid(), mbase + 4096, buf, sizeof(buf)),
+		-ENOENT);
+	assert_string_equal(buf, "memfd:jitcode+0x1000");
+	assert_int_equal(proc_cache__symbolize(pc, (uint32_t)getpid(), nbase + 8, buf, sizeof(buf)),
+			 PROC_CACHE_JIT);
+	assert_string_equal(buf, "named_fn");
+	if (named) {
+		assert_int_equal(proc_cache__symbolize(pc, (uint32_t)getpid(), nbase + 0x200, buf,
+						       sizeof(buf)),
+				 -ENOENT);
+		assert_string_equal(buf, "[anon:jit]+0x200");
+	}
 	proc_cache__free(pc);
 	elfsyms_cache__free(files);
 	munmap(code, 3 * 4096);
+	munmap(mcode, 2 * 4096);
+	munmap(ncode, 4096);
+	close(mfd);
 }
 
 int main(void)
