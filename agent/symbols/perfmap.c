@@ -3,9 +3,9 @@
  *
  * Entries are kept in the order their lines came (a later one wins), their names
  * in one arena. Lookups go through segments: disjoint address ranges, each naming
- * the latest entry that covers it, rebuilt by one sweep over the entries' starts
- * and ends (a max-heap of entry indices) when new lines arrived since the last
- * lookup. Maps are appended to a little at a time, so rebuilds are rare.
+ * the latest entry that covers it. When lines arrived since the last lookup, one
+ * sweep over the new entries' starts and ends (a max-heap of entry indices) makes
+ * their own segments, which are laid over the old ones in one linear pass.
  */
 #include "agent/symbols/perfmap.h"
 
@@ -44,8 +44,9 @@ struct perfmap {
 	size_t nents, ents_cap;
 	char *names;
 	size_t names_len, names_cap;
-	struct seg *segs; /* sorted, disjoint; valid when !dirty */
-	size_t nsegs, segs_cap;
+	struct seg *segs; /* sorted, disjoint: entries [0, built); valid when !dirty */
+	size_t nsegs;
+	size_t built; /* entries the segments account for */
 	bool dirty;
 	char *carry; /* a partial line waiting for its end: PERFMAP_MAX_LINE bytes */
 	size_t carry_len;
@@ -149,7 +150,7 @@ size_t perfmap__entries(const struct perfmap *m)
 /* Forgets everything read: the file shrank or is another one. */
 static void reset(struct perfmap *m)
 {
-	m->nents = m->names_len = m->nsegs = m->carry_len = 0;
+	m->nents = m->names_len = m->nsegs = m->carry_len = m->built = 0;
 	m->offset = 0;
 	m->dirty = m->skipping = m->full = m->capped = false;
 }
@@ -253,21 +254,23 @@ static void heap_pop(uint32_t *h, size_t *n)
 	h[i] = v;
 }
 
-/* Segments from the entries: at every start or end, the latest entry still open
- * names the addresses up to the next one. Returns 0 or -ENOMEM (segments kept). */
-static int rebuild(struct perfmap *m)
+/* Segments of entries [from, to): at every start or end, the latest entry still
+ * open names the addresses up to the next one. *out is malloc'd (NULL when there
+ * are none). Returns 0 or -ENOMEM. */
+static int sweep(const struct perfmap *m, size_t from, size_t to, struct seg **out, size_t *nout)
 {
-	size_t nev = 2 * m->nents, i = 0, j, nheap = 0, nsegs = 0;
+	size_t n = to - from, nev = 2 * n, i = 0, j, nheap = 0, nsegs = 0, cap = 0;
 	struct event *ev = malloc(nev * sizeof(*ev) + 1);
-	uint32_t *heap = malloc(m->nents * sizeof(*heap) + 1);
+	uint32_t *heap = malloc(n * sizeof(*heap) + 1);
 	bool *closed = calloc(m->nents + 1, sizeof(*closed));
+	struct seg *segs = NULL;
 	int err = -ENOMEM;
 
 	if (!ev || !heap || !closed)
 		goto out;
-	for (j = 0; j < m->nents; j++) {
-		ev[2 * j] = (struct event){ m->ents[j].start, (uint32_t)j, 1 };
-		ev[2 * j + 1] = (struct event){ m->ents[j].end, (uint32_t)j, 0 };
+	for (j = 0; j < n; j++) {
+		ev[2 * j] = (struct event){ m->ents[from + j].start, (uint32_t)(from + j), 1 };
+		ev[2 * j + 1] = (struct event){ m->ents[from + j].end, (uint32_t)(from + j), 0 };
 	}
 	qsort(ev, nev, sizeof(*ev), cmp_event);
 	while (i < nev) {
@@ -283,22 +286,88 @@ static int rebuild(struct perfmap *m)
 			heap_pop(heap, &nheap);
 		if (!nheap || i == nev)
 			continue;
-		if (nsegs && m->segs[nsegs - 1].end == pos && m->segs[nsegs - 1].entry == heap[0]) {
-			m->segs[nsegs - 1].end = ev[i].pos;
+		if (nsegs && segs[nsegs - 1].end == pos && segs[nsegs - 1].entry == heap[0]) {
+			segs[nsegs - 1].end = ev[i].pos;
 			continue;
 		}
-		if (array_grow((void **)&m->segs, &m->segs_cap, nsegs + 1, sizeof(*m->segs)))
+		if (array_grow((void **)&segs, &cap, nsegs + 1, sizeof(*segs)))
 			goto out;
-		m->segs[nsegs++] = (struct seg){ pos, ev[i].pos, heap[0] };
+		segs[nsegs++] = (struct seg){ pos, ev[i].pos, heap[0] };
 	}
-	m->nsegs = nsegs;
-	m->dirty = false;
+	*out = segs;
+	*nout = nsegs;
+	segs = NULL;
 	err = 0;
 out:
+	free(segs);
 	free(ev);
 	free(heap);
 	free(closed);
 	return err;
+}
+
+/* Lays the segments of newer entries (nu, sorted, disjoint) over the current ones:
+ * each old segment keeps only what no newer one covers. One pass over both. */
+static int overlay(struct perfmap *m, const struct seg *nu, size_t nnu)
+{
+	size_t cap = m->nsegs + 2 * nnu + 1, n = 0, i, j = 0;
+	struct seg *out = malloc(cap * sizeof(*out));
+
+	if (!out)
+		return -ENOMEM;
+	for (i = 0; i < m->nsegs; i++) {
+		struct seg o = m->segs[i];
+		uint64_t pos = o.start;
+
+		while (j < nnu && nu[j].start < o.end) {
+			if (nu[j].end <= pos) { /* wholly before what is left of o */
+				out[n++] = nu[j++];
+				continue;
+			}
+			if (nu[j].start > pos)
+				out[n++] = (struct seg){ pos, nu[j].start, o.entry };
+			if (nu[j].end >= o.end) { /* covers the rest of o, maybe more */
+				pos = o.end;
+				break;
+			}
+			pos = nu[j].end;
+			out[n++] = nu[j++];
+		}
+		if (pos < o.end)
+			out[n++] = (struct seg){ pos, o.end, o.entry };
+	}
+	while (j < nnu)
+		out[n++] = nu[j++];
+	free(m->segs);
+	m->segs = out;
+	m->nsegs = n;
+	return 0;
+}
+
+/* Brings the segments up to date with the entries: a sweep over the entries added
+ * since the last rebuild, laid over the segments (linear in their number), so a
+ * map that grows a little each window is not sorted whole again. */
+static int rebuild(struct perfmap *m)
+{
+	struct seg *nu = NULL;
+	size_t nnu = 0;
+	int err;
+
+	err = sweep(m, m->built, m->nents, &nu, &nnu);
+	if (!err && m->built == 0) {
+		free(m->segs);
+		m->segs = nu;
+		m->nsegs = nnu;
+		nu = NULL;
+	} else if (!err) {
+		err = overlay(m, nu, nnu);
+	}
+	free(nu);
+	if (err)
+		return err;
+	m->built = m->nents;
+	m->dirty = false;
+	return 0;
 }
 
 const char *perfmap__lookup(struct perfmap *m, uint64_t addr)

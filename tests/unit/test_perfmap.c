@@ -157,6 +157,59 @@ static void test_feed_incremental_and_later_wins(void **state)
 	perfmap__free(m);
 }
 
+/* Random overlapping ranges fed a few lines at a time, looked up after each feed
+ * (so segments are laid over older ones again and again): every address names
+ * the latest line covering it, as a scan of all lines finds it. */
+static void test_later_wins_random(void **state)
+{
+	enum { SPACE = 2048, LINES = 400 };
+	uint32_t start[LINES], size[LINES];
+	struct perfmap_stats st = { 0 };
+	char line[64], want[32];
+	struct perfmap *m;
+	unsigned seed = 12345;
+	size_t fed = 0, i, a;
+	int round;
+
+	(void)state;
+	for (round = 0; round < 4; round++) {
+		assert_int_equal(perfmap__new(1, NULL, &m), 0);
+		fed = 0;
+		while (fed < LINES) {
+			size_t batch = 1 + rand_r(&seed) % (round == 0 ? 1 : 40);
+
+			for (i = 0; i < batch && fed < LINES; i++, fed++) {
+				int n;
+
+				start[fed] = (uint32_t)(rand_r(&seed) % SPACE);
+				size[fed] = 1 + (uint32_t)(rand_r(&seed) % (round == 3 ? 600 : 40));
+				n = snprintf(line, sizeof(line), "%x %x e%zu\n", start[fed],
+					     size[fed], fed);
+				perfmap__feed(m, line, (size_t)n, &st);
+			}
+			for (a = 0; a < SPACE + 700; a += 1 + (size_t)round) {
+				const char *got = perfmap__lookup(m, a);
+				size_t k, best = SIZE_MAX;
+
+				for (k = 0; k < fed; k++)
+					if (a >= start[k] && a < (size_t)start[k] + size[k])
+						best = k;
+				if (best == SIZE_MAX) {
+					if (got)
+						fail_msg("0x%zx: '%s', want none", a, got);
+					continue;
+				}
+				snprintf(want, sizeof(want), "e%zu", best);
+				if (!got || strcmp(got, want))
+					fail_msg("0x%zx: '%s', want '%s'", a, got ? got : "(none)",
+						 want);
+			}
+		}
+		perfmap__free(m);
+	}
+	assert_int_equal(st.malformed, 0);
+}
+
 /* PERFMAP_MAX_LINE: a longer line is skipped whole (however it is split) and
  * counted; the next line is read. */
 static void test_long_line(void **state)
@@ -372,6 +425,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_parse_line),
 		cmocka_unit_test(test_feed_incremental_and_later_wins),
+		cmocka_unit_test(test_later_wins_random),
 		cmocka_unit_test(test_long_line),
 		cmocka_unit_test(test_entries_cap_default),
 		cmocka_unit_test_setup_teardown(test_refresh_own_map, setup, teardown),
