@@ -70,7 +70,7 @@ static const char page_js[] =
 	"  case 1: return 'rgb(180,180,' + (190 + h % 40) + ')';\n"
 	"  case 3: return 'rgb(230,' + (130 + h) + ',40)';\n"
 	"  case 4: return 'rgb(' + (60 + h) + ',180,' + (120 + h) + ')';\n"
-	"  case 5: return 'rgb(' + (50 + h) + ',' + (190 + h / 2) + ',60)';\n"
+	"  case 5: return 'rgb(' + (50 + h) + ',' + (190 + (h >> 1)) + ',60)';\n"
 	"  default: return 'rgb(240,' + (90 + 2 * h) + ',50)';\n"
 	"  }\n"
 	"}\n"
