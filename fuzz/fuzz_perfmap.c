@@ -1,6 +1,7 @@
 /* Fuzz target: perf map text (/tmp/perf-PID.map). A process writes its own map, so
  * every line must parse to a non-empty range and a name inside the line, or be
- * refused; fed in two pieces split anywhere, the map must keep only what its
+ * refused; fed in two pieces split anywhere (looked up between them, so the second
+ * piece's segments are laid over the first's), the map must keep only what its
  * lines say, and every lookup of a parsed line's start must find a name. */
 #include <stddef.h>
 #include <stdint.h>
@@ -33,6 +34,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (perfmap__new(1, &lim, &m))
 		return 0;
 	perfmap__feed(m, text, split, &st);
+	perfmap__lookup(m, 0); /* segments of the first piece, the second laid over them */
 	perfmap__feed(m, text + split, size - split, &st);
 	if (perfmap__entries(m) > lim.max_entries)
 		abort();
