@@ -229,6 +229,7 @@ $(BUILD)/fuzz/seeds: $(wildcard fuzz/seeds/*/* tests/data/wire/* tests/data/gold
 	$(Q)cp $(BUILD)/workloads/shapes $@/fuzz_elf/
 	$(Q)cp $(BUILD)/workloads/shapes /usr/bin/true $@/fuzz_cfi/
 	$(Q)cat /proc/self/maps > $@/fuzz_maps/self
+	$(Q)cp fuzz/seeds/perfmap/* $@/fuzz_perfmap/
 	$(Q)for py in $(PYTHONS); do $$py fuzz/seeds_python.py $@/fuzz_python || exit 1; done
 
 # Runs each target for $(1) seconds on a corpus of its own; fails on any crash.

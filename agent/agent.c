@@ -160,25 +160,35 @@ static void push_kernel(struct agent *a, struct folded_stack *st, const __u64 *i
 	}
 }
 
-/* User frames of one sample, symbolized leaf first (same lookup rule as above). */
+/* User frames of one sample, symbolized leaf first (same lookup rule as above),
+ * with what proc_cache__symbolize() said of each (PROC_CACHE_JIT: a JIT frame). */
 static char user_names[PROFILE_MAX_DEPTH][512];
+static int user_codes[PROFILE_MAX_DEPTH];
 
 static void name_user(struct agent *a, uint32_t pid, const __u64 *ips, size_t n)
 {
 	size_t i;
 
 	for (i = 0; i < n; i++)
-		proc_cache__symbolize(a->procs, pid, i ? ips[i] - 1 : ips[i], user_names[i],
-				      sizeof(user_names[i]));
+		user_codes[i] = proc_cache__symbolize(a->procs, pid, i ? ips[i] - 1 : ips[i],
+						      user_names[i], sizeof(user_names[i]));
 }
 
-/* Pushes user_names[hi] down to user_names[lo] (root-ward to leaf-ward). */
+/* Pushes user_names[hi] down to user_names[lo] (root-ward to leaf-ward). CPython's
+ * perf trampolines are left out: the Python frames they stand for come from the
+ * Python walker. */
 static void push_user(struct folded_stack *st, size_t hi_excl, size_t lo)
 {
+	struct frame fr;
 	size_t i;
 
-	for (i = hi_excl; i-- > lo;)
-		folded_stack__push_native(st, user_names[i]);
+	for (i = hi_excl; i-- > lo;) {
+		if (user_codes[i] == PROC_CACHE_TRAMPOLINE)
+			continue;
+		fr = frame_make(user_codes[i] == PROC_CACHE_JIT ? FRAME_JIT : FRAME_NATIVE,
+				user_names[i], NULL, 0);
+		folded_stack__push(st, &fr);
+	}
 }
 
 static bool is_resolved(const char *name)
@@ -350,6 +360,8 @@ static void print_stats(struct agent *a, double seconds, const char *what)
 			 (unsigned long long)a->truncated);
 	if (a->py && strcmp(what, "total") == 0)
 		pytrack__print_summary(a->py, stderr);
+	if (strcmp(what, "total") == 0)
+		proc_cache__print_jit_summary(a->procs, stderr);
 	if (a->opts->bpf_stats && !sampler__prog_stats(a->sampler, &run_ns, &run_cnt) && run_cnt)
 		log_info("smolder: bpf: %llu program runs, %.0f ns mean, %.3f s total",
 			 (unsigned long long)run_cnt, (double)run_ns / (double)run_cnt,

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #define KERNEL_SUFFIX_LEN (sizeof(FRAME_KERNEL_SUFFIX) - 1)
+#define JIT_SUFFIX_LEN	  (sizeof(FRAME_JIT_SUFFIX) - 1)
 
 /* Parses "DIGITS" (canonical: no sign, no leading zero but "0") into a uint32_t. */
 static bool parse_line(const char *s, size_t n, uint32_t *out)
@@ -65,6 +66,12 @@ void frame_parse(const char *text, size_t len, bool first, struct frame *out)
 		out->name_len = len - KERNEL_SUFFIX_LEN;
 		return;
 	}
+	if (len >= JIT_SUFFIX_LEN &&
+	    memcmp(text + len - JIT_SUFFIX_LEN, FRAME_JIT_SUFFIX, JIT_SUFFIX_LEN) == 0) {
+		out->kind = FRAME_JIT;
+		out->name_len = len - JIT_SUFFIX_LEN;
+		return;
+	}
 	parse_python(text, len, out);
 }
 
@@ -87,6 +94,8 @@ size_t frame_format(const struct frame *f, char *buf, size_t len)
 	put(buf, len, &pos, f->name, f->name_len);
 	if (f->kind == FRAME_KERNEL) {
 		put(buf, len, &pos, FRAME_KERNEL_SUFFIX, KERNEL_SUFFIX_LEN);
+	} else if (f->kind == FRAME_JIT) {
+		put(buf, len, &pos, FRAME_JIT_SUFFIX, JIT_SUFFIX_LEN);
 	} else if (f->kind == FRAME_PYTHON) {
 		put(buf, len, &pos, " (", 2);
 		put(buf, len, &pos, f->file, f->file_len);

@@ -5,6 +5,8 @@
  *   kind      text                     fields
  *   PROCESS   "comm"                   name; always and only a stack's first frame
  *   KERNEL    "NAME_[k]"               name
+ *   JIT       "NAME_[j]"               name: code a JIT generated, named by the
+ *                                      process's perf map (perf's convention)
  *   PYTHON    "QUALNAME (FILE:LINE)"   name, file, line; QUALNAME and FILE non-empty,
  *                                      LINE canonical decimal (no sign, no leading
  *                                      zero but "0") at most 2^32-1. Split at the
@@ -36,10 +38,12 @@ enum frame_kind {
 	FRAME_KERNEL = 1,  /* kernel function */
 	FRAME_PYTHON = 2,  /* Python function: name is the qualname */
 	FRAME_PROCESS = 3, /* a stack's root: the process name */
+	FRAME_JIT = 4,	   /* JIT-generated code, named by the process's perf map */
 	FRAME_KIND_NR,
 };
 
 #define FRAME_KERNEL_SUFFIX "_[k]"
+#define FRAME_JIT_SUFFIX    "_[j]"
 
 /* Longest name or file a stored frame keeps, in bytes: longer ones are cut (at a
  * UTF-8 character boundary) when stored. Real symbols are far shorter (the agent

@@ -70,6 +70,7 @@ static const char page_js[] =
 	"  case 1: return 'rgb(180,180,' + (190 + h % 40) + ')';\n"
 	"  case 3: return 'rgb(230,' + (130 + h) + ',40)';\n"
 	"  case 4: return 'rgb(' + (60 + h) + ',180,' + (120 + h) + ')';\n"
+	"  case 5: return 'rgb(' + (50 + h) + ',' + (190 + (h >> 1)) + ',60)';\n"
 	"  default: return 'rgb(240,' + (90 + 2 * h) + ',50)';\n"
 	"  }\n"
 	"}\n"
@@ -216,7 +217,7 @@ static void html_escape(FILE *out, const char *s)
 }
 
 /* The page's own kind codes ("k" in its data, read by its script): 0 root,
- * 1 process, 2 native, 3 kernel, 4 Python; functions are the codes >= 2. */
+ * 1 process, 2 native, 3 kernel, 4 Python, 5 JIT; functions are the codes >= 2. */
 static unsigned page_kind(uint32_t kind)
 {
 	switch (kind) {
@@ -228,6 +229,8 @@ static unsigned page_kind(uint32_t kind)
 		return 3;
 	case FRAME_PYTHON:
 		return 4;
+	case FRAME_JIT:
+		return 5;
 	default:
 		return 2;
 	}

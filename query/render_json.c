@@ -53,6 +53,8 @@ static const char *kind_name(uint8_t kind)
 		return "kernel";
 	case FRAME_PYTHON:
 		return "python";
+	case FRAME_JIT:
+		return "jit";
 	default:
 		return "native";
 	}

@@ -156,6 +156,11 @@ static void color(const struct svg *s, const struct flame_node *n, int rgb[3])
 		rgb[1] = 100 + (int)(50 * v[1]);
 		rgb[2] = 20 + (int)(30 * v[2]);
 		break;
+	case FRAME_JIT: /* flamegraph.pl's "java" green, its colour for JIT code */
+		rgb[0] = 50 + (int)(60 * v[0]);
+		rgb[1] = 180 + (int)(50 * v[1]);
+		rgb[2] = 50 + (int)(40 * v[2]);
+		break;
 	case FRAME_NATIVE: /* flamegraph.pl "hot" */
 		rgb[0] = 205 + (int)(50 * v[0]);
 		rgb[1] = (int)(230 * v[1]);

@@ -31,6 +31,7 @@
 #include <uthash.h>
 
 #include "agent/symbols/elfsyms.h"
+#include "agent/symbols/perfmap.h"
 #include "common/array.h"
 
 #define MAX_MAPPINGS	   65536	    /* executable mappings accepted per process */
@@ -90,7 +91,9 @@ struct snap {
 	struct mapping *maps; /* sorted by start, not overlapping */
 	size_t nmaps;
 	char *names;
-	char *exe; /* target of /proc/PID/exe at snapshot time, NULL if unknown */
+	char *exe;	     /* target of /proc/PID/exe at snapshot time, NULL if unknown */
+	struct perfmap *jit; /* the process's perf map, made on the first anonymous address */
+	uint64_t jit_gen;    /* proc_cache.gen + 1 when jit was last refreshed; 0: never */
 };
 
 struct proc_cache {
@@ -137,6 +140,7 @@ static void snap_free(struct snap *s)
 	free(s->maps);
 	free(s->names);
 	free(s->exe);
+	perfmap__free(s->jit);
 	free(s);
 }
 
@@ -574,9 +578,40 @@ static void drop_snap(struct proc_cache *pc, struct snap *s)
 	snap_free(s);
 }
 
+/* Reads what was appended to the process's perf map, at most once a window:
+ * samples are drained at the window's end, after the code they hit was named. */
+static void jit_refresh(struct proc_cache *pc, struct snap *s)
+{
+	if (!s->jit && perfmap__new(s->pid, NULL, &s->jit))
+		return;
+	if (s->jit_gen != pc->gen + 1) {
+		s->jit_gen = pc->gen + 1;
+		perfmap__refresh(s->jit, &pc->st.jit);
+	}
+}
+
+/* Could addr's mapping hold JIT code? No mapping, an anonymous one, a named
+ * anonymous one ("[anon:NAME]", prctl PR_SET_VMA), or a memfd: runtimes that map
+ * code twice under W^X (.NET's "doublemapper") execute it from a memfd. */
+static bool may_be_jit(const struct snap *s, const struct mapping *m)
+{
+	if (!m || m->kind == MAP_ANON)
+		return true;
+	if (m->kind == MAP_SPECIAL)
+		return strncmp(s->names + m->name, "[anon:", 6) == 0;
+	return m->kind == MAP_FILE && strncmp(s->names + m->path, "/memfd:", 7) == 0;
+}
+
+static const char *jit_name(struct proc_cache *pc, struct snap *s, uint64_t addr)
+{
+	jit_refresh(pc, s);
+	return s->jit ? perfmap__lookup(s->jit, addr) : NULL;
+}
+
 int proc_cache__snapshot(struct proc_cache *pc, uint32_t pid)
 {
 	struct snap *s, *old;
+	size_t i;
 	int err;
 
 	pc->st.captures++;
@@ -585,6 +620,12 @@ int proc_cache__snapshot(struct proc_cache *pc, uint32_t pid)
 		return err;
 	s->gen_taken = s->gen_used = pc->gen;
 	old = find_snap(pc, pid);
+	if (old && old->start_time == s->start_time) {
+		/* the same process mapped more: what its perf map gave so far still holds */
+		s->jit = old->jit;
+		s->jit_gen = old->jit_gen;
+		old->jit = NULL;
+	}
 	if (old)
 		drop_snap(pc, old);
 	HASH_ADD(hh, pc->table, pid, sizeof(s->pid), s);
@@ -593,6 +634,14 @@ int proc_cache__snapshot(struct proc_cache *pc, uint32_t pid)
 		return -ENOMEM; /* the old snapshot is gone too: it described an older exec */
 	}
 	pc->count++;
+	/* A process with anonymous executable memory may be a JIT: its map is read
+	 * now too, so a process that exits before the drain still has the names it
+	 * wrote by its first sample. */
+	for (i = 0; i < s->nmaps; i++)
+		if (may_be_jit(s, &s->maps[i])) {
+			jit_refresh(pc, s);
+			break;
+		}
 	return 0;
 }
 
@@ -657,6 +706,7 @@ static int resolve(const struct snap *s, const struct mapping *m, uint64_t addr,
 
 int proc_cache__symbolize(struct proc_cache *pc, uint32_t pid, uint64_t addr, char *buf, size_t len)
 {
+	const char *jit = NULL;
 	struct mapping *m = NULL;
 	struct snap *s;
 
@@ -672,6 +722,13 @@ int proc_cache__symbolize(struct proc_cache *pc, uint32_t pid, uint64_t addr, ch
 		s->gen_used = pc->gen;
 		if (m && !m->loaded)
 			load_mapping(pc, pid, s, m);
+		if (may_be_jit(s, m))
+			jit = jit_name(pc, s, addr);
+	}
+	if (jit) {
+		if (len)
+			snprintf(buf, len, "%s", jit);
+		return perfmap_is_python_trampoline(jit) ? PROC_CACHE_TRAMPOLINE : PROC_CACHE_JIT;
 	}
 	if (!len)
 		return -ENOENT;
@@ -716,6 +773,24 @@ void proc_cache__stats(const struct proc_cache *pc, struct proc_cache_stats *out
 	*out = pc->st;
 	out->snapshots = pc->count;
 	out->files = pc->nrefs;
+}
+
+void proc_cache__print_jit_summary(const struct proc_cache *pc, FILE *out)
+{
+	const struct perfmap_stats *j = &pc->st.jit;
+
+	if (!j->opened && !j->symlink && !j->not_regular && !j->wrong_owner)
+		return;
+	fprintf(out,
+		"smolder: jit: %llu perf map reads, refused: symlink %llu, not a regular file "
+		"%llu, "
+		"wrong owner %llu, other errors %llu; capped: bytes %llu, entries %llu; "
+		"malformed lines %llu, restarts %llu\n",
+		(unsigned long long)j->opened, (unsigned long long)j->symlink,
+		(unsigned long long)j->not_regular, (unsigned long long)j->wrong_owner,
+		(unsigned long long)j->other_errors, (unsigned long long)j->bytes_capped,
+		(unsigned long long)j->entries_capped, (unsigned long long)j->malformed,
+		(unsigned long long)j->restarts);
 }
 
 void proc_cache__end_window(struct proc_cache *pc)

@@ -18,9 +18,15 @@
  * Executable mappings without a file: "[vdso]" resolves against the agent's own
  * vDSO (the same image in every native process; 32-bit processes get
  * "[vdso]+0xOFFSET"); other named ones ("[vsyscall]", "[anon:NAME]") give
- * "NAME+0xOFFSET" with OFFSET from the mapping start; anonymous ones (JIT code)
- * give "[unknown]". Only executable mappings are kept, at most 65536 per process;
- * maps lines longer than PATH_MAX + 256 bytes are skipped.
+ * "NAME+0xOFFSET" with OFFSET from the mapping start. An address that may be JIT
+ * code (in an anonymous executable mapping, a named anonymous one "[anon:NAME]",
+ * a memfd "/memfd:NAME", or outside every mapping) is named by the process's perf
+ * map (perfmap.h) when it has one and the map names it, else as above
+ * ("[unknown]" for an anonymous mapping); the map is read when a snapshot of a
+ * process with such a mapping is taken, and again (what was appended) at most once a window
+ * when an address needs it, while the process lives; what was read survives a
+ * new snapshot of the same process. Only executable mappings are kept, at most 65536
+ * per process; maps lines longer than PATH_MAX + 256 bytes are skipped.
  *
  * Lifetime: proc_cache__end_window() advances a generation counter; a snapshot of a
  * process that no longer exists is freed once it went unused for keep_windows
@@ -39,6 +45,9 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
+
+#include "agent/symbols/perfmap.h"
 
 struct elfsyms_cache;
 struct proc_cache;
@@ -75,8 +84,13 @@ int proc_cache__snapshot(struct proc_cache *pc, uint32_t pid);
  * outside every mapping of a snapshot taken before the current generation and the
  * process is alive, takes a new one first (a library loaded since); so it does,
  * in any generation, when the pid now belongs to a process with another start
- * time. Returns 0 when a symbol was found, -ENOENT when the name is a fallback
- * ("module+0x..", "[unknown]"), also when no snapshot could be taken. */
+ * time. Returns 0 when a symbol was found, PROC_CACHE_JIT when the name came from
+ * the process's perf map, PROC_CACHE_TRAMPOLINE when that name is a CPython perf
+ * trampoline (no frame of its own: perfmap_is_python_trampoline()), -ENOENT when
+ * the name is a fallback ("module+0x..", "[unknown]"), also when no snapshot could
+ * be taken. */
+#define PROC_CACHE_JIT	      1
+#define PROC_CACHE_TRAMPOLINE 2
 int proc_cache__symbolize(struct proc_cache *pc, uint32_t pid, uint64_t addr, char *buf,
 			  size_t len);
 
@@ -89,14 +103,19 @@ const char *proc_cache__exe(struct proc_cache *pc, uint32_t pid);
 bool proc_cache__maps_any(struct proc_cache *pc, uint32_t pid, bool (*match)(const char *path));
 
 struct proc_cache_stats {
-	uint64_t captures;   /* snapshots taken (cumulative) */
-	uint64_t file_opens; /* files opened to find a mapping's symbols (cumulative) */
-	uint64_t file_hits;  /* mappings that found their symbols by (device, inode) */
-	size_t snapshots;    /* snapshots held now */
-	size_t files;	     /* files indexed by (device, inode) now, at most 4096 */
+	uint64_t captures;	  /* snapshots taken (cumulative) */
+	uint64_t file_opens;	  /* files opened to find a mapping's symbols (cumulative) */
+	uint64_t file_hits;	  /* mappings that found their symbols by (device, inode) */
+	size_t snapshots;	  /* snapshots held now */
+	size_t files;		  /* files indexed by (device, inode) now, at most 4096 */
+	struct perfmap_stats jit; /* perf maps read, refused and capped (cumulative) */
 };
 
 void proc_cache__stats(const struct proc_cache *pc, struct proc_cache_stats *out);
+
+/* Prints "smolder: jit: ..." (perf maps read, each refusal and cap counted) to out
+ * when any process had a perf map; nothing otherwise. */
+void proc_cache__print_jit_summary(const struct proc_cache *pc, FILE *out);
 
 /* Ends a drain window: advances the generation and frees stale snapshots of
  * processes that have exited (and long-unused ones of live processes, see above). */

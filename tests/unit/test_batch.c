@@ -449,7 +449,7 @@ static void test_validate(void **state)
 	expect_invalid(b, "frame 1: file string 99 out of range");
 	b = small_batch();
 	b->frames[0].kind = FRAME_KIND_NR;
-	expect_invalid(b, "frame 0: unknown kind 4");
+	expect_invalid(b, "frame 0: unknown kind 5");
 	b = small_batch();
 	b->labelsets[0].labels[0].key = 99;
 	expect_invalid(b, "label set 0: key string 99 out of range");

@@ -48,6 +48,12 @@ static void test_kinds(void **state)
 	check("f (C:\\x.py:4294967295)", false, FRAME_PYTHON, "f", "C:\\x.py", 4294967295u);
 	check("mod (m.py:0)", false, FRAME_PYTHON, "mod", "m.py", 0);
 	check("f (a.py:1)_[k]", false, FRAME_KERNEL, "f (a.py:1)", "", 0);
+	check("JS:*hot /srv/app.js:2:14_[j]", false, FRAME_JIT, "JS:*hot /srv/app.js:2:14", "", 0);
+	check("_[j]", false, FRAME_JIT, "", "", 0);
+	check("x_[j]", true, FRAME_PROCESS, "x_[j]", "", 0);
+	check("f_[k]_[j]", false, FRAME_JIT, "f_[k]", "", 0); /* the last suffix tells */
+	check("f_[j]_[k]", false, FRAME_KERNEL, "f_[j]", "", 0);
+	check("f (a.py:1)_[j]", false, FRAME_JIT, "f (a.py:1)", "", 0);
 }
 
 static void test_lookalikes_are_native(void **state)
@@ -66,6 +72,9 @@ static void test_lookalikes_are_native(void **state)
 		"f (a.py:-1)",
 		"f (a.py:+1)",
 		"std::vector<int>::push_back(int const&)",
+		"f_[J]",
+		"f[j]",
+		"f_[j] ",
 	};
 	size_t i;
 

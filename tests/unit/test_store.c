@@ -98,6 +98,10 @@ static uint32_t tb_frame(struct tb *t, const char *text, bool root)
 		snprintf(name, sizeof(name), "%.*s", (int)(len - 4), text);
 		f.kind = FRAME_KERNEL;
 		f.name = tb_str(t, name);
+	} else if (len > 4 && !strcmp(text + len - 4, "_[j]")) {
+		snprintf(name, sizeof(name), "%.*s", (int)(len - 4), text);
+		f.kind = FRAME_JIT;
+		f.name = tb_str(t, name);
 	} else if (sscanf(text, "%511[^ ] (%255[^:]:%u)", name, file, &line) == 3) {
 		f.kind = FRAME_PYTHON;
 		f.name = tb_str(t, name);
@@ -384,6 +388,8 @@ static void text_of(const struct frame *frames, size_t n, char *buf, size_t len)
 					(int)f->name_len, f->name);
 		if (f->kind == FRAME_KERNEL)
 			pos += (size_t)snprintf(buf + pos, len - pos, "_[k]");
+		else if (f->kind == FRAME_JIT)
+			pos += (size_t)snprintf(buf + pos, len - pos, "_[j]");
 		else if (f->kind == FRAME_PYTHON)
 			pos += (size_t)snprintf(buf + pos, len - pos, " (%.*s:%u)",
 						(int)f->file_len, f->file, f->line);
@@ -632,6 +638,63 @@ static struct batch *one_batch(const char *agent, uint64_t seq, int64_t window, 
 	tb_init(&tb, agent, seq, window);
 	tb_add(&tb, labels, folded, count);
 	return tb_finish(&tb);
+}
+
+struct one_stack {
+	char text[256];
+	uint64_t count;
+	int calls;
+};
+
+static int collect_one(void *ctx, const struct frame *frames, size_t nframes, uint64_t count)
+{
+	struct one_stack *o = ctx;
+
+	text_of(frames, nframes, o->text, sizeof(o->text));
+	o->count = count;
+	o->calls++;
+	return 0;
+}
+
+/* Migration 003 on a store made at version 2 (by the sqlite3 shell from the SQL
+ * of 001 and 002): its frames keep their ids and kinds, and a JIT frame (kind 4,
+ * which 002's CHECK refused) is stored and read back as one. */
+static void test_jit_frames(void **state)
+{
+	struct fixture *fx = *state;
+	struct store_query q = { .from = 0, .to = INT64_MAX };
+	struct one_stack got = { 0 };
+	char cmd[1024], row[64] = "";
+	struct batch *b;
+	struct store *s;
+	FILE *p;
+
+	snprintf(cmd, sizeof(cmd),
+		 "cat schema/001_init.sql schema/002_sample_rows.sql - <<'EOF' | sqlite3 %s\n"
+		 "PRAGMA user_version = 2;\n"
+		 "INSERT INTO strings (id, text) VALUES (100, ''), (101, 'old_fn');\n"
+		 "INSERT INTO frames (id, kind, name, file, line) VALUES (7, 1, 101, 100, 0);\n"
+		 "EOF\n",
+		 fx_path(fx));
+	assert_int_equal(system(cmd), 0);
+	assert_int_equal(file_user_version(fx->path), 2);
+	s = fx_open(fx, NULL);
+	b = one_batch("agent-a", 1, 1000, "service=api", "node;main;JS:*hot /a.js:1:2_[j]", 5);
+	assert_int_equal(store__ingest(s, b, NULL), 0);
+	tbatch_free(b);
+	assert_int_equal(store__query_stacks(s, &q, collect_one, &got), 0);
+	assert_int_equal(got.calls, 1);
+	assert_int_equal(got.count, 5);
+	assert_string_equal(got.text, "node;main;JS:*hot /a.js:1:2_[j]");
+	close_checked(s);
+	assert_true(file_user_version(fx->path) >= 3);
+	snprintf(cmd, sizeof(cmd), "sqlite3 %s 'SELECT id, kind FROM frames WHERE name = 101'",
+		 fx->path);
+	p = popen(cmd, "r");
+	assert_non_null(p);
+	assert_non_null(fgets(row, sizeof(row), p));
+	pclose(p);
+	assert_string_equal(row, "7|1\n");
 }
 
 static void test_duplicate(void **state)
@@ -1482,6 +1545,7 @@ int main(void)
 		cmocka_unit_test_prestate_setup_teardown(fn, NULL, fx_teardown, &file)
 #define FILE_ONLY(fn) cmocka_unit_test_prestate_setup_teardown(fn, NULL, fx_teardown, &file)
 	const struct CMUnitTest tests[] = {
+		FILE_ONLY(test_jit_frames),
 		BOTH(test_migrations),
 		BOTH(test_roundtrip),
 		BOTH(test_duplicate),
