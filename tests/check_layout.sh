@@ -68,7 +68,7 @@ done < <(grep -rlE 'getopt|char \*\*argv|char \*argv\[\]' "${dirs[@]}" 2>/dev/nu
 # The grammar's marks: the kernel suffix and the Python location "(file:line)".
 while read -r hit; do
 	fail "frame text made or read outside common/frame.c: $hit"
-done < <(grep -rnE '"_\[k\]"|" \(%s:%|" \("|:%u\)"|:%d\)"' --include='*.c' --include='*.h' \
+done < <(grep -rnE '"_\[k\]"|"_\[j\]"|" \(%s:%|" \("|:%u\)"|:%d\)"' --include='*.c' --include='*.h' \
 	"${dirs[@]}" 2>/dev/null | grep -v '^common/frame\.[ch]:' | grep -v '^\S*:[0-9]*:\s*/\?\*')
 
 if ((bad)); then
