@@ -114,16 +114,22 @@ static __always_inline int read_user(__u64 *v, __u64 addr)
 	return bpf_probe_read_user(v, sizeof(*v), (const void *)addr);
 }
 
-/* The caller's frame by the frame pointer: {saved rbp, return address} at rbp. */
+/* The caller's frame by the frame pointer: {saved rbp, return address} at rbp.
+ * rbp 0 ends the chain cleanly (_start clears it); an rbp that cannot be a frame
+ * of this stack means the code did not keep a frame pointer (CPython's perf
+ * trampolines, a JIT without one): the walk is cut, and says so. */
 static __always_inline long step_frame_pointer(struct unwind_walk *w)
 {
 	__u64 pair[2];
 
 	w->fp_frames++;
-	if (!w->bp || w->bp < w->sp || w->bp >= UNWIND_USER_TOP)
-		return 1; /* the chain's end, or no frame pointer at all */
-	if (bpf_probe_read_user(pair, sizeof(pair), (const void *)w->bp))
+	if (!w->bp)
 		return 1;
+	if (w->bp < w->sp || w->bp >= UNWIND_USER_TOP ||
+	    bpf_probe_read_user(pair, sizeof(pair), (const void *)w->bp)) {
+		w->flags |= PROFILE_STACK_CUT;
+		return 1;
+	}
 	w->sp = w->bp + 16;
 	w->bp = pair[0];
 	w->pc = pair[1];
