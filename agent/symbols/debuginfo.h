@@ -32,9 +32,10 @@
  * symbols .dynsym lacks (a few MiB even for big programs), and a small xz stream
  * can expand to gigabytes. */
 #define DEBUGINFO_MAX_MINI (32u << 20)
-/* Memory the xz decoder may use (its dictionary): xz -9 needs 65 MiB, the default
- * preset -6 (what the MiniDebugInfo recipe uses) 9 MiB. */
-#define DEBUGINFO_XZ_MEMLIMIT (80u << 20)
+/* Memory the xz decoder may use (mostly its dictionary): the MiniDebugInfo
+ * recipe's default preset (-6) needs 9 MiB; streams that ask for more (presets -7
+ * to -9: 17 to 65 MiB) are refused rather than paid for. */
+#define DEBUGINFO_XZ_MEMLIMIT (12u << 20)
 
 struct debuginfo_ids {
 	uint8_t build_id[DEBUGINFO_MAX_BUILD_ID];

@@ -568,8 +568,10 @@ static void test_minidebuginfo_bomb(void **state)
 	snprintf(dir, sizeof(dir), "%s/bomb", tmp);
 	sh("mkdir -p %s", dir);
 	build_split(dir, "prog", "");
-	sh("cd %s && head -c %u /dev/zero | xz -9 > bomb.xz && "
-	   "objcopy --add-section .gnu_debugdata=bomb.xz prog.stripped prog.bomb",
+	sh("cd %s && head -c %u /dev/zero | xz > bomb.xz && "
+	   "objcopy --add-section .gnu_debugdata=bomb.xz prog.stripped prog.bomb && "
+	   "head -c 1000 /dev/zero | xz -9 > big_dict.xz && "
+	   "objcopy --add-section .gnu_debugdata=big_dict.xz prog.stripped prog.big_dict",
 	   dir, 4 * DEBUGINFO_MAX_MINI);
 	snprintf(bin, sizeof(bin), "%s/bomb.xz", dir);
 	assert_int_equal(stat(bin, &st), 0);
@@ -586,6 +588,17 @@ static void test_minidebuginfo_bomb(void **state)
 	assert_true(check_plt(bin) >= 1); /* the file's other names stay: puts@plt */
 
 	assert_int_not_equal(elf_version(EV_CURRENT), EV_NONE);
+	fd = open(bin, O_RDONLY);
+	assert_true(fd >= 0);
+	elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+	assert_non_null(elf);
+	assert_int_equal(debuginfo_mini(elf, &img, &size), -E2BIG);
+	assert_null(img);
+	elf_end(elf);
+	close(fd);
+
+	/* a stream whose decoder wants 65 MiB of dictionary (xz -9) is refused too */
+	snprintf(bin, sizeof(bin), "%s/prog.big_dict", dir);
 	fd = open(bin, O_RDONLY);
 	assert_true(fd >= 0);
 	elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
