@@ -9,6 +9,12 @@
  * maximum of ends, so a lookup is one binary search plus, only for nested or
  * overlapping symbols, a short walk back. Names are copied into one arena, so the
  * libelf handle and the file are released once parsing ends.
+ *
+ * Beside the file's own tables, candidates come from its PLT stubs (name@plt) and,
+ * for a file without .symtab, from a separate debug file or MiniDebugInfo
+ * (debuginfo.c); all of them share the MAX_SYMS cap. Names are demangled
+ * (demangle.c) as they are copied into the arena, after aliases are resolved on
+ * the mangled names, so only kept symbols are demangled.
  */
 #include "agent/symbols/elfsyms.h"
 #include "agent/symbols/debuginfo.h"

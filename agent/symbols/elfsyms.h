@@ -2,11 +2,10 @@
  * that maps the same file.
  *
  * A struct elfsyms holds the function symbols of one file sorted by address, plus
- * the file's
- * PT_LOAD segments, so that a file offset (what /proc/PID/maps gives) can be turned
- * into the ELF virtual address the symbols use. That one translation handles PIE
- * executables, non-PIE executables and shared libraries alike: no load bias needs
- * to be known separately.
+ * the file's PT_LOAD segments, so that a file offset (what /proc/PID/maps gives)
+ * can be turned into the ELF virtual address the symbols use. That one translation
+ * handles PIE executables, non-PIE executables and shared libraries alike: no load
+ * bias needs to be known separately.
  *
  * Where names come from, merged (one name per address, see elfsyms__from_fd):
  * .symtab and .dynsym; `name@plt` for the PLT stubs (x86-64, named by the
@@ -92,10 +91,10 @@ void elfsyms_cache__free(struct elfsyms_cache *c);
 int elfsyms_cache__set_debug_root(struct elfsyms_cache *c, const char *root);
 
 /* Returns the symbols of the file at path (with its debug file, see above),
- * parsing it unless a file with the same
- * (dev, inode, size, mtime) is cached. *out gets a new reference (elfsyms__put it).
- * Returns 0 or -errno (-ENOENT, -EACCES, -ENOEXEC also for a file that is not a
- * regular file, ...). References handed out stay valid after the cache is freed. */
+ * parsing it unless a file with the same (dev, inode, size, mtime) is cached.
+ * *out gets a new reference (elfsyms__put it). Returns 0 or -errno (-ENOENT,
+ * -EACCES, -ENOEXEC also for a file that is not a regular file, ...). References
+ * handed out stay valid after the cache is freed. */
 int elfsyms_cache__get(struct elfsyms_cache *c, const char *path, struct elfsyms **out);
 
 /* Number of distinct files parsed since creation (for tests and stats). */
