@@ -512,7 +512,7 @@ static void test_debug_by_build_id(void **state)
 
 static void test_debug_by_debuglink(void **state)
 {
-	char dir[128], root[160], linked[192];
+	char dir[128], root[160], linked[192], proc_path[256];
 	struct elfsyms *e;
 
 	(void)state;
@@ -546,6 +546,14 @@ static void test_debug_by_debuglink(void **state)
 	sh("rm -r %s/.debug && mkdir -p %s%s && cp %s/keep/prog.debug %s%s/", dir, root, dir, dir,
 	   root, dir); /* <root>/<dir>/ */
 	e = load_cached(linked, root);
+	assert_true(elfsyms__sources(e) & ELFSYMS_SRC_DEBUG_FILE);
+	expect_statics(dir, "prog", e, true);
+	elfsyms__put(e);
+
+	/* the agent opens files as /proc/PID/root/<path>: <root>/<dir>/ is the
+	 * directory as the process sees it, without that prefix */
+	snprintf(proc_path, sizeof(proc_path), "/proc/%d/root%s", (int)getpid(), linked);
+	e = load_cached(proc_path, root);
 	assert_true(elfsyms__sources(e) & ELFSYMS_SRC_DEBUG_FILE);
 	expect_statics(dir, "prog", e, true);
 	elfsyms__put(e);
