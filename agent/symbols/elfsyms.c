@@ -458,16 +458,21 @@ out:
  * for .plt.got) names the function. This is how objdump labels `<name@plt>`, and it
  * holds for lazy and -z now layouts, .plt, .plt.sec (16-byte entries) and .plt.got
  * (8, or 16 with IBT), without assuming the stubs' order. .plt's first entry, the
- * resolver, jumps through a slot no relocation names, so it stays unnamed; so do
- * R_X86_64_IRELATIVE stubs of static binaries, which have no symbol.
+ * resolver, jumps through a slot no relocation names, so it stays unnamed.
+ * R_X86_64_IRELATIVE slots (libc's calls to its own IFUNCs; every IFUNC call of a
+ * static binary, whose .plt has 8-byte entries) have no symbol: objdump says
+ * `<*ABS*+0xADDR@plt>`; they are named after the function at ADDR, the IFUNC's
+ * resolver, whose preferred alias is the IFUNC itself (`strchr@plt`).
  */
 
-#define R_JUMP_SLOT 7 /* R_X86_64_JUMP_SLOT */
-#define R_GLOB_DAT  6 /* R_X86_64_GLOB_DAT */
+#define R_JUMP_SLOT 7  /* R_X86_64_JUMP_SLOT */
+#define R_GLOB_DAT  6  /* R_X86_64_GLOB_DAT */
+#define R_IRELATIVE 37 /* R_X86_64_IRELATIVE */
 
 struct got_slot {
 	uint64_t addr;
-	const char *name; /* in libelf's copy of .dynstr */
+	const char *name; /* in libelf's copy of the string table; NULL: see ifunc */
+	uint64_t ifunc;	  /* IRELATIVE: the resolver's address, named later */
 };
 
 static int cmp_slot(const void *pa, const void *pb)
@@ -477,18 +482,41 @@ static int cmp_slot(const void *pa, const void *pb)
 	return a->addr < b->addr ? -1 : a->addr > b->addr;
 }
 
-/* The GOT slots that JUMP_SLOT and GLOB_DAT relocations fill, sorted. */
+/* The slot one relocation fills, if it names a function: false to skip it. */
+static bool reloc_slot(Elf *elf, const GElf_Rela *r, Elf_Data *syms, size_t strndx,
+		       struct got_slot *out)
+{
+	int type = (int)GELF_R_TYPE(r->r_info), st;
+	const char *name;
+	GElf_Sym sym;
+
+	if (type == R_IRELATIVE) {
+		*out = (struct got_slot){ r->r_offset, NULL, (uint64_t)r->r_addend };
+		return r->r_addend != 0;
+	}
+	if ((type != R_JUMP_SLOT && type != R_GLOB_DAT) || !syms ||
+	    !gelf_getsym(syms, (int)GELF_R_SYM(r->r_info), &sym))
+		return false;
+	st = GELF_ST_TYPE(sym.st_info);
+	if (st != STT_FUNC && st != STT_GNU_IFUNC && st != STT_NOTYPE)
+		return false; /* GLOB_DAT of data objects */
+	name = elf_strptr(elf, strndx, sym.st_name);
+	if (!name || !*name)
+		return false;
+	*out = (struct got_slot){ r->r_offset, name, 0 };
+	return true;
+}
+
+/* The GOT slots that JUMP_SLOT, GLOB_DAT and IRELATIVE relocations fill, sorted. */
 static int read_got_slots(Elf *elf, struct got_slot **out, size_t *nout)
 {
-	size_t total = 0, n = 0, count, i, relent;
+	size_t total = 0, n = 0, count, i, relent, strndx;
 	struct got_slot *slots = NULL;
 	Elf_Scn *scn = NULL, *symscn;
 	GElf_Shdr sh, symsh;
 	Elf_Data *rel, *syms;
-	const char *name;
 	GElf_Rela r;
-	GElf_Sym sym;
-	int type, pass;
+	int pass;
 
 	relent = gelf_fsize(elf, ELF_T_RELA, 1, EV_CURRENT);
 	if (!relent)
@@ -504,30 +532,24 @@ static int read_got_slots(Elf *elf, struct got_slot **out, size_t *nout)
 				total += sh.sh_size / relent;
 				continue;
 			}
-			symscn = elf_getscn(elf, sh.sh_link);
-			if (!symscn || !gelf_getshdr(symscn, &symsh) || symsh.sh_type != SHT_DYNSYM)
-				continue;
 			rel = elf_getdata(scn, NULL);
-			syms = elf_getdata(symscn, NULL);
-			if (!rel || !syms)
+			if (!rel)
 				continue;
+			/* .rela.plt links .dynsym, or .symtab in a static binary */
+			syms = NULL;
+			strndx = 0;
+			symscn = sh.sh_link ? elf_getscn(elf, sh.sh_link) : NULL;
+			if (symscn && gelf_getshdr(symscn, &symsh) &&
+			    (symsh.sh_type == SHT_DYNSYM || symsh.sh_type == SHT_SYMTAB)) {
+				syms = elf_getdata(symscn, NULL);
+				strndx = symsh.sh_link;
+			}
 			count = rel->d_size / relent;
 			for (i = 0; i < count && n < total; i++) {
 				if (!gelf_getrela(rel, (int)i, &r))
 					break;
-				type = (int)GELF_R_TYPE(r.r_info);
-				if (type != R_JUMP_SLOT && type != R_GLOB_DAT)
-					continue;
-				if (!gelf_getsym(syms, (int)GELF_R_SYM(r.r_info), &sym))
-					continue;
-				if (GELF_ST_TYPE(sym.st_info) != STT_FUNC &&
-				    GELF_ST_TYPE(sym.st_info) != STT_GNU_IFUNC &&
-				    GELF_ST_TYPE(sym.st_info) != STT_NOTYPE)
-					continue; /* GLOB_DAT of data objects */
-				name = elf_strptr(elf, symsh.sh_link, sym.st_name);
-				if (!name || !*name)
-					continue;
-				slots[n++] = (struct got_slot){ r.r_offset, name };
+				if (reloc_slot(elf, &r, syms, strndx, &slots[n]))
+					n++;
 			}
 		}
 		if (pass == 0) {
@@ -545,9 +567,37 @@ static int read_got_slots(Elf *elf, struct got_slot **out, size_t *nout)
 	return 0;
 }
 
+/* Names IRELATIVE slots after the preferred symbol at their resolver's address,
+ * among the candidates gathered so far (sorted here: parse_elf sorts again). */
+static void name_ifunc_slots(struct got_slot *slots, size_t nslots, struct loader *l)
+{
+	size_t i, lo, hi, mid;
+
+	for (i = 0; i < nslots && slots[i].name; i++)
+		;
+	if (i == nslots || !l->n)
+		return;
+	qsort(l->cands, l->n, sizeof(*l->cands), cmp_cand);
+	for (; i < nslots; i++) {
+		if (slots[i].name)
+			continue;
+		lo = 0;
+		hi = l->n;
+		while (lo < hi) { /* first candidate at or above the address */
+			mid = lo + (hi - lo) / 2;
+			if (l->cands[mid].addr < slots[i].ifunc)
+				lo = mid + 1;
+			else
+				hi = mid;
+		}
+		if (lo < l->n && l->cands[lo].addr == slots[i].ifunc)
+			slots[i].name = l->cands[lo].name; /* the preferred alias comes first */
+	}
+}
+
 static const char *slot_name(const struct got_slot *slots, size_t n, uint64_t addr)
 {
-	struct got_slot key = { addr, NULL };
+	struct got_slot key = { addr, NULL, 0 };
 	const struct got_slot *s = bsearch(&key, slots, n, sizeof(*slots), cmp_slot);
 
 	return s ? s->name : NULL;
@@ -572,7 +622,9 @@ static int name_stubs(const GElf_Shdr *sh, Elf_Data *data, size_t entsize,
 	for (i = 0; i < nent; i++) {
 		entry = sh->sh_addr + i * entsize;
 		target = NULL;
-		for (k = 0; k + 6 <= entsize && !target; k++) {
+		/* the jmp may start anywhere in the entry (IBT: at 5, past endbr64 and
+		 * bnd) and its operand run into the next entry */
+		for (k = 0; k < entsize && i * entsize + k + 6 <= data->d_size && !target; k++) {
 			if (b[i * entsize + k] != 0xff || b[i * entsize + k + 1] != 0x25)
 				continue;
 			memcpy(&disp, b + i * entsize + k + 2, sizeof(disp)); /* x86-64: LE */
@@ -616,6 +668,7 @@ static int add_plt(Elf *elf, struct loader *l)
 	err = read_got_slots(elf, &slots, &nslots);
 	if (err || !nslots)
 		goto out;
+	name_ifunc_slots(slots, nslots, l);
 	while ((scn = elf_nextscn(elf, scn))) {
 		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_PROGBITS ||
 		    !(sh.sh_flags & SHF_EXECINSTR))
@@ -623,12 +676,11 @@ static int add_plt(Elf *elf, struct loader *l)
 		name = elf_strptr(elf, shstrndx, sh.sh_name);
 		if (!name)
 			continue;
-		if (!strcmp(name, ".plt") || !strcmp(name, ".plt.sec"))
-			entsize = 16;
-		else if (!strcmp(name, ".plt.got"))
-			entsize = sh.sh_entsize == 16 ? 16 : 8;
-		else
+		if (strcmp(name, ".plt") && strcmp(name, ".plt.sec") && strcmp(name, ".plt.got"))
 			continue;
+		/* 16 (.plt, .plt.sec, IBT .plt.got) or 8 (.plt.got) as the linker
+		 * records it; a static binary's .plt records 0 and has 8-byte entries */
+		entsize = sh.sh_entsize == 16 ? 16 : 8;
 		data = elf_getdata(scn, NULL);
 		if (!data || !data->d_buf || data->d_size != sh.sh_size)
 			continue;

@@ -359,19 +359,55 @@ static void test_demangle_rust_and_caps(void **state)
 	free(big);
 }
 
+/* The build id readelf -n prints for path, in hex. */
+static void build_id_hex(const char *path, char *hex, size_t cap)
+{
+	char cmd[512], line[512];
+	bool found = false;
+	FILE *p;
+
+	snprintf(cmd, sizeof(cmd), "readelf -n '%s'", path);
+	p = popen(cmd, "r");
+	assert_non_null(p);
+	while (fgets(line, sizeof(line), p))
+		if (sscanf(line, " Build ID: %127s", hex) == 1 && strlen(hex) < cap)
+			found = true;
+	assert_int_equal(pclose(p), 0);
+	assert_true(found);
+}
+
 /* ---- PLT ---------------------------------------------------------------------------- */
 
+/* Is got "X@plt" for some function X nm lists at addr in symfile? */
+static bool is_alias_plt(const char *symfile, uint64_t addr, const char *got)
+{
+	static struct nsym syms[16384];
+	char want[600];
+	size_t n, i;
+
+	n = nm_funcs(symfile, "", syms, sizeof(syms) / sizeof(syms[0]));
+	for (i = 0; i < n; i++) {
+		snprintf(want, sizeof(want), "%s@plt", syms[i].name);
+		if (syms[i].addr == addr && !strcmp(got, want))
+			return true;
+	}
+	return false;
+}
+
 /* Checks every <name@plt> label objdump prints for path: the stub's first and
- * last byte resolve to name@plt. Returns the number of labels checked. */
-static size_t check_plt(const char *path)
+ * 8th byte resolve to name@plt. A label <*ABS*+0xADDR@plt> (an IRELATIVE slot)
+ * must be X@plt for a function X that nm lists at ADDR in symfile. Returns the
+ * number of labels checked; *abs gets the number of *ABS* ones. */
+static size_t check_plt_abs(const char *path, const char *symfile, size_t *abs)
 {
 	char cmd[512], line[1024], want[600], *lt, *gt;
 	struct elfsyms *e = load_fd(path);
+	uint64_t addr, off, target;
 	const char *got;
-	uint64_t addr, off;
 	size_t n = 0;
 	FILE *p;
 
+	*abs = 0;
 	snprintf(cmd, sizeof(cmd), "objdump -d --no-show-raw-insn '%s'", path);
 	p = popen(cmd, "r");
 	assert_non_null(p);
@@ -382,12 +418,67 @@ static size_t check_plt(const char *path)
 			continue;
 		snprintf(want, sizeof(want), "%.*s@plt", (int)(gt - lt - 1), lt + 1);
 		got = elfsyms__lookup(e, addr, &off);
-		if (!got || strcmp(got, want) || off)
+		if (sscanf(want, "*ABS*+%" SCNx64 "@plt", &target) == 1) {
+			if (!got || off || !is_alias_plt(symfile, target, got))
+				fail_msg("%s: %#" PRIx64 ": got '%s', no function of %s at <%s>",
+					 path, addr, got ? got : "(none)", symfile, want);
+			(*abs)++;
+		} else if (!got || strcmp(got, want) || off) {
 			fail_msg("%s: %#" PRIx64 ": got '%s', objdump says <%s>", path, addr,
 				 got ? got : "(none)", want);
-		got = elfsyms__lookup(e, addr + 7, &off);
-		assert_non_null(got);
-		assert_string_equal(got, want);
+		}
+		assert_string_equal(elfsyms__lookup(e, addr + 7, NULL), got);
+		n++;
+	}
+	assert_int_equal(pclose(p), 0);
+	elfsyms__put(e);
+	return n;
+}
+
+static size_t check_plt(const char *path)
+{
+	size_t abs;
+
+	return check_plt_abs(path, path, &abs);
+}
+
+/* A static binary's .plt (8-byte entries, IRELATIVE slots, no objdump labels):
+ * each `jmp *disp(%rip)  # SLOT` objdump disassembles there is X@plt, X a function
+ * nm lists at the address readelf -r gives SLOT's IRELATIVE relocation. */
+static size_t check_static_plt(const char *path)
+{
+	static struct {
+		uint64_t slot, addend;
+	} rel[1024];
+	char cmd[512], line[1024];
+	struct elfsyms *e = load_fd(path);
+	uint64_t addr, slot, a, b;
+	size_t nrel = 0, n = 0, i;
+	const char *got;
+	FILE *p;
+
+	snprintf(cmd, sizeof(cmd), "readelf -rW '%s'", path);
+	p = popen(cmd, "r");
+	assert_non_null(p);
+	while (fgets(line, sizeof(line), p))
+		if (strstr(line, "R_X86_64_IRELATIVE") && nrel < 1024 &&
+		    sscanf(line, "%" SCNx64 " %*x R_X86_64_IRELATIVE %" SCNx64, &a, &b) == 2)
+			rel[nrel].slot = a, rel[nrel++].addend = b;
+	assert_int_equal(pclose(p), 0);
+	snprintf(cmd, sizeof(cmd), "objdump -d --no-show-raw-insn -j .plt '%s'", path);
+	p = popen(cmd, "r");
+	assert_non_null(p);
+	while (fgets(line, sizeof(line), p)) {
+		if (sscanf(line, " %" SCNx64 ": jmp *%*[^#]# %" SCNx64, &addr, &slot) != 2)
+			continue;
+		for (i = 0; i < nrel && rel[i].slot != slot; i++)
+			;
+		assert_true(i < nrel);
+		got = elfsyms__lookup(e, addr, NULL);
+		if (!got || !is_alias_plt(path, rel[i].addend, got))
+			fail_msg("%s: %#" PRIx64 ": got '%s', no function at %#" PRIx64, path, addr,
+				 got ? got : "(none)", rel[i].addend);
+		assert_string_equal(elfsyms__lookup(e, addr + 7, NULL), got);
 		n++;
 	}
 	assert_int_equal(pclose(p), 0);
@@ -415,23 +506,34 @@ static void test_plt(void **state)
 	assert_true(check_plt(ibt) >= 2); /* .plt.sec */
 }
 
-/* ---- separate debug files --------------------------------------------------------- */
-
-static void build_id_hex(const char *path, char *hex, size_t cap)
+/* IRELATIVE slots: libc's calls to its own IFUNCs (objdump: <*ABS*+0xADDR@plt>,
+ * the functions at ADDR from libc6-dbg's symbols), and a static binary's .plt. */
+static void test_plt_irelative(void **state)
 {
-	char cmd[512], line[512];
-	bool found = false;
-	FILE *p;
+	const char *libc = "/lib/x86_64-linux-gnu/libc.so.6";
+	char hex[128], debug[256], src[128], st[128];
+	size_t n, abs;
 
-	snprintf(cmd, sizeof(cmd), "readelf -n '%s'", path);
-	p = popen(cmd, "r");
-	assert_non_null(p);
-	while (fgets(line, sizeof(line), p))
-		if (sscanf(line, " Build ID: %127s", hex) == 1 && strlen(hex) < cap)
-			found = true;
-	assert_int_equal(pclose(p), 0);
-	assert_true(found);
+	(void)state;
+	build_id_hex(libc, hex, sizeof(hex));
+	snprintf(debug, sizeof(debug), "/usr/lib/debug/.build-id/%.2s/%s.debug", hex, hex + 2);
+	n = check_plt_abs(libc, debug, &abs);
+	printf("libc: %zu PLT stubs, %zu of them IRELATIVE\n", n, abs);
+	assert_true(abs >= 2 && n >= 20);
+
+	snprintf(src, sizeof(src), "%s/static.c", tmp);
+	snprintf(st, sizeof(st), "%s/static", tmp);
+	write_file(src,
+		   "#include <stdio.h>\n#include <string.h>\n"
+		   "int main(int c, char **v) { char b[64]; memcpy(b, v[0], strlen(v[0]) % 60);\n"
+		   "	b[0] = 0; puts(strchr(b, 'x') ? b : v[0]); return c; }\n");
+	sh("cc -O1 -static -o %s %s", st, src);
+	n = check_static_plt(st);
+	printf("static: %zu IRELATIVE PLT stubs\n", n);
+	assert_true(n >= 10);
 }
+
+/* ---- separate debug files --------------------------------------------------------- */
 
 /* Builds dir/name from c_src with a build id, its debug file dir/name.debug
  * (objcopy --only-keep-debug) and the stripped dir/name.stripped. */
@@ -708,6 +810,7 @@ int main(void)
 		cmocka_unit_test(test_demangle_rust_binary),
 		cmocka_unit_test(test_demangle_rust_and_caps),
 		cmocka_unit_test(test_plt),
+		cmocka_unit_test(test_plt_irelative),
 		cmocka_unit_test(test_debug_by_build_id),
 		cmocka_unit_test(test_debug_by_debuglink),
 		cmocka_unit_test(test_libc_dbg),
