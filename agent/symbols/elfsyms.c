@@ -19,6 +19,7 @@
 #include "agent/symbols/elfsyms.h"
 #include "agent/symbols/debuginfo.h"
 #include "agent/symbols/demangle.h"
+#include "agent/symbols/plt.h"
 #include "agent/symbols/symrank.h"
 
 #include <errno.h>
@@ -450,246 +451,62 @@ out:
 	return err;
 }
 
-/* ---- PLT stubs: name@plt ---------------------------------------------------
- *
- * x86-64 only. Every stub jumps through a GOT slot, `jmp *disp32(%rip)` (ff 25,
- * after endbr64 and a bnd prefix in IBT binaries' .plt.sec); the relocation that
- * fills that slot (R_X86_64_JUMP_SLOT in .rela.plt, R_X86_64_GLOB_DAT in .rela.dyn
- * for .plt.got) names the function. This is how objdump labels `<name@plt>`, and it
- * holds for lazy and -z now layouts, .plt, .plt.sec (16-byte entries) and .plt.got
- * (8, or 16 with IBT), without assuming the stubs' order. .plt's first entry, the
- * resolver, jumps through a slot no relocation names, so it stays unnamed.
- * R_X86_64_IRELATIVE slots (libc's calls to its own IFUNCs; every IFUNC call of a
- * static binary, whose .plt has 8-byte entries) have no symbol: objdump says
- * `<*ABS*+0xADDR@plt>`; they are named after the function at ADDR, the IFUNC's
- * resolver, whose preferred alias is the IFUNC itself (`strchr@plt`).
- */
+/* ---- PLT stubs (plt.c) -------------------------------------------------------- */
 
-#define R_JUMP_SLOT 7  /* R_X86_64_JUMP_SLOT */
-#define R_GLOB_DAT  6  /* R_X86_64_GLOB_DAT */
-#define R_IRELATIVE 37 /* R_X86_64_IRELATIVE */
-
-struct got_slot {
-	uint64_t addr;
-	const char *name; /* in libelf's copy of the string table; NULL: see ifunc */
-	uint64_t ifunc;	  /* IRELATIVE: the resolver's address, named later */
+/* plt_read's name_at: the preferred candidate at addr (candidates sorted first). */
+struct name_at_ctx {
+	struct loader *l;
+	bool sorted;
 };
 
-static int cmp_slot(const void *pa, const void *pb)
+static const char *cand_name_at(void *ctx, uint64_t addr)
 {
-	const struct got_slot *a = pa, *b = pb;
+	struct name_at_ctx *c = ctx;
+	struct loader *l = c->l;
+	size_t lo = 0, hi = l->n, mid;
 
-	return a->addr < b->addr ? -1 : a->addr > b->addr;
-}
-
-/* The slot one relocation fills, if it names a function: false to skip it. */
-static bool reloc_slot(Elf *elf, const GElf_Rela *r, Elf_Data *syms, size_t strndx,
-		       struct got_slot *out)
-{
-	int type = (int)GELF_R_TYPE(r->r_info), st;
-	const char *name;
-	GElf_Sym sym;
-
-	if (type == R_IRELATIVE) {
-		*out = (struct got_slot){ r->r_offset, NULL, (uint64_t)r->r_addend };
-		return r->r_addend != 0;
+	if (!c->sorted) { /* parse_elf sorts again once every source is in */
+		qsort(l->cands, l->n, sizeof(*l->cands), cmp_cand);
+		c->sorted = true;
 	}
-	if ((type != R_JUMP_SLOT && type != R_GLOB_DAT) || !syms ||
-	    !gelf_getsym(syms, (int)GELF_R_SYM(r->r_info), &sym))
-		return false;
-	st = GELF_ST_TYPE(sym.st_info);
-	if (st != STT_FUNC && st != STT_GNU_IFUNC && st != STT_NOTYPE)
-		return false; /* GLOB_DAT of data objects */
-	name = elf_strptr(elf, strndx, sym.st_name);
-	if (!name || !*name)
-		return false;
-	*out = (struct got_slot){ r->r_offset, name, 0 };
-	return true;
-}
-
-/* The GOT slots that JUMP_SLOT, GLOB_DAT and IRELATIVE relocations fill, sorted. */
-static int read_got_slots(Elf *elf, struct got_slot **out, size_t *nout)
-{
-	size_t total = 0, n = 0, count, i, relent, strndx;
-	struct got_slot *slots = NULL;
-	Elf_Scn *scn = NULL, *symscn;
-	GElf_Shdr sh, symsh;
-	Elf_Data *rel, *syms;
-	GElf_Rela r;
-	int pass;
-
-	relent = gelf_fsize(elf, ELF_T_RELA, 1, EV_CURRENT);
-	if (!relent)
-		return -ENOEXEC;
-	/* pass 0 counts (capped before allocating), pass 1 fills */
-	for (pass = 0; pass < 2; pass++) {
-		while ((scn = elf_nextscn(elf, scn))) {
-			if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_RELA)
-				continue;
-			if (pass == 0) {
-				if (sh.sh_size / relent > MAX_SYMS - total)
-					return -E2BIG;
-				total += sh.sh_size / relent;
-				continue;
-			}
-			rel = elf_getdata(scn, NULL);
-			if (!rel)
-				continue;
-			/* .rela.plt links .dynsym, or .symtab in a static binary */
-			syms = NULL;
-			strndx = 0;
-			symscn = sh.sh_link ? elf_getscn(elf, sh.sh_link) : NULL;
-			if (symscn && gelf_getshdr(symscn, &symsh) &&
-			    (symsh.sh_type == SHT_DYNSYM || symsh.sh_type == SHT_SYMTAB)) {
-				syms = elf_getdata(symscn, NULL);
-				strndx = symsh.sh_link;
-			}
-			count = rel->d_size / relent;
-			for (i = 0; i < count && n < total; i++) {
-				if (!gelf_getrela(rel, (int)i, &r))
-					break;
-				if (reloc_slot(elf, &r, syms, strndx, &slots[n]))
-					n++;
-			}
-		}
-		if (pass == 0) {
-			if (!total)
-				break;
-			slots = malloc(total * sizeof(*slots));
-			if (!slots)
-				return -ENOMEM;
-		}
+	while (lo < hi) { /* first candidate at or above addr: the preferred alias */
+		mid = lo + (hi - lo) / 2;
+		if (l->cands[mid].addr < addr)
+			lo = mid + 1;
+		else
+			hi = mid;
 	}
-	if (n)
-		qsort(slots, n, sizeof(*slots), cmp_slot);
-	*out = slots;
-	*nout = n;
-	return 0;
+	return lo < l->n && l->cands[lo].addr == addr ? l->cands[lo].name : NULL;
 }
 
-/* Names IRELATIVE slots after the preferred symbol at their resolver's address,
- * among the candidates gathered so far (sorted here: parse_elf sorts again). */
-static void name_ifunc_slots(struct got_slot *slots, size_t nslots, struct loader *l)
-{
-	size_t i, lo, hi, mid;
-
-	for (i = 0; i < nslots && slots[i].name; i++)
-		;
-	if (i == nslots || !l->n)
-		return;
-	qsort(l->cands, l->n, sizeof(*l->cands), cmp_cand);
-	for (; i < nslots; i++) {
-		if (slots[i].name)
-			continue;
-		lo = 0;
-		hi = l->n;
-		while (lo < hi) { /* first candidate at or above the address */
-			mid = lo + (hi - lo) / 2;
-			if (l->cands[mid].addr < slots[i].ifunc)
-				lo = mid + 1;
-			else
-				hi = mid;
-		}
-		if (lo < l->n && l->cands[lo].addr == slots[i].ifunc)
-			slots[i].name = l->cands[lo].name; /* the preferred alias comes first */
-	}
-}
-
-static const char *slot_name(const struct got_slot *slots, size_t n, uint64_t addr)
-{
-	struct got_slot key = { addr, NULL, 0 };
-	const struct got_slot *s = bsearch(&key, slots, n, sizeof(*slots), cmp_slot);
-
-	return s ? s->name : NULL;
-}
-
-/* Names the stubs of one PLT section: each entry whose `jmp *disp32(%rip)`
- * reaches a named slot becomes a candidate "name@plt" of the entry's size. */
-static int name_stubs(const GElf_Shdr *sh, Elf_Data *data, size_t entsize,
-		      const struct got_slot *slots, size_t nslots, struct loader *l)
-{
-	const unsigned char *b = data->d_buf;
-	size_t nent = data->d_size / entsize, i, k, len;
-	const char *target;
-	uint64_t entry;
-	int32_t disp;
-	char *name;
-	int err;
-
-	err = loader_reserve(l, nent);
-	if (err)
-		return err;
-	for (i = 0; i < nent; i++) {
-		entry = sh->sh_addr + i * entsize;
-		target = NULL;
-		/* the jmp may start anywhere in the entry (IBT: at 5, past endbr64 and
-		 * bnd) and its operand run into the next entry */
-		for (k = 0; k < entsize && i * entsize + k + 6 <= data->d_size && !target; k++) {
-			if (b[i * entsize + k] != 0xff || b[i * entsize + k + 1] != 0x25)
-				continue;
-			memcpy(&disp, b + i * entsize + k + 2, sizeof(disp)); /* x86-64: LE */
-			target = slot_name(slots, nslots, entry + k + 6 + (uint64_t)(int64_t)disp);
-		}
-		if (!target)
-			continue;
-		len = strnlen(target, MAX_STRTAB - 5);
-		name = malloc(len + sizeof("@plt"));
-		if (!name || !loader_own(l, name))
-			return -ENOMEM;
-		memcpy(name, target, len);
-		memcpy(name + len, "@plt", sizeof("@plt"));
-		l->cands[l->n++] = (struct cand){
-			.addr = entry,
-			.size = entsize,
-			.sec_end = sh->sh_addr + sh->sh_size,
-			.name = name,
-			.name_len = len + 4,
-			.bind = STB_LOCAL, /* a real symbol at the same address wins */
-		};
-	}
-	return 0;
-}
-
-/* Appends name@plt candidates for the stubs of .plt, .plt.sec and .plt.got. */
+/* Appends name@plt candidates for the PLT stubs; the names move to the loader. */
 static int add_plt(Elf *elf, struct loader *l)
 {
-	struct got_slot *slots = NULL;
-	size_t nslots = 0, shstrndx, entsize;
-	Elf_Scn *scn = NULL;
-	const char *name;
-	Elf_Data *data;
-	GElf_Ehdr eh;
-	GElf_Shdr sh;
+	struct name_at_ctx ctx = { l, false };
+	struct plt_stub *stubs = NULL;
+	size_t n = 0, i;
 	int err;
 
-	if (!gelf_getehdr(elf, &eh) || eh.e_machine != EM_X86_64 ||
-	    elf_getshdrstrndx(elf, &shstrndx))
-		return 0;
-	err = read_got_slots(elf, &slots, &nslots);
-	if (err || !nslots)
-		goto out;
-	name_ifunc_slots(slots, nslots, l);
-	while ((scn = elf_nextscn(elf, scn))) {
-		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_PROGBITS ||
-		    !(sh.sh_flags & SHF_EXECINSTR))
-			continue;
-		name = elf_strptr(elf, shstrndx, sh.sh_name);
-		if (!name)
-			continue;
-		if (strcmp(name, ".plt") && strcmp(name, ".plt.sec") && strcmp(name, ".plt.got"))
-			continue;
-		/* 16 (.plt, .plt.sec, IBT .plt.got) or 8 (.plt.got) as the linker
-		 * records it; a static binary's .plt records 0 and has 8-byte entries */
-		entsize = sh.sh_entsize == 16 ? 16 : 8;
-		data = elf_getdata(scn, NULL);
-		if (!data || !data->d_buf || data->d_size != sh.sh_size)
-			continue;
-		err = name_stubs(&sh, data, entsize, slots, nslots, l);
-		if (err)
-			goto out;
+	err = plt_read(elf, MAX_SYMS, cand_name_at, &ctx, &stubs, &n);
+	if (err)
+		return err;
+	err = loader_reserve(l, n);
+	for (i = 0; i < n && !err; i++) {
+		if (!loader_own(l, stubs[i].name)) {
+			err = -ENOMEM; /* loader_own freed it */
+		} else {
+			l->cands[l->n++] = (struct cand){
+				.addr = stubs[i].addr,
+				.size = stubs[i].size,
+				.sec_end = stubs[i].sec_end,
+				.name = stubs[i].name,
+				.name_len = stubs[i].name_len,
+				.bind = STB_LOCAL, /* a real symbol at the same address wins */
+			};
+		}
+		stubs[i].name = NULL;
 	}
-out:
-	free(slots);
+	plt_free(stubs, n);
 	return err;
 }
 
