@@ -465,7 +465,9 @@ static const char *cand_name_at(void *ctx, uint64_t addr)
 	struct loader *l = c->l;
 	size_t lo = 0, hi = l->n, mid;
 
-	if (!c->sorted) { /* parse_elf sorts again once every source is in */
+	if (!l->n)
+		return NULL; /* nothing to sort (qsort must not get NULL) or find */
+	if (!c->sorted) {    /* parse_elf sorts again once every source is in */
 		qsort(l->cands, l->n, sizeof(*l->cands), cmp_cand);
 		c->sorted = true;
 	}
