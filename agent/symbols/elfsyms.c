@@ -9,14 +9,24 @@
  * maximum of ends, so a lookup is one binary search plus, only for nested or
  * overlapping symbols, a short walk back. Names are copied into one arena, so the
  * libelf handle and the file are released once parsing ends.
+ *
+ * Beside the file's own tables, candidates come from its PLT stubs (name@plt) and,
+ * for a file without .symtab, from a separate debug file or MiniDebugInfo
+ * (debuginfo.c); all of them share the MAX_SYMS cap. Names are demangled
+ * (demangle.c) as they are copied into the arena, after aliases are resolved on
+ * the mangled names, so only kept symbols are demangled.
  */
 #include "agent/symbols/elfsyms.h"
+#include "agent/symbols/debuginfo.h"
+#include "agent/symbols/demangle.h"
+#include "agent/symbols/plt.h"
 #include "agent/symbols/symrank.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <gelf.h>
 #include <libelf.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -56,6 +66,7 @@ struct elfsyms {
 	size_t names_len;
 	struct segment *segs;
 	size_t nsegs;
+	unsigned sources; /* ELFSYMS_SRC_* */
 };
 
 /* A symbol as read from a table, before deduplication; name points into libelf's
@@ -91,6 +102,7 @@ struct elfsyms_cache {
 	size_t bytes, max_bytes; /* elfsyms__bytes() of the files kept, and its cap */
 	size_t parsed;
 	uint64_t tick;
+	char *debug_root; /* where separate debug files are looked for; NULL: nowhere */
 };
 
 /* Orders candidates by address, the preferred alias first (see symrank.h). */
@@ -107,6 +119,8 @@ static int cmp_cand(const void *pa, const void *pb)
 
 static void elfsyms_free(struct elfsyms *e)
 {
+	if (!e)
+		return;
 	free(e->syms);
 	free(e->names);
 	free(e->segs);
@@ -129,6 +143,11 @@ void elfsyms__put(struct elfsyms *e)
 size_t elfsyms__count(const struct elfsyms *e)
 {
 	return e->nsyms;
+}
+
+unsigned elfsyms__sources(const struct elfsyms *e)
+{
+	return e->sources;
 }
 
 static int read_segments(Elf *elf, struct elfsyms *e)
@@ -161,10 +180,68 @@ static int read_segments(Elf *elf, struct elfsyms *e)
 	return 0;
 }
 
-/* Appends the function symbols of one symbol table section to cands. sec_ends has
+/* Candidates gathered from every source of one file, and the names made here
+ * (name@plt) that they point to. */
+struct loader {
+	struct cand *cands;
+	size_t n, cap;
+	char **owned; /* malloc'd names, freed with the loader */
+	size_t nowned, owned_cap;
+	unsigned sources; /* ELFSYMS_SRC_* */
+};
+
+static void loader_free(struct loader *l)
+{
+	size_t i;
+
+	for (i = 0; i < l->nowned; i++)
+		free(l->owned[i]);
+	free(l->owned);
+	free(l->cands);
+}
+
+/* Makes room for more candidates, all sources of a file together under MAX_SYMS. */
+static int loader_reserve(struct loader *l, size_t more)
+{
+	struct cand *c;
+	size_t cap;
+
+	if (more > MAX_SYMS - l->n)
+		return -E2BIG;
+	if (l->n + more <= l->cap)
+		return 0;
+	cap = l->n + more;
+	c = realloc(l->cands, cap * sizeof(*c));
+	if (!c)
+		return -ENOMEM;
+	l->cands = c;
+	l->cap = cap;
+	return 0;
+}
+
+static char *loader_own(struct loader *l, char *name)
+{
+	char **o;
+	size_t cap;
+
+	if (l->nowned == l->owned_cap) {
+		cap = l->owned_cap ? l->owned_cap * 2 : 64;
+		o = realloc(l->owned, cap * sizeof(*o));
+		if (!o) {
+			free(name);
+			return NULL;
+		}
+		l->owned = o;
+		l->owned_cap = cap;
+	}
+	l->owned[l->nowned++] = name;
+	return name;
+}
+
+/* Appends the function symbols of one symbol table section to l. sec_ends has
  * the end address of each of the nsec sections. */
 static int read_symtab(Elf *elf, Elf_Scn *scn, const GElf_Shdr *sh, const uint64_t *sec_ends,
-		       size_t nsec, struct cand *cands, size_t cap, size_t *n)
+		       size_t nsec, struct loader *l)
 {
 	size_t entsize = gelf_fsize(elf, ELF_T_SYM, 1, EV_CURRENT);
 	size_t count, i, len;
@@ -189,9 +266,9 @@ static int read_symtab(Elf *elf, Elf_Scn *scn, const GElf_Shdr *sh, const uint64
 		if (!name || !*name)
 			continue;
 		len = strnlen(name, MAX_STRTAB);
-		if (*n == cap)
+		if (l->n == l->cap)
 			return -E2BIG; /* more entries than the headers announced */
-		cands[(*n)++] = (struct cand){
+		l->cands[l->n++] = (struct cand){
 			.addr = sym.st_value,
 			.size = sym.st_size,
 			.sec_end = sym.st_shndx < nsec ? sec_ends[sym.st_shndx] : UINT64_MAX,
@@ -203,33 +280,57 @@ static int read_symtab(Elf *elf, Elf_Scn *scn, const GElf_Shdr *sh, const uint64
 	return 0;
 }
 
-/* Keeps the first candidate per address (the preferred alias, see cmp_cand), copies
- * the names into the arena and computes the ends. cands is sorted. */
+/* Keeps the first candidate per address (the preferred alias, see cmp_cand),
+ * demangles its name, copies the names into the arena and computes the ends.
+ * cands is sorted. */
 static int build_table(struct elfsyms *e, const struct cand *cands, size_t n)
 {
-	size_t i, kept = 0, arena = 0, pos = 0;
+	size_t i, kept = 0, arena = 0, pos = 0, len;
 	uint64_t maxend = 0, limit;
+	char **shown = NULL; /* demangled name of each kept symbol, or NULL */
+	const char *name;
 	struct sym *s;
+	int err = 0;
 
-	for (i = 0; i < n; i++) {
-		if (i && cands[i].addr == cands[i - 1].addr)
-			continue;
-		kept++;
-		arena += cands[i].name_len + 1;
-		if (arena > MAX_STRTAB)
-			return -E2BIG;
-	}
+	for (i = 0; i < n; i++)
+		if (!i || cands[i].addr != cands[i - 1].addr)
+			kept++;
 	if (!kept)
 		return 0;
+	shown = calloc(kept, sizeof(*shown));
+	if (!shown)
+		return -ENOMEM;
+	for (i = 0, kept = 0; i < n; i++) {
+		if (i && cands[i].addr == cands[i - 1].addr)
+			continue;
+		len = cands[i].name_len;
+		/* the name is NUL-terminated at name_len: a string table entry or ours */
+		if (demangle_is_mangled(cands[i].name, len)) {
+			err = demangle_name(cands[i].name, &shown[kept]);
+			if (err == -ENOMEM)
+				goto out_free_shown;
+			err = 0;
+			if (shown[kept])
+				len = strlen(shown[kept]);
+		}
+		kept++;
+		arena += len + 1;
+		if (arena > MAX_STRTAB) {
+			err = -E2BIG;
+			goto out_free_shown;
+		}
+	}
 	e->syms = calloc(kept, sizeof(*e->syms));
 	e->names = malloc(arena);
-	if (!e->syms || !e->names)
-		return -ENOMEM;
+	if (!e->syms || !e->names) {
+		err = -ENOMEM;
+		goto out_free_shown;
+	}
 	e->names_len = arena;
 	for (i = 0; i < n; i++) {
 		if (i && cands[i].addr == cands[i - 1].addr)
 			continue;
-		s = &e->syms[e->nsyms++];
+		s = &e->syms[e->nsyms];
 		s->addr = cands[i].addr;
 		if (cands[i].size) {
 			s->end = cands[i].addr + cands[i].size;
@@ -240,10 +341,13 @@ static int build_table(struct elfsyms *e, const struct cand *cands, size_t n)
 			s->end = 0;
 			s->maxend = cands[i].sec_end > s->addr ? cands[i].sec_end : UINT64_MAX;
 		}
+		name = shown[e->nsyms] ? shown[e->nsyms] : cands[i].name;
+		len = shown[e->nsyms] ? strlen(name) : cands[i].name_len;
 		s->name = (uint32_t)pos;
-		memcpy(e->names + pos, cands[i].name, cands[i].name_len);
-		e->names[pos + cands[i].name_len] = '\0';
-		pos += cands[i].name_len + 1;
+		memcpy(e->names + pos, name, len);
+		e->names[pos + len] = '\0';
+		pos += len + 1;
+		e->nsyms++;
 	}
 	for (i = 0; i < e->nsyms; i++) {
 		s = &e->syms[i];
@@ -255,7 +359,11 @@ static int build_table(struct elfsyms *e, const struct cand *cands, size_t n)
 			maxend = s->end;
 		s->maxend = maxend;
 	}
-	return 0;
+out_free_shown:
+	for (i = 0; i < kept; i++)
+		free(shown[i]);
+	free(shown);
+	return err;
 }
 
 /* End address of every section, indexed like the section headers. */
@@ -284,23 +392,186 @@ static int read_section_ends(Elf *elf, uint64_t **ends, size_t *nsec)
 	return 0;
 }
 
-static int parse_elf(Elf *elf, struct elfsyms **out)
+/* Appends the function symbols of elf's .symtab (and .dynsym unless symtab_only)
+ * to l; *has_symtab tells whether a .symtab was there. On failure l is as it was. */
+static int add_symtabs(Elf *elf, struct loader *l, bool symtab_only, bool *has_symtab)
 {
-	size_t total = 0, n = 0, entsize, nsec = 0;
+	size_t total = 0, entsize, nsec = 0, n0 = l->n;
 	uint64_t *sec_ends = NULL;
-	struct cand *cands = NULL;
-	struct elfsyms *e;
 	Elf_Scn *scn = NULL, *strscn;
 	GElf_Shdr sh, strsh;
+	int err;
+
+	*has_symtab = false;
+	entsize = gelf_fsize(elf, ELF_T_SYM, 1, EV_CURRENT);
+	if (!entsize)
+		return -ENOEXEC;
+	err = read_section_ends(elf, &sec_ends, &nsec);
+	if (err)
+		goto out;
+	/* First pass: check the announced sizes against the caps before allocating. */
+	while ((scn = elf_nextscn(elf, scn))) {
+		if (!gelf_getshdr(scn, &sh)) {
+			err = -ENOEXEC;
+			goto out;
+		}
+		if (sh.sh_type != SHT_SYMTAB && (symtab_only || sh.sh_type != SHT_DYNSYM))
+			continue;
+		strscn = elf_getscn(elf, sh.sh_link);
+		if (!strscn || !gelf_getshdr(strscn, &strsh)) {
+			err = -ENOEXEC;
+			goto out;
+		}
+		if (sh.sh_size / entsize > MAX_SYMS - total || strsh.sh_size > MAX_STRTAB) {
+			err = -E2BIG;
+			goto out;
+		}
+		total += sh.sh_size / entsize;
+	}
+	err = loader_reserve(l, total);
+	if (err)
+		goto out;
+	while ((scn = elf_nextscn(elf, scn))) {
+		if (!gelf_getshdr(scn, &sh)) {
+			err = -ENOEXEC;
+			goto out;
+		}
+		if (sh.sh_type != SHT_SYMTAB && (symtab_only || sh.sh_type != SHT_DYNSYM))
+			continue;
+		err = read_symtab(elf, scn, &sh, sec_ends, nsec, l);
+		if (err)
+			goto out;
+		if (sh.sh_type == SHT_SYMTAB)
+			*has_symtab = true;
+	}
+out:
+	if (err)
+		l->n = n0;
+	free(sec_ends);
+	return err;
+}
+
+/* ---- PLT stubs (plt.c) -------------------------------------------------------- */
+
+/* plt_read's name_at: the preferred candidate at addr (candidates sorted first). */
+struct name_at_ctx {
+	struct loader *l;
+	bool sorted;
+};
+
+static const char *cand_name_at(void *ctx, uint64_t addr)
+{
+	struct name_at_ctx *c = ctx;
+	struct loader *l = c->l;
+	size_t lo = 0, hi = l->n, mid;
+
+	if (!l->n)
+		return NULL; /* nothing to sort (qsort must not get NULL) or find */
+	if (!c->sorted) {    /* parse_elf sorts again once every source is in */
+		qsort(l->cands, l->n, sizeof(*l->cands), cmp_cand);
+		c->sorted = true;
+	}
+	while (lo < hi) { /* first candidate at or above addr: the preferred alias */
+		mid = lo + (hi - lo) / 2;
+		if (l->cands[mid].addr < addr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < l->n && l->cands[lo].addr == addr ? l->cands[lo].name : NULL;
+}
+
+/* Appends name@plt candidates for the PLT stubs; the names move to the loader. */
+static int add_plt(Elf *elf, struct loader *l)
+{
+	struct name_at_ctx ctx = { l, false };
+	struct plt_stub *stubs = NULL;
+	size_t n = 0, i;
+	int err;
+
+	err = plt_read(elf, MAX_SYMS, cand_name_at, &ctx, &stubs, &n);
+	if (err)
+		return err;
+	err = loader_reserve(l, n);
+	for (i = 0; i < n && !err; i++) {
+		if (!loader_own(l, stubs[i].name)) {
+			err = -ENOMEM; /* loader_own freed it */
+		} else {
+			l->cands[l->n++] = (struct cand){
+				.addr = stubs[i].addr,
+				.size = stubs[i].size,
+				.sec_end = stubs[i].sec_end,
+				.name = stubs[i].name,
+				.name_len = stubs[i].name_len,
+				.bind = STB_LOCAL, /* a real symbol at the same address wins */
+			};
+		}
+		stubs[i].name = NULL;
+	}
+	plt_free(stubs, n);
+	return err;
+}
+
+/* ---- one file --------------------------------------------------------------- */
+
+/* Symbols of elf from outside it, when it has no .symtab: the separate debug file
+ * (only with a path and a debug root), else its MiniDebugInfo. Failing sources
+ * are skipped (the file still gets .dynsym and PLT names) but for -ENOMEM. What
+ * they hold stays open (dbg_elf and dbg_fd, or mini_elf and mini) until the
+ * table is built. */
+static int add_outside(Elf *elf, const char *path, const char *root, struct loader *l,
+		       Elf **dbg_elf, int *dbg_fd, Elf **mini_elf, void **mini)
+{
+	struct debuginfo_ids ids;
+	bool found = false;
+	size_t size;
+	int err;
+
+	if (path && root) {
+		debuginfo_read_ids(elf, &ids);
+		if (debuginfo_open(path, root, &ids, dbg_fd) == 0) {
+			*dbg_elf = elf_begin(*dbg_fd, ELF_C_READ_MMAP, NULL);
+			if (*dbg_elf && elf_kind(*dbg_elf) == ELF_K_ELF) {
+				err = add_symtabs(*dbg_elf, l, true, &found);
+				if (err == -ENOMEM)
+					return err;
+				if (found)
+					l->sources |= ELFSYMS_SRC_DEBUG_FILE;
+			}
+		}
+	}
+	if (found)
+		return 0;
+	err = debuginfo_mini(elf, mini, &size);
+	if (err == -ENOMEM)
+		return err;
+	if (err)
+		return 0;
+	*mini_elf = elf_memory(*mini, size);
+	if (!*mini_elf || elf_kind(*mini_elf) != ELF_K_ELF)
+		return 0;
+	err = add_symtabs(*mini_elf, l, true, &found);
+	if (err == -ENOMEM)
+		return err;
+	if (found)
+		l->sources |= ELFSYMS_SRC_MINIDEBUG;
+	return 0;
+}
+
+/* Parses elf; path and root (both or neither) let separate debug files be found. */
+static int parse_elf(Elf *elf, const char *path, const char *root, struct elfsyms **out)
+{
+	struct loader l = { 0 };
+	Elf *dbg_elf = NULL, *mini_elf = NULL;
+	void *mini = NULL;
+	struct elfsyms *e;
+	bool has_symtab;
+	int dbg_fd = -1;
 	GElf_Ehdr eh;
 	int err;
 
 	if (elf_kind(elf) != ELF_K_ELF || !gelf_getehdr(elf, &eh))
 		return -ENOEXEC;
-	entsize = gelf_fsize(elf, ELF_T_SYM, 1, EV_CURRENT);
-	if (!entsize)
-		return -ENOEXEC;
-
 	e = calloc(1, sizeof(*e));
 	if (!e)
 		return -ENOMEM;
@@ -308,67 +579,39 @@ static int parse_elf(Elf *elf, struct elfsyms **out)
 	err = read_segments(elf, e);
 	if (err)
 		goto out_free_syms;
-	err = read_section_ends(elf, &sec_ends, &nsec);
+	err = add_symtabs(elf, &l, false, &has_symtab);
 	if (err)
-		goto out_free_ends;
-
-	/* First pass: check the announced sizes against the caps before allocating. */
-	while ((scn = elf_nextscn(elf, scn))) {
-		if (!gelf_getshdr(scn, &sh)) {
-			err = -ENOEXEC;
-			goto out_free_ends;
-		}
-		if (sh.sh_type != SHT_SYMTAB && sh.sh_type != SHT_DYNSYM)
-			continue;
-		strscn = elf_getscn(elf, sh.sh_link);
-		if (!strscn || !gelf_getshdr(strscn, &strsh)) {
-			err = -ENOEXEC;
-			goto out_free_ends;
-		}
-		if (sh.sh_size / entsize > MAX_SYMS - total || strsh.sh_size > MAX_STRTAB) {
-			err = -E2BIG;
-			goto out_free_ends;
-		}
-		total += sh.sh_size / entsize;
-	}
-	if (total) {
-		cands = malloc(total * sizeof(*cands));
-		if (!cands) {
-			err = -ENOMEM;
-			goto out_free_ends;
-		}
-	}
-	while ((scn = elf_nextscn(elf, scn))) {
-		if (!gelf_getshdr(scn, &sh)) {
-			err = -ENOEXEC;
-			goto out_free_cands;
-		}
-		if (sh.sh_type != SHT_SYMTAB && sh.sh_type != SHT_DYNSYM)
-			continue;
-		err = read_symtab(elf, scn, &sh, sec_ends, nsec, cands, total, &n);
+		goto out_free_syms;
+	if (l.n)
+		l.sources |= has_symtab ? ELFSYMS_SRC_SYMTAB : ELFSYMS_SRC_DYNSYM;
+	err = add_plt(elf, &l);
+	if (err)
+		goto out_free_syms;
+	if (!has_symtab) {
+		err = add_outside(elf, path, root, &l, &dbg_elf, &dbg_fd, &mini_elf, &mini);
 		if (err)
-			goto out_free_cands;
+			goto out_free_syms;
 	}
-	if (n)
-		qsort(cands, n, sizeof(*cands), cmp_cand);
-	err = build_table(e, cands, n);
+	if (l.n)
+		qsort(l.cands, l.n, sizeof(*l.cands), cmp_cand);
+	err = build_table(e, l.cands, l.n);
 	if (err)
-		goto out_free_cands;
-	free(cands);
-	free(sec_ends);
+		goto out_free_syms;
+	e->sources = l.sources;
 	*out = e;
-	return 0;
-
-out_free_cands:
-	free(cands);
-out_free_ends:
-	free(sec_ends);
+	e = NULL;
 out_free_syms:
 	elfsyms_free(e);
+	loader_free(&l);
+	elf_end(mini_elf);
+	free(mini);
+	elf_end(dbg_elf);
+	if (dbg_fd >= 0)
+		close(dbg_fd);
 	return err;
 }
 
-int elfsyms__from_fd(int fd, struct elfsyms **out)
+static int from_fd(int fd, const char *path, const char *root, struct elfsyms **out)
 {
 	Elf *elf;
 	int err;
@@ -378,9 +621,14 @@ int elfsyms__from_fd(int fd, struct elfsyms **out)
 	elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
 	if (!elf)
 		return -ENOEXEC;
-	err = parse_elf(elf, out);
+	err = parse_elf(elf, path, root, out);
 	elf_end(elf);
 	return err;
+}
+
+int elfsyms__from_fd(int fd, struct elfsyms **out)
+{
+	return from_fd(fd, NULL, NULL, out);
 }
 
 int elfsyms__from_memory(const void *image, size_t size, struct elfsyms **out)
@@ -406,7 +654,7 @@ int elfsyms__from_memory(const void *image, size_t size, struct elfsyms **out)
 		err = -ENOEXEC;
 		goto out_free_copy;
 	}
-	err = parse_elf(elf, out);
+	err = parse_elf(elf, NULL, NULL, out);
 	elf_end(elf);
 out_free_copy:
 	free(copy);
@@ -482,7 +730,23 @@ int elfsyms_cache__new(size_t max_files, size_t max_bytes, struct elfsyms_cache 
 		return -ENOMEM;
 	c->max_files = max_files;
 	c->max_bytes = max_bytes;
+	c->debug_root = strdup(DEBUGINFO_DEFAULT_ROOT);
+	if (!c->debug_root) {
+		free(c);
+		return -ENOMEM;
+	}
 	*out = c;
+	return 0;
+}
+
+int elfsyms_cache__set_debug_root(struct elfsyms_cache *c, const char *root)
+{
+	char *copy = NULL;
+
+	if (root && !(copy = strdup(root)))
+		return -ENOMEM;
+	free(c->debug_root);
+	c->debug_root = copy;
 	return 0;
 }
 
@@ -503,6 +767,7 @@ void elfsyms_cache__free(struct elfsyms_cache *c)
 		return;
 	HASH_ITER (hh, c->table, ent, tmp)
 		cache_drop(c, ent);
+	free(c->debug_root);
 	free(c);
 }
 
@@ -558,7 +823,7 @@ int elfsyms_cache__get(struct elfsyms_cache *c, const char *path, struct elfsyms
 		goto out_close;
 	}
 
-	err = elfsyms__from_fd(fd, &e);
+	err = from_fd(fd, path, c->debug_root, &e);
 	if (err)
 		goto out_close;
 	ent = calloc(1, sizeof(*ent));

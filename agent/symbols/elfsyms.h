@@ -1,12 +1,19 @@
 /* Symbol tables of ELF files, parsed once with libelf and shared by every process
  * that maps the same file.
  *
- * A struct elfsyms holds the function symbols of one file (.symtab when present,
- * else .dynsym; both merged when both exist) sorted by address, plus the file's
- * PT_LOAD segments, so that a file offset (what /proc/PID/maps gives) can be turned
- * into the ELF virtual address the symbols use. That one translation handles PIE
- * executables, non-PIE executables and shared libraries alike: no load bias needs
- * to be known separately.
+ * A struct elfsyms holds the function symbols of one file sorted by address, plus
+ * the file's PT_LOAD segments, so that a file offset (what /proc/PID/maps gives)
+ * can be turned into the ELF virtual address the symbols use. That one translation
+ * handles PIE executables, non-PIE executables and shared libraries alike: no load
+ * bias needs to be known separately.
+ *
+ * Where names come from, merged (one name per address, see elfsyms__from_fd):
+ * .symtab and .dynsym; `name@plt` for the PLT stubs (x86-64, named by the
+ * relocation of the GOT slot each stub jumps through); and, for a file without
+ * .symtab, the .symtab of its separate debug file (found by build id, then by
+ * .gnu_debuglink, under the cache's debug root: see debuginfo.h for what is
+ * trusted) or else of its MiniDebugInfo (.gnu_debugdata). C++ and Rust names are
+ * demangled once, when the file is parsed, without parameter lists (demangle.h).
  *
  * The cache keys files by (device, inode, size, mtime), so thousands of processes
  * sharing libc parse it once, and a binary replaced on disk is parsed again.
@@ -27,7 +34,14 @@
 struct elfsyms;
 struct elfsyms_cache;
 
-/* Parses the ELF file open at fd (the fd is not kept). Returns 0, -ENOEXEC for a
+/* Where a file's names came from (elfsyms__sources), for tests and diagnostics. */
+#define ELFSYMS_SRC_SYMTAB     1u /* the file's own .symtab */
+#define ELFSYMS_SRC_DYNSYM     2u /* its .dynsym alone (no .symtab) */
+#define ELFSYMS_SRC_DEBUG_FILE 4u /* a separate debug file's .symtab */
+#define ELFSYMS_SRC_MINIDEBUG  8u /* the .symtab inside .gnu_debugdata */
+
+/* Parses the ELF file open at fd (the fd is not kept); without a path, no separate
+ * debug file is looked for (MiniDebugInfo is read). Returns 0, -ENOEXEC for a
  * file that is not ELF, -E2BIG for one past the hard caps (more than 4Mi symbol
  * table entries, a string table over 256 MiB), -ENOMEM, or another -errno. *out
  * owns one reference.
@@ -58,7 +72,11 @@ const char *elfsyms__lookup(const struct elfsyms *e, uint64_t vaddr, uint64_t *o
 /* Number of function symbols loaded, one per address (for tests and diagnostics). */
 size_t elfsyms__count(const struct elfsyms *e);
 
-/* Memory held by e's tables (symbols, names, segments), for caches' byte caps. */
+/* ELFSYMS_SRC_* flags of the sources that gave e at least one symbol. */
+unsigned elfsyms__sources(const struct elfsyms *e);
+
+/* Memory held by e's tables (symbols, names as shown: demangled and @plt ones
+ * included, segments), for caches' byte caps. */
 size_t elfsyms__bytes(const struct elfsyms *e);
 
 /* max_files and max_bytes (elfsyms__bytes() summed) bound what is kept: past
@@ -66,10 +84,17 @@ size_t elfsyms__bytes(const struct elfsyms *e);
 int elfsyms_cache__new(size_t max_files, size_t max_bytes, struct elfsyms_cache **out);
 void elfsyms_cache__free(struct elfsyms_cache *c);
 
-/* Returns the symbols of the file at path, parsing it unless a file with the same
- * (dev, inode, size, mtime) is cached. *out gets a new reference (elfsyms__put it).
- * Returns 0 or -errno (-ENOENT, -EACCES, -ENOEXEC also for a file that is not a
- * regular file, ...). References handed out stay valid after the cache is freed. */
+/* Where files without .symtab get their separate debug files (default
+ * /usr/lib/debug); NULL: nowhere (MiniDebugInfo is still read). Affects files
+ * parsed from now on. A debug file installed after its binary was parsed is seen
+ * when the binary is parsed again (evicted, or replaced). 0 or -ENOMEM. */
+int elfsyms_cache__set_debug_root(struct elfsyms_cache *c, const char *root);
+
+/* Returns the symbols of the file at path (with its debug file, see above),
+ * parsing it unless a file with the same (dev, inode, size, mtime) is cached.
+ * *out gets a new reference (elfsyms__put it). Returns 0 or -errno (-ENOENT,
+ * -EACCES, -ENOEXEC also for a file that is not a regular file, ...). References
+ * handed out stay valid after the cache is freed. */
 int elfsyms_cache__get(struct elfsyms_cache *c, const char *path, struct elfsyms **out);
 
 /* Number of distinct files parsed since creation (for tests and stats). */
