@@ -226,7 +226,7 @@ $(BUILD)/fuzz/seeds: $(wildcard fuzz/seeds/*/* tests/data/wire/* tests/data/gold
 	$(Q)cp tests/data/wire/*.batch $@/fuzz_wire/
 	$(Q)cp tests/data/golden/*.folded $@/fuzz_folded/
 	$(Q)cp fuzz/seeds/query/* $@/fuzz_query/
-	$(Q)cp $(BUILD)/workloads/shapes $@/fuzz_elf/
+	$(Q)cp $(BUILD)/workloads/shapes fuzz/seeds/elf/* $@/fuzz_elf/
 	$(Q)cp $(BUILD)/workloads/shapes /usr/bin/true $@/fuzz_cfi/
 	$(Q)cat /proc/self/maps > $@/fuzz_maps/self
 	$(Q)cp fuzz/seeds/perfmap/* $@/fuzz_perfmap/
