@@ -227,8 +227,8 @@ static void test_target_dies(void **state)
 	assert_true(k_after > k_before + 499); /* and sampling went on for seconds */
 	/* The victim's functions are named from its snapshot after death. A frame of
 	 * the victim's own module left as "victim+0x..." may only be a leaf: a sample
-	 * inside a PLT stub (clock_gettime@plt), which has no symbol, dead or alive;
-	 * were the snapshot missing, main and run_loop would be unnamed too. */
+	 * in code no symbol covers; were the snapshot missing, main and run_loop
+	 * would be unnamed too. */
 	assert_true(count_frames(f, "victim", "run_loop") >= v_after * 99 / 100);
 	folded__foreach(f, unresolved_only_at_leaf, NULL);
 	text = test_read_file(out);
