@@ -21,6 +21,7 @@
 #include "agent/symbols/demangle.h"
 #include "agent/symbols/plt.h"
 #include "agent/symbols/symrank.h"
+#include "agent/unwind/cfi.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -67,6 +68,9 @@ struct elfsyms {
 	struct segment *segs;
 	size_t nsegs;
 	unsigned sources; /* ELFSYMS_SRC_* */
+	/* Functions by the FDEs of .eh_frame, kept when no .symtab was found: they
+	 * name the start of a function no symbol covers. NULL otherwise. */
+	struct cfi_table *funcs;
 };
 
 /* A symbol as read from a table, before deduplication; name points into libelf's
@@ -124,6 +128,7 @@ static void elfsyms_free(struct elfsyms *e)
 	free(e->syms);
 	free(e->names);
 	free(e->segs);
+	cfi_table__free(e->funcs);
 	free(e);
 }
 
@@ -247,6 +252,7 @@ static int read_symtab(Elf *elf, Elf_Scn *scn, const GElf_Shdr *sh, const uint64
 	size_t count, i, len;
 	Elf_Data *data;
 	const char *name;
+	const char *at;
 	GElf_Sym sym;
 	int type;
 
@@ -266,6 +272,11 @@ static int read_symtab(Elf *elf, Elf_Scn *scn, const GElf_Shdr *sh, const uint64
 		if (!name || !*name)
 			continue;
 		len = strnlen(name, MAX_STRTAB);
+		/* "__libc_start_main@@GLIBC_2.34": a .symver alias in a .symtab; the
+		 * version is no part of the function's name */
+		at = memchr(name, '@', len);
+		if (at && at != name)
+			len = (size_t)(at - name);
 		if (l->n == l->cap)
 			return -E2BIG; /* more entries than the headers announced */
 		l->cands[l->n++] = (struct cand){
@@ -304,9 +315,16 @@ static int build_table(struct elfsyms *e, const struct cand *cands, size_t n)
 		if (i && cands[i].addr == cands[i - 1].addr)
 			continue;
 		len = cands[i].name_len;
-		/* the name is NUL-terminated at name_len: a string table entry or ours */
 		if (demangle_is_mangled(cands[i].name, len)) {
-			err = demangle_name(cands[i].name, &shown[kept]);
+			/* NUL-terminated at name_len, unless a version was cut off */
+			char *copy = cands[i].name[len] ? strndup(cands[i].name, len) : NULL;
+
+			if (cands[i].name[len] && !copy) {
+				err = -ENOMEM;
+				goto out_free_shown;
+			}
+			err = demangle_name(copy ? copy : cands[i].name, &shown[kept]);
+			free(copy);
 			if (err == -ENOMEM)
 				goto out_free_shown;
 			err = 0;
@@ -598,6 +616,11 @@ static int parse_elf(Elf *elf, const char *path, const char *root, struct elfsym
 	if (err)
 		goto out_free_syms;
 	e->sources = l.sources;
+	/* Stripped, and no debug file: the FDEs still bound every function. A file
+	 * without usable CFI just goes without (the "+0x" fallback stays per address). */
+	if (!(e->sources & (ELFSYMS_SRC_SYMTAB | ELFSYMS_SRC_DEBUG_FILE | ELFSYMS_SRC_MINIDEBUG)) &&
+	    cfi_table__functions(elf, &e->funcs))
+		e->funcs = NULL;
 	*out = e;
 	e = NULL;
 out_free_syms:
@@ -719,7 +742,18 @@ const char *elfsyms__lookup(const struct elfsyms *e, uint64_t vaddr, uint64_t *o
 size_t elfsyms__bytes(const struct elfsyms *e)
 {
 	return sizeof(*e) + e->nsyms * sizeof(*e->syms) + e->names_len +
-	       e->nsegs * sizeof(*e->segs);
+	       e->nsegs * sizeof(*e->segs) +
+	       (e->funcs ? sizeof(*e->funcs) + e->funcs->nfuncs * sizeof(*e->funcs->funcs) : 0);
+}
+
+int elfsyms__function_start(const struct elfsyms *e, uint64_t vaddr, uint64_t *start)
+{
+	const struct cfi_function *f = e->funcs ? cfi_table__function(e->funcs, vaddr) : NULL;
+
+	if (!f)
+		return -ENOENT;
+	*start = f->start;
+	return 0;
 }
 
 int elfsyms_cache__new(size_t max_files, size_t max_bytes, struct elfsyms_cache **out)

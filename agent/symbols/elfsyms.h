@@ -69,6 +69,12 @@ int elfsyms__offset_to_vaddr(const struct elfsyms *e, uint64_t file_offset, uint
  * a sized one ends at addr + size. The string is owned by e. */
 const char *elfsyms__lookup(const struct elfsyms *e, uint64_t vaddr, uint64_t *offset);
 
+/* For a file without .symtab (nor a debug file's): the start of the function
+ * holding vaddr by the ranges of its .eh_frame FDEs, so that a stripped binary's
+ * samples inside one function share one fallback name. Returns 0, or -ENOENT when
+ * no FDE covers vaddr or the file has symbols or no CFI. */
+int elfsyms__function_start(const struct elfsyms *e, uint64_t vaddr, uint64_t *start);
+
 /* Number of function symbols loaded, one per address (for tests and diagnostics). */
 size_t elfsyms__count(const struct elfsyms *e);
 

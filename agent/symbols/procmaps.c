@@ -697,6 +697,8 @@ static int resolve(const struct snap *s, const struct mapping *m, uint64_t addr,
 			snprintf(buf, len, "%s", sym);
 			return 0;
 		}
+		/* In a stripped binary, the start of the function (by its FDE) */
+		elfsyms__function_start(m->syms, vaddr, &vaddr);
 		snprintf(buf, len, "%s+0x%" PRIx64, name, vaddr);
 		return -ENOENT;
 	}

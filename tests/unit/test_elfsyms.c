@@ -369,14 +369,63 @@ static void test_shared(void **state)
 static void test_stripped(void **state)
 {
 	struct elfsyms *full, *e;
+	uint64_t st, size = 0, start = 0;
 
 	(void)state;
 	check_fixture(stripped, false);
 	full = load(lib);
 	e = load(stripped);
 	assert_true(elfsyms__count(e) < elfsyms__count(full));
+	/* A static function, gone with .symtab: its FDE still gives its start,
+	 * which readelf finds in the unstripped library. */
+	st = sym_addr(lib, "fx_static", &size);
+	assert_true(size > 4);
+	assert_null(elfsyms__lookup(e, st + 3, NULL));
+	assert_int_equal(elfsyms__function_start(e, st + 3, &start), 0);
+	assert_int_equal(start, st);
+	assert_int_equal(elfsyms__function_start(e, st + size - 1, &start), 0);
+	assert_int_equal(start, st);
+	/* With a .symtab, symbols name it: no FDE ranges are kept. */
+	assert_int_equal(elfsyms__function_start(full, st + 3, &start), -ENOENT);
 	elfsyms__put(e);
 	elfsyms__put(full);
+}
+
+/* Symbol versions are no part of a name: libc's debug file (libc6-dbg) names
+ * __libc_start_main "__libc_start_main@@GLIBC_2.34" in its .symtab. Every
+ * exported libc function nm lists must resolve to a name without '@'. */
+static void test_no_version_suffix(void **state)
+{
+	const char *libc = "/lib/x86_64-linux-gnu/libc.so.6";
+	char line[512], name[256], type;
+	struct elfsyms_cache *c = NULL;
+	struct elfsyms *e = NULL;
+	unsigned long long addr;
+	size_t checked = 0;
+	const char *got;
+	FILE *p;
+
+	(void)state;
+	/* through a cache, which looks for the debug file (a plain parse does not) */
+	assert_int_equal(elfsyms_cache__new(4, 1u << 30, &c), 0);
+	assert_int_equal(elfsyms_cache__get(c, libc, &e), 0);
+	assert_true(elfsyms__sources(e) & ELFSYMS_SRC_DEBUG_FILE); /* libc6-dbg */
+	p = popen("nm -D --defined-only /lib/x86_64-linux-gnu/libc.so.6", "r");
+	assert_non_null(p);
+	while (fgets(line, sizeof(line), p)) {
+		if (sscanf(line, "%llx %c %255s", &addr, &type, name) != 3 ||
+		    (type != 'T' && type != 'W' && type != 'i'))
+			continue;
+		got = elfsyms__lookup(e, addr, NULL);
+		assert_non_null(got);
+		if (strchr(got, '@'))
+			fail_msg("%s at 0x%llx resolves to '%s'", name, addr, got);
+		checked++;
+	}
+	pclose(p);
+	assert_true(checked > 1000);
+	elfsyms__put(e);
+	elfsyms_cache__free(c);
 }
 
 static void check_offsets(const char *path)
@@ -739,6 +788,7 @@ int main(void)
 		cmocka_unit_test(test_nonpie),
 		cmocka_unit_test(test_shared),
 		cmocka_unit_test(test_stripped),
+		cmocka_unit_test(test_no_version_suffix),
 		cmocka_unit_test(test_offset_to_vaddr),
 		cmocka_unit_test(test_loaded_library),
 		cmocka_unit_test(test_from_memory),
