@@ -14,8 +14,8 @@
 #
 # Layout of build/: vmlinux.h and BPF skeletons in build/bpf/, release objects in
 # build/rel/, sanitized objects and test binaries in build/asan/, test workloads
-# (plain -O1 with frame pointers, no sanitizers) in build/workloads/, the browser
-# tests' Node packages in build/browser/.
+# (plain -O1 with frame pointers, no sanitizers; tests/workloads/nofp/ -O2 without)
+# in build/workloads/, the browser tests' Node packages in build/browser/.
 
 .DELETE_ON_ERROR:
 .SECONDARY:

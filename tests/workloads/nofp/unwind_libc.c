@@ -29,6 +29,9 @@ static volatile sig_atomic_t stop;
 static volatile uint64_t sink;
 static int sortbuf[NSORT];
 static char src[NCOPY], dst[NCOPY];
+/* Called through a volatile pointer: gcc would otherwise see that dst is never
+ * read and drop the copy (it did). */
+static void *(*volatile copy_fn)(void *, const void *, size_t) = memcpy;
 
 struct tally {
 	uint64_t sort, copy, total;
@@ -66,7 +69,7 @@ __attribute__((noipa)) static void copy_branch(uint64_t ns)
 	do {
 		for (i = 0; i < 16; i++) {
 			src[i] = (char)i;
-			memcpy(dst, src, sizeof(dst));
+			copy_fn(dst, src, sizeof(dst));
 			sink += (unsigned char)dst[i];
 		}
 	} while (burn_thread_ns() - start < ns);
