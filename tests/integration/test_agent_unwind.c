@@ -11,15 +11,21 @@
  *     frame pointers): the C frames stand between the two Python frames;
  *   - losses: processes that exit before their table can be loaded, and a process
  *     that forks and execs another no-frame-pointer image: no wrong frame, and
- *     every stack that is not whole is counted in the agent's losses.
+ *     every partial stack counted in the agent's losses.
  *
  * Vocabulary: a stack is "whole" when the workload's frames run, root first,
  * from main (with __libc_start_call_main right below it) to the leaf along edges
  * of the workload's call graph with nothing in between (libc's frames only where
  * the graph says so: qsort's). It is "wrong" when it holds a frame of another
- * image, or two of the workload's frames that are adjacent without an edge between
- * them (a made-up caller). Anything else with a workload frame is "partial": the
- * walk stopped early, which must be counted as a loss.
+ * image, two of the workload's frames without an edge between them (a made-up
+ * caller), or a stranger frame where the graph has a direct call. Anything else
+ * with a workload frame is "partial": the walk stopped early (or lost libc's
+ * frames under qsort), which must be counted as a loss. Frames above the last
+ * workload frame (libc's memcpy, the vDSO, the kernel) are not judged.
+ *
+ * Sampling spans are the target's CPU time, not the clock's (wait_cpu_seconds), so
+ * on an idle machine the file takes about two minutes, and longer, not poorer,
+ * on a loaded one.
  *
  * Needs root. Each test states its minimum number of samples before comparing.
  */
@@ -485,10 +491,9 @@ static void test_nofp_shapes(void **state)
 	print_message("  whole stacks through a_spin: %llu, with all %d deep() frames: %llu\n",
 		      (unsigned long long)sc.leaf_a_spin, DEEP_FRAMES,
 		      (unsigned long long)sc.leaf_a_spin_deep);
-	/* 6 s at 999 Hz of one busy thread is ~6000 samples; a machine loaded by other
-	 * work gave 1473 */
-	if (sc.total < 600)
-		fail_msg("only %llu samples of unwind, need 600", (unsigned long long)sc.total);
+	/* 6 s of its CPU at 999 Hz is ~6000 samples (6008 at load 10) */
+	if (sc.total < 3000)
+		fail_msg("only %llu samples of unwind, need 3000", (unsigned long long)sc.total);
 	assert_whole(&sc, 99);
 	assert_no_wrong(&sc);
 	/* a_spin is ~50 % of the samples: its stacks are ~30 frames deep */
@@ -511,8 +516,8 @@ static void test_nofp_libc(void **state)
 	print_scan("no frame pointers, hot in libc", &sc);
 	print_message("  copy_branch samples %llu, of which in libc's memcpy %llu\n",
 		      (unsigned long long)sc.copy, (unsigned long long)sc.copy_libc_leaf);
-	if (sc.total < 600)
-		fail_msg("only %llu samples of unwind_libc, need 600",
+	if (sc.total < 3000) /* as above: 6037 at load 10 */
+		fail_msg("only %llu samples of unwind_libc, need 3000",
 			 (unsigned long long)sc.total);
 	assert_whole(&sc, 99);
 	assert_no_wrong(&sc);
@@ -791,9 +796,10 @@ static void compare_with_perf(const char *tag, char *const argv[], const char *c
 		      perf->samples ? 100.0 * (double)perf->entry / (double)perf->samples : 0.0,
 		      (unsigned long long)ours->samples, (unsigned long long)ours->entry,
 		      ours->samples ? 100.0 * (double)ours->entry / (double)ours->samples : 0.0);
-	/* 8 s at 99 Hz is ~790 samples for perf; a loaded machine gave a quarter */
-	if (perf->samples < 150 || ours->samples < 1000)
-		fail_msg("too few samples: perf %llu (need 150), smolder %llu (need 1000)",
+	/* 8 s of its CPU is ~790 samples for perf at 99 Hz (~800 at load 10), ~8000
+	 * for the agent at 999 Hz */
+	if (perf->samples < 400 || ours->samples < 4000)
+		fail_msg("too few samples: perf %llu (need 400), smolder %llu (need 4000)",
 			 (unsigned long long)perf->samples, (unsigned long long)ours->samples);
 
 	/* perf's top ten, by inclusive count */
@@ -977,8 +983,8 @@ static void test_nofp_perf_reference(void **state)
 		print_scan("perf, the reference", &scans[k]);
 		/* 4 s of CPU at 499 Hz is ~2000 samples (the stacks are shallow: 16 KB
 		 * copies hold them); perf loses some on a loaded machine */
-		if (scans[k].total < 100)
-			fail_msg("only %llu perf samples of %s, need 100",
+		if (scans[k].total < 1000)
+			fail_msg("only %llu perf samples of %s, need 1000",
 				 (unsigned long long)scans[k].total, scans[k].spec->comm);
 		assert_whole(&scans[k], 99);
 		assert_no_wrong(&scans[k]);
@@ -1132,10 +1138,10 @@ static void test_python_interleave(void **state)
 			print_message("  first stack without: %s\n", il[k].first_bad);
 	}
 	for (k = 0; k < 2; k++) {
-		/* 4 s of CPU at 999 Hz gave ~950 samples in py_callback_qsort and ~450
-		 * in py_callback_sorted (the rest: building lists, ctypes' conversions) */
-		if (il[k].samples < 200)
-			fail_msg("only %llu samples in %s, need 200",
+		/* 4 s of its CPU at 999 Hz gave ~2500 samples in py_callback_qsort and
+		 * ~1150 in py_callback_sorted (the rest: building lists, ctypes) */
+		if (il[k].samples < 500)
+			fail_msg("only %llu samples in %s, need 500",
 				 (unsigned long long)il[k].samples, il[k].callback);
 		if (il[k].ordered * 100 < il[k].samples * 95)
 			fail_msg("%llu of %llu samples of %s (%.1f %%) show %s;C frames;%s, need "
@@ -1224,9 +1230,9 @@ static void test_exit_before_table(void **state)
 	print_scan("20 processes of 50 ms", &sc);
 	losses = unwind_losses(text);
 	print_message("  unwinding losses counted (whole host): %llu\n", losses);
-	/* 20 x 50 ms at 999 Hz is ~1000 samples */
-	if (sc.total < 200)
-		fail_msg("only %llu samples of the short processes, need 200",
+	/* 20 x 50 ms at 999 Hz is ~1000 samples (1172 at load 10) */
+	if (sc.total < 500)
+		fail_msg("only %llu samples of the short processes, need 500",
 			 (unsigned long long)sc.total);
 	assert_no_wrong(&sc);
 	if (sc.partial > losses)
@@ -1271,9 +1277,9 @@ static void test_exec_no_wrong_frames(void **state)
 	print_scan("after fork+exec and exec", &sul);
 	losses = unwind_losses(text);
 	print_message("  unwinding losses counted (whole host): %llu\n", losses);
-	/* 1.5 s, then 2 x 1.5 s at 999 Hz: ~1500 and ~3000 */
-	if (su.total < 300 || sul.total < 600)
-		fail_msg("too few samples: %llu before exec (need 300), %llu after (need 600)",
+	/* 1.5 s, then 2 x 1.5 s of CPU at 999 Hz: ~1500 and ~3000 */
+	if (su.total < 750 || sul.total < 1500)
+		fail_msg("too few samples: %llu before exec (need 750), %llu after (need 1500)",
 			 (unsigned long long)su.total, (unsigned long long)sul.total);
 	assert_no_wrong(&su);
 	assert_no_wrong(&sul);
