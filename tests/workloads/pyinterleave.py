@@ -1,6 +1,6 @@
 """Python calling C calling back into Python, for the interleaving tests of
-tests/integration/test_agent_unwind.c (CPython 3.9 to 3.13, none built with frame
-pointers):
+tests/integration/test_agent_pyinterleave.c (CPython 3.9 to 3.13, none built with
+frame pointers):
 
   py_outer_qsort -> ctypes -> libffi -> libc qsort (qsort_r, msort_with_tmp, ...)
       -> the ctypes closure -> py_callback_qsort
