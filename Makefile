@@ -14,8 +14,8 @@
 #
 # Layout of build/: vmlinux.h and BPF skeletons in build/bpf/, release objects in
 # build/rel/, sanitized objects and test binaries in build/asan/, test workloads
-# (plain -O1 with frame pointers, no sanitizers) in build/workloads/, the browser
-# tests' Node packages in build/browser/.
+# (plain -O1 with frame pointers, no sanitizers; tests/workloads/nofp/ -O2 without)
+# in build/workloads/, the browser tests' Node packages in build/browser/.
 
 .DELETE_ON_ERROR:
 .SECONDARY:
@@ -78,11 +78,14 @@ UNIT_TESTS  := $(patsubst tests/unit/%.c,$(BUILD)/asan/tests/%,$(wildcard tests/
 INTEG_TESTS := $(patsubst tests/integration/%.c,$(BUILD)/asan/tests/%,$(wildcard tests/integration/test_*.c))
 WORKLOADS   := $(patsubst tests/workloads/%.c,$(BUILD)/workloads/%,$(wildcard tests/workloads/*.c))
 PY_WORKLOADS := $(wildcard tests/workloads/*.py)
+# the no-frame-pointer workloads (tests/workloads/nofp/, rules at the end)
+NOFP_WORKLOADS := $(BUILD)/workloads/unwind $(BUILD)/workloads/unwind_libc
 BENCHES     := $(patsubst bench/%.c,$(BUILD)/bench/%,$(wildcard bench/*.c))
 
 # Every C file clang-format owns: the program, BPF, tests, workloads, benchmarks.
 FORMAT_SRCS = $(LIB_SRCS) $(MAIN_SRCS) $(shell find $(LIB_DIRS) cli bpf -name '*.h') \
-	      $(BPF_SRCS) $(wildcard tests/*/*.c tests/*.h tests/*/*.h bench/*.c bench/*.h fuzz/*.c)
+	      $(BPF_SRCS) $(wildcard tests/*/*.c tests/*.h tests/*/*.h tests/workloads/nofp/*.[ch] bench/*.c \
+	      bench/*.h fuzz/*.c)
 
 .PHONY: all deps test check check-format check-layout run bench format clean fuzz fuzz-smoke
 all: $(BUILD)/smolder
@@ -98,8 +101,9 @@ test: deps
 # tests/run.sh runs exactly these binaries, after checking that they and the
 # workloads exist; SMOLDER_TEST_TIMEOUT=SEC changes its per-binary timeout (600 s).
 check: check-format check-layout fuzz-smoke $(BUILD)/smolder $(BUILD)/asan/smolder $(UNIT_TESTS) \
-		$(INTEG_TESTS) $(WORKLOADS) $(BENCHES)
-	$(Q)bash tests/run.sh $(BUILD) $(addprefix --workload ,$(WORKLOADS) $(PY_WORKLOADS)) \
+		$(INTEG_TESTS) $(WORKLOADS) $(NOFP_WORKLOADS) $(BENCHES)
+	$(Q)bash tests/run.sh $(BUILD) \
+		$(addprefix --workload ,$(WORKLOADS) $(NOFP_WORKLOADS) $(PY_WORKLOADS)) \
 		$(UNIT_TESTS) $(INTEG_TESTS)
 
 check-format:
@@ -297,5 +301,35 @@ $(BUILD)/workloads/%: tests/workloads/%.c
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) -std=c17 -D_GNU_SOURCE -O1 -g -fno-omit-frame-pointer -fno-inline \
 		-fno-optimize-sibling-calls -Wall -Wextra -Werror -o $@ $< -lpthread
+
+# No-frame-pointer workloads (tests/workloads/nofp/), for the tests of unwinding
+# from CFI: -O2 and no frame pointer in the executables, their .so and their C++,
+# as in distribution builds; no inlining and no sibling calls, so the call chain
+# each workload knows is the one in its stacks. unwind links libunw.so by an
+# $$ORIGIN rpath (it lives beside it) and the C++ object.
+NOFP_FLAGS := -O2 -g -fomit-frame-pointer -fno-inline -fno-optimize-sibling-calls \
+	      -fasynchronous-unwind-tables -Wall -Wextra -Werror -Itests/workloads/nofp
+NOFP_DEPS  := tests/workloads/nofp/burn.h
+
+$(BUILD)/workloads/libunw.so: tests/workloads/nofp/libunw.c $(NOFP_DEPS)
+	$(call msg,CC,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) -std=c17 -D_GNU_SOURCE $(NOFP_FLAGS) -fPIC -shared -o $@ $<
+
+$(BUILD)/workloads/unwcpp.o: tests/workloads/nofp/unwcpp.cpp $(NOFP_DEPS)
+	$(call msg,CXX,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)g++ -std=c++17 $(NOFP_FLAGS) -c -o $@ $<
+
+$(BUILD)/workloads/unwind: tests/workloads/nofp/unwind.c $(BUILD)/workloads/unwcpp.o \
+		$(BUILD)/workloads/libunw.so $(NOFP_DEPS)
+	$(call msg,CC,$@)
+	$(Q)$(CC) -std=c17 -D_GNU_SOURCE $(NOFP_FLAGS) -o $@ $< $(BUILD)/workloads/unwcpp.o \
+		-L$(BUILD)/workloads -lunw -Wl,-rpath,'$$ORIGIN' -lstdc++
+
+$(BUILD)/workloads/unwind_libc: tests/workloads/nofp/unwind_libc.c $(NOFP_DEPS)
+	$(call msg,CC,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) -std=c17 -D_GNU_SOURCE $(NOFP_FLAGS) -o $@ $<
 
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)
