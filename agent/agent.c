@@ -323,8 +323,8 @@ static void print_unwind(struct agent *a, const uint64_t *loss)
 	if (!a->unwind)
 		return;
 	unwinder__stats(a->unwind, &us);
-	log_info("smolder: unwinding: frames by table %llu, by frame pointer %llu; stacks "
-		 "with no unwind table %llu (process not published %llu), cut %llu, "
+	log_info("smolder: unwinding: frames by table %llu, by frame pointer %llu, stacks "
+		 "with no unwind table %llu, of which process not published %llu, cut %llu, "
 		 "truncated %llu",
 		 (unsigned long long)loss[PROFILE_LOSS_UNWIND_TABLE_FRAMES],
 		 (unsigned long long)loss[PROFILE_LOSS_UNWIND_FP_FRAMES],

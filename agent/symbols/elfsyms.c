@@ -82,6 +82,7 @@ struct cand {
 	const char *name;
 	size_t name_len;
 	unsigned char bind;
+	bool compat; /* its .symtab name had a non-default version: NAME@VERSION */
 };
 
 struct cache_key {
@@ -109,10 +110,15 @@ struct elfsyms_cache {
 	char *debug_root; /* where separate debug files are looked for; NULL: nowhere */
 };
 
-/* Orders candidates by address, the preferred alias first (see symrank.h). */
+/* Orders candidates by address, the preferred alias first (see symrank.h); a
+ * compatibility alias ("cfree@GLIBC_2.2.5", an old version kept for old binaries)
+ * loses to any other name at its address ("free"). */
 static int cmp_cand(const void *pa, const void *pb)
 {
 	const struct cand *a = pa, *b = pb;
+
+	if (a->addr == b->addr && a->compat != b->compat)
+		return a->compat ? 1 : -1;
 	struct symrank_key ka = { a->addr, a->size == 0, a->bind == STB_WEAK, a->bind != STB_GLOBAL,
 				  a->name, a->name_len };
 	struct symrank_key kb = { b->addr, b->size == 0, b->bind == STB_WEAK, b->bind != STB_GLOBAL,
@@ -243,6 +249,20 @@ static char *loader_own(struct loader *l, char *name)
 	return name;
 }
 
+#define VERSYM_HIDDEN_BIT 0x8000 /* a .gnu.version entry of a non-default version */
+
+/* The .gnu.version entries of the dynamic symbol table at index dynsym, or NULL. */
+static Elf_Data *find_versym(Elf *elf, size_t dynsym)
+{
+	Elf_Scn *scn = NULL;
+	GElf_Shdr sh;
+
+	while ((scn = elf_nextscn(elf, scn)))
+		if (gelf_getshdr(scn, &sh) && sh.sh_type == SHT_GNU_versym && sh.sh_link == dynsym)
+			return elf_getdata(scn, NULL);
+	return NULL;
+}
+
 /* Appends the function symbols of one symbol table section to l. sec_ends has
  * the end address of each of the nsec sections. */
 static int read_symtab(Elf *elf, Elf_Scn *scn, const GElf_Shdr *sh, const uint64_t *sec_ends,
@@ -252,13 +272,17 @@ static int read_symtab(Elf *elf, Elf_Scn *scn, const GElf_Shdr *sh, const uint64
 	size_t count, i, len;
 	Elf_Data *data;
 	const char *name;
+	Elf_Data *versym;
 	const char *at;
+	GElf_Versym vs;
+	bool compat;
 	GElf_Sym sym;
 	int type;
 
 	data = elf_getdata(scn, NULL);
 	if (!data || !entsize)
 		return -ENOEXEC;
+	versym = sh->sh_type == SHT_DYNSYM ? find_versym(elf, elf_ndxscn(scn)) : NULL;
 	count = data->d_size / entsize;
 	for (i = 0; i < count; i++) {
 		if (!gelf_getsym(data, (int)i, &sym))
@@ -275,6 +299,11 @@ static int read_symtab(Elf *elf, Elf_Scn *scn, const GElf_Shdr *sh, const uint64
 		/* "__libc_start_main@@GLIBC_2.34": a .symver alias in a .symtab; the
 		 * version is no part of the function's name */
 		at = memchr(name, '@', len);
+		/* a non-default version: "NAME@V" in a .symtab, the hidden bit of its
+		 * .gnu.version entry in a .dynsym */
+		compat = at && at != name && (size_t)(at - name) + 1 < len && at[1] != '@';
+		if (versym && gelf_getversym(versym, (int)i, &vs) && (vs & VERSYM_HIDDEN_BIT))
+			compat = true;
 		if (at && at != name)
 			len = (size_t)(at - name);
 		if (l->n == l->cap)
@@ -286,6 +315,7 @@ static int read_symtab(Elf *elf, Elf_Scn *scn, const GElf_Shdr *sh, const uint64
 			.name = name,
 			.name_len = len,
 			.bind = GELF_ST_BIND(sym.st_info),
+			.compat = compat,
 		};
 	}
 	return 0;

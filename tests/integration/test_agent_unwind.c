@@ -44,11 +44,13 @@
 #include "childtest.h"
 #include "testutil.h"
 
-/* The counters of the agent's "smolder: losses: ..." line that count samples whose
- * user stack could not be unwound whole (a file without a table yet, an evicted
- * table, a walk cut short). Adjust here when the names change; a missing one fails
+/* The summary line, and its counters, that count samples whose user stack could
+ * not be unwound whole (a file without a table yet, an evicted table, a walk cut
+ * short, a stack too deep). Adjust here when the names change; a missing one fails
  * the loss tests with the line quoted. */
-static const char *const unwind_loss_counters[] = { "no unwind table" };
+#define UNWIND_SUMMARY "smolder: unwinding: "
+static const char *const unwind_loss_counters[] = { "stacks with no unwind table", "cut",
+						    "truncated" };
 
 /* The frame right below main in every whole stack (glibc 2.34+). */
 #define BELOW_MAIN "__libc_start_call_main"
@@ -289,18 +291,18 @@ static void assert_no_wrong(const struct scan *sc)
 
 /* ---- the agent's loss summary ------------------------------------------------ */
 
-/* The counter called name in the last "smolder: losses: " line of text: items
+/* The counter called name in the last UNWIND_SUMMARY line of text: items
  * "NAME N" or "NAME=N" separated by ", "; -1 when there is no such item. */
 static long long loss_counter(const char *text, const char *name)
 {
 	const char *line = NULL, *p, *end, *item;
 	size_t nlen = strlen(name);
 
-	for (p = text; (p = strstr(p, "smolder: losses: ")); p++)
+	for (p = text; (p = strstr(p, UNWIND_SUMMARY)); p++)
 		line = p;
 	if (!line)
 		return -1;
-	item = line + strlen("smolder: losses: ");
+	item = line + strlen(UNWIND_SUMMARY);
 	end = strchr(item, '\n');
 	if (!end)
 		end = item + strlen(item);
@@ -331,11 +333,11 @@ static unsigned long long unwind_losses(const char *text)
 
 	for (i = 0; i < sizeof(unwind_loss_counters) / sizeof(unwind_loss_counters[0]); i++) {
 		long long v = loss_counter(text, unwind_loss_counters[i]);
-		const char *line = strstr(text, "smolder: losses: ");
+		const char *line = strstr(text, UNWIND_SUMMARY);
 
 		if (v < 0)
 			fail_msg("the agent's summary has no \"%s\" counter: %.400s",
-				 unwind_loss_counters[i], line ? line : "(no losses line)");
+				 unwind_loss_counters[i], line ? line : "(no unwinding line)");
 		sum += (unsigned long long)v;
 	}
 	return sum;
@@ -846,8 +848,7 @@ static void compare_with_perf(const char *tag, char *const argv[], const char *c
 	if (outside)
 		fail_msg("%s: the inclusive share of %s differs from perf's beyond the bound", tag,
 			 outside);
-	names_free(&perf->incl);
-	names_free(&ours->incl);
+	sides_free();
 }
 
 static void test_debian_sqlite3(void **state)

@@ -393,7 +393,8 @@ static void test_stripped(void **state)
 
 /* Symbol versions are no part of a name: libc's debug file (libc6-dbg) names
  * __libc_start_main "__libc_start_main@@GLIBC_2.34" in its .symtab. Every
- * exported libc function nm lists must resolve to a name without '@'. */
+ * exported libc function nm lists must resolve to a name without '@', and an
+ * old version's alias must not win over the current name. */
 static void test_no_version_suffix(void **state)
 {
 	const char *libc = "/lib/x86_64-linux-gnu/libc.so.6";
@@ -401,6 +402,7 @@ static void test_no_version_suffix(void **state)
 	struct elfsyms_cache *c = NULL;
 	struct elfsyms *e = NULL;
 	unsigned long long addr;
+	bool checked_free = false;
 	size_t checked = 0;
 	const char *got;
 	FILE *p;
@@ -420,10 +422,16 @@ static void test_no_version_suffix(void **state)
 		assert_non_null(got);
 		if (strchr(got, '@'))
 			fail_msg("%s at 0x%llx resolves to '%s'", name, addr, got);
+		/* free, not its compatibility alias cfree@GLIBC_2.2.5 */
+		if (strcmp(name, "free@@GLIBC_2.2.5") == 0) {
+			assert_string_equal(got, "free");
+			checked_free = true;
+		}
 		checked++;
 	}
 	pclose(p);
 	assert_true(checked > 1000);
+	assert_true(checked_free);
 	elfsyms__put(e);
 	elfsyms_cache__free(c);
 }
