@@ -19,6 +19,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <glob.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -467,6 +468,33 @@ static inline long long test_proc_cpu_ticks(pid_t pid)
 	return (long long)(utime + stime);
 }
 
+/* pyenv's pythonX.Y for version "X.Y" (any patch release) into buf: the root is
+ * $PYENV_ROOT, else what `pyenv root` prints, else /root/.pyenv. Returns false
+ * when that interpreter is not installed (the caller skips with a reason). */
+static inline bool test_pyenv_python(const char *version, char *buf, size_t len)
+{
+	char root[512] = "", pattern[1024];
+	const char *env = getenv("PYENV_ROOT");
+	bool found;
+	glob_t g;
+	FILE *p;
+
+	if (env && *env) {
+		snprintf(root, sizeof(root), "%s", env);
+	} else if ((p = popen("pyenv root 2>/dev/null", "r"))) {
+		if (!fgets(root, sizeof(root), p))
+			root[0] = '\0';
+		root[strcspn(root, "\n")] = '\0';
+		pclose(p);
+	}
+	snprintf(pattern, sizeof(pattern), "%s/versions/%s.*/bin/python%s",
+		 root[0] ? root : "/root/.pyenv", version, version);
+	found = glob(pattern, 0, NULL, &g) == 0 && g.gl_pathc > 0;
+	if (found)
+		snprintf(buf, len, "%s", g.gl_pathv[0]);
+	globfree(&g);
+	return found;
+}
 /* Waits until pid has used at least `ticks` more CPU ticks than `from`. */
 static inline bool test_wait_cpu(pid_t pid, long long from, long long ticks, unsigned timeout_ms)
 {

@@ -14,7 +14,6 @@
 
 #include <cmocka.h>
 
-#include <glob.h>
 #include <limits.h>
 #include <sys/stat.h>
 
@@ -444,36 +443,21 @@ static void test_hostile_maps(void **state)
  * no trampoline shows beside them. */
 static void run_python_perf(struct fixture *fx, const char *version)
 {
-	char pattern[PATH_MAX + 64], out[128], err[128], pout[128], pidbuf[16], script[PATH_MAX];
-	char root[PATH_MAX] = "/root/.pyenv";
-	const char *env = getenv("PYENV_ROOT");
-	char *argv[] = { NULL, "-X", "perf", script, "shares", "6", NULL };
+	char python[PATH_MAX], out[128], err[128], pout[128], pidbuf[16], script[PATH_MAX];
+	char *argv[] = { python, "-X", "perf", script, "shares", "6", NULL };
 	pid_t py, agent;
 	struct folded *f;
-	glob_t g;
 	char *text;
-	FILE *p;
 
-	if (env && *env) {
-		snprintf(root, sizeof(root), "%s", env);
-	} else if ((p = popen("pyenv root 2>/dev/null", "r"))) {
-		if (fgets(root, sizeof(root), p))
-			root[strcspn(root, "\n")] = '\0';
-		pclose(p);
-	}
-	snprintf(pattern, sizeof(pattern), "%s/versions/%s.*/bin/python%s", root, version, version);
-	if (glob(pattern, 0, NULL, &g) || !g.gl_pathc) {
-		print_message("skipping: no CPython %s under %s\n", version, root);
-		globfree(&g);
+	if (!test_pyenv_python(version, python, sizeof(python))) {
+		print_message("skipping: no CPython %s under pyenv\n", version);
 		skip();
 	}
-	argv[0] = g.gl_pathv[0];
 	assert_non_null(realpath("tests/workloads/pyshapes.py", script));
 	snprintf(out, sizeof(out), "%s/py%s.folded", fx->dir, version);
 	snprintf(err, sizeof(err), "%s/py%s.err", fx->dir, version);
 	snprintf(pout, sizeof(pout), "%s/py%s.out", fx->dir, version);
 	py = test_spawn(argv, pout, NULL);
-	globfree(&g);
 	snprintf(pidbuf, sizeof(pidbuf), "%d", (int)py);
 	agent = start_agent(out, err, "--pid", pidbuf, "--frequency", "499", "--window", "1",
 			    "--duration", "4", NULL);

@@ -11,7 +11,6 @@
  * Each interpreter is sampled for 4 s of its CPU time, not of the clock's, so a
  * loaded machine makes the test slower, not poorer in samples.
  */
-#include <glob.h>
 #include <limits.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -59,28 +58,10 @@ static struct interp interps[] = {
 
 static void find_interpreters(void)
 {
-	const char *root = getenv("PYENV_ROOT");
-	char pattern[PATH_MAX + 64], rootbuf[PATH_MAX] = "";
-	FILE *p;
 	size_t i;
 
-	if (!root || !*root) {
-		p = popen("pyenv root 2>/dev/null", "r");
-		if (p && fgets(rootbuf, sizeof(rootbuf), p))
-			rootbuf[strcspn(rootbuf, "\n")] = '\0';
-		if (p)
-			pclose(p);
-		root = rootbuf[0] ? rootbuf : "/root/.pyenv";
-	}
-	for (i = 0; i < 5; i++) {
-		glob_t g;
-
-		snprintf(pattern, sizeof(pattern), "%s/versions/%s.*/bin/python%s", root,
-			 interps[i].label, interps[i].label);
-		if (glob(pattern, 0, NULL, &g) == 0 && g.gl_pathc)
-			snprintf(interps[i].path, sizeof(interps[i].path), "%s", g.gl_pathv[0]);
-		globfree(&g);
-	}
+	for (i = 0; i < 5; i++)
+		test_pyenv_python(interps[i].label, interps[i].path, sizeof(interps[i].path));
 	if (access("/usr/bin/python3", X_OK) == 0)
 		snprintf(interps[5].path, sizeof(interps[5].path), "/usr/bin/python3");
 }

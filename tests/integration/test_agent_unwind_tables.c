@@ -18,7 +18,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <glob.h>
 #include <sys/stat.h>
 
 #include <cmocka.h>
@@ -275,30 +274,6 @@ static void test_file_replaced_while_mapped(void **state)
 	folded__free(f);
 }
 
-/* Finds pyenv's pythonX.Y (any patch release) into buf. */
-static bool find_pyenv_python(const char *version, char *buf, size_t len)
-{
-	char root[256] = "", pattern[512];
-	glob_t g;
-	FILE *p = popen("pyenv root 2>/dev/null", "r");
-	bool found;
-
-	if (p) {
-		if (!fgets(root, sizeof(root), p))
-			root[0] = '\0';
-		pclose(p);
-	}
-	root[strcspn(root, "\n")] = '\0';
-	if (!root[0])
-		return false;
-	snprintf(pattern, sizeof(pattern), "%s/versions/%s.*/bin/python%s", root, version, version);
-	found = glob(pattern, 0, NULL, &g) == 0 && g.gl_pathc > 0;
-	if (found)
-		snprintf(buf, len, "%s", g.gl_pathv[0]);
-	globfree(&g);
-	return found;
-}
-
 /* Counts the windows the agent's -v statistics reported so far. */
 static int windows_reported(const char *err_path)
 {
@@ -333,7 +308,7 @@ static void test_eviction_under_small_cap(void **state)
 
 	NEED_ROOT(fx);
 	for (i = 0; i < 2; i++)
-		if (!find_pyenv_python(versions[i], py[i], sizeof(py[i]))) {
+		if (!test_pyenv_python(versions[i], py[i], sizeof(py[i]))) {
 			fprintf(stderr, "skipping: CPython %s not installed under pyenv\n",
 				versions[i]);
 			skip();
