@@ -75,6 +75,33 @@ static struct folded *load_folded(const char *path)
 	return f;
 }
 
+/* A group's setup for tests that need root (CAP_BPF, CAP_PERFMON): false, with the
+ * reason printed, when not root (the group's state is then NULL and NEED_ROOT
+ * skips each test); else a fresh temporary directory in dir. */
+static __attribute__((unused)) bool agent_group_setup(char *dir, size_t len)
+{
+	if (!test_is_root()) {
+		fprintf(stderr, "skipping: needs root for BPF\n");
+		return false;
+	}
+	assert_non_null(test_mkdtemp(dir, len));
+	return true;
+}
+
+/* The matching teardown: every child killed, dir removed unless SMOLDER_KEEP. */
+static __attribute__((unused)) void agent_group_teardown(const char *dir)
+{
+	test_kill_children();
+	if (dir && !getenv("SMOLDER_KEEP"))
+		test_rm_rf(dir);
+}
+
+#define NEED_ROOT(fx)                                                                              \
+	do {                                                                                       \
+		if (!(fx))                                                                         \
+			skip();                                                                    \
+	} while (0)
+
 /* Starts the sanitized agent with the given extra arguments (NULL-terminated);
  * returns its pid, or fails the test (test_spawn). */
 static pid_t start_agent(const char *out, const char *err_path, ...)

@@ -50,12 +50,10 @@ static int setup(void **state)
 {
 	static struct fixture fx;
 
-	if (!test_is_root()) {
-		fprintf(stderr, "skipping: needs root for BPF\n");
+	if (!agent_group_setup(fx.dir, sizeof(fx.dir))) {
 		*state = NULL;
 		return 0;
 	}
-	assert_non_null(test_mkdtemp(fx.dir, sizeof(fx.dir)));
 	test_build_path(fx.jitmap, sizeof(fx.jitmap), "workloads/jitmap");
 	*state = &fx;
 	return 0;
@@ -65,17 +63,9 @@ static int teardown(void **state)
 {
 	struct fixture *fx = *state;
 
-	test_kill_children();
-	if (fx && !getenv("SMOLDER_KEEP"))
-		test_rm_rf(fx->dir);
+	agent_group_teardown(fx ? fx->dir : NULL);
 	return 0;
 }
-
-#define NEED_ROOT(fx)                                                                              \
-	do {                                                                                       \
-		if (!(fx))                                                                         \
-			skip();                                                                    \
-	} while (0)
 
 /* Reads "name <number>" from a workload's output. */
 static uint64_t truth_value(const char *text, const char *name)

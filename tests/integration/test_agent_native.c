@@ -43,12 +43,10 @@ static int setup(void **state)
 {
 	static struct fixture fx;
 
-	if (!test_is_root()) {
-		fprintf(stderr, "skipping: needs root for BPF\n");
+	if (!agent_group_setup(fx.dir, sizeof(fx.dir))) {
 		*state = NULL;
 		return 0;
 	}
-	assert_non_null(test_mkdtemp(fx.dir, sizeof(fx.dir)));
 	test_build_path(fx.shapes, sizeof(fx.shapes), "workloads/shapes");
 	*state = &fx;
 	return 0;
@@ -58,18 +56,9 @@ static int teardown(void **state)
 {
 	struct fixture *fx = *state;
 
-	test_kill_children();
-	if (fx)
-		if (!getenv("SMOLDER_KEEP"))
-			test_rm_rf(fx->dir);
+	agent_group_teardown(fx ? fx->dir : NULL);
 	return 0;
 }
-
-#define NEED_ROOT(fx)                                                                              \
-	do {                                                                                       \
-		if (!(fx))                                                                         \
-			skip();                                                                    \
-	} while (0)
 
 /* Shares of burn_a/b/c seen by the agent match the CPU time the workload measured
  * in them within 3 points; stacks are root first with main below the workers. */

@@ -54,8 +54,7 @@ static int setup(void **state)
 	static struct fixture fx;
 	FILE *f;
 
-	if (!test_is_root()) {
-		fprintf(stderr, "skipping: needs root for BPF\n");
+	if (!agent_group_setup(fx.dir, sizeof(fx.dir))) {
 		*state = NULL;
 		return 0;
 	}
@@ -64,7 +63,6 @@ static int setup(void **state)
 		*state = NULL;
 		return 0;
 	}
-	assert_non_null(test_mkdtemp(fx.dir, sizeof(fx.dir)));
 	snprintf(fx.src, sizeof(fx.src), "%s/prog.c", fx.dir);
 	f = fopen(fx.src, "w");
 	assert_non_null(f);
@@ -78,17 +76,9 @@ static int teardown(void **state)
 {
 	struct fixture *fx = *state;
 
-	test_teardown_children(state);
-	if (fx && !getenv("SMOLDER_KEEP"))
-		test_rm_rf(fx->dir);
+	agent_group_teardown(fx ? fx->dir : NULL);
 	return 0;
 }
-
-#define NEED_ROOT(fx)                                                                              \
-	do {                                                                                       \
-		if (!(fx))                                                                         \
-			skip();                                                                    \
-	} while (0)
 
 /* Compiles the workload with this leaf and padding to path. */
 static void build_prog(const struct fixture *fx, const char *path, const char *leaf, int pad)
