@@ -5,9 +5,14 @@
  *   build/bench/unwind_tables host [TOP]      every executable mapping of every
  *                                             process, deduplicated by device and
  *                                             inode; the TOP (default 10) largest
- *   build/bench/unwind_tables time FILE [N]   the first build in this process
+ *   build/bench/unwind_tables time FILE [N] [drop]
+ *                                             the first build in this process
  *                                             (cold: libdw and the file's pages
- *                                             as they are), then N more (default 5)
+ *                                             as they are), then N more (default
+ *                                             5); with "drop", the file's pages
+ *                                             are first dropped from the page
+ *                                             cache (POSIX_FADV_DONTNEED: only
+ *                                             those no process maps)
  *
  * Tables are built by the agent's own builder (agent/unwind/cfi.c,
  * cfi_table__from_fd). A row is sizeof(struct unwind_row) bytes in the kernel's
@@ -23,6 +28,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -47,12 +53,17 @@ struct file {
 	unsigned last;	/* the last process counted in procs */
 };
 
-static double now_ms(void)
+static double clock_ms(clockid_t clock)
 {
 	struct timespec ts;
 
-	clock_gettime(CLOCK_MONOTONIC, &ts);
+	clock_gettime(clock, &ts);
 	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+static double now_ms(void)
+{
+	return clock_ms(CLOCK_MONOTONIC);
 }
 
 /* Percent of the file's pages resident in the page cache, or -1. */
@@ -81,13 +92,16 @@ static double resident_pct(int fd)
 	return in == SIZE_MAX ? -1 : 100.0 * (double)in / (double)npages;
 }
 
-static int build(int fd, size_t *rows, size_t *funcs, double *ms)
+/* Builds fd's table: its rows and functions, wall-clock ms and (if cpu) CPU ms. */
+static int build(int fd, size_t *rows, size_t *funcs, double *ms, double *cpu)
 {
 	struct cfi_table *t = NULL;
-	double t0 = now_ms();
+	double t0 = now_ms(), c0 = clock_ms(CLOCK_PROCESS_CPUTIME_ID);
 	int err = cfi_table__from_fd(fd, &t);
 
 	*ms = now_ms() - t0;
+	if (cpu)
+		*cpu = clock_ms(CLOCK_PROCESS_CPUTIME_ID) - c0;
 	if (err)
 		return err;
 	*rows = t->nrows;
@@ -103,9 +117,9 @@ static int cmp_double(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-static int cmd_time(const char *path, int n)
+static int cmd_time(const char *path, int n, bool drop)
 {
-	double cold, ms[MAX_RUNS], pct;
+	double cold, cold_cpu, ms[MAX_RUNS], cpu[MAX_RUNS], pct;
 	size_t rows = 0, funcs = 0;
 	int fd, err, i;
 
@@ -114,20 +128,24 @@ static int cmd_time(const char *path, int n)
 		fprintf(stderr, "unwind_tables: %s: %s\n", path, strerror(errno));
 		return 1;
 	}
+	if (drop)
+		posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
 	pct = resident_pct(fd);
-	err = build(fd, &rows, &funcs, &cold);
+	err = build(fd, &rows, &funcs, &cold, &cold_cpu);
 	for (i = 0; !err && i < n; i++)
-		err = build(fd, &rows, &funcs, &ms[i]);
+		err = build(fd, &rows, &funcs, &ms[i], &cpu[i]);
 	close(fd);
 	if (err) {
 		fprintf(stderr, "unwind_tables: %s: %s\n", path, strerror(-err));
 		return 1;
 	}
 	qsort(ms, (size_t)n, sizeof(ms[0]), cmp_double);
-	printf("%s: %zu rows (%zu bytes), %zu functions; cold %.1f ms (page cache %.0f %% "
-	       "resident before), warm median %.1f ms (min %.1f, max %.1f, %d runs)\n",
-	       path, rows, rows * sizeof(struct unwind_row), funcs, cold, pct, n ? ms[n / 2] : 0.0,
-	       n ? ms[0] : 0.0, n ? ms[n - 1] : 0.0, n);
+	qsort(cpu, (size_t)n, sizeof(cpu[0]), cmp_double);
+	printf("%s: %zu rows (%zu bytes), %zu functions; cold %.1f ms (CPU %.1f ms; page cache "
+	       "%.0f %% resident before), warm median %.1f ms (CPU %.1f; min %.1f, max %.1f, "
+	       "%d runs)\n",
+	       path, rows, rows * sizeof(struct unwind_row), funcs, cold, cold_cpu, pct,
+	       n ? ms[n / 2] : 0.0, n ? cpu[n / 2] : 0.0, n ? ms[0] : 0.0, n ? ms[n - 1] : 0.0, n);
 	return 0;
 }
 
@@ -217,8 +235,9 @@ static int cmd_host(int top)
 			if (fd < 0) {
 				files[nfiles].err = fd;
 			} else {
-				files[nfiles].err = build(fd, &files[nfiles].rows,
-							  &files[nfiles].funcs, &files[nfiles].ms);
+				files[nfiles].err =
+					build(fd, &files[nfiles].rows, &files[nfiles].funcs,
+					      &files[nfiles].ms, NULL);
 				close(fd);
 			}
 			nfiles++;
@@ -270,8 +289,8 @@ int main(int argc, char **argv)
 			fprintf(stderr, "unwind_tables: 0 to %d runs\n", MAX_RUNS);
 			return 2;
 		}
-		return cmd_time(argv[2], n);
+		return cmd_time(argv[2], n, argc > 4 && !strcmp(argv[4], "drop"));
 	}
-	fprintf(stderr, "usage: unwind_tables host [TOP] | time FILE [RUNS]\n");
+	fprintf(stderr, "usage: unwind_tables host [TOP] | time FILE [RUNS] [drop]\n");
 	return 2;
 }
