@@ -4,7 +4,8 @@
 # same run on a busy host (issue 10).
 #
 #   bash bench/unwind_overhead.sh [SECONDS] [WARMUP]   (defaults 60 and 25; root;
-#                                                       after `make`)
+#                                                       after `make`; KEEP=1 keeps
+#                                                       the outputs in a temp dir)
 #
 # Load (started first, all until the end): build/workloads/shapes with one thread
 # per CPU; tests/workloads/pyshapes.py mixed on Debian's /usr/bin/python3 and, if pyenv has
@@ -14,6 +15,10 @@
 #   smolder agent -F 99 -w 10 --bpf-stats --unwind fp -o -
 #   bpftrace -e 'profile:hz:99 { @[kstack, ustack, comm] = count(); }
 #                interval:s:10 { print(@); clear(@); }'
+# Debian's bpftrace 0.17 sometimes fails to print a window ("failed to look up stack
+# id -17": a stack map collision), then closes its perf events and sits idle; the
+# script says so when bpftrace printed that error, or a sampler holds fewer BPF
+# programs at the end than at the start (its figure is then void: run again).
 # The agents' --bpf-stats turn the kernel's BPF run-time counters on for every
 # program, bpftrace's too. After WARMUP seconds (start-up: BPF loading, bpftrace's
 # compile, the agents' first tables) the script reads, for each of the three, the
@@ -41,7 +46,7 @@ cleanup() {
 	for p in "${tools[@]}"; do kill -INT "$p" 2>/dev/null || true; done
 	for p in "${loads[@]}"; do kill "$p" 2>/dev/null || true; done
 	wait 2>/dev/null || true
-	rm -rf "$tmp"
+	if [[ -n ${KEEP:-} ]]; then echo "unwind_overhead.sh: kept $tmp" >&2; else rm -rf "$tmp"; fi
 }
 trap cleanup EXIT
 
@@ -58,11 +63,11 @@ await() {
 
 ticks() { sed -E 's/.*\) //' "/proc/$1/stat" | awk '{ print $12 + $13 }'; }
 
-# Sum of run_time_ns over the BPF programs whose fds pid $1 holds.
+# Sum of run_time_ns over the BPF programs whose fds pid $1 holds, and their count.
 bpf_ns() {
 	local ids
 	ids=$(grep -hs '^prog_id:' /proc/"$1"/fdinfo/* | awk '{ print $2 }' | sort -u)
-	[[ -z $ids ]] && { echo 0; return; }
+	[[ -z $ids ]] && { echo "0 0"; return; }
 	bpftool prog show -j | /usr/bin/python3 -c '
 import json, sys
 ids = set(int(x) for x in sys.argv[2:])
@@ -70,7 +75,7 @@ progs = [p for p in json.load(sys.stdin) if p["id"] in ids]
 with open(sys.argv[1], "a") as log:
     for p in progs:
         print(p["id"], p["name"], p.get("run_time_ns", 0), p.get("run_cnt", 0), file=log)
-print(sum(p.get("run_time_ns", 0) for p in progs))' "$tmp/bpf.$1.log" $ids
+print(sum(p.get("run_time_ns", 0) for p in progs), len(progs))' "$tmp/bpf.$1.log" $ids
 }
 
 # The load.
@@ -113,11 +118,26 @@ done
 load0=$(cut -d' ' -f1 /proc/loadavg)
 sleep "$secs"
 for p in $cfi $fp $bt; do
-	kill -0 "$p" 2>/dev/null || { echo "unwind_overhead.sh: pid $p quit early" >&2; exit 1; }
+	if ! kill -0 "$p" 2>/dev/null; then
+		n=$([[ $p == "$cfi" ]] && echo cfi || { [[ $p == "$fp" ]] && echo fp || echo bt; })
+		echo "unwind_overhead.sh: $n (pid $p) quit early; its stderr ends:" >&2
+		tail -5 "$tmp/$n.err" >&2
+		exit 1
+	fi
 	t1[$p]=$(ticks "$p")
 	b1[$p]=$(bpf_ns "$p")
+	if ((${b1[$p]#* } < ${b0[$p]#* })); then
+		echo "WARNING: $(cat /proc/"$p"/comm) (pid $p) dropped BPF programs during the" \
+			"interval (${b0[$p]#* } -> ${b1[$p]#* }): its figures are void"
+	fi
+	b0[$p]=${b0[$p]% *}
+	b1[$p]=${b1[$p]% *}
 done
 load1=$(cut -d' ' -f1 /proc/loadavg)
+if grep -q 'failed to look up stack id' "$tmp/bt.err"; then
+	echo "WARNING: bpftrace failed to print a window (failed to look up stack id) and tore" \
+		"down probes or maps: its figures are void (run again)"
+fi
 
 echo "tables of every file mapped on the busy host:"
 $build/bench/unwind_tables host 8 | sed 's/^/  /'
