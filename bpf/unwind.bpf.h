@@ -5,10 +5,11 @@
  * not published yet) it follows the frame pointer instead. Map layouts, row rules
  * and the table lifecycle are described in unwind.h.
  *
- * Each step is one bpf_loop() iteration, so the verifier checks it once: a lookup
- * of the process (hash), a binary search of its mappings (9 steps), one of the
- * file's rows (at most 24 steps over an array the verifier inlines), and two user
- * memory reads at most.
+ * Each step is one bpf_loop() iteration, so the verifier checks it once: the
+ * mapping of pc (the previous frame's, else a binary search of 9 steps over the
+ * process's mappings, looked up once per walk), a binary search of the file's
+ * rows (at most 24 steps over an array the verifier inlines), and one user memory
+ * read (two when rbp was not saved next to the return address).
  */
 #ifndef SMOLDER_UNWIND_BPF_H
 #define SMOLDER_UNWIND_BPF_H
@@ -50,6 +51,11 @@ struct {
 /* One walk's registers and tallies, on the program's stack, passed to each step. */
 struct unwind_walk {
 	__u64 pc, sp, bp;
+	struct unwind_proc *proc; /* the process's mappings, looked up once; NULL: none */
+	int last_map;		  /* index of the mapping of the last frame, or -1 */
+	__u32 last_file;	  /* the file, offset and row of the last table lookup: */
+	__u64 last_off;		  /* a recursion returns to the same place, frame after */
+	long last_row;		  /* frame (-1: none yet) */
 	__u32 pid;
 	__u32 depth;
 	__u32 flags;	 /* enum profile_stack_flag */
@@ -174,7 +180,26 @@ static __always_inline long step_row(struct unwind_walk *w, const struct unwind_
 	}
 	/* The return address lies at or above sp: a CFA below sp + 8 is a bad rule
 	 * or a bad register, and could walk in circles. */
-	if (cfa < w->sp + 8 || read_user(&ra, cfa - 8)) {
+	if (cfa < w->sp + 8) {
+		w->flags |= PROFILE_STACK_CUT;
+		return 1;
+	}
+	if (row->kind != UNWIND_PLT && row->aux == -2 && cfa >= w->sp + 16) {
+		/* The usual prologue (push rbp first): rbp and the return address
+		 * side by side, one read. */
+		__u64 pair[2];
+
+		if (bpf_probe_read_user(pair, sizeof(pair), (const void *)(cfa - 16))) {
+			w->flags |= PROFILE_STACK_CUT;
+			return 1;
+		}
+		w->bp = pair[0];
+		w->sp = cfa;
+		w->pc = pair[1];
+		w->is_return = 1;
+		return 0;
+	}
+	if (read_user(&ra, cfa - 8)) {
 		w->flags |= PROFILE_STACK_CUT;
 		return 1;
 	}
@@ -217,12 +242,22 @@ static long unwind_step(__u32 i, void *data)
 	w->depth = d + 1;
 
 	pc = w->is_return ? w->pc - 1 : w->pc;
-	proc = bpf_map_lookup_elem(&unwind_procs, &w->pid);
+	proc = w->proc;
 	if (!proc) {
 		w->flags |= PROFILE_STACK_NO_TABLE;
 		return step_frame_pointer(w);
 	}
-	idx = unwind_find_mapping(proc, pc);
+	/* Callers are mostly in the same file as their callee: try its mapping
+	 * before searching. */
+	idx = w->last_map;
+	if (idx >= 0) {
+		m = &proc->maps[idx & (UNWIND_MAX_MAPPINGS - 1)];
+		if (pc - m->start >= m->len)
+			idx = -1;
+	}
+	if (idx < 0)
+		idx = unwind_find_mapping(proc, pc);
+	w->last_map = idx;
 	m = idx >= 0 ? &proc->maps[idx & (UNWIND_MAX_MAPPINGS - 1)] : NULL;
 	if (!m) {
 		if (!proc->remap) { /* a library loaded since, or JIT code */
@@ -244,7 +279,14 @@ static long unwind_step(__u32 i, void *data)
 		w->flags |= PROFILE_STACK_NO_TABLE;
 		return step_frame_pointer(w);
 	}
-	ri = unwind_find_row(f->first, f->nrows, pc - m->bias);
+	if (w->last_row >= 0 && w->last_file == file && w->last_off == pc - m->bias) {
+		ri = w->last_row;
+	} else {
+		ri = unwind_find_row(f->first, f->nrows, pc - m->bias);
+		w->last_file = file;
+		w->last_off = pc - m->bias;
+		w->last_row = ri;
+	}
 	row = NULL;
 	if (ri >= 0) {
 		file = (__u32)ri;
@@ -268,7 +310,7 @@ static __always_inline void count_losses(__u32 which, __u64 n)
 static __always_inline __u64 record_user_cfi(struct bpf_perf_event_data *ctx,
 					     struct task_struct *task, __u32 pid, void *stacks)
 {
-	struct unwind_walk w = { .pid = pid };
+	struct unwind_walk w = { .pid = pid, .last_map = -1, .last_row = -1 };
 	struct profile_stack *st;
 	struct pt_regs *regs;
 	__u32 zero = 0;
@@ -293,7 +335,8 @@ static __always_inline __u64 record_user_cfi(struct bpf_perf_event_data *ctx,
 	st = bpf_map_lookup_elem(&scratch, &zero);
 	if (!st)
 		return 0;
-	if (!bpf_map_lookup_elem(&unwind_procs, &pid))
+	w.proc = bpf_map_lookup_elem(&unwind_procs, &pid);
+	if (!w.proc)
 		count_loss(PROFILE_LOSS_UNWIND_NO_PROC);
 	bpf_loop(PROFILE_MAX_DEPTH + 1, unwind_step, &w, 0);
 	if (!w.depth) {
