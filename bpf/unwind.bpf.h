@@ -115,6 +115,35 @@ __noinline long unwind_find_row(__u32 first, __u32 nrows, __u64 off)
 	return (long)lo - 1;
 }
 
+/* Entry k of f's page index, or -1 when it cannot be read. */
+static __always_inline long page_entry(const struct unwind_file *f, __u32 k)
+{
+	__u32 slot = f->first - (f->pages + 1) / 2 + k / 2;
+	const __u32 *pair = bpf_map_lookup_elem(&unwind_rows, &slot);
+
+	if (!pair)
+		return -1;
+	return k & 1 ? pair[1] : pair[0];
+}
+
+/* Narrows the search for file offset off to the rows of its page (see unwind.h):
+ * [first + entry k, first + entry k + 1], cut to the table. */
+static __always_inline void narrow_by_page(const struct unwind_file *f, __u64 off, __u32 *lo,
+					   __u32 *n)
+{
+	__u64 k = off >> UNWIND_PAGE_SHIFT;
+	long a, b;
+
+	if (!f->pages || k >= f->pages)
+		return;
+	a = page_entry(f, (__u32)k);
+	b = k + 1 < f->pages ? page_entry(f, (__u32)k + 1) : (long)f->nrows - 1;
+	if (a < 0 || b < a || b >= f->nrows)
+		return;
+	*lo = f->first + (__u32)a;
+	*n = (__u32)(b - a + 1);
+}
+
 static __always_inline int read_user(__u64 *v, __u64 addr)
 {
 	return bpf_probe_read_user(v, sizeof(*v), (const void *)addr);
@@ -282,7 +311,10 @@ static long unwind_step(__u32 i, void *data)
 	if (w->last_row >= 0 && w->last_file == file && w->last_off == pc - m->bias) {
 		ri = w->last_row;
 	} else {
-		ri = unwind_find_row(f->first, f->nrows, pc - m->bias);
+		__u32 lo = f->first, n = f->nrows;
+
+		narrow_by_page(f, pc - m->bias, &lo, &n);
+		ri = unwind_find_row(lo, n, pc - m->bias);
 		w->last_file = file;
 		w->last_off = pc - m->bias;
 		w->last_row = ri;

@@ -70,13 +70,23 @@ struct unwind_row {
 
 /* Where one file's table lives in unwind_rows. Row 0 of the pool is a NONE row at
  * pc 0, and {first 0, nrows 1} is the table of a file without CFI: walk it by frame
- * pointer, without asking for its table again. */
+ * pointer, without asking for its table again.
+ *
+ * The page index: a big table's binary search would touch a cache line per step,
+ * and at 99 Hz every walk starts cold. So the (pages + 1) / 2 slots right before
+ * `first` hold, two __u32 to a slot (entry k in slot k / 2, low half first), for
+ * each 4 KiB page k of file offsets, the index (from first) of the last row at or
+ * below k << UNWIND_PAGE_SHIFT, or 0 when there is none: the rows of page k lie in
+ * [entry k, entry k + 1], a search of a few steps. */
 struct unwind_file {
 	__u32 first;	 /* index of its first row */
 	__u32 nrows;	 /* 0: no table loaded */
 	__u32 requested; /* set by the walker when it needed the table; reset on load */
-	__u32 pad;
+	__u32 pages;	 /* entries of its page index (0: none, search every row) */
 };
+
+#define UNWIND_PAGE_SHIFT 12
+#define UNWIND_MAX_PAGES  (1u << 20) /* 4 GiB of offsets: a larger table goes without */
 
 /* One executable file mapping of a process. */
 struct unwind_mapping {

@@ -47,10 +47,11 @@ struct ufile {
 	uint32_t id;
 	uint32_t refs; /* mappings of published processes that name it */
 	enum file_state state;
-	uint32_t first, nrows;
-	uint64_t used_gen;  /* the last window a drained stack ran through it */
-	bool queued;	    /* waiting for the builder thread */
-	uint32_t want_rows; /* rows its last build made: 0 before the first */
+	uint32_t first, nrows; /* its extent of the pool: page index, then rows */
+	uint32_t pages;	       /* entries of the page index (bpf/unwind.h) */
+	uint64_t used_gen;     /* the last window a drained stack ran through it */
+	bool queued;	       /* waiting for the builder thread */
+	uint32_t want_rows;    /* rows its last build made: 0 before the first */
 	/* Where to open it: the mapping that published it last. */
 	uint32_t pid;
 	uint64_t start, end;
@@ -180,13 +181,20 @@ void unwinder__free(struct unwinder *u)
 	free(u);
 }
 
+/* Pool slots a page index of n entries takes: two to a slot. */
+static uint32_t page_slots(uint32_t n)
+{
+	return (n + 1) / 2;
+}
+
 static int write_descriptor(struct unwinder *u, const struct ufile *f, uint32_t requested)
 {
 	struct unwind_file d = { .requested = requested };
 
 	if (f->state == FILE_LOADED) {
-		d.first = f->first;
-		d.nrows = f->nrows;
+		d.first = f->first + page_slots(f->pages);
+		d.nrows = f->nrows - page_slots(f->pages);
+		d.pages = f->pages;
 	} else if (f->state == FILE_NO_CFI) {
 		d.first = 0;
 		d.nrows = 1;
@@ -472,9 +480,42 @@ static Elf *own_vdso(void)
 	return elf;
 }
 
-/* Builds f's rows in file offsets. Returns 0 with *rows (malloc'd) and *n, or
- * -ESRCH (the file cannot be reached now), -ENOENT (no CFI), -errno. */
-static int build_rows(const struct ufile *f, struct unwind_row **rows, size_t *n)
+/* Puts the page index (bpf/unwind.h) in front of the n rows at *rows: *rows is
+ * replaced by the extent to copy into the pool, *n by its length. A table whose
+ * offsets span more than UNWIND_MAX_PAGES pages goes without (*pages 0). */
+static int add_page_index(struct unwind_row **rows, size_t *n, uint32_t *pages)
+{
+	uint64_t npages = ((uint64_t)(*rows)[*n - 1].pc >> UNWIND_PAGE_SHIFT) + 1, k, j = 0;
+	uint32_t slots, *index;
+	struct unwind_row *ext;
+
+	*pages = 0;
+	if (npages > UNWIND_MAX_PAGES)
+		return 0;
+	slots = page_slots((uint32_t)npages);
+	ext = calloc(slots + *n, sizeof(*ext));
+	if (!ext)
+		return -ENOMEM;
+	index = (uint32_t *)ext;
+	for (k = 0; k < npages; k++) {
+		uint64_t start = k << UNWIND_PAGE_SHIFT;
+
+		while (j + 1 < *n && (*rows)[j + 1].pc <= start)
+			j++;
+		index[k] = (*rows)[j].pc <= start ? (uint32_t)j : 0;
+	}
+	memcpy(&ext[slots], *rows, *n * sizeof(*ext));
+	free(*rows);
+	*rows = ext;
+	*n += slots;
+	*pages = (uint32_t)npages;
+	return 0;
+}
+
+/* Builds f's pool extent: page index and rows in file offsets. Returns 0 with
+ * *rows (malloc'd), *n and *pages, or -ESRCH (the file cannot be reached now),
+ * -ENOENT (no CFI), -errno. */
+static int build_rows(const struct ufile *f, struct unwind_row **rows, size_t *n, uint32_t *pages)
 {
 	struct cfi_table *t = NULL;
 	Elf *elf = NULL;
@@ -508,6 +549,8 @@ static int build_rows(const struct ufile *f, struct unwind_row **rows, size_t *n
 		free(*rows);
 		*rows = NULL;
 		err = -ENOENT;
+	} else {
+		err = add_page_index(rows, n, pages);
 	}
 out:
 	cfi_table__free(t);
@@ -649,7 +692,7 @@ static int make_room(struct unwinder *u, const struct ufile *keep, uint32_t n, u
 
 /* Ends a load with what the builder made of f (rows owned by the caller). */
 static int finish_load(struct unwinder *u, struct ufile *f, int err, const struct unwind_row *rows,
-		       size_t n)
+		       size_t n, uint32_t pages)
 {
 	uint32_t first;
 
@@ -685,6 +728,7 @@ static int finish_load(struct unwinder *u, struct ufile *f, int err, const struc
 	memcpy(&u->pool[first], rows, n * sizeof(*rows));
 	f->first = first;
 	f->nrows = (uint32_t)n;
+	f->pages = pages;
 	f->state = FILE_LOADED;
 	f->used_gen = u->gen;
 	u->st.rows_used += f->nrows;
@@ -701,8 +745,8 @@ static void *builder_main(void *arg)
 	struct unwinder *u = arg;
 	struct unwind_row *rows;
 	struct ufile *f, job;
+	uint32_t id, pages = 0;
 	uint64_t t0;
-	uint32_t id;
 	size_t n;
 	int err;
 
@@ -734,7 +778,7 @@ static void *builder_main(void *arg)
 
 		t0 = mono_ns();
 		n = 0;
-		err = build_rows(&job, &rows, &n);
+		err = build_rows(&job, &rows, &n, &pages);
 		t0 = mono_ns() - t0;
 
 		pthread_mutex_lock(&u->lock);
@@ -742,7 +786,7 @@ static void *builder_main(void *arg)
 		f = u->files[id];
 		/* The id may have been given to another file meanwhile. */
 		if (f && !memcmp(&f->key, &job.key, sizeof(job.key)))
-			finish_load(u, f, err, rows, n);
+			finish_load(u, f, err, rows, n, pages);
 		free(rows);
 		free(job.path);
 	}
