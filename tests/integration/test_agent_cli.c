@@ -391,7 +391,7 @@ static int py_cb(void *ctx, const char *stack, uint64_t count)
 {
 	struct py_tally *t = ctx;
 	char *copy = strdup(stack), *fr[1100];
-	size_t n, i, npy = 0, ndescend = 0;
+	size_t n, i, npy = 0, ndescend = 0, first = 1;
 	bool native = false, marked, run = false, root_is_module = false;
 	bool out_of_order = false, has_module = false;
 	uint64_t bad_before;
@@ -399,8 +399,12 @@ static int py_cb(void *ctx, const char *stack, uint64_t count)
 	assert_non_null(copy);
 	bad_before = t->bad;
 	n = split_frames(copy, fr, 1100);
-	marked = n > 1 && strcmp(fr[1], "[python: truncated]") == 0;
-	for (i = 1; i < n; i++) {
+	/* The native walk's own marker ([no unwind table], [incomplete],
+	 * [truncated]) comes first when it has one; then Python's. */
+	while (first < n && fr[first][0] == '[' && strncmp(fr[first], "[python", 7) != 0)
+		first++;
+	marked = first < n && strcmp(fr[first], "[python: truncated]") == 0;
+	for (i = first; i < n; i++) {
 		if (is_python_frame(fr[i])) {
 			if (!npy)
 				root_is_module = strncmp(fr[i], "<module> (", 10) == 0;
@@ -417,7 +421,7 @@ static int py_cb(void *ctx, const char *stack, uint64_t count)
 			native = true;
 		}
 	}
-	for (i = 2; i < n; i++)
+	for (i = first + 1; i < n; i++)
 		if (strncmp(fr[i], "[python", 7) == 0)
 			t->bad += count; /* a marker anywhere but first */
 	t->total += count;

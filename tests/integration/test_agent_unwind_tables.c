@@ -120,7 +120,7 @@ struct tally {
 };
 
 /* Is the user part of this stack (after the process name, up to the first kernel
- * frame) a path of the workload's tree down from main: main;top;mid x k (k up to
+ * frame) a path of the workload's tree down from main: main, or main;top;mid x k (k up to
  * DEPTH), then the leaf (after all DEPTH mids) or one library function (memset,
  * called by mid)? A leaf of the other build, or any frame out of place, is not. */
 static bool has_shape(const char *stack, const char *leaf)
@@ -135,9 +135,11 @@ static bool has_shape(const char *stack, const char *leaf)
 			k--;
 		*k = '\0';
 	}
-	p = strstr(user, ";main;top");
-	if (!p)
+	p = strstr(user, ";main");
+	if (!p || (p[5] != '\0' && strncmp(p + 5, ";top", 4) != 0))
 		return false;
+	if (!p[5]) /* sampled in main itself, between two calls of top */
+		return true;
 	p += strlen(";main;top");
 	if (!*p)
 		return true;
