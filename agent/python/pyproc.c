@@ -69,7 +69,7 @@ static int read_elf_facts(const char *path, struct elf_facts *f)
 	if (fd < 0)
 		return -errno;
 	elf_version(EV_CURRENT);
-	elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+	elf = elf_begin(fd, ELF_C_READ, NULL);
 	if (!elf || !gelf_getehdr(elf, &eh) || elf_getphdrnum(elf, &nph)) {
 		err = -ENOEXEC;
 		goto out_close;

@@ -134,7 +134,7 @@ static bool accept(int fd, const struct debuginfo_ids *ids, enum found_by by)
 		return false;
 	if (fstat(fd, &st) || !S_ISREG(st.st_mode) || (uint64_t)st.st_size > DEBUGINFO_MAX_FILE)
 		goto out;
-	elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+	elf = elf_begin(fd, ELF_C_READ, NULL);
 	if (!elf)
 		goto out;
 	debuginfo_read_ids(elf, &got);

@@ -578,7 +578,7 @@ static int add_outside(Elf *elf, const char *path, const char *root, struct load
 	if (path && root) {
 		debuginfo_read_ids(elf, &ids);
 		if (debuginfo_open(path, root, &ids, dbg_fd) == 0) {
-			*dbg_elf = elf_begin(*dbg_fd, ELF_C_READ_MMAP, NULL);
+			*dbg_elf = elf_begin(*dbg_fd, ELF_C_READ, NULL);
 			if (*dbg_elf && elf_kind(*dbg_elf) == ELF_K_ELF) {
 				err = add_symtabs(*dbg_elf, l, true, &found);
 				if (err == -ENOMEM)
@@ -671,7 +671,7 @@ static int from_fd(int fd, const char *path, const char *root, struct elfsyms **
 
 	if (elf_version(EV_CURRENT) == EV_NONE)
 		return -ENOEXEC;
-	elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+	elf = elf_begin(fd, ELF_C_READ, NULL);
 	if (!elf)
 		return -ENOEXEC;
 	err = parse_elf(elf, path, root, out);

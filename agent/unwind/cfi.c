@@ -516,7 +516,7 @@ int cfi_table__from_fd(int fd, struct cfi_table **out)
 
 	if (elf_version(EV_CURRENT) == EV_NONE)
 		return -ENOEXEC;
-	elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+	elf = elf_begin(fd, ELF_C_READ, NULL);
 	if (!elf)
 		return -ENOEXEC;
 	err = cfi_table__from_elf(elf, out);

@@ -70,8 +70,9 @@ int cfi_table__from_elf(Elf *elf, struct cfi_table **out);
  * Same returns as cfi_table__from_elf. */
 int cfi_table__functions(Elf *elf, struct cfi_table **out);
 
-/* The same from an open file (the fd is not kept; the file is mapped while it is
- * read, as elfsyms does). */
+/* The same from an open file (the fd is not kept). The file is read, not mapped:
+ * its owner may truncate it while it is parsed, which would fault a mapping
+ * (SIGBUS) and only shortens a read. */
 int cfi_table__from_fd(int fd, struct cfi_table **out);
 
 void cfi_table__free(struct cfi_table *t);

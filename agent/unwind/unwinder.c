@@ -530,7 +530,7 @@ static int build_rows(const struct ufile *f, struct unwind_row **rows, size_t *n
 		fd = open_mapped(f);
 		if (fd < 0)
 			return fd;
-		elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+		elf = elf_begin(fd, ELF_C_READ, NULL);
 	}
 	if (!elf) {
 		err = -ENOEXEC;
