@@ -39,7 +39,15 @@
 struct cie_slot {
 	Dwarf_Off off1; /* CIE offset + 1; 0: empty */
 	int enc;	/* its FDE pointer encoding, -1: unsupported */
+	bool z;		/* 'z' augmentation: FDEs have augmentation data */
 };
+
+/* The highest DWARF register a CFA instruction may name. libdw grows a frame's
+ * register array to the highest one named, up to 2 GiB (its own bound), and
+ * zeroes it at every query: 35 KiB of crafted .eh_frame cost 6 s of CPU and
+ * gigabytes. x86-64's numbers stop at 130 (fs/gs bases, ymm/zmm use others
+ * through expressions only). */
+#define CFI_MAX_REG 255
 
 struct fde {
 	uint64_t start, end;
@@ -154,6 +162,7 @@ static int cie_encoding(struct builder *b, Dwarf_Off off)
 	if (dwarf_next_cfi(b->ident, b->data, b->eh, off, &next, &e) != 0 || !dwarf_cfi_cie_p(&e))
 		goto out;
 	aug = e.cie.augmentation;
+	slot->z = aug[0] == 'z';
 	if (aug[0] == '\0') {
 		enc = DW_EH_PE_absptr;
 		goto out;
@@ -187,6 +196,98 @@ out:
 	return enc;
 }
 
+static bool read_uleb(const uint8_t **p, const uint8_t *end, uint64_t *v)
+{
+	unsigned shift = 0;
+
+	*v = 0;
+	while (*p < end && shift < 64) {
+		uint8_t byte = *(*p)++;
+
+		*v |= (uint64_t)(byte & 0x7f) << shift;
+		if (!(byte & 0x80))
+			return true;
+		shift += 7;
+	}
+	return false;
+}
+
+/* Walks CFA instructions [p, end) by their operands' sizes alone (no meaning is
+ * given to them: libdw interprets) and says whether every register they name is
+ * at most CFI_MAX_REG and every opcode is one whose size is known. DW_CFA_set_loc,
+ * whose operand's size depends on the CIE, is refused: compilers do not emit it. */
+static bool insns_bounded(const uint8_t *p, const uint8_t *end)
+{
+	uint64_t reg, v;
+
+	while (p < end) {
+		uint8_t op = *p++;
+
+		if (op >> 6) /* advance_loc, offset (reg in 6 bits, then a uleb), restore */
+			if ((op >> 6) != 2 || read_uleb(&p, end, &v))
+				continue;
+		if (op >> 6)
+			return false;
+		switch (op) {
+		case 0x00: /* nop */
+		case 0x0a: /* remember_state */
+		case 0x0b: /* restore_state */
+			continue;
+		case 0x02: /* advance_loc1 */
+			p += 1;
+			break;
+		case 0x03: /* advance_loc2 */
+			p += 2;
+			break;
+		case 0x04: /* advance_loc4 */
+			p += 4;
+			break;
+		case 0x0e: /* def_cfa_offset */
+		case 0x13: /* def_cfa_offset_sf */
+		case 0x2e: /* GNU_args_size */
+			if (!read_uleb(&p, end, &v))
+				return false;
+			break;
+		case 0x0f: /* def_cfa_expression: a block */
+			if (!read_uleb(&p, end, &v) || v > (uint64_t)(end - p))
+				return false;
+			p += v;
+			break;
+		case 0x06: /* restore_extended */
+		case 0x07: /* undefined */
+		case 0x08: /* same_value */
+		case 0x0d: /* def_cfa_register */
+		case 0x05: /* offset_extended */
+		case 0x09: /* register */
+		case 0x0c: /* def_cfa */
+		case 0x11: /* offset_extended_sf */
+		case 0x12: /* def_cfa_sf */
+		case 0x14: /* val_offset */
+		case 0x15: /* val_offset_sf */
+		case 0x2f: /* GNU_negative_offset_extended */
+		case 0x10: /* expression: reg, block */
+		case 0x16: /* val_expression: reg, block */
+			if (!read_uleb(&p, end, &reg) || reg > CFI_MAX_REG)
+				return false;
+			if (op == 0x06 || op == 0x07 || op == 0x08 || op == 0x0d)
+				break;
+			if (!read_uleb(&p, end, &v)) /* sleb or uleb: the same bytes' length */
+				return false;
+			if (op == 0x09 && v > CFI_MAX_REG)
+				return false;
+			if (op == 0x10 || op == 0x16) {
+				if (v > (uint64_t)(end - p))
+					return false;
+				p += v;
+			}
+			break;
+		default:
+			return false;
+		}
+	}
+	return p == end;
+}
+
 /* Collects every non-empty FDE's range into b->fdes. */
 static int collect_fdes(struct builder *b)
 {
@@ -203,8 +304,12 @@ static int collect_fdes(struct builder *b)
 		if (r != 0 || next <= off)
 			break; /* the end, or an entry libdw cannot read: keep what came before */
 		off = next;
-		if (dwarf_cfi_cie_p(&e))
+		if (dwarf_cfi_cie_p(&e)) {
+			if (!insns_bounded(e.cie.initial_instructions,
+					   e.cie.initial_instructions_end))
+				return -EINVAL;
 			continue;
+		}
 		if (++seen > CFI_MAX_FUNCS)
 			return -E2BIG;
 		enc = cie_encoding(b, e.fde.CIE_pointer);
@@ -213,6 +318,15 @@ static int collect_fdes(struct builder *b)
 		    read_encoded(enc, &p, e.fde.end, b->vaddr + (uint64_t)(p - buf), &start) ||
 		    read_encoded(enc & 0x0f, &p, e.fde.end, 0, &len))
 			continue;
+		if (b->cies[e.fde.CIE_pointer % CIE_CACHE].z) { /* augmentation data */
+			uint64_t alen;
+
+			if (!read_uleb(&p, e.fde.end, &alen) || alen > (uint64_t)(e.fde.end - p))
+				return -EINVAL;
+			p += alen;
+		}
+		if (!insns_bounded(p, e.fde.end))
+			return -EINVAL;
 		if (len == 0 || start + len < start)
 			continue;
 		err = grow((void **)&b->fdes, &b->capfdes, b->nfdes + 1, sizeof(*b->fdes),
