@@ -96,6 +96,28 @@ static __attribute__((unused)) void agent_group_teardown(const char *dir)
 		test_rm_rf(dir);
 }
 
+/* Skips the calling test, with the reason printed, when not root. */
+static __attribute__((unused)) void need_root(void)
+{
+	if (!test_is_root()) {
+		print_message("skipping: needs root for BPF\n");
+		skip();
+	}
+}
+
+/* Waits until pid has used `seconds` more seconds of CPU than `from` (clock ticks),
+ * for at most two minutes. Tests that sample for a span of the target's CPU time,
+ * not of the clock's, get slower on a loaded machine (8 runnable tasks on 2 cores
+ * gave a target a tenth of a CPU), not poorer in samples. */
+static __attribute__((unused)) void wait_cpu_seconds(pid_t pid, long long from, int seconds)
+{
+	long long ticks = (long long)seconds * sysconf(_SC_CLK_TCK);
+
+	if (!test_wait_cpu(pid, from, ticks, 120000))
+		print_message("  (pid %d used less than %d s of CPU in 2 minutes)\n", (int)pid,
+			      seconds);
+}
+
 #define NEED_ROOT(fx)                                                                              \
 	do {                                                                                       \
 		if (!(fx))                                                                         \

@@ -28,25 +28,6 @@
 
 static char tmpdir[64];
 
-static void need_root(void)
-{
-	if (!test_is_root()) {
-		print_message("skipping: needs root for BPF\n");
-		skip();
-	}
-}
-
-/* Waits until pid has used `seconds` more seconds of CPU than `from` (clock ticks),
- * for at most two minutes (as in test_agent_unwind.c). */
-static void wait_cpu_seconds(pid_t pid, long long from, int seconds)
-{
-	long long ticks = (long long)seconds * sysconf(_SC_CLK_TCK);
-
-	if (!test_wait_cpu(pid, from, ticks, 120000))
-		print_message("  (pid %d used less than %d s of CPU in 2 minutes)\n", (int)pid,
-			      seconds);
-}
-
 struct interp {
 	const char *label;   /* "3.9" ... "3.13", "debian" */
 	char path[PATH_MAX]; /* "" when absent */

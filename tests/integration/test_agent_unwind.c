@@ -383,27 +383,6 @@ static int group_teardown(void **state)
 	return 0;
 }
 
-static void need_root(void)
-{
-	if (!test_is_root()) {
-		print_message("skipping: needs root for BPF\n");
-		skip();
-	}
-}
-
-/* Waits until pid has used `seconds` more seconds of CPU than `from` (clock ticks),
- * for at most two minutes. Tests sample for a span of the target's CPU time, not of
- * the clock's, so that a machine loaded by other work (8 runnable tasks on 2 cores
- * gave a target a tenth of a CPU) makes a test slower, not poorer in samples. */
-static void wait_cpu_seconds(pid_t pid, long long from, int seconds)
-{
-	long long ticks = (long long)seconds * sysconf(_SC_CLK_TCK);
-
-	if (!test_wait_cpu(pid, from, ticks, 120000))
-		print_message("  (pid %d used less than %d s of CPU in 2 minutes)\n", (int)pid,
-			      seconds);
-}
-
 /* Starts the agent on one process (999 Hz, no --duration) and waits until it
  * samples; stop_agent() ends it with SIGTERM, which drains the last window. */
 static pid_t start_agent_on(const char *out, const char *err, const char *pid)
