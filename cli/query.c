@@ -29,7 +29,8 @@ static const char usage[] =
 	"                     svg html; top, series: table json (default table)\n"
 	"  -o FILE            write to FILE (default stdout)\n"
 	"  diff:   --before FROM,TO --after FROM,TO [--before-where K=V] [--after-where K=V]\n"
-	"  top:    --limit N (default 50)\n"
+	"  --lines            frames told apart by line, not only by function\n"
+	"  top:    --limit N (default 50), --sort self|total (default self)\n"
 	"  series: --step DUR (default range/60)\n"
 	"  labels: --name KEY lists the values of one label\n";
 
@@ -171,6 +172,11 @@ int query_main(int argc, char **argv)
 			fputs(usage, stdout);
 			return 0;
 		}
+		if (!strcmp(o, "--lines")) {
+			if (!query_args__add(&p, "granularity", "line"))
+				return 2;
+			continue;
+		}
 		if (!v) {
 			fprintf(stderr, "smolder %s: '%s' needs a value\n%s", argv[0], o, usage);
 			return 2;
@@ -188,6 +194,8 @@ int query_main(int argc, char **argv)
 			 !strcmp(o, "--format") || !strcmp(o, "--limit") || !strcmp(o, "--step") ||
 			 !strcmp(o, "--type"))
 			ok = query_args__add(&p, o + 2, v), has_format |= !strcmp(o, "--format");
+		else if (!strcmp(o, "--sort"))
+			ok = query_args__add(&p, "sort", v);
 		else if (!strcmp(o, "--before-where"))
 			ok = query_args__add(&p, "before_where", v);
 		else if (!strcmp(o, "--after-where"))

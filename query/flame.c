@@ -65,6 +65,7 @@ static struct node *node_new(const char *key, size_t klen, const struct frame *f
 	nd->n.frame.file = fr->kind == FRAME_PYTHON ? nd->n.name + fr->name_len + 2 : "";
 	nd->n.parent = parent ? &parent->n : NULL;
 	nd->n.depth = parent ? parent->n.depth + 1 : 0;
+	nd->n.repeat = 1;
 	nd->klen = (uint32_t)klen;
 	return nd;
 }
@@ -86,11 +87,17 @@ static void node_free(struct node *nd)
 
 int flame__new(struct flame **out)
 {
+	return flame__new_granular(out, FLAME_BY_LINE);
+}
+
+int flame__new_granular(struct flame **out, enum flame_granularity g)
+{
 	static const char root_key[] = { FLAME_ROOT, 'a', 'l', 'l' };
 	struct flame *f = calloc(1, sizeof(*f));
 	struct frame root;
 	int err = -ENOMEM;
 
+	(void)g; /* TODO(issue 11): FLAME_BY_FUNCTION */
 	if (!f)
 		return -ENOMEM;
 	f->path = calloc(FLAME_MAX_DEPTH + 1, sizeof(*f->path));

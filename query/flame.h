@@ -23,6 +23,21 @@
 #define FLAME_ROOT	FRAME_KIND_NR /* the kind of the synthetic root, which is no frame */
 #define FLAME_MAX_DEPTH 2048	      /* frames per stack, the root not counted */
 
+/* How a tree tells frames apart. */
+enum flame_granularity {
+	FLAME_BY_LINE,	   /* kind and folded text: "q (f.py:3)" and "q (f.py:4)" differ */
+	FLAME_BY_FUNCTION, /* kind, name and file: a Python frame's line goes to the node's
+			    * per-line breakdown (lines), its text has no line */
+};
+
+/* One source line's share of a node (FLAME_BY_FUNCTION, Python frames): the
+ * samples that passed through the node while the frame was at that line. */
+struct flame_line {
+	uint32_t line;
+	uint64_t self[2]; /* per side, as the node's */
+	uint64_t total[2];
+};
+
 struct flame_node {
 	const char *name;	      /* the frame's folded text ("f_[k]", "q (f.py:3)"); "all" */
 	struct frame frame;	      /* kind (FLAME_ROOT for the root) and parts, into name */
@@ -32,11 +47,17 @@ struct flame_node {
 	uint32_t nchildren;
 	uint32_t depth;		   /* 0 for the root, 1 for a process, ... */
 	struct flame_node *parent; /* NULL for the root */
+	struct flame_line *lines;  /* FLAME_BY_FUNCTION: per-line breakdown, sorted by line */
+	uint32_t nlines;
+	uint32_t repeat; /* a placeholder frame ("[unknown]") that stood for a run of this
+			  * many identical frames in some stack (the longest run); 1 otherwise */
 };
 
 struct flame;
 
+/* A tree of granularity FLAME_BY_LINE (flame__new) or g. */
 int flame__new(struct flame **out);
+int flame__new_granular(struct flame **out, enum flame_granularity g);
 void flame__free(struct flame *f);
 
 /* Adds count samples of a stack of n frames (root first; frames[0] is the process)

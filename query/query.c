@@ -8,191 +8,16 @@
 
 #include "common/reason.h"
 #include "query/flame.h"
+#include "query/query_int.h"
 #include "query/render_folded.h"
 #include "query/render_html.h"
 #include "query/render_json.h"
 #include "query/render_pprof.h"
 #include "query/render_speedscope.h"
 #include "query/render_svg.h"
-#include "query/timeparse.h"
 #include "store/store.h"
 
-#define DEFAULT_RANGE 3600
-#define DEFAULT_LIMIT 50
-#define MAX_LIMIT     100000
-#define MIN_STEP      10
-#define MAX_POINTS    100000   /* series buckets in one answer */
-#define PERIOD_NS     10101010 /* 99 Hz: the store does not keep the period yet */
-
-struct query_format;
-static const struct query_format *find_format(enum query_kind kind, const char *name);
-
-static int parse_time_param(query_param_fn param, void *ctx, const char *name, int64_t dflt,
-			    int64_t now, int64_t *out, char *why, size_t len)
-{
-	const char *v = param(ctx, name, 0);
-
-	if (!v || !*v) {
-		*out = dflt;
-		return 0;
-	}
-	if (timeparse(v, now, out))
-		return reason_fail(why, len, -EINVAL,
-				   "%s: '%.64s' is not a time (RFC 3339, unix seconds, now, -15m)",
-				   name, v);
-	return 0;
-}
-
-static int parse_range(query_param_fn param, void *ctx, const char *from_name, const char *to_name,
-		       int64_t now, int64_t *from, int64_t *to, char *why, size_t len)
-{
-	int err = parse_time_param(param, ctx, to_name, now, now, to, why, len);
-
-	err = err
-		      ?: parse_time_param(param, ctx, from_name, *to - DEFAULT_RANGE, now, from,
-					  why, len);
-	if (!err && *to <= *from)
-		err = reason_fail(why, len, -EINVAL, "%s must be after %s", to_name, from_name);
-	return err;
-}
-
-/* Appends every where=K=V value of `name` to w; the split strings are owned by q. */
-static int parse_where(struct query *q, struct query_where *w, query_param_fn param, void *ctx,
-		       const char *name, char *why, size_t len)
-{
-	const char *v, *eq;
-	size_t i;
-
-	for (i = 0; (v = param(ctx, name, i)); i++) {
-		eq = strchr(v, '=');
-		if (!eq || eq == v)
-			return reason_fail(why, len, -EINVAL, "%s wants KEY=VALUE, got '%.64s'",
-					   name, v);
-		if (w->n == QUERY_MAX_WHERE ||
-		    q->nowned + 2 > sizeof(q->owned) / sizeof(q->owned[0]))
-			return reason_fail(why, len, -EINVAL, "at most %d %s selections",
-					   QUERY_MAX_WHERE, name);
-		q->owned[q->nowned] = strndup(v, (size_t)(eq - v));
-		q->owned[q->nowned + 1] = strdup(eq + 1);
-		if (!q->owned[q->nowned] || !q->owned[q->nowned + 1]) {
-			free(q->owned[q->nowned]);
-			free(q->owned[q->nowned + 1]);
-			return -ENOMEM;
-		}
-		w->keys[w->n] = q->owned[q->nowned];
-		w->values[w->n++] = q->owned[q->nowned + 1];
-		q->nowned += 2;
-	}
-	return 0;
-}
-
-int query_parse(struct query *q, enum query_kind kind, query_param_fn param, void *ctx, int64_t now,
-		char *why, size_t whylen)
-{
-	const char *v;
-	int err = 0;
-
-	*q = (struct query){ .kind = kind, .limit = DEFAULT_LIMIT };
-	q->format = param(ctx, "format", 0);
-	if (kind == QUERY_DIFF) {
-		err = parse_range(param, ctx, "before_from", "before_to", now, &q->before_from,
-				  &q->before_to, why, whylen);
-		err = err
-			      ?: parse_range(param, ctx, "after_from", "after_to", now,
-					     &q->after_from, &q->after_to, why, whylen);
-		err = err ?: parse_where(q, &q->before_where, param, ctx, "where", why, whylen);
-		err = err ?: parse_where(q, &q->after_where, param, ctx, "where", why, whylen);
-		err = err
-			      ?: parse_where(q, &q->before_where, param, ctx, "before_where", why,
-					     whylen);
-		err = err
-			      ?: parse_where(q, &q->after_where, param, ctx, "after_where", why,
-					     whylen);
-	} else {
-		err = parse_range(param, ctx, "from", "to", now, &q->from, &q->to, why, whylen);
-		err = err ?: parse_where(q, &q->where, param, ctx, "where", why, whylen);
-	}
-	if (err)
-		goto out;
-	if (!q->format)
-		q->format = "json";
-	q->output = find_format(kind, q->format);
-	if (!q->output) {
-		err = reason_fail(why, whylen, -EINVAL, "unknown format '%.32s' for this query",
-				  q->format);
-		goto out;
-	}
-	v = param(ctx, "type", 0);
-	if (v && strcmp(v, "cpu") != 0) {
-		err = reason_fail(why, whylen, -EINVAL,
-				  "unknown profile type '%.32s' (only cpu is recorded)", v);
-		goto out;
-	}
-	if (kind == QUERY_TOP && (v = param(ctx, "limit", 0))) {
-		char *end;
-		unsigned long n = strtoul(v, &end, 10);
-
-		if (*end || !*v || n < 1 || n > MAX_LIMIT) {
-			err = reason_fail(why, whylen, -EINVAL, "limit wants 1 to %d", MAX_LIMIT);
-			goto out;
-		}
-		q->limit = n;
-	}
-	if (kind == QUERY_SERIES) {
-		v = param(ctx, "step", 0);
-		if (v && timeparse_duration(v, &q->step)) {
-			err = reason_fail(why, whylen, -EINVAL,
-					  "step wants a duration like 10s or 5m, got '%.32s'", v);
-			goto out;
-		}
-		if (!v)
-			q->step = (q->to - q->from) / 60 > MIN_STEP ? (q->to - q->from) / 60
-								    : MIN_STEP;
-		if ((q->to - q->from) / q->step > MAX_POINTS) {
-			err = reason_fail(why, whylen, -EINVAL,
-					  "step too small: more than %d points", MAX_POINTS);
-			goto out;
-		}
-	}
-	if (kind == QUERY_LABEL_VALUES) {
-		q->label = param(ctx, "name", 0);
-		if (!q->label || !*q->label)
-			err = reason_fail(why, whylen, -EINVAL, "which label? name is missing");
-	}
-out:
-	if (err)
-		query_free(q);
-	return err;
-}
-
-bool query_args__add(struct query_args *a, const char *name, const char *value)
-{
-	if (a->n == QUERY_MAX_ARGS)
-		return false;
-	a->names[a->n] = name;
-	a->values[a->n++] = value;
-	return true;
-}
-
-const char *query_args__get(void *ctx, const char *name, size_t i)
-{
-	const struct query_args *a = ctx;
-	size_t k;
-
-	for (k = 0; k < a->n; k++)
-		if (strcmp(a->names[k], name) == 0 && i-- == 0)
-			return a->values[k];
-	return NULL;
-}
-
-void query_free(struct query *q)
-{
-	size_t i;
-
-	for (i = 0; i < q->nowned; i++)
-		free(q->owned[i]);
-	q->nowned = 0;
-}
+#define PERIOD_NS 10101010 /* 99 Hz: the store does not keep the period yet */
 
 static struct store_query store_query(int64_t from, int64_t to, const struct query_where *w)
 {
@@ -218,7 +43,9 @@ static int load_flame(struct store *st, const struct query *q, struct flame **ou
 {
 	struct store_query sq;
 	struct side s;
-	int err = flame__new(&s.f);
+	/* pprof always keeps lines: its readers aggregate by function themselves */
+	bool lines = q->lines || strcmp(q->format, "pprof") == 0;
+	int err = flame__new_granular(&s.f, lines ? FLAME_BY_LINE : FLAME_BY_FUNCTION);
 
 	if (err)
 		return err;
@@ -312,11 +139,25 @@ static int out_speedscope(const struct query_answer *a, FILE *out)
 	return render_speedscope(a->tree, "smolder", out);
 }
 
-/* Functions of side 0 with self and total, at most q->limit of them. */
+/* Total descending, then self, then name: flame__top's order with total first. */
+static int by_total(const void *pa, const void *pb)
+{
+	const struct flame_function *a = pa, *b = pb;
+
+	if (a->total != b->total)
+		return a->total < b->total ? 1 : -1;
+	if (a->self != b->self)
+		return a->self < b->self ? 1 : -1;
+	return strcmp(a->name, b->name);
+}
+
+/* Functions of side 0 with self and total, sorted as asked, at most q->limit. */
 static int top_functions(const struct query_answer *a, struct flame_function **fns, size_t *n)
 {
 	int err = flame__top(a->tree, 0, fns, n);
 
+	if (!err && a->q->sort == QUERY_SORT_TOTAL)
+		qsort(*fns, *n, sizeof(**fns), by_total);
 	if (!err && *n > a->q->limit)
 		*n = a->q->limit;
 	return err;
@@ -366,7 +207,7 @@ static int keep_point(void *ctx, int64_t bucket, uint64_t count)
 	struct series_point *p;
 	size_t cap;
 
-	if (a->npoints > MAX_POINTS)
+	if (a->npoints > QUERY_MAX_POINTS)
 		return -E2BIG; /* the store answers one per bucket: never */
 	if (a->npoints == a->points_cap) {
 		cap = a->points_cap ? a->points_cap * 2 : 256;
@@ -516,7 +357,7 @@ static const struct query_format formats[] = {
 	{ "json", KIND(QUERY_LABELS) | KIND(QUERY_LABEL_VALUES), JSON, out_labels },
 };
 
-static const struct query_format *find_format(enum query_kind kind, const char *name)
+const struct query_format *query_format__find(enum query_kind kind, const char *name)
 {
 	size_t i;
 

@@ -4,13 +4,17 @@
  * format.
  *
  * Queries (kind) and their parameters
- *   flamegraph  from, to, where=K=V..., type=cpu, format=json|folded|svg|html|pprof|speedscope
+ *   flamegraph  from, to, where=K=V..., type=cpu, granularity=function|line,
+ *               format=json|folded|svg|html|pprof|speedscope
  *   diff        before_from, before_to, after_from, after_to, where (both sides),
  *               before_where, after_where; format=json|folded|svg|html
- *   top         from, to, where, limit (default 50), format=json|table
+ *   top         from, to, where, limit (default 50), sort=self|total, format=json|table
  *   series      from, to, where, step (duration; default range/60, at least 10 s),
  *               format=json|table
  *   labels      from, to;  values of one label: name=KEY
+ * flamegraph, diff and top take granularity: function (the default) tells frames
+ * apart by kind, name and file, and keeps a Python frame's line in its node's
+ * per-line breakdown; line makes the line part of a frame's identity.
  * Times: RFC 3339, unix seconds, "now", or relative ("-15m"); from defaults to
  * -1h, to to now.
  */
@@ -36,6 +40,11 @@ enum query_kind {
 
 #define QUERY_MAX_WHERE 16
 
+enum query_sort {
+	QUERY_SORT_SELF,  /* top: by self samples (the default) */
+	QUERY_SORT_TOTAL, /* top: by total samples */
+};
+
 struct query_where {
 	const char *keys[QUERY_MAX_WHERE];
 	const char *values[QUERY_MAX_WHERE];
@@ -53,6 +62,8 @@ struct query {
 	const char *label;		      /* labels: the key whose values are listed */
 	int64_t step;			      /* series */
 	size_t limit;			      /* top */
+	enum query_sort sort;		      /* top */
+	bool lines;			      /* granularity=line: a line is part of a frame */
 	char *owned[2 * QUERY_MAX_WHERE * 3]; /* strings split out of where=K=V */
 	size_t nowned;
 };

@@ -17,13 +17,17 @@
 #define SMOLDER_RENDER_HTML_H
 
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 
 #include "query/flame.h"
 
 struct render_html_options {
-	const char *title; /* page title, HTML-escaped on output; NULL: "smolder flame graph" */
-	bool diff;	   /* differential coloring from both sides of the tree */
+	const char *title;    /* page title, HTML-escaped on output; NULL: "smolder flame graph" */
+	const char *subtitle; /* one line of context under the title (range, selection,
+			       * type, totals), escaped on output; NULL: none */
+	uint64_t period_ns;   /* sampling period, to show CPU time beside samples; 0: unknown */
+	bool diff;	      /* differential coloring from both sides of the tree */
 };
 
 /* Writes the page for f (after flame__finish) to out; o may be NULL for defaults.

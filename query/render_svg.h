@@ -23,6 +23,7 @@
 #define SMOLDER_RENDER_SVG_H
 
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 
 #include "query/flame.h"
@@ -33,9 +34,12 @@
 
 struct render_svg_options {
 	const char *title; /* NULL: "Flame Graph", "Icicle Graph" or "Differential Flame Graph" */
-	bool diff;	   /* widths from side 1, colors from the change between sides */
-	bool icicle;	   /* root at the top, growing down */
-	unsigned width;	   /* image width in px; 0: RENDER_SVG_DEFAULT_WIDTH */
+	const char *subtitle; /* one line of context under the title (range, selection,
+			       * type, totals), escaped on output; NULL: none */
+	uint64_t period_ns;   /* sampling period, to show CPU time beside samples; 0: unknown */
+	bool diff;	      /* widths from side 1, colors from the change between sides */
+	bool icicle;	      /* root at the top, growing down */
+	unsigned width;	      /* image width in px; 0: RENDER_SVG_DEFAULT_WIDTH */
 };
 
 /* Writes the SVG for f (after flame__finish) to out; o may be NULL for defaults.
