@@ -73,7 +73,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		render_folded(tree, true, out);
 		break;
 	case 1:
-		render_json_tree(tree, out);
+		render_json_tree(tree, NULL, out);
 		break;
 	case 2:
 		render_svg(tree, &so, out);

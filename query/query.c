@@ -97,7 +97,7 @@ static const char *title(const struct query *q)
 
 static int out_tree_json(const struct query_answer *a, FILE *out)
 {
-	return render_json_tree(a->tree, out);
+	return render_json_tree(a->tree, NULL, out);
 }
 
 static int out_folded(const struct query_answer *a, FILE *out)
@@ -188,7 +188,7 @@ static int out_top_json(const struct query_answer *a, FILE *out)
 	size_t n = 0;
 	int err = top_functions(a, &fns, &n);
 
-	err = err ?: render_json_top(fns, n, flame__total(a->tree, 0), out);
+	err = err ?: render_json_top(fns, n, flame__total(a->tree, 0), NULL, out);
 	free(fns);
 	return err;
 }

@@ -67,11 +67,14 @@ static double share(uint64_t part, uint64_t whole)
 
 /* Depth is bounded by flame__add's 2048-frame limit, so recursion is safe. */
 static void write_node(FILE *out, const struct flame_node *n, bool diff, uint64_t root0,
-		       uint64_t root1)
+		       uint64_t root1, const char *meta)
 {
 	uint32_t i;
 
-	fputs("{\"name\":", out);
+	if (meta)
+		fprintf(out, "{\"meta\":%s,\"name\":", meta);
+	else
+		fputs("{\"name\":", out);
 	render_json_string(out, n->name);
 	fprintf(out, ",\"kind\":\"%s\",\"self\":%llu,\"total\":%llu",
 		kind_name((uint8_t)n->frame.kind), (unsigned long long)n->self[0],
@@ -87,12 +90,12 @@ static void write_node(FILE *out, const struct flame_node *n, bool diff, uint64_
 	for (i = 0; i < n->nchildren; i++) {
 		if (i)
 			fputc(',', out);
-		write_node(out, n->children[i], diff, root0, root1);
+		write_node(out, n->children[i], diff, root0, root1, NULL);
 	}
 	fputs("]}", out);
 }
 
-int render_json_tree(const struct flame *f, FILE *out)
+int render_json_tree(const struct flame *f, const char *meta, FILE *out)
 {
 	uint64_t root0, root1;
 
@@ -100,18 +103,23 @@ int render_json_tree(const struct flame *f, FILE *out)
 		return -EINVAL;
 	root0 = flame__total(f, 0);
 	root1 = flame__total(f, 1);
-	write_node(out, flame__root(f), root1 > 0, root0, root1);
+	write_node(out, flame__root(f), root1 > 0, root0, root1, meta);
 	fputc('\n', out);
 	return ferror(out) ? -EIO : 0;
 }
 
-int render_json_top(const struct flame_function *fns, size_t n, uint64_t total, FILE *out)
+int render_json_top(const struct flame_function *fns, size_t n, uint64_t total, const char *meta,
+		    FILE *out)
 {
 	size_t i;
 
 	if ((!fns && n) || !out)
 		return -EINVAL;
-	fprintf(out, "{\"total\":%llu,\"functions\":[", (unsigned long long)total);
+	if (meta)
+		fprintf(out, "{\"meta\":%s,", meta);
+	else
+		fputc('{', out);
+	fprintf(out, "\"total\":%llu,\"functions\":[", (unsigned long long)total);
 	for (i = 0; i < n; i++) {
 		fputs(i ? ",{\"name\":" : "{\"name\":", out);
 		render_json_string(out, fns[i].name);

@@ -13,6 +13,8 @@
  * normalized share, after.total/after_root - before.total/before_root (a share
  * of a side with no samples is 0).
  *
+ * Both may start with "meta":{...}, the query's context (query.c writes it).
+ *
  * Top format: {"total":N,"functions":[{"name":..,"kind":..,"self":N,"total":N,
  * "self_pct":P,"total_pct":P},...]} with percentages of `total`.
  *
@@ -27,13 +29,16 @@
 
 #include "query/flame.h"
 
-/* Writes the tree of f (after flame__finish) to out. Returns 0, -EINVAL (NULL
- * argument) or -EIO (a write failed). */
-int render_json_tree(const struct flame *f, FILE *out);
+/* Writes the tree of f (after flame__finish) to out. meta, when not NULL, is the
+ * text of a JSON value (the query's context: range, selection, units) written as
+ * the root object's first member, "meta"; the caller makes it valid JSON.
+ * Returns 0, -EINVAL (NULL argument) or -EIO (a write failed). */
+int render_json_tree(const struct flame *f, const char *meta, FILE *out);
 
-/* Writes n functions (as from flame__top) with percentages of total (0: all 0).
- * Returns 0, -EINVAL or -EIO. */
-int render_json_top(const struct flame_function *fns, size_t n, uint64_t total, FILE *out);
+/* Writes n functions (as from flame__top) with percentages of total (0: all 0),
+ * and meta as render_json_tree() does. Returns 0, -EINVAL or -EIO. */
+int render_json_top(const struct flame_function *fns, size_t n, uint64_t total, const char *meta,
+		    FILE *out);
 
 /* Writes s as a quoted JSON string, escaped as described above. */
 void render_json_string(FILE *out, const char *s);

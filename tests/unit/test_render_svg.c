@@ -320,7 +320,7 @@ static void test_json(void **state)
 	snprintf(path, sizeof(path), "%s/tree.json", dir);
 	fp = fopen(path, "w");
 	assert_non_null(fp);
-	assert_int_equal(render_json_tree(f, fp), 0);
+	assert_int_equal(render_json_tree(f, NULL, fp), 0);
 	assert_int_equal(fclose(fp), 0);
 	snprintf(args, sizeof(args), "'%s' 55 0", path);
 	run_py(check_tree_py, "tree", args);
@@ -329,7 +329,7 @@ static void test_json(void **state)
 	assert_int_equal(flame__top(f, 0, &fns, &n), 0);
 	fp = fopen(path, "w");
 	assert_non_null(fp);
-	assert_int_equal(render_json_top(fns, n, flame__total(f, 0), fp), 0);
+	assert_int_equal(render_json_top(fns, n, flame__total(f, 0), NULL, fp), 0);
 	assert_int_equal(fclose(fp), 0);
 	free(fns);
 	snprintf(args, sizeof(args), "'%s'", path);
@@ -341,7 +341,7 @@ static void test_json(void **state)
 	snprintf(path, sizeof(path), "%s/diff.json", dir);
 	fp = fopen(path, "w");
 	assert_non_null(fp);
-	assert_int_equal(render_json_tree(f, fp), 0);
+	assert_int_equal(render_json_tree(f, NULL, fp), 0);
 	assert_int_equal(fclose(fp), 0);
 	snprintf(args, sizeof(args), "'%s' 55 1", path);
 	run_py(check_tree_py, "diff", args);
