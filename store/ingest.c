@@ -3,7 +3,9 @@
  * reach, by a SELECT on the unique key followed by an INSERT when missing, so a
  * failure anywhere rolls back everything the batch touched. Stacks and label sets
  * are stored as varint blobs of ids (see schema/001_init.sql); a sample for a window
- * below the downsampling watermark goes to its coarse bucket.
+ * below the downsampling watermark goes to its coarse bucket. Each batch also
+ * upserts one row of windows (its window's length and sampling period,
+ * schema/004_windows.sql).
  *
  * Nothing from the wire is trusted: frame names and files are stored sanitized
  * and cut (frame_sanitize), so no stored frame can forge the folded grammar;
@@ -366,6 +368,21 @@ static int ingest_locked(struct store *s, struct ingest *in, bool *duplicate)
 		if (err < 0)
 			return err;
 	}
+
+	/* The window's length and period (schema/004_windows.sql): one upsert per
+	 * batch. A batch below the watermark went to its bucket, and has its length. */
+	err = store_get_stmt(s, ST_WINDOW_ADD, &st);
+	if (err)
+		return err;
+	sqlite3_bind_int64(st, 1, ws);
+	sqlite3_bind_int64(st, 2, b->period_ns > INT64_MAX ? INT64_MAX : (int64_t)b->period_ns);
+	sqlite3_bind_int64(st, 3,
+			   wm_set && b->window_start < wm ? (int64_t)s->opts.coarse_window_seconds
+							  : (int64_t)b->window_seconds);
+	err = store_step(s, st);
+	store_done(st);
+	if (err < 0)
+		return err;
 
 	err = store_get_stmt(s, ST_INGESTED_PUT, &st);
 	if (err)

@@ -1,7 +1,7 @@
 /* Stats, schema version, integrity check, and maintenance: retention and
- * downsampling in steps of at most max_rows sample rows, each step in its own
- * transaction so that a failing one never undoes the other, and an ingest waits
- * for at most one bounded call. Dictionary rows are never deleted: they
+ * downsampling (of samples and of the windows table, schema/004_windows.sql) in steps of at most
+ * max_rows sample rows, each step in its own transaction so that a failing one never undoes the
+ * other, and an ingest waits for at most one bounded call. Dictionary rows are never deleted: they
  * are small next to samples, and collecting them would need a scan of samples
  * (stack_id and labelset_id are not indexed); a later migration can add that.
  */
@@ -130,6 +130,23 @@ static int run_bounded(struct store *s, enum stmt_id id, int64_t a, int64_t b, i
 	return 0;
 }
 
+/* Runs a windows merge statement for the bucket [bucket, end). */
+static int run_window_merge(struct store *s, enum stmt_id id, int64_t bucket, int64_t end)
+{
+	sqlite3_stmt *st = NULL;
+	int err;
+
+	err = store_get_stmt(s, id, &st);
+	if (err)
+		return err;
+	sqlite3_bind_int64(st, 1, bucket);
+	sqlite3_bind_int64(st, 2, end);
+	sqlite3_bind_int64(st, 3, end - bucket);
+	err = store_step(s, st);
+	store_done(st);
+	return err < 0 ? err : 0;
+}
+
 /* Merges fine rows older than cutoff (a bucket boundary) into their buckets,
  * spending at most *budget rows. Sets *more when it stopped for the budget. */
 static int downsample(struct store *s, int64_t cutoff, int64_t *budget, bool *more)
@@ -176,7 +193,10 @@ static int downsample(struct store *s, int64_t cutoff, int64_t *budget, bool *mo
 			return 0;
 		}
 		*budget -= deleted ? deleted : 1;
-		err = store_get_stmt(s, ST_SET_WATERMARK, &st);
+		/* the bucket is done: its windows become one row per period */
+		err = run_window_merge(s, ST_WINDOW_MERGE, bucket, end);
+		err = err ?: run_window_merge(s, ST_WINDOW_MERGE_DELETE, bucket, end);
+		err = err ?: store_get_stmt(s, ST_SET_WATERMARK, &st);
 		if (err)
 			return err;
 		sqlite3_bind_int64(st, 1, end);
@@ -192,7 +212,7 @@ static int downsample(struct store *s, int64_t cutoff, int64_t *budget, bool *mo
 }
 
 /* Retention in its own transaction: at most *budget rows of samples, then of
- * ingested; spends what it deleted. */
+ * windows, then of ingested; spends what it deleted. */
 static int retention(struct store *s, int64_t cutoff, int64_t *budget)
 {
 	int64_t n;
@@ -205,6 +225,13 @@ static int retention(struct store *s, int64_t cutoff, int64_t *budget)
 	if (err)
 		goto out_rollback;
 	*budget -= n;
+	/* a window's row goes once its samples are all gone */
+	if (*budget > 0) {
+		err = run_bounded(s, ST_RET_WINDOWS, cutoff, 0, 2, *budget, &n);
+		if (err)
+			goto out_rollback;
+		*budget -= n;
+	}
 	if (*budget > 0) {
 		err = run_bounded(s, ST_RET_INGESTED, cutoff, 0, 2, *budget, &n);
 		if (err)

@@ -75,6 +75,28 @@ static const char *const stmt_sql[ST_NR] = {
 	[ST_STATS] = "SELECT sample_rows, batches, (SELECT max(id) FROM strings), "
 		     "(SELECT max(id) FROM frames), (SELECT max(id) FROM stacks), "
 		     "(SELECT max(id) FROM labelsets) FROM state WHERE id = 1",
+	/* schema/004_windows.sql: one upsert per batch */
+	[ST_WINDOW_ADD] = "INSERT INTO windows (window_start, period_ns, seconds, batches) "
+			  "VALUES (?1, ?2, ?3, 1) ON CONFLICT DO UPDATE SET batches = batches + 1",
+	/* A done coarse bucket [?1, ?2) of length ?3: its windows become one row per
+	 * period at ?1; rows already of that shape stay and take the others' batches. */
+	[ST_WINDOW_MERGE] = "INSERT INTO windows (window_start, period_ns, seconds, batches) "
+			    "SELECT ?1, period_ns, ?3, sum(batches) FROM windows "
+			    "WHERE window_start >= ?1 AND window_start < ?2 "
+			    "AND NOT (window_start = ?1 AND seconds = ?3) GROUP BY period_ns "
+			    "ON CONFLICT DO UPDATE SET batches = batches + excluded.batches",
+	[ST_WINDOW_MERGE_DELETE] = "DELETE FROM windows WHERE window_start >= ?1 AND "
+				   "window_start < ?2 AND NOT (window_start = ?1 AND seconds = ?3)",
+	[ST_RET_WINDOWS] = "DELETE FROM windows WHERE (window_start, period_ns, seconds) IN "
+			   "(SELECT window_start, period_ns, seconds FROM windows "
+			   "WHERE window_start < ?1 ORDER BY window_start LIMIT ?2)",
+	[ST_WINDOWS_RANGE] =
+		"SELECT count(*), min(window_start), max(window_start + seconds), "
+		"count(DISTINCT window_start), min(seconds), max(seconds) FROM windows "
+		"WHERE window_start >= ?1 AND window_start < ?2",
+	[ST_WINDOWS_PERIODS] = "SELECT period_ns, sat_sum(batches) FROM windows "
+			       "WHERE window_start >= ?1 AND window_start < ?2 "
+			       "GROUP BY period_ns ORDER BY 2 DESC, 1",
 };
 
 static int sqlite_to_errno(sqlite3 *db, int rc)

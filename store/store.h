@@ -175,6 +175,38 @@ int store__schema_version(struct store *s, int64_t *version);
  * damage (the first report is then in store__errmsg()), or a translated error. */
 int store__check(struct store *s);
 
+/* ---- windows: what a stored range covers (store/windows.c) -------------------
+ *
+ * Each batch's window length and sampling period are kept per stored window
+ * (schema/004_windows.sql), so that an answer can state the time it really covers
+ * (queries select whole windows: a window counts when its start is in [from, to))
+ * and turn samples into CPU time (samples x period). */
+
+#define STORE_WINDOWS_MAX_PERIODS 8 /* distinct periods reported; the rest counted */
+
+struct store_windows {
+	uint64_t nwindows;    /* distinct window starts in range; 0: none (the rest 0) */
+	int64_t first_start;  /* the first window's start: the effective from */
+	int64_t last_end;     /* the latest end of a window in range: the effective to */
+	uint32_t min_seconds; /* shortest and longest window length (a coarse bucket */
+	uint32_t max_seconds; /* after downsampling is longer than the agents' windows) */
+	uint64_t periods[STORE_WINDOWS_MAX_PERIODS];	    /* distinct sampling periods in ns, by
+							     * batches descending, then period; 0:
+							     * unknown (sent as 0) */
+	uint64_t period_batches[STORE_WINDOWS_MAX_PERIODS]; /* batches stored at each */
+	size_t nperiods;				    /* entries of periods[] */
+	size_t more_periods; /* distinct periods past STORE_WINDOWS_MAX_PERIODS */
+};
+
+/* Fills *out for the windows with window_start in [q->from, q->to). The label
+ * selection of q is checked but not applied: the table is per window, not per
+ * label set (one upsert per batch keeps ingest cost unchanged), so the answer is
+ * about every agent's windows in the range; a selection's own first window would
+ * need a scan of samples. Windows stored before migration 004 have no rows and are
+ * not counted. Cheap: one range read of a table with a row per window and period.
+ * Returns 0, -EINVAL (NULL argument, bad selection) or a translated SQLite error. */
+int store__windows(struct store *s, const struct store_query *q, struct store_windows *out);
+
 /* One bounded step of maintenance at time now (unix seconds), in two steps, each
  * in its own transaction so that one failing never undoes or blocks the other:
  * retention deletes samples with window_start < now - retention and forgets their

@@ -5,7 +5,8 @@
  * statements (their SQL is in open.c), the statement and error helpers of open.c,
  * the watermark reader of maintain.c, and the varint and floor_div helpers that
  * ingest, queries and maintenance use. The pieces: open.c (open, close, migrations,
- * statement cache, error translation), ingest.c, read.c and maintain.c. Only store/
+ * statement cache, error translation), ingest.c, read.c, maintain.c and windows.c (the windows
+ * table: each stored window's length and sampling period, schema/004_windows.sql). Only store/
  * includes <sqlite3.h>.
  */
 #ifndef SMOLDER_STORE_INT_H
@@ -50,6 +51,12 @@ enum stmt_id {
 	ST_MERGE_DELETE,
 	ST_SET_WATERMARK,
 	ST_STATS,
+	ST_WINDOW_ADD,
+	ST_WINDOW_MERGE,
+	ST_WINDOW_MERGE_DELETE,
+	ST_RET_WINDOWS,
+	ST_WINDOWS_RANGE,
+	ST_WINDOWS_PERIODS,
 	ST_NR,
 };
 

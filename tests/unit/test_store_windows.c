@@ -1,0 +1,264 @@
+/* Unit tests of the store's windows table (schema/004_windows.sql) and of
+ * store__windows(): what ingest records per window (length, sampling period), what
+ * downsampling makes of a coarse bucket's windows, that retention drops them with
+ * the samples, and what a range with mixed periods answers. Batches are built with
+ * batch_builder (common/batch.h) on an in-memory store.
+ */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+
+#include <cmocka.h>
+
+#include "common/batch.h"
+#include "store/store.h"
+
+#define HZ99 10101010ull /* 1e9 / 99 */
+#define HZ49 20408163ull /* 1e9 / 49 */
+
+static void ingest_one(struct store *s, const char *agent, uint64_t seq, int64_t window,
+		       uint32_t seconds, uint64_t period, uint64_t count)
+{
+	const char *keys[] = { "comm" }, *values[] = { "api" };
+	struct batch_builder *bb = NULL;
+	struct batch *b = NULL;
+	bool dup = true;
+
+	assert_int_equal(batch_builder__new(agent, "h1", "cpu", &bb), 0);
+	assert_int_equal(batch_builder__add(bb, keys, values, 1, "api;main;work", count), 0);
+	/* a second label set: the table still gets one row per batch */
+	values[0] = "db";
+	assert_int_equal(batch_builder__add(bb, keys, values, 1, "db;main;query", count), 0);
+	assert_int_equal(batch_builder__finish(bb, seq, window, seconds, period, &b), 0);
+	assert_int_equal(store__ingest(s, b, &dup), 0);
+	assert_false(dup);
+	batch__free(b);
+	batch_builder__free(bb);
+}
+
+static struct store *open_mem(const struct store_options *o)
+{
+	struct store *s = NULL;
+
+	assert_int_equal(store__open(":memory:", o, &s), 0);
+	return s;
+}
+
+static struct store_windows windows(struct store *s, int64_t from, int64_t to)
+{
+	struct store_query q = { .from = from, .to = to };
+	struct store_windows w;
+
+	assert_int_equal(store__windows(s, &q, &w), 0);
+	return w;
+}
+
+/* Ingest: one row per window and period; the range's first start and last end are
+ * the windows', not the request's. */
+static void test_ingest(void **state)
+{
+	struct store_windows w;
+	struct store *s = open_mem(NULL);
+
+	(void)state;
+	ingest_one(s, "a", 1, 1000, 10, HZ99, 5);
+	ingest_one(s, "a", 2, 1010, 10, HZ99, 7);
+	ingest_one(s, "b", 1, 1010, 10, HZ99, 3); /* same window, same period: one row */
+	ingest_one(s, "a", 3, 1020, 10, HZ99, 1);
+
+	w = windows(s, 995, 1025);
+	assert_int_equal(w.nwindows, 3);
+	assert_int_equal(w.first_start, 1000);
+	assert_int_equal(w.last_end, 1030);
+	assert_int_equal(w.min_seconds, 10);
+	assert_int_equal(w.max_seconds, 10);
+	assert_int_equal(w.nperiods, 1);
+	assert_int_equal(w.periods[0], HZ99);
+	assert_int_equal(w.period_batches[0], 4);
+	assert_int_equal(w.more_periods, 0);
+
+	/* a window counts when its start is in [from, to) */
+	w = windows(s, 1001, 1020);
+	assert_int_equal(w.nwindows, 1);
+	assert_int_equal(w.first_start, 1010);
+	assert_int_equal(w.last_end, 1020);
+	assert_int_equal(w.period_batches[0], 2);
+
+	/* nothing stored there, an empty or reversed range */
+	w = windows(s, 2000, 3000);
+	assert_int_equal(w.nwindows, 0);
+	assert_int_equal(w.nperiods, 0);
+	w = windows(s, 1000, 1000);
+	assert_int_equal(w.nwindows, 0);
+	store__close(s);
+}
+
+/* Two agents at 99 Hz and 49 Hz: both periods, the more common first. */
+static void test_mixed_periods(void **state)
+{
+	struct store_windows w;
+	struct store *s = open_mem(NULL);
+
+	(void)state;
+	ingest_one(s, "a", 1, 1000, 10, HZ99, 5);
+	ingest_one(s, "a", 2, 1010, 10, HZ99, 5);
+	ingest_one(s, "b", 1, 1010, 10, HZ49, 5);
+	w = windows(s, 0, 5000);
+	assert_int_equal(w.nwindows, 2);
+	assert_int_equal(w.nperiods, 2);
+	assert_int_equal(w.periods[0], HZ99);
+	assert_int_equal(w.period_batches[0], 2);
+	assert_int_equal(w.periods[1], HZ49);
+	assert_int_equal(w.period_batches[1], 1);
+	/* the window at 1000 had only the 99 Hz agent */
+	w = windows(s, 1000, 1010);
+	assert_int_equal(w.nperiods, 1);
+	assert_int_equal(w.periods[0], HZ99);
+	store__close(s);
+}
+
+/* More distinct periods than reported: the rest are counted; a hostile period
+ * past INT64_MAX is stored saturated, 0 (unknown) as 0. */
+static void test_many_periods(void **state)
+{
+	struct store_windows w;
+	struct store *s = open_mem(NULL);
+	uint64_t i;
+
+	(void)state;
+	for (i = 0; i < STORE_WINDOWS_MAX_PERIODS + 3; i++)
+		ingest_one(s, "a", i + 1, 1000, 10, 1000000 + i, 1);
+	ingest_one(s, "b", 1, 2000, 10, UINT64_MAX, 1);
+	ingest_one(s, "c", 1, 3000, 10, 0, 1);
+	w = windows(s, 0, 5000);
+	assert_int_equal(w.nperiods, STORE_WINDOWS_MAX_PERIODS);
+	assert_int_equal(w.more_periods, 5);
+	w = windows(s, 2000, 2001);
+	assert_int_equal(w.periods[0], (uint64_t)INT64_MAX);
+	w = windows(s, 3000, 3001);
+	assert_int_equal(w.nperiods, 1);
+	assert_int_equal(w.periods[0], 0);
+	store__close(s);
+}
+
+/* Downsampling: a done bucket's windows become one row per period with the
+ * bucket's length; a late batch below the watermark is counted in its bucket. */
+static void test_downsample(void **state)
+{
+	const struct store_options o = { .retention_seconds = 100000,
+					 .downsample_after_seconds = 100,
+					 .coarse_window_seconds = 60 };
+	struct store_windows w;
+	struct store *s = open_mem(&o);
+	bool more = true;
+	int64_t t;
+	int steps = 0;
+
+	(void)state;
+	for (t = 1200; t < 1320; t += 10)
+		ingest_one(s, "a", (uint64_t)t, t, 10, HZ99, 2);
+	ingest_one(s, "b", 1, 1210, 10, HZ49, 2);
+	ingest_one(s, "b", 2, 1300, 10, HZ49, 2);
+	w = windows(s, 1200, 1320);
+	assert_int_equal(w.nwindows, 12);
+	assert_int_equal(w.max_seconds, 10);
+
+	/* at now = 1420 windows before 1320 are old enough to merge */
+	while (more) {
+		assert_int_equal(store__maintain(s, 1420, 3, &more), 0);
+		assert_true(++steps < 1000);
+	}
+	/* [1200, 1260) and [1260, 1320) merged: one row per period, 60 s long */
+	w = windows(s, 1200, 1320);
+	assert_int_equal(w.nwindows, 2);
+	assert_int_equal(w.first_start, 1200);
+	assert_int_equal(w.last_end, 1320);
+	assert_int_equal(w.min_seconds, 60);
+	assert_int_equal(w.max_seconds, 60);
+	assert_int_equal(w.nperiods, 2);
+	assert_int_equal(w.periods[0], HZ99);
+	assert_int_equal(w.period_batches[0], 12);
+	assert_int_equal(w.periods[1], HZ49);
+	assert_int_equal(w.period_batches[1], 2);
+	w = windows(s, 1200, 1201);
+	assert_int_equal(w.nperiods, 2); /* the 49 Hz batch at 1210 is in 1200's bucket */
+
+	/* a late 10 s batch at 1230 lands in the bucket, with the bucket's length */
+	ingest_one(s, "c", 1, 1230, 10, HZ99, 2);
+	w = windows(s, 1200, 1260);
+	assert_int_equal(w.nwindows, 1);
+	assert_int_equal(w.min_seconds, 60);
+	assert_int_equal(w.period_batches[0], 7);
+	store__close(s);
+}
+
+/* Retention drops the windows with their samples, and leaves the younger ones. */
+static void test_retention(void **state)
+{
+	const struct store_options o = { .retention_seconds = 1000,
+					 .downsample_after_seconds = 1000,
+					 .coarse_window_seconds = 60 };
+	struct store_windows w;
+	struct store *s = open_mem(&o);
+	bool more = true;
+	int64_t t;
+	int steps = 0;
+
+	(void)state;
+	for (t = 0; t < 600; t += 10)
+		ingest_one(s, "a", (uint64_t)t + 1, 10000 + t, 10, HZ99, 1);
+	while (more) {
+		assert_int_equal(store__maintain(s, 11300, 4, &more), 0);
+		assert_true(++steps < 1000);
+	}
+	/* the last step may have merged a bucket that is older than retention */
+	assert_int_equal(store__maintain(s, 11300, 0, &more), 0);
+	/* retention cut at 10300: windows before it are gone */
+	w = windows(s, 0, 10300);
+	assert_int_equal(w.nwindows, 0);
+	assert_int_equal(w.nperiods, 0);
+	w = windows(s, 10300, 20000);
+	assert_true(w.nwindows > 0);
+	assert_int_equal(w.first_start, 10300);
+	assert_int_equal(w.last_end, 10600);
+	store__close(s);
+}
+
+/* Bad arguments; a selection is accepted (and not applied: see store.h). */
+static void test_arguments(void **state)
+{
+	const char *keys[] = { "comm" }, *values[] = { "nothing-like-it" };
+	struct store_query q = {
+		.from = 0, .to = 5000, .keys = keys, .values = values, .nlabels = 1
+	};
+	struct store_windows w;
+	struct store *s = open_mem(NULL);
+
+	(void)state;
+	ingest_one(s, "a", 1, 1000, 10, HZ99, 5);
+	assert_int_equal(store__windows(s, &q, &w), 0);
+	assert_int_equal(w.nwindows, 1);
+	assert_int_equal(store__windows(NULL, &q, &w), -EINVAL);
+	assert_int_equal(store__windows(s, NULL, &w), -EINVAL);
+	assert_int_equal(store__windows(s, &q, NULL), -EINVAL);
+	q.keys = NULL;
+	assert_int_equal(store__windows(s, &q, &w), -EINVAL);
+	q.keys = keys;
+	q.nlabels = 65;
+	assert_int_equal(store__windows(s, &q, &w), -EINVAL);
+	store__close(s);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_ingest),	     cmocka_unit_test(test_mixed_periods),
+		cmocka_unit_test(test_many_periods), cmocka_unit_test(test_downsample),
+		cmocka_unit_test(test_retention),    cmocka_unit_test(test_arguments),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
