@@ -1,10 +1,14 @@
-/* Query parsing, execution and rendering; see query.h. */
+/* Query execution and rendering (parsing is parse.c); see query.h. query_load()
+ * reads what an answer needs from the store, its context (query_int.h, context.c)
+ * included; query_render() writes it in the query's format, context and units
+ * first: titles, JSON "meta", "# " header lines before a table. */
 #include "query/query.h"
 
 #include <errno.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "common/reason.h"
 #include "query/flame.h"
@@ -15,9 +19,8 @@
 #include "query/render_pprof.h"
 #include "query/render_speedscope.h"
 #include "query/render_svg.h"
+#include "query/render_text.h"
 #include "store/store.h"
-
-#define PERIOD_NS 10101010 /* 99 Hz: the store does not keep the period yet */
 
 static struct store_query store_query(int64_t from, int64_t to, const struct query_where *w)
 {
@@ -82,6 +85,9 @@ struct series_point {
 
 struct query_answer {
 	const struct query *q;
+	struct query_context ctx; /* range, selection, period, totals */
+	char *meta;		  /* ctx as JSON text (query_int.h) */
+	char title[1024], subtitle[1024];
 	struct flame *tree;	     /* flamegraph, diff, top */
 	struct series_point *points; /* series: buckets with samples, in time order */
 	size_t npoints, points_cap;
@@ -90,14 +96,18 @@ struct query_answer {
 	size_t max_bytes; /* cap on names_len; 0: none */
 };
 
-static const char *title(const struct query *q)
-{
-	return q->kind == QUERY_DIFF ? "smolder diff" : "smolder";
-}
-
 static int out_tree_json(const struct query_answer *a, FILE *out)
 {
-	return render_json_tree(a->tree, NULL, out);
+	return render_json_tree(a->tree, a->meta, out);
+}
+
+static int out_text(const struct query_answer *a, FILE *out)
+{
+	struct render_text_options o = { .period_ns = a->ctx.period_ns,
+					 .diff = a->q->kind == QUERY_DIFF };
+
+	query_context__header(&a->ctx, out);
+	return render_text(a->tree, &o, out);
 }
 
 static int out_folded(const struct query_answer *a, FILE *out)
@@ -107,14 +117,20 @@ static int out_folded(const struct query_answer *a, FILE *out)
 
 static int out_svg(const struct query_answer *a, FILE *out)
 {
-	struct render_svg_options o = { .title = title(a->q), .diff = a->q->kind == QUERY_DIFF };
+	struct render_svg_options o = { .title = a->title,
+					.subtitle = a->subtitle,
+					.period_ns = a->ctx.period_ns,
+					.diff = a->q->kind == QUERY_DIFF };
 
 	return render_svg(a->tree, &o, out);
 }
 
 static int out_html(const struct query_answer *a, FILE *out)
 {
-	struct render_html_options o = { .title = title(a->q), .diff = a->q->kind == QUERY_DIFF };
+	struct render_html_options o = { .title = a->title,
+					 .subtitle = a->subtitle,
+					 .period_ns = a->ctx.period_ns,
+					 .diff = a->q->kind == QUERY_DIFF };
 
 	return render_html(a->tree, &o, out);
 }
@@ -126,7 +142,9 @@ static int out_pprof(const struct query_answer *a, FILE *out)
 	size_t len = 0;
 	int err;
 
-	err = render_pprof(a->tree, PERIOD_NS, render_pprof_seconds_to_ns(q->from),
+	/* The one period of the range; with several, the most common (the answer's
+	 * cpu/nanoseconds values are then off for the others' samples); unknown: 99 Hz. */
+	err = render_pprof(a->tree, a->ctx.pprof_period_ns, render_pprof_seconds_to_ns(q->from),
 			   render_pprof_duration_ns(q->from, q->to), &buf, &len);
 	if (!err && fwrite(buf, 1, len, out) != len)
 		err = -EIO;
@@ -136,7 +154,7 @@ static int out_pprof(const struct query_answer *a, FILE *out)
 
 static int out_speedscope(const struct query_answer *a, FILE *out)
 {
-	return render_speedscope(a->tree, "smolder", out);
+	return render_speedscope(a->tree, a->title, out);
 }
 
 /* Total descending, then self, then name: flame__top's order with total first. */
@@ -163,23 +181,39 @@ static int top_functions(const struct query_answer *a, struct flame_function **f
 	return err;
 }
 
+/* A count's CPU time for a table column ("12.3 s"), "-" when not shown. */
+static void cpu_cell(const struct query_context *c, uint64_t samples, char *buf, size_t len)
+{
+	if (c->no_cpu)
+		snprintf(buf, len, "-");
+	else
+		query_context__seconds(query_context__cpu_seconds(c, samples), buf, len);
+}
+
 static int out_top_table(const struct query_answer *a, FILE *out)
 {
 	uint64_t total = flame__total(a->tree, 0);
 	struct flame_function *fns = NULL;
+	char self_cpu[32], total_cpu[32];
 	size_t n = 0, i;
 	int err = top_functions(a, &fns, &n);
 
-	if (!err)
-		fprintf(out, "%8s %7s %8s %7s  %s\n", "SELF", "SELF%", "TOTAL", "TOTAL%",
-			"FUNCTION");
-	for (i = 0; !err && i < n; i++)
-		fprintf(out, "%8llu %6.2f%% %8llu %6.2f%%  %s\n", (unsigned long long)fns[i].self,
+	if (err)
+		return err;
+	query_context__header(&a->ctx, out);
+	fprintf(out, "%8s %9s %7s %8s %9s %7s  %s\n", "SELF", "SELF_CPU", "SELF%", "TOTAL",
+		"TOTAL_CPU", "TOTAL%", "FUNCTION");
+	for (i = 0; i < n; i++) {
+		cpu_cell(&a->ctx, fns[i].self, self_cpu, sizeof(self_cpu));
+		cpu_cell(&a->ctx, fns[i].total, total_cpu, sizeof(total_cpu));
+		fprintf(out, "%8llu %9s %6.2f%% %8llu %9s %6.2f%%  %s\n",
+			(unsigned long long)fns[i].self, self_cpu,
 			total ? 100.0 * (double)fns[i].self / (double)total : 0.0,
-			(unsigned long long)fns[i].total,
+			(unsigned long long)fns[i].total, total_cpu,
 			total ? 100.0 * (double)fns[i].total / (double)total : 0.0, fns[i].name);
+	}
 	free(fns);
-	return err;
+	return ferror(out) ? -EIO : 0;
 }
 
 static int out_top_json(const struct query_answer *a, FILE *out)
@@ -188,13 +222,14 @@ static int out_top_json(const struct query_answer *a, FILE *out)
 	size_t n = 0;
 	int err = top_functions(a, &fns, &n);
 
-	err = err ?: render_json_top(fns, n, flame__total(a->tree, 0), NULL, out);
+	err = err ?: render_json_top(fns, n, flame__total(a->tree, 0), a->meta, out);
 	free(fns);
 	return err;
 }
 
 struct series_ctx {
 	const struct query *q;
+	const struct query_context *c;
 	FILE *out;
 	int64_t next; /* the next bucket to write */
 	bool json, first;
@@ -246,13 +281,26 @@ static int keep_name(void *ctx, const char *text)
 	return 0;
 }
 
+/* JSON: [epoch, samples]; table: UTC time, samples, CPU cores over the step
+ * (samples x period / step; "-" when the period is mixed or unknown). */
 static void write_point(struct series_ctx *c, int64_t t, uint64_t count)
 {
-	if (c->json)
+	char when[32];
+	struct tm tm;
+	time_t tt = (time_t)t;
+
+	if (c->json) {
 		fprintf(c->out, "%s[%lld,%llu]", c->first ? "" : ",", (long long)t,
 			(unsigned long long)count);
-	else
-		fprintf(c->out, "%12lld %10llu\n", (long long)t, (unsigned long long)count);
+	} else {
+		if (!gmtime_r(&tt, &tm) || !strftime(when, sizeof(when), "%Y-%m-%d %H:%M:%S", &tm))
+			snprintf(when, sizeof(when), "@%lld", (long long)t);
+		if (c->c->no_cpu)
+			fprintf(c->out, "%-19s %10llu %8s\n", when, (unsigned long long)count, "-");
+		else
+			fprintf(c->out, "%-19s %10llu %8.3f\n", when, (unsigned long long)count,
+				query_context__cpu_seconds(c->c, count) / (double)c->q->step);
+	}
 	c->first = false;
 }
 
@@ -271,22 +319,28 @@ static int series_point(void *ctx, int64_t bucket, uint64_t count)
 static int write_series(const struct query_answer *a, FILE *out, bool json)
 {
 	const struct query *q = a->q;
-	struct series_ctx c = { .q = q, .out = out, .next = q->from, .first = true, .json = json };
+	struct series_ctx c = {
+		.q = q, .c = &a->ctx, .out = out, .next = q->from, .first = true, .json = json
+	};
 	int err = 0;
 	size_t i;
 
-	if (c.json)
-		fprintf(out, "{\"from\":%lld,\"to\":%lld,\"step\":%lld,\"points\":[",
-			(long long)q->from, (long long)q->to, (long long)q->step);
-	else
-		fprintf(out, "%12s %10s\n", "TIME", "SAMPLES");
+	if (c.json) {
+		fprintf(out, "{\"meta\":%s,\"from\":%lld,\"to\":%lld,\"step\":%lld,\"points\":[",
+			a->meta, (long long)q->from, (long long)q->to, (long long)q->step);
+	} else {
+		query_context__header(&a->ctx, out);
+		fprintf(out, "# step %lld s; CORES = samples x period / step\n",
+			(long long)q->step);
+		fprintf(out, "%-19s %10s %8s\n", "TIME (UTC)", "SAMPLES", "CORES");
+	}
 	for (i = 0; i < a->npoints; i++)
 		series_point(&c, a->points[i].bucket, a->points[i].count);
 	for (; !err && c.next < q->to; c.next += q->step)
 		write_point(&c, c.next, 0);
 	if (c.json)
 		fprintf(out, "]}\n");
-	return err;
+	return err ?: (ferror(out) ? -EIO : 0);
 }
 
 static int out_series_table(const struct query_answer *a, FILE *out)
@@ -350,6 +404,7 @@ static const struct query_format formats[] = {
 	{ "html", PROFILES, "text/html; charset=utf-8", out_html },
 	{ "pprof", KIND(QUERY_FLAMEGRAPH), "application/octet-stream", out_pprof },
 	{ "speedscope", KIND(QUERY_FLAMEGRAPH), JSON, out_speedscope },
+	{ "text", PROFILES, TEXT, out_text },
 	{ "json", KIND(QUERY_TOP), JSON, out_top_json },
 	{ "table", KIND(QUERY_TOP), TEXT, out_top_table },
 	{ "json", KIND(QUERY_SERIES), JSON, out_series_json },
@@ -365,6 +420,31 @@ const struct query_format *query_format__find(enum query_kind kind, const char *
 		if ((formats[i].kinds & KIND(kind)) && strcmp(formats[i].name, name) == 0)
 			return &formats[i];
 	return NULL;
+}
+
+/* The answer's context: the store's windows, the totals, and the texts every
+ * format takes from it (computed once, here, while the store is at hand). */
+static int load_context(struct store *st, struct query_answer *a)
+{
+	struct query_context *c = &a->ctx;
+	uint64_t sum = 0;
+	size_t i;
+	int err = query_context__load(st, a->q, c);
+
+	if (err)
+		return err;
+	if (a->tree) {
+		for (i = 0; i < c->nsides; i++)
+			c->side[i].total = flame__total(a->tree, (unsigned)i);
+	} else {
+		for (i = 0; i < a->npoints; i++)
+			sum = a->points[i].count > UINT64_MAX - sum ? UINT64_MAX
+								    : sum + a->points[i].count;
+		c->side[0].total = sum;
+	}
+	query_context__title(c, a->title, sizeof(a->title));
+	query_context__subtitle(c, a->subtitle, sizeof(a->subtitle));
+	return query_context__json(c, &a->meta);
 }
 
 int query_load(struct store *st, const struct query *q, size_t max_bytes, struct query_answer **out,
@@ -395,6 +475,8 @@ int query_load(struct store *st, const struct query *q, size_t max_bytes, struct
 		err = store__label_values(st, q->label, q->from, q->to, keep_name, a);
 		break;
 	}
+	if (!err && q->kind != QUERY_LABELS && q->kind != QUERY_LABEL_VALUES)
+		err = load_context(st, a);
 	if (err == -E2BIG)
 		reason_fail(why, whylen, err,
 			    "more than %zu MiB of label names: narrow the time range",
@@ -427,6 +509,7 @@ void query_answer__free(struct query_answer *a)
 	if (!a)
 		return;
 	flame__free(a->tree);
+	free(a->meta);
 	free(a->points);
 	free(a->names);
 	free(a);

@@ -11,7 +11,9 @@
  * and review the diff of tests/data/golden/ in the same commit.
  *
  * Minimum seen before comparing: the fixture store holds every generated sample
- * (its folded answer sums to the generated total), and no golden file is empty. */
+ * (its folded answer sums to the generated total), the JSON meta's total and
+ * cpu_seconds are that total and total x the fixture's period (99 Hz), and no
+ * golden file is empty. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -78,6 +80,8 @@ static const struct golden_case {
 	{ "diff.json", "diff " BEFORE " --format json" },
 	{ "diff.folded", "diff " BEFORE " --format folded", true },
 	{ "diff.svg", "diff " BEFORE " --format svg" },
+	{ "flame.text", "flame " RANGE " --format text" },
+	{ "diff.text", "diff " BEFORE " --format text" },
 	{ "diff.html", "diff " BEFORE " --format html" },
 	{ "diff-where.folded",
 	  "diff " BEFORE " --before-where comm=api --after-where service=web --format folded",
@@ -85,6 +89,7 @@ static const struct golden_case {
 	{ "top.table", "top " RANGE },
 	{ "top.json", "top " RANGE " --format json" },
 	{ "top-limit.table", "top " RANGE " --limit 3 --where comm=py" },
+	{ "top-edges.table", "top --from 1764547215 --to 1764547235 --limit 3" },
 	{ "series.table", "series " RANGE " --step 20s" },
 	{ "series.json", "series --from 1764547100 --to 1764547300 --step 30s --format json" },
 	{ "series-where.json", "series " RANGE " --step 10s --where comm=odd --format json" },
@@ -217,6 +222,24 @@ static void test_golden_answers(void **state)
 	free(text);
 	assert_true(total > 500);
 	assert_int_equal(seen, total);
+
+	/* the context's figures are the fixture's: samples x its period (99 Hz) */
+	{
+		char want_meta[256];
+
+		snprintf(
+			want_meta, sizeof(want_meta),
+			"\"period_ns\":10101010,\"periods\":\"99 Hz\",\"granularity\":\"function\","
+			"\"from\":1764547200,\"to\":1764547280,\"effective_from\":1764547200,"
+			"\"effective_to\":1764547280,\"where\":[],\"total\":%llu,"
+			"\"cpu_seconds\":%.6f}",
+			(unsigned long long)total, (double)total * 10101010 / 1e9);
+		snprintf(out, sizeof(out), "%s/meta.json", dir);
+		text = run_cli("flame " RANGE " --format json", out, &len);
+		if (!strstr(text, want_meta))
+			fail_msg("meta: want %s in %.400s", want_meta, text);
+		free(text);
+	}
 
 	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		FILE *f;
