@@ -1,0 +1,271 @@
+/* End-to-end tests of the context every answer carries (issue 11): a real
+ * collector, batches posted with known sampling periods and windows, and answers
+ * whose figures are checked against what was posted: the JSON meta's totals and
+ * CPU seconds (samples x period), the effective range (the stored windows', not
+ * the request's), the SVG and HTML titles (range, selection, type), an answer over
+ * two agents at 99 Hz and 49 Hz (no CPU time, and the reason), and the series
+ * table's readable times and CPU cores (samples x period / step).
+ *
+ * Before the store kept periods (schema/004_windows.sql) and query.c wrote the
+ * context, every one of these failed: no meta, titles "smolder", epochs in the
+ * series table, no CPU figures.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <time.h>
+
+#include <cmocka.h>
+
+#include "collectortest.h"
+#include "common/batch.h"
+#include "testutil.h"
+
+#define HZ99 10101010ull /* 1e9 / 99 */
+#define HZ49 20408163ull /* 1e9 / 49 */
+
+static struct coll c;
+static int64_t t0; /* the first window: recent, a multiple of 10 */
+
+/* Agent "a" (comm=api, 99 Hz): windows t0, t0+10, t0+20; agent "b" (comm=db,
+ * 49 Hz): windows t0+100, t0+110. Counts per window and stack: */
+static uint64_t count_of(int agent, int w, int s)
+{
+	return (uint64_t)(5 + 3 * w + 11 * s + 7 * agent);
+}
+
+static void post(const char *agent, const char *comm, uint64_t period, int w, int64_t window)
+{
+	static const char *const stacks[] = { "main;handle;parse", "main;idle_[k]" };
+	const char *keys[] = { "comm" }, *values[] = { comm };
+	struct batch_builder *bb;
+	char folded[128];
+	struct batch *b;
+	int s;
+
+	assert_int_equal(batch_builder__new(agent, "ctxhost", "cpu", &bb), 0);
+	for (s = 0; s < 2; s++) {
+		snprintf(folded, sizeof(folded), "%s;%s", comm, stacks[s]);
+		assert_int_equal(batch_builder__add(bb, keys, values, 1, folded,
+						    count_of(agent[0] == 'b', w, s)),
+				 0);
+	}
+	assert_int_equal(batch_builder__finish(bb, (uint64_t)w + 1, window, 10, period, &b), 0);
+	assert_int_equal(post_batch(c.port, NULL, b, NULL), 200);
+	batch__free(b);
+	batch_builder__free(bb);
+}
+
+/* Samples agent posted in windows [w0, w1). */
+static uint64_t posted(int agent, int w0, int w1)
+{
+	uint64_t sum = 0;
+	int w;
+
+	for (w = w0; w < w1; w++)
+		sum += count_of(agent, w, 0) + count_of(agent, w, 1);
+	return sum;
+}
+
+static int group_setup(void **state)
+{
+	int w;
+
+	(void)state;
+	coll_env();
+	curl_global_init(CURL_GLOBAL_DEFAULT);
+	coll_start_for_group(&c);
+	t0 = (int64_t)time(NULL) - 3600;
+	t0 -= t0 % 10;
+	for (w = 0; w < 3; w++)
+		post("a", "api", HZ99, w, t0 + 10 * w);
+	for (w = 0; w < 2; w++)
+		post("b", "db", HZ49, w, t0 + 100 + 10 * w);
+	/* the minimum seen: every batch stored */
+	assert_int_equal(metric_value(c.port, "smolder_batches_ingested_total"), 5);
+	return 0;
+}
+
+static int group_teardown(void **state)
+{
+	coll_stop(&c);
+	coll_teardown(state);
+	curl_global_cleanup();
+	return 0;
+}
+
+static char *get(const char *fmt, ...)
+{
+	char path[1024];
+	struct reply r;
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(path, sizeof(path), fmt, ap);
+	va_end(ap);
+	r = http_get(c.port, path, NULL);
+	if (r.status != 200)
+		fail_msg("GET %s: %ld %s", path, r.status, r.body ? r.body : "");
+	return r.body;
+}
+
+static void assert_has(const char *text, const char *want)
+{
+	if (!strstr(text, want))
+		fail_msg("want '%s' in:\n%.3000s", want, text);
+}
+
+/* "2026-11-30 23:40:00" (date true) or "23:40:00", UTC. */
+static void utc(int64_t t, bool date, char *buf, size_t len)
+{
+	time_t tt = (time_t)t;
+	struct tm tm;
+
+	assert_non_null(gmtime_r(&tt, &tm));
+	strftime(buf, len, date ? "%Y-%m-%d %H:%M:%S" : "%H:%M:%S", &tm);
+}
+
+/* The title's range text, as the answer writes it (the date once per day). */
+static void range_text(int64_t from, int64_t to, char *buf, size_t len)
+{
+	char a[32], b[32];
+
+	utc(from, true, a, sizeof(a));
+	utc(to, true, b, sizeof(b));
+	if (!strncmp(a, b, 10))
+		utc(to, false, b, sizeof(b));
+	snprintf(buf, len, "%s\u2013%s UTC", a, b);
+}
+
+/* The JSON meta's figures are what was posted: the total, samples x period, and
+ * the windows' range rather than the request's. */
+static void test_meta(void **state)
+{
+	uint64_t total = posted(0, 1, 3); /* windows t0+10 and t0+20 start in range */
+	char want[512], *body;
+
+	(void)state;
+	body = get("/api/v1/flamegraph?format=json&from=%lld&to=%lld&where=comm=api",
+		   (long long)t0 + 5, (long long)t0 + 25);
+	snprintf(want, sizeof(want),
+		 "\"meta\":{\"type\":\"cpu\",\"unit\":\"samples\",\"period_ns\":%llu,"
+		 "\"periods\":\"99 Hz\",\"granularity\":\"function\",\"from\":%lld,\"to\":%lld,"
+		 "\"effective_from\":%lld,\"effective_to\":%lld,\"where\":[\"comm=api\"],"
+		 "\"total\":%llu,\"cpu_seconds\":%.6f}",
+		 HZ99, (long long)t0 + 5, (long long)t0 + 25, (long long)t0 + 10,
+		 (long long)t0 + 30, (unsigned long long)total, (double)total * HZ99 / 1e9);
+	assert_has(body, want);
+	free(body);
+
+	/* top's JSON has the same meta */
+	body = get("/api/v1/top?format=json&from=%lld&to=%lld&where=comm=api", (long long)t0 + 5,
+		   (long long)t0 + 25);
+	assert_has(body, want + strlen("\"meta\":{\"type\":\"cpu\""));
+	free(body);
+}
+
+/* SVG and HTML titles name the type, the selection and the range asked for. */
+static void test_titles(void **state)
+{
+	char range[128], want[256], *body;
+
+	(void)state;
+	range_text(t0, t0 + 30, range, sizeof(range));
+	snprintf(want, sizeof(want), "CPU flame graph \u00b7 comm=api \u00b7 %s", range);
+	body = get("/api/v1/flamegraph?format=svg&from=%lld&to=%lld&where=comm=api", (long long)t0,
+		   (long long)t0 + 30);
+	assert_has(body, want);
+	free(body);
+	body = get("/api/v1/flamegraph?format=html&from=%lld&to=%lld&where=comm=api", (long long)t0,
+		   (long long)t0 + 30);
+	snprintf(want + strlen(want), sizeof(want) - strlen(want), "</title>");
+	assert_has(body, want);
+	free(body);
+
+	/* a diff names both sides */
+	body = get("/api/v1/diff?format=svg&before_from=%lld&before_to=%lld&after_from=%lld"
+		   "&after_to=%lld&before_where=comm=api&after_where=comm=db",
+		   (long long)t0, (long long)t0 + 30, (long long)t0 + 100, (long long)t0 + 120);
+	range_text(t0, t0 + 30, range, sizeof(range));
+	snprintf(want, sizeof(want), "CPU diff \u00b7 before: comm=api \u00b7 %s", range);
+	assert_has(body, want);
+	range_text(t0 + 100, t0 + 120, range, sizeof(range));
+	snprintf(want, sizeof(want), "after: comm=db \u00b7 %s", range);
+	assert_has(body, want);
+	free(body);
+}
+
+/* Two agents at 99 Hz and 49 Hz in one answer: samples, but no CPU time, and why. */
+static void test_mixed_periods(void **state)
+{
+	uint64_t total = posted(0, 0, 3) + posted(1, 0, 2);
+	char want[256], *body;
+
+	(void)state;
+	body = get("/api/v1/flamegraph?format=json&from=%lld&to=%lld", (long long)t0,
+		   (long long)t0 + 200);
+	assert_has(body, "\"period_ns\":null,\"no_cpu_reason\":\"mixed sampling periods: CPU "
+			 "time not shown\",\"periods\":\"99 Hz, 49 Hz\"");
+	snprintf(want, sizeof(want), "\"total\":%llu,\"cpu_seconds\":null}",
+		 (unsigned long long)total);
+	assert_has(body, want);
+	free(body);
+
+	/* the text tree's header says it too, and shows no CPU column figures */
+	body = get("/api/v1/flamegraph?format=text&from=%lld&to=%lld", (long long)t0,
+		   (long long)t0 + 200);
+	assert_has(body, "mixed sampling periods: CPU time not shown (99 Hz, 49 Hz)");
+	assert_has(body, "100.0%     0.0%         -  all\n");
+	free(body);
+
+	/* each agent alone has its own period and CPU time */
+	body = get("/api/v1/top?format=table&from=%lld&to=%lld", (long long)t0 + 100,
+		   (long long)t0 + 200);
+	assert_has(body, "49 Hz");
+	snprintf(want, sizeof(want), "%.2f s CPU", (double)posted(1, 0, 2) * HZ49 / 1e9);
+	assert_has(body, want);
+	free(body);
+}
+
+/* The series table: readable UTC times, samples and cores = samples x period /
+ * step; its JSON keeps epochs and gives the factor. */
+static void test_series(void **state)
+{
+	uint64_t first = posted(0, 0, 2), second = posted(0, 2, 3);
+	char when[32], want[128], *body;
+
+	(void)state;
+	body = get("/api/v1/series?format=table&from=%lld&to=%lld&step=20s&where=comm=api",
+		   (long long)t0, (long long)t0 + 40);
+	assert_has(body, "TIME (UTC)             SAMPLES    CORES\n");
+	utc(t0, true, when, sizeof(when));
+	snprintf(want, sizeof(want), "%-19s %10llu %8.3f\n", when, (unsigned long long)first,
+		 (double)first * HZ99 / 1e9 / 20);
+	assert_has(body, want);
+	utc(t0 + 20, true, when, sizeof(when));
+	snprintf(want, sizeof(want), "%-19s %10llu %8.3f\n", when, (unsigned long long)second,
+		 (double)second * HZ99 / 1e9 / 20);
+	assert_has(body, want);
+	free(body);
+
+	body = get("/api/v1/series?format=json&from=%lld&to=%lld&step=20s&where=comm=api",
+		   (long long)t0, (long long)t0 + 40);
+	snprintf(want, sizeof(want), "\"cores_per_sample\":%.9g}", (double)HZ99 / 1e9 / 20);
+	assert_has(body, want);
+	snprintf(want, sizeof(want), "[%lld,%llu]", (long long)t0, (unsigned long long)first);
+	assert_has(body, want);
+	free(body);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_meta),
+		cmocka_unit_test(test_titles),
+		cmocka_unit_test(test_mixed_periods),
+		cmocka_unit_test(test_series),
+	};
+
+	return cmocka_run_group_tests(tests, group_setup, group_teardown);
+}
