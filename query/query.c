@@ -181,13 +181,16 @@ static int top_functions(const struct query_answer *a, struct flame_function **f
 	return err;
 }
 
-/* A count's CPU time for a table column ("12.3 s"), "-" when not shown. */
+/* A count's CPU time for a table column, one word so that awk and sscanf read a
+ * row as before ("12.3s"), "-" when not shown. */
 static void cpu_cell(const struct query_context *c, uint64_t samples, char *buf, size_t len)
 {
+	double s = query_context__cpu_seconds(c, samples);
+
 	if (c->no_cpu)
 		snprintf(buf, len, "-");
 	else
-		query_context__seconds(query_context__cpu_seconds(c, samples), buf, len);
+		snprintf(buf, len, s >= 100 ? "%.0fs" : s >= 10 ? "%.1fs" : "%.2fs", s);
 }
 
 static int out_top_table(const struct query_answer *a, FILE *out)

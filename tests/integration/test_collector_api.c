@@ -933,7 +933,7 @@ static void test_top_limit(void **state)
 
 		for (p = body; (p = strchr(p, '\n')); p++)
 			lines++;
-		assert_int_equal(lines, 1 + 2); /* the header and two functions */
+		assert_int_equal(lines, 2 + 1 + 2); /* context, header, two functions */
 		assert_non_null(strstr(body, want.fns[0].name));
 		assert_non_null(strstr(body, want.fns[1].name));
 		assert_null(strstr(body, want.fns[2].name));
