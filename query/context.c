@@ -45,7 +45,8 @@ static void periods_text(const struct store_windows *w, char *buf, size_t len)
 		snprintf(buf + n, len - n, " and %zu more", w->more_periods);
 }
 
-int query_context__load(struct store *st, const struct query *q, struct query_context *c)
+int query_context__load(struct store *st, const struct query *q, const uint64_t totals[2],
+			struct query_context *c)
 {
 	struct store_windows all = { 0 };
 	unsigned i, j;
@@ -63,6 +64,8 @@ int query_context__load(struct store *st, const struct query *q, struct query_co
 	}
 	for (i = 0; i < c->nsides; i++) {
 		struct query_side *s = &c->side[i];
+
+		s->total = totals[i];
 		struct store_query sq = { .from = s->from,
 					  .to = s->to,
 					  .keys = s->where->keys,
@@ -99,7 +102,8 @@ int query_context__load(struct store *st, const struct query *q, struct query_co
 			all.period_batches[j] = n;
 		}
 	if (all.nperiods == 0) {
-		c->no_cpu = no_data;
+		/* samples without windows rows: stored before migration 004 */
+		c->no_cpu = c->side[0].total || c->side[1].total ? unknown : no_data;
 	} else if (all.nperiods > 1 || all.more_periods) {
 		c->no_cpu = mixed;
 	} else if (all.periods[0] == 0) {
@@ -245,7 +249,9 @@ static void fmt_windows(const struct query_side *s, char *buf, size_t len)
 	char range[128], lens[48];
 
 	if (!s->w.nwindows) {
-		snprintf(buf, len, "no stored windows in range");
+		snprintf(buf, len,
+			 s->total ? "windows unknown (stored before they were kept)"
+				  : "no stored windows in range");
 		return;
 	}
 	fmt_range(s->w.first_start, s->w.last_end, range, sizeof(range));

@@ -430,21 +430,22 @@ const struct query_format *query_format__find(enum query_kind kind, const char *
 static int load_context(struct store *st, struct query_answer *a)
 {
 	struct query_context *c = &a->ctx;
-	uint64_t sum = 0;
+	uint64_t totals[2] = { 0, 0 };
 	size_t i;
-	int err = query_context__load(st, a->q, c);
+	int err;
 
-	if (err)
-		return err;
 	if (a->tree) {
-		for (i = 0; i < c->nsides; i++)
-			c->side[i].total = flame__total(a->tree, (unsigned)i);
+		totals[0] = flame__total(a->tree, 0);
+		totals[1] = a->q->kind == QUERY_DIFF ? flame__total(a->tree, 1) : 0;
 	} else {
 		for (i = 0; i < a->npoints; i++)
-			sum = a->points[i].count > UINT64_MAX - sum ? UINT64_MAX
-								    : sum + a->points[i].count;
-		c->side[0].total = sum;
+			totals[0] = a->points[i].count > UINT64_MAX - totals[0]
+					    ? UINT64_MAX
+					    : totals[0] + a->points[i].count;
 	}
+	err = query_context__load(st, a->q, totals, c);
+	if (err)
+		return err;
 	query_context__title(c, a->title, sizeof(a->title));
 	query_context__subtitle(c, a->subtitle, sizeof(a->subtitle));
 	return query_context__json(c, &a->meta);

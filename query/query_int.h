@@ -46,9 +46,11 @@ struct query_context {
 	char periods[160];	  /* "99 Hz", "99 Hz, 49 Hz", "unknown" */
 };
 
-/* Fills c for q from the store's windows (store__windows per side); totals stay
- * 0 for the caller to set. Returns 0 or a store error. */
-int query_context__load(struct store *s, const struct query *q, struct query_context *c);
+/* Fills c for q from the store's windows (store__windows per side) and the
+ * answer's totals in samples (totals[1]: a diff's after side, else 0). Returns 0
+ * or a store error. */
+int query_context__load(struct store *s, const struct query *q, const uint64_t totals[2],
+			struct query_context *c);
 
 /* samples x period in seconds (0 when c->period_ns is 0). */
 double query_context__cpu_seconds(const struct query_context *c, uint64_t samples);

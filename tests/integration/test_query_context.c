@@ -17,6 +17,7 @@
 #include <time.h>
 
 #include <cmocka.h>
+#include <sqlite3.h>
 
 #include "collectortest.h"
 #include "common/batch.h"
@@ -48,7 +49,7 @@ static void post(const char *agent, const char *comm, uint64_t period, int w, in
 	for (s = 0; s < 2; s++) {
 		snprintf(folded, sizeof(folded), "%s;%s", comm, stacks[s]);
 		assert_int_equal(batch_builder__add(bb, keys, values, 1, folded,
-						    count_of(agent[0] == 'b', w, s)),
+						    count_of(agent[0] - 'a', w, s)),
 				 0);
 	}
 	assert_int_equal(batch_builder__finish(bb, (uint64_t)w + 1, window, 10, period, &b), 0);
@@ -258,13 +259,43 @@ static void test_series(void **state)
 	free(body);
 }
 
+/* Samples whose windows have no row (stored before migration 004 kept periods):
+ * the answer has its samples, says the period is unknown and shows no CPU time. */
+static void test_unknown_period(void **state)
+{
+	char sql[128], want[128], *body;
+	sqlite3 *db;
+
+	(void)state;
+	post("c", "old", HZ99, 0, t0 + 300);
+	assert_int_equal(sqlite3_open(c.db, &db), SQLITE_OK);
+	sqlite3_busy_timeout(db, 5000);
+	snprintf(sql, sizeof(sql), "DELETE FROM windows WHERE window_start = %lld",
+		 (long long)t0 + 300);
+	assert_int_equal(sqlite3_exec(db, sql, NULL, NULL, NULL), SQLITE_OK);
+	assert_int_equal(sqlite3_changes(db), 1);
+	sqlite3_close(db);
+
+	body = get("/api/v1/flamegraph?format=json&from=%lld&to=%lld", (long long)t0 + 300,
+		   (long long)t0 + 310);
+	assert_has(body, "\"period_ns\":null,\"no_cpu_reason\":\"sampling period unknown");
+	assert_has(body, "\"effective_from\":null,\"effective_to\":null");
+	snprintf(want, sizeof(want), "\"total\":%llu,\"cpu_seconds\":null",
+		 (unsigned long long)(count_of(2, 0, 0) + count_of(2, 0, 1)));
+	assert_has(body, want);
+	free(body);
+	body = get("/api/v1/flamegraph?format=text&from=%lld&to=%lld", (long long)t0 + 300,
+		   (long long)t0 + 310);
+	assert_has(body, "windows unknown (stored before they were kept)");
+	free(body);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_meta),
-		cmocka_unit_test(test_titles),
-		cmocka_unit_test(test_mixed_periods),
-		cmocka_unit_test(test_series),
+		cmocka_unit_test(test_meta),	       cmocka_unit_test(test_titles),
+		cmocka_unit_test(test_mixed_periods),  cmocka_unit_test(test_series),
+		cmocka_unit_test(test_unknown_period),
 	};
 
 	return cmocka_run_group_tests(tests, group_setup, group_teardown);
