@@ -90,13 +90,8 @@ static const char *const stmt_sql[ST_NR] = {
 	[ST_RET_WINDOWS] = "DELETE FROM windows WHERE (window_start, period_ns, seconds) IN "
 			   "(SELECT window_start, period_ns, seconds FROM windows "
 			   "WHERE window_start < ?1 ORDER BY window_start LIMIT ?2)",
-	[ST_WINDOWS_RANGE] =
-		"SELECT count(*), min(window_start), max(window_start + seconds), "
-		"count(DISTINCT window_start), min(seconds), max(seconds) FROM windows "
-		"WHERE window_start >= ?1 AND window_start < ?2",
-	[ST_WINDOWS_PERIODS] = "SELECT period_ns, sat_sum(batches) FROM windows "
-			       "WHERE window_start >= ?1 AND window_start < ?2 "
-			       "GROUP BY period_ns ORDER BY 2 DESC, 1",
+	[ST_WINDOWS_RANGE] = STORE_WINDOWS_RANGE_SQL,
+	[ST_WINDOWS_PERIODS] = STORE_WINDOWS_PERIODS_SQL STORE_WINDOWS_PERIODS_TAIL,
 };
 
 static int sqlite_to_errno(sqlite3 *db, int rc)

@@ -198,13 +198,16 @@ struct store_windows {
 	size_t more_periods; /* distinct periods past STORE_WINDOWS_MAX_PERIODS */
 };
 
-/* Fills *out for the windows with window_start in [q->from, q->to). The label
- * selection of q is checked but not applied: the table is per window, not per
- * label set (one upsert per batch keeps ingest cost unchanged), so the answer is
- * about every agent's windows in the range; a selection's own first window would
- * need a scan of samples. Windows stored before migration 004 have no rows and are
- * not counted. Cheap: one range read of a table with a row per window and period.
- * Returns 0, -EINVAL (NULL argument, bad selection) or a translated SQLite error. */
+/* Fills *out for the windows with window_start in [q->from, q->to) and, with a
+ * label selection, samples of a selected label set. The table is per window, not
+ * per label set (one upsert per batch keeps ingest cost unchanged): a window that
+ * two agents sampled at different periods reports both even when the selection
+ * holds one agent's processes only (agents' windows coincide when their clocks
+ * align them alike). Windows stored before migration 004 have no rows and are not
+ * counted. Cost: one range read of a table with a row per window and period; with
+ * a selection, one seek on samples' primary key per window and selected label
+ * set. Returns 0, -EINVAL (NULL argument, bad selection) or a translated SQLite
+ * error. */
 int store__windows(struct store *s, const struct store_query *q, struct store_windows *out);
 
 /* One bounded step of maintenance at time now (unix seconds), in two steps, each

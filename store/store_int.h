@@ -60,6 +60,17 @@ enum stmt_id {
 	ST_NR,
 };
 
+/* The windows queries (store/windows.c), cached as such without a label
+ * selection; with one, windows.c inserts its clause before the tail. */
+#define STORE_WINDOWS_RANGE_SQL                                                                    \
+	"SELECT count(*), min(window_start), max(window_start + seconds), "                        \
+	"count(DISTINCT window_start), min(seconds), max(seconds) FROM windows w "                 \
+	"WHERE window_start >= ?1 AND window_start < ?2"
+#define STORE_WINDOWS_PERIODS_SQL                                                                  \
+	"SELECT period_ns, sat_sum(batches) FROM windows w "                                       \
+	"WHERE window_start >= ?1 AND window_start < ?2"
+#define STORE_WINDOWS_PERIODS_TAIL " GROUP BY period_ns ORDER BY 2 DESC, 1"
+
 struct store {
 	sqlite3 *db;
 	sqlite3_stmt *stmt[ST_NR]; /* prepared on first use */

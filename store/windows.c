@@ -2,9 +2,13 @@
  * sampling periods of the windows in [from, to), read from the windows table that
  * ingest and maintenance keep (schema/004_windows.sql). The query engine turns
  * this into an answer's context: the effective range after snapping to whole
- * windows, and CPU time from samples when one period was used throughout.
+ * windows, and CPU time from samples when one period was used throughout. A
+ * label selection keeps the windows where a selected label set has samples: one
+ * seek on samples' primary key per window and selected label set.
  */
 #include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "common/batch.h"
@@ -17,16 +21,72 @@ static uint64_t column_u64(sqlite3_stmt *st, int col)
 	return v > 0 ? (uint64_t)v : 0;
 }
 
+/* With a selection: only the windows where a selected label set has samples,
+ * each found by a seek on samples' primary key (window_start, labelset_id). */
+static const char sel_head[] = " AND EXISTS (SELECT 1 FROM samples s WHERE s.window_start = "
+			       "w.window_start AND s.labelset_id IN (";
+static const char sel_one[] = "SELECT labelset_id FROM labelset_labels "
+			      "WHERE key_id = (SELECT id FROM strings WHERE text = ?) "
+			      "AND value_id = (SELECT id FROM strings WHERE text = ?)";
+
+/* Prepares cached statement id, or for a selection its SQL with the EXISTS clause
+ * inserted before tail (which the cached SQL ends with), parameters bound. *owned
+ * tells the caller to finalize it. */
+static int prepare(struct store *s, const struct store_query *q, enum stmt_id id, const char *base,
+		   const char *tail, sqlite3_stmt **out, bool *owned)
+{
+	size_t blen = strlen(base) - strlen(tail), cap, len, i;
+	char *sql;
+	int rc, err;
+
+	*owned = false;
+	if (!q->nlabels) {
+		err = store_get_stmt(s, id, out);
+		if (err)
+			return err;
+	} else {
+		cap = strlen(base) + sizeof(sel_head) + q->nlabels * (sizeof(sel_one) + 16) + 8;
+		sql = malloc(cap);
+		if (!sql)
+			return -ENOMEM;
+		memcpy(sql, base, blen);
+		len = blen + (size_t)snprintf(sql + blen, cap - blen, "%s", sel_head);
+		for (i = 0; i < q->nlabels; i++)
+			len += (size_t)snprintf(sql + len, cap - len, "%s%s",
+						i ? " INTERSECT " : "", sel_one);
+		snprintf(sql + len, cap - len, "))%s", tail);
+		rc = sqlite3_prepare_v2(s->db, sql, -1, out, NULL);
+		free(sql);
+		if (rc != SQLITE_OK)
+			return store_sql_fail(s, rc);
+		*owned = true;
+	}
+	sqlite3_bind_int64(*out, 1, q->from);
+	sqlite3_bind_int64(*out, 2, q->to);
+	for (i = 0; i < q->nlabels; i++) {
+		sqlite3_bind_text(*out, (int)(3 + 2 * i), q->keys[i], -1, SQLITE_STATIC);
+		sqlite3_bind_text(*out, (int)(4 + 2 * i), q->values[i], -1, SQLITE_STATIC);
+	}
+	return 0;
+}
+
+static void finish(sqlite3_stmt *st, bool owned)
+{
+	if (owned)
+		sqlite3_finalize(st);
+	else
+		store_done(st);
+}
+
 static int read_range(struct store *s, const struct store_query *q, struct store_windows *out)
 {
 	sqlite3_stmt *st = NULL;
+	bool owned;
 	int err;
 
-	err = store_get_stmt(s, ST_WINDOWS_RANGE, &st);
+	err = prepare(s, q, ST_WINDOWS_RANGE, STORE_WINDOWS_RANGE_SQL, "", &st, &owned);
 	if (err)
 		return err;
-	sqlite3_bind_int64(st, 1, q->from);
-	sqlite3_bind_int64(st, 2, q->to);
 	err = store_step(s, st);
 	if (err == 1 && sqlite3_column_int64(st, 0) > 0) {
 		out->first_start = sqlite3_column_int64(st, 1);
@@ -35,20 +95,21 @@ static int read_range(struct store *s, const struct store_query *q, struct store
 		out->min_seconds = (uint32_t)sqlite3_column_int64(st, 4);
 		out->max_seconds = (uint32_t)sqlite3_column_int64(st, 5);
 	}
-	store_done(st);
+	finish(st, owned);
 	return err < 0 ? err : 0;
 }
 
 static int read_periods(struct store *s, const struct store_query *q, struct store_windows *out)
 {
 	sqlite3_stmt *st = NULL;
+	bool owned;
 	int err;
 
-	err = store_get_stmt(s, ST_WINDOWS_PERIODS, &st);
+	err = prepare(s, q, ST_WINDOWS_PERIODS,
+		      STORE_WINDOWS_PERIODS_SQL STORE_WINDOWS_PERIODS_TAIL,
+		      STORE_WINDOWS_PERIODS_TAIL, &st, &owned);
 	if (err)
 		return err;
-	sqlite3_bind_int64(st, 1, q->from);
-	sqlite3_bind_int64(st, 2, q->to);
 	while ((err = store_step(s, st)) == 1) {
 		if (out->nperiods == STORE_WINDOWS_MAX_PERIODS) {
 			out->more_periods++;
@@ -57,7 +118,7 @@ static int read_periods(struct store *s, const struct store_query *q, struct sto
 		out->periods[out->nperiods] = column_u64(st, 0);
 		out->period_batches[out->nperiods++] = column_u64(st, 1);
 	}
-	store_done(st);
+	finish(st, owned);
 	return err < 0 ? err : 0;
 }
 

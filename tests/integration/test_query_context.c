@@ -220,6 +220,17 @@ static void test_mixed_periods(void **state)
 	assert_has(body, "100.0%     0.0%         -  all\n");
 	free(body);
 
+	/* a selection of one agent's processes has its windows and its period */
+	body = get("/api/v1/flamegraph?format=json&from=%lld&to=%lld&where=comm=db", (long long)t0,
+		   (long long)t0 + 200);
+	snprintf(want, sizeof(want),
+		 "\"period_ns\":%llu,\"periods\":\"49 Hz\",\"granularity\":\"function\","
+		 "\"from\":%lld,\"to\":%lld,\"effective_from\":%lld,\"effective_to\":%lld",
+		 HZ49, (long long)t0, (long long)t0 + 200, (long long)t0 + 100,
+		 (long long)t0 + 120);
+	assert_has(body, want);
+	free(body);
+
 	/* each agent alone has its own period and CPU time */
 	body = get("/api/v1/top?format=table&from=%lld&to=%lld", (long long)t0 + 100,
 		   (long long)t0 + 200);

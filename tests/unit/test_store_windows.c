@@ -1,7 +1,8 @@
 /* Unit tests of the store's windows table (schema/004_windows.sql) and of
  * store__windows(): what ingest records per window (length, sampling period), what
  * downsampling makes of a coarse bucket's windows, that retention drops them with
- * the samples, and what a range with mixed periods answers. Batches are built with
+ * the samples, what a range with mixed periods answers, and what a label
+ * selection keeps. Batches are built with
  * batch_builder (common/batch.h) on an in-memory store.
  */
 #include <errno.h>
@@ -9,6 +10,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 
 #include <cmocka.h>
@@ -35,6 +37,24 @@ static void ingest_one(struct store *s, const char *agent, uint64_t seq, int64_t
 	assert_int_equal(batch_builder__finish(bb, seq, window, seconds, period, &b), 0);
 	assert_int_equal(store__ingest(s, b, &dup), 0);
 	assert_false(dup);
+	batch__free(b);
+	batch_builder__free(bb);
+}
+
+/* One batch of one process comm=comm, pid=pid. */
+static void ingest_comm(struct store *s, const char *agent, uint64_t seq, int64_t window,
+			uint64_t period, const char *comm, const char *pid)
+{
+	const char *keys[] = { "comm", "pid" }, *values[] = { comm, pid };
+	struct batch_builder *bb = NULL;
+	struct batch *b = NULL;
+	char stack[64];
+
+	snprintf(stack, sizeof(stack), "%s;main", comm);
+	assert_int_equal(batch_builder__new(agent, "h1", "cpu", &bb), 0);
+	assert_int_equal(batch_builder__add(bb, keys, values, 2, stack, 4), 0);
+	assert_int_equal(batch_builder__finish(bb, seq, window, 10, period, &b), 0);
+	assert_int_equal(store__ingest(s, b, NULL), 0);
 	batch__free(b);
 	batch_builder__free(bb);
 }
@@ -227,7 +247,63 @@ static void test_retention(void **state)
 	store__close(s);
 }
 
-/* Bad arguments; a selection is accepted (and not applied: see store.h). */
+static struct store_windows selected(struct store *s, int64_t from, int64_t to, const char *k1,
+				     const char *v1, const char *k2, const char *v2)
+{
+	const char *keys[] = { k1, k2 }, *values[] = { v1, v2 };
+	struct store_query q = {
+		.from = from, .to = to, .keys = keys, .values = values, .nlabels = k2 ? 2 : 1
+	};
+	struct store_windows w;
+
+	assert_int_equal(store__windows(s, &q, &w), 0);
+	return w;
+}
+
+/* A selection keeps the windows where it has samples, and their periods; a window
+ * two agents share reports both periods (the table is not per label set). */
+static void test_selection(void **state)
+{
+	struct store_windows w;
+	struct store *s = open_mem(NULL);
+
+	(void)state;
+	ingest_comm(s, "a", 1, 1000, HZ99, "api", "1");
+	ingest_comm(s, "a", 2, 1010, HZ99, "api", "1");
+	ingest_comm(s, "b", 1, 1020, HZ49, "db", "2");
+	ingest_comm(s, "b", 2, 1030, HZ49, "db", "3");
+
+	w = selected(s, 0, 5000, "comm", "db", NULL, NULL);
+	assert_int_equal(w.nwindows, 2);
+	assert_int_equal(w.first_start, 1020);
+	assert_int_equal(w.last_end, 1040);
+	assert_int_equal(w.nperiods, 1);
+	assert_int_equal(w.periods[0], HZ49);
+	w = selected(s, 0, 5000, "comm", "api", NULL, NULL);
+	assert_int_equal(w.nwindows, 2);
+	assert_int_equal(w.first_start, 1000);
+	assert_int_equal(w.last_end, 1020);
+	assert_int_equal(w.periods[0], HZ99);
+	assert_int_equal(w.nperiods, 1);
+	/* two labels: the label sets holding both */
+	w = selected(s, 0, 5000, "comm", "db", "pid", "3");
+	assert_int_equal(w.nwindows, 1);
+	assert_int_equal(w.first_start, 1030);
+	w = selected(s, 0, 5000, "comm", "api", "pid", "3");
+	assert_int_equal(w.nwindows, 0);
+	assert_int_equal(w.nperiods, 0);
+	w = selected(s, 0, 5000, "nokey", "x", NULL, NULL);
+	assert_int_equal(w.nwindows, 0);
+
+	/* the limit: b samples the window at 1000 too */
+	ingest_comm(s, "b", 3, 1000, HZ49, "db", "2");
+	w = selected(s, 1000, 1010, "comm", "api", NULL, NULL);
+	assert_int_equal(w.nwindows, 1);
+	assert_int_equal(w.nperiods, 2);
+	store__close(s);
+}
+
+/* Bad arguments. */
 static void test_arguments(void **state)
 {
 	const char *keys[] = { "comm" }, *values[] = { "nothing-like-it" };
@@ -239,6 +315,9 @@ static void test_arguments(void **state)
 
 	(void)state;
 	ingest_one(s, "a", 1, 1000, 10, HZ99, 5);
+	assert_int_equal(store__windows(s, &q, &w), 0);
+	assert_int_equal(w.nwindows, 0);
+	values[0] = "api";
 	assert_int_equal(store__windows(s, &q, &w), 0);
 	assert_int_equal(w.nwindows, 1);
 	assert_int_equal(store__windows(NULL, &q, &w), -EINVAL);
@@ -257,7 +336,8 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_ingest),	     cmocka_unit_test(test_mixed_periods),
 		cmocka_unit_test(test_many_periods), cmocka_unit_test(test_downsample),
-		cmocka_unit_test(test_retention),    cmocka_unit_test(test_arguments),
+		cmocka_unit_test(test_retention),    cmocka_unit_test(test_selection),
+		cmocka_unit_test(test_arguments),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
