@@ -203,7 +203,7 @@ static const char *what(enum query_kind k)
 /* "comm=api · 2026-11-30 23:40:00–23:45:00 UTC" */
 static void fmt_side(const struct query_side *s, char *buf, size_t len)
 {
-	char where[256], range[128];
+	char where[512], range[128];
 
 	fmt_where(s->where, where, sizeof(where));
 	fmt_range(s->from, s->to, range, sizeof(range));
@@ -308,7 +308,7 @@ static void json_time_or_null(FILE *out, const char *name, bool have, int64_t t)
 		fprintf(out, ",\"%s\":null", name);
 }
 
-static void json_side(const struct query_context *c, const struct query_side *s, FILE *out)
+static int json_side(const struct query_context *c, const struct query_side *s, FILE *out)
 {
 	size_t i;
 
@@ -317,25 +317,32 @@ static void json_side(const struct query_context *c, const struct query_side *s,
 	json_time_or_null(out, "effective_to", s->w.nwindows, s->w.last_end);
 	fputs(",\"where\":[", out);
 	for (i = 0; i < s->where->n; i++) {
-		char kv[2 * 256 + 2];
+		size_t kl = strlen(s->where->keys[i]), vl = strlen(s->where->values[i]);
+		char *kv = malloc(kl + vl + 2);
 
-		snprintf(kv, sizeof(kv), "%s=%s", s->where->keys[i], s->where->values[i]);
+		if (!kv)
+			return -ENOMEM;
+		memcpy(kv, s->where->keys[i], kl);
+		kv[kl] = '=';
+		memcpy(kv + kl + 1, s->where->values[i], vl + 1);
 		if (i)
 			fputc(',', out);
 		render_json_string(out, kv);
+		free(kv);
 	}
 	fprintf(out, "],\"total\":%" PRIu64, s->total);
 	if (c->no_cpu)
 		fputs(",\"cpu_seconds\":null", out);
 	else
 		fprintf(out, ",\"cpu_seconds\":%.6f", query_context__cpu_seconds(c, s->total));
+	return 0;
 }
 
 int query_context__json(const struct query_context *c, char **out)
 {
 	size_t len = 0;
 	FILE *f = open_memstream(out, &len);
-	int err;
+	int err = 0;
 
 	if (!f)
 		return -ENOMEM;
@@ -356,13 +363,13 @@ int query_context__json(const struct query_context *c, char **out)
 		fputs(",\"granularity\":null", f);
 	if (c->nsides == 2) {
 		fputs(",\"before\":{", f);
-		json_side(c, &c->side[0], f);
+		err = json_side(c, &c->side[0], f);
 		fputs("},\"after\":{", f);
-		json_side(c, &c->side[1], f);
+		err = err ?: json_side(c, &c->side[1], f);
 		fputc('}', f);
 	} else {
 		fputc(',', f);
-		json_side(c, &c->side[0], f);
+		err = json_side(c, &c->side[0], f);
 	}
 	if (c->q->kind == QUERY_SERIES) {
 		if (c->no_cpu)
@@ -372,7 +379,7 @@ int query_context__json(const struct query_context *c, char **out)
 				(double)c->period_ns / 1e9 / (double)c->q->step);
 	}
 	fputc('}', f);
-	err = ferror(f) ? -ENOMEM : 0;
+	err = err ?: (ferror(f) ? -ENOMEM : 0);
 	if (fclose(f) || err) {
 		free(*out);
 		*out = NULL;
