@@ -3,7 +3,8 @@
  * downsampling makes of a coarse bucket's windows, that retention drops them with
  * the samples, what a range with mixed periods answers, and what a label
  * selection keeps. Batches are built with
- * batch_builder (common/batch.h) on an in-memory store.
+ * batch_builder (common/batch.h) on an in-memory store, and on a file for a
+ * reader.
  */
 #include <errno.h>
 #include <setjmp.h>
@@ -17,6 +18,7 @@
 
 #include "common/batch.h"
 #include "store/store.h"
+#include "testutil.h"
 
 #define HZ99 10101010ull /* 1e9 / 99 */
 #define HZ49 20408163ull /* 1e9 / 49 */
@@ -303,6 +305,38 @@ static void test_selection(void **state)
 	store__close(s);
 }
 
+/* On a file: a reader (as the collector's queries use) reads the windows the
+ * writer stored; the table survives a reopen. */
+static void test_file_reader(void **state)
+{
+	const struct store_options ro = { .read_only = true };
+	struct store_query q = { .from = 0, .to = 5000 };
+	struct store *s = NULL, *r = NULL;
+	struct store_windows w;
+	char dir[64], path[128];
+
+	(void)state;
+	assert_non_null(test_mkdtemp(dir, sizeof(dir)));
+	snprintf(path, sizeof(path), "%s/w.db", dir);
+	assert_int_equal(store__open(path, NULL, &s), 0);
+	ingest_comm(s, "a", 1, 1000, HZ99, "api", "1");
+	assert_int_equal(store__open(path, &ro, &r), 0);
+	ingest_comm(s, "b", 1, 1010, HZ49, "db", "2");
+	assert_int_equal(store__windows(r, &q, &w), 0);
+	assert_int_equal(w.nwindows, 2);
+	assert_int_equal(w.nperiods, 2);
+	w = selected(r, 0, 5000, "comm", "db", NULL, NULL);
+	assert_int_equal(w.nperiods, 1);
+	assert_int_equal(w.periods[0], HZ49);
+	store__close(r);
+	store__close(s);
+	assert_int_equal(store__open(path, NULL, &s), 0);
+	assert_int_equal(store__windows(s, &q, &w), 0);
+	assert_int_equal(w.nwindows, 2);
+	store__close(s);
+	test_rm_rf(dir);
+}
+
 /* Bad arguments. */
 static void test_arguments(void **state)
 {
@@ -337,7 +371,7 @@ int main(void)
 		cmocka_unit_test(test_ingest),	     cmocka_unit_test(test_mixed_periods),
 		cmocka_unit_test(test_many_periods), cmocka_unit_test(test_downsample),
 		cmocka_unit_test(test_retention),    cmocka_unit_test(test_selection),
-		cmocka_unit_test(test_arguments),
+		cmocka_unit_test(test_file_reader),  cmocka_unit_test(test_arguments),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
