@@ -8,11 +8,11 @@
  *    100.0%    0.0%   124.7 s  all
  *     62.3%    0.0%    77.7 s    api [process]
  *     40.1%   40.1%    50.0 s      handle (app.py) [py]
- *      3.0%    3.0%    3.74 s        [unknown] x128 [native]
+ *      3.0%    3.0%    3.74 s        [unknown] ×128 [native]
  * CPU is the node's total samples x period ("-" when the period is 0: mixed or
  * unknown). Frames are marked by kind: [process], [py], [native], [kernel], [jit].
  * A placeholder frame that stood for a run of identical frames (the node's repeat
- * > 1) is shown as "[unknown] xN".
+ * > 1) is shown as "[unknown] ×N" (U+00D7).
  *
  * Diff: first a movers table, the functions whose share of samples (total,
  * recursion counted once) changed most, by |delta| descending:
