@@ -46,11 +46,13 @@
 
 #include "query/flame.h"
 
-#define RENDER_SVG_DEFAULT_WIDTH  1200
-#define RENDER_SVG_MIN_WIDTH	  200
-#define RENDER_SVG_MAX_WIDTH	  65536
-#define RENDER_SVG_AUTO_ICICLE_PX 1000 /* taller than this: icicle (a laptop screen's height) */
-#define RENDER_SVG_MOVERS	  5    /* movers listed in a diff's header: more crowd the graph */
+#define RENDER_SVG_DEFAULT_WIDTH 1200
+#define RENDER_SVG_MIN_WIDTH	 200
+#define RENDER_SVG_MAX_WIDTH	 65536
+#define RENDER_SVG_AUTO_ICICLE_PX                                                                  \
+	720		    /* taller than this: icicle; a 1280 x 720 screen, the                  \
+			     * smallest common one, shows a flame graph's root */
+#define RENDER_SVG_MOVERS 5 /* movers listed in a diff's header: more crowd the graph */
 
 enum render_svg_orientation {
 	RENDER_SVG_AUTO,   /* flame, or icicle when taller than RENDER_SVG_AUTO_ICICLE_PX */

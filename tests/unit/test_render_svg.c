@@ -450,6 +450,20 @@ static void test_svg_orientation(void **state)
 	svg = svg_of(shallow, &o, "shallow-icicle.svg");
 	assert_non_null(strstr(svg, "ICICLE = true"));
 	free(svg);
+	flame__free(shallow);
+
+	/* the boundary: 38 levels under the process are 710 px, 39 are 726 px */
+	shallow = chain(38);
+	svg = svg_of(shallow, NULL, "710.svg");
+	assert_non_null(strstr(svg, "height=\"710\""));
+	assert_non_null(strstr(svg, "ICICLE = false"));
+	free(svg);
+	flame__free(deep);
+	deep = chain(39);
+	svg = svg_of(deep, NULL, "726.svg");
+	assert_non_null(strstr(svg, "height=\"726\""));
+	assert_non_null(strstr(svg, "ICICLE = true"));
+	free(svg);
 	o.orientation = (enum render_svg_orientation)7;
 	assert_int_equal(render_svg(shallow, &o, stdout), -EINVAL);
 	flame__free(deep);
