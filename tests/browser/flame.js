@@ -322,6 +322,12 @@ async function htmlDiff(browser, errors) {
   }));
   check(rows.length > 1 && rows.every((d, i) => i === 0 || d <= rows[i - 1]),
     'html diff: movers sorted by |delta|', rows);
+  /* a mover's name searches for it: its frames lit */
+  await page.click('#movers tbody tr td.fn');
+  await page.waitForFunction(() => document.getElementById('match').textContent !== '');
+  const lit = (await htmlFrames(page)).filter((f) => / m( |$)/.test(f.cls) && f.text !== '');
+  check(lit.length > 0 && lit.every((f) => f.text === m.name),
+    'html diff: clicking the first mover highlights its frames', lit.map((f) => f.text));
   const heads = await page.$$eval('#top thead th', (th) => th.map((t) => t.textContent));
   check(heads.includes('total before') && heads.includes('total after') &&
       heads.includes('total delta'), 'html diff: the top table has before/after/delta', heads);

@@ -234,6 +234,15 @@ static void test_svg_hostile(void **state)
 	o.diff = true;
 	svg = svg_of(f, &o, "hostile-diff.svg"); /* side 1 empty: no frames, still valid */
 	assert_int_equal(count_of(svg, "<g class=\"f\">"), 0);
+	/* every function shrank to nothing: the hostile names are the movers listed */
+	assert_int_equal(count_of(svg, "<text class=\"mv\""), RENDER_SVG_MOVERS);
+	assert_non_null(strstr(svg,
+			       ">-16.36 pp  16.36% \xe2\x86\x92 0.00%  \xef\xbf\xbd\xef\xbf\xbd"
+			       "\xef\xbf\xbd ctl</text>")); /* controls replaced */
+	assert_non_null(strstr(svg, ">-14.55 pp  14.55% \xe2\x86\x92 0.00%  a:b (sa..</text>"));
+	assert_int_equal(count_of(svg, "<script"), 1);
+	assert_int_equal(count_of(svg, "]]>"), 1);
+	assert_null(strstr(svg, "<script>alert"));
 	free(svg);
 	flame__free(f);
 }
