@@ -11,7 +11,14 @@
  * fills the width, its children scale with it, its ancestors stay full width, all
  * other frames are gone) and its reset. The SVG's zoom (the same, by geometry and
  * display), reset, and search through its prompt (highlighted frames, "Matched:"
- * share). No console error and no uncaught exception on either page.
+ * share). A 300-level graph (HTML and SVG) opens as an icicle with its root and
+ * first levels inside the first 1280 x 720 screen. The diff page (HTML) shows its
+ * legend and movers table above the fold, the first row being the expected top
+ * mover with its before, after and delta; the SVG diff has its legend. Tooltips
+ * (pages rendered by the C test with a sampling period and a per-line breakdown)
+ * show CPU time and share beside samples, the hottest line, and a placeholder
+ * run as "[unknown] ×128". No console error and no uncaught exception on any
+ * page.
  *
  * Chromium is /usr/bin/chromium (playwright-core downloads none); Playwright gives
  * it a fresh temporary profile and passes --headless and --no-sandbox itself.
@@ -39,6 +46,10 @@ function check(ok, what, got) {
 
 function near(a, b, tol) {
   return typeof a === 'number' && typeof b === 'number' && Math.abs(a - b) <= tol;
+}
+
+function count(n) {
+  return String(n).replace(/\B(?=(\d{3})+(?!\d))/g, ',');
 }
 
 function escapeRe(s) {
@@ -164,9 +175,9 @@ async function svgFrames(page) {
   return page.$$eval('g.f', (gs) =>
     gs.map((g) => {
       const r = g.querySelector('rect');
-      const t = g.querySelector('title').textContent;
+      const t = g.querySelector('title').textContent.split('\n')[0];
       return {
-        name: t.substring(0, t.lastIndexOf(' (')),
+        name: t.substring(0, t.lastIndexOf(' \u2014 ')),
         x: parseFloat(r.getAttribute('x')),
         width: parseFloat(r.getAttribute('width')),
         fill: r.getAttribute('fill'),
@@ -186,7 +197,7 @@ async function svgZoom(page) {
   const XPAD = root.x;
   const FULL = root.width;
   check(before.filter((f) => f.name === z.name).length === 1, 'svg: one frame named ' + z.name);
-  const title = page.locator('title', { hasText: new RegExp('^' + escapeRe(z.name) + ' \\(') });
+  const title = page.locator('title', { hasText: new RegExp('^' + escapeRe(z.name) + ' \u2014 ') });
   await page.locator('g.f').filter({ has: title }).click();
   const frames = await svgFrames(page);
   const f = frames.find((x) => x.name === z.name);
@@ -239,6 +250,132 @@ async function svgSearch(page) {
   check(reset.every((f) => f.fill !== 'rgb(230,0,230)'), 'svg: reset search clears the highlights');
 }
 
+/* ---- Opening on the answer ----------------------------------------------------- */
+
+/* Whether the box of the element is inside the first screen (not scrolled). */
+async function onFirstScreen(page, handle) {
+  const vp = page.viewportSize();
+  const r = await handle.evaluate((e) => {
+    const b = e.getBoundingClientRect();
+    return { top: b.top + window.scrollY, bottom: b.bottom + window.scrollY, h: b.height };
+  });
+  return r.h > 0 && r.top >= 0 && r.bottom <= vp.height ? true : r;
+}
+
+async function htmlDeep(browser, errors) {
+  const d = want.deep;
+  const page = await open(browser, d.html, errors, 'html deep');
+  check((await page.textContent('#toggle')) === 'Flame',
+    'html deep: ' + d.depth + ' levels open as an icicle (the toggle offers Flame)',
+    await page.textContent('#toggle'));
+  for (const name of ['all', 'deep', 'level0', 'level1']) {
+    const els = await page.$$('#chart .fr');
+    let el = null;
+    for (const e of els) if ((await e.textContent()) === name) el = e;
+    check(el !== null && (await onFirstScreen(page, el)) === true,
+      'html deep: ' + name + ' on the first screen', el && (await onFirstScreen(page, el)));
+  }
+  const frames = await htmlFrames(page);
+  const root = byText(frames, 'all')[0], child = byText(frames, 'deep')[0];
+  check(root && child && root.top < child.top, 'html deep: the root above its child');
+  await page.close();
+}
+
+async function svgDeep(browser, errors) {
+  const d = want.deep;
+  const page = await open(browser, d.svg, errors, 'svg deep');
+  check(await page.evaluate(() => ICICLE === true), 'svg deep: drawn as an icicle');
+  for (const name of ['all', 'deep', 'level0']) {
+    const g = page.locator('g.f').filter({
+      has: page.locator('title', { hasText: new RegExp('^' + escapeRe(name) + ' \u2014 ') }),
+    });
+    const el = await g.locator('rect').elementHandle();
+    check((await onFirstScreen(page, el)) === true, 'svg deep: ' + name + ' on the first screen',
+      await onFirstScreen(page, el));
+  }
+  await page.close();
+}
+
+async function htmlDiff(browser, errors) {
+  const m = want.mover;
+  const page = await open(browser, want.diff.html, errors, 'html diff');
+  const legend = await page.$('#legend');
+  check(legend !== null && (await onFirstScreen(page, legend)) === true,
+    'html diff: the legend is above the fold', legend && (await onFirstScreen(page, legend)));
+  if (legend) {
+    const text = await legend.textContent();
+    check(/grew.*shrank.*unchanged/.test(text) && /normalized to each side's total/.test(text),
+      'html diff: the legend names the colours and the normalization', text);
+  }
+  const row = await page.$('#movers tbody tr');
+  check(row !== null && (await onFirstScreen(page, row)) === true,
+    'html diff: the movers table\'s first row is above the fold',
+    row && (await onFirstScreen(page, row)));
+  if (row) {
+    const cells = await row.$$eval('td', (tds) => tds.map((t) => t.textContent));
+    check(JSON.stringify(cells) === JSON.stringify([m.name, m.before, m.after, m.delta]),
+      'html diff: first mover ' + [m.name, m.before, m.after, m.delta].join(' '), cells);
+  }
+  const rows = await page.$$eval('#movers tbody tr', (trs) => trs.map((tr) => {
+    const d = tr.lastElementChild.textContent;
+    return Math.abs(parseFloat(d));
+  }));
+  check(rows.length > 1 && rows.every((d, i) => i === 0 || d <= rows[i - 1]),
+    'html diff: movers sorted by |delta|', rows);
+  /* a mover's name searches for it: its frames lit */
+  await page.click('#movers tbody tr td.fn');
+  await page.waitForFunction(() => document.getElementById('match').textContent !== '');
+  const lit = (await htmlFrames(page)).filter((f) => / m( |$)/.test(f.cls) && f.text !== '');
+  check(lit.length > 0 && lit.every((f) => f.text === m.name),
+    'html diff: clicking the first mover highlights its frames', lit.map((f) => f.text));
+  const heads = await page.$$eval('#top thead th', (th) => th.map((t) => t.textContent));
+  check(heads.includes('total before') && heads.includes('total after') &&
+      heads.includes('total delta'), 'html diff: the top table has before/after/delta', heads);
+  const root = (await htmlFrames(page)).filter((f) => f.text === 'all')[0];
+  check(root && root.top + 16 <= page.viewportSize().height,
+    'html diff: the graph\'s root is on the first screen', root);
+  await page.close();
+  const svg = await open(browser, want.diff.svg, errors, 'svg diff');
+  const sl = await svg.$('#legend');
+  check(sl !== null && /grew.*shrank.*unchanged/.test(await sl.textContent()),
+    'svg diff: the legend is drawn');
+  const first = await svg.$('#movers text.mv');
+  check(first !== null && (await first.textContent()).endsWith('  ' + m.name) &&
+      (await first.textContent()).startsWith(m.delta),
+    'svg diff: the first mover listed', first && (await first.textContent()));
+  await svg.close();
+}
+
+async function tooltips(browser, errors) {
+  const t = want.tips;
+  const page = await open(browser, t.html, errors, 'html tips');
+  check((await page.textContent('#total')) === t.total, 'html tips: total ' + t.total,
+    await page.textContent('#total'));
+  await page.locator('#chart .fr', { hasText: new RegExp('^' + t.name + '$') }).hover();
+  const tip = await page.textContent('#tip');
+  check(tip.startsWith(t.name + ' \u2014 ' + t.figures + '\n'),
+    'html tips: "' + t.name + ' \u2014 ' + t.figures + '"', tip);
+  check(tip.split('\n')[1] === '  ' + t.line, 'html tips: the hottest line first: ' + t.line, tip);
+  check(await page.isVisible('#tip'), 'html tips: the tooltip is shown');
+  await page.locator('#chart .fr', { hasText: t.run }).hover();
+  const run = await page.textContent('#tip');
+  check(run.startsWith(t.run + ' \u2014 '), 'html tips: a placeholder run is ' + t.run, run);
+  await page.close();
+
+  const svg = await open(browser, t.svg, errors, 'svg tips');
+  const g = svg.locator('g.f').filter({
+    has: svg.locator('title', { hasText: new RegExp('^' + t.name + ' \u2014 ') }),
+  });
+  await g.locator('rect').hover();
+  const details = await svg.textContent('#details');
+  check(details === t.name + ' \u2014 ' + t.figures, 'svg tips: the details line', details);
+  const title = await g.locator('title').textContent();
+  check(title.split('\n')[1] === '  ' + t.line, 'svg tips: the hottest line in the tooltip', title);
+  const label = await svg.$$eval('g.f text', (ts) => ts.map((x) => x.textContent));
+  check(label.includes(t.run), 'svg tips: the run labelled ' + t.run, label);
+  await svg.close();
+}
+
 async function main() {
   const errors = [];
   const browser = await chromium.launch({
@@ -250,14 +387,22 @@ async function main() {
   });
   try {
     const html = await open(browser, want.html, errors, 'html');
-    check((await html.textContent('#total')) === want.total + ' samples',
-      'html: total = ' + want.total + ' samples');
+    check((await html.textContent('#total')) === count(want.total) + ' samples',
+      'html: total = ' + count(want.total) + ' samples', await html.textContent('#total'));
     await htmlToggle(html);
     await htmlSearch(html);
     await htmlZoom(html);
     const svg = await open(browser, want.svg, errors, 'svg');
     await svgZoom(svg);
     await svgSearch(svg);
+    /* each on pages of its own: one that throws does not hide the others' checks */
+    for (const part of [htmlDeep, svgDeep, htmlDiff, tooltips]) {
+      try {
+        await part(browser, errors);
+      } catch (e) {
+        check(false, part.name + ': ' + (e && e.message ? e.message.split('\n')[0] : e));
+      }
+    }
   } finally {
     await browser.close();
   }

@@ -1,9 +1,14 @@
 /* The collector's interactive flame graphs in a real browser: the sanitized
- * collector serves /api/v1/flamegraph as HTML and as SVG for batches posted here,
- * and tests/browser/flame.js (Node, playwright-core, /usr/bin/chromium headless)
- * zooms, searches and flips them. Every number the script compares with (total,
- * matched samples and frames of a regex, the zoomed frame's children and what must
- * disappear) is computed here from the generated stacks and handed to it as JSON.
+ * collector serves /api/v1/flamegraph and /api/v1/diff as HTML and as SVG for
+ * batches posted here, and tests/browser/flame.js (Node, playwright-core,
+ * /usr/bin/chromium headless) zooms, searches and flips them, opens a 300-level
+ * graph (its root must be on the first screen) and the diff page (its movers
+ * table and legend above the fold, the right first row). Every number the script
+ * compares with (total, matched samples and frames of a regex, the zoomed frame's
+ * children and what must disappear, the top mover and its shares) is computed here
+ * from the generated stacks and handed to it as JSON. Two pages are rendered here
+ * directly into files, with a sampling period and a per-line breakdown that the
+ * collector's trees do not carry yet, for the tooltips (CPU time, hottest lines).
  *
  * playwright-core comes from tests/browser/package-lock.json into
  * <build>/browser/node_modules (the Makefile's npm ci step). Without node or
@@ -21,11 +26,14 @@
 
 #include "collectortest.h"
 #include "common/batch.h"
+#include "query/flame.h"
+#include "query/render_html.h"
+#include "query/render_svg.h"
 #include "testutil.h"
 
 #define CHROMIUM   "/usr/bin/chromium"
 #define NODE_MS	   120000 /* bound on the whole browser run */
-#define MIN_CHECKS 40	  /* the script's checks: fewer means some did not run */
+#define MIN_CHECKS 85	  /* the script's checks: fewer means some did not run */
 #define NWIN	   2
 #define NSTACK	   8
 
@@ -44,6 +52,8 @@ static const uint64_t base[NSTACK] = { 300, 40, 200, 80, 60, 100, 150, 70 };
 #define ZOOM_NAME  "handle"
 #define FLIP_ROOT  "all"
 #define FLIP_CHILD "app"
+#define DEEP	   300 /* frames of the deep stack, in a window of its own */
+#define PERIOD_NS  1000000
 
 static uint64_t count_of(int w, int s)
 {
@@ -113,8 +123,121 @@ static void json_names(FILE *f, const struct names *l)
 	fputc(']', f);
 }
 
+/* The top mover of the diff of window 0 (before) and window 1 (after): per
+ * function (frames after the process, recursion counted once), its share of each
+ * window's samples; the largest |change|, ties by name. */
+static void write_mover(FILE *f)
+{
+	struct names fns = { 0 }, seen;
+	uint64_t t[NWIN][64] = { { 0 } }, total[NWIN] = { 0 };
+	double best = -1, d, b = 0, a = 0;
+	int s, w, i, top = -1;
+
+	for (s = 0; s < NSTACK; s++) {
+		const char *p = strchr(stacks[s], ';') + 1; /* the process is no function */
+
+		memset(&seen, 0, sizeof(seen));
+		for (; p; p = strchr(p, ';') ? strchr(p, ';') + 1 : NULL) {
+			size_t len = strcspn(p, ";");
+
+			if (names_find(&seen, p, len) >= 0)
+				continue; /* recursion: once per stack */
+			names_add(&seen, p, len);
+			i = names_add(&fns, p, len);
+			for (w = 0; w < NWIN; w++)
+				t[w][i] += count_of(w, s);
+		}
+		for (w = 0; w < NWIN; w++)
+			total[w] += count_of(w, s);
+	}
+	for (i = 0; i < fns.n; i++) {
+		d = (double)t[1][i] / (double)total[1] - (double)t[0][i] / (double)total[0];
+		d = d < 0 ? -d : d;
+		if (d > best || (d == best && strcmp(fns.v[i], fns.v[top]) < 0)) {
+			best = d;
+			top = i;
+		}
+	}
+	assert_true(top >= 0 && best > 0);
+	/* a native function: its name is the same at line and function granularity */
+	assert_null(strchr(fns.v[top], '('));
+	b = 100.0 * (double)t[0][top] / (double)total[0];
+	a = 100.0 * (double)t[1][top] / (double)total[1];
+	fprintf(f, "\"mover\":{\"name\":");
+	json_str(f, fns.v[top]);
+	fprintf(f, ",\"before\":\"%.2f%%\",\"after\":\"%.2f%%\",\"delta\":\"%+.2f pp\"},", b, a,
+		a - b);
+}
+
+/* The node of f at path (names below the root), found by name. The tree hands
+ * out const nodes; the per-line breakdown and placeholder runs are set here by
+ * hand (flame.c fills them at function granularity), so the const is cast away
+ * on purpose. */
+static struct flame_node *node_at(const struct flame *f, const char *const *path, size_t n)
+{
+	const struct flame_node *nd = flame__root(f);
+	size_t i;
+	uint32_t c;
+
+	for (i = 0; i < n; i++) {
+		for (c = 0; c < nd->nchildren; c++)
+			if (!strcmp(nd->children[c]->name, path[i]))
+				break;
+		assert_true(c < nd->nchildren);
+		nd = nd->children[c];
+	}
+	return (struct flame_node *)nd;
+}
+
+static struct flame_line tip_lines[] = {
+	{ .line = 41, .self = { 10, 0 }, .total = { 10, 0 } },
+	{ .line = 43, .self = { 60, 0 }, .total = { 60, 0 } },
+	{ .line = 44, .self = { 30, 0 }, .total = { 30, 0 } },
+};
+
+/* The tooltip pages, HTML and SVG, of a tree with a sampling period of 1 ms, a
+ * node with three lines and a run of 128 placeholders: handle has 100 of 250
+ * samples (100.0 ms CPU, 40.00%), its hottest line 43 with 60 (60.00%). */
+static void write_tip_pages(FILE *out, const char *dir)
+{
+	const char *const path[] = { "app", "[unknown]", "handle" };
+	struct render_html_options ho = { .title = "tips", .period_ns = PERIOD_NS };
+	struct render_svg_options so = { .title = "tips", .period_ns = PERIOD_NS };
+	char html[PATH_MAX], svg[PATH_MAX];
+	struct flame *f;
+	FILE *fp;
+
+	assert_int_equal(flame__new(&f), 0);
+	assert_int_equal(flame__add(f, "app;[unknown];handle", 100, 0), 0);
+	assert_int_equal(flame__add(f, "app;other", 150, 0), 0);
+	flame__finish(f);
+	node_at(f, path, 3)->lines = tip_lines;
+	node_at(f, path, 3)->nlines = 3;
+	node_at(f, path, 2)->repeat = 128;
+	snprintf(html, sizeof(html), "%s/tips.html", dir);
+	snprintf(svg, sizeof(svg), "%s/tips.svg", dir);
+	fp = fopen(html, "w");
+	assert_non_null(fp);
+	assert_int_equal(render_html(f, &ho, fp), 0);
+	assert_int_equal(fclose(fp), 0);
+	fp = fopen(svg, "w");
+	assert_non_null(fp);
+	assert_int_equal(render_svg(f, &so, fp), 0);
+	assert_int_equal(fclose(fp), 0);
+	node_at(f, path, 3)->lines = NULL; /* static: not the tree's to free */
+	node_at(f, path, 3)->nlines = 0;
+	flame__free(f);
+	fprintf(out,
+		"\"tips\":{\"html\":\"file://%s\",\"svg\":\"file://%s\",\"name\":\"handle\","
+		"\"run\":\"[unknown] \\u00d7128\",\"figures\":\"100 samples, 100.0 ms CPU, "
+		"40.00%%\",\"line\":\"line 43: 60 samples, 60.00%%\","
+		"\"total\":\"250 samples, 250.0 ms CPU\"},",
+		html, svg);
+}
+
 /* Writes what the script must find, computed from the stacks above. */
-static void write_expectations(const char *path, unsigned port, int64_t from, int64_t to)
+static void write_expectations(const char *path, const char *dir, unsigned port, int64_t from,
+			       int64_t to)
 {
 	struct names nodes = { 0 }, children = { 0 }, subtree = { 0 }, inside = { 0 },
 		     outside = { 0 }, ancestors = { 0 };
@@ -186,6 +309,23 @@ static void write_expectations(const char *path, unsigned port, int64_t from, in
 		"\"total\":%llu,",
 		port, (long long)from, (long long)to, port, (long long)from, (long long)to,
 		(unsigned long long)total);
+	/* the deep stack's window, and the diff of window 0 against window 1 */
+	fprintf(f,
+		"\"deep\":{\"html\":\"http://127.0.0.1:%u/api/v1/flamegraph?format=html&from=%lld"
+		"&to=%lld\",\"svg\":\"http://127.0.0.1:%u/api/v1/flamegraph?format=svg&from=%lld"
+		"&to=%lld\",\"depth\":%d},",
+		port, (long long)to, (long long)to + 10, port, (long long)to, (long long)to + 10,
+		DEEP);
+	fprintf(f,
+		"\"diff\":{\"html\":\"http://127.0.0.1:%u/api/v1/diff?format=html&before_from=%lld"
+		"&before_to=%lld&after_from=%lld&after_to=%lld\",\"svg\":\"http://127.0.0.1:%u/"
+		"api/v1/diff?format=svg&before_from=%lld&before_to=%lld&after_from=%lld"
+		"&after_to=%lld\"},",
+		port, (long long)from, (long long)from + 10, (long long)from + 10,
+		(long long)from + 20, port, (long long)from, (long long)from + 10,
+		(long long)from + 10, (long long)from + 20);
+	write_mover(f);
+	write_tip_pages(f, dir);
 	fprintf(f, "\"search\":{\"regex\":");
 	json_str(f, SEARCH);
 	fprintf(f, ",\"samples\":%llu,\"nodes\":%d},", (unsigned long long)matched, nodes.n);
@@ -224,6 +364,28 @@ static void find_node(char *buf, size_t len)
 	if (!found)
 		fail_msg("node not found on PATH: the browser tests need Node.js 20 (make deps)");
 	buf[strcspn(buf, "\n")] = '\0';
+}
+
+/* One stack of DEEP frames under the process "deep", in the window at t. */
+static void post_deep(unsigned port, int64_t t)
+{
+	const char *keys[] = { "comm" }, *values[] = { "deep" };
+	struct batch_builder *bb;
+	struct batch *b;
+	char *stack = calloc(1, 16 * DEEP);
+	int i;
+
+	assert_non_null(stack);
+	strcpy(stack, "deep");
+	for (i = 0; i < DEEP; i++)
+		sprintf(stack + strlen(stack), ";level%d", i);
+	assert_int_equal(batch_builder__new("browser", "bhost", "cpu", &bb), 0);
+	assert_int_equal(batch_builder__add(bb, keys, values, 1, stack, 1000), 0);
+	assert_int_equal(batch_builder__finish(bb, NWIN + 1, t, 10, 10101010, &b), 0);
+	assert_int_equal(post_batch(port, NULL, b, NULL), 200);
+	batch__free(b);
+	batch_builder__free(bb);
+	free(stack);
 }
 
 static void test_flamegraph_pages_in_chromium(void **state)
@@ -282,7 +444,8 @@ static void test_flamegraph_pages_in_chromium(void **state)
 
 	snprintf(expect, sizeof(expect), "%s/expect.json", c.dir);
 	snprintf(out, sizeof(out), "%s/node.out", c.dir);
-	write_expectations(expect, c.port, t0, t0 + 10 * NWIN);
+	post_deep(c.port, t0 + 10 * NWIN);
+	write_expectations(expect, c.dir, c.port, t0, t0 + 10 * NWIN);
 	setenv("NODE_PATH", modules, 1);
 	setenv("SMOLDER_CHROMIUM", CHROMIUM, 0);
 	snprintf(err, sizeof(err), "%s/node.err", c.dir);

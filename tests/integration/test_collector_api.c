@@ -1140,7 +1140,7 @@ static void test_diff_formats(void **state)
 		uint64_t wb = node_total(before, "api;main;handle");
 		uint64_t wa = node_total(after, "api;main;handle");
 
-		snprintf(want, sizeof(want), "<title>handle (%llu samples, ",
+		snprintf(want, sizeof(want), "<title>handle \xe2\x80\x94 %llu samples, ",
 			 (unsigned long long)wa);
 		body = strstr(r.body, want);
 		if (!body)

@@ -1,7 +1,11 @@
 /* Unit tests of the HTML flame graph page: self-contained (no external URL), the
  * embedded JSON parses (python3) with the right totals and cannot close its script
- * element, the title is HTML-escaped, and when chromium is installed the page runs
- * headless without JS errors and builds its top-functions table. */
+ * element, the title and subtitle are HTML-escaped, the per-line breakdown and
+ * placeholder runs travel in the JSON, the diff page leads with its legend and
+ * movers table (order and numbers checked against hand-computed ones), and when
+ * chromium is installed the page runs headless without JS errors, builds its
+ * top-functions table (before/after/delta columns in a diff) and opens a deep
+ * graph as an icicle, a shallow one as a flame graph. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -153,22 +157,189 @@ static void test_errors(void **state)
 	flame__free(f);
 }
 
-/* Runs the page in headless chromium and reads back the DOM the JS built. */
-static void run_chromium(bool diff, const char *want)
+/* Renders f with o into dir/name and returns the page's text. */
+static char *page_of(const char *dir, const char *name, const struct flame *f,
+		     const struct render_html_options *o)
+{
+	char path[128];
+	FILE *fp;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	fp = fopen(path, "w");
+	assert_non_null(fp);
+	assert_int_equal(render_html(f, o, fp), 0);
+	assert_int_equal(fclose(fp), 0);
+	return slurp(path);
+}
+
+static void test_context(void **state)
+{
+	struct render_html_options o = {
+		.title = "cpu <b>on</b> host",
+		.subtitle = "from 10:00 to 10:05, where comm=</p><script>alert(1)</script>\xff",
+		.period_ns = 10101010,
+	};
+	uint64_t t0, t1;
+	struct flame *f = make_flame(false, &t0, &t1);
+	char dir[64], *page;
+
+	(void)state;
+	assert_non_null(test_mkdtemp(dir, sizeof(dir)));
+	page = page_of(dir, "ctx.html", f, &o);
+	assert_non_null(strstr(page, "<title>cpu &lt;b&gt;on&lt;/b&gt; host</title>"));
+	assert_non_null(strstr(page, "<h1>cpu &lt;b&gt;on&lt;/b&gt; host</h1>"));
+	assert_non_null(strstr(page, "<p id=\"subtitle\">from 10:00 to 10:05, where "
+				     "comm=&lt;/p&gt;&lt;script&gt;alert(1)&lt;/script&gt;"
+				     "\xef\xbf\xbd</p>"));
+	assert_null(strstr(page, "<script>alert"));
+	assert_non_null(strstr(page, "\"subtitle\":\"from 10:00 to 10:05, where comm=\\u003c/p"));
+	assert_non_null(strstr(page, ",\"period\":10101010,"));
+	free(page);
+	flame__free(f);
+	test_rm_rf(dir);
+}
+
+/* The node of f at path, found by name. The tree hands out const nodes; the test
+ * fills lines and repeat itself (flame.c's function granularity fills them in
+ * real trees), so the const is cast away on purpose. */
+static struct flame_node *node_at(const struct flame *f, const char *const *path, size_t n)
+{
+	const struct flame_node *nd = flame__root(f);
+	size_t i;
+	uint32_t c;
+
+	for (i = 0; i < n; i++) {
+		for (c = 0; c < nd->nchildren; c++)
+			if (!strcmp(nd->children[c]->name, path[i]))
+				break;
+		assert_true(c < nd->nchildren);
+		nd = nd->children[c];
+	}
+	return (struct flame_node *)nd;
+}
+
+static struct flame_line six_lines[] = {
+	{ .line = 10, .self = { 5, 0 }, .total = { 5, 1 } },
+	{ .line = 12, .self = { 0, 0 }, .total = { 20, 30 } },
+	{ .line = 43, .self = { 40, 0 }, .total = { 40, 10 } },
+	{ .line = 44, .self = { 0, 0 }, .total = { 20, 5 } },
+	{ .line = 50, .self = { 2, 0 }, .total = { 2, 0 } },
+	{ .line = 51, .self = { 1, 0 }, .total = { 13, 4 } },
+};
+
+/* The five hottest lines by total (ties: lower line first) as [line, total0,
+ * total1], how many more, and the run length of a placeholder. */
+static void test_lines_and_repeat(void **state)
+{
+	const char *const path[] = { "p", "[unknown]", "handle" };
+	struct render_html_options o = { 0 };
+	struct flame *f;
+	char dir[64], *page;
+
+	(void)state;
+	assert_int_equal(flame__new(&f), 0);
+	assert_int_equal(flame__add(f, "p;[unknown];handle", 100, 0), 0);
+	assert_int_equal(flame__add(f, "p;[unknown];handle", 50, 1), 0);
+	flame__finish(f);
+	node_at(f, path, 3)->lines = six_lines;
+	node_at(f, path, 3)->nlines = 6;
+	node_at(f, path, 2)->repeat = 128;
+	assert_non_null(test_mkdtemp(dir, sizeof(dir)));
+	page = page_of(dir, "lines.html", f, &o);
+	assert_non_null(strstr(page, "{\"n\":\"[unknown]\",\"k\":2,\"s\":[0,0],\"t\":[100,50],"
+				     "\"r\":128,\"c\":["));
+	assert_non_null(strstr(page, "\"t\":[100,50],\"l\":[[43,40,10],[12,20,30],[44,20,5],"
+				     "[51,13,4],[10,5,1]],\"lm\":1,\"c\":[]"));
+	free(page);
+	o.diff = true; /* by after's totals */
+	page = page_of(dir, "lines-diff.html", f, &o);
+	assert_non_null(strstr(page, "\"l\":[[12,20,30],[43,40,10],[44,20,5],[51,13,4],[10,5,1]],"
+				     "\"lm\":1"));
+	free(page);
+	node_at(f, path, 3)->lines = NULL; /* static: not the tree's to free */
+	node_at(f, path, 3)->nlines = 0;
+	flame__free(f);
+	test_rm_rf(dir);
+}
+
+/* Before (60 samples): a in 40 (recursion once), b 10, c 50. After (100): a 50,
+ * b 50, c 30, d 20. Changes of share: c -53.33 pp, b +33.33, d +20.00, a -16.67;
+ * the processes p and q are no functions. */
+static struct flame *movers_tree(void)
+{
+	static const char *const stacks[] = { "p;a;b", "p;a;a;c", "q;c", "p;a;b", "q;c", "q;d" };
+	static const uint64_t counts[] = { 10, 30, 20, 50, 30, 20 };
+	struct flame *f;
+	int i;
+
+	assert_int_equal(flame__new(&f), 0);
+	for (i = 0; i < 6; i++)
+		assert_int_equal(flame__add(f, stacks[i], counts[i], i >= 3), 0);
+	flame__finish(f);
+	return f;
+}
+
+static void test_diff_movers(void **state)
+{
+	struct render_html_options o = { .diff = true };
+	struct flame *f = movers_tree();
+	const char *legend, *table, *chart, *c, *b, *d, *a;
+	char dir[64], *page;
+
+	(void)state;
+	assert_non_null(test_mkdtemp(dir, sizeof(dir)));
+	page = page_of(dir, "movers.html", f, &o);
+	legend = strstr(page, "<div id=\"legend\"><span class=\"sw up\"></span>grew<span "
+			      "class=\"sw dn\"></span>shrank<span class=\"sw eq\"></span>unchanged"
+			      "<br>Width follows the after profile; shares are normalized to each "
+			      "side's total (before 60 samples, after 100 samples).</div>");
+	table = strstr(page, "<table id=\"movers\"><thead><tr><th>function</th><th>before</th>"
+			     "<th>after</th><th>delta</th></tr></thead>");
+	chart = strstr(page, "<div id=\"chart\">");
+	c = strstr(page, "<tr><td class=\"fn\">c</td><td class=\"num\">83.33%</td><td "
+			 "class=\"num\">30.00%</td><td class=\"num dn\">-53.33 pp</td></tr>");
+	b = strstr(page, "<tr><td class=\"fn\">b</td><td class=\"num\">16.67%</td><td "
+			 "class=\"num\">50.00%</td><td class=\"num up\">+33.33 pp</td></tr>");
+	d = strstr(page, "<tr><td class=\"fn\">d</td><td class=\"num\">0.00%</td><td "
+			 "class=\"num\">20.00%</td><td class=\"num up\">+20.00 pp</td></tr>");
+	a = strstr(page, "<tr><td class=\"fn\">a</td><td class=\"num\">66.67%</td><td "
+			 "class=\"num\">50.00%</td><td class=\"num dn\">-16.67 pp</td></tr>");
+	assert_true(legend && table && chart && c && b && d && a);
+	/* the legend and the table come before the graph; the rows in |delta| order */
+	assert_true(legend < table && table < c && c < b && b < d && d < a && a < chart);
+	assert_non_null(strstr(page,
+			       "<th>self before</th><th>self after</th><th>self delta</th>"
+			       "<th>total before</th><th>total after</th><th>total delta</th>"));
+	free(page);
+	o.diff = false; /* no legend, no movers */
+	page = page_of(dir, "plain.html", f, &o);
+	assert_null(strstr(page, "id=\"movers\""));
+	assert_null(strstr(page, "id=\"legend\""));
+	free(page);
+	flame__free(f);
+	test_rm_rf(dir);
+}
+
+/* Runs the page for f and o in headless chromium (an 800 x 600 window) and returns
+ * the DOM its script built; fails on any console message or uncaught exception. */
+static char *dom_of(const struct flame *f, const struct render_html_options *o)
 {
 	char dir[64], page[128], cmd[1024], dom_path[160], err_path[160], *dom, *err, *line;
-	uint64_t t0, t1;
+	FILE *fp;
 
 	assert_non_null(test_mkdtemp(dir, sizeof(dir)));
 	snprintf(page, sizeof(page), "%s/page.html", dir);
 	snprintf(dom_path, sizeof(dom_path), "%s/dom.html", dir);
 	snprintf(err_path, sizeof(err_path), "%s/stderr.txt", dir);
-	render_to(page, diff, &t0, &t1);
+	fp = fopen(page, "w");
+	assert_non_null(fp);
+	assert_int_equal(render_html(f, o, fp), 0);
+	assert_int_equal(fclose(fp), 0);
 	snprintf(cmd, sizeof(cmd),
 		 "timeout 120 chromium --headless --no-sandbox --disable-gpu "
 		 "--disable-background-networking --disable-component-update --disable-sync "
-		 "--no-first-run --user-data-dir=%s/profile --enable-logging=stderr --v=0 "
-		 "--dump-dom file://%s > %s 2> %s",
+		 "--no-first-run --window-size=800,600 --user-data-dir=%s/profile "
+		 "--enable-logging=stderr --v=0 --dump-dom file://%s > %s 2> %s",
 		 dir, page, dom_path, err_path);
 	assert_int_equal(system(cmd), 0);
 	dom = slurp(dom_path);
@@ -179,15 +350,52 @@ static void run_chromium(bool diff, const char *want)
 			fail_msg("the page logged to the console");
 		}
 	}
-	assert_non_null(strstr(dom, want));
 	assert_non_null(strstr(dom, "class=\"fr"));
-	free(dom);
 	free(err);
 	test_rm_rf(dir);
+	return dom;
+}
+
+static void run_chromium(bool diff, const char *want)
+{
+	struct render_html_options o = { .title = "t<1> & \"q\"", .diff = diff };
+	uint64_t t0, t1;
+	struct flame *f = make_flame(diff, &t0, &t1);
+	char *dom = dom_of(f, &o);
+
+	assert_non_null(strstr(dom, want));
+	/* five levels fit in the window: a flame graph, the toggle offering icicle
+	 * (the diff's movers stand above the graph in a window this narrow) */
+	if (!diff)
+		assert_non_null(strstr(dom, "<button id=\"toggle\">Icicle</button>"));
+	free(dom);
+	flame__free(f);
+}
+
+/* A chain of depth frames under one process: deeper than the window is tall. */
+static struct flame *chain(int depth)
+{
+	char *stack = calloc(1, (size_t)depth * 8 + 8);
+	struct flame *f;
+	int i;
+
+	assert_non_null(stack);
+	strcpy(stack, "p");
+	for (i = 0; i < depth; i++)
+		sprintf(stack + strlen(stack), ";f%d", i);
+	assert_int_equal(flame__new(&f), 0);
+	assert_int_equal(flame__add(f, stack, 10, 0), 0);
+	flame__finish(f);
+	free(stack);
+	return f;
 }
 
 static void test_page_runs_in_chromium(void **state)
 {
+	struct render_html_options o = { .diff = true };
+	struct flame *f;
+	char *dom;
+
 	(void)state;
 	if (access("/usr/bin/chromium", X_OK) != 0) {
 		printf("note: /usr/bin/chromium not installed (package chromium); skipping the "
@@ -197,6 +405,29 @@ static void test_page_runs_in_chromium(void **state)
 	/* bar has the most self samples on side 0; work on side 1 */
 	run_chromium(false, "<td class=\"fn\">bar</td>");
 	run_chromium(true, "<td class=\"fn\">work (app.py:12)</td>");
+
+	/* 100 levels of 17 px do not fit in 600 px: icicle, the toggle offering flame */
+	f = chain(100);
+	dom = dom_of(f, NULL);
+	assert_non_null(strstr(dom, "<button id=\"toggle\">Flame</button>"));
+	free(dom);
+	flame__free(f);
+
+	/* the diff's top table: before, after and delta of self and total, b first
+	 * (the most self samples after) */
+	f = movers_tree();
+	dom = dom_of(f, &o);
+	assert_non_null(strstr(dom,
+			       "<tbody><tr><td class=\"fn\">b</td><td class=\"num\">16.67%</td>"
+			       "<td class=\"num\">50.00%</td><td class=\"num\">+33.33 pp</td>"
+			       "<td class=\"num\">16.67%</td><td class=\"num\">50.00%</td>"
+			       "<td class=\"num\">+33.33 pp</td></tr>"));
+	assert_non_null(strstr(dom, "<tr><td class=\"fn\">a</td><td class=\"num\">0.00%</td>"
+				    "<td class=\"num\">0.00%</td><td class=\"num\">+0.00 pp</td>"
+				    "<td class=\"num\">66.67%</td><td class=\"num\">50.00%</td>"
+				    "<td class=\"num\">-16.67 pp</td></tr>"));
+	free(dom);
+	flame__free(f);
 }
 
 int main(void)
@@ -205,6 +436,9 @@ int main(void)
 		cmocka_unit_test(test_page_self_contained),
 		cmocka_unit_test(test_page_diff),
 		cmocka_unit_test(test_errors),
+		cmocka_unit_test(test_context),
+		cmocka_unit_test(test_lines_and_repeat),
+		cmocka_unit_test(test_diff_movers),
 		cmocka_unit_test(test_page_runs_in_chromium),
 	};
 

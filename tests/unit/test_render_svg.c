@@ -13,11 +13,19 @@
 #include <cmocka.h>
 
 #include "query/flame.h"
+#include "query/movers.h"
 #include "query/render_json.h"
 #include "query/render_svg.h"
 #include "testutil.h"
 
+#define DASH " \xe2\x80\x94 " /* between a frame's name and its figures */
+
 static char dir[64];
+
+static double absd(double x)
+{
+	return x < 0 ? -x : x;
+}
 
 static int setup(void **state)
 {
@@ -88,13 +96,13 @@ static size_t count_of(const char *hay, const char *needle)
 	return n;
 }
 
-/* The rect after the tooltip "<title>esc (" : width and fill. */
+/* The rect after the tooltip "<title>esc — ": width and fill. */
 static void rect_of(const char *svg, const char *esc, double *width, int rgb[3])
 {
 	char key[256];
 	const char *t, *r;
 
-	snprintf(key, sizeof(key), "<title>%s (", esc);
+	snprintf(key, sizeof(key), "<title>%s \xe2\x80\x94 ", esc);
 	t = strstr(svg, key);
 	assert_non_null(t);
 	assert_int_equal(count_of(svg, key), 1);
@@ -142,11 +150,11 @@ static void test_svg_plain(void **state)
 	assert_int_equal(count_of(svg, "<g class=\"f\">"), flame__size(f));
 	assert_null(strstr(svg, "href")); /* self-contained: nothing to fetch */
 	for (i = 0; i < sizeof(plain_names) / sizeof(plain_names[0]); i++) {
-		snprintf(key, sizeof(key), "<title>%s (", plain_names[i]);
+		snprintf(key, sizeof(key), "<title>%s" DASH, plain_names[i]);
 		assert_non_null(strstr(svg, key));
 	}
-	assert_non_null(strstr(svg, "<title>all (100 samples, 100.00%)</title>"));
-	assert_non_null(strstr(svg, "<title>work (40 samples, 40.00%)</title>"));
+	assert_non_null(strstr(svg, "<title>all" DASH "100 samples, 100.00%</title>"));
+	assert_non_null(strstr(svg, "<title>work" DASH "40 samples, 40.00%</title>"));
 	/* Widths: share of all samples of the 1200 - 2 * 10 px drawing width. */
 	rect_of(svg, "all", &wroot, rgb);
 	assert_true(wroot > 1179.5 && wroot < 1180.5);
@@ -161,7 +169,7 @@ static void test_svg_plain(void **state)
 	assert_true(rgb[0] == rgb[1] && rgb[1] == rgb[2]); /* process: grey */
 	free(svg);
 
-	o.icicle = true;
+	o.orientation = RENDER_SVG_ICICLE;
 	o.width = 600;
 	svg = svg_of(f, &o, "icicle.svg");
 	rect_of(svg, "other", &w, rgb);
@@ -183,10 +191,10 @@ static void test_svg_min_width(void **state)
 
 	(void)state;
 	svg = svg_of(f, NULL, "min.svg");
-	assert_null(strstr(svg, "<title>tiny ("));
+	assert_null(strstr(svg, "<title>tiny" DASH));
 	rect_of(svg, "p", &w, rgb); /* tiny still counts in its parent */
 	assert_true(w > 1179.5);
-	assert_non_null(strstr(svg, "<title>p (100001 samples"));
+	assert_non_null(strstr(svg, "<title>p" DASH "100,001 samples"));
 	free(svg);
 	flame__free(f);
 }
@@ -226,6 +234,15 @@ static void test_svg_hostile(void **state)
 	o.diff = true;
 	svg = svg_of(f, &o, "hostile-diff.svg"); /* side 1 empty: no frames, still valid */
 	assert_int_equal(count_of(svg, "<g class=\"f\">"), 0);
+	/* every function shrank to nothing: the hostile names are the movers listed */
+	assert_int_equal(count_of(svg, "<text class=\"mv\""), RENDER_SVG_MOVERS);
+	assert_non_null(strstr(svg,
+			       ">-16.36 pp  16.36% \xe2\x86\x92 0.00%  \xef\xbf\xbd\xef\xbf\xbd"
+			       "\xef\xbf\xbd ctl</text>")); /* controls replaced */
+	assert_non_null(strstr(svg, ">-14.55 pp  14.55% \xe2\x86\x92 0.00%  a:b (sa..</text>"));
+	assert_int_equal(count_of(svg, "<script"), 1);
+	assert_int_equal(count_of(svg, "]]>"), 1);
+	assert_null(strstr(svg, "<script>alert"));
 	free(svg);
 	flame__free(f);
 }
@@ -248,12 +265,276 @@ static void test_svg_diff(void **state)
 	rect_of(svg, "grow", &w, rgb);
 	assert_true(w > 590 - 0.5 && w < 590 + 0.5);
 	assert_true(rgb[0] > rgb[2]);
-	assert_non_null(strstr(svg, "<title>grow (60 samples, 50.00%; before 10 samples, 16.67%; "
-				    "+33.33 pp)"));
+	assert_non_null(strstr(svg, "<title>grow" DASH "60 samples, 50.00%; before 10 samples, "
+				    "16.67%; +33.33 pp</title>"));
 	rect_of(svg, "shrink", &w, rgb);
 	assert_true(rgb[2] > rgb[0]);
 	rect_of(svg, "same", &w, rgb); /* 20/60 -> 40/120: unchanged share */
 	assert_true(rgb[0] == rgb[2]);
+	free(svg);
+	flame__free(f);
+}
+
+/* Title and subtitle escaped in the header; CPU time beside samples when the
+ * period is known: 1,234 samples of 10 ms are 12.3 s. */
+static void test_svg_context(void **state)
+{
+	const char *const stacks[] = { "p;main;hot", "p;main;cold" };
+	const uint64_t counts[] = { 1234, 6 };
+	struct flame *f = build(stacks, counts, NULL, 2);
+	struct render_svg_options o = {
+		.title = "cpu on <host> & \"x\"",
+		.subtitle = "from 10:00 to 10:05 UTC, where comm=</text><script>alert(1)</script>",
+		.period_ns = 10000000,
+	};
+	char *svg;
+
+	(void)state;
+	svg = svg_of(f, &o, "context.svg");
+	assert_non_null(strstr(svg, "<text id=\"title\" x=\"600\" y=\"24\">cpu on &lt;host&gt; "
+				    "&amp; &quot;x&quot;</text>"));
+	assert_non_null(strstr(svg, "<text id=\"subtitle\" x=\"600\" y=\"40\">from 10:00 to 10:05 "
+				    "UTC, where comm=&lt;/text&gt;&lt;script&gt;alert(1)&lt;/"
+				    "script&gt;</text>"));
+	assert_null(strstr(svg, "<script>alert"));
+	assert_non_null(strstr(svg, "<title>hot" DASH "1,234 samples, 12.3 s CPU, 99.52%</title>"));
+	assert_non_null(strstr(svg, "<title>cold" DASH "6 samples, 60.0 ms CPU, 0.48%</title>"));
+	assert_non_null(
+		strstr(svg, "<title>all" DASH "1,240 samples, 12.4 s CPU, 100.00%</title>"));
+	free(svg);
+	o.period_ns = 0; /* unknown: samples only */
+	o.subtitle = NULL;
+	svg = svg_of(f, &o, "context0.svg");
+	assert_non_null(strstr(svg, "<title>hot" DASH "1,234 samples, 99.52%</title>"));
+	assert_null(strstr(svg, "id=\"subtitle\""));
+	free(svg);
+	flame__free(f);
+}
+
+/* The node of f at path (names from the root's child on), found by name. */
+static struct flame_node *node_at(const struct flame *f, const char *const *path, size_t n)
+{
+	const struct flame_node *nd = flame__root(f);
+	size_t i;
+	uint32_t c;
+
+	for (i = 0; i < n; i++) {
+		for (c = 0; c < nd->nchildren; c++)
+			if (!strcmp(nd->children[c]->name, path[i]))
+				break;
+		assert_true(c < nd->nchildren);
+		nd = nd->children[c];
+	}
+	/* The tree hands out const nodes; the tests fill lines and repeat themselves
+	 * (flame.c's function granularity fills them in real trees), so the const is
+	 * cast away here on purpose. */
+	return (struct flame_node *)nd;
+}
+
+/* Six lines of handle, totals per side: the five hottest by total listed in
+ * order (ties: lower line first) with their share of the frame, then "1 more
+ * line"; a placeholder standing for 128 frames is "[unknown] ×128". */
+static struct flame_line six_lines[] = {
+	{ .line = 10, .self = { 5, 0 }, .total = { 5, 1 } },
+	{ .line = 12, .self = { 0, 0 }, .total = { 20, 30 } },
+	{ .line = 43, .self = { 40, 0 }, .total = { 40, 10 } },
+	{ .line = 44, .self = { 0, 0 }, .total = { 20, 5 } },
+	{ .line = 50, .self = { 2, 0 }, .total = { 2, 0 } },
+	{ .line = 51, .self = { 1, 0 }, .total = { 13, 4 } },
+};
+
+static struct flame *lines_tree(void)
+{
+	const char *const stacks[] = { "p;[unknown];handle;leaf", "p;[unknown];handle", "p;other",
+				       "p;[unknown];handle" };
+	const uint64_t counts[] = { 60, 40, 100, 50 };
+	const unsigned sides[] = { 0, 0, 0, 1 };
+	const char *const path[] = { "p", "[unknown]", "handle" };
+	struct flame *f = build(stacks, counts, sides, 4);
+	struct flame_node *h = node_at(f, path, 3);
+
+	h->lines = six_lines;
+	h->nlines = 6;
+	node_at(f, path, 2)->repeat = 128;
+	return f;
+}
+
+static void test_svg_lines_and_repeat(void **state)
+{
+	struct flame *f = lines_tree();
+	struct render_svg_options o = { .period_ns = 1000000 };
+	const char *const path[] = { "p", "[unknown]", "handle" };
+	char *svg;
+
+	(void)state;
+	svg = svg_of(f, &o, "lines.svg");
+	assert_non_null(strstr(svg, "<title>handle" DASH "100 samples, 100.0 ms CPU, 50.00%\n"
+				    "  line 43: 40 samples, 40.00%\n"
+				    "  line 12: 20 samples, 20.00%\n"
+				    "  line 44: 20 samples, 20.00%\n"
+				    "  line 51: 13 samples, 13.00%\n"
+				    "  line 10: 5 samples, 5.00%\n"
+				    "  1 more line</title>"));
+	assert_non_null(strstr(svg, "<title>[unknown] \xc3\x97"
+				    "128" DASH "100 samples, 100.0 ms CPU, 50.00%</title>"));
+	assert_non_null(strstr(svg, ">[unknown] \xc3\x97"
+				    "128</text>")); /* the label, wide enough to show whole */
+	assert_null(strstr(svg, "<title>leaf" DASH "60 samples, 60.0 ms CPU, 30.00%\n"));
+	free(svg);
+
+	/* diff: the lines by after's totals, with before's beside them */
+	o.diff = true;
+	o.period_ns = 0;
+	svg = svg_of(f, &o, "lines-diff.svg");
+	assert_non_null(strstr(svg, "<title>handle" DASH "50 samples, 100.00%; before 100 "
+				    "samples, 50.00%; +50.00 pp\n"
+				    "  line 12: 30 samples, 60.00% (before 20, 20.00%)\n"
+				    "  line 43: 10 samples, 20.00% (before 40, 40.00%)\n"
+				    "  line 44: 5 samples, 10.00% (before 20, 20.00%)\n"
+				    "  line 51: 4 samples, 8.00% (before 13, 13.00%)\n"
+				    "  line 10: 1 samples, 2.00% (before 5, 5.00%)\n"
+				    "  1 more line</title>"));
+	free(svg);
+	node_at(f, path, 3)->nlines = 0; /* six_lines is static: not the tree's to free */
+	node_at(f, path, 3)->lines = NULL;
+	flame__free(f);
+}
+
+/* A chain of depth frames under one process. */
+static struct flame *chain(int depth)
+{
+	char *stack = calloc(1, (size_t)depth * 8 + 8);
+	struct flame *f;
+	int i;
+
+	assert_non_null(stack);
+	strcpy(stack, "p");
+	for (i = 0; i < depth; i++)
+		sprintf(stack + strlen(stack), ";f%d", i);
+	assert_int_equal(flame__new(&f), 0);
+	assert_int_equal(flame__add(f, stack, 10, 0), 0);
+	assert_int_equal(flame__add(f, "p;f0;side", 5, 0), 0);
+	flame__finish(f);
+	free(stack);
+	return f;
+}
+
+/* The root's y in the SVG. */
+static double root_y(const char *svg)
+{
+	const char *t = strstr(svg, "<title>all" DASH);
+
+	assert_non_null(t);
+	t = strstr(t, " y=\"");
+	assert_non_null(t);
+	return strtod(t + 4, NULL);
+}
+
+/* Taller than RENDER_SVG_AUTO_ICICLE_PX: icicle by default, the root at the top;
+ * shorter: a flame graph, the root at the bottom; an explicit choice wins. */
+static void test_svg_orientation(void **state)
+{
+	struct flame *deep = chain(100), *shallow = chain(20);
+	struct render_svg_options o = { 0 };
+	char *svg;
+
+	(void)state;
+	svg = svg_of(deep, NULL, "deep.svg");
+	assert_non_null(strstr(svg, "ICICLE = true"));
+	assert_non_null(strstr(svg, ">Icicle Graph</text>"));
+	assert_true(root_y(svg) < 50); /* right under the title */
+	free(svg);
+	o.orientation = RENDER_SVG_FLAME;
+	svg = svg_of(deep, &o, "deep-flame.svg");
+	assert_non_null(strstr(svg, "ICICLE = false"));
+	assert_true(root_y(svg) > 1000);
+	free(svg);
+
+	svg = svg_of(shallow, NULL, "shallow.svg");
+	assert_non_null(strstr(svg, "ICICLE = false"));
+	assert_non_null(strstr(svg, ">Flame Graph</text>"));
+	assert_true(root_y(svg) > 300);
+	free(svg);
+	o.orientation = RENDER_SVG_ICICLE;
+	svg = svg_of(shallow, &o, "shallow-icicle.svg");
+	assert_non_null(strstr(svg, "ICICLE = true"));
+	free(svg);
+	flame__free(shallow);
+
+	/* the boundary: 38 levels under the process are 710 px, 39 are 726 px */
+	shallow = chain(38);
+	svg = svg_of(shallow, NULL, "710.svg");
+	assert_non_null(strstr(svg, "height=\"710\""));
+	assert_non_null(strstr(svg, "ICICLE = false"));
+	free(svg);
+	flame__free(deep);
+	deep = chain(39);
+	svg = svg_of(deep, NULL, "726.svg");
+	assert_non_null(strstr(svg, "height=\"726\""));
+	assert_non_null(strstr(svg, "ICICLE = true"));
+	free(svg);
+	o.orientation = (enum render_svg_orientation)7;
+	assert_int_equal(render_svg(shallow, &o, stdout), -EINVAL);
+	flame__free(deep);
+	flame__free(shallow);
+}
+
+/* Before (60 samples): a in 40 (recursion once), b 10, c 50. After (100): a 50,
+ * b 50, c 30, d 20. Changes of share: c -53.33 pp, b +33.33, d +20.00, a -16.67;
+ * the processes p and q are no functions. */
+static const char *const mv_stacks[] = { "p;a;b", "p;a;a;c", "q;c", "p;a;b", "q;c", "q;d" };
+static const uint64_t mv_counts[] = { 10, 30, 20, 50, 30, 20 };
+static const unsigned mv_sides[] = { 0, 0, 0, 1, 1, 1 };
+
+static void test_movers(void **state)
+{
+	struct flame *f = build(mv_stacks, mv_counts, mv_sides, 6);
+	const char *names[] = { "c", "b", "d", "a" };
+	const double before[] = { 50.0 / 60, 10.0 / 60, 0, 40.0 / 60 };
+	const double after[] = { 0.3, 0.5, 0.2, 0.5 };
+	struct mover *m;
+	size_t n, i;
+
+	(void)state;
+	assert_int_equal(movers_find(f, 20, &m, &n), 0);
+	assert_int_equal(n, 4);
+	for (i = 0; i < n; i++) {
+		assert_string_equal(m[i].name, names[i]);
+		assert_true(absd(m[i].before - before[i]) < 1e-12);
+		assert_true(absd(m[i].after - after[i]) < 1e-12);
+		assert_true(absd(m[i].delta - (after[i] - before[i])) < 1e-12);
+	}
+	free(m);
+	assert_int_equal(movers_find(f, 2, &m, &n), 0);
+	assert_int_equal(n, 2);
+	assert_string_equal(m[1].name, "b");
+	free(m);
+	flame__free(f);
+}
+
+/* The diff's header: the legend, and the top movers in order with their figures. */
+static void test_svg_diff_header(void **state)
+{
+	struct flame *f = build(mv_stacks, mv_counts, mv_sides, 6);
+	struct render_svg_options o = { .diff = true, .subtitle = "before vs after" };
+	const char *c, *b, *d, *a;
+	char *svg;
+
+	(void)state;
+	svg = svg_of(f, &o, "diff-header.svg");
+	assert_non_null(strstr(svg, ">grew</text>"));
+	assert_non_null(strstr(svg, ">shrank</text>"));
+	assert_non_null(strstr(svg, ">unchanged</text>"));
+	assert_non_null(strstr(svg, "share of samples, each side normalized to its own total; "
+				    "width follows after (100 samples), before 60 samples</text>"));
+	c = strstr(svg, ">-53.33 pp  83.33% \xe2\x86\x92 30.00%  c</text>");
+	b = strstr(svg, ">+33.33 pp  16.67% \xe2\x86\x92 50.00%  b</text>");
+	d = strstr(svg, ">+20.00 pp  0.00% \xe2\x86\x92 20.00%  d</text>");
+	a = strstr(svg, ">-16.67 pp  66.67% \xe2\x86\x92 50.00%  a</text>");
+	assert_true(c && b && d && a);
+	assert_true(c < b && b < d && d < a);
+	/* the header ends above the first frame row */
+	assert_true(root_y(svg) > 0);
 	free(svg);
 	flame__free(f);
 }
@@ -351,9 +632,16 @@ static void test_json(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_svg_plain),   cmocka_unit_test(test_svg_min_width),
-		cmocka_unit_test(test_svg_hostile), cmocka_unit_test(test_svg_diff),
+		cmocka_unit_test(test_svg_plain),
+		cmocka_unit_test(test_svg_min_width),
+		cmocka_unit_test(test_svg_hostile),
+		cmocka_unit_test(test_svg_diff),
 		cmocka_unit_test(test_json),
+		cmocka_unit_test(test_svg_context),
+		cmocka_unit_test(test_svg_lines_and_repeat),
+		cmocka_unit_test(test_svg_orientation),
+		cmocka_unit_test(test_movers),
+		cmocka_unit_test(test_svg_diff_header),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);
