@@ -5,7 +5,8 @@
  * graphs, series and both sides of a diff), series with empty steps, top's limit,
  * diffs rendered as JSON, SVG and HTML, and ingest racing queries; and the
  * granularity of each answer: Python frames by function by default ("Cache.get
- * (/srv/cache.py)", with the line in top's "lines"), by line with granularity=line.
+ * (/srv/cache.py)", with the line in top's "lines"), by line with granularity=line,
+ * and pprof always by line (its readers aggregate by function themselves).
  *
  * Every test runs the real sanitized `smolder collector` on a fresh SQLite file,
  * on 127.0.0.1 (requests always go there), posts batches of known structure and
@@ -24,7 +25,10 @@
 #include <cmocka.h>
 #include <curl/curl.h>
 
+#include <zlib.h>
+
 #include "collectortest.h"
+#include "profile.pb-c.h"
 #include "common/batch.h"
 #include "common/folded.h"
 #include "common/wire.h"
@@ -1075,6 +1079,75 @@ static void test_diff_side_selections(void **state)
 	coll_stop(&c);
 }
 
+/* pprof keeps each Python frame's line whatever the granularity: the Location of
+ * Cache.get has a Line at 41 whose Function is named "Cache.get" in
+ * "/srv/cache.py", and its samples are all of that frame's. */
+static void test_pprof_keeps_lines(void **state)
+{
+	static const char *const paths[] = { "", "&granularity=function", "&granularity=line" };
+	Perftools__Profiles__Profile *p;
+	uint8_t raw[1 << 16];
+	char path[512];
+	struct folded *want;
+	struct coll c;
+	struct reply r;
+	size_t i, k, j;
+
+	(void)state;
+	q_start(&c);
+	assert_int_equal(folded__new(&want), 0);
+	q_by_line = true;
+	q_expect(want, 0, Q_NWIN, -1, -1);
+	q_by_line = false;
+	for (i = 0; i < sizeof(paths) / sizeof(paths[0]); i++) {
+		uLongf raw_len = sizeof(raw);
+		uint64_t fn_id = 0, loc_id = 0;
+		int64_t samples = 0;
+		z_stream zs = { 0 };
+
+		snprintf(path, sizeof(path), "/api/v1/flamegraph?format=pprof&from=%lld&to=%lld%s",
+			 (long long)q_t0, (long long)(q_t0 + 10 * Q_NWIN), paths[i]);
+		r = http_get(c.port, path, NULL);
+		assert_int_equal(r.status, 200);
+		assert_int_equal(inflateInit2(&zs, 15 + 16), Z_OK);
+		zs.next_in = (Bytef *)r.body;
+		zs.avail_in = (uInt)r.len;
+		zs.next_out = raw;
+		zs.avail_out = (uInt)raw_len;
+		assert_int_equal(inflate(&zs, Z_FINISH), Z_STREAM_END);
+		raw_len = zs.total_out;
+		inflateEnd(&zs);
+		free(r.body);
+		p = perftools__profiles__profile__unpack(NULL, raw_len, raw);
+		assert_non_null(p);
+		for (k = 0; k < p->n_function; k++)
+			if (!strcmp(p->string_table[p->function[k]->name], "Cache.get") &&
+			    !strcmp(p->string_table[p->function[k]->filename], "/srv/cache.py"))
+				fn_id = p->function[k]->id;
+		assert_true(fn_id != 0);
+		for (k = 0; k < p->n_location; k++)
+			if (p->location[k]->n_line == 1 &&
+			    p->location[k]->line[0]->function_id == fn_id) {
+				assert_int_equal(p->location[k]->line[0]->line, 41);
+				loc_id = p->location[k]->id;
+			}
+		assert_true(loc_id != 0);
+		for (k = 0; k < p->n_sample; k++)
+			for (j = 0; j < p->sample[k]->n_location_id; j++)
+				if (p->sample[k]->location_id[j] == loc_id)
+					samples += p->sample[k]->value[0];
+		assert_true(samples > 0); /* minimum compared */
+		assert_int_equal(samples, (int64_t)folded__count(want, "api;main;handle;Cache.get "
+								       "(/srv/cache.py:41)") +
+						  (int64_t)folded__count(
+							  want, "worker;main;handle;Cache.get "
+								"(/srv/cache.py:41)"));
+		perftools__profiles__profile__free_unpacked(p, NULL);
+	}
+	folded__free(want);
+	coll_stop(&c);
+}
+
 /* The sum of the stacks of f that start with prefix (a node's total). */
 struct prefix_sum {
 	const char *prefix;
@@ -1523,6 +1596,7 @@ int main(void)
 		cmocka_unit_test_teardown(test_top_limit, coll_teardown),
 		cmocka_unit_test_teardown(test_diff_side_selections, coll_teardown),
 		cmocka_unit_test_teardown(test_diff_formats, coll_teardown),
+		cmocka_unit_test_teardown(test_pprof_keeps_lines, coll_teardown),
 		cmocka_unit_test_teardown(test_concurrent_ingest_and_queries, coll_teardown),
 	};
 	int rc;
