@@ -122,7 +122,8 @@ int flame__stacks(const struct flame *f, struct flame_stack **out, size_t *n);
  * was the function at this line; total: the samples counted in the function's
  * total whose outermost frame of the function was at this line (so a recursive
  * call's samples go to the line of the outermost call, once). The lines' selfs
- * sum to the function's self and their totals to its total. */
+ * sum to the function's self and their totals to its total (less the samples of
+ * frames that had no line). */
 struct flame_function_line {
 	uint32_t line;
 	uint64_t self;

@@ -31,7 +31,7 @@
  * per-line breakdown (flame_function's) also has "lines":[{"line":L,"self":N,
  * "total":N},...] of that side, sorted by line, whose selfs sum to its self and
  * totals to its total (a recursive function's samples at its outermost call's
- * line).
+ * line; samples of frames that had no line in none).
  *
  * Writers only; they never print elsewhere. Not thread-safe per FILE.
  */
