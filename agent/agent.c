@@ -1,5 +1,8 @@
 /* The agent's main loop: windows, symbolization into folded stacks, output and the
- * end-of-run summary; see agent.h. */
+ * end-of-run summary; see agent.h. A sample's stack is built once, with Python
+ * lines, for the batch; the local folded output is function-level unless --lines:
+ * that text is the same stack read back through the frame grammar with each Python
+ * frame's line left out, exactly what a collector's function view shows for it. */
 #include "agent/agent.h"
 
 #include <errno.h>
@@ -246,10 +249,31 @@ static void push_python(struct agent *a, struct folded_stack *st, const struct p
 
 static int ship_batch(struct agent *a, bool last);
 
+/* in's frames into out, Python frames without their line ("f (a.py)"). out's
+ * text is never longer than in's, so nothing is cut that in kept. */
+static void strip_lines(const char *in, struct folded_stack *out)
+{
+	const char *p, *semi;
+	struct frame fr;
+
+	folded_stack__reset(out);
+	for (p = in;; p = semi + 1) {
+		semi = strchrnul(p, ';');
+		frame_parse(p, (size_t)(semi - p), p == in, &fr);
+		if (fr.kind == FRAME_PYTHON)
+			fr.line = FRAME_NO_LINE;
+		folded_stack__push(out, &fr);
+		if (!*semi)
+			break;
+	}
+	out->truncated = 0;
+}
+
 static int on_sample(void *ctx, const struct sampler_sample *s)
 {
 	struct agent *a = ctx;
 	static struct folded_stack st; /* 16 KiB: off the stack; one drain at a time */
+	static struct folded_stack fn; /* st at function granularity */
 	char comm[PROFILE_COMM_LEN + 1];
 
 	memcpy(comm, s->key->comm, PROFILE_COMM_LEN);
@@ -293,7 +317,10 @@ static int on_sample(void *ctx, const struct sampler_sample *s)
 		if (batch_builder__wire_bytes(a->bb) >= a->batch_max)
 			ship_batch(a, false); /* a spool error is logged; sampling goes on */
 	}
-	return folded__add(a->window, st.buf, s->count);
+	if (a->opts->lines || !a->opts->output) /* no folded output: no need */
+		return folded__add(a->window, st.buf, s->count);
+	strip_lines(st.buf, &fn);
+	return folded__add(a->window, fn.buf, s->count);
 }
 
 static void print_loss(const uint64_t *loss)

@@ -38,6 +38,9 @@ struct agent_options {
 	unsigned window_sec;	    /* --window (default 10) */
 	char *output;		    /* --output FILE or "-"; default "-", or NULL (no folded
 				     * output) when --collector is given alone */
+	bool lines;		    /* --lines: the folded output keeps Python lines; default
+				     * "QUALNAME (FILE)", one frame per function (batches
+				     * always keep them) */
 	struct agent_label *labels; /* --label KEY=VALUE, repeatable */
 	size_t nlabels;
 	int verbose;		  /* -v, repeatable */

@@ -22,6 +22,10 @@ const char agent_options_usage[] =
 	"  -o, --output FILE     write folded stacks to FILE, rewritten atomically after\n"
 	"                        every window with the whole run so far; '-' (default)\n"
 	"                        prints each window's stacks to stdout as it ends\n"
+	"      --lines           Python frames in that output with their line,\n"
+	"                        'f (app.py:42)'; default one frame per function,\n"
+	"                        'f (app.py)' (batches to a collector always keep lines:\n"
+	"                        queries choose with --lines)\n"
 	"  -l, --label KEY=VALUE attach a label to every sample (repeatable)\n"
 	"  -c, --collector URL   send each window to a collector (http:// or https://)\n"
 	"      --token T         bearer token for the collector's ingest endpoint\n"
@@ -69,6 +73,7 @@ const struct option agent_long_options[] = {
 	{ "batch-max-kb", required_argument, NULL, AGENT_OPT_BATCH_MAX_KB },
 	{ "unwind", required_argument, NULL, AGENT_OPT_UNWIND },
 	{ "unwind-table-mb", required_argument, NULL, AGENT_OPT_UNWIND_TABLE_MB },
+	{ "lines", no_argument, NULL, AGENT_OPT_LINES },
 	{ NULL, 0, NULL, 0 },
 };
 
@@ -229,6 +234,9 @@ int agent_options__set(struct agent_options *o, int opt, const char *arg, char *
 		break;
 	case AGENT_OPT_BPF_STATS:
 		o->bpf_stats = true;
+		break;
+	case AGENT_OPT_LINES:
+		o->lines = true;
 		break;
 	case AGENT_OPT_MAX_STACKS:
 		if (parse_uint(arg, 1024, 1u << 22, &v))

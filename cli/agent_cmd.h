@@ -29,6 +29,7 @@ enum {
 	AGENT_OPT_BATCH_MAX_KB,
 	AGENT_OPT_UNWIND,
 	AGENT_OPT_UNWIND_TABLE_MB,
+	AGENT_OPT_LINES,
 	AGENT_OPT_END, /* one past the last */
 };
 

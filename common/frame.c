@@ -8,7 +8,8 @@
 #define KERNEL_SUFFIX_LEN (sizeof(FRAME_KERNEL_SUFFIX) - 1)
 #define JIT_SUFFIX_LEN	  (sizeof(FRAME_JIT_SUFFIX) - 1)
 
-/* Parses "DIGITS" (canonical: no sign, no leading zero but "0") into a uint32_t. */
+/* Parses "DIGITS" (canonical: no sign, no leading zero but "0") into a line, at most
+ * FRAME_NO_LINE - 1 (that value means "no line"). */
 static bool parse_line(const char *s, size_t n, uint32_t *out)
 {
 	uint64_t v = 0;
@@ -21,19 +22,45 @@ static bool parse_line(const char *s, size_t n, uint32_t *out)
 			return false;
 		v = v * 10 + (uint64_t)(s[i] - '0');
 	}
-	if (v > UINT32_MAX)
+	if (v >= FRAME_NO_LINE)
 		return false;
 	*out = (uint32_t)v;
 	return true;
 }
 
-/* "QUALNAME (FILE:LINE)" into *f; false (f untouched) for any other text. */
+/* A file of a Python frame without a line (frame.h): no '(' or ')', a '/' or '.' or
+ * the form "<...>", and no tail after its last ':' made of digits and signs only
+ * (a malformed LINE). */
+static bool is_file_text(const char *s, size_t n)
+{
+	bool dot_or_slash = false, numeric_tail = false;
+	size_t i;
+
+	if (n == 0)
+		return false;
+	for (i = 0; i < n; i++) {
+		if (s[i] == '(' || s[i] == ')')
+			return false;
+		if (s[i] == '/' || s[i] == '.')
+			dot_or_slash = true;
+		if (s[i] == ':')
+			numeric_tail = true; /* until a byte says otherwise */
+		else if (!(s[i] >= '0' && s[i] <= '9') && s[i] != '+' && s[i] != '-')
+			numeric_tail = false;
+	}
+	if (numeric_tail)
+		return false;
+	return dot_or_slash || (s[0] == '<' && s[n - 1] == '>');
+}
+
+/* "QUALNAME (FILE:LINE)" or "QUALNAME (FILE)" into *f; false (f untouched) for any
+ * other text. */
 static bool parse_python(const char *t, size_t n, struct frame *f)
 {
-	const char *open = NULL, *colon = NULL, *p;
-	uint32_t line;
+	const char *open = NULL, *colon = NULL, *p, *end = t + n - 1;
+	uint32_t line = FRAME_NO_LINE;
 
-	if (n < 6 || t[n - 1] != ')') /* shortest: "q (f:0)" */
+	if (n < 5 || t[n - 1] != ')') /* shortest: "q (f)" */
 		return false;
 	for (p = t + n - 2; p > t + 1 && !open; p--) /* the last " (" after a qualname */
 		if (p[-1] == ' ' && p[0] == '(')
@@ -43,12 +70,14 @@ static bool parse_python(const char *t, size_t n, struct frame *f)
 	for (p = t + n - 2; p > open + 1 && !colon; p--) /* the last ':' after a file */
 		if (*p == ':')
 			colon = p;
-	if (!colon || !parse_line(colon + 1, (size_t)(t + n - 1 - (colon + 1)), &line))
+	if (colon && parse_line(colon + 1, (size_t)(end - (colon + 1)), &line))
+		end = colon;
+	else if (!is_file_text(open + 1, (size_t)(end - (open + 1))))
 		return false;
 	f->kind = FRAME_PYTHON;
 	f->name_len = (size_t)(open - 1 - t);
 	f->file = open + 1;
-	f->file_len = (size_t)(colon - (open + 1));
+	f->file_len = (size_t)(end - (open + 1));
 	f->line = line;
 	return true;
 }
@@ -99,7 +128,11 @@ size_t frame_format(const struct frame *f, char *buf, size_t len)
 	} else if (f->kind == FRAME_PYTHON) {
 		put(buf, len, &pos, " (", 2);
 		put(buf, len, &pos, f->file, f->file_len);
-		put(buf, len, &pos, num, (size_t)snprintf(num, sizeof(num), ":%u)", f->line));
+		if (f->line == FRAME_NO_LINE)
+			put(buf, len, &pos, ")", 1);
+		else
+			put(buf, len, &pos, num,
+			    (size_t)snprintf(num, sizeof(num), ":%u)", f->line));
 	}
 	if (len)
 		buf[pos < len ? pos : len - 1] = '\0';
@@ -114,6 +147,12 @@ struct frame frame_make(enum frame_kind kind, const char *name, const char *file
 			       .name_len = strlen(name),
 			       .file = file ? file : "",
 			       .file_len = file ? strlen(file) : 0 };
+}
+
+bool frame_is_placeholder(const struct frame *f)
+{
+	return f->kind == FRAME_NATIVE && f->name_len >= 2 && f->name[0] == '[' &&
+	       f->name[f->name_len - 1] == ']';
 }
 
 char frame_sanitize_char(unsigned char c)

@@ -9,9 +9,21 @@
  *                                      process's perf map (perf's convention)
  *   PYTHON    "QUALNAME (FILE:LINE)"   name, file, line; QUALNAME and FILE non-empty,
  *                                      LINE canonical decimal (no sign, no leading
- *                                      zero but "0") at most 2^32-1. Split at the
+ *                                      zero but "0") at most 2^32-2. Split at the
  *                                      last " (" and then the last ':', so a
  *                                      qualname may hold " (" and a file ':'.
+ *   PYTHON    "QUALNAME (FILE)"        name, file, line FRAME_NO_LINE: a frame at
+ *                                      function granularity (query/flame.h), the
+ *                                      line left out. Read so when the text after
+ *                                      FILE's last ':' (if any) is not all digits
+ *                                      and signs: "f (a:b.py)" is f in "a:b.py",
+ *                                      while a malformed LINE ("f (a.py:012)",
+ *                                      "f (a.py:-1)", "f (a.py:)") keeps the text
+ *                                      native. To keep C++ names native too, FILE
+ *                                      must look like a file: no '(' or ')', and a
+ *                                      '/' or '.', or the form "<...>" ("<string>");
+ *                                      "operator() (int)" and "f(void (*)(int))"
+ *                                      stay native.
  *   NATIVE    anything else            name ("main", "libz.so.1+0x1f2", "[unknown]")
  *
  * frame_format() prints each kind by concatenation and frame_parse() reads it back;
@@ -19,9 +31,12 @@
  * (those separate frames and stacks). frame_sanitize() is the one rule that keeps
  * them out: ';' becomes ':' and every control character (newline included) '?';
  * the agent's folded text and the store's ingest apply it, so no stored or printed
- * frame can split into two frames or two lines. frame -> text -> frame keeps the kind except for
- * names that look like another kind's text (a native "f (a.py:1)"), which is why the wire, the
- * store and the query layer carry frames, and text is made only at the edges.
+ * frame can split into two frames or two lines. frame -> text -> frame keeps the
+ * kind except for names that look like another kind's text (a native "f (a.py:1)"
+ * or "f (a.py)"), and a Python frame without a line whose FILE ends in ":LINE" or
+ * does not look like a file (above) comes back as another frame; which is why the
+ * wire, the store and the query layer carry frames, and text is made only at the
+ * edges.
  *
  * The kind numbers are the wire format's (schema/smolder.proto FrameKind) and the
  * store's (frames.kind): never renumber them.
@@ -42,6 +57,10 @@ enum frame_kind {
 	FRAME_KIND_NR,
 };
 
+/* The line of a Python frame that has none: a frame at function granularity. Its
+ * text is "QUALNAME (FILE)"; no LINE in text reads as this value. */
+#define FRAME_NO_LINE UINT32_MAX
+
 #define FRAME_KERNEL_SUFFIX "_[k]"
 #define FRAME_JIT_SUFFIX    "_[j]"
 
@@ -55,7 +74,7 @@ enum frame_kind {
  * name_len and file_len bytes, not necessarily NUL-terminated. */
 struct frame {
 	uint32_t kind; /* enum frame_kind */
-	uint32_t line; /* PYTHON: line number; else 0 */
+	uint32_t line; /* PYTHON: line number or FRAME_NO_LINE; else 0 */
 	const char *name;
 	size_t name_len;
 	const char *file; /* PYTHON: source file; else "" */
@@ -82,6 +101,13 @@ bool frame_is_clean(const char *s, size_t n);
  * every byte through frame_sanitize_char(), cut to FRAME_MAX_NAME_LEN bytes without
  * splitting a UTF-8 sequence, NUL-terminated. Returns the length written. */
 size_t frame_sanitize(const char *s, size_t n, char *buf);
+
+/* True for a placeholder frame: a native frame whose name is a bracketed word the
+ * agent writes where it has no name ("[unknown]", "[truncated]", "[incomplete]",
+ * "[no unwind table]", "[python]", "[python: truncated]", "[python: unreadable]",
+ * "[vdso]"): a native name that starts with '[' and ends with ']'. A flame tree
+ * merges a run of equal ones into one node (query/flame.h). */
+bool frame_is_placeholder(const struct frame *f);
 
 /* A frame from NUL-terminated strings (file may be NULL). */
 struct frame frame_make(enum frame_kind kind, const char *name, const char *file, uint32_t line);

@@ -4,7 +4,9 @@
  * the stacks are merged into a flame tree and rendered in one of the formats
  * (chosen by the input's size, so every renderer sees every kind of input: one
  * format per run is six times the executions of all six), so names that look
- * like the grammar, invalid UTF-8 and markup reach every renderer. */
+ * like the grammar, invalid UTF-8 and markup reach every renderer. The tree is of
+ * function or line granularity (another bit of the size), and its per-line
+ * breakdowns are checked: sorted, and never more than the node's counts. */
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -46,6 +48,32 @@ static int check_frames(void *ctx, const char *stack, uint64_t count)
 	return flame__add(ctx, stack, count, count & 1);
 }
 
+/* A node's lines are sorted and within its counts; its children's too. */
+static void check_lines(const struct flame_node *n)
+{
+	uint64_t self[2] = { 0, 0 }, total[2] = { 0, 0 };
+	uint32_t i;
+	unsigned s;
+
+	for (i = 0; i < n->nlines; i++) {
+		if (i && n->lines[i - 1].line >= n->lines[i].line)
+			abort();
+		for (s = 0; s < 2; s++) {
+			if (n->lines[i].self[s] > n->lines[i].total[s])
+				abort();
+			self[s] += n->lines[i].self[s];
+			total[s] += n->lines[i].total[s];
+		}
+	}
+	for (s = 0; s < 2; s++)
+		if (self[s] > n->self[s] || total[s] > n->total[s])
+			abort();
+	if (n->repeat < 1 || (n->nlines && n->frame.kind != FRAME_PYTHON))
+		abort();
+	for (i = 0; i < n->nchildren; i++)
+		check_lines(n->children[i]);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct render_svg_options so = { .title = "fuzz", .diff = size & 1 };
@@ -58,13 +86,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 	if (!in)
 		return 0;
-	if (folded__new(&f) || flame__new(&tree))
+	if (folded__new(&f) ||
+	    flame__new_granular(&tree, (size / 6) & 1 ? FLAME_BY_FUNCTION : FLAME_BY_LINE))
 		goto out;
 	if (folded__read(f, in, NULL) != 0)
 		goto out;
 	if (folded__foreach(f, check_frames, tree) != 0)
 		goto out;
 	flame__finish(tree);
+	check_lines(flame__root(tree));
 	out = fopen("/dev/null", "w");
 	if (!out)
 		goto out;

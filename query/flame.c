@@ -3,11 +3,18 @@
  * flame_node wrapped in a private struct node that adds a uthash table of its
  * children, keyed by the frame's kind byte followed by its text (so an add costs
  * one hash lookup per frame, whatever the fan-out), and the capacity of the
- * children array. flame__add_frames resolves the whole path first
- * and only then adds the counts, so a failed add (-ENOMEM) never leaves partial
- * totals behind (at worst a few nodes with zero counts). flame__finish sorts every
- * children array by name; flame__top walks the tree once with a per-name "on the
- * current path" counter so recursive functions count their total once.
+ * children array. At function granularity a Python frame's key is its text without
+ * the line ("q (f.py)"), and the line goes to the node's breakdown: an array sorted
+ * by line, found by binary search; a Python node is allocated with room for one
+ * line inline (most functions run at one or a few lines), and an array is
+ * allocated only when a second line appears. A run of equal placeholder frames
+ * ("[unknown]" x 128) takes one node, whose repeat remembers the longest run.
+ * flame__add_frames resolves the whole path (nodes and line slots) first and only
+ * then adds the counts, so a failed add (-ENOMEM) never leaves partial totals
+ * behind (at worst a few nodes or line entries with zero counts). flame__finish
+ * sorts every children array by name; flame__top walks the tree once with a
+ * per-name "on the current path" counter so recursive functions count their total
+ * once.
  */
 #include <errno.h>
 #include <stdbool.h>
@@ -28,6 +35,8 @@ struct node {
 	UT_hash_handle hh;   /* entry in the parent's kids */
 	uint32_t cap;	     /* allocated length of n.children */
 	uint32_t klen;	     /* key length: kind byte + text */
+	uint32_t linecap;    /* allocated length of n.lines (1: the inline one) */
+	struct flame_line inline_line[]; /* function granularity, Python: n.lines at first */
 };
 
 /* Children are found by a linear scan up to this many, by the kids hash table
@@ -36,20 +45,24 @@ struct node {
 #define SMALL_FANOUT 8
 
 struct flame {
+	enum flame_granularity gran;
 	struct node *root;
 	size_t size;	      /* nodes, root included */
 	struct node **path;   /* scratch for flame__add_frames: FLAME_MAX_DEPTH + 1 entries */
+	uint32_t *runs;	      /* scratch: path[d] stands for runs[d] equal frames */
+	uint32_t *lineidx;    /* scratch: path[d]'s line entry, UINT32_MAX for none */
 	struct frame *frames; /* scratch for flame__add: FLAME_MAX_DEPTH entries */
 	char *key;	      /* scratch: kind byte + frame text */
 	size_t keycap;
 };
 
 /* A node for the frame whose key (kind byte + text, klen bytes) is key; its frame
- * is fr with the strings moved into the node's own copy of the text. */
+ * is fr with the strings moved into the node's own copy of the text. inline_line:
+ * room for one line of the breakdown. */
 static struct node *node_new(const char *key, size_t klen, const struct frame *fr,
-			     struct node *parent)
+			     struct node *parent, bool inline_line)
 {
-	struct node *nd = calloc(1, sizeof(*nd));
+	struct node *nd = calloc(1, sizeof(*nd) + (inline_line ? sizeof(struct flame_line) : 0));
 	char *copy = malloc(klen + 1);
 
 	if (!nd || !copy) {
@@ -67,6 +80,10 @@ static struct node *node_new(const char *key, size_t klen, const struct frame *f
 	nd->n.depth = parent ? parent->n.depth + 1 : 0;
 	nd->n.repeat = 1;
 	nd->klen = (uint32_t)klen;
+	if (inline_line) {
+		nd->n.lines = nd->inline_line;
+		nd->linecap = 1;
+	}
 	return nd;
 }
 
@@ -81,6 +98,8 @@ static void node_free(struct node *nd)
 	for (i = 0; i < nd->n.nchildren; i++)
 		node_free((struct node *)nd->n.children[i]);
 	free(nd->n.children);
+	if (nd->n.lines != nd->inline_line)
+		free(nd->n.lines);
 	free((char *)nd->n.name - 1); /* the key's kind byte comes first */
 	free(nd);
 }
@@ -97,16 +116,18 @@ int flame__new_granular(struct flame **out, enum flame_granularity g)
 	struct frame root;
 	int err = -ENOMEM;
 
-	(void)g; /* TODO(issue 11): FLAME_BY_FUNCTION */
 	if (!f)
 		return -ENOMEM;
+	f->gran = g == FLAME_BY_FUNCTION ? FLAME_BY_FUNCTION : FLAME_BY_LINE;
 	f->path = calloc(FLAME_MAX_DEPTH + 1, sizeof(*f->path));
+	f->runs = calloc(FLAME_MAX_DEPTH + 1, sizeof(*f->runs));
+	f->lineidx = calloc(FLAME_MAX_DEPTH + 1, sizeof(*f->lineidx));
 	f->frames = calloc(FLAME_MAX_DEPTH, sizeof(*f->frames));
-	if (!f->path || !f->frames)
+	if (!f->path || !f->runs || !f->lineidx || !f->frames)
 		goto out_free;
 	root = frame_make(FRAME_NATIVE, "all", NULL, 0);
 	root.kind = FLAME_ROOT;
-	f->root = node_new(root_key, sizeof(root_key), &root, NULL);
+	f->root = node_new(root_key, sizeof(root_key), &root, NULL, false);
 	if (!f->root)
 		goto out_free;
 	f->size = 1;
@@ -115,6 +136,8 @@ int flame__new_granular(struct flame **out, enum flame_granularity g)
 
 out_free:
 	free(f->frames);
+	free(f->lineidx);
+	free(f->runs);
 	free(f->path);
 	free(f);
 	return err;
@@ -126,19 +149,36 @@ void flame__free(struct flame *f)
 		return;
 	node_free(f->root);
 	free(f->path);
+	free(f->runs);
+	free(f->lineidx);
 	free(f->frames);
 	free(f->key);
 	free(f);
 }
 
+/* Whether frames of this kind keep their line out of their node's identity. */
+static bool by_function(const struct flame *f, const struct frame *fr)
+{
+	return f->gran == FLAME_BY_FUNCTION && fr->kind == FRAME_PYTHON;
+}
+
 /* The child of parent for frame fr, created if new. */
-static int child_get(struct flame *f, struct node *parent, const struct frame *fr,
+static int child_get(struct flame *f, struct node *parent, const struct frame *frame,
 		     struct node **out)
 {
+	struct frame fn = *frame;
+	const struct frame *fr = frame;
 	struct node *kid, *found;
-	size_t len = frame_format(fr, NULL, 0), klen = len + 1;
+	size_t len, klen;
 	uint32_t i;
 	int err;
+
+	if (by_function(f, frame)) {
+		fn.line = FRAME_NO_LINE;
+		fr = &fn;
+	}
+	len = frame_format(fr, NULL, 0);
+	klen = len + 1;
 
 	err = array_grow((void **)&f->key, &f->keycap, klen + 1, 1);
 	if (err)
@@ -172,7 +212,7 @@ static int child_get(struct flame *f, struct node *parent, const struct frame *f
 		parent->n.children = p;
 		parent->cap = (uint32_t)cap;
 	}
-	kid = node_new(f->key, klen, fr, parent);
+	kid = node_new(f->key, klen, fr, parent, by_function(f, frame));
 	if (!kid)
 		return -ENOMEM;
 	/* Past SMALL_FANOUT children, every child goes into the table; the keys are
@@ -208,11 +248,59 @@ static uint64_t sat_add(uint64_t a, uint64_t b)
 	return r;
 }
 
+/* The index of line in nd's breakdown, a zeroed entry inserted when new. */
+static int line_slot(struct node *nd, uint32_t line, uint32_t *idx)
+{
+	struct flame_line *l = nd->n.lines;
+	uint32_t lo = 0, hi = nd->n.nlines, mid;
+
+	while (lo < hi) {
+		mid = lo + (hi - lo) / 2;
+		if (l[mid].line == line) {
+			*idx = mid;
+			return 0;
+		}
+		if (l[mid].line < line)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (nd->n.nlines == nd->linecap) {
+		size_t cap = nd->linecap < 4 ? 4 : (size_t)nd->linecap * 2;
+
+		if (cap >= UINT32_MAX / 2)
+			return -ENOMEM;
+		if (l == nd->inline_line) {
+			l = malloc(cap * sizeof(*l));
+			if (l && nd->n.nlines)
+				memcpy(l, nd->inline_line, sizeof(*l) * nd->n.nlines);
+		} else {
+			l = reallocarray(l, cap, sizeof(*l));
+		}
+		if (!l)
+			return -ENOMEM;
+		nd->n.lines = l;
+		nd->linecap = (uint32_t)cap;
+	}
+	memmove(l + lo + 1, l + lo, (nd->n.nlines - lo) * sizeof(*l));
+	l[lo] = (struct flame_line){ .line = line };
+	nd->n.nlines++;
+	*idx = lo;
+	return 0;
+}
+
+/* Equal placeholder frames, which merge into one node. */
+static bool same_placeholder(const struct frame *a, const struct frame *b)
+{
+	return frame_is_placeholder(a) && frame_is_placeholder(b) && a->name_len == b->name_len &&
+	       memcmp(a->name, b->name, a->name_len) == 0;
+}
+
 int flame__add_frames(struct flame *f, const struct frame *frames, size_t n, uint64_t count,
 		      unsigned side)
 {
 	struct node *cur;
-	size_t i;
+	size_t i, depth = 0;
 	int err;
 
 	if (!f || !frames || n == 0 || n > FLAME_MAX_DEPTH || side > 1)
@@ -220,13 +308,37 @@ int flame__add_frames(struct flame *f, const struct frame *frames, size_t n, uin
 	cur = f->root;
 	f->path[0] = cur;
 	for (i = 0; i < n; i++) {
+		if (i > 1 && same_placeholder(&frames[i], &frames[i - 1])) {
+			f->runs[depth]++; /* frames[0] is the process, never merged */
+			continue;
+		}
 		err = child_get(f, cur, &frames[i], &cur);
 		if (err)
 			return err;
-		f->path[i + 1] = cur;
+		f->path[++depth] = cur;
+		f->runs[depth] = 1;
+		f->lineidx[depth] = UINT32_MAX;
+		if (by_function(f, &frames[i]) && frames[i].line != FRAME_NO_LINE) {
+			err = line_slot(cur, frames[i].line, &f->lineidx[depth]);
+			if (err)
+				return err;
+		}
 	}
-	for (i = 0; i <= n; i++)
-		f->path[i]->n.total[side] = sat_add(f->path[i]->n.total[side], count);
+	f->root->n.total[side] = sat_add(f->root->n.total[side], count);
+	for (i = 1; i <= depth; i++) {
+		struct flame_node *nd = &f->path[i]->n;
+
+		nd->total[side] = sat_add(nd->total[side], count);
+		if (f->runs[i] > nd->repeat)
+			nd->repeat = f->runs[i];
+		if (f->lineidx[i] != UINT32_MAX) {
+			struct flame_line *l = &nd->lines[f->lineidx[i]];
+
+			l->total[side] = sat_add(l->total[side], count);
+			if (i == depth)
+				l->self[side] = sat_add(l->self[side], count);
+		}
+	}
 	cur->n.self[side] = sat_add(cur->n.self[side], count);
 	return 0;
 }
@@ -298,14 +410,67 @@ struct fn_acc {
 	uint64_t self;
 	uint64_t total;
 	uint32_t on_path; /* nodes of this name on the path from the root to here */
+	struct flame_function_line *lines; /* sorted by line */
+	uint32_t nlines, linecap;
 	UT_hash_handle hh;
 };
 
 struct top_walk {
 	struct fn_acc *fns; /* uthash head */
 	size_t n;
+	size_t nlines; /* sum of the functions' nlines */
 	unsigned side;
 };
+
+/* Adds a node's line breakdown to its function's: self always, total only from
+ * the outermost node of the function on the path (recursion counted once, and
+ * its samples go to the line of the outermost call). */
+static int top_lines(struct top_walk *w, struct fn_acc *acc, const struct flame_node *n,
+		     bool outermost)
+{
+	uint32_t i, lo, hi, mid;
+
+	for (i = 0; i < n->nlines; i++) {
+		const struct flame_line *l = &n->lines[i];
+		struct flame_function_line *fl;
+
+		if (!l->total[w->side])
+			continue;
+		lo = 0;
+		hi = acc->nlines;
+		while (lo < hi) {
+			mid = lo + (hi - lo) / 2;
+			if (acc->lines[mid].line < l->line)
+				lo = mid + 1;
+			else
+				hi = mid;
+		}
+		if (lo == acc->nlines || acc->lines[lo].line != l->line) {
+			if (acc->nlines == acc->linecap) {
+				size_t cap = acc->linecap ? (size_t)acc->linecap * 2 : 2;
+				void *p;
+
+				if (cap >= UINT32_MAX / 2)
+					return -ENOMEM;
+				p = reallocarray(acc->lines, cap, sizeof(*acc->lines));
+				if (!p)
+					return -ENOMEM;
+				acc->lines = p;
+				acc->linecap = (uint32_t)cap;
+			}
+			memmove(acc->lines + lo + 1, acc->lines + lo,
+				(acc->nlines - lo) * sizeof(*acc->lines));
+			acc->lines[lo] = (struct flame_function_line){ .line = l->line };
+			acc->nlines++;
+			w->nlines++;
+		}
+		fl = &acc->lines[lo];
+		fl->self = sat_add(fl->self, l->self[w->side]);
+		if (outermost)
+			fl->total = sat_add(fl->total, l->total[w->side]);
+	}
+	return 0;
+}
 
 /* Depth is bounded by FLAME_MAX_DEPTH, so recursion is safe. */
 static int top_visit(struct top_walk *w, const struct flame_node *n)
@@ -335,6 +500,9 @@ static int top_visit(struct top_walk *w, const struct flame_node *n)
 		acc->self = sat_add(acc->self, n->self[w->side]);
 		if (acc->on_path == 0)
 			acc->total = sat_add(acc->total, n->total[w->side]);
+		err = top_lines(w, acc, n, acc->on_path == 0);
+		if (err)
+			return err;
 		acc->on_path++;
 	}
 	for (i = 0; i < n->nchildren && !err; i++)
@@ -359,8 +527,9 @@ int flame__top(const struct flame *f, unsigned side, struct flame_function **out
 {
 	struct top_walk w = { .side = side };
 	struct flame_function *arr = NULL;
+	struct flame_function_line *lines;
 	struct fn_acc *acc, *tmp;
-	size_t i = 0;
+	size_t i = 0, nfn;
 	int err;
 
 	if (side > 1)
@@ -368,17 +537,26 @@ int flame__top(const struct flame *f, unsigned side, struct flame_function **out
 	err = top_visit(&w, &f->root->n);
 	if (err)
 		goto out_free;
-	/* calloc(0) may return NULL; always hand back a freeable pointer. */
-	arr = calloc(w.n ? w.n : 1, sizeof(*arr));
+	/* One block: the functions, then every function's lines. calloc(0) may
+	 * return NULL; always hand back a freeable pointer. */
+	nfn = w.n ? w.n : 1;
+	arr = calloc(1, nfn * sizeof(*arr) + w.nlines * sizeof(*lines));
 	if (!arr) {
 		err = -ENOMEM;
 		goto out_free;
 	}
+	lines = (struct flame_function_line *)(arr + nfn);
 	HASH_ITER (hh, w.fns, acc, tmp) {
 		arr[i].name = acc->name;
 		arr[i].kind = acc->kind;
 		arr[i].self = acc->self;
 		arr[i].total = acc->total;
+		if (acc->nlines) {
+			memcpy(lines, acc->lines, acc->nlines * sizeof(*lines));
+			arr[i].lines = lines;
+			arr[i].nlines = acc->nlines;
+			lines += acc->nlines;
+		}
 		i++;
 	}
 	qsort(arr, i, sizeof(*arr), cmp_fn);
@@ -387,6 +565,7 @@ int flame__top(const struct flame *f, unsigned side, struct flame_function **out
 out_free:
 	HASH_ITER (hh, w.fns, acc, tmp) {
 		HASH_DEL(w.fns, acc);
+		free(acc->lines);
 		free(acc);
 	}
 	return err;

@@ -9,6 +9,26 @@
  * (flamegraph.pl's alphabetical merge order), so a rendering is a pure function of
  * the tree.
  *
+ * Granularity: FLAME_BY_LINE (flame__new) tells frames apart by their full text,
+ * so a Python function is one node per line ("f (a.py:3)", "f (a.py:4)").
+ * FLAME_BY_FUNCTION (the query default) merges Python frames by kind, name and file:
+ * the node's frame has line FRAME_NO_LINE and its text is "QUALNAME (FILE)", and
+ * the lines seen go to the node's breakdown (lines/nlines): for each line L,
+ * total = the samples that passed through this node while the frame was at L, and
+ * self = those of them whose stack ended at this node. The entries' totals sum to
+ * the node's total and their selfs to its self (frames that came with no line,
+ * FRAME_NO_LINE, as from function-level folded text, are in no entry). Other kinds
+ * have no line, so both granularities treat them alike.
+ *
+ * Placeholders: in both granularities a run of equal consecutive placeholder
+ * frames (frame_is_placeholder(): a native frame named "[...]", such as
+ * "[unknown]", "[truncated]", "[incomplete]", "[no unwind table]", "[python]",
+ * "[python: truncated]", "[python: unreadable]") is one node, whose repeat is the
+ * longest run any stack had there (a frame-pointer walk through code without frame
+ * pointers gives up to 128 "[unknown]" in a row). The tree, hence every export
+ * made from it (folded, speedscope, pprof), has the frame once; JSON says "repeat".
+ * A run of two different placeholders is not merged.
+ *
  * Ownership: the tree owns every node and name; nodes are valid until
  * flame__free(). Not thread-safe.
  */
@@ -39,18 +59,19 @@ struct flame_line {
 };
 
 struct flame_node {
-	const char *name;	      /* the frame's folded text ("f_[k]", "q (f.py:3)"); "all" */
-	struct frame frame;	      /* kind (FLAME_ROOT for the root) and parts, into name */
-	uint64_t self[2];	      /* samples whose stack ends here, per side */
-	uint64_t total[2];	      /* samples at or below this node, per side */
+	const char *name;   /* the frame's folded text ("f_[k]", "q (f.py:3)", "q (f.py)"); "all" */
+	struct frame frame; /* kind (FLAME_ROOT for the root) and parts, into name */
+	uint64_t self[2];   /* samples whose stack ends here, per side */
+	uint64_t total[2];  /* samples at or below this node, per side */
 	struct flame_node **children; /* sorted by name after flame__finish */
 	uint32_t nchildren;
 	uint32_t depth;		   /* 0 for the root, 1 for a process, ... */
 	struct flame_node *parent; /* NULL for the root */
-	struct flame_line *lines;  /* FLAME_BY_FUNCTION: per-line breakdown, sorted by line */
-	uint32_t nlines;
-	uint32_t repeat; /* a placeholder frame ("[unknown]") that stood for a run of this
-			  * many identical frames in some stack (the longest run); 1 otherwise */
+	struct flame_line *lines;  /* FLAME_BY_FUNCTION, Python: per-line breakdown, sorted by
+				    * line (see above); NULL or unused otherwise */
+	uint32_t nlines;	   /* entries of lines (0 at FLAME_BY_LINE and for other kinds) */
+	uint32_t repeat;	   /* a placeholder frame ("[unknown]") that stood for a run of this
+				    * many identical frames in some stack (the longest run); 1 otherwise */
 };
 
 struct flame;
@@ -62,7 +83,9 @@ void flame__free(struct flame *f);
 
 /* Adds count samples of a stack of n frames (root first; frames[0] is the process)
  * to side 0 or 1. Returns 0, -EINVAL (no frames, side > 1, more than
- * FLAME_MAX_DEPTH frames) or -ENOMEM; a failed add leaves no partial counts. */
+ * FLAME_MAX_DEPTH frames) or -ENOMEM; a failed add leaves no partial counts (at
+ * worst nodes or line entries with zero counts). O(n) lookups: one per frame, and
+ * a binary search of the node's lines for a Python frame at function granularity. */
 int flame__add_frames(struct flame *f, const struct frame *frames, size_t n, uint64_t count,
 		      unsigned side);
 
@@ -95,19 +118,36 @@ struct flame_stack {
  * Returns 0 or -ENOMEM. */
 int flame__stacks(const struct flame *f, struct flame_stack **out, size_t *n);
 
+/* One line of a function in a top table (one side). self: the samples whose leaf
+ * was the function at this line; total: the samples counted in the function's
+ * total whose outermost frame of the function was at this line (so a recursive
+ * call's samples go to the line of the outermost call, once). The lines' selfs
+ * sum to the function's self and their totals to its total (less the samples of
+ * frames that had no line). */
+struct flame_function_line {
+	uint32_t line;
+	uint64_t self;
+	uint64_t total;
+};
+
 /* One function's share of a side: self = samples where it is the leaf; total =
- * samples whose stack holds it at least once (recursion counted once). */
+ * samples whose stack holds it at least once (recursion counted once). Its name is
+ * a node's text: at FLAME_BY_FUNCTION one row per Python function, with the lines
+ * breakdown; at FLAME_BY_LINE one row per line, and no breakdown. */
 struct flame_function {
 	const char *name;
 	uint8_t kind; /* enum frame_kind */
 	uint64_t self;
 	uint64_t total;
+	const struct flame_function_line *lines; /* sorted by line; NULL when nlines is 0 */
+	uint32_t nlines;
 };
 
 /* Functions of side `side`, sorted by self descending, then total, then name.
- * *out is malloc'd (caller frees the array; names belong to the tree). Process
- * frames are not functions and are left out, as are functions with no samples on
- * that side. Returns 0, -EINVAL (side > 1) or -ENOMEM. */
+ * *out is one malloc'd block holding the functions and their lines (caller frees
+ * *out; names belong to the tree). Process frames are not functions and are left
+ * out, as are functions with no samples on that side (and lines with none). Returns
+ * 0, -EINVAL (side > 1) or -ENOMEM. */
 int flame__top(const struct flame *f, unsigned side, struct flame_function **out, size_t *n);
 
 #endif

@@ -65,6 +65,31 @@ static double share(uint64_t part, uint64_t whole)
 	return whole ? (double)part / (double)whole : 0.0;
 }
 
+/* "lines":[...] of a node with a breakdown: side 0's counts, and in a diff each
+ * side's as the node's own. */
+static void write_lines(FILE *out, const struct flame_node *n, bool diff)
+{
+	uint32_t i;
+
+	if (!n->nlines)
+		return;
+	fputs(",\"lines\":[", out);
+	for (i = 0; i < n->nlines; i++) {
+		const struct flame_line *l = &n->lines[i];
+
+		fprintf(out, "%s{\"line\":%u,\"self\":%llu,\"total\":%llu", i ? "," : "", l->line,
+			(unsigned long long)l->self[0], (unsigned long long)l->total[0]);
+		if (diff)
+			fprintf(out,
+				",\"before\":{\"self\":%llu,\"total\":%llu},"
+				"\"after\":{\"self\":%llu,\"total\":%llu}",
+				(unsigned long long)l->self[0], (unsigned long long)l->total[0],
+				(unsigned long long)l->self[1], (unsigned long long)l->total[1]);
+		fputc('}', out);
+	}
+	fputc(']', out);
+}
+
 /* Depth is bounded by flame__add's 2048-frame limit, so recursion is safe. */
 static void write_node(FILE *out, const struct flame_node *n, bool diff, uint64_t root0,
 		       uint64_t root1, const char *meta)
@@ -86,6 +111,9 @@ static void write_node(FILE *out, const struct flame_node *n, bool diff, uint64_
 			(unsigned long long)n->self[0], (unsigned long long)n->total[0],
 			(unsigned long long)n->self[1], (unsigned long long)n->total[1],
 			share(n->total[1], root1) - share(n->total[0], root0));
+	if (n->repeat > 1)
+		fprintf(out, ",\"repeat\":%u", n->repeat);
+	write_lines(out, n, diff);
 	fputs(",\"children\":[", out);
 	for (i = 0; i < n->nchildren; i++) {
 		if (i)
@@ -112,6 +140,7 @@ int render_json_top(const struct flame_function *fns, size_t n, uint64_t total, 
 		    FILE *out)
 {
 	size_t i;
+	uint32_t k;
 
 	if ((!fns && n) || !out)
 		return -EINVAL;
@@ -125,10 +154,16 @@ int render_json_top(const struct flame_function *fns, size_t n, uint64_t total, 
 		render_json_string(out, fns[i].name);
 		fprintf(out,
 			",\"kind\":\"%s\",\"self\":%llu,\"total\":%llu,\"self_pct\":%.4f,"
-			"\"total_pct\":%.4f}",
+			"\"total_pct\":%.4f",
 			kind_name(fns[i].kind), (unsigned long long)fns[i].self,
 			(unsigned long long)fns[i].total, 100.0 * share(fns[i].self, total),
 			100.0 * share(fns[i].total, total));
+		for (k = 0; k < fns[i].nlines; k++)
+			fprintf(out, "%s{\"line\":%u,\"self\":%llu,\"total\":%llu}",
+				k ? "," : ",\"lines\":[", fns[i].lines[k].line,
+				(unsigned long long)fns[i].lines[k].self,
+				(unsigned long long)fns[i].lines[k].total);
+		fputs(fns[i].nlines ? "]}" : "}", out);
 	}
 	fputs("]}\n", out);
 	return ferror(out) ? -EIO : 0;

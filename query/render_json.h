@@ -13,10 +13,25 @@
  * normalized share, after.total/after_root - before.total/before_root (a share
  * of a side with no samples is 0).
  *
+ * A node that stands for a run of placeholder frames (flame.h) has "repeat":N, the
+ * longest run (only when N > 1). A node with a per-line breakdown (a Python
+ * function at function granularity) has, before "children",
+ *   "lines":[{"line":43,"self":N,"total":N},...]
+ * sorted by line, with side 0's counts: total = samples that passed through the
+ * node while the function was at that line, self = those that ended there. In a
+ * differential tree each entry also has "before":{"self":N,"total":N} and
+ * "after":{"self":N,"total":N}, like the node itself; an entry may have samples on
+ * one side only. Lines' totals sum to the node's total (and selfs to its self),
+ * except for samples whose frame had no line.
+ *
  * Both may start with "meta":{...}, the query's context (query.c writes it).
  *
  * Top format: {"total":N,"functions":[{"name":..,"kind":..,"self":N,"total":N,
- * "self_pct":P,"total_pct":P},...]} with percentages of `total`.
+ * "self_pct":P,"total_pct":P},...]} with percentages of `total`; a function with a
+ * per-line breakdown (flame_function's) also has "lines":[{"line":L,"self":N,
+ * "total":N},...] of that side, sorted by line, whose selfs sum to its self and
+ * totals to its total (a recursive function's samples at its outermost call's
+ * line; samples of frames that had no line in none).
  *
  * Writers only; they never print elsewhere. Not thread-safe per FILE.
  */

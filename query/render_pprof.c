@@ -213,7 +213,7 @@ static int location_id(struct pp *p, const struct flame_node *node, uint64_t *id
 		b->loc.n_line = 1;
 		b->loc.line = b->lines;
 		p->lcs[p->nloc++] = &b->loc;
-		b->line.line = py ? fr->line : 0;
+		b->line.line = py && fr->line != FRAME_NO_LINE ? fr->line : 0;
 		err = function_id(p, node->name, py ? fr->name_len : len, fr->file,
 				  py ? fr->file_len : 0, &b->line.function_id);
 		if (err)

@@ -63,7 +63,7 @@ static int intern(struct ss *p, const struct flame_node *node)
 	return 0;
 }
 
-/* A shared frame: name (and for Python, file and line) members. */
+/* A shared frame: name (and for Python, file and, when it has one, line) members. */
 static void write_frame(FILE *out, const struct ss_frame *f)
 {
 	const struct frame *fr = &f->node->frame;
@@ -77,7 +77,10 @@ static void write_frame(FILE *out, const struct ss_frame *f)
 	render_json_string_n(out, fr->name, fr->name_len);
 	fputs(",\"file\":", out);
 	render_json_string_n(out, fr->file, fr->file_len);
-	fprintf(out, ",\"line\":%u}", fr->line);
+	if (fr->line == FRAME_NO_LINE)
+		fputc('}', out);
+	else
+		fprintf(out, ",\"line\":%u}", fr->line);
 }
 
 int render_speedscope(const struct flame *tree, const char *name, FILE *out)

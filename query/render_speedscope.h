@@ -2,11 +2,12 @@
  * format (https://www.speedscope.app/file-format-schema.json), which
  * speedscope.app opens directly. The process frame stays the first (root) frame of
  * every sample, since speedscope has no notion of processes; a Python frame
- * becomes a frame {name: qualname, file, line}, any other frame {name: its folded
- * text}. Samples are written in stack-text order, weights are the counts and the
- * unit is "none". Output is always valid JSON: strings are escaped per RFC 8259,
- * invalid UTF-8 becomes U+FFFD, and '<', '>', '&', U+2028, U+2029 are written as
- * \u escapes so the text can also be embedded in HTML <script> elements.
+ * becomes a frame {name: qualname, file, line} ({name, file} in a tree of function
+ * granularity, whose Python frames have no line), any other frame {name: its folded
+ * text}. A run of placeholder frames the tree collapsed (flame.h) is one frame. Samples are written
+ * in stack-text order, weights are the counts and the unit is "none". Output is always valid JSON:
+ * strings are escaped per RFC 8259, invalid UTF-8 becomes U+FFFD, and '<', '>', '&', U+2028, U+2029
+ * are written as \u escapes so the text can also be embedded in HTML <script> elements.
  */
 #ifndef SMOLDER_RENDER_SPEEDSCOPE_H
 #define SMOLDER_RENDER_SPEEDSCOPE_H

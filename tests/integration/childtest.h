@@ -124,13 +124,14 @@ static inline size_t split_frames(char *stack, char **frames, size_t max)
 	return n;
 }
 
-/* A Python frame: "qualname (file.py:line)" (common/frame.h's grammar). */
+/* A Python frame: "qualname (file.py:line)", or "qualname (file.py)" at function
+ * granularity (common/frame.h's grammar). */
 static inline bool is_python_frame(const char *f)
 {
-	const char *open = strstr(f, " ("), *py = strstr(f, ".py:");
+	const char *open = strstr(f, " ("), *py = strstr(f, ".py:"), *pyfn = strstr(f, ".py)");
 	size_t len = strlen(f);
 
-	return open && py && py > open && len && f[len - 1] == ')';
+	return open && ((py && py > open) || (pyfn && pyfn > open)) && len && f[len - 1] == ')';
 }
 
 static inline bool is_kernel_frame(const char *f)

@@ -4,7 +4,9 @@
  * each test checks what the option changes against what the workload is known to
  * do: the last partial window drained on SIGINT and SIGTERM, `-o -` printing one
  * block per window as it ends, `--python off`, `--python-depth`, `--max-stacks`
- * losses counted rather than silent, and `--bpf-stats`.
+ * losses counted rather than silent, `--bpf-stats`, and the folded output's
+ * granularity: Python frames by function by default, with their lines under
+ * `--lines`.
  *
  * Needs root (CAP_BPF, CAP_PERFMON); skipped with a reason otherwise. The Python
  * tests use /usr/bin/python3 and are skipped when it is missing.
@@ -23,6 +25,7 @@
 
 #include "childtest.h"
 #include "common/folded.h"
+#include "common/frame.h"
 #include "testutil.h"
 
 #define PYTHON "/usr/bin/python3"
@@ -505,6 +508,82 @@ static void test_python_off(void **state)
 	assert_false(s_off.has_python);
 }
 
+/* Python frames of a folded file: with a line ("f (a.py:3)") and without. */
+struct line_tally {
+	uint64_t with_line, without_line; /* frames, weighted by their stack's count */
+	uint64_t spin;			  /* samples with a "spin (" frame */
+};
+
+static int line_cb(void *ctx, const char *stack, uint64_t count)
+{
+	struct line_tally *t = ctx;
+	const char *p = stack, *semi;
+	struct frame fr;
+
+	for (p = strchr(stack, ';'); p; p = *semi ? semi : NULL) {
+		p++;
+		semi = strchrnul(p, ';');
+		frame_parse(p, (size_t)(semi - p), false, &fr);
+		if (fr.kind != FRAME_PYTHON)
+			continue;
+		if (fr.line == FRAME_NO_LINE)
+			t->without_line += count;
+		else
+			t->with_line += count;
+		if (strncmp(p, "spin (", 6) == 0)
+			t->spin += count;
+	}
+	return 0;
+}
+
+/* The folded output is function-level by default ("spin (pyshapes.py)", every
+ * Python frame without its line) and line-level with --lines ("spin
+ * (pyshapes.py:34)"). Minimum: 300 Python frames seen in each run. */
+static void test_lines(void **state)
+{
+	char out_fn[128], out_ln[128], err_fn[128], err_ln[128], pid[16], *text;
+	struct line_tally fn = { 0 }, ln = { 0 };
+	struct folded *f_fn, *f_ln;
+	pid_t py, agent;
+
+	(void)state;
+	need_python();
+	path_in_tmp(out_fn, sizeof(out_fn), "fn.folded");
+	path_in_tmp(out_ln, sizeof(out_ln), "ln.folded");
+	path_in_tmp(err_fn, sizeof(err_fn), "fn.err");
+	path_in_tmp(err_ln, sizeof(err_ln), "ln.err");
+	py = start_python("shares", "60", "/dev/null");
+	snprintf(pid, sizeof(pid), "%d", (int)py);
+
+	const char *args_fn[] = { "agent",	"--pid", pid,	     "--frequency", "999",
+				  "--duration", "2",	 "--output", out_fn,	    NULL };
+	agent = smolder_spawn("/dev/null", err_fn, args_fn);
+	free(child_exited_cleanly(agent, err_fn, 60000));
+	const char *args_ln[] = { "agent",    "--pid",	    pid, "--frequency",
+				  "999",      "--duration", "2", "--lines",
+				  "--output", out_ln,	    NULL };
+	agent = smolder_spawn("/dev/null", err_ln, args_ln);
+	text = child_exited_cleanly(agent, err_ln, 60000);
+	free(text);
+	stop_workload(py);
+
+	f_fn = read_folded_file(out_fn);
+	folded__foreach(f_fn, line_cb, &fn);
+	f_ln = read_folded_file(out_ln);
+	folded__foreach(f_ln, line_cb, &ln);
+	print_message("default: %llu Python frames without a line, %llu with, %zu stacks; "
+		      "--lines: %llu without, %llu with, %zu stacks\n",
+		      (unsigned long long)fn.without_line, (unsigned long long)fn.with_line,
+		      folded__size(f_fn), (unsigned long long)ln.without_line,
+		      (unsigned long long)ln.with_line, folded__size(f_ln));
+	assert_true(fn.without_line >= 300 && ln.with_line >= 300);
+	assert_int_equal(fn.with_line, 0);
+	assert_int_equal(ln.without_line, 0);
+	assert_true(fn.spin > 0 && ln.spin > 0);
+	folded__free(f_fn);
+	folded__free(f_ln);
+}
+
 /* --python-depth 8 over two CPython processes, one recursing 1500 deep and one 5
  * frames deep (pyshapes.py `chunks` and `shares`): no stack has more than 8 Python
  * frames; every cut stack starts with "[python: truncated]" and keeps the 8
@@ -715,6 +794,7 @@ int main(void)
 		cmocka_unit_test_teardown(test_stdout_per_window, teardown),
 		cmocka_unit_test_teardown(test_python_off, teardown),
 		cmocka_unit_test_teardown(test_python_depth, teardown),
+		cmocka_unit_test_teardown(test_lines, teardown),
 		cmocka_unit_test_teardown(test_max_stacks, teardown),
 		cmocka_unit_test_teardown(test_bpf_stats, teardown),
 	};

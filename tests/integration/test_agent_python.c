@@ -2,7 +2,8 @@
  * the machine: the pyenv builds 3.9 to 3.13 and Debian's python3. The agent
  * samples tests/workloads/pyshapes.py and the tests check the folded output
  * against what the workload measured of itself and against line numbers read
- * from the workload's source (markers such as "# HOT_SPIN").
+ * from the workload's source (markers such as "# HOT_SPIN"), so the agent runs
+ * with --lines (its folded output is function-level by default).
  *
  * Needs root. A version that is not installed is skipped with a printed reason.
  */
@@ -249,8 +250,8 @@ static void test_python_version(void **state)
 	assert_true(test_wait_for_child_text(mixed, ready, "ready", 30000));
 	snprintf(p1, sizeof(p1), "%d", (int)shares);
 	snprintf(p2, sizeof(p2), "%d", (int)mixed);
-	agent = start_agent(out, err, "--pid", p1, "--pid", p2, "--frequency", "999", "--window",
-			    "2", "--duration", "6", NULL);
+	agent = start_agent(out, err, "--lines", "--pid", p1, "--pid", p2, "--frequency", "999",
+			    "--window", "2", "--duration", "6", NULL);
 	agent_exited_cleanly(agent, err, 120000);
 	test_kill(shares, SIGTERM);
 	test_kill(mixed, SIGTERM);
@@ -340,8 +341,8 @@ static void test_python_started_later(void **state)
 		 marker_line("CALL_A"));
 	snprintf(t.spin_hot, sizeof(t.spin_hot), "spin (%s:%d)", script, marker_line("HOT_SPIN"));
 	native = test_spawn(native_argv, "/dev/null", NULL);
-	agent = start_agent(out, err, "--frequency", "499", "--window", "30", "--duration", "8",
-			    NULL);
+	agent = start_agent(out, err, "--lines", "--frequency", "499", "--window", "30",
+			    "--duration", "8", NULL);
 	assert_true(test_wait_for_child_text(agent, err, "sampling every process", 30000));
 	late = test_spawn(late_argv, "/dev/null", NULL);
 	assert_int_equal(test_wait(late, 30000), 0); /* exits after 1 s of CPU */
@@ -382,7 +383,8 @@ static void test_python_fresh_chunks(void **state)
 	snprintf(pid, sizeof(pid), "%d", (int)py);
 	snprintf(out, sizeof(out), "%s/%s-chunks.folded", tmpdir, in->label);
 	snprintf(err, sizeof(err), "%s/%s-chunks.err", tmpdir, in->label);
-	agent = start_agent(out, err, "--pid", pid, "--frequency", "999", "--duration", "2", NULL);
+	agent = start_agent(out, err, "--lines", "--pid", pid, "--frequency", "999", "--duration",
+			    "2", NULL);
 	assert_true(agent > 0);
 	agent_exited_cleanly(agent, err, 120000);
 	assert_int_equal(test_wait(py, 60000), 0);

@@ -3,7 +3,10 @@
  * refusal of a non-loopback address without tokens, retention and downsampling run
  * by the collector's own maintenance, several label selections at once (in flame
  * graphs, series and both sides of a diff), series with empty steps, top's limit,
- * diffs rendered as JSON, SVG and HTML, and ingest racing queries.
+ * diffs rendered as JSON, SVG and HTML, and ingest racing queries; and the
+ * granularity of each answer: Python frames by function by default ("Cache.get
+ * (/srv/cache.py)", with the line in top's "lines"), by line with granularity=line,
+ * and pprof always by line (its readers aggregate by function themselves).
  *
  * Every test runs the real sanitized `smolder collector` on a fresh SQLite file,
  * on 127.0.0.1 (requests always go there), posts batches of known structure and
@@ -22,7 +25,10 @@
 #include <cmocka.h>
 #include <curl/curl.h>
 
+#include <zlib.h>
+
 #include "collectortest.h"
+#include "profile.pb-c.h"
 #include "common/batch.h"
 #include "common/folded.h"
 #include "common/wire.h"
@@ -144,6 +150,10 @@ static const char *const q_stack[Q_NSTACK] = {
 	"main;idle_[k]",
 	"main;handle;Cache.get (/srv/cache.py:41)",
 };
+/* q_stack[4] at function granularity, the queries' default (the batches carry the
+ * line; the answers leave it out unless granularity=line). */
+static const char q_py_fn[] = "main;handle;Cache.get (/srv/cache.py)";
+static bool q_by_line; /* expectations at granularity=line */
 static const bool q_present[Q_NWIN] = { true, true, false, true, false, false, true, false };
 static int64_t q_t0;
 
@@ -152,9 +162,11 @@ static uint64_t q_count(int w, int c, int r, int s)
 	return (uint64_t)(3 + 5 * w + 7 * c + 17 * r + 13 * s) % 31 + 1;
 }
 
-static void q_stack_text(char *buf, size_t len, int c, int s)
+/* The text a batch carries; answer: the text an answer has (q_by_line or not). */
+static void q_stack_text(char *buf, size_t len, int c, int s, bool answer)
 {
-	snprintf(buf, len, "%s;%s", q_comm[c], q_stack[s]);
+	snprintf(buf, len, "%s;%s", q_comm[c],
+		 answer && !q_by_line && s == 4 ? q_py_fn : q_stack[s]);
 }
 
 /* Adds the expected stacks of windows [w0, w1) with comm c and region r (-1: any). */
@@ -169,7 +181,7 @@ static void q_expect(struct folded *f, int w0, int w1, int c, int r)
 				for (s = 0; s < Q_NSTACK; s++) {
 					if ((c >= 0 && ci != c) || (r >= 0 && ri != r))
 						continue;
-					q_stack_text(stack, sizeof(stack), ci, s);
+					q_stack_text(stack, sizeof(stack), ci, s, true);
 					assert_int_equal(
 						folded__add(f, stack, q_count(w, ci, ri, s)), 0);
 				}
@@ -211,7 +223,7 @@ static void q_start(struct coll *c)
 				size_t n = 0;
 
 				for (s = 0; s < Q_NSTACK; s++) {
-					q_stack_text(stacks[n], sizeof(stacks[n]), ci, s);
+					q_stack_text(stacks[n], sizeof(stacks[n]), ci, s, false);
 					sp[n] = stacks[n];
 					counts[n] = q_count(w, ci, ri, s);
 					samples += counts[n++];
@@ -687,6 +699,20 @@ static void test_several_where(void **state)
 			folded__free(want);
 			folded__free(got);
 		}
+	/* by line: the stored lines, as before function granularity */
+	q_by_line = true;
+	snprintf(path, sizeof(path),
+		 "/api/v1/flamegraph?format=folded&granularity=line&from=%lld&to=%lld"
+		 "&where=region=eu&where=comm=api",
+		 (long long)q_t0, (long long)(q_t0 + 10 * Q_NWIN));
+	assert_int_equal(folded__new(&want), 0);
+	q_expect(want, 0, Q_NWIN, 0, 0);
+	got = get_folded(c.port, path);
+	assert_true(folded__count(got, "api;main;handle;Cache.get (/srv/cache.py:41)") > 0);
+	assert_folded_equal(want, got, path);
+	folded__free(want);
+	folded__free(got);
+	q_by_line = false;
 	/* two values of one key: no label set holds both */
 	snprintf(path, sizeof(path),
 		 "/api/v1/flamegraph?format=folded&from=%lld&to=%lld&where=comm=api&where=comm="
@@ -939,6 +965,34 @@ static void test_top_limit(void **state)
 		assert_null(strstr(body, want.fns[2].name));
 	}
 	free(body);
+	/* the Python function's row has its line: every sample at 41 */
+	snprintf(path, sizeof(path), "/api/v1/top?format=json&from=%lld&to=%lld", (long long)q_t0,
+		 (long long)(q_t0 + 10 * Q_NWIN));
+	body = get_ok(c.port, path, NULL);
+	for (i = 0; i < (size_t)want.n && strcmp(want.fns[i].name, "Cache.get (/srv/cache.py)");
+	     i++)
+		;
+	assert_true(i < (size_t)want.n);
+	snprintf(cmd, sizeof(cmd), "\"lines\":[{\"line\":41,\"self\":%llu,\"total\":%llu}]}",
+		 (unsigned long long)want.fns[i].self, (unsigned long long)want.fns[i].total);
+	assert_non_null(strstr(body, cmd));
+	free(body);
+	/* granularity=line: the function's row is its line's, without a breakdown */
+	folded__free(all);
+	memset(&want, 0, sizeof(want));
+	q_by_line = true;
+	assert_int_equal(folded__new(&all), 0);
+	q_expect(all, 0, Q_NWIN, -1, -1);
+	q_by_line = false;
+	folded__foreach(all, fn_visit, &want);
+	qsort(want.fns, (size_t)want.n, sizeof(want.fns[0]), fn_cmp);
+	snprintf(path, sizeof(path), "/api/v1/top?format=json&granularity=line&from=%lld&to=%lld",
+		 (long long)q_t0, (long long)(q_t0 + 10 * Q_NWIN));
+	body = get_ok(c.port, path, NULL);
+	check_top_json(body, &want, 100);
+	assert_non_null(strstr(body, "\"Cache.get (/srv/cache.py:41)\""));
+	assert_null(strstr(body, "\"lines\""));
+	free(body);
 	folded__free(all);
 	coll_stop(&c);
 }
@@ -986,18 +1040,22 @@ static void test_diff_side_selections(void **state)
 	struct folded *wb, *wa, *gb, *ga;
 	char path[768], *body;
 	struct coll c;
-	size_t i;
+	size_t i, k;
 
 	(void)state;
 	q_start(&c);
-	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+	/* k = 1: the first case again, by line */
+	for (k = 0; k <= sizeof(cases) / sizeof(cases[0]); k++) {
+		i = k ? k - 1 : 0;
+		q_by_line = k == 1;
 		snprintf(path, sizeof(path),
 			 "/api/v1/diff?format=folded&before_from=%lld&before_to=%lld"
-			 "&after_from=%lld&after_to=%lld%s",
+			 "&after_from=%lld&after_to=%lld%s%s",
 			 (long long)(q_t0 + 10 * cases[i].bw0),
 			 (long long)(q_t0 + 10 * cases[i].bw1),
 			 (long long)(q_t0 + 10 * cases[i].aw0),
-			 (long long)(q_t0 + 10 * cases[i].aw1), cases[i].sel);
+			 (long long)(q_t0 + 10 * cases[i].aw1), cases[i].sel,
+			 q_by_line ? "&granularity=line" : "");
 		assert_int_equal(folded__new(&wb), 0);
 		assert_int_equal(folded__new(&wa), 0);
 		assert_int_equal(folded__new(&gb), 0);
@@ -1017,6 +1075,76 @@ static void test_diff_side_selections(void **state)
 		folded__free(gb);
 		folded__free(ga);
 	}
+	q_by_line = false;
+	coll_stop(&c);
+}
+
+/* pprof keeps each Python frame's line whatever the granularity: the Location of
+ * Cache.get has a Line at 41 whose Function is named "Cache.get" in
+ * "/srv/cache.py", and its samples are all of that frame's. */
+static void test_pprof_keeps_lines(void **state)
+{
+	static const char *const paths[] = { "", "&granularity=function", "&granularity=line" };
+	Perftools__Profiles__Profile *p;
+	uint8_t raw[1 << 16];
+	char path[512];
+	struct folded *want;
+	struct coll c;
+	struct reply r;
+	size_t i, k, j;
+
+	(void)state;
+	q_start(&c);
+	assert_int_equal(folded__new(&want), 0);
+	q_by_line = true;
+	q_expect(want, 0, Q_NWIN, -1, -1);
+	q_by_line = false;
+	for (i = 0; i < sizeof(paths) / sizeof(paths[0]); i++) {
+		uLongf raw_len = sizeof(raw);
+		uint64_t fn_id = 0, loc_id = 0;
+		int64_t samples = 0;
+		z_stream zs = { 0 };
+
+		snprintf(path, sizeof(path), "/api/v1/flamegraph?format=pprof&from=%lld&to=%lld%s",
+			 (long long)q_t0, (long long)(q_t0 + 10 * Q_NWIN), paths[i]);
+		r = http_get(c.port, path, NULL);
+		assert_int_equal(r.status, 200);
+		assert_int_equal(inflateInit2(&zs, 15 + 16), Z_OK);
+		zs.next_in = (Bytef *)r.body;
+		zs.avail_in = (uInt)r.len;
+		zs.next_out = raw;
+		zs.avail_out = (uInt)raw_len;
+		assert_int_equal(inflate(&zs, Z_FINISH), Z_STREAM_END);
+		raw_len = zs.total_out;
+		inflateEnd(&zs);
+		free(r.body);
+		p = perftools__profiles__profile__unpack(NULL, raw_len, raw);
+		assert_non_null(p);
+		for (k = 0; k < p->n_function; k++)
+			if (!strcmp(p->string_table[p->function[k]->name], "Cache.get") &&
+			    !strcmp(p->string_table[p->function[k]->filename], "/srv/cache.py"))
+				fn_id = p->function[k]->id;
+		assert_true(fn_id != 0);
+		for (k = 0; k < p->n_location; k++)
+			if (p->location[k]->n_line == 1 &&
+			    p->location[k]->line[0]->function_id == fn_id) {
+				assert_int_equal(p->location[k]->line[0]->line, 41);
+				loc_id = p->location[k]->id;
+			}
+		assert_true(loc_id != 0);
+		for (k = 0; k < p->n_sample; k++)
+			for (j = 0; j < p->sample[k]->n_location_id; j++)
+				if (p->sample[k]->location_id[j] == loc_id)
+					samples += p->sample[k]->value[0];
+		assert_true(samples > 0); /* minimum compared */
+		assert_int_equal(samples, (int64_t)folded__count(want, "api;main;handle;Cache.get "
+								       "(/srv/cache.py:41)") +
+						  (int64_t)folded__count(
+							  want, "worker;main;handle;Cache.get "
+								"(/srv/cache.py:41)"));
+		perftools__profiles__profile__free_unpacked(p, NULL);
+	}
+	folded__free(want);
 	coll_stop(&c);
 }
 
@@ -1468,6 +1596,7 @@ int main(void)
 		cmocka_unit_test_teardown(test_top_limit, coll_teardown),
 		cmocka_unit_test_teardown(test_diff_side_selections, coll_teardown),
 		cmocka_unit_test_teardown(test_diff_formats, coll_teardown),
+		cmocka_unit_test_teardown(test_pprof_keeps_lines, coll_teardown),
 		cmocka_unit_test_teardown(test_concurrent_ingest_and_queries, coll_teardown),
 	};
 	int rc;

@@ -32,6 +32,7 @@ static void test_defaults(void **state)
 	assert_int_equal(o.batch_max_kb, AGENT_BATCH_MAX_KB);
 	assert_false(o.unwind_fp);
 	assert_int_equal(o.unwind_table_mb, AGENT_UNWIND_TABLE_MB);
+	assert_false(o.lines); /* folded output by function */
 	agent_options__free(&o);
 }
 
@@ -56,6 +57,7 @@ static void test_all_options(void **state)
 			 "zone=b",
 			 "-vv",
 			 "--include-idle",
+			 "--lines",
 			 "--max-stacks",
 			 "65536",
 			 "--bpf-stats",
@@ -96,6 +98,7 @@ static void test_all_options(void **state)
 	assert_int_equal(o.batch_max_kb, 64);
 	assert_true(o.unwind_fp);
 	assert_int_equal(o.unwind_table_mb, 128);
+	assert_true(o.lines);
 	agent_options__free(&o);
 }
 

@@ -143,7 +143,7 @@ static void test_frame_kinds(void **state)
 		{ "<lambda> (/a b/c.py:3)", FRAME_PYTHON, "<lambda>", "/a b/c.py", 3 },
 		{ "Cls.m.<locals>.g (x) (/a (b)/c.py:40)", FRAME_PYTHON, "Cls.m.<locals>.g (x) (/a",
 		  "b)/c.py", 40 },
-		{ "f (C:\\x.py:4294967295)", FRAME_PYTHON, "f", "C:\\x.py", 4294967295u },
+		{ "f (C:\\x.py:4294967294)", FRAME_PYTHON, "f", "C:\\x.py", 4294967294u },
 		{ "mod (m.py:0)", FRAME_PYTHON, "mod", "m.py", 0 },
 		{ "a (b)", FRAME_NATIVE, "a (b)", "", 0 },
 		{ "a (b:)", FRAME_NATIVE, "a (b:)", "", 0 },

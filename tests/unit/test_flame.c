@@ -1,6 +1,8 @@
 /* Unit tests of the flame tree: totals and self counts of every node against an
  * independent sum over the input stacks, per side; sorted children; frame kinds;
- * recursion counted once in flame__top; argument errors; a wide tree. */
+ * recursion counted once in flame__top; argument errors; a wide tree; function
+ * granularity (merged Python frames and their per-line breakdown, per side and in
+ * top, against hand-computed numbers); runs of placeholder frames collapsed. */
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -341,6 +343,288 @@ static void test_top_recursion(void **state)
 	flame__free(f);
 }
 
+/* The child of n named name, or NULL. */
+static const struct flame_node *kid(const struct flame_node *n, const char *name)
+{
+	uint32_t i;
+
+	for (i = 0; n && i < n->nchildren; i++)
+		if (strcmp(n->children[i]->name, name) == 0)
+			return n->children[i];
+	return NULL;
+}
+
+static void check_line(const struct flame_node *n, uint32_t i, uint32_t line, uint64_t self0,
+		       uint64_t total0, uint64_t self1, uint64_t total1)
+{
+	assert_true(i < n->nlines);
+	assert_int_equal(n->lines[i].line, line);
+	assert_int_equal(n->lines[i].self[0], self0);
+	assert_int_equal(n->lines[i].total[0], total0);
+	assert_int_equal(n->lines[i].self[1], self1);
+	assert_int_equal(n->lines[i].total[1], total1);
+}
+
+/* The deploy case in miniature: the same functions at other lines on side 1. */
+static const struct input deploy[] = {
+	{ "app;<module> (app.py:10);serve (app.py:58);handle (app.py:20)", 5, 0 },
+	{ "app;<module> (app.py:10);serve (app.py:58);handle (app.py:22)", 3, 0 },
+	{ "app;<module> (app.py:10);serve (app.py:59)", 2, 0 },
+	{ "app;<module> (app.py:21);serve (app.py:69);handle (app.py:31)", 7, 1 },
+	{ "app;<module> (app.py:21);serve (app.py:69)", 1, 1 },
+	{ "app;<module> (app.py:21);serve (lib/app.py:69)", 4, 1 }, /* another file */
+	{ "app;<module> (app.py:21);main;serve (app.py:70)", 6, 1 },
+};
+
+static struct flame *tree_of(const struct input *in, size_t n, enum flame_granularity g)
+{
+	struct flame *f;
+	size_t i;
+
+	assert_int_equal(flame__new_granular(&f, g), 0);
+	for (i = 0; i < n; i++)
+		assert_int_equal(flame__add(f, in[i].stack, in[i].count, in[i].side), 0);
+	flame__finish(f);
+	return f;
+}
+
+static void test_function_granularity(void **state)
+{
+	struct flame *f = tree_of(deploy, sizeof(deploy) / sizeof(deploy[0]), FLAME_BY_FUNCTION);
+	const struct flame_node *app = kid(flame__root(f), "app");
+	const struct flame_node *mod = kid(app, "<module> (app.py)");
+	const struct flame_node *serve = kid(mod, "serve (app.py)");
+	const struct flame_node *handle = kid(serve, "handle (app.py)");
+	const struct flame_node *other = kid(mod, "serve (lib/app.py)");
+	const struct flame_node *main_ = kid(mod, "main");
+
+	(void)state;
+	assert_non_null(handle);
+	assert_non_null(other);
+	assert_non_null(main_);
+	assert_int_equal(mod->nchildren, 3); /* serve, serve in lib/, main: lines merged */
+	assert_int_equal(serve->frame.kind, FRAME_PYTHON);
+	assert_int_equal(serve->frame.line, FRAME_NO_LINE);
+	assert_int_equal(serve->frame.file_len, strlen("app.py"));
+	assert_memory_equal(serve->frame.file, "app.py", 6);
+	/* <module>: every sample, at 10 before and 21 after */
+	assert_int_equal(mod->total[0], 10);
+	assert_int_equal(mod->total[1], 18);
+	assert_int_equal(mod->nlines, 2);
+	check_line(mod, 0, 10, 0, 10, 0, 0);
+	check_line(mod, 1, 21, 0, 0, 0, 18);
+	/* serve: 58 (passing through to handle), 59 (self), 69 after */
+	assert_int_equal(serve->self[0], 2);
+	assert_int_equal(serve->total[0], 10);
+	assert_int_equal(serve->self[1], 1);
+	assert_int_equal(serve->total[1], 8);
+	assert_int_equal(serve->nlines, 3);
+	check_line(serve, 0, 58, 0, 8, 0, 0);
+	check_line(serve, 1, 59, 2, 2, 0, 0);
+	check_line(serve, 2, 69, 0, 0, 1, 8);
+	assert_int_equal(handle->self[0], 8);
+	assert_int_equal(handle->self[1], 7);
+	assert_int_equal(handle->nlines, 3);
+	check_line(handle, 0, 20, 5, 5, 0, 0);
+	check_line(handle, 1, 22, 3, 3, 0, 0);
+	check_line(handle, 2, 31, 0, 0, 7, 7);
+	check_line(other, 0, 69, 0, 0, 4, 4);
+	assert_int_equal(other->nlines, 1);
+	assert_int_equal(main_->nlines, 0); /* native frames have no lines */
+	assert_null(main_->lines);
+	check_line(kid(main_, "serve (app.py)"), 0, 70, 0, 0, 6, 6);
+	assert_int_equal(flame__size(f), 8);
+	flame__free(f);
+
+	/* FLAME_BY_LINE: today's tree, one node per line and no breakdown */
+	f = tree_of(deploy, sizeof(deploy) / sizeof(deploy[0]), FLAME_BY_LINE);
+	app = kid(flame__root(f), "app");
+	assert_int_equal(app->nchildren, 2);
+	mod = kid(app, "<module> (app.py:10)");
+	assert_int_equal(mod->nchildren, 2);
+	serve = kid(mod, "serve (app.py:58)");
+	assert_int_equal(serve->frame.line, 58);
+	assert_int_equal(serve->nlines, 0);
+	assert_int_equal(kid(serve, "handle (app.py:20)")->total[0], 5);
+	assert_int_equal(kid(kid(app, "<module> (app.py:21)"), "serve (app.py:69)")->total[1], 8);
+	assert_int_equal(flame__size(f), 13);
+	flame__free(f);
+}
+
+/* Many lines in one node: the inline entry, then a growing array, kept sorted;
+ * and a frame without a line (function-level text read back) in no entry. */
+static void test_many_lines(void **state)
+{
+	static const uint32_t order[] = { 50, 7, 90, 7, 1, 33, 12, 50, 64, 2, 99, 3 };
+	const struct flame_node *n;
+	struct flame *f;
+	char stack[64];
+	uint64_t self = 0, total = 0;
+	size_t i;
+
+	(void)state;
+	assert_int_equal(flame__new_granular(&f, FLAME_BY_FUNCTION), 0);
+	for (i = 0; i < sizeof(order) / sizeof(order[0]); i++) {
+		snprintf(stack, sizeof(stack), "p;f (a.py:%u)%s", order[i], i % 2 ? ";g_[k]" : "");
+		assert_int_equal(flame__add(f, stack, i + 1, 0), 0);
+	}
+	assert_int_equal(flame__add(f, "p;f (a.py)", 100, 0), 0);
+	flame__finish(f);
+	n = kid(kid(flame__root(f), "p"), "f (a.py)");
+	assert_non_null(n);
+	assert_int_equal(n->nlines, 10);
+	for (i = 0; i < n->nlines; i++) {
+		if (i)
+			assert_true(n->lines[i - 1].line < n->lines[i].line);
+		self += n->lines[i].self[0];
+		total += n->lines[i].total[0];
+	}
+	assert_int_equal(n->total[0], 78 + 100);
+	assert_int_equal(total, 78);
+	assert_int_equal(self, 1 + 3 + 5 + 7 + 9 + 11 + 100 - 100); /* even i: leaf */
+	check_line(n, 3, 7, 0, 2 + 4, 0, 0);  /* i = 1 and 3: both below, in g_[k] */
+	check_line(n, 6, 50, 1, 1 + 8, 0, 0); /* i = 0 (leaf) and 7 (below) */
+	flame__free(f);
+}
+
+/* top at function granularity: one row per function, its lines, recursion once
+ * (attributed to the outermost call's line). */
+static void test_top_lines(void **state)
+{
+	static const struct input in[] = {
+		{ "p;f (a.py:1);g (a.py:5);f (a.py:2)", 10, 0 },
+		{ "p;f (a.py:1)", 3, 0 },
+		{ "p;f (a.py:2)", 4, 0 },
+		{ "p;f (a.py:2);g (a.py:6)", 1, 1 },
+	};
+	struct flame *f = tree_of(in, 4, FLAME_BY_FUNCTION);
+	struct flame_function *fns;
+	const struct flame_function *fn, *g;
+	size_t n;
+
+	(void)state;
+	assert_int_equal(flame__top(f, 0, &fns, &n), 0);
+	assert_int_equal(n, 2);
+	fn = find_fn(fns, n, "f (a.py)");
+	g = find_fn(fns, n, "g (a.py)");
+	assert_non_null(fn);
+	assert_non_null(g);
+	assert_int_equal(fn->self, 17);
+	assert_int_equal(fn->total, 17);
+	assert_int_equal(fn->nlines, 2);
+	assert_int_equal(fn->lines[0].line, 1);
+	assert_int_equal(fn->lines[0].self, 3);
+	assert_int_equal(fn->lines[0].total, 13); /* 10 via the outer call at 1, and 3 */
+	assert_int_equal(fn->lines[1].line, 2);
+	assert_int_equal(fn->lines[1].self, 14);
+	assert_int_equal(fn->lines[1].total, 4);
+	assert_int_equal(g->self, 0);
+	assert_int_equal(g->total, 10);
+	assert_int_equal(g->nlines, 1); /* line 6 has samples on side 1 only */
+	assert_int_equal(g->lines[0].line, 5);
+	assert_int_equal(g->lines[0].total, 10);
+	free(fns);
+	assert_int_equal(flame__top(f, 1, &fns, &n), 0);
+	g = find_fn(fns, n, "g (a.py)");
+	assert_int_equal(g->nlines, 1);
+	assert_int_equal(g->lines[0].line, 6);
+	assert_int_equal(g->lines[0].self, 1);
+	free(fns);
+	flame__free(f);
+
+	/* by line: a row per line, as before, and no breakdown */
+	f = tree_of(in, 4, FLAME_BY_LINE);
+	assert_int_equal(flame__top(f, 0, &fns, &n), 0);
+	assert_int_equal(n, 3);
+	assert_int_equal(find_fn(fns, n, "f (a.py:2)")->self, 14);
+	assert_int_equal(find_fn(fns, n, "f (a.py:1)")->total, 13);
+	assert_int_equal(find_fn(fns, n, "f (a.py:1)")->nlines, 0);
+	free(fns);
+	flame__free(f);
+}
+
+static void push(struct frame *fr, size_t *n, enum frame_kind kind, const char *name, size_t times)
+{
+	while (times--)
+		fr[(*n)++] = frame_make(kind, name, NULL, 0);
+}
+
+/* Runs of a placeholder frame are one node whose repeat is the longest run; in
+ * both granularities; other frames, other kinds and two different placeholders are
+ * not merged. */
+static void test_placeholder_runs(void **state)
+{
+	static struct frame fr[300];
+	enum flame_granularity g;
+	const struct flame_node *p, *u, *t;
+	struct flame_stack *st;
+	struct flame *f;
+	size_t n, ns;
+
+	(void)state;
+	for (g = FLAME_BY_LINE; g <= FLAME_BY_FUNCTION; g++) {
+		assert_int_equal(flame__new_granular(&f, g), 0);
+		n = 0; /* p;main;[unknown] x 128;leaf */
+		push(fr, &n, FRAME_PROCESS, "p", 1);
+		push(fr, &n, FRAME_NATIVE, "main", 1);
+		push(fr, &n, FRAME_NATIVE, "[unknown]", 128);
+		push(fr, &n, FRAME_NATIVE, "leaf", 1);
+		assert_int_equal(flame__add_frames(f, fr, n, 2, 0), 0);
+		n = 0; /* the same with a run of 3: the same nodes */
+		push(fr, &n, FRAME_PROCESS, "p", 1);
+		push(fr, &n, FRAME_NATIVE, "main", 1);
+		push(fr, &n, FRAME_NATIVE, "[unknown]", 3);
+		push(fr, &n, FRAME_NATIVE, "leaf", 1);
+		assert_int_equal(flame__add_frames(f, fr, n, 1, 1), 0);
+		n = 0; /* two placeholders in a row, then a run at the leaf */
+		push(fr, &n, FRAME_PROCESS, "p", 1);
+		push(fr, &n, FRAME_NATIVE, "[unknown]", 2);
+		push(fr, &n, FRAME_NATIVE, "[truncated]", 5);
+		push(fr, &n, FRAME_NATIVE, "x", 2);	    /* not a placeholder: two nodes */
+		push(fr, &n, FRAME_KERNEL, "[unknown]", 2); /* not native: two nodes */
+		push(fr, &n, FRAME_NATIVE, "[unknown]", 4);
+		assert_int_equal(flame__add_frames(f, fr, n, 7, 0), 0);
+		n = 0; /* a process named like a placeholder is not part of a run */
+		push(fr, &n, FRAME_PROCESS, "[unknown]", 1);
+		push(fr, &n, FRAME_NATIVE, "[unknown]", 1);
+		assert_int_equal(flame__add_frames(f, fr, n, 1, 0), 0);
+		assert_int_equal(flame__add(f, "p;[unknown]", 1, 0), 0);
+		flame__finish(f);
+
+		p = kid(flame__root(f), "p");
+		u = kid(kid(p, "main"), "[unknown]");
+		assert_non_null(u);
+		assert_int_equal(u->repeat, 128);
+		assert_int_equal(u->nchildren, 1);
+		assert_int_equal(u->total[0], 2);
+		assert_int_equal(u->total[1], 1);
+		assert_int_equal(kid(u, "leaf")->self[1], 1);
+		assert_int_equal(kid(u, "leaf")->depth, 4);
+		assert_int_equal(kid(u, "leaf")->repeat, 1);
+		u = kid(p, "[unknown]");
+		assert_int_equal(u->repeat, 2);
+		assert_int_equal(u->self[0], 1);
+		t = kid(u, "[truncated]");
+		assert_int_equal(t->repeat, 5);
+		t = kid(kid(t, "x"), "x");
+		assert_non_null(t);
+		t = kid(kid(t, "[unknown]_[k]"), "[unknown]_[k]");
+		assert_non_null(t);
+		t = kid(t, "[unknown]");
+		assert_int_equal(t->repeat, 4);
+		assert_int_equal(t->self[0], 7);
+		assert_int_equal(t->nchildren, 0);
+		assert_int_equal(kid(kid(flame__root(f), "[unknown]"), "[unknown]")->repeat, 1);
+		/* the stacks (and so the folded export) have the frame once */
+		assert_int_equal(flame__stacks(f, &st, &ns), 0);
+		assert_int_equal(ns, 4);
+		assert_int_equal(st[3].nframes, 4); /* p;main;[unknown];leaf */
+		assert_string_equal(st[3].frames[2]->name, "[unknown]");
+		free(st);
+		flame__free(f);
+	}
+}
+
 /* flame__top against a brute-force count over the generated inputs. */
 static void test_top_matches_inputs(void **state)
 {
@@ -484,6 +768,10 @@ int main(void)
 		cmocka_unit_test(test_errors),
 		cmocka_unit_test(test_wide),
 		cmocka_unit_test(test_saturated_totals),
+		cmocka_unit_test(test_function_granularity),
+		cmocka_unit_test(test_many_lines),
+		cmocka_unit_test(test_top_lines),
+		cmocka_unit_test(test_placeholder_runs),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

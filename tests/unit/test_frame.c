@@ -45,7 +45,7 @@ static void test_kinds(void **state)
 	/* split at the last " (": ambiguous text reads one way, and prints back */
 	check("C.m.<locals>.g (x) (/a (b)/c.py:40)", false, FRAME_PYTHON, "C.m.<locals>.g (x) (/a",
 	      "b)/c.py", 40);
-	check("f (C:\\x.py:4294967295)", false, FRAME_PYTHON, "f", "C:\\x.py", 4294967295u);
+	check("f (C:\\x.py:4294967294)", false, FRAME_PYTHON, "f", "C:\\x.py", 4294967294u);
 	check("mod (m.py:0)", false, FRAME_PYTHON, "mod", "m.py", 0);
 	check("f (a.py:1)_[k]", false, FRAME_KERNEL, "f (a.py:1)", "", 0);
 	check("JS:*hot /srv/app.js:2:14_[j]", false, FRAME_JIT, "JS:*hot /srv/app.js:2:14", "", 0);
@@ -71,6 +71,14 @@ static void test_lookalikes_are_native(void **state)
 		"",
 		"f (a.py:-1)",
 		"f (a.py:+1)",
+		"f (a.py:4294967295)", /* FRAME_NO_LINE is no line number */
+		"f (a.py:)",
+		"f (a.py:012)",
+		"f (int)", /* no line: the file must look like one */
+		"f(void (*)(int))",
+		"f (a (b).py)",
+		"f (<x)",
+		"f ()",
 		"std::vector<int>::push_back(int const&)",
 		"f_[J]",
 		"f[j]",
@@ -81,6 +89,56 @@ static void test_lookalikes_are_native(void **state)
 	(void)state;
 	for (i = 0; i < sizeof(native) / sizeof(native[0]); i++)
 		check(native[i], false, FRAME_NATIVE, native[i], "", 0);
+}
+
+/* Function granularity: a Python frame without a line prints "QUALNAME (FILE)" and
+ * reads back so, files with ':' and names with " (" included. */
+static void test_no_line(void **state)
+{
+	struct frame f = frame_make(FRAME_PYTHON, "handle_request", "/srv/app.py", FRAME_NO_LINE);
+	char buf[64];
+
+	(void)state;
+	check("f (a.py)", false, FRAME_PYTHON, "f", "a.py", FRAME_NO_LINE);
+	check("f (a:b.py)", false, FRAME_PYTHON, "f", "a:b.py", FRAME_NO_LINE);
+	check("f (C:\\x.py)", false, FRAME_PYTHON, "f", "C:\\x.py", FRAME_NO_LINE);
+	check("<module> (<string>)", false, FRAME_PYTHON, "<module>", "<string>", FRAME_NO_LINE);
+	check("<module> (<frozen importlib._bootstrap>)", false, FRAME_PYTHON, "<module>",
+	      "<frozen importlib._bootstrap>", FRAME_NO_LINE);
+	check("C.m.<locals>.g (x) (/srv/a.py)", false, FRAME_PYTHON, "C.m.<locals>.g (x)",
+	      "/srv/a.py", FRAME_NO_LINE);
+	check("f (/a b/c.py:x)", false, FRAME_PYTHON, "f", "/a b/c.py:x", FRAME_NO_LINE);
+	check("f (a.py)_[k]", false, FRAME_KERNEL, "f (a.py)", "", 0);
+	assert_int_equal(frame_format(&f, buf, sizeof(buf)),
+			 strlen("handle_request (/srv/app.py)"));
+	assert_string_equal(buf, "handle_request (/srv/app.py)");
+	/* a file that ends like a line cannot be told from one: documented */
+	f = frame_make(FRAME_PYTHON, "f", "a:12", FRAME_NO_LINE);
+	frame_format(&f, buf, sizeof(buf));
+	check(buf, false, FRAME_PYTHON, "f", "a", 12);
+}
+
+static void test_placeholder(void **state)
+{
+	static const char *const yes[] = { "[unknown]", "[python]", "[python: truncated]",
+					   "[no unwind table]", "[]" };
+	static const char *const no[] = { "unknown", "[unknown", "unknown]", "[", "x[y]" };
+	struct frame f;
+	size_t i;
+
+	(void)state;
+	for (i = 0; i < sizeof(yes) / sizeof(yes[0]); i++) {
+		f = frame_make(FRAME_NATIVE, yes[i], NULL, 0);
+		assert_true(frame_is_placeholder(&f));
+	}
+	for (i = 0; i < sizeof(no) / sizeof(no[0]); i++) {
+		f = frame_make(FRAME_NATIVE, no[i], NULL, 0);
+		assert_false(frame_is_placeholder(&f));
+	}
+	f = frame_make(FRAME_KERNEL, "[unknown]", NULL, 0);
+	assert_false(frame_is_placeholder(&f));
+	f = frame_make(FRAME_PROCESS, "[unknown]", NULL, 0);
+	assert_false(frame_is_placeholder(&f));
 }
 
 static void test_format_truncates(void **state)
@@ -102,6 +160,8 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_kinds),
 		cmocka_unit_test(test_lookalikes_are_native),
+		cmocka_unit_test(test_no_line),
+		cmocka_unit_test(test_placeholder),
 		cmocka_unit_test(test_format_truncates),
 	};
 

@@ -4,7 +4,11 @@
  * cpu time, the comm label, Python names, files and lines, each function's flat and
  * cum. It is also gunzipped and unpacked here for the details pprof's views do not
  * show (string table, one Function per name and file). The speedscope output is
- * validated by python3. Every reference is the fixture, never the exporter. */
+ * validated by python3. Every reference is the fixture, never the exporter.
+ * At function granularity: the JSON tree's "lines" (per side in a diff) and
+ * "repeat", top's "lines", speedscope's line-less Python frames and the folded
+ * export's function-level text with a placeholder run printed once, checked by
+ * python3 against hand-computed numbers. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -15,6 +19,8 @@
 
 #include "common/folded.h"
 #include "query/flame.h"
+#include "query/render_folded.h"
+#include "query/render_json.h"
 #include "query/render_pprof.h"
 #include "query/render_speedscope.h"
 #include "profile.pb-c.h"
@@ -489,6 +495,156 @@ static void test_speedscope_empty(void **state)
 	tree_of(NULL);
 }
 
+/* A tree of function granularity from stacks (side per entry), finished. */
+static struct flame *fn_tree(const char *const *stacks, const uint64_t *counts,
+			     const unsigned *sides, size_t n)
+{
+	struct flame *t;
+	size_t i;
+
+	assert_int_equal(flame__new_granular(&t, FLAME_BY_FUNCTION), 0);
+	for (i = 0; i < n; i++)
+		assert_int_equal(flame__add(t, stacks[i], counts[i], sides[i]), 0);
+	flame__finish(t);
+	return t;
+}
+
+/* Runs python3 code with the file at path as argv[1]; asserts it exits 0. */
+static void python_check(const char *dir, const char *code, const char *path)
+{
+	char py[128], cmd[512];
+	FILE *fp;
+
+	snprintf(py, sizeof(py), "%s/check.py", dir);
+	fp = fopen(py, "w");
+	assert_non_null(fp);
+	fputs(code, fp);
+	assert_int_equal(fclose(fp), 0);
+	snprintf(cmd, sizeof(cmd), "python3 %s %s", py, path);
+	assert_int_equal(system(cmd), 0);
+}
+
+static const char *const fn_stacks[] = {
+	"app;serve (app.py:58);handle (app.py:20)",
+	"app;serve (app.py:58);handle (app.py:22)",
+	"app;serve (app.py:59)",
+	"app;serve (app.py:69);handle (app.py:31)",
+	"app;main;[unknown];[unknown];[unknown];leaf",
+};
+static const uint64_t fn_counts[] = { 5, 3, 2, 7, 4 };
+
+static const char json_tree_py[] =
+	"import json, sys\n"
+	"doc = json.load(open(sys.argv[1]))\n"
+	"app = doc['children'][0]\n"
+	"kids = {k['name']: k for k in app['children']}\n"
+	"assert sorted(kids) == ['main', 'serve (app.py)'], kids\n"
+	"serve = kids['serve (app.py)']\n"
+	"diff = 'after' in doc\n"
+	"if not diff:\n"
+	"    assert serve['lines'] == [{'line': 58, 'self': 0, 'total': 8},\n"
+	"        {'line': 59, 'self': 2, 'total': 2}, {'line': 69, 'self': 0, 'total': 7}], serve\n"
+	"    h = serve['children'][0]\n"
+	"    assert h['name'] == 'handle (app.py)' and h['self'] == 15, h\n"
+	"    assert [l['line'] for l in h['lines']] == [20, 22, 31]\n"
+	"else:\n"
+	"    l = {x['line']: x for x in serve['lines']}\n"
+	"    assert l[58]['before'] == {'self': 0, 'total': 8} and l[58]['after'] == "
+	"{'self': 0, 'total': 0}, l\n"
+	"    assert l[69]['before'] == {'self': 0, 'total': 0} and l[69]['after'] == "
+	"{'self': 0, 'total': 7}, l\n"
+	"    assert l[69]['self'] == 0 and l[69]['total'] == 0, l\n"
+	"    assert serve['before']['total'] == 10 and serve['after']['total'] == 7\n"
+	"u = kids['main']['children'][0]\n"
+	"assert u['name'] == '[unknown]' and u['repeat'] == 3 and 'lines' not in u, u\n"
+	"assert u['children'][0]['name'] == 'leaf' and 'repeat' not in u['children'][0]\n"
+	"assert 'repeat' not in serve and 'lines' not in kids['main']\n";
+
+static const char json_top_py[] =
+	"import json, sys\n"
+	"doc = json.load(open(sys.argv[1]))\n"
+	"fns = {f['name']: f for f in doc['functions']}\n"
+	"assert fns['handle (app.py)']['lines'] == [{'line': 20, 'self': 5, 'total': 5},\n"
+	"    {'line': 22, 'self': 3, 'total': 3}, {'line': 31, 'self': 7, 'total': 7}]\n"
+	"assert fns['serve (app.py)']['self'] == 2 and fns['serve (app.py)']['total'] == 17\n"
+	"assert 'lines' not in fns['leaf']\n"
+	"for f in doc['functions']:\n"
+	"    if 'lines' in f:\n"
+	"        assert sum(l['total'] for l in f['lines']) == f['total'], f\n"
+	"        assert sum(l['self'] for l in f['lines']) == f['self'], f\n";
+
+/* JSON at function granularity: one node per function with its lines, per side in
+ * a diff; a placeholder run with its repeat; top with lines. */
+static void test_json_lines_and_repeat(void **state)
+{
+	unsigned sides[5] = { 0, 0, 0, 0, 0 };
+	struct flame_function *fns;
+	char dir[64], path[128];
+	struct flame *t;
+	size_t n;
+	FILE *fp;
+
+	(void)state;
+	assert_non_null(test_mkdtemp(dir, sizeof(dir)));
+	snprintf(path, sizeof(path), "%s/out.json", dir);
+	t = fn_tree(fn_stacks, fn_counts, sides, 5);
+	fp = fopen(path, "w");
+	assert_non_null(fp);
+	assert_int_equal(render_json_tree(t, NULL, fp), 0);
+	assert_int_equal(fclose(fp), 0);
+	python_check(dir, json_tree_py, path);
+
+	assert_int_equal(flame__top(t, 0, &fns, &n), 0);
+	fp = fopen(path, "w");
+	assert_non_null(fp);
+	assert_int_equal(render_json_top(fns, n, flame__total(t, 0), NULL, fp), 0);
+	assert_int_equal(fclose(fp), 0);
+	python_check(dir, json_top_py, path);
+	free(fns);
+	flame__free(t);
+
+	sides[3] = 1; /* the "after" side: serve at 69 */
+	t = fn_tree(fn_stacks, fn_counts, sides, 5);
+	fp = fopen(path, "w");
+	assert_non_null(fp);
+	assert_int_equal(render_json_tree(t, NULL, fp), 0);
+	assert_int_equal(fclose(fp), 0);
+	python_check(dir, json_tree_py, path);
+	flame__free(t);
+	test_rm_rf(dir);
+}
+
+/* speedscope and folded follow the tree: Python frames without lines, and the
+ * placeholder run printed once. */
+static void test_function_text_exports(void **state)
+{
+	static const unsigned sides[5] = { 0, 0, 0, 0, 0 };
+	struct flame *t = fn_tree(fn_stacks, fn_counts, sides, 5);
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *mem;
+
+	(void)state;
+	mem = open_memstream(&buf, &len);
+	assert_non_null(mem);
+	assert_int_equal(render_folded(t, false, mem), 0);
+	fclose(mem);
+	assert_string_equal(buf, "app;main;[unknown];leaf 4\n"
+				 "app;serve (app.py) 2\n"
+				 "app;serve (app.py);handle (app.py) 15\n");
+	free(buf);
+	mem = open_memstream(&buf, &len);
+	assert_non_null(mem);
+	assert_int_equal(render_speedscope(t, NULL, mem), 0);
+	fclose(mem);
+	assert_non_null(strstr(buf, "{\"name\":\"serve\",\"file\":\"app.py\"}"));
+	assert_non_null(strstr(buf, "{\"name\":\"handle\",\"file\":\"app.py\"}"));
+	assert_null(strstr(buf, "\"line\""));
+	assert_non_null(strstr(buf, "\"weights\":[4,2,15]"));
+	free(buf);
+	flame__free(t);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -497,6 +653,8 @@ int main(void)
 		cmocka_unit_test(test_pprof_empty_and_errors),
 		cmocka_unit_test(test_speedscope_valid_json),
 		cmocka_unit_test(test_speedscope_empty),
+		cmocka_unit_test(test_json_lines_and_repeat),
+		cmocka_unit_test(test_function_text_exports),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -2,12 +2,17 @@
  * (query/render_pprof.h): counts times the period, and query times in seconds
  * turned into the Profile's nanoseconds, saturate instead of overflowing (issue 9,
  * item 8: `from * 1e9` overflowed for a query time past 2^63 / 1e9 s, which UBSan
- * reports and which wrapped to a negative time). */
+ * reports and which wrapped to a negative time). And Python lines: a by-line tree
+ * (what queries render pprof from) gives each Python Location one Line with the
+ * real line number, and two lines of one function share its Function (name and
+ * filename), so pprof's readers aggregate by function; a function-level tree's
+ * frames, which have no line, get line 0 (pprof's "unknown"), never 2^32-1. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include <cmocka.h>
 #include <zlib.h>
@@ -89,11 +94,78 @@ static void test_saturated_values(void **state)
 	flame__free(tree);
 }
 
+/* The Line of the Location whose Function is (name, file); fails when none. */
+static int64_t line_of(const Perftools__Profiles__Profile *p, const char *name, const char *file,
+		       uint64_t *fn_id, size_t nth)
+{
+	size_t i, seen = 0;
+
+	for (i = 0; i < p->n_location; i++) {
+		const Perftools__Profiles__Line *l = p->location[i]->line[0];
+		const Perftools__Profiles__Function *fn = NULL;
+		size_t k;
+
+		assert_int_equal(p->location[i]->n_line, 1);
+		for (k = 0; k < p->n_function; k++)
+			if (p->function[k]->id == l->function_id)
+				fn = p->function[k];
+		assert_non_null(fn);
+		if (strcmp(p->string_table[fn->name], name) ||
+		    strcmp(p->string_table[fn->filename], file) || seen++ < nth)
+			continue;
+		*fn_id = fn->id;
+		return l->line;
+	}
+	fail_msg("no Location of %s in %s", name, file);
+	return -1;
+}
+
+static void test_python_lines(void **state)
+{
+	static const char *const stacks[] = { "p;main;work (app.py:12)",
+					      "p;main;work (app.py:13)" };
+	Perftools__Profiles__Profile *p;
+	struct flame *tree;
+	uint64_t id0, id1;
+	size_t len, raw_len, i;
+	void *gz;
+	uint8_t *raw;
+	int g;
+
+	(void)state;
+	for (g = 0; g < 2; g++) {
+		assert_int_equal(flame__new_granular(&tree, g ? FLAME_BY_FUNCTION : FLAME_BY_LINE),
+				 0);
+		for (i = 0; i < 2; i++)
+			assert_int_equal(flame__add(tree, stacks[i], 5 + i, 0), 0);
+		flame__finish(tree);
+		assert_int_equal(render_pprof(tree, 10101010, 0, 0, &gz, &len), 0);
+		raw = gunzip(gz, len, &raw_len);
+		p = perftools__profiles__profile__unpack(NULL, raw_len, raw);
+		assert_non_null(p);
+		if (!g) {
+			assert_int_equal(p->n_location, 3); /* main, work:12, work:13 */
+			assert_int_equal(line_of(p, "work", "app.py", &id0, 0), 12);
+			assert_int_equal(line_of(p, "work", "app.py", &id1, 1), 13);
+			assert_true(id0 == id1);
+			assert_int_equal(p->n_function, 2);
+		} else {
+			assert_int_equal(p->n_location, 2);
+			assert_int_equal(line_of(p, "work", "app.py", &id0, 0), 0);
+		}
+		perftools__profiles__profile__free_unpacked(p, NULL);
+		free(raw);
+		free(gz);
+		flame__free(tree);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_seconds_to_ns),
 		cmocka_unit_test(test_saturated_values),
+		cmocka_unit_test(test_python_lines),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
