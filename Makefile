@@ -8,6 +8,8 @@
 #   make format   clang-format every C source (the settings: .clang-format)
 #   make check-format  fail if any C source differs from clang-format's output
 #   make check-layout  fail if the folders' include rules are broken (tests/check_layout.sh)
+#   make check-docs    fail if a sample output in the docs differs from the golden answer
+#                      it names (tests/check_docs.sh)
 #   make fuzz     run every libFuzzer target (fuzz/) for FUZZ_SECONDS each (default 60)
 #   make fuzz-smoke  every target on its seeds and regressions, briefly (part of make test)
 #   V=1           show the commands
@@ -87,7 +89,7 @@ FORMAT_SRCS = $(LIB_SRCS) $(MAIN_SRCS) $(shell find $(LIB_DIRS) cli bpf -name '*
 	      $(BPF_SRCS) $(wildcard tests/*/*.c tests/*.h tests/*/*.h tests/workloads/nofp/*.[ch] bench/*.c \
 	      bench/*.h fuzz/*.c)
 
-.PHONY: all deps test check check-format check-layout run bench format clean fuzz fuzz-smoke
+.PHONY: all deps test check check-format check-layout check-docs run bench format clean fuzz fuzz-smoke
 all: $(BUILD)/smolder
 
 deps:
@@ -100,7 +102,7 @@ test: deps
 
 # tests/run.sh runs exactly these binaries, after checking that they and the
 # workloads exist; SMOLDER_TEST_TIMEOUT=SEC changes its per-binary timeout (600 s).
-check: check-format check-layout fuzz-smoke $(BUILD)/smolder $(BUILD)/asan/smolder $(UNIT_TESTS) \
+check: check-format check-layout check-docs fuzz-smoke $(BUILD)/smolder $(BUILD)/asan/smolder $(UNIT_TESTS) \
 		$(INTEG_TESTS) $(WORKLOADS) $(NOFP_WORKLOADS) $(BENCHES)
 	$(Q)bash tests/run.sh $(BUILD) \
 		$(addprefix --workload ,$(WORKLOADS) $(NOFP_WORKLOADS) $(PY_WORKLOADS)) \
@@ -112,6 +114,9 @@ check-format:
 
 check-layout:
 	$(Q)bash tests/check_layout.sh
+
+check-docs:
+	$(Q)bash tests/check_docs.sh
 
 run: deps
 	$(Q)$(MAKE) all
