@@ -25,11 +25,19 @@ static int parse_time_param(query_param_fn param, void *ctx, const char *name, i
 		*out = dflt;
 		return 0;
 	}
-	if (timeparse(v, now, out))
+	switch (timeparse(v, now, out)) {
+	case 0:
+		return 0;
+	case -ERANGE:
 		return reason_fail(why, len, -EINVAL,
-				   "%s: '%.64s' is not a time (RFC 3339, unix seconds, now, -15m)",
+				   "%s: '%.64s' does not exist in local time (clocks went forward "
+				   "then): give a zone, like 2026-03-29T02:30:00+01:00",
 				   name, v);
-	return 0;
+	default:
+		return reason_fail(why, len, -EINVAL,
+				   "%s: '%.64s' is not a time (forms: " TIMEPARSE_FORMS ")", name,
+				   v);
+	}
 }
 
 static int parse_range(query_param_fn param, void *ctx, const char *from_name, const char *to_name,
@@ -149,7 +157,9 @@ int query_parse(struct query *q, enum query_kind kind, query_param_fn param, voi
 		v = param(ctx, "step", 0);
 		if (v && timeparse_duration(v, &q->step)) {
 			err = reason_fail(why, whylen, -EINVAL,
-					  "step wants a duration like 10s or 5m, got '%.32s'", v);
+					  "step wants a duration (" TIMEPARSE_DURATION_FORMS
+					  "), got '%.32s'",
+					  v);
 			goto out;
 		}
 		if (!v)

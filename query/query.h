@@ -15,8 +15,9 @@
  * flamegraph, diff and top take granularity: function (the default) tells frames
  * apart by kind, name and file, and keeps a Python frame's line in its node's
  * per-line breakdown; line makes the line part of a frame's identity.
- * Times: RFC 3339, unix seconds, "now", or relative ("-15m"); from defaults to
- * -1h, to to now.
+ * Times: query/timeparse.h's forms (RFC 3339 with or without a zone, a date,
+ * unix seconds, now, now-5m, -1h30m; no zone: the process's local time, TZ);
+ * from defaults to -1h, to to now.
  */
 #ifndef SMOLDER_QUERY_H
 #define SMOLDER_QUERY_H
