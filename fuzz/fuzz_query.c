@@ -42,8 +42,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		struct query q;
 
 		why[0] = '\0';
-		if (query_parse(&q, kinds[k], query_args__get, &p, 1764547200, why, sizeof(why)) !=
-		    0)
+		if (query_parse(&q, kinds[k],
+				&(struct query_params){ query_args__get, query_args__name_at, &p },
+				1764547200, why, sizeof(why)) != 0)
 			continue;
 		if (kinds[k] == QUERY_DIFF
 			    ? (q.before_to <= q.before_from || q.after_to <= q.after_from)
