@@ -10,6 +10,8 @@ static enum MHD_Result collect_arg(void *cls, enum MHD_ValueKind kind, const cha
 	struct route_args *a = cls;
 
 	(void)kind;
+	if (!*key && (!value || !*value))
+		return MHD_YES; /* "?&from=..." or "&&": an empty piece names nothing */
 	if (a->n == QUERY_MAX_ARGS) {
 		a->too_many = true; /* refused, never silently cut */
 		return MHD_NO;

@@ -1,8 +1,10 @@
 /* The query API's paths and query-string arguments: which query a URL names
  * (/api/v1/flamegraph, folded, diff, top, series, labels, labels/NAME/values) and
  * the arguments libmicrohttpd parsed, read by query_parse() through
- * route_args__get() and route_args__name_at(). More than QUERY_MAX_ARGS arguments are flagged,
- * never silently cut. Strings are borrowed from the connection: valid while its request is. */
+ * route_args__get() and route_args__name_at(); an empty piece ("?&from=1") is
+ * skipped, any other name query_parse() does not know is refused. More than QUERY_MAX_ARGS
+ * arguments are flagged, never silently cut. Strings are borrowed from the connection: valid while
+ * its request is. */
 #ifndef SMOLDER_COLLECTOR_ROUTES_H
 #define SMOLDER_COLLECTOR_ROUTES_H
 

@@ -332,6 +332,9 @@ static void test_unknown_params(void **state)
 	(void)state;
 	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
 		expect_http(bad[i].path, 400, bad[i].reason);
+	/* an empty piece names nothing; an empty name with a value is unknown */
+	expect_http("/api/v1/top?&from=-1h&&format=json", 200, "\"total\":10");
+	expect_http("/api/v1/top?=5", 400, "unknown parameter '' (top takes");
 	/* where repeats */
 	expect_http("/api/v1/top?where=comm%3Dapi&where=service%3Dweb&from=-1h", 200, "\"total\"");
 	expect(cli(BY_URL, "flame", "--limit", "5"), 2, "unknown option '--limit'",
