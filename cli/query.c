@@ -252,6 +252,7 @@ static int run_url(const char *base, const char *token, const char *path, struct
 		   FILE *out)
 {
 	char *url = NULL, *tmp, *buf = NULL, auth[TOKEN_MAX_LEN + 64];
+	const char *name;
 	size_t len = 0, i;
 	struct curl_slist *h = NULL;
 	FILE *body = open_memstream(&buf, &len);
@@ -260,8 +261,18 @@ static int run_url(const char *base, const char *token, const char *path, struct
 	CURLcode rc;
 	int ret = 1;
 
-	if (!body || !c || asprintf(&url, "%s%s", base, path) < 0)
+	if (!body || !c)
 		goto out;
+	if ((name = query_args__get(p, "name", 0))) { /* labels/NAME/values, NAME escaped */
+		char *e = curl_easy_escape(c, name, 0);
+		int n = e ? asprintf(&url, "%s/api/v1/labels/%s/values", base, e) : -1;
+
+		curl_free(e);
+		if (n < 0)
+			goto out;
+	} else if (asprintf(&url, "%s%s", base, path) < 0) {
+		goto out;
+	}
 	for (i = 0; i < p->n; i++) {
 		char *v;
 
@@ -331,7 +342,7 @@ int query_main(int argc, char **argv)
 	const char *token_file = getenv("SMOLDER_TOKEN_FILE");
 	char *strings[QUERY_MAX_ARGS] = { 0 }; /* values made here: "-DUR", range halves */
 	size_t nstrings = 0, c, k;
-	char path[512], why[256];
+	char why[256];
 	struct query_args p = { 0 };
 	char *file_token = NULL;
 	bool has_format = false, token_given = false;
@@ -346,7 +357,6 @@ int query_main(int argc, char **argv)
 	cmd = &cmds[c];
 	if (!url || !*url)
 		url = DEFAULT_URL;
-	snprintf(path, sizeof(path), "%s", cmd->path);
 	for (i = 1; i < argc; i++) {
 		const char *o = argv[i], *v;
 		const struct option *op = NULL;
@@ -396,10 +406,6 @@ int query_main(int argc, char **argv)
 		else if (!strcmp(o, "--before") || !strcmp(o, "--after"))
 			ok = nstrings < QUERY_MAX_ARGS && (strings[nstrings++] = strdup(v)) &&
 			     add_range(&p, o + 2, strings[nstrings - 1]);
-		else if (!strcmp(o, "--name"))
-			ok = (size_t)snprintf(path, sizeof(path), "/api/v1/labels/%s/values", v) <
-				     sizeof(path) &&
-			     query_args__add(&p, "name", v);
 		else
 			ok = query_args__add(&p, op->param, v);
 		has_format |= !strcmp(o, "--format");
@@ -442,7 +448,7 @@ int query_main(int argc, char **argv)
 		ret = run_db(db, kind, &p, out);
 	} else {
 		curl_global_init(CURL_GLOBAL_DEFAULT);
-		ret = run_url(url, token, path, &p, out);
+		ret = run_url(url, token, cmd->path, &p, out);
 		curl_global_cleanup();
 	}
 	if (out != stdout && fclose(out) && !ret) {

@@ -1,7 +1,8 @@
 /* Fuzz target: query parameters as the collector's HTTP API receives them. The
  * input is "name=value" pairs separated by '&' (as in a query string, not
  * unescaped); each kind of query parses them, and the time parser reads every
- * value on its own. Nothing may crash, and a parsed query must be sane. */
+ * value on its own. Nothing may crash, and a parsed query must be sane: a
+ * non-empty range, a positive step, a diff given both of its ranges. */
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -52,6 +53,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			abort(); /* an empty or inverted range must be refused */
 		if (kinds[k] == QUERY_SERIES && q.step <= 0)
 			abort();
+		if (kinds[k] == QUERY_DIFF &&
+		    (!query_args__get(&p, "before_from", 0) ||
+		     !query_args__get(&p, "before_to", 0) ||
+		     !query_args__get(&p, "after_from", 0) || !query_args__get(&p, "after_to", 0)))
+			abort(); /* a diff runs only on the ranges it was given */
 		query_free(&q);
 	}
 	free(text);
