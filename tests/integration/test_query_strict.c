@@ -378,6 +378,14 @@ static void test_time_forms(void **state)
 		assert_int_equal(r.code, 0);
 		run_free(&r);
 	}
+	/* a local time that does not exist (Berlin skips 02:00-03:00 that day) */
+	setenv("TZ", "Europe/Berlin", 1);
+	r = cli(BY_DB, "top", "--from", "2026-03-29 02:30", "--to", "2026-03-29 04:00");
+	unsetenv("TZ");
+	expect(r, 2,
+	       "from: '2026-03-29 02:30' does not exist in local time (clocks went forward "
+	       "then): give a zone",
+	       "a time in the DST gap");
 }
 
 /* The name of top's first function in its JSON. */
