@@ -67,9 +67,8 @@ static int check_names(enum query_kind kind, const struct query_params *p, char 
 						   name, kinds[kind].what);
 			continue;
 		}
-		for (k = 0; names[k]; k++)
-			off += (size_t)snprintf(list + off,
-						off < sizeof(list) ? sizeof(list) - off : 0, "%s%s",
+		for (k = 0; names[k] && off < sizeof(list); k++) /* 120 bytes at most */
+			off += (size_t)snprintf(list + off, sizeof(list) - off, "%s%s",
 						k ? ", " : "", names[k]);
 		return reason_fail(why, len, -EINVAL, "unknown parameter '%.64s' (%s takes %s)",
 				   name, kinds[kind].what, list);
@@ -337,6 +336,18 @@ static int check_range_keys(struct store *s, int64_t from, int64_t to, const str
 
 	if (!w->n)
 		return 0;
+	/* the usual case, every key in use: one cheap probe per key */
+	for (i = 0; i < w->n; i++) {
+		err = store__label_key_used(s, w->keys[i], from, to);
+		if (err < 0)
+			return reason_fail(why, len, err, "query failed: %s",
+					   err == -EINVAL ? store__errmsg(s) : strerror(-err));
+		if (!err)
+			break;
+	}
+	if (i == w->n)
+		return 0;
+	/* a key not in use: the keys that are, for the reason */
 	err = store__labels(s, &sq, see_key, &kc);
 	if (err == 1 || kc.nkeys == 0)
 		return 0; /* too many keys to tell, or no data: an empty answer is right */

@@ -398,3 +398,35 @@ int store__label_values(struct store *s, const char *key, const struct store_que
 		"WHERE ll.key_id = (SELECT id FROM strings WHERE text = :key) ORDER BY 1",
 		key, cb, ctx);
 }
+
+int store__label_key_used(struct store *s, const char *key, int64_t from, int64_t to)
+{
+	sqlite3_stmt *st = NULL;
+	int rc, err;
+
+	if (!s || !key)
+		return -EINVAL;
+	s->errmsg[0] = '\0';
+	if (from >= to)
+		return 0;
+	/* EXISTS stops at the first sample of a label set with the key: one row
+	 * for a key every label set has, the range's scan only when none has it */
+	rc = sqlite3_prepare_v2(s->db,
+				"SELECT EXISTS (SELECT 1 FROM samples WHERE window_start >= ?1 "
+				"AND window_start < ?2 AND labelset_id IN (SELECT labelset_id "
+				"FROM labelset_labels WHERE key_id = (SELECT id FROM strings "
+				"WHERE text = ?3)))",
+				-1, &st, NULL);
+	if (rc != SQLITE_OK)
+		return store_sql_fail(s, rc);
+	sqlite3_bind_int64(st, 1, from);
+	sqlite3_bind_int64(st, 2, to);
+	sqlite3_bind_text(st, 3, key, -1, SQLITE_STATIC);
+	err = store_step(s, st);
+	if (err == 1)
+		err = sqlite3_column_int(st, 0) ? 1 : 0;
+	else if (err == 0)
+		err = store_fail(s, -EIO, "no answer to EXISTS");
+	sqlite3_finalize(st);
+	return err;
+}

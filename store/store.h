@@ -154,6 +154,12 @@ int store__labels(struct store *s, const struct store_query *q, store_text_fn cb
 int store__label_values(struct store *s, const char *key, const struct store_query *q,
 			store_text_fn cb, void *ctx);
 
+/* Whether some label set with samples in [from, to) has label key: 1 or 0, or
+ * -EINVAL (NULL s or key) or a translated SQLite error. Stops at the first such
+ * sample, so a key in use costs about one row; a key not in use costs a scan of
+ * the range's samples (as store__labels). */
+int store__label_key_used(struct store *s, const char *key, int64_t from, int64_t to);
+
 struct store_stats {
 	uint64_t sample_rows; /* rows of samples (a counter kept by triggers) */
 	uint64_t batches;     /* batches ever ingested (duplicates excluded) */

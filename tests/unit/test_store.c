@@ -1591,7 +1591,8 @@ static void assert_texts_equal(const struct texts *got, const struct texts *want
 
 /* store__labels and store__label_values with a selection answer only for the
  * label sets it picks (before issue 11 they took no selection at all), against
- * what the tuples say; a selection nothing holds answers nothing. */
+ * what the tuples say; a selection nothing holds answers nothing. And
+ * store__label_key_used, the cheap probe of one key in a range. */
 static void test_labels_where(void **state)
 {
 	struct fixture *fx = *state;
@@ -1650,6 +1651,13 @@ static void test_labels_where(void **state)
 	assert_int_equal(
 		store__label_values(s, NULL, &(struct store_query){ .to = 1 }, collect_text, &got),
 		-EINVAL);
+	/* a key in use in the range, one out of it, one nobody has, an empty range */
+	assert_int_equal(store__label_key_used(s, "zone", 1010, 1060), 1);
+	assert_int_equal(store__label_key_used(s, "service", 1070, 1080), 1);
+	assert_int_equal(store__label_key_used(s, "service", 2000, 3000), 0);
+	assert_int_equal(store__label_key_used(s, "srvice", 0, INT64_MAX), 0);
+	assert_int_equal(store__label_key_used(s, "zone", 1060, 1060), 0);
+	assert_int_equal(store__label_key_used(s, NULL, 0, 1), -EINVAL);
 	close_checked(s);
 	free(t);
 }
