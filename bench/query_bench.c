@@ -67,6 +67,15 @@ static const char *no_param(void *ctx, const char *name, size_t i)
 	return NULL;
 }
 
+static const char *no_name(void *ctx, size_t i)
+{
+	const char *const *kv = ctx;
+
+	for (; kv[0] && i; kv += 2, i--)
+		;
+	return kv[0];
+}
+
 /* Median of 3 runs of a flame graph query over [from, to) in format. */
 static double time_query(const char *db, int64_t from, int64_t to, const char *format)
 {
@@ -86,7 +95,9 @@ static double time_query(const char *db, int64_t from, int64_t to, const char *f
 		double start = wall();
 
 		if (store__open(db, NULL, &s) ||
-		    query_parse(&q, QUERY_FLAMEGRAPH, no_param, kv, to, why, sizeof(why)) ||
+		    query_parse(&q, QUERY_FLAMEGRAPH,
+				&(struct query_params){ no_param, no_name, kv }, to, why,
+				sizeof(why)) ||
 		    query_run(s, &q, null, &type, why, sizeof(why)))
 			return -1;
 		runs[i] = wall() - start;

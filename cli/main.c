@@ -24,7 +24,12 @@ static const char usage[] =
 	"  labels    label keys, or the values of one (--name KEY)\n"
 	"  version   print the version\n"
 	"\n"
-	"Run 'smolder <command> --help' for a command's options.\n";
+	"Run 'smolder <command> --help' for a command's options.\n"
+	"\n"
+	"environment (queries):\n"
+	"  SMOLDER_URL         the collector to ask (default http://127.0.0.1:7171)\n"
+	"  SMOLDER_TOKEN_FILE  a file holding the query token\n"
+	"  TZ                  the zone of times given without one\n";
 
 int main(int argc, char **argv)
 {

@@ -1,8 +1,12 @@
 /* `smolder flame | diff | top | series | labels`: queries from the command line,
- * against a collector (--url, HTTP) or a store file directly (--db). Both paths
- * take the same parameters as the HTTP API (query/query.h) and print the same
- * bytes; top and series default to aligned tables for people, --format json for
- * scripts. */
+ * against a collector (--url, HTTP; default $SMOLDER_URL, else
+ * http://127.0.0.1:7171) or a store file directly (--db, opened read-only: a
+ * query never creates or migrates a store). Both paths take the same parameters
+ * as the HTTP API (query/query.h), refuse the same mistakes with the same
+ * reasons, and print the same bytes; top and series default to aligned tables,
+ * flame and diff to a text tree on a terminal (JSON otherwise), --format json for
+ * scripts. Each subcommand has its own options and --help. Exit status: 0 ok, 1
+ * failed (I/O, server, store), 2 bad usage (an option, a parameter, HTTP 400). */
 #include "cli/query.h"
 
 #include <curl/curl.h>
@@ -12,54 +16,231 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
+#include "common/token.h"
 #include "query/query.h"
 #include "store/store.h"
 
-static const char usage[] =
-	"usage: smolder flame|diff|top|series|labels [options]\n"
+#define DEFAULT_URL "http://127.0.0.1:7171"
+
+#define K(k)	(1u << (k))
+#define ALL	(K(QUERY_FLAMEGRAPH) | K(QUERY_DIFF) | K(QUERY_TOP) | K(QUERY_SERIES) | K(QUERY_LABELS))
+#define RANGED	(ALL & ~K(QUERY_DIFF))
+#define PROFILE (K(QUERY_FLAMEGRAPH) | K(QUERY_DIFF) | K(QUERY_TOP))
+
+static const char common_help[] =
 	"\n"
-	"  --url URL          collector to ask (default http://127.0.0.1:7171)\n"
-	"  --db PATH          read a store file directly instead\n"
-	"  --token T          query token for --url\n"
-	"  --from T, --to T   time range: RFC 3339, unix seconds, now, -15m (default -1h..now)\n"
-	"  --since DUR        the last DUR, e.g. 15m (same as --from -DUR)\n"
-	"  --where K=V        label selection, repeatable (pid, comm, exe, host, service...)\n"
-	"  --format F         flame: json folded svg html pprof speedscope; diff: json folded\n"
-	"                     svg html; top, series: table json (default table)\n"
+	"where to ask (the same answers either way):\n"
+	"  --url URL          collector to ask (default $SMOLDER_URL, else " DEFAULT_URL ")\n"
+	"  --db PATH          read a store file directly, read-only (never created)\n"
+	"  --token-file F     query token for --url, read from F (default $SMOLDER_TOKEN_FILE)\n"
+	"  --token T          the token itself (discouraged: other users see it in ps)\n"
 	"  -o FILE            write to FILE (default stdout)\n"
-	"  diff:   --before FROM,TO --after FROM,TO [--before-where K=V] [--after-where K=V]\n"
-	"  --lines            frames told apart by line, not only by function\n"
-	"  top:    --limit N (default 50), --sort self|total (default self)\n"
-	"  series: --step DUR (default range/60)\n"
-	"  labels: --name KEY lists the values of one label\n";
+	"\n"
+	"times: 2026-11-30T23:44:47Z, 2026-11-30T23:44:47+01:00, 2026-11-30 23:44[:47]\n"
+	"(no zone: local time, per TZ; one that does not exist when clocks go forward is\n"
+	"refused, one that exists twice is the earlier), 2026-11-30 (local midnight),\n"
+	"unix seconds, now, now-5m, -1h30m. Durations: 90s, 15m, 1h30m, 2d12h, 1w.\n"
+	"exit status: 0 ok, 1 failed (I/O, server, store), 2 bad usage (option,\n"
+	"parameter, HTTP 400).\n";
+
+static const char range_help[] =
+	"  --from T, --to T   time range (default the last hour: -1h..now)\n"
+	"  --since DUR        the last DUR, e.g. 15m or 1h30m (same as --from -DUR)\n"
+	"  --where K=V        only label sets with label K=V; repeatable, all must hold.\n"
+	"                     Keys: pid, comm, exe, host, service... (smolder labels);\n"
+	"                     a key no label set in the range has is an error\n";
+
+static const struct command {
+	const char *cmd, *path;
+	enum query_kind kind;
+	const char *help;
+} cmds[] = {
+	{ "flame", "/api/v1/flamegraph", QUERY_FLAMEGRAPH,
+	  "usage: smolder flame [options]\n"
+	  "The flame graph of a time range: stacks summed over the range's samples.\n"
+	  "\n"
+	  "%s"
+	  "  --format F         text (default on a terminal), json (default otherwise),\n"
+	  "                     folded, svg, html, pprof, speedscope\n"
+	  "  --lines            frames told apart by line, not only by function\n"
+	  "%s"
+	  "\n"
+	  "examples:\n"
+	  "  smolder flame --since 15m\n"
+	  "  smolder flame --since 1h --where service=api --format svg -o api.svg\n"
+	  "  smolder flame --from '2026-11-30 23:40' --to '2026-11-30 23:50' --format pprof -o "
+	  "cpu.pb.gz\n" },
+	{ "diff", "/api/v1/diff", QUERY_DIFF,
+	  "usage: smolder diff --before FROM,TO --after FROM,TO [options]\n"
+	  "A differential flame graph: what changed from one range (or label set) to another.\n"
+	  "Both ranges are required.\n"
+	  "\n"
+	  "  --before FROM,TO   the baseline range\n"
+	  "  --after FROM,TO    the range compared with it\n"
+	  "  --where K=V        a label selection for both sides; repeatable\n"
+	  "  --before-where K=V, --after-where K=V  a selection for one side only\n"
+	  "  --format F         text (default on a terminal), json (default otherwise),\n"
+	  "                     folded, svg, html\n"
+	  "  --lines            frames told apart by line, not only by function\n"
+	  "%s"
+	  "\n"
+	  "examples:\n"
+	  "  smolder diff --before -2h,-1h --after -1h,now\n"
+	  "  smolder diff --before -10m,-5m --after -5m,now --where service=api --format svg -o "
+	  "d.svg\n"
+	  "  smolder diff --before -1h,now --after -1h,now --before-where host=a --after-where "
+	  "host=b\n" },
+	{ "top", "/api/v1/top", QUERY_TOP,
+	  "usage: smolder top [options]\n"
+	  "Functions by self and total samples over a time range.\n"
+	  "\n"
+	  "%s"
+	  "  --sort self|total  order by self samples (default) or total samples\n"
+	  "  --limit N          at most N functions (default 50)\n"
+	  "  --format F         table (default), json\n"
+	  "  --lines            functions told apart by line\n"
+	  "%s"
+	  "\n"
+	  "examples:\n"
+	  "  smolder top --since 5m\n"
+	  "  smolder top --since 1h --sort total --limit 20\n"
+	  "  smolder top --db smolder.db --where comm=python3 --format json\n" },
+	{ "series", "/api/v1/series", QUERY_SERIES,
+	  "usage: smolder series [options]\n"
+	  "Samples per step over time, to find a spike.\n"
+	  "\n"
+	  "%s"
+	  "  --step DUR         bucket length (default range/60, at least 10s)\n"
+	  "  --format F         table (default), json\n"
+	  "%s"
+	  "\n"
+	  "examples:\n"
+	  "  smolder series --since 1h\n"
+	  "  smolder series --since 1d --step 1h --where service=api\n"
+	  "  smolder series --from 2026-11-30 --to 2026-12-01 --step 30m --format json\n" },
+	{ "labels", "/api/v1/labels", QUERY_LABELS,
+	  "usage: smolder labels [options]\n"
+	  "The label keys in use over a time range, or the values of one (--name KEY),\n"
+	  "among the label sets the selection (--where) picks.\n"
+	  "\n"
+	  "%s"
+	  "  --name KEY         list the values of label KEY\n"
+	  "  --format F         json (the only one)\n"
+	  "%s"
+	  "\n"
+	  "examples:\n"
+	  "  smolder labels --since 1h\n"
+	  "  smolder labels --name comm --since 15m\n"
+	  "  smolder labels --name pid --where comm=python3\n" },
+};
+
+/* The options: the parameter each sets (NULL: handled here), whether it takes a
+ * value, and the commands that take it. */
+static const struct option {
+	const char *opt, *param;
+	bool value;
+	unsigned kinds;
+} options[] = {
+	{ "--url", NULL, true, ALL },
+	{ "--db", NULL, true, ALL },
+	{ "--token", NULL, true, ALL },
+	{ "--token-file", NULL, true, ALL },
+	{ "-o", NULL, true, ALL },
+	{ "--output", NULL, true, ALL },
+	{ "--from", "from", true, RANGED },
+	{ "--to", "to", true, RANGED },
+	{ "--since", NULL, true, RANGED },
+	{ "--where", "where", true, ALL },
+	{ "--format", "format", true, ALL },
+	{ "--type", "type", true, PROFILE | K(QUERY_SERIES) },
+	{ "--lines", NULL, false, PROFILE },
+	{ "--limit", "limit", true, K(QUERY_TOP) },
+	{ "--sort", "sort", true, K(QUERY_TOP) },
+	{ "--step", "step", true, K(QUERY_SERIES) },
+	{ "--name", "name", true, K(QUERY_LABELS) },
+	{ "--before", NULL, true, K(QUERY_DIFF) },
+	{ "--after", NULL, true, K(QUERY_DIFF) },
+	{ "--before-where", "before_where", true, K(QUERY_DIFF) },
+	{ "--after-where", "after_where", true, K(QUERY_DIFF) },
+};
+
+static void print_help(const struct command *c, FILE *f)
+{
+	fprintf(f, c->help, c->kind == QUERY_DIFF ? common_help : range_help, common_help);
+}
+
+/* The one-line message and exit status of a store that cannot be opened. */
+static int open_failed(const char *db, int err)
+{
+	switch (err) {
+	case -ENOENT:
+		fprintf(stderr,
+			"smolder: no store at %s: check the path (--db), or start "
+			"'smolder up' or 'smolder collector --db %s' to make one\n",
+			db, db);
+		break;
+	case -EPROTO:
+		fprintf(stderr,
+			"smolder: %s is a store of another schema version: query it with the "
+			"smolder that wrote it, or let this smolder's collector migrate it "
+			"(smolder collector --db %s)\n",
+			db, db);
+		break;
+	case -EINVAL:
+		fprintf(stderr,
+			"smolder: %s is not in WAL mode (a rollback journal), so reading it "
+			"would block its writer: open it once with 'smolder collector --db %s', "
+			"which switches it\n",
+			db, db);
+		break;
+	case -EIO:
+	case -ENOTSUP:
+		fprintf(stderr, "smolder: %s is not a smolder store (not an SQLite database?)\n",
+			db);
+		break;
+	default:
+		fprintf(stderr, "smolder: cannot open the store %s: %s\n", db, strerror(-err));
+	}
+	return 1;
+}
 
 static int run_db(const char *db, enum query_kind kind, struct query_args *p, FILE *out)
 {
-	struct store_options so = { 0 };
+	struct store_options so = { .read_only = true };
 	const char *type;
 	char why[256] = "";
 	struct store *s;
 	struct query q;
-	int err;
+	int err, ret = 1;
 
-	err = query_parse(&q, kind, query_args__get, p, (int64_t)time(NULL), why, sizeof(why));
+	err = query_parse(&q, kind,
+			  &(struct query_params){ query_args__get, query_args__name_at, p },
+			  (int64_t)time(NULL), why, sizeof(why));
 	if (err) {
 		fprintf(stderr, "smolder: %s\n", why);
 		return 2;
 	}
 	err = store__open(db, &so, &s);
 	if (err) {
-		fprintf(stderr, "smolder: cannot open %s: %s\n", db, strerror(-err));
 		query_free(&q);
-		return 1;
+		return open_failed(db, err);
+	}
+	err = query_check_keys(s, &q, why, sizeof(why));
+	if (err) {
+		fprintf(stderr, "smolder: %s\n", why);
+		ret = err == -EINVAL ? 2 : 1;
+		goto out;
 	}
 	err = query_run(s, &q, out, &type, why, sizeof(why));
 	if (err)
-		fprintf(stderr, "smolder: %s\n", why);
+		fprintf(stderr, "smolder: %s: %s\n", db, why);
+	ret = err ? 1 : 0;
+out:
 	store__close(s);
 	query_free(&q);
-	return err ? 1 : 0;
+	return ret;
 }
 
 static size_t write_out(char *data, size_t size, size_t n, void *ctx)
@@ -70,7 +251,8 @@ static size_t write_out(char *data, size_t size, size_t n, void *ctx)
 static int run_url(const char *base, const char *token, const char *path, struct query_args *p,
 		   FILE *out)
 {
-	char *url = NULL, *tmp, *buf = NULL, auth[1100];
+	char *url = NULL, *tmp, *buf = NULL, auth[TOKEN_MAX_LEN + 64];
+	const char *name;
 	size_t len = 0, i;
 	struct curl_slist *h = NULL;
 	FILE *body = open_memstream(&buf, &len);
@@ -79,12 +261,26 @@ static int run_url(const char *base, const char *token, const char *path, struct
 	CURLcode rc;
 	int ret = 1;
 
-	if (!body || !c || asprintf(&url, "%s%s?", base, path) < 0)
+	if (!body || !c)
 		goto out;
-	for (i = 0; i < p->n; i++) {
-		char *v = curl_easy_escape(c, p->values[i], 0);
+	if ((name = query_args__get(p, "name", 0))) { /* labels/NAME/values, NAME escaped */
+		char *e = curl_easy_escape(c, name, 0);
+		int n = e ? asprintf(&url, "%s/api/v1/labels/%s/values", base, e) : -1;
 
-		if (!v || asprintf(&tmp, "%s%s%s=%s", url, i ? "&" : "", p->names[i], v) < 0) {
+		curl_free(e);
+		if (n < 0)
+			goto out;
+	} else if (asprintf(&url, "%s%s", base, path) < 0) {
+		goto out;
+	}
+	for (i = 0; i < p->n; i++) {
+		char *v;
+
+		if (!strcmp(p->names[i], "name"))
+			continue; /* labels/NAME/values: in the path already */
+		v = curl_easy_escape(c, p->values[i], 0);
+		if (!v || asprintf(&tmp, "%s%c%s=%s", url, strchr(url, '?') ? '&' : '?',
+				   p->names[i], v) < 0) {
 			curl_free(v);
 			goto out;
 		}
@@ -105,12 +301,14 @@ static int run_url(const char *base, const char *token, const char *path, struct
 	fclose(body);
 	body = NULL;
 	if (rc != CURLE_OK) {
-		fprintf(stderr, "smolder: %s: %s\n", base, curl_easy_strerror(rc));
+		fprintf(stderr, "smolder: %s: %s (is a collector there? --url or SMOLDER_URL)\n",
+			base, curl_easy_strerror(rc));
 		goto out;
 	}
 	curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
 	if (status != 200) {
-		fprintf(stderr, "smolder: HTTP %ld: %.*s", status, (int)len, buf);
+		fprintf(stderr, "smolder: HTTP %ld: %.*s%s", status, (int)len, buf,
+			len && buf[len - 1] == '\n' ? "" : "\n");
 		ret = status == 400 ? 2 : 1;
 		goto out;
 	}
@@ -125,118 +323,141 @@ out:
 	return ret;
 }
 
-/* "FROM,TO" into two parameters. */
+/* "FROM,TO" (a copy, split in place) into two parameters. */
 static bool add_range(struct query_args *p, const char *prefix, char *value)
 {
 	char *comma = strchr(value, ',');
+	bool before = strcmp(prefix, "before") == 0;
 
-	if (!comma)
+	if (!comma || comma == value || !comma[1])
 		return false;
 	*comma = '\0';
-	return query_args__add(p, strcmp(prefix, "before") == 0 ? "before_from" : "after_from",
-			       value) &&
-	       query_args__add(p, strcmp(prefix, "before") == 0 ? "before_to" : "after_to",
-			       comma + 1);
+	return query_args__add(p, before ? "before_from" : "after_from", value) &&
+	       query_args__add(p, before ? "before_to" : "after_to", comma + 1);
 }
 
 int query_main(int argc, char **argv)
 {
-	static const struct {
-		const char *cmd, *path;
-		enum query_kind kind;
-	} cmds[] = {
-		{ "flame", "/api/v1/flamegraph", QUERY_FLAMEGRAPH },
-		{ "diff", "/api/v1/diff", QUERY_DIFF },
-		{ "top", "/api/v1/top", QUERY_TOP },
-		{ "series", "/api/v1/series", QUERY_SERIES },
-		{ "labels", "/api/v1/labels", QUERY_LABELS },
-	};
-	const char *url = "http://127.0.0.1:7171", *db = NULL, *token = NULL, *output = NULL;
-	char since[64], path[512];
+	const char *url = getenv("SMOLDER_URL"), *db = NULL, *token = NULL, *output = NULL;
+	const char *token_file = getenv("SMOLDER_TOKEN_FILE");
+	char *strings[QUERY_MAX_ARGS] = { 0 }; /* values made here: "-DUR", range halves */
+	size_t nstrings = 0, c, k;
+	char why[256];
 	struct query_args p = { 0 };
-	bool has_format = false;
-	size_t c;
+	char *file_token = NULL;
+	bool has_format = false, token_given = false;
+	const struct command *cmd;
 	FILE *out = stdout;
-	int i, ret;
+	int i, ret = 2;
 
 	for (c = 0; c < sizeof(cmds) / sizeof(cmds[0]) && strcmp(argv[0], cmds[c].cmd); c++)
 		;
 	if (c == sizeof(cmds) / sizeof(cmds[0]))
 		return 2;
-	snprintf(path, sizeof(path), "%s", cmds[c].path);
+	cmd = &cmds[c];
+	if (!url || !*url)
+		url = DEFAULT_URL;
 	for (i = 1; i < argc; i++) {
-		const char *o = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+		const char *o = argv[i], *v;
+		const struct option *op = NULL;
 		bool ok = true;
 
 		if (!strcmp(o, "-h") || !strcmp(o, "--help")) {
-			fputs(usage, stdout);
-			return 0;
+			print_help(cmd, stdout);
+			ret = 0;
+			goto out;
 		}
-		if (!strcmp(o, "--lines")) {
+		for (k = 0; k < sizeof(options) / sizeof(options[0]); k++)
+			if (!strcmp(o, options[k].opt) && (options[k].kinds & K(cmd->kind)))
+				op = &options[k];
+		if (!op) {
+			fprintf(stderr,
+				"smolder %s: unknown option '%s' (see 'smolder %s --help')\n",
+				cmd->cmd, o, cmd->cmd);
+			goto out;
+		}
+		if (!op->value) { /* --lines */
 			if (!query_args__add(&p, "granularity", "line"))
-				return 2;
+				goto out;
 			continue;
 		}
-		if (!v) {
-			fprintf(stderr, "smolder %s: '%s' needs a value\n%s", argv[0], o, usage);
-			return 2;
+		if (i + 1 >= argc) {
+			fprintf(stderr,
+				"smolder %s: '%s' needs a value (see 'smolder %s --help')\n",
+				cmd->cmd, o, cmd->cmd);
+			goto out;
 		}
-		i++;
+		v = argv[++i];
 		if (!strcmp(o, "--url"))
 			url = v;
 		else if (!strcmp(o, "--db"))
 			db = v;
 		else if (!strcmp(o, "--token"))
-			token = v;
+			token = v, token_given = true;
+		else if (!strcmp(o, "--token-file"))
+			token_file = v;
 		else if (!strcmp(o, "-o") || !strcmp(o, "--output"))
 			output = v;
-		else if (!strcmp(o, "--from") || !strcmp(o, "--to") || !strcmp(o, "--where") ||
-			 !strcmp(o, "--format") || !strcmp(o, "--limit") || !strcmp(o, "--step") ||
-			 !strcmp(o, "--type"))
-			ok = query_args__add(&p, o + 2, v), has_format |= !strcmp(o, "--format");
-		else if (!strcmp(o, "--sort"))
-			ok = query_args__add(&p, "sort", v);
-		else if (!strcmp(o, "--before-where"))
-			ok = query_args__add(&p, "before_where", v);
-		else if (!strcmp(o, "--after-where"))
-			ok = query_args__add(&p, "after_where", v);
 		else if (!strcmp(o, "--since"))
-			ok = snprintf(since, sizeof(since), "-%s", v) < (int)sizeof(since) &&
-			     query_args__add(&p, "from", since);
+			/* "--since -5m" means what "--since 5m" does */
+			ok = nstrings < QUERY_MAX_ARGS &&
+			     asprintf(&strings[nstrings], "-%s", v + (v[0] == '-')) > 0 &&
+			     query_args__add(&p, "from", strings[nstrings++]);
 		else if (!strcmp(o, "--before") || !strcmp(o, "--after"))
-			ok = add_range(&p, o + 2, argv[i]);
-		else if (!strcmp(o, "--name") && cmds[c].kind == QUERY_LABELS) {
-			snprintf(path, sizeof(path), "/api/v1/labels/%s/values", v);
-			ok = query_args__add(&p, "name", v);
-		} else {
-			fprintf(stderr, "smolder %s: unknown option '%s'\n%s", argv[0], o, usage);
-			return 2;
-		}
+			ok = nstrings < QUERY_MAX_ARGS && (strings[nstrings++] = strdup(v)) &&
+			     add_range(&p, o + 2, strings[nstrings - 1]);
+		else
+			ok = query_args__add(&p, op->param, v);
+		has_format |= !strcmp(o, "--format");
 		if (!ok) {
-			fprintf(stderr, "smolder %s: bad value for %s: '%s'\n", argv[0], o, v);
-			return 2;
+			fprintf(stderr, "smolder %s: bad value for %s: '%s'%s\n", cmd->cmd, o, v,
+				!strcmp(o, "--before") || !strcmp(o, "--after")
+					? " (wants FROM,TO, e.g. -10m,-5m)"
+					: "");
+			goto out;
 		}
 	}
-	if (!has_format && (cmds[c].kind == QUERY_TOP || cmds[c].kind == QUERY_SERIES))
-		query_args__add(&p, "format", "table");
+	if (!has_format) {
+		if (cmd->kind == QUERY_TOP || cmd->kind == QUERY_SERIES)
+			query_args__add(&p, "format", "table");
+		else if ((cmd->kind == QUERY_FLAMEGRAPH || cmd->kind == QUERY_DIFF) && !output &&
+			 isatty(STDOUT_FILENO))
+			query_args__add(&p, "format",
+					"text"); /* not 600 KB of JSON on a terminal */
+	}
+	if (!db && !token_given && token_file && *token_file) {
+		if (token_read_file(token_file, &file_token) ||
+		    token_check(file_token, token_file, why, sizeof(why))) {
+			fprintf(stderr, "smolder: no usable query token in %s%s%s\n", token_file,
+				file_token ? ": " : "", file_token ? why : "");
+			ret = 1;
+			goto out;
+		}
+		token = file_token;
+	}
 	if (output && !(out = fopen(output, "we"))) {
 		fprintf(stderr, "smolder: cannot write %s: %s\n", output, strerror(errno));
-		return 1;
+		ret = 1;
+		goto out;
 	}
 	if (db) {
-		enum query_kind kind = cmds[c].kind;
+		enum query_kind kind = cmd->kind;
 
 		if (kind == QUERY_LABELS && query_args__get(&p, "name", 0))
 			kind = QUERY_LABEL_VALUES;
 		ret = run_db(db, kind, &p, out);
 	} else {
 		curl_global_init(CURL_GLOBAL_DEFAULT);
-		ret = run_url(url, token, path, &p, out);
+		ret = run_url(url, token, cmd->path, &p, out);
 		curl_global_cleanup();
 	}
 	if (out != stdout && fclose(out) && !ret) {
 		fprintf(stderr, "smolder: cannot write %s\n", output);
 		ret = 1;
 	}
+out:
+	free(file_token);
+	for (k = 0; k < nstrings; k++)
+		free(strings[k]);
 	return ret;
 }

@@ -65,6 +65,7 @@ int up_args__parse(int argc, char **argv, struct up_args *u, char *err, size_t e
 
 	collector_args__init(&u->collector);
 	u->help = false;
+	u->query_token_file = NULL;
 	rc = agent_options__init(&u->agent);
 	if (rc) {
 		reason_fail(err, errlen, rc, "smolder up: %s", strerror(-rc));
@@ -82,6 +83,10 @@ int up_args__parse(int argc, char **argv, struct up_args *u, char *err, size_t e
 				reason_fail(err, errlen, rc, "smolder: %s", why);
 				goto out_free;
 			}
+			if (c == COLLECTOR_OPT_QUERY_TOKEN_FILE)
+				u->query_token_file = optarg;
+			else if (c == COLLECTOR_OPT_QUERY_TOKEN)
+				u->query_token_file = NULL; /* the last one given wins */
 		} else if (c == ':' && is_collector_option(optopt)) {
 			rc = reason_fail(err, errlen, -EINVAL, "smolder: option '%s' needs a value",
 					 argv[optind - 1]);
@@ -135,11 +140,26 @@ static int ship_to(struct up_args *u, const char *url)
 	return err;
 }
 
+void up_query_hint(const struct up_args *u, unsigned port, char *buf, size_t len)
+{
+	const char *file = u->query_token_file;
+	size_t n;
+
+	n = (size_t)snprintf(buf, len,
+			     "smolder: query with: SMOLDER_URL=http://127.0.0.1:%u smolder flame "
+			     "--since 5m",
+			     port);
+	if (u->collector.o.query_token && n < len)
+		snprintf(buf + n, len - n,
+			 "\nsmolder: queries need the query token: add SMOLDER_TOKEN_FILE=%s",
+			 file ? file : "FILE (a file holding it, mode 0600)");
+}
+
 int up_main(int argc, char **argv)
 {
 	struct collector *c = NULL;
 	struct up_args u;
-	char url[300], why[300];
+	char url[300], why[300], hint[600];
 	int err;
 
 	err = up_args__parse(argc, argv, &u, why, sizeof(why));
@@ -156,10 +176,10 @@ int up_main(int argc, char **argv)
 		goto out;
 	snprintf(url, sizeof(url), "http://127.0.0.1:%u", collector__port(c));
 	err = ship_to(&u, url);
-	log_info("up: collector on %s (port %u), database %s; query with "
-		 "curl '%s/api/v1/folded?from=0&to=%s'",
-		 u.collector.o.listen, collector__port(c), u.collector.o.db_path, url,
-		 "9999999999");
+	log_info("up: collector on %s (port %u), database %s", u.collector.o.listen,
+		 collector__port(c), u.collector.o.db_path);
+	up_query_hint(&u, collector__port(c), hint, sizeof(hint));
+	fprintf(stderr, "%s\n", hint);
 	if (!err)
 		err = agent_run(&u.agent);
 out:

@@ -11,8 +11,9 @@
 
 struct up_args {
 	struct collector_args collector;
-	struct agent_options agent; /* not finished: up_main() adds the collector first */
-	bool help;		    /* -h or --help: print the usage, run nothing */
+	struct agent_options agent;   /* not finished: up_main() adds the collector first */
+	bool help;		      /* -h or --help: print the usage, run nothing */
+	const char *query_token_file; /* --query-token-file's path (argv's), for the hint */
 };
 
 /* Parses argv (argv[0] is "up"): the options of `smolder collector` and of `smolder
@@ -24,6 +25,12 @@ struct up_args {
  * there is nothing to free. Resets optind itself. */
 int up_args__parse(int argc, char **argv, struct up_args *u, char *err, size_t errlen);
 void up_args__free(struct up_args *u);
+
+/* The lines `smolder up` prints at start so that queries find it: "smolder:
+ * query with: SMOLDER_URL=http://127.0.0.1:PORT smolder flame --since 5m", and
+ * when a query token is set, a second line naming SMOLDER_TOKEN_FILE (the file
+ * given with --query-token-file, else a placeholder). Always NUL-terminated. */
+void up_query_hint(const struct up_args *u, unsigned port, char *buf, size_t len);
 
 /* `smolder up`: parses argv, starts the collector, runs the agent until it stops.
  * Returns the exit status: 0, or 1 (bad usage too). */

@@ -333,7 +333,8 @@ static ssize_t capped_write(void *cookie, const char *data, size_t n)
 	return (ssize_t)n;
 }
 
-/* Reads what q needs on a reader of its own: a query never takes the writer's
+/* Checks q's label keys (query_check_keys: an unknown one is a 400, not an empty
+ * answer) and reads what q needs on a reader of its own: a query never takes the writer's
  * lock, so ingest never waits for one, however long it reads. A ":memory:"
  * database cannot be shared with another connection: there, and only there,
  * queries read on the writer under its lock. Rendering (often far larger than
@@ -348,14 +349,16 @@ static int load(struct collector *c, const struct query *q, struct query_answer 
 	if (!c->readers) {
 		pthread_mutex_lock(&c->lock);
 		c->reading++;
-		err = query_load(c->store, q, c->opts.max_response, answer, why, whylen);
+		err = query_check_keys(c->store, q, why, whylen)
+			      ?: query_load(c->store, q, c->opts.max_response, answer, why, whylen);
 		c->reading--;
 		pthread_mutex_unlock(&c->lock);
 		return err;
 	}
 	r = readers__take(c->readers, &slot);
 	c->reading++;
-	err = query_load(r, q, c->opts.max_response, answer, why, whylen);
+	err = query_check_keys(r, q, why, whylen)
+		      ?: query_load(r, q, c->opts.max_response, answer, why, whylen);
 	c->reading--;
 	readers__give(c->readers, slot);
 	return err;
@@ -452,7 +455,9 @@ static enum MHD_Result query(struct collector *c, struct MHD_Connection *conn, c
 				     "out of memory: retry later");
 	/* the parsed query copies what it keeps of the parameters (labels, where=):
 	 * it outlives libmicrohttpd's parsing for the worker */
-	err = query_parse(&j->q, kind, route_args__get, &a, (int64_t)time(NULL), why, sizeof(why));
+	err = query_parse(&j->q, kind,
+			  &(struct query_params){ route_args__get, route_args__name_at, &a },
+			  (int64_t)time(NULL), why, sizeof(why));
 	if (err) {
 		free(j);
 		return respond_error(conn,

@@ -10,6 +10,8 @@ static enum MHD_Result collect_arg(void *cls, enum MHD_ValueKind kind, const cha
 	struct route_args *a = cls;
 
 	(void)kind;
+	if (!*key && (!value || !*value))
+		return MHD_YES; /* "?&from=..." or "&&": an empty piece names nothing */
 	if (a->n == QUERY_MAX_ARGS) {
 		a->too_many = true; /* refused, never silently cut */
 		return MHD_NO;
@@ -24,12 +26,27 @@ const char *route_args__get(void *ctx, const char *name, size_t i)
 	struct route_args *a = ctx;
 	size_t k;
 
-	if (a->label && strcmp(name, "name") == 0)
-		return i == 0 ? a->label : NULL;
+	if (a->label && strcmp(name, "name") == 0) {
+		if (i == 0)
+			return a->label;
+		i--; /* a name= in the query string too: a repeat, refused */
+	}
 	for (k = 0; k < a->n; k++)
 		if (strcmp(a->keys[k], name) == 0 && i-- == 0)
 			return a->values[k];
 	return NULL;
+}
+
+const char *route_args__name_at(void *ctx, size_t i)
+{
+	struct route_args *a = ctx;
+
+	if (a->label) { /* the path's NAME comes first, as the name parameter */
+		if (i == 0)
+			return "name";
+		i--;
+	}
+	return i < a->n ? a->keys[i] : NULL;
 }
 
 /* Maps a path under /api/v1/ to a query; labels/NAME/values sets a->label. */

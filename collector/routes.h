@@ -1,9 +1,10 @@
 /* The query API's paths and query-string arguments: which query a URL names
  * (/api/v1/flamegraph, folded, diff, top, series, labels, labels/NAME/values) and
  * the arguments libmicrohttpd parsed, read by query_parse() through
- * route_args__get(). More than QUERY_MAX_ARGS arguments are flagged, never
- * silently cut. Strings are borrowed from the connection: valid while its
- * request is. */
+ * route_args__get() and route_args__name_at(); an empty piece ("?&from=1") is
+ * skipped, any other name query_parse() does not know is refused. More than QUERY_MAX_ARGS
+ * arguments are flagged, never silently cut. Strings are borrowed from the connection: valid while
+ * its request is. */
 #ifndef SMOLDER_COLLECTOR_ROUTES_H
 #define SMOLDER_COLLECTOR_ROUTES_H
 
@@ -28,8 +29,10 @@ struct route_args {
 bool route_request(struct MHD_Connection *conn, const char *url, enum query_kind *kind,
 		   struct route_args *a);
 
-/* query_param_fn over a struct route_args (ctx). */
+/* query_param_fn and query_name_fn over a struct route_args (ctx). The NAME of
+ * labels/NAME/values is the first name parameter. */
 const char *route_args__get(void *ctx, const char *name, size_t i);
+const char *route_args__name_at(void *ctx, size_t i);
 
 /* Whether url is under the query API (/api/v1/), ingest aside. */
 bool route_is_query_path(const char *url);

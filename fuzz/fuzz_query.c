@@ -1,7 +1,8 @@
 /* Fuzz target: query parameters as the collector's HTTP API receives them. The
  * input is "name=value" pairs separated by '&' (as in a query string, not
  * unescaped); each kind of query parses them, and the time parser reads every
- * value on its own. Nothing may crash, and a parsed query must be sane. */
+ * value on its own. Nothing may crash, and a parsed query must be sane: a
+ * non-empty range, a positive step, a diff given both of its ranges. */
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -42,8 +43,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		struct query q;
 
 		why[0] = '\0';
-		if (query_parse(&q, kinds[k], query_args__get, &p, 1764547200, why, sizeof(why)) !=
-		    0)
+		if (query_parse(&q, kinds[k],
+				&(struct query_params){ query_args__get, query_args__name_at, &p },
+				1764547200, why, sizeof(why)) != 0)
 			continue;
 		if (kinds[k] == QUERY_DIFF
 			    ? (q.before_to <= q.before_from || q.after_to <= q.after_from)
@@ -51,6 +53,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			abort(); /* an empty or inverted range must be refused */
 		if (kinds[k] == QUERY_SERIES && q.step <= 0)
 			abort();
+		if (kinds[k] == QUERY_DIFF &&
+		    (!query_args__get(&p, "before_from", 0) ||
+		     !query_args__get(&p, "before_to", 0) ||
+		     !query_args__get(&p, "after_from", 0) || !query_args__get(&p, "after_to", 0)))
+			abort(); /* a diff runs only on the ranges it was given */
 		query_free(&q);
 	}
 	free(text);

@@ -1,5 +1,7 @@
 /* Query parameters: validation of the name/value pairs shared by HTTP and the
- * CLI into a struct query, with a one-line reason for what is refused; see
+ * CLI into a struct query, with a one-line reason for what is refused (a name the
+ * query does not take, a single-valued one given twice, a missing diff range, a
+ * bad value), and the check of a selection's label keys against a store; see
  * query.h. */
 #include <errno.h>
 #include <stdbool.h>
@@ -10,11 +12,69 @@
 #include "query/query.h"
 #include "query/query_int.h"
 #include "query/timeparse.h"
+#include "store/store.h"
 
 #define DEFAULT_RANGE 3600
 #define DEFAULT_LIMIT 50
 #define MAX_LIMIT     100000
 #define MIN_STEP      10
+
+/* The parameters each kind takes, for the unknown-parameter check and its
+ * reason; the where family may repeat, every other one is single-valued. */
+static const struct {
+	const char *what;	  /* the query's name in a reason */
+	const char *const *names; /* NULL-terminated */
+} kinds[] = {
+	[QUERY_FLAMEGRAPH] = { "flamegraph",
+			       (const char *const[]){ "from", "to", "where", "type", "format",
+						      "granularity", NULL } },
+	[QUERY_DIFF] = { "diff",
+			 (const char *const[]){ "before_from", "before_to", "after_from",
+						"after_to", "where", "before_where", "after_where",
+						"type", "format", "granularity", NULL } },
+	[QUERY_TOP] = { "top", (const char *const[]){ "from", "to", "where", "type", "format",
+						      "granularity", "limit", "sort", NULL } },
+	[QUERY_SERIES] = { "series", (const char *const[]){ "from", "to", "where", "type", "format",
+							    "step", NULL } },
+	[QUERY_LABELS] = { "labels",
+			   (const char *const[]){ "from", "to", "where", "format", NULL } },
+	[QUERY_LABEL_VALUES] = { "label values", (const char *const[]){ "name", "from", "to",
+									"where", "format", NULL } },
+};
+
+static bool is_multi(const char *name)
+{
+	return !strcmp(name, "where") || !strcmp(name, "before_where") ||
+	       !strcmp(name, "after_where");
+}
+
+/* Every name given must be one that kind takes, single-valued ones once. */
+static int check_names(enum query_kind kind, const struct query_params *p, char *why, size_t len)
+{
+	const char *const *names = kinds[kind].names;
+	const char *name;
+	char list[256];
+	size_t i, k, off = 0;
+
+	for (i = 0; (name = p->name_at(p->ctx, i)); i++) {
+		for (k = 0; names[k] && strcmp(names[k], name) != 0; k++)
+			;
+		if (names[k]) {
+			if (!is_multi(name) && p->get(p->ctx, name, 1))
+				return reason_fail(why, len, -EINVAL,
+						   "parameter '%.64s' given more than once (%s "
+						   "takes one)",
+						   name, kinds[kind].what);
+			continue;
+		}
+		for (k = 0; names[k] && off < sizeof(list); k++) /* 120 bytes at most */
+			off += (size_t)snprintf(list + off, sizeof(list) - off, "%s%s",
+						k ? ", " : "", names[k]);
+		return reason_fail(why, len, -EINVAL, "unknown parameter '%.64s' (%s takes %s)",
+				   name, kinds[kind].what, list);
+	}
+	return 0;
+}
 
 static int parse_time_param(query_param_fn param, void *ctx, const char *name, int64_t dflt,
 			    int64_t now, int64_t *out, char *why, size_t len)
@@ -25,11 +85,19 @@ static int parse_time_param(query_param_fn param, void *ctx, const char *name, i
 		*out = dflt;
 		return 0;
 	}
-	if (timeparse(v, now, out))
+	switch (timeparse(v, now, out)) {
+	case 0:
+		return 0;
+	case -ERANGE:
 		return reason_fail(why, len, -EINVAL,
-				   "%s: '%.64s' is not a time (RFC 3339, unix seconds, now, -15m)",
+				   "%s: '%.64s' does not exist in local time (clocks went forward "
+				   "then): give a zone, like 2026-03-29T02:30:00+01:00",
 				   name, v);
-	return 0;
+	default:
+		return reason_fail(why, len, -EINVAL,
+				   "%s: '%.64s' is not a time (forms: " TIMEPARSE_FORMS ")", name,
+				   v);
+	}
 }
 
 static int parse_range(query_param_fn param, void *ctx, const char *from_name, const char *to_name,
@@ -75,15 +143,33 @@ static int parse_where(struct query *q, struct query_where *w, query_param_fn pa
 	return 0;
 }
 
-int query_parse(struct query *q, enum query_kind kind, query_param_fn param, void *ctx, int64_t now,
+int query_parse(struct query *q, enum query_kind kind, const struct query_params *p, int64_t now,
 		char *why, size_t whylen)
 {
+	static const char *const ranges[] = { "before_from", "before_to", "after_from",
+					      "after_to" };
+	query_param_fn param = p->get;
+	void *ctx = p->ctx;
 	const char *v;
+	size_t i;
 	int err = 0;
 
 	*q = (struct query){ .kind = kind, .limit = DEFAULT_LIMIT };
+	if ((unsigned)kind >= sizeof(kinds) / sizeof(kinds[0]))
+		return reason_fail(why, whylen, -EINVAL, "unknown query");
+	err = check_names(kind, p, why, whylen);
+	if (err)
+		return err;
 	q->format = param(ctx, "format", 0);
 	if (kind == QUERY_DIFF) {
+		/* a default range would compare something nobody asked for */
+		for (i = 0; i < sizeof(ranges) / sizeof(ranges[0]); i++)
+			if (!(v = param(ctx, ranges[i], 0)) || !*v)
+				return reason_fail(why, whylen, -EINVAL,
+						   "diff needs both ranges: %s is missing "
+						   "(before_from, before_to, after_from, after_to; "
+						   "CLI: --before FROM,TO --after FROM,TO)",
+						   ranges[i]);
 		err = parse_range(param, ctx, "before_from", "before_to", now, &q->before_from,
 				  &q->before_to, why, whylen);
 		err = err
@@ -149,7 +235,9 @@ int query_parse(struct query *q, enum query_kind kind, query_param_fn param, voi
 		v = param(ctx, "step", 0);
 		if (v && timeparse_duration(v, &q->step)) {
 			err = reason_fail(why, whylen, -EINVAL,
-					  "step wants a duration like 10s or 5m, got '%.32s'", v);
+					  "step wants a duration (" TIMEPARSE_DURATION_FORMS
+					  "), got '%.32s'",
+					  v);
 			goto out;
 		}
 		if (!v)
@@ -181,6 +269,13 @@ bool query_args__add(struct query_args *a, const char *name, const char *value)
 	return true;
 }
 
+const char *query_args__name_at(void *ctx, size_t i)
+{
+	const struct query_args *a = ctx;
+
+	return i < a->n ? a->names[i] : NULL;
+}
+
 const char *query_args__get(void *ctx, const char *name, size_t i)
 {
 	const struct query_args *a = ctx;
@@ -199,4 +294,83 @@ void query_free(struct query *q)
 	for (i = 0; i < q->nowned; i++)
 		free(q->owned[i]);
 	q->nowned = 0;
+}
+
+/* Bounds on the label key check: keys read from the store (past it, the check
+ * gives up and lets the query run: it cannot tell), and the list in a reason. */
+#define MAX_CHECKED_KEYS 1024
+
+struct key_check {
+	const struct query_where *w;
+	bool found[QUERY_MAX_WHERE];
+	char list[160];
+	size_t off, nkeys;
+};
+
+static int see_key(void *ctx, const char *key)
+{
+	struct key_check *kc = ctx;
+	size_t i, n = strlen(key);
+
+	if (++kc->nkeys > MAX_CHECKED_KEYS)
+		return 1;
+	for (i = 0; i < kc->w->n; i++)
+		kc->found[i] |= strcmp(kc->w->keys[i], key) == 0;
+	if (kc->off + n + 6 < sizeof(kc->list)) {
+		kc->off += (size_t)snprintf(kc->list + kc->off, sizeof(kc->list) - kc->off, "%s%s",
+					    kc->off ? ", " : "", key);
+	} else if (kc->off + 5 < sizeof(kc->list) && !strstr(kc->list, "...")) {
+		kc->off +=
+			(size_t)snprintf(kc->list + kc->off, sizeof(kc->list) - kc->off, ", ...");
+	}
+	return 0;
+}
+
+static int check_range_keys(struct store *s, int64_t from, int64_t to, const struct query_where *w,
+			    char *why, size_t len)
+{
+	struct store_query sq = { .from = from, .to = to };
+	struct key_check kc = { .w = w };
+	size_t i;
+	int err;
+
+	if (!w->n)
+		return 0;
+	/* the usual case, every key in use: one cheap probe per key */
+	for (i = 0; i < w->n; i++) {
+		err = store__label_key_used(s, w->keys[i], from, to);
+		if (err < 0)
+			return reason_fail(why, len, err, "query failed: %s",
+					   err == -EINVAL ? store__errmsg(s) : strerror(-err));
+		if (!err)
+			break;
+	}
+	if (i == w->n)
+		return 0;
+	/* a key not in use: the keys that are, for the reason */
+	err = store__labels(s, &sq, see_key, &kc);
+	if (err == 1 || kc.nkeys == 0)
+		return 0; /* too many keys to tell, or no data: an empty answer is right */
+	if (err)
+		return reason_fail(why, len, err, "query failed: %s",
+				   err == -EINVAL ? store__errmsg(s) : strerror(-err));
+	for (i = 0; i < w->n; i++)
+		if (!kc.found[i])
+			return reason_fail(why, len, -EINVAL,
+					   "unknown label key '%.64s' (keys in range: %s)",
+					   w->keys[i], kc.list);
+	return 0;
+}
+
+int query_check_keys(struct store *s, const struct query *q, char *why, size_t whylen)
+{
+	switch (q->kind) {
+	case QUERY_DIFF:
+		return check_range_keys(s, q->before_from, q->before_to, &q->before_where, why,
+					whylen)
+			       ?: check_range_keys(s, q->after_from, q->after_to, &q->after_where,
+						   why, whylen);
+	default:
+		return check_range_keys(s, q->from, q->to, &q->where, why, whylen);
+	}
 }

@@ -473,10 +473,12 @@ int query_load(struct store *st, const struct query *q, size_t max_bytes, struct
 		err = store__query_series(st, &sq, q->step, keep_point, a);
 		break;
 	case QUERY_LABELS:
-		err = store__labels(st, q->from, q->to, keep_name, a);
+		sq = store_query(q->from, q->to, &q->where);
+		err = store__labels(st, &sq, keep_name, a);
 		break;
 	case QUERY_LABEL_VALUES:
-		err = store__label_values(st, q->label, q->from, q->to, keep_name, a);
+		sq = store_query(q->from, q->to, &q->where);
+		err = store__label_values(st, q->label, &sq, keep_name, a);
 		break;
 	}
 	if (!err && q->kind != QUERY_LABELS && q->kind != QUERY_LABEL_VALUES)

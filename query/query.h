@@ -11,12 +11,14 @@
  *   top         from, to, where, limit (default 50), sort=self|total, format=json|table
  *   series      from, to, where, step (duration; default range/60, at least 10 s),
  *               format=json|table
- *   labels      from, to;  values of one label: name=KEY
+ *   labels      from, to, where, format=json;  values of one label: name=KEY
+ * Any other parameter, or a single-valued one given twice, is refused.
  * flamegraph, diff and top take granularity: function (the default) tells frames
  * apart by kind, name and file, and keeps a Python frame's line in its node's
  * per-line breakdown; line makes the line part of a frame's identity.
- * Times: RFC 3339, unix seconds, "now", or relative ("-15m"); from defaults to
- * -1h, to to now.
+ * Times: query/timeparse.h's forms (RFC 3339 with or without a zone, a date,
+ * unix seconds, now, now-5m, -1h30m; no zone: the process's local time, TZ);
+ * from defaults to -1h, to to now.
  */
 #ifndef SMOLDER_QUERY_H
 #define SMOLDER_QUERY_H
@@ -72,6 +74,17 @@ struct query {
  * last. Lets HTTP arguments and command-line options feed one parser. */
 typedef const char *(*query_param_fn)(void *ctx, const char *name, size_t i);
 
+/* The name of the i-th parameter given, in order, repeats included; NULL past
+ * the last: how query_parse() finds names it does not know. */
+typedef const char *(*query_name_fn)(void *ctx, size_t i);
+
+/* A source of parameters: both callbacks over one ctx. */
+struct query_params {
+	query_param_fn get;
+	query_name_fn name_at;
+	void *ctx;
+};
+
 /* A list of name/value parameters (the CLI's options, a fuzzer's input) and the
  * query_param_fn that reads it (ctx: the list). Strings are borrowed. */
 #define QUERY_MAX_ARGS 64
@@ -84,12 +97,27 @@ struct query_args {
 /* Appends name=value; false when the list is full (QUERY_MAX_ARGS). */
 bool query_args__add(struct query_args *a, const char *name, const char *value);
 const char *query_args__get(void *ctx, const char *name, size_t i);
+const char *query_args__name_at(void *ctx, size_t i);
 
 /* Fills q for kind from the parameters. Returns 0, or -EINVAL with a one-line
- * reason in why (bad time, to < from, unknown format or type, bad where). */
-int query_parse(struct query *q, enum query_kind kind, query_param_fn param, void *ctx, int64_t now,
+ * reason in why: a parameter kind does not take ("unknown parameter 'frm'
+ * (flamegraph takes from, to, ...)"; limit is top's only, step series' only), a
+ * single-valued one given twice, a diff without all four of before_from,
+ * before_to, after_from, after_to, a bad time, to <= from, an unknown format or
+ * type, a bad where. */
+int query_parse(struct query *q, enum query_kind kind, const struct query_params *p, int64_t now,
 		char *why, size_t whylen);
 void query_free(struct query *q);
+
+/* Checks q's where keys (diff: each side's, in its range) against the label
+ * keys of the label sets with samples in q's range: one store probe per key
+ * (store__label_key_used: about one row when the key is in use), and only when
+ * one is not, a read of the keys in use for the reason (at most 1024 looked at;
+ * past that the check passes). Returns 0 when every
+ * key is in use or the range has no data at all (its answer is empty, rightly),
+ * -EINVAL with "unknown label key 'srvice' (keys in range: comm, exe, ...)" in
+ * why, or a store error. Calls on s must be serialized, as for query_load(). */
+int query_check_keys(struct store *s, const struct query *q, char *why, size_t whylen);
 
 /* A query's answer in memory: what query_load() read from the store, ready for
  * query_render(), which no longer needs the store. The split lets a server hold

@@ -317,27 +317,42 @@ out:
 	return err;
 }
 
-/* Runs a one-column text query over the label sets used in [from, to) and calls cb
- * for each row; key, when not NULL, is bound as ?3. Rows are collected first so
- * the callback runs with no statement active. */
-static int label_query(struct store *s, const char *sql, int64_t from, int64_t to, const char *key,
-		       store_text_fn cb, void *ctx)
+/* Runs a one-column text query over the label sets of q (used in [from, to) and
+ * holding q's labels): outer is the query around them, "%s" where the set of
+ * label set ids goes; key, when not NULL, is bound as :key. Rows are collected
+ * first so the callback runs with no statement active. */
+static int label_query(struct store *s, const struct store_query *q, const char *outer,
+		       const char *key, store_text_fn cb, void *ctx)
 {
+	char *inner = NULL, *sql = NULL, **rows = NULL;
 	sqlite3_stmt *st = NULL;
-	char **rows = NULL;
 	size_t n = 0, cap = 0, i;
 	int rc, err;
 
-	if (!s || !cb)
+	if (!cb)
 		return -EINVAL;
-	s->errmsg[0] = '\0';
+	err = check_query(s, q);
+	if (err || q->from >= q->to)
+		return err;
+	inner = build_query_sql(q->nlabels, "SELECT DISTINCT labelset_id", "");
+	if (!inner || asprintf(&sql, outer, inner) < 0) {
+		free(inner);
+		return -ENOMEM;
+	}
+	free(inner);
 	rc = sqlite3_prepare_v2(s->db, sql, -1, &st, NULL);
+	free(sql);
 	if (rc != SQLITE_OK)
 		return store_sql_fail(s, rc);
-	sqlite3_bind_int64(st, 1, from);
-	sqlite3_bind_int64(st, 2, to);
+	sqlite3_bind_int64(st, 1, q->from);
+	sqlite3_bind_int64(st, 2, q->to);
+	for (i = 0; i < q->nlabels; i++) {
+		sqlite3_bind_text(st, (int)(3 + 2 * i), q->keys[i], -1, SQLITE_STATIC);
+		sqlite3_bind_text(st, (int)(4 + 2 * i), q->values[i], -1, SQLITE_STATIC);
+	}
 	if (key)
-		sqlite3_bind_text(st, 3, key, -1, SQLITE_STATIC);
+		sqlite3_bind_text(st, sqlite3_bind_parameter_index(st, ":key"), key, -1,
+				  SQLITE_STATIC);
 	while ((err = store_step(s, st)) == 1) {
 		const char *text = (const char *)sqlite3_column_text(st, 0);
 
@@ -361,26 +376,57 @@ static int label_query(struct store *s, const char *sql, int64_t from, int64_t t
 	return err == 1 ? 0 : err;
 }
 
-int store__labels(struct store *s, int64_t from, int64_t to, store_text_fn cb, void *ctx)
+int store__labels(struct store *s, const struct store_query *q, store_text_fn cb, void *ctx)
 {
-	return label_query(s,
-			   "SELECT DISTINCT k.text FROM (SELECT DISTINCT labelset_id FROM samples "
-			   "WHERE window_start >= ?1 AND window_start < ?2) r "
+	return label_query(s, q,
+			   "SELECT DISTINCT k.text FROM (%s) r "
 			   "JOIN labelset_labels ll ON ll.labelset_id = r.labelset_id "
 			   "JOIN strings k ON k.id = ll.key_id ORDER BY 1",
-			   from, to, NULL, cb, ctx);
+			   NULL, cb, ctx);
 }
 
-int store__label_values(struct store *s, const char *key, int64_t from, int64_t to,
+int store__label_values(struct store *s, const char *key, const struct store_query *q,
 			store_text_fn cb, void *ctx)
 {
 	if (!key)
 		return -EINVAL;
-	return label_query(s,
-			   "SELECT DISTINCT v.text FROM (SELECT DISTINCT labelset_id FROM samples "
-			   "WHERE window_start >= ?1 AND window_start < ?2) r "
-			   "JOIN labelset_labels ll ON ll.labelset_id = r.labelset_id "
-			   "JOIN strings v ON v.id = ll.value_id "
-			   "WHERE ll.key_id = (SELECT id FROM strings WHERE text = ?3) ORDER BY 1",
-			   from, to, key, cb, ctx);
+	return label_query(
+		s, q,
+		"SELECT DISTINCT v.text FROM (%s) r "
+		"JOIN labelset_labels ll ON ll.labelset_id = r.labelset_id "
+		"JOIN strings v ON v.id = ll.value_id "
+		"WHERE ll.key_id = (SELECT id FROM strings WHERE text = :key) ORDER BY 1",
+		key, cb, ctx);
+}
+
+int store__label_key_used(struct store *s, const char *key, int64_t from, int64_t to)
+{
+	sqlite3_stmt *st = NULL;
+	int rc, err;
+
+	if (!s || !key)
+		return -EINVAL;
+	s->errmsg[0] = '\0';
+	if (from >= to)
+		return 0;
+	/* EXISTS stops at the first sample of a label set with the key: one row
+	 * for a key every label set has, the range's scan only when none has it */
+	rc = sqlite3_prepare_v2(s->db,
+				"SELECT EXISTS (SELECT 1 FROM samples WHERE window_start >= ?1 "
+				"AND window_start < ?2 AND labelset_id IN (SELECT labelset_id "
+				"FROM labelset_labels WHERE key_id = (SELECT id FROM strings "
+				"WHERE text = ?3)))",
+				-1, &st, NULL);
+	if (rc != SQLITE_OK)
+		return store_sql_fail(s, rc);
+	sqlite3_bind_int64(st, 1, from);
+	sqlite3_bind_int64(st, 2, to);
+	sqlite3_bind_text(st, 3, key, -1, SQLITE_STATIC);
+	err = store_step(s, st);
+	if (err == 1)
+		err = sqlite3_column_int(st, 0) ? 1 : 0;
+	else if (err == 0)
+		err = store_fail(s, -EIO, "no answer to EXISTS");
+	sqlite3_finalize(st);
+	return err;
 }

@@ -145,12 +145,20 @@ int store__query_series(struct store *s, const struct store_query *q, int64_t st
  * sorted order. Non-zero stops. */
 typedef int (*store_text_fn)(void *ctx, const char *text);
 
-/* Label keys of the label sets with samples in [from, to). */
-int store__labels(struct store *s, int64_t from, int64_t to, store_text_fn cb, void *ctx);
+/* Label keys of the label sets with samples in [q->from, q->to) that hold q's
+ * labels (all label sets when q->nlabels is 0). Returns 0, cb's nonzero return,
+ * -EINVAL (as store__query_stacks) or a translated SQLite error. */
+int store__labels(struct store *s, const struct store_query *q, store_text_fn cb, void *ctx);
 
-/* Values of label key among the label sets with samples in [from, to). */
-int store__label_values(struct store *s, const char *key, int64_t from, int64_t to,
+/* Values of label key among the same label sets as store__labels(s, q). */
+int store__label_values(struct store *s, const char *key, const struct store_query *q,
 			store_text_fn cb, void *ctx);
+
+/* Whether some label set with samples in [from, to) has label key: 1 or 0, or
+ * -EINVAL (NULL s or key) or a translated SQLite error. Stops at the first such
+ * sample, so a key in use costs about one row; a key not in use costs a scan of
+ * the range's samples (as store__labels). */
+int store__label_key_used(struct store *s, const char *key, int64_t from, int64_t to);
 
 struct store_stats {
 	uint64_t sample_rows; /* rows of samples (a counter kept by triggers) */

@@ -407,19 +407,22 @@ static void test_bad_queries(void **state)
 	} bad[] = {
 		{ "/api/v1/flamegraph?from=20&to=10", "to must be after from" },
 		{ "/api/v1/flamegraph?from=yesterday",
-		  "from: 'yesterday' is not a time (RFC 3339, unix seconds, now, -15m)" },
+		  "from: 'yesterday' is not a time (forms: 2026-11-30T23:44:47Z, 2026-11-30 "
+		  "23:44:47 (local), 2026-11-30, unix seconds, now, now-5m, -1h30m)" },
 		{ "/api/v1/flamegraph?format=gif", "unknown format 'gif' for this query" },
 		{ "/api/v1/top?format=svg", "unknown format 'svg' for this query" },
 		{ "/api/v1/flamegraph?type=offcpu",
 		  "unknown profile type 'offcpu' (only cpu is recorded)" },
 		{ "/api/v1/flamegraph?where=novalue", "where wants KEY=VALUE, got 'novalue'" },
 		{ "/api/v1/flamegraph?where==x", "where wants KEY=VALUE, got '=x'" },
-		{ "/api/v1/series?step=0s", "step wants a duration like 10s or 5m, got '0s'" },
+		{ "/api/v1/series?step=0s",
+		  "step wants a duration (90s, 15m, 1h30m, 2d12h, 1w), got '0s'" },
 		{ "/api/v1/top?limit=0", "limit wants 1 to 100000" },
 		{ "/api/v1/top?limit=12x", "limit wants 1 to 100000" },
-		{ "/api/v1/diff?before_from=10&before_to=5",
+		{ "/api/v1/diff?before_from=10&before_to=5&after_from=1&after_to=2",
 		  "before_to must be after before_from" },
-		{ "/api/v1/diff?after_from=10&after_to=5", "after_to must be after after_from" },
+		{ "/api/v1/diff?after_from=10&after_to=5&before_from=1&before_to=2",
+		  "after_to must be after after_from" },
 		{ "/api/v1/labels?from=20&to=10", "to must be after from" },
 	};
 	char want[512];

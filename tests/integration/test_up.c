@@ -185,6 +185,11 @@ static void test_up_end_to_end(void **state)
 	port = (unsigned)strtoul(p + 6, NULL, 10);
 	free(text);
 	assert_true(port > 0 && port < 65536);
+	/* the query command it prints names that port (queries went to 7171) */
+	snprintf(url, sizeof(url),
+		 "smolder: query with: SMOLDER_URL=http://127.0.0.1:%u smolder flame --since 5m",
+		 port);
+	assert_true(test_wait_for_text(err, url, 30000));
 
 	snprintf(url, sizeof(url), "http://127.0.0.1:%u/healthz", port);
 	status = http_get(url, &body);

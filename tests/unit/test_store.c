@@ -1073,19 +1073,26 @@ static void test_series_and_labels(void **state)
 	}
 	assert_int_equal(store__query_series(s, &q, 0, collect_series, &sr), -EINVAL);
 
-	assert_int_equal(store__labels(s, 0, INT64_MAX, collect_text, &tx), 0);
+	assert_int_equal(store__labels(s, &(struct store_query){ .from = 0, .to = INT64_MAX },
+				       collect_text, &tx),
+			 0);
 	assert_int_equal(tx.n, 3);
 	assert_string_equal(tx.items[0], "service");
 	assert_string_equal(tx.items[1], "version");
 	assert_string_equal(tx.items[2], "zone");
 	tx.n = 0;
-	assert_int_equal(store__label_values(s, "service", 0, INT64_MAX, collect_text, &tx), 0);
+	assert_int_equal(store__label_values(s, "service",
+					     &(struct store_query){ .from = 0, .to = INT64_MAX },
+					     collect_text, &tx),
+			 0);
 	assert_int_equal(tx.n, 3);
 	assert_string_equal(tx.items[0], "api");
 	assert_string_equal(tx.items[1], "db");
 	assert_string_equal(tx.items[2], "worker");
 	tx.n = 0; /* no samples in the range: no keys */
-	assert_int_equal(store__labels(s, 5000, 6000, collect_text, &tx), 0);
+	assert_int_equal(store__labels(s, &(struct store_query){ .from = 5000, .to = 6000 },
+				       collect_text, &tx),
+			 0);
 	assert_int_equal(tx.n, 0);
 	close_checked(s);
 	free(t);
@@ -1537,6 +1544,124 @@ static void test_reader(void **state)
 	assert_null(r);
 }
 
+/* ---- issue 11: labels and label values honour the selection ---------------- */
+
+/* The sorted distinct keys (key NULL) or values of key among the label sets of
+ * the tuples in q's range that hold q's labels, computed from the tuples. */
+static void expected_texts(const struct tuple *t, size_t n, const struct store_query *q,
+			   const char *key, struct texts *out)
+{
+	size_t i, j, k;
+
+	out->n = 0;
+	for (i = 0; i < n; i++) {
+		char copy[128], *tok, *save = NULL;
+
+		if (t[i].window < q->from || t[i].window >= q->to ||
+		    !ls_matches(labelsets[t[i].ls], q->keys, q->values, q->nlabels))
+			continue;
+		snprintf(copy, sizeof(copy), "%s", labelsets[t[i].ls]);
+		for (tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+			char *eq = strchr(tok, '='), *text;
+
+			*eq = '\0';
+			if (key && strcmp(tok, key) != 0)
+				continue;
+			text = key ? eq + 1 : tok;
+			for (j = 0; j < out->n && strcmp(out->items[j], text) < 0; j++)
+				;
+			if (j < out->n && strcmp(out->items[j], text) == 0)
+				continue;
+			assert_true(out->n < 32);
+			for (k = out->n++; k > j; k--)
+				memcpy(out->items[k], out->items[k - 1], sizeof(out->items[0]));
+			snprintf(out->items[j], sizeof(out->items[0]), "%s", text);
+		}
+	}
+}
+
+static void assert_texts_equal(const struct texts *got, const struct texts *want)
+{
+	size_t i;
+
+	assert_int_equal(got->n, want->n);
+	for (i = 0; i < got->n; i++)
+		assert_string_equal(got->items[i], want->items[i]);
+}
+
+/* store__labels and store__label_values with a selection answer only for the
+ * label sets it picks (before issue 11 they took no selection at all), against
+ * what the tuples say; a selection nothing holds answers nothing. And
+ * store__label_key_used, the cheap probe of one key in a range. */
+static void test_labels_where(void **state)
+{
+	struct fixture *fx = *state;
+	static const struct {
+		const char *keys[2], *values[2];
+		size_t n;
+		const char *value_of; /* the key whose values are listed */
+	} cases[] = {
+		{ { "service" }, { "api" }, 1, "zone" },
+		{ { "service" }, { "worker" }, 1, "zone" },
+		{ { "zone" }, { "b" }, 1, "service" },
+		{ { "service", "zone" }, { "db", "b" }, 2, "version" },
+		{ { "service" }, { "nobody" }, 1, "service" },
+		{ { "srvice" }, { "api" }, 1, "service" },
+		{ { 0 }, { 0 }, 0, "service" },
+	};
+	struct texts got, want;
+	struct tuple *t;
+	struct store *s;
+	size_t n, i;
+
+	make_stack_pool();
+	t = gen_tuples(1000, 8, 40, &n);
+	s = fx_open(fx, NULL);
+	ingest_tuples(s, t, n);
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct store_query q = { .from = 1010,
+					 .to = 1060,
+					 .keys = cases[i].keys,
+					 .values = cases[i].values,
+					 .nlabels = cases[i].n };
+
+		got.n = 0;
+		assert_int_equal(store__labels(s, &q, collect_text, &got), 0);
+		expected_texts(t, n, &q, NULL, &want);
+		assert_texts_equal(&got, &want);
+		if (i == 0) /* api's label sets have no version */
+			assert_int_equal(got.n, 2);
+		got.n = 0;
+		assert_int_equal(store__label_values(s, cases[i].value_of, &q, collect_text, &got),
+				 0);
+		expected_texts(t, n, &q, cases[i].value_of, &want);
+		assert_texts_equal(&got, &want);
+		if (i == 1) /* the worker lives in zone a only */
+			assert_true(got.n == 1 && strcmp(got.items[0], "a") == 0);
+	}
+	/* an empty range, and a bad selection */
+	got.n = 0;
+	assert_int_equal(store__labels(s, &(struct store_query){ .from = 1060, .to = 1060 },
+				       collect_text, &got),
+			 0);
+	assert_int_equal(got.n, 0);
+	assert_int_equal(store__labels(s, &(struct store_query){ .from = 0, .to = 1, .nlabels = 1 },
+				       collect_text, &got),
+			 -EINVAL);
+	assert_int_equal(
+		store__label_values(s, NULL, &(struct store_query){ .to = 1 }, collect_text, &got),
+		-EINVAL);
+	/* a key in use in the range, one out of it, one nobody has, an empty range */
+	assert_int_equal(store__label_key_used(s, "zone", 1010, 1060), 1);
+	assert_int_equal(store__label_key_used(s, "service", 1070, 1080), 1);
+	assert_int_equal(store__label_key_used(s, "service", 2000, 3000), 0);
+	assert_int_equal(store__label_key_used(s, "srvice", 0, INT64_MAX), 0);
+	assert_int_equal(store__label_key_used(s, "zone", 1060, 1060), 0);
+	assert_int_equal(store__label_key_used(s, NULL, 0, 1), -EINVAL);
+	close_checked(s);
+	free(t);
+}
+
 int main(void)
 {
 	static struct fixture mem = { .file = false }, file = { .file = true };
@@ -1545,22 +1670,14 @@ int main(void)
 		cmocka_unit_test_prestate_setup_teardown(fn, NULL, fx_teardown, &file)
 #define FILE_ONLY(fn) cmocka_unit_test_prestate_setup_teardown(fn, NULL, fx_teardown, &file)
 	const struct CMUnitTest tests[] = {
-		FILE_ONLY(test_jit_frames),
-		BOTH(test_migrations),
-		BOTH(test_roundtrip),
-		BOTH(test_duplicate),
-		BOTH(test_failed_ingest),
-		BOTH(test_maintain),
-		BOTH(test_size),
-		BOTH(test_series_and_labels),
-		BOTH(test_hostile_names),
+		FILE_ONLY(test_jit_frames), BOTH(test_migrations), BOTH(test_roundtrip),
+		BOTH(test_duplicate), BOTH(test_failed_ingest), BOTH(test_maintain),
+		BOTH(test_size), BOTH(test_series_and_labels), BOTH(test_hostile_names),
 		BOTH(test_window_bounds),
 		/* these plant rows or read the file through a second connection */
-		FILE_ONLY(test_count_overflow),
-		FILE_ONLY(test_maintain_steps_independent),
-		FILE_ONLY(test_stats_counter),
-		FILE_ONLY(test_file_modes),
-		FILE_ONLY(test_reader),
+		FILE_ONLY(test_count_overflow), FILE_ONLY(test_maintain_steps_independent),
+		FILE_ONLY(test_stats_counter), FILE_ONLY(test_file_modes), FILE_ONLY(test_reader),
+		BOTH(test_labels_where), /* issue 11 */
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,5 +1,6 @@
 /* Unit tests of `smolder up` option parsing (cli/up_cmd.c): the collector's and the
- * agent's options in one table, and which error wins when both are wrong. */
+ * agent's options in one table, and which error wins when both are wrong; and the
+ * query command it prints for its port. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -129,13 +130,57 @@ static void test_help(void **state)
 	assert_non_null(strstr(err, "--retention wants"));
 }
 
+/* The printed query command names the port the collector listens on (queries
+ * went to 7171 whatever --listen chose), and the token file when there is one. */
+static void test_query_hint(void **state)
+{
+	char *plain[] = { "up", "--listen", "127.0.0.1:0", NULL };
+	char *file[] = { "up", "--query-token-file", "/dev/null", NULL };
+	char *token[] = { "up", "--query-token", "tok-1", NULL };
+	char err[300] = "", hint[600];
+	struct up_args u;
+
+	(void)state;
+	assert_int_equal(up_args__parse(ARGC(plain), plain, &u, err, sizeof(err)), 0);
+	up_query_hint(&u, 7272, hint, sizeof(hint));
+	assert_string_equal(hint, "smolder: query with: SMOLDER_URL=http://127.0.0.1:7272 "
+				  "smolder flame --since 5m");
+	up_args__free(&u);
+	/* /dev/null holds no token: refused by the parser, no hint to give */
+	assert_int_equal(up_args__parse(ARGC(file), file, &u, err, sizeof(err)), -EINVAL);
+	assert_int_equal(up_args__parse(ARGC(token), token, &u, err, sizeof(err)), 0);
+	up_query_hint(&u, 40000, hint, sizeof(hint));
+	assert_non_null(strstr(hint, "SMOLDER_URL=http://127.0.0.1:40000 smolder flame"));
+	assert_non_null(strstr(hint, "\nsmolder: queries need the query token: add "
+				     "SMOLDER_TOKEN_FILE=FILE"));
+	up_args__free(&u);
+	/* a real token file: its path in the hint */
+	{
+		char dir[64], path[128], want[200];
+		char *real[] = { "up", "--query-token-file", path, NULL };
+		FILE *f;
+
+		assert_non_null(test_mkdtemp(dir, sizeof(dir)));
+		snprintf(path, sizeof(path), "%s/qtok", dir);
+		f = fopen(path, "w");
+		assert_non_null(f);
+		fputs("tok-2\n", f);
+		fclose(f);
+		assert_int_equal(up_args__parse(ARGC(real), real, &u, err, sizeof(err)), 0);
+		up_query_hint(&u, 7171, hint, sizeof(hint));
+		snprintf(want, sizeof(want), "SMOLDER_TOKEN_FILE=%s", path);
+		assert_non_null(strstr(hint, want));
+		up_args__free(&u);
+		test_rm_rf(dir);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_defaults),
-		cmocka_unit_test(test_mixed_options),
-		cmocka_unit_test(test_errors),
-		cmocka_unit_test(test_help),
+		cmocka_unit_test(test_defaults),   cmocka_unit_test(test_mixed_options),
+		cmocka_unit_test(test_errors),	   cmocka_unit_test(test_help),
+		cmocka_unit_test(test_query_hint),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
