@@ -38,8 +38,17 @@ static const char *const stacks[] = {
 	"main;idle_[k]",
 	"main;handle;Cache.get (/srv/cache.py:41)",
 };
-#define NPROCS	2
-#define NSTACKS 4
+/* stacks[] as answers show them: Python frames by function (the default
+ * granularity; the batches keep the line). */
+static const char *const answers[] = {
+	"main;handle;parse_json",
+	"main;handle;render_page",
+	"main;idle_[k]",
+	"main;handle;Cache.get (/srv/cache.py)",
+};
+#define PERIOD_NS 10101010 /* 99 Hz: the period every batch here is posted at */
+#define NPROCS	  2
+#define NSTACKS	  4
 
 static uint64_t count_of(int w, int p, int s)
 {
@@ -74,7 +83,7 @@ static void ingest_one(uint64_t seq, int64_t start, const char **keys, const cha
 
 	assert_int_equal(batch_builder__new("gen", "genhost", "cpu", &bb), 0);
 	assert_int_equal(batch_builder__add(bb, keys, values, nlabels, stack, count), 0);
-	assert_int_equal(batch_builder__finish(bb, seq, start, 10, 10101010, &b), 0);
+	assert_int_equal(batch_builder__finish(bb, seq, start, 10, PERIOD_NS, &b), 0);
 	assert_int_equal(post_batch(srv.port, NULL, b, NULL), 200);
 	batch__free(b);
 	batch_builder__free(bb);
@@ -100,7 +109,7 @@ static void ingest_generated(void)
 								    count_of(w, p, s)),
 						 0);
 			}
-		assert_int_equal(batch_builder__finish(bb, 100 + w, t0 + 10 * w, 10, 10101010, &b),
+		assert_int_equal(batch_builder__finish(bb, 100 + w, t0 + 10 * w, 10, PERIOD_NS, &b),
 				 0);
 		assert_int_equal(post_batch(srv.port, NULL, b, NULL), 200);
 		batch__free(b);
@@ -172,7 +181,7 @@ static void test_flamegraph_ranges_and_labels(void **state)
 
 			for (w = 1; w <= 3 && p == 0; w++)
 				want += count_of(w, p, s);
-			snprintf(stack, sizeof(stack), "%s;%s", procs[p], stacks[s]);
+			snprintf(stack, sizeof(stack), "%s;%s", procs[p], answers[s]);
 			assert_int_equal(folded__count(f, stack), want);
 		}
 	folded__free(f);
@@ -203,7 +212,7 @@ static size_t expected_top(int w0, int w1, struct top_row *rows, size_t cap, uin
 			for (p = 0; p < NPROCS; p++)
 				sum += count_of(w, p, s);
 		*all += sum;
-		snprintf(copy, sizeof(copy), "%s", stacks[s]);
+		snprintf(copy, sizeof(copy), "%s", answers[s]);
 		for (tok = strtok_r(copy, ";", &save); tok; tok = strtok_r(NULL, ";", &save)) {
 			bool leaf = !save || !*save;
 
@@ -222,15 +231,27 @@ static size_t expected_top(int w0, int w1, struct top_row *rows, size_t cap, uin
 	return n;
 }
 
-/* top table: a header "SELF SELF% TOTAL TOTAL% FUNCTION", then one row per function
- * with exactly the self and total counts computed here, percentages of all samples
- * in range, every function once, ordered by self then total, descending. */
+/* A CPU cell as the top table prints it ("1.45s", "12.3s", "123s") is samples at
+ * PERIOD_NS, to the precision printed. */
+static bool cpu_near(double printed, unsigned long long samples)
+{
+	double want = (double)samples * PERIOD_NS / 1e9;
+
+	return fabs(printed - want) <= (want >= 99.5 ? 0.51 : want >= 9.95 ? 0.051 : 0.0051);
+}
+
+/* top table: "# " context lines, a header "SELF SELF_CPU SELF% TOTAL TOTAL_CPU TOTAL%
+ * FUNCTION", then one row per function with exactly the self and total counts
+ * computed here, their CPU seconds at the posted period, percentages of all
+ * samples in range, every function once, ordered by self then total, descending. */
 static void test_top(void **state)
 {
+	static const char *const header[] = { "SELF",	   "SELF_CPU", "SELF%",	  "TOTAL",
+					      "TOTAL_CPU", "TOTAL%",   "FUNCTION" };
 	struct top_row want[16];
 	char path[256], *body, *line, *save = NULL, *name;
 	unsigned long long self, total, prev_self = ~0ull, prev_total = ~0ull;
-	double self_pct, total_pct;
+	double self_pct, total_pct, self_cpu, total_cpu;
 	size_t nwant, nrows = 0, i;
 	uint64_t all;
 	long status;
@@ -243,23 +264,22 @@ static void test_top(void **state)
 	body = get(path, &status, NULL);
 	assert_int_equal(status, 200);
 	line = strtok_r(body, "\n", &save);
+	while (line && strncmp(line, "# ", 2) == 0)
+		line = strtok_r(NULL, "\n", &save);
 	assert_non_null(line);
 	{
-		char h[5][16];
+		char h[7][16];
 
-		assert_int_equal(sscanf(line, "%15s %15s %15s %15s %15s %n", h[0], h[1], h[2], h[3],
-					h[4], &end),
-				 5);
-		assert_string_equal(h[0], "SELF");
-		assert_string_equal(h[1], "SELF%");
-		assert_string_equal(h[2], "TOTAL");
-		assert_string_equal(h[3], "TOTAL%");
-		assert_string_equal(h[4], "FUNCTION");
+		assert_int_equal(sscanf(line, "%15s %15s %15s %15s %15s %15s %15s %n", h[0], h[1],
+					h[2], h[3], h[4], h[5], h[6], &end),
+				 7);
+		for (i = 0; i < 7; i++)
+			assert_string_equal(h[i], header[i]);
 		assert_int_equal(line[end], '\0');
 	}
 	while ((line = strtok_r(NULL, "\n", &save))) {
-		if (sscanf(line, "%llu %lf%% %llu %lf%% %n", &self, &self_pct, &total, &total_pct,
-			   &end) != 4)
+		if (sscanf(line, "%llu %lfs %lf%% %llu %lfs %lf%% %n", &self, &self_cpu, &self_pct,
+			   &total, &total_cpu, &total_pct, &end) != 6)
 			fail_msg("not a top row: '%s'", line);
 		name = line + end;
 		for (i = 0; i < nwant && strcmp(want[i].name, name); i++)
@@ -273,6 +293,9 @@ static void test_top(void **state)
 		want[i].seen = true;
 		assert_int_equal(self, want[i].self);
 		assert_int_equal(total, want[i].total);
+		/* CPU seconds at the posted period, as printed: 3 significant digits */
+		assert_true(cpu_near(self_cpu, self));
+		assert_true(cpu_near(total_cpu, total));
 		/* printed with two decimals: within half a hundredth of a point */
 		assert_true(fabs(self_pct - 100.0 * (double)want[i].self / (double)all) <= 0.0051);
 		assert_true(fabs(total_pct - 100.0 * (double)want[i].total / (double)all) <=
@@ -343,7 +366,7 @@ static void test_diff(void **state)
 	body = get(path, &status, NULL);
 	assert_int_equal(status, 200);
 	for (s = 0; s < NSTACKS; s++) {
-		snprintf(line, sizeof(line), "worker;%s %llu %llu\n", stacks[s],
+		snprintf(line, sizeof(line), "worker;%s %llu %llu\n", answers[s],
 			 (unsigned long long)count_of(0, 1, s),
 			 (unsigned long long)count_of(5, 1, s));
 		if (!strstr(body, line))
