@@ -34,6 +34,6 @@ for doc in README.md docs/*.md; do
 			diff <(echo "$want") <(echo "$shown") | head -20
 			bad=1
 		fi
-	done < <(grep -n '<!-- golden: ' "$doc")
+	done < <(grep -n '^<!-- golden: [^ ]* *[0-9-]* *-->$' "$doc")
 done
 exit $bad
