@@ -26,6 +26,7 @@
 
 #include "collectortest.h"
 #include "common/batch.h"
+#include "flametest.h"
 #include "query/flame.h"
 #include "query/render_html.h"
 #include "query/render_svg.h"
@@ -176,26 +177,6 @@ static void write_mover(FILE *f)
 		a - b);
 }
 
-/* The node of f at path (names below the root), found by name. The tree hands
- * out const nodes; the per-line breakdown and placeholder runs are set here by
- * hand (flame.c fills them at function granularity), so the const is cast away
- * on purpose. */
-static struct flame_node *node_at(const struct flame *f, const char *const *path, size_t n)
-{
-	const struct flame_node *nd = flame__root(f);
-	size_t i;
-	uint32_t c;
-
-	for (i = 0; i < n; i++) {
-		for (c = 0; c < nd->nchildren; c++)
-			if (!strcmp(nd->children[c]->name, path[i]))
-				break;
-		assert_true(c < nd->nchildren);
-		nd = nd->children[c];
-	}
-	return (struct flame_node *)nd;
-}
-
 static struct flame_line tip_lines[] = {
 	{ .line = 41, .self = { 10, 0 }, .total = { 10, 0 } },
 	{ .line = 43, .self = { 60, 0 }, .total = { 60, 0 } },
@@ -218,9 +199,9 @@ static void write_tip_pages(FILE *out, const char *dir)
 	assert_int_equal(flame__add(f, "app;[unknown];handle", 100, 0), 0);
 	assert_int_equal(flame__add(f, "app;other", 150, 0), 0);
 	flame__finish(f);
-	node_at(f, path, 3)->lines = tip_lines;
-	node_at(f, path, 3)->nlines = 3;
-	node_at(f, path, 2)->repeat = 128;
+	flametest_node_at(f, path, 3)->lines = tip_lines;
+	flametest_node_at(f, path, 3)->nlines = 3;
+	flametest_node_at(f, path, 2)->repeat = 128;
 	snprintf(html, sizeof(html), "%s/tips.html", dir);
 	snprintf(svg, sizeof(svg), "%s/tips.svg", dir);
 	fp = fopen(html, "w");
@@ -231,8 +212,8 @@ static void write_tip_pages(FILE *out, const char *dir)
 	assert_non_null(fp);
 	assert_int_equal(render_svg(f, &so, fp), 0);
 	assert_int_equal(fclose(fp), 0);
-	node_at(f, path, 3)->lines = NULL; /* static: not the tree's to free */
-	node_at(f, path, 3)->nlines = 0;
+	flametest_node_at(f, path, 3)->lines = NULL; /* static: not the tree's to free */
+	flametest_node_at(f, path, 3)->nlines = 0;
 	flame__free(f);
 	fprintf(out,
 		"\"tips\":{\"html\":\"file://%s\",\"svg\":\"file://%s\",\"name\":\"handle\","

@@ -13,6 +13,7 @@
 
 #include <cmocka.h>
 
+#include "flametest.h"
 #include "query/flame.h"
 #include "query/render_html.h"
 #include "testutil.h"
@@ -199,25 +200,6 @@ static void test_context(void **state)
 	test_rm_rf(dir);
 }
 
-/* The node of f at path, found by name. The tree hands out const nodes; the test
- * fills lines and repeat itself (flame.c's function granularity fills them in
- * real trees), so the const is cast away on purpose. */
-static struct flame_node *node_at(const struct flame *f, const char *const *path, size_t n)
-{
-	const struct flame_node *nd = flame__root(f);
-	size_t i;
-	uint32_t c;
-
-	for (i = 0; i < n; i++) {
-		for (c = 0; c < nd->nchildren; c++)
-			if (!strcmp(nd->children[c]->name, path[i]))
-				break;
-		assert_true(c < nd->nchildren);
-		nd = nd->children[c];
-	}
-	return (struct flame_node *)nd;
-}
-
 static struct flame_line six_lines[] = {
 	{ .line = 10, .self = { 5, 0 }, .total = { 5, 1 } },
 	{ .line = 12, .self = { 0, 0 }, .total = { 20, 30 } },
@@ -241,9 +223,9 @@ static void test_lines_and_repeat(void **state)
 	assert_int_equal(flame__add(f, "p;[unknown];handle", 100, 0), 0);
 	assert_int_equal(flame__add(f, "p;[unknown];handle", 50, 1), 0);
 	flame__finish(f);
-	node_at(f, path, 3)->lines = six_lines;
-	node_at(f, path, 3)->nlines = 6;
-	node_at(f, path, 2)->repeat = 128;
+	flametest_node_at(f, path, 3)->lines = six_lines;
+	flametest_node_at(f, path, 3)->nlines = 6;
+	flametest_node_at(f, path, 2)->repeat = 128;
 	assert_non_null(test_mkdtemp(dir, sizeof(dir)));
 	page = page_of(dir, "lines.html", f, &o);
 	assert_non_null(strstr(page, "{\"n\":\"[unknown]\",\"k\":2,\"s\":[0,0],\"t\":[100,50],"
@@ -256,8 +238,8 @@ static void test_lines_and_repeat(void **state)
 	assert_non_null(strstr(page, "\"l\":[[12,20,30],[43,40,10],[44,20,5],[51,13,4],[10,5,1]],"
 				     "\"lm\":1"));
 	free(page);
-	node_at(f, path, 3)->lines = NULL; /* static: not the tree's to free */
-	node_at(f, path, 3)->nlines = 0;
+	flametest_node_at(f, path, 3)->lines = NULL; /* static: not the tree's to free */
+	flametest_node_at(f, path, 3)->nlines = 0;
 	flame__free(f);
 	test_rm_rf(dir);
 }

@@ -12,6 +12,7 @@
 
 #include <cmocka.h>
 
+#include "flametest.h"
 #include "query/flame.h"
 #include "query/movers.h"
 #include "query/render_json.h"
@@ -311,26 +312,6 @@ static void test_svg_context(void **state)
 	flame__free(f);
 }
 
-/* The node of f at path (names from the root's child on), found by name. */
-static struct flame_node *node_at(const struct flame *f, const char *const *path, size_t n)
-{
-	const struct flame_node *nd = flame__root(f);
-	size_t i;
-	uint32_t c;
-
-	for (i = 0; i < n; i++) {
-		for (c = 0; c < nd->nchildren; c++)
-			if (!strcmp(nd->children[c]->name, path[i]))
-				break;
-		assert_true(c < nd->nchildren);
-		nd = nd->children[c];
-	}
-	/* The tree hands out const nodes; the tests fill lines and repeat themselves
-	 * (flame.c's function granularity fills them in real trees), so the const is
-	 * cast away here on purpose. */
-	return (struct flame_node *)nd;
-}
-
 /* Six lines of handle, totals per side: the five hottest by total listed in
  * order (ties: lower line first) with their share of the frame, then "1 more
  * line"; a placeholder standing for 128 frames is "[unknown] ×128". */
@@ -351,11 +332,11 @@ static struct flame *lines_tree(void)
 	const unsigned sides[] = { 0, 0, 0, 1 };
 	const char *const path[] = { "p", "[unknown]", "handle" };
 	struct flame *f = build(stacks, counts, sides, 4);
-	struct flame_node *h = node_at(f, path, 3);
+	struct flame_node *h = flametest_node_at(f, path, 3);
 
 	h->lines = six_lines;
 	h->nlines = 6;
-	node_at(f, path, 2)->repeat = 128;
+	flametest_node_at(f, path, 2)->repeat = 128;
 	return f;
 }
 
@@ -395,8 +376,8 @@ static void test_svg_lines_and_repeat(void **state)
 				    "  line 10: 1 samples, 2.00% (before 5, 5.00%)\n"
 				    "  1 more line</title>"));
 	free(svg);
-	node_at(f, path, 3)->nlines = 0; /* six_lines is static: not the tree's to free */
-	node_at(f, path, 3)->lines = NULL;
+	flametest_node_at(f, path, 3)->nlines = 0; /* six_lines is static: not the tree's to free */
+	flametest_node_at(f, path, 3)->lines = NULL;
 	flame__free(f);
 }
 
