@@ -12,6 +12,7 @@
  */
 #include <errno.h>
 #include <inttypes.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -45,6 +46,58 @@ static void periods_text(const struct store_windows *w, char *buf, size_t len)
 		snprintf(buf + n, len - n, " and %zu more", w->more_periods);
 }
 
+/* Looks for value among a key's values (store__label_values), listing the first
+ * few for the reason. */
+struct value_search {
+	const char *value;
+	bool found;
+	char list[160];
+	size_t len, more;
+};
+
+static int search_value(void *ctx, const char *text)
+{
+	struct value_search *v = ctx;
+	size_t n = strlen(text);
+
+	if (strcmp(text, v->value) == 0) {
+		v->found = true;
+		return 1; /* stops the listing: the value is there */
+	}
+	if (v->len + n + 2 < sizeof(v->list) - 8) /* room for ", ..." */
+		v->len += (size_t)snprintf(v->list + v->len, sizeof(v->list) - v->len, "%s%s",
+					   v->len ? ", " : "", text);
+	else
+		v->more++;
+	return 0;
+}
+
+/* An empty side with a selection: names the first where pair whose value no label
+ * set in the side's range has, with the values that key does have. Read only
+ * for an empty answer, so a query with samples never pays for it. */
+static int explain_empty(struct store *st, struct query_side *s)
+{
+	struct store_query any = { .from = s->from, .to = s->to };
+	size_t i;
+	int err;
+
+	for (i = 0; i < s->where->n; i++) {
+		struct value_search v = { .value = s->where->values[i] };
+
+		err = store__label_values(st, s->where->keys[i], &any, search_value, &v);
+		if (err < 0)
+			return err;
+		if (v.found)
+			continue;
+		snprintf(s->empty_why, sizeof(s->empty_why),
+			 "no %.64s=%.64s in range (%.64s: %.160s%s)", s->where->keys[i],
+			 s->where->values[i], s->where->keys[i], v.len ? v.list : "none",
+			 v.more ? ", ..." : "");
+		return 0;
+	}
+	return 0; /* every pair matches something: only their combination is empty */
+}
+
 int query_context__load(struct store *st, const struct query *q, const uint64_t totals[2],
 			struct query_context *c)
 {
@@ -73,6 +126,8 @@ int query_context__load(struct store *st, const struct query *q, const uint64_t 
 					  .nlabels = s->where->n };
 
 		err = store__windows(st, &sq, &s->w);
+		if (!err && !s->total && s->where->n)
+			err = explain_empty(st, s);
 		if (err)
 			return err;
 		/* the distinct periods of both sides, most batches first */
@@ -268,10 +323,14 @@ static void fmt_windows(const struct query_side *s, char *buf, size_t len)
 
 void query_context__subtitle(const struct query_context *c, char *buf, size_t len)
 {
-	char t[2][192], w[2][256], p[320];
+	char t[2][192], w[2][256], p[448];
 
 	if (c->no_cpu && c->no_cpu != no_data)
 		snprintf(p, sizeof(p), "%s (%s)", c->no_cpu, c->periods);
+	else if (c->no_cpu && c->side[0].empty_why[0])
+		snprintf(p, sizeof(p), "%s", c->side[0].empty_why);
+	else if (c->no_cpu && c->nsides == 2 && c->side[1].empty_why[0])
+		snprintf(p, sizeof(p), "%s", c->side[1].empty_why);
 	else if (c->no_cpu)
 		snprintf(p, sizeof(p), "%s", c->no_cpu);
 	else
@@ -331,6 +390,10 @@ static int json_side(const struct query_context *c, const struct query_side *s, 
 		free(kv);
 	}
 	fprintf(out, "],\"total\":%" PRIu64, s->total);
+	if (s->empty_why[0]) {
+		fputs(",\"empty_reason\":", out);
+		render_json_string(out, s->empty_why);
+	}
 	if (c->no_cpu)
 		fputs(",\"cpu_seconds\":null", out);
 	else

@@ -34,6 +34,9 @@ struct query_side {
 	const struct query_where *where; /* the selection (borrowed from the query) */
 	struct store_windows w;		 /* the stored windows in [from, to) */
 	uint64_t total;			 /* samples (set by query.c once loaded) */
+	/* When the side has no samples and a where value matches no label set in its
+	 * range: "no comm=pyhton3 in range (comm: python3, sshd)"; else "". */
+	char empty_why[384];
 };
 
 struct query_context {

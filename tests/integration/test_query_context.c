@@ -301,12 +301,36 @@ static void test_unknown_period(void **state)
 	free(body);
 }
 
+/* An empty answer to a selection says which value no label set in the range has,
+ * with the values the key does have there, instead of a bare "no samples". */
+static void test_empty_selection(void **state)
+{
+	char *body;
+
+	(void)state;
+	body = get("/api/v1/flamegraph?format=json&from=%lld&to=%lld&where=comm=apx", (long long)t0,
+		   (long long)t0 + 200);
+	assert_has(body, "\"total\":0,\"empty_reason\":\"no comm=apx in range (comm: api, db)\"");
+	free(body);
+	/* comm=api wrote nothing in db's windows: the listing is the range's own */
+	body = get("/api/v1/top?format=table&from=%lld&to=%lld&where=comm=api", (long long)t0 + 100,
+		   (long long)t0 + 120);
+	assert_has(body, "# 0 samples \u00b7 no comm=api in range (comm: db)");
+	free(body);
+	/* an answer with samples carries no such reason */
+	body = get("/api/v1/flamegraph?format=json&from=%lld&to=%lld&where=comm=api", (long long)t0,
+		   (long long)t0 + 200);
+	if (strstr(body, "empty_reason"))
+		fail_msg("an answer with samples has an empty_reason: %.500s", body);
+	free(body);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_meta),	       cmocka_unit_test(test_titles),
 		cmocka_unit_test(test_mixed_periods),  cmocka_unit_test(test_series),
-		cmocka_unit_test(test_unknown_period),
+		cmocka_unit_test(test_unknown_period), cmocka_unit_test(test_empty_selection),
 	};
 
 	return cmocka_run_group_tests(tests, group_setup, group_teardown);
