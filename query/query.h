@@ -5,10 +5,12 @@
  *
  * Queries (kind) and their parameters
  *   flamegraph  from, to, where=K=V..., type=cpu, granularity=function|line,
- *               format=json|folded|svg|html|pprof|speedscope
- *   diff        before_from, before_to, after_from, after_to, where (both sides),
- *               before_where, after_where; format=json|folded|svg|html
- *   top         from, to, where, limit (default 50), sort=self|total, format=json|table
+ *               format=json|text|folded|svg|html|pprof|speedscope
+ *   diff        before_from, before_to, after_from, after_to (all four required),
+ *               where (both sides), before_where, after_where, granularity;
+ *               format=json|text|folded|svg|html
+ *   top         from, to, where, granularity, limit (default 50), sort=self|total,
+ *               format=json|table
  *   series      from, to, where, step (duration; default range/60, at least 10 s),
  *               format=json|table
  *   labels      from, to, where, format=json;  values of one label: name=KEY
@@ -18,7 +20,8 @@
  * per-line breakdown; line makes the line part of a frame's identity.
  * Times: query/timeparse.h's forms (RFC 3339 with or without a zone, a date,
  * unix seconds, now, now-5m, -1h30m; no zone: the process's local time, TZ);
- * from defaults to -1h, to to now.
+ * from defaults to -1h, to to now. Every answer states its context (query_int.h,
+ * query/context.c): ranges requested and read, selection, type, totals, CPU time.
  */
 #ifndef SMOLDER_QUERY_H
 #define SMOLDER_QUERY_H
