@@ -3,8 +3,11 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "query/movers.h"
 
 struct text {
 	const struct flame *f;
@@ -147,73 +150,28 @@ static void walk(struct text *t, const struct flame_node *n)
 
 /* ---- diff movers ---------------------------------------------------------- */
 
-struct mover {
-	const char *name;
-	uint8_t kind;
-	double before, after; /* shares, 0..1 */
-};
-
-static int by_name_kind(const void *pa, const void *pb)
-{
-	const struct flame_function *a = pa, *b = pb;
-	int c = strcmp(a->name, b->name);
-
-	return c ? c : (a->kind > b->kind) - (a->kind < b->kind);
-}
-
-static int by_abs_delta(const void *pa, const void *pb)
-{
-	const struct mover *a = pa, *b = pb;
-	double x = a->after - a->before, y = b->after - b->before;
-
-	x = x < 0 ? -x : x;
-	y = y < 0 ? -y : y;
-	if (x != y)
-		return x < y ? 1 : -1;
-	return strcmp(a->name, b->name);
-}
-
+/* The movers table (movers_find(), the same list the SVG and HTML diffs lead
+ * with), at most t->o->movers rows, and how many moved less. */
 static int movers(struct text *t)
 {
-	struct flame_function *fa = NULL, *fb = NULL;
-	size_t na = 0, nb = 0, i = 0, j = 0, n = 0, k;
 	struct mover *m = NULL;
-	int err;
+	size_t n = 0, k;
+	int err = movers_find(t->f, SIZE_MAX, &m, &n);
 
-	err = flame__top(t->f, 0, &fa, &na);
-	err = err ?: flame__top(t->f, 1, &fb, &nb);
-	if (!err && na + nb && !(m = calloc(na + nb, sizeof(*m))))
-		err = -ENOMEM;
 	if (err)
-		goto out_free;
-	qsort(fa, na, sizeof(*fa), by_name_kind);
-	qsort(fb, nb, sizeof(*fb), by_name_kind);
-	while (i < na || j < nb) {
-		int c = i == na ? 1 : j == nb ? -1 : by_name_kind(&fa[i], &fb[j]);
-
-		m[n].name = c <= 0 ? fa[i].name : fb[j].name;
-		m[n].kind = c <= 0 ? fa[i].kind : fb[j].kind;
-		m[n].before = c <= 0 ? share(fa[i++].total, t->root[0]) : 0;
-		m[n].after = c >= 0 ? share(fb[j++].total, t->root[1]) : 0;
-		n++;
-	}
-	qsort(m, n, sizeof(*m), by_abs_delta);
+		return err;
 	fprintf(t->out, "%8s %8s %9s  %s\n", "BEFORE%", "AFTER%", "DELTA", "FUNCTION");
 	for (k = 0; k < n && k < t->o->movers; k++) {
 		fprintf(t->out, "%7.1f%% %7.1f%% %+7.1fpp  ", 100 * m[k].before, 100 * m[k].after,
-			100 * (m[k].after - m[k].before));
+			100 * m[k].delta);
 		put_name(t->out, m[k].name);
 		fprintf(t->out, "%s\n", kind_mark(m[k].kind));
 	}
 	if (n > k)
 		fprintf(t->out, "# %zu more functions moved less\n", n - k);
 	fputc('\n', t->out);
-
-out_free:
 	free(m);
-	free(fb);
-	free(fa);
-	return err;
+	return 0;
 }
 
 int render_text(const struct flame *f, const struct render_text_options *o, FILE *out)
