@@ -10,7 +10,9 @@
  *   - diff with one range, /api/v1/diff with none: refused (they ran against the
  *     default range);
  *   - where=srvice=api: an unknown label key is refused, naming the keys in the
- *     range (it matched nothing); a range with no data answers empty, as before;
+ *     range (it matched nothing), and so are labels --name srvice and
+ *     labels/srvice/values (they answered []); a range with no data answers
+ *     empty, as before;
  *   - frm=-5m, limit on flamegraph, step on top, from twice: refused, naming the
  *     parameters taken (they were ignored);
  *   - time forms people type (now-5m, -1h30m, a local "YYYY-MM-DD HH:MM:SS",
@@ -285,10 +287,17 @@ static void test_unknown_key(void **state)
 		expect(cli(m, "diff", "--before", "-1h,-5m", "--after", "-5m,now", "--format",
 			   "json", "--before-where", "srvice=api"),
 		       2, reason, "diff --before-where srvice=api");
+		/* the values of a key nobody has: the same refusal (it answered []) */
+		expect(cli(m, "labels", "--name", "srvice", "--since", "1h"), 2, reason,
+		       "labels --name srvice");
 		/* the last minute has no data: no keys, an empty answer */
 		r = cli(m, "top", "--where", "srvice=api", "--since", "1m", "--format", "json");
 		if (r.code != 0 || !strstr(r.out, "\"total\":0"))
 			fail_msg("empty range: exit %d %s %s", r.code, r.out, r.err);
+		run_free(&r);
+		r = cli(m, "labels", "--name", "srvice", "--since", "1m");
+		if (r.code != 0 || strcmp(r.out, "[]\n") != 0)
+			fail_msg("labels --name, empty range: exit %d %s %s", r.code, r.out, r.err);
 		run_free(&r);
 		/* a known key with a value nobody has is an empty answer too */
 		r = cli(m, "top", "--where", "service=nobody", "--since", "1h", "--format", "json");
@@ -298,6 +307,8 @@ static void test_unknown_key(void **state)
 	}
 	snprintf(path, sizeof(path), "/api/v1/flamegraph?from=%lld&where=srvice%%3Dapi",
 		 (long long)t0 - 60);
+	expect_http(path, 400, reason);
+	snprintf(path, sizeof(path), "/api/v1/labels/srvice/values?from=%lld", (long long)t0 - 60);
 	expect_http(path, 400, reason);
 	snprintf(path, sizeof(path), "/api/v1/series?from=%lld&where=service%%3Dweb&where=x%%3Dy",
 		 (long long)t0 - 60);
