@@ -16,7 +16,8 @@
  *   - frm=-5m, limit on flamegraph, step on top, from twice: refused, naming the
  *     parameters taken (they were ignored);
  *   - time forms people type (now-5m, -1h30m, a local "YYYY-MM-DD HH:MM:SS",
- *     --since -5m) are accepted (they were refused);
+ *     --since -5m, -0s as now like now-0) are accepted (they were refused);
+ *     --since now-5m is refused with a reason naming --from (it was mangled);
  *   - SMOLDER_URL and SMOLDER_TOKEN_FILE are honoured (queries went to port
  *     7171), subcommands have their own --help, top --sort orders by self or
  *     total, and the exit codes are 0 / 1 (I/O, server, store) / 2 (usage, 400).
@@ -388,7 +389,20 @@ static void test_time_forms(void **state)
 		r = cli(m, "series", "--since", "1h30m", "--step", "1h", "--format", "json");
 		assert_int_equal(r.code, 0);
 		run_free(&r);
+		/* a time given to --since is refused as such (it became '-now-5m') */
+		expect(cli(m, "flame", "--since", "now-5m"), 2,
+		       "smolder flame: --since wants a duration like 5m or 1h30m (for a time, use "
+		       "--from), got 'now-5m'",
+		       "--since now-5m");
+		expect(cli(m, "top", "--since", "2026-11-30"), 2,
+		       "--since wants a duration like 5m or 1h30m", "--since 2026-11-30");
+		/* a zero offset is now, as now-0 is (-0s was refused) */
+		r = cli(m, "top", "--from", "-1h", "--to", "-0s", "--format", "json");
+		if (r.code != 0 || !strstr(r.out, "\"total\":10"))
+			fail_msg("--to -0s: exit %d %s %s", r.code, r.out, r.err);
+		run_free(&r);
 	}
+	expect_http("/api/v1/top?from=-1h&to=-0m", 200, "\"total\":10");
 	/* a local time that does not exist (Berlin skips 02:00-03:00 that day) */
 	setenv("TZ", "Europe/Berlin", 1);
 	r = cli(BY_DB, "top", "--from", "2026-03-29 02:30", "--to", "2026-03-29 04:00");
