@@ -490,7 +490,9 @@ static void test_env(void **state)
 /* Each subcommand's own --help. */
 static void test_help(void **state)
 {
+	static const char *const typed[] = { "flame", "diff", "top", "series" };
 	struct run r;
+	size_t i;
 
 	(void)state;
 	r = cli(-1, "top", "--help");
@@ -510,6 +512,17 @@ static void test_help(void **state)
 	assert_non_null(strstr(r.out, "SMOLDER_URL"));
 	assert_non_null(strstr(r.out, "no zone: local time"));
 	assert_null(strstr(r.out, "--limit"));
+	run_free(&r);
+	/* --type is taken by these four, so their help lists it (none did) */
+	for (i = 0; i < sizeof(typed) / sizeof(typed[0]); i++) {
+		r = cli(-1, typed[i], "--help");
+		if (r.code != 0 || !strstr(r.out, "--type cpu"))
+			fail_msg("%s --help does not list --type cpu: %s", typed[i], r.out);
+		run_free(&r);
+	}
+	r = cli(-1, "labels", "--help");
+	assert_int_equal(r.code, 0);
+	assert_null(strstr(r.out, "--type"));
 	run_free(&r);
 }
 
