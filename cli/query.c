@@ -20,6 +20,7 @@
 
 #include "common/token.h"
 #include "query/query.h"
+#include "query/timeparse.h"
 #include "store/store.h"
 
 #define DEFAULT_URL "http://127.0.0.1:7171"
@@ -47,7 +48,8 @@ static const char common_help[] =
 
 static const char range_help[] =
 	"  --from T, --to T   time range (default the last hour: -1h..now)\n"
-	"  --since DUR        the last DUR, e.g. 15m or 1h30m (same as --from -DUR)\n"
+	"  --since DUR        the last DUR, e.g. 15m or 1h30m (same as --from -DUR;\n"
+	"                     -15m works too; a time is --from's)\n"
 	"  --where K=V        only label sets with label K=V; repeatable, all must hold.\n"
 	"                     Keys: pid, comm, exe, host, service... (smolder labels);\n"
 	"                     a key no label set in the range has is an error\n";
@@ -64,6 +66,7 @@ static const struct command {
 	  "%s"
 	  "  --format F         text (default on a terminal), json (default otherwise),\n"
 	  "                     folded, svg, html, pprof, speedscope\n"
+	  "  --type cpu         the profile type (cpu, the only one recorded so far)\n"
 	  "  --lines            frames told apart by line, not only by function\n"
 	  "%s"
 	  "\n"
@@ -83,6 +86,7 @@ static const struct command {
 	  "  --before-where K=V, --after-where K=V  a selection for one side only\n"
 	  "  --format F         text (default on a terminal), json (default otherwise),\n"
 	  "                     folded, svg, html\n"
+	  "  --type cpu         the profile type (cpu, the only one recorded so far)\n"
 	  "  --lines            frames told apart by line, not only by function\n"
 	  "%s"
 	  "\n"
@@ -101,6 +105,7 @@ static const struct command {
 	  "  --limit N          at most N functions (default 50)\n"
 	  "  --format F         table (default), json\n"
 	  "  --lines            functions told apart by line\n"
+	  "  --type cpu         the profile type (cpu, the only one recorded so far)\n"
 	  "%s"
 	  "\n"
 	  "examples:\n"
@@ -114,6 +119,7 @@ static const struct command {
 	  "%s"
 	  "  --step DUR         bucket length (default range/60, at least 10s)\n"
 	  "  --format F         table (default), json\n"
+	  "  --type cpu         the profile type (cpu, the only one recorded so far)\n"
 	  "%s"
 	  "\n"
 	  "examples:\n"
@@ -398,12 +404,24 @@ int query_main(int argc, char **argv)
 			token_file = v;
 		else if (!strcmp(o, "-o") || !strcmp(o, "--output"))
 			output = v;
-		else if (!strcmp(o, "--since"))
-			/* "--since -5m" means what "--since 5m" does */
-			ok = nstrings < QUERY_MAX_ARGS &&
-			     asprintf(&strings[nstrings], "-%s", v + (v[0] == '-')) > 0 &&
-			     query_args__add(&p, "from", strings[nstrings++]);
-		else if (!strcmp(o, "--before") || !strcmp(o, "--after"))
+		else if (!strcmp(o, "--since")) {
+			/* "--since -5m" means what "--since 5m" does; a time is --from's */
+			int64_t t;
+
+			if (nstrings == QUERY_MAX_ARGS ||
+			    asprintf(&strings[nstrings], "-%s", v + (v[0] == '-')) < 0) {
+				strings[nstrings] = NULL;
+				goto out;
+			}
+			if (timeparse(strings[nstrings++], 0, &t)) {
+				fprintf(stderr,
+					"smolder %s: --since wants a duration like 5m or 1h30m "
+					"(for a time, use --from), got '%s'\n",
+					cmd->cmd, v);
+				goto out;
+			}
+			ok = query_args__add(&p, "from", strings[nstrings - 1]);
+		} else if (!strcmp(o, "--before") || !strcmp(o, "--after"))
 			ok = nstrings < QUERY_MAX_ARGS && (strings[nstrings++] = strdup(v)) &&
 			     add_range(&p, o + 2, strings[nstrings - 1]);
 		else

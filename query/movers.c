@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/frame.h"
 #include "query/movers.h"
 
 static int by_name(const void *a, const void *b)
@@ -61,7 +62,15 @@ int movers_find(const struct flame *f, size_t max, struct mover **out, size_t *n
 			: j == len[1] ? -1
 				      : strcmp(side[0][i].name, side[1][j].name);
 		const struct flame_function *fn = c <= 0 ? &side[0][i] : &side[1][j];
+		struct frame pf;
 
+		/* a placeholder is no function: its change shows in the tree */
+		pf = frame_make((enum frame_kind)fn->kind, fn->name, NULL, 0);
+		if (frame_is_placeholder(&pf)) {
+			i += c <= 0;
+			j += c >= 0;
+			continue;
+		}
 		m[k].name = fn->name;
 		m[k].kind = fn->kind;
 		m[k].before = c <= 0 ? share(side[0][i++].total, total[0]) : 0;

@@ -28,7 +28,9 @@ struct mover {
 
 /* The at most max functions of f (after flame__finish) with a nonzero delta,
  * sorted by |delta| descending, then name (byte order), so equal trees give equal
- * lists. Process frames are no functions. *out is malloc'd (caller frees; NULL
+ * lists. Process frames are no functions, nor are placeholder frames
+ * (frame_is_placeholder: [unknown], [python: truncated]...): their change shows in
+ * the tree. *out is malloc'd (caller frees; NULL
  * when *n is 0). Returns 0 or -ENOMEM. */
 int movers_find(const struct flame *f, size_t max, struct mover **out, size_t *n);
 

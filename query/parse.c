@@ -300,9 +300,15 @@ void query_free(struct query *q)
  * gives up and lets the query run: it cannot tell), and the list in a reason. */
 #define MAX_CHECKED_KEYS 1024
 
+/* The keys a query names: its selection's, and labels/NAME/values' NAME. */
+struct named_keys {
+	const char *keys[QUERY_MAX_WHERE + 1];
+	size_t n;
+};
+
 struct key_check {
-	const struct query_where *w;
-	bool found[QUERY_MAX_WHERE];
+	const struct named_keys *w;
+	bool found[QUERY_MAX_WHERE + 1];
 	char list[160];
 	size_t off, nkeys;
 };
@@ -326,14 +332,21 @@ static int see_key(void *ctx, const char *key)
 	return 0;
 }
 
-static int check_range_keys(struct store *s, int64_t from, int64_t to, const struct query_where *w,
-			    char *why, size_t len)
+/* Checks w's keys, and extra (when not NULL), against the keys in [from, to). */
+static int check_range_keys(struct store *s, int64_t from, int64_t to,
+			    const struct query_where *where, const char *extra, char *why,
+			    size_t len)
 {
 	struct store_query sq = { .from = from, .to = to };
+	struct named_keys all = { .n = where->n };
+	const struct named_keys *w = &all;
 	struct key_check kc = { .w = w };
 	size_t i;
 	int err;
 
+	memcpy(all.keys, where->keys, where->n * sizeof(where->keys[0]));
+	if (extra)
+		all.keys[all.n++] = extra;
 	if (!w->n)
 		return 0;
 	/* the usual case, every key in use: one cheap probe per key */
@@ -366,11 +379,13 @@ int query_check_keys(struct store *s, const struct query *q, char *why, size_t w
 {
 	switch (q->kind) {
 	case QUERY_DIFF:
-		return check_range_keys(s, q->before_from, q->before_to, &q->before_where, why,
-					whylen)
+		return check_range_keys(s, q->before_from, q->before_to, &q->before_where, NULL,
+					why, whylen)
 			       ?: check_range_keys(s, q->after_from, q->after_to, &q->after_where,
-						   why, whylen);
+						   NULL, why, whylen);
+	case QUERY_LABEL_VALUES: /* the values of a key nobody has: a typo, like where's */
+		return check_range_keys(s, q->from, q->to, &q->where, q->label, why, whylen);
 	default:
-		return check_range_keys(s, q->from, q->to, &q->where, why, whylen);
+		return check_range_keys(s, q->from, q->to, &q->where, NULL, why, whylen);
 	}
 }

@@ -137,15 +137,35 @@ static int out_html(const struct query_answer *a, FILE *out)
 
 static int out_pprof(const struct query_answer *a, FILE *out)
 {
+	const struct query_context *c = &a->ctx;
 	const struct query *q = a->q;
+	const char *comments[2] = { a->title, NULL };
+	char hz[32], period[sizeof(c->periods) + 128];
 	void *buf = NULL;
 	size_t len = 0;
 	int err;
 
 	/* The one period of the range; with several, the most common (the answer's
-	 * cpu/nanoseconds values are then off for the others' samples); unknown: 99 Hz. */
-	err = render_pprof(a->tree, a->ctx.pprof_period_ns, render_pprof_seconds_to_ns(q->from),
-			   render_pprof_duration_ns(q->from, q->to), &buf, &len);
+	 * cpu/nanoseconds values are then off for the others' samples); unknown: 99 Hz.
+	 * A comment says which when there is not one known period; the title always. */
+	snprintf(hz, sizeof(hz), "%.4g Hz", 1e9 / (double)c->pprof_period_ns);
+	if (!c->period_ns && c->periods[0]) {
+		bool mixed = strchr(c->periods, ',') || strstr(c->periods, " more");
+		bool listed = strstr(c->periods, hz) != NULL; /* else the 99 Hz guess */
+
+		if (mixed)
+			snprintf(period, sizeof(period),
+				 "mixed sampling periods %s: period is %s %s", c->periods,
+				 listed ? "the most common," : "assumed", hz);
+		else
+			snprintf(period, sizeof(period),
+				 "sampling period unknown: period is assumed %s", hz);
+		comments[1] = period;
+	}
+	err = render_pprof_commented(a->tree, c->pprof_period_ns,
+				     render_pprof_seconds_to_ns(q->from),
+				     render_pprof_duration_ns(q->from, q->to), comments,
+				     comments[1] ? 2 : 1, &buf, &len);
 	if (!err && fwrite(buf, 1, len, out) != len)
 		err = -EIO;
 	free(buf);

@@ -342,16 +342,28 @@ static void pp_free(struct pp *p)
 int render_pprof(const struct flame *tree, uint64_t period_ns, int64_t time_nanos,
 		 int64_t duration_nanos, void **out, size_t *len)
 {
+	return render_pprof_commented(tree, period_ns, time_nanos, duration_nanos, NULL, 0, out,
+				      len);
+}
+
+int render_pprof_commented(const struct flame *tree, uint64_t period_ns, int64_t time_nanos,
+			   int64_t duration_nanos, const char *const *comments, size_t ncomments,
+			   void **out, size_t *len)
+{
 	Perftools__Profiles__Profile prof = PERFTOOLS__PROFILES__PROFILE__INIT;
 	Perftools__Profiles__ValueType vt[2], period_type, *vts[2];
-	int64_t empty, samples, count, cpu, ns, comm;
+	int64_t empty, samples, count, cpu, ns, comm, comment[RENDER_PPROF_MAX_COMMENTS];
 	struct pp p = { 0 };
 	uint8_t *raw = NULL;
 	size_t raw_len, i;
 	int err;
 
-	if (!tree || !out || !len)
+	if (!tree || !out || !len || (ncomments && !comments) ||
+	    ncomments > RENDER_PPROF_MAX_COMMENTS)
 		return -EINVAL;
+	for (i = 0; i < ncomments; i++)
+		if (!comments[i])
+			return -EINVAL;
 	if (period_ns > INT64_MAX)
 		return -EOVERFLOW;
 	err = flame__stacks(tree, &p.stacks, &p.nstacks);
@@ -363,6 +375,12 @@ int render_pprof(const struct flame *tree, uint64_t period_ns, int64_t time_nano
 	    (err = str_idx(&p, "nanoseconds", 11, &ns)) || (err = str_idx(&p, "comm", 4, &comm)))
 		goto out_free;
 	(void)empty;
+	for (i = 0; i < ncomments; i++) {
+		err = str_idx(&p, comments[i], strnlen(comments[i], RENDER_PPROF_MAX_COMMENT),
+			      &comment[i]);
+		if (err)
+			goto out_free;
+	}
 	for (i = 0; i < p.nstacks; i++) {
 		if (!p.stacks[i].count[0])
 			continue; /* only on the other side */
@@ -397,6 +415,8 @@ int render_pprof(const struct flame *tree, uint64_t period_ns, int64_t time_nano
 	prof.period_type = &period_type;
 	prof.period = (int64_t)period_ns;
 	prof.default_sample_type = cpu;
+	prof.n_comment = ncomments;
+	prof.comment = comment;
 
 	raw_len = perftools__profiles__profile__get_packed_size(&prof);
 	raw = malloc(raw_len ? raw_len : 1);

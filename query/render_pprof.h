@@ -21,6 +21,10 @@
 #include "query/flame.h"
 
 #define RENDER_PPROF_MAX_FRAMES 2048 /* deepest stack accepted */
+/* Comments: an answer writes its title and a word on its period, so a few; a
+ * longer one is cut (a title is at most 1 KiB) */
+#define RENDER_PPROF_MAX_COMMENTS 8
+#define RENDER_PPROF_MAX_COMMENT  1024
 
 /* Encodes stacks as a gzip'd pprof Profile. period_ns is the sampling period (the
  * Profile's period, and the factor of the cpu/nanoseconds value); time_nanos and
@@ -33,6 +37,14 @@
  * or -EIO (zlib failure). Reentrant. */
 int render_pprof(const struct flame *tree, uint64_t period_ns, int64_t time_nanos,
 		 int64_t duration_nanos, void **out, size_t *len);
+
+/* render_pprof() with comments: ncomments (at most RENDER_PPROF_MAX_COMMENTS, else
+ * -EINVAL) NUL-terminated strings, each cut at RENDER_PPROF_MAX_COMMENT bytes,
+ * written in order to the string table and referenced from Profile.comment
+ * (`go tool pprof -comments` prints them). */
+int render_pprof_commented(const struct flame *tree, uint64_t period_ns, int64_t time_nanos,
+			   int64_t duration_nanos, const char *const *comments, size_t ncomments,
+			   void **out, size_t *len);
 
 /* seconds x 1e9, saturating at INT64_MIN / INT64_MAX instead of overflowing (a
  * query's times reach +-2^40 s, and 2^40 x 1e9 does not fit int64): for

@@ -198,8 +198,8 @@ int timeparse(const char *s, int64_t now, int64_t *out)
 		*out = s[3] == '-' ? now - d : now + d;
 		return 0;
 	}
-	if (s[0] == '-') {
-		if (timeparse_duration(s + 1, &d))
+	if (s[0] == '-') { /* -0s is now, as now-0 is */
+		if (duration(s + 1, true, &d))
 			return -EINVAL;
 		*out = now - d;
 		return 0;

@@ -8,14 +8,15 @@
  *   a date                      2026-11-29: midnight, local time
  *   unix seconds                1764382440
  *   now, and relative to it     now, now-5m, now+0, -15m, -1h30m, -1w, -90s
+ *                               (a zero offset is now: now-0, -0s, -0m)
  * Fractions of a second are truncated; a leap second (:60) reads as :59.
  * Local times go through mktime(3) with the zone rules of TZ (the system's zone
  * when unset). A local time that does not exist (the hour skipped when clocks go
  * forward) is refused with -ERANGE: nothing is guessed; a local time that exists
  * twice (the hour repeated when clocks go back) is the earlier of the two.
  *
- * Durations (timeparse_duration, and the part after '-' of a relative time): a
- * positive number with units w (7 days), d, h, m, s, largest first, each at most
+ * Durations (timeparse_duration, and the part after '-' of a relative time, where
+ * it may be 0): a positive number with units w (7 days), d, h, m, s, largest first, each at most
  * once, or plain seconds: 90, 90s, 15m, 1h30m, 2d12h, 1w. */
 #ifndef SMOLDER_TIMEPARSE_H
 #define SMOLDER_TIMEPARSE_H

@@ -12,8 +12,9 @@
  *
  * Minimum seen before comparing: the fixture store holds every generated sample
  * (its folded answer sums to the generated total), the JSON meta's total and
- * cpu_seconds are that total and total x the fixture's period (99 Hz), and no
- * golden file is empty. */
+ * cpu_seconds are that total and total x the fixture's period (99 Hz), a run of
+ * five [unknown] frames is one node with "repeat":5 (JSON) and "[unknown] ×5"
+ * (text), and no golden file is empty. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -51,6 +52,8 @@ static const struct {
 	{ "odd", "web", "303",
 	  "main;<tag> & \"quote\" 'apos';caf\xc3\xa9 \xe2\x98\x95;"
 	  "f (C:\\srv\\w.py:9);std::vector<int>::push_back(int const&)" },
+	/* a run of placeholders: one node, "repeat":5, "[unknown] ×5" */
+	{ "api", "web", "101", "_start;[unknown];[unknown];[unknown];[unknown];[unknown];walk" },
 };
 #define NFIXTURE (sizeof(fixture) / sizeof(fixture[0]))
 
@@ -238,6 +241,14 @@ static void test_golden_answers(void **state)
 		text = run_cli("flame " RANGE " --format json", out, &len);
 		if (!strstr(text, want_meta))
 			fail_msg("meta: want %s in %.400s", want_meta, text);
+		/* the run of five [unknown] is one node that says so */
+		if (!strstr(text, "\"repeat\":5"))
+			fail_msg("no node with \"repeat\":5 in %.400s", text);
+		free(text);
+		snprintf(out, sizeof(out), "%s/repeat.text", dir);
+		text = run_cli("flame " RANGE " --format text", out, &len);
+		if (!strstr(text, "[unknown] \u00d75"))
+			fail_msg("no '[unknown] \u00d75' in %s", text);
 		free(text);
 	}
 

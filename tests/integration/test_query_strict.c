@@ -10,11 +10,14 @@
  *   - diff with one range, /api/v1/diff with none: refused (they ran against the
  *     default range);
  *   - where=srvice=api: an unknown label key is refused, naming the keys in the
- *     range (it matched nothing); a range with no data answers empty, as before;
+ *     range (it matched nothing), and so are labels --name srvice and
+ *     labels/srvice/values (they answered []); a range with no data answers
+ *     empty, as before;
  *   - frm=-5m, limit on flamegraph, step on top, from twice: refused, naming the
  *     parameters taken (they were ignored);
  *   - time forms people type (now-5m, -1h30m, a local "YYYY-MM-DD HH:MM:SS",
- *     --since -5m) are accepted (they were refused);
+ *     --since -5m, -0s as now like now-0) are accepted (they were refused);
+ *     --since now-5m is refused with a reason naming --from (it was mangled);
  *   - SMOLDER_URL and SMOLDER_TOKEN_FILE are honoured (queries went to port
  *     7171), subcommands have their own --help, top --sort orders by self or
  *     total, and the exit codes are 0 / 1 (I/O, server, store) / 2 (usage, 400).
@@ -285,10 +288,17 @@ static void test_unknown_key(void **state)
 		expect(cli(m, "diff", "--before", "-1h,-5m", "--after", "-5m,now", "--format",
 			   "json", "--before-where", "srvice=api"),
 		       2, reason, "diff --before-where srvice=api");
+		/* the values of a key nobody has: the same refusal (it answered []) */
+		expect(cli(m, "labels", "--name", "srvice", "--since", "1h"), 2, reason,
+		       "labels --name srvice");
 		/* the last minute has no data: no keys, an empty answer */
 		r = cli(m, "top", "--where", "srvice=api", "--since", "1m", "--format", "json");
 		if (r.code != 0 || !strstr(r.out, "\"total\":0"))
 			fail_msg("empty range: exit %d %s %s", r.code, r.out, r.err);
+		run_free(&r);
+		r = cli(m, "labels", "--name", "srvice", "--since", "1m");
+		if (r.code != 0 || strcmp(r.out, "[]\n") != 0)
+			fail_msg("labels --name, empty range: exit %d %s %s", r.code, r.out, r.err);
 		run_free(&r);
 		/* a known key with a value nobody has is an empty answer too */
 		r = cli(m, "top", "--where", "service=nobody", "--since", "1h", "--format", "json");
@@ -298,6 +308,8 @@ static void test_unknown_key(void **state)
 	}
 	snprintf(path, sizeof(path), "/api/v1/flamegraph?from=%lld&where=srvice%%3Dapi",
 		 (long long)t0 - 60);
+	expect_http(path, 400, reason);
+	snprintf(path, sizeof(path), "/api/v1/labels/srvice/values?from=%lld", (long long)t0 - 60);
 	expect_http(path, 400, reason);
 	snprintf(path, sizeof(path), "/api/v1/series?from=%lld&where=service%%3Dweb&where=x%%3Dy",
 		 (long long)t0 - 60);
@@ -377,7 +389,20 @@ static void test_time_forms(void **state)
 		r = cli(m, "series", "--since", "1h30m", "--step", "1h", "--format", "json");
 		assert_int_equal(r.code, 0);
 		run_free(&r);
+		/* a time given to --since is refused as such (it became '-now-5m') */
+		expect(cli(m, "flame", "--since", "now-5m"), 2,
+		       "smolder flame: --since wants a duration like 5m or 1h30m (for a time, use "
+		       "--from), got 'now-5m'",
+		       "--since now-5m");
+		expect(cli(m, "top", "--since", "2026-11-30"), 2,
+		       "--since wants a duration like 5m or 1h30m", "--since 2026-11-30");
+		/* a zero offset is now, as now-0 is (-0s was refused) */
+		r = cli(m, "top", "--from", "-1h", "--to", "-0s", "--format", "json");
+		if (r.code != 0 || !strstr(r.out, "\"total\":10"))
+			fail_msg("--to -0s: exit %d %s %s", r.code, r.out, r.err);
+		run_free(&r);
 	}
+	expect_http("/api/v1/top?from=-1h&to=-0m", 200, "\"total\":10");
 	/* a local time that does not exist (Berlin skips 02:00-03:00 that day) */
 	setenv("TZ", "Europe/Berlin", 1);
 	r = cli(BY_DB, "top", "--from", "2026-03-29 02:30", "--to", "2026-03-29 04:00");
@@ -465,7 +490,9 @@ static void test_env(void **state)
 /* Each subcommand's own --help. */
 static void test_help(void **state)
 {
+	static const char *const typed[] = { "flame", "diff", "top", "series" };
 	struct run r;
+	size_t i;
 
 	(void)state;
 	r = cli(-1, "top", "--help");
@@ -485,6 +512,17 @@ static void test_help(void **state)
 	assert_non_null(strstr(r.out, "SMOLDER_URL"));
 	assert_non_null(strstr(r.out, "no zone: local time"));
 	assert_null(strstr(r.out, "--limit"));
+	run_free(&r);
+	/* --type is taken by these four, so their help lists it (none did) */
+	for (i = 0; i < sizeof(typed) / sizeof(typed[0]); i++) {
+		r = cli(-1, typed[i], "--help");
+		if (r.code != 0 || !strstr(r.out, "--type cpu"))
+			fail_msg("%s --help does not list --type cpu: %s", typed[i], r.out);
+		run_free(&r);
+	}
+	r = cli(-1, "labels", "--help");
+	assert_int_equal(r.code, 0);
+	assert_null(strstr(r.out, "--type"));
 	run_free(&r);
 }
 

@@ -6,20 +6,29 @@
  * (what queries render pprof from) gives each Python Location one Line with the
  * real line number, and two lines of one function share its Function (name and
  * filename), so pprof's readers aggregate by function; a function-level tree's
- * frames, which have no line, get line 0 (pprof's "unknown"), never 2^32-1. */
+ * frames, which have no line, get line 0 (pprof's "unknown"), never 2^32-1.
+ * And comments: every answer's title, and over windows of mixed sampling periods
+ * a word that the period is the most common one (it was chosen silently), read
+ * back from a real in-memory store's answer. */
+#include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <cmocka.h>
 #include <zlib.h>
 
+#include "common/batch.h"
 #include "common/frame.h"
 #include "query/flame.h"
+#include "query/query.h"
 #include "query/render_pprof.h"
+#include "store/store.h"
 #include "profile.pb-c.h"
 
 static uint8_t *gunzip(const void *in, size_t len, size_t *out_len)
@@ -160,12 +169,131 @@ static void test_python_lines(void **state)
 	}
 }
 
+/* Ingests one batch of "api;main;work" x count, sampled every period ns. */
+static void ingest(struct store *s, uint64_t seq, int64_t window, uint64_t period, uint64_t count)
+{
+	const char *keys[] = { "comm" }, *values[] = { "api" };
+	struct batch_builder *bb = NULL;
+	struct batch *b = NULL;
+
+	assert_int_equal(batch_builder__new("a1", "h1", "cpu", &bb), 0);
+	assert_int_equal(batch_builder__add(bb, keys, values, 1, "api;main;work", count), 0);
+	assert_int_equal(batch_builder__finish(bb, seq, window, 10, period, &b), 0);
+	assert_int_equal(store__ingest(s, b, NULL), 0);
+	batch__free(b);
+	batch_builder__free(bb);
+}
+
+/* The flame graph of [from, to) on s as pprof, decoded; *comments gets its
+ * comments' strings (at most 4). */
+static size_t pprof_comments(struct store *s, int64_t from, int64_t to, char comments[4][512])
+{
+	char f[32], t[32], why[256] = "", *gz = NULL;
+	struct query_args a = { 0 };
+	Perftools__Profiles__Profile *p;
+	const char *type;
+	struct query q;
+	size_t len = 0, raw_len, i, n;
+	uint8_t *raw;
+	FILE *out = open_memstream(&gz, &len);
+
+	assert_non_null(out);
+	snprintf(f, sizeof(f), "%lld", (long long)from);
+	snprintf(t, sizeof(t), "%lld", (long long)to);
+	assert_true(query_args__add(&a, "from", f) && query_args__add(&a, "to", t) &&
+		    query_args__add(&a, "format", "pprof"));
+	if (query_parse(&q, QUERY_FLAMEGRAPH,
+			&(struct query_params){ query_args__get, query_args__name_at, &a }, to + 60,
+			why, sizeof(why)))
+		fail_msg("%s", why);
+	if (query_run(s, &q, out, &type, why, sizeof(why)))
+		fail_msg("%s", why);
+	fclose(out);
+	query_free(&q);
+	raw = gunzip(gz, len, &raw_len);
+	p = perftools__profiles__profile__unpack(NULL, raw_len, raw);
+	assert_non_null(p);
+	n = p->n_comment;
+	assert_true(n <= 4);
+	for (i = 0; i < n; i++) {
+		assert_true(p->comment[i] >= 0 && (size_t)p->comment[i] < p->n_string_table);
+		snprintf(comments[i], 512, "%s", p->string_table[p->comment[i]]);
+	}
+	perftools__profiles__profile__free_unpacked(p, NULL);
+	free(raw);
+	free(gz);
+	return n;
+}
+
+/* Every pprof answer has its title as a comment; over windows of several
+ * sampling periods, a second comment says the period is the most common one (it
+ * was used silently). The store is a real one, in memory. */
+static void test_comments(void **state)
+{
+	int64_t w0 = (int64_t)time(NULL) / 10 * 10 - 600;
+	char c[4][512];
+	struct store *s = NULL;
+
+	(void)state;
+	assert_int_equal(store__open(":memory:", &(struct store_options){ 0 }, &s), 0);
+	ingest(s, 1, w0, 10101010, 5); /* 99 Hz, twice */
+	ingest(s, 2, w0 + 10, 10101010, 5);
+	ingest(s, 3, w0 + 20, 20408163, 5); /* 49 Hz */
+	/* one period: the title alone */
+	assert_int_equal(pprof_comments(s, w0, w0 + 20, c), 1);
+	if (!strstr(c[0], "CPU flame graph \u00b7 "))
+		fail_msg("comment 0 is not the title: %s", c[0]);
+	/* two: and which one the Profile's period is */
+	assert_int_equal(pprof_comments(s, w0, w0 + 30, c), 2);
+	assert_non_null(strstr(c[0], "CPU flame graph \u00b7 "));
+	assert_string_equal(
+		c[1], "mixed sampling periods 99 Hz, 49 Hz: period is the most common, 99 Hz");
+	store__close(s);
+}
+
+/* Comments: at most RENDER_PPROF_MAX_COMMENTS, each cut at RENDER_PPROF_MAX_COMMENT
+ * bytes. */
+static void test_comment_limits(void **state)
+{
+	const char *many[RENDER_PPROF_MAX_COMMENTS + 1];
+	char *long_one = malloc(RENDER_PPROF_MAX_COMMENT + 100);
+	Perftools__Profiles__Profile *p;
+	struct flame *tree = NULL;
+	size_t len = 0, raw_len, i;
+	void *gz = NULL;
+	uint8_t *raw;
+
+	(void)state;
+	assert_non_null(long_one);
+	memset(long_one, 'x', RENDER_PPROF_MAX_COMMENT + 99);
+	long_one[RENDER_PPROF_MAX_COMMENT + 99] = '\0';
+	for (i = 0; i < RENDER_PPROF_MAX_COMMENTS + 1; i++)
+		many[i] = long_one;
+	assert_int_equal(flame__new(&tree), 0);
+	assert_int_equal(flame__add(tree, "p;f", 3, 0), 0);
+	flame__finish(tree);
+	assert_int_equal(render_pprof_commented(tree, 1000, 0, 0, many,
+						RENDER_PPROF_MAX_COMMENTS + 1, &gz, &len),
+			 -EINVAL);
+	assert_int_equal(render_pprof_commented(tree, 1000, 0, 0, many, 1, &gz, &len), 0);
+	raw = gunzip(gz, len, &raw_len);
+	p = perftools__profiles__profile__unpack(NULL, raw_len, raw);
+	assert_non_null(p);
+	assert_int_equal(p->n_comment, 1);
+	assert_int_equal(strlen(p->string_table[p->comment[0]]), RENDER_PPROF_MAX_COMMENT);
+	perftools__profiles__profile__free_unpacked(p, NULL);
+	free(raw);
+	free(gz);
+	free(long_one);
+	flame__free(tree);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_seconds_to_ns),
-		cmocka_unit_test(test_saturated_values),
-		cmocka_unit_test(test_python_lines),
+		cmocka_unit_test(test_seconds_to_ns),  cmocka_unit_test(test_saturated_values),
+		cmocka_unit_test(test_python_lines),   cmocka_unit_test(test_comments),
+		cmocka_unit_test(test_comment_limits),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

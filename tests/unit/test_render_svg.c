@@ -493,6 +493,30 @@ static void test_movers(void **state)
 	flame__free(f);
 }
 
+/* Placeholder frames are no functions: movers_find leaves them out (it ranked
+ * [unknown] and [python: truncated] with the functions), whatever their change. */
+static void test_movers_placeholders(void **state)
+{
+	static const char *const stacks[] = { "p;main;[unknown];[unknown];a", "p;main;b",
+					      "p;main;[python: truncated]", "p;main;b" };
+	static const uint64_t counts[] = { 60, 40, 50, 50 };
+	static const unsigned sides[] = { 0, 0, 1, 1 };
+	struct flame *f = build(stacks, counts, sides, 4);
+	struct mover *m;
+	size_t n;
+
+	(void)state;
+	assert_int_equal(movers_find(f, 20, &m, &n), 0);
+	if (n != 2)
+		fail_msg("want the movers a and b, got %zu, the first %s", n, n ? m[0].name : "");
+	assert_string_equal(m[0].name, "a");
+	assert_true(absd(m[0].delta + 0.6) < 1e-12);
+	assert_string_equal(m[1].name, "b");
+	assert_true(absd(m[1].delta - 0.1) < 1e-12);
+	free(m);
+	flame__free(f);
+}
+
 /* The diff's header: the legend, and the top movers in order with their figures. */
 static void test_svg_diff_header(void **state)
 {
@@ -622,6 +646,7 @@ int main(void)
 		cmocka_unit_test(test_svg_lines_and_repeat),
 		cmocka_unit_test(test_svg_orientation),
 		cmocka_unit_test(test_movers),
+		cmocka_unit_test(test_movers_placeholders),
 		cmocka_unit_test(test_svg_diff_header),
 	};
 

@@ -90,7 +90,6 @@ static void test_refusals(void **state)
 		"15m",
 		"1.5",
 		"12abc",
-		"-0m",
 		"now-",
 		"now-0x",
 		"nowish",
@@ -151,6 +150,16 @@ static void test_compound(void **state)
 	assert_int_equal(timeparse("now-5m", now, &t), 0);
 	assert_int_equal(t, now - 300);
 	assert_int_equal(timeparse("now+0", now, &t), 0);
+	assert_int_equal(t, now);
+	/* a zero offset is now in either form (-0m was refused, now-0 accepted) */
+	t = 0;
+	assert_int_equal(timeparse("-0m", now, &t), 0);
+	assert_int_equal(t, now);
+	t = 0;
+	assert_int_equal(timeparse("-0s", now, &t), 0);
+	assert_int_equal(t, now);
+	t = 0;
+	assert_int_equal(timeparse("now-0", now, &t), 0);
 	assert_int_equal(t, now);
 	assert_int_equal(timeparse("now+1h", now, &t), 0);
 	assert_int_equal(t, now + 3600);
