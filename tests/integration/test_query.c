@@ -418,8 +418,19 @@ static void test_labels(void **state)
 	/* no samples at all between the generated windows and the hostile one */
 	assert_answer("[]\n", "/api/v1/labels?from=%lld&to=%lld", z, t0 + HOSTILE_AT);
 	assert_answer("[]\n", "/api/v1/labels/comm/values?from=%lld&to=%lld", z, t0 + HOSTILE_AT);
-	/* a key nobody has */
-	assert_answer("[]\n", "/api/v1/labels/nosuchkey/values?from=%lld&to=%lld", a, z);
+	/* a key nobody has in the range: refused like an unknown where key */
+	{
+		char path[256], *body;
+		long status;
+
+		snprintf(path, sizeof(path), "/api/v1/labels/nosuchkey/values?from=%lld&to=%lld", a,
+			 z);
+		body = get(path, &status, NULL);
+		if (status != 400 || !strstr(body, "unknown label key 'nosuchkey' (keys in "
+						   "range: comm, service)"))
+			fail_msg("%s: want 400 unknown label key, got %ld %s", path, status, body);
+		free(body);
+	}
 }
 
 /* Bad parameters: 400 with exactly {"error":"<reason>"} naming what is wrong. */
