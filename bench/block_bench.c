@@ -3,7 +3,8 @@
  * core, and the time to merge a day of blocks into one map, for each candidate:
  * one block per window or per (window, label set); plain varints or zstd at levels
  * 1 and 3 (when it pays, over BLOCK_ZSTD_MIN_PAYLOAD, or always); merged by the
- * hash merge of store/block.c or by a k-way merge over the sorted decoded blocks.
+ * hash merge of store/block.c (best of 3 runs) or by a k-way merge over the sorted
+ * decoded blocks (one run).
  *
  *   build/bench/block_bench [busy|fleet|all]    (default all; about a minute)
  *
@@ -350,13 +351,13 @@ static void run(const struct mix *mx)
 		{ "zstd-1 always", 1 | BLOCK_ENC_FORCE_ZSTD },
 		{ "zstd-3 always", 3 | BLOCK_ENC_FORCE_ZSTD },
 	};
-	unsigned g, e;
+	unsigned g, e, r;
 
 	printf("\n%s: %u host(s), %u windows of %u samples each\n", mx->name, mx->hosts,
 	       mx->windows, mx->samples);
 	printf("| block per | encoding | blocks | rows | B/row | encode Mrows/s | "
-	       "hash merge Mrows/s | hash merge all, ms | k-way merge all, ms |\n");
-	printf("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n");
+	       "hash merge Mrows/s | hash merge all, ms | k-way merge all, ms | ids |\n");
+	printf("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n");
 	for (g = 0; g < 2; g++)
 		for (e = 0; e < sizeof(encs) / sizeof(encs[0]); e++) {
 			struct result rh, rk;
@@ -364,17 +365,23 @@ static void run(const struct mix *mx)
 			double th, tk;
 
 			build(mx, g, encs[e].flags, &bl);
+			/* the best of 3: the machine is shared */
 			th = hash_merge(&bl, &rh);
+			for (r = 0; r < 2; r++) {
+				double t2 = hash_merge(&bl, &rh);
+
+				th = t2 < th ? t2 : th;
+			}
 			tk = kway_merge(&bl, &rk);
 			if (rh.n != rk.n || rh.sum != rk.sum || rh.hash != rk.hash) {
 				fprintf(stderr, "merges disagree\n");
 				exit(1);
 			}
-			printf("| %s | %s | %zu | %zu | %.2f | %.1f | %.1f | %.0f | %.0f |\n",
+			printf("| %s | %s | %zu | %zu | %.2f | %.1f | %.1f | %.0f | %.0f | %zu |\n",
 			       g ? "window, label set" : "window", encs[e].name, bl.n, bl.rows,
 			       (double)bl.bytes / (double)bl.rows,
 			       (double)bl.rows / bl.encode_s / 1e6, (double)bl.rows / th / 1e6,
-			       th * 1e3, tk * 1e3);
+			       th * 1e3, tk * 1e3, rh.n);
 			fflush(stdout);
 			drop(&bl);
 		}

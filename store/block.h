@@ -53,8 +53,8 @@
 /* Plain payloads shorter than this are never compressed (see the top): 128 bytes,
  * where zstd starts to halve a block of the bench mix. */
 #define BLOCK_ZSTD_MIN_PAYLOAD 128
-/* The merge's cap on distinct ids: 16 Mi, 256 MiB of hash table at most; a day of
- * the busy host has about 90 k. */
+/* The merge's cap on distinct ids: 16 Mi, a hash table of 512 MiB at most (16 B a
+ * slot, at most half full); a day of the busy host has about 89 k (block_bench). */
 #define BLOCK_MERGE_MAX_IDS (1u << 24)
 
 /* Encoder flags: the zstd level in the low 5 bits (0: never compress, 1..19), and
