@@ -9,27 +9,16 @@
 #include <zstd.h>
 
 #include "store/block.h"
+#include "store/store_int.h" /* put_varint */
 
 #define HEADER_MAX (2 + 4 + 9) /* version, flags, count varint, total varint */
 
 /* ---- varints ------------------------------------------------------------ */
 
-static size_t put_varint(uint8_t *p, uint64_t v)
-{
-	size_t n = 0;
-
-	while (v >= 0x80) {
-		p[n++] = (uint8_t)(v | 0x80);
-		v >>= 7;
-	}
-	p[n++] = (uint8_t)v;
-	return n;
-}
-
 /* Reads a varint of at most max_bytes bytes whose value is at most max, in its
  * shortest form. Returns 0 or -EINVAL. */
-static inline int get_varint(const uint8_t **pp, const uint8_t *end, unsigned max_bytes,
-			     uint64_t max, uint64_t *v)
+static inline int get_canonical_varint(const uint8_t **pp, const uint8_t *end, unsigned max_bytes,
+				       uint64_t max, uint64_t *v)
 {
 	const uint8_t *p = *pp;
 	uint64_t x = 0;
@@ -184,10 +173,10 @@ static int read_header(const uint8_t *buf, size_t len, struct header *h)
 	p = buf + 2;
 	end = buf + len;
 	h->zstd = buf[1] & BLOCK_FLAG_ZSTD;
-	if (get_varint(&p, end, 4, BLOCK_MAX_ENTRIES, &v))
+	if (get_canonical_varint(&p, end, 4, BLOCK_MAX_ENTRIES, &v))
 		return -EINVAL;
 	h->count = (size_t)v;
-	if (get_varint(&p, end, 9, INT64_MAX, &v))
+	if (get_canonical_varint(&p, end, 9, INT64_MAX, &v))
 		return -EINVAL;
 	h->total = (int64_t)v;
 	h->payload = p;
@@ -231,7 +220,8 @@ static int decode_pairs(const uint8_t *p, const uint8_t *end, size_t count, int6
 	size_t i;
 
 	for (i = 0; i < count; i++) {
-		if (get_varint(&p, end, 5, UINT32_MAX, &d) || get_varint(&p, end, 9, INT64_MAX, &v))
+		if (get_canonical_varint(&p, end, 5, UINT32_MAX, &d) ||
+		    get_canonical_varint(&p, end, 9, INT64_MAX, &v))
 			return -EINVAL;
 		if (i && d == 0)
 			return -EINVAL; /* a repeated id */

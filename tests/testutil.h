@@ -66,6 +66,35 @@ static inline uint64_t test_now_ms(void)
 }
 
 /* Creates a fresh directory under /tmp; the path is written to buf. */
+/* This process's peak RSS (VmHWM of /proc/self/status) in KiB. */
+static inline uint64_t test_peak_rss_kib(void)
+{
+	FILE *f = fopen("/proc/self/status", "r");
+	char line[256];
+	unsigned long long kib = 0;
+
+	assert_non_null(f);
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "VmHWM: %llu kB", &kib) == 1)
+			break;
+	fclose(f);
+	return kib;
+}
+
+/* Resets the peak RSS to the current RSS (Linux 4.0+); false if unsupported, and
+ * then test_peak_rss_kib() measures from the process's start. */
+static inline bool test_reset_peak_rss(void)
+{
+	int fd = open("/proc/self/clear_refs", O_WRONLY);
+	bool ok;
+
+	if (fd < 0)
+		return false;
+	ok = write(fd, "5", 1) == 1;
+	close(fd);
+	return ok;
+}
+
 static inline char *test_mkdtemp(char *buf, size_t len)
 {
 	snprintf(buf, len, "/tmp/smolder-test-XXXXXX");

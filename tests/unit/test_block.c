@@ -5,6 +5,7 @@
  * every byte flipped, varints too long or not shortest, a count the bytes cannot
  * hold, a wrong total, a zstd frame claiming 4 GiB or lying about its size). */
 #include <errno.h>
+#include <inttypes.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -20,6 +21,7 @@
 #include <zstd.h>
 
 #include "store/block.h"
+#include "testutil.h"
 
 static uint64_t rng = 42;
 
@@ -438,40 +440,13 @@ static void test_zstd_lies(void **state)
 	assert_int_equal(decode_any(buf, 2 * len - 4), -EINVAL);
 }
 
-static long vm_hwm_kib(void)
-{
-	FILE *f = fopen("/proc/self/status", "r");
-	char line[256];
-	long kib = -1;
-
-	assert_non_null(f);
-	while (fgets(line, sizeof(line), f))
-		if (sscanf(line, "VmHWM: %ld kB", &kib) == 1)
-			break;
-	fclose(f);
-	return kib;
-}
-
-/* Resets the peak RSS to the current RSS (Linux 4.0+); false if unsupported. */
-static bool reset_hwm(void)
-{
-	int fd = open("/proc/self/clear_refs", O_WRONLY);
-	bool ok;
-
-	if (fd < 0)
-		return false;
-	ok = write(fd, "5", 1) == 1;
-	close(fd);
-	return ok;
-}
-
 /* A block of count 1 whose frame really inflates to 64 MiB (a bomb, not a lie):
  * refused from the frame's stated size alone, so the peak RSS barely moves. */
 static void test_zstd_bomb_bounded(void **state)
 {
 	size_t plain = 64 << 20, cap = ZSTD_compressBound(plain) + 16, len;
 	uint8_t *ones = malloc(plain), *buf = malloc(cap);
-	long before, after;
+	uint64_t before, after;
 	bool measured;
 
 	(void)state;
@@ -480,14 +455,14 @@ static void test_zstd_bomb_bounded(void **state)
 	memset(ones, 1, plain); /* pairs (delta 1, value 1) */
 	len = zblock(buf, cap, 1, 1, ones, plain, 1);
 	free(ones);
-	measured = reset_hwm();
-	before = vm_hwm_kib();
+	measured = test_reset_peak_rss();
+	before = test_peak_rss_kib();
 	assert_int_equal(decode_any(buf, len), -EINVAL);
-	after = vm_hwm_kib();
-	print_message("    bomb of %zu bytes inflating to 64 MiB: peak RSS +%ld MiB%s\n", len,
-		      (after - before) >> 10, measured ? "" : " (peak reset unsupported)");
+	after = test_peak_rss_kib();
+	print_message("    bomb of %zu bytes inflating to 64 MiB: peak RSS +%" PRIu64 " MiB%s\n",
+		      len, (after - before) >> 10, measured ? "" : " (peak reset unsupported)");
 	if (measured && (after - before) >> 10 >= 8)
-		fail_msg("peak RSS grew by %ld MiB", (after - before) >> 10);
+		fail_msg("peak RSS grew by %" PRIu64 " MiB", (after - before) >> 10);
 	free(buf);
 }
 

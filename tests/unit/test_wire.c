@@ -498,33 +498,6 @@ static void test_oversized_body(void **state)
 	free(huge);
 }
 
-static uint64_t vm_hwm_kib(void)
-{
-	char line[256];
-	uint64_t kib = 0;
-	FILE *f = fopen("/proc/self/status", "r");
-
-	assert_non_null(f);
-	while (fgets(line, sizeof(line), f))
-		if (sscanf(line, "VmHWM: %" SCNu64, &kib) == 1)
-			break;
-	fclose(f);
-	return kib;
-}
-
-/* Resets the peak RSS to the current RSS (Linux 4.0+); false if unsupported. */
-static bool reset_hwm(void)
-{
-	int fd = open("/proc/self/clear_refs", O_WRONLY);
-	bool ok;
-
-	if (fd < 0)
-		return false;
-	ok = write(fd, "5", 1) == 1;
-	close(fd);
-	return ok;
-}
-
 /* zstd of `gib_zeros` MiB of zeros, streamed through a small buffer; with or
  * without the content size in the frame header. Caller frees. */
 static void *zero_bomb(size_t mib, bool with_size, size_t *len)
@@ -564,11 +537,11 @@ static void *zero_bomb(size_t mib, bool with_size, size_t *len)
 static void expect_refused_bounded(const void *body, size_t len, const struct wire_limits *lim,
 				   int err, const char *want, uint64_t max_mib)
 {
-	bool measured = reset_hwm();
-	uint64_t before = vm_hwm_kib(), after;
+	bool measured = test_reset_peak_rss();
+	uint64_t before = test_peak_rss_kib(), after;
 
 	expect_decode_error(body, len, lim, err, want);
-	after = vm_hwm_kib();
+	after = test_peak_rss_kib();
 	print_message("    bomb of %zu bytes, cap %zu MiB: peak RSS +%" PRIu64 " MiB%s\n", len,
 		      lim ? lim->max_decompressed >> 20 : WIRE_DEFAULT_MAX_DECOMPRESSED >> 20,
 		      (after - before) >> 10, measured ? "" : " (peak reset unsupported)");
