@@ -177,7 +177,7 @@ static char *build_query_sql(size_t nlabels, const char *select, const char *tai
 	return sql;
 }
 
-static int check_query(struct store *s, const struct store_query *q)
+int store_check_query(struct store *s, const struct store_query *q)
 {
 	size_t i;
 
@@ -229,7 +229,7 @@ int store__query_stacks(struct store *s, const struct store_query *q, store_stac
 
 	if (!cb)
 		return -EINVAL;
-	err = check_query(s, q);
+	err = store_check_query(s, q);
 	if (err || q->from >= q->to)
 		return err;
 
@@ -283,7 +283,7 @@ int store__query_series(struct store *s, const struct store_query *q, int64_t st
 
 	if (!cb || step_seconds <= 0)
 		return -EINVAL;
-	err = check_query(s, q);
+	err = store_check_query(s, q);
 	if (err || q->from >= q->to)
 		return err;
 	err = prepare_query(s, q, "SELECT window_start, sat_sum(value)",
@@ -331,7 +331,7 @@ static int label_query(struct store *s, const struct store_query *q, const char 
 
 	if (!cb)
 		return -EINVAL;
-	err = check_query(s, q);
+	err = store_check_query(s, q);
 	if (err || q->from >= q->to)
 		return err;
 	inner = build_query_sql(q->nlabels, "SELECT DISTINCT labelset_id", "");

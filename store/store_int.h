@@ -83,6 +83,11 @@ struct store {
 /* Records SQLite's message for rc and returns the translated error (never 0). */
 int store_sql_fail(struct store *s, int rc);
 
+/* Checks a store_query's arguments (read.c): NULL pointers, at most
+ * BATCH_MAX_LABELS labels, each key and value set. Clears the last message.
+ * Returns 0 or -EINVAL (with a reason for too many labels). */
+int store_check_query(struct store *s, const struct store_query *q);
+
 /* Records our own reason and returns err. */
 __attribute__((format(printf, 3, 4))) int store_fail(struct store *s, int err, const char *fmt,
 						     ...);

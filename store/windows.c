@@ -124,19 +124,14 @@ static int read_periods(struct store *s, const struct store_query *q, struct sto
 
 int store__windows(struct store *s, const struct store_query *q, struct store_windows *out)
 {
-	size_t i;
 	int err;
 
-	if (!s || !q || !out || (q->nlabels && (!q->keys || !q->values)))
+	if (!out)
 		return -EINVAL;
-	if (q->nlabels > BATCH_MAX_LABELS)
-		return store_fail(s, -EINVAL, "%zu labels in a query, at most %d", q->nlabels,
-				  BATCH_MAX_LABELS);
-	for (i = 0; i < q->nlabels; i++)
-		if (!q->keys[i] || !q->values[i])
-			return -EINVAL;
+	err = store_check_query(s, q);
+	if (err)
+		return err;
 	memset(out, 0, sizeof(*out));
-	s->errmsg[0] = '\0';
 	if (q->from >= q->to)
 		return 0;
 	err = read_range(s, q, out);
