@@ -5,6 +5,8 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "query/flame.h"
@@ -28,6 +30,27 @@ static inline struct flame_node *flametest_node_at(const struct flame *f, const 
 		nd = nd->children[c];
 	}
 	return (struct flame_node *)nd;
+}
+
+/* A tree of one stack, a chain of depth frames "p;f0;f1;..." (10 samples), plus
+ * extra (a folded stack, 5 samples) when not NULL: deeper than a window is tall. */
+static inline struct flame *flametest_chain(int depth, const char *extra)
+{
+	char *stack = calloc(1, (size_t)depth * 8 + 8);
+	struct flame *f;
+	int i;
+
+	assert_non_null(stack);
+	strcpy(stack, "p");
+	for (i = 0; i < depth; i++)
+		sprintf(stack + strlen(stack), ";f%d", i);
+	assert_int_equal(flame__new(&f), 0);
+	assert_int_equal(flame__add(f, stack, 10, 0), 0);
+	if (extra)
+		assert_int_equal(flame__add(f, extra, 5, 0), 0);
+	flame__finish(f);
+	free(stack);
+	return f;
 }
 
 #endif

@@ -354,24 +354,6 @@ static void run_chromium(bool diff, const char *want)
 	flame__free(f);
 }
 
-/* A chain of depth frames under one process: deeper than the window is tall. */
-static struct flame *chain(int depth)
-{
-	char *stack = calloc(1, (size_t)depth * 8 + 8);
-	struct flame *f;
-	int i;
-
-	assert_non_null(stack);
-	strcpy(stack, "p");
-	for (i = 0; i < depth; i++)
-		sprintf(stack + strlen(stack), ";f%d", i);
-	assert_int_equal(flame__new(&f), 0);
-	assert_int_equal(flame__add(f, stack, 10, 0), 0);
-	flame__finish(f);
-	free(stack);
-	return f;
-}
-
 static void test_page_runs_in_chromium(void **state)
 {
 	struct render_html_options o = { .diff = true };
@@ -389,7 +371,7 @@ static void test_page_runs_in_chromium(void **state)
 	run_chromium(true, "<td class=\"fn\">work (app.py:12)</td>");
 
 	/* 100 levels of 17 px do not fit in 600 px: icicle, the toggle offering flame */
-	f = chain(100);
+	f = flametest_chain(100, NULL);
 	dom = dom_of(f, NULL);
 	assert_non_null(strstr(dom, "<button id=\"toggle\">Flame</button>"));
 	free(dom);

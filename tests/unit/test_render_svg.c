@@ -381,25 +381,6 @@ static void test_svg_lines_and_repeat(void **state)
 	flame__free(f);
 }
 
-/* A chain of depth frames under one process. */
-static struct flame *chain(int depth)
-{
-	char *stack = calloc(1, (size_t)depth * 8 + 8);
-	struct flame *f;
-	int i;
-
-	assert_non_null(stack);
-	strcpy(stack, "p");
-	for (i = 0; i < depth; i++)
-		sprintf(stack + strlen(stack), ";f%d", i);
-	assert_int_equal(flame__new(&f), 0);
-	assert_int_equal(flame__add(f, stack, 10, 0), 0);
-	assert_int_equal(flame__add(f, "p;f0;side", 5, 0), 0);
-	flame__finish(f);
-	free(stack);
-	return f;
-}
-
 /* The root's y in the SVG. */
 static double root_y(const char *svg)
 {
@@ -415,7 +396,8 @@ static double root_y(const char *svg)
  * shorter: a flame graph, the root at the bottom; an explicit choice wins. */
 static void test_svg_orientation(void **state)
 {
-	struct flame *deep = chain(100), *shallow = chain(20);
+	struct flame *deep = flametest_chain(100, "p;f0;side"),
+		     *shallow = flametest_chain(20, "p;f0;side");
 	struct render_svg_options o = { 0 };
 	char *svg;
 
@@ -443,13 +425,13 @@ static void test_svg_orientation(void **state)
 	flame__free(shallow);
 
 	/* the boundary: 38 levels under the process are 710 px, 39 are 726 px */
-	shallow = chain(38);
+	shallow = flametest_chain(38, "p;f0;side");
 	svg = svg_of(shallow, NULL, "710.svg");
 	assert_non_null(strstr(svg, "height=\"710\""));
 	assert_non_null(strstr(svg, "ICICLE = false"));
 	free(svg);
 	flame__free(deep);
-	deep = chain(39);
+	deep = flametest_chain(39, "p;f0;side");
 	svg = svg_of(deep, NULL, "726.svg");
 	assert_non_null(strstr(svg, "height=\"726\""));
 	assert_non_null(strstr(svg, "ICICLE = true"));
