@@ -116,8 +116,11 @@ static void on_event(void *ctx, const struct profile_event *ev)
 		return;
 	}
 	if (ev->kind == PROFILE_EVENT_UNWIND_REMAP) {
-		if (a->unwind)
-			unwinder__remap(a->unwind, ev->pid);
+		/* New code mapped: what the walker now unwinds through, the drain must
+		 * name, even if the process is gone by then (libc under a process first
+		 * seen in ld.so). */
+		if (a->unwind && unwinder__remap(a->unwind, ev->pid))
+			proc_cache__snapshot(a->procs, ev->pid);
 		return;
 	}
 	if (a->unwind) {

@@ -87,6 +87,7 @@ struct snap {
 	uint32_t pid;
 	uint64_t start_time;  /* in clock ticks since boot; tells a reused pid apart */
 	uint64_t gen_taken;   /* proc_cache.gen when read */
+	bool after_miss;      /* read again because an address was in none of its maps */
 	uint64_t gen_used;    /* proc_cache.gen when last symbolized against */
 	struct mapping *maps; /* sorted by start, not overlapping */
 	size_t nmaps;
@@ -662,15 +663,19 @@ static struct mapping *find_mapping(const struct snap *s, uint64_t addr)
 }
 
 /* After a miss: is the snapshot worth reading again? Yes when the pid now belongs
- * to another process, or when the snapshot predates this window and the process
- * lives (it may have mapped a library since). */
+ * to another process, or, while the process lives (it may have mapped a library
+ * since), when the snapshot predates this window or no miss has read it again in
+ * this window yet. The last holds the snapshot taken when the process was first
+ * seen, often in ld.so before libc was mapped: its first drain must not name libc
+ * "[unknown]". Addresses outside every mapping for good (gone with a dlclose) cost
+ * one read a window. */
 static bool should_refresh(const struct proc_cache *pc, const struct snap *s)
 {
 	uint64_t start_time;
 
 	if (read_start_time(s->pid, &start_time))
 		return false;
-	return start_time != s->start_time || s->gen_taken < pc->gen;
+	return start_time != s->start_time || s->gen_taken < pc->gen || !s->after_miss;
 }
 
 static int resolve(const struct snap *s, const struct mapping *m, uint64_t addr, char *buf,
@@ -719,6 +724,7 @@ int proc_cache__symbolize(struct proc_cache *pc, uint32_t pid, uint64_t addr, ch
 		m = find_mapping(s, addr);
 		if (!m && should_refresh(pc, s) && !proc_cache__snapshot(pc, pid)) {
 			s = find_snap(pc, pid);
+			s->after_miss = true;
 			m = find_mapping(s, addr);
 		}
 		s->gen_used = pc->gen;

@@ -81,10 +81,10 @@ int proc_cache__snapshot(struct proc_cache *pc, uint32_t pid);
 
 /* Writes the frame name for a user address of pid into buf (always NUL-terminated
  * when len > 0, truncated to len). Takes a snapshot if pid has none; if addr lies
- * outside every mapping of a snapshot taken before the current generation and the
- * process is alive, takes a new one first (a library loaded since); so it does,
- * in any generation, when the pid now belongs to a process with another start
- * time. Returns 0 when a symbol was found, PROC_CACHE_JIT when the name came from
+ * outside every mapping of the snapshot and the process is alive, takes a new one
+ * first (a library loaded since), unless a miss already did in this generation;
+ * so it does, in any generation, when the pid now belongs to a process with
+ * another start time. Returns 0 when a symbol was found, PROC_CACHE_JIT when the name came from
  * the process's perf map, PROC_CACHE_TRAMPOLINE when that name is a CPython perf
  * trampoline (no frame of its own: perfmap_is_python_trampoline()), -ENOENT when
  * the name is a fallback ("module+0x..", "[unknown]"), also when no snapshot could

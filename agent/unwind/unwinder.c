@@ -64,7 +64,7 @@ struct uproc {
 	UT_hash_handle hh;
 	uint32_t pid;
 	uint64_t published_gen;
-	bool remap; /* asked to publish again: done at the window's end */
+	bool remap; /* asked to publish again, mappings unchanged: at the window's end */
 	uint32_t nmaps;
 	struct unwind_mapping *maps;
 };
@@ -329,15 +329,24 @@ static int read_mappings(struct unwinder *u, uint32_t pid)
 	return 0;
 }
 
-static int publish(struct unwinder *u, uint32_t pid)
+/* Gives back the file references read_mappings() took for u->scratch. */
+static void release_scratch(struct unwinder *u)
 {
-	struct uproc *p = NULL, *old = NULL;
+	for (uint32_t i = 0; i < u->scratch.nmaps; i++) {
+		struct ufile *f = u->files[u->scratch.maps[i].file];
+
+		if (f && f->refs)
+			f->refs--;
+	}
+}
+
+/* Makes the mappings in u->scratch (read by read_mappings()) pid's, in the map
+ * the walker reads and in u->procs, replacing old (NULL: none). */
+static int install(struct unwinder *u, uint32_t pid, struct uproc *old)
+{
+	struct uproc *p;
 	int err;
 
-	HASH_FIND(hh, u->procs, &pid, sizeof(pid), old);
-	err = read_mappings(u, pid);
-	if (err)
-		return err;
 	p = calloc(1, sizeof(*p));
 	if (p && u->scratch.nmaps)
 		p->maps = malloc(u->scratch.nmaps * sizeof(*p->maps));
@@ -360,16 +369,21 @@ static int publish(struct unwinder *u, uint32_t pid)
 	return 0;
 
 fail:
-	for (uint32_t i = 0; i < u->scratch.nmaps; i++) {
-		struct ufile *f = u->files[u->scratch.maps[i].file];
-
-		if (f && f->refs)
-			f->refs--;
-	}
+	release_scratch(u);
 	if (p)
 		free(p->maps);
 	free(p);
 	return err;
+}
+
+static int publish(struct unwinder *u, uint32_t pid)
+{
+	struct uproc *old = NULL;
+	int err;
+
+	HASH_FIND(hh, u->procs, &pid, sizeof(pid), old);
+	err = read_mappings(u, pid);
+	return err ? err : install(u, pid, old);
 }
 
 int unwinder__publish(struct unwinder *u, uint32_t pid)
@@ -382,17 +396,33 @@ int unwinder__publish(struct unwinder *u, uint32_t pid)
 	return err;
 }
 
-void unwinder__remap(struct unwinder *u, uint32_t pid)
+/* The walker met an address outside every mapping pid has in its map: code
+ * mapped since it was published (libc under a process first seen in ld.so, a
+ * dlopen'ed library) or JIT code, which is no file's and stays outside. The
+ * mappings are read again now and published if they changed, so new code unwinds
+ * from the next sample on; if not, the walker's flag is reset at the window's end,
+ * so JIT code costs one read of /proc/PID/maps a window, not one a sample. */
+bool unwinder__remap(struct unwinder *u, uint32_t pid)
 {
 	struct uproc *p = NULL;
+	bool changed = false;
 
 	pthread_mutex_lock(&u->lock);
 	HASH_FIND(hh, u->procs, &pid, sizeof(pid), p);
-	if (!p || p->published_gen != u->gen)
-		publish(u, pid);
-	else
-		p->remap = true; /* once a window at most: JIT code asks at every sample */
+	if (!read_mappings(u, pid)) {
+		if (p && u->scratch.nmaps == p->nmaps &&
+		    !memcmp(u->scratch.maps, p->maps, p->nmaps * sizeof(*p->maps))) {
+			release_scratch(u);
+			if (p->published_gen == u->gen)
+				p->remap = true;
+			else
+				publish(u, pid); /* only to reset the walker's flag */
+		} else {
+			changed = !install(u, pid, p);
+		}
+	}
 	pthread_mutex_unlock(&u->lock);
+	return changed;
 }
 
 /* Opens the file behind f the way the process sees it, and checks that it is the

@@ -10,10 +10,11 @@
  * Events (agent.c passes them on): a process sampled for the first time or after an
  * exec -> unwinder__publish(); PROFILE_EVENT_UNWIND_TABLE -> unwinder__load();
  * PROFILE_EVENT_UNWIND_REMAP (an address outside the published mappings: a library
- * loaded since, or JIT code) -> unwinder__remap(), which publishes again at most
- * once a window. At each drain, unwinder__touch() marks the files a stack ran
- * through (the LRU order), and unwinder__end_window() forgets processes that
- * exited and lets failed loads be asked for again.
+ * loaded since, or JIT code) -> unwinder__remap(), which publishes again at once
+ * when the mappings changed, else at the window's end. At each drain,
+ * unwinder__touch() marks the files a stack ran through (the LRU order), and
+ * unwinder__end_window() forgets processes that exited and lets failed loads be
+ * asked for again.
  *
  * Files are opened through the process (/proc/PID/root/PATH, then
  * /proc/PID/map_files/, which also reaches a deleted or replaced file), and used
@@ -26,6 +27,7 @@
 #define SMOLDER_UNWINDER_H
 
 #include <stddef.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "bpf/unwind.h"
@@ -58,8 +60,11 @@ void unwinder__free(struct unwinder *u);
  * -ESRCH when the process is gone, or -errno. */
 int unwinder__publish(struct unwinder *u, uint32_t pid);
 
-/* An address of pid fell outside its published mappings. */
-void unwinder__remap(struct unwinder *u, uint32_t pid);
+/* An address of pid fell outside its published mappings. Returns true when its
+ * mappings had changed and were published again (the caller's own copy of them,
+ * the symbolizer's, is stale too), false when they had not (JIT code) or the
+ * process is gone. */
+bool unwinder__remap(struct unwinder *u, uint32_t pid);
 
 /* Queues the table of a file id (from a PROFILE_EVENT_UNWIND_TABLE) for the
  * builder thread, which builds and loads it; a file without CFI is then walked by

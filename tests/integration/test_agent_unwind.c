@@ -9,7 +9,9 @@
  *     --call-graph dwarf` on the same process at the same time;
  *   - losses: processes that exit before their table can be loaded, and a process
  *     that forks and execs another no-frame-pointer image: no wrong frame, and
- *     every partial stack counted in the agent's losses.
+ *     every partial stack counted in the agent's losses;
+ *   - code mapped after the agent first saw a process (libc under a process it
+ *     met in ld.so, a library dlopen'ed late) unwinds whole within the window.
  *
  * Vocabulary: a stack is "whole" when the workload's frames run, root first,
  * from main (with __libc_start_call_main right below it) to the leaf along edges
@@ -106,14 +108,14 @@ struct spec {
 	const char *const *foreign; /* functions of the other image: always wrong */
 };
 
-static const char *const unwind_ours[] = { "main",	"run_shapes", "burn_a", "deep",
-					   "a_spin",	"burn_b",     "lib_c",	"lib_spin",
-					   "cpp_entry", "cpp::d",     NULL };
+static const char *const unwind_ours[] = { "main",	"run_shapes", "burn_a",	  "deep",
+					   "a_spin",	"burn_b",     "lib_c",	  "lib_spin",
+					   "cpp_entry", "cpp::d",     "run_late", NULL };
 static const char *const libc_ours[] = { "main",     "libc_run",    "sort_branch",
 					 "cmp_ints", "copy_branch", NULL };
-static const char *const unwind_only[] = { "run_shapes", "burn_a", "deep",     "a_spin",
-					   "burn_b",	 "lib_c",  "lib_spin", "cpp_entry",
-					   "cpp::d",	 NULL };
+static const char *const unwind_only[] = { "run_shapes", "burn_a",   "deep",	 "a_spin",
+					   "burn_b",	 "lib_c",    "lib_spin", "cpp_entry",
+					   "cpp::d",	 "run_late", NULL };
 static const char *const libc_only[] = { "libc_run", "sort_branch", "cmp_ints", "copy_branch",
 					 NULL };
 
@@ -128,6 +130,8 @@ static const struct edge unwind_edges[] = {
 	{ "lib_c", "lib_spin" },
 	{ "run_shapes", "cpp_entry" },
 	{ "cpp_entry", "cpp::d" },
+	{ "main", "run_late" },
+	{ "run_late", "lib_c" },
 	{ NULL },
 };
 static const struct edge libc_edges[] = {
@@ -283,21 +287,26 @@ static void print_scan(const char *what, const struct scan *sc)
 #define MAX_NO_TABLE_PCT 3
 
 /* Fails unless at least pct % of the samples taken once tables were loaded are
- * whole, and at most MAX_NO_TABLE_PCT % were taken before, saying how many. */
-static void assert_whole(const struct scan *sc, unsigned pct)
+ * whole, and at most no_table_pct % were taken before, saying how many. */
+static void assert_whole_of(const struct scan *sc, unsigned pct, unsigned no_table_pct)
 {
 	uint64_t loaded = sc->total - sc->no_table;
 
-	if (sc->no_table * 100 > sc->total * MAX_NO_TABLE_PCT)
+	if (sc->no_table * 100 > sc->total * no_table_pct)
 		fail_msg("%llu of %llu samples of %s came before a table was loaded, more than "
-			 "%d %%",
+			 "%u %%",
 			 (unsigned long long)sc->no_table, (unsigned long long)sc->total,
-			 sc->spec->comm, MAX_NO_TABLE_PCT);
+			 sc->spec->comm, no_table_pct);
 	if (sc->whole * 100 < loaded * pct)
 		fail_msg("%llu of %llu samples of %s taken with tables loaded (%.1f %%) are whole "
 			 "stacks down to " BELOW_MAIN ";main, need >= %u %%",
 			 (unsigned long long)sc->whole, (unsigned long long)loaded, sc->spec->comm,
 			 loaded ? 100.0 * (double)sc->whole / (double)loaded : 0.0, pct);
+}
+
+static void assert_whole(const struct scan *sc, unsigned pct)
+{
+	assert_whole_of(sc, pct, MAX_NO_TABLE_PCT);
 }
 
 static void assert_no_wrong(const struct scan *sc)
@@ -1135,6 +1144,54 @@ static void test_exec_no_wrong_frames(void **state)
 			 (unsigned long long)(su.partial + sul.partial), losses);
 }
 
+/* A process started under an agent with the default 10 s window, which dlopens a
+ * library after 2 s of CPU and burns 2 s more in it. The agent first meets it
+ * before libc is mapped (at exec) and again when the library arrives: both must
+ * be learnt at once, not at the window's end, so its stacks are whole (>= 95 % of
+ * those taken with tables loaded) and those through the late library too. */
+static void test_library_loaded_late(void **state)
+{
+	char unw[PATH_MAX], unwl[PATH_MAX], comm_u[16], comm_ul[16], out[128], err[128];
+	char lib[PATH_MAX + 32], cmd[3 * PATH_MAX];
+	struct spec spec = { comm_u, unwind_ours, unwind_edges, libc_only };
+	struct scan sc = { .spec = &spec, .watch = { "run_late" } };
+	pid_t agent, p;
+	struct folded *f;
+
+	(void)state;
+	need_root();
+	private_copies(unw, unwl, sizeof(unw), comm_u, comm_ul, sizeof(comm_u));
+	snprintf(lib, sizeof(lib), "%s/libunw_late.so", fx.dir);
+	snprintf(cmd, sizeof(cmd), "cp '%s/libunw.so' '%s'", fx.dir, lib);
+	assert_int_equal(system(cmd), 0);
+	snprintf(out, sizeof(out), "%s/late.folded", fx.dir);
+	snprintf(err, sizeof(err), "%s/late.err", fx.dir);
+	agent = start_agent(out, err, "--frequency", "999", "--window", "10", NULL);
+	if (!test_wait_for_child_text(agent, err, "sampling every process", 30000)) {
+		test_print_log("agent", err);
+		fail_msg("the agent did not start sampling");
+	}
+	{
+		char *argv[] = { unw, "late", "2000", lib, NULL };
+
+		p = test_spawn(argv, "/dev/null", NULL);
+		assert_int_equal(test_wait(p, 60000), 0);
+	}
+	stop_host_agent(agent, err);
+	f = load_folded(out);
+	folded__foreach(f, scan_cb, &sc);
+	folded__free(f);
+	print_scan("late library", &sc);
+	print_message("  through the late library: %llu\n", (unsigned long long)sc.watched[0]);
+	/* 2 x 2 s of CPU at 999 Hz: ~4000 samples, ~2000 through run_late */
+	if (sc.total < 2000 || sc.watched[0] < 1000)
+		fail_msg("too few samples: %llu (need 2000), %llu through run_late (need 1000)",
+			 (unsigned long long)sc.total, (unsigned long long)sc.watched[0]);
+	assert_no_wrong(&sc);
+	/* two start-up phases in 4 s: the process's files', then the late library's */
+	assert_whole_of(&sc, 95, 2 * MAX_NO_TABLE_PCT);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1146,6 +1203,7 @@ int main(void)
 		cmocka_unit_test_teardown(test_debian_xz, test_teardown_children),
 		cmocka_unit_test_teardown(test_exit_before_table, test_teardown_children),
 		cmocka_unit_test_teardown(test_exec_no_wrong_frames, test_teardown_children),
+		cmocka_unit_test_teardown(test_library_loaded_late, test_teardown_children),
 	};
 
 	return cmocka_run_group_tests(tests, group_setup, group_teardown);

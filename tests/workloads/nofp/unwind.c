@@ -5,6 +5,9 @@
  *   unwind once MS      loop until MS ms of CPU are used, then exit 0
  *   unwind exec MS BIN  loop for MS ms of CPU, then fork a child that execs
  *                       "BIN MS", wait for it, and exec "BIN MS" in place
+ *   unwind late MS LIB  loop for MS ms of CPU, then dlopen LIB (a copy of
+ *                       libunw.so) and burn MS ms more in main -> run_late ->
+ *                       its lib_c -> lib_spin: code mapped long after start
  *
  * One thread loops main -> run_shapes -> each of
  *   burn_a -> deep x 21 (a recursion 20 levels deep) -> a_spin      5 ms, 50 %
@@ -21,6 +24,7 @@
  * frame. A sample's stack is therefore exactly _start -> __libc_start_main ->
  * __libc_start_call_main -> main -> run_shapes -> one of the chains above.
  */
+#include <dlfcn.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -74,6 +78,23 @@ __attribute__((noipa)) static uint64_t burn_b(uint64_t ns)
 	return lib_c(ns) + (sink & 0);
 }
 
+/* Burns limit_ns of CPU in the lib_c of a library loaded only now. */
+__attribute__((noipa)) static int run_late(const char *lib, uint64_t limit_ns)
+{
+	uint64_t (*late_c)(uint64_t);
+	uint64_t used = 0;
+	void *h = dlopen(lib, RTLD_NOW | RTLD_LOCAL);
+
+	if (!h)
+		return -1;
+	*(void **)&late_c = dlsym(h, "lib_c");
+	if (!late_c)
+		return -1;
+	while (!stop && used < limit_ns)
+		used += late_c(3000000);
+	return (int)(sink & 0);
+}
+
 /* Runs rounds until stop is set or limit_ns of CPU is used (0: no limit). */
 __attribute__((noipa)) static void run_shapes(struct tally *t, uint64_t limit_ns)
 {
@@ -109,13 +130,18 @@ int main(int argc, char **argv)
 
 	sigaction(SIGTERM, &sa, NULL);
 	sigaction(SIGINT, &sa, NULL);
-	if (argc > 2 && (strcmp(argv[1], "once") == 0 || strcmp(argv[1], "exec") == 0))
+	if (argc > 2 && (strcmp(argv[1], "once") == 0 || strcmp(argv[1], "exec") == 0 ||
+			 strcmp(argv[1], "late") == 0))
 		limit_ns = strtoull(argv[2], NULL, 10) * 1000000ull;
 	else if (argc > 1)
 		return 2;
-	if (strcmp(argc > 1 ? argv[1] : "", "exec") == 0 && argc != 4)
+	if ((strcmp(argc > 1 ? argv[1] : "", "exec") == 0 ||
+	     strcmp(argc > 1 ? argv[1] : "", "late") == 0) &&
+	    argc != 4)
 		return 2;
 	run_shapes(&t, limit_ns);
+	if (argc > 1 && strcmp(argv[1], "late") == 0)
+		return run_late(argv[3], limit_ns) ? 1 : 0;
 	if (argc > 1 && strcmp(argv[1], "exec") == 0) {
 		char *next[] = { argv[3], argv[2], NULL };
 		int status;
