@@ -13,6 +13,8 @@
 
 #include "store/store_int.h"
 
+#define OLD_COARSE_SECONDS 300 /* interim, until the block store replaces this file */
+
 #define MAINTAIN_DEFAULT_ROWS 10000
 
 int store_read_watermark(struct store *s, bool *set, int64_t *wm)
@@ -74,7 +76,7 @@ int store__stats(struct store *s, struct store_stats *st)
 	if (err)
 		return err;
 	st->db_bytes = (uint64_t)pages * (uint64_t)page_size;
-	st->coarse_before = wm_set ? v : INT64_MIN;
+	(void)v; /* interim */
 	return 0;
 }
 
@@ -151,7 +153,7 @@ static int run_window_merge(struct store *s, enum stmt_id id, int64_t bucket, in
  * spending at most *budget rows. Sets *more when it stopped for the budget. */
 static int downsample(struct store *s, int64_t cutoff, int64_t *budget, bool *more)
 {
-	const int64_t c = s->opts.coarse_window_seconds;
+	const int64_t c = OLD_COARSE_SECONDS;
 	int64_t wm, first, bucket, end, moved, deleted;
 	sqlite3_stmt *st = NULL;
 	bool wm_set;
@@ -281,7 +283,7 @@ static void join_msg(char *dst, size_t cap, const char *prefix, const char *msg)
 int store__maintain(struct store *s, int64_t now, size_t max_rows, bool *more)
 {
 	int64_t budget, limit, ret_cutoff, ds_cutoff;
-	const int64_t c = s ? s->opts.coarse_window_seconds : 1;
+	const int64_t c = OLD_COARSE_SECONDS;
 	char first_msg[sizeof(s->errmsg)];
 	bool more_work = false;
 	int err, first = 0;
@@ -298,7 +300,7 @@ int store__maintain(struct store *s, int64_t now, size_t max_rows, bool *more)
 			 : MAINTAIN_DEFAULT_ROWS;
 	budget = limit;
 	ret_cutoff = now - s->opts.retention_seconds;
-	ds_cutoff = floor_div(now - (int64_t)s->opts.downsample_after_seconds, c) * c;
+	ds_cutoff = floor_div(now - s->opts.raw_retention_seconds, c) * c;
 
 	/* Every step runs; the first error (and its reason) is the result. */
 	err = retention(s, ret_cutoff, &budget);

@@ -160,6 +160,22 @@ int store_get_stmt(struct store *s, enum stmt_id id, sqlite3_stmt **out)
 	return 0;
 }
 
+int store_slot_stmt(struct store *s, int slot, const char *sql, sqlite3_stmt **out)
+{
+	int rc;
+
+	if (slot < 0 || slot >= SLOT_NR)
+		return -EINVAL;
+	if (!s->slot[slot]) {
+		rc = sqlite3_prepare_v3(s->db, sql, -1, SQLITE_PREPARE_PERSISTENT, &s->slot[slot],
+					NULL);
+		if (rc != SQLITE_OK)
+			return store_sql_fail(s, rc);
+	}
+	*out = s->slot[slot];
+	return 0;
+}
+
 int store_step(struct store *s, sqlite3_stmt *st)
 {
 	int rc = sqlite3_step(st);
@@ -327,6 +343,12 @@ static int check_reader(struct store *s)
 				  "schema version %" PRId64 ", this build reads %zu: open the "
 				  "database for writing first",
 				  version, store_nmigrations);
+	err = store_samples_pending(s);
+	if (err)
+		return err < 0 ? err
+			       : store_fail(s, -EPROTO,
+					    "the conversion to profile blocks is not finished: "
+					    "open the database for writing first");
 	rc = sqlite3_prepare_v2(s->db, "PRAGMA journal_mode", -1, &st, NULL);
 	if (rc != SQLITE_OK)
 		return store_sql_fail(s, rc);
@@ -353,13 +375,22 @@ int store__open(const char *path, const struct store_options *opts, struct store
 		return -ENOMEM;
 	if (opts)
 		s->opts = *opts;
-	if (s->opts.retention_seconds <= 0)
+	if (!s->opts.retention_seconds)
 		s->opts.retention_seconds = STORE_DEFAULT_RETENTION_SECONDS;
-	if (!s->opts.downsample_after_seconds)
-		s->opts.downsample_after_seconds = STORE_DEFAULT_DOWNSAMPLE_AFTER_SECONDS;
-	if (!s->opts.coarse_window_seconds)
-		s->opts.coarse_window_seconds = STORE_DEFAULT_COARSE_WINDOW_SECONDS;
-	if (s->opts.retention_seconds < (int64_t)s->opts.downsample_after_seconds) {
+	if (!s->opts.minute_retention_seconds)
+		s->opts.minute_retention_seconds = STORE_DEFAULT_MINUTE_RETENTION_SECONDS;
+	if (!s->opts.raw_retention_seconds)
+		s->opts.raw_retention_seconds = STORE_DEFAULT_RAW_RETENTION_SECONDS;
+	/* a default may exceed a shorter retention the caller chose: cut it to that */
+	if (!(opts && opts->minute_retention_seconds) &&
+	    s->opts.minute_retention_seconds > s->opts.retention_seconds)
+		s->opts.minute_retention_seconds = s->opts.retention_seconds;
+	if (!(opts && opts->raw_retention_seconds) &&
+	    s->opts.raw_retention_seconds > s->opts.minute_retention_seconds)
+		s->opts.raw_retention_seconds = s->opts.minute_retention_seconds;
+	if (s->opts.raw_retention_seconds <= 0 ||
+	    s->opts.raw_retention_seconds > s->opts.minute_retention_seconds ||
+	    s->opts.minute_retention_seconds > s->opts.retention_seconds) {
 		err = -EINVAL;
 		goto out_free;
 	}
@@ -398,7 +429,7 @@ int store__open(const char *path, const struct store_options *opts, struct store
 	else
 		err = exec(s, "PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; "
 			      "PRAGMA foreign_keys = OFF")
-			      ?: migrate(s);
+			      ?: migrate(s) ?: store_convert_samples(s);
 	if (err)
 		goto out_close_db;
 	*out = s;
@@ -419,6 +450,10 @@ void store__close(struct store *s)
 		return;
 	for (i = 0; i < ST_NR; i++)
 		sqlite3_finalize(s->stmt[i]);
+	for (i = 0; i < SLOT_NR; i++)
+		sqlite3_finalize(s->slot[i]);
+	store_intern_free(s->intern);
+	store_read_cache_free(s->rcache);
 	sqlite3_close(s->db);
 	free(s->buf);
 	free(s);

@@ -1,8 +1,10 @@
 /* The profile store: aggregated stack samples of many agents in one SQLite database
- * (the storage model is described at the top of schema/001_init.sql). The collector
- * ingests decoded batches, one transaction each, and queries folded stacks summed
- * over a time range and a label selection; store__maintain() applies retention and
- * downsampling in small steps between ingests.
+ * (the dictionaries are described at the top of schema/001_init.sql, the profile
+ * blocks and their tiers at the top of schema/005_blocks.sql). The collector
+ * ingests decoded batches, one transaction each, and queries stacks summed over a
+ * time range and a label selection, merged from the blocks in C; store__maintain()
+ * builds the minute and hour rollups and applies each tier's retention in small
+ * steps between ingests.
  *
  * Errors: every function returns 0 or -errno. SQLite errors are translated: -EIO
  * (I/O error, corruption, not a database), -ENOSPC (disk full), -EBUSY (locked by
@@ -29,10 +31,20 @@
 struct batch;
 struct store;
 
-#define STORE_DEFAULT_RETENTION_SECONDS	       (14 * 24 * 3600)
-#define STORE_DEFAULT_DOWNSAMPLE_AFTER_SECONDS (24 * 3600)
-#define STORE_DEFAULT_COARSE_WINDOW_SECONDS    300
-#define STORE_BUSY_TIMEOUT_MS		       5000
+/* How long each tier is kept (schema/005_blocks.sql): the windows as the agents
+ * sent them a day (last night's spike at full resolution), minute rollups two
+ * weeks (a 2-minute range anywhere in them), hour rollups a month (trends). */
+#define STORE_DEFAULT_RETENTION_SECONDS	       (30 * 24 * 3600)
+#define STORE_DEFAULT_MINUTE_RETENTION_SECONDS (14 * 24 * 3600)
+#define STORE_DEFAULT_RAW_RETENTION_SECONDS    (24 * 3600)
+/* The rollup tiers' bucket lengths, in seconds (tier 0 is the raw windows). */
+#define STORE_MINUTE_SECONDS 60
+#define STORE_HOUR_SECONDS   3600
+/* A minute bucket is built once its end is this far in the past, so that the
+ * windows of agents a little late or behind a short outage are in it when it is
+ * first built; later ones are merged into it at ingest. */
+#define STORE_ROLLUP_DELAY_SECONDS 120
+#define STORE_BUSY_TIMEOUT_MS	   5000
 /* store__ingest_at() refuses windows that start more than this after now: an
  * agent's clock a little ahead is fine, a window hours ahead (or at 9e18, which
  * retention would never reach) is not. */
@@ -41,12 +53,14 @@ struct store;
  * times' own bound), so no window arithmetic can overflow. */
 #define STORE_MAX_ABS_WINDOW (INT64_C(1) << 40)
 
-/* Options of store__open(). A zero field (or a NULL opts) takes the default. */
+/* Options of store__open(). A zero field (or a NULL opts) takes the default; the
+ * three retentions must satisfy raw <= minute <= retention (else -EINVAL), since a
+ * tier is deleted only where the next one is built. */
 struct store_options {
-	int64_t retention_seconds;	   /* samples older than this are dropped: 14 days */
-	uint32_t downsample_after_seconds; /* windows older than this are merged: 1 day */
-	uint32_t coarse_window_seconds;	   /* length of a merged window: 300 */
-	bool read_only;			   /* a reader: see store__open() */
+	int64_t retention_seconds;	  /* anything older is dropped (hour rollups): 30 d */
+	int64_t minute_retention_seconds; /* minute rollups: 14 days */
+	int64_t raw_retention_seconds;	  /* raw windows: 1 day */
+	bool read_only;			  /* a reader: see store__open() */
 };
 
 /* Opens (creating if needed) the database at path, ":memory:" for a private
@@ -56,7 +70,7 @@ struct store_options {
  * same mode); an existing file keeps its mode. A file database uses WAL and
  * synchronous=NORMAL: a committed batch survives a crash of the process, the last
  * commits may be lost on power failure. *out is written only on success. Returns 0,
- * -EINVAL (NULL path or out, retention shorter than downsample_after), -EPROTO
+ * -EINVAL (NULL path or out, retentions out of order), -EPROTO
  * (schema newer than this build), -ENOMEM, or a translated SQLite error.
  *
  * With opts->read_only, a reader of a database that store__open() already made
@@ -80,19 +94,21 @@ void store__close(struct store *s);
 const char *store__errmsg(const struct store *s);
 
 /* Stores batch b in one transaction: interns its strings, frames, stacks and label
- * sets, adds each sample's count to samples(window_start, label set, stack), and
- * records (agent_id, seq). If (agent_id, seq) was already stored, nothing is
- * written and *duplicate is true. Returns 0 only after the commit; on any error the
- * transaction is rolled back, the database is as before, and the result is -EINVAL
- * (an index out of range, a count of 0 or above BATCH_MAX_COUNT), -ERANGE (a
- * window_start beyond +-STORE_MAX_ABS_WINDOW), or a translated SQLite error; the
- * reason is in store__errmsg(). The caller should validate b (batch__validate);
- * the store checks indices again but not every cap. A window older than the
- * downsampling watermark is stored in its coarse bucket.
+ * sets (through in-memory caches in front of the dictionary tables), adds each
+ * label set's samples to the raw block of (window_start, label set) and, for a
+ * window below a rollup watermark (a late batch), to the minute and hour blocks
+ * already built over it, and records (agent_id, seq). If (agent_id, seq) was
+ * already stored, nothing is written and *duplicate is true. Returns 0 only after
+ * the commit; on any error the transaction is rolled back, the database (and the
+ * caches) as before, and the result is -EINVAL (an index out of range, a count of
+ * 0 or above BATCH_MAX_COUNT), -ERANGE (a window_start beyond
+ * +-STORE_MAX_ABS_WINDOW), or a translated SQLite error; the reason is in
+ * store__errmsg(). The caller should validate b (batch__validate); the store
+ * checks indices again but not every cap.
  *
  * What is stored cannot break a query: a frame's name and file are stored
  * through frame_sanitize() (no ';', newline or control character; at most
- * FRAME_MAX_NAME_LEN bytes, longer ones cut), and a row's value saturates at
+ * FRAME_MAX_NAME_LEN bytes, longer ones cut), and a stack's value saturates at
  * INT64_MAX instead of overflowing. duplicate may be NULL.
  *
  * store__ingest() is for data whose times the caller chose (fixtures, benches,
@@ -125,10 +141,11 @@ typedef int (*store_stack_fn)(void *ctx, const struct frame *frames, size_t nfra
 			      uint64_t count);
 
 /* Runs q, calling cb for each stack with a nonzero sum, in no particular order.
- * The callback must not call into s. A downsampled window counts whole when its
- * bucket start is in [from, to). Sums saturate at INT64_MAX: no data makes a
- * query fail. Returns 0, cb's nonzero return, -EINVAL, -ENOMEM
- * or a translated SQLite error. */
+ * The callback must not call into s. The answer is the raw windows' wherever they
+ * are kept (rollups are used only for buckets that lie inside [from, to)); where
+ * they are gone, a rollup bucket counts whole when its start is in [from, to). Sums saturate at
+ * INT64_MAX: no data makes a query fail. Returns 0, cb's nonzero return, -EINVAL, -ENOMEM or a
+ * translated SQLite error. */
 int store__query_stacks(struct store *s, const struct store_query *q, store_stack_fn cb, void *ctx);
 
 /* Called once per time bucket with samples, in time order: the bucket's start
@@ -167,12 +184,17 @@ struct store_stats {
 	uint64_t frames;
 	uint64_t stacks;
 	uint64_t labelsets;
-	uint64_t db_bytes;     /* page_count * page_size */
-	int64_t coarse_before; /* downsampling watermark, INT64_MIN when none */
+	uint64_t db_bytes;	 /* page_count * page_size */
+	uint64_t blocks[3];	 /* block rows per tier: raw, minute, hour (a count(*)
+				  * of block_index's range per tier) */
+	int64_t built_before[3]; /* [1], [2]: rollup watermarks (schema/005), INT64_MIN
+				  * when none; [0] unused (INT64_MIN) */
+	int64_t kept_from[3];	 /* per tier: blocks older are gone, INT64_MIN: none */
 };
 
 /* Fills st. Cheap enough for every scrape: a few one-row reads (the sample row
- * count is kept by triggers, the dictionary sizes are their largest ids), no scan.
+ * count is kept by triggers, the dictionary sizes are their largest ids) and a
+ * count of block_index per tier (a few bytes a block), no block read.
  * Returns 0 or a translated SQLite error. */
 int store__stats(struct store *s, struct store_stats *st);
 
@@ -196,8 +218,8 @@ struct store_windows {
 	uint64_t nwindows;    /* distinct window starts in range; 0: none (the rest 0) */
 	int64_t first_start;  /* the first window's start: the effective from */
 	int64_t last_end;     /* the latest end of a window in range: the effective to */
-	uint32_t min_seconds; /* shortest and longest window length (a coarse bucket */
-	uint32_t max_seconds; /* after downsampling is longer than the agents' windows) */
+	uint32_t min_seconds; /* shortest and longest window length (a rollup bucket */
+	uint32_t max_seconds; /* whose raw windows are gone is longer than theirs) */
 	uint64_t periods[STORE_WINDOWS_MAX_PERIODS];	    /* distinct sampling periods in ns, by
 							     * batches descending, then period; 0:
 							     * unknown (sent as 0) */
@@ -218,19 +240,23 @@ struct store_windows {
  * error. */
 int store__windows(struct store *s, const struct store_query *q, struct store_windows *out);
 
-/* One bounded step of maintenance at time now (unix seconds), in two steps, each
- * in its own transaction so that one failing never undoes or blocks the other:
- * retention deletes samples with window_start < now - retention and forgets their
- * (agent, seq); downsampling merges fine windows older than now - downsample_after
- * into coarse buckets (window_start rounded down to a multiple of
- * coarse_window_seconds, values summed and saturating at INT64_MAX; per-stack
- * totals are otherwise unchanged). The two together touch at most about max_rows
- * sample rows (0 means 10000), so ingest waits for at most one bounded call.
- * *more is true when work remains: call again (e.g. after the next ingest).
- * Every step runs even when an earlier one failed; the result is 0 or the first
- * step's error (a translated SQLite error), whose reason store__errmsg() keeps.
- * The caller should log a failure and count it: a step that fails every call
- * means the disk grows (retention) or queries slow down (downsampling). */
+/* One bounded step of maintenance at time now (unix seconds), in steps, each in
+ * its own transaction so that one failing never undoes or blocks another:
+ *   rollup     builds the next minute buckets (oldest first, those that ended
+ *              STORE_ROLLUP_DELAY_SECONDS ago) from the raw windows, and the next
+ *              hour buckets from built minute buckets, advancing the watermarks;
+ *   retention  deletes each tier's blocks older than its retention, but never
+ *              those the next tier is not built over yet; the windows rows of raw
+ *              windows deleted become one row per minute bucket, those of minute
+ *              buckets one per hour (schema/004); the (agent, seq) of batches
+ *              older than the raw retention are forgotten.
+ * Together they touch at most about max_rows blocks (0 means 2000), so ingest
+ * waits for at most one bounded call. *more is true when work remains: call again
+ * (e.g. after the next ingest). Every step runs even when an earlier one failed;
+ * the result is 0 or the first step's error (a translated SQLite error), whose
+ * reason store__errmsg() keeps. The caller should log a failure and count it: a
+ * step that fails every call means the disk grows (retention) or queries slow
+ * down (rollups). */
 int store__maintain(struct store *s, int64_t now, size_t max_rows, bool *more);
 
 #endif

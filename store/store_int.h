@@ -1,13 +1,20 @@
 /* Private to store/: what the pieces of the SQLite profile store share, included by
- * the .c files of store/ only (the public contract is store.h, the storage model is
- * described at the top of schema/001_init.sql). It holds struct store (one
- * connection, with every statement prepared once and cached), the ids of the cached
- * statements (their SQL is in open.c), the statement and error helpers of open.c,
- * the watermark reader of maintain.c, and the varint and floor_div helpers that
- * ingest, queries and maintenance use. The pieces: open.c (open, close, migrations,
- * statement cache, error translation), ingest.c, read.c, maintain.c and windows.c (the windows
- * table: each stored window's length and sampling period, schema/004_windows.sql). Only store/
- * includes <sqlite3.h>.
+ * the .c files of store/ only (the public contract is store.h; the storage model is
+ * described at the top of schema/001_init.sql and schema/005_blocks.sql). It holds
+ * struct store (one connection, with every statement prepared once and cached),
+ * the statement and error helpers of open.c, the tiers and block helpers of
+ * tiers.c, the hooks of the per-connection caches, and the varint and floor_div
+ * helpers. The pieces:
+ *   open.c      open, close, migrations, statement caches, error translation
+ *   ingest.c    batches into raw blocks (and built rollups, for late ones), with
+ *               the dictionaries' in-memory caches
+ *   read.c      stacks and timelines of a range and selection, labels
+ *   windows.c   each stored window's length and period (schema/004_windows.sql)
+ *   tiers.c     the tiers' watermarks, the query plan over tiers, adding to a block
+ *   maintain.c  rollups, retention per tier, stats
+ *   migrate.c   the conversion of 004's samples rows into raw blocks
+ *   block.c     the block codec (no SQLite)
+ * Only store/ includes <sqlite3.h>.
  */
 #ifndef SMOLDER_STORE_INT_H
 #define SMOLDER_STORE_INT_H
@@ -18,6 +25,7 @@
 
 #include <sqlite3.h>
 
+#include "store/block.h"
 #include "store/store.h"
 
 /* The most bytes one uint64_t takes as a varint. */
@@ -71,14 +79,104 @@ enum stmt_id {
 	"WHERE window_start >= ?1 AND window_start < ?2"
 #define STORE_WINDOWS_PERIODS_TAIL " GROUP BY period_ns ORDER BY 2 DESC, 1"
 
+/* Statements a module prepares with its own SQL, cached in struct store by slot
+ * (store_slot_stmt()): each module numbers its statements from its first slot. */
+enum store_slot {
+	SLOT_INGEST = 0,    /* ingest.c: 24 slots */
+	SLOT_READ = 24,	    /* read.c and windows.c: 24 */
+	SLOT_MAINTAIN = 48, /* maintain.c and migrate.c: 24 */
+	SLOT_TIERS = 72,    /* tiers.c: 8 */
+	SLOT_NR = 80,
+};
+
+struct store_intern;	 /* ingest.c's caches of dictionary ids */
+struct store_read_cache; /* read.c's caches of stacks' frames */
+
 struct store {
 	sqlite3 *db;
-	sqlite3_stmt *stmt[ST_NR]; /* prepared on first use */
-	struct store_options opts; /* defaults filled in */
-	char errmsg[256];	   /* last error, for the log */
-	uint8_t *buf;		   /* scratch for stack and label set blobs */
+	sqlite3_stmt *stmt[ST_NR];   /* prepared on first use */
+	sqlite3_stmt *slot[SLOT_NR]; /* store_slot_stmt()'s */
+	struct store_options opts;   /* defaults filled in */
+	char errmsg[256];	     /* last error, for the log */
+	uint8_t *buf;		     /* scratch for stack and label set blobs */
 	size_t bufcap;
+	struct store_intern *intern;	 /* NULL until ingest.c makes it */
+	struct store_read_cache *rcache; /* NULL until read.c makes it */
 };
+
+/* The caches' destructors (ingest.c, read.c), called by store__close(); NULL is
+ * fine. store_intern_reset() empties ingest's caches after a rollback (ids they
+ * learnt in it were never committed). */
+void store_intern_free(struct store_intern *in);
+void store_intern_reset(struct store_intern *in);
+void store_read_cache_free(struct store_read_cache *rc);
+
+/* The statement in slot, prepared from sql (a string constant: the same for a
+ * slot every call) on first use and cached until store__close(). */
+int store_slot_stmt(struct store *s, int slot, const char *sql, sqlite3_stmt **out);
+
+/* ---- tiers (tiers.c; schema/005_blocks.sql) ---------------------------------- */
+
+#define STORE_NTIERS 3
+enum store_tier { TIER_RAW = 0, TIER_MINUTE = 1, TIER_HOUR = 2 };
+
+/* A tier's bucket length in seconds; 0 for TIER_RAW (windows as sent). */
+int64_t store_tier_seconds(int tier);
+
+/* The watermarks of state (schema/005): built_before[t] for t >= 1, every bucket of
+ * tier t starting below it is built (INT64_MIN: none; built_before[0] is
+ * INT64_MAX: raw windows are there as soon as they are ingested); kept_from[t],
+ * tier t's blocks starting below it are gone or being deleted (INT64_MIN: none
+ * deleted). */
+struct store_tiers {
+	int64_t built_before[STORE_NTIERS];
+	int64_t kept_from[STORE_NTIERS];
+};
+
+/* Reads them in the caller's transaction (or its own read). Returns 0 or -errno. */
+int store_read_tiers(struct store *s, struct store_tiers *t);
+
+/* Writes state.built_before_<tier> (tier 1 or 2) or state.kept_from_<tier>
+ * (0..2); INT64_MIN writes NULL. In the caller's transaction. */
+int store_set_built_before(struct store *s, int tier, int64_t v);
+int store_set_kept_from(struct store *s, int tier, int64_t v);
+
+/* One piece of a plan: the blocks of tier whose start is in [from, to). */
+struct store_span {
+	int tier;
+	int64_t from, to;
+};
+
+#define STORE_PLAN_MAX_SPANS 16
+
+/* Splits [from, to) into spans whose blocks together hold exactly the raw windows
+ * starting in [from, to) where those are kept: hour buckets inside the range and
+ * built, then minute buckets inside what is left and built, raw windows for the
+ * rest; where a part's tier is gone (below kept_from), that part is answered by
+ * the next tier's blocks starting in it. Spans are disjoint, in no particular
+ * order. Returns the number of spans (0 when from >= to). */
+size_t store_plan(const struct store_tiers *t, int64_t from, int64_t to,
+		  struct store_span out[STORE_PLAN_MAX_SPANS]);
+
+/* Adds n entries (any order, duplicates summed, values saturating) to the block of
+ * (tier, start, labelset_id), creating it when missing: the stored block is decoded,
+ * merged and written again, with block_index's total and entries. In the caller's
+ * transaction. n == 0 does nothing. Returns 0, -EINVAL (a negative value), -EIO (a
+ * stored block that does not decode: store__errmsg says which), -ENOMEM, or a
+ * translated SQLite error. */
+int store_block_add(struct store *s, int tier, int64_t start, int64_t labelset_id,
+		    const struct block_entry *e, size_t n);
+
+/* ---- the conversion of 004's samples (migrate.c) ----------------------------- */
+
+/* Whether the samples table of 004 still exists (1), not (0), or -errno. */
+int store_samples_pending(struct store *s);
+
+/* Converts every remaining samples row into raw blocks, a window a step, each in
+ * its own transaction that also deletes the rows it converted, then drops the
+ * table: a killed conversion resumes where it stopped. Called by store__open()
+ * for a writer after the migrations. Returns 0 or -errno. */
+int store_convert_samples(struct store *s);
 
 /* Records SQLite's message for rc and returns the translated error (never 0). */
 int store_sql_fail(struct store *s, int rc);

@@ -1,0 +1,305 @@
+/* The tiers of profile blocks (schema/005_blocks.sql): their watermarks in state,
+ * the plan that answers a range from the coarsest blocks that lie inside it, and
+ * the one way any piece of the store adds samples to a block.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "store/store_int.h"
+
+/* Stored starts are within +-STORE_MAX_ABS_WINDOW; a query's ends are clamped to
+ * this first, so rounding them to a bucket can never overflow. */
+#define PLAN_LIMIT (INT64_C(1) << 62)
+
+enum {
+	ST_FIND = SLOT_TIERS,
+	ST_DATA,
+	ST_SET_DATA,
+	ST_SET_INDEX,
+	ST_NEW_DATA,
+	ST_NEW_INDEX,
+	ST_READ_STATE,
+};
+
+int64_t store_tier_seconds(int tier)
+{
+	return tier == TIER_HOUR     ? STORE_HOUR_SECONDS
+	       : tier == TIER_MINUTE ? STORE_MINUTE_SECONDS
+				     : 0;
+}
+
+int store_read_tiers(struct store *s, struct store_tiers *t)
+{
+	static const char sql[] = "SELECT built_before_1, built_before_2, kept_from_0, "
+				  "kept_from_1, kept_from_2 FROM state WHERE id = 1";
+	sqlite3_stmt *st = NULL;
+	int err, i;
+
+	err = store_slot_stmt(s, ST_READ_STATE, sql, &st);
+	if (err)
+		return err;
+	err = store_step(s, st);
+	if (err == 0)
+		return store_fail(s, -EIO, "the state row is missing");
+	if (err < 0)
+		return err;
+	t->built_before[TIER_RAW] = INT64_MAX;
+	for (i = 0; i < 5; i++) {
+		int64_t v = sqlite3_column_type(st, i) == SQLITE_NULL ? INT64_MIN
+								      : sqlite3_column_int64(st, i);
+
+		if (i < 2)
+			t->built_before[1 + i] = v;
+		else
+			t->kept_from[i - 2] = v;
+	}
+	store_done(st);
+	return 0;
+}
+
+static int set_state(struct store *s, const char *column, int tier, int64_t v)
+{
+	char sql[96];
+	sqlite3_stmt *st = NULL;
+	int rc, err;
+
+	snprintf(sql, sizeof(sql), "UPDATE state SET %s_%d = ?1 WHERE id = 1", column, tier);
+	rc = sqlite3_prepare_v2(s->db, sql, -1, &st, NULL);
+	if (rc != SQLITE_OK)
+		return store_sql_fail(s, rc);
+	if (v == INT64_MIN)
+		sqlite3_bind_null(st, 1);
+	else
+		sqlite3_bind_int64(st, 1, v);
+	err = store_step(s, st);
+	sqlite3_finalize(st);
+	return err < 0 ? err : 0;
+}
+
+int store_set_built_before(struct store *s, int tier, int64_t v)
+{
+	if (tier != TIER_MINUTE && tier != TIER_HOUR)
+		return -EINVAL;
+	return set_state(s, "built_before", tier, v);
+}
+
+int store_set_kept_from(struct store *s, int tier, int64_t v)
+{
+	if (tier < TIER_RAW || tier > TIER_HOUR)
+		return -EINVAL;
+	return set_state(s, "kept_from", tier, v);
+}
+
+/* ---- the plan ------------------------------------------------------------ */
+
+struct plan {
+	const struct store_tiers *t;
+	struct store_span *out;
+	size_t n;
+};
+
+static void emit(struct plan *p, int tier, int64_t from, int64_t to)
+{
+	if (from < to && p->n < STORE_PLAN_MAX_SPANS)
+		p->out[p->n++] = (struct store_span){ .tier = tier, .from = from, .to = to };
+}
+
+static int64_t round_down(int64_t v, int64_t len)
+{
+	return floor_div(v, len) * len;
+}
+
+static int64_t round_up(int64_t v, int64_t len)
+{
+	return -floor_div(-v, len) * len;
+}
+
+static int64_t clamp(int64_t v)
+{
+	return v < -PLAN_LIMIT ? -PLAN_LIMIT : v > PLAN_LIMIT ? PLAN_LIMIT : v;
+}
+
+/* The blocks of tier starting in [from, to) where the tier is kept; below its
+ * kept_from, the next tier's blocks starting there (a coarse edge: a kept_from is a
+ * bucket boundary of the next tier, so no bucket counted there reaches past it). */
+static void cover(struct plan *p, int tier, int64_t from, int64_t to)
+{
+	int64_t k = p->t->kept_from[tier];
+
+	if (from >= to)
+		return;
+	if (tier == TIER_HOUR || from >= k) {
+		emit(p, tier, from, to);
+	} else if (to <= k) {
+		cover(p, tier + 1, from, to);
+	} else {
+		cover(p, tier + 1, from, k);
+		emit(p, tier, k, to);
+	}
+}
+
+/* [from, to) from tier's buckets that lie inside it, are built and are kept; what
+ * is left at either side from the finer tiers. */
+static void inside(struct plan *p, int tier, int64_t from, int64_t to)
+{
+	int64_t len, a, b, built, kept;
+
+	if (from >= to)
+		return;
+	if (tier == TIER_RAW) {
+		cover(p, TIER_RAW, from, to);
+		return;
+	}
+	len = store_tier_seconds(tier);
+	built = p->t->built_before[tier];
+	kept = p->t->kept_from[tier];
+	a = round_up(from, len);
+	b = round_down(to, len);
+	if (built != INT64_MIN && round_down(clamp(built), len) < b)
+		b = round_down(clamp(built), len);
+	if (built == INT64_MIN)
+		b = a;
+	if (kept != INT64_MIN && round_up(clamp(kept), len) > a)
+		a = round_up(clamp(kept), len);
+	if (a >= b) {
+		inside(p, tier - 1, from, to);
+		return;
+	}
+	inside(p, tier - 1, from, a);
+	emit(p, tier, a, b);
+	inside(p, tier - 1, b, to);
+}
+
+size_t store_plan(const struct store_tiers *t, int64_t from, int64_t to,
+		  struct store_span out[STORE_PLAN_MAX_SPANS])
+{
+	struct plan p = { .t = t, .out = out };
+
+	inside(&p, TIER_HOUR, clamp(from), clamp(to));
+	return p.n;
+}
+
+/* ---- adding to a block --------------------------------------------------- */
+
+/* Encodes e (n entries) and writes it as the block of block_id (0: a new one). */
+static int write_block(struct store *s, int tier, int64_t start, int64_t labelset_id,
+		       int64_t block_id, const struct block_entry *e, size_t n)
+{
+	sqlite3_stmt *data = NULL, *index = NULL;
+	uint8_t *buf = NULL;
+	size_t len, count;
+	int64_t total;
+	int err;
+
+	err = block__encode(e, n, 1, &buf, &len);
+	if (err)
+		return store_fail(s, err, "cannot encode a block of %zu entries", n);
+	err = block__header(buf, len, &count, &total);
+	if (err || !count || total <= 0) {
+		err = store_fail(s, -EINVAL, "a block of %zu entries sums to nothing", n);
+		goto out;
+	}
+	err = store_slot_stmt(s, block_id ? ST_SET_DATA : ST_NEW_DATA,
+			      block_id ? "UPDATE blocks SET data = ?1 WHERE id = ?2"
+				       : "INSERT INTO blocks (data) VALUES (?1)",
+			      &data);
+	if (err)
+		goto out;
+	sqlite3_bind_blob(data, 1, buf, (int)len, SQLITE_STATIC);
+	if (block_id)
+		sqlite3_bind_int64(data, 2, block_id);
+	err = store_step(s, data);
+	if (err < 0)
+		goto out;
+	if (!block_id)
+		block_id = sqlite3_last_insert_rowid(s->db);
+	err = store_slot_stmt(s, ST_SET_INDEX,
+			      "INSERT INTO block_index (tier, start, labelset_id, total, entries, "
+			      "block_id) VALUES (?1, ?2, ?3, ?4, ?5, ?6) ON CONFLICT DO UPDATE SET "
+			      "total = excluded.total, entries = excluded.entries, "
+			      "block_id = excluded.block_id",
+			      &index);
+	if (err)
+		goto out;
+	sqlite3_bind_int(index, 1, tier);
+	sqlite3_bind_int64(index, 2, start);
+	sqlite3_bind_int64(index, 3, labelset_id);
+	sqlite3_bind_int64(index, 4, total);
+	sqlite3_bind_int64(index, 5, (int64_t)count);
+	sqlite3_bind_int64(index, 6, block_id);
+	err = store_step(s, index);
+	err = err < 0 ? err : 0;
+out:
+	free(buf);
+	return err;
+}
+
+int store_block_add(struct store *s, int tier, int64_t start, int64_t labelset_id,
+		    const struct block_entry *e, size_t n)
+{
+	struct block_entry *all = NULL;
+	sqlite3_stmt *find = NULL, *data = NULL;
+	int64_t block_id = 0;
+	size_t count = 0, got = 0;
+	int err;
+
+	if (!n)
+		return 0;
+	for (size_t i = 0; i < n; i++)
+		if (e[i].value <= 0)
+			return store_fail(s, -EINVAL, "a block entry of value %" PRId64,
+					  e[i].value);
+	err = store_slot_stmt(s, ST_FIND,
+			      "SELECT block_id FROM block_index WHERE tier = ?1 AND start = ?2 "
+			      "AND labelset_id = ?3",
+			      &find);
+	if (err)
+		return err;
+	sqlite3_bind_int(find, 1, tier);
+	sqlite3_bind_int64(find, 2, start);
+	sqlite3_bind_int64(find, 3, labelset_id);
+	err = store_step(s, find);
+	if (err == 1)
+		block_id = sqlite3_column_int64(find, 0);
+	store_done(find);
+	if (err < 0)
+		return err;
+	if (!block_id)
+		return write_block(s, tier, start, labelset_id, 0, e, n);
+
+	/* An existing block (a late batch, a window sent twice): decode, append, encode. */
+	err = store_slot_stmt(s, ST_DATA, "SELECT data FROM blocks WHERE id = ?1", &data);
+	if (err)
+		return err;
+	sqlite3_bind_int64(data, 1, block_id);
+	err = store_step(s, data);
+	if (err == 0)
+		err = store_fail(s, -EIO, "block %" PRId64 " is missing", block_id);
+	if (err < 0)
+		return err;
+	{
+		const uint8_t *buf = sqlite3_column_blob(data, 0);
+		size_t len = (size_t)sqlite3_column_bytes(data, 0);
+
+		err = block__header(buf, len, &count, NULL);
+		if (!err) {
+			all = malloc((count + n) * sizeof(*all));
+			err = all ? block__decode(buf, len, all, count, &got) : -ENOMEM;
+		}
+	}
+	store_done(data);
+	if (err) {
+		err = err == -ENOMEM
+			      ? err
+			      : store_fail(s, -EIO, "block %" PRId64 " does not decode", block_id);
+		goto out;
+	}
+	memcpy(all + got, e, n * sizeof(*e));
+	err = write_block(s, tier, start, labelset_id, block_id, all, got + n);
+out:
+	free(all);
+	return err;
+}
