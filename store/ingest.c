@@ -1,15 +1,21 @@
 /* Ingest: storing one decoded batch in one IMMEDIATE transaction. The batch's
  * strings, frames, stacks and label sets are interned lazily, only those its samples
- * reach, by a SELECT on the unique key followed by an INSERT when missing, so a
- * failure anywhere rolls back everything the batch touched. Stacks and label sets
- * are stored as varint blobs of ids (see schema/001_init.sql); a sample for a window
- * below the downsampling watermark goes to its coarse bucket. Each batch also
- * upserts one row of windows (its window's length and sampling period,
- * schema/004_windows.sql).
+ * reach: first through the in-memory caches of store/intern.c, then by a SELECT on
+ * the unique key followed by an INSERT when missing, so a failure anywhere rolls
+ * back everything the batch touched (and empties the caches, which may have learnt
+ * ids of the rolled-back rows). Stacks and label sets are stored as varint blobs of
+ * ids (see schema/001_init.sql). The samples are grouped by label set and each
+ * group added to its raw block (window_start, label set) with store_block_add();
+ * a late batch, whose window lies under a rollup watermark, is added to the built
+ * minute and hour blocks over it as well, and where the raw tier (or the minute
+ * tier) is already deleted there, only to the rollups (schema/005_blocks.sql).
+ * Each batch also upserts one row of windows (its window's length and sampling
+ * period, schema/004_windows.sql), at the bucket it was stored in.
  *
  * Nothing from the wire is trusted: frame names and files are stored sanitized
  * and cut (frame_sanitize), so no stored frame can forge the folded grammar;
- * counts are bounded (BATCH_MAX_COUNT) and sums saturate; windows are bounded.
+ * counts are bounded (BATCH_MAX_COUNT) and sums saturate; windows are bounded;
+ * stack ids past UINT32_MAX (a block's id width) are refused.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -19,9 +25,55 @@
 #include "common/array.h"
 #include "common/batch.h"
 #include "common/frame.h"
+#include "store/intern.h"
 #include "store/store_int.h"
 
-#define OLD_COARSE_SECONDS 300 /* interim, until the block store replaces this file */
+/* This file's cached statements (store_slot_stmt), from SLOT_INGEST. */
+enum {
+	ST_SEEN_ = SLOT_INGEST,
+	ST_STR_GET_,
+	ST_STR_PUT_,
+	ST_FRAME_GET_,
+	ST_FRAME_PUT_,
+	ST_STACK_GET_,
+	ST_STACK_PUT_,
+	ST_LS_GET_,
+	ST_LS_PUT_,
+	ST_LSL_PUT_,
+	ST_INGESTED_PUT_,
+	ST_WINDOW_ADD_,
+	ST_BATCHES_INC_,
+	ST_INGEST_END_,
+};
+_Static_assert(ST_INGEST_END_ <= SLOT_INGEST + 24, "ingest.c has 24 statement slots");
+
+static const char *const sql_of[] = {
+	[ST_SEEN_ - SLOT_INGEST] = "SELECT 1 FROM ingested WHERE agent = ?1 AND seq = ?2",
+	[ST_STR_GET_ - SLOT_INGEST] = "SELECT id FROM strings WHERE text = ?1",
+	[ST_STR_PUT_ - SLOT_INGEST] = "INSERT INTO strings (text) VALUES (?1)",
+	[ST_FRAME_GET_ - SLOT_INGEST] = "SELECT id FROM frames WHERE kind = ?1 AND name = ?2 "
+					"AND file = ?3 AND line = ?4",
+	[ST_FRAME_PUT_ - SLOT_INGEST] = "INSERT INTO frames (kind, name, file, line) "
+					"VALUES (?1, ?2, ?3, ?4)",
+	[ST_STACK_GET_ - SLOT_INGEST] = "SELECT id FROM stacks WHERE frames = ?1",
+	[ST_STACK_PUT_ - SLOT_INGEST] = "INSERT INTO stacks (frames) VALUES (?1)",
+	[ST_LS_GET_ - SLOT_INGEST] = "SELECT id FROM labelsets WHERE labels = ?1",
+	[ST_LS_PUT_ - SLOT_INGEST] = "INSERT INTO labelsets (labels) VALUES (?1)",
+	[ST_LSL_PUT_ - SLOT_INGEST] = "INSERT INTO labelset_labels (key_id, value_id, "
+				      "labelset_id) VALUES (?1, ?2, ?3)",
+	[ST_INGESTED_PUT_ - SLOT_INGEST] = "INSERT INTO ingested (agent, seq, window_start) "
+					   "VALUES (?1, ?2, ?3)",
+	/* schema/004_windows.sql: one upsert per batch */
+	[ST_WINDOW_ADD_ - SLOT_INGEST] = "INSERT INTO windows (window_start, period_ns, seconds, "
+					 "batches) VALUES (?1, ?2, ?3, 1) ON CONFLICT DO UPDATE "
+					 "SET batches = batches + 1",
+	[ST_BATCHES_INC_ - SLOT_INGEST] = "UPDATE state SET batches = batches + 1 WHERE id = 1",
+};
+
+static int stmt(struct store *s, int slot, sqlite3_stmt **out)
+{
+	return store_slot_stmt(s, slot, sql_of[slot - SLOT_INGEST], out);
+}
 
 /* Per-ingest maps from batch indices to database ids; 0 means not interned yet
  * (SQLite gives rowids from 1). */
@@ -31,6 +83,13 @@ struct ingest {
 	int64_t *frame;
 	int64_t *stack;
 	int64_t *labelset;
+	struct store_intern *cache;
+};
+
+/* One sample as stored: its label set's id and a block entry. */
+struct row {
+	int64_t labelset;
+	struct block_entry e;
 };
 
 /* Makes s->buf hold at least len bytes. */
@@ -39,48 +98,74 @@ static int reserve(struct store *s, size_t len)
 	return array_grow((void **)&s->buf, &s->bufcap, len, 1);
 }
 
-/* Looks up the id of a unique key with get (parameters already bound by the
- * caller on both statements), inserting with put when missing; *inserted (may be
- * NULL) tells which. */
-static int lookup_or_insert(struct store *s, sqlite3_stmt *get, sqlite3_stmt *put, int64_t *id,
-			    bool *inserted)
+/* The id of a unique key: from the cache, else by get (parameters bound by bind on
+ * both statements), inserting with put when missing, then cached; *inserted (may
+ * be NULL) tells whether the row is new. */
+struct key {
+	int kind;
+	const void *bytes;
+	size_t len;
+};
+
+typedef void (*bind_fn)(sqlite3_stmt *st, const void *ctx);
+
+static int lookup(struct store *s, struct ingest *in, const struct key *k, int get_slot,
+		  int put_slot, bind_fn bind, const void *ctx, int64_t *id, bool *inserted)
 {
+	sqlite3_stmt *get = NULL, *put = NULL;
+	uint64_t hash;
 	int err;
 
 	if (inserted)
 		*inserted = false;
+	if (store_intern_find(in->cache, k->kind, k->bytes, k->len, id, &hash))
+		return 0;
+	err = stmt(s, get_slot, &get);
+	if (err)
+		return err;
+	bind(get, ctx);
 	err = store_step(s, get);
 	if (err == 1)
 		*id = sqlite3_column_int64(get, 0);
 	store_done(get);
-	if (err) {
-		store_done(put);
-		return err < 0 ? err : 0;
-	}
-	err = store_step(s, put);
-	store_done(put);
 	if (err < 0)
 		return err;
-	*id = sqlite3_last_insert_rowid(s->db);
-	if (inserted)
-		*inserted = true;
-	return 0;
+	if (!err) {
+		err = stmt(s, put_slot, &put);
+		if (err)
+			return err;
+		bind(put, ctx);
+		err = store_step(s, put);
+		store_done(put);
+		if (err < 0)
+			return err;
+		*id = sqlite3_last_insert_rowid(s->db);
+		if (inserted)
+			*inserted = true;
+	}
+	return store_intern_add(in->cache, k->kind, k->bytes, k->len, hash, *id);
+}
+
+static void bind_text(sqlite3_stmt *st, const void *ctx)
+{
+	const struct key *k = ctx;
+
+	sqlite3_bind_text(st, 1, k->bytes, (int)k->len, SQLITE_STATIC);
+}
+
+static void bind_blob(sqlite3_stmt *st, const void *ctx)
+{
+	const struct key *k = ctx;
+
+	sqlite3_bind_blob(st, 1, k->bytes, (int)k->len, SQLITE_STATIC);
 }
 
 /* The id of a text, interned if new. */
-static int intern_text(struct store *s, const char *text, int64_t *id)
+static int intern_text(struct store *s, struct ingest *in, const char *text, int64_t *id)
 {
-	sqlite3_stmt *get = NULL, *put = NULL;
-	int err;
+	struct key k = { INTERN_TEXT, text, strlen(text) };
 
-	err = store_get_stmt(s, ST_STR_GET, &get);
-	if (!err)
-		err = store_get_stmt(s, ST_STR_PUT, &put);
-	if (err)
-		return err;
-	sqlite3_bind_text(get, 1, text, -1, SQLITE_STATIC);
-	sqlite3_bind_text(put, 1, text, -1, SQLITE_STATIC);
-	return lookup_or_insert(s, get, put, id, NULL);
+	return lookup(s, in, &k, ST_STR_GET_, ST_STR_PUT_, bind_text, &k, id, NULL);
 }
 
 static int intern_string(struct store *s, struct ingest *in, uint32_t i, int64_t *id)
@@ -94,7 +179,7 @@ static int intern_string(struct store *s, struct ingest *in, uint32_t i, int64_t
 		*id = in->str[i];
 		return 0;
 	}
-	err = intern_text(s, in->b->strings[i] ? in->b->strings[i] : "", &in->str[i]);
+	err = intern_text(s, in, in->b->strings[i] ? in->b->strings[i] : "", &in->str[i]);
 	if (err)
 		return err;
 	*id = in->str[i];
@@ -116,15 +201,28 @@ static int intern_frame_text(struct store *s, struct ingest *in, uint32_t i, int
 	if (frame_is_clean(text, strlen(text)))
 		return intern_string(s, in, i, id);
 	frame_sanitize(text, strlen(text), clean);
-	return intern_text(s, clean, id);
+	return intern_text(s, in, clean, id);
+}
+
+struct frame_key {
+	int64_t v[4]; /* kind, name, file, line */
+};
+
+static void bind_frame(sqlite3_stmt *st, const void *ctx)
+{
+	const struct frame_key *f = ctx;
+
+	for (int k = 0; k < 4; k++)
+		sqlite3_bind_int64(st, k + 1, f->v[k]);
 }
 
 static int intern_frame(struct store *s, struct ingest *in, uint32_t i, int64_t *id)
 {
 	const struct batch_frame *f;
-	sqlite3_stmt *get = NULL, *put = NULL;
-	int64_t name = 0, file = 0;
-	int err, k;
+	struct frame_key fk;
+	uint8_t kb[4 * VARINT_MAX];
+	struct key k = { INTERN_FRAME, kb, 0 };
+	int err;
 
 	if (i >= in->b->nframes)
 		return store_fail(s, -EINVAL, "frame %u out of range (%u frames)", i,
@@ -136,50 +234,26 @@ static int intern_frame(struct store *s, struct ingest *in, uint32_t i, int64_t 
 	f = &in->b->frames[i];
 	if (f->kind >= FRAME_KIND_NR)
 		return store_fail(s, -EINVAL, "frame %u: bad kind %u", i, f->kind);
-	err = intern_frame_text(s, in, f->name, &name);
+	fk.v[0] = f->kind;
+	fk.v[3] = f->line;
+	err = intern_frame_text(s, in, f->name, &fk.v[1]);
 	if (!err)
-		err = intern_frame_text(s, in, f->file, &file);
-	if (!err)
-		err = store_get_stmt(s, ST_FRAME_GET, &get);
-	if (!err)
-		err = store_get_stmt(s, ST_FRAME_PUT, &put);
+		err = intern_frame_text(s, in, f->file, &fk.v[2]);
 	if (err)
 		return err;
-	for (k = 0; k < 2; k++) {
-		sqlite3_stmt *st = k ? put : get;
-
-		sqlite3_bind_int64(st, 1, f->kind);
-		sqlite3_bind_int64(st, 2, name);
-		sqlite3_bind_int64(st, 3, file);
-		sqlite3_bind_int64(st, 4, f->line);
-	}
-	err = lookup_or_insert(s, get, put, &in->frame[i], NULL);
+	for (int j = 0; j < 4; j++)
+		k.len += put_varint(kb + k.len, (uint64_t)fk.v[j]);
+	err = lookup(s, in, &k, ST_FRAME_GET_, ST_FRAME_PUT_, bind_frame, &fk, &in->frame[i], NULL);
 	if (err)
 		return err;
 	*id = in->frame[i];
 	return 0;
 }
 
-static int intern_blob(struct store *s, enum stmt_id get_id, enum stmt_id put_id, size_t len,
-		       int64_t *id, bool *inserted)
-{
-	sqlite3_stmt *get = NULL, *put = NULL;
-	int err;
-
-	err = store_get_stmt(s, get_id, &get);
-	if (!err)
-		err = store_get_stmt(s, put_id, &put);
-	if (err)
-		return err;
-	sqlite3_bind_blob(get, 1, s->buf, (int)len, SQLITE_STATIC);
-	sqlite3_bind_blob(put, 1, s->buf, (int)len, SQLITE_STATIC);
-	return lookup_or_insert(s, get, put, id, inserted);
-}
-
 static int intern_stack(struct store *s, struct ingest *in, uint32_t i, int64_t *id)
 {
 	const struct batch_stack *stk;
-	size_t len = 0;
+	struct key k = { INTERN_STACK, NULL, 0 };
 	int64_t fid = 0;
 	uint32_t j;
 	int err;
@@ -202,11 +276,18 @@ static int intern_stack(struct store *s, struct ingest *in, uint32_t i, int64_t 
 		err = intern_frame(s, in, stk->frames[j], &fid);
 		if (err)
 			return err;
-		len += put_varint(s->buf + len, (uint64_t)fid);
+		k.len += put_varint(s->buf + k.len, (uint64_t)fid);
 	}
-	err = intern_blob(s, ST_STACK_GET, ST_STACK_PUT, len, &in->stack[i], NULL);
+	k.bytes = s->buf;
+	err = lookup(s, in, &k, ST_STACK_GET_, ST_STACK_PUT_, bind_blob, &k, &in->stack[i], NULL);
 	if (err)
 		return err;
+	/* A block's stack ids are uint32 (store/block.h). */
+	if (in->stack[i] > (int64_t)UINT32_MAX)
+		return store_fail(s, -ENOSPC,
+				  "stack id %" PRId64 " past %" PRIu32
+				  ", the largest a block holds",
+				  in->stack[i], UINT32_MAX);
 	*id = in->stack[i];
 	return 0;
 }
@@ -226,9 +307,9 @@ static int cmp_idpair(const void *a, const void *b)
 static int intern_labelset(struct store *s, struct ingest *in, uint32_t i, int64_t *id)
 {
 	const struct batch_labelset *ls;
-	struct idpair *pairs = NULL;
+	struct idpair pairs[BATCH_MAX_LABELS];
+	struct key k = { INTERN_LABELSET, NULL, 0 };
 	sqlite3_stmt *lsl = NULL;
-	size_t len = 0;
 	bool created;
 	uint32_t j;
 	int err;
@@ -243,38 +324,32 @@ static int intern_labelset(struct store *s, struct ingest *in, uint32_t i, int64
 	ls = &in->b->labelsets[i];
 	if (ls->nlabels > BATCH_MAX_LABELS)
 		return store_fail(s, -EINVAL, "label set %u: %u labels", i, ls->nlabels);
-	if (ls->nlabels) {
-		pairs = calloc(ls->nlabels, sizeof(*pairs));
-		if (!pairs)
-			return -ENOMEM;
-	}
 	for (j = 0; j < ls->nlabels; j++) {
 		err = intern_string(s, in, ls->labels[j].key, &pairs[j].key);
 		if (!err)
 			err = intern_string(s, in, ls->labels[j].value, &pairs[j].value);
 		if (err)
-			goto out_free_pairs;
+			return err;
 	}
 	/* Canonical form: pairs sorted by key id, which is stable in this database. */
 	if (ls->nlabels)
 		qsort(pairs, ls->nlabels, sizeof(*pairs), cmp_idpair);
 	err = reserve(s, (size_t)ls->nlabels * 2 * VARINT_MAX + 1);
 	if (err)
-		goto out_free_pairs;
+		return err;
 	for (j = 0; j < ls->nlabels; j++) {
-		if (j && pairs[j].key == pairs[j - 1].key) {
-			err = store_fail(s, -EINVAL, "label set %u: duplicate key", i);
-			goto out_free_pairs;
-		}
-		len += put_varint(s->buf + len, (uint64_t)pairs[j].key);
-		len += put_varint(s->buf + len, (uint64_t)pairs[j].value);
+		if (j && pairs[j].key == pairs[j - 1].key)
+			return store_fail(s, -EINVAL, "label set %u: duplicate key", i);
+		k.len += put_varint(s->buf + k.len, (uint64_t)pairs[j].key);
+		k.len += put_varint(s->buf + k.len, (uint64_t)pairs[j].value);
 	}
-	err = intern_blob(s, ST_LS_GET, ST_LS_PUT, len, &in->labelset[i], &created);
+	k.bytes = s->buf;
+	err = lookup(s, in, &k, ST_LS_GET_, ST_LS_PUT_, bind_blob, &k, &in->labelset[i], &created);
 	if (err)
-		goto out_free_pairs;
+		return err;
 	/* A fresh label set gets its per-label index rows. */
 	if (created) {
-		err = store_get_stmt(s, ST_LSL_PUT, &lsl);
+		err = stmt(s, ST_LSL_PUT_, &lsl);
 		for (j = 0; !err && j < ls->nlabels; j++) {
 			sqlite3_bind_int64(lsl, 1, pairs[j].key);
 			sqlite3_bind_int64(lsl, 2, pairs[j].value);
@@ -283,14 +358,10 @@ static int intern_labelset(struct store *s, struct ingest *in, uint32_t i, int64
 			store_done(lsl);
 		}
 		if (err < 0)
-			goto out_free_pairs;
-		err = 0;
+			return err;
 	}
 	*id = in->labelset[i];
-
-out_free_pairs:
-	free(pairs);
-	return err;
+	return 0;
 }
 
 /* Refuses a window outside [lo, hi] (-ERANGE, with the reason). */
@@ -309,14 +380,128 @@ static int check_window(struct store *s, const struct batch *b, bool bounded, in
 	return 0;
 }
 
+static int cmp_row(const void *a, const void *b)
+{
+	const struct row *x = a, *y = b;
+
+	if (x->labelset != y->labelset)
+		return (x->labelset > y->labelset) - (x->labelset < y->labelset);
+	return (x->e.id > y->e.id) - (x->e.id < y->e.id);
+}
+
+/* Where a batch of window ws goes (schema/005_blocks.sql): into tier t's block
+ * at start[t] when into[t]; the windows row at win_start, win_seconds long. */
+struct dest {
+	bool into[STORE_NTIERS];
+	int64_t start[STORE_NTIERS];
+	int64_t win_start, win_seconds;
+};
+
+static void route(const struct store_tiers *t, const struct batch *b, struct dest *d)
+{
+	int64_t ws = b->window_start;
+	int tier;
+
+	d->into[TIER_RAW] = ws >= t->kept_from[TIER_RAW];
+	d->start[TIER_RAW] = ws;
+	d->win_start = ws;
+	d->win_seconds = b->window_seconds;
+	for (tier = TIER_MINUTE; tier <= TIER_HOUR; tier++) {
+		int64_t len = store_tier_seconds(tier);
+		int64_t bucket = floor_div(ws, len) * len;
+
+		d->start[tier] = bucket;
+		/* A late batch: this tier's bucket is built already, so it takes the
+		 * samples now. Where the finer tier is gone the bucket is built (kept_from
+		 * <= built_before), hence always the case there. */
+		d->into[tier] =
+			t->built_before[tier] != INT64_MIN && bucket < t->built_before[tier];
+		/* Where the finer tier is gone, the windows row is the bucket's. */
+		if (ws < t->kept_from[tier - 1]) {
+			d->win_start = bucket;
+			d->win_seconds = len;
+		}
+	}
+	/* A tier deleted there takes nothing (the next one holds its samples). */
+	if (ws < t->kept_from[TIER_MINUTE]) {
+		d->into[TIER_MINUTE] = false;
+		d->into[TIER_HOUR] = true;
+	} else if (!d->into[TIER_RAW]) {
+		d->into[TIER_MINUTE] = true;
+	}
+}
+
+/* Interns every sample's label set and stack into rows[] (b->nsamples). */
+static int intern_samples(struct store *s, struct ingest *in, struct row *rows)
+{
+	const struct batch *b = in->b;
+	int64_t stack_id = 0;
+	uint32_t i;
+	int err;
+
+	for (i = 0; i < b->nsamples; i++) {
+		const struct batch_sample *smp = &b->samples[i];
+
+		if (!smp->count || smp->count > BATCH_MAX_COUNT)
+			return store_fail(s, -EINVAL,
+					  "sample %u: count %" PRIu64 " out of range (1 to %" PRIu64
+					  ")",
+					  i, smp->count, BATCH_MAX_COUNT);
+		err = intern_labelset(s, in, smp->labelset, &rows[i].labelset);
+		if (!err)
+			err = intern_stack(s, in, smp->stack, &stack_id);
+		if (err)
+			return err;
+		rows[i].e.id = (uint32_t)stack_id;
+		rows[i].e.value = (int64_t)smp->count;
+	}
+	return 0;
+}
+
+/* Adds the rows (sorted by label set) to the blocks d names, a label set at a time. */
+static int add_blocks(struct store *s, const struct dest *d, struct row *rows, size_t n,
+		      struct block_entry *e)
+{
+	size_t i = 0, j, k;
+	int tier, err;
+
+	while (i < n) {
+		for (j = i; j < n && rows[j].labelset == rows[i].labelset; j++)
+			e[j - i] = rows[j].e;
+		for (tier = TIER_RAW; tier < STORE_NTIERS; tier++) {
+			if (!d->into[tier])
+				continue;
+			k = j - i;
+			err = store_block_add(s, tier, d->start[tier], rows[i].labelset, e, k);
+			if (err)
+				return err;
+		}
+		i = j;
+	}
+	return 0;
+}
+
+static int run_slot(struct store *s, int slot)
+{
+	sqlite3_stmt *st = NULL;
+	int err = stmt(s, slot, &st);
+
+	if (err)
+		return err;
+	err = store_step(s, st);
+	store_done(st);
+	return err < 0 ? err : 0;
+}
+
 static int ingest_locked(struct store *s, struct ingest *in, bool *duplicate)
 {
 	const struct batch *b = in->b;
+	struct store_tiers tiers;
+	struct block_entry *e = NULL;
+	struct row *rows = NULL;
 	sqlite3_stmt *st = NULL;
-	int64_t ws, wm = 0, ls_id = 0, stack_id = 0;
+	struct dest d;
 	const char *agent;
-	bool wm_set;
-	uint32_t i;
 	int err;
 
 	if (b->agent_id >= b->nstrings || !b->strings[b->agent_id])
@@ -325,7 +510,7 @@ static int ingest_locked(struct store *s, struct ingest *in, bool *duplicate)
 		return store_fail(s, -EINVAL, "seq %" PRIu64 " too large", b->seq);
 	agent = b->strings[b->agent_id];
 
-	err = store_get_stmt(s, ST_SEEN, &st);
+	err = stmt(s, ST_SEEN_, &st);
 	if (err)
 		return err;
 	sqlite3_bind_text(st, 1, agent, -1, SQLITE_STATIC);
@@ -339,64 +524,53 @@ static int ingest_locked(struct store *s, struct ingest *in, bool *duplicate)
 		return 0;
 	}
 
-	err = store_read_watermark(s, &wm_set, &wm);
+	err = store_read_tiers(s, &tiers);
 	if (err)
 		return err;
-	ws = b->window_start;
-	if (wm_set && ws < wm)
-		ws = floor_div(ws, OLD_COARSE_SECONDS) * OLD_COARSE_SECONDS;
+	route(&tiers, b, &d);
 
-	for (i = 0; i < b->nsamples; i++) {
-		const struct batch_sample *smp = &b->samples[i];
-
-		if (!smp->count || smp->count > BATCH_MAX_COUNT)
-			return store_fail(s, -EINVAL,
-					  "sample %u: count %" PRIu64 " out of range (1 to %" PRIu64
-					  ")",
-					  i, smp->count, BATCH_MAX_COUNT);
-		err = intern_labelset(s, in, smp->labelset, &ls_id);
-		if (!err)
-			err = intern_stack(s, in, smp->stack, &stack_id);
-		if (!err)
-			err = store_get_stmt(s, ST_SAMPLE_ADD, &st);
-		if (err)
-			return err;
-		sqlite3_bind_int64(st, 1, ws);
-		sqlite3_bind_int64(st, 2, ls_id);
-		sqlite3_bind_int64(st, 3, stack_id);
-		sqlite3_bind_int64(st, 4, (int64_t)smp->count);
-		err = store_step(s, st);
-		store_done(st);
-		if (err < 0)
-			return err;
+	rows = malloc((b->nsamples ? b->nsamples : 1) * sizeof(*rows));
+	e = malloc((b->nsamples ? b->nsamples : 1) * sizeof(*e));
+	if (!rows || !e) {
+		err = -ENOMEM;
+		goto out_free;
 	}
+	err = intern_samples(s, in, rows);
+	if (err)
+		goto out_free;
+	qsort(rows, b->nsamples, sizeof(*rows), cmp_row);
+	err = add_blocks(s, &d, rows, b->nsamples, e);
+	if (err)
+		goto out_free;
 
 	/* The window's length and period (schema/004_windows.sql): one upsert per
-	 * batch. A batch below the watermark went to its bucket, and has its length. */
-	err = store_get_stmt(s, ST_WINDOW_ADD, &st);
+	 * batch, at the bucket that holds it where its finer tiers are gone. */
+	err = stmt(s, ST_WINDOW_ADD_, &st);
 	if (err)
-		return err;
-	sqlite3_bind_int64(st, 1, ws);
+		goto out_free;
+	sqlite3_bind_int64(st, 1, d.win_start);
 	sqlite3_bind_int64(st, 2, b->period_ns > INT64_MAX ? INT64_MAX : (int64_t)b->period_ns);
-	sqlite3_bind_int64(st, 3,
-			   wm_set && b->window_start < wm ? (int64_t)OLD_COARSE_SECONDS
-							  : (int64_t)b->window_seconds);
+	sqlite3_bind_int64(st, 3, d.win_seconds);
 	err = store_step(s, st);
 	store_done(st);
 	if (err < 0)
-		return err;
+		goto out_free;
 
-	err = store_get_stmt(s, ST_INGESTED_PUT, &st);
+	err = stmt(s, ST_INGESTED_PUT_, &st);
 	if (err)
-		return err;
+		goto out_free;
 	sqlite3_bind_text(st, 1, agent, -1, SQLITE_STATIC);
 	sqlite3_bind_int64(st, 2, (int64_t)b->seq);
 	sqlite3_bind_int64(st, 3, b->window_start);
 	err = store_step(s, st);
 	store_done(st);
 	if (err < 0)
-		return err;
-	return store_run(s, ST_BATCHES_INC);
+		goto out_free;
+	err = run_slot(s, ST_BATCHES_INC_);
+out_free:
+	free(e);
+	free(rows);
+	return err;
 }
 
 static int ingest(struct store *s, const struct batch *b, bool bounded, int64_t now,
@@ -419,6 +593,12 @@ static int ingest(struct store *s, const struct batch *b, bool bounded, int64_t 
 	    b->nstacks > BATCH_MAX_STACKS || b->nlabelsets > BATCH_MAX_LABELSETS ||
 	    b->nsamples > BATCH_MAX_SAMPLES)
 		return store_fail(s, -EINVAL, "batch over a size cap");
+	if (!s->intern) {
+		err = store_intern_new(0, &s->intern);
+		if (err)
+			return err;
+	}
+	in.cache = s->intern;
 	in.str = calloc(b->nstrings ? b->nstrings : 1, sizeof(*in.str));
 	in.frame = calloc(b->nframes ? b->nframes : 1, sizeof(*in.frame));
 	in.stack = calloc(b->nstacks ? b->nstacks : 1, sizeof(*in.stack));
@@ -443,6 +623,8 @@ static int ingest(struct store *s, const struct batch *b, bool bounded, int64_t 
 
 out_rollback:
 	store_rollback(s);
+	/* The caches may hold ids of rows that are gone with the transaction. */
+	store_intern_reset(s->intern);
 out_free_maps:
 	free(in.labelset);
 	free(in.stack);
@@ -459,15 +641,4 @@ int store__ingest(struct store *s, const struct batch *b, bool *duplicate)
 int store__ingest_at(struct store *s, const struct batch *b, int64_t now, bool *duplicate)
 {
 	return ingest(s, b, true, now, duplicate);
-}
-
-/* STUB until ingest keeps caches: the contract's hooks. */
-void store_intern_free(struct store_intern *in)
-{
-	(void)in;
-}
-
-void store_intern_reset(struct store_intern *in)
-{
-	(void)in;
 }

@@ -1,0 +1,72 @@
+/* Private to store/: the in-memory caches of dictionary ids that ingest (ingest.c)
+ * puts in front of the SELECT-then-INSERT on strings, frames, stacks and label sets
+ * (schema/001_init.sql). One flat open-addressing hash table maps (kind, key bytes)
+ * to the id the table gave; keys are kept in one arena. A hit is only trusted
+ * because dictionary rows are never deleted nor renumbered once committed; what a
+ * transaction learnt is therefore dropped when it rolls back (store_intern_reset,
+ * declared in store_int.h with store_intern_free).
+ *
+ * Memory is bounded: keys, slots and arena together stay under the cap (default
+ * STORE_INTERN_DEFAULT_CAP); an add that would pass it empties the cache first,
+ * which costs only misses (one SELECT each) until it is warm again.
+ */
+#ifndef SMOLDER_STORE_INTERN_H
+#define SMOLDER_STORE_INTERN_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct store;
+struct store_intern;
+
+/* 64 MiB: the dictionaries a collector meets in a day of a dozen busy hosts
+ * (bench/ingest_bench's host: about 90 k stacks of ~100 B of key, as many frames
+ * and strings, so ~25 MB with the table) stay warm, and the collector's RSS cannot
+ * grow with what hostile or churning agents send. */
+#define STORE_INTERN_DEFAULT_CAP ((size_t)64 << 20)
+/* Caps are below 4 GiB (arena offsets are 32-bit) and at least a few keys. */
+#define STORE_INTERN_MAX_CAP ((size_t)UINT32_MAX)
+#define STORE_INTERN_MIN_CAP ((size_t)4096)
+
+enum store_intern_kind {
+	INTERN_TEXT,	 /* strings.text */
+	INTERN_FRAME,	 /* frames (kind, name, file, line) as four varints */
+	INTERN_STACK,	 /* stacks.frames blob */
+	INTERN_LABELSET, /* labelsets.labels blob */
+};
+
+struct store_intern_stats {
+	size_t bytes;	 /* arena and slots */
+	size_t entries;	 /* keys cached */
+	size_t cap;	 /* the cap on bytes */
+	uint64_t clears; /* times the cap emptied the cache */
+	uint64_t resets; /* store_intern_reset() calls (rollbacks) */
+	uint64_t hits, misses;
+};
+
+/* Makes an empty cache bounded by cap bytes (0: the default). Returns 0, -EINVAL
+ * (cap outside [STORE_INTERN_MIN_CAP, STORE_INTERN_MAX_CAP]) or -ENOMEM; *out
+ * written only on success. */
+int store_intern_new(size_t cap, struct store_intern **out);
+
+/* The id of (kind, key[0..len)) if cached: true and *id set. *hash gets the key's
+ * hash either way, for store_intern_add(). */
+bool store_intern_find(struct store_intern *in, int kind, const void *key, size_t len, int64_t *id,
+		       uint64_t *hash);
+
+/* Caches (kind, key) -> id (id > 0, key not cached yet; hash from
+ * store_intern_find). Past the cap the cache is emptied first; a key that alone
+ * passes it is not cached. Returns 0 or -ENOMEM (the cache is then emptied,
+ * never wrong). */
+int store_intern_add(struct store_intern *in, int kind, const void *key, size_t len, uint64_t hash,
+		     int64_t id);
+
+/* For tests and the bench: s's cache (made if missing) takes cap (0: the default;
+ * emptied). Returns 0, -EINVAL or -ENOMEM. */
+int store_intern_set_cap(struct store *s, size_t cap);
+
+/* s's cache's counters (all 0 when ingest has not made it yet). */
+void store_intern_get_stats(const struct store *s, struct store_intern_stats *out);
+
+#endif
