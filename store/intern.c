@@ -12,7 +12,7 @@
 #include "store/intern.h"
 #include "store/store_int.h"
 
-#define MIN_SLOTS 1024
+#define MIN_SLOTS 64 /* 1.5 KiB: below STORE_INTERN_MIN_CAP */
 
 struct slot {
 	uint64_t hash;
