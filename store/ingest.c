@@ -83,6 +83,7 @@ struct ingest {
 	int64_t *frame;
 	int64_t *stack;
 	int64_t *labelset;
+	uint64_t *fhash; /* each frame's cache hash (hash_frames), 0: uncached */
 	struct store_intern *cache;
 };
 
@@ -109,17 +110,16 @@ struct key {
 
 typedef void (*bind_fn)(sqlite3_stmt *st, const void *ctx);
 
-static int lookup(struct store *s, struct ingest *in, const struct key *k, int get_slot,
-		  int put_slot, bind_fn bind, const void *ctx, int64_t *id, bool *inserted)
+/* The SQL half of lookup(): k is not cached (hash from store_intern_find). */
+static int lookup_sql(struct store *s, struct ingest *in, const struct key *k, uint64_t hash,
+		      int get_slot, int put_slot, bind_fn bind, const void *ctx, int64_t *id,
+		      bool *inserted)
 {
 	sqlite3_stmt *get = NULL, *put = NULL;
-	uint64_t hash;
 	int err;
 
 	if (inserted)
 		*inserted = false;
-	if (store_intern_find(in->cache, k->kind, k->bytes, k->len, id, &hash))
-		return 0;
 	err = stmt(s, get_slot, &get);
 	if (err)
 		return err;
@@ -143,7 +143,20 @@ static int lookup(struct store *s, struct ingest *in, const struct key *k, int g
 		if (inserted)
 			*inserted = true;
 	}
-	return store_intern_add(in->cache, k->kind, k->bytes, k->len, hash, *id);
+	return k->bytes ? store_intern_add(in->cache, k->kind, k->bytes, k->len, hash, *id) : 0;
+}
+
+static int lookup(struct store *s, struct ingest *in, const struct key *k, int get_slot,
+		  int put_slot, bind_fn bind, const void *ctx, int64_t *id, bool *inserted)
+{
+	uint64_t hash;
+
+	if (store_intern_find(in->cache, k->kind, k->bytes, k->len, id, &hash)) {
+		if (inserted)
+			*inserted = false;
+		return 0;
+	}
+	return lookup_sql(s, in, k, hash, get_slot, put_slot, bind, ctx, id, inserted);
 }
 
 static void bind_text(sqlite3_stmt *st, const void *ctx)
@@ -216,12 +229,65 @@ static void bind_frame(sqlite3_stmt *st, const void *ctx)
 		sqlite3_bind_int64(st, k + 1, f->v[k]);
 }
 
+/* Frames are cached by their content as sent (kind, line, name and file text, not
+ * yet sanitized), so that a frame seen before costs one lookup, not three (its
+ * name's, its file's and its own) nor a scan for characters to sanitize; many
+ * contents may map to one frame id. */
+#define FRAME_KEY_MAX (4 * VARINT_MAX + 2 * BATCH_MAX_STRING_LEN)
+
+/* The cache key of frame f (indices checked) in kb; false when its strings are too
+ * long to be cached (an unvalidated batch): they are interned uncached. */
+static bool frame_key(const struct batch *b, const struct batch_frame *f, uint8_t kb[FRAME_KEY_MAX],
+		      size_t *len)
+{
+	const char *name = b->strings[f->name] ? b->strings[f->name] : "";
+	const char *file = b->strings[f->file] ? b->strings[f->file] : "";
+	size_t nlen = strlen(name), flen = strlen(file), n;
+
+	if (nlen > BATCH_MAX_STRING_LEN || flen > BATCH_MAX_STRING_LEN)
+		return false;
+	n = put_varint(kb, f->kind);
+	n += put_varint(kb + n, f->line);
+	n += put_varint(kb + n, nlen);
+	memcpy(kb + n, name, nlen);
+	memcpy(kb + n + nlen, file, flen);
+	*len = n + nlen + flen;
+	return true;
+}
+
+/* Hashes every frame of the batch (fhash[i], 0: not cacheable) and brings the cache
+ * lines their lookups will read into the CPU's cache ahead of them, in two passes
+ * (the slots, then the keys they point to): a batch looks up thousands of frames,
+ * each a miss to memory on its own, and the loads of a pass overlap. */
+static void hash_frames(struct ingest *in)
+{
+	const struct batch *b = in->b;
+	uint8_t kb[FRAME_KEY_MAX];
+	size_t len;
+	uint32_t i;
+
+	for (i = 0; i < b->nframes; i++) {
+		const struct batch_frame *f = &b->frames[i];
+
+		in->fhash[i] = 0;
+		if (f->kind < FRAME_KIND_NR && f->name < b->nstrings && f->file < b->nstrings &&
+		    frame_key(b, f, kb, &len)) {
+			in->fhash[i] = store_intern_hash(in->cache, INTERN_FRAME, kb, len);
+			store_intern_prefetch(in->cache, in->fhash[i], 0);
+		}
+	}
+	for (i = 0; i < b->nframes; i++)
+		if (in->fhash[i])
+			store_intern_prefetch(in->cache, in->fhash[i], 1);
+}
+
 static int intern_frame(struct store *s, struct ingest *in, uint32_t i, int64_t *id)
 {
 	const struct batch_frame *f;
 	struct frame_key fk;
-	uint8_t kb[4 * VARINT_MAX];
-	struct key k = { INTERN_FRAME, kb, 0 };
+	uint8_t kb[FRAME_KEY_MAX];
+	struct key k = { INTERN_FRAME, NULL, 0 };
+	uint64_t hash = 0;
 	int err;
 
 	if (i >= in->b->nframes)
@@ -234,16 +300,26 @@ static int intern_frame(struct store *s, struct ingest *in, uint32_t i, int64_t 
 	f = &in->b->frames[i];
 	if (f->kind >= FRAME_KIND_NR)
 		return store_fail(s, -EINVAL, "frame %u: bad kind %u", i, f->kind);
+	if (f->name >= in->b->nstrings || f->file >= in->b->nstrings)
+		return store_fail(s, -EINVAL, "frame %u: string %u out of range (%u strings)", i,
+				  f->name >= in->b->nstrings ? f->name : f->file, in->b->nstrings);
+	if (in->fhash[i] && frame_key(in->b, f, kb, &k.len)) {
+		k.bytes = kb;
+		hash = in->fhash[i];
+		if (store_intern_find_hashed(in->cache, k.kind, k.bytes, k.len, hash,
+					     &in->frame[i])) {
+			*id = in->frame[i];
+			return 0;
+		}
+	}
 	fk.v[0] = f->kind;
 	fk.v[3] = f->line;
 	err = intern_frame_text(s, in, f->name, &fk.v[1]);
 	if (!err)
 		err = intern_frame_text(s, in, f->file, &fk.v[2]);
-	if (err)
-		return err;
-	for (int j = 0; j < 4; j++)
-		k.len += put_varint(kb + k.len, (uint64_t)fk.v[j]);
-	err = lookup(s, in, &k, ST_FRAME_GET_, ST_FRAME_PUT_, bind_frame, &fk, &in->frame[i], NULL);
+	if (!err)
+		err = lookup_sql(s, in, &k, hash, ST_FRAME_GET_, ST_FRAME_PUT_, bind_frame, &fk,
+				 &in->frame[i], NULL);
 	if (err)
 		return err;
 	*id = in->frame[i];
@@ -535,6 +611,7 @@ static int ingest_locked(struct store *s, struct ingest *in, bool *duplicate)
 		err = -ENOMEM;
 		goto out_free;
 	}
+	hash_frames(in);
 	err = intern_samples(s, in, rows);
 	if (err)
 		goto out_free;
@@ -603,7 +680,8 @@ static int ingest(struct store *s, const struct batch *b, bool bounded, int64_t 
 	in.frame = calloc(b->nframes ? b->nframes : 1, sizeof(*in.frame));
 	in.stack = calloc(b->nstacks ? b->nstacks : 1, sizeof(*in.stack));
 	in.labelset = calloc(b->nlabelsets ? b->nlabelsets : 1, sizeof(*in.labelset));
-	if (!in.str || !in.frame || !in.stack || !in.labelset) {
+	in.fhash = malloc((b->nframes ? b->nframes : 1) * sizeof(*in.fhash));
+	if (!in.str || !in.frame || !in.stack || !in.labelset || !in.fhash) {
 		err = -ENOMEM;
 		goto out_free_maps;
 	}
@@ -626,6 +704,7 @@ out_rollback:
 	/* The caches may hold ids of rows that are gone with the transaction. */
 	store_intern_reset(s->intern);
 out_free_maps:
+	free(in.fhash);
 	free(in.labelset);
 	free(in.stack);
 	free(in.frame);

@@ -102,13 +102,16 @@ void store_intern_reset(struct store_intern *in)
 	in->st.resets++;
 }
 
-bool store_intern_find(struct store_intern *in, int kind, const void *key, size_t len, int64_t *id,
-		       uint64_t *hash)
+uint64_t store_intern_hash(const struct store_intern *in, int kind, const void *key, size_t len)
 {
-	uint64_t h = hash_key(in->seed, kind, key, len);
+	return hash_key(in->seed, kind, key, len);
+}
+
+bool store_intern_find_hashed(struct store_intern *in, int kind, const void *key, size_t len,
+			      uint64_t h, int64_t *id)
+{
 	size_t mask, i;
 
-	*hash = h;
 	if (in->nslots) {
 		mask = in->nslots - 1;
 		for (i = h & mask; in->slots[i].id; i = (i + 1) & mask) {
@@ -124,6 +127,26 @@ bool store_intern_find(struct store_intern *in, int kind, const void *key, size_
 	}
 	in->st.misses++;
 	return false;
+}
+
+bool store_intern_find(struct store_intern *in, int kind, const void *key, size_t len, int64_t *id,
+		       uint64_t *hash)
+{
+	*hash = hash_key(in->seed, kind, key, len);
+	return store_intern_find_hashed(in, kind, key, len, *hash, id);
+}
+
+void store_intern_prefetch(const struct store_intern *in, uint64_t h, int stage)
+{
+	const struct slot *sl;
+
+	if (!in->nslots)
+		return;
+	sl = &in->slots[h & (in->nslots - 1)];
+	if (stage == 0)
+		__builtin_prefetch(sl);
+	else if (sl->id)
+		__builtin_prefetch(in->arena + sl->off);
 }
 
 static void put_slot(struct slot *slots, size_t nslots, const struct slot *sl)

@@ -30,9 +30,9 @@ struct store_intern;
 #define STORE_INTERN_MIN_CAP ((size_t)4096)
 
 enum store_intern_kind {
-	INTERN_TEXT,	 /* strings.text */
-	INTERN_FRAME,	 /* frames (kind, name, file, line) as four varints */
-	INTERN_STACK,	 /* stacks.frames blob */
+	INTERN_TEXT,  /* strings.text */
+	INTERN_FRAME, /* frames by content as sent: kind, line, name length (varints), name, file */
+	INTERN_STACK, /* stacks.frames blob */
 	INTERN_LABELSET, /* labelsets.labels blob */
 };
 
@@ -54,6 +54,16 @@ int store_intern_new(size_t cap, struct store_intern **out);
  * hash either way, for store_intern_add(). */
 bool store_intern_find(struct store_intern *in, int kind, const void *key, size_t len, int64_t *id,
 		       uint64_t *hash);
+
+/* The key's hash, and store_intern_find() with it. */
+uint64_t store_intern_hash(const struct store_intern *in, int kind, const void *key, size_t len);
+bool store_intern_find_hashed(struct store_intern *in, int kind, const void *key, size_t len,
+			      uint64_t hash, int64_t *id);
+
+/* Prefetches what store_intern_find_hashed() of a key of this hash will read:
+ * stage 0 its first slot, stage 1 (after stage 0 for many keys) the key that slot
+ * points to, so that the misses of many lookups overlap. */
+void store_intern_prefetch(const struct store_intern *in, uint64_t hash, int stage);
 
 /* Caches (kind, key) -> id (id > 0, key not cached yet; hash from
  * store_intern_find). Past the cap the cache is emptied first; a key that alone
