@@ -87,12 +87,6 @@ struct ingest {
 	struct store_intern *cache;
 };
 
-/* One sample as stored: its label set's id and a block entry. */
-struct row {
-	int64_t labelset;
-	struct block_entry e;
-};
-
 /* Makes s->buf hold at least len bytes. */
 static int reserve(struct store *s, size_t len)
 {
@@ -456,15 +450,6 @@ static int check_window(struct store *s, const struct batch *b, bool bounded, in
 	return 0;
 }
 
-static int cmp_row(const void *a, const void *b)
-{
-	const struct row *x = a, *y = b;
-
-	if (x->labelset != y->labelset)
-		return (x->labelset > y->labelset) - (x->labelset < y->labelset);
-	return (x->e.id > y->e.id) - (x->e.id < y->e.id);
-}
-
 /* Where a batch of window ws goes (schema/005_blocks.sql): into tier t's block
  * at start[t] when into[t]; the windows row at win_start, win_seconds long. */
 struct dest {
@@ -507,12 +492,14 @@ static void route(const struct store_tiers *t, const struct batch *b, struct des
 	}
 }
 
-/* Interns every sample's label set and stack into rows[] (b->nsamples). */
-static int intern_samples(struct store *s, struct ingest *in, struct row *rows)
+/* Interns every sample's label set and stack, and groups the samples by label set
+ * (a counting sort on the batch's label set index) into e[], the entries of label
+ * set index l at e[first[l]..first[l + 1]) (first has nlabelsets + 1 entries). */
+static int intern_samples(struct store *s, struct ingest *in, struct block_entry *e, size_t *first)
 {
 	const struct batch *b = in->b;
-	int64_t stack_id = 0;
-	uint32_t i;
+	int64_t stack_id = 0, ls_id = 0;
+	uint32_t i, l;
 	int err;
 
 	for (i = 0; i < b->nsamples; i++) {
@@ -523,36 +510,50 @@ static int intern_samples(struct store *s, struct ingest *in, struct row *rows)
 					  "sample %u: count %" PRIu64 " out of range (1 to %" PRIu64
 					  ")",
 					  i, smp->count, BATCH_MAX_COUNT);
-		err = intern_labelset(s, in, smp->labelset, &rows[i].labelset);
+		err = intern_labelset(s, in, smp->labelset, &ls_id);
 		if (!err)
 			err = intern_stack(s, in, smp->stack, &stack_id);
 		if (err)
 			return err;
-		rows[i].e.id = (uint32_t)stack_id;
-		rows[i].e.value = (int64_t)smp->count;
+		first[smp->labelset + 1]++;
 	}
+	for (l = 0; l < b->nlabelsets; l++)
+		first[l + 1] += first[l];
+	for (i = 0; i < b->nsamples; i++) {
+		const struct batch_sample *smp = &b->samples[i];
+
+		/* both interned above: the ids are in the maps */
+		e[first[smp->labelset]++] = (struct block_entry){
+			.id = (uint32_t)in->stack[smp->stack],
+			.value = (int64_t)smp->count,
+		};
+	}
+	/* first[l] is now where label set l's entries end: shift back by one */
+	memmove(first + 1, first, b->nlabelsets * sizeof(*first));
+	first[0] = 0;
 	return 0;
 }
 
-/* Adds the rows (sorted by label set) to the blocks d names, a label set at a time. */
-static int add_blocks(struct store *s, const struct dest *d, struct row *rows, size_t n,
-		      struct block_entry *e)
+/* Adds each label set's entries to the blocks d names. Two label set indices of a
+ * batch with one id (the same labels sent twice) are added one after the other,
+ * store_block_add() summing them. */
+static int add_blocks(struct store *s, struct ingest *in, const struct dest *d,
+		      const struct block_entry *e, const size_t *first)
 {
-	size_t i = 0, j, k;
+	uint32_t l;
 	int tier, err;
 
-	while (i < n) {
-		for (j = i; j < n && rows[j].labelset == rows[i].labelset; j++)
-			e[j - i] = rows[j].e;
+	for (l = 0; l < in->b->nlabelsets; l++) {
+		if (first[l + 1] == first[l])
+			continue;
 		for (tier = TIER_RAW; tier < STORE_NTIERS; tier++) {
 			if (!d->into[tier])
 				continue;
-			k = j - i;
-			err = store_block_add(s, tier, d->start[tier], rows[i].labelset, e, k);
+			err = store_block_add(s, tier, d->start[tier], in->labelset[l],
+					      e + first[l], first[l + 1] - first[l]);
 			if (err)
 				return err;
 		}
-		i = j;
 	}
 	return 0;
 }
@@ -574,7 +575,7 @@ static int ingest_locked(struct store *s, struct ingest *in, bool *duplicate)
 	const struct batch *b = in->b;
 	struct store_tiers tiers;
 	struct block_entry *e = NULL;
-	struct row *rows = NULL;
+	size_t *first = NULL;
 	sqlite3_stmt *st = NULL;
 	struct dest d;
 	const char *agent;
@@ -605,18 +606,17 @@ static int ingest_locked(struct store *s, struct ingest *in, bool *duplicate)
 		return err;
 	route(&tiers, b, &d);
 
-	rows = malloc((b->nsamples ? b->nsamples : 1) * sizeof(*rows));
+	first = calloc((size_t)b->nlabelsets + 1, sizeof(*first));
 	e = malloc((b->nsamples ? b->nsamples : 1) * sizeof(*e));
-	if (!rows || !e) {
+	if (!first || !e) {
 		err = -ENOMEM;
 		goto out_free;
 	}
 	hash_frames(in);
-	err = intern_samples(s, in, rows);
+	err = intern_samples(s, in, e, first);
 	if (err)
 		goto out_free;
-	qsort(rows, b->nsamples, sizeof(*rows), cmp_row);
-	err = add_blocks(s, &d, rows, b->nsamples, e);
+	err = add_blocks(s, in, &d, e, first);
 	if (err)
 		goto out_free;
 
@@ -646,7 +646,7 @@ static int ingest_locked(struct store *s, struct ingest *in, bool *duplicate)
 	err = run_slot(s, ST_BATCHES_INC_);
 out_free:
 	free(e);
-	free(rows);
+	free(first);
 	return err;
 }
 
