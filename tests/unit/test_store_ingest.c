@@ -488,6 +488,55 @@ static void test_cache_cap(void **state)
 	free(want);
 }
 
+/* One batch, samples of three label sets interleaved, and a fourth label set index
+ * that repeats the first's labels: one block per label set, the repeat summed in. */
+static void test_label_sets_grouped(void **state)
+{
+	struct fx *fx = *state;
+	const char *svc[] = { "a", "b", "c", "a", "b", "c", "a" };
+	const char *keys[] = { "svc" };
+	struct batch_builder *bb = NULL;
+	struct batch_labelset *ls;
+	struct batch *b = NULL;
+	char stack[32];
+	int b_last_was_c_f1;
+
+	assert_int_equal(batch_builder__new("a1", "host", "cpu", &bb), 0);
+	for (int i = 0; i < 7; i++) {
+		const char *values[] = { svc[i] };
+
+		snprintf(stack, sizeof(stack), "app;f%d", i % 2);
+		assert_int_equal(batch_builder__add(bb, keys, values, 1, stack, (uint64_t)i + 1),
+				 0);
+	}
+	assert_int_equal(batch_builder__finish(bb, 1, T0, 10, 10101010, &b), 0);
+	batch_builder__free(bb);
+	assert_int_equal(b->nlabelsets, 3);
+	/* label set 3: a copy of label set 0, taken by the last sample */
+	ls = realloc(b->labelsets, 4 * sizeof(*ls));
+	assert_non_null(ls);
+	b->labelsets = ls;
+	ls[3].nlabels = ls[0].nlabels;
+	ls[3].labels = malloc(ls[0].nlabels * sizeof(*ls[3].labels));
+	assert_non_null(ls[3].labels);
+	memcpy(ls[3].labels, ls[0].labels, ls[0].nlabels * sizeof(*ls[3].labels));
+	b->nlabelsets = 4;
+	assert_int_equal(b->nsamples, 6);
+	b_last_was_c_f1 = b->samples[5].count == 6;
+	b->samples[5].labelset = 3;
+	assert_int_equal(ingest(fx->s, b), 0);
+	check_ids(fx->db);
+	/* the builder's samples: a f0 8 (1 + 7), b f1 2, c f0 3, a f1 4, b f0 5, and
+	 * c f1 6, the last, moved to label set 3, that is a: a f1 4 + 6 */
+	assert_int_equal(b_last_was_c_f1, 1);
+	assert_dump(fx->db, "0 1699999200 svc=a app;f0 8\n"
+			    "0 1699999200 svc=a app;f1 10\n"
+			    "0 1699999200 svc=b app;f0 5\n"
+			    "0 1699999200 svc=b app;f1 2\n"
+			    "0 1699999200 svc=c app;f0 3\n");
+	assert_int_equal(query_int(fx->db, "SELECT count(*) FROM block_index"), 3);
+}
+
 /* A block's stack ids are uint32: the stack that would get id 2^32 is refused
  * (-ENOSPC, with the reason), the one at 2^32 - 1 is stored. */
 static void test_stack_id_cap(void **state)
@@ -553,6 +602,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_late_batch_into_rollups, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_below_raw_retention, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_cache_cap, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_label_sets_grouped, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_stack_id_cap, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_query_end_to_end, setup, teardown),
 	};
