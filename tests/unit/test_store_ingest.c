@@ -537,6 +537,43 @@ static void test_label_sets_grouped(void **state)
 	assert_int_equal(query_int(fx->db, "SELECT count(*) FROM block_index"), 3);
 }
 
+/* Frames are cached by their text as sent: a hostile name is stored sanitized the
+ * first time, and the second batch, answered from the cache, refers to the same
+ * sanitized frame. */
+static void test_hostile_names_sanitized(void **state)
+{
+	struct fx *fx = *state;
+	const char *keys[] = { "svc" }, *values[] = { "web" };
+	const char *names[] = { "app", "evil;frame\nx 99", "tail" };
+	struct frame fr[3];
+
+	for (uint64_t seq = 1; seq <= 2; seq++) {
+		struct batch_builder *bb = NULL;
+		struct batch *b = NULL;
+
+		for (int i = 0; i < 3; i++)
+			fr[i] = (struct frame){ .kind = i ? FRAME_NATIVE : FRAME_PROCESS,
+						.name = names[i],
+						.name_len = strlen(names[i]),
+						.file = "",
+						.file_len = 0 };
+		assert_int_equal(batch_builder__new("a1", "host", "cpu", &bb), 0);
+		assert_int_equal(batch_builder__add_frames(bb, keys, values, 1, fr, 3, 5), 0);
+		assert_int_equal(
+			batch_builder__finish(bb, seq, T0 + 10 * (int64_t)seq, 10, 10101010, &b),
+			0);
+		batch_builder__free(bb);
+		assert_int_equal(ingest(fx->s, b), 0);
+	}
+	check_ids(fx->db);
+	assert_int_equal(query_int(fx->db, "SELECT count(*) FROM frames f JOIN strings n ON "
+					   "n.id = f.name WHERE instr(n.text, ';') OR "
+					   "instr(n.text, char(10))"),
+			 0);
+	assert_int_equal(query_int(fx->db, "SELECT count(*) FROM stacks"), 1);
+	assert_int_equal(query_int(fx->db, "SELECT count(*) FROM frames"), 3);
+}
+
 /* A block's stack ids are uint32: the stack that would get id 2^32 is refused
  * (-ENOSPC, with the reason), the one at 2^32 - 1 is stored. */
 static void test_stack_id_cap(void **state)
@@ -603,6 +640,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_below_raw_retention, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_cache_cap, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_label_sets_grouped, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_hostile_names_sanitized, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_stack_id_cap, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_query_end_to_end, setup, teardown),
 	};
