@@ -258,7 +258,7 @@ static int rollup(struct store *s, int tier, int64_t now, int64_t *budget, bool 
 {
 	const int64_t len = store_tier_seconds(tier);
 	struct store_tiers t;
-	int64_t b, first, last, nread;
+	int64_t b, first, last, nread, end;
 	int err, found;
 
 	err = store_run(s, ST_BEGIN);
@@ -277,29 +277,41 @@ static int rollup(struct store *s, int tier, int64_t now, int64_t *budget, bool 
 		last = t.built_before[TIER_MINUTE] - len;
 	}
 	b = t.built_before[tier];
-	while (*budget > 0) {
+	for (;;) {
+		if (*budget <= 0) {
+			*more = true;
+			break;
+		}
 		/* skip an empty stretch with one seek */
 		found = first_start(s, tier - 1, b, INT64_MAX, &first);
 		if (found < 0) {
 			err = found;
 			goto out_rollback;
 		}
-		if (!found)
-			break;
-		if (floor_div(first, len) * len > b)
+		if (found && floor_div(first, len) * len > b)
 			b = floor_div(first, len) * len;
-		if (b > last)
+		if (!found || b > last) {
+			/* Every bucket due is built: the watermark moves up to the last
+			 * one due, over empty buckets too (a late batch below it is merged
+			 * into them at ingest), so the next tier and the retention that
+			 * waits for it go on while no data comes. Before any bucket was
+			 * ever built, it stays NULL. */
+			end = floor_div(last, len) * len + len;
+			if (t.built_before[tier] != INT64_MIN && end > b)
+				err = store_set_built_before(s, tier, end);
+			if (err)
+				goto out_rollback;
 			break;
+		}
 		err = rollup_bucket(s, tier, b, len, &nread);
 		if (!err)
 			err = store_set_built_before(s, tier, b + len);
 		if (err)
 			goto out_rollback;
+		t.built_before[tier] = b + len;
 		b += len;
 		*budget -= nread ? nread : 1;
 	}
-	if (*budget <= 0)
-		*more = true;
 out_commit:
 	err = store_run(s, ST_COMMIT);
 	if (err)
@@ -450,6 +462,18 @@ static int retention(struct store *s, int tier, int64_t now, int64_t *budget, bo
 			goto out_rollback;
 		}
 		if (!found) {
+			/* no windows row left below the cut: up to it, unless nothing
+			 * was ever cut and no block lies below it (kept_from stays NULL
+			 * while retention has deleted nothing) */
+			if (kept == INT64_MIN) {
+				found = first_start(s, tier, INT64_MIN, cut, &first);
+				if (found < 0) {
+					err = found;
+					goto out_rollback;
+				}
+				if (!found)
+					break;
+			}
 			kept = cut;
 			break;
 		}
