@@ -419,6 +419,56 @@ static void test_non_loopback_needs_tokens(void **state)
 	}
 }
 
+/* A collector started with extra exits with status want, saying why (every
+ * fragment of why on stderr). */
+static void expect_start_error(const char *const *extra, int want, const char *const *why)
+{
+	struct coll c;
+	int status;
+	char *err;
+
+	if (coll_start(&c, "127.0.0.1:0", extra) == 0)
+		fail_msg("the collector started with %s %s (port %u)", extra[0], extra[1], c.port);
+	status = coll_wait_exit(&c);
+	if (!WIFEXITED(status) || WEXITSTATUS(status) != want)
+		fail_msg("%s %s: wait status %#x, want exit %d", extra[0], extra[1], status, want);
+	assert_non_null(err = test_read_file(c.err));
+	for (; *why; why++)
+		if (!strstr(err, *why))
+			fail_msg("%s %s: '%s' not in '%s'", extra[0], extra[1], *why, err);
+	free(err);
+	test_assert_no_sanitizer_report("collector", c.err);
+}
+
+/* Retentions out of order (a tier kept longer than the next, which it is rolled
+ * into) or beyond 100 years (a typo) refuse to start, naming the options; a
+ * shorter --retention alone cuts the longer defaults to it and starts. */
+static void test_retention_options(void **state)
+{
+	const char *raw_long[] = { "--raw-retention", "2d", "--minute-retention", "1d", NULL };
+	const char *minute_long[] = { "--minute-retention", "40d", NULL };
+	const char *huge[] = { "--retention", "200y", NULL };
+	const char *short_ret[] = { "--retention", "12h", NULL };
+	const char *why_order[] = { "refusing to start the collector",
+				    "--raw-retention 172800s <= --minute-retention 86400s <= "
+				    "--retention 2592000s",
+				    NULL };
+	const char *why_minute[] = { "--minute-retention 3456000s <= --retention 2592000s", NULL };
+	const char *why_huge[] = { "--retention wants a duration like 14d, got '200y'", NULL };
+	struct reply r;
+	struct coll c;
+
+	(void)state;
+	expect_start_error(raw_long, 1, why_order);
+	expect_start_error(minute_long, 1, why_minute);
+	expect_start_error(huge, 2, why_huge);
+	assert_int_equal(coll_start(&c, "127.0.0.1:0", short_ret), 0);
+	r = http_get(c.port, "/healthz", NULL);
+	assert_int_equal(r.status, 200);
+	free(r.body);
+	coll_stop(&c);
+}
+
 /* ---- 3. rollups and retention per tier by the collector's maintenance ---------- */
 
 #define M_NGROUP  2 /* old windows answered by minute rollups, older by hour rollups */
@@ -1638,6 +1688,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_teardown(test_query_token, coll_teardown),
 		cmocka_unit_test_teardown(test_non_loopback_needs_tokens, coll_teardown),
+		cmocka_unit_test_teardown(test_retention_options, coll_teardown),
 		cmocka_unit_test_teardown(test_retention_and_rollups, coll_teardown),
 		cmocka_unit_test_teardown(test_several_where, coll_teardown),
 		cmocka_unit_test_teardown(test_series_empty_steps, coll_teardown),
