@@ -439,7 +439,7 @@ static int retention(struct store *s, int tier, int64_t now, int64_t *budget, bo
 				s->opts.retention_seconds };
 	const int64_t len = tier == TIER_RAW ? STORE_MINUTE_SECONDS : STORE_HOUR_SECONDS;
 	struct store_tiers t;
-	int64_t cut, kept, first, n;
+	int64_t cut, kept, first, n = 0;
 	int err, found;
 
 	/* a retention beyond any stored time (+-2^40 s) deletes nothing */
