@@ -397,11 +397,11 @@ static int first_window(struct store *s, int64_t from, int64_t to, int64_t *out)
 static int delete_blocks(struct store *s, int tier, int64_t cut, int64_t limit, int64_t *n)
 {
 	static const char *const sql[2] = {
-		"DELETE FROM blocks WHERE id IN (SELECT block_id FROM block_index "
-		"WHERE tier = ?1 AND start < ?2 ORDER BY start, labelset_id LIMIT ?3)",
-		"DELETE FROM block_index WHERE (tier, start, labelset_id) IN (SELECT tier, "
-		"start, labelset_id FROM block_index WHERE tier = ?1 AND start < ?2 "
-		"ORDER BY start, labelset_id LIMIT ?3)",
+		("DELETE FROM blocks WHERE id IN (SELECT block_id FROM block_index "
+		 "WHERE tier = ?1 AND start < ?2 ORDER BY start, labelset_id LIMIT ?3)"),
+		("DELETE FROM block_index WHERE (tier, start, labelset_id) IN (SELECT tier, "
+		 "start, labelset_id FROM block_index WHERE tier = ?1 AND start < ?2 "
+		 "ORDER BY start, labelset_id LIMIT ?3)"),
 	};
 	sqlite3_stmt *st = NULL;
 	int64_t changed[2];

@@ -93,8 +93,8 @@ int store_convert_samples(struct store *s)
 {
 	static const char *const sql[] = {
 		"SELECT min(window_start) FROM samples",
-		"SELECT labelset_id, stack_id, value FROM samples WHERE window_start = ?1 "
-		"ORDER BY labelset_id, stack_id",
+		("SELECT labelset_id, stack_id, value FROM samples WHERE window_start = ?1 "
+		 "ORDER BY labelset_id, stack_id"),
 		"DELETE FROM samples WHERE window_start = ?1",
 	};
 	sqlite3_stmt *st[3] = { NULL, NULL, NULL };
