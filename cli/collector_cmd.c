@@ -24,7 +24,12 @@ const char collector_usage[] =
 	"      --query-token T       token queries must send\n"
 	"      --query-token-file F  read it from F\n"
 	"      --insecure            allow a non-loopback address without both tokens\n"
-	"      --retention DUR       keep data this long: 30m, 12h, 14d (default 14d)\n"
+	"      --retention DUR       keep hour rollups (everything) this long: 30m, 12h,\n"
+	"                            30d (default 30d)\n"
+	"      --minute-retention DUR  keep minute rollups this long (default 14d, at\n"
+	"                            most --retention)\n"
+	"      --raw-retention DUR   keep the windows as sent this long (default 1d, at\n"
+	"                            most --minute-retention)\n"
 	"      --max-body-mb N       compressed batch size cap (default 16)\n"
 	"      --max-connections N   open connections at once (default 512)\n"
 	"      --max-connections-per-ip N  ... from one client address (default 64;\n"
@@ -43,6 +48,8 @@ const struct option collector_long_options[] = {
 	{ "query-token-file", required_argument, NULL, COLLECTOR_OPT_QUERY_TOKEN_FILE },
 	{ "insecure", no_argument, NULL, COLLECTOR_OPT_INSECURE },
 	{ "retention", required_argument, NULL, COLLECTOR_OPT_RETENTION },
+	{ "minute-retention", required_argument, NULL, COLLECTOR_OPT_MINUTE_RETENTION },
+	{ "raw-retention", required_argument, NULL, COLLECTOR_OPT_RAW_RETENTION },
 	{ "max-body-mb", required_argument, NULL, COLLECTOR_OPT_MAX_BODY_MB },
 	{ "max-connections", required_argument, NULL, COLLECTOR_OPT_MAX_CONNECTIONS },
 	{ "max-connections-per-ip", required_argument, NULL, COLLECTOR_OPT_MAX_CONNECTIONS_PER_IP },
@@ -53,7 +60,18 @@ const struct option collector_long_options[] = {
 	{ NULL, 0, NULL, 0 },
 };
 
+/* A retention longer than a century is a typo, and keeps now - retention far from
+ * overflowing. */
+#define MAX_RETENTION_SECONDS (100LL * 366 * 24 * 3600)
+
 static volatile sig_atomic_t stop_requested;
+
+static const char *retention_name(int opt)
+{
+	return opt == COLLECTOR_OPT_RETENTION	       ? "retention"
+	       : opt == COLLECTOR_OPT_MINUTE_RETENTION ? "minute-retention"
+						       : "raw-retention";
+}
 
 static void on_signal(int sig)
 {
@@ -134,9 +152,19 @@ int collector_args__set(struct collector_args *a, int opt, const char *arg, char
 		a->o.insecure = true;
 		break;
 	case COLLECTOR_OPT_RETENTION:
-		if (timeparse_duration(arg, &a->o.retention_seconds))
+	case COLLECTOR_OPT_MINUTE_RETENTION:
+	case COLLECTOR_OPT_RAW_RETENTION:
+		/* the order of the three is checked at start, once all are known */
+		if (timeparse_duration(arg, &secs) || secs < 1 || secs > MAX_RETENTION_SECONDS)
 			return reason_fail(err, errlen, -EINVAL,
-					   "--retention wants a duration like 14d, got '%s'", arg);
+					   "--%s wants a duration like 14d, got '%s'",
+					   retention_name(opt), arg);
+		if (opt == COLLECTOR_OPT_RETENTION)
+			a->o.retention_seconds = secs;
+		else if (opt == COLLECTOR_OPT_MINUTE_RETENTION)
+			a->o.minute_retention_seconds = secs;
+		else
+			a->o.raw_retention_seconds = secs;
 		break;
 	case COLLECTOR_OPT_MAX_BODY_MB:
 		mb = strtoul(arg, NULL, 10);
@@ -197,8 +225,19 @@ void collector_args__free(struct collector_args *a)
 
 int collector_args__start(const struct collector_args *a, struct collector **out)
 {
-	int err = collector__start(&a->o, out);
+	int64_t ret, minute, raw;
+	int err;
 
+	if (!collector_options__retentions(&a->o, &ret, &minute, &raw)) {
+		fprintf(stderr,
+			"smolder: refusing to start the collector: each tier must be kept at "
+			"most as long as the next (--raw-retention %llds <= --minute-retention "
+			"%llds <= --retention %llds, defaults 1d, 14d and 30d, a default cut to "
+			"the tier above)\n",
+			(long long)raw, (long long)minute, (long long)ret);
+		return -EINVAL;
+	}
+	err = collector__start(&a->o, out);
 	if (err == -EINVAL)
 		fprintf(stderr,
 			"smolder: refusing to start the collector: an empty or invalid "

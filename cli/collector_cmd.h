@@ -24,6 +24,8 @@ enum {
 	COLLECTOR_OPT_QUERY_TOKEN_FILE,
 	COLLECTOR_OPT_INSECURE,
 	COLLECTOR_OPT_RETENTION,
+	COLLECTOR_OPT_MINUTE_RETENTION,
+	COLLECTOR_OPT_RAW_RETENTION,
 	COLLECTOR_OPT_MAX_BODY_MB,
 	COLLECTOR_OPT_MAX_CONNECTIONS,
 	COLLECTOR_OPT_MAX_CONNECTIONS_PER_IP,
@@ -59,7 +61,7 @@ int collector_args__set(struct collector_args *a, int opt, const char *arg, char
 void collector_args__free(struct collector_args *a);
 
 /* Opens the store and starts serving (collector__start()); a failure is explained
- * on stderr. Returns 0 or -errno. */
+ * on stderr (retentions out of order by name and value). Returns 0 or -errno. */
 int collector_args__start(const struct collector_args *a, struct collector **out);
 
 /* `smolder collector`: parses argv (argv[0] is "collector"), serves until SIGINT or

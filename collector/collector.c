@@ -48,8 +48,14 @@
 #include "collector/routes.h"
 #include "store/store.h"
 
-#define THREADS	      4	    /* serving threads, query workers and readers each */
-#define MAINTAIN_ROWS 20000 /* rows per maintenance step: ingest never waits long */
+#define THREADS 4 /* serving threads, query workers and readers each */
+/* Blocks per maintenance call (store__maintain): a call holds the store for some
+ * tens of ms, so an ingest never waits long; while work remains, up to
+ * MAINTAIN_CALLS calls per housekeeping round, the lock released between them, so
+ * a backlog (a migrated file, a collector down for a while) is caught up at about
+ * 1600 blocks a second. */
+#define MAINTAIN_BLOCKS 2000
+#define MAINTAIN_CALLS	8
 /* Idle seconds before libmicrohttpd closes a connection: bounds a client that
  * stops reading its answer (request_timeout bounds the request itself). */
 #define IDLE_TIMEOUT 60
@@ -657,8 +663,32 @@ static void request_done(void *cls, struct MHD_Connection *conn, void **req_cls,
 	}
 }
 
+bool collector_options__retentions(const struct collector_options *o, int64_t *retention,
+				   int64_t *minute, int64_t *raw)
+{
+	int64_t r = o->retention_seconds ? o->retention_seconds : STORE_DEFAULT_RETENTION_SECONDS;
+	int64_t m = o->minute_retention_seconds, w = o->raw_retention_seconds;
+
+	/* a default longer than the tier above is cut to it (store__open does the same) */
+	if (!m)
+		m = STORE_DEFAULT_MINUTE_RETENTION_SECONDS < r
+			    ? STORE_DEFAULT_MINUTE_RETENTION_SECONDS
+			    : r;
+	if (!w)
+		w = STORE_DEFAULT_RAW_RETENTION_SECONDS < m ? STORE_DEFAULT_RAW_RETENTION_SECONDS
+							    : m;
+	*retention = r;
+	*minute = m;
+	*raw = w;
+	return r > 0 && m > 0 && w > 0 && w <= m && m <= r;
+}
+
 static int check_options(const struct collector_options *o)
 {
+	int64_t r, m, w;
+
+	if (!collector_options__retentions(o, &r, &m, &w))
+		return -EINVAL;
 	if ((o->ingest_token && token_check(o->ingest_token, "ingest token", NULL, 0)) ||
 	    (o->query_token && token_check(o->query_token, "query token", NULL, 0)))
 		return -EINVAL; /* an empty token must never pass for a token */
@@ -735,7 +765,9 @@ static void keeper_stop(struct collector *c)
 
 int collector__start(const struct collector_options *o, struct collector **out)
 {
-	struct store_options so = { .retention_seconds = o->retention_seconds };
+	struct store_options so = { .retention_seconds = o->retention_seconds,
+				    .minute_retention_seconds = o->minute_retention_seconds,
+				    .raw_retention_seconds = o->raw_retention_seconds };
 	struct sockaddr_storage ss = { 0 };
 	const union MHD_DaemonInfo *info;
 	struct collector *c;
@@ -842,20 +874,22 @@ void collector__maintain(struct collector *c)
 	bool more = false, log_it = false;
 	char msg[256] = "";
 	uint64_t errors = 0;
-	int err;
+	int err, calls = 0;
 
-	pthread_mutex_lock(&c->lock);
-	err = store__maintain(c->store, (int64_t)now, MAINTAIN_ROWS, &more);
-	c->m.maintenance_runs++;
-	if (err) {
-		errors = ++c->m.maintenance_errors;
-		snprintf(msg, sizeof(msg), "%s", store__errmsg(c->store));
-		if (now - c->maintain_logged >= MAINTAIN_LOG_SECONDS) {
-			c->maintain_logged = now;
-			log_it = true;
+	do {
+		pthread_mutex_lock(&c->lock);
+		err = store__maintain(c->store, (int64_t)now, MAINTAIN_BLOCKS, &more);
+		c->m.maintenance_runs++;
+		if (err) {
+			errors = ++c->m.maintenance_errors;
+			snprintf(msg, sizeof(msg), "%s", store__errmsg(c->store));
+			if (now - c->maintain_logged >= MAINTAIN_LOG_SECONDS) {
+				c->maintain_logged = now;
+				log_it = true;
+			}
 		}
-	}
-	pthread_mutex_unlock(&c->lock);
+		pthread_mutex_unlock(&c->lock);
+	} while (!err && more && ++calls < MAINTAIN_CALLS);
 	if (log_it)
 		log_warn("collector: failed to maintain the store: %s (%s); %llu failures so far",
 			 strerror(-err), msg[0] ? msg : "no detail", (unsigned long long)errors);

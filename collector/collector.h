@@ -78,28 +78,38 @@ struct store;
 #define COLLECTOR_DEFAULT_MAX_QUEUED_QUERIES 32
 
 struct collector_options {
-	const char *db_path;		 /* SQLite file (":memory:" for tests) */
-	const char *listen;		 /* HOST:PORT; port 0 picks a free one */
-	const char *ingest_token;	 /* NULL: no token required */
-	const char *query_token;	 /* NULL: no token required */
-	bool insecure;			 /* allow a non-loopback address without tokens */
-	size_t max_body;		 /* compressed body cap */
-	size_t max_decompressed;	 /* decompressed body cap */
-	int64_t retention_seconds;	 /* data older than this is dropped */
-	unsigned max_connections;	 /* open connections at once */
-	unsigned max_connections_per_ip; /* ... from one client address */
-	unsigned request_timeout;	 /* seconds for a request's headers and body */
-	size_t max_response;		 /* bytes of one query's answer */
-	unsigned max_queued_queries;	 /* queries waiting for a query worker */
+	const char *db_path;		  /* SQLite file (":memory:" for tests) */
+	const char *listen;		  /* HOST:PORT; port 0 picks a free one */
+	const char *ingest_token;	  /* NULL: no token required */
+	const char *query_token;	  /* NULL: no token required */
+	bool insecure;			  /* allow a non-loopback address without tokens */
+	size_t max_body;		  /* compressed body cap */
+	size_t max_decompressed;	  /* decompressed body cap */
+	int64_t retention_seconds;	  /* data older than this is dropped (hour rollups) */
+	int64_t minute_retention_seconds; /* minute rollups; 0: the store's default (14 d)
+					   * cut to retention_seconds */
+	int64_t raw_retention_seconds;	  /* raw windows; 0: the store's default (1 d) cut
+					   * to the minute retention */
+	unsigned max_connections;	  /* open connections at once */
+	unsigned max_connections_per_ip;  /* ... from one client address */
+	unsigned request_timeout;	  /* seconds for a request's headers and body */
+	size_t max_response;		  /* bytes of one query's answer */
+	unsigned max_queued_queries;	  /* queries waiting for a query worker */
 };
 
 struct collector;
 
 void collector_options__defaults(struct collector_options *o);
 
+/* The retentions the store will use for o (its defaults filled in and cut as
+ * store__open() does): false when they are out of order (raw <= minute <=
+ * retention is required) or not positive. */
+bool collector_options__retentions(const struct collector_options *o, int64_t *retention,
+				   int64_t *minute, int64_t *raw);
+
 /* Opens the store (the writer, then the queries' readers) and starts serving.
  * Returns 0, -EINVAL (bad listen address, a token that is set but not valid, a
- * zero limit), -EPERM (non-loopback without both tokens and not insecure),
+ * zero limit, retentions out of order), -EPERM (non-loopback without both tokens and not insecure),
  * -EADDRINUSE, a store error (store__open), or another -errno. */
 int collector__start(const struct collector_options *o, struct collector **out);
 
@@ -109,7 +119,7 @@ void collector__stop(struct collector *c);
 /* The port actually bound (useful with port 0). */
 uint16_t collector__port(const struct collector *c);
 
-/* Runs store maintenance (retention, downsampling) for a bounded amount of work.
+/* Runs store maintenance (rollups, retention per tier) for a bounded amount of work.
  * The collector calls it itself every 10 s from its housekeeping thread (which
  * also hands freed memory back with malloc_trim); public for tests. A failure is counted in
  * /metrics (smolder_maintenance_errors_total) and logged, at most once a minute. */

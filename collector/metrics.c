@@ -21,6 +21,9 @@ void metrics_observe_latency(struct metrics *m, double seconds)
 	m->latency_sum += seconds;
 }
 
+/* The store's tiers (store/store.h's blocks[], built_before[], kept_from[]). */
+static const char *const tier_names[3] = { "raw", "minute", "hour" };
+
 int metrics_write(FILE *out, const struct metrics *m, const struct store_stats *st,
 		  const struct conns_stats *cs)
 {
@@ -68,6 +71,27 @@ int metrics_write(FILE *out, const struct metrics *m, const struct store_stats *
 		"# TYPE smolder_sample_rows gauge\n"
 		"smolder_sample_rows %llu\n",
 		(unsigned long long)st->db_bytes, (unsigned long long)st->sample_rows);
+	fprintf(out, "# HELP smolder_store_blocks Profile blocks stored, by tier.\n"
+		     "# TYPE smolder_store_blocks gauge\n");
+	for (i = 0; i < 3; i++)
+		fprintf(out, "smolder_store_blocks{tier=\"%s\"} %llu\n", tier_names[i],
+			(unsigned long long)st->blocks[i]);
+	/* the watermarks only once set: a gauge of 0 would read as 1970 */
+	fprintf(out, "# HELP smolder_store_rollup_built_before_seconds Every rollup bucket "
+		     "starting before this time is built, by tier.\n"
+		     "# TYPE smolder_store_rollup_built_before_seconds gauge\n");
+	for (i = 1; i < 3; i++)
+		if (st->built_before[i] != INT64_MIN)
+			fprintf(out,
+				"smolder_store_rollup_built_before_seconds{tier=\"%s\"} %lld\n",
+				tier_names[i], (long long)st->built_before[i]);
+	fprintf(out, "# HELP smolder_store_kept_from_seconds A tier's blocks starting before "
+		     "this time are deleted by retention, by tier.\n"
+		     "# TYPE smolder_store_kept_from_seconds gauge\n");
+	for (i = 0; i < 3; i++)
+		if (st->kept_from[i] != INT64_MIN)
+			fprintf(out, "smolder_store_kept_from_seconds{tier=\"%s\"} %lld\n",
+				tier_names[i], (long long)st->kept_from[i]);
 	fprintf(out,
 		"# HELP smolder_connections_open Connections open (refused ones aside).\n"
 		"# TYPE smolder_connections_open gauge\n"

@@ -1,22 +1,50 @@
-/* Stats, schema version, integrity check, and maintenance: retention and
- * downsampling (of samples and of the windows table, schema/004_windows.sql) in steps of at most
- * max_rows sample rows, each step in its own transaction so that a failing one never undoes the
- * other, and an ingest waits for at most one bounded call. Dictionary rows are never deleted: they
- * are small next to samples, and collecting them would need a scan of samples
- * (stack_id and labelset_id are not indexed); a later migration can add that.
+/* Stats, schema version, integrity check, and maintenance over the tiers of
+ * profile blocks (schema/005_blocks.sql): the minute and hour rollups, built bucket
+ * by bucket, oldest first, and each tier's retention, cut bucket by bucket of the
+ * next tier and only where that tier is built. Every step is its own IMMEDIATE
+ * transaction that moves a watermark (state.built_before_1/_2, kept_from_0/1/2)
+ * together with the rows it covers, so a process killed anywhere leaves a file
+ * that answers as before or as after the step; a call touches about max_rows
+ * blocks, so an ingest waits for at most one bounded call.
+ *
+ * The windows rows (schema/004_windows.sql) follow the tiers: when a tier's cut
+ * passes a bucket of the next tier, the rows of the windows in it become one row
+ * per (bucket, period) of the bucket's length (raw windows -> minutes, minutes ->
+ * hours), and rows below the hour tier's cut are deleted. The (agent, seq) rows of
+ * batches whose window is older than the raw retention are deleted: the dedupe
+ * horizon of a retried batch is the raw retention. Dictionary rows are not
+ * collected here.
  */
 #include <errno.h>
 #include <inttypes.h>
 #include <stddef.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "store/store_int.h"
 
-#define OLD_COARSE_SECONDS 300 /* interim, until the block store replaces this file */
+/* Blocks read or deleted per call when max_rows is 0: a minute rollup of 100 label
+ * sets reads 600 raw blocks, so a default call builds a few minutes or deletes
+ * 2000 blocks, some tens of ms. */
+#define MAINTAIN_DEFAULT_BLOCKS 2000
 
-#define MAINTAIN_DEFAULT_ROWS 10000
+/* maintain.c's statements (migrate.c uses its own, uncached: it runs once). */
+enum {
+	M_FIRST = SLOT_MAINTAIN,
+	M_BUCKET,
+	M_DEL_BLOCKS,
+	M_DEL_INDEX,
+	M_FIRST_WINDOW,
+	M_WINDOW_MERGE,
+	M_WINDOW_MERGE_DELETE,
+	M_WINDOW_DELETE,
+	M_RET_INGESTED,
+	M_COUNT,
+};
 
+/* Legacy: the downsampling watermark of 001-004 (state.coarse_before), read by the
+ * interim ingest.c only; goes with it. */
 int store_read_watermark(struct store *s, bool *set, int64_t *wm)
 {
 	sqlite3_stmt *st = NULL;
@@ -41,9 +69,9 @@ int store__stats(struct store *s, struct store_stats *st)
 {
 	uint64_t *dst[] = { &st->sample_rows, &st->batches, &st->strings,
 			    &st->frames,      &st->stacks,  &st->labelsets };
+	struct store_tiers t;
 	int64_t v, pages, page_size;
 	sqlite3_stmt *q = NULL;
-	bool wm_set;
 	size_t i;
 	int err;
 
@@ -68,15 +96,27 @@ int store__stats(struct store *s, struct store_stats *st)
 	store_done(q);
 	if (err)
 		return err;
-	err = store_query_int(s, "PRAGMA page_count", &pages);
-	if (!err)
-		err = store_query_int(s, "PRAGMA page_size", &page_size);
-	if (!err)
-		err = store_read_watermark(s, &wm_set, &v);
+	err = store_slot_stmt(s, M_COUNT, "SELECT count(*) FROM block_index WHERE tier = ?1", &q);
+	for (i = 0; !err && i < STORE_NTIERS; i++) {
+		sqlite3_bind_int(q, 1, (int)i);
+		err = store_step(s, q);
+		if (err == 1) {
+			v = sqlite3_column_int64(q, 0);
+			st->blocks[i] = v > 0 ? (uint64_t)v : 0;
+			err = 0;
+		}
+		store_done(q);
+	}
+	err = err ?: store_read_tiers(s, &t);
+	err = err ?: store_query_int(s, "PRAGMA page_count", &pages);
+	err = err ?: store_query_int(s, "PRAGMA page_size", &page_size);
 	if (err)
 		return err;
+	for (i = 0; i < STORE_NTIERS; i++) {
+		st->built_before[i] = i == TIER_RAW ? INT64_MIN : t.built_before[i];
+		st->kept_from[i] = t.kept_from[i];
+	}
 	st->db_bytes = (uint64_t)pages * (uint64_t)page_size;
-	(void)v; /* interim */
 	return 0;
 }
 
@@ -109,137 +149,170 @@ int store__check(struct store *s)
 	return err;
 }
 
-/* Runs a cached DELETE/INSERT with (a, b, limit) bound; *changes gets the rows
- * changed. nparams is 2 (a, limit) or 3 (a, b, limit). */
-static int run_bounded(struct store *s, enum stmt_id id, int64_t a, int64_t b, int nparams,
-		       int64_t limit, int64_t *changes)
+/* ---- rollups ------------------------------------------------------------- */
+
+/* The smallest start of tier's blocks in [from, to): 1 (*out set), 0 (none) or
+ * -errno. */
+static int first_start(struct store *s, int tier, int64_t from, int64_t to, int64_t *out)
 {
 	sqlite3_stmt *st = NULL;
 	int err;
 
-	err = store_get_stmt(s, id, &st);
+	err = store_slot_stmt(s, M_FIRST,
+			      "SELECT min(start) FROM block_index WHERE tier = ?1 AND start >= ?2 "
+			      "AND start < ?3",
+			      &st);
 	if (err)
 		return err;
-	sqlite3_bind_int64(st, 1, a);
-	if (nparams == 3)
-		sqlite3_bind_int64(st, 2, b);
-	sqlite3_bind_int64(st, nparams, limit);
+	sqlite3_bind_int(st, 1, tier);
+	sqlite3_bind_int64(st, 2, from);
+	sqlite3_bind_int64(st, 3, to);
 	err = store_step(s, st);
+	if (err == 1) {
+		err = sqlite3_column_type(st, 0) != SQLITE_NULL;
+		*out = sqlite3_column_int64(st, 0);
+	}
 	store_done(st);
-	if (err < 0)
-		return err;
-	*changes = sqlite3_changes64(s->db);
-	return 0;
+	return err;
 }
 
-/* Runs a windows merge statement for the bucket [bucket, end). */
-static int run_window_merge(struct store *s, enum stmt_id id, int64_t bucket, int64_t end)
+/* One label set's merge of a bucket's blocks. */
+struct group {
+	int64_t labelset_id;
+	struct block_merge *m;
+};
+
+/* Builds tier's bucket [b, b + len) from the blocks of tier - 1 starting in it,
+ * label set by label set (store_block_add() sums into a block already there, so a
+ * bucket written by a late ingest stays right). Sets *nread to the blocks read. */
+static int rollup_bucket(struct store *s, int tier, int64_t b, int64_t len, int64_t *nread)
 {
+	struct group *g = NULL, *tmp;
+	struct block_entry *e = NULL;
+	size_t ng = 0, cap = 0, n, i;
 	sqlite3_stmt *st = NULL;
 	int err;
 
-	err = store_get_stmt(s, id, &st);
+	*nread = 0;
+	err = store_slot_stmt(s, M_BUCKET,
+			      "SELECT i.labelset_id, b.data FROM block_index i "
+			      "JOIN blocks b ON b.id = i.block_id WHERE i.tier = ?1 AND "
+			      "i.start >= ?2 AND i.start < ?3 ORDER BY i.labelset_id",
+			      &st);
 	if (err)
 		return err;
-	sqlite3_bind_int64(st, 1, bucket);
-	sqlite3_bind_int64(st, 2, end);
-	sqlite3_bind_int64(st, 3, end - bucket);
-	err = store_step(s, st);
+	sqlite3_bind_int(st, 1, tier - 1);
+	sqlite3_bind_int64(st, 2, b);
+	sqlite3_bind_int64(st, 3, b + len);
+	/* read everything first: no write while the statement reads the table */
+	while ((err = store_step(s, st)) == 1) {
+		int64_t ls = sqlite3_column_int64(st, 0);
+		const uint8_t *data = sqlite3_column_blob(st, 1);
+		size_t dlen = (size_t)sqlite3_column_bytes(st, 1);
+
+		if (!ng || g[ng - 1].labelset_id != ls) {
+			if (ng == cap) {
+				cap = cap ? 2 * cap : 16;
+				tmp = realloc(g, cap * sizeof(*g));
+				if (!tmp) {
+					err = -ENOMEM;
+					break;
+				}
+				g = tmp;
+			}
+			g[ng].labelset_id = ls;
+			err = block_merge__new(0, &g[ng].m);
+			if (err)
+				break;
+			ng++;
+		}
+		err = block_merge__add(g[ng - 1].m, data, dlen);
+		if (err) {
+			err = err == -ENOMEM
+				      ? err
+				      : store_fail(s, -EIO,
+						   "a tier %d block at %" PRId64
+						   " of label set %" PRId64 " does not decode",
+						   tier - 1, b, ls);
+			break;
+		}
+		(*nread)++;
+	}
 	store_done(st);
+	for (i = 0; !err && i < ng; i++) {
+		err = block_merge__entries(g[i].m, &e, &n);
+		if (!err)
+			err = store_block_add(s, tier, b, g[i].labelset_id, e, n);
+		free(e);
+		e = NULL;
+	}
+	for (i = 0; i < ng; i++)
+		block_merge__free(g[i].m);
+	free(g);
 	return err < 0 ? err : 0;
 }
 
-/* Merges fine rows older than cutoff (a bucket boundary) into their buckets,
- * spending at most *budget rows. Sets *more when it stopped for the budget. */
-static int downsample(struct store *s, int64_t cutoff, int64_t *budget, bool *more)
+/* Builds the next buckets of tier (minute or hour), oldest first, in one
+ * transaction, while *budget lasts; sets *more when it stopped for the budget. */
+static int rollup(struct store *s, int tier, int64_t now, int64_t *budget, bool *more)
 {
-	const int64_t c = OLD_COARSE_SECONDS;
-	int64_t wm, first, bucket, end, moved, deleted;
-	sqlite3_stmt *st = NULL;
-	bool wm_set;
-	int err;
-
-	err = store_read_watermark(s, &wm_set, &wm);
-	if (err)
-		return err;
-	while (*budget > 0) {
-		err = store_get_stmt(s, ST_FIRST_WINDOW, &st);
-		if (err)
-			return err;
-		sqlite3_bind_int64(st, 1, wm_set ? wm : INT64_MIN);
-		err = store_step(s, st);
-		first = err == 1 ? sqlite3_column_int64(st, 0) : 0;
-		store_done(st);
-		if (err < 0)
-			return err;
-		if (err == 0 || first >= cutoff)
-			return 0; /* nothing old enough left to merge */
-		/* The bucket of the first fine row; if the coarse length changed since
-		 * the watermark was set, the watermark may sit inside that bucket. */
-		bucket = floor_div(first, c) * c;
-		end = bucket + c;
-		if (wm_set && wm > bucket)
-			bucket = wm;
-		err = run_bounded(s, ST_MERGE_MOVE, bucket, end, 3, *budget, &moved);
-		if (!err)
-			err = run_bounded(s, ST_MERGE_DELETE, bucket, end, 3, *budget, &deleted);
-		if (err)
-			return err;
-		if (moved != deleted)
-			return store_fail(s, -EIO, "merge moved %" PRId64 " rows, deleted %" PRId64,
-					  moved, deleted);
-		if (deleted >= *budget) {
-			/* Used the whole budget: the bucket may hold more rows. */
-			*budget = 0;
-			*more = true;
-			return 0;
-		}
-		*budget -= deleted ? deleted : 1;
-		/* the bucket is done: its windows become one row per period */
-		err = run_window_merge(s, ST_WINDOW_MERGE, bucket, end);
-		err = err ?: run_window_merge(s, ST_WINDOW_MERGE_DELETE, bucket, end);
-		err = err ?: store_get_stmt(s, ST_SET_WATERMARK, &st);
-		if (err)
-			return err;
-		sqlite3_bind_int64(st, 1, end);
-		err = store_step(s, st);
-		store_done(st);
-		if (err < 0)
-			return err;
-		wm = end;
-		wm_set = true;
-	}
-	*more = true;
-	return 0;
-}
-
-/* Retention in its own transaction: at most *budget rows of samples, then of
- * windows, then of ingested; spends what it deleted. */
-static int retention(struct store *s, int64_t cutoff, int64_t *budget)
-{
-	int64_t n;
-	int err;
+	const int64_t len = store_tier_seconds(tier);
+	struct store_tiers t;
+	int64_t b, first, last, nread, end;
+	int err, found;
 
 	err = store_run(s, ST_BEGIN);
 	if (err)
 		return err;
-	err = run_bounded(s, ST_RET_SAMPLES, cutoff, 0, 2, *budget, &n);
+	err = store_read_tiers(s, &t);
 	if (err)
 		goto out_rollback;
-	*budget -= n;
-	/* a window's row goes once its samples are all gone */
-	if (*budget > 0) {
-		err = run_bounded(s, ST_RET_WINDOWS, cutoff, 0, 2, *budget, &n);
+	/* the last bucket start that may be built: a minute once it ended
+	 * STORE_ROLLUP_DELAY_SECONDS ago, an hour once its minutes are built */
+	if (tier == TIER_MINUTE) {
+		last = now - len - STORE_ROLLUP_DELAY_SECONDS;
+	} else {
+		if (t.built_before[TIER_MINUTE] == INT64_MIN)
+			goto out_commit;
+		last = t.built_before[TIER_MINUTE] - len;
+	}
+	b = t.built_before[tier];
+	for (;;) {
+		if (*budget <= 0) {
+			*more = true;
+			break;
+		}
+		/* skip an empty stretch with one seek */
+		found = first_start(s, tier - 1, b, INT64_MAX, &first);
+		if (found < 0) {
+			err = found;
+			goto out_rollback;
+		}
+		if (found && floor_div(first, len) * len > b)
+			b = floor_div(first, len) * len;
+		if (!found || b > last) {
+			/* Every bucket due is built: the watermark moves up to the last
+			 * one due, over empty buckets too (a late batch below it is merged
+			 * into them at ingest), so the next tier and the retention that
+			 * waits for it go on while no data comes. Before any bucket was
+			 * ever built, it stays NULL. */
+			end = floor_div(last, len) * len + len;
+			if (t.built_before[tier] != INT64_MIN && end > b)
+				err = store_set_built_before(s, tier, end);
+			if (err)
+				goto out_rollback;
+			break;
+		}
+		err = rollup_bucket(s, tier, b, len, &nread);
+		if (!err)
+			err = store_set_built_before(s, tier, b + len);
 		if (err)
 			goto out_rollback;
-		*budget -= n;
+		t.built_before[tier] = b + len;
+		b += len;
+		*budget -= nread ? nread : 1;
 	}
-	if (*budget > 0) {
-		err = run_bounded(s, ST_RET_INGESTED, cutoff, 0, 2, *budget, &n);
-		if (err)
-			goto out_rollback;
-		*budget -= n;
-	}
+out_commit:
 	err = store_run(s, ST_COMMIT);
 	if (err)
 		goto out_rollback;
@@ -250,20 +323,214 @@ out_rollback:
 	return err;
 }
 
-/* Downsampling in its own transaction. */
-static int downsample_step(struct store *s, int64_t cutoff, int64_t *budget, bool *more)
+/* ---- retention ----------------------------------------------------------- */
+
+/* Runs a windows statement over the bucket [b, b + len). */
+static int window_bucket(struct store *s, int slot, const char *sql, int64_t b, int64_t len)
+{
+	sqlite3_stmt *st = NULL;
+	int err;
+
+	err = store_slot_stmt(s, slot, sql, &st);
+	if (err)
+		return err;
+	sqlite3_bind_int64(st, 1, b);
+	sqlite3_bind_int64(st, 2, b + len);
+	sqlite3_bind_int64(st, 3, len);
+	err = store_step(s, st);
+	store_done(st);
+	return err < 0 ? err : 0;
+}
+
+/* The windows rows of [b, b + len): one row per period at b of length len (the
+ * next tier's bucket), or none (tier is the last). */
+static int windows_cut(struct store *s, int tier, int64_t b, int64_t len)
 {
 	int err;
 
+	if (tier == TIER_HOUR)
+		return window_bucket(s, M_WINDOW_DELETE,
+				     "DELETE FROM windows WHERE window_start >= ?1 AND "
+				     "window_start < ?2 AND ?3 > 0",
+				     b, len);
+	/* Only rows shorter than the bucket: a row of the bucket's shape stays and
+	 * takes the others' batches, and a longer one (an hour row, a 300 s bucket of
+	 * 001-004's downsampling, a long window) stays as it is. */
+	err = window_bucket(s, M_WINDOW_MERGE,
+			    "INSERT INTO windows (window_start, period_ns, seconds, batches) "
+			    "SELECT ?1, period_ns, ?3, sum(batches) FROM windows "
+			    "WHERE window_start >= ?1 AND window_start < ?2 AND seconds < ?3 "
+			    "GROUP BY period_ns "
+			    "ON CONFLICT DO UPDATE SET batches = batches + excluded.batches",
+			    b, len);
+	return err
+		       ?: window_bucket(s, M_WINDOW_MERGE_DELETE,
+					"DELETE FROM windows WHERE window_start >= ?1 AND "
+					"window_start < ?2 AND seconds < ?3",
+					b, len);
+}
+
+/* The first windows row in [from, to): 1 (*out set), 0 or -errno. */
+static int first_window(struct store *s, int64_t from, int64_t to, int64_t *out)
+{
+	sqlite3_stmt *st = NULL;
+	int err;
+
+	err = store_slot_stmt(s, M_FIRST_WINDOW,
+			      "SELECT min(window_start) FROM windows WHERE window_start >= ?1 "
+			      "AND window_start < ?2",
+			      &st);
+	if (err)
+		return err;
+	sqlite3_bind_int64(st, 1, from);
+	sqlite3_bind_int64(st, 2, to);
+	err = store_step(s, st);
+	if (err == 1) {
+		err = sqlite3_column_type(st, 0) != SQLITE_NULL;
+		*out = sqlite3_column_int64(st, 0);
+	}
+	store_done(st);
+	return err;
+}
+
+/* Deletes at most limit blocks of tier starting below cut; *n gets how many. */
+static int delete_blocks(struct store *s, int tier, int64_t cut, int64_t limit, int64_t *n)
+{
+	static const char *const sql[2] = {
+		("DELETE FROM blocks WHERE id IN (SELECT block_id FROM block_index "
+		 "WHERE tier = ?1 AND start < ?2 ORDER BY start, labelset_id LIMIT ?3)"),
+		("DELETE FROM block_index WHERE (tier, start, labelset_id) IN (SELECT tier, "
+		 "start, labelset_id FROM block_index WHERE tier = ?1 AND start < ?2 "
+		 "ORDER BY start, labelset_id LIMIT ?3)"),
+	};
+	sqlite3_stmt *st = NULL;
+	int64_t changed[2];
+	int err, i;
+
+	for (i = 0; i < 2; i++) {
+		err = store_slot_stmt(s, i ? M_DEL_INDEX : M_DEL_BLOCKS, sql[i], &st);
+		if (err)
+			return err;
+		sqlite3_bind_int(st, 1, tier);
+		sqlite3_bind_int64(st, 2, cut);
+		sqlite3_bind_int64(st, 3, limit);
+		err = store_step(s, st);
+		store_done(st);
+		if (err < 0)
+			return err;
+		changed[i] = sqlite3_changes64(s->db);
+	}
+	if (changed[0] != changed[1])
+		return store_fail(s, -EIO,
+				  "tier %d retention deleted %" PRId64 " blocks and %" PRId64
+				  " index rows",
+				  tier, changed[0], changed[1]);
+	*n = changed[1];
+	return 0;
+}
+
+/* Tier's retention in one transaction: moves kept_from[tier] toward the cut (now -
+ * retention rounded down to the next tier's bucket, never above the next tier's
+ * built_before) bucket by bucket, each bucket's windows rows turned into the next
+ * tier's, then deletes the blocks below kept_from, while *budget lasts. */
+static int retention(struct store *s, int tier, int64_t now, int64_t *budget, bool *more)
+{
+	const int64_t ret[] = { s->opts.raw_retention_seconds, s->opts.minute_retention_seconds,
+				s->opts.retention_seconds };
+	const int64_t len = tier == TIER_RAW ? STORE_MINUTE_SECONDS : STORE_HOUR_SECONDS;
+	struct store_tiers t;
+	int64_t cut, kept, first, n = 0;
+	int err, found;
+
+	/* a retention beyond any stored time (+-2^40 s) deletes nothing */
+	if (ret[tier] > 2 * STORE_MAX_ABS_WINDOW)
+		return 0;
+	cut = floor_div(now - ret[tier], len) * len;
 	err = store_run(s, ST_BEGIN);
 	if (err)
 		return err;
-	err = downsample(s, cutoff, budget, more);
-	if (!err)
-		err = store_run(s, ST_COMMIT);
+	err = store_read_tiers(s, &t);
 	if (err)
-		store_rollback(s);
+		goto out_rollback;
+	if (tier < TIER_HOUR && t.built_before[tier + 1] < cut)
+		cut = t.built_before[tier + 1]; /* INT64_MIN: nothing built, nothing cut */
+	kept = t.kept_from[tier];
+	while (kept<cut && * budget> 0) {
+		found = first_window(s, kept, cut, &first);
+		if (found < 0) {
+			err = found;
+			goto out_rollback;
+		}
+		if (!found) {
+			/* no windows row left below the cut: up to it, unless nothing
+			 * was ever cut and no block lies below it (kept_from stays NULL
+			 * while retention has deleted nothing) */
+			if (kept == INT64_MIN) {
+				found = first_start(s, tier, INT64_MIN, cut, &first);
+				if (found < 0) {
+					err = found;
+					goto out_rollback;
+				}
+				if (!found)
+					break;
+			}
+			kept = cut;
+			break;
+		}
+		/* kept is a bucket boundary (or INT64_MIN), so the bucket starts at or
+		 * above it */
+		first = floor_div(first, len) * len;
+		err = windows_cut(s, tier, first, len);
+		if (err)
+			goto out_rollback;
+		kept = first + len;
+		(*budget)--;
+	}
+	if (kept != t.kept_from[tier]) {
+		err = store_set_kept_from(s, tier, kept);
+		if (err)
+			goto out_rollback;
+	}
+	if (kept != INT64_MIN && *budget > 0) {
+		err = delete_blocks(s, tier, kept, *budget, &n);
+		if (err)
+			goto out_rollback;
+		*budget -= n;
+	}
+	if (*budget <= 0)
+		*more = true;
+	err = store_run(s, ST_COMMIT);
+	if (err)
+		goto out_rollback;
+	return 0;
+
+out_rollback:
+	store_rollback(s);
 	return err;
+}
+
+/* Forgets the (agent, seq) of batches whose window started before cut. */
+static int forget_ingested(struct store *s, int64_t cut, int64_t *budget, bool *more)
+{
+	sqlite3_stmt *st = NULL;
+	int err;
+
+	err = store_slot_stmt(s, M_RET_INGESTED,
+			      "DELETE FROM ingested WHERE (agent, seq) IN (SELECT agent, seq FROM "
+			      "ingested WHERE window_start < ?1 LIMIT ?2)",
+			      &st);
+	if (err)
+		return err;
+	sqlite3_bind_int64(st, 1, cut);
+	sqlite3_bind_int64(st, 2, *budget);
+	err = store_step(s, st);
+	store_done(st);
+	if (err < 0)
+		return err;
+	*budget -= sqlite3_changes64(s->db);
+	if (*budget <= 0)
+		*more = true;
+	return 0;
 }
 
 /* dst (cap bytes) = prefix + msg, cut to fit. */
@@ -282,11 +549,15 @@ static void join_msg(char *dst, size_t cap, const char *prefix, const char *msg)
 
 int store__maintain(struct store *s, int64_t now, size_t max_rows, bool *more)
 {
-	int64_t budget, limit, ret_cutoff, ds_cutoff;
-	const int64_t c = OLD_COARSE_SECONDS;
+	static const char *const what[] = {
+		"minute rollup: ",    "hour rollup: ",	  "raw retention: ",
+		"minute retention: ", "hour retention: ", "dedupe retention: ",
+	};
 	char first_msg[sizeof(s->errmsg)];
 	bool more_work = false;
+	int64_t budget, cut;
 	int err, first = 0;
+	size_t step;
 
 	if (more)
 		*more = false;
@@ -296,26 +567,39 @@ int store__maintain(struct store *s, int64_t now, size_t max_rows, bool *more)
 		return store_fail(s, -ERANGE, "maintenance time %" PRId64 " out of range", now);
 	s->errmsg[0] = '\0';
 	first_msg[0] = '\0';
-	limit = max_rows ? (max_rows > INT32_MAX ? INT32_MAX : (int64_t)max_rows)
-			 : MAINTAIN_DEFAULT_ROWS;
-	budget = limit;
-	ret_cutoff = now - s->opts.retention_seconds;
-	ds_cutoff = floor_div(now - s->opts.raw_retention_seconds, c) * c;
+	budget = max_rows ? (max_rows > INT32_MAX ? INT32_MAX : (int64_t)max_rows)
+			  : MAINTAIN_DEFAULT_BLOCKS;
 
-	/* Every step runs; the first error (and its reason) is the result. */
-	err = retention(s, ret_cutoff, &budget);
-	if (err) {
-		first = err;
-		join_msg(first_msg, sizeof(first_msg), "retention: ", s->errmsg);
-	}
-	if (budget > 0) {
-		err = downsample_step(s, ds_cutoff, &budget, &more_work);
+	/* Every step runs (while the budget lasts); the first error is the result.
+	 * Rollups first: a tier is cut only where the next one is built. */
+	for (step = 0; step < sizeof(what) / sizeof(what[0]); step++) {
+		if (budget <= 0) {
+			more_work = true;
+			break;
+		}
+		switch (step) {
+		case 0:
+			err = rollup(s, TIER_MINUTE, now, &budget, &more_work);
+			break;
+		case 1:
+			err = rollup(s, TIER_HOUR, now, &budget, &more_work);
+			break;
+		case 2:
+		case 3:
+		case 4:
+			err = retention(s, (int)step - 2, now, &budget, &more_work);
+			break;
+		default:
+			cut = now - s->opts.raw_retention_seconds;
+			err = s->opts.raw_retention_seconds > 2 * STORE_MAX_ABS_WINDOW
+				      ? 0
+				      : forget_ingested(s, cut, &budget, &more_work);
+			break;
+		}
 		if (err && !first) {
 			first = err;
-			join_msg(first_msg, sizeof(first_msg), "downsampling: ", s->errmsg);
+			join_msg(first_msg, sizeof(first_msg), what[step], s->errmsg);
 		}
-	} else {
-		more_work = true;
 	}
 	if (first)
 		memcpy(s->errmsg, first_msg, sizeof(first_msg));

@@ -1,19 +1,158 @@
 /* The conversion of migration 004's samples rows (one per window, label set and
- * stack) into raw profile blocks (schema/005_blocks.sql). STUB: the contract only;
- * the conversion itself lands with the rest of the block store.
+ * stack) into raw profile blocks (schema/005_blocks.sql), run by store__open() for
+ * a writer after the migrations. Window by window, the smallest window_start
+ * first: its rows, grouped by label set, become the raw blocks of (window_start,
+ * label set) and are deleted in the same transaction, several windows a
+ * transaction up to CONVERT_ROWS rows, so a process killed anywhere leaves rows
+ * and blocks that together hold every sample once, and the next writer's open
+ * resumes. Old coarse rows (below 001's state.coarse_before) are windows that
+ * start at their 300 s bucket and are converted as such. When samples is empty it
+ * is dropped (its triggers with it); state.sample_rows stays right throughout,
+ * since samples' triggers take one off per row deleted and block_index's add a
+ * block's entries, which are its rows. Nothing here prints.
  */
 #include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
 
 #include "store/store_int.h"
 
+/* Rows converted per transaction (at least one window): a few ms each, so a big
+ * 004 file (a day of a busy host is 11.7 M rows) commits its progress often and a
+ * kill loses little; each commit in WAL with synchronous=NORMAL costs no fsync. */
+#define CONVERT_ROWS 1000
+
 int store_samples_pending(struct store *s)
 {
-	(void)s;
-	return 0;
+	int64_t n;
+	int err;
+
+	err = store_query_int(s,
+			      "SELECT count(*) FROM sqlite_master WHERE type = 'table' "
+			      "AND name = 'samples'",
+			      &n);
+	return err ? err : n > 0;
+}
+
+/* Converts the window at ws: one block per label set, then deletes its rows.
+ * *nrows gets the rows converted. */
+static int convert_window(struct store *s, sqlite3_stmt *rows, sqlite3_stmt *del, int64_t ws,
+			  int64_t *nrows)
+{
+	struct block_entry *e = NULL, *tmp;
+	size_t n = 0, cap = 0;
+	int64_t ls = 0, cur;
+	int err;
+
+	*nrows = 0;
+	sqlite3_bind_int64(rows, 1, ws);
+	while ((err = store_step(s, rows)) == 1) {
+		int64_t id = sqlite3_column_int64(rows, 1), v = sqlite3_column_int64(rows, 2);
+
+		cur = sqlite3_column_int64(rows, 0);
+		if (id < 0 || id > UINT32_MAX || v <= 0) {
+			err = store_fail(s, -EIO,
+					 "samples row (%" PRId64 ", %" PRId64 ", %" PRId64
+					 ") cannot be a block entry",
+					 ws, cur, id);
+			break;
+		}
+		if (n && cur != ls) {
+			/* blocks and block_index only: samples is not written while read */
+			err = store_block_add(s, TIER_RAW, ws, ls, e, n);
+			if (err)
+				break;
+			n = 0;
+		}
+		ls = cur;
+		if (n == cap) {
+			cap = cap ? 2 * cap : 256;
+			tmp = realloc(e, cap * sizeof(*e));
+			if (!tmp) {
+				err = -ENOMEM;
+				break;
+			}
+			e = tmp;
+		}
+		e[n++] = (struct block_entry){ .id = (uint32_t)id, .value = v };
+		(*nrows)++;
+	}
+	store_done(rows);
+	if (!err && n)
+		err = store_block_add(s, TIER_RAW, ws, ls, e, n);
+	free(e);
+	if (err)
+		return err;
+	sqlite3_bind_int64(del, 1, ws);
+	err = store_step(s, del);
+	store_done(del);
+	return err < 0 ? err : 0;
 }
 
 int store_convert_samples(struct store *s)
 {
-	(void)s;
+	static const char *const sql[] = {
+		"SELECT min(window_start) FROM samples",
+		("SELECT labelset_id, stack_id, value FROM samples WHERE window_start = ?1 "
+		 "ORDER BY labelset_id, stack_id"),
+		"DELETE FROM samples WHERE window_start = ?1",
+	};
+	sqlite3_stmt *st[3] = { NULL, NULL, NULL };
+	int64_t done, n, ws;
+	bool empty = false;
+	int err, rc, i;
+
+	err = store_samples_pending(s);
+	if (err <= 0)
+		return err;
+	for (i = 0; i < 3; i++) {
+		rc = sqlite3_prepare_v2(s->db, sql[i], -1, &st[i], NULL);
+		if (rc != SQLITE_OK) {
+			err = store_sql_fail(s, rc);
+			goto out_finalize;
+		}
+	}
+	while (!empty) {
+		err = store_run(s, ST_BEGIN);
+		if (err)
+			goto out_finalize;
+		for (done = 0; done < CONVERT_ROWS; done += n) {
+			err = store_step(s, st[0]);
+			empty = err == 1 && sqlite3_column_type(st[0], 0) == SQLITE_NULL;
+			ws = err == 1 ? sqlite3_column_int64(st[0], 0) : 0;
+			store_done(st[0]);
+			if (err == 0)
+				err = store_fail(s, -EIO, "min(window_start) returned no row");
+			if (err < 0)
+				goto out_rollback;
+			if (empty)
+				break;
+			err = convert_window(s, st[1], st[2], ws, &n);
+			if (err)
+				goto out_rollback;
+		}
+		if (empty) {
+			/* the statements on samples must go before the table does */
+			for (i = 0; i < 3; i++) {
+				sqlite3_finalize(st[i]);
+				st[i] = NULL;
+			}
+			rc = sqlite3_exec(s->db, "DROP TABLE samples", NULL, NULL, NULL);
+			if (rc != SQLITE_OK) {
+				err = store_sql_fail(s, rc);
+				goto out_rollback;
+			}
+		}
+		err = store_run(s, ST_COMMIT);
+		if (err)
+			goto out_rollback;
+	}
 	return 0;
+
+out_rollback:
+	store_rollback(s);
+out_finalize:
+	for (i = 0; i < 3; i++)
+		sqlite3_finalize(st[i]);
+	return err;
 }

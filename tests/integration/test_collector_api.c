@@ -1,7 +1,7 @@
 /* End-to-end tests of collector and query behaviours that the other integration
  * tests leave out: the query token and its separation from the ingest token, the
- * refusal of a non-loopback address without tokens, retention and downsampling run
- * by the collector's own maintenance, several label selections at once (in flame
+ * refusal of a non-loopback address without tokens, rollups and retention per tier
+ * run by the collector's own maintenance, several label selections at once (in flame
  * graphs, series and both sides of a diff), series with empty steps, top's limit,
  * diffs rendered as JSON, SVG and HTML, and ingest racing queries; and the
  * granularity of each answer: Python frames by function by default ("Cache.get
@@ -419,25 +419,81 @@ static void test_non_loopback_needs_tokens(void **state)
 	}
 }
 
-/* ---- 3. retention and downsampling by the collector's maintenance ---------------- */
+/* A collector started with extra exits with status want, saying why (every
+ * fragment of why on stderr). */
+static void expect_start_error(const char *const *extra, int want, const char *const *why)
+{
+	struct coll c;
+	int status;
+	char *err;
 
-#define M_COARSE  300 /* STORE_DEFAULT_COARSE_WINDOW_SECONDS */
-#define M_NBUCKET 3
-#define M_NOFF	  4
+	if (coll_start(&c, "127.0.0.1:0", extra) == 0)
+		fail_msg("the collector started with %s %s (port %u)", extra[0], extra[1], c.port);
+	status = coll_wait_exit(&c);
+	if (!WIFEXITED(status) || WEXITSTATUS(status) != want)
+		fail_msg("%s %s: wait status %#x, want exit %d", extra[0], extra[1], status, want);
+	assert_non_null(err = test_read_file(c.err));
+	for (; *why; why++)
+		if (!strstr(err, *why))
+			fail_msg("%s %s: '%s' not in '%s'", extra[0], extra[1], *why, err);
+	free(err);
+	test_assert_no_sanitizer_report("collector", c.err);
+}
+
+/* Retentions out of order (a tier kept longer than the next, which it is rolled
+ * into) or beyond 100 years (a typo) refuse to start, naming the options; a
+ * shorter --retention alone cuts the longer defaults to it and starts. */
+static void test_retention_options(void **state)
+{
+	const char *raw_long[] = { "--raw-retention", "2d", "--minute-retention", "1d", NULL };
+	const char *minute_long[] = { "--minute-retention", "40d", NULL };
+	const char *huge[] = { "--retention", "200y", NULL };
+	const char *short_ret[] = { "--retention", "12h", NULL };
+	const char *why_order[] = { "refusing to start the collector",
+				    "--raw-retention 172800s <= --minute-retention 86400s <= "
+				    "--retention 2592000s",
+				    NULL };
+	const char *why_minute[] = { "--minute-retention 3456000s <= --retention 2592000s", NULL };
+	const char *why_huge[] = { "--retention wants a duration like 14d, got '200y'", NULL };
+	struct reply r;
+	struct coll c;
+
+	(void)state;
+	expect_start_error(raw_long, 1, why_order);
+	expect_start_error(minute_long, 1, why_minute);
+	expect_start_error(huge, 2, why_huge);
+	assert_int_equal(coll_start(&c, "127.0.0.1:0", short_ret), 0);
+	r = http_get(c.port, "/healthz", NULL);
+	assert_int_equal(r.status, 200);
+	free(r.body);
+	coll_stop(&c);
+}
+
+/* ---- 3. rollups and retention per tier by the collector's maintenance ---------- */
+
+#define M_NGROUP  2 /* old windows answered by minute rollups, older by hour rollups */
+#define M_NBUCKET 3 /* buckets of a group */
+#define M_NOFF	  4 /* windows in a bucket */
 #define M_NRECENT 4
 #define M_NEXPIRE 2
 #define M_NCOMM	  2
 #define M_NSTACK  2
 
-static const int m_off[M_NOFF] = { 0, 50, 120, 290 }; /* fine windows in a bucket */
+/* Each group's bucket length, the windows' offsets in a bucket and how far back
+ * its first bucket lies: with --retention 3d --minute-retention 36h (raw windows
+ * the default 1d), windows 30 h back are kept as minute rollups only, 2 days back
+ * as hour rollups only. */
+static const int64_t m_len[M_NGROUP] = { 60, 3600 };
+static const int m_off[M_NGROUP][M_NOFF] = { { 0, 10, 30, 50 }, { 0, 590, 1800, 3590 } };
+static const int64_t m_back[M_NGROUP] = { 30 * 3600, 2 * DAY };
 static const char *const m_comm[M_NCOMM] = { "api", "worker" };
 static const char *const m_stack[M_NSTACK] = { "main;old_path", "main;hot_path" };
 
 /* One window of the maintenance data set: its start and a count per sample. */
 struct m_window {
 	int64_t start;
-	int bucket; /* 0..M_NBUCKET-1 for the old windows, -1 otherwise */
-	bool expired, recent;
+	int64_t len; /* its rollup bucket's length once its raw window is gone; 0: kept */
+	bool expired;
 };
 
 static uint64_t m_count(int k, int c, int s)
@@ -487,10 +543,11 @@ static void m_post(unsigned port, int k, int64_t start, long want)
 	}
 }
 
-/* Expected flame graph of [from, to) after maintenance (coarse: a bucket counts
- * whole when its start is in range) or as stored before it (fine). */
+/* Expected flame graph of [from, to) after maintenance (rolled: a window whose raw
+ * window is gone counts in its rollup bucket, whole when the bucket's start is in
+ * range) or as ingested (raw). */
 static struct folded *m_expect(const struct m_window *win, int n, int64_t from, int64_t to,
-			       bool coarse)
+			       bool rolled)
 {
 	struct folded *f;
 	int k;
@@ -499,10 +556,10 @@ static struct folded *m_expect(const struct m_window *win, int n, int64_t from, 
 	for (k = 0; k < n; k++) {
 		int64_t at = win[k].start;
 
-		if (win[k].expired && coarse)
+		if (win[k].expired && rolled)
 			continue;
-		if (coarse && win[k].bucket >= 0)
-			at -= at % M_COARSE;
+		if (rolled && win[k].len)
+			at -= at % win[k].len;
 		if (at >= from && at < to)
 			m_add(f, k);
 	}
@@ -511,36 +568,78 @@ static struct folded *m_expect(const struct m_window *win, int n, int64_t from, 
 
 static bool folded_equal(const struct folded *a, const struct folded *b);
 
-/* Old windows (two days back, three 5-minute buckets of four fine windows), recent
- * ones (an hour back) and expired ones (five days back, --retention 3d). Once the
- * collector's own maintenance has run (its sample rows reach the count computed
- * here), old windows are merged per bucket with per-stack totals kept, a range
- * edge inside a bucket counts the bucket whole when its start is in range, and the
- * expired windows are gone. A late batch for a merged window lands in its bucket. */
-static void test_retention_and_downsampling(void **state)
+/* The answer of [from, to) equals the rolled expectation and differs from the raw
+ * one (so the query tells them apart). */
+static void m_check_range(unsigned port, const struct m_window *win, int n, int64_t from,
+			  int64_t to, const char *what)
 {
-	const char *extra[] = { "--retention", "3d", NULL };
-	struct m_window win[M_NBUCKET * M_NOFF + M_NRECENT + M_NEXPIRE + 1];
-	int64_t now = (int64_t)time(NULL), old0, recent0, exp0;
-	long long rows_before, rows_after, rows, sum = 0;
-	struct folded *want, *fine, *got;
+	struct folded *want, *raw, *got;
 	char path[512];
-	int n = 0, b, i, late;
+
+	snprintf(path, sizeof(path), "/api/v1/flamegraph?format=folded&from=%lld&to=%lld",
+		 (long long)from, (long long)to);
+	want = m_expect(win, n, from, to, true);
+	raw = m_expect(win, n, from, to, false);
+	assert_true(folded__total(want) > 0);
+	assert_false(folded_equal(want, raw));
+	got = get_folded(port, path);
+	assert_folded_equal(want, got, what);
+	folded__free(want);
+	folded__free(raw);
+	folded__free(got);
+}
+
+/* Minute buckets (distinct starts / 60) of windows [k0, k0 + n). */
+static long long m_minutes(const struct m_window *win, int k0, int n)
+{
+	long long count = 0;
+	int k, j;
+
+	for (k = k0; k < k0 + n; k++) {
+		for (j = k0; j < k; j++)
+			if (win[j].start / 60 == win[k].start / 60)
+				break;
+		count += j == k;
+	}
+	return count;
+}
+
+/* Windows 30 h back (three minute buckets of four windows), 2 days back (three
+ * hour buckets of four), recent ones (an hour back) and expired ones (five days
+ * back, --retention 3d: refused at ingest). Once the collector's own maintenance
+ * has built the rollups and cut each tier (the raw entries left are the recent
+ * windows', the minute blocks those of the minute group and the recent windows),
+ * the old windows are answered by their rollup buckets with per-stack totals
+ * kept, a range edge inside a bucket counts the bucket whole when its start is in
+ * range, and the expired windows are absent. A late batch for a window whose raw
+ * windows are gone lands in its rollup bucket. */
+static void test_retention_and_rollups(void **state)
+{
+	const char *extra[] = { "--retention", "3d", "--minute-retention", "36h", NULL };
+	struct m_window win[M_NGROUP * M_NBUCKET * M_NOFF + M_NRECENT + M_NEXPIRE + 1];
+	int64_t now = (int64_t)time(NULL), base[M_NGROUP], recent0, exp0;
+	long long rows_after, rows, minutes, minute_blocks, sum = 0;
+	struct folded *want, *got;
+	char path[512];
+	int n = 0, g, b, i, late, krecent;
 	struct coll c;
 	char *body;
 
 	(void)state;
-	old0 = (now - 2 * DAY) - (now - 2 * DAY) % M_COARSE;
+	for (g = 0; g < M_NGROUP; g++) {
+		base[g] = (now - m_back[g]) - (now - m_back[g]) % m_len[g];
+		for (b = 0; b < M_NBUCKET; b++)
+			for (i = 0; i < M_NOFF; i++)
+				win[n++] = (struct m_window){ base[g] + b * m_len[g] + m_off[g][i],
+							      m_len[g], false };
+	}
 	recent0 = (now - 3600) - (now - 3600) % 10;
-	exp0 = (now - 5 * DAY) - (now - 5 * DAY) % M_COARSE;
-	for (b = 0; b < M_NBUCKET; b++)
-		for (i = 0; i < M_NOFF; i++)
-			win[n++] = (struct m_window){ old0 + b * M_COARSE + m_off[i], b, false,
-						      false };
+	exp0 = (now - 5 * DAY) - (now - 5 * DAY) % 3600;
+	krecent = n;
 	for (i = 0; i < M_NRECENT; i++)
-		win[n++] = (struct m_window){ recent0 + 10 * i, -1, false, true };
+		win[n++] = (struct m_window){ recent0 + 10 * i, 0, false };
 	for (i = 0; i < M_NEXPIRE; i++)
-		win[n++] = (struct m_window){ exp0 + 10 * i, -1, true, false };
+		win[n++] = (struct m_window){ exp0 + 10 * i, 0, true };
 
 	assert_int_equal(coll_start(&c, "127.0.0.1:0", extra), 0);
 	for (i = 0; i < n; i++) {
@@ -552,18 +651,29 @@ static void test_retention_and_downsampling(void **state)
 	assert_int_equal(metric_value(c.port, "smolder_batches_ingested_total"),
 			 (n - M_NEXPIRE) * M_NCOMM);
 	assert_int_equal(metric_value(c.port, "smolder_samples_ingested_total"), sum);
-	/* Rows: fine windows M_NCOMM * M_NSTACK each; after maintenance one set per old
-	 * bucket, the recent windows as they are, none of the expired. */
-	rows_before = (long long)(n - M_NEXPIRE) * M_NCOMM * M_NSTACK;
-	rows_after = (long long)(M_NBUCKET + M_NRECENT) * M_NCOMM * M_NSTACK;
-	assert_true(rows_after < rows_before);
-	/* The collector maintains at start and every 10 s: wait for the merge. */
+	/* After maintenance: raw entries (sample_rows) of the recent windows only;
+	 * minute blocks of the minute group's buckets and the recent windows' minutes,
+	 * one per comm; the hour group's minute blocks gone once its hours are built. */
+	rows_after = (long long)M_NRECENT * M_NCOMM * M_NSTACK;
+	minutes = M_NBUCKET + m_minutes(win, krecent, M_NRECENT);
+	minute_blocks = minutes * M_NCOMM;
+	/* The collector maintains at start and every 10 s: wait for both cuts. */
 	rows = metric_wait(c.port, "smolder_sample_rows", rows_after, 45000);
 	if (rows != rows_after)
-		fail_msg("%lld sample rows after 45 s, want %lld (before maintenance: %lld)", rows,
-			 rows_after, rows_before);
+		fail_msg("%lld sample rows after 45 s, want %lld", rows, rows_after);
+	rows = metric_wait(c.port, "smolder_store_blocks{tier=\"minute\"}", minute_blocks, 45000);
+	if (rows != minute_blocks)
+		fail_msg("%lld minute blocks after 45 s, want %lld", rows, minute_blocks);
+	assert_true(metric_value(c.port, "smolder_store_blocks{tier=\"hour\"}") >= M_NBUCKET);
+	assert_true(metric_value(c.port, "smolder_store_kept_from_seconds{tier=\"raw\"}") >
+		    win[M_NBUCKET * M_NOFF - 1].start);
+	assert_true(metric_value(c.port, "smolder_store_kept_from_seconds{tier=\"minute\"}") >
+		    win[2 * M_NBUCKET * M_NOFF - 1].start);
+	assert_true(
+		metric_value(c.port, "smolder_store_rollup_built_before_seconds{tier=\"hour\"}") >
+		win[M_NBUCKET * M_NOFF - 1].start);
 
-	/* Everything: old and recent totals kept, the expired gone. */
+	/* Everything: every total kept, the expired absent. */
 	snprintf(path, sizeof(path), "/api/v1/flamegraph?format=folded&from=%lld&to=%lld",
 		 (long long)(exp0 - DAY), (long long)(now + 60));
 	want = m_expect(win, n, exp0 - DAY, now + 60, true);
@@ -575,51 +685,36 @@ static void test_retention_and_downsampling(void **state)
 
 	/* The expired range: nothing (its batches were refused). */
 	snprintf(path, sizeof(path), "/api/v1/flamegraph?format=folded&from=%lld&to=%lld",
-		 (long long)(exp0 - 60), (long long)(exp0 + M_COARSE));
+		 (long long)(exp0 - 60), (long long)(exp0 + 3600));
 	got = get_folded(c.port, path);
 	assert_int_equal(folded__size(got), 0);
 	folded__free(got);
 
-	/* from inside bucket 1 (excluded whole) to the second recent window: bucket 2
-	 * whole and two recent windows, across the fine/coarse boundary */
-	{
-		int64_t from = old0 + M_COARSE + 60, to = recent0 + 20;
+	for (g = 0; g < M_NGROUP; g++) {
+		const char *what[M_NGROUP][2] = {
+			{ "from inside a minute bucket", "to inside a minute bucket" },
+			{ "from inside an hour bucket", "to inside an hour bucket" },
+		};
+		int64_t len = m_len[g];
 
-		snprintf(path, sizeof(path), "/api/v1/flamegraph?format=folded&from=%lld&to=%lld",
-			 (long long)from, (long long)to);
-		want = m_expect(win, n, from, to, true);
-		fine = m_expect(win, n, from, to, false);
-		assert_false(folded_equal(want, fine)); /* the query tells them apart */
-		got = get_folded(c.port, path);
-		assert_folded_equal(want, got, "from inside a coarse bucket");
-		folded__free(want);
-		folded__free(fine);
-		folded__free(got);
-	}
-	/* to inside bucket 2 (its start is in range: counted whole) */
-	{
-		int64_t from = old0, to = old0 + 2 * M_COARSE + 60;
-
-		snprintf(path, sizeof(path), "/api/v1/flamegraph?format=folded&from=%lld&to=%lld",
-			 (long long)from, (long long)to);
-		want = m_expect(win, n, from, to, true);
-		fine = m_expect(win, n, from, to, false);
-		assert_false(folded_equal(want, fine));
-		got = get_folded(c.port, path);
-		assert_folded_equal(want, got, "to inside a coarse bucket");
-		folded__free(want);
-		folded__free(fine);
-		folded__free(got);
+		/* from inside bucket 1 (excluded whole) to the second recent window:
+		 * bucket 2 whole and two recent windows, across the tiers */
+		m_check_range(c.port, win, n, base[g] + len + m_off[g][1], recent0 + 20,
+			      what[g][0]);
+		/* to inside bucket 2 (its start is in range: counted whole) */
+		m_check_range(c.port, win, n, base[g], base[g] + 2 * len + m_off[g][1] + 1,
+			      what[g][1]);
 	}
 
-	/* A late batch for a fine window of bucket 1 goes straight to the bucket: no new
-	 * rows, and a 10 s series shows samples only at the bucket starts. */
+	/* A late batch for a window of the minute group's bucket 1 (its raw windows
+	 * gone) goes to its minute and hour buckets: a 10 s series shows samples only
+	 * at the minute starts, and the next maintenance leaves the raw entries as
+	 * they were. */
 	late = n;
-	win[n++] = (struct m_window){ old0 + M_COARSE + 170, 1, false, false };
+	win[n++] = (struct m_window){ base[0] + 60 + 40, 60, false };
 	m_post(c.port, late, win[late].start, 200);
-	assert_int_equal(metric_value(c.port, "smolder_sample_rows"), rows_after);
 	snprintf(path, sizeof(path), "/api/v1/series?format=json&step=10&from=%lld&to=%lld",
-		 (long long)old0, (long long)(old0 + M_NBUCKET * M_COARSE));
+		 (long long)base[0], (long long)(base[0] + M_NBUCKET * 60));
 	body = get_ok(c.port, path, NULL);
 	{
 		const char *p = strstr(body, "\"points\":[");
@@ -636,17 +731,20 @@ static void test_retention_and_downsampling(void **state)
 			p += used;
 			if (*p == ',')
 				p++;
-			assert_int_equal(t, old0 + 10 * points);
+			assert_int_equal(t, base[0] + 10 * points);
 			for (k = 0; k < n; k++)
-				if (win[k].bucket >= 0 &&
-				    win[k].start - win[k].start % M_COARSE == t)
+				if (win[k].len == 60 && win[k].start - win[k].start % 60 == t)
 					want_v += m_add(NULL, k);
 			if (v != want_v)
 				fail_msg("series at %lld: %llu, want %llu", t, v, want_v);
 		}
-		assert_int_equal(points, M_NBUCKET * M_COARSE / 10);
+		assert_int_equal(points, M_NBUCKET * 60 / 10);
 	}
 	free(body);
+	m_check_range(c.port, win, n, base[0], base[0] + 2 * 60 + 1, "a late batch's bucket");
+	rows = metric_wait(c.port, "smolder_sample_rows", rows_after, 45000);
+	if (rows != rows_after)
+		fail_msg("%lld sample rows 45 s after a late batch, want %lld", rows, rows_after);
 	coll_stop(&c);
 }
 
@@ -1590,7 +1688,8 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_teardown(test_query_token, coll_teardown),
 		cmocka_unit_test_teardown(test_non_loopback_needs_tokens, coll_teardown),
-		cmocka_unit_test_teardown(test_retention_and_downsampling, coll_teardown),
+		cmocka_unit_test_teardown(test_retention_options, coll_teardown),
+		cmocka_unit_test_teardown(test_retention_and_rollups, coll_teardown),
 		cmocka_unit_test_teardown(test_several_where, coll_teardown),
 		cmocka_unit_test_teardown(test_series_empty_steps, coll_teardown),
 		cmocka_unit_test_teardown(test_top_limit, coll_teardown),

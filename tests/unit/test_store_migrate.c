@@ -1,0 +1,464 @@
+/* Tests of the conversion of a 004 store (one samples row per window, label set
+ * and stack) into profile blocks (store/migrate.c, schema/005_blocks.sql), on the
+ * fixture tests/data/store-v4/ (its README says what it holds and how expected/
+ * was written by the old CLI): a copy is decompressed with libzstd, opened as a
+ * writer (which migrates and converts it), and the real CLI
+ * (<build>/asan/smolder flame|series|labels --db) must answer what the old one did,
+ * line for line; stats.sample_rows must stay the old row count. A conversion
+ * killed (SIGKILL) at points spread over its progress (watched through a
+ * connection of the test's own) must leave a file that a reader refuses (-EPROTO)
+ * while unfinished, and that the next writer finishes to the same answers,
+ * integrity_check ok. The killed child is this binary itself, run
+ * as "<self> --convert FILE" (a real process, registered by test_spawn()).
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+#include <sqlite3.h>
+#include <zstd.h>
+
+#include "store/block.h"
+#include "store/store.h"
+#include "testutil.h"
+
+#define FIXTURE	     "tests/data/store-v4/store-v4.db.zst"
+#define EXPECTED     "tests/data/store-v4/expected/"
+#define FIXTURE_ROWS 6617 /* README: 6,617 samples rows */
+#define RANGE	     "--from", "2023-11-14T21:30:00Z", "--to", "2023-11-14T23:00:00Z"
+#define KILL_ROUNDS  8
+/* the fixture's file is a few MB: more is a broken decompression */
+#define FIXTURE_MAX_BYTES (64u << 20)
+
+static char dir[128], self[512];
+
+/* Decompresses FIXTURE into path. */
+static void decompress_fixture(const char *path)
+{
+	FILE *in = fopen(FIXTURE, "rb"), *out = fopen(path, "wb");
+	size_t inlen = ZSTD_DStreamInSize(), outlen = ZSTD_DStreamOutSize(), n, rc = 1;
+	void *ibuf = malloc(inlen), *obuf = malloc(outlen);
+	ZSTD_DCtx *z = ZSTD_createDCtx();
+	uint64_t total = 0;
+
+	assert_non_null(in);
+	assert_non_null(out);
+	assert_true(ibuf && obuf && z);
+	while ((n = fread(ibuf, 1, inlen, in)) > 0) {
+		ZSTD_inBuffer ib = { ibuf, n, 0 };
+
+		while (ib.pos < ib.size) {
+			ZSTD_outBuffer ob = { obuf, outlen, 0 };
+
+			rc = ZSTD_decompressStream(z, &ob, &ib);
+			if (ZSTD_isError(rc))
+				fail_msg("%s: %s", FIXTURE, ZSTD_getErrorName(rc));
+			assert_int_equal(fwrite(obuf, 1, ob.pos, out), ob.pos);
+			total += ob.pos;
+			assert_true(total <= FIXTURE_MAX_BYTES);
+		}
+	}
+	assert_int_equal(rc, 0); /* the last frame is complete */
+	assert_int_equal(fclose(out), 0);
+	fclose(in);
+	ZSTD_freeDCtx(z);
+	free(ibuf);
+	free(obuf);
+}
+
+/* A fresh unconverted copy of the fixture at dir/name; the path goes to buf. */
+static char *fresh_copy(char *buf, size_t len, const char *name)
+{
+	snprintf(buf, len, "%s/%s", dir, name);
+	decompress_fixture(buf);
+	return buf;
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* text's lines sorted in byte order (LC_ALL=C sort) and joined again. */
+static char *sorted_lines(char *text)
+{
+	size_t n = 0, cap = 64, i, len = strlen(text);
+	char **lines = malloc(cap * sizeof(*lines)), *p, *out, *o;
+
+	assert_non_null(lines);
+	for (p = strtok(text, "\n"); p; p = strtok(NULL, "\n")) {
+		if (n == cap)
+			assert_non_null(lines = realloc(lines, (cap *= 2) * sizeof(*lines)));
+		lines[n++] = p;
+	}
+	qsort(lines, n, sizeof(*lines), cmp_str);
+	assert_non_null(o = out = malloc(len + 2));
+	for (i = 0; i < n; i++)
+		o += sprintf(o, "%s\n", lines[i]);
+	*o = '\0';
+	free(lines);
+	return out;
+}
+
+/* Runs the CLI with args (NULL-terminated, after the binary) and returns its
+ * stdout; it must exit 0 with nothing on stderr (no sanitizer report). */
+static char *run_cli(const char *const *args)
+{
+	char *argv[32], bin[256], out[256], err[256], *text, *errs;
+	size_t n = 0;
+	pid_t pid;
+	int st;
+
+	argv[n++] = test_build_path(bin, sizeof(bin), "asan/smolder");
+	while (*args && n < 31)
+		argv[n++] = (char *)*args++;
+	argv[n] = NULL;
+	snprintf(out, sizeof(out), "%s/cli.out", dir);
+	snprintf(err, sizeof(err), "%s/cli.err", dir);
+	pid = test_spawn(argv, out, err);
+	st = test_wait(pid, 120000);
+	errs = test_read_file(err);
+	if (!(st != -1 && WIFEXITED(st) && WEXITSTATUS(st) == 0) || !errs || errs[0]) {
+		static char why[1024];
+
+		snprintf(why, sizeof(why), "%s", errs ? errs : "?");
+		free(errs);
+		fail_msg("%s %s %s: status %d, stderr: %s", argv[0], argv[1], argv[2], st, why);
+	}
+	free(errs);
+	assert_non_null(text = test_read_file(out));
+	return text;
+}
+
+static void assert_text_equal(const char *want, const char *got, const char *what)
+{
+	size_t line = 1, i;
+
+	for (i = 0; want[i] && want[i] == got[i]; i++)
+		line += want[i] == '\n';
+	if (want[i] || got[i])
+		fail_msg("%s differs from the old store's answer at line %zu", what, line);
+}
+
+/* The CLI's folded answer with args, sorted, equals expected/name. */
+static void check_folded(const char *db, const char *name, const char *const *args)
+{
+	const char *argv[24] = { "flame", "--db", db };
+	char path[256], *want, *got, *sorted;
+	size_t n = 3;
+
+	while (*args)
+		argv[n++] = *args++;
+	argv[n++] = "--format";
+	argv[n++] = "folded";
+	argv[n] = NULL;
+	snprintf(path, sizeof(path), EXPECTED "%s", name);
+	assert_non_null(want = test_read_file(path));
+	assert_true(strlen(want) > 0);
+	got = run_cli(argv);
+	sorted = sorted_lines(got);
+	assert_text_equal(want, sorted, name);
+	free(sorted);
+	free(got);
+	free(want);
+}
+
+/* The "points":[[t,n],...] of a series JSON answer (a fresh string). */
+static char *points_of(const char *json)
+{
+	const char *p = strstr(json, "\"points\":[["), *e;
+
+	assert_non_null(p);
+	assert_non_null(e = strstr(p, "]]"));
+	return strndup(p, (size_t)(e + 2 - p));
+}
+
+static void check_blocks(const char *converted);
+
+/* Every answer of expected/ on db, and the sample row count. */
+static void check_answers(const char *db)
+{
+	const char *all[] = { RANGE, "--lines", NULL };
+	const char *sel[] = { RANGE,	 "--lines",	  "--where", "host=bench-host-1",
+			      "--where", "comm=python30", NULL };
+	const char *edges[] = { "--from",  "2023-11-14T22:18:25Z",
+				"--to",	   "2023-11-14T22:25:45Z",
+				"--lines", NULL };
+	const char *series[] = { "series", "--db",     db,     RANGE, "--step",
+				 "60s",	   "--format", "json", NULL };
+	const char *labels[] = { "labels", "--db", db, RANGE, NULL };
+	struct store_options ro = { .read_only = true };
+	struct store_stats st;
+	struct store *s = NULL;
+	char *want, *got, *wp, *gp;
+
+	check_blocks(db);
+	assert_int_equal(store__open(db, &ro, &s), 0);
+	assert_int_equal(store__stats(s, &st), 0);
+	assert_int_equal(st.sample_rows, FIXTURE_ROWS);
+	assert_int_equal(st.blocks[1] + st.blocks[2], 0); /* nothing rolled up at open */
+	assert_true(st.blocks[0] > 0);
+	assert_int_equal(store__check(s), 0);
+	store__close(s);
+
+	check_folded(db, "all.folded", all);
+	check_folded(db, "host1-python30.folded", sel);
+	check_folded(db, "edges.folded", edges);
+
+	assert_non_null(want = test_read_file(EXPECTED "series-60s.json"));
+	got = run_cli(series);
+	wp = points_of(want);
+	gp = points_of(got);
+	assert_string_equal(wp, gp);
+	free(wp);
+	free(gp);
+	free(got);
+	free(want);
+
+	assert_non_null(want = test_read_file(EXPECTED "labels.txt"));
+	got = run_cli(labels);
+	assert_string_equal(want, got);
+	free(got);
+	free(want);
+}
+
+/* One stored sample: a samples row of 004, or an entry of a raw block. */
+struct row {
+	int64_t ws, ls, stack, value;
+};
+
+static int cmp_row(const void *pa, const void *pb)
+{
+	const struct row *a = pa, *b = pb;
+
+	if (a->ws != b->ws)
+		return a->ws < b->ws ? -1 : 1;
+	if (a->ls != b->ls)
+		return a->ls < b->ls ? -1 : 1;
+	if (a->stack != b->stack)
+		return a->stack < b->stack ? -1 : 1;
+	return (a->value > b->value) - (a->value < b->value);
+}
+
+/* The rows of sql ((ws, ls, stack, value) rows, or (ws, ls, block) with
+ * blocks set) of db, sorted; *n gets how many. */
+static struct row *rows_of(const char *db, const char *sql, bool blocks, size_t *n)
+{
+	struct block_entry *e = NULL;
+	size_t cap = 1024, count, got, i;
+	struct row *r = malloc(cap * sizeof(*r));
+	sqlite3_stmt *st = NULL;
+	sqlite3 *c = NULL;
+
+	*n = 0;
+	assert_non_null(r);
+	assert_int_equal(sqlite3_open_v2(db, &c, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
+	assert_int_equal(sqlite3_prepare_v2(c, sql, -1, &st, NULL), SQLITE_OK);
+	while (sqlite3_step(st) == SQLITE_ROW) {
+		struct row base = { sqlite3_column_int64(st, 0), sqlite3_column_int64(st, 1),
+				    sqlite3_column_int64(st, 2), sqlite3_column_int64(st, 3) };
+
+		got = 1;
+		if (blocks) {
+			const uint8_t *data = sqlite3_column_blob(st, 2);
+			size_t len = (size_t)sqlite3_column_bytes(st, 2);
+
+			assert_int_equal(block__header(data, len, &count, NULL), 0);
+			assert_non_null(e = malloc((count + 1) * sizeof(*e)));
+			assert_int_equal(block__decode(data, len, e, count, &got), 0);
+		}
+		for (i = 0; i < got; i++) {
+			if (*n == cap)
+				assert_non_null(r = realloc(r, (cap *= 2) * sizeof(*r)));
+			r[*n] = base;
+			if (blocks) {
+				r[*n].stack = e[i].id;
+				r[*n].value = e[i].value;
+			}
+			(*n)++;
+		}
+		free(e);
+		e = NULL;
+	}
+	sqlite3_finalize(st);
+	sqlite3_close(c);
+	qsort(r, *n, sizeof(*r), cmp_row);
+	return r;
+}
+
+/* The raw blocks of converted hold exactly the samples rows of the unconverted
+ * fixture, each at its window start and label set. */
+static void check_blocks(const char *converted)
+{
+	struct row *want, *got;
+	size_t nwant, ngot, i;
+	char orig[256];
+
+	fresh_copy(orig, sizeof(orig), "orig.db");
+	want = rows_of(orig, "SELECT window_start, labelset_id, stack_id, value FROM samples",
+		       false, &nwant);
+	got = rows_of(converted,
+		      "SELECT i.start, i.labelset_id, b.data FROM block_index i "
+		      "JOIN blocks b ON b.id = i.block_id WHERE i.tier = 0",
+		      true, &ngot);
+	assert_int_equal(nwant, FIXTURE_ROWS);
+	assert_int_equal(ngot, nwant);
+	for (i = 0; i < nwant; i++)
+		if (cmp_row(&want[i], &got[i]))
+			fail_msg("row %zu: (%" PRId64 ", %" PRId64 ", %" PRId64 ", %" PRId64
+				 ") became (%" PRId64 ", %" PRId64 ", %" PRId64 ", %" PRId64 ")",
+				 i, want[i].ws, want[i].ls, want[i].stack, want[i].value, got[i].ws,
+				 got[i].ls, got[i].stack, got[i].value);
+	free(want);
+	free(got);
+}
+
+static int setup(void **state)
+{
+	(void)state;
+	return test_mkdtemp(dir, sizeof(dir)) ? 0 : -1;
+}
+
+static int teardown(void **state)
+{
+	(void)state;
+	test_teardown_children(NULL);
+	test_rm_rf(dir);
+	return 0;
+}
+
+/* A writer's open converts the whole file: the old answers, the old row count. */
+static void test_convert_answers(void **state)
+{
+	struct store *s = NULL;
+	char db[256];
+
+	(void)state;
+	fresh_copy(db, sizeof(db), "whole.db");
+	assert_int_equal(store__open(db, NULL, &s), 0);
+	store__close(s);
+	check_answers(db);
+	/* a second open finds nothing to convert and changes nothing */
+	assert_int_equal(store__open(db, NULL, &s), 0);
+	store__close(s);
+	check_answers(db);
+}
+
+/* Runs "<self> --convert db" (a writer's open) and returns its pid. */
+static pid_t spawn_convert(const char *db)
+{
+	char *argv[] = { self, "--convert", (char *)db, NULL };
+
+	return test_spawn(argv, NULL, NULL);
+}
+
+/* Progress of a conversion seen by a connection of its own: the raw blocks
+ * written so far (-1: 005 not applied yet) and whether samples still exists. */
+static int64_t progress(const char *db, bool *pending)
+{
+	sqlite3 *c = NULL;
+	sqlite3_stmt *st = NULL;
+	int64_t n = -1;
+
+	*pending = true;
+	if (sqlite3_open_v2(db, &c, SQLITE_OPEN_READONLY, NULL) == SQLITE_OK) {
+		sqlite3_busy_timeout(c, 1000);
+		if (sqlite3_prepare_v2(
+			    c,
+			    "SELECT (SELECT count(*) FROM block_index WHERE tier = 0), "
+			    "(SELECT count(*) FROM sqlite_master WHERE name = 'samples')",
+			    -1, &st, NULL) == SQLITE_OK &&
+		    sqlite3_step(st) == SQLITE_ROW) {
+			n = sqlite3_column_int64(st, 0);
+			*pending = sqlite3_column_int64(st, 1) > 0;
+		}
+		sqlite3_finalize(st);
+	}
+	sqlite3_close(c);
+	return n;
+}
+
+/* SIGKILL once the conversion has written k/KILL_ROUNDS of its blocks: the file
+ * is consistent, a reader refuses it while unfinished, the next writer finishes
+ * it to the same answers. */
+static void test_convert_killed(void **state)
+{
+	struct store_options ro = { .read_only = true };
+	int k, st, err, refused = 0;
+	int64_t total, want, got;
+	struct store_stats stats;
+	struct store *s = NULL;
+	uint64_t deadline;
+	bool pending;
+	char db[256];
+	pid_t pid;
+
+	(void)state;
+	/* the raw blocks of a whole conversion */
+	fresh_copy(db, sizeof(db), "whole.db");
+	assert_int_equal(store__open(db, NULL, &s), 0);
+	assert_int_equal(store__stats(s, &stats), 0);
+	store__close(s);
+	total = (int64_t)stats.blocks[0];
+	assert_true(total >= KILL_ROUNDS);
+
+	for (k = 1; k < KILL_ROUNDS; k++) {
+		fresh_copy(db, sizeof(db), "killed.db");
+		pid = spawn_convert(db);
+		want = total * k / KILL_ROUNDS;
+		deadline = test_now_ms() + 60000;
+		do
+			got = progress(db, &pending);
+		while (pending && got < want && test_now_ms() < deadline);
+		test_kill(pid, SIGKILL);
+		st = test_wait(pid, 30000);
+		assert_true(st != -1);
+		got = progress(db, &pending);
+		if (pending && got > 0) {
+			/* killed inside the conversion: a reader refuses the file */
+			err = store__open(db, &ro, &s);
+			assert_int_equal(err, -EPROTO);
+			refused++;
+		}
+		/* the next writer finishes the conversion: the same answers */
+		assert_int_equal(store__open(db, NULL, &s), 0);
+		assert_int_equal(store__check(s), 0);
+		store__close(s);
+		assert_int_equal(progress(db, &pending), total);
+		assert_false(pending);
+		check_answers(db);
+	}
+	print_message("%d of %d kills inside the conversion (%" PRId64 " raw blocks)\n", refused,
+		      KILL_ROUNDS - 1, total);
+	/* most kills land inside it: the conversion commits every ~1000 rows */
+	assert_true(refused > 0);
+}
+
+int main(int argc, char **argv)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_convert_answers),
+		cmocka_unit_test(test_convert_killed),
+	};
+	ssize_t n;
+
+	if (argc == 3 && !strcmp(argv[1], "--convert")) {
+		struct store *s = NULL;
+		int err = store__open(argv[2], NULL, &s);
+
+		store__close(s);
+		return err ? 1 : 0;
+	}
+	n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	if (n <= 0)
+		return 1;
+	self[n] = '\0';
+	return cmocka_run_group_tests(tests, setup, teardown);
+}
