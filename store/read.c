@@ -24,8 +24,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <uthash.h>
-
 #include "common/array.h"
 #include "common/batch.h"
 #include "common/frame.h"
@@ -39,7 +37,8 @@
  * has one reader connection per query thread, so the cap is per connection and
  * stays small beside the page cache. Past it the cache is emptied between two
  * stacks and refilled (an entry being handed out is never freed), so it holds at
- * most the cap plus one stack. */
+ * most about 1.5 times the cap plus one stack (the counted tables double, and are
+ * at most half full: a table's growth is under half its entries' bytes). */
 #define READ_CACHE_MAX_BYTES (64u << 20)
 
 /* read.c's statements (SLOT_READ .. SLOT_READ + 15; windows.c takes the rest). */
@@ -56,41 +55,96 @@ enum {
 
 /* One dictionary frame, with its own copies of the strings. */
 struct cached_frame {
-	int64_t id;
 	struct frame frame; /* strings point into text */
-	UT_hash_handle hh;
-	char text[]; /* name '\0' file '\0' */
+	char text[];	    /* name '\0' file '\0' */
 };
 
 /* One stack: its frames, root first, pointing into the frame cache (both are
  * emptied together). */
 struct cached_stack {
-	int64_t id;
 	size_t n;
-	UT_hash_handle hh;
 	const struct frame *frames[];
 };
 
+/* id -> entry: open addressing, linear probing, at most half full. A flat table
+ * because a day's flame graph looks up every frame of ~89 k stacks: chained
+ * buckets (uthash) spent half the query walking chains, a cache miss a link. */
+struct id_map {
+	struct id_slot {
+		uint64_t id; /* 0: empty (dictionary ids start at 1) */
+		void *v;
+	} * slots;
+	size_t mask, n; /* slots - 1 (0 when none), entries */
+};
+
+static uint64_t id_hash(uint64_t id)
+{
+	id *= 0x9e3779b97f4a7c15ull;
+	return id ^ (id >> 29);
+}
+
+static void *id_map_get(const struct id_map *m, uint64_t id)
+{
+	size_t i;
+
+	if (!m->slots)
+		return NULL;
+	for (i = id_hash(id) & m->mask; m->slots[i].id; i = (i + 1) & m->mask)
+		if (m->slots[i].id == id)
+			return m->slots[i].v;
+	return NULL;
+}
+
+/* Adds id (not present, nonzero); *bytes grows by the table's growth. */
+static int id_map_put(struct id_map *m, uint64_t id, void *v, size_t *bytes)
+{
+	size_t i;
+
+	if (2 * (m->n + 1) > (m->slots ? m->mask + 1 : 0)) {
+		size_t cap = m->slots ? 2 * (m->mask + 1) : 64, j;
+		struct id_slot *t = calloc(cap, sizeof(*t));
+
+		if (!t)
+			return -ENOMEM;
+		for (j = 0; m->slots && j <= m->mask; j++) {
+			if (!m->slots[j].id)
+				continue;
+			for (i = id_hash(m->slots[j].id) & (cap - 1); t[i].id;
+			     i = (i + 1) & (cap - 1))
+				;
+			t[i] = m->slots[j];
+		}
+		*bytes += (cap - (m->slots ? m->mask + 1 : 0)) * sizeof(*t);
+		free(m->slots);
+		m->slots = t;
+		m->mask = cap - 1;
+	}
+	for (i = id_hash(id) & m->mask; m->slots[i].id; i = (i + 1) & m->mask)
+		;
+	m->slots[i] = (struct id_slot){ id, v };
+	m->n++;
+	return 0;
+}
+
+static void id_map_clear(struct id_map *m)
+{
+	for (size_t i = 0; m->slots && i <= m->mask; i++)
+		free(m->slots[i].v);
+	free(m->slots);
+	*m = (struct id_map){ 0 };
+}
+
 struct store_read_cache {
-	struct cached_frame *frames;
-	struct cached_stack *stacks;
-	size_t bytes; /* what the entries take, about */
-	size_t cap;   /* READ_CACHE_MAX_BYTES, or a test's */
+	struct id_map frames; /* frame id -> struct cached_frame */
+	struct id_map stacks; /* stack id -> struct cached_stack */
+	size_t bytes;	      /* what the entries and tables take, about */
+	size_t cap;	      /* READ_CACHE_MAX_BYTES, or a test's */
 };
 
 static void cache_clear(struct store_read_cache *rc)
 {
-	struct cached_frame *cf, *ftmp;
-	struct cached_stack *cs, *stmp;
-
-	HASH_ITER (hh, rc->stacks, cs, stmp) {
-		HASH_DEL(rc->stacks, cs);
-		free(cs);
-	}
-	HASH_ITER (hh, rc->frames, cf, ftmp) {
-		HASH_DEL(rc->frames, cf);
-		free(cf);
-	}
+	id_map_clear(&rc->stacks);
+	id_map_clear(&rc->frames);
 	rc->bytes = 0;
 }
 
@@ -280,7 +334,7 @@ static int frame_by_id(struct store *s, struct store_read_cache *rc, int64_t id,
 	size_t nlen, flen;
 	int err;
 
-	HASH_FIND(hh, rc->frames, &id, sizeof(id), cf);
+	cf = id_map_get(&rc->frames, (uint64_t)id);
 	if (cf) {
 		*out = &cf->frame;
 		return 0;
@@ -317,8 +371,11 @@ static int frame_by_id(struct store *s, struct store_read_cache *rc, int64_t id,
 				    .name_len = nlen,
 				    .file = cf->text + nlen + 1,
 				    .file_len = flen };
-	cf->id = id;
-	HASH_ADD(hh, rc->frames, id, sizeof(cf->id), cf);
+	if (id <= 0 || id_map_put(&rc->frames, (uint64_t)id, cf, &rc->bytes)) {
+		free(cf);
+		err = id <= 0 ? store_fail(s, -EIO, "frame id %" PRId64, id) : -ENOMEM;
+		goto out_done;
+	}
 	rc->bytes += sizeof(*cf) + nlen + flen + 2;
 	*out = &cf->frame;
 	err = 0;
@@ -339,7 +396,7 @@ static int stack_by_id(struct store *s, struct store_read_cache *rc, int64_t sta
 	uint64_t fid;
 	int err;
 
-	HASH_FIND(hh, rc->stacks, &stack_id, sizeof(stack_id), cs);
+	cs = id_map_get(&rc->stacks, (uint64_t)stack_id);
 	if (cs) {
 		*out = cs;
 		return 0;
@@ -380,9 +437,11 @@ static int stack_by_id(struct store *s, struct store_read_cache *rc, int64_t sta
 			goto out_free_blob;
 		n++;
 	}
-	cs->id = stack_id;
 	cs->n = n;
-	HASH_ADD(hh, rc->stacks, id, sizeof(cs->id), cs);
+	if (stack_id <= 0 || id_map_put(&rc->stacks, (uint64_t)stack_id, cs, &rc->bytes)) {
+		err = stack_id <= 0 ? store_fail(s, -EIO, "stack id %" PRId64, stack_id) : -ENOMEM;
+		goto out_free_blob;
+	}
 	rc->bytes += sizeof(*cs) + n * sizeof(cs->frames[0]);
 	*out = cs;
 	cs = NULL;
