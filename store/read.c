@@ -1,16 +1,28 @@
-/* Reads: stacks summed over a time range and a label selection, the per-bucket
- * timeline of the same selection, and the label keys and values in use. A query is
- * one range scan of samples' primary key with the label sets narrowed by index;
- * stacks are handed out as frames (common/frame.h) read from the dictionaries,
- * with a per-query cache of frames by id.
+/* Reads over profile blocks (schema/005_blocks.sql): stacks summed over a time range
+ * and a label selection, the per-bucket timeline of the same selection, and the
+ * label keys and values in use. Every read runs in one read transaction, so the
+ * tiers' watermarks and the blocks are one snapshot; store_plan() (tiers.c) splits
+ * the range into spans of one tier each, and a span's blocks are found by
+ * block_index's primary key (tier, start), the label selection narrowing them by
+ * labelset_id before any block is read.
+ *
+ * Stacks: the blocks of every span are added to one block_merge (store/block.h),
+ * in C: no SQL GROUP BY. The merged stack ids are handed out as frames
+ * (common/frame.h) from a per-connection cache (struct store_read_cache, on
+ * s->rcache): stack id -> its frames, frame id -> its text. Dictionary rows never
+ * change for an id (ingest only appends; nothing deletes them), so the cache never
+ * goes stale; a future dictionary GC must invalidate it (e.g. an epoch in state,
+ * read with the tiers and compared here). It is bounded by READ_CACHE_MAX_BYTES.
+ *
+ * Timelines: each bucket [from + k * step, + step) is planned on its own and its
+ * spans' block_index.total summed, so no block is decoded and a rollup is used for
+ * a bucket only when it lies inside it.
  */
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-#include <uthash.h>
 
 #include "common/array.h"
 #include "common/batch.h"
@@ -19,162 +31,200 @@
 
 #define QUERY_MAX_LABELS BATCH_MAX_LABELS
 
+/* The read cache's memory cap: 64 MiB. A day of the busy host (bench mix) holds
+ * about 89 k distinct stacks of about 25 frames, some 20 MiB of stack entries and
+ * frame texts, so a repeated day's flame graph reads no dictionary row; a server
+ * has one reader connection per query thread, so the cap is per connection and
+ * stays small beside the page cache. Past it the cache is emptied between two
+ * stacks and refilled (an entry being handed out is never freed), so it holds at
+ * most about 1.5 times the cap plus one stack (the counted tables double, and are
+ * at most half full: a table's growth is under half its entries' bytes). */
+#define READ_CACHE_MAX_BYTES (64u << 20)
+
+/* read.c's statements (SLOT_READ .. SLOT_READ + 15; windows.c takes the rest). */
+enum {
+	ST_R_BEGIN = SLOT_READ,
+	ST_R_COMMIT,
+	ST_R_STACK,
+	ST_R_FRAME,
+	ST_R_BLOCKS,
+	ST_R_TOTAL,
+	ST_R_NEXT,
+	ST_R_KEY_USED,
+};
+
 /* One dictionary frame, with its own copies of the strings. */
 struct cached_frame {
-	int64_t id;
 	struct frame frame; /* strings point into text */
-	char *text;	    /* name '\0' file '\0' */
-	UT_hash_handle hh;
+	char text[];	    /* name '\0' file '\0' */
 };
 
-struct stack_sum {
-	int64_t stack_id;
-	uint64_t count;
+/* One stack: its frames, root first, pointing into the frame cache (both are
+ * emptied together). */
+struct cached_stack {
+	size_t n;
+	const struct frame *frames[];
 };
 
-/* A stack being read: its frames, borrowed from the cache. */
-struct stack_buf {
-	struct frame *frames;
-	size_t n, cap;
+/* id -> entry: open addressing, linear probing, at most half full. A flat table
+ * because a day's flame graph looks up every frame of ~89 k stacks: chained
+ * buckets (uthash) spent half the query walking chains, a cache miss a link. */
+struct id_map {
+	struct id_slot {
+		uint64_t id; /* 0: empty (dictionary ids start at 1) */
+		void *v;
+	} * slots;
+	size_t mask, n; /* slots - 1 (0 when none), entries */
 };
 
-static void free_frame_cache(struct cached_frame **cache)
+static uint64_t id_hash(uint64_t id)
 {
-	struct cached_frame *cf, *tmp;
-
-	HASH_ITER (hh, *cache, cf, tmp) {
-		HASH_DEL(*cache, cf);
-		free(cf->text);
-		free(cf);
-	}
+	id *= 0x9e3779b97f4a7c15ull;
+	return id ^ (id >> 29);
 }
 
-static int frame_by_id(struct store *s, struct cached_frame **cache, int64_t id,
-		       const struct frame **out)
+static void *id_map_get(const struct id_map *m, uint64_t id)
 {
-	struct cached_frame *cf;
-	sqlite3_stmt *st = NULL;
-	const char *name, *file;
-	size_t nlen, flen;
-	int err;
-
-	HASH_FIND(hh, *cache, &id, sizeof(id), cf);
-	if (cf) {
-		*out = &cf->frame;
-		return 0;
-	}
-	err = store_get_stmt(s, ST_FRAME_TEXT, &st);
-	if (err)
-		return err;
-	sqlite3_bind_int64(st, 1, id);
-	err = store_step(s, st);
-	if (err == 0)
-		err = store_fail(s, -EIO, "frame %" PRId64 " missing", id);
-	if (err < 0)
-		goto out_done;
-	name = (const char *)sqlite3_column_text(st, 1);
-	file = (const char *)sqlite3_column_text(st, 2);
-	name = name ? name : "";
-	file = file ? file : "";
-	nlen = strlen(name);
-	flen = strlen(file);
-	err = -ENOMEM;
-	cf = calloc(1, sizeof(*cf));
-	if (!cf || !(cf->text = malloc(nlen + flen + 2))) {
-		free(cf);
-		goto out_done;
-	}
-	memcpy(cf->text, name, nlen + 1);
-	memcpy(cf->text + nlen + 1, file, flen + 1);
-	cf->frame = (struct frame){ .kind = (uint32_t)sqlite3_column_int64(st, 0),
-				    .line = (uint32_t)sqlite3_column_int64(st, 3),
-				    .name = cf->text,
-				    .name_len = nlen,
-				    .file = cf->text + nlen + 1,
-				    .file_len = flen };
-	cf->id = id;
-	HASH_ADD(hh, *cache, id, sizeof(cf->id), cf);
-	*out = &cf->frame;
-	err = 0;
-out_done:
-	store_done(st);
-	return err;
-}
-
-/* Reads stack stack_id's frames into sb (root first). */
-static int stack_frames(struct store *s, struct cached_frame **cache, int64_t stack_id,
-			struct stack_buf *sb)
-{
-	const uint8_t *p, *end;
-	const struct frame *fr;
-	sqlite3_stmt *st = NULL;
-	uint8_t *blob = NULL;
-	int nblob = 0, err;
-	uint64_t fid;
-
-	sb->n = 0;
-	err = store_get_stmt(s, ST_STACK_FRAMES, &st);
-	if (err)
-		return err;
-	sqlite3_bind_int64(st, 1, stack_id);
-	err = store_step(s, st);
-	if (err == 1) {
-		nblob = sqlite3_column_bytes(st, 0);
-		blob = malloc(nblob ? (size_t)nblob : 1);
-		if (blob)
-			memcpy(blob, sqlite3_column_blob(st, 0), (size_t)nblob);
-		err = blob ? 0 : -ENOMEM;
-	} else if (err == 0) {
-		err = store_fail(s, -EIO, "stack %" PRId64 " missing", stack_id);
-	}
-	store_done(st);
-	if (err)
-		goto out_free_blob;
-	p = blob;
-	end = blob + nblob;
-	while (p < end) {
-		if (!get_varint(&p, end, &fid) || fid > INT64_MAX) {
-			err = store_fail(s, -EIO, "stack %" PRId64 ": bad frame list", stack_id);
-			goto out_free_blob;
-		}
-		err = frame_by_id(s, cache, (int64_t)fid, &fr);
-		err = err ?: array_grow((void **)&sb->frames, &sb->cap, sb->n + 1, sizeof(*fr));
-		if (err)
-			goto out_free_blob;
-		sb->frames[sb->n++] = *fr;
-	}
-
-out_free_blob:
-	free(blob);
-	return err;
-}
-
-/* "<select> FROM samples WHERE <time range> [AND <labels>] <tail>": one range
- * scan of samples' primary key, label sets narrowed by index. */
-static char *build_query_sql(size_t nlabels, const char *select, const char *tail)
-{
-	static const char range[] = " FROM samples WHERE window_start >= ?1 AND window_start < ?2";
-	static const char one[] = "SELECT labelset_id FROM labelset_labels "
-				  "WHERE key_id = (SELECT id FROM strings WHERE text = ?) "
-				  "AND value_id = (SELECT id FROM strings WHERE text = ?)";
-	size_t cap = strlen(select) + sizeof(range) + strlen(tail) + 32 +
-		     nlabels * (sizeof(one) + 16),
-	       len;
-	char *sql = malloc(cap);
 	size_t i;
 
-	if (!sql)
+	if (!m->slots)
 		return NULL;
-	len = (size_t)snprintf(sql, cap, "%s%s", select, range);
-	if (nlabels) {
-		len += (size_t)snprintf(sql + len, cap - len, " AND labelset_id IN (");
-		for (i = 0; i < nlabels; i++)
-			len += (size_t)snprintf(sql + len, cap - len, "%s%s",
-						i ? " INTERSECT " : "", one);
-		len += (size_t)snprintf(sql + len, cap - len, ")");
+	for (i = id_hash(id) & m->mask; m->slots[i].id; i = (i + 1) & m->mask)
+		if (m->slots[i].id == id)
+			return m->slots[i].v;
+	return NULL;
+}
+
+/* Adds id (not present, nonzero); *bytes grows by the table's growth. */
+static int id_map_put(struct id_map *m, uint64_t id, void *v, size_t *bytes)
+{
+	size_t i;
+
+	if (2 * (m->n + 1) > (m->slots ? m->mask + 1 : 0)) {
+		size_t cap = m->slots ? 2 * (m->mask + 1) : 64, j;
+		struct id_slot *t = calloc(cap, sizeof(*t));
+
+		if (!t)
+			return -ENOMEM;
+		for (j = 0; m->slots && j <= m->mask; j++) {
+			if (!m->slots[j].id)
+				continue;
+			for (i = id_hash(m->slots[j].id) & (cap - 1); t[i].id;
+			     i = (i + 1) & (cap - 1))
+				;
+			t[i] = m->slots[j];
+		}
+		*bytes += (cap - (m->slots ? m->mask + 1 : 0)) * sizeof(*t);
+		free(m->slots);
+		m->slots = t;
+		m->mask = cap - 1;
 	}
-	snprintf(sql + len, cap - len, "%s", tail);
-	return sql;
+	for (i = id_hash(id) & m->mask; m->slots[i].id; i = (i + 1) & m->mask)
+		;
+	m->slots[i] = (struct id_slot){ id, v };
+	m->n++;
+	return 0;
+}
+
+static void id_map_clear(struct id_map *m)
+{
+	for (size_t i = 0; m->slots && i <= m->mask; i++)
+		free(m->slots[i].v);
+	free(m->slots);
+	*m = (struct id_map){ 0 };
+}
+
+struct store_read_cache {
+	struct id_map frames; /* frame id -> struct cached_frame */
+	struct id_map stacks; /* stack id -> struct cached_stack */
+	size_t bytes;	      /* what the entries and tables take, about */
+	size_t cap;	      /* READ_CACHE_MAX_BYTES, or a test's */
+};
+
+static void cache_clear(struct store_read_cache *rc)
+{
+	id_map_clear(&rc->stacks);
+	id_map_clear(&rc->frames);
+	rc->bytes = 0;
+}
+
+void store_read_cache_free(struct store_read_cache *rc)
+{
+	if (!rc)
+		return;
+	cache_clear(rc);
+	free(rc);
+}
+
+static int cache_get(struct store *s, struct store_read_cache **out)
+{
+	if (!s->rcache) {
+		s->rcache = calloc(1, sizeof(*s->rcache));
+		if (!s->rcache)
+			return -ENOMEM;
+		s->rcache->cap = READ_CACHE_MAX_BYTES;
+	}
+	*out = s->rcache;
+	return 0;
+}
+
+/* Test hooks (tests/unit/test_store_read.c): the cache's size and cap. */
+size_t store_read_cache_bytes(struct store *s);
+int store_read_cache_set_cap(struct store *s, size_t cap);
+
+size_t store_read_cache_bytes(struct store *s)
+{
+	return s->rcache ? s->rcache->bytes : 0;
+}
+
+int store_read_cache_set_cap(struct store *s, size_t cap)
+{
+	struct store_read_cache *rc;
+	int err = cache_get(s, &rc);
+
+	if (!err)
+		rc->cap = cap ? cap : READ_CACHE_MAX_BYTES;
+	return err;
+}
+
+/* ---- transactions and selections ----------------------------------------- */
+
+/* Starts a read transaction unless the caller has one open; *began says whether
+ * read_end() must end it. */
+static int read_begin(struct store *s, bool *began)
+{
+	sqlite3_stmt *st = NULL;
+	int err;
+
+	*began = false;
+	if (!sqlite3_get_autocommit(s->db))
+		return 0;
+	err = store_slot_stmt(s, ST_R_BEGIN, "BEGIN", &st);
+	if (err)
+		return err;
+	err = store_step(s, st);
+	if (err < 0)
+		return err;
+	*began = true;
+	return 0;
+}
+
+/* Ends what read_begin() started; returns err, or COMMIT's error when err is 0. */
+static int read_end(struct store *s, bool began, int err)
+{
+	sqlite3_stmt *st = NULL;
+	int e;
+
+	if (!began)
+		return err;
+	e = store_slot_stmt(s, ST_R_COMMIT, "COMMIT", &st);
+	if (!e) {
+		e = store_step(s, st);
+		e = e < 0 ? e : 0;
+	}
+	if (e)
+		store_rollback(s);
+	return err ? err : e;
 }
 
 int store_check_query(struct store *s, const struct store_query *q)
@@ -193,38 +243,274 @@ int store_check_query(struct store *s, const struct store_query *q)
 	return 0;
 }
 
-/* Prepares build_query_sql() for q with its parameters bound. */
-static int prepare_query(struct store *s, const struct store_query *q, const char *select,
-			 const char *tail, sqlite3_stmt **out)
+/* The label sets holding every label of q, as an SQL set: labels bound from
+ * parameter first on, two each. */
+static const char sel_one[] = "SELECT labelset_id FROM labelset_labels "
+			      "WHERE key_id = (SELECT id FROM strings WHERE text = ?%d) "
+			      "AND value_id = (SELECT id FROM strings WHERE text = ?%d)";
+
+/* "<head> AND labelset_id IN (<q's label sets>)<tail>", or "<head><tail>" without
+ * labels; labels bound from parameter first on. */
+static char *build_sel_sql(size_t nlabels, int first, const char *head, const char *tail)
 {
-	char *sql = build_query_sql(q->nlabels, select, tail);
-	sqlite3_stmt *st = NULL;
-	size_t i;
-	int rc;
+	size_t cap = strlen(head) + strlen(tail) + 32 + nlabels * (sizeof(sel_one) + 32), len, i;
+	char *sql = malloc(cap);
 
 	if (!sql)
+		return NULL;
+	len = (size_t)snprintf(sql, cap, "%s", head);
+	if (nlabels) {
+		len += (size_t)snprintf(sql + len, cap - len, " AND labelset_id IN (");
+		for (i = 0; i < nlabels; i++) {
+			len += (size_t)snprintf(sql + len, cap - len, "%s", i ? " INTERSECT " : "");
+			len += (size_t)snprintf(sql + len, cap - len, sel_one, first + 2 * (int)i,
+						first + 2 * (int)i + 1);
+		}
+		len += (size_t)snprintf(sql + len, cap - len, ")");
+	}
+	snprintf(sql + len, cap - len, "%s", tail);
+	return sql;
+}
+
+static void bind_labels(sqlite3_stmt *st, const struct store_query *q, int first)
+{
+	for (size_t i = 0; i < q->nlabels; i++) {
+		sqlite3_bind_text(st, first + 2 * (int)i, q->keys[i], -1, SQLITE_STATIC);
+		sqlite3_bind_text(st, first + 2 * (int)i + 1, q->values[i], -1, SQLITE_STATIC);
+	}
+}
+
+/* A statement over block_index for one span (?1 tier, ?2 from, ?3 to) and q's
+ * selection: cached in slot without labels, built (and *owned) with them. */
+static int prepare_span_stmt(struct store *s, const struct store_query *q, int slot,
+			     const char *head, const char *tail, sqlite3_stmt **out, bool *owned)
+{
+	char *sql;
+	int rc, err;
+
+	*owned = false;
+	sql = build_sel_sql(q->nlabels, 4, head, tail);
+	if (!sql)
 		return -ENOMEM;
-	rc = sqlite3_prepare_v2(s->db, sql, -1, &st, NULL);
+	if (!q->nlabels) {
+		/* the same text every call: head and tail are constants */
+		err = store_slot_stmt(s, slot, sql, out);
+		free(sql);
+		return err;
+	}
+	rc = sqlite3_prepare_v2(s->db, sql, -1, out, NULL);
 	free(sql);
 	if (rc != SQLITE_OK)
 		return store_sql_fail(s, rc);
-	sqlite3_bind_int64(st, 1, q->from);
-	sqlite3_bind_int64(st, 2, q->to);
-	for (i = 0; i < q->nlabels; i++) {
-		sqlite3_bind_text(st, (int)(3 + 2 * i), q->keys[i], -1, SQLITE_STATIC);
-		sqlite3_bind_text(st, (int)(4 + 2 * i), q->values[i], -1, SQLITE_STATIC);
-	}
-	*out = st;
+	*owned = true;
+	bind_labels(*out, q, 4);
 	return 0;
+}
+
+static void span_stmt_done(sqlite3_stmt *st, bool owned)
+{
+	if (owned)
+		sqlite3_finalize(st);
+	else
+		store_done(st);
+}
+
+static void bind_span(sqlite3_stmt *st, int tier, int64_t from, int64_t to)
+{
+	sqlite3_reset(st);
+	sqlite3_bind_int(st, 1, tier);
+	sqlite3_bind_int64(st, 2, from);
+	sqlite3_bind_int64(st, 3, to);
+}
+
+/* ---- stacks -------------------------------------------------------------- */
+
+static int frame_by_id(struct store *s, struct store_read_cache *rc, int64_t id,
+		       const struct frame **out)
+{
+	struct cached_frame *cf;
+	sqlite3_stmt *st = NULL;
+	const char *name, *file;
+	size_t nlen, flen;
+	int err;
+
+	cf = id_map_get(&rc->frames, (uint64_t)id);
+	if (cf) {
+		*out = &cf->frame;
+		return 0;
+	}
+	err = store_slot_stmt(s, ST_R_FRAME,
+			      "SELECT f.kind, n.text, fl.text, f.line FROM frames f "
+			      "JOIN strings n ON n.id = f.name JOIN strings fl ON fl.id = f.file "
+			      "WHERE f.id = ?1",
+			      &st);
+	if (err)
+		return err;
+	sqlite3_bind_int64(st, 1, id);
+	err = store_step(s, st);
+	if (err == 0)
+		err = store_fail(s, -EIO, "frame %" PRId64 " missing", id);
+	if (err < 0)
+		goto out_done;
+	name = (const char *)sqlite3_column_text(st, 1);
+	file = (const char *)sqlite3_column_text(st, 2);
+	name = name ? name : "";
+	file = file ? file : "";
+	nlen = strlen(name);
+	flen = strlen(file);
+	cf = malloc(sizeof(*cf) + nlen + flen + 2);
+	if (!cf) {
+		err = -ENOMEM;
+		goto out_done;
+	}
+	memcpy(cf->text, name, nlen + 1);
+	memcpy(cf->text + nlen + 1, file, flen + 1);
+	cf->frame = (struct frame){ .kind = (uint32_t)sqlite3_column_int64(st, 0),
+				    .line = (uint32_t)sqlite3_column_int64(st, 3),
+				    .name = cf->text,
+				    .name_len = nlen,
+				    .file = cf->text + nlen + 1,
+				    .file_len = flen };
+	if (id <= 0 || id_map_put(&rc->frames, (uint64_t)id, cf, &rc->bytes)) {
+		free(cf);
+		err = id <= 0 ? store_fail(s, -EIO, "frame id %" PRId64, id) : -ENOMEM;
+		goto out_done;
+	}
+	rc->bytes += sizeof(*cf) + nlen + flen + 2;
+	*out = &cf->frame;
+	err = 0;
+out_done:
+	store_done(st);
+	return err;
+}
+
+/* The stack of stack_id from the cache, read from the dictionary on a miss. */
+static int stack_by_id(struct store *s, struct store_read_cache *rc, int64_t stack_id,
+		       const struct cached_stack **out)
+{
+	struct cached_stack *cs = NULL;
+	const uint8_t *p, *end;
+	sqlite3_stmt *st = NULL;
+	uint8_t *blob = NULL;
+	size_t nblob = 0, n = 0;
+	uint64_t fid;
+	int err;
+
+	cs = id_map_get(&rc->stacks, (uint64_t)stack_id);
+	if (cs) {
+		*out = cs;
+		return 0;
+	}
+	err = store_slot_stmt(s, ST_R_STACK, "SELECT frames FROM stacks WHERE id = ?1", &st);
+	if (err)
+		return err;
+	sqlite3_bind_int64(st, 1, stack_id);
+	err = store_step(s, st);
+	if (err == 1) {
+		/* copied: the frame lookups below use other statements */
+		nblob = (size_t)sqlite3_column_bytes(st, 0);
+		blob = malloc(nblob ? nblob : 1);
+		if (blob && nblob)
+			memcpy(blob, sqlite3_column_blob(st, 0), nblob);
+		err = blob ? 0 : -ENOMEM;
+	} else if (err == 0) {
+		err = store_fail(s, -EIO, "stack %" PRId64 " missing", stack_id);
+	}
+	store_done(st);
+	if (err)
+		goto out_free_blob;
+	/* at most one frame a byte */
+	cs = malloc(sizeof(*cs) + nblob * sizeof(cs->frames[0]));
+	if (!cs) {
+		err = -ENOMEM;
+		goto out_free_blob;
+	}
+	p = blob;
+	end = blob + nblob;
+	while (p < end) {
+		if (!get_varint(&p, end, &fid) || fid > INT64_MAX) {
+			err = store_fail(s, -EIO, "stack %" PRId64 ": bad frame list", stack_id);
+			goto out_free_blob;
+		}
+		err = frame_by_id(s, rc, (int64_t)fid, &cs->frames[n]);
+		if (err)
+			goto out_free_blob;
+		n++;
+	}
+	cs->n = n;
+	if (stack_id <= 0 || id_map_put(&rc->stacks, (uint64_t)stack_id, cs, &rc->bytes)) {
+		err = stack_id <= 0 ? store_fail(s, -EIO, "stack id %" PRId64, stack_id) : -ENOMEM;
+		goto out_free_blob;
+	}
+	rc->bytes += sizeof(*cs) + n * sizeof(cs->frames[0]);
+	*out = cs;
+	cs = NULL;
+out_free_blob:
+	free(cs);
+	free(blob);
+	return err;
+}
+
+/* Adds the blocks of every span of q's plan to m. */
+static int merge_blocks(struct store *s, const struct store_query *q, struct block_merge *m)
+{
+	struct store_span sp[STORE_PLAN_MAX_SPANS];
+	struct store_tiers t;
+	sqlite3_stmt *st = NULL;
+	bool owned = false;
+	size_t n, i;
+	int err;
+
+	err = store_read_tiers(s, &t);
+	if (err)
+		return err;
+	n = store_plan(&t, q->from, q->to, sp);
+	if (!n)
+		return 0;
+	err = prepare_span_stmt(s, q, ST_R_BLOCKS,
+				"SELECT bi.block_id, b.data, bi.start, bi.labelset_id "
+				"FROM block_index bi JOIN blocks b ON b.id = bi.block_id "
+				"WHERE bi.tier = ?1 AND bi.start >= ?2 AND bi.start < ?3",
+				"", &st, &owned);
+	if (err)
+		return err;
+	for (i = 0; i < n && !err; i++) {
+		bind_span(st, sp[i].tier, sp[i].from, sp[i].to);
+		while ((err = store_step(s, st)) == 1) {
+			const uint8_t *data = sqlite3_column_blob(st, 1);
+			size_t len = (size_t)sqlite3_column_bytes(st, 1);
+
+			err = block_merge__add(m, data, len);
+			if (err == -EINVAL)
+				err = store_fail(s, -EIO,
+						 "block %" PRId64 " (tier %d, start %" PRId64
+						 ", label set %" PRId64 ") does not decode",
+						 (int64_t)sqlite3_column_int64(st, 0), sp[i].tier,
+						 (int64_t)sqlite3_column_int64(st, 2),
+						 (int64_t)sqlite3_column_int64(st, 3));
+			else if (err == -E2BIG)
+				err = store_fail(s, -E2BIG,
+						 "more than %u distinct stacks in a query",
+						 BLOCK_MERGE_MAX_IDS);
+			if (err)
+				break;
+		}
+		if (err < 0)
+			break;
+		err = 0;
+	}
+	span_stmt_done(st, owned);
+	return err;
 }
 
 int store__query_stacks(struct store *s, const struct store_query *q, store_stack_fn cb, void *ctx)
 {
-	struct cached_frame *cache = NULL;
-	struct stack_sum *sums = NULL;
-	size_t nsums = 0, capsums = 0, i;
-	struct stack_buf sb = { 0 };
-	sqlite3_stmt *st = NULL;
+	struct store_read_cache *rc = NULL;
+	struct block_merge *m = NULL;
+	struct block_entry *e = NULL;
+	struct frame *frames = NULL;
+	size_t ne = 0, fcap = 0, i, j;
+	bool began = false;
 	int err;
 
 	if (!cb)
@@ -232,53 +518,151 @@ int store__query_stacks(struct store *s, const struct store_query *q, store_stac
 	err = store_check_query(s, q);
 	if (err || q->from >= q->to)
 		return err;
-
-	err = prepare_query(s, q, "SELECT stack_id, sat_sum(value)", " GROUP BY stack_id", &st);
+	err = cache_get(s, &rc) ?: block_merge__new(0, &m);
 	if (err)
-		goto out_finalize;
-	/* Collect first, so that the callback runs with no statement active. */
-	while ((err = store_step(s, st)) == 1) {
-		int64_t v = sqlite3_column_int64(st, 1);
+		goto out;
+	err = read_begin(s, &began);
+	if (err)
+		goto out;
+	err = merge_blocks(s, q, m) ?: block_merge__entries(m, &e, &ne);
+	block_merge__free(m);
+	m = NULL;
+	/* the callback runs with no statement active; the transaction stays open so
+	 * that the dictionary reads are cheap (one snapshot, no lock per statement) */
+	for (i = 0; i < ne && !err; i++) {
+		const struct cached_stack *cs = NULL;
 
-		if (v <= 0)
+		if (e[i].value <= 0)
 			continue;
-		err = array_grow((void **)&sums, &capsums, nsums + 1, sizeof(*sums));
+		if (rc->bytes > rc->cap) /* between stacks: nothing handed out is freed */
+			cache_clear(rc);
+		err = stack_by_id(s, rc, e[i].id, &cs)
+			      ?: array_grow((void **)&frames, &fcap, cs->n ? cs->n : 1,
+					    sizeof(*frames));
 		if (err)
-			goto out_finalize;
-		sums[nsums].stack_id = sqlite3_column_int64(st, 0);
-		sums[nsums++].count = (uint64_t)v;
+			break;
+		for (j = 0; j < cs->n; j++)
+			frames[j] = *cs->frames[j];
+		err = cb(ctx, frames, cs->n, (uint64_t)e[i].value);
 	}
-	if (err < 0)
-		goto out_finalize;
-	sqlite3_finalize(st);
-	st = NULL;
+	err = read_end(s, began, err);
+out:
+	block_merge__free(m);
+	free(frames);
+	free(e);
+	return err;
+}
 
-	for (i = 0; i < nsums; i++) {
-		err = stack_frames(s, &cache, sums[i].stack_id, &sb);
+/* ---- timelines ----------------------------------------------------------- */
+
+/* The earliest block start at or after t in any tier (for any label set), or
+ * INT64_MAX: buckets before it are empty. */
+static int next_start(struct store *s, int64_t t, int64_t *out)
+{
+	sqlite3_stmt *st = NULL;
+	int err;
+
+	err = store_slot_stmt(
+		s, ST_R_NEXT,
+		/* the aggregate min() skips the NULL of an empty tier */
+		"SELECT min(x) FROM (SELECT (SELECT start FROM block_index WHERE "
+		"tier = 0 AND start >= ?1 ORDER BY start LIMIT 1) AS x UNION ALL "
+		"SELECT (SELECT start FROM block_index WHERE tier = 1 AND start >= ?1 "
+		"ORDER BY start LIMIT 1) UNION ALL SELECT (SELECT start FROM "
+		"block_index WHERE tier = 2 AND start >= ?1 ORDER BY start LIMIT 1))",
+		&st);
+	if (err)
+		return err;
+	sqlite3_bind_int64(st, 1, t);
+	err = store_step(s, st);
+	if (err == 1)
+		*out = sqlite3_column_type(st, 0) == SQLITE_NULL ? INT64_MAX
+								 : sqlite3_column_int64(st, 0);
+	store_done(st);
+	return err < 0 ? err : 0;
+}
+
+static uint64_t sat_add(uint64_t a, int64_t v)
+{
+	if (v <= 0)
+		return a;
+	return a > (uint64_t)INT64_MAX - (uint64_t)v ? (uint64_t)INT64_MAX : a + (uint64_t)v;
+}
+
+struct point {
+	int64_t start;
+	uint64_t count;
+};
+
+/* The non-empty buckets of q into *out (time order). */
+static int series_points(struct store *s, const struct store_query *q, int64_t step,
+			 struct point **out, size_t *nout, size_t *cap)
+{
+	struct store_span sp[STORE_PLAN_MAX_SPANS];
+	struct store_tiers t;
+	sqlite3_stmt *st = NULL;
+	int64_t b, next = INT64_MIN;
+	bool owned = false;
+	int err;
+
+	err = store_read_tiers(s, &t);
+	if (err)
+		return err;
+	err = prepare_span_stmt(s, q, ST_R_TOTAL,
+				"SELECT sat_sum(total) FROM block_index "
+				"WHERE tier = ?1 AND start >= ?2 AND start < ?3",
+				"", &st, &owned);
+	if (err)
+		return err;
+	/* bucket ends in 128 bits: from + step may pass INT64_MAX */
+	for (b = q->from; b < q->to;) {
+		int64_t e = (__int128)b + step >= q->to ? q->to : b + step;
+		uint64_t sum = 0;
+		size_t n, i;
+
+		if (next < b) {
+			err = next_start(s, b, &next);
+			if (err)
+				break;
+		}
+		if (next >= e) { /* no block starts in this bucket: skip to next's */
+			if (next >= q->to)
+				break;
+			b = (int64_t)(b + ((__int128)next - b) / step * step); /* <= next */
+			continue;
+		}
+		n = store_plan(&t, b, e, sp);
+		for (i = 0; i < n; i++) {
+			bind_span(st, sp[i].tier, sp[i].from, sp[i].to);
+			err = store_step(s, st);
+			if (err < 0)
+				break;
+			sum = sat_add(sum, sqlite3_column_int64(st, 0));
+			sqlite3_reset(st);
+			err = 0;
+		}
 		if (err)
-			goto out_free;
-		err = cb(ctx, sb.frames, sb.n, sums[i].count);
-		if (err)
-			goto out_free;
+			break;
+		if (sum) {
+			err = array_grow((void **)out, cap, *nout + 1, sizeof(**out));
+			if (err)
+				break;
+			(*out)[(*nout)++] = (struct point){ b, sum };
+		}
+		if (e >= q->to)
+			break;
+		b = e;
 	}
-	err = 0;
-
-out_free:
-	free(sb.frames);
-	free_frame_cache(&cache);
-out_finalize:
-	sqlite3_finalize(st);
-	free(sums);
+	span_stmt_done(st, owned);
 	return err;
 }
 
 int store__query_series(struct store *s, const struct store_query *q, int64_t step_seconds,
 			store_series_fn cb, void *ctx)
 {
-	sqlite3_stmt *st = NULL;
-	int64_t bucket = 0;
-	uint64_t sum = 0;
-	bool have = false;
+	struct point *pts = NULL;
+	size_t n = 0, cap = 0, i;
+	bool began = false;
 	int err;
 
 	if (!cb || step_seconds <= 0)
@@ -286,47 +670,60 @@ int store__query_series(struct store *s, const struct store_query *q, int64_t st
 	err = store_check_query(s, q);
 	if (err || q->from >= q->to)
 		return err;
-	err = prepare_query(s, q, "SELECT window_start, sat_sum(value)",
-			    " GROUP BY window_start ORDER BY window_start", &st);
+	err = read_begin(s, &began);
 	if (err)
-		goto out;
-	/* Windows arrive in order: sum them into step-long buckets from q->from. */
-	while ((err = store_step(s, st)) == 1) {
-		int64_t w = sqlite3_column_int64(st, 0);
-		int64_t b = q->from + floor_div(w - q->from, step_seconds) * step_seconds;
-		int64_t v = sqlite3_column_int64(st, 1);
-
-		if (have && b != bucket) {
-			err = cb(ctx, bucket, sum);
-			if (err)
-				goto out;
-			sum = 0;
-		}
-		bucket = b;
-		have = true;
-		/* saturating, like sat_sum() in SQL */
-		sum = v <= 0					? sum
-		      : sum > (uint64_t)INT64_MAX - (uint64_t)v ? (uint64_t)INT64_MAX
-								: sum + (uint64_t)v;
-	}
-	if (err < 0)
-		goto out;
-	err = have ? cb(ctx, bucket, sum) : 0;
-out:
-	sqlite3_finalize(st);
+		return err;
+	err = series_points(s, q, step_seconds, &pts, &n, &cap);
+	err = read_end(s, began, err);
+	for (i = 0; i < n && !err; i++)
+		err = cb(ctx, pts[i].start, pts[i].count);
+	free(pts);
 	return err;
 }
 
-/* Runs a one-column text query over the label sets of q (used in [from, to) and
- * holding q's labels): outer is the query around them, "%s" where the set of
- * label set ids goes; key, when not NULL, is bound as :key. Rows are collected
- * first so the callback runs with no statement active. */
+/* ---- labels -------------------------------------------------------------- */
+
+/* "SELECT labelset_id FROM block_index WHERE <span> UNION ...": the label sets
+ * with a block in the plan of [from, to); *empty when the plan has no span. The
+ * spans' bounds are our own integers, written as literals. */
+static int spans_sql(struct store *s, int64_t from, int64_t to, char **out, bool *empty)
+{
+	struct store_span sp[STORE_PLAN_MAX_SPANS];
+	struct store_tiers t;
+	size_t n, i, cap, len = 0;
+	char *sql;
+	int err;
+
+	err = store_read_tiers(s, &t);
+	if (err)
+		return err;
+	n = store_plan(&t, from, to, sp);
+	*empty = !n;
+	cap = 64 + n * 128;
+	sql = malloc(cap);
+	if (!sql)
+		return -ENOMEM;
+	sql[0] = '\0';
+	for (i = 0; i < n; i++)
+		len += (size_t)snprintf(sql + len, cap - len,
+					"%sSELECT labelset_id FROM block_index WHERE tier = %d AND "
+					"start >= %" PRId64 " AND start < %" PRId64,
+					i ? " UNION " : "", sp[i].tier, sp[i].from, sp[i].to);
+	*out = sql;
+	return 0;
+}
+
+/* Runs a one-column text query over the label sets of q (with a block in [from,
+ * to) and holding q's labels): outer is the query around them, "%s" where the set
+ * of their ids goes; key, when not NULL, is bound as ?1. Rows are collected first
+ * so the callback runs with no statement active. */
 static int label_query(struct store *s, const struct store_query *q, const char *outer,
 		       const char *key, store_text_fn cb, void *ctx)
 {
-	char *inner = NULL, *sql = NULL, **rows = NULL;
+	char *spans = NULL, *head = NULL, *inner = NULL, *sql = NULL, **rows = NULL;
 	sqlite3_stmt *st = NULL;
 	size_t n = 0, cap = 0, i;
+	bool began = false, empty = true;
 	int rc, err;
 
 	if (!cb)
@@ -334,25 +731,30 @@ static int label_query(struct store *s, const struct store_query *q, const char 
 	err = store_check_query(s, q);
 	if (err || q->from >= q->to)
 		return err;
-	inner = build_query_sql(q->nlabels, "SELECT DISTINCT labelset_id", "");
+	err = read_begin(s, &began);
+	if (err)
+		return err;
+	err = spans_sql(s, q->from, q->to, &spans, &empty);
+	if (err || empty)
+		goto out_end;
+	err = -ENOMEM;
+	if (asprintf(&head, "SELECT labelset_id FROM (%s) WHERE 1", spans) < 0) {
+		head = NULL;
+		goto out_end;
+	}
+	inner = build_sel_sql(q->nlabels, 2, head, ""); /* ?1 is the key */
 	if (!inner || asprintf(&sql, outer, inner) < 0) {
-		free(inner);
-		return -ENOMEM;
+		sql = NULL;
+		goto out_end;
 	}
-	free(inner);
 	rc = sqlite3_prepare_v2(s->db, sql, -1, &st, NULL);
-	free(sql);
-	if (rc != SQLITE_OK)
-		return store_sql_fail(s, rc);
-	sqlite3_bind_int64(st, 1, q->from);
-	sqlite3_bind_int64(st, 2, q->to);
-	for (i = 0; i < q->nlabels; i++) {
-		sqlite3_bind_text(st, (int)(3 + 2 * i), q->keys[i], -1, SQLITE_STATIC);
-		sqlite3_bind_text(st, (int)(4 + 2 * i), q->values[i], -1, SQLITE_STATIC);
+	if (rc != SQLITE_OK) {
+		err = store_sql_fail(s, rc);
+		goto out_end;
 	}
+	bind_labels(st, q, 2);
 	if (key)
-		sqlite3_bind_text(st, sqlite3_bind_parameter_index(st, ":key"), key, -1,
-				  SQLITE_STATIC);
+		sqlite3_bind_text(st, 1, key, -1, SQLITE_STATIC);
 	while ((err = store_step(s, st)) == 1) {
 		const char *text = (const char *)sqlite3_column_text(st, 0);
 
@@ -367,21 +769,27 @@ static int label_query(struct store *s, const struct store_query *q, const char 
 		n++;
 	}
 	sqlite3_finalize(st);
+out_end:
+	err = read_end(s, began, err < 0 ? err : 0);
 	for (i = 0; i < n; i++) {
-		if (err >= 0 && err != 1)
+		if (!err)
 			err = cb(ctx, rows[i]);
 		free(rows[i]);
 	}
 	free(rows);
-	return err == 1 ? 0 : err;
+	free(spans);
+	free(head);
+	free(inner);
+	free(sql);
+	return err;
 }
 
 int store__labels(struct store *s, const struct store_query *q, store_text_fn cb, void *ctx)
 {
 	return label_query(s, q,
-			   "SELECT DISTINCT k.text FROM (%s) r "
-			   "JOIN labelset_labels ll ON ll.labelset_id = r.labelset_id "
-			   "JOIN strings k ON k.id = ll.key_id ORDER BY 1",
+			   "SELECT DISTINCT k.text FROM labelset_labels r "
+			   "JOIN strings k ON k.id = r.key_id "
+			   "WHERE r.labelset_id IN (%s) ORDER BY 1",
 			   NULL, cb, ctx);
 }
 
@@ -390,49 +798,57 @@ int store__label_values(struct store *s, const char *key, const struct store_que
 {
 	if (!key)
 		return -EINVAL;
-	return label_query(
-		s, q,
-		"SELECT DISTINCT v.text FROM (%s) r "
-		"JOIN labelset_labels ll ON ll.labelset_id = r.labelset_id "
-		"JOIN strings v ON v.id = ll.value_id "
-		"WHERE ll.key_id = (SELECT id FROM strings WHERE text = :key) ORDER BY 1",
-		key, cb, ctx);
+	return label_query(s, q,
+			   "SELECT DISTINCT v.text FROM labelset_labels r "
+			   "JOIN strings v ON v.id = r.value_id "
+			   "WHERE r.key_id = (SELECT id FROM strings WHERE text = ?1) "
+			   "AND r.labelset_id IN (%s) ORDER BY 1",
+			   key, cb, ctx);
 }
 
 int store__label_key_used(struct store *s, const char *key, int64_t from, int64_t to)
 {
+	struct store_span sp[STORE_PLAN_MAX_SPANS];
+	struct store_tiers t;
 	sqlite3_stmt *st = NULL;
-	int rc, err;
+	bool began = false;
+	size_t n, i;
+	int err;
 
 	if (!s || !key)
 		return -EINVAL;
 	s->errmsg[0] = '\0';
 	if (from >= to)
 		return 0;
-	/* EXISTS stops at the first sample of a label set with the key: one row
-	 * for a key every label set has, the range's scan only when none has it */
-	rc = sqlite3_prepare_v2(s->db,
-				"SELECT EXISTS (SELECT 1 FROM samples WHERE window_start >= ?1 "
-				"AND window_start < ?2 AND labelset_id IN (SELECT labelset_id "
-				"FROM labelset_labels WHERE key_id = (SELECT id FROM strings "
-				"WHERE text = ?3)))",
-				-1, &st, NULL);
-	if (rc != SQLITE_OK)
-		return store_sql_fail(s, rc);
-	sqlite3_bind_int64(st, 1, from);
-	sqlite3_bind_int64(st, 2, to);
-	sqlite3_bind_text(st, 3, key, -1, SQLITE_STATIC);
-	err = store_step(s, st);
-	if (err == 1)
-		err = sqlite3_column_int(st, 0) ? 1 : 0;
-	else if (err == 0)
-		err = store_fail(s, -EIO, "no answer to EXISTS");
-	sqlite3_finalize(st);
-	return err;
-}
-
-/* STUB until reads keep caches: the contract's hook. */
-void store_read_cache_free(struct store_read_cache *rc)
-{
-	(void)rc;
+	err = read_begin(s, &began);
+	if (err)
+		return err;
+	err = store_read_tiers(s, &t);
+	if (err)
+		goto out;
+	n = store_plan(&t, from, to, sp);
+	/* EXISTS stops at the first block of a label set with the key: one row for a
+	 * key every label set has, the spans' index rows only when none has it */
+	err = store_slot_stmt(s, ST_R_KEY_USED,
+			      "SELECT EXISTS (SELECT 1 FROM block_index WHERE tier = ?1 AND "
+			      "start >= ?2 AND start < ?3 AND labelset_id IN (SELECT labelset_id "
+			      "FROM labelset_labels WHERE key_id = (SELECT id FROM strings "
+			      "WHERE text = ?4)))",
+			      &st);
+	if (err)
+		goto out;
+	for (i = 0; i < n; i++) {
+		bind_span(st, sp[i].tier, sp[i].from, sp[i].to);
+		sqlite3_bind_text(st, 4, key, -1, SQLITE_STATIC);
+		err = store_step(s, st);
+		if (err == 1)
+			err = sqlite3_column_int(st, 0) ? 1 : 0;
+		else if (err == 0)
+			err = store_fail(s, -EIO, "no answer to EXISTS");
+		store_done(st);
+		if (err)
+			break;
+	}
+out:
+	return read_end(s, began, err < 0 ? err : 0) ?: (err > 0);
 }

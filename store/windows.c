@@ -3,8 +3,10 @@
  * ingest and maintenance keep (schema/004_windows.sql). The query engine turns
  * this into an answer's context: the effective range after snapping to whole
  * windows, and CPU time from samples when one period was used throughout. A
- * label selection keeps the windows where a selected label set has samples: one
- * seek on samples' primary key per window and selected label set.
+ * label selection keeps the windows where a selected label set has a block at the
+ * window's start, in any tier (a windows row's start is a raw window's or, once
+ * retention merged its windows, a minute or hour bucket's): seeks on block_index's
+ * primary key (tier, start, labelset_id), per window and selected label set.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -21,18 +23,24 @@ static uint64_t column_u64(sqlite3_stmt *st, int col)
 	return v > 0 ? (uint64_t)v : 0;
 }
 
-/* With a selection: only the windows where a selected label set has samples,
- * each found by a seek on samples' primary key (window_start, labelset_id). */
-static const char sel_head[] = " AND EXISTS (SELECT 1 FROM samples s WHERE s.window_start = "
-			       "w.window_start AND s.labelset_id IN (";
+/* windows.c's statements, after read.c's. */
+enum {
+	ST_W_RANGE = SLOT_READ + 16,
+	ST_W_PERIODS,
+};
+
+/* With a selection: only the windows where a selected label set has a block at
+ * their start, in any tier, each found by seeks on block_index's primary key. */
+static const char sel_head[] = " AND EXISTS (SELECT 1 FROM block_index b WHERE b.tier IN "
+			       "(0, 1, 2) AND b.start = w.window_start AND b.labelset_id IN (";
 static const char sel_one[] = "SELECT labelset_id FROM labelset_labels "
 			      "WHERE key_id = (SELECT id FROM strings WHERE text = ?) "
 			      "AND value_id = (SELECT id FROM strings WHERE text = ?)";
 
-/* Prepares cached statement id, or for a selection its SQL with the EXISTS clause
+/* Prepares the statement of slot, or for a selection its SQL with the EXISTS clause
  * inserted before tail (which the cached SQL ends with), parameters bound. *owned
  * tells the caller to finalize it. */
-static int prepare(struct store *s, const struct store_query *q, enum stmt_id id, const char *base,
+static int prepare(struct store *s, const struct store_query *q, int slot, const char *base,
 		   const char *tail, sqlite3_stmt **out, bool *owned)
 {
 	size_t blen = strlen(base) - strlen(tail), cap, len, i;
@@ -41,7 +49,7 @@ static int prepare(struct store *s, const struct store_query *q, enum stmt_id id
 
 	*owned = false;
 	if (!q->nlabels) {
-		err = store_get_stmt(s, id, out);
+		err = store_slot_stmt(s, slot, base, out);
 		if (err)
 			return err;
 	} else {
@@ -84,7 +92,7 @@ static int read_range(struct store *s, const struct store_query *q, struct store
 	bool owned;
 	int err;
 
-	err = prepare(s, q, ST_WINDOWS_RANGE, STORE_WINDOWS_RANGE_SQL, "", &st, &owned);
+	err = prepare(s, q, ST_W_RANGE, STORE_WINDOWS_RANGE_SQL, "", &st, &owned);
 	if (err)
 		return err;
 	err = store_step(s, st);
@@ -105,8 +113,7 @@ static int read_periods(struct store *s, const struct store_query *q, struct sto
 	bool owned;
 	int err;
 
-	err = prepare(s, q, ST_WINDOWS_PERIODS,
-		      STORE_WINDOWS_PERIODS_SQL STORE_WINDOWS_PERIODS_TAIL,
+	err = prepare(s, q, ST_W_PERIODS, STORE_WINDOWS_PERIODS_SQL STORE_WINDOWS_PERIODS_TAIL,
 		      STORE_WINDOWS_PERIODS_TAIL, &st, &owned);
 	if (err)
 		return err;
