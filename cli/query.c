@@ -189,7 +189,8 @@ static int open_failed(const char *db, int err)
 		break;
 	case -EPROTO:
 		fprintf(stderr,
-			"smolder: %s is a store of another schema version: query it with the "
+			"smolder: %s is a store of another schema version (or one whose "
+			"conversion to profile blocks is not finished): query it with the "
 			"smolder that wrote it, or let this smolder's collector migrate it "
 			"(smolder collector --db %s)\n",
 			db, db);

@@ -43,28 +43,6 @@ enum {
 	M_COUNT,
 };
 
-/* Legacy: the downsampling watermark of 001-004 (state.coarse_before), read by the
- * interim ingest.c only; goes with it. */
-int store_read_watermark(struct store *s, bool *set, int64_t *wm)
-{
-	sqlite3_stmt *st = NULL;
-	int err;
-
-	err = store_get_stmt(s, ST_STATE, &st);
-	if (err)
-		return err;
-	err = store_step(s, st);
-	if (err == 1) {
-		*set = sqlite3_column_type(st, 0) != SQLITE_NULL;
-		*wm = sqlite3_column_int64(st, 0);
-		err = 0;
-	} else if (err == 0) {
-		err = store_fail(s, -EIO, "state row missing");
-	}
-	store_done(st);
-	return err;
-}
-
 int store__stats(struct store *s, struct store_stats *st)
 {
 	uint64_t *dst[] = { &st->sample_rows, &st->batches, &st->strings,

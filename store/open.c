@@ -21,77 +21,13 @@
 extern const char *const store_migrations[];
 extern const size_t store_nmigrations;
 
-/* A row's value adds what arrives and saturates at INT64_MAX (values are > 0):
- * an overflowing + would turn the value into a REAL, which the CHECK refuses, and
- * a refused merge would stop maintenance for good. */
-#define SATURATING_ADD                                                                             \
-	"ON CONFLICT DO UPDATE SET value = CASE WHEN value > 9223372036854775807 - "               \
-	"excluded.value THEN 9223372036854775807 ELSE value + excluded.value END"
-
 static const char *const stmt_sql[ST_NR] = {
 	[ST_BEGIN] = "BEGIN IMMEDIATE",
 	[ST_COMMIT] = "COMMIT",
 	[ST_ROLLBACK] = "ROLLBACK",
-	[ST_SEEN] = "SELECT 1 FROM ingested WHERE agent = ?1 AND seq = ?2",
-	[ST_STATE] = "SELECT coarse_before, batches FROM state WHERE id = 1",
-	[ST_BATCHES_INC] = "UPDATE state SET batches = batches + 1 WHERE id = 1",
-	[ST_STR_GET] = "SELECT id FROM strings WHERE text = ?1",
-	[ST_STR_PUT] = "INSERT INTO strings (text) VALUES (?1)",
-	[ST_FRAME_GET] = "SELECT id FROM frames WHERE kind = ?1 AND name = ?2 AND file = ?3 "
-			 "AND line = ?4",
-	[ST_FRAME_PUT] = "INSERT INTO frames (kind, name, file, line) VALUES (?1, ?2, ?3, ?4)",
-	[ST_STACK_GET] = "SELECT id FROM stacks WHERE frames = ?1",
-	[ST_STACK_PUT] = "INSERT INTO stacks (frames) VALUES (?1)",
-	[ST_LS_GET] = "SELECT id FROM labelsets WHERE labels = ?1",
-	[ST_LS_PUT] = "INSERT INTO labelsets (labels) VALUES (?1)",
-	[ST_LSL_PUT] = "INSERT INTO labelset_labels (key_id, value_id, labelset_id) "
-		       "VALUES (?1, ?2, ?3)",
-	[ST_SAMPLE_ADD] = "INSERT INTO samples (window_start, labelset_id, stack_id, value) "
-			  "VALUES (?1, ?2, ?3, ?4) " SATURATING_ADD,
-	[ST_INGESTED_PUT] = "INSERT INTO ingested (agent, seq, window_start) VALUES (?1, ?2, ?3)",
-	[ST_STACK_FRAMES] = "SELECT frames FROM stacks WHERE id = ?1",
-	[ST_FRAME_TEXT] = "SELECT f.kind, n.text, fl.text, f.line FROM frames f "
-			  "JOIN strings n ON n.id = f.name JOIN strings fl ON fl.id = f.file "
-			  "WHERE f.id = ?1",
-	[ST_RET_SAMPLES] = "DELETE FROM samples WHERE (window_start, labelset_id, stack_id) IN "
-			   "(SELECT window_start, labelset_id, stack_id FROM samples "
-			   "WHERE window_start < ?1 "
-			   "ORDER BY window_start, labelset_id, stack_id LIMIT ?2)",
-	[ST_RET_INGESTED] = "DELETE FROM ingested WHERE (agent, seq) IN "
-			    "(SELECT agent, seq FROM ingested WHERE window_start < ?1 LIMIT ?2)",
-	[ST_FIRST_WINDOW] = "SELECT window_start FROM samples WHERE window_start >= ?1 "
-			    "ORDER BY window_start LIMIT 1",
-	/* Rows of (B, E) are added into B; the row at B itself stays. The SELECT reads
-	 * rows above B only, so the DELETE below picks exactly the rows just added. */
-	[ST_MERGE_MOVE] = "INSERT INTO samples (window_start, labelset_id, stack_id, value) "
-			  "SELECT ?1, labelset_id, stack_id, value FROM samples "
-			  "WHERE window_start > ?1 AND window_start < ?2 "
-			  "ORDER BY window_start, labelset_id, stack_id LIMIT ?3 " SATURATING_ADD,
-	[ST_MERGE_DELETE] = "DELETE FROM samples WHERE (window_start, labelset_id, stack_id) IN "
-			    "(SELECT window_start, labelset_id, stack_id FROM samples "
-			    "WHERE window_start > ?1 AND window_start < ?2 "
-			    "ORDER BY window_start, labelset_id, stack_id LIMIT ?3)",
-	[ST_SET_WATERMARK] = "UPDATE state SET coarse_before = ?1 WHERE id = 1",
 	[ST_STATS] = "SELECT sample_rows, batches, (SELECT max(id) FROM strings), "
 		     "(SELECT max(id) FROM frames), (SELECT max(id) FROM stacks), "
 		     "(SELECT max(id) FROM labelsets) FROM state WHERE id = 1",
-	/* schema/004_windows.sql: one upsert per batch */
-	[ST_WINDOW_ADD] = "INSERT INTO windows (window_start, period_ns, seconds, batches) "
-			  "VALUES (?1, ?2, ?3, 1) ON CONFLICT DO UPDATE SET batches = batches + 1",
-	/* A done coarse bucket [?1, ?2) of length ?3: its windows become one row per
-	 * period at ?1; rows already of that shape stay and take the others' batches. */
-	[ST_WINDOW_MERGE] = "INSERT INTO windows (window_start, period_ns, seconds, batches) "
-			    "SELECT ?1, period_ns, ?3, sum(batches) FROM windows "
-			    "WHERE window_start >= ?1 AND window_start < ?2 "
-			    "AND NOT (window_start = ?1 AND seconds = ?3) GROUP BY period_ns "
-			    "ON CONFLICT DO UPDATE SET batches = batches + excluded.batches",
-	[ST_WINDOW_MERGE_DELETE] = "DELETE FROM windows WHERE window_start >= ?1 AND "
-				   "window_start < ?2 AND NOT (window_start = ?1 AND seconds = ?3)",
-	[ST_RET_WINDOWS] = "DELETE FROM windows WHERE (window_start, period_ns, seconds) IN "
-			   "(SELECT window_start, period_ns, seconds FROM windows "
-			   "WHERE window_start < ?1 ORDER BY window_start LIMIT ?2)",
-	[ST_WINDOWS_RANGE] = STORE_WINDOWS_RANGE_SQL,
-	[ST_WINDOWS_PERIODS] = STORE_WINDOWS_PERIODS_SQL STORE_WINDOWS_PERIODS_TAIL,
 };
 
 static int sqlite_to_errno(sqlite3 *db, int rc)

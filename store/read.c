@@ -168,10 +168,6 @@ static int cache_get(struct store *s, struct store_read_cache **out)
 	return 0;
 }
 
-/* Test hooks (tests/unit/test_store_read.c): the cache's size and cap. */
-size_t store_read_cache_bytes(struct store *s);
-int store_read_cache_set_cap(struct store *s, size_t cap);
-
 size_t store_read_cache_bytes(struct store *s)
 {
 	return s->rcache ? s->rcache->bytes : 0;

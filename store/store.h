@@ -102,7 +102,8 @@ const char *store__errmsg(const struct store *s);
  * the commit; on any error the transaction is rolled back, the database (and the
  * caches) as before, and the result is -EINVAL (an index out of range, a count of
  * 0 or above BATCH_MAX_COUNT), -ERANGE (a window_start beyond
- * +-STORE_MAX_ABS_WINDOW), or a translated SQLite error; the reason is in
+ * +-STORE_MAX_ABS_WINDOW), -ENOSPC (the stack dictionary past UINT32_MAX ids, a
+ * block's id width), or a translated SQLite error; the reason is in
  * store__errmsg(). The caller should validate b (batch__validate); the store
  * checks indices again but not every cap.
  *
@@ -143,9 +144,13 @@ typedef int (*store_stack_fn)(void *ctx, const struct frame *frames, size_t nfra
 /* Runs q, calling cb for each stack with a nonzero sum, in no particular order.
  * The callback must not call into s. The answer is the raw windows' wherever they
  * are kept (rollups are used only for buckets that lie inside [from, to)); where
- * they are gone, a rollup bucket counts whole when its start is in [from, to). Sums saturate at
- * INT64_MAX: no data makes a query fail. Returns 0, cb's nonzero return, -EINVAL, -ENOMEM or a
- * translated SQLite error. */
+ * they are gone, a rollup bucket counts whole when its start is in [from, to). The
+ * blocks are merged in C; the stacks' frames come from a per-connection cache
+ * (64 MiB at most). Sums saturate at INT64_MAX: no data makes a query fail.
+ * Returns 0, cb's nonzero return, -EINVAL, -ENOMEM, -EIO (a stored block that
+ * does not decode, named in store__errmsg()), -E2BIG (more than
+ * BLOCK_MERGE_MAX_IDS distinct stacks in one answer) or a translated SQLite
+ * error. */
 int store__query_stacks(struct store *s, const struct store_query *q, store_stack_fn cb, void *ctx);
 
 /* Called once per time bucket with samples, in time order: the bucket's start
@@ -153,8 +158,9 @@ int store__query_stacks(struct store *s, const struct store_query *q, store_stac
 typedef int (*store_series_fn)(void *ctx, int64_t bucket_start, uint64_t count);
 
 /* Samples per step-long bucket over [from, to) for q's label selection: the
- * timeline that finds a spike. Sums saturate at INT64_MAX. Returns 0, cb's nonzero return, -EINVAL,
- * or a translated SQLite error. */
+ * timeline that finds a spike. Each bucket is planned as a range of its own and
+ * summed from the blocks' totals (no block is read). Sums saturate at INT64_MAX.
+ * Returns 0, cb's nonzero return, -EINVAL, or a translated SQLite error. */
 int store__query_series(struct store *s, const struct store_query *q, int64_t step_seconds,
 			store_series_fn cb, void *ctx);
 
@@ -172,13 +178,15 @@ int store__label_values(struct store *s, const char *key, const struct store_que
 			store_text_fn cb, void *ctx);
 
 /* Whether some label set with samples in [from, to) has label key: 1 or 0, or
- * -EINVAL (NULL s or key) or a translated SQLite error. Stops at the first such
- * sample, so a key in use costs about one row; a key not in use costs a scan of
- * the range's samples (as store__labels). */
+ * -EINVAL (NULL s or key) or a translated SQLite error. Stops at the first block
+ * of such a label set in the plan's spans, so a key in use costs about one row; a
+ * key not in use costs a scan of those spans' block_index rows (as
+ * store__labels). */
 int store__label_key_used(struct store *s, const char *key, int64_t from, int64_t to);
 
 struct store_stats {
-	uint64_t sample_rows; /* rows of samples (a counter kept by triggers) */
+	uint64_t sample_rows; /* (window, label set, stack) entries of raw blocks (kept
+			       * by triggers) */
 	uint64_t batches;     /* batches ever ingested (duplicates excluded) */
 	uint64_t strings;     /* dictionary sizes */
 	uint64_t frames;
@@ -235,9 +243,9 @@ struct store_windows {
  * holds one agent's processes only (agents' windows coincide when their clocks
  * align them alike). Windows stored before migration 004 have no rows and are not
  * counted. Cost: one range read of a table with a row per window and period; with
- * a selection, one seek on samples' primary key per window and selected label
- * set. Returns 0, -EINVAL (NULL argument, bad selection) or a translated SQLite
- * error. */
+ * a selection, one seek on block_index's primary key per window and selected
+ * label set (any tier's block at the window's start counts). Returns 0, -EINVAL
+ * (NULL argument, bad selection) or a translated SQLite error. */
 int store__windows(struct store *s, const struct store_query *q, struct store_windows *out);
 
 /* One bounded step of maintenance at time now (unix seconds), in steps, each in

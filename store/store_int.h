@@ -6,8 +6,8 @@
  * tiers.c, the hooks of the per-connection caches, and the varint and floor_div
  * helpers. The pieces:
  *   open.c      open, close, migrations, statement caches, error translation
- *   ingest.c    batches into raw blocks (and built rollups, for late ones), with
- *               the dictionaries' in-memory caches
+ *   ingest.c    batches into raw blocks (and built rollups, for late ones)
+ *   intern.c    ingest's in-memory caches of dictionary ids (store/intern.h)
  *   read.c      stacks and timelines of a range and selection, labels
  *   windows.c   each stored window's length and period (schema/004_windows.sql)
  *   tiers.c     the tiers' watermarks, the query plan over tiers, adding to a block
@@ -31,53 +31,15 @@
 /* The most bytes one uint64_t takes as a varint. */
 #define VARINT_MAX 10
 
-/* The cached statements: stmt_sql[] in open.c holds their SQL. */
+/* The statements every piece shares: stmt_sql[] in open.c holds their SQL. Each
+ * piece's own statements are in its slots (store_slot_stmt()). */
 enum stmt_id {
 	ST_BEGIN,
 	ST_COMMIT,
 	ST_ROLLBACK,
-	ST_SEEN,
-	ST_STATE,
-	ST_BATCHES_INC,
-	ST_STR_GET,
-	ST_STR_PUT,
-	ST_FRAME_GET,
-	ST_FRAME_PUT,
-	ST_STACK_GET,
-	ST_STACK_PUT,
-	ST_LS_GET,
-	ST_LS_PUT,
-	ST_LSL_PUT,
-	ST_SAMPLE_ADD,
-	ST_INGESTED_PUT,
-	ST_STACK_FRAMES,
-	ST_FRAME_TEXT,
-	ST_RET_SAMPLES,
-	ST_RET_INGESTED,
-	ST_FIRST_WINDOW,
-	ST_MERGE_MOVE,
-	ST_MERGE_DELETE,
-	ST_SET_WATERMARK,
 	ST_STATS,
-	ST_WINDOW_ADD,
-	ST_WINDOW_MERGE,
-	ST_WINDOW_MERGE_DELETE,
-	ST_RET_WINDOWS,
-	ST_WINDOWS_RANGE,
-	ST_WINDOWS_PERIODS,
 	ST_NR,
 };
-
-/* The windows queries (store/windows.c), cached as such without a label
- * selection; with one, windows.c inserts its clause before the tail. */
-#define STORE_WINDOWS_RANGE_SQL                                                                    \
-	"SELECT count(*), min(window_start), max(window_start + seconds), "                        \
-	"count(DISTINCT window_start), min(seconds), max(seconds) FROM windows w "                 \
-	"WHERE window_start >= ?1 AND window_start < ?2"
-#define STORE_WINDOWS_PERIODS_SQL                                                                  \
-	"SELECT period_ns, sat_sum(batches) FROM windows w "                                       \
-	"WHERE window_start >= ?1 AND window_start < ?2"
-#define STORE_WINDOWS_PERIODS_TAIL " GROUP BY period_ns ORDER BY 2 DESC, 1"
 
 /* Statements a module prepares with its own SQL, cached in struct store by slot
  * (store_slot_stmt()): each module numbers its statements from its first slot. */
@@ -110,6 +72,11 @@ struct store {
 void store_intern_free(struct store_intern *in);
 void store_intern_reset(struct store_intern *in);
 void store_read_cache_free(struct store_read_cache *rc);
+
+/* Test hooks of read.c's cache (tests/unit/test_store_read.c): its size in bytes,
+ * and a cap other than the default (made if missing). */
+size_t store_read_cache_bytes(struct store *s);
+int store_read_cache_set_cap(struct store *s, size_t cap);
 
 /* The statement in slot, prepared from sql (a string constant: the same for a
  * slot every call) on first use and cached until store__close(). */
@@ -206,9 +173,6 @@ void store_rollback(struct store *s);
 
 /* Reads one integer from a one-row query (PRAGMA or SELECT). */
 int store_query_int(struct store *s, const char *sql, int64_t *out);
-
-/* Reads the downsampling watermark; *set is false when nothing was merged yet. */
-int store_read_watermark(struct store *s, bool *set, int64_t *wm);
 
 /* Ends a use of a cached statement: resets it and clears its bindings. */
 static inline void store_done(sqlite3_stmt *st)

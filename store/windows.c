@@ -16,6 +16,17 @@
 #include "common/batch.h"
 #include "store/store_int.h"
 
+/* The windows queries, cached as such without a label selection; with one, its
+ * clause goes before the tail. */
+#define STORE_WINDOWS_RANGE_SQL                                                                    \
+	"SELECT count(*), min(window_start), max(window_start + seconds), "                        \
+	"count(DISTINCT window_start), min(seconds), max(seconds) FROM windows w "                 \
+	"WHERE window_start >= ?1 AND window_start < ?2"
+#define STORE_WINDOWS_PERIODS_SQL                                                                  \
+	"SELECT period_ns, sat_sum(batches) FROM windows w "                                       \
+	"WHERE window_start >= ?1 AND window_start < ?2"
+#define STORE_WINDOWS_PERIODS_TAIL " GROUP BY period_ns ORDER BY 2 DESC, 1"
+
 static uint64_t column_u64(sqlite3_stmt *st, int col)
 {
 	int64_t v = sqlite3_column_int64(st, col);

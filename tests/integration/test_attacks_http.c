@@ -599,10 +599,11 @@ static void test_query_amplification(void **state)
 		} else if (r.len > (size_t)AMP_CAP_MB << 20) {
 			fail_msg("%s: %zu bytes past the %d MiB cap", amp_queries[i], r.len,
 				 AMP_CAP_MB);
-		} else if (strstr(amp_queries[i], "pprof")  ? r.len < 16
-			   : strstr(amp_queries[i], "svg")  ? !strstr(r.body, "</svg>")
-			   : strstr(amp_queries[i], "html") ? !strstr(r.body, "</html>")
-							    : r.body[r.len - 1] != '\n') {
+		} else if (strstr(amp_queries[i], "pprof") ? r.len < 16
+			   : strstr(amp_queries[i], "svg") ? !strstr(r.body, "</svg>")
+			   : strstr(amp_queries[i], "html")
+				   ? !strstr(r.body, "</html>")
+				   : (!r.len || r.body[r.len - 1] != '\n')) {
 			fail_msg("%s: answer cut short (%zu bytes)", amp_queries[i], r.len);
 		}
 		free(r.body);

@@ -8,9 +8,7 @@
  * Batches go in through store__ingest(); the rollups and the retention cuts are
  * made here with the store's own primitives (store_block_add, store_set_built_before,
  * store_set_kept_from: store/store_int.h), so these tests read exactly the tier
- * states they set, whatever store__maintain() does. While ingest still writes 004's
- * samples rows, to_blocks() turns them into raw blocks first (with store_block_add,
- * the one way to write a block); once ingest writes blocks, it finds none.
+ * states they set, whatever store__maintain() does.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -30,8 +28,6 @@
 #include "testutil.h"
 
 /* read.c's test hooks */
-size_t store_read_cache_bytes(struct store *s);
-int store_read_cache_set_cap(struct store *s, size_t cap);
 
 #define T0 (INT64_C(1700000000) / 3600 * 3600) /* an hour boundary */
 
@@ -65,49 +61,6 @@ static void ingest(struct store *s, const char *agent, uint64_t seq, int64_t w, 
 	assert_int_equal(store__ingest(s, b, NULL), 0);
 	batch__free(b);
 	batch_builder__free(bb);
-}
-
-/* Interim: 004's samples rows (an ingest that does not write blocks yet) into raw
- * blocks, each (window, label set) one block. */
-static void to_blocks(struct store *s)
-{
-	struct block_entry *e = NULL;
-	int64_t *ws = NULL, *ls = NULL;
-	size_t n = 0, cap = 0, i, j;
-	sqlite3_stmt *st = NULL;
-
-	if (sqlite3_prepare_v2(s->db,
-			       "SELECT window_start, labelset_id, stack_id, value FROM samples "
-			       "ORDER BY 1, 2",
-			       -1, &st, NULL) != SQLITE_OK)
-		return; /* no samples table: ingest writes blocks */
-	while (sqlite3_step(st) == SQLITE_ROW) {
-		if (n == cap) {
-			cap = cap ? 2 * cap : 256;
-			e = realloc(e, cap * sizeof(*e));
-			ws = realloc(ws, cap * sizeof(*ws));
-			ls = realloc(ls, cap * sizeof(*ls));
-			assert_non_null(e);
-			assert_non_null(ws);
-			assert_non_null(ls);
-		}
-		ws[n] = sqlite3_column_int64(st, 0);
-		ls[n] = sqlite3_column_int64(st, 1);
-		e[n].id = (uint32_t)sqlite3_column_int64(st, 2);
-		e[n++].value = sqlite3_column_int64(st, 3);
-	}
-	sqlite3_finalize(st);
-	exec(s, "BEGIN");
-	for (i = 0; i < n; i = j) {
-		for (j = i; j < n && ws[j] == ws[i] && ls[j] == ls[i]; j++)
-			;
-		assert_int_equal(store_block_add(s, TIER_RAW, ws[i], ls[i], e + i, j - i), 0);
-	}
-	exec(s, "DELETE FROM samples");
-	exec(s, "COMMIT");
-	free(e);
-	free(ws);
-	free(ls);
 }
 
 /* Builds tier's buckets (1: minutes from raw, 2: hours from minutes) below before,
@@ -291,7 +244,6 @@ static struct store *fixture(void)
 		if ((w / 10) % 3 == 0)
 			ingest(s, "b", ++seq, w, "db", "2", 2, 2);
 	}
-	to_blocks(s);
 	return s;
 }
 
@@ -470,7 +422,6 @@ static void test_labels(void **state)
 
 	(void)state;
 	ingest(s, "c", 1, T0 + 5 * 3600, "late", "9", 1, 1);
-	to_blocks(s);
 	buf[0] = '\0';
 	assert_int_equal(store__label_values(s, "comm", &q, collect_text, buf), 0);
 	assert_string_equal(buf, "api,db,");
@@ -558,7 +509,6 @@ static void test_cache_cap(void **state)
 		snprintf(pid, sizeof(pid), "%d", i);
 		ingest(s, "a", (uint64_t)i + 1, T0 + 10 * i, pid, pid, 100, 1);
 	}
-	to_blocks(s);
 	assert_int_equal(store_read_cache_bytes(s), 0);
 	assert_int_equal(query(s, T0, T0 + 3600, NULL, &a), 0);
 	assert_int_equal(a.n, 2000);

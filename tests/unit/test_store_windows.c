@@ -22,43 +22,6 @@
 
 #define HZ99 10101010ull /* 1e9 / 99 */
 
-/* Interim, until ingest writes blocks: 004's samples rows into raw blocks, each
- * (window, label set) one block, through store_block_add (the one way to write a
- * block); without a samples table it does nothing. */
-static void to_blocks(struct store *s)
-{
-	struct {
-		int64_t ws, ls;
-		struct block_entry e;
-	} r[64];
-	sqlite3_stmt *st = NULL;
-	size_t n = 0, i, j;
-	struct block_entry e[64];
-
-	if (sqlite3_prepare_v2(s->db,
-			       "SELECT window_start, labelset_id, stack_id, value FROM samples "
-			       "ORDER BY 1, 2",
-			       -1, &st, NULL) != SQLITE_OK)
-		return;
-	while (sqlite3_step(st) == SQLITE_ROW) {
-		assert_true(n < 64);
-		r[n].ws = sqlite3_column_int64(st, 0);
-		r[n].ls = sqlite3_column_int64(st, 1);
-		r[n].e.id = (uint32_t)sqlite3_column_int64(st, 2);
-		r[n++].e.value = sqlite3_column_int64(st, 3);
-	}
-	sqlite3_finalize(st);
-	assert_int_equal(sqlite3_exec(s->db, "BEGIN", NULL, NULL, NULL), SQLITE_OK);
-	for (i = 0; i < n; i = j) {
-		size_t k = 0;
-
-		for (j = i; j < n && r[j].ws == r[i].ws && r[j].ls == r[i].ls; j++)
-			e[k++] = r[j].e;
-		assert_int_equal(store_block_add(s, TIER_RAW, r[i].ws, r[i].ls, e, k), 0);
-	}
-	assert_int_equal(sqlite3_exec(s->db, "DELETE FROM samples; COMMIT", NULL, NULL, NULL),
-			 SQLITE_OK);
-}
 #define HZ49 20408163ull /* 1e9 / 49 */
 
 static void ingest_one(struct store *s, const char *agent, uint64_t seq, int64_t window,
@@ -77,7 +40,6 @@ static void ingest_one(struct store *s, const char *agent, uint64_t seq, int64_t
 	assert_int_equal(batch_builder__finish(bb, seq, window, seconds, period, &b), 0);
 	assert_int_equal(store__ingest(s, b, &dup), 0);
 	assert_false(dup);
-	to_blocks(s);
 	batch__free(b);
 	batch_builder__free(bb);
 }
@@ -96,7 +58,6 @@ static void ingest_comm(struct store *s, const char *agent, uint64_t seq, int64_
 	assert_int_equal(batch_builder__add(bb, keys, values, 2, stack, 4), 0);
 	assert_int_equal(batch_builder__finish(bb, seq, window, 10, period, &b), 0);
 	assert_int_equal(store__ingest(s, b, NULL), 0);
-	to_blocks(s);
 	batch__free(b);
 	batch_builder__free(bb);
 }
