@@ -893,7 +893,7 @@ static void test_maintain(void **state)
 		      st1.built_before[2]);
 	assert_int_equal(st1.sample_rows, st0.sample_rows); /* no retention due */
 	assert_int_equal(st1.blocks[0], st0.blocks[0]);
-	assert_true(st1.blocks[1] > 0 && st1.blocks[1] <= 37 * NLS); /* 10000..12190: 37 min */
+	assert_true(st1.blocks[1] > 0 && st1.blocks[1] <= 38 * NLS); /* minutes 9960..12180 */
 	assert_true(st1.blocks[2] > 0 && st1.blocks[2] <= 2 * NLS);
 	assert_true(st1.built_before[1] >= 12240);
 	assert_true(st1.built_before[2] >= 14400);
@@ -1391,11 +1391,11 @@ static void test_maintain_steps_independent(void **state)
 {
 	struct fixture *fx = *state;
 	struct store_options o = { .raw_retention_seconds = 600 };
-	struct store_stats st;
+	struct store_stats st = { 0 };
 	struct batch *b;
 	struct store *s;
 	bool dup, more;
-	int i, err;
+	int i, err, failed;
 
 	s = open_backend(fx, &o);
 	for (i = 0; i < 20; i++) { /* 10000, 10100, ... 11900: each in its own minute */
@@ -1405,14 +1405,23 @@ static void test_maintain_steps_independent(void **state)
 	}
 	sql_exec(fx_path(fx), "CREATE TRIGGER planted BEFORE UPDATE OF kept_from_0 ON state "
 			      "BEGIN SELECT RAISE(ABORT, 'planted failure'); END");
-	/* now 12500: raw windows below 11900 expire (19), every minute is due */
-	do {
+	/* now 12500: raw windows below 11900 expire (19), every minute is due. Each
+	 * call fails at retention once something is built to delete above; the rollups
+	 * go on regardless. */
+	for (i = 0, failed = 0; i < 1000 && (st.blocks[1] < 20 || failed < 2); i++) {
 		err = store__maintain(s, 12500, 0, &more);
-		if (err != -EINVAL || !strstr(store__errmsg(s), "planted failure"))
-			fail_msg("maintain: expected -EINVAL and the planted failure, got %d (%s)",
+		if (err == -EINVAL && strstr(store__errmsg(s), "planted failure"))
+			failed++;
+		else if (err)
+			fail_msg("maintain: expected 0 or -EINVAL with the planted failure, got %d "
+				 "(%s)",
 				 err, store__errmsg(s));
 		assert_int_equal(store__stats(s, &st), 0);
-	} while (st.built_before[1] < 11960 && st.blocks[1] < 20);
+	}
+	if (failed < 2 || st.blocks[1] != 20)
+		fail_msg("after %d calls: %d failed at the planted trigger, %" PRIu64
+			 " minute blocks (expected 20)",
+			 i, failed, st.blocks[1]);
 	assert_int_equal(st.blocks[0], 20);
 	assert_int_equal(st.blocks[1], 20);
 	assert_true(st.kept_from[0] == INT64_MIN);
@@ -2122,7 +2131,7 @@ static void test_retention_tiers(void **state)
 		fail_msg("kept_from %" PRId64 ", %" PRId64 ", %" PRId64
 			 ": each tier should be cut inside the data, at or below its retention",
 			 st.kept_from[0], st.kept_from[1], st.kept_from[2]);
-	assert_true(st.kept_from[0] < TIER_END - 3000); /* raw windows remain */
+	assert_true(st.kept_from[0] < TIER_END - 10); /* raw windows remain */
 	r = retained_tuples(t, n, &st);
 	assert_true(check_ranges(s, r, n, NULL, NULL, 0) > 50);
 	check_ranges_selected(s, r, n);
@@ -2146,8 +2155,8 @@ static void test_retention_tiers(void **state)
 	assert_int_equal(st.blocks[0] + st.blocks[1] + st.blocks[2], 0);
 	assert_int_equal(st.sample_rows, 0);
 	memset(&g, 0, sizeof(g));
-	q.from = INT64_MIN / 4;
-	q.to = INT64_MAX / 4;
+	q.from = 0;
+	q.to = INT64_MAX;
 	assert_int_equal(store__query_stacks(s, &q, collect, &g), 0);
 	assert_int_equal(g.calls, 0);
 	close_checked(s);
