@@ -895,10 +895,12 @@ static void test_maintain(void **state)
 	assert_int_equal(st1.blocks[0], st0.blocks[0]);
 	assert_true(st1.blocks[1] > 0 && st1.blocks[1] <= 38 * NLS); /* minutes 9960..12180 */
 	assert_true(st1.blocks[2] > 0 && st1.blocks[2] <= 2 * NLS);
-	assert_true(st1.built_before[1] >= 12240);
-	assert_true(st1.built_before[2] >= 14400);
+	if (st1.built_before[1] < 12240 || st1.built_before[2] < 14400)
+		fail_msg("at %" PRId64 " every minute up to 12240 and the hours up to 14400 are "
+			 "due, built before %" PRId64 " (minute), %" PRId64 " (hour)",
+			 built_at, st1.built_before[1], st1.built_before[2]);
 	for (int i = 0; i < 3; i++)
-		assert_true(st1.kept_from[i] == INT64_MIN);
+		assert_true(st1.kept_from[i] <= 10000); /* nothing of the data cut */
 	check_query(s, t, n, &q);
 	q.from = 10805; /* inside hour 10800, inside a minute */
 	q.to = 12185;
@@ -952,9 +954,10 @@ static void test_maintain(void **state)
  * label set are stored: an entry is a delta-coded stack id and a value, 2 to 4
  * bytes before zstd (store/block.h), and the block of ~75 entries of each window
  * and label set adds its block_index row and page slack, about 1 byte an entry.
- * The row-per-stack store took about 20 bytes; the issue's goal is 4 with the
- * dictionaries, measured on realistic data by bench/store_bench. */
-#define SAMPLE_ROW_MAX_BYTES 8
+ * The row-per-stack store took about 20 bytes; the block store about 2.5 here,
+ * so the issue's goal (4 bytes with the dictionaries, measured on realistic data
+ * by bench/store_bench) is the bound. */
+#define SAMPLE_ROW_MAX_BYTES 4
 
 /* What the store must hold after test_size's ingests, counted here. */
 struct size_seen {
@@ -1359,6 +1362,11 @@ static void test_count_overflow(void **state)
 	while (more)
 		assert_int_equal(store__maintain(s, 3600 + 1000, 0, &more), 0);
 	assert_int_equal(store__stats(s, &st), 0);
+	if (st.blocks[0] != 3 || st.blocks[1] != 1 || st.blocks[2] != 1)
+		fail_msg("rollups at 4600: blocks %" PRIu64 " raw, %" PRIu64 " minute, %" PRIu64
+			 " hour (expected 3, 1, 1); built before %" PRId64 ", %" PRId64,
+			 st.blocks[0], st.blocks[1], st.blocks[2], st.built_before[1],
+			 st.built_before[2]);
 	assert_int_equal(st.blocks[0], 3);
 	assert_int_equal(st.blocks[1], 1);
 	assert_int_equal(st.blocks[2], 1);
@@ -2018,7 +2026,7 @@ static void test_tier_edges(void **state)
 			 " (hour), blocks %" PRIu64 " / %" PRIu64 " / %" PRIu64,
 			 st.built_before[1], st.built_before[2], st.blocks[0], st.blocks[1],
 			 st.blocks[2]);
-	assert_true(st.kept_from[0] == INT64_MIN);
+	assert_true(st.kept_from[0] <= TIER_T0); /* nothing of the data cut */
 	assert_true(check_ranges(s, t, n, NULL, NULL, 0) > 100);
 	check_ranges_selected(s, t, n);
 	close_checked(s);
@@ -2152,7 +2160,12 @@ static void test_retention_tiers(void **state)
 
 	/* everything past every retention */
 	maintain_all(s, TIER_END + 10800 + 7200, 300, &st);
-	assert_int_equal(st.blocks[0] + st.blocks[1] + st.blocks[2], 0);
+	if (st.blocks[0] + st.blocks[1] + st.blocks[2])
+		fail_msg("past every retention, blocks remain: %" PRIu64 " raw, %" PRIu64
+			 " minute, %" PRIu64 " hour; kept from %" PRId64 ", %" PRId64 ", %" PRId64
+			 "; built before %" PRId64 ", %" PRId64,
+			 st.blocks[0], st.blocks[1], st.blocks[2], st.kept_from[0], st.kept_from[1],
+			 st.kept_from[2], st.built_before[1], st.built_before[2]);
 	assert_int_equal(st.sample_rows, 0);
 	memset(&g, 0, sizeof(g));
 	q.from = 0;
