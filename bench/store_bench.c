@@ -759,7 +759,8 @@ int main(int argc, char **argv)
 	if (store__open(nf, NULL, &s))
 		die("open", nf);
 	peer_open(&p, pf, false);
-	flame_figures("flame graph 1 h 100 hosts", s, &p, GEN_T0, GEN_T0 + (int64_t)fleet_w * 10);
+	flame_figures(quick ? "flame graph 10 min 100 hosts" : "flame graph 1 h 100 hosts", s, &p,
+		      GEN_T0, GEN_T0 + (int64_t)fleet_w * 10);
 	rate("fleet ingest, decode + store (one core)", &ff);
 	store__close(s);
 	peer_close(&p);
