@@ -936,7 +936,9 @@ static void test_maintain(void **state)
 	if (fx->file) {
 		s = open_backend(fx, NULL);
 		assert_int_equal(store__stats(s, &st0), 0);
-		assert_int_equal(st0.sample_rows, 1);
+		/* the window is below every cut: stored in a raw block or not, as the
+		 * backend does with a window it would delete at once */
+		assert_true(st0.sample_rows <= 1);
 		for (int i = 0; i < 3; i++)
 			assert_true(st0.kept_from[i] == st1.kept_from[i]);
 		assert_true(st0.built_before[1] == st1.built_before[1]);
