@@ -132,6 +132,7 @@ bench: deps
 	$(Q)bash bench/unwind_overhead.sh
 	$(Q)$(BUILD)/bench/ingest_bench 360 /tmp
 	$(Q)$(BUILD)/bench/block_bench
+	$(Q)$(BUILD)/bench/store_bench full /tmp
 	$(Q)$(BUILD)/bench/soak 600 200 198 /tmp
 	$(Q)UP_QUERIES=1 bash bench/up_rss.sh 540 up
 
