@@ -129,6 +129,20 @@ int store__check(struct store *s)
 
 /* ---- rollups ------------------------------------------------------------- */
 
+/* Steps st, a bound "SELECT min(...)", and reads its answer: 1 (*out set), 0 (no
+ * row matched: NULL) or -errno. */
+static int step_min(struct store *s, sqlite3_stmt *st, int64_t *out)
+{
+	int err = store_step(s, st);
+
+	if (err == 1) {
+		err = sqlite3_column_type(st, 0) != SQLITE_NULL;
+		*out = sqlite3_column_int64(st, 0);
+	}
+	store_done(st);
+	return err;
+}
+
 /* The smallest start of tier's blocks in [from, to): 1 (*out set), 0 (none) or
  * -errno. */
 static int first_start(struct store *s, int tier, int64_t from, int64_t to, int64_t *out)
@@ -145,13 +159,7 @@ static int first_start(struct store *s, int tier, int64_t from, int64_t to, int6
 	sqlite3_bind_int(st, 1, tier);
 	sqlite3_bind_int64(st, 2, from);
 	sqlite3_bind_int64(st, 3, to);
-	err = store_step(s, st);
-	if (err == 1) {
-		err = sqlite3_column_type(st, 0) != SQLITE_NULL;
-		*out = sqlite3_column_int64(st, 0);
-	}
-	store_done(st);
-	return err;
+	return step_min(s, st, out);
 }
 
 /* One label set's merge of a bucket's blocks. */
@@ -362,13 +370,7 @@ static int first_window(struct store *s, int64_t from, int64_t to, int64_t *out)
 		return err;
 	sqlite3_bind_int64(st, 1, from);
 	sqlite3_bind_int64(st, 2, to);
-	err = store_step(s, st);
-	if (err == 1) {
-		err = sqlite3_column_type(st, 0) != SQLITE_NULL;
-		*out = sqlite3_column_int64(st, 0);
-	}
-	store_done(st);
-	return err;
+	return step_min(s, st, out);
 }
 
 /* Deletes at most limit blocks of tier starting below cut; *n gets how many. */
