@@ -1,13 +1,19 @@
 /* Flame trees (see flame.h): stacks merged frame by frame into a tree whose nodes
  * carry self and total sample counts for two sides. Each node is a public struct
- * flame_node wrapped in a private struct node that adds a uthash table of its
- * children, keyed by the frame's kind byte followed by its text (so an add costs
- * one hash lookup per frame, whatever the fan-out), and the capacity of the
- * children array. At function granularity a Python frame's key is its text without
- * the line ("q (f.py)"), and the line goes to the node's breakdown: an array sorted
- * by line, found by binary search; a Python node is allocated with room for one
- * line inline (most functions run at one or a few lines), and an array is
- * allocated only when a second line appears. A run of equal placeholder frames
+ * flame_node wrapped in a private struct node that adds its key (the frame's kind
+ * byte followed by its text) and capacities. A day of a busy host is half a million
+ * nodes, so the tree is built for that:
+ * - every node, name, children array and line breakdown comes from the tree's
+ *   arena (chunks of ARENA_CHUNK bytes), so flame__free frees a few chunks instead
+ *   of walking half a million nodes; a grown array leaves its old copy in the arena
+ *   (geometric growth: at most as much again);
+ * - a child is found through one open-addressing table for the whole tree, keyed
+ *   by (parent, key) with the hash kept in the slot, so an add costs one probe per
+ *   frame, mostly one cache miss, whatever the fan-out.
+ * At function granularity a Python frame's key is its text without the line
+ * ("q (f.py)"), and the line goes to the node's breakdown: an array sorted by line,
+ * found by binary search; a Python node is allocated with room for one line inline
+ * (most functions run at one or a few lines). A run of equal placeholder frames
  * ("[unknown]" x 128) takes one node, whose repeat remembers the longest run.
  * flame__add_frames resolves the whole path (nodes and line slots) first and only
  * then adds the counts, so a failed add (-ENOMEM) never leaves partial totals
@@ -21,8 +27,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* A failed table allocation leaves the element out instead of exiting; child_get
- * notices by looking the element up again. */
+/* A failed table allocation leaves the element out instead of exiting (flame__top
+ * notices by looking the element up again). */
 #define HASH_NONFATAL_OOM 1
 #include <uthash.h>
 
@@ -30,24 +36,39 @@
 #include "query/flame.h"
 
 struct node {
-	struct flame_node n; /* first: a flame_node pointer is a node pointer */
-	struct node *kids;   /* uthash head of the children, keyed by kind byte + name */
-	UT_hash_handle hh;   /* entry in the parent's kids */
-	uint32_t cap;	     /* allocated length of n.children */
-	uint32_t klen;	     /* key length: kind byte + text */
-	uint32_t linecap;    /* allocated length of n.lines (1: the inline one) */
+	struct flame_node n;		 /* first: a flame_node pointer is a node pointer */
+	uint32_t cap;			 /* allocated length of n.children */
+	uint32_t klen;			 /* key length: kind byte + text */
+	uint32_t linecap;		 /* allocated length of n.lines (1: the inline one) */
 	struct flame_line inline_line[]; /* function granularity, Python: n.lines at first */
 };
 
-/* Children are found by a linear scan up to this many, by the kids hash table
- * beyond: most nodes of a stack trie have one child, and a uthash table costs
- * about 600 bytes. */
-#define SMALL_FANOUT 8
+/* Arena chunk size: big enough that a day's half a million nodes take a few
+ * hundred chunks, small enough that a one-stack tree stays cheap. */
+#define ARENA_CHUNK (256 * 1024)
+
+struct chunk {
+	struct chunk *next;
+	size_t used, size;
+	_Alignas(16) char data[];
+};
+
+/* One slot of the child table: a node and the hash of (its parent, its key). */
+struct slot {
+	uint64_t hash;
+	struct node *nd;
+};
+
+/* The child table starts at this many slots and doubles at half full. */
+#define TABLE_MIN 1024
 
 struct flame {
 	enum flame_granularity gran;
 	struct node *root;
 	size_t size;	      /* nodes, root included */
+	struct chunk *arena;  /* newest chunk first */
+	struct slot *table;   /* children of every node (the root's parent is none) */
+	size_t tcap;	      /* slots, a power of two */
 	struct node **path;   /* scratch for flame__add_frames: FLAME_MAX_DEPTH + 1 entries */
 	uint32_t *runs;	      /* scratch: path[d] stands for runs[d] equal frames */
 	uint32_t *lineidx;    /* scratch: path[d]'s line entry, UINT32_MAX for none */
@@ -56,20 +77,93 @@ struct flame {
 	size_t keycap;
 };
 
+/* size bytes, 16-aligned, from f's arena; NULL when out of memory. */
+static void *arena_alloc(struct flame *f, size_t size)
+{
+	struct chunk *c = f->arena;
+	size_t want;
+
+	size = (size + 15) & ~(size_t)15;
+	if (!c || c->size - c->used < size) {
+		want = size > ARENA_CHUNK ? size : ARENA_CHUNK;
+		c = malloc(sizeof(*c) + want);
+		if (!c)
+			return NULL;
+		c->size = want;
+		c->used = 0;
+		/* a big one-off block goes behind the current chunk, which keeps its room */
+		if (f->arena && want > ARENA_CHUNK) {
+			c->next = f->arena->next;
+			f->arena->next = c;
+		} else {
+			c->next = f->arena;
+			f->arena = c;
+		}
+	}
+	c->used += size;
+	return c->data + c->used - size;
+}
+
+/* The hash of a key below a parent (64-bit multiply-xorshift over 8-byte words). */
+static uint64_t key_hash(const struct node *parent, const char *key, size_t klen)
+{
+	const uint64_t m = 0x9e3779b97f4a7c15ULL;
+	uint64_t h = (uint64_t)(uintptr_t)parent * m ^ klen, w;
+	size_t i = 0;
+
+	for (; i + 8 <= klen; i += 8) {
+		memcpy(&w, key + i, 8);
+		h = (h ^ w) * m;
+		h ^= h >> 29;
+	}
+	if (i < klen) {
+		w = 0;
+		memcpy(&w, key + i, klen - i);
+		h = (h ^ w) * m;
+		h ^= h >> 29;
+	}
+	h *= m;
+	return h ^ (h >> 32);
+}
+
+/* Doubles the child table (or makes it). Returns 0 or -ENOMEM (table unchanged). */
+static int table_grow(struct flame *f)
+{
+	size_t cap = f->tcap ? f->tcap * 2 : TABLE_MIN, i, j;
+	struct slot *t;
+
+	if (cap > SIZE_MAX / sizeof(*t))
+		return -ENOMEM;
+	t = calloc(cap, sizeof(*t));
+	if (!t)
+		return -ENOMEM;
+	for (i = 0; i < f->tcap; i++) {
+		if (!f->table[i].nd)
+			continue;
+		for (j = f->table[i].hash & (cap - 1); t[j].nd; j = (j + 1) & (cap - 1))
+			;
+		t[j] = f->table[i];
+	}
+	free(f->table);
+	f->table = t;
+	f->tcap = cap;
+	return 0;
+}
+
 /* A node for the frame whose key (kind byte + text, klen bytes) is key; its frame
  * is fr with the strings moved into the node's own copy of the text. inline_line:
  * room for one line of the breakdown. */
-static struct node *node_new(const char *key, size_t klen, const struct frame *fr,
+static struct node *node_new(struct flame *f, const char *key, size_t klen, const struct frame *fr,
 			     struct node *parent, bool inline_line)
 {
-	struct node *nd = calloc(1, sizeof(*nd) + (inline_line ? sizeof(struct flame_line) : 0));
-	char *copy = malloc(klen + 1);
+	size_t size = sizeof(struct node) + (inline_line ? sizeof(struct flame_line) : 0);
+	struct node *nd = arena_alloc(f, size + klen + 1);
+	char *copy;
 
-	if (!nd || !copy) {
-		free(nd);
-		free(copy);
+	if (!nd)
 		return NULL;
-	}
+	memset(nd, 0, size);
+	copy = (char *)nd + size;
 	memcpy(copy, key, klen);
 	copy[klen] = '\0';
 	nd->n.name = copy + 1;
@@ -87,23 +181,6 @@ static struct node *node_new(const char *key, size_t klen, const struct frame *f
 	return nd;
 }
 
-/* Depth is bounded by FLAME_MAX_DEPTH, so recursion is safe. */
-static void node_free(struct node *nd)
-{
-	uint32_t i;
-
-	if (!nd)
-		return;
-	HASH_CLEAR(hh, nd->kids);
-	for (i = 0; i < nd->n.nchildren; i++)
-		node_free((struct node *)nd->n.children[i]);
-	free(nd->n.children);
-	if (nd->n.lines != nd->inline_line)
-		free(nd->n.lines);
-	free((char *)nd->n.name - 1); /* the key's kind byte comes first */
-	free(nd);
-}
-
 int flame__new(struct flame **out)
 {
 	return flame__new_granular(out, FLAME_BY_LINE);
@@ -114,7 +191,6 @@ int flame__new_granular(struct flame **out, enum flame_granularity g)
 	static const char root_key[] = { FLAME_ROOT, 'a', 'l', 'l' };
 	struct flame *f = calloc(1, sizeof(*f));
 	struct frame root;
-	int err = -ENOMEM;
 
 	if (!f)
 		return -ENOMEM;
@@ -123,11 +199,11 @@ int flame__new_granular(struct flame **out, enum flame_granularity g)
 	f->runs = calloc(FLAME_MAX_DEPTH + 1, sizeof(*f->runs));
 	f->lineidx = calloc(FLAME_MAX_DEPTH + 1, sizeof(*f->lineidx));
 	f->frames = calloc(FLAME_MAX_DEPTH, sizeof(*f->frames));
-	if (!f->path || !f->runs || !f->lineidx || !f->frames)
+	if (!f->path || !f->runs || !f->lineidx || !f->frames || table_grow(f))
 		goto out_free;
 	root = frame_make(FRAME_NATIVE, "all", NULL, 0);
 	root.kind = FLAME_ROOT;
-	f->root = node_new(root_key, sizeof(root_key), &root, NULL, false);
+	f->root = node_new(f, root_key, sizeof(root_key), &root, NULL, false);
 	if (!f->root)
 		goto out_free;
 	f->size = 1;
@@ -135,19 +211,21 @@ int flame__new_granular(struct flame **out, enum flame_granularity g)
 	return 0;
 
 out_free:
-	free(f->frames);
-	free(f->lineidx);
-	free(f->runs);
-	free(f->path);
-	free(f);
-	return err;
+	flame__free(f);
+	return -ENOMEM;
 }
 
 void flame__free(struct flame *f)
 {
+	struct chunk *c, *next;
+
 	if (!f)
 		return;
-	node_free(f->root);
+	for (c = f->arena; c; c = next) {
+		next = c->next;
+		free(c);
+	}
+	free(f->table);
 	free(f->path);
 	free(f->runs);
 	free(f->lineidx);
@@ -168,9 +246,9 @@ static int child_get(struct flame *f, struct node *parent, const struct frame *f
 {
 	struct frame fn = *frame;
 	const struct frame *fr = frame;
-	struct node *kid, *found;
-	size_t len, klen;
-	uint32_t i;
+	struct node *kid;
+	size_t len, klen, i, mask;
+	uint64_t h;
 	int err;
 
 	if (by_function(f, frame)) {
@@ -185,19 +263,14 @@ static int child_get(struct flame *f, struct node *parent, const struct frame *f
 		return err;
 	f->key[0] = (char)fr->kind;
 	frame_format(fr, f->key + 1, len + 1);
-	if (parent->kids) {
-		HASH_FIND(hh, parent->kids, f->key, klen, kid);
-		if (kid) {
+	h = key_hash(parent, f->key, klen);
+	mask = f->tcap - 1;
+	for (i = h & mask; f->table[i].nd; i = (i + 1) & mask) {
+		kid = f->table[i].nd;
+		if (f->table[i].hash == h && kid->n.parent == &parent->n && kid->klen == klen &&
+		    memcmp(kid->n.name - 1, f->key, klen) == 0) {
 			*out = kid;
 			return 0;
-		}
-	} else {
-		for (i = 0; i < parent->n.nchildren; i++) {
-			kid = (struct node *)parent->n.children[i];
-			if (kid->klen == klen && memcmp(kid->n.name - 1, f->key, klen) == 0) {
-				*out = kid;
-				return 0;
-			}
 		}
 	}
 	if (parent->n.nchildren == parent->cap) {
@@ -206,30 +279,27 @@ static int child_get(struct flame *f, struct node *parent, const struct frame *f
 
 		if (cap >= UINT32_MAX / 2)
 			return -ENOMEM;
-		p = reallocarray(parent->n.children, cap, sizeof(*parent->n.children));
+		p = arena_alloc(f, cap * sizeof(*parent->n.children));
 		if (!p)
 			return -ENOMEM;
+		if (parent->n.nchildren)
+			memcpy(p, parent->n.children,
+			       parent->n.nchildren * sizeof(*parent->n.children));
 		parent->n.children = p;
 		parent->cap = (uint32_t)cap;
 	}
-	kid = node_new(f->key, klen, fr, parent, by_function(f, frame));
+	if ((f->size + 1) * 2 > f->tcap) {
+		err = table_grow(f);
+		if (err)
+			return err;
+		mask = f->tcap - 1;
+		for (i = h & mask; f->table[i].nd; i = (i + 1) & mask)
+			;
+	}
+	kid = node_new(f, f->key, klen, fr, parent, by_function(f, frame));
 	if (!kid)
 		return -ENOMEM;
-	/* Past SMALL_FANOUT children, every child goes into the table; the keys are
-	 * the nodes' own copies, valid as long as the nodes. */
-	for (i = parent->kids ? parent->n.nchildren : 0;
-	     parent->n.nchildren >= SMALL_FANOUT && i <= parent->n.nchildren; i++) {
-		struct node *k =
-			i < parent->n.nchildren ? (struct node *)parent->n.children[i] : kid;
-
-		HASH_ADD_KEYPTR(hh, parent->kids, k->n.name - 1, k->klen, k);
-		HASH_FIND(hh, parent->kids, k->n.name - 1, k->klen, found);
-		if (found != k) {
-			HASH_CLEAR(hh, parent->kids);
-			node_free(kid);
-			return -ENOMEM;
-		}
-	}
+	f->table[i] = (struct slot){ .hash = h, .nd = kid };
 	parent->n.children[parent->n.nchildren++] = &kid->n;
 	f->size++;
 	*out = kid;
@@ -249,7 +319,7 @@ static uint64_t sat_add(uint64_t a, uint64_t b)
 }
 
 /* The index of line in nd's breakdown, a zeroed entry inserted when new. */
-static int line_slot(struct node *nd, uint32_t line, uint32_t *idx)
+static int line_slot(struct flame *f, struct node *nd, uint32_t line, uint32_t *idx)
 {
 	struct flame_line *l = nd->n.lines;
 	uint32_t lo = 0, hi = nd->n.nlines, mid;
@@ -270,15 +340,10 @@ static int line_slot(struct node *nd, uint32_t line, uint32_t *idx)
 
 		if (cap >= UINT32_MAX / 2)
 			return -ENOMEM;
-		if (l == nd->inline_line) {
-			l = malloc(cap * sizeof(*l));
-			if (l && nd->n.nlines)
-				memcpy(l, nd->inline_line, sizeof(*l) * nd->n.nlines);
-		} else {
-			l = reallocarray(l, cap, sizeof(*l));
-		}
+		l = arena_alloc(f, cap * sizeof(*l));
 		if (!l)
 			return -ENOMEM;
+		memcpy(l, nd->n.lines, sizeof(*l) * nd->n.nlines);
 		nd->n.lines = l;
 		nd->linecap = (uint32_t)cap;
 	}
@@ -319,7 +384,7 @@ int flame__add_frames(struct flame *f, const struct frame *frames, size_t n, uin
 		f->runs[depth] = 1;
 		f->lineidx[depth] = UINT32_MAX;
 		if (by_function(f, &frames[i]) && frames[i].line != FRAME_NO_LINE) {
-			err = line_slot(cur, frames[i].line, &f->lineidx[depth]);
+			err = line_slot(f, cur, frames[i].line, &f->lineidx[depth]);
 			if (err)
 				return err;
 		}
