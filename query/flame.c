@@ -7,9 +7,12 @@
  *   arena (chunks of ARENA_CHUNK bytes), so flame__free frees a few chunks instead
  *   of walking half a million nodes; a grown array leaves its old copy in the arena
  *   (geometric growth: at most as much again);
- * - a child is found through one open-addressing table for the whole tree, keyed
- *   by (parent, key) with the hash kept in the slot, so an add costs one probe per
- *   frame, mostly one cache miss, whatever the fan-out.
+ * - an only child is compared directly, and the children of nodes with two or more
+ *   are found through one open-addressing table for the whole tree, keyed by
+ *   (parent, key) with the hash kept in the slot: one probe per frame, whatever
+ *   the fan-out, and none at all below a new node (most of a stack trie is chains);
+ * - flame__add_frames first tries the last add's node at the same depth (stacks
+ *   of a process share their outer frames), comparing frame fields, not text.
  * At function granularity a Python frame's key is its text without the line
  * ("q (f.py)"), and the line goes to the node's breakdown: an array sorted by line,
  * found by binary search; a Python node is allocated with room for one line inline
@@ -69,7 +72,9 @@ struct flame {
 	struct chunk *arena;  /* newest chunk first */
 	struct slot *table;   /* children of every node (the root's parent is none) */
 	size_t tcap;	      /* slots, a power of two */
-	struct node **path;   /* scratch for flame__add_frames: FLAME_MAX_DEPTH + 1 entries */
+	size_t tused;	      /* nodes in the table */
+	struct node **path;   /* flame__add_frames: the last add's path, FLAME_MAX_DEPTH + 1 */
+	size_t pdepth;	      /* entries of path the last add filled (root excluded) */
 	uint32_t *runs;	      /* scratch: path[d] stands for runs[d] equal frames */
 	uint32_t *lineidx;    /* scratch: path[d]'s line entry, UINT32_MAX for none */
 	struct frame *frames; /* scratch for flame__add: FLAME_MAX_DEPTH entries */
@@ -148,6 +153,18 @@ static int table_grow(struct flame *f)
 	f->table = t;
 	f->tcap = cap;
 	return 0;
+}
+
+/* Puts nd into the child table, which has room. */
+static void table_put(struct flame *f, struct node *nd)
+{
+	uint64_t h = key_hash((struct node *)nd->n.parent, nd->n.name - 1, nd->klen);
+	size_t i;
+
+	for (i = h & (f->tcap - 1); f->table[i].nd; i = (i + 1) & (f->tcap - 1))
+		;
+	f->table[i] = (struct slot){ .hash = h, .nd = nd };
+	f->tused++;
 }
 
 /* A node for the frame whose key (kind byte + text, klen bytes) is key; its frame
@@ -240,6 +257,18 @@ static bool by_function(const struct flame *f, const struct frame *fr)
 	return f->gran == FLAME_BY_FUNCTION && fr->kind == FRAME_PYTHON;
 }
 
+/* Whether node nd is frame fr (a frame the node was made from would be), comparing
+ * fields, not text: equal fields make equal keys. */
+static bool node_is(const struct flame *f, const struct node *nd, const struct frame *fr)
+{
+	const struct frame *k = &nd->n.frame;
+
+	return k->kind == fr->kind && k->name_len == fr->name_len && k->file_len == fr->file_len &&
+	       (k->line == fr->line || by_function(f, fr)) &&
+	       memcmp(k->name, fr->name, fr->name_len) == 0 &&
+	       (!fr->file_len || memcmp(k->file, fr->file, fr->file_len) == 0);
+}
+
 /* The child of parent for frame fr, created if new. */
 static int child_get(struct flame *f, struct node *parent, const struct frame *frame,
 		     struct node **out)
@@ -247,7 +276,7 @@ static int child_get(struct flame *f, struct node *parent, const struct frame *f
 	struct frame fn = *frame;
 	const struct frame *fr = frame;
 	struct node *kid;
-	size_t len, klen, i, mask;
+	size_t len, klen, i;
 	uint64_t h;
 	int err;
 
@@ -263,14 +292,21 @@ static int child_get(struct flame *f, struct node *parent, const struct frame *f
 		return err;
 	f->key[0] = (char)fr->kind;
 	frame_format(fr, f->key + 1, len + 1);
-	h = key_hash(parent, f->key, klen);
-	mask = f->tcap - 1;
-	for (i = h & mask; f->table[i].nd; i = (i + 1) & mask) {
-		kid = f->table[i].nd;
-		if (f->table[i].hash == h && kid->n.parent == &parent->n && kid->klen == klen &&
-		    memcmp(kid->n.name - 1, f->key, klen) == 0) {
+	if (parent->n.nchildren == 1) {
+		kid = (struct node *)parent->n.children[0];
+		if (kid->klen == klen && memcmp(kid->n.name - 1, f->key, klen) == 0) {
 			*out = kid;
 			return 0;
+		}
+	} else if (parent->n.nchildren > 1) {
+		h = key_hash(parent, f->key, klen);
+		for (i = h & (f->tcap - 1); f->table[i].nd; i = (i + 1) & (f->tcap - 1)) {
+			kid = f->table[i].nd;
+			if (f->table[i].hash == h && kid->n.parent == &parent->n &&
+			    kid->klen == klen && memcmp(kid->n.name - 1, f->key, klen) == 0) {
+				*out = kid;
+				return 0;
+			}
 		}
 	}
 	if (parent->n.nchildren == parent->cap) {
@@ -288,18 +324,18 @@ static int child_get(struct flame *f, struct node *parent, const struct frame *f
 		parent->n.children = p;
 		parent->cap = (uint32_t)cap;
 	}
-	if ((f->size + 1) * 2 > f->tcap) {
+	if (parent->n.nchildren && (f->tused + 2) * 2 > f->tcap) {
 		err = table_grow(f);
 		if (err)
 			return err;
-		mask = f->tcap - 1;
-		for (i = h & mask; f->table[i].nd; i = (i + 1) & mask)
-			;
 	}
 	kid = node_new(f, f->key, klen, fr, parent, by_function(f, frame));
 	if (!kid)
 		return -ENOMEM;
-	f->table[i] = (struct slot){ .hash = h, .nd = kid };
+	if (parent->n.nchildren == 1) /* a second child: both go into the table */
+		table_put(f, (struct node *)parent->n.children[0]);
+	if (parent->n.nchildren)
+		table_put(f, kid);
 	parent->n.children[parent->n.nchildren++] = &kid->n;
 	f->size++;
 	*out = kid;
@@ -377,9 +413,17 @@ int flame__add_frames(struct flame *f, const struct frame *frames, size_t n, uin
 			f->runs[depth]++; /* frames[0] is the process, never merged */
 			continue;
 		}
-		err = child_get(f, cur, &frames[i], &cur);
-		if (err)
-			return err;
+		/* Stacks of a process share their outer frames: the last add's node at
+		 * this depth, still in cache, is most often the one. */
+		if (depth < f->pdepth && f->path[depth + 1]->n.parent == &cur->n &&
+		    node_is(f, f->path[depth + 1], &frames[i])) {
+			cur = f->path[depth + 1];
+		} else {
+			f->pdepth = depth; /* path beyond is being replaced */
+			err = child_get(f, cur, &frames[i], &cur);
+			if (err)
+				return err;
+		}
 		f->path[++depth] = cur;
 		f->runs[depth] = 1;
 		f->lineidx[depth] = UINT32_MAX;
@@ -389,6 +433,7 @@ int flame__add_frames(struct flame *f, const struct frame *frames, size_t n, uin
 				return err;
 		}
 	}
+	f->pdepth = depth;
 	f->root->n.total[side] = sat_add(f->root->n.total[side], count);
 	for (i = 1; i <= depth; i++) {
 		struct flame_node *nd = &f->path[i]->n;
