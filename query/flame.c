@@ -21,7 +21,8 @@
  * flame__add_frames resolves the whole path (nodes and line slots) first and only
  * then adds the counts, so a failed add (-ENOMEM) never leaves partial totals
  * behind (at worst a few nodes or line entries with zero counts). flame__finish
- * sorts every children array by name; flame__top walks the tree once with a
+ * sorts the children arrays of the nodes that have two or more (the tree lists
+ * them as they appear) by name; flame__top walks the tree once with a
  * per-name "on the current path" counter so recursive functions count their total
  * once.
  */
@@ -68,11 +69,15 @@ struct slot {
 struct flame {
 	enum flame_granularity gran;
 	struct node *root;
-	size_t size;	      /* nodes, root included */
-	struct chunk *arena;  /* newest chunk first */
-	struct slot *table;   /* children of every node (the root's parent is none) */
-	size_t tcap;	      /* slots, a power of two */
-	size_t tused;	      /* nodes in the table */
+	size_t size;	     /* nodes, root included */
+	struct chunk *arena; /* newest chunk first */
+	struct slot *table;  /* children of every node (the root's parent is none) */
+	size_t tcap;	     /* slots, a power of two */
+	size_t tused;	     /* nodes in the table */
+	struct node **wide;  /* nodes with two or more children: the ones to sort */
+	size_t nwide, widecap;
+	size_t nends;	      /* nodes with samples ending there (either side): stacks */
+	size_t endslots;      /* the sum of their depths */
 	struct node **path;   /* flame__add_frames: the last add's path, FLAME_MAX_DEPTH + 1 */
 	size_t pdepth;	      /* entries of path the last add filled (root excluded) */
 	uint32_t *runs;	      /* scratch: path[d] stands for runs[d] equal frames */
@@ -243,6 +248,7 @@ void flame__free(struct flame *f)
 		free(c);
 	}
 	free(f->table);
+	free(f->wide);
 	free(f->path);
 	free(f->runs);
 	free(f->lineidx);
@@ -324,6 +330,11 @@ static int child_get(struct flame *f, struct node *parent, const struct frame *f
 		parent->n.children = p;
 		parent->cap = (uint32_t)cap;
 	}
+	if (parent->n.nchildren == 1) {
+		err = array_grow((void **)&f->wide, &f->widecap, f->nwide + 1, sizeof(*f->wide));
+		if (err)
+			return err;
+	}
 	if (parent->n.nchildren && (f->tused + 2) * 2 > f->tcap) {
 		err = table_grow(f);
 		if (err)
@@ -332,8 +343,10 @@ static int child_get(struct flame *f, struct node *parent, const struct frame *f
 	kid = node_new(f, f->key, klen, fr, parent, by_function(f, frame));
 	if (!kid)
 		return -ENOMEM;
-	if (parent->n.nchildren == 1) /* a second child: both go into the table */
+	if (parent->n.nchildren == 1) { /* a second child: both go into the table */
 		table_put(f, (struct node *)parent->n.children[0]);
+		f->wide[f->nwide++] = parent;
+	}
 	if (parent->n.nchildren)
 		table_put(f, kid);
 	parent->n.children[parent->n.nchildren++] = &kid->n;
@@ -449,6 +462,10 @@ int flame__add_frames(struct flame *f, const struct frame *frames, size_t n, uin
 				l->self[side] = sat_add(l->self[side], count);
 		}
 	}
+	if (count && !cur->n.self[0] && !cur->n.self[1]) {
+		f->nends++;
+		f->endslots += cur->n.depth;
+	}
 	cur->n.self[side] = sat_add(cur->n.self[side], count);
 	return 0;
 }
@@ -482,20 +499,15 @@ static int cmp_node(const void *a, const void *b)
 	return c ? c : (int)x->frame.kind - (int)y->frame.kind;
 }
 
-static void node_sort(struct flame_node *n)
-{
-	uint32_t i;
-
-	if (n->nchildren > 1)
-		qsort(n->children, n->nchildren, sizeof(*n->children), cmp_node);
-	for (i = 0; i < n->nchildren; i++)
-		node_sort(n->children[i]);
-}
-
+/* Only nodes with two or more children have an order to make, and the tree keeps
+ * a list of them: no walk over the half a million others. */
 void flame__finish(struct flame *f)
 {
-	if (f)
-		node_sort(&f->root->n);
+	size_t i;
+
+	for (i = 0; f && i < f->nwide; i++)
+		qsort(f->wide[i]->n.children, f->wide[i]->n.nchildren,
+		      sizeof(*f->wide[i]->n.children), cmp_node);
 }
 
 const struct flame_node *flame__root(const struct flame *f)
@@ -689,19 +701,6 @@ struct stack_walk {
 	size_t n, used;
 };
 
-/* Counts stacks and path slots below n (depth-bounded recursion). */
-static void count_stacks(const struct flame_node *n, size_t *stacks, size_t *slots)
-{
-	uint32_t i;
-
-	if (n->depth > 0 && (n->self[0] || n->self[1])) {
-		(*stacks)++;
-		*slots += n->depth;
-	}
-	for (i = 0; i < n->nchildren; i++)
-		count_stacks(n->children[i], stacks, slots);
-}
-
 static void collect_stacks(const struct flame_node *n, struct stack_walk *w)
 {
 	const struct flame_node *p;
@@ -765,11 +764,10 @@ static int cmp_stack_text(const void *a, const void *b)
 int flame__stacks(const struct flame *f, struct flame_stack **out, size_t *n)
 {
 	struct stack_walk w = { 0 };
-	size_t nstacks = 0, slots = 0;
+	size_t nstacks = f->nends, slots = f->endslots; /* counted by the adds */
 
 	*out = NULL;
 	*n = 0;
-	count_stacks(&f->root->n, &nstacks, &slots);
 	if (!nstacks)
 		return 0;
 	w.stacks = malloc(nstacks * sizeof(*w.stacks) + slots * sizeof(*w.pool));
