@@ -37,14 +37,24 @@ static void jb_flush(struct jbuf *b)
 	b->len = 0;
 }
 
-static void jb_put(struct jbuf *b, const char *s, size_t n)
+/* jb_put's rare case, out of line so that the common one inlines with constant
+ * sizes */
+static void jb_put_slow(struct jbuf *b, const char *s, size_t n)
 {
-	if (n > JBUF_SIZE - b->len) {
-		jb_flush(b);
-		if (n > JBUF_SIZE) {
-			fwrite(s, 1, n, b->out);
-			return;
-		}
+	jb_flush(b);
+	if (n > JBUF_SIZE) {
+		fwrite(s, 1, n, b->out);
+		return;
+	}
+	memcpy(b->buf, s, n);
+	b->len = n;
+}
+
+static inline void jb_put(struct jbuf *b, const char *s, size_t n)
+{
+	if (__builtin_expect(n > JBUF_SIZE - b->len, 0)) {
+		jb_put_slow(b, s, n);
+		return;
 	}
 	memcpy(b->buf + b->len, s, n);
 	b->len += n;
@@ -52,7 +62,7 @@ static void jb_put(struct jbuf *b, const char *s, size_t n)
 
 #define JB_LIT(b, lit) jb_put((b), (lit), sizeof(lit) - 1)
 
-static void jb_char(struct jbuf *b, char c)
+static inline void jb_char(struct jbuf *b, char c)
 {
 	if (b->len == JBUF_SIZE)
 		jb_flush(b);
@@ -60,16 +70,19 @@ static void jb_char(struct jbuf *b, char c)
 }
 
 /* v in decimal, as "%llu" */
-static void jb_u64(struct jbuf *b, uint64_t v)
+static inline void jb_u64(struct jbuf *b, uint64_t v)
 {
-	char tmp[20];
-	size_t i = sizeof(tmp);
+	char tmp[20], *p = tmp + sizeof(tmp);
 
+	if (v < 10) {
+		jb_char(b, (char)('0' + v));
+		return;
+	}
 	do {
-		tmp[--i] = (char)('0' + v % 10);
+		*--p = (char)('0' + v % 10);
 		v /= 10;
 	} while (v);
-	jb_put(b, tmp + i, sizeof(tmp) - i);
+	jb_put(b, p, (size_t)(tmp + sizeof(tmp) - p));
 }
 
 /* The escaper: runs of plain ASCII are copied, a valid multi-byte sequence is
