@@ -1,18 +1,28 @@
 /* Flame trees (see flame.h): stacks merged frame by frame into a tree whose nodes
  * carry self and total sample counts for two sides. Each node is a public struct
- * flame_node wrapped in a private struct node that adds a uthash table of its
- * children, keyed by the frame's kind byte followed by its text (so an add costs
- * one hash lookup per frame, whatever the fan-out), and the capacity of the
- * children array. At function granularity a Python frame's key is its text without
- * the line ("q (f.py)"), and the line goes to the node's breakdown: an array sorted
- * by line, found by binary search; a Python node is allocated with room for one
- * line inline (most functions run at one or a few lines), and an array is
- * allocated only when a second line appears. A run of equal placeholder frames
+ * flame_node wrapped in a private struct node that adds its key (the frame's kind
+ * byte followed by its text) and capacities. A day of a busy host is half a million
+ * nodes, so the tree is built for that:
+ * - every node, name, children array and line breakdown comes from the tree's
+ *   arena (chunks of ARENA_CHUNK bytes), so flame__free frees a few chunks instead
+ *   of walking half a million nodes; a grown array leaves its old copy in the arena
+ *   (geometric growth: at most as much again);
+ * - an only child is compared directly, and the children of nodes with two or more
+ *   are found through one open-addressing table for the whole tree, keyed by
+ *   (parent, key) with the hash kept in the slot: one probe per frame, whatever
+ *   the fan-out, and none at all below a new node (most of a stack trie is chains);
+ * - flame__add_frames first tries the last add's node at the same depth (stacks
+ *   of a process share their outer frames), comparing frame fields, not text.
+ * At function granularity a Python frame's key is its text without the line
+ * ("q (f.py)"), and the line goes to the node's breakdown: an array sorted by line,
+ * found by binary search; a Python node is allocated with room for one line inline
+ * (most functions run at one or a few lines). A run of equal placeholder frames
  * ("[unknown]" x 128) takes one node, whose repeat remembers the longest run.
  * flame__add_frames resolves the whole path (nodes and line slots) first and only
  * then adds the counts, so a failed add (-ENOMEM) never leaves partial totals
  * behind (at worst a few nodes or line entries with zero counts). flame__finish
- * sorts every children array by name; flame__top walks the tree once with a
+ * sorts the children arrays of the nodes that have two or more (the tree lists
+ * them as they appear) by name; flame__top walks the tree once with a
  * per-name "on the current path" counter so recursive functions count their total
  * once.
  */
@@ -20,9 +30,10 @@
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
-/* A failed table allocation leaves the element out instead of exiting; child_get
- * notices by looking the element up again. */
+/* A failed table allocation leaves the element out instead of exiting (flame__top
+ * notices by looking the element up again). */
 #define HASH_NONFATAL_OOM 1
 #include <uthash.h>
 
@@ -30,25 +41,54 @@
 #include "query/flame.h"
 
 struct node {
-	struct flame_node n; /* first: a flame_node pointer is a node pointer */
-	struct node *kids;   /* uthash head of the children, keyed by kind byte + name */
-	UT_hash_handle hh;   /* entry in the parent's kids */
-	uint32_t cap;	     /* allocated length of n.children */
-	uint32_t klen;	     /* key length: kind byte + text */
-	uint32_t linecap;    /* allocated length of n.lines (1: the inline one) */
+	struct flame_node n;		 /* first: a flame_node pointer is a node pointer */
+	uint32_t cap;			 /* allocated length of n.children */
+	uint32_t klen;			 /* key length: kind byte + text */
+	uint32_t linecap;		 /* allocated length of n.lines (1: the inline one) */
 	struct flame_line inline_line[]; /* function granularity, Python: n.lines at first */
 };
 
-/* Children are found by a linear scan up to this many, by the kids hash table
- * beyond: most nodes of a stack trie have one child, and a uthash table costs
- * about 600 bytes. */
-#define SMALL_FANOUT 8
+/* Arena chunk sizes: the first is small so that a one-stack tree stays cheap,
+ * each next one twice the last up to the largest, so a day's half a million
+ * nodes (about 150 MB) take a few dozen chunks. Chunks from HUGE_CHUNK up are
+ * advised to the kernel as huge pages: the nodes are visited in no order, and
+ * with 4 KB pages most visits missed the TLB as well as the cache (and each page
+ * was a fault of its own). */
+#define ARENA_FIRST (64 * 1024)
+#define ARENA_MAX   (8 * 1024 * 1024)
+#define HUGE_PAGE   (2 * 1024 * 1024)
+#define HUGE_CHUNK  (2 * HUGE_PAGE)
+
+struct chunk {
+	struct chunk *next;
+	size_t used, size;
+	_Alignas(16) char data[];
+};
+
+/* One slot of the child table: a node and the hash of (its parent, its key). */
+struct slot {
+	uint64_t hash;
+	struct node *nd;
+};
+
+/* The child table starts at this many slots and doubles at half full. */
+#define TABLE_MIN 1024
 
 struct flame {
 	enum flame_granularity gran;
 	struct node *root;
-	size_t size;	      /* nodes, root included */
-	struct node **path;   /* scratch for flame__add_frames: FLAME_MAX_DEPTH + 1 entries */
+	size_t size;	     /* nodes, root included */
+	struct chunk *arena; /* newest chunk first */
+	size_t nextchunk;    /* size of the next chunk, ARENA_FIRST to ARENA_MAX */
+	struct slot *table;  /* children of every node (the root's parent is none) */
+	size_t tcap;	     /* slots, a power of two */
+	size_t tused;	     /* nodes in the table */
+	struct node **wide;  /* nodes with two or more children: the ones to sort */
+	size_t nwide, widecap;
+	size_t nends;	      /* nodes with samples ending there (either side): stacks */
+	size_t endslots;      /* the sum of their depths */
+	struct node **path;   /* flame__add_frames: the last add's path, FLAME_MAX_DEPTH + 1 */
+	size_t pdepth;	      /* entries of path the last add filled (root excluded) */
 	uint32_t *runs;	      /* scratch: path[d] stands for runs[d] equal frames */
 	uint32_t *lineidx;    /* scratch: path[d]'s line entry, UINT32_MAX for none */
 	struct frame *frames; /* scratch for flame__add: FLAME_MAX_DEPTH entries */
@@ -56,20 +96,126 @@ struct flame {
 	size_t keycap;
 };
 
+/* Advises the huge pages that lie whole inside [p, p + len) (an advice: its
+ * failure changes nothing). */
+static void advise_huge(void *p, size_t len)
+{
+	uintptr_t start = ((uintptr_t)p + HUGE_PAGE - 1) & ~(uintptr_t)(HUGE_PAGE - 1);
+	uintptr_t end = ((uintptr_t)p + len) & ~(uintptr_t)(HUGE_PAGE - 1);
+
+	if (end > start)
+		(void)madvise((void *)start, end - start, MADV_HUGEPAGE);
+}
+
+/* size bytes, 16-aligned, from f's arena; NULL when out of memory. */
+static void *arena_alloc(struct flame *f, size_t size)
+{
+	struct chunk *c = f->arena;
+	size_t want;
+
+	size = (size + 15) & ~(size_t)15;
+	if (!c || c->size - c->used < size) {
+		if (!f->nextchunk)
+			f->nextchunk = ARENA_FIRST;
+		want = size > f->nextchunk ? size : f->nextchunk;
+		if (want > SIZE_MAX - sizeof(*c))
+			return NULL;
+		c = malloc(sizeof(*c) + want);
+		if (!c)
+			return NULL;
+		if (want >= HUGE_CHUNK)
+			advise_huge(c, sizeof(*c) + want);
+		c->size = want;
+		c->used = 0;
+		if (f->nextchunk < ARENA_MAX && want == f->nextchunk)
+			f->nextchunk *= 2;
+		/* a big one-off block goes behind the current chunk, which keeps its room */
+		if (f->arena && want > f->nextchunk) {
+			c->next = f->arena->next;
+			f->arena->next = c;
+		} else {
+			c->next = f->arena;
+			f->arena = c;
+		}
+	}
+	c->used += size;
+	return c->data + c->used - size;
+}
+
+/* The hash of a key below a parent (64-bit multiply-xorshift over 8-byte words). */
+static uint64_t key_hash(const struct node *parent, const char *key, size_t klen)
+{
+	const uint64_t m = 0x9e3779b97f4a7c15ULL;
+	uint64_t h = (uint64_t)(uintptr_t)parent * m ^ klen, w;
+	size_t i = 0;
+
+	for (; i + 8 <= klen; i += 8) {
+		memcpy(&w, key + i, 8);
+		h = (h ^ w) * m;
+		h ^= h >> 29;
+	}
+	if (i < klen) {
+		w = 0;
+		memcpy(&w, key + i, klen - i);
+		h = (h ^ w) * m;
+		h ^= h >> 29;
+	}
+	h *= m;
+	return h ^ (h >> 32);
+}
+
+/* Doubles the child table (or makes it). Returns 0 or -ENOMEM (table unchanged). */
+static int table_grow(struct flame *f)
+{
+	size_t cap = f->tcap ? f->tcap * 2 : TABLE_MIN, i, j;
+	struct slot *t;
+
+	if (cap > SIZE_MAX / sizeof(*t))
+		return -ENOMEM;
+	t = calloc(cap, sizeof(*t));
+	if (!t)
+		return -ENOMEM;
+	if (cap * sizeof(*t) >= HUGE_CHUNK)
+		advise_huge(t, cap * sizeof(*t));
+	for (i = 0; i < f->tcap; i++) {
+		if (!f->table[i].nd)
+			continue;
+		for (j = f->table[i].hash & (cap - 1); t[j].nd; j = (j + 1) & (cap - 1))
+			;
+		t[j] = f->table[i];
+	}
+	free(f->table);
+	f->table = t;
+	f->tcap = cap;
+	return 0;
+}
+
+/* Puts nd into the child table, which has room. */
+static void table_put(struct flame *f, struct node *nd)
+{
+	uint64_t h = key_hash((struct node *)nd->n.parent, nd->n.name - 1, nd->klen);
+	size_t i;
+
+	for (i = h & (f->tcap - 1); f->table[i].nd; i = (i + 1) & (f->tcap - 1))
+		;
+	f->table[i] = (struct slot){ .hash = h, .nd = nd };
+	f->tused++;
+}
+
 /* A node for the frame whose key (kind byte + text, klen bytes) is key; its frame
  * is fr with the strings moved into the node's own copy of the text. inline_line:
  * room for one line of the breakdown. */
-static struct node *node_new(const char *key, size_t klen, const struct frame *fr,
+static struct node *node_new(struct flame *f, const char *key, size_t klen, const struct frame *fr,
 			     struct node *parent, bool inline_line)
 {
-	struct node *nd = calloc(1, sizeof(*nd) + (inline_line ? sizeof(struct flame_line) : 0));
-	char *copy = malloc(klen + 1);
+	size_t size = sizeof(struct node) + (inline_line ? sizeof(struct flame_line) : 0);
+	struct node *nd = arena_alloc(f, size + klen + 1);
+	char *copy;
 
-	if (!nd || !copy) {
-		free(nd);
-		free(copy);
+	if (!nd)
 		return NULL;
-	}
+	memset(nd, 0, size);
+	copy = (char *)nd + size;
 	memcpy(copy, key, klen);
 	copy[klen] = '\0';
 	nd->n.name = copy + 1;
@@ -87,23 +233,6 @@ static struct node *node_new(const char *key, size_t klen, const struct frame *f
 	return nd;
 }
 
-/* Depth is bounded by FLAME_MAX_DEPTH, so recursion is safe. */
-static void node_free(struct node *nd)
-{
-	uint32_t i;
-
-	if (!nd)
-		return;
-	HASH_CLEAR(hh, nd->kids);
-	for (i = 0; i < nd->n.nchildren; i++)
-		node_free((struct node *)nd->n.children[i]);
-	free(nd->n.children);
-	if (nd->n.lines != nd->inline_line)
-		free(nd->n.lines);
-	free((char *)nd->n.name - 1); /* the key's kind byte comes first */
-	free(nd);
-}
-
 int flame__new(struct flame **out)
 {
 	return flame__new_granular(out, FLAME_BY_LINE);
@@ -114,7 +243,6 @@ int flame__new_granular(struct flame **out, enum flame_granularity g)
 	static const char root_key[] = { FLAME_ROOT, 'a', 'l', 'l' };
 	struct flame *f = calloc(1, sizeof(*f));
 	struct frame root;
-	int err = -ENOMEM;
 
 	if (!f)
 		return -ENOMEM;
@@ -123,11 +251,11 @@ int flame__new_granular(struct flame **out, enum flame_granularity g)
 	f->runs = calloc(FLAME_MAX_DEPTH + 1, sizeof(*f->runs));
 	f->lineidx = calloc(FLAME_MAX_DEPTH + 1, sizeof(*f->lineidx));
 	f->frames = calloc(FLAME_MAX_DEPTH, sizeof(*f->frames));
-	if (!f->path || !f->runs || !f->lineidx || !f->frames)
+	if (!f->path || !f->runs || !f->lineidx || !f->frames || table_grow(f))
 		goto out_free;
 	root = frame_make(FRAME_NATIVE, "all", NULL, 0);
 	root.kind = FLAME_ROOT;
-	f->root = node_new(root_key, sizeof(root_key), &root, NULL, false);
+	f->root = node_new(f, root_key, sizeof(root_key), &root, NULL, false);
 	if (!f->root)
 		goto out_free;
 	f->size = 1;
@@ -135,19 +263,22 @@ int flame__new_granular(struct flame **out, enum flame_granularity g)
 	return 0;
 
 out_free:
-	free(f->frames);
-	free(f->lineidx);
-	free(f->runs);
-	free(f->path);
-	free(f);
-	return err;
+	flame__free(f);
+	return -ENOMEM;
 }
 
 void flame__free(struct flame *f)
 {
+	struct chunk *c, *next;
+
 	if (!f)
 		return;
-	node_free(f->root);
+	for (c = f->arena; c; c = next) {
+		next = c->next;
+		free(c);
+	}
+	free(f->table);
+	free(f->wide);
 	free(f->path);
 	free(f->runs);
 	free(f->lineidx);
@@ -162,15 +293,27 @@ static bool by_function(const struct flame *f, const struct frame *fr)
 	return f->gran == FLAME_BY_FUNCTION && fr->kind == FRAME_PYTHON;
 }
 
+/* Whether node nd is frame fr (a frame the node was made from would be), comparing
+ * fields, not text: equal fields make equal keys. */
+static bool node_is(const struct flame *f, const struct node *nd, const struct frame *fr)
+{
+	const struct frame *k = &nd->n.frame;
+
+	return k->kind == fr->kind && k->name_len == fr->name_len && k->file_len == fr->file_len &&
+	       (k->line == fr->line || by_function(f, fr)) &&
+	       memcmp(k->name, fr->name, fr->name_len) == 0 &&
+	       (!fr->file_len || memcmp(k->file, fr->file, fr->file_len) == 0);
+}
+
 /* The child of parent for frame fr, created if new. */
 static int child_get(struct flame *f, struct node *parent, const struct frame *frame,
 		     struct node **out)
 {
 	struct frame fn = *frame;
 	const struct frame *fr = frame;
-	struct node *kid, *found;
-	size_t len, klen;
-	uint32_t i;
+	struct node *kid;
+	size_t len, klen, i;
+	uint64_t h;
 	int err;
 
 	if (by_function(f, frame)) {
@@ -185,16 +328,18 @@ static int child_get(struct flame *f, struct node *parent, const struct frame *f
 		return err;
 	f->key[0] = (char)fr->kind;
 	frame_format(fr, f->key + 1, len + 1);
-	if (parent->kids) {
-		HASH_FIND(hh, parent->kids, f->key, klen, kid);
-		if (kid) {
+	if (parent->n.nchildren == 1) {
+		kid = (struct node *)parent->n.children[0];
+		if (kid->klen == klen && memcmp(kid->n.name - 1, f->key, klen) == 0) {
 			*out = kid;
 			return 0;
 		}
-	} else {
-		for (i = 0; i < parent->n.nchildren; i++) {
-			kid = (struct node *)parent->n.children[i];
-			if (kid->klen == klen && memcmp(kid->n.name - 1, f->key, klen) == 0) {
+	} else if (parent->n.nchildren > 1) {
+		h = key_hash(parent, f->key, klen);
+		for (i = h & (f->tcap - 1); f->table[i].nd; i = (i + 1) & (f->tcap - 1)) {
+			kid = f->table[i].nd;
+			if (f->table[i].hash == h && kid->n.parent == &parent->n &&
+			    kid->klen == klen && memcmp(kid->n.name - 1, f->key, klen) == 0) {
 				*out = kid;
 				return 0;
 			}
@@ -206,30 +351,34 @@ static int child_get(struct flame *f, struct node *parent, const struct frame *f
 
 		if (cap >= UINT32_MAX / 2)
 			return -ENOMEM;
-		p = reallocarray(parent->n.children, cap, sizeof(*parent->n.children));
+		p = arena_alloc(f, cap * sizeof(*parent->n.children));
 		if (!p)
 			return -ENOMEM;
+		if (parent->n.nchildren)
+			memcpy(p, parent->n.children,
+			       parent->n.nchildren * sizeof(*parent->n.children));
 		parent->n.children = p;
 		parent->cap = (uint32_t)cap;
 	}
-	kid = node_new(f->key, klen, fr, parent, by_function(f, frame));
+	if (parent->n.nchildren == 1) {
+		err = array_grow((void **)&f->wide, &f->widecap, f->nwide + 1, sizeof(*f->wide));
+		if (err)
+			return err;
+	}
+	if (parent->n.nchildren && (f->tused + 2) * 2 > f->tcap) {
+		err = table_grow(f);
+		if (err)
+			return err;
+	}
+	kid = node_new(f, f->key, klen, fr, parent, by_function(f, frame));
 	if (!kid)
 		return -ENOMEM;
-	/* Past SMALL_FANOUT children, every child goes into the table; the keys are
-	 * the nodes' own copies, valid as long as the nodes. */
-	for (i = parent->kids ? parent->n.nchildren : 0;
-	     parent->n.nchildren >= SMALL_FANOUT && i <= parent->n.nchildren; i++) {
-		struct node *k =
-			i < parent->n.nchildren ? (struct node *)parent->n.children[i] : kid;
-
-		HASH_ADD_KEYPTR(hh, parent->kids, k->n.name - 1, k->klen, k);
-		HASH_FIND(hh, parent->kids, k->n.name - 1, k->klen, found);
-		if (found != k) {
-			HASH_CLEAR(hh, parent->kids);
-			node_free(kid);
-			return -ENOMEM;
-		}
+	if (parent->n.nchildren == 1) { /* a second child: both go into the table */
+		table_put(f, (struct node *)parent->n.children[0]);
+		f->wide[f->nwide++] = parent;
 	}
+	if (parent->n.nchildren)
+		table_put(f, kid);
 	parent->n.children[parent->n.nchildren++] = &kid->n;
 	f->size++;
 	*out = kid;
@@ -249,7 +398,7 @@ static uint64_t sat_add(uint64_t a, uint64_t b)
 }
 
 /* The index of line in nd's breakdown, a zeroed entry inserted when new. */
-static int line_slot(struct node *nd, uint32_t line, uint32_t *idx)
+static int line_slot(struct flame *f, struct node *nd, uint32_t line, uint32_t *idx)
 {
 	struct flame_line *l = nd->n.lines;
 	uint32_t lo = 0, hi = nd->n.nlines, mid;
@@ -270,15 +419,10 @@ static int line_slot(struct node *nd, uint32_t line, uint32_t *idx)
 
 		if (cap >= UINT32_MAX / 2)
 			return -ENOMEM;
-		if (l == nd->inline_line) {
-			l = malloc(cap * sizeof(*l));
-			if (l && nd->n.nlines)
-				memcpy(l, nd->inline_line, sizeof(*l) * nd->n.nlines);
-		} else {
-			l = reallocarray(l, cap, sizeof(*l));
-		}
+		l = arena_alloc(f, cap * sizeof(*l));
 		if (!l)
 			return -ENOMEM;
+		memcpy(l, nd->n.lines, sizeof(*l) * nd->n.nlines);
 		nd->n.lines = l;
 		nd->linecap = (uint32_t)cap;
 	}
@@ -312,18 +456,27 @@ int flame__add_frames(struct flame *f, const struct frame *frames, size_t n, uin
 			f->runs[depth]++; /* frames[0] is the process, never merged */
 			continue;
 		}
-		err = child_get(f, cur, &frames[i], &cur);
-		if (err)
-			return err;
+		/* Stacks of a process share their outer frames: the last add's node at
+		 * this depth, still in cache, is most often the one. */
+		if (depth < f->pdepth && f->path[depth + 1]->n.parent == &cur->n &&
+		    node_is(f, f->path[depth + 1], &frames[i])) {
+			cur = f->path[depth + 1];
+		} else {
+			f->pdepth = depth; /* path beyond is being replaced */
+			err = child_get(f, cur, &frames[i], &cur);
+			if (err)
+				return err;
+		}
 		f->path[++depth] = cur;
 		f->runs[depth] = 1;
 		f->lineidx[depth] = UINT32_MAX;
 		if (by_function(f, &frames[i]) && frames[i].line != FRAME_NO_LINE) {
-			err = line_slot(cur, frames[i].line, &f->lineidx[depth]);
+			err = line_slot(f, cur, frames[i].line, &f->lineidx[depth]);
 			if (err)
 				return err;
 		}
 	}
+	f->pdepth = depth;
 	f->root->n.total[side] = sat_add(f->root->n.total[side], count);
 	for (i = 1; i <= depth; i++) {
 		struct flame_node *nd = &f->path[i]->n;
@@ -338,6 +491,10 @@ int flame__add_frames(struct flame *f, const struct frame *frames, size_t n, uin
 			if (i == depth)
 				l->self[side] = sat_add(l->self[side], count);
 		}
+	}
+	if (count && !cur->n.self[0] && !cur->n.self[1]) {
+		f->nends++;
+		f->endslots += cur->n.depth;
 	}
 	cur->n.self[side] = sat_add(cur->n.self[side], count);
 	return 0;
@@ -372,20 +529,15 @@ static int cmp_node(const void *a, const void *b)
 	return c ? c : (int)x->frame.kind - (int)y->frame.kind;
 }
 
-static void node_sort(struct flame_node *n)
-{
-	uint32_t i;
-
-	if (n->nchildren > 1)
-		qsort(n->children, n->nchildren, sizeof(*n->children), cmp_node);
-	for (i = 0; i < n->nchildren; i++)
-		node_sort(n->children[i]);
-}
-
+/* Only nodes with two or more children have an order to make, and the tree keeps
+ * a list of them: no walk over the half a million others. */
 void flame__finish(struct flame *f)
 {
-	if (f)
-		node_sort(&f->root->n);
+	size_t i;
+
+	for (i = 0; f && i < f->nwide; i++)
+		qsort(f->wide[i]->n.children, f->wide[i]->n.nchildren,
+		      sizeof(*f->wide[i]->n.children), cmp_node);
 }
 
 const struct flame_node *flame__root(const struct flame *f)
@@ -579,19 +731,6 @@ struct stack_walk {
 	size_t n, used;
 };
 
-/* Counts stacks and path slots below n (depth-bounded recursion). */
-static void count_stacks(const struct flame_node *n, size_t *stacks, size_t *slots)
-{
-	uint32_t i;
-
-	if (n->depth > 0 && (n->self[0] || n->self[1])) {
-		(*stacks)++;
-		*slots += n->depth;
-	}
-	for (i = 0; i < n->nchildren; i++)
-		count_stacks(n->children[i], stacks, slots);
-}
-
 static void collect_stacks(const struct flame_node *n, struct stack_walk *w)
 {
 	const struct flame_node *p;
@@ -655,11 +794,10 @@ static int cmp_stack_text(const void *a, const void *b)
 int flame__stacks(const struct flame *f, struct flame_stack **out, size_t *n)
 {
 	struct stack_walk w = { 0 };
-	size_t nstacks = 0, slots = 0;
+	size_t nstacks = f->nends, slots = f->endslots; /* counted by the adds */
 
 	*out = NULL;
 	*n = 0;
-	count_stacks(&f->root->n, &nstacks, &slots);
 	if (!nstacks)
 		return 0;
 	w.stacks = malloc(nstacks * sizeof(*w.stacks) + slots * sizeof(*w.pool));

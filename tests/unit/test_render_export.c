@@ -8,7 +8,8 @@
  * At function granularity: the JSON tree's "lines" (per side in a diff) and
  * "repeat", top's "lines", speedscope's line-less Python frames and the folded
  * export's function-level text with a placeholder run printed once, checked by
- * python3 against hand-computed numbers. */
+ * python3 against hand-computed numbers. The JSON and folded writers' buffers:
+ * output many buffers long, names across a flush and longer than a buffer. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -645,6 +646,72 @@ static void test_function_text_exports(void **state)
 	flame__free(t);
 }
 
+/* The JSON and folded writers gather output in buffers of a few KB: a tree whose
+ * output is many buffers long, with names that straddle a flush and one name
+ * longer than a whole buffer, comes out exactly as built here. */
+static void test_buffered_writers(void **state)
+{
+	enum { N = 200, LONG = 1500, HUGE = 20000 };
+	char *names = malloc((size_t)N * (LONG + 8)), *huge = malloc(HUGE + 1);
+	char *want = malloc((size_t)N * (LONG + 32) + HUGE + 64), *buf = NULL, *esc, *p;
+	struct frame fr[2];
+	struct flame *t;
+	size_t len = 0, w = 0, i, nnames = 0;
+	FILE *mem;
+
+	(void)state;
+	assert_true(names && huge && want);
+	assert_int_equal(flame__new(&t), 0);
+	fr[0] = frame_make(FRAME_PROCESS, "proc", NULL, 0);
+	for (i = 0; i < N; i++) {
+		char *nm = names + i * (LONG + 8);
+
+		memset(nm, 'x', LONG);
+		snprintf(nm + LONG, 8, "<%04zu", i);
+		fr[1] = frame_make(FRAME_NATIVE, nm, NULL, 0);
+		assert_int_equal(flame__add_frames(t, fr, 2, i + 1, 0), 0);
+		w += (size_t)sprintf(want + w, "proc;%s %zu\n", nm, i + 1);
+	}
+	memset(huge, 'y', HUGE);
+	huge[HUGE] = '\0';
+	fr[1] = frame_make(FRAME_NATIVE, huge, NULL, 0);
+	assert_int_equal(flame__add_frames(t, fr, 2, 7, 0), 0);
+	w += (size_t)sprintf(want + w, "proc;%s 7\n", huge);
+	flame__finish(t);
+
+	mem = open_memstream(&buf, &len);
+	assert_non_null(mem);
+	assert_int_equal(render_folded(t, false, mem), 0);
+	fclose(mem);
+	assert_int_equal(len, w);
+	assert_string_equal(buf, want);
+	free(buf);
+
+	mem = open_memstream(&buf, &len);
+	assert_non_null(mem);
+	assert_int_equal(render_json_tree(t, NULL, mem), 0);
+	fclose(mem);
+	for (p = buf; (p = strstr(p, "\"name\":")); p++)
+		nnames++;
+	assert_int_equal(nnames, N + 3); /* all, proc, the leaves */
+	esc = malloc(LONG + 16);
+	assert_non_null(esc);
+	for (i = 0; i < N; i += 37) {
+		memset(esc, 'x', LONG);
+		snprintf(esc + LONG, 16, "\\u003c%04zu\"", i);
+		assert_non_null(strstr(buf, esc));
+	}
+	assert_non_null(strstr(buf, huge));
+	assert_non_null(strstr(buf, ",\"self\":7,\"total\":7,\"children\":[]}]}]}\n"));
+	assert_int_equal(buf[len - 1], '\n');
+	free(esc);
+	free(buf);
+	flame__free(t);
+	free(want);
+	free(huge);
+	free(names);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -655,6 +722,7 @@ int main(void)
 		cmocka_unit_test(test_speedscope_empty),
 		cmocka_unit_test(test_json_lines_and_repeat),
 		cmocka_unit_test(test_function_text_exports),
+		cmocka_unit_test(test_buffered_writers),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
