@@ -170,6 +170,20 @@ static double share(uint64_t part, uint64_t whole)
 	return whole ? (double)part / (double)whole : 0.0;
 }
 
+/* A diff's two sides, `,"before":{"self":S,"total":T},"after":{...` up to the
+ * after object's last value: the caller closes it. */
+static void write_sides(struct jbuf *b, const uint64_t self[2], const uint64_t total[2])
+{
+	JB_LIT(b, ",\"before\":{\"self\":");
+	jb_u64(b, self[0]);
+	JB_LIT(b, ",\"total\":");
+	jb_u64(b, total[0]);
+	JB_LIT(b, "},\"after\":{\"self\":");
+	jb_u64(b, self[1]);
+	JB_LIT(b, ",\"total\":");
+	jb_u64(b, total[1]);
+}
+
 /* "lines":[...] of a node with a breakdown: side 0's counts, and in a diff each
  * side's as the node's own. */
 static void write_lines(struct jbuf *b, const struct flame_node *n, bool diff)
@@ -191,14 +205,7 @@ static void write_lines(struct jbuf *b, const struct flame_node *n, bool diff)
 		JB_LIT(b, ",\"total\":");
 		jb_u64(b, l->total[0]);
 		if (diff) {
-			JB_LIT(b, ",\"before\":{\"self\":");
-			jb_u64(b, l->self[0]);
-			JB_LIT(b, ",\"total\":");
-			jb_u64(b, l->total[0]);
-			JB_LIT(b, "},\"after\":{\"self\":");
-			jb_u64(b, l->self[1]);
-			JB_LIT(b, ",\"total\":");
-			jb_u64(b, l->total[1]);
+			write_sides(b, l->self, l->total);
 			jb_char(b, '}');
 		}
 		jb_char(b, '}');
@@ -232,14 +239,7 @@ static void write_node(struct jbuf *b, const struct flame_node *n, bool diff, ui
 		int len = snprintf(delta, sizeof(delta), "%.9g",
 				   share(n->total[1], root1) - share(n->total[0], root0));
 
-		JB_LIT(b, ",\"before\":{\"self\":");
-		jb_u64(b, n->self[0]);
-		JB_LIT(b, ",\"total\":");
-		jb_u64(b, n->total[0]);
-		JB_LIT(b, "},\"after\":{\"self\":");
-		jb_u64(b, n->self[1]);
-		JB_LIT(b, ",\"total\":");
-		jb_u64(b, n->total[1]);
+		write_sides(b, n->self, n->total);
 		JB_LIT(b, "},\"delta\":");
 		jb_put(b, delta, len > 0 && (size_t)len < sizeof(delta) ? (size_t)len : 0);
 	}

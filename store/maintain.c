@@ -22,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/array.h"
 #include "store/store_int.h"
 
 /* Blocks read or deleted per call when max_rows is 0: a minute rollup of 100 label
@@ -173,7 +174,7 @@ struct group {
  * bucket written by a late ingest stays right). Sets *nread to the blocks read. */
 static int rollup_bucket(struct store *s, int tier, int64_t b, int64_t len, int64_t *nread)
 {
-	struct group *g = NULL, *tmp;
+	struct group *g = NULL;
 	struct block_entry *e = NULL;
 	size_t ng = 0, cap = 0, n, i;
 	sqlite3_stmt *st = NULL;
@@ -197,15 +198,9 @@ static int rollup_bucket(struct store *s, int tier, int64_t b, int64_t len, int6
 		size_t dlen = (size_t)sqlite3_column_bytes(st, 1);
 
 		if (!ng || g[ng - 1].labelset_id != ls) {
-			if (ng == cap) {
-				cap = cap ? 2 * cap : 16;
-				tmp = realloc(g, cap * sizeof(*g));
-				if (!tmp) {
-					err = -ENOMEM;
-					break;
-				}
-				g = tmp;
-			}
+			err = array_grow((void **)&g, &cap, ng + 1, sizeof(*g));
+			if (err)
+				break;
 			g[ng].labelset_id = ls;
 			err = block_merge__new(0, &g[ng].m);
 			if (err)

@@ -15,6 +15,7 @@
 #include <inttypes.h>
 #include <stdlib.h>
 
+#include "common/array.h"
 #include "store/store_int.h"
 
 /* Rows converted per transaction (at least one window): a few ms each, so a big
@@ -39,7 +40,7 @@ int store_samples_pending(struct store *s)
 static int convert_window(struct store *s, sqlite3_stmt *rows, sqlite3_stmt *del, int64_t ws,
 			  int64_t *nrows)
 {
-	struct block_entry *e = NULL, *tmp;
+	struct block_entry *e = NULL;
 	size_t n = 0, cap = 0;
 	int64_t ls = 0, cur;
 	int err;
@@ -65,15 +66,9 @@ static int convert_window(struct store *s, sqlite3_stmt *rows, sqlite3_stmt *del
 			n = 0;
 		}
 		ls = cur;
-		if (n == cap) {
-			cap = cap ? 2 * cap : 256;
-			tmp = realloc(e, cap * sizeof(*e));
-			if (!tmp) {
-				err = -ENOMEM;
-				break;
-			}
-			e = tmp;
-		}
+		err = array_grow((void **)&e, &cap, n + 1, sizeof(*e));
+		if (err)
+			break;
 		e[n++] = (struct block_entry){ .id = (uint32_t)id, .value = v };
 		(*nrows)++;
 	}

@@ -545,4 +545,14 @@ static inline bool test_is_root(void)
 	return geteuid() == 0;
 }
 
+/* The next value of a xorshift64 generator whose state is *state (never 0): a
+ * repeatable pseudo-random sequence for tests that draw their own data. */
+static inline uint64_t test_xorshift(uint64_t *state)
+{
+	*state ^= *state << 13;
+	*state ^= *state >> 7;
+	*state ^= *state << 17;
+	return *state;
+}
+
 #endif

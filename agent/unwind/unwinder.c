@@ -412,11 +412,12 @@ bool unwinder__remap(struct unwinder *u, uint32_t pid)
 	if (!read_mappings(u, pid)) {
 		if (p && u->scratch.nmaps == p->nmaps &&
 		    !memcmp(u->scratch.maps, p->maps, p->nmaps * sizeof(*p->maps))) {
-			release_scratch(u);
-			if (p->published_gen == u->gen)
+			if (p->published_gen == u->gen) {
+				release_scratch(u);
 				p->remap = true;
-			else
-				publish(u, pid); /* only to reset the walker's flag */
+			} else {
+				install(u, pid, p); /* only to reset the walker's flag */
+			}
 		} else {
 			changed = !install(u, pid, p);
 		}

@@ -27,10 +27,7 @@ static uint64_t rng = 42;
 
 static uint64_t next(void)
 {
-	rng ^= rng << 13;
-	rng ^= rng >> 7;
-	rng ^= rng << 17;
-	return rng;
+	return test_xorshift(&rng);
 }
 
 /* entries with unique ids, shuffled */
