@@ -17,7 +17,7 @@ const char collector_usage[] =
 	"usage: smolder collector [options]\n"
 	"Receives agents' batches over HTTP and stores them in SQLite.\n"
 	"\n"
-	"      --db PATH             database file (default smolder.db)\n"
+	"      --db PATH             database file, or sqlite:PATH (default smolder.db)\n"
 	"      --listen HOST:PORT    address to serve (default 127.0.0.1:7171; port 0: any)\n"
 	"      --ingest-token T      token agents must send (Authorization: Bearer)\n"
 	"      --ingest-token-file F read it from F\n"
@@ -248,6 +248,11 @@ int collector_args__start(const struct collector_args *a, struct collector **out
 			"smolder: refusing to listen on %s without --ingest-token and "
 			"--query-token (or --insecure)\n",
 			a->o.listen);
+	else if (err == -EPROTONOSUPPORT)
+		fprintf(stderr,
+			"smolder: no store backend serves --db %s: this smolder has the "
+			"SQLite store (a path, or sqlite:PATH)\n",
+			a->o.db_path);
 	else if (err)
 		fprintf(stderr, "smolder: failed to start the collector on %s with %s: %s\n",
 			a->o.listen, a->o.db_path, strerror(-err));

@@ -207,6 +207,12 @@ static int open_failed(const char *db, int err)
 		fprintf(stderr, "smolder: %s is not a smolder store (not an SQLite database?)\n",
 			db);
 		break;
+	case -EPROTONOSUPPORT:
+		fprintf(stderr,
+			"smolder: no store backend serves %s: this smolder has the SQLite "
+			"store (a path, or sqlite:PATH)\n",
+			db);
+		break;
 	default:
 		fprintf(stderr, "smolder: cannot open the store %s: %s\n", db, strerror(-err));
 	}

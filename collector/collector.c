@@ -702,7 +702,7 @@ static int check_options(const struct collector_options *o)
  * in-memory one (":memory:"), nor a private temporary one (""). */
 static bool is_shared(const char *path)
 {
-	return path[0] && strcmp(path, ":memory:") != 0;
+	return path[0] && strcmp(path, ":memory:") != 0 && strcmp(path, "sqlite::memory:") != 0;
 }
 
 /* Every KEEP_SECONDS until the collector stops: a bounded step of store

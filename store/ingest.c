@@ -70,7 +70,7 @@ static const char *const sql_of[] = {
 	[ST_BATCHES_INC_ - SLOT_INGEST] = "UPDATE state SET batches = batches + 1 WHERE id = 1",
 };
 
-static int stmt(struct store *s, int slot, sqlite3_stmt **out)
+static int stmt(struct sqlite_store *s, int slot, sqlite3_stmt **out)
 {
 	return store_slot_stmt(s, slot, sql_of[slot - SLOT_INGEST], out);
 }
@@ -88,7 +88,7 @@ struct ingest {
 };
 
 /* Makes s->buf hold at least len bytes. */
-static int reserve(struct store *s, size_t len)
+static int reserve(struct sqlite_store *s, size_t len)
 {
 	return array_grow((void **)&s->buf, &s->bufcap, len, 1);
 }
@@ -105,7 +105,7 @@ struct key {
 typedef void (*bind_fn)(sqlite3_stmt *st, const void *ctx);
 
 /* The SQL half of lookup(): k is not cached (hash from store_intern_find). */
-static int lookup_sql(struct store *s, struct ingest *in, const struct key *k, uint64_t hash,
+static int lookup_sql(struct sqlite_store *s, struct ingest *in, const struct key *k, uint64_t hash,
 		      int get_slot, int put_slot, bind_fn bind, const void *ctx, int64_t *id,
 		      bool *inserted)
 {
@@ -140,7 +140,7 @@ static int lookup_sql(struct store *s, struct ingest *in, const struct key *k, u
 	return k->bytes ? store_intern_add(in->cache, k->kind, k->bytes, k->len, hash, *id) : 0;
 }
 
-static int lookup(struct store *s, struct ingest *in, const struct key *k, int get_slot,
+static int lookup(struct sqlite_store *s, struct ingest *in, const struct key *k, int get_slot,
 		  int put_slot, bind_fn bind, const void *ctx, int64_t *id, bool *inserted)
 {
 	uint64_t hash;
@@ -168,14 +168,14 @@ static void bind_blob(sqlite3_stmt *st, const void *ctx)
 }
 
 /* The id of a text, interned if new. */
-static int intern_text(struct store *s, struct ingest *in, const char *text, int64_t *id)
+static int intern_text(struct sqlite_store *s, struct ingest *in, const char *text, int64_t *id)
 {
 	struct key k = { INTERN_TEXT, text, strlen(text) };
 
 	return lookup(s, in, &k, ST_STR_GET_, ST_STR_PUT_, bind_text, &k, id, NULL);
 }
 
-static int intern_string(struct store *s, struct ingest *in, uint32_t i, int64_t *id)
+static int intern_string(struct sqlite_store *s, struct ingest *in, uint32_t i, int64_t *id)
 {
 	int err;
 
@@ -196,7 +196,7 @@ static int intern_string(struct store *s, struct ingest *in, uint32_t i, int64_t
 /* String i as a frame's name or file: as is when clean, else sanitized and cut
  * (frame_sanitize), so that no stored frame holds ';', a newline or another
  * control character, or more than FRAME_MAX_NAME_LEN bytes. */
-static int intern_frame_text(struct store *s, struct ingest *in, uint32_t i, int64_t *id)
+static int intern_frame_text(struct sqlite_store *s, struct ingest *in, uint32_t i, int64_t *id)
 {
 	char clean[FRAME_MAX_NAME_LEN + 1];
 	const char *text;
@@ -275,7 +275,7 @@ static void hash_frames(struct ingest *in)
 			store_intern_prefetch(in->cache, in->fhash[i], 1);
 }
 
-static int intern_frame(struct store *s, struct ingest *in, uint32_t i, int64_t *id)
+static int intern_frame(struct sqlite_store *s, struct ingest *in, uint32_t i, int64_t *id)
 {
 	const struct batch_frame *f;
 	struct frame_key fk;
@@ -320,7 +320,7 @@ static int intern_frame(struct store *s, struct ingest *in, uint32_t i, int64_t 
 	return 0;
 }
 
-static int intern_stack(struct store *s, struct ingest *in, uint32_t i, int64_t *id)
+static int intern_stack(struct sqlite_store *s, struct ingest *in, uint32_t i, int64_t *id)
 {
 	const struct batch_stack *stk;
 	struct key k = { INTERN_STACK, NULL, 0 };
@@ -374,7 +374,7 @@ static int cmp_idpair(const void *a, const void *b)
 	return (x->key > y->key) - (x->key < y->key);
 }
 
-static int intern_labelset(struct store *s, struct ingest *in, uint32_t i, int64_t *id)
+static int intern_labelset(struct sqlite_store *s, struct ingest *in, uint32_t i, int64_t *id)
 {
 	const struct batch_labelset *ls;
 	struct idpair pairs[BATCH_MAX_LABELS];
@@ -435,7 +435,7 @@ static int intern_labelset(struct store *s, struct ingest *in, uint32_t i, int64
 }
 
 /* Refuses a window outside [lo, hi] (-ERANGE, with the reason). */
-static int check_window(struct store *s, const struct batch *b, bool bounded, int64_t now)
+static int check_window(struct sqlite_store *s, const struct batch *b, bool bounded, int64_t now)
 {
 	int64_t lo = -STORE_MAX_ABS_WINDOW, hi = STORE_MAX_ABS_WINDOW;
 
@@ -495,7 +495,8 @@ static void route(const struct store_tiers *t, const struct batch *b, struct des
 /* Interns every sample's label set and stack, and groups the samples by label set
  * (a counting sort on the batch's label set index) into e[], the entries of label
  * set index l at e[first[l]..first[l + 1]) (first has nlabelsets + 1 entries). */
-static int intern_samples(struct store *s, struct ingest *in, struct block_entry *e, size_t *first)
+static int intern_samples(struct sqlite_store *s, struct ingest *in, struct block_entry *e,
+			  size_t *first)
 {
 	const struct batch *b = in->b;
 	int64_t stack_id = 0, ls_id = 0;
@@ -537,7 +538,7 @@ static int intern_samples(struct store *s, struct ingest *in, struct block_entry
 /* Adds each label set's entries to the blocks d names. Two label set indices of a
  * batch with one id (the same labels sent twice) are added one after the other,
  * store_block_add() summing them. */
-static int add_blocks(struct store *s, struct ingest *in, const struct dest *d,
+static int add_blocks(struct sqlite_store *s, struct ingest *in, const struct dest *d,
 		      const struct block_entry *e, const size_t *first)
 {
 	uint32_t l;
@@ -558,7 +559,7 @@ static int add_blocks(struct store *s, struct ingest *in, const struct dest *d,
 	return 0;
 }
 
-static int run_slot(struct store *s, int slot)
+static int run_slot(struct sqlite_store *s, int slot)
 {
 	sqlite3_stmt *st = NULL;
 	int err = stmt(s, slot, &st);
@@ -570,7 +571,7 @@ static int run_slot(struct store *s, int slot)
 	return err < 0 ? err : 0;
 }
 
-static int ingest_locked(struct store *s, struct ingest *in, bool *duplicate)
+static int ingest_locked(struct sqlite_store *s, struct ingest *in, bool *duplicate)
 {
 	const struct batch *b = in->b;
 	struct store_tiers tiers;
@@ -650,7 +651,7 @@ out_free:
 	return err;
 }
 
-static int ingest(struct store *s, const struct batch *b, bool bounded, int64_t now,
+static int ingest(struct sqlite_store *s, const struct batch *b, bool bounded, int64_t now,
 		  bool *duplicate)
 {
 	struct ingest in = { .b = b };
@@ -712,12 +713,10 @@ out_free_maps:
 	return err;
 }
 
-int store__ingest(struct store *s, const struct batch *b, bool *duplicate)
+int sqlite_store__ingest(struct store *base, const struct batch *b, const int64_t *now,
+			 bool *duplicate)
 {
-	return ingest(s, b, false, 0, duplicate);
-}
+	struct sqlite_store *s = sqlite_store_of(base);
 
-int store__ingest_at(struct store *s, const struct batch *b, int64_t now, bool *duplicate)
-{
-	return ingest(s, b, true, now, duplicate);
+	return ingest(s, b, now != NULL, now ? *now : 0, duplicate);
 }

@@ -243,7 +243,7 @@ out_empty:
 	return err;
 }
 
-int store_intern_set_cap(struct store *s, size_t cap)
+int store_intern_set_cap(struct sqlite_store *s, size_t cap)
 {
 	struct store_intern *in = NULL;
 	int err;
@@ -260,7 +260,7 @@ int store_intern_set_cap(struct store *s, size_t cap)
 	return 0;
 }
 
-void store_intern_get_stats(const struct store *s, struct store_intern_stats *out)
+void store_intern_get_stats(const struct sqlite_store *s, struct store_intern_stats *out)
 {
 	if (s->intern)
 		*out = s->intern->st;

@@ -17,7 +17,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-struct store;
+struct sqlite_store;
 struct store_intern;
 
 /* 64 MiB: the dictionaries a collector meets in a day of a dozen busy hosts
@@ -74,9 +74,9 @@ int store_intern_add(struct store_intern *in, int kind, const void *key, size_t 
 
 /* For tests and the bench: s's cache (made if missing) takes cap (0: the default;
  * emptied). Returns 0, -EINVAL or -ENOMEM. */
-int store_intern_set_cap(struct store *s, size_t cap);
+int store_intern_set_cap(struct sqlite_store *s, size_t cap);
 
 /* s's cache's counters (all 0 when ingest has not made it yet). */
-void store_intern_get_stats(const struct store *s, struct store_intern_stats *out);
+void store_intern_get_stats(const struct sqlite_store *s, struct store_intern_stats *out);
 
 #endif

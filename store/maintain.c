@@ -44,8 +44,9 @@ enum {
 	M_COUNT,
 };
 
-int store__stats(struct store *s, struct store_stats *st)
+int sqlite_store__stats(struct store *base, struct store_stats *st)
 {
+	struct sqlite_store *s = sqlite_store_of(base);
 	uint64_t *dst[] = { &st->sample_rows, &st->batches, &st->strings,
 			    &st->frames,      &st->stacks,  &st->labelsets };
 	struct store_tiers t;
@@ -99,15 +100,17 @@ int store__stats(struct store *s, struct store_stats *st)
 	return 0;
 }
 
-int store__schema_version(struct store *s, int64_t *version)
+int sqlite_store__schema_version(struct store *base, int64_t *version)
 {
+	struct sqlite_store *s = sqlite_store_of(base);
 	if (!s || !version)
 		return -EINVAL;
 	return store_query_int(s, "PRAGMA user_version", version);
 }
 
-int store__check(struct store *s)
+int sqlite_store__check(struct store *base)
 {
+	struct sqlite_store *s = sqlite_store_of(base);
 	sqlite3_stmt *st = NULL;
 	const char *res;
 	int err, rc;
@@ -132,7 +135,7 @@ int store__check(struct store *s)
 
 /* Steps st, a bound "SELECT min(...)", and reads its answer: 1 (*out set), 0 (no
  * row matched: NULL) or -errno. */
-static int step_min(struct store *s, sqlite3_stmt *st, int64_t *out)
+static int step_min(struct sqlite_store *s, sqlite3_stmt *st, int64_t *out)
 {
 	int err = store_step(s, st);
 
@@ -146,7 +149,7 @@ static int step_min(struct store *s, sqlite3_stmt *st, int64_t *out)
 
 /* The smallest start of tier's blocks in [from, to): 1 (*out set), 0 (none) or
  * -errno. */
-static int first_start(struct store *s, int tier, int64_t from, int64_t to, int64_t *out)
+static int first_start(struct sqlite_store *s, int tier, int64_t from, int64_t to, int64_t *out)
 {
 	sqlite3_stmt *st = NULL;
 	int err;
@@ -172,7 +175,7 @@ struct group {
 /* Builds tier's bucket [b, b + len) from the blocks of tier - 1 starting in it,
  * label set by label set (store_block_add() sums into a block already there, so a
  * bucket written by a late ingest stays right). Sets *nread to the blocks read. */
-static int rollup_bucket(struct store *s, int tier, int64_t b, int64_t len, int64_t *nread)
+static int rollup_bucket(struct sqlite_store *s, int tier, int64_t b, int64_t len, int64_t *nread)
 {
 	struct group *g = NULL;
 	struct block_entry *e = NULL;
@@ -235,7 +238,7 @@ static int rollup_bucket(struct store *s, int tier, int64_t b, int64_t len, int6
 
 /* Builds the next buckets of tier (minute or hour), oldest first, in one
  * transaction, while *budget lasts; sets *more when it stopped for the budget. */
-static int rollup(struct store *s, int tier, int64_t now, int64_t *budget, bool *more)
+static int rollup(struct sqlite_store *s, int tier, int64_t now, int64_t *budget, bool *more)
 {
 	const int64_t len = store_tier_seconds(tier);
 	struct store_tiers t;
@@ -307,7 +310,7 @@ out_rollback:
 /* ---- retention ----------------------------------------------------------- */
 
 /* Runs a windows statement over the bucket [b, b + len). */
-static int window_bucket(struct store *s, int slot, const char *sql, int64_t b, int64_t len)
+static int window_bucket(struct sqlite_store *s, int slot, const char *sql, int64_t b, int64_t len)
 {
 	sqlite3_stmt *st = NULL;
 	int err;
@@ -325,7 +328,7 @@ static int window_bucket(struct store *s, int slot, const char *sql, int64_t b, 
 
 /* The windows rows of [b, b + len): one row per period at b of length len (the
  * next tier's bucket), or none (tier is the last). */
-static int windows_cut(struct store *s, int tier, int64_t b, int64_t len)
+static int windows_cut(struct sqlite_store *s, int tier, int64_t b, int64_t len)
 {
 	int err;
 
@@ -352,7 +355,7 @@ static int windows_cut(struct store *s, int tier, int64_t b, int64_t len)
 }
 
 /* The first windows row in [from, to): 1 (*out set), 0 or -errno. */
-static int first_window(struct store *s, int64_t from, int64_t to, int64_t *out)
+static int first_window(struct sqlite_store *s, int64_t from, int64_t to, int64_t *out)
 {
 	sqlite3_stmt *st = NULL;
 	int err;
@@ -369,7 +372,7 @@ static int first_window(struct store *s, int64_t from, int64_t to, int64_t *out)
 }
 
 /* Deletes at most limit blocks of tier starting below cut; *n gets how many. */
-static int delete_blocks(struct store *s, int tier, int64_t cut, int64_t limit, int64_t *n)
+static int delete_blocks(struct sqlite_store *s, int tier, int64_t cut, int64_t limit, int64_t *n)
 {
 	static const char *const sql[2] = {
 		("DELETE FROM blocks WHERE id IN (SELECT block_id FROM block_index "
@@ -408,7 +411,7 @@ static int delete_blocks(struct store *s, int tier, int64_t cut, int64_t limit, 
  * retention rounded down to the next tier's bucket, never above the next tier's
  * built_before) bucket by bucket, each bucket's windows rows turned into the next
  * tier's, then deletes the blocks below kept_from, while *budget lasts. */
-static int retention(struct store *s, int tier, int64_t now, int64_t *budget, bool *more)
+static int retention(struct sqlite_store *s, int tier, int64_t now, int64_t *budget, bool *more)
 {
 	const int64_t ret[] = { s->opts.raw_retention_seconds, s->opts.minute_retention_seconds,
 				s->opts.retention_seconds };
@@ -485,7 +488,7 @@ out_rollback:
 }
 
 /* Forgets the (agent, seq) of batches whose window started before cut. */
-static int forget_ingested(struct store *s, int64_t cut, int64_t *budget, bool *more)
+static int forget_ingested(struct sqlite_store *s, int64_t cut, int64_t *budget, bool *more)
 {
 	sqlite3_stmt *st = NULL;
 	int err;
@@ -522,8 +525,9 @@ static void join_msg(char *dst, size_t cap, const char *prefix, const char *msg)
 	dst[p + m] = '\0';
 }
 
-int store__maintain(struct store *s, int64_t now, size_t max_rows, bool *more)
+int sqlite_store__maintain(struct store *base, int64_t now, size_t max_rows, bool *more)
 {
+	struct sqlite_store *s = sqlite_store_of(base);
 	static const char *const what[] = {
 		"minute rollup: ",    "hour rollup: ",	  "raw retention: ",
 		"minute retention: ", "hour retention: ", "dedupe retention: ",

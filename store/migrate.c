@@ -23,7 +23,7 @@
  * kill loses little; each commit in WAL with synchronous=NORMAL costs no fsync. */
 #define CONVERT_ROWS 1000
 
-int store_samples_pending(struct store *s)
+int store_samples_pending(struct sqlite_store *s)
 {
 	int64_t n;
 	int err;
@@ -37,7 +37,7 @@ int store_samples_pending(struct store *s)
 
 /* Converts the window at ws: one block per label set, then deletes its rows.
  * *nrows gets the rows converted. */
-static int convert_window(struct store *s, sqlite3_stmt *rows, sqlite3_stmt *del, int64_t ws,
+static int convert_window(struct sqlite_store *s, sqlite3_stmt *rows, sqlite3_stmt *del, int64_t ws,
 			  int64_t *nrows)
 {
 	struct block_entry *e = NULL;
@@ -84,7 +84,7 @@ static int convert_window(struct store *s, sqlite3_stmt *rows, sqlite3_stmt *del
 	return err < 0 ? err : 0;
 }
 
-int store_convert_samples(struct store *s)
+int store_convert_samples(struct sqlite_store *s)
 {
 	static const char *const sql[] = {
 		"SELECT min(window_start) FROM samples",

@@ -2,8 +2,8 @@
  * builds on: the migrations (schema/NNN_*.sql, embedded at build time), the cache
  * of prepared statements with their SQL, the saturating sum every query uses, and
  * the translation of SQLite results into 0/-errno with the last message kept for
- * store__errmsg(). One connection per struct store; every statement is prepared
- * once, on first use, and cached.
+ * store__errmsg(). One connection per struct sqlite_store; every statement is prepared
+ * once, on first use, and cached. The backend table (store/backend.h) is at the end.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -64,7 +64,7 @@ static int sqlite_to_errno(sqlite3 *db, int rc)
 	}
 }
 
-int store_sql_fail(struct store *s, int rc)
+int store_sql_fail(struct sqlite_store *s, int rc)
 {
 	int err = sqlite_to_errno(s->db, rc);
 
@@ -72,7 +72,7 @@ int store_sql_fail(struct store *s, int rc)
 	return err ? err : -EIO;
 }
 
-int store_fail(struct store *s, int err, const char *fmt, ...)
+int store_fail(struct sqlite_store *s, int err, const char *fmt, ...)
 {
 	va_list ap;
 
@@ -82,7 +82,7 @@ int store_fail(struct store *s, int err, const char *fmt, ...)
 	return err;
 }
 
-int store_get_stmt(struct store *s, enum stmt_id id, sqlite3_stmt **out)
+int store_get_stmt(struct sqlite_store *s, enum stmt_id id, sqlite3_stmt **out)
 {
 	int rc;
 
@@ -96,7 +96,7 @@ int store_get_stmt(struct store *s, enum stmt_id id, sqlite3_stmt **out)
 	return 0;
 }
 
-int store_slot_stmt(struct store *s, int slot, const char *sql, sqlite3_stmt **out)
+int store_slot_stmt(struct sqlite_store *s, int slot, const char *sql, sqlite3_stmt **out)
 {
 	int rc;
 
@@ -112,7 +112,7 @@ int store_slot_stmt(struct store *s, int slot, const char *sql, sqlite3_stmt **o
 	return 0;
 }
 
-int store_step(struct store *s, sqlite3_stmt *st)
+int store_step(struct sqlite_store *s, sqlite3_stmt *st)
 {
 	int rc = sqlite3_step(st);
 
@@ -127,7 +127,7 @@ int store_step(struct store *s, sqlite3_stmt *st)
 	return rc;
 }
 
-int store_run(struct store *s, enum stmt_id id)
+int store_run(struct sqlite_store *s, enum stmt_id id)
 {
 	sqlite3_stmt *st = NULL;
 	int err;
@@ -140,20 +140,20 @@ int store_run(struct store *s, enum stmt_id id)
 	return err < 0 ? err : 0;
 }
 
-void store_rollback(struct store *s)
+void store_rollback(struct sqlite_store *s)
 {
 	if (!sqlite3_get_autocommit(s->db))
 		store_run(s, ST_ROLLBACK);
 }
 
-static int exec(struct store *s, const char *sql)
+static int exec(struct sqlite_store *s, const char *sql)
 {
 	int rc = sqlite3_exec(s->db, sql, NULL, NULL, NULL);
 
 	return rc == SQLITE_OK ? 0 : store_sql_fail(s, rc);
 }
 
-int store_query_int(struct store *s, const char *sql, int64_t *out)
+int store_query_int(struct sqlite_store *s, const char *sql, int64_t *out)
 {
 	sqlite3_stmt *st = NULL;
 	int err, rc;
@@ -172,7 +172,7 @@ int store_query_int(struct store *s, const char *sql, int64_t *out)
 	return err;
 }
 
-static int migrate(struct store *s)
+static int migrate(struct sqlite_store *s)
 {
 	char sql[64];
 	int64_t version;
@@ -264,7 +264,7 @@ static int create_private(const char *path)
 /* The reader's checks on a database the writer opened: WAL (else a reader's
  * shared lock would block the writer's commits) and every migration applied
  * (a reader cannot apply them). */
-static int check_reader(struct store *s)
+static int check_reader(struct sqlite_store *s)
 {
 	sqlite3_stmt *st = NULL;
 	const char *mode;
@@ -299,37 +299,16 @@ static int check_reader(struct store *s)
 	return err;
 }
 
-int store__open(const char *path, const struct store_options *opts, struct store **out)
+int sqlite_store__open(const char *path, const struct store_options *opts, struct store **out)
 {
-	struct store *s;
+	struct sqlite_store *s;
 	int err, rc;
 
-	if (!path || !out)
-		return -EINVAL;
 	s = calloc(1, sizeof(*s));
 	if (!s)
 		return -ENOMEM;
-	if (opts)
-		s->opts = *opts;
-	if (!s->opts.retention_seconds)
-		s->opts.retention_seconds = STORE_DEFAULT_RETENTION_SECONDS;
-	if (!s->opts.minute_retention_seconds)
-		s->opts.minute_retention_seconds = STORE_DEFAULT_MINUTE_RETENTION_SECONDS;
-	if (!s->opts.raw_retention_seconds)
-		s->opts.raw_retention_seconds = STORE_DEFAULT_RAW_RETENTION_SECONDS;
-	/* a default may exceed a shorter retention the caller chose: cut it to that */
-	if (!(opts && opts->minute_retention_seconds) &&
-	    s->opts.minute_retention_seconds > s->opts.retention_seconds)
-		s->opts.minute_retention_seconds = s->opts.retention_seconds;
-	if (!(opts && opts->raw_retention_seconds) &&
-	    s->opts.raw_retention_seconds > s->opts.minute_retention_seconds)
-		s->opts.raw_retention_seconds = s->opts.minute_retention_seconds;
-	if (s->opts.raw_retention_seconds <= 0 ||
-	    s->opts.raw_retention_seconds > s->opts.minute_retention_seconds ||
-	    s->opts.minute_retention_seconds > s->opts.retention_seconds) {
-		err = -EINVAL;
-		goto out_free;
-	}
+	s->base.backend = &store_sqlite_backend;
+	s->opts = *opts;
 	/* a private in-memory database is empty to every other connection */
 	if (s->opts.read_only && (!strcmp(path, ":memory:") || !path[0])) {
 		err = -EINVAL;
@@ -368,7 +347,7 @@ int store__open(const char *path, const struct store_options *opts, struct store
 			      ?: migrate(s) ?: store_convert_samples(s);
 	if (err)
 		goto out_close_db;
-	*out = s;
+	*out = &s->base;
 	return 0;
 
 out_close_db:
@@ -378,8 +357,9 @@ out_free:
 	return err;
 }
 
-void store__close(struct store *s)
+void sqlite_store__close(struct store *base)
 {
+	struct sqlite_store *s = sqlite_store_of(base);
 	int i;
 
 	if (!s)
@@ -395,7 +375,26 @@ void store__close(struct store *s)
 	free(s);
 }
 
-const char *store__errmsg(const struct store *s)
+const char *sqlite_store__errmsg(const struct store *base)
 {
+	const struct sqlite_store *s = sqlite_store_of_const(base);
 	return s ? s->errmsg : "";
 }
+
+const struct store_backend store_sqlite_backend = {
+	.name = "sqlite",
+	.open = sqlite_store__open,
+	.close = sqlite_store__close,
+	.errmsg = sqlite_store__errmsg,
+	.ingest = sqlite_store__ingest,
+	.query_stacks = sqlite_store__query_stacks,
+	.query_series = sqlite_store__query_series,
+	.labels = sqlite_store__labels,
+	.label_values = sqlite_store__label_values,
+	.label_key_used = sqlite_store__label_key_used,
+	.windows = sqlite_store__windows,
+	.stats = sqlite_store__stats,
+	.schema_version = sqlite_store__schema_version,
+	.check = sqlite_store__check,
+	.maintain = sqlite_store__maintain,
+};

@@ -156,7 +156,7 @@ void store_read_cache_free(struct store_read_cache *rc)
 	free(rc);
 }
 
-static int cache_get(struct store *s, struct store_read_cache **out)
+static int cache_get(struct sqlite_store *s, struct store_read_cache **out)
 {
 	if (!s->rcache) {
 		s->rcache = calloc(1, sizeof(*s->rcache));
@@ -168,12 +168,12 @@ static int cache_get(struct store *s, struct store_read_cache **out)
 	return 0;
 }
 
-size_t store_read_cache_bytes(struct store *s)
+size_t store_read_cache_bytes(struct sqlite_store *s)
 {
 	return s->rcache ? s->rcache->bytes : 0;
 }
 
-int store_read_cache_set_cap(struct store *s, size_t cap)
+int store_read_cache_set_cap(struct sqlite_store *s, size_t cap)
 {
 	struct store_read_cache *rc;
 	int err = cache_get(s, &rc);
@@ -187,7 +187,7 @@ int store_read_cache_set_cap(struct store *s, size_t cap)
 
 /* Starts a read transaction unless the caller has one open; *began says whether
  * read_end() must end it. */
-static int read_begin(struct store *s, bool *began)
+static int read_begin(struct sqlite_store *s, bool *began)
 {
 	sqlite3_stmt *st = NULL;
 	int err;
@@ -206,7 +206,7 @@ static int read_begin(struct store *s, bool *began)
 }
 
 /* Ends what read_begin() started; returns err, or COMMIT's error when err is 0. */
-static int read_end(struct store *s, bool began, int err)
+static int read_end(struct sqlite_store *s, bool began, int err)
 {
 	sqlite3_stmt *st = NULL;
 	int e;
@@ -223,7 +223,7 @@ static int read_end(struct store *s, bool began, int err)
 	return err ? err : e;
 }
 
-int store_check_query(struct store *s, const struct store_query *q)
+int store_check_query(struct sqlite_store *s, const struct store_query *q)
 {
 	size_t i;
 
@@ -278,7 +278,7 @@ static void bind_labels(sqlite3_stmt *st, const struct store_query *q, int first
 
 /* A statement over block_index for one span (?1 tier, ?2 from, ?3 to) and q's
  * selection: cached in slot without labels, built (and *owned) with them. */
-static int prepare_span_stmt(struct store *s, const struct store_query *q, int slot,
+static int prepare_span_stmt(struct sqlite_store *s, const struct store_query *q, int slot,
 			     const char *head, const char *tail, sqlite3_stmt **out, bool *owned)
 {
 	char *sql;
@@ -321,7 +321,7 @@ static void bind_span(sqlite3_stmt *st, int tier, int64_t from, int64_t to)
 
 /* ---- stacks -------------------------------------------------------------- */
 
-static int frame_by_id(struct store *s, struct store_read_cache *rc, int64_t id,
+static int frame_by_id(struct sqlite_store *s, struct store_read_cache *rc, int64_t id,
 		       const struct frame **out)
 {
 	struct cached_frame *cf;
@@ -381,7 +381,7 @@ out_done:
 }
 
 /* The stack of stack_id from the cache, read from the dictionary on a miss. */
-static int stack_by_id(struct store *s, struct store_read_cache *rc, int64_t stack_id,
+static int stack_by_id(struct sqlite_store *s, struct store_read_cache *rc, int64_t stack_id,
 		       const struct cached_stack **out)
 {
 	struct cached_stack *cs = NULL;
@@ -448,7 +448,7 @@ out_free_blob:
 }
 
 /* Adds the blocks of every span of q's plan to m. */
-static int merge_blocks(struct store *s, const struct store_query *q, struct block_merge *m)
+static int merge_blocks(struct sqlite_store *s, const struct store_query *q, struct block_merge *m)
 {
 	struct store_span sp[STORE_PLAN_MAX_SPANS];
 	struct store_tiers t;
@@ -499,8 +499,10 @@ static int merge_blocks(struct store *s, const struct store_query *q, struct blo
 	return err;
 }
 
-int store__query_stacks(struct store *s, const struct store_query *q, store_stack_fn cb, void *ctx)
+int sqlite_store__query_stacks(struct store *base, const struct store_query *q, store_stack_fn cb,
+			       void *ctx)
 {
+	struct sqlite_store *s = sqlite_store_of(base);
 	struct store_read_cache *rc = NULL;
 	struct block_merge *m = NULL;
 	struct block_entry *e = NULL;
@@ -553,7 +555,7 @@ out:
 
 /* The earliest block start at or after t in any tier (for any label set), or
  * INT64_MAX: buckets before it are empty. */
-static int next_start(struct store *s, int64_t t, int64_t *out)
+static int next_start(struct sqlite_store *s, int64_t t, int64_t *out)
 {
 	sqlite3_stmt *st = NULL;
 	int err;
@@ -591,7 +593,7 @@ struct point {
 };
 
 /* The non-empty buckets of q into *out (time order). */
-static int series_points(struct store *s, const struct store_query *q, int64_t step,
+static int series_points(struct sqlite_store *s, const struct store_query *q, int64_t step,
 			 struct point **out, size_t *nout, size_t *cap)
 {
 	struct store_span sp[STORE_PLAN_MAX_SPANS];
@@ -653,9 +655,10 @@ static int series_points(struct store *s, const struct store_query *q, int64_t s
 	return err;
 }
 
-int store__query_series(struct store *s, const struct store_query *q, int64_t step_seconds,
-			store_series_fn cb, void *ctx)
+int sqlite_store__query_series(struct store *base, const struct store_query *q,
+			       int64_t step_seconds, store_series_fn cb, void *ctx)
 {
+	struct sqlite_store *s = sqlite_store_of(base);
 	struct point *pts = NULL;
 	size_t n = 0, cap = 0, i;
 	bool began = false;
@@ -682,7 +685,7 @@ int store__query_series(struct store *s, const struct store_query *q, int64_t st
 /* "SELECT labelset_id FROM block_index WHERE <span> UNION ...": the label sets
  * with a block in the plan of [from, to); *empty when the plan has no span. The
  * spans' bounds are our own integers, written as literals. */
-static int spans_sql(struct store *s, int64_t from, int64_t to, char **out, bool *empty)
+static int spans_sql(struct sqlite_store *s, int64_t from, int64_t to, char **out, bool *empty)
 {
 	struct store_span sp[STORE_PLAN_MAX_SPANS];
 	struct store_tiers t;
@@ -713,7 +716,7 @@ static int spans_sql(struct store *s, int64_t from, int64_t to, char **out, bool
  * to) and holding q's labels): outer is the query around them, "%s" where the set
  * of their ids goes; key, when not NULL, is bound as ?1. Rows are collected first
  * so the callback runs with no statement active. */
-static int label_query(struct store *s, const struct store_query *q, const char *outer,
+static int label_query(struct sqlite_store *s, const struct store_query *q, const char *outer,
 		       const char *key, store_text_fn cb, void *ctx)
 {
 	char *spans = NULL, *head = NULL, *inner = NULL, *sql = NULL, **rows = NULL;
@@ -780,8 +783,10 @@ out_end:
 	return err;
 }
 
-int store__labels(struct store *s, const struct store_query *q, store_text_fn cb, void *ctx)
+int sqlite_store__labels(struct store *base, const struct store_query *q, store_text_fn cb,
+			 void *ctx)
 {
+	struct sqlite_store *s = sqlite_store_of(base);
 	return label_query(s, q,
 			   "SELECT DISTINCT k.text FROM labelset_labels r "
 			   "JOIN strings k ON k.id = r.key_id "
@@ -789,9 +794,10 @@ int store__labels(struct store *s, const struct store_query *q, store_text_fn cb
 			   NULL, cb, ctx);
 }
 
-int store__label_values(struct store *s, const char *key, const struct store_query *q,
-			store_text_fn cb, void *ctx)
+int sqlite_store__label_values(struct store *base, const char *key, const struct store_query *q,
+			       store_text_fn cb, void *ctx)
 {
+	struct sqlite_store *s = sqlite_store_of(base);
 	if (!key)
 		return -EINVAL;
 	return label_query(s, q,
@@ -802,8 +808,9 @@ int store__label_values(struct store *s, const char *key, const struct store_que
 			   key, cb, ctx);
 }
 
-int store__label_key_used(struct store *s, const char *key, int64_t from, int64_t to)
+int sqlite_store__label_key_used(struct store *base, const char *key, int64_t from, int64_t to)
 {
+	struct sqlite_store *s = sqlite_store_of(base);
 	struct store_span sp[STORE_PLAN_MAX_SPANS];
 	struct store_tiers t;
 	sqlite3_stmt *st = NULL;

@@ -1,4 +1,6 @@
-/* The profile store: aggregated stack samples of many agents in one SQLite database
+/* The profile store's contract, whatever the backend (store/backend.h; the SQLite
+ * backend is described here where behaviour is the backend's own). The profile
+ * store: aggregated stack samples of many agents in one SQLite database
  * (the dictionaries are described at the top of schema/001_init.sql, the profile
  * blocks and their tiers at the top of schema/005_blocks.sql). The collector
  * ingests decoded batches, one transaction each, and queries stacks summed over a
@@ -63,7 +65,11 @@ struct store_options {
 	bool read_only;			  /* a reader: see store__open() */
 };
 
-/* Opens (creating if needed) the database at path, ":memory:" for a private
+/* Opens the store at location: "sqlite:PATH" or a plain PATH is the SQLite backend
+ * (the only one this build has; store/backend.h); a URL of another scheme
+ * ("clickhouse://...") is -EPROTONOSUPPORT. The options' defaults and order are
+ * checked here for every backend. What follows is the SQLite backend's behaviour.
+ * It opens (creating if needed) the database at PATH, ":memory:" for a private
  * in-memory one, and applies pending migrations (each in its own transaction,
  * the version in PRAGMA user_version). A database file that does not exist is
  * created with mode 0600 whatever the umask (its -wal and -shm files take the
@@ -84,7 +90,7 @@ struct store_options {
  * progress neither blocks it nor shows in it. Every write (store__ingest,
  * store__maintain) fails with -EROFS. Its page cache is SQLite's default cache_size,
  * about 2 MB, whatever the file's size. */
-int store__open(const char *path, const struct store_options *opts, struct store **out);
+int store__open(const char *location, const struct store_options *opts, struct store **out);
 
 /* Closes the database and frees the store. Accepts NULL. */
 void store__close(struct store *s);

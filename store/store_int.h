@@ -1,7 +1,7 @@
 /* Private to store/: what the pieces of the SQLite profile store share, included by
  * the .c files of store/ only (the public contract is store.h; the storage model is
  * described at the top of schema/001_init.sql and schema/005_blocks.sql). It holds
- * struct store (one connection, with every statement prepared once and cached),
+ * struct sqlite_store (one connection, with every statement prepared once and cached),
  * the statement and error helpers of open.c, the tiers and block helpers of
  * tiers.c, the hooks of the per-connection caches, and the varint and floor_div
  * helpers. The pieces:
@@ -14,6 +14,7 @@
  *   maintain.c  rollups, retention per tier, stats
  *   migrate.c   the conversion of 004's samples rows into raw blocks
  *   block.c     the block codec (no SQLite)
+ *   store.c     the dispatcher of store.h over the backends (store/backend.h)
  * Only store/ includes <sqlite3.h>.
  */
 #ifndef SMOLDER_STORE_INT_H
@@ -25,6 +26,7 @@
 
 #include <sqlite3.h>
 
+#include "store/backend.h"
 #include "store/block.h"
 #include "store/store.h"
 
@@ -41,7 +43,7 @@ enum stmt_id {
 	ST_NR,
 };
 
-/* Statements a module prepares with its own SQL, cached in struct store by slot
+/* Statements a module prepares with its own SQL, cached in struct sqlite_store by slot
  * (store_slot_stmt()): each module numbers its statements from its first slot. */
 enum store_slot {
 	SLOT_INGEST = 0,    /* ingest.c: 24 slots */
@@ -54,7 +56,9 @@ enum store_slot {
 struct store_intern;	 /* ingest.c's caches of dictionary ids */
 struct store_read_cache; /* read.c's caches of stacks' frames */
 
-struct store {
+/* The SQLite backend's handle (store/backend.h): base first. */
+struct sqlite_store {
+	struct store base; /* backend = &store_sqlite_backend */
 	sqlite3 *db;
 	sqlite3_stmt *stmt[ST_NR];   /* prepared on first use */
 	sqlite3_stmt *slot[SLOT_NR]; /* store_slot_stmt()'s */
@@ -66,6 +70,39 @@ struct store {
 	struct store_read_cache *rcache; /* NULL until read.c makes it */
 };
 
+/* The SQLite store behind a handle of store_sqlite_backend (tests and benches
+ * that look inside the file use these too). */
+static inline struct sqlite_store *sqlite_store_of(struct store *s)
+{
+	return (struct sqlite_store *)s;
+}
+
+static inline const struct sqlite_store *sqlite_store_of_const(const struct store *s)
+{
+	return (const struct sqlite_store *)s;
+}
+
+/* The entries of store_sqlite_backend (store/backend.h), one per file that
+ * implements them: open.c, ingest.c, read.c, windows.c, maintain.c. */
+int sqlite_store__open(const char *path, const struct store_options *opts, struct store **out);
+void sqlite_store__close(struct store *s);
+const char *sqlite_store__errmsg(const struct store *s);
+int sqlite_store__ingest(struct store *s, const struct batch *b, const int64_t *now,
+			 bool *duplicate);
+int sqlite_store__query_stacks(struct store *s, const struct store_query *q, store_stack_fn cb,
+			       void *ctx);
+int sqlite_store__query_series(struct store *s, const struct store_query *q, int64_t step_seconds,
+			       store_series_fn cb, void *ctx);
+int sqlite_store__labels(struct store *s, const struct store_query *q, store_text_fn cb, void *ctx);
+int sqlite_store__label_values(struct store *s, const char *key, const struct store_query *q,
+			       store_text_fn cb, void *ctx);
+int sqlite_store__label_key_used(struct store *s, const char *key, int64_t from, int64_t to);
+int sqlite_store__windows(struct store *s, const struct store_query *q, struct store_windows *out);
+int sqlite_store__stats(struct store *s, struct store_stats *st);
+int sqlite_store__schema_version(struct store *s, int64_t *version);
+int sqlite_store__check(struct store *s);
+int sqlite_store__maintain(struct store *s, int64_t now, size_t max_rows, bool *more);
+
 /* The caches' destructors (ingest.c, read.c), called by store__close(); NULL is
  * fine. store_intern_reset() empties ingest's caches after a rollback (ids they
  * learnt in it were never committed). */
@@ -75,12 +112,12 @@ void store_read_cache_free(struct store_read_cache *rc);
 
 /* Test hooks of read.c's cache (tests/unit/test_store_read.c): its size in bytes,
  * and a cap other than the default (made if missing). */
-size_t store_read_cache_bytes(struct store *s);
-int store_read_cache_set_cap(struct store *s, size_t cap);
+size_t store_read_cache_bytes(struct sqlite_store *s);
+int store_read_cache_set_cap(struct sqlite_store *s, size_t cap);
 
 /* The statement in slot, prepared from sql (a string constant: the same for a
  * slot every call) on first use and cached until store__close(). */
-int store_slot_stmt(struct store *s, int slot, const char *sql, sqlite3_stmt **out);
+int store_slot_stmt(struct sqlite_store *s, int slot, const char *sql, sqlite3_stmt **out);
 
 /* ---- tiers (tiers.c; schema/005_blocks.sql) ---------------------------------- */
 
@@ -101,12 +138,12 @@ struct store_tiers {
 };
 
 /* Reads them in the caller's transaction (or its own read). Returns 0 or -errno. */
-int store_read_tiers(struct store *s, struct store_tiers *t);
+int store_read_tiers(struct sqlite_store *s, struct store_tiers *t);
 
 /* Writes state.built_before_<tier> (tier 1 or 2) or state.kept_from_<tier>
  * (0..2); INT64_MIN writes NULL. In the caller's transaction. */
-int store_set_built_before(struct store *s, int tier, int64_t v);
-int store_set_kept_from(struct store *s, int tier, int64_t v);
+int store_set_built_before(struct sqlite_store *s, int tier, int64_t v);
+int store_set_kept_from(struct sqlite_store *s, int tier, int64_t v);
 
 /* One piece of a plan: the blocks of tier whose start is in [from, to). */
 struct store_span {
@@ -131,48 +168,48 @@ size_t store_plan(const struct store_tiers *t, int64_t from, int64_t to,
  * transaction. n == 0 does nothing. Returns 0, -EINVAL (a negative value), -EIO (a
  * stored block that does not decode: store__errmsg says which), -ENOMEM, or a
  * translated SQLite error. */
-int store_block_add(struct store *s, int tier, int64_t start, int64_t labelset_id,
+int store_block_add(struct sqlite_store *s, int tier, int64_t start, int64_t labelset_id,
 		    const struct block_entry *e, size_t n);
 
 /* ---- the conversion of 004's samples (migrate.c) ----------------------------- */
 
 /* Whether the samples table of 004 still exists (1), not (0), or -errno. */
-int store_samples_pending(struct store *s);
+int store_samples_pending(struct sqlite_store *s);
 
 /* Converts every remaining samples row into raw blocks, a window a step, each in
  * its own transaction that also deletes the rows it converted, then drops the
  * table: a killed conversion resumes where it stopped. Called by store__open()
  * for a writer after the migrations. Returns 0 or -errno. */
-int store_convert_samples(struct store *s);
+int store_convert_samples(struct sqlite_store *s);
 
 /* Records SQLite's message for rc and returns the translated error (never 0). */
-int store_sql_fail(struct store *s, int rc);
+int store_sql_fail(struct sqlite_store *s, int rc);
 
 /* Checks a store_query's arguments (read.c): NULL pointers, at most
  * BATCH_MAX_LABELS labels, each key and value set. Clears the last message.
  * Returns 0 or -EINVAL (with a reason for too many labels). */
-int store_check_query(struct store *s, const struct store_query *q);
+int store_check_query(struct sqlite_store *s, const struct store_query *q);
 
 /* Records our own reason and returns err. */
-__attribute__((format(printf, 3, 4))) int store_fail(struct store *s, int err, const char *fmt,
-						     ...);
+__attribute__((format(printf, 3, 4))) int store_fail(struct sqlite_store *s, int err,
+						     const char *fmt, ...);
 
 /* The cached statement id, prepared on first use; owned by s. */
-int store_get_stmt(struct store *s, enum stmt_id id, sqlite3_stmt **out);
+int store_get_stmt(struct sqlite_store *s, enum stmt_id id, sqlite3_stmt **out);
 
 /* Steps a statement whose bindings are set; for SQLITE_ROW the caller reads the
  * row and calls store_done(). Returns SQLITE_ROW (1), SQLITE_DONE (0, statement reset)
  * or -errno (statement reset). */
-int store_step(struct store *s, sqlite3_stmt *st);
+int store_step(struct sqlite_store *s, sqlite3_stmt *st);
 
 /* Runs a cached statement that takes no parameters and returns no rows. */
-int store_run(struct store *s, enum stmt_id id);
+int store_run(struct sqlite_store *s, enum stmt_id id);
 
 /* Rolls back the open transaction, if any. */
-void store_rollback(struct store *s);
+void store_rollback(struct sqlite_store *s);
 
 /* Reads one integer from a one-row query (PRAGMA or SELECT). */
-int store_query_int(struct store *s, const char *sql, int64_t *out);
+int store_query_int(struct sqlite_store *s, const char *sql, int64_t *out);
 
 /* Ends a use of a cached statement: resets it and clears its bindings. */
 static inline void store_done(sqlite3_stmt *st)

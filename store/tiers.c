@@ -31,7 +31,7 @@ int64_t store_tier_seconds(int tier)
 				     : 0;
 }
 
-int store_read_tiers(struct store *s, struct store_tiers *t)
+int store_read_tiers(struct sqlite_store *s, struct store_tiers *t)
 {
 	static const char sql[] = "SELECT built_before_1, built_before_2, kept_from_0, "
 				  "kept_from_1, kept_from_2 FROM state WHERE id = 1";
@@ -60,7 +60,7 @@ int store_read_tiers(struct store *s, struct store_tiers *t)
 	return 0;
 }
 
-static int set_state(struct store *s, const char *column, int tier, int64_t v)
+static int set_state(struct sqlite_store *s, const char *column, int tier, int64_t v)
 {
 	char sql[96];
 	sqlite3_stmt *st = NULL;
@@ -79,14 +79,14 @@ static int set_state(struct store *s, const char *column, int tier, int64_t v)
 	return err < 0 ? err : 0;
 }
 
-int store_set_built_before(struct store *s, int tier, int64_t v)
+int store_set_built_before(struct sqlite_store *s, int tier, int64_t v)
 {
 	if (tier != TIER_MINUTE && tier != TIER_HOUR)
 		return -EINVAL;
 	return set_state(s, "built_before", tier, v);
 }
 
-int store_set_kept_from(struct store *s, int tier, int64_t v)
+int store_set_kept_from(struct sqlite_store *s, int tier, int64_t v)
 {
 	if (tier < TIER_RAW || tier > TIER_HOUR)
 		return -EINVAL;
@@ -185,7 +185,7 @@ size_t store_plan(const struct store_tiers *t, int64_t from, int64_t to,
 /* ---- adding to a block --------------------------------------------------- */
 
 /* Encodes e (n entries) and writes it as the block of block_id (0: a new one). */
-static int write_block(struct store *s, int tier, int64_t start, int64_t labelset_id,
+static int write_block(struct sqlite_store *s, int tier, int64_t start, int64_t labelset_id,
 		       int64_t block_id, const struct block_entry *e, size_t n)
 {
 	sqlite3_stmt *data = NULL, *index = NULL;
@@ -237,7 +237,7 @@ out:
 	return err;
 }
 
-int store_block_add(struct store *s, int tier, int64_t start, int64_t labelset_id,
+int store_block_add(struct sqlite_store *s, int tier, int64_t start, int64_t labelset_id,
 		    const struct block_entry *e, size_t n)
 {
 	struct block_entry *all = NULL;

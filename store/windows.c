@@ -51,7 +51,7 @@ static const char sel_one[] = "SELECT labelset_id FROM labelset_labels "
 /* Prepares the statement of slot, or for a selection its SQL with the EXISTS clause
  * inserted before tail (which the cached SQL ends with), parameters bound. *owned
  * tells the caller to finalize it. */
-static int prepare(struct store *s, const struct store_query *q, int slot, const char *base,
+static int prepare(struct sqlite_store *s, const struct store_query *q, int slot, const char *base,
 		   const char *tail, sqlite3_stmt **out, bool *owned)
 {
 	size_t blen = strlen(base) - strlen(tail), cap, len, i;
@@ -97,7 +97,8 @@ static void finish(sqlite3_stmt *st, bool owned)
 		store_done(st);
 }
 
-static int read_range(struct store *s, const struct store_query *q, struct store_windows *out)
+static int read_range(struct sqlite_store *s, const struct store_query *q,
+		      struct store_windows *out)
 {
 	sqlite3_stmt *st = NULL;
 	bool owned;
@@ -118,7 +119,8 @@ static int read_range(struct store *s, const struct store_query *q, struct store
 	return err < 0 ? err : 0;
 }
 
-static int read_periods(struct store *s, const struct store_query *q, struct store_windows *out)
+static int read_periods(struct sqlite_store *s, const struct store_query *q,
+			struct store_windows *out)
 {
 	sqlite3_stmt *st = NULL;
 	bool owned;
@@ -140,8 +142,10 @@ static int read_periods(struct store *s, const struct store_query *q, struct sto
 	return err < 0 ? err : 0;
 }
 
-int store__windows(struct store *s, const struct store_query *q, struct store_windows *out)
+int sqlite_store__windows(struct store *base, const struct store_query *q,
+			  struct store_windows *out)
 {
+	struct sqlite_store *s = sqlite_store_of(base);
 	int err;
 
 	if (!out)

@@ -3,7 +3,8 @@
  * its modes (--url against the real sanitized collector, --db on that
  * collector's store file, read-only) and through HTTP directly, and asserts the
  * status or exit code AND the reason text:
- *   - top --db typo.db: no store is created (exit 1, "no store at"); a file that
+ *   - top --db typo.db: no store is created (exit 1, "no store at"); a URL of a
+ *     store backend this build does not have is named as such; a file that
  *     is not SQLite, a store in rollback-journal mode and a store of another
  *     schema version are refused the same way;
  *   - labels --where: the selection is honoured (it was ignored);
@@ -208,6 +209,9 @@ static void test_db_refusals(void **state)
 	expect(cli(-1, "top", "--db", rollback), 1, "is not in WAL mode", "a rollback journal");
 	expect(cli(-1, "top", "--db", future), 1, "is a store of another schema version",
 	       "schema version 999");
+	/* a URL of a backend this smolder does not have (store/store.c) */
+	expect(cli(-1, "top", "--db", "clickhouse://127.0.0.1:8123/smolder"), 1,
+	       "no store backend serves", "a clickhouse:// URL");
 }
 
 /* labels and labels/NAME/values honour where (CLI, both modes, and HTTP). */

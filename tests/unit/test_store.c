@@ -498,16 +498,21 @@ static int fx_teardown(void **state)
 	return 0;
 }
 
-/* The one place a backend is opened: the SQLite store on fx's path. A second
- * backend (ClickHouse, issue 15) plugs in here, e.g. by a fixture field naming the
- * backend, and runs every test outside the "SQLite backend only" section. */
+/* The one place a backend is opened: the SQLite store on fx's path, named by its
+ * scheme as the collector's --db would name it ("sqlite:PATH", store/store.c).
+ * A second backend (ClickHouse, issue 15) plugs in here, e.g. by a fixture field
+ * naming the backend, and runs every test outside the "SQLite backend only"
+ * section. */
 static struct store *open_backend(struct fixture *fx, const struct store_options *opts)
 {
 	struct store *s = NULL;
-	int err = store__open(fx_path(fx), opts, &s);
+	char location[160];
+	int err;
 
+	snprintf(location, sizeof(location), "sqlite:%s", fx_path(fx));
+	err = store__open(location, opts, &s);
 	if (err)
-		fail_msg("store__open(%s): %d (%s)", fx_path(fx), err, strerror(-err));
+		fail_msg("store__open(%s): %d (%s)", location, err, strerror(-err));
 	assert_non_null(s);
 	return s;
 }

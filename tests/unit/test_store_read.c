@@ -35,7 +35,7 @@ static void exec(struct store *s, const char *sql)
 {
 	char *msg = NULL;
 
-	if (sqlite3_exec(s->db, sql, NULL, NULL, &msg) != SQLITE_OK) {
+	if (sqlite3_exec(sqlite_store_of(s)->db, sql, NULL, NULL, &msg) != SQLITE_OK) {
 		print_error("%s: %s\n", sql, msg ? msg : "?");
 		sqlite3_free(msg);
 		fail();
@@ -73,7 +73,7 @@ static void rollup(struct store *s, int tier, int64_t before)
 
 	exec(s, "BEGIN");
 	assert_int_equal(
-		sqlite3_prepare_v2(s->db,
+		sqlite3_prepare_v2(sqlite_store_of(s)->db,
 				   "SELECT bi.start, bi.labelset_id, b.data FROM block_index "
 				   "bi JOIN blocks b ON b.id = bi.block_id WHERE tier = ?1 "
 				   "AND start < ?2",
@@ -107,15 +107,15 @@ static void rollup(struct store *s, int tier, int64_t before)
 		}
 		sqlite3_finalize(st);
 		for (i = 0; i < nitems; i++) {
-			assert_int_equal(store_block_add(s, tier, items[i].start, items[i].ls,
-							 items[i].e, items[i].n),
+			assert_int_equal(store_block_add(sqlite_store_of(s), tier, items[i].start,
+							 items[i].ls, items[i].e, items[i].n),
 					 0);
 			free(items[i].e);
 		}
 		free(items);
 	}
 	free(e);
-	assert_int_equal(store_set_built_before(s, tier, before), 0);
+	assert_int_equal(store_set_built_before(sqlite_store_of(s), tier, before), 0);
 	exec(s, "COMMIT");
 }
 
@@ -128,7 +128,7 @@ static void cut(struct store *s, int tier, int64_t k)
 	snprintf(sql, sizeof(sql), "DELETE FROM block_index WHERE tier = %d AND start < %" PRId64,
 		 tier, k);
 	exec(s, sql);
-	assert_int_equal(store_set_kept_from(s, tier, k), 0);
+	assert_int_equal(store_set_kept_from(sqlite_store_of(s), tier, k), 0);
 	exec(s, "COMMIT");
 }
 
@@ -465,7 +465,7 @@ static void test_corrupt_block(void **state)
 	char sql[128];
 
 	(void)state;
-	assert_int_equal(store_query_int(s,
+	assert_int_equal(store_query_int(sqlite_store_of(s),
 					 "SELECT block_id FROM block_index WHERE tier = 0 "
 					 "ORDER BY start LIMIT 1 OFFSET 7",
 					 &id),
@@ -509,25 +509,25 @@ static void test_cache_cap(void **state)
 		snprintf(pid, sizeof(pid), "%d", i);
 		ingest(s, "a", (uint64_t)i + 1, T0 + 10 * i, pid, pid, 100, 1);
 	}
-	assert_int_equal(store_read_cache_bytes(s), 0);
+	assert_int_equal(store_read_cache_bytes(sqlite_store_of(s)), 0);
 	assert_int_equal(query(s, T0, T0 + 3600, NULL, &a), 0);
 	assert_int_equal(a.n, 2000);
 	assert_int_equal(a.total, 2000);
-	full = store_read_cache_bytes(s);
+	full = store_read_cache_bytes(sqlite_store_of(s));
 	assert_true(full > 2000 * 3 * sizeof(void *));
 	assert_true(full < 4u << 20);
 	assert_int_equal(query(s, T0, T0 + 3600, NULL, &b), 0);
-	assert_int_equal(store_read_cache_bytes(s), full); /* all hits */
+	assert_int_equal(store_read_cache_bytes(sqlite_store_of(s)), full); /* all hits */
 	assert_same(&a, &b);
 	answer_free(&b);
 
-	assert_int_equal(store_read_cache_set_cap(s, 16384), 0);
+	assert_int_equal(store_read_cache_set_cap(sqlite_store_of(s), 16384), 0);
 	for (int round = 0; round < 3; round++) {
 		assert_int_equal(query(s, T0, T0 + 3600, NULL, &b), 0);
 		/* 1.5 times the cap (the tables double) and a stack of 3 frames, under
 		 * 1 KiB */
-		assert_true(store_read_cache_bytes(s) <= 16384 * 3 / 2 + 1024);
-		assert_true(store_read_cache_bytes(s) > 0);
+		assert_true(store_read_cache_bytes(sqlite_store_of(s)) <= 16384 * 3 / 2 + 1024);
+		assert_true(store_read_cache_bytes(sqlite_store_of(s)) > 0);
 		assert_same(&a, &b);
 		answer_free(&b);
 	}

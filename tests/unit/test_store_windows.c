@@ -176,7 +176,7 @@ static bool rollups_built(struct store *s)
 {
 	struct store_tiers t;
 
-	assert_int_equal(store_read_tiers(s, &t), 0);
+	assert_int_equal(store_read_tiers(sqlite_store_of(s), &t), 0);
 	return t.built_before[TIER_MINUTE] != INT64_MIN;
 }
 

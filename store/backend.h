@@ -1,0 +1,52 @@
+/* Private to store/: the backend interface behind store.h. A backend implements
+ * the contract of store.h (its comments are the specification; tests/unit/
+ * test_store.c is its conformance suite) as a table of functions; store/store.c
+ * parses the location given to store__open(), fills in and checks the options
+ * every backend shares, and forwards each call to the table of the store's
+ * backend. The one backend today is SQLite (store/open.c and its neighbours,
+ * store_int.h); a second one (a ClickHouse server, issue 15) adds a table here
+ * and a scheme in store.c, and runs the same conformance suite.
+ *
+ * A backend's handle starts with struct store, so that the table's functions get
+ * back their own struct from the pointer the caller holds (a cast: see
+ * sqlite_store_of() in store_int.h). Arguments are checked by the dispatcher
+ * where the contract says -EINVAL for NULL, so a backend sees a non-NULL store and
+ * its options with the defaults already applied and in order.
+ */
+#ifndef SMOLDER_STORE_BACKEND_H
+#define SMOLDER_STORE_BACKEND_H
+
+#include "store/store.h"
+
+struct store_backend {
+	const char *name; /* the location's scheme: "sqlite" */
+	/* location is what follows "scheme:" (for SQLite, a path or ":memory:"); opts
+	 * is never NULL and its retentions are set and in order. */
+	int (*open)(const char *location, const struct store_options *opts, struct store **out);
+	void (*close)(struct store *s);
+	const char *(*errmsg)(const struct store *s);
+	/* store__ingest() (now NULL) and store__ingest_at() (*now). */
+	int (*ingest)(struct store *s, const struct batch *b, const int64_t *now, bool *duplicate);
+	int (*query_stacks)(struct store *s, const struct store_query *q, store_stack_fn cb,
+			    void *ctx);
+	int (*query_series)(struct store *s, const struct store_query *q, int64_t step_seconds,
+			    store_series_fn cb, void *ctx);
+	int (*labels)(struct store *s, const struct store_query *q, store_text_fn cb, void *ctx);
+	int (*label_values)(struct store *s, const char *key, const struct store_query *q,
+			    store_text_fn cb, void *ctx);
+	int (*label_key_used)(struct store *s, const char *key, int64_t from, int64_t to);
+	int (*windows)(struct store *s, const struct store_query *q, struct store_windows *out);
+	int (*stats)(struct store *s, struct store_stats *st);
+	int (*schema_version)(struct store *s, int64_t *version);
+	int (*check)(struct store *s);
+	int (*maintain)(struct store *s, int64_t now, size_t max_rows, bool *more);
+};
+
+/* What every backend's handle starts with. */
+struct store {
+	const struct store_backend *backend;
+};
+
+extern const struct store_backend store_sqlite_backend; /* store/open.c */
+
+#endif
