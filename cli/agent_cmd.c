@@ -118,6 +118,12 @@ static int add_label(struct agent_options *o, const char *arg, char *err, size_t
 		return reason_fail(
 			err, errlen, -EINVAL,
 			"--label wants KEY=VALUE with KEY of [A-Za-z_][A-Za-z0-9_]*: '%s'", arg);
+	/* the store's own labels (store.h's STORE_TYPE_LABEL, the profile type) */
+	if (!strncmp(arg, "__", 2))
+		return reason_fail(err, errlen, -EINVAL,
+				   "--label keys starting with __ are smolder's (__type__ is the "
+				   "profile type): '%s'",
+				   arg);
 	if (strlen(eq + 1) > 1024)
 		return reason_fail(err, errlen, -EINVAL, "--label value longer than 1024 bytes");
 	if (o->nlabels == AGENT_MAX_LABELS)

@@ -85,6 +85,7 @@ struct ingest {
 	int64_t *labelset;
 	uint64_t *fhash; /* each frame's cache hash (hash_frames), 0: uncached */
 	struct store_intern *cache;
+	int64_t type_key, type_value; /* STORE_TYPE_LABEL's pair (strings), 0: a cpu batch */
 };
 
 /* Makes s->buf hold at least len bytes. */
@@ -377,11 +378,11 @@ static int cmp_idpair(const void *a, const void *b)
 static int intern_labelset(struct sqlite_store *s, struct ingest *in, uint32_t i, int64_t *id)
 {
 	const struct batch_labelset *ls;
-	struct idpair pairs[BATCH_MAX_LABELS];
+	struct idpair pairs[BATCH_MAX_LABELS + 1]; /* and the type's */
 	struct key k = { INTERN_LABELSET, NULL, 0 };
 	sqlite3_stmt *lsl = NULL;
 	bool created;
-	uint32_t j;
+	uint32_t j, n;
 	int err;
 
 	if (i >= in->b->nlabelsets)
@@ -400,14 +401,25 @@ static int intern_labelset(struct sqlite_store *s, struct ingest *in, uint32_t i
 			err = intern_string(s, in, ls->labels[j].value, &pairs[j].value);
 		if (err)
 			return err;
+		if (in->b->strings[ls->labels[j].key] &&
+		    !strcmp(in->b->strings[ls->labels[j].key], STORE_TYPE_LABEL))
+			return store_fail(s, -EINVAL,
+					  "label set %u: the key " STORE_TYPE_LABEL
+					  " is the store's (the batch's profile type)",
+					  i);
+	}
+	n = ls->nlabels;
+	if (in->type_key) {
+		pairs[n].key = in->type_key;
+		pairs[n++].value = in->type_value;
 	}
 	/* Canonical form: pairs sorted by key id, which is stable in this database. */
-	if (ls->nlabels)
-		qsort(pairs, ls->nlabels, sizeof(*pairs), cmp_idpair);
-	err = reserve(s, (size_t)ls->nlabels * 2 * VARINT_MAX + 1);
+	if (n)
+		qsort(pairs, n, sizeof(*pairs), cmp_idpair);
+	err = reserve(s, (size_t)n * 2 * VARINT_MAX + 1);
 	if (err)
 		return err;
-	for (j = 0; j < ls->nlabels; j++) {
+	for (j = 0; j < n; j++) {
 		if (j && pairs[j].key == pairs[j - 1].key)
 			return store_fail(s, -EINVAL, "label set %u: duplicate key", i);
 		k.len += put_varint(s->buf + k.len, (uint64_t)pairs[j].key);
@@ -420,7 +432,7 @@ static int intern_labelset(struct sqlite_store *s, struct ingest *in, uint32_t i
 	/* A fresh label set gets its per-label index rows. */
 	if (created) {
 		err = stmt(s, ST_LSL_PUT_, &lsl);
-		for (j = 0; !err && j < ls->nlabels; j++) {
+		for (j = 0; !err && j < n; j++) {
 			sqlite3_bind_int64(lsl, 1, pairs[j].key);
 			sqlite3_bind_int64(lsl, 2, pairs[j].value);
 			sqlite3_bind_int64(lsl, 3, in->labelset[i]);
@@ -571,6 +583,24 @@ static int run_slot(struct sqlite_store *s, int slot)
 	return err < 0 ? err : 0;
 }
 
+/* The batch's profile type as a label of each of its label sets: none for the
+ * CPU profile (an empty or "cpu" profile_type, what every store before types
+ * holds), else STORE_TYPE_LABEL=type (store.h). */
+static int intern_type(struct sqlite_store *s, struct ingest *in)
+{
+	const struct batch *b = in->b;
+	const char *type;
+
+	if (b->profile_type >= b->nstrings)
+		return store_fail(s, -EINVAL, "profile type string %u out of range",
+				  b->profile_type);
+	type = b->strings[b->profile_type] ? b->strings[b->profile_type] : "";
+	if (!*type || !strcmp(type, STORE_TYPE_CPU))
+		return 0;
+	return intern_text(s, in, STORE_TYPE_LABEL, &in->type_key)
+		       ?: intern_string(s, in, b->profile_type, &in->type_value);
+}
+
 static int ingest_locked(struct sqlite_store *s, struct ingest *in, bool *duplicate)
 {
 	const struct batch *b = in->b;
@@ -602,7 +632,7 @@ static int ingest_locked(struct sqlite_store *s, struct ingest *in, bool *duplic
 		return 0;
 	}
 
-	err = store_read_tiers(s, &tiers);
+	err = store_read_tiers(s, &tiers) ?: intern_type(s, in);
 	if (err)
 		return err;
 	route(&tiers, b, &d);

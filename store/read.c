@@ -29,8 +29,6 @@
 #include "common/frame.h"
 #include "store/store_int.h"
 
-#define QUERY_MAX_LABELS BATCH_MAX_LABELS
-
 /* The read cache's memory cap: 64 MiB. A day of the busy host (bench mix) holds
  * about 89 k distinct stacks of about 25 frames, some 20 MiB of stack entries and
  * frame texts, so a repeated day's flame graph reads no dictionary row; a server
@@ -239,22 +237,48 @@ int store_check_query(struct sqlite_store *s, const struct store_query *q)
 	return 0;
 }
 
+void store_type_query(const struct store_query *q, struct store_typed_query *t)
+{
+	t->q = *q;
+	t->cpu_only = !q->type || !*q->type || !strcmp(q->type, STORE_TYPE_CPU);
+	if (t->cpu_only)
+		return;
+	if (q->nlabels) {
+		memcpy(t->keys, q->keys, q->nlabels * sizeof(*t->keys));
+		memcpy(t->values, q->values, q->nlabels * sizeof(*t->values));
+	}
+	t->keys[q->nlabels] = STORE_TYPE_LABEL;
+	t->values[q->nlabels] = q->type;
+	t->q.keys = t->keys;
+	t->q.values = t->values;
+	t->q.nlabels = q->nlabels + 1;
+}
+
+/* The label sets of another type than cpu, excluded from a cpu query. */
+static const char not_typed[] = " AND labelset_id NOT IN (SELECT labelset_id FROM "
+				"labelset_labels WHERE key_id = (SELECT id FROM strings "
+				"WHERE text = '" STORE_TYPE_LABEL "'))";
+
 /* The label sets holding every label of q, as an SQL set: labels bound from
  * parameter first on, two each. */
 static const char sel_one[] = "SELECT labelset_id FROM labelset_labels "
 			      "WHERE key_id = (SELECT id FROM strings WHERE text = ?%d) "
 			      "AND value_id = (SELECT id FROM strings WHERE text = ?%d)";
 
-/* "<head> AND labelset_id IN (<q's label sets>)<tail>", or "<head><tail>" without
- * labels; labels bound from parameter first on. */
-static char *build_sel_sql(size_t nlabels, int first, const char *head, const char *tail)
+/* "<head> AND labelset_id IN (<t's label sets>)<tail>", or "<head><tail>" without
+ * labels, with not_typed before the tail for a cpu query; labels bound from
+ * parameter first on. */
+static char *build_sel_sql(const struct store_typed_query *t, int first, const char *head,
+			   const char *tail)
 {
-	size_t cap = strlen(head) + strlen(tail) + 32 + nlabels * (sizeof(sel_one) + 32), len, i;
+	size_t nlabels = t->q.nlabels, len, i;
+	size_t cap = strlen(head) + strlen(tail) + sizeof(not_typed) + 32 +
+		     nlabels * (sizeof(sel_one) + 32);
 	char *sql = malloc(cap);
 
 	if (!sql)
 		return NULL;
-	len = (size_t)snprintf(sql, cap, "%s", head);
+	len = (size_t)snprintf(sql, cap, "%s%s", head, t->cpu_only ? not_typed : "");
 	if (nlabels) {
 		len += (size_t)snprintf(sql + len, cap - len, " AND labelset_id IN (");
 		for (i = 0; i < nlabels; i++) {
@@ -281,14 +305,16 @@ static void bind_labels(sqlite3_stmt *st, const struct store_query *q, int first
 static int prepare_span_stmt(struct sqlite_store *s, const struct store_query *q, int slot,
 			     const char *head, const char *tail, sqlite3_stmt **out, bool *owned)
 {
+	struct store_typed_query t;
 	char *sql;
 	int rc, err;
 
 	*owned = false;
-	sql = build_sel_sql(q->nlabels, 4, head, tail);
+	store_type_query(q, &t);
+	sql = build_sel_sql(&t, 4, head, tail);
 	if (!sql)
 		return -ENOMEM;
-	if (!q->nlabels) {
+	if (!t.q.nlabels) {
 		/* the same text every call: head and tail are constants */
 		err = store_slot_stmt(s, slot, sql, out);
 		free(sql);
@@ -299,7 +325,7 @@ static int prepare_span_stmt(struct sqlite_store *s, const struct store_query *q
 	if (rc != SQLITE_OK)
 		return store_sql_fail(s, rc);
 	*owned = true;
-	bind_labels(*out, q, 4);
+	bind_labels(*out, &t.q, 4);
 	return 0;
 }
 
@@ -720,6 +746,7 @@ static int label_query(struct sqlite_store *s, const struct store_query *q, cons
 		       const char *key, store_text_fn cb, void *ctx)
 {
 	char *spans = NULL, *head = NULL, *inner = NULL, *sql = NULL, **rows = NULL;
+	struct store_typed_query t;
 	sqlite3_stmt *st = NULL;
 	size_t n = 0, cap = 0, i;
 	bool began = false, empty = true;
@@ -741,7 +768,8 @@ static int label_query(struct sqlite_store *s, const struct store_query *q, cons
 		head = NULL;
 		goto out_end;
 	}
-	inner = build_sel_sql(q->nlabels, 2, head, ""); /* ?1 is the key */
+	store_type_query(q, &t);
+	inner = build_sel_sql(&t, 2, head, ""); /* ?1 is the key */
 	if (!inner || asprintf(&sql, outer, inner) < 0) {
 		sql = NULL;
 		goto out_end;
@@ -751,7 +779,7 @@ static int label_query(struct sqlite_store *s, const struct store_query *q, cons
 		err = store_sql_fail(s, rc);
 		goto out_end;
 	}
-	bind_labels(st, q, 2);
+	bind_labels(st, &t.q, 2);
 	if (key)
 		sqlite3_bind_text(st, 1, key, -1, SQLITE_STATIC);
 	while ((err = store_step(s, st)) == 1) {
@@ -790,7 +818,8 @@ int sqlite_store__labels(struct store *base, const struct store_query *q, store_
 	return label_query(s, q,
 			   "SELECT DISTINCT k.text FROM labelset_labels r "
 			   "JOIN strings k ON k.id = r.key_id "
-			   "WHERE r.labelset_id IN (%s) ORDER BY 1",
+			   "WHERE r.labelset_id IN (%s) AND k.text <> '" STORE_TYPE_LABEL
+			   "' ORDER BY 1",
 			   NULL, cb, ctx);
 }
 

@@ -129,14 +129,28 @@ int store__ingest(struct store *s, const struct batch *b, bool *duplicate);
  * sender should drop it rather than retry). */
 int store__ingest_at(struct store *s, const struct batch *b, int64_t now, bool *duplicate);
 
-/* A query: windows with window_start in [from, to), and label sets that hold every
- * keys[i]=values[i] (i < nlabels; nlabels 0 selects all). */
+/* Profile types. Each batch names its own (profile_type: "cpu", later "offcpu");
+ * the store keeps it as a label of the batch's label sets, STORE_TYPE_LABEL=type,
+ * except for the CPU profile, whose label sets have no such label (as in every
+ * store written before types were recorded), so that a series is of one type and
+ * a query sums one type's values only. A batch whose own labels use the key is
+ * refused (-EINVAL). The key is not listed by store__labels(). */
+#define STORE_TYPE_LABEL "__type__"
+#define STORE_TYPE_CPU	 "cpu"
+
+/* A query: windows with window_start in [from, to), and label sets of the profile
+ * type that hold every keys[i]=values[i] (i < nlabels; nlabels 0 selects all of
+ * that type). */
 struct store_query {
 	int64_t from;		   /* unix seconds, inclusive */
 	int64_t to;		   /* unix seconds, exclusive */
 	const char *const *keys;   /* nlabels label keys */
 	const char *const *values; /* nlabels label values */
 	size_t nlabels;
+	const char *type; /* the profile type; NULL: STORE_TYPE_CPU. store__windows() is
+			   * per window, whatever the type: it honours a type other than
+			   * cpu only as a selection (the windows where such a label set
+			   * has a block) */
 };
 
 /* Called once per distinct stack: its nframes frames (common/frame.h), root first,

@@ -26,6 +26,7 @@
 
 #include <sqlite3.h>
 
+#include "common/batch.h"
 #include "store/backend.h"
 #include "store/block.h"
 #include "store/store.h"
@@ -184,6 +185,23 @@ int store_convert_samples(struct sqlite_store *s);
 
 /* Records SQLite's message for rc and returns the translated error (never 0). */
 int store_sql_fail(struct sqlite_store *s, int rc);
+
+/* The most labels a query selects by. */
+#define QUERY_MAX_LABELS BATCH_MAX_LABELS
+
+/* A query's profile type as a selection (store.h): a type other than cpu is one
+ * more label, STORE_TYPE_LABEL=type; the CPU profile is the label sets without
+ * that label (cpu_only). */
+struct store_typed_query {
+	struct store_query q;
+	const char *keys[QUERY_MAX_LABELS + 1];
+	const char *values[QUERY_MAX_LABELS + 1];
+	bool cpu_only;
+};
+
+/* q (checked by store_check_query) as a typed query (read.c); t->q borrows q's
+ * strings. */
+void store_type_query(const struct store_query *q, struct store_typed_query *t);
 
 /* Checks a store_query's arguments (read.c): NULL pointers, at most
  * BATCH_MAX_LABELS labels, each key and value set. Clears the last message.

@@ -55,9 +55,14 @@ static int prepare(struct sqlite_store *s, const struct store_query *q, int slot
 		   const char *tail, sqlite3_stmt **out, bool *owned)
 {
 	size_t blen = strlen(base) - strlen(tail), cap, len, i;
+	struct store_typed_query t;
 	char *sql;
 	int rc, err;
 
+	/* windows are per window: the cpu type selects nothing, another type is a
+	 * label (store.h) */
+	store_type_query(q, &t);
+	q = &t.q;
 	*owned = false;
 	if (!q->nlabels) {
 		err = store_slot_stmt(s, slot, base, out);

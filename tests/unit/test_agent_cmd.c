@@ -139,6 +139,7 @@ static void test_bad_values(void **state)
 		{ "--label", "novalue", "--label wants KEY=VALUE" },
 		{ "--label", "=v", "--label wants KEY=VALUE" },
 		{ "--label", "bad key=v", "--label wants KEY=VALUE" },
+		{ "--label", "__type__=offcpu", "keys starting with __ are smolder's" },
 		{ "--max-stacks", "10", "--max-stacks wants" },
 		{ "--output", "", "--output wants" },
 		{ "--python", "yes", "--python wants on or off, got 'yes'" },

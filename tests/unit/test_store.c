@@ -1249,6 +1249,133 @@ static void test_hostile_names(void **state)
 	close_checked(s);
 }
 
+/* A batch like one_batch() of profile type type. */
+static struct batch *typed_batch(const char *type, uint64_t seq, int64_t window, const char *labels,
+				 const char *folded, uint64_t count)
+{
+	struct tb tb;
+
+	tb_init(&tb, "agent-t", seq, window);
+	tb.b->profile_type = tb_str(&tb, type);
+	tb_add(&tb, labels, folded, count);
+	return tb_finish(&tb);
+}
+
+struct type_sums {
+	uint64_t total;
+	size_t stacks;
+};
+
+static int sum_stacks(void *ctx, const struct frame *frames, size_t nframes, uint64_t count)
+{
+	struct type_sums *ts = ctx;
+
+	(void)frames;
+	(void)nframes;
+	ts->total += count;
+	ts->stacks++;
+	return 0;
+}
+
+/* The sum of q's stacks, and of its timeline in one bucket: they must agree. */
+static uint64_t typed_sum(struct store *s, const char *type, const char *key, const char *value,
+			  int64_t from, int64_t to)
+{
+	const char *keys[] = { key }, *values[] = { value };
+	struct store_query q = { .from = from, .to = to, .type = type };
+	struct type_sums ts = { 0 };
+	struct series sr = { 0 };
+
+	if (key) {
+		q.keys = keys;
+		q.values = values;
+		q.nlabels = 1;
+	}
+	assert_int_equal(store__query_stacks(s, &q, sum_stacks, &ts), 0);
+	assert_int_equal(store__query_series(s, &q, to - from, collect_series, &sr), 0);
+	assert_int_equal(sr.n, ts.total ? 1 : 0);
+	if (sr.n)
+		assert_int_equal(sr.count[0], ts.total);
+	return ts.total;
+}
+
+/* Profile types (store.h): CPU samples and another type's values in the same
+ * windows, label sets and stacks stay apart in every answer, before and after the
+ * rollups; the type's key is not a label the user sees; a batch that uses it as
+ * a label is refused and stores nothing. */
+static void test_profile_types(void **state)
+{
+	struct fixture *fx = *state;
+	struct store *s = open_backend(fx, NULL);
+	struct store_query all = { .from = 0, .to = INT64_MAX };
+	struct store_query off = { .from = 0, .to = INT64_MAX, .type = "offcpu" };
+	struct texts keys = { 0 }, vals = { 0 };
+	uint64_t cpu = 0, offcpu = 0, seq = 1;
+	bool dup, more;
+	struct batch *b;
+	int64_t w;
+	int pass;
+
+	/* 30 minutes of 10 s windows: 3 CPU samples and 2 ms off CPU per window on the
+	 * same label set and stack, and the type alone on a second host */
+	for (w = 3600; w < 3600 + 1800; w += 10) {
+		b = typed_batch("cpu", seq++, w, "host=a,pid=1", "app;main;work", 3);
+		assert_int_equal(store__ingest(s, b, &dup), 0);
+		tbatch_free(b);
+		b = typed_batch("offcpu", seq++, w, "host=a,pid=1", "app;main;work", 2000000);
+		assert_int_equal(store__ingest(s, b, &dup), 0);
+		tbatch_free(b);
+		b = typed_batch("offcpu", seq++, w, "host=b,pid=2", "app;main;wait", 1000);
+		assert_int_equal(store__ingest(s, b, &dup), 0);
+		tbatch_free(b);
+		cpu += 3;
+		offcpu += 2000000 + 1000;
+	}
+	/* "" is the CPU profile too, as batches before types were recorded said */
+	b = typed_batch("", seq++, 3600, "host=a,pid=1", "app;main;work", 1);
+	assert_int_equal(store__ingest(s, b, &dup), 0);
+	tbatch_free(b);
+	cpu += 1;
+	for (pass = 0; pass < 2; pass++) {
+		assert_int_equal(typed_sum(s, NULL, NULL, NULL, 0, 1 << 30), cpu);
+		assert_int_equal(typed_sum(s, "cpu", "host", "a", 0, 1 << 30), cpu);
+		assert_int_equal(typed_sum(s, "cpu", "host", "b", 0, 1 << 30), 0);
+		assert_int_equal(typed_sum(s, "offcpu", NULL, NULL, 0, 1 << 30), offcpu);
+		assert_int_equal(typed_sum(s, "offcpu", "host", "b", 0, 1 << 30), 180 * 1000);
+		assert_int_equal(typed_sum(s, "offcpu", "pid", "1", 3600, 3660),
+				 6 * UINT64_C(2000000));
+		assert_int_equal(typed_sum(s, "nosuch", NULL, NULL, 0, 1 << 30), 0);
+		/* the labels of each type's label sets, never the type's key */
+		memset(&keys, 0, sizeof(keys));
+		assert_int_equal(store__labels(s, &all, collect_text, &keys), 0);
+		assert_int_equal(keys.n, 2);
+		assert_string_equal(keys.items[0], "host");
+		assert_string_equal(keys.items[1], "pid");
+		memset(&keys, 0, sizeof(keys));
+		assert_int_equal(store__labels(s, &off, collect_text, &keys), 0);
+		assert_int_equal(keys.n, 2);
+		memset(&vals, 0, sizeof(vals));
+		assert_int_equal(store__label_values(s, "host", &all, collect_text, &vals), 0);
+		assert_int_equal(vals.n, 1);
+		assert_string_equal(vals.items[0], "a");
+		memset(&vals, 0, sizeof(vals));
+		assert_int_equal(store__label_values(s, "host", &off, collect_text, &vals), 0);
+		assert_int_equal(vals.n, 2);
+		/* then the same answers from minute and hour rollups */
+		do
+			assert_int_equal(store__maintain(s, 3 * 3600 + 600, 0, &more), 0);
+		while (more);
+	}
+	/* the type's key as a label of the batch's own: refused, nothing stored */
+	b = typed_batch("cpu", seq++, 9000, STORE_TYPE_LABEL "=offcpu", "app;main;work", 5);
+	assert_int_equal(store__ingest(s, b, &dup), -EINVAL);
+	assert_non_null(strstr(store__errmsg(s), STORE_TYPE_LABEL));
+	tbatch_free(b);
+	assert_int_equal(typed_sum(s, NULL, NULL, NULL, 0, 1 << 30), cpu);
+	assert_int_equal(typed_sum(s, "offcpu", NULL, NULL, 0, 1 << 30), offcpu);
+	close_checked(s);
+}
+
 /* ---- SQLite backend only: rows planted through a second connection ---------- */
 
 /* Rewrites the raw block of (tier, start) (one label set there) so that each of
@@ -2298,6 +2425,7 @@ int main(void)
 		BOTH(test_late_batches),
 		BOTH(test_retention_tiers),
 		FILE_ONLY(test_kill_during_rollup),
+		BOTH(test_profile_types),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
