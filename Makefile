@@ -43,7 +43,7 @@ ARCH    := x86
 # libdw decodes CFI (agent/unwind/), liblzma unpacks MiniDebugInfo, libiberty (no
 # pkg-config file) demangles C++ and Rust.
 PKGS      := libbpf libelf libdw liblzma zlib libzstd libprotobuf-c sqlite3 libcurl \
-             libmicrohttpd
+             libmicrohttpd gnutls
 PKG_CFLAGS = $(shell pkg-config --cflags $(PKGS))
 PKG_LIBS   = $(shell pkg-config --libs $(PKGS)) -liberty
 

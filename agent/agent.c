@@ -531,6 +531,8 @@ static int open_shipping(struct agent *a)
 		.url = o->collector,
 		.token = o->token,
 		.ca_file = o->ca_file,
+		.cert_file = o->cert_file,
+		.key_file = o->key_file,
 		.spool_dir = o->spool_dir ? o->spool_dir : "/var/lib/smolder/spool",
 		.spool_max_bytes = (uint64_t)o->spool_max_mb << 20,
 		.retry_base_ms = o->retry_base_ms,

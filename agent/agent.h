@@ -55,6 +55,8 @@ struct agent_options {
 	char *collector;	/* --collector URL (http:// or https://), or NULL */
 	char *token;		/* --token, or read from --token-file */
 	char *ca_file;		/* --ca-file: CA bundle for https */
+	char *cert_file;	/* --cert, --key: client certificate and key (PEM) for a */
+	char *key_file;		/* collector that asks for one (--tls-client-ca) */
 	char *spool_dir;	/* --spool-dir (default /var/lib/smolder/spool) */
 	unsigned spool_max_mb;	/* --spool-max-mb (default 256) */
 	char *agent_id;		/* --agent-id (default: /etc/machine-id, else host name) */

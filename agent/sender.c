@@ -32,7 +32,7 @@
 
 struct sender {
 	struct sender_options o;
-	char *dir, *url, *token, *ca_file;
+	char *dir, *url, *token, *ca_file, *cert_file, *key_file;
 	int dirfd; /* the spool, opened once and checked: every file is reached through it */
 	uid_t uid; /* the owner every spool file must have: our effective uid */
 	pthread_t thread;
@@ -436,6 +436,8 @@ int sender__new(const struct sender_options *o, struct sender **out)
 		return -EINVAL;
 	if (o->token && !o->token[0])
 		return -EINVAL; /* an empty bearer token would authenticate nothing */
+	if (!o->cert_file != !o->key_file)
+		return -EINVAL; /* a certificate is nothing without its key */
 	s = calloc(1, sizeof(*s));
 	if (!s)
 		return -ENOMEM;
@@ -452,9 +454,11 @@ int sender__new(const struct sender_options *o, struct sender **out)
 		s->url = NULL;
 	s->token = o->token ? strdup(o->token) : NULL;
 	s->ca_file = o->ca_file ? strdup(o->ca_file) : NULL;
+	s->cert_file = o->cert_file ? strdup(o->cert_file) : NULL;
+	s->key_file = o->key_file ? strdup(o->key_file) : NULL;
 	s->curl = curl_easy_init();
 	if (!s->dir || !s->url || (o->token && !s->token) || (o->ca_file && !s->ca_file) ||
-	    !s->curl) {
+	    (o->cert_file && !s->cert_file) || (o->key_file && !s->key_file) || !s->curl) {
 		err = -ENOMEM;
 		goto out_free;
 	}
@@ -475,6 +479,10 @@ int sender__new(const struct sender_options *o, struct sender **out)
 	curl_easy_setopt(s->curl, CURLOPT_PROTOCOLS_STR, "http,https");
 	if (s->ca_file)
 		curl_easy_setopt(s->curl, CURLOPT_CAINFO, s->ca_file);
+	if (s->cert_file) {
+		curl_easy_setopt(s->curl, CURLOPT_SSLCERT, s->cert_file);
+		curl_easy_setopt(s->curl, CURLOPT_SSLKEY, s->key_file);
+	}
 	pthread_mutex_init(&s->lock, NULL);
 	pthread_cond_init(&s->wake, NULL);
 	pthread_cond_init(&s->drained, NULL);
@@ -492,6 +500,8 @@ out_free:
 	curl_easy_cleanup(s->curl);
 	close(s->dirfd);
 	free(s->ca_file);
+	free(s->cert_file);
+	free(s->key_file);
 	free(s->token);
 	free(s->url);
 	free(s->dir);
@@ -588,6 +598,8 @@ void sender__free(struct sender *s)
 	curl_easy_cleanup(s->curl);
 	close(s->dirfd);
 	free(s->ca_file);
+	free(s->cert_file);
+	free(s->key_file);
 	free(s->token);
 	free(s->url);
 	free(s->dir);

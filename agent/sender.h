@@ -30,6 +30,8 @@ struct sender_options {
 	const char *url;	  /* collector base URL: http[s]://host:port */
 	const char *token;	  /* bearer token, or NULL; never empty */
 	const char *ca_file;	  /* CA bundle for https, or NULL: the system's */
+	const char *cert_file;	  /* client certificate (PEM), or NULL; with key_file */
+	const char *key_file;	  /* its private key (PEM) */
 	const char *spool_dir;	  /* created (0700) if missing */
 	uint64_t spool_max_bytes; /* oldest batches dropped past this */
 	unsigned retry_base_ms;	  /* first backoff; doubles up to retry_max_ms */

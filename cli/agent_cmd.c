@@ -31,6 +31,8 @@ const char agent_options_usage[] =
 	"      --token T         bearer token for the collector's ingest endpoint\n"
 	"      --token-file F    read the token from F\n"
 	"      --ca-file F       CA bundle to verify an https collector\n"
+	"      --cert F          client certificate (PEM) for a collector that asks...\n"
+	"      --key F           ... and its PEM private key\n"
 	"      --spool-dir D     keep unsent batches in D (default /var/lib/smolder/spool)\n"
 	"      --spool-max-mb N  spool size cap; oldest batches dropped past it (default 256)\n"
 	"      --agent-id ID     this agent's id (default: /etc/machine-id, else host name)\n"
@@ -66,6 +68,8 @@ const struct option agent_long_options[] = {
 	{ "token", required_argument, NULL, AGENT_OPT_TOKEN },
 	{ "token-file", required_argument, NULL, AGENT_OPT_TOKEN_FILE },
 	{ "ca-file", required_argument, NULL, AGENT_OPT_CA_FILE },
+	{ "cert", required_argument, NULL, AGENT_OPT_CERT },
+	{ "key", required_argument, NULL, AGENT_OPT_KEY },
 	{ "spool-dir", required_argument, NULL, AGENT_OPT_SPOOL_DIR },
 	{ "spool-max-mb", required_argument, NULL, AGENT_OPT_SPOOL_MAX_MB },
 	{ "agent-id", required_argument, NULL, AGENT_OPT_AGENT_ID },
@@ -300,6 +304,12 @@ int agent_options__set(struct agent_options *o, int opt, const char *arg, char *
 	case AGENT_OPT_CA_FILE:
 		rc = set_string(&o->ca_file, arg);
 		break;
+	case AGENT_OPT_CERT:
+		rc = set_string(&o->cert_file, arg);
+		break;
+	case AGENT_OPT_KEY:
+		rc = set_string(&o->key_file, arg);
+		break;
 	case AGENT_OPT_SPOOL_DIR:
 		rc = *arg ? set_string(&o->spool_dir, arg)
 			  : reason_fail(err, errlen, -EINVAL, "--spool-dir wants a directory");
@@ -375,6 +385,8 @@ int agent_options__parse(int argc, char **argv, struct agent_options *o, char *e
 		rc = reason_fail(err, errlen, -EINVAL, "unexpected argument '%s'", argv[optind]);
 	if (!rc)
 		rc = agent_options__finish(o);
+	if (!rc && !o->cert_file != !o->key_file)
+		rc = reason_fail(err, errlen, -EINVAL, "--cert and --key go together");
 	if (rc)
 		agent_options__free(o);
 	return rc ? rc : help ? 1 : 0;
@@ -394,6 +406,8 @@ void agent_options__free(struct agent_options *o)
 	free(o->collector);
 	free(o->token);
 	free(o->ca_file);
+	free(o->cert_file);
+	free(o->key_file);
 	free(o->spool_dir);
 	free(o->agent_id);
 	*o = (struct agent_options){ 0 };

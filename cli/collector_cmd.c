@@ -37,6 +37,9 @@ const char collector_usage[] =
 	"      --request-timeout DUR time for a request's headers and body (default 30s)\n"
 	"      --max-response-mb N   size cap of one query's answer (default 64)\n"
 	"      --max-queued-queries N  queries waiting for a worker; 503 past it (default 32)\n"
+	"      --tls-cert F          serve https with this PEM certificate (chain)...\n"
+	"      --tls-key F           ... and its PEM private key (TLS 1.2 and 1.3)\n"
+	"      --tls-client-ca F     require a client certificate signed by this PEM CA\n"
 	"  -h, --help                show this help\n";
 
 const struct option collector_long_options[] = {
@@ -56,6 +59,9 @@ const struct option collector_long_options[] = {
 	{ "request-timeout", required_argument, NULL, COLLECTOR_OPT_REQUEST_TIMEOUT },
 	{ "max-response-mb", required_argument, NULL, COLLECTOR_OPT_MAX_RESPONSE_MB },
 	{ "max-queued-queries", required_argument, NULL, COLLECTOR_OPT_MAX_QUEUED_QUERIES },
+	{ "tls-cert", required_argument, NULL, COLLECTOR_OPT_TLS_CERT },
+	{ "tls-key", required_argument, NULL, COLLECTOR_OPT_TLS_KEY },
+	{ "tls-client-ca", required_argument, NULL, COLLECTOR_OPT_TLS_CLIENT_CA },
 	{ "help", no_argument, NULL, 'h' },
 	{ NULL, 0, NULL, 0 },
 };
@@ -112,6 +118,15 @@ int collector_args__set(struct collector_args *a, int opt, const char *arg, char
 		break;
 	case COLLECTOR_OPT_LISTEN:
 		a->o.listen = arg;
+		break;
+	case COLLECTOR_OPT_TLS_CERT:
+		a->o.tls_cert = arg;
+		break;
+	case COLLECTOR_OPT_TLS_KEY:
+		a->o.tls_key = arg;
+		break;
+	case COLLECTOR_OPT_TLS_CLIENT_CA:
+		a->o.tls_client_ca = arg;
 		break;
 	case COLLECTOR_OPT_INGEST_TOKEN:
 		if (token_check(arg, "--ingest-token", err, errlen))
@@ -241,7 +256,8 @@ int collector_args__start(const struct collector_args *a, struct collector **out
 	if (err == -EINVAL)
 		fprintf(stderr,
 			"smolder: refusing to start the collector: an empty or invalid "
-			"token, a zero limit, or a bad --listen address '%s'\n",
+			"token, a zero limit, a bad --listen address '%s', or TLS files "
+			"that cannot be used (the reason is above)\n",
 			a->o.listen);
 	else if (err == -EPERM)
 		fprintf(stderr,
@@ -328,8 +344,11 @@ int collector_main(int argc, char **argv)
 	}
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
-	log_info("collector: listening on %s port %u, database %s", a.o.listen, collector__port(c),
-		 a.o.db_path);
+	log_info("collector: listening on %s port %u, database %s%s", a.o.listen,
+		 collector__port(c), a.o.db_path,
+		 a.o.tls_client_ca ? ", https with client certificates"
+		 : a.o.tls_cert	   ? ", https"
+				   : "");
 	/* the collector runs its own maintenance and serving threads: wait */
 	while (!stop_requested)
 		sleep(10); /* interrupted by the signal */

@@ -77,6 +77,14 @@ int up_args__parse(int argc, char **argv, struct up_args *u, char *err, size_t e
 	while ((c = getopt_long(argc, argv, AGENT_SHORT_OPTIONS, all, NULL)) != -1) {
 		if (c == 'h') {
 			u->help = true;
+		} else if (c == COLLECTOR_OPT_TLS_CERT || c == COLLECTOR_OPT_TLS_KEY ||
+			   c == COLLECTOR_OPT_TLS_CLIENT_CA) {
+			/* its agent posts to its collector over loopback http */
+			rc = reason_fail(
+				err, errlen, -EINVAL,
+				"smolder up: --tls-* options are for 'smolder collector' (up's "
+				"own agent sends over loopback)");
+			goto out_free;
 		} else if (is_collector_option(c)) {
 			rc = collector_args__set(&u->collector, c, optarg, why, sizeof(why));
 			if (rc) {

@@ -46,6 +46,7 @@
 #include "collector/queries.h"
 #include "collector/readers.h"
 #include "collector/routes.h"
+#include "collector/tls.h"
 #include "store/store.h"
 
 #define THREADS 4 /* serving threads, query workers and readers each */
@@ -79,6 +80,7 @@ struct collector {
 	struct queries *queries; /* the workers that run queries (queries.h) */
 	atomic_uint reading;	 /* queries reading the store now */
 	struct MHD_Daemon *daemon;
+	struct tls_files tls; /* all NULL: plain HTTP */
 	uint16_t port;
 	time_t maintain_logged; /* when a maintenance error was last logged */
 
@@ -573,6 +575,14 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *conn, const char
 		return MHD_NO;
 	if (!r->headers_seen) { /* headers only: refuse early what would be refused anyway */
 		r->headers_seen = true;
+		/* with --tls-client-ca, nothing without a certificate that CA signed */
+		if (c->tls.client_ca && !tls__client_verified(conn)) {
+			r->is_ingest = false; /* a body is never stored */
+			count_reject(c, REJECT_AUTH);
+			return respond_error(conn, MHD_HTTP_FORBIDDEN,
+					     "a client certificate signed by the collector's "
+					     "client CA is required");
+		}
 		r->is_ingest = strcmp(url, "/api/v1/ingest") == 0;
 		return r->is_ingest ? ingest_headers(c, conn, method)
 				    : other_headers(c, conn, url, method, r);
@@ -770,8 +780,11 @@ int collector__start(const struct collector_options *o, struct collector **out)
 				    .raw_retention_seconds = o->raw_retention_seconds };
 	struct sockaddr_storage ss = { 0 };
 	const union MHD_DaemonInfo *info;
+	struct MHD_OptionItem tls_opts[5];
 	struct collector *c;
+	char why[512] = "";
 	unsigned flags;
+	size_t ntls = 0;
 	int err;
 
 	err = check_options(o);
@@ -786,6 +799,11 @@ int collector__start(const struct collector_options *o, struct collector **out)
 		return -ENOMEM;
 	c->opts = *o;
 	pthread_mutex_init(&c->lock, NULL);
+	err = tls__load(o->tls_cert, o->tls_key, o->tls_client_ca, &c->tls, why, sizeof(why));
+	if (err) {
+		log_error("collector: %s", why);
+		goto out_free;
+	}
 	err = store__open(o->db_path, &so, &c->store);
 	if (err)
 		goto out_free;
@@ -810,6 +828,19 @@ int collector__start(const struct collector_options *o, struct collector **out)
 	flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME;
 	if (ss.ss_family == AF_INET6)
 		flags |= MHD_USE_DUAL_STACK;
+	if (c->tls.cert) {
+		flags |= MHD_USE_TLS;
+		tls_opts[ntls++] =
+			(struct MHD_OptionItem){ MHD_OPTION_HTTPS_MEM_CERT, 0, c->tls.cert };
+		tls_opts[ntls++] =
+			(struct MHD_OptionItem){ MHD_OPTION_HTTPS_MEM_KEY, 0, c->tls.key };
+		tls_opts[ntls++] =
+			(struct MHD_OptionItem){ MHD_OPTION_HTTPS_PRIORITIES, 0, TLS_PRIORITIES };
+		if (c->tls.client_ca)
+			tls_opts[ntls++] = (struct MHD_OptionItem){ MHD_OPTION_HTTPS_MEM_TRUST, 0,
+								    c->tls.client_ca };
+	}
+	tls_opts[ntls] = (struct MHD_OptionItem){ MHD_OPTION_END, 0, NULL };
 	errno = 0;
 	c->daemon = MHD_start_daemon(
 		flags, 0, NULL, NULL, handle, c, MHD_OPTION_SOCK_ADDR, &ss,
@@ -817,10 +848,18 @@ int collector__start(const struct collector_options *o, struct collector **out)
 		request_done, c, MHD_OPTION_NOTIFY_CONNECTION, conns__notify, c->conns,
 		MHD_OPTION_URI_LOG_CALLBACK, uri_seen, c, MHD_OPTION_CONNECTION_TIMEOUT,
 		(unsigned)IDLE_TIMEOUT, MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)MHD_MEMORY,
-		MHD_OPTION_CONNECTION_LIMIT, o->max_connections + MHD_SLACK, MHD_OPTION_END);
+		MHD_OPTION_CONNECTION_LIMIT, o->max_connections + MHD_SLACK, MHD_OPTION_ARRAY,
+		tls_opts, MHD_OPTION_END);
 	if (!c->daemon) {
-		/* MHD keeps bind()'s errno (EADDRINUSE, EADDRNOTAVAIL, EACCES...) */
-		err = errno ? -errno : -EADDRINUSE;
+		/* MHD keeps bind()'s errno (EADDRINUSE, EADDRNOTAVAIL, EACCES...); a
+		 * certificate or key GnuTLS cannot use leaves errno as it was */
+		err = errno ? -errno : c->tls.cert ? -EINVAL : -EADDRINUSE;
+		if (c->tls.cert && err == -EINVAL)
+			log_error("collector: TLS refused --tls-cert %s / --tls-key %s%s%s "
+				  "(not a PEM certificate and its private key?)",
+				  o->tls_cert, o->tls_key,
+				  o->tls_client_ca ? " / --tls-client-ca " : "",
+				  o->tls_client_ca ? o->tls_client_ca : "");
 		goto out_keeper;
 	}
 	info = MHD_get_daemon_info(c->daemon, MHD_DAEMON_INFO_BIND_PORT);
@@ -838,6 +877,7 @@ out_readers:
 out_close:
 	store__close(c->store);
 out_free:
+	tls__free(&c->tls);
 	pthread_mutex_destroy(&c->lock);
 	free(c);
 	return err;
@@ -859,6 +899,7 @@ void collector__stop(struct collector *c)
 	 * the WAL, which a reader cannot */
 	readers__free(c->readers);
 	store__close(c->store);
+	tls__free(&c->tls);
 	pthread_mutex_destroy(&c->lock);
 	free(c);
 }

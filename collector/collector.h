@@ -95,6 +95,10 @@ struct collector_options {
 	unsigned request_timeout;	  /* seconds for a request's headers and body */
 	size_t max_response;		  /* bytes of one query's answer */
 	unsigned max_queued_queries;	  /* queries waiting for a query worker */
+	const char *tls_cert;		  /* PEM certificate (chain) file: serve https */
+	const char *tls_key;		  /* its PEM private key file */
+	const char *tls_client_ca;	  /* PEM CA file: every request must present a
+					   * client certificate it signed (collector/tls.h) */
 };
 
 struct collector;

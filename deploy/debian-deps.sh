@@ -11,7 +11,7 @@ packages=(
 	libdw-dev libiberty-dev liblzma-dev
 	# libraries the agent, collector and store use
 	libcurl4-openssl-dev libzstd-dev libsqlite3-dev protobuf-c-compiler
-	libprotobuf-c-dev libmicrohttpd-dev uthash-dev
+	libprotobuf-c-dev libmicrohttpd-dev libgnutls28-dev uthash-dev
 	# tests and benchmarks
 	clang-format libcmocka-dev python3 linux-perf procps binutils sqlite3 libxml2-utils
 	protobuf-compiler chromium openssl socat

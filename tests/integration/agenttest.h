@@ -62,7 +62,7 @@ static __attribute__((unused)) uint64_t count_frames(const struct folded *f, con
 	return fc.count;
 }
 
-static struct folded *load_folded(const char *path)
+static __attribute__((unused)) struct folded *load_folded(const char *path)
 {
 	struct folded *f = NULL;
 	FILE *in = fopen(path, "r");

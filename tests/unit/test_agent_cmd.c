@@ -153,6 +153,8 @@ static void test_bad_values(void **state)
 		{ "--token", "", "--token: the token is empty" },
 		{ "--token", " \t ", "--token: the token holds whitespace" },
 		{ "--token", "abc\r\nX-Evil: 1", "--token: the token holds whitespace" },
+		{ "--cert", "client.pem", "--cert and --key go together" },
+		{ "--key", "client.key", "--cert and --key go together" },
 	};
 	size_t i;
 

@@ -128,6 +128,13 @@ static void test_help(void **state)
 		up_args__parse(ARGC(help_collector_err), help_collector_err, &u, err, sizeof(err)),
 		-EINVAL);
 	assert_non_null(strstr(err, "--retention wants"));
+	/* TLS is the collector's alone: up's agent posts over loopback http */
+	{
+		char *tls[] = { "up", "--tls-cert", "c.pem", "--tls-key", "k.pem", NULL };
+
+		assert_int_equal(up_args__parse(ARGC(tls), tls, &u, err, sizeof(err)), -EINVAL);
+		assert_non_null(strstr(err, "--tls-* options are for 'smolder collector'"));
+	}
 }
 
 /* The printed query command names the port the collector listens on (queries
