@@ -2,6 +2,8 @@
  * agent_cmd.h. */
 #include "cli/agent_cmd.h"
 
+#include "agent/caps.h"
+
 #include "bpf/python.h"
 #include "common/reason.h"
 #include "common/token.h"
@@ -429,6 +431,12 @@ int agent_main(int argc, char **argv)
 		fputs(agent_options_usage, stdout);
 		agent_options__free(&o);
 		return 0;
+	}
+	err = caps__check(NULL, why, sizeof(why));
+	if (err) {
+		fprintf(stderr, "smolder agent: %s\n", why);
+		agent_options__free(&o);
+		return 1;
 	}
 	err = agent_run(&o);
 	agent_options__free(&o);

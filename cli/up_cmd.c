@@ -20,6 +20,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "agent/caps.h"
 #include "cli/agent_cmd.h"
 #include "common/log.h"
 #include "common/reason.h"
@@ -177,6 +178,12 @@ int up_main(int argc, char **argv)
 	}
 	if (u.help) {
 		fputs(up_usage, stdout);
+		goto out;
+	}
+	/* before the collector starts: its agent could not sample anyway */
+	err = caps__check(NULL, why, sizeof(why));
+	if (err) {
+		fprintf(stderr, "smolder up: %s\n", why);
 		goto out;
 	}
 	err = collector_args__start(&u.collector, &c);

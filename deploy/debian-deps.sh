@@ -15,6 +15,9 @@ packages=(
 	# tests and benchmarks
 	clang-format libcmocka-dev python3 linux-perf procps binutils sqlite3 libxml2-utils
 	protobuf-compiler chromium openssl socat
+	# deploy/ checked by the tools that read it: systemd-analyze and
+	# systemd-sysusers, python3-yaml for the Kubernetes manifests
+	systemd python3-yaml
 	# independent references: go tool pprof reads pprof output; the Debian python3's
 	# headers give its struct offsets; bpftrace is the peer bench/churn.sh measures
 	golang-go python3-dev bpftrace

@@ -1,0 +1,24 @@
+/* The capabilities the agent needs, checked at start so that a missing one is
+ * named instead of showing up later as an EPERM from the kernel, or worse, as a
+ * profile quietly missing its kernel frames. Each with its reason:
+ *   CAP_BPF             load the sampling programs and create their maps
+ *   CAP_PERFMON         open a perf event on every CPU, attach tracepoints
+ *   CAP_SYS_PTRACE      read other users' /proc/PID/maps, map_files and memory
+ *   CAP_DAC_READ_SEARCH open binaries it could not read otherwise
+ *   CAP_SYSLOG          read kernel symbol addresses from /proc/kallsyms
+ * CAP_SYS_ADMIN stands in for CAP_BPF and CAP_PERFMON, as the kernel lets it.
+ * deploy/systemd/smolder-agent.service and deploy/k8s/agent.yaml grant exactly
+ * these. */
+#ifndef SMOLDER_AGENT_CAPS_H
+#define SMOLDER_AGENT_CAPS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Checks the effective set of this process (CapEff in /proc/self/status, or
+ * status_path when not NULL, for tests). Returns 0, or -EPERM with why naming
+ * every missing capability and what it is for, or -errno when the set cannot be
+ * read. */
+int caps__check(const char *status_path, char *why, size_t whylen);
+
+#endif
