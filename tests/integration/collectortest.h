@@ -163,25 +163,36 @@ static size_t reply_gather(char *data, size_t size, size_t n, void *ctx)
 	return fwrite(data, size, n, ctx);
 }
 
-/* One request to 127.0.0.1:port: GET when body is NULL, else a POST of the wire
- * media type (zstd protobuf). token: sent as "Authorization: Bearer <token>";
- * auth, when not NULL, is sent as the whole Authorization value instead. */
-static inline struct reply http_request(unsigned port, const char *path, const char *token,
-					const char *auth, const void *body, size_t len)
+/* TLS settings of a request (http_request_to): all NULL/0 for none. */
+struct http_tls {
+	const char *ca;		/* CA file to verify the server with */
+	const char *cert, *key; /* client certificate and key (PEM) */
+	long sslversion;	/* CURLOPT_SSLVERSION, 0: curl's default */
+};
+
+/* One request to url: GET when body is NULL, else a POST of the wire media type
+ * (zstd protobuf). token: sent as "Authorization: Bearer <token>"; auth, when not
+ * NULL, is sent as the whole Authorization value instead. tls may be NULL;
+ * *result (may be NULL) gets curl's result. */
+static inline struct reply http_request_to(const char *url, const struct http_tls *tls,
+					   const char *token, const char *auth, const void *body,
+					   size_t len, CURLcode *result)
 {
 	struct curl_slist *h = NULL;
 	struct reply r = { 0 };
-	char url[2048], header[512];
+	char header[512];
 	FILE *mem = open_memstream(&r.body, &r.len);
 	CURL *c = curl_easy_init();
+	CURLcode rc = CURLE_OUT_OF_MEMORY;
 
 	if (!mem || !c) {
 		if (mem)
 			fclose(mem);
 		curl_easy_cleanup(c);
+		if (result)
+			*result = rc;
 		return r;
 	}
-	snprintf(url, sizeof(url), "http://127.0.0.1:%u%s", port, path);
 	if (auth) {
 		snprintf(header, sizeof(header), "Authorization: %s", auth);
 		h = curl_slist_append(h, header);
@@ -195,6 +206,14 @@ static inline struct reply http_request(unsigned port, const char *path, const c
 		curl_easy_setopt(c, CURLOPT_POSTFIELDS, body);
 		curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)len);
 	}
+	if (tls && tls->ca)
+		curl_easy_setopt(c, CURLOPT_CAINFO, tls->ca);
+	if (tls && tls->cert) {
+		curl_easy_setopt(c, CURLOPT_SSLCERT, tls->cert);
+		curl_easy_setopt(c, CURLOPT_SSLKEY, tls->key);
+	}
+	if (tls && tls->sslversion)
+		curl_easy_setopt(c, CURLOPT_SSLVERSION, tls->sslversion);
 	curl_easy_setopt(c, CURLOPT_URL, url);
 	curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
 	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, reply_gather);
@@ -203,12 +222,25 @@ static inline struct reply http_request(unsigned port, const char *path, const c
 	curl_easy_setopt(c, CURLOPT_NOPROXY, "*");
 	curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT, (long)HTTP_CONNECT_S);
 	curl_easy_setopt(c, CURLOPT_TIMEOUT, (long)HTTP_TIMEOUT_S);
-	if (curl_easy_perform(c) == CURLE_OK)
+	rc = curl_easy_perform(c);
+	if (rc == CURLE_OK)
 		curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &r.status);
+	if (result)
+		*result = rc;
 	curl_easy_cleanup(c);
 	curl_slist_free_all(h);
 	fclose(mem);
 	return r;
+}
+
+/* http_request_to() http://127.0.0.1:port<path>, without TLS. */
+static inline struct reply http_request(unsigned port, const char *path, const char *token,
+					const char *auth, const void *body, size_t len)
+{
+	char url[2048];
+
+	snprintf(url, sizeof(url), "http://127.0.0.1:%u%s", port, path);
+	return http_request_to(url, NULL, token, auth, body, len, NULL);
 }
 
 static inline struct reply http_get(unsigned port, const char *path, const char *token)

@@ -105,48 +105,14 @@ struct tls_client {
 static struct reply tls_request(unsigned port, const char *path, const struct tls_client *tc,
 				const void *body, size_t len, CURLcode *curl_err)
 {
-	struct curl_slist *h = NULL;
-	struct reply r = { 0 };
+	struct http_tls tls = {
+		tc->ca, tc->cert, tc->key,
+		tc->tls11 ? (long)(CURL_SSLVERSION_TLSv1_0 | CURL_SSLVERSION_MAX_TLSv1_1) : 0
+	};
 	char url[256];
-	FILE *mem = open_memstream(&r.body, &r.len);
-	CURL *c = curl_easy_init();
-	CURLcode rc;
 
-	assert_non_null(mem);
-	assert_non_null(c);
 	snprintf(url, sizeof(url), "%s://localhost:%u%s", tc->plain ? "http" : "https", port, path);
-	curl_easy_setopt(c, CURLOPT_URL, url);
-	if (tc->ca)
-		curl_easy_setopt(c, CURLOPT_CAINFO, tc->ca);
-	if (tc->cert) {
-		curl_easy_setopt(c, CURLOPT_SSLCERT, tc->cert);
-		curl_easy_setopt(c, CURLOPT_SSLKEY, tc->key);
-	}
-	if (tc->tls11)
-		curl_easy_setopt(c, CURLOPT_SSLVERSION,
-				 (long)(CURL_SSLVERSION_TLSv1_0 | CURL_SSLVERSION_MAX_TLSv1_1));
-	if (body) {
-		h = curl_slist_append(h, "Content-Type: " WIRE_CONTENT_TYPE);
-		h = curl_slist_append(h, "Content-Encoding: zstd");
-		curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
-		curl_easy_setopt(c, CURLOPT_POSTFIELDS, body);
-		curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)len);
-	}
-	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, reply_gather);
-	curl_easy_setopt(c, CURLOPT_WRITEDATA, mem);
-	curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
-	curl_easy_setopt(c, CURLOPT_NOPROXY, "*");
-	curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT, (long)HTTP_CONNECT_S);
-	curl_easy_setopt(c, CURLOPT_TIMEOUT, (long)HTTP_TIMEOUT_S);
-	rc = curl_easy_perform(c);
-	if (rc == CURLE_OK)
-		curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &r.status);
-	if (curl_err)
-		*curl_err = rc;
-	curl_easy_cleanup(c);
-	curl_slist_free_all(h);
-	fclose(mem);
-	return r;
+	return http_request_to(url, &tls, NULL, NULL, body, len, curl_err);
 }
 
 static long tls_status(unsigned port, const char *path, const struct tls_client *tc)
