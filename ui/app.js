@@ -2,7 +2,8 @@
  * reproduces the view), the calls to the query API the CLI uses (series, labels,
  * flamegraph, top, diff; the query token asked once and kept in sessionStorage),
  * the timeline (uPlot: drag to select, quick and absolute ranges, the selected
- * ranges drawn on it), label filters, the top table, compare mode with its movers
+ * ranges drawn on it), label filters, the top table (counted from the flame
+ * graph's tree as /api/v1/top counts: one query less), compare mode with its movers
  * table, exports, and the loading, empty and error states. The flame graph itself
  * is flame.js's. */
 'use strict';
@@ -13,7 +14,6 @@
   /* series steps, seconds: the smallest giving at most MAX_POINTS points */
   const STEPS = [10, 20, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200, 21600, 86400];
   const MAX_POINTS = 400;
-  const TOP_LIMIT = 500; /* rows of the top table */
   const MOVERS = 25; /* rows of the movers table */
   const TOKEN_KEY = 'smolder.token';
   const $ = (id) => document.getElementById(id);
@@ -401,10 +401,9 @@
     busy(1);
     const t0 = performance.now();
     try {
-      const topUrl = state.mode === 'diff' ? null : query('/api/v1/top', [['format', 'json'],
-        ...rangeParams(profileRange()), ['type', state.type], ['limit', TOP_LIMIT], ...whereParams(state)]);
-      const [tree, top] = await Promise.all([getJson(url), topUrl ? getJson(topUrl) : null]);
+      const tree = await getJson(url);
       if (gen !== profileGen) return;
+      const t1 = performance.now();
       clearError();
       const diff = state.mode === 'diff';
       flame.icicle = state.icicle;
@@ -424,11 +423,13 @@
         setSummary(fmtCount(m.total) + ' samples' + cpu + ' \u00b7 ' + fmtRange([m.from, m.to]),
           m.total ? '' : 'No samples in this range' + (m.empty_reason ? ': ' + m.empty_reason : '.'));
         $('summary').dataset.total = m.total;
-        topRows = top.functions;
+        topRows = flame.functions(); /* the tree's own numbers: no second query */
         renderTop();
       }
       applyHighlight();
       $('flame-box').dataset.state = 'ready';
+      /* where the time went: the answers (server, transfer, JSON.parse), the page */
+      $('flame-box').dataset.fetchMs = Math.round(t1 - t0);
       $('flame-box').dataset.ms = Math.round(performance.now() - t0);
     } catch (e) {
       if (gen !== profileGen) return;
@@ -751,7 +752,10 @@
     refreshSeries();
     refreshProfile();
     /* the page's introspection, for tests and for people at the console */
-    window.smolder = { state, frames: () => flame.frames(), permalink, movers: () => moverRows };
+    window.smolder = {
+      state, permalink, frames: () => flame.frames(), movers: () => moverRows,
+      nodes: () => flame.n, drawMs: () => flame.drawMs, zoomTo: (p) => flame.zoomTo(p),
+    };
   }
 
   main();

@@ -139,8 +139,12 @@
         }
         for (let k = pending.length - 1; k >= 0; k--) stack.push(pending[k]);
       }
+      /* each subtree's height, so a zoom sizes the canvas without walking it */
+      const height = new Int32Array(name.length);
+      for (let i = name.length - 1; i > 0; i--)
+        if (height[i] + 1 > height[parent[i]]) height[parent[i]] = height[i] + 1;
       Object.assign(this, { name, kind, self, total, depth, parent, size, x, w, lines, repeat,
-        delta, before, after, maxDepth, maxAbs });
+        delta, before, after, maxDepth, maxAbs, height });
       this.n = name.length;
       this.zoom = 0;
       this.focus = -1;
@@ -232,6 +236,12 @@
     }
 
     draw() {
+      const t0 = performance.now();
+      this.paint();
+      this.drawMs = performance.now() - t0;
+    }
+
+    paint() {
       const c = this.canvas, ctx = c.getContext('2d');
       const cssW = c.parentElement.clientWidth;
       this.dark = matchMedia('(prefers-color-scheme: dark)').matches;
@@ -242,9 +252,7 @@
         return;
       }
       const z = this.zoom, zd = this.depth[z];
-      let rows = 1;
-      for (let i = z; i < z + this.size[z]; i++) rows = Math.max(rows, this.depth[i] - zd + 1);
-      rows += zd; /* the ancestors */
+      const rows = zd + this.height[z] + 1; /* the ancestors, the zoomed subtree */
       const dpr = window.devicePixelRatio || 1, cssH = rows * ROW;
       c.style.height = cssH + 'px';
       c.width = Math.round(cssW * dpr);
@@ -397,6 +405,31 @@
         this.hover = -1;
         this.draw();
       }
+    }
+
+    /* the functions of the tree, as /api/v1/top counts them: self summed, total
+     * counted once per stack (a recursive function's inner calls are inside its
+     * outer one), the root and the process frames left out; one walk in
+     * depth-first order with the names on the current path */
+    functions() {
+      const fns = new Map(), onPath = new Map(), path = [];
+      const T = this.rootTotal || 1;
+      for (let i = 1; i < this.n; i++) {
+        const d = this.depth[i];
+        while (path.length && this.depth[path[path.length - 1]] >= d) {
+          const k = this.kind[path[path.length - 1]] + '\0' + this.name[path.pop()];
+          onPath.set(k, onPath.get(k) - 1);
+        }
+        path.push(i);
+        if (this.kind[i] === 'process') continue;
+        const k = this.kind[i] + '\0' + this.name[i];
+        let f = fns.get(k);
+        if (!f) fns.set(k, (f = { name: this.name[i], kind: this.kind[i], self: 0, total: 0 }));
+        f.self += this.self[i];
+        if (!onPath.get(k)) f.total += this.total[i];
+        onPath.set(k, (onPath.get(k) || 0) + 1);
+      }
+      return [...fns.values()].map((f) => Object.assign(f, { self_pct: (100 * f.self) / T, total_pct: (100 * f.total) / T }));
     }
 
     /* the frames last drawn, for the permalink check and the tests */

@@ -150,6 +150,15 @@ async function main() {
     const first = await page.$eval('#top tbody tr', (tr) => ({ name: tr.dataset.name, self: tr.cells[0].textContent }));
     check(first.name === want.top.name, 'top: the first row by self is ' + want.top.name, first.name);
     check(first.self.replace(/,/g, '') === String(want.top.self), 'top: its self is ' + want.top.self, first.self);
+    /* the table is counted from the tree: the same numbers as /api/v1/top */
+    const api = await page.evaluate(async (r) => {
+      const resp = await fetch('/api/v1/top?format=json&limit=1000&from=' + r[0] + '&to=' + r[1]);
+      return (await resp.json()).functions.map((f) => [f.name, f.self, f.total]).sort();
+    }, want.sel);
+    const mine = await page.$$eval('#top tbody tr', (rows) => rows.map((r) =>
+      [r.dataset.name, Number(r.cells[0].textContent.replace(/,/g, '')), Number(r.cells[2].textContent.replace(/,/g, ''))]).sort());
+    check(api.length > 5 && JSON.stringify(api) === JSON.stringify(mine), 'top: the same functions and counts as /api/v1/top',
+      [api, mine]);
     await page.click('#top th[data-key=name] button');
     const byName = await page.$$eval('#top tbody tr', (rows) => rows.map((r) => r.dataset.name));
     check(byName.length > 3 && byName.every((n, i) => i === 0 || byName[i - 1].localeCompare(n) <= 0),
@@ -242,6 +251,21 @@ async function main() {
       check(dl.suggestedFilename().endsWith('.' + fmt) && head.test(body), 'export: ' + fmt + ' downloads',
         dl.suggestedFilename());
     }
+
+    /* ---- label filters ---- */
+    const keys = await page.$$eval('#fkey option', (o) => o.map((e) => e.value).filter(Boolean));
+    check(keys.includes('service') && keys.includes('comm'), 'filters: the label keys of the range', keys);
+    await page.selectOption('#fkey', 'service');
+    await page.waitForFunction(() => document.querySelectorAll('#fval option').length > 1);
+    const vals = await page.$$eval('#fval option', (o) => o.map((e) => e.value).filter(Boolean));
+    check(JSON.stringify(vals) === '["store","web"]', 'filters: the values of service', vals);
+    await page.selectOption('#fval', 'store');
+    await reloaded(page, () => page.click('#filter-form button[type=submit]'));
+    check(Number(await page.$eval('#summary', (e) => e.dataset.total)) === want.store_total,
+      'filters: service=store: ' + want.store_total + ' samples in the selection');
+    check((await page.evaluate(() => location.hash)).includes('where=service%3Dstore'), 'filters: in the URL');
+    await reloaded(page, () => page.click('#chips button'));
+    check(Number(await page.$eval('#summary', (e) => e.dataset.total)) === want.total, 'filters: removed again');
 
     /* ---- compare ---- */
     await page.fill('#search', '');

@@ -78,6 +78,12 @@ static const char *const stored[NSTACK] = {
 };
 #define SPIKE_STACK 7
 
+/* the label service=store: the db process; the rest is service=web */
+static bool is_store(int s)
+{
+	return strncmp(stacks[s], "db;", 3) == 0;
+}
+
 static uint64_t count_of(int w, int s)
 {
 	static const uint64_t base[NSTACK] = { 30, 20, 12, 8, 15, 10, 6, 2 };
@@ -174,7 +180,7 @@ static void write_mover(FILE *f)
 /* Writes what the script must find, computed from the counts above. */
 static void write_expectations(const char *path, unsigned port, unsigned tport, int64_t t0)
 {
-	uint64_t total = 0, matched = 0, zoom = 0, self[NSTACK] = { 0 }, top = 0;
+	uint64_t total = 0, matched = 0, zoom = 0, self[NSTACK] = { 0 }, top = 0, store = 0;
 	const char *top_name = NULL;
 	char shots[PATH_MAX];
 	regex_t re;
@@ -188,6 +194,7 @@ static void write_expectations(const char *path, unsigned port, unsigned tport, 
 		total += c;
 		matched += stack_matches(&re, s) ? c : 0;
 		zoom += strncmp(stacks[s], ZOOM_PATH ";", strlen(ZOOM_PATH) + 1) == 0 ? c : 0;
+		store += is_store(s) ? c : 0;
 		self[s] = c; /* each stack's leaf is a distinct function but parse_json */
 	}
 	regfree(&re);
@@ -216,6 +223,7 @@ static void write_expectations(const char *path, unsigned port, unsigned tport, 
 		(unsigned long long)win_total(SPIKE_WIN + 1));
 	fprintf(f, "\"sel\":[%lld,%lld],\"total\":%llu,", (long long)(t0 + 10 * SEL_FROM),
 		(long long)(t0 + 10 * SEL_TO), (unsigned long long)total);
+	fprintf(f, "\"store_total\":%llu,", (unsigned long long)store);
 	fprintf(f, "\"base\":[%lld,%lld],", (long long)(t0 + 10 * BASE_FROM),
 		(long long)(t0 + 10 * BASE_TO));
 	fprintf(f, "\"search\":{\"regex\":\"%s\",\"samples\":%llu,\"share\":\"%.2f%%\"},", SEARCH,
