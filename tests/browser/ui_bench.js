@@ -47,7 +47,7 @@ async function measure(browser, range) {
   }
   console.log('ui ' + range + ': navigation to the first flame graph (' + nodes + ' nodes): median ' +
     median(first) + ' ms of ' + RUNS + ' (' + first.join(', ') + ')');
-  console.log('ui ' + range + ': of which the answers (flamegraph and top json: query, transfer, parse): median ' +
+  console.log('ui ' + range + ': of which the answer (flamegraph json: query, transfer, parse): median ' +
     median(fetches) + ' ms; the page (tree, tables, draw): median ' + median(builds) + ' ms');
   console.log('ui ' + range + ': flame graph draw: median ' + median(draws).toFixed(1) + ' ms');
   console.log('ui ' + range + ': redraw on zoom: median ' + median(zooms).toFixed(1) + ' ms, max ' +
