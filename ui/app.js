@@ -5,7 +5,8 @@
  * ranges drawn on it), label filters, the top table (counted from the flame
  * graph's tree as /api/v1/top counts: one query less), compare mode with its movers
  * table, exports, and the loading, empty and error states. The flame graph itself
- * is flame.js's. */
+ * is flame.js's, and so are the sandwich's two (the callers and callees of the
+ * function picked in the table). */
 'use strict';
 
 (function () {
@@ -23,7 +24,7 @@
    * sel/base: [from, to] or null; where: ["key=value"]; mode: "flame" or "diff". */
   const state = {
     range: '1h', from: 0, to: 0, sel: null, base: null, where: [], type: 'cpu', mode: 'flame',
-    icicle: true, q: '', zoom: [], fn: '', sort: 'self', target: 'base',
+    icicle: true, q: '', zoom: [], fn: '', sort: 'self', target: 'base', sandwich: false,
   };
 
   function pair(s) {
@@ -47,6 +48,7 @@
     state.zoom = p.get('zoom') ? p.get('zoom').split('\u001f') : [];
     state.fn = p.get('fn') || '';
     state.sort = p.get('sort') || 'self';
+    state.sandwich = p.get('sandwich') === '1';
   }
 
   function hashOf(s, absolute) {
@@ -68,6 +70,7 @@
     if (s.zoom.length) p.set('zoom', s.zoom.join('\u001f'));
     if (s.fn) p.set('fn', s.fn);
     if (s.sort !== 'self') p.set('sort', s.sort);
+    if (s.sandwich && s.fn) p.set('sandwich', '1');
     return '#' + p.toString();
   }
 
@@ -354,7 +357,7 @@
   }
 
   /* ---- flame graph, top table, diff ------------------------------------------ */
-  let flame = null, topRows = [], moverRows = [], profileGen = 0;
+  let flame = null, callers = null, callees = null, topRows = [], moverRows = [], profileGen = 0;
 
   function profileRange() {
     return state.sel || timeRange(state);
@@ -427,6 +430,7 @@
         renderTop();
       }
       applyHighlight();
+      renderSandwich();
       $('flame-box').dataset.state = 'ready';
       /* where the time went: the answers (server, transfer, JSON.parse), the page */
       $('flame-box').dataset.fetchMs = Math.round(t1 - t0);
@@ -497,9 +501,28 @@
 
   function pickFunction(name) {
     state.fn = state.fn === name ? '' : name;
+    if (!state.fn) state.sandwich = false;
     writeHash();
     renderTop();
     applyHighlight();
+    renderSandwich();
+  }
+
+  /* callers (root fn at the bottom, its callers above) and callees (fn on top) of
+   * the picked function, from the graph's tree */
+  function renderSandwich() {
+    const box = $('sandwich-box'), b = $('sandwich');
+    b.disabled = !state.fn || state.mode === 'diff';
+    b.setAttribute('aria-pressed', state.sandwich && !b.disabled ? 'true' : 'false');
+    const sw = state.sandwich && !b.disabled ? flame.sandwich(state.fn) : null;
+    box.hidden = !sw;
+    if (!sw) return;
+    $('sandwich-fn').textContent = state.fn;
+    callers.icicle = false;
+    callers.setData(sw.callers, false);
+    callers.setZoom(0, true);
+    callees.setData(sw.callees, false);
+    callees.setZoom(0, true);
   }
 
   /* the functions whose share of each side's samples moved most (recursion
@@ -718,11 +741,23 @@
     }
     for (const b of document.querySelectorAll('.export')) b.addEventListener('click', () => exportAs(b.dataset.format));
     $('permalink').addEventListener('click', permalink);
+    $('sandwich').addEventListener('click', () => {
+      state.sandwich = !state.sandwich;
+      writeHash();
+      renderSandwich();
+    });
     window.addEventListener('hashchange', () => {
       if (location.hash === hashOf(state, false)) return;
       readHash();
       syncInputs();
       changed(true);
+    });
+    /* a theme switch: the canvases take their colours when they draw */
+    matchMedia('(prefers-color-scheme: dark)').addEventListener('change', () => {
+      plot.destroy();
+      plot = makePlot($('timeline').clientWidth || 800);
+      if (series) refreshSeries();
+      for (const g of [flame, callers, callees]) g.draw();
     });
     new ResizeObserver(() => {
       const w = $('timeline').clientWidth;
@@ -742,6 +777,8 @@
       state.zoom = path;
       writeHash();
     });
+    callers = new FlameGraph($('callers'), $('tip'), $('callers-crumbs'));
+    callees = new FlameGraph($('callees'), $('tip'), $('callees-crumbs'));
     plot = makePlot($('timeline').clientWidth || 800);
     wire();
     syncInputs();
@@ -755,6 +792,7 @@
     window.smolder = {
       state, permalink, frames: () => flame.frames(), movers: () => moverRows,
       nodes: () => flame.n, drawMs: () => flame.drawMs, zoomTo: (p) => flame.zoomTo(p),
+      callers: () => callers.frames(), callees: () => callees.frames(),
     };
   }
 

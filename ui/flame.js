@@ -150,6 +150,21 @@
       this.focus = -1;
       this.hl = null;
       this.rootTotal = this.n ? total[0] : 0;
+      this.colours = new Array(this.n); /* made on first draw, per theme */
+      this.coloursDark = null;
+    }
+
+    /* node i's fill (kind and name, or the diff's change), computed once */
+    colour(i) {
+      if (this.coloursDark !== this.dark) {
+        this.colours = new Array(this.n);
+        this.coloursDark = this.dark;
+      }
+      let c = this.colours[i];
+      if (c === undefined)
+        c = this.colours[i] = this.diff ? diffColour(this.delta[i], this.maxAbs, this.dark)
+          : kindColour(this.kind[i], this.name[i], this.dark);
+      return c;
     }
 
     /* the path of names from the root's child to the zoomed node */
@@ -264,28 +279,12 @@
       const charW = ctx.measureText('abcdefghijklmnopqrstuvwxyz').width / 26;
       const scale = cssW / (this.w[z] || 1), x0 = this.x[z];
       const y = (d) => (this.icicle ? d * ROW : cssH - (d + 1) * ROW);
+      this.charW = charW;
+      this.drawnAt = new Map(); /* node -> its entry in drawn, for a hover's repaint */
       const box = (i, px, pw) => {
-        const py = y(this.depth[i]);
-        let fill = this.diff ? diffColour(this.delta[i], this.maxAbs, this.dark)
-          : kindColour(this.kind[i], this.name[i], this.dark);
-        if (this.hl && this.hl[i]) fill = this.dark ? '#d05ce3' : '#e040fb';
-        ctx.fillStyle = fill;
-        ctx.fillRect(px, py, Math.max(pw - 0.5, 0.5), ROW - 1);
-        if (i === this.focus || i === this.hover) {
-          ctx.strokeStyle = this.dark ? '#fff' : '#000';
-          ctx.lineWidth = 1.5;
-          ctx.strokeRect(px + 0.75, py + 0.75, Math.max(pw - 2, 1), ROW - 2.5);
-        }
-        if (pw >= TEXT_PX) {
-          const max = Math.floor((pw - 6) / charW);
-          let t = this.label(i);
-          if (t.length > max) t = max > 2 ? t.slice(0, max - 1) + '\u2026' : '';
-          if (t) {
-            ctx.fillStyle = this.dark ? '#f2f2f2' : '#111';
-            ctx.fillText(t, px + 3, py + ROW / 2);
-          }
-        }
-        this.drawn.push([i, px, py, pw, fill]);
+        this.drawnAt.set(i, this.drawn.length);
+        this.drawn.push([i, px, y(this.depth[i]), pw, null]);
+        this.paintBox(ctx, this.drawn.length - 1);
       };
       for (let a = this.parent[z]; a >= 0; a = this.parent[a]) box(a, 0, cssW);
       const end = z + this.size[z];
@@ -300,6 +299,40 @@
       }
     }
 
+    /* paints entry k of drawn: fill, outline (hover, focus), name */
+    paintBox(ctx, k) {
+      const r = this.drawn[k], [i, px, py, pw] = r;
+      let fill = this.colour(i);
+      if (this.hl && this.hl[i]) fill = this.dark ? '#d05ce3' : '#e040fb';
+      r[4] = fill;
+      ctx.clearRect(px, py, pw, ROW);
+      ctx.fillStyle = fill;
+      ctx.fillRect(px, py, Math.max(pw - 0.5, 0.5), ROW - 1);
+      if (i === this.focus || i === this.hover) {
+        ctx.strokeStyle = this.dark ? '#fff' : '#000';
+        ctx.lineWidth = 1.5;
+        ctx.strokeRect(px + 0.75, py + 0.75, Math.max(pw - 2, 1), ROW - 2.5);
+      }
+      if (pw >= TEXT_PX) {
+        const max = Math.floor((pw - 6) / this.charW);
+        let t = this.label(i);
+        if (t.length > max) t = max > 2 ? t.slice(0, max - 1) + '\u2026' : '';
+        if (t) {
+          ctx.fillStyle = this.dark ? '#f2f2f2' : '#111';
+          ctx.fillText(t, px + 3, py + ROW / 2);
+        }
+      }
+    }
+
+    /* a hover moved from node a to node b: only their two frames are painted again */
+    repaint(a, b) {
+      const ctx = this.canvas.getContext('2d');
+      for (const i of [a, b]) {
+        const k = i >= 0 && this.drawnAt ? this.drawnAt.get(i) : undefined;
+        if (k !== undefined) this.paintBox(ctx, k);
+      }
+    }
+
     nodeAt(e) {
       const r = this.canvas.getBoundingClientRect();
       const mx = e.clientX - r.left, my = e.clientY - r.top;
@@ -311,8 +344,9 @@
     onMove(e) {
       const i = this.nodeAt(e);
       if (i !== this.hover) {
+        const was = this.hover;
         this.hover = i;
-        this.draw();
+        this.repaint(was, i);
       }
       if (i < 0) return this.hideTip();
       this.showTip(i, e.clientX, e.clientY);
@@ -402,8 +436,9 @@
     hideTip() {
       this.tip.hidden = true;
       if (this.hover >= 0) {
+        const was = this.hover;
         this.hover = -1;
-        this.draw();
+        this.repaint(was, -1);
       }
     }
 
@@ -430,6 +465,68 @@
         onPath.set(k, (onPath.get(k) || 0) + 1);
       }
       return [...fns.values()].map((f) => Object.assign(f, { self_pct: (100 * f.self) / T, total_pct: (100 * f.total) / T }));
+    }
+
+    /* The sandwich of function fn: {callers, callees}, two trees rooted at fn. Each
+     * outermost call of fn (not inside another call of it) adds its total to both
+     * roots, its subtree to the callees and its stack, read upwards, to the
+     * callers. Null when no frame is fn. */
+    sandwich(fn) {
+      const node = (name, kind) => ({ name, kind, self: 0, total: 0, children: [], by: new Map() });
+      const child = (t, i) => {
+        const k = this.kind[i] + '\0' + this.name[i];
+        let c = t.by.get(k);
+        if (!c) {
+          t.by.set(k, (c = node(this.name[i], this.kind[i])));
+          t.children.push(c);
+        }
+        return c;
+      };
+      let callers = null, callees = null;
+      const merge = (t, i) => {
+        for (let c = i + 1; c < i + this.size[i]; c += this.size[c]) {
+          const m = child(t, c);
+          m.total += this.total[c];
+          m.self += this.self[c];
+          merge(m, c);
+        }
+      };
+      for (let i = 1; i < this.n; i++) {
+        if (this.name[i] !== fn) continue;
+        let outer = true;
+        for (let p = this.parent[i]; p > 0 && outer; p = this.parent[p]) outer = this.name[p] !== fn;
+        if (!outer) continue;
+        if (!callers) {
+          callers = node(fn, this.kind[i]);
+          callees = node(fn, this.kind[i]);
+        }
+        for (const r of [callers, callees]) r.total += this.total[i];
+        callees.self += this.self[i];
+        merge(callees, i);
+        let t = callers;
+        for (let p = this.parent[i]; p > 0; p = this.parent[p]) {
+          t = child(t, p);
+          t.total += this.total[i];
+        }
+      }
+      if (!callers) return null;
+      /* a caller's own share: what none of its callers above it account for */
+      const finish = (t) => {
+        let sum = 0;
+        t.children.sort((a, b) => b.total - a.total);
+        for (const c of t.children) {
+          finish(c);
+          sum += c.total;
+        }
+        if (t.self === 0) t.self = Math.max(0, t.total - sum);
+        delete t.by;
+      };
+      finish(callers);
+      finish(callees);
+      const meta = { period_ns: this.period };
+      callers.meta = meta;
+      callees.meta = meta;
+      return { callers, callees };
     }
 
     /* the frames last drawn, for the permalink check and the tests */

@@ -9,7 +9,8 @@
  * failed request; the timeline's peak is the step and count the test posted;
  * a drag across the spike selects exactly the expected windows, and the flame
  * graph's total is their sum; the top table's first row (by self) is the spike's
- * function, and clicking it highlights its frames; a search's matched samples and
+ * function, and clicking it highlights its frames and opens its sandwich (callers
+ * and callees); a search's matched samples and
  * share; a click zooms (the frame fills the width, the breadcrumb names the path)
  * and the keyboard zooms out; the flame/icicle toggle; a permalink opened in a
  * new page gives the same frames, total and search; compare mode with a baseline
@@ -172,9 +173,24 @@ async function main() {
     let lit = (await frames(page)).filter((f) => f.highlighted);
     check(lit.length >= 1 && lit.every((f) => f.name === want.top.name), 'top: a click highlights the function in the graph',
       lit.map((f) => f.name));
+    /* the sandwich of the picked function: the spike's function is a leaf called
+     * by handle only, so its callers are handle, main, app and its callees none */
+    await page.click('#sandwich');
+    await page.waitForSelector('#sandwich-box:not([hidden])');
+    const cl = await page.evaluate(() => window.smolder.callers());
+    const ce = await page.evaluate(() => window.smolder.callees());
+    const names = (fs) => fs.map((f) => f.name + ':' + f.total).join(' ');
+    const t = want.top.self;
+    check(names(cl) === [want.top.name, 'handle', 'main', 'app'].map((n) => n + ':' + t).join(' '),
+      'sandwich: the callers, each with the function\'s ' + t + ' samples', names(cl));
+    check(cl.length && cl[0].y > cl[1].y, 'sandwich: the callers above the function');
+    check(names(ce) === want.top.name + ':' + t, 'sandwich: a leaf calls nothing', names(ce));
+    check((await page.evaluate(() => location.hash)).includes('sandwich=1'), 'sandwich: in the URL');
+    await shot(page, '1a-sandwich');
     await page.click('#top tbody tr[data-name="' + want.top.name + '"]');
     lit = (await frames(page)).filter((f) => f.highlighted);
     check(lit.length === 0, 'top: a second click clears it', lit.length);
+    check(await page.isHidden('#sandwich-box'), 'sandwich: closed with it');
 
     /* ---- search ---- */
     await page.fill('#search', want.search.regex);
@@ -226,6 +242,12 @@ async function main() {
       [f1.length, f2.length]);
     check((await page2.$eval('#matched', (e) => e.textContent)) === matched.text, 'permalink: the same search');
     check(Number(await page2.$eval('#summary', (e) => e.dataset.total)) === want.total, 'permalink: the same total');
+    const light = (await frames(page2)).find((f) => f.name === 'main').fill;
+    await page2.emulateMedia({ colorScheme: 'dark' });
+    await page2.waitForFunction((l) => window.smolder.frames().find((f) => f.name === 'main').fill !== l, light);
+    check(true, 'dark mode: the graph is drawn again in dark colours');
+    await page2.waitForFunction(() => document.getElementById('peak').dataset.peakT !== undefined);
+    await shot(page2, '2a-dark');
     await page2.close();
 
     /* ---- keyboard, flip ---- */
