@@ -101,14 +101,11 @@
         x = [], w = [], lines = [], repeat = [], delta = [], before = [], after = [];
       let maxDepth = 0, maxAbs = 0;
       const B = diff ? this.sides[0] || 1 : 1, A = diff ? this.sides[1] || 1 : 1;
-      /* iterative depth-first walk: a 500-level stack must not hit the JS stack */
-      const stack = [[tree, -1, 0, 0]];
-      while (stack.length) {
-        const [node, par, d, x0] = stack.pop();
-        if (node === null) {
-          size[par] = name.length - par;
-          continue;
-        }
+      /* depth-first, recursively: the query layer caps a stack at 2,048 frames
+       * (FLAME_MAX_DEPTH), well within the JS stack, and a recursion allocates
+       * nothing per node, where an explicit stack of tuples took a third of the
+       * time of a 600,000-node tree */
+      const visit = (node, par, d, x0) => {
         const i = name.length;
         name.push(node.name);
         kind.push(node.kind);
@@ -119,26 +116,29 @@
         lines.push(node.lines || null);
         repeat.push(node.repeat || 0);
         x.push(x0);
-        let width = node.total;
+        size.push(1);
         if (diff) {
           before.push(node.before);
           after.push(node.after);
-          width = node.before.total / B + node.after.total / A;
+          w.push(node.before.total / B + node.after.total / A);
           delta.push(node.delta || 0);
           if (d > 0) maxAbs = Math.max(maxAbs, Math.abs(node.delta || 0));
+        } else {
+          w.push(node.total);
         }
-        w.push(width);
         if (d > maxDepth) maxDepth = d;
-        stack.push([null, i]);
-        const kids = node.children || [];
-        let cx = x0;
-        const pending = [];
-        for (const k of kids) {
-          pending.push([k, i, d + 1, cx]);
-          cx += diff ? k.before.total / B + k.after.total / A : k.total;
+        const kids = node.children;
+        if (kids) {
+          let cx = x0;
+          for (let k = 0; k < kids.length; k++) {
+            const c = name.length;
+            visit(kids[k], i, d + 1, cx);
+            cx += w[c];
+          }
         }
-        for (let k = pending.length - 1; k >= 0; k--) stack.push(pending[k]);
-      }
+        size[i] = name.length - i;
+      };
+      visit(tree, -1, 0, 0);
       /* each subtree's height, so a zoom sizes the canvas without walking it */
       const height = new Int32Array(name.length);
       for (let i = name.length - 1; i > 0; i--)
