@@ -135,6 +135,8 @@
       };
       $('token-form').addEventListener('submit', done);
     });
+    /* Escape would close it with the API calls still waiting for a token */
+    dlg.oncancel = (e) => e.preventDefault();
     dlg.showModal();
     $('token').focus();
     return tokenWait;

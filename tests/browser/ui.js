@@ -327,6 +327,8 @@ async function main() {
     await tp.goto(want.token_url);
     await tp.waitForSelector('#token-dialog[open]');
     check(true, 'token: the page asks for the query token');
+    await tp.keyboard.press('Escape');
+    check(await tp.isVisible('#token-dialog'), 'token: Escape does not dismiss the question');
     await tp.fill('#token', 'wrong-token-0000000000');
     await tp.press('#token', 'Enter');
     await tp.waitForSelector('#token-wrong:not([hidden])');
