@@ -15,7 +15,7 @@
  * and the keyboard zooms out; the flame/icicle toggle; a permalink opened in a
  * new page gives the same frames, total and search; compare mode with a baseline
  * dragged before the spike: the movers table's first row is the expected mover
- * with its shares, and its frame is red; exports download SVG and folded; a bad
+ * with its shares, and its frame is red; a range with no data says so; exports download SVG and folded; a bad
  * filter in the URL shows the API's error; the token dialog (a wrong token is
  * refused, the right one kept for the tab).
  */
@@ -317,6 +317,16 @@ async function main() {
     check(etext.includes(want.error_text), 'error: the API\'s reason is shown', etext);
     check((await perr.$eval('#flame-box', (b) => b.dataset.state)) === 'error', 'error: the graph says so');
     await perr.close();
+
+    /* ---- empty range ---- */
+    const pe = await context.newPage();
+    pe.setDefaultTimeout(STEP_MS);
+    await pe.goto(want.url + '#from=1000000000&to=1000003600');
+    check((await ready(pe)) === 'ready', 'empty: a range with no data is no error');
+    await pe.waitForSelector('#empty:not([hidden])');
+    check(/^No samples in this range/.test(await pe.textContent('#empty')), 'empty: says so', await pe.textContent('#empty'));
+    check(/no samples in this range/.test(await pe.textContent('#peak')), 'empty: the timeline says so too');
+    await pe.close();
 
     /* ---- token ---- */
     const terrors = [];
