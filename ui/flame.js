@@ -97,54 +97,75 @@
       this.diff = diff;
       this.period = meta.period_ns || 0;
       this.sides = diff ? [meta.before.total || 0, meta.after.total || 0] : null;
-      const name = [], kind = [], self = [], total = [], depth = [], parent = [], size = [],
-        x = [], w = [], lines = [], repeat = [], delta = [], before = [], after = [];
-      let maxDepth = 0, maxAbs = 0;
+      /* a first walk counts the nodes, so that the columns are typed arrays of
+       * their final size (a day's tree is 650,000 nodes) */
+      let n = 0;
+      const count = (node) => {
+        n++;
+        const kids = node.children;
+        if (kids) for (let k = 0; k < kids.length; k++) count(kids[k]);
+      };
+      count(tree);
+      const name = new Array(n), kind = new Array(n), lines = new Array(n);
+      const self = new Float64Array(n), total = new Float64Array(n), x = new Float64Array(n),
+        w = new Float64Array(n), delta = new Float64Array(n);
+      const depth = new Int32Array(n), parent = new Int32Array(n), size = new Int32Array(n),
+        repeat = new Int32Array(n), fid = new Int32Array(n);
+      const before = diff ? new Array(n) : null, after = diff ? new Array(n) : null;
+      /* each node's function (kind and name) as a small integer, for the tables */
+      const fnames = [], fkinds = [], byKind = new Map();
+      let maxDepth = 0, maxAbs = 0, next = 0;
       const B = diff ? this.sides[0] || 1 : 1, A = diff ? this.sides[1] || 1 : 1;
       /* depth-first, recursively: the query layer caps a stack at 2,048 frames
-       * (FLAME_MAX_DEPTH), well within the JS stack, and a recursion allocates
-       * nothing per node, where an explicit stack of tuples took a third of the
-       * time of a 600,000-node tree */
+       * (FLAME_MAX_DEPTH), well within the JS stack */
       const visit = (node, par, d, x0) => {
-        const i = name.length;
-        name.push(node.name);
-        kind.push(node.kind);
-        self.push(node.self);
-        total.push(node.total);
-        depth.push(d);
-        parent.push(par);
-        lines.push(node.lines || null);
-        repeat.push(node.repeat || 0);
-        x.push(x0);
-        size.push(1);
+        const i = next++;
+        name[i] = node.name;
+        kind[i] = node.kind;
+        self[i] = node.self;
+        total[i] = node.total;
+        depth[i] = d;
+        parent[i] = par;
+        if (node.lines) lines[i] = node.lines;
+        repeat[i] = node.repeat || 0;
+        x[i] = x0;
+        let names = byKind.get(node.kind);
+        if (!names) byKind.set(node.kind, (names = new Map()));
+        let f = names.get(node.name);
+        if (f === undefined) {
+          names.set(node.name, (f = fnames.length));
+          fnames.push(node.name);
+          fkinds.push(node.kind);
+        }
+        fid[i] = f;
         if (diff) {
-          before.push(node.before);
-          after.push(node.after);
-          w.push(node.before.total / B + node.after.total / A);
-          delta.push(node.delta || 0);
-          if (d > 0) maxAbs = Math.max(maxAbs, Math.abs(node.delta || 0));
+          before[i] = node.before;
+          after[i] = node.after;
+          w[i] = node.before.total / B + node.after.total / A;
+          delta[i] = node.delta || 0;
+          if (d > 0) maxAbs = Math.max(maxAbs, Math.abs(delta[i]));
         } else {
-          w.push(node.total);
+          w[i] = node.total;
         }
         if (d > maxDepth) maxDepth = d;
         const kids = node.children;
         if (kids) {
           let cx = x0;
           for (let k = 0; k < kids.length; k++) {
-            const c = name.length;
+            const c = next;
             visit(kids[k], i, d + 1, cx);
             cx += w[c];
           }
         }
-        size[i] = name.length - i;
+        size[i] = next - i;
       };
       visit(tree, -1, 0, 0);
       /* each subtree's height, so a zoom sizes the canvas without walking it */
-      const height = new Int32Array(name.length);
-      for (let i = name.length - 1; i > 0; i--)
+      const height = new Int32Array(n);
+      for (let i = n - 1; i > 0; i--)
         if (height[i] + 1 > height[parent[i]]) height[parent[i]] = height[i] + 1;
       Object.assign(this, { name, kind, self, total, depth, parent, size, x, w, lines, repeat,
-        delta, before, after, maxDepth, maxAbs, height });
+        delta, before, after, maxDepth, maxAbs, height, fid, fnames, fkinds });
       this.n = name.length;
       this.zoom = 0;
       this.focus = -1;
@@ -447,24 +468,28 @@
      * outer one), the root and the process frames left out; one walk in
      * depth-first order with the names on the current path */
     functions() {
-      const fns = new Map(), onPath = new Map(), path = [];
-      const T = this.rootTotal || 1;
+      const nf = this.fnames.length, T = this.rootTotal || 1;
+      const fself = new Float64Array(nf), ftotal = new Float64Array(nf);
+      const on = new Int32Array(nf), seen = new Uint8Array(nf);
+      const path = new Int32Array(this.maxDepth + 1);
+      let top = 0;
       for (let i = 1; i < this.n; i++) {
-        const d = this.depth[i];
-        while (path.length && this.depth[path[path.length - 1]] >= d) {
-          const k = this.kind[path[path.length - 1]] + '\0' + this.name[path.pop()];
-          onPath.set(k, onPath.get(k) - 1);
+        const d = this.depth[i], f = this.fid[i];
+        while (top && this.depth[path[top - 1]] >= d) on[this.fid[path[--top]]]--;
+        path[top++] = i;
+        if (this.kind[i] !== 'process') {
+          seen[f] = 1;
+          fself[f] += this.self[i];
+          if (!on[f]) ftotal[f] += this.total[i];
         }
-        path.push(i);
-        if (this.kind[i] === 'process') continue;
-        const k = this.kind[i] + '\0' + this.name[i];
-        let f = fns.get(k);
-        if (!f) fns.set(k, (f = { name: this.name[i], kind: this.kind[i], self: 0, total: 0 }));
-        f.self += this.self[i];
-        if (!onPath.get(k)) f.total += this.total[i];
-        onPath.set(k, (onPath.get(k) || 0) + 1);
+        on[f]++;
       }
-      return [...fns.values()].map((f) => Object.assign(f, { self_pct: (100 * f.self) / T, total_pct: (100 * f.total) / T }));
+      const out = [];
+      for (let f = 0; f < nf; f++)
+        if (seen[f])
+          out.push({ name: this.fnames[f], kind: this.fkinds[f], self: fself[f], total: ftotal[f],
+            self_pct: (100 * fself[f]) / T, total_pct: (100 * ftotal[f]) / T });
+      return out;
     }
 
     /* The sandwich of function fn: {callers, callees}, two trees rooted at fn. Each

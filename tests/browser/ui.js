@@ -15,7 +15,8 @@
  * and the keyboard zooms out; the flame/icicle toggle; a permalink opened in a
  * new page gives the same frames, total and search; compare mode with a baseline
  * dragged before the spike: the movers table's first row is the expected mover
- * with its shares, and its frame is red; a range with no data says so; exports download SVG and folded; a bad
+ * with its shares, and its frame is red; a range with no data says so; exports
+ * download SVG and folded; a bad
  * filter in the URL shows the API's error; the token dialog (a wrong token is
  * refused, the right one kept for the tab).
  */
