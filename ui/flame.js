@@ -305,7 +305,7 @@
       const box = (i, px, pw) => {
         this.drawnAt.set(i, this.drawn.length);
         this.drawn.push([i, px, y(this.depth[i]), pw, null]);
-        this.paintBox(ctx, this.drawn.length - 1);
+        this.paintBox(ctx, this.drawn.length - 1, true);
       };
       for (let a = this.parent[z]; a >= 0; a = this.parent[a]) box(a, 0, cssW);
       const end = z + this.size[z];
@@ -320,13 +320,14 @@
       }
     }
 
-    /* paints entry k of drawn: fill, outline (hover, focus), name */
-    paintBox(ctx, k) {
+    /* paints entry k of drawn: fill, outline (hover, focus), name; over what was
+     * there unless fresh (a full paint cleared the canvas already) */
+    paintBox(ctx, k, fresh) {
       const r = this.drawn[k], [i, px, py, pw] = r;
       let fill = this.colour(i);
       if (this.hl && this.hl[i]) fill = this.dark ? '#d05ce3' : '#e040fb';
       r[4] = fill;
-      ctx.clearRect(px, py, pw, ROW);
+      if (!fresh) ctx.clearRect(px, py, pw, ROW);
       ctx.fillStyle = fill;
       ctx.fillRect(px, py, Math.max(pw - 0.5, 0.5), ROW - 1);
       if (i === this.focus || i === this.hover) {
