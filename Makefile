@@ -70,7 +70,11 @@ PROTO_C   := $(patsubst schema/%.proto,$(BUILD)/gen/%.pb-c.c,$(PROTOS))
 PROTO_H   := $(PROTO_C:.c=.h)
 # the store's SQL migrations (schema/NNN_*.sql), embedded as C strings
 MIGRATIONS := $(sort $(wildcard schema/[0-9]*.sql))
-GEN_C     := $(PROTO_C) $(BUILD)/gen/migrations.c
+# the web UI (ui/, docs/ui.md), embedded as C arrays by ui/embed.sh: the page, its
+# scripts and styles, and the vendored uPlot with its license
+UI_FILES  := ui/index.html $(sort $(wildcard ui/*.js ui/*.css)) ui/vendor/uPlot.iife.min.js \
+	     ui/vendor/uPlot.min.css ui/vendor/uPlot.LICENSE
+GEN_C     := $(PROTO_C) $(BUILD)/gen/migrations.c $(BUILD)/gen/ui_assets.c
 GENERATED := $(SKELS) $(PROTO_H) $(BUILD)/gen/migrations.c
 
 REL_OBJS  := $(patsubst %.c,$(BUILD)/rel/%.o,$(LIB_SRCS) $(GEN_C))
@@ -167,6 +171,11 @@ $(BUILD)/gen/migrations.c: $(MIGRATIONS) schema/embed.sh
 	$(call msg,GEN,$@)
 	$(Q)mkdir -p $(@D)
 	$(Q)bash schema/embed.sh $(MIGRATIONS) > $@
+
+$(BUILD)/gen/ui_assets.c: $(UI_FILES) ui/embed.sh
+	$(call msg,GEN,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)bash ui/embed.sh $(UI_FILES) > $@
 
 # ---- user space ------------------------------------------------------------
 $(BUILD)/rel/%.o: %.c | $(GENERATED)
@@ -285,6 +294,7 @@ $(BROWSER_MODULES): tests/browser/package.json tests/browser/package-lock.json
 	$(Q)touch $@
 
 $(BUILD)/asan/tests/test_browser: $(BROWSER_MODULES)
+$(BUILD)/asan/tests/test_ui: $(BROWSER_MODULES)
 
 $(BUILD)/asan/tests/%: tests/unit/%.c $(BUILD)/asan/libsmolder-cli.a $(BUILD)/asan/libsmolder.a \
 		tests/testutil.h

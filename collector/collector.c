@@ -19,7 +19,7 @@
  * libmicrohttpd parses them; method, route, token and "no body" decided from the
  * headers; the ingest body within max_body; a query answer within max_response,
  * rendered into a capped buffer that is handed to libmicrohttpd without a copy.
- * The Prometheus text of /metrics is metrics.c's. */
+ * The Prometheus text of /metrics is metrics.c's; the web UI at "/" is ui.c's. */
 #include "collector/collector.h"
 #include "query/query.h"
 
@@ -47,6 +47,7 @@
 #include "collector/readers.h"
 #include "collector/routes.h"
 #include "collector/tls.h"
+#include "collector/ui.h"
 #include "store/store.h"
 
 #define THREADS 4 /* serving threads, query workers and readers each */
@@ -545,7 +546,8 @@ static enum MHD_Result ingest_headers(struct collector *c, struct MHD_Connection
 static enum MHD_Result other_headers(struct collector *c, struct MHD_Connection *conn,
 				     const char *url, const char *method, struct request *r)
 {
-	bool open = strcmp(url, "/healthz") == 0 || strcmp(url, "/favicon.ico") == 0;
+	bool open =
+		strcmp(url, "/healthz") == 0 || strcmp(url, "/favicon.ico") == 0 || route_ui(url);
 	bool guarded = strcmp(url, "/metrics") == 0 || route_is_query_path(url);
 
 	if (!open && !guarded)
@@ -624,6 +626,8 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *conn, const char
 		return respond(conn, MHD_HTTP_NO_CONTENT, "image/x-icon", "", 0);
 	if (strcmp(url, "/metrics") == 0)
 		return metrics(c, conn);
+	if (route_ui(url))
+		return ui_respond(conn, route_ui(url));
 	return query(c, conn, url, r);
 }
 

@@ -101,6 +101,13 @@ bool route_request(struct MHD_Connection *conn, const char *url, enum query_kind
 	return true;
 }
 
+const struct ui_asset *route_ui(const char *url)
+{
+	if (strcmp(url, "/") != 0 && strncmp(url, "/ui/", 4) != 0)
+		return NULL;
+	return ui_find(url);
+}
+
 bool route_is_query_path(const char *url)
 {
 	return strncmp(url, "/api/v1/", 8) == 0;

@@ -1,5 +1,6 @@
 /* The query API's paths and query-string arguments: which query a URL names
  * (/api/v1/flamegraph, folded, diff, top, series, labels, labels/NAME/values) and
+ * which file of the web UI ("/" and "/ui/...", collector/ui.h) a URL names; and
  * the arguments libmicrohttpd parsed, read by query_parse() through
  * route_args__get() and route_args__name_at(); an empty piece ("?&from=1") is
  * skipped, any other name query_parse() does not know is refused. More than QUERY_MAX_ARGS
@@ -13,6 +14,7 @@
 
 #include <microhttpd.h>
 
+#include "collector/ui.h"
 #include "query/query.h"
 
 struct route_args {
@@ -33,6 +35,9 @@ bool route_request(struct MHD_Connection *conn, const char *url, enum query_kind
  * labels/NAME/values is the first name parameter. */
 const char *route_args__get(void *ctx, const char *name, size_t i);
 const char *route_args__name_at(void *ctx, size_t i);
+
+/* The web UI's file at url ("/" or under "/ui/", ui.h), or NULL. */
+const struct ui_asset *route_ui(const char *url);
 
 /* Whether url is under the query API (/api/v1/), ingest aside. */
 bool route_is_query_path(const char *url);

@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# The web UI's figures (issue 13's "Measure", docs/ui.md): the release collector
+# serves a stored day of the busy host (build/bench/ui_day) and
+# tests/browser/ui_bench.js, in headless Chromium, times the navigation to the
+# first painted flame graph of the last 24 h, the flame graph's draw, and a zoom's
+# redraw. Needs build/smolder, build/bench/ui_day and the browser tests' Node
+# packages (build/browser/node_modules).
+#
+#   bash bench/ui_bench.sh [DIR]    (DIR holds the day's store, default /tmp)
+set -euo pipefail
+dir=${1:-/tmp}
+db=$dir/ui_day.db
+port=${SMOLDER_UI_BENCH_PORT:-7391}
+[[ -s $db ]] || build/bench/ui_day "$db"
+# a day's json tree (85 MB for 128k... nodes) is above the default answer cap of 64 MiB
+build/smolder collector --db "$db" --listen "127.0.0.1:$port" --max-response-mb 256 2>"$dir/ui_bench.err" &
+coll=$!
+trap 'kill "$coll" 2>/dev/null; wait "$coll" 2>/dev/null || true' EXIT
+for _ in $(seq 100); do
+	curl -sf "http://127.0.0.1:$port/healthz" >/dev/null && break
+	sleep 0.1 # polling interval of a bounded wait for start-up
+done
+NODE_PATH=build/browser/node_modules node tests/browser/ui_bench.js "http://127.0.0.1:$port/"

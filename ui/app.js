@@ -1,0 +1,802 @@
+/* The UI's page logic (docs/ui.md): the state in the URL's fragment (a link
+ * reproduces the view), the calls to the query API the CLI uses (series, labels,
+ * flamegraph, top, diff; the query token asked once and kept in sessionStorage),
+ * the timeline (uPlot: drag to select, quick and absolute ranges, the selected
+ * ranges drawn on it), label filters, the top table (counted from the flame
+ * graph's tree as /api/v1/top counts: one query less), compare mode with its movers
+ * table, exports, and the loading, empty and error states. The flame graph itself
+ * is flame.js's, and so are the sandwich's two (the callers and callees of the
+ * function picked in the table). */
+'use strict';
+
+(function () {
+  const { FlameGraph, fmtCount, fmtPct } = window.SmolderFlame;
+  const QUICK = { '15m': 900, '1h': 3600, '6h': 21600, '24h': 86400, '7d': 604800 };
+  /* series steps, seconds: the smallest giving at most MAX_POINTS points */
+  const STEPS = [10, 20, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200, 21600, 86400];
+  const MAX_POINTS = 400;
+  const MOVERS = 25; /* rows of the movers table */
+  const TOKEN_KEY = 'smolder.token';
+  const $ = (id) => document.getElementById(id);
+
+  /* ---- state <-> URL fragment --------------------------------------------- */
+  /* range: a QUICK key (relative to now) or absent with from/to (unix seconds);
+   * sel/base: [from, to] or null; where: ["key=value"]; mode: "flame" or "diff". */
+  const state = {
+    range: '1h', from: 0, to: 0, sel: null, base: null, where: [], type: 'cpu', mode: 'flame',
+    icicle: true, q: '', zoom: [], fn: '', sort: 'self', target: 'base', sandwich: false,
+  };
+
+  function pair(s) {
+    const m = /^(\d+),(\d+)$/.exec(s || '');
+    return m && +m[2] > +m[1] ? [+m[1], +m[2]] : null;
+  }
+
+  function readHash() {
+    const p = new URLSearchParams(location.hash.slice(1));
+    state.range = QUICK[p.get('range')] ? p.get('range') : '';
+    state.from = +p.get('from') || 0;
+    state.to = +p.get('to') || 0;
+    if (!state.range && !(state.to > state.from)) state.range = '1h';
+    state.sel = pair(p.get('sel'));
+    state.base = pair(p.get('base'));
+    state.where = p.getAll('where').filter((w) => /^[^=]+=/.test(w));
+    state.type = p.get('type') || 'cpu';
+    state.mode = p.get('mode') === 'diff' ? 'diff' : 'flame';
+    state.icicle = p.get('view') !== 'flame';
+    state.q = p.get('q') || '';
+    state.zoom = p.get('zoom') ? p.get('zoom').split('\u001f') : [];
+    state.fn = p.get('fn') || '';
+    state.sort = p.get('sort') || 'self';
+    state.sandwich = p.get('sandwich') === '1';
+  }
+
+  function hashOf(s, absolute) {
+    const p = new URLSearchParams();
+    if (s.range && !absolute) {
+      p.set('range', s.range);
+    } else {
+      const r = timeRange(s);
+      p.set('from', r[0]);
+      p.set('to', r[1]);
+    }
+    if (s.sel) p.set('sel', s.sel.join(','));
+    if (s.base) p.set('base', s.base.join(','));
+    for (const w of s.where) p.append('where', w);
+    if (s.type !== 'cpu') p.set('type', s.type);
+    if (s.mode === 'diff') p.set('mode', 'diff');
+    if (!s.icicle) p.set('view', 'flame');
+    if (s.q) p.set('q', s.q);
+    if (s.zoom.length) p.set('zoom', s.zoom.join('\u001f'));
+    if (s.fn) p.set('fn', s.fn);
+    if (s.sort !== 'self') p.set('sort', s.sort);
+    if (s.sandwich && s.fn) p.set('sandwich', '1');
+    return '#' + p.toString();
+  }
+
+  function writeHash() {
+    history.replaceState(null, '', hashOf(state, false));
+  }
+
+  /* ---- time ----------------------------------------------------------------- */
+  function stepFor(seconds) {
+    for (const s of STEPS) if (seconds / s <= MAX_POINTS) return s;
+    return STEPS[STEPS.length - 1];
+  }
+
+  /* [from, to] of the timeline: a quick range ends at now rounded up to its step */
+  function timeRange(s) {
+    if (s.range) {
+      const d = QUICK[s.range], st = stepFor(d);
+      const to = Math.ceil(Date.now() / 1000 / st) * st;
+      return [to - d, to];
+    }
+    return [s.from, s.to];
+  }
+
+  function pad(n) {
+    return String(n).padStart(2, '0');
+  }
+
+  function localInput(t) {
+    const d = new Date(t * 1000);
+    return d.getFullYear() + '-' + pad(d.getMonth() + 1) + '-' + pad(d.getDate()) + 'T' +
+      pad(d.getHours()) + ':' + pad(d.getMinutes());
+  }
+
+  function fmtTime(t) {
+    const d = new Date(t * 1000);
+    return d.getFullYear() + '-' + pad(d.getMonth() + 1) + '-' + pad(d.getDate()) + ' ' +
+      pad(d.getHours()) + ':' + pad(d.getMinutes()) + ':' + pad(d.getSeconds());
+  }
+
+  function fmtRange(r) {
+    return fmtTime(r[0]) + ' \u2013 ' + fmtTime(r[1]).slice(11);
+  }
+
+  /* ---- API ------------------------------------------------------------------ */
+  let tokenWait = null;
+
+  function askToken(wrong) {
+    if (tokenWait) return tokenWait;
+    const dlg = $('token-dialog');
+    $('token-wrong').hidden = !wrong;
+    $('token').value = '';
+    tokenWait = new Promise((resolve) => {
+      const done = (e) => {
+        e.preventDefault();
+        const t = $('token').value.trim();
+        if (!t) return;
+        sessionStorage.setItem(TOKEN_KEY, t);
+        $('token-form').removeEventListener('submit', done);
+        dlg.close();
+        tokenWait = null;
+        resolve(t);
+      };
+      $('token-form').addEventListener('submit', done);
+    });
+    /* Escape would close it with the API calls still waiting for a token */
+    dlg.oncancel = (e) => e.preventDefault();
+    dlg.showModal();
+    $('token').focus();
+    return tokenWait;
+  }
+
+  function query(path, params) {
+    const p = new URLSearchParams();
+    for (const [k, v] of params) if (v !== undefined && v !== null && v !== '') p.append(k, v);
+    return path + '?' + p.toString();
+  }
+
+  /* GETs url with the token (asked for on a 401) and returns the Response; an
+   * error answer throws its {"error"} reason */
+  async function get(url) {
+    let wrong = false;
+    for (;;) {
+      const token = sessionStorage.getItem(TOKEN_KEY);
+      const resp = await fetch(url, { headers: token ? { Authorization: 'Bearer ' + token } : {} });
+      if (resp.status === 401) {
+        await askToken(wrong || !!token);
+        wrong = true;
+        continue;
+      }
+      if (!resp.ok) {
+        let why = resp.status + ' ' + resp.statusText;
+        try {
+          why = (await resp.json()).error || why;
+        } catch (e) {
+          /* not JSON: the status it is */
+        }
+        throw new Error(why);
+      }
+      return resp;
+    }
+  }
+
+  async function getJson(url) {
+    return (await get(url)).json();
+  }
+
+  function whereParams(s) {
+    return s.where.map((w) => ['where', w]);
+  }
+
+  /* ---- status --------------------------------------------------------------- */
+  let loading = 0;
+
+  function busy(delta) {
+    loading += delta;
+    document.body.setAttribute('aria-busy', loading > 0 ? 'true' : 'false');
+    $('loading').hidden = loading <= 0;
+  }
+
+  function showError(where, err) {
+    const el = $('error');
+    el.hidden = false;
+    el.textContent = where + ': ' + err.message;
+  }
+
+  function clearError() {
+    $('error').hidden = true;
+    $('error').textContent = '';
+  }
+
+  /* ---- timeline ------------------------------------------------------------- */
+  let plot = null, series = null;
+
+  function css(name) {
+    return getComputedStyle(document.body).getPropertyValue(name).trim();
+  }
+
+  function drawBands(u) {
+    const ctx = u.ctx, { top, height } = u.bbox;
+    const band = (r, colour) => {
+      if (!r) return;
+      const a = u.valToPos(r[0], 'x', true), b = u.valToPos(r[1], 'x', true);
+      ctx.fillStyle = colour;
+      ctx.fillRect(a, top, Math.max(b - a, 2), height);
+    };
+    ctx.save();
+    if (state.mode === 'diff') {
+      band(state.base, css('--base-band'));
+      band(state.sel, css('--after-band'));
+    } else {
+      band(state.sel, css('--sel-band'));
+    }
+    ctx.restore();
+  }
+
+  function onSelect(u) {
+    if (u.select.width < 2) return;
+    const step = series ? series.step : 10;
+    const a = u.posToVal(u.select.left, 'x'), b = u.posToVal(u.select.left + u.select.width, 'x');
+    const r = [Math.floor(a / step) * step, Math.ceil(b / step) * step];
+    u.setSelect({ left: 0, top: 0, width: 0, height: 0 }, false);
+    if (r[1] <= r[0]) return;
+    if (state.mode === 'diff' && state.target === 'base') {
+      state.base = r;
+      setTarget('after');
+    } else {
+      state.sel = r;
+      if (state.mode === 'diff') setTarget(state.base ? 'after' : 'base');
+    }
+    state.zoom = [];
+    writeHash();
+    u.redraw(false, true);
+    refreshProfile();
+  }
+
+  function makePlot(width) {
+    const opts = {
+      width, height: 150,
+      legend: { show: false },
+      scales: { x: { time: true } },
+      cursor: { drag: { x: true, y: false, setScale: false }, points: { show: false } },
+      select: { show: true },
+      series: [{}, {
+        label: 'samples', stroke: css('--accent'), fill: css('--accent-fill'), width: 1.5,
+        paths: uPlot.paths.stepped({ align: 1 }),
+      }],
+      axes: [
+        { stroke: css('--fg-dim'), grid: { stroke: css('--grid'), width: 1 }, ticks: { show: false } },
+        { stroke: css('--fg-dim'), grid: { stroke: css('--grid'), width: 1 }, ticks: { show: false }, size: 56 },
+      ],
+      hooks: { setSelect: [onSelect], draw: [drawBands] },
+    };
+    return new uPlot(opts, [[], []], $('timeline'));
+  }
+
+  async function refreshSeries() {
+    const r = timeRange(state), step = stepFor(r[1] - r[0]);
+    /* bucket edges on multiples of the step, so a window is never split */
+    const from = Math.floor(r[0] / step) * step, to = Math.ceil(r[1] / step) * step;
+    const url = query('/api/v1/series', [['format', 'json'], ['from', from], ['to', to],
+      ['step', step], ['type', state.type], ...whereParams(state)]);
+    busy(1);
+    try {
+      const s = await getJson(url);
+      series = s;
+      const xs = s.points.map((p) => p[0]), ys = s.points.map((p) => p[1]);
+      /* a last point at the end, so the last step is drawn as wide as the others */
+      if (xs.length) {
+        xs.push(s.to);
+        ys.push(ys[ys.length - 1]);
+      }
+      plot.setData([xs, ys]);
+      plot.setScale('x', { min: from, max: to });
+      let peak = -1;
+      s.points.forEach((p, i) => {
+        if (peak < 0 || p[1] > s.points[peak][1]) peak = i;
+      });
+      const info = $('peak');
+      if (peak >= 0 && s.points[peak][1] > 0) {
+        info.textContent = fmtCount(s.meta.total) + ' samples \u00b7 peak ' + fmtCount(s.points[peak][1]) +
+          ' at ' + fmtTime(s.points[peak][0]) + ' (step ' + s.step + ' s)';
+        info.dataset.peakT = s.points[peak][0];
+        info.dataset.peak = s.points[peak][1];
+      } else {
+        info.textContent = 'no samples in this range' + (s.meta.empty_reason ? ': ' + s.meta.empty_reason : '');
+        delete info.dataset.peakT;
+      }
+      info.dataset.step = s.step;
+      $('timeline').dataset.from = from;
+      $('timeline').dataset.to = to;
+    } catch (e) {
+      showError('timeline', e);
+    } finally {
+      busy(-1);
+    }
+  }
+
+  /* ---- label filters -------------------------------------------------------- */
+  async function refreshLabels() {
+    const r = timeRange(state);
+    try {
+      const keys = await getJson(query('/api/v1/labels', [['from', r[0]], ['to', r[1]]]));
+      const sel = $('fkey'), keep = sel.value;
+      sel.textContent = '';
+      sel.appendChild(new Option('label\u2026', ''));
+      for (const k of keys) sel.appendChild(new Option(k, k));
+      if (keys.includes(keep)) sel.value = keep;
+      await refreshValues();
+    } catch (e) {
+      showError('labels', e);
+    }
+  }
+
+  async function refreshValues() {
+    const key = $('fkey').value, sel = $('fval');
+    sel.textContent = '';
+    sel.appendChild(new Option('value\u2026', ''));
+    sel.disabled = !key;
+    if (!key) return;
+    const r = timeRange(state);
+    try {
+      const vals = await getJson(query('/api/v1/labels/' + encodeURIComponent(key) + '/values',
+        [['from', r[0]], ['to', r[1]], ...whereParams(state)]));
+      for (const v of vals) sel.appendChild(new Option(v, v));
+    } catch (e) {
+      showError('labels', e);
+    }
+  }
+
+  function renderChips() {
+    const ul = $('chips');
+    ul.textContent = '';
+    for (const w of state.where) {
+      const li = document.createElement('li'), b = document.createElement('button');
+      li.textContent = w + ' ';
+      b.type = 'button';
+      b.textContent = '\u00d7';
+      b.setAttribute('aria-label', 'remove filter ' + w);
+      b.addEventListener('click', () => {
+        state.where = state.where.filter((x) => x !== w);
+        changed(true);
+      });
+      li.appendChild(b);
+      ul.appendChild(li);
+    }
+  }
+
+  /* ---- flame graph, top table, diff ------------------------------------------ */
+  let flame = null, callers = null, callees = null, topRows = [], moverRows = [], profileGen = 0;
+
+  function profileRange() {
+    return state.sel || timeRange(state);
+  }
+
+  function rangeParams(r) {
+    return [['from', r[0]], ['to', r[1]]];
+  }
+
+  function flameUrl(format) {
+    if (state.mode === 'diff') {
+      if (!state.base) return null;
+      const a = profileRange();
+      return query('/api/v1/diff', [['format', format], ['before_from', state.base[0]],
+        ['before_to', state.base[1]], ['after_from', a[0]], ['after_to', a[1]], ['type', state.type],
+        ...whereParams(state)]);
+    }
+    return query('/api/v1/flamegraph', [['format', format], ...rangeParams(profileRange()),
+      ['type', state.type], ...whereParams(state)]);
+  }
+
+  function setSummary(text, empty) {
+    $('summary').textContent = text;
+    $('empty').hidden = !empty;
+    if (empty) $('empty').textContent = empty;
+  }
+
+  async function refreshProfile() {
+    const gen = ++profileGen;
+    const url = flameUrl('json');
+    renderRangeInfo();
+    $('movers-box').hidden = state.mode !== 'diff';
+    $('top-box').hidden = state.mode === 'diff';
+    if (!url) {
+      flame.setData({ name: 'all', kind: 'root', self: 0, total: 0, children: [] }, false);
+      flame.n = 0;
+      flame.draw();
+      flame.renderCrumbs();
+      setSummary('', 'Drag on the timeline to choose the baseline (blue) to compare the selection (red) with.');
+      $('flame-box').dataset.state = 'waiting';
+      return;
+    }
+    $('flame-box').dataset.state = 'loading';
+    busy(1);
+    const t0 = performance.now();
+    try {
+      const tree = await getJson(url);
+      if (gen !== profileGen) return;
+      const t1 = performance.now();
+      clearError();
+      const diff = state.mode === 'diff';
+      flame.icicle = state.icicle;
+      flame.setData(tree, diff);
+      flame.zoomTo(state.zoom, true);
+      const m = tree.meta;
+      if (diff) {
+        setSummary('before ' + fmtCount(m.before.total) + ' samples \u00b7 after ' + fmtCount(m.after.total) +
+          ' samples \u00b7 red grew, blue shrank (shares of each side)',
+        m.before.total + m.after.total ? '' : 'No samples in either range.');
+        $('summary').dataset.total = m.after.total;
+        moverRows = movers(tree);
+        renderMovers();
+      } else {
+        const cpu = m.cpu_seconds !== null && m.cpu_seconds !== undefined && m.period_ns
+          ? ' \u00b7 ' + m.cpu_seconds.toFixed(2) + ' s CPU' : '';
+        setSummary(fmtCount(m.total) + ' samples' + cpu + ' \u00b7 ' + fmtRange([m.from, m.to]),
+          m.total ? '' : 'No samples in this range' + (m.empty_reason ? ': ' + m.empty_reason : '.'));
+        $('summary').dataset.total = m.total;
+        topRows = flame.functions(); /* the tree's own numbers: no second query */
+        renderTop();
+      }
+      applyHighlight();
+      renderSandwich();
+      $('flame-box').dataset.state = 'ready';
+      /* where the time went: the answers (server, transfer, JSON.parse), the page */
+      $('flame-box').dataset.fetchMs = Math.round(t1 - t0);
+      $('flame-box').dataset.ms = Math.round(performance.now() - t0);
+    } catch (e) {
+      if (gen !== profileGen) return;
+      $('flame-box').dataset.state = 'error';
+      showError(state.mode === 'diff' ? 'diff' : 'flame graph', e);
+    } finally {
+      busy(-1);
+    }
+  }
+
+  function applyHighlight() {
+    let pred = null, label = '';
+    const out = $('matched');
+    if (state.fn) {
+      pred = (n) => n === state.fn;
+      label = state.fn;
+    } else if (state.q) {
+      let re;
+      try {
+        re = new RegExp(state.q);
+        $('search').setCustomValidity('');
+      } catch (e) {
+        $('search').setCustomValidity('not a regular expression');
+        out.textContent = 'not a regular expression';
+        flame.highlight(null);
+        return;
+      }
+      pred = (n) => re.test(n);
+      label = '/' + state.q + '/';
+    }
+    const r = flame.highlight(pred);
+    if (!r) {
+      out.textContent = '';
+      delete out.dataset.samples;
+      return;
+    }
+    out.textContent = 'Matched ' + label + ': ' + fmtCount(r.samples) + ' samples (' + fmtPct(r.share) + ')';
+    out.dataset.samples = r.samples;
+    out.dataset.share = r.share;
+  }
+
+  function renderTop() {
+    const tbody = $('top').tBodies[0], f = $('top-filter').value.toLowerCase();
+    const key = state.sort, dir = key === 'name' ? 1 : -1;
+    const rows = topRows.filter((r) => !f || r.name.toLowerCase().includes(f));
+    rows.sort((a, b) => (key === 'name' ? a.name.localeCompare(b.name) : b[key] - a[key] || a.name.localeCompare(b.name)) * (key === 'name' ? dir : 1));
+    for (const th of $('top').tHead.rows[0].cells)
+      th.setAttribute('aria-sort', th.dataset.key === key ? (key === 'name' ? 'ascending' : 'descending') : 'none');
+    tbody.textContent = '';
+    for (const r of rows.slice(0, 200)) {
+      const tr = tbody.insertRow();
+      tr.tabIndex = 0;
+      tr.dataset.name = r.name;
+      if (r.name === state.fn) tr.classList.add('picked');
+      tr.insertCell().textContent = fmtCount(r.self);
+      tr.insertCell().textContent = r.self_pct.toFixed(2) + '%';
+      tr.insertCell().textContent = fmtCount(r.total);
+      tr.insertCell().textContent = r.total_pct.toFixed(2) + '%';
+      const c = tr.insertCell();
+      c.textContent = r.name;
+      c.className = 'fn kind-' + r.kind;
+    }
+    $('top-count').textContent = rows.length + ' of ' + topRows.length + ' functions';
+  }
+
+  function pickFunction(name) {
+    state.fn = state.fn === name ? '' : name;
+    if (!state.fn) state.sandwich = false;
+    writeHash();
+    renderTop();
+    applyHighlight();
+    renderSandwich();
+  }
+
+  /* callers (root fn at the bottom, its callers above) and callees (fn on top) of
+   * the picked function, from the graph's tree */
+  function renderSandwich() {
+    const box = $('sandwich-box'), b = $('sandwich');
+    b.disabled = !state.fn || state.mode === 'diff';
+    b.setAttribute('aria-pressed', state.sandwich && !b.disabled ? 'true' : 'false');
+    const sw = state.sandwich && !b.disabled ? flame.sandwich(state.fn) : null;
+    box.hidden = !sw;
+    if (!sw) return;
+    $('sandwich-fn').textContent = state.fn;
+    callers.icicle = false;
+    callers.setData(sw.callers, false);
+    callers.setZoom(0, true);
+    callees.setData(sw.callees, false);
+    callees.setZoom(0, true);
+  }
+
+  /* the functions whose share of each side's samples moved most (recursion
+   * counted once; the process and placeholder frames are no functions) */
+  function movers(tree) {
+    const B = tree.meta.before.total, A = tree.meta.after.total, fns = new Map();
+    const walk = (node, depth, seen) => {
+      let added = false;
+      if (depth >= 2 && !node.name.startsWith('[') && !seen.has(node.name)) {
+        let f = fns.get(node.name);
+        if (!f) fns.set(node.name, (f = { name: node.name, kind: node.kind, b: 0, a: 0 }));
+        f.b += node.before.total;
+        f.a += node.after.total;
+        seen.add(node.name);
+        added = true;
+      }
+      for (const c of node.children || []) walk(c, depth + 1, seen);
+      if (added) seen.delete(node.name);
+    };
+    walk(tree, 0, new Set());
+    const rows = [...fns.values()].map((f) => {
+      const sb = B ? f.b / B : 0, sa = A ? f.a / A : 0;
+      return { ...f, sb, sa, d: sa - sb };
+    });
+    rows.sort((p, q) => Math.abs(q.d) - Math.abs(p.d) || (p.name < q.name ? -1 : p.name > q.name ? 1 : 0));
+    return rows.filter((r) => r.d !== 0).slice(0, MOVERS);
+  }
+
+  function renderMovers() {
+    const tbody = $('movers').tBodies[0];
+    tbody.textContent = '';
+    for (const r of moverRows) {
+      const tr = tbody.insertRow();
+      tr.tabIndex = 0;
+      tr.dataset.name = r.name;
+      tr.className = r.d > 0 ? 'grew' : 'shrank';
+      if (r.name === state.fn) tr.classList.add('picked');
+      tr.insertCell().textContent = (100 * r.sb).toFixed(2) + '%';
+      tr.insertCell().textContent = (100 * r.sa).toFixed(2) + '%';
+      tr.insertCell().textContent = (r.d >= 0 ? '+' : '') + (100 * r.d).toFixed(2) + ' pp';
+      const c = tr.insertCell();
+      c.textContent = r.name;
+      c.className = 'fn kind-' + r.kind;
+    }
+    if (!moverRows.length) {
+      const c = tbody.insertRow().insertCell();
+      c.colSpan = 4;
+      c.textContent = 'no function moved';
+    }
+  }
+
+  /* ---- controls ------------------------------------------------------------- */
+  function renderRangeInfo() {
+    const r = timeRange(state);
+    for (const b of $('ranges').querySelectorAll('button'))
+      b.setAttribute('aria-pressed', b.dataset.range === state.range ? 'true' : 'false');
+    $('from').value = localInput(r[0]);
+    $('to').value = localInput(r[1]);
+    const s = [];
+    if (state.mode === 'diff') {
+      s.push('baseline: ' + (state.base ? fmtRange(state.base) : 'not chosen'));
+      s.push('comparison: ' + fmtRange(profileRange()));
+    } else {
+      s.push(state.sel ? 'selected ' + fmtRange(state.sel) : 'whole range (drag to select)');
+    }
+    $('selinfo').textContent = s.join(' \u00b7 ');
+    $('clearsel').hidden = !state.sel && !state.base;
+    $('compare').setAttribute('aria-pressed', state.mode === 'diff' ? 'true' : 'false');
+    $('compare-targets').hidden = state.mode !== 'diff';
+    $('flip').textContent = state.icicle ? 'Flame' : 'Icicle';
+    $('flip').title = state.icicle ? 'root at the bottom' : 'root on top';
+    for (const b of document.querySelectorAll('.export')) b.hidden = state.mode === 'diff' && !b.dataset.diff;
+    if (plot && series) plot.redraw(false, true);
+  }
+
+  function setTarget(t) {
+    state.target = t;
+    for (const r of document.querySelectorAll('input[name=target]')) r.checked = r.value === t;
+  }
+
+  /* something that changes what is read: everything again */
+  function changed(labelsToo) {
+    state.zoom = [];
+    writeHash();
+    renderChips();
+    renderRangeInfo();
+    if (labelsToo) refreshLabels();
+    refreshSeries();
+    refreshProfile();
+  }
+
+  async function exportAs(format) {
+    const url = flameUrl(format);
+    if (!url) return;
+    busy(1);
+    try {
+      const blob = await (await get(url)).blob();
+      const a = document.createElement('a'), r = profileRange();
+      const ext = { svg: 'svg', folded: 'folded', pprof: 'pb.gz', speedscope: 'speedscope.json', html: 'html' }[format];
+      a.href = URL.createObjectURL(blob);
+      a.download = 'smolder-' + (state.mode === 'diff' ? 'diff-' : '') + r[0] + '-' + r[1] + '.' + ext;
+      document.body.appendChild(a);
+      a.click();
+      a.remove();
+      setTimeout(() => URL.revokeObjectURL(a.href), 10000);
+    } catch (e) {
+      showError('export', e);
+    } finally {
+      busy(-1);
+    }
+  }
+
+  function permalink() {
+    const link = location.origin + location.pathname + hashOf(state, true);
+    const out = $('permalink-url');
+    out.value = link;
+    out.hidden = false;
+    out.select();
+    if (navigator.clipboard) navigator.clipboard.writeText(link).catch(() => {});
+    return link;
+  }
+
+  function wire() {
+    for (const [k] of Object.entries(QUICK)) {
+      const b = document.createElement('button');
+      b.type = 'button';
+      b.textContent = k;
+      b.dataset.range = k;
+      b.addEventListener('click', () => {
+        state.range = k;
+        state.sel = null;
+        state.base = null;
+        changed(true);
+      });
+      $('ranges').appendChild(b);
+    }
+    $('absolute').addEventListener('submit', (e) => {
+      e.preventDefault();
+      const f = Math.floor(new Date($('from').value).getTime() / 1000);
+      const t = Math.floor(new Date($('to').value).getTime() / 1000);
+      if (!(t > f)) {
+        showError('range', new Error('"to" must be after "from"'));
+        return;
+      }
+      Object.assign(state, { range: '', from: f, to: t, sel: null, base: null });
+      changed(true);
+    });
+    $('fkey').addEventListener('change', refreshValues);
+    $('filter-form').addEventListener('submit', (e) => {
+      e.preventDefault();
+      const k = $('fkey').value, v = $('fval').value;
+      if (!k || !v) return;
+      const w = k + '=' + v;
+      if (!state.where.includes(w)) state.where.push(w);
+      changed(true);
+    });
+    $('ptype').addEventListener('change', () => {
+      state.type = $('ptype').value;
+      changed(false);
+    });
+    $('compare').addEventListener('click', () => {
+      state.mode = state.mode === 'diff' ? 'flame' : 'diff';
+      if (state.mode === 'diff') setTarget(state.base ? 'after' : 'base');
+      else state.base = null;
+      state.fn = '';
+      changed(false);
+    });
+    for (const r of document.querySelectorAll('input[name=target]'))
+      r.addEventListener('change', () => setTarget(r.value));
+    $('clearsel').addEventListener('click', () => {
+      state.sel = null;
+      state.base = null;
+      if (state.mode === 'diff') setTarget('base');
+      changed(false);
+    });
+    $('flip').addEventListener('click', () => {
+      state.icicle = !state.icicle;
+      flame.icicle = state.icicle;
+      writeHash();
+      renderRangeInfo();
+      flame.draw();
+    });
+    let typing = 0;
+    $('search').addEventListener('input', () => {
+      clearTimeout(typing);
+      typing = setTimeout(() => {
+        state.q = $('search').value;
+        state.fn = '';
+        writeHash();
+        renderTop();
+        applyHighlight();
+      }, 120);
+    });
+    $('top-filter').addEventListener('input', renderTop);
+    for (const th of $('top').tHead.rows[0].cells) {
+      const b = th.querySelector('button');
+      b.addEventListener('click', () => {
+        state.sort = th.dataset.key;
+        writeHash();
+        renderTop();
+      });
+    }
+    for (const id of ['top', 'movers']) {
+      const t = $(id).tBodies[0];
+      t.addEventListener('click', (e) => {
+        const tr = e.target.closest('tr');
+        if (tr && tr.dataset.name) pickFunction(tr.dataset.name);
+      });
+      t.addEventListener('keydown', (e) => {
+        const tr = e.target.closest('tr');
+        if (tr && tr.dataset.name && (e.key === 'Enter' || e.key === ' ')) {
+          e.preventDefault();
+          pickFunction(tr.dataset.name);
+        }
+      });
+    }
+    for (const b of document.querySelectorAll('.export')) b.addEventListener('click', () => exportAs(b.dataset.format));
+    $('permalink').addEventListener('click', permalink);
+    $('sandwich').addEventListener('click', () => {
+      state.sandwich = !state.sandwich;
+      writeHash();
+      renderSandwich();
+    });
+    window.addEventListener('hashchange', () => {
+      if (location.hash === hashOf(state, false)) return;
+      readHash();
+      syncInputs();
+      changed(true);
+    });
+    /* a theme switch: the canvases take their colours when they draw */
+    matchMedia('(prefers-color-scheme: dark)').addEventListener('change', () => {
+      plot.destroy();
+      plot = makePlot($('timeline').clientWidth || 800);
+      if (series) refreshSeries();
+      for (const g of [flame, callers, callees]) g.draw();
+    });
+    new ResizeObserver(() => {
+      const w = $('timeline').clientWidth;
+      if (plot && w && Math.abs(plot.width - w) > 1) plot.setSize({ width: w, height: 150 });
+    }).observe($('timeline'));
+  }
+
+  function syncInputs() {
+    $('search').value = state.q;
+    $('ptype').value = state.type;
+    setTarget(state.mode === 'diff' && !state.base ? 'base' : 'after');
+  }
+
+  function main() {
+    readHash();
+    flame = new FlameGraph($('flame'), $('tip'), $('crumbs'), (path) => {
+      state.zoom = path;
+      writeHash();
+    });
+    callers = new FlameGraph($('callers'), $('tip'), $('callers-crumbs'));
+    callees = new FlameGraph($('callees'), $('tip'), $('callees-crumbs'));
+    plot = makePlot($('timeline').clientWidth || 800);
+    wire();
+    syncInputs();
+    renderChips();
+    renderRangeInfo();
+    writeHash();
+    refreshLabels();
+    refreshSeries();
+    refreshProfile();
+    /* the page's introspection, for tests and for people at the console */
+    window.smolder = {
+      state, permalink, frames: () => flame.frames(), movers: () => moverRows,
+      nodes: () => flame.n, drawMs: () => flame.drawMs, zoomTo: (p) => flame.zoomTo(p),
+      callers: () => callers.frames(), callees: () => callees.frames(),
+    };
+  }
+
+  main();
+})();
