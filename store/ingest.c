@@ -4,13 +4,17 @@
  * the unique key followed by an INSERT when missing, so a failure anywhere rolls
  * back everything the batch touched (and empties the caches, which may have learnt
  * ids of the rolled-back rows). Stacks and label sets are stored as varint blobs of
- * ids (see schema/001_init.sql). The samples are grouped by label set and each
- * group added to its raw block (window_start, label set) with store_block_add();
- * a late batch, whose window lies under a rollup watermark, is added to the built
- * minute and hour blocks over it as well, and where the raw tier (or the minute
- * tier) is already deleted there, only to the rollups (schema/005_blocks.sql).
- * Each batch also upserts one row of windows (its window's length and sampling
- * period, schema/004_windows.sql), at the bucket it was stored in.
+ * ids (see schema/001_init.sql). For the dictionary GC (schema/006_gc.sql) a new
+ * stack, frame or label set adds one to the refs of the frames or strings it holds,
+ * a stack or label set carries the last window it was seen in (raised at most once
+ * an hour: the caches keep it), and the transaction starts by reading
+ * state.gc_epoch, emptying the caches when a GC deleted rows since they were filled. The samples
+ * are grouped by label set and each group added to its raw block (window_start, label set) with
+ * store_block_add(); a late batch, whose window lies under a rollup watermark, is added to the
+ * built minute and hour blocks over it as well, and where the raw tier (or the minute tier) is
+ * already deleted there, only to the rollups (schema/005_blocks.sql). Each batch also upserts one
+ * row of windows (its window's length and sampling period, schema/004_windows.sql), at the bucket
+ * it was stored in.
  *
  * Nothing from the wire is trusted: frame names and files are stored sanitized
  * and cut (frame_sanitize), so no stored frame can forge the folded grammar;
@@ -43,6 +47,11 @@ enum {
 	ST_INGESTED_PUT_,
 	ST_WINDOW_ADD_,
 	ST_BATCHES_INC_,
+	ST_STR_REF_,
+	ST_FRAME_REF_,
+	ST_STACK_SEEN_,
+	ST_LS_SEEN_,
+	ST_EPOCH_,
 	ST_INGEST_END_,
 };
 _Static_assert(ST_INGEST_END_ <= SLOT_INGEST + 24, "ingest.c has 24 statement slots");
@@ -55,10 +64,11 @@ static const char *const sql_of[] = {
 					"AND file = ?3 AND line = ?4",
 	[ST_FRAME_PUT_ - SLOT_INGEST] = "INSERT INTO frames (kind, name, file, line) "
 					"VALUES (?1, ?2, ?3, ?4)",
-	[ST_STACK_GET_ - SLOT_INGEST] = "SELECT id FROM stacks WHERE frames = ?1",
-	[ST_STACK_PUT_ - SLOT_INGEST] = "INSERT INTO stacks (frames) VALUES (?1)",
-	[ST_LS_GET_ - SLOT_INGEST] = "SELECT id FROM labelsets WHERE labels = ?1",
-	[ST_LS_PUT_ - SLOT_INGEST] = "INSERT INTO labelsets (labels) VALUES (?1)",
+	/* stacks and label sets: ?2 their last_seen (schema/006_gc.sql) */
+	[ST_STACK_GET_ - SLOT_INGEST] = "SELECT id, last_seen FROM stacks WHERE frames = ?1",
+	[ST_STACK_PUT_ - SLOT_INGEST] = "INSERT INTO stacks (frames, last_seen) VALUES (?1, ?2)",
+	[ST_LS_GET_ - SLOT_INGEST] = "SELECT id, last_seen FROM labelsets WHERE labels = ?1",
+	[ST_LS_PUT_ - SLOT_INGEST] = "INSERT INTO labelsets (labels, last_seen) VALUES (?1, ?2)",
 	[ST_LSL_PUT_ - SLOT_INGEST] = "INSERT INTO labelset_labels (key_id, value_id, "
 				      "labelset_id) VALUES (?1, ?2, ?3)",
 	[ST_INGESTED_PUT_ - SLOT_INGEST] = "INSERT INTO ingested (agent, seq, window_start) "
@@ -68,6 +78,13 @@ static const char *const sql_of[] = {
 					 "batches) VALUES (?1, ?2, ?3, 1) ON CONFLICT DO UPDATE "
 					 "SET batches = batches + 1",
 	[ST_BATCHES_INC_ - SLOT_INGEST] = "UPDATE state SET batches = batches + 1 WHERE id = 1",
+	[ST_STR_REF_ - SLOT_INGEST] = "UPDATE strings SET refs = refs + 1 WHERE id = ?1",
+	[ST_FRAME_REF_ - SLOT_INGEST] = "UPDATE frames SET refs = refs + 1 WHERE id = ?1",
+	[ST_STACK_SEEN_ - SLOT_INGEST] = "UPDATE stacks SET last_seen = ?2 WHERE id = ?1 "
+					 "AND last_seen < ?2",
+	[ST_LS_SEEN_ - SLOT_INGEST] = "UPDATE labelsets SET last_seen = ?2 WHERE id = ?1 "
+				      "AND last_seen < ?2",
+	[ST_EPOCH_ - SLOT_INGEST] = "SELECT gc_epoch FROM state WHERE id = 1",
 };
 
 static int stmt(struct sqlite_store *s, int slot, sqlite3_stmt **out)
@@ -96,12 +113,44 @@ static int reserve(struct sqlite_store *s, size_t len)
 
 /* The id of a unique key: from the cache, else by get (parameters bound by bind on
  * both statements), inserting with put when missing, then cached; *inserted (may
- * be NULL) tells whether the row is new. */
+ * be NULL) tells whether the row is new. A stack's or label set's key carries the
+ * batch's window start (seen): its last_seen when inserted, and raised to it when
+ * more than STORE_GC_SEEN_SLACK below. */
 struct key {
 	int kind;
 	const void *bytes;
 	size_t len;
+	int64_t seen;
 };
+
+/* Runs a cached statement of this file with ?1 = a (and ?2 = b if it has it). */
+static int run_ids(struct sqlite_store *s, int slot, int64_t a, int64_t b)
+{
+	sqlite3_stmt *st = NULL;
+	int err = stmt(s, slot, &st);
+
+	if (err)
+		return err;
+	sqlite3_bind_int64(st, 1, a);
+	if (sqlite3_bind_parameter_count(st) > 1)
+		sqlite3_bind_int64(st, 2, b);
+	err = store_step(s, st);
+	store_done(st);
+	return err < 0 ? err : 0;
+}
+
+/* Raises the last_seen of a stack or label set to k->seen when it is more than
+ * the slack below (*seen: what it was; then k->seen). */
+static int touch(struct sqlite_store *s, const struct key *k, int64_t id, int64_t *seen)
+{
+	if (k->kind != INTERN_STACK && k->kind != INTERN_LABELSET)
+		return 0;
+	/* both within +-2^40: no overflow */
+	if (k->seen - *seen <= STORE_GC_SEEN_SLACK)
+		return 0;
+	*seen = k->seen;
+	return run_ids(s, k->kind == INTERN_STACK ? ST_STACK_SEEN_ : ST_LS_SEEN_, id, k->seen);
+}
 
 typedef void (*bind_fn)(sqlite3_stmt *st, const void *ctx);
 
@@ -111,6 +160,7 @@ static int lookup_sql(struct sqlite_store *s, struct ingest *in, const struct ke
 		      bool *inserted)
 {
 	sqlite3_stmt *get = NULL, *put = NULL;
+	int64_t seen = k->seen;
 	int err;
 
 	if (inserted)
@@ -120,8 +170,11 @@ static int lookup_sql(struct sqlite_store *s, struct ingest *in, const struct ke
 		return err;
 	bind(get, ctx);
 	err = store_step(s, get);
-	if (err == 1)
+	if (err == 1) {
 		*id = sqlite3_column_int64(get, 0);
+		if (sqlite3_column_count(get) > 1)
+			seen = sqlite3_column_int64(get, 1);
+	}
 	store_done(get);
 	if (err < 0)
 		return err;
@@ -137,19 +190,30 @@ static int lookup_sql(struct sqlite_store *s, struct ingest *in, const struct ke
 		*id = sqlite3_last_insert_rowid(s->db);
 		if (inserted)
 			*inserted = true;
+	} else {
+		err = touch(s, k, *id, &seen);
+		if (err)
+			return err;
 	}
-	return k->bytes ? store_intern_add(in->cache, k->kind, k->bytes, k->len, hash, *id) : 0;
+	return k->bytes ? store_intern_add(in->cache, k->kind, k->bytes, k->len, hash, *id, seen)
+			: 0;
 }
 
 static int lookup(struct sqlite_store *s, struct ingest *in, const struct key *k, int get_slot,
 		  int put_slot, bind_fn bind, const void *ctx, int64_t *id, bool *inserted)
 {
+	int64_t seen, was;
 	uint64_t hash;
+	int err;
 
-	if (store_intern_find(in->cache, k->kind, k->bytes, k->len, id, &hash)) {
+	if (store_intern_find(in->cache, k->kind, k->bytes, k->len, id, &seen, &hash)) {
 		if (inserted)
 			*inserted = false;
-		return 0;
+		was = seen;
+		err = touch(s, k, *id, &seen);
+		if (!err && seen != was)
+			store_intern_set_seen(in->cache, k->kind, k->bytes, k->len, hash, seen);
+		return err;
 	}
 	return lookup_sql(s, in, k, hash, get_slot, put_slot, bind, ctx, id, inserted);
 }
@@ -161,17 +225,20 @@ static void bind_text(sqlite3_stmt *st, const void *ctx)
 	sqlite3_bind_text(st, 1, k->bytes, (int)k->len, SQLITE_STATIC);
 }
 
+/* A stack's or label set's blob, and (the put's ?2) its last_seen. */
 static void bind_blob(sqlite3_stmt *st, const void *ctx)
 {
 	const struct key *k = ctx;
 
 	sqlite3_bind_blob(st, 1, k->bytes, (int)k->len, SQLITE_STATIC);
+	if (sqlite3_bind_parameter_count(st) > 1)
+		sqlite3_bind_int64(st, 2, k->seen);
 }
 
 /* The id of a text, interned if new. */
 static int intern_text(struct sqlite_store *s, struct ingest *in, const char *text, int64_t *id)
 {
-	struct key k = { INTERN_TEXT, text, strlen(text) };
+	struct key k = { INTERN_TEXT, text, strlen(text), 0 };
 
 	return lookup(s, in, &k, ST_STR_GET_, ST_STR_PUT_, bind_text, &k, id, NULL);
 }
@@ -281,8 +348,9 @@ static int intern_frame(struct sqlite_store *s, struct ingest *in, uint32_t i, i
 	const struct batch_frame *f;
 	struct frame_key fk;
 	uint8_t kb[FRAME_KEY_MAX];
-	struct key k = { INTERN_FRAME, NULL, 0 };
+	struct key k = { INTERN_FRAME, NULL, 0, 0 };
 	uint64_t hash = 0;
+	bool inserted;
 	int err;
 
 	if (i >= in->b->nframes)
@@ -301,8 +369,8 @@ static int intern_frame(struct sqlite_store *s, struct ingest *in, uint32_t i, i
 	if (in->fhash[i] && frame_key(in->b, f, kb, &k.len)) {
 		k.bytes = kb;
 		hash = in->fhash[i];
-		if (store_intern_find_hashed(in->cache, k.kind, k.bytes, k.len, hash,
-					     &in->frame[i])) {
+		if (store_intern_find_hashed(in->cache, k.kind, k.bytes, k.len, hash, &in->frame[i],
+					     NULL)) {
 			*id = in->frame[i];
 			return 0;
 		}
@@ -314,7 +382,10 @@ static int intern_frame(struct sqlite_store *s, struct ingest *in, uint32_t i, i
 		err = intern_frame_text(s, in, f->file, &fk.v[2]);
 	if (!err)
 		err = lookup_sql(s, in, &k, hash, ST_FRAME_GET_, ST_FRAME_PUT_, bind_frame, &fk,
-				 &in->frame[i], NULL);
+				 &in->frame[i], &inserted);
+	/* a new frame holds its name and file (schema/006_gc.sql) */
+	if (!err && inserted)
+		err = run_ids(s, ST_STR_REF_, fk.v[1], 0) ?: run_ids(s, ST_STR_REF_, fk.v[2], 0);
 	if (err)
 		return err;
 	*id = in->frame[i];
@@ -324,8 +395,11 @@ static int intern_frame(struct sqlite_store *s, struct ingest *in, uint32_t i, i
 static int intern_stack(struct sqlite_store *s, struct ingest *in, uint32_t i, int64_t *id)
 {
 	const struct batch_stack *stk;
-	struct key k = { INTERN_STACK, NULL, 0 };
+	struct key k = { INTERN_STACK, NULL, 0, in->b->window_start };
+	const uint8_t *p, *end;
 	int64_t fid = 0;
+	bool inserted;
+	uint64_t v;
 	uint32_t j;
 	int err;
 
@@ -350,9 +424,18 @@ static int intern_stack(struct sqlite_store *s, struct ingest *in, uint32_t i, i
 		k.len += put_varint(s->buf + k.len, (uint64_t)fid);
 	}
 	k.bytes = s->buf;
-	err = lookup(s, in, &k, ST_STACK_GET_, ST_STACK_PUT_, bind_blob, &k, &in->stack[i], NULL);
+	err = lookup(s, in, &k, ST_STACK_GET_, ST_STACK_PUT_, bind_blob, &k, &in->stack[i],
+		     &inserted);
 	if (err)
 		return err;
+	/* a new stack holds each of its frames, once per occurrence (006_gc.sql) */
+	for (p = s->buf, end = s->buf + k.len; inserted && p < end;) {
+		if (!get_varint(&p, end, &v))
+			return store_fail(s, -EIO, "stack %u: bad frame id blob", i);
+		err = run_ids(s, ST_FRAME_REF_, (int64_t)v, 0);
+		if (err)
+			return err;
+	}
 	/* A block's stack ids are uint32 (store/block.h). */
 	if (in->stack[i] > (int64_t)UINT32_MAX)
 		return store_fail(s, -ENOSPC,
@@ -379,7 +462,7 @@ static int intern_labelset(struct sqlite_store *s, struct ingest *in, uint32_t i
 {
 	const struct batch_labelset *ls;
 	struct idpair pairs[BATCH_MAX_LABELS + 1]; /* and the type's */
-	struct key k = { INTERN_LABELSET, NULL, 0 };
+	struct key k = { INTERN_LABELSET, NULL, 0, in->b->window_start };
 	sqlite3_stmt *lsl = NULL;
 	bool created;
 	uint32_t j, n;
@@ -429,7 +512,7 @@ static int intern_labelset(struct sqlite_store *s, struct ingest *in, uint32_t i
 	err = lookup(s, in, &k, ST_LS_GET_, ST_LS_PUT_, bind_blob, &k, &in->labelset[i], &created);
 	if (err)
 		return err;
-	/* A fresh label set gets its per-label index rows. */
+	/* A fresh label set gets its per-label index rows, and holds its strings. */
 	if (created) {
 		err = stmt(s, ST_LSL_PUT_, &lsl);
 		for (j = 0; !err && j < n; j++) {
@@ -438,6 +521,9 @@ static int intern_labelset(struct sqlite_store *s, struct ingest *in, uint32_t i
 			sqlite3_bind_int64(lsl, 3, in->labelset[i]);
 			err = store_step(s, lsl);
 			store_done(lsl);
+			if (err >= 0)
+				err = run_ids(s, ST_STR_REF_, pairs[j].key, 0)
+					      ?: run_ids(s, ST_STR_REF_, pairs[j].value, 0);
 		}
 		if (err < 0)
 			return err;
@@ -632,6 +718,16 @@ static int ingest_locked(struct sqlite_store *s, struct ingest *in, bool *duplic
 		return 0;
 	}
 
+	/* before any cache hit: a GC since the caches were filled empties them */
+	err = stmt(s, ST_EPOCH_, &st);
+	if (err)
+		return err;
+	err = store_step(s, st);
+	if (err == 1)
+		store_intern_sync(in->cache, sqlite3_column_int64(st, 0));
+	store_done(st);
+	if (err <= 0)
+		return err < 0 ? err : store_fail(s, -EIO, "the state row is missing");
 	err = store_read_tiers(s, &tiers) ?: intern_type(s, in);
 	if (err)
 		return err;
