@@ -33,9 +33,10 @@
 -- transaction that deletes adds one to state.gc_epoch, which ingest reads in its
 -- transaction and empties its cache on a change (another process's GC included).
 --
--- state.dict_* count the rows, kept by triggers (store__stats() stays one row read;
--- the largest id is no longer the count); state.gc_deleted counts the rows GC
--- deleted. Existing rows: the counts are set here; last_seen and refs by the store in
+-- state.dict_* count the rows (store__stats() stays one row read; the largest id is
+-- no longer the count), kept by ingest (one UPDATE per batch, with state.batches:
+-- triggers would cost one per row) and by GC's steps; state.gc_deleted counts the
+-- rows GC deleted. Existing rows: the counts are set here; last_seen and refs by the store in
 -- C at the next writer's open (store/gc.c, store_gc_init: refs from the blobs, every
 -- last_seen the newest block start, so old rows are collected once retention passes
 -- it), in one transaction, while state.gc_pending is 1; GC waits for it.
@@ -61,28 +62,3 @@ ALTER TABLE state ADD COLUMN dict_labelsets INTEGER NOT NULL DEFAULT 0;
 UPDATE state SET dict_strings = (SELECT count(*) FROM strings),
 	dict_frames = (SELECT count(*) FROM frames), dict_stacks = (SELECT count(*) FROM stacks),
 	dict_labelsets = (SELECT count(*) FROM labelsets) WHERE id = 1;
-
-CREATE TRIGGER strings_insert AFTER INSERT ON strings BEGIN
-	UPDATE state SET dict_strings = dict_strings + 1 WHERE id = 1;
-END;
-CREATE TRIGGER strings_delete AFTER DELETE ON strings BEGIN
-	UPDATE state SET dict_strings = dict_strings - 1 WHERE id = 1;
-END;
-CREATE TRIGGER frames_insert AFTER INSERT ON frames BEGIN
-	UPDATE state SET dict_frames = dict_frames + 1 WHERE id = 1;
-END;
-CREATE TRIGGER frames_delete AFTER DELETE ON frames BEGIN
-	UPDATE state SET dict_frames = dict_frames - 1 WHERE id = 1;
-END;
-CREATE TRIGGER stacks_insert AFTER INSERT ON stacks BEGIN
-	UPDATE state SET dict_stacks = dict_stacks + 1 WHERE id = 1;
-END;
-CREATE TRIGGER stacks_delete AFTER DELETE ON stacks BEGIN
-	UPDATE state SET dict_stacks = dict_stacks - 1 WHERE id = 1;
-END;
-CREATE TRIGGER labelsets_insert AFTER INSERT ON labelsets BEGIN
-	UPDATE state SET dict_labelsets = dict_labelsets + 1 WHERE id = 1;
-END;
-CREATE TRIGGER labelsets_delete AFTER DELETE ON labelsets BEGIN
-	UPDATE state SET dict_labelsets = dict_labelsets - 1 WHERE id = 1;
-END;

@@ -135,9 +135,9 @@ static uint64_t dict_check(const char *path)
 	sqlite3_finalize(st);
 
 	/* frames -> strings, and frames.refs */
-	assert_int_equal(sqlite3_prepare_v2(db, "SELECT id, name, file, refs FROM frames", -1, &st,
-					    NULL),
-			 SQLITE_OK);
+	assert_int_equal(
+		sqlite3_prepare_v2(db, "SELECT id, name, file, refs FROM frames", -1, &st, NULL),
+		SQLITE_OK);
 	while (sqlite3_step(st) == SQLITE_ROW) {
 		int64_t id = sqlite3_column_int64(st, 0);
 
