@@ -25,8 +25,8 @@ static const char *const stmt_sql[ST_NR] = {
 	[ST_BEGIN] = "BEGIN IMMEDIATE",
 	[ST_COMMIT] = "COMMIT",
 	[ST_ROLLBACK] = "ROLLBACK",
-	[ST_STATS] = "SELECT sample_rows, batches, dict_strings, dict_frames, dict_stacks, "
-		     "dict_labelsets, gc_deleted FROM state WHERE id = 1",
+	[ST_STATS] = ("SELECT sample_rows, batches, dict_strings, dict_frames, dict_stacks, "
+		      "dict_labelsets, gc_deleted FROM state WHERE id = 1"),
 };
 
 static int sqlite_to_errno(sqlite3 *db, int rc)
