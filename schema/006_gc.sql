@@ -32,14 +32,20 @@
 -- A cache of content -> id (store/intern.c) would hand out a deleted id, so every GC
 -- transaction that deletes adds one to state.gc_epoch, which ingest reads in its
 -- transaction and empties its cache on a change (another process's GC included).
+-- No margin beyond the hour is needed: ingest and GC are serialized by the write
+-- lock (a batch that makes a block below M lowers M in its own commit, before any
+-- GC can look), and a query reads blocks and dictionary rows in one snapshot.
 --
 -- state.dict_* count the rows (store__stats() stays one row read; the largest id is
 -- no longer the count), kept by ingest (one UPDATE per batch, with state.batches:
 -- triggers would cost one per row) and by GC's steps; state.gc_deleted counts the
--- rows GC deleted. Existing rows: the counts are set here; last_seen and refs by the store in
--- C at the next writer's open (store/gc.c, store_gc_init: refs from the blobs, every
--- last_seen the newest block start, so old rows are collected once retention passes
--- it), in one transaction, while state.gc_pending is 1; GC waits for it.
+-- rows GC deleted. Existing rows: the counts are set here; last_seen and refs by the
+-- store in C at the next writer's open (store/gc.c, store_gc_init: refs from the
+-- blobs, every last_seen the newest block start, so old rows are collected once
+-- retention passes it), while state.gc_pending is 1; GC waits for it. That is one
+-- transaction, computed from scratch: a decode of every stack and an UPDATE of every
+-- row, seconds for millions of stacks, once, at open before anything is served; a
+-- kill rolls it back and the next open does it again.
 
 ALTER TABLE stacks ADD COLUMN last_seen INTEGER NOT NULL DEFAULT -1099511627776; -- -2^40
 ALTER TABLE labelsets ADD COLUMN last_seen INTEGER NOT NULL DEFAULT -1099511627776;
