@@ -92,6 +92,22 @@ int metrics_write(FILE *out, const struct metrics *m, const struct store_stats *
 		if (st->kept_from[i] != INT64_MIN)
 			fprintf(out, "smolder_store_kept_from_seconds{tier=\"%s\"} %lld\n",
 				tier_names[i], (long long)st->kept_from[i]);
+	/* the dictionary GC (schema/006_gc.sql): sizes that plateau, rows collected */
+	fprintf(out,
+		"# HELP smolder_store_dictionary_rows Rows of the store's dictionaries, by "
+		"dictionary.\n"
+		"# TYPE smolder_store_dictionary_rows gauge\n"
+		"smolder_store_dictionary_rows{dictionary=\"strings\"} %llu\n"
+		"smolder_store_dictionary_rows{dictionary=\"frames\"} %llu\n"
+		"smolder_store_dictionary_rows{dictionary=\"stacks\"} %llu\n"
+		"smolder_store_dictionary_rows{dictionary=\"labelsets\"} %llu\n"
+		"# HELP smolder_store_gc_deleted_total Dictionary rows deleted by the GC "
+		"because no block uses them any more.\n"
+		"# TYPE smolder_store_gc_deleted_total counter\n"
+		"smolder_store_gc_deleted_total %llu\n",
+		(unsigned long long)st->strings, (unsigned long long)st->frames,
+		(unsigned long long)st->stacks, (unsigned long long)st->labelsets,
+		(unsigned long long)st->gc_deleted);
 	fprintf(out,
 		"# HELP smolder_connections_open Connections open (refused ones aside).\n"
 		"# TYPE smolder_connections_open gauge\n"

@@ -4,13 +4,17 @@
  * the unique key followed by an INSERT when missing, so a failure anywhere rolls
  * back everything the batch touched (and empties the caches, which may have learnt
  * ids of the rolled-back rows). Stacks and label sets are stored as varint blobs of
- * ids (see schema/001_init.sql). The samples are grouped by label set and each
- * group added to its raw block (window_start, label set) with store_block_add();
- * a late batch, whose window lies under a rollup watermark, is added to the built
- * minute and hour blocks over it as well, and where the raw tier (or the minute
- * tier) is already deleted there, only to the rollups (schema/005_blocks.sql).
- * Each batch also upserts one row of windows (its window's length and sampling
- * period, schema/004_windows.sql), at the bucket it was stored in.
+ * ids (see schema/001_init.sql). For the dictionary GC (schema/006_gc.sql) a new
+ * stack, frame or label set adds one to the refs of the frames or strings it holds,
+ * a stack or label set carries the last window it was seen in (raised at most once
+ * an hour: the caches keep it), and the transaction starts by reading
+ * state.gc_epoch, emptying the caches when a GC deleted rows since they were filled. The samples
+ * are grouped by label set and each group added to its raw block (window_start, label set) with
+ * store_block_add(); a late batch, whose window lies under a rollup watermark, is added to the
+ * built minute and hour blocks over it as well, and where the raw tier (or the minute tier) is
+ * already deleted there, only to the rollups (schema/005_blocks.sql). Each batch also upserts one
+ * row of windows (its window's length and sampling period, schema/004_windows.sql), at the bucket
+ * it was stored in.
  *
  * Nothing from the wire is trusted: frame names and files are stored sanitized
  * and cut (frame_sanitize), so no stored frame can forge the folded grammar;
@@ -43,6 +47,11 @@ enum {
 	ST_INGESTED_PUT_,
 	ST_WINDOW_ADD_,
 	ST_BATCHES_INC_,
+	ST_STR_REF_,
+	ST_FRAME_REF_,
+	ST_STACK_SEEN_,
+	ST_LS_SEEN_,
+	ST_EPOCH_,
 	ST_INGEST_END_,
 };
 _Static_assert(ST_INGEST_END_ <= SLOT_INGEST + 24, "ingest.c has 24 statement slots");
@@ -55,10 +64,11 @@ static const char *const sql_of[] = {
 					"AND file = ?3 AND line = ?4",
 	[ST_FRAME_PUT_ - SLOT_INGEST] = "INSERT INTO frames (kind, name, file, line) "
 					"VALUES (?1, ?2, ?3, ?4)",
-	[ST_STACK_GET_ - SLOT_INGEST] = "SELECT id FROM stacks WHERE frames = ?1",
-	[ST_STACK_PUT_ - SLOT_INGEST] = "INSERT INTO stacks (frames) VALUES (?1)",
-	[ST_LS_GET_ - SLOT_INGEST] = "SELECT id FROM labelsets WHERE labels = ?1",
-	[ST_LS_PUT_ - SLOT_INGEST] = "INSERT INTO labelsets (labels) VALUES (?1)",
+	/* stacks and label sets: ?2 their last_seen (schema/006_gc.sql) */
+	[ST_STACK_GET_ - SLOT_INGEST] = "SELECT id, last_seen FROM stacks WHERE frames = ?1",
+	[ST_STACK_PUT_ - SLOT_INGEST] = "INSERT INTO stacks (frames, last_seen) VALUES (?1, ?2)",
+	[ST_LS_GET_ - SLOT_INGEST] = "SELECT id, last_seen FROM labelsets WHERE labels = ?1",
+	[ST_LS_PUT_ - SLOT_INGEST] = "INSERT INTO labelsets (labels, last_seen) VALUES (?1, ?2)",
 	[ST_LSL_PUT_ - SLOT_INGEST] = "INSERT INTO labelset_labels (key_id, value_id, "
 				      "labelset_id) VALUES (?1, ?2, ?3)",
 	[ST_INGESTED_PUT_ - SLOT_INGEST] = "INSERT INTO ingested (agent, seq, window_start) "
@@ -67,12 +77,79 @@ static const char *const sql_of[] = {
 	[ST_WINDOW_ADD_ - SLOT_INGEST] = "INSERT INTO windows (window_start, period_ns, seconds, "
 					 "batches) VALUES (?1, ?2, ?3, 1) ON CONFLICT DO UPDATE "
 					 "SET batches = batches + 1",
-	[ST_BATCHES_INC_ - SLOT_INGEST] = "UPDATE state SET batches = batches + 1 WHERE id = 1",
+	/* and the dictionaries' row counts (006_gc.sql), once per batch */
+	[ST_BATCHES_INC_ - SLOT_INGEST] = "UPDATE state SET batches = batches + 1, dict_strings = "
+					  "dict_strings + ?1, dict_frames = dict_frames + ?2, "
+					  "dict_stacks = dict_stacks + ?3, dict_labelsets = "
+					  "dict_labelsets + ?4 WHERE id = 1",
+	[ST_STR_REF_ - SLOT_INGEST] = "UPDATE strings SET refs = refs + ?2 WHERE id = ?1",
+	[ST_FRAME_REF_ - SLOT_INGEST] = "UPDATE frames SET refs = refs + ?2 WHERE id = ?1",
+	[ST_STACK_SEEN_ - SLOT_INGEST] = "UPDATE stacks SET last_seen = ?2 WHERE id = ?1 "
+					 "AND last_seen < ?2",
+	[ST_LS_SEEN_ - SLOT_INGEST] = "UPDATE labelsets SET last_seen = ?2 WHERE id = ?1 "
+				      "AND last_seen < ?2",
+	[ST_EPOCH_ - SLOT_INGEST] = "SELECT gc_epoch FROM state WHERE id = 1",
 };
 
 static int stmt(struct sqlite_store *s, int slot, sqlite3_stmt **out)
 {
 	return store_slot_stmt(s, slot, sql_of[slot - SLOT_INGEST], out);
+}
+
+/* The refs a batch's new rows add (schema/006_gc.sql), summed per id and written
+ * once per id at the end of the batch (flush_refs): a batch's new stacks share
+ * most of their frames, and one UPDATE per frame occurrence made ingest a third
+ * slower (bench/ingest_bench). An open-addressing map, at most half full. */
+struct refs {
+	int64_t *id; /* 0: empty */
+	int64_t *n;
+	size_t cap, used;
+};
+
+static int refs_add(struct refs *r, int64_t id)
+{
+	size_t i, j;
+
+	if ((r->used + 1) * 2 > r->cap) {
+		struct refs g = { 0 };
+
+		g.cap = r->cap ? r->cap * 2 : 256;
+		g.id = calloc(g.cap, sizeof(*g.id));
+		g.n = calloc(g.cap, sizeof(*g.n));
+		if (!g.id || !g.n) {
+			free(g.id);
+			free(g.n);
+			return -ENOMEM;
+		}
+		for (i = 0; i < r->cap; i++) {
+			if (!r->id[i])
+				continue;
+			for (j = (size_t)r->id[i] * 0x9e3779b97f4a7c15ull & (g.cap - 1); g.id[j];
+			     j = (j + 1) & (g.cap - 1))
+				;
+			g.id[j] = r->id[i];
+			g.n[j] = r->n[i];
+		}
+		g.used = r->used;
+		free(r->id);
+		free(r->n);
+		*r = g;
+	}
+	for (i = (size_t)id * 0x9e3779b97f4a7c15ull & (r->cap - 1); r->id[i] && r->id[i] != id;
+	     i = (i + 1) & (r->cap - 1))
+		;
+	if (!r->id[i]) {
+		r->id[i] = id;
+		r->used++;
+	}
+	r->n[i]++;
+	return 0;
+}
+
+static void refs_free(struct refs *r)
+{
+	free(r->id);
+	free(r->n);
 }
 
 /* Per-ingest maps from batch indices to database ids; 0 means not interned yet
@@ -85,7 +162,9 @@ struct ingest {
 	int64_t *labelset;
 	uint64_t *fhash; /* each frame's cache hash (hash_frames), 0: uncached */
 	struct store_intern *cache;
-	int64_t type_key, type_value; /* STORE_TYPE_LABEL's pair (strings), 0: a cpu batch */
+	int64_t type_key, type_value;	  /* STORE_TYPE_LABEL's pair (strings), 0: a cpu batch */
+	struct refs frame_refs, str_refs; /* refs to add at the end (flush_refs) */
+	int64_t added[4];		  /* rows inserted, by enum store_intern_kind */
 };
 
 /* Makes s->buf hold at least len bytes. */
@@ -96,12 +175,44 @@ static int reserve(struct sqlite_store *s, size_t len)
 
 /* The id of a unique key: from the cache, else by get (parameters bound by bind on
  * both statements), inserting with put when missing, then cached; *inserted (may
- * be NULL) tells whether the row is new. */
+ * be NULL) tells whether the row is new. A stack's or label set's key carries the
+ * batch's window start (seen): its last_seen when inserted, and raised to it when
+ * more than STORE_GC_SEEN_SLACK below. */
 struct key {
 	int kind;
 	const void *bytes;
 	size_t len;
+	int64_t seen;
 };
+
+/* Runs a cached statement of this file with ?1 = a (and ?2 = b if it has it). */
+static int run_ids(struct sqlite_store *s, int slot, int64_t a, int64_t b)
+{
+	sqlite3_stmt *st = NULL;
+	int err = stmt(s, slot, &st);
+
+	if (err)
+		return err;
+	sqlite3_bind_int64(st, 1, a);
+	if (sqlite3_bind_parameter_count(st) > 1)
+		sqlite3_bind_int64(st, 2, b);
+	err = store_step(s, st);
+	store_done(st);
+	return err < 0 ? err : 0;
+}
+
+/* Raises the last_seen of a stack or label set to k->seen when it is more than
+ * the slack below (*seen: what it was; then k->seen). */
+static int touch(struct sqlite_store *s, const struct key *k, int64_t id, int64_t *seen)
+{
+	if (k->kind != INTERN_STACK && k->kind != INTERN_LABELSET)
+		return 0;
+	/* both within +-2^40: no overflow */
+	if (k->seen - *seen <= STORE_GC_SEEN_SLACK)
+		return 0;
+	*seen = k->seen;
+	return run_ids(s, k->kind == INTERN_STACK ? ST_STACK_SEEN_ : ST_LS_SEEN_, id, k->seen);
+}
 
 typedef void (*bind_fn)(sqlite3_stmt *st, const void *ctx);
 
@@ -111,6 +222,7 @@ static int lookup_sql(struct sqlite_store *s, struct ingest *in, const struct ke
 		      bool *inserted)
 {
 	sqlite3_stmt *get = NULL, *put = NULL;
+	int64_t seen = k->seen;
 	int err;
 
 	if (inserted)
@@ -120,8 +232,11 @@ static int lookup_sql(struct sqlite_store *s, struct ingest *in, const struct ke
 		return err;
 	bind(get, ctx);
 	err = store_step(s, get);
-	if (err == 1)
+	if (err == 1) {
 		*id = sqlite3_column_int64(get, 0);
+		if (sqlite3_column_count(get) > 1)
+			seen = sqlite3_column_int64(get, 1);
+	}
 	store_done(get);
 	if (err < 0)
 		return err;
@@ -135,21 +250,33 @@ static int lookup_sql(struct sqlite_store *s, struct ingest *in, const struct ke
 		if (err < 0)
 			return err;
 		*id = sqlite3_last_insert_rowid(s->db);
+		in->added[k->kind]++;
 		if (inserted)
 			*inserted = true;
+	} else {
+		err = touch(s, k, *id, &seen);
+		if (err)
+			return err;
 	}
-	return k->bytes ? store_intern_add(in->cache, k->kind, k->bytes, k->len, hash, *id) : 0;
+	return k->bytes ? store_intern_add(in->cache, k->kind, k->bytes, k->len, hash, *id, seen)
+			: 0;
 }
 
 static int lookup(struct sqlite_store *s, struct ingest *in, const struct key *k, int get_slot,
 		  int put_slot, bind_fn bind, const void *ctx, int64_t *id, bool *inserted)
 {
+	int64_t seen, was;
 	uint64_t hash;
+	int err;
 
-	if (store_intern_find(in->cache, k->kind, k->bytes, k->len, id, &hash)) {
+	if (store_intern_find(in->cache, k->kind, k->bytes, k->len, id, &seen, &hash)) {
 		if (inserted)
 			*inserted = false;
-		return 0;
+		was = seen;
+		err = touch(s, k, *id, &seen);
+		if (!err && seen != was)
+			store_intern_set_seen(in->cache, k->kind, k->bytes, k->len, hash, seen);
+		return err;
 	}
 	return lookup_sql(s, in, k, hash, get_slot, put_slot, bind, ctx, id, inserted);
 }
@@ -161,17 +288,20 @@ static void bind_text(sqlite3_stmt *st, const void *ctx)
 	sqlite3_bind_text(st, 1, k->bytes, (int)k->len, SQLITE_STATIC);
 }
 
+/* A stack's or label set's blob, and (the put's ?2) its last_seen. */
 static void bind_blob(sqlite3_stmt *st, const void *ctx)
 {
 	const struct key *k = ctx;
 
 	sqlite3_bind_blob(st, 1, k->bytes, (int)k->len, SQLITE_STATIC);
+	if (sqlite3_bind_parameter_count(st) > 1)
+		sqlite3_bind_int64(st, 2, k->seen);
 }
 
 /* The id of a text, interned if new. */
 static int intern_text(struct sqlite_store *s, struct ingest *in, const char *text, int64_t *id)
 {
-	struct key k = { INTERN_TEXT, text, strlen(text) };
+	struct key k = { INTERN_TEXT, text, strlen(text), 0 };
 
 	return lookup(s, in, &k, ST_STR_GET_, ST_STR_PUT_, bind_text, &k, id, NULL);
 }
@@ -281,8 +411,9 @@ static int intern_frame(struct sqlite_store *s, struct ingest *in, uint32_t i, i
 	const struct batch_frame *f;
 	struct frame_key fk;
 	uint8_t kb[FRAME_KEY_MAX];
-	struct key k = { INTERN_FRAME, NULL, 0 };
+	struct key k = { INTERN_FRAME, NULL, 0, 0 };
 	uint64_t hash = 0;
+	bool inserted;
 	int err;
 
 	if (i >= in->b->nframes)
@@ -301,8 +432,8 @@ static int intern_frame(struct sqlite_store *s, struct ingest *in, uint32_t i, i
 	if (in->fhash[i] && frame_key(in->b, f, kb, &k.len)) {
 		k.bytes = kb;
 		hash = in->fhash[i];
-		if (store_intern_find_hashed(in->cache, k.kind, k.bytes, k.len, hash,
-					     &in->frame[i])) {
+		if (store_intern_find_hashed(in->cache, k.kind, k.bytes, k.len, hash, &in->frame[i],
+					     NULL)) {
 			*id = in->frame[i];
 			return 0;
 		}
@@ -314,7 +445,10 @@ static int intern_frame(struct sqlite_store *s, struct ingest *in, uint32_t i, i
 		err = intern_frame_text(s, in, f->file, &fk.v[2]);
 	if (!err)
 		err = lookup_sql(s, in, &k, hash, ST_FRAME_GET_, ST_FRAME_PUT_, bind_frame, &fk,
-				 &in->frame[i], NULL);
+				 &in->frame[i], &inserted);
+	/* a new frame holds its name and file (schema/006_gc.sql) */
+	if (!err && inserted)
+		err = refs_add(&in->str_refs, fk.v[1]) ?: refs_add(&in->str_refs, fk.v[2]);
 	if (err)
 		return err;
 	*id = in->frame[i];
@@ -324,8 +458,11 @@ static int intern_frame(struct sqlite_store *s, struct ingest *in, uint32_t i, i
 static int intern_stack(struct sqlite_store *s, struct ingest *in, uint32_t i, int64_t *id)
 {
 	const struct batch_stack *stk;
-	struct key k = { INTERN_STACK, NULL, 0 };
+	struct key k = { INTERN_STACK, NULL, 0, in->b->window_start };
+	const uint8_t *p, *end;
 	int64_t fid = 0;
+	bool inserted;
+	uint64_t v;
 	uint32_t j;
 	int err;
 
@@ -350,9 +487,18 @@ static int intern_stack(struct sqlite_store *s, struct ingest *in, uint32_t i, i
 		k.len += put_varint(s->buf + k.len, (uint64_t)fid);
 	}
 	k.bytes = s->buf;
-	err = lookup(s, in, &k, ST_STACK_GET_, ST_STACK_PUT_, bind_blob, &k, &in->stack[i], NULL);
+	err = lookup(s, in, &k, ST_STACK_GET_, ST_STACK_PUT_, bind_blob, &k, &in->stack[i],
+		     &inserted);
 	if (err)
 		return err;
+	/* a new stack holds each of its frames, once per occurrence (006_gc.sql) */
+	for (p = s->buf, end = s->buf + k.len; inserted && p < end;) {
+		if (!get_varint(&p, end, &v))
+			return store_fail(s, -EIO, "stack %u: bad frame id blob", i);
+		err = refs_add(&in->frame_refs, (int64_t)v);
+		if (err)
+			return err;
+	}
 	/* A block's stack ids are uint32 (store/block.h). */
 	if (in->stack[i] > (int64_t)UINT32_MAX)
 		return store_fail(s, -ENOSPC,
@@ -379,7 +525,7 @@ static int intern_labelset(struct sqlite_store *s, struct ingest *in, uint32_t i
 {
 	const struct batch_labelset *ls;
 	struct idpair pairs[BATCH_MAX_LABELS + 1]; /* and the type's */
-	struct key k = { INTERN_LABELSET, NULL, 0 };
+	struct key k = { INTERN_LABELSET, NULL, 0, in->b->window_start };
 	sqlite3_stmt *lsl = NULL;
 	bool created;
 	uint32_t j, n;
@@ -429,7 +575,7 @@ static int intern_labelset(struct sqlite_store *s, struct ingest *in, uint32_t i
 	err = lookup(s, in, &k, ST_LS_GET_, ST_LS_PUT_, bind_blob, &k, &in->labelset[i], &created);
 	if (err)
 		return err;
-	/* A fresh label set gets its per-label index rows. */
+	/* A fresh label set gets its per-label index rows, and holds its strings. */
 	if (created) {
 		err = stmt(s, ST_LSL_PUT_, &lsl);
 		for (j = 0; !err && j < n; j++) {
@@ -438,12 +584,27 @@ static int intern_labelset(struct sqlite_store *s, struct ingest *in, uint32_t i
 			sqlite3_bind_int64(lsl, 3, in->labelset[i]);
 			err = store_step(s, lsl);
 			store_done(lsl);
+			if (err >= 0)
+				err = refs_add(&in->str_refs, pairs[j].key)
+					      ?: refs_add(&in->str_refs, pairs[j].value);
 		}
 		if (err < 0)
 			return err;
 	}
 	*id = in->labelset[i];
 	return 0;
+}
+
+/* Adds the summed refs of r with the statement in slot. */
+static int flush_refs(struct sqlite_store *s, const struct refs *r, int slot)
+{
+	size_t i;
+	int err = 0;
+
+	for (i = 0; !err && i < r->cap; i++)
+		if (r->id[i])
+			err = run_ids(s, slot, r->id[i], r->n[i]);
+	return err;
 }
 
 /* Refuses a window outside [lo, hi] (-ERANGE, with the reason). */
@@ -571,18 +732,6 @@ static int add_blocks(struct sqlite_store *s, struct ingest *in, const struct de
 	return 0;
 }
 
-static int run_slot(struct sqlite_store *s, int slot)
-{
-	sqlite3_stmt *st = NULL;
-	int err = stmt(s, slot, &st);
-
-	if (err)
-		return err;
-	err = store_step(s, st);
-	store_done(st);
-	return err < 0 ? err : 0;
-}
-
 /* The batch's profile type as a label of each of its label sets: none for the
  * CPU profile (an empty or "cpu" profile_type, what every store before types
  * holds), else STORE_TYPE_LABEL=type (store.h). */
@@ -632,6 +781,16 @@ static int ingest_locked(struct sqlite_store *s, struct ingest *in, bool *duplic
 		return 0;
 	}
 
+	/* before any cache hit: a GC since the caches were filled empties them */
+	err = stmt(s, ST_EPOCH_, &st);
+	if (err)
+		return err;
+	err = store_step(s, st);
+	if (err == 1)
+		store_intern_sync(in->cache, sqlite3_column_int64(st, 0));
+	store_done(st);
+	if (err <= 0)
+		return err < 0 ? err : store_fail(s, -EIO, "the state row is missing");
 	err = store_read_tiers(s, &tiers) ?: intern_type(s, in);
 	if (err)
 		return err;
@@ -647,7 +806,8 @@ static int ingest_locked(struct sqlite_store *s, struct ingest *in, bool *duplic
 	err = intern_samples(s, in, e, first);
 	if (err)
 		goto out_free;
-	err = add_blocks(s, in, &d, e, first);
+	err = flush_refs(s, &in->frame_refs, ST_FRAME_REF_)
+		      ?: flush_refs(s, &in->str_refs, ST_STR_REF_) ?: add_blocks(s, in, &d, e, first);
 	if (err)
 		goto out_free;
 
@@ -674,7 +834,14 @@ static int ingest_locked(struct sqlite_store *s, struct ingest *in, bool *duplic
 	store_done(st);
 	if (err < 0)
 		goto out_free;
-	err = run_slot(s, ST_BATCHES_INC_);
+	err = stmt(s, ST_BATCHES_INC_, &st);
+	if (err)
+		goto out_free;
+	for (int i = 0; i < 4; i++)
+		sqlite3_bind_int64(st, i + 1, in->added[i]);
+	err = store_step(s, st);
+	store_done(st);
+	err = err < 0 ? err : 0;
 out_free:
 	free(e);
 	free(first);
@@ -735,6 +902,8 @@ out_rollback:
 	/* The caches may hold ids of rows that are gone with the transaction. */
 	store_intern_reset(s->intern);
 out_free_maps:
+	refs_free(&in.frame_refs);
+	refs_free(&in.str_refs);
 	free(in.fhash);
 	free(in.labelset);
 	free(in.stack);

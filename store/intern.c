@@ -1,6 +1,6 @@
 /* The in-memory caches of dictionary ids (store/intern.h): one flat open-addressing
- * hash table, linear probing, at most half full, of (hash, id, key offset, key
- * length) slots over an arena of keys, each key its kind byte then its bytes. The
+ * hash table, linear probing, at most half full, of (hash, id, last_seen, key
+ * offset, key length) slots over an arena of keys, each key its kind byte then its bytes. The
  * hash is seeded per cache from getrandom(), so an agent cannot choose keys that
  * all collide in a collector's table (the keys come from the wire).
  */
@@ -16,7 +16,8 @@
 
 struct slot {
 	uint64_t hash;
-	int64_t id; /* 0: empty (dictionary ids start at 1) */
+	int64_t id;   /* 0: empty (dictionary ids start at 1) */
+	int64_t seen; /* stacks and label sets: last_seen (schema/006_gc.sql) */
 	uint32_t off, len;
 };
 
@@ -28,6 +29,8 @@ struct store_intern {
 	size_t used, arena_cap;
 	size_t cap;
 	uint64_t seed;
+	int64_t epoch;	/* state.gc_epoch the keys were learnt under */
+	bool has_epoch; /* epoch is set */
 	struct store_intern_stats st;
 };
 
@@ -107,33 +110,67 @@ uint64_t store_intern_hash(const struct store_intern *in, int kind, const void *
 	return hash_key(in->seed, kind, key, len);
 }
 
-bool store_intern_find_hashed(struct store_intern *in, int kind, const void *key, size_t len,
-			      uint64_t h, int64_t *id)
+/* The slot of a cached key, or NULL. */
+static struct slot *find_slot(struct store_intern *in, int kind, const void *key, size_t len,
+			      uint64_t h)
 {
 	size_t mask, i;
 
 	if (in->nslots) {
 		mask = in->nslots - 1;
 		for (i = h & mask; in->slots[i].id; i = (i + 1) & mask) {
-			const struct slot *sl = &in->slots[i];
+			struct slot *sl = &in->slots[i];
 
 			if (sl->hash == h && sl->len == len + 1 && in->arena[sl->off] == kind &&
-			    !memcmp(in->arena + sl->off + 1, key, len)) {
-				*id = sl->id;
-				in->st.hits++;
-				return true;
-			}
+			    !memcmp(in->arena + sl->off + 1, key, len))
+				return sl;
 		}
 	}
-	in->st.misses++;
-	return false;
+	return NULL;
+}
+
+bool store_intern_find_hashed(struct store_intern *in, int kind, const void *key, size_t len,
+			      uint64_t h, int64_t *id, int64_t *seen)
+{
+	const struct slot *sl = find_slot(in, kind, key, len, h);
+
+	if (!sl) {
+		in->st.misses++;
+		return false;
+	}
+	*id = sl->id;
+	if (seen)
+		*seen = sl->seen;
+	in->st.hits++;
+	return true;
 }
 
 bool store_intern_find(struct store_intern *in, int kind, const void *key, size_t len, int64_t *id,
-		       uint64_t *hash)
+		       int64_t *seen, uint64_t *hash)
 {
 	*hash = hash_key(in->seed, kind, key, len);
-	return store_intern_find_hashed(in, kind, key, len, *hash, id);
+	return store_intern_find_hashed(in, kind, key, len, *hash, id, seen);
+}
+
+void store_intern_set_seen(struct store_intern *in, int kind, const void *key, size_t len,
+			   uint64_t hash, int64_t seen)
+{
+	struct slot *sl = find_slot(in, kind, key, len, hash);
+
+	if (sl)
+		sl->seen = seen;
+}
+
+void store_intern_sync(struct store_intern *in, int64_t epoch)
+{
+	if (in->has_epoch && in->epoch == epoch)
+		return;
+	if (in->has_epoch) {
+		empty(in);
+		in->st.syncs++;
+	}
+	in->epoch = epoch;
+	in->has_epoch = true;
 }
 
 void store_intern_prefetch(const struct store_intern *in, uint64_t h, int stage)
@@ -197,7 +234,7 @@ static size_t projected(const struct store_intern *in, size_t need, size_t *nslo
 }
 
 int store_intern_add(struct store_intern *in, int kind, const void *key, size_t len, uint64_t hash,
-		     int64_t id)
+		     int64_t id, int64_t seen)
 {
 	struct slot sl;
 	size_t need = len + 1, nslots, acap;
@@ -228,9 +265,11 @@ int store_intern_add(struct store_intern *in, int kind, const void *key, size_t 
 	}
 	in->arena[in->used] = (uint8_t)kind;
 	memcpy(in->arena + in->used + 1, key, len);
-	sl = (struct slot){
-		.hash = hash, .id = id, .off = (uint32_t)in->used, .len = (uint32_t)need
-	};
+	sl = (struct slot){ .hash = hash,
+			    .id = id,
+			    .seen = seen,
+			    .off = (uint32_t)in->used,
+			    .len = (uint32_t)need };
 	put_slot(in->slots, in->nslots, &sl);
 	in->used += need;
 	in->n++;

@@ -1,10 +1,13 @@
 /* Private to store/: the in-memory caches of dictionary ids that ingest (ingest.c)
  * puts in front of the SELECT-then-INSERT on strings, frames, stacks and label sets
  * (schema/001_init.sql). One flat open-addressing hash table maps (kind, key bytes)
- * to the id the table gave; keys are kept in one arena. A hit is only trusted
- * because dictionary rows are never deleted nor renumbered once committed; what a
- * transaction learnt is therefore dropped when it rolls back (store_intern_reset,
- * declared in store_int.h with store_intern_free).
+ * to the id the table gave, and for stacks and label sets the last_seen ingest knows
+ * the row has (schema/006_gc.sql: it raises it at most once an hour); keys are kept
+ * in one arena. A hit is trusted because a committed id is never renumbered and
+ * never deleted while the cache may hold it: what a transaction learnt is dropped
+ * when it rolls back (store_intern_reset, declared in store_int.h with
+ * store_intern_free), and everything when the dictionary GC deleted rows since the
+ * cache was filled (store_intern_sync, on state.gc_epoch).
  *
  * Memory is bounded: keys, slots and arena together stay under the cap (default
  * STORE_INTERN_DEFAULT_CAP); an add that would pass it empties the cache first,
@@ -42,6 +45,7 @@ struct store_intern_stats {
 	size_t cap;	 /* the cap on bytes */
 	uint64_t clears; /* times the cap emptied the cache */
 	uint64_t resets; /* store_intern_reset() calls (rollbacks) */
+	uint64_t syncs;	 /* times a GC (a new state.gc_epoch) emptied the cache */
 	uint64_t hits, misses;
 };
 
@@ -50,27 +54,37 @@ struct store_intern_stats {
  * written only on success. */
 int store_intern_new(size_t cap, struct store_intern **out);
 
-/* The id of (kind, key[0..len)) if cached: true and *id set. *hash gets the key's
- * hash either way, for store_intern_add(). */
+/* The id of (kind, key[0..len)) if cached: true and *id set, and *seen (may be NULL)
+ * the last_seen it was cached or last updated with. *hash gets the key's hash either
+ * way, for store_intern_add(). */
 bool store_intern_find(struct store_intern *in, int kind, const void *key, size_t len, int64_t *id,
-		       uint64_t *hash);
+		       int64_t *seen, uint64_t *hash);
 
 /* The key's hash, and store_intern_find() with it. */
 uint64_t store_intern_hash(const struct store_intern *in, int kind, const void *key, size_t len);
 bool store_intern_find_hashed(struct store_intern *in, int kind, const void *key, size_t len,
-			      uint64_t hash, int64_t *id);
+			      uint64_t hash, int64_t *id, int64_t *seen);
+
+/* Sets the last_seen of a cached key (hash from store_intern_find); nothing when it
+ * is not cached. */
+void store_intern_set_seen(struct store_intern *in, int kind, const void *key, size_t len,
+			   uint64_t hash, int64_t seen);
+
+/* Empties the cache when epoch (state.gc_epoch, read in the caller's transaction)
+ * is not the one it was filled under, and remembers epoch. */
+void store_intern_sync(struct store_intern *in, int64_t epoch);
 
 /* Prefetches what store_intern_find_hashed() of a key of this hash will read:
  * stage 0 its first slot, stage 1 (after stage 0 for many keys) the key that slot
  * points to, so that the misses of many lookups overlap. */
 void store_intern_prefetch(const struct store_intern *in, uint64_t hash, int stage);
 
-/* Caches (kind, key) -> id (id > 0, key not cached yet; hash from
+/* Caches (kind, key) -> (id, seen) (id > 0, key not cached yet; hash from
  * store_intern_find). Past the cap the cache is emptied first; a key that alone
  * passes it is not cached. Returns 0 or -ENOMEM (the cache is then emptied,
  * never wrong). */
 int store_intern_add(struct store_intern *in, int kind, const void *key, size_t len, uint64_t hash,
-		     int64_t id);
+		     int64_t id, int64_t seen);
 
 /* For tests and the bench: s's cache (made if missing) takes cap (0: the default;
  * emptied). Returns 0, -EINVAL or -ENOMEM. */

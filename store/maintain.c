@@ -12,8 +12,8 @@
  * per (bucket, period) of the bucket's length (raw windows -> minutes, minutes ->
  * hours), and rows below the hour tier's cut are deleted. The (agent, seq) rows of
  * batches whose window is older than the raw retention are deleted: the dedupe
- * horizon of a retried batch is the raw retention. Dictionary rows are not
- * collected here.
+ * horizon of a retried batch is the raw retention. Last, the dictionary rows no
+ * block can use any more are collected (store/gc.c, schema/006_gc.sql).
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -47,8 +47,8 @@ enum {
 int sqlite_store__stats(struct store *base, struct store_stats *st)
 {
 	struct sqlite_store *s = sqlite_store_of(base);
-	uint64_t *dst[] = { &st->sample_rows, &st->batches, &st->strings,
-			    &st->frames,      &st->stacks,  &st->labelsets };
+	uint64_t *dst[] = { &st->sample_rows, &st->batches,   &st->strings,   &st->frames,
+			    &st->stacks,      &st->labelsets, &st->gc_deleted };
 	struct store_tiers t;
 	int64_t v, pages, page_size;
 	sqlite3_stmt *q = NULL;
@@ -58,8 +58,8 @@ int sqlite_store__stats(struct store *base, struct store_stats *st)
 	if (!s || !st)
 		return -EINVAL;
 	memset(st, 0, sizeof(*st));
-	/* one row: the trigger-kept sample count and the dictionaries' largest ids
-	 * (their rows are never deleted, so the largest id is the count) */
+	/* one row: the trigger-kept sample count and dictionary sizes, and the rows
+	 * the dictionary GC deleted */
 	err = store_get_stmt(s, ST_STATS, &q);
 	if (err)
 		return err;
@@ -529,8 +529,8 @@ int sqlite_store__maintain(struct store *base, int64_t now, size_t max_rows, boo
 {
 	struct sqlite_store *s = sqlite_store_of(base);
 	static const char *const what[] = {
-		"minute rollup: ",    "hour rollup: ",	  "raw retention: ",
-		"minute retention: ", "hour retention: ", "dedupe retention: ",
+		"minute rollup: ",  "hour rollup: ",	  "raw retention: ", "minute retention: ",
+		"hour retention: ", "dedupe retention: ", "dictionary gc: ",
 	};
 	char first_msg[sizeof(s->errmsg)];
 	bool more_work = false;
@@ -568,11 +568,14 @@ int sqlite_store__maintain(struct store *base, int64_t now, size_t max_rows, boo
 		case 4:
 			err = retention(s, (int)step - 2, now, &budget, &more_work);
 			break;
-		default:
+		case 5:
 			cut = now - s->opts.raw_retention_seconds;
 			err = s->opts.raw_retention_seconds > 2 * STORE_MAX_ABS_WINDOW
 				      ? 0
 				      : forget_ingested(s, cut, &budget, &more_work);
+			break;
+		default:
+			err = store_gc(s, &budget, &more_work);
 			break;
 		}
 		if (err && !first) {

@@ -25,9 +25,8 @@ static const char *const stmt_sql[ST_NR] = {
 	[ST_BEGIN] = "BEGIN IMMEDIATE",
 	[ST_COMMIT] = "COMMIT",
 	[ST_ROLLBACK] = "ROLLBACK",
-	[ST_STATS] = "SELECT sample_rows, batches, (SELECT max(id) FROM strings), "
-		     "(SELECT max(id) FROM frames), (SELECT max(id) FROM stacks), "
-		     "(SELECT max(id) FROM labelsets) FROM state WHERE id = 1",
+	[ST_STATS] = ("SELECT sample_rows, batches, dict_strings, dict_frames, dict_stacks, "
+		      "dict_labelsets, gc_deleted FROM state WHERE id = 1"),
 };
 
 static int sqlite_to_errno(sqlite3 *db, int rc)
@@ -344,7 +343,7 @@ int sqlite_store__open(const char *path, const struct store_options *opts, struc
 	else
 		err = exec(s, "PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; "
 			      "PRAGMA foreign_keys = OFF")
-			      ?: migrate(s) ?: store_convert_samples(s);
+			      ?: migrate(s) ?: store_convert_samples(s) ?: store_gc_init(s);
 	if (err)
 		goto out_close_db;
 	*out = &s->base;

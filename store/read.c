@@ -9,10 +9,14 @@
  * Stacks: the blocks of every span are added to one block_merge (store/block.h),
  * in C: no SQL GROUP BY. The merged stack ids are handed out as frames
  * (common/frame.h) from a per-connection cache (struct store_read_cache, on
- * s->rcache): stack id -> its frames, frame id -> its text. Dictionary rows never
- * change for an id (ingest only appends; nothing deletes them), so the cache never
- * goes stale; a future dictionary GC must invalidate it (e.g. an epoch in state,
- * read with the tiers and compared here). It is bounded by READ_CACHE_MAX_BYTES.
+ * s->rcache): stack id -> its frames, frame id -> its text. It needs no
+ * invalidation although the dictionary GC deletes rows (schema/006_gc.sql): an id
+ * is never given twice (GC never deletes a table's largest id, and SQLite gives
+ * max + 1), so a cached id's content is the content it had; and a deleted id is
+ * used by no block of any snapshot that can still be read after the deletion (GC
+ * deletes only what no block uses, and a query reads blocks and dictionary rows
+ * in one read transaction), so no query asks the cache for it again, and the entry
+ * only takes room until the next clear. It is bounded by READ_CACHE_MAX_BYTES.
  *
  * Timelines: each bucket [from + k * step, + step) is planned on its own and its
  * spans' block_index.total summed, so no block is decoded and a rollup is used for

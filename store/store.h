@@ -212,6 +212,7 @@ struct store_stats {
 	uint64_t frames;
 	uint64_t stacks;
 	uint64_t labelsets;
+	uint64_t gc_deleted;	 /* dictionary rows the GC deleted, ever (006_gc.sql) */
 	uint64_t db_bytes;	 /* page_count * page_size */
 	uint64_t blocks[3];	 /* block rows per tier: raw, minute, hour (a count(*)
 				  * of block_index's range per tier) */

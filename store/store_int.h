@@ -13,6 +13,7 @@
  *   tiers.c     the tiers' watermarks, the query plan over tiers, adding to a block
  *   maintain.c  rollups, retention per tier, stats
  *   migrate.c   the conversion of 004's samples rows into raw blocks
+ *   gc.c        the dictionaries' garbage collection (schema/006_gc.sql)
  *   block.c     the block codec (no SQLite)
  *   store.c     the dispatcher of store.h over the backends (store/backend.h)
  * Only store/ includes <sqlite3.h>.
@@ -51,7 +52,8 @@ enum store_slot {
 	SLOT_READ = 24,	    /* read.c and windows.c: 24 */
 	SLOT_MAINTAIN = 48, /* maintain.c and migrate.c: 24 */
 	SLOT_TIERS = 72,    /* tiers.c: 8 */
-	SLOT_NR = 80,
+	SLOT_GC = 80,	    /* gc.c: 16 */
+	SLOT_NR = 96,
 };
 
 struct store_intern;	 /* ingest.c's caches of dictionary ids */
@@ -182,6 +184,23 @@ int store_samples_pending(struct sqlite_store *s);
  * table: a killed conversion resumes where it stopped. Called by store__open()
  * for a writer after the migrations. Returns 0 or -errno. */
 int store_convert_samples(struct sqlite_store *s);
+
+/* ---- dictionary garbage collection (gc.c; schema/006_gc.sql) ---------------- */
+
+/* Ingest raises a stack's or label set's last_seen only when a batch's window is
+ * more than this past it: at most one UPDATE per row and hour, and GC keeps what
+ * was seen this long before the oldest block. */
+#define STORE_GC_SEEN_SLACK STORE_HOUR_SECONDS
+
+/* Computes 006's refs and last_seen of the rows that were there before it, in one
+ * transaction, when state.gc_pending says they are not yet (a writer's open, after
+ * the conversion of 004's samples). Returns 0 or -errno. */
+int store_gc_init(struct sqlite_store *s);
+
+/* One bounded round of GC, label sets -> stacks -> frames -> strings, each step its
+ * own transaction: deletes at most about *budget rows (taken off it), sets *more
+ * when it stopped for the budget. Nothing while gc_pending. Returns 0 or -errno. */
+int store_gc(struct sqlite_store *s, int64_t *budget, bool *more);
 
 /* Records SQLite's message for rc and returns the translated error (never 0). */
 int store_sql_fail(struct sqlite_store *s, int rc);

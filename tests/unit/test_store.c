@@ -7,8 +7,9 @@
  * with a plain loop (never from the store) and compared with what the store
  * returns: exact round trips, range edges at every tier boundary (raw windows,
  * minute and hour rollups), label selection, late batches below a rollup
- * watermark, retention per tier, a SIGKILL during rollup, and the hardening of
- * issues 9 and 11 (bad input, idempotency, saturation, readers vs writer).
+ * watermark, retention per tier, a SIGKILL during rollup, dictionaries bounded by
+ * what is retained, and the hardening of issues 9 and 11 (bad input, idempotency,
+ * saturation, readers vs writer).
  */
 #include <inttypes.h>
 #include <setjmp.h>
@@ -2395,6 +2396,59 @@ static void test_kill_during_rollup(void **state)
 	free(t);
 }
 
+/* Issue 12: the dictionaries stay bounded by what is retained. A new process
+ * (label set pid=<h>) with a new stack every hour for 8 days, retentions of 1, 1
+ * and 2 days: some 2 days of label sets, stacks and their frames and strings are
+ * left of the 192 made (and a slack of an hour or two, schema/006_gc.sql), every
+ * retained hour answers its stack, and a process seen again is stored anew. */
+static void test_dictionary_gc(void **state)
+{
+	struct fixture *fx = *state;
+	const struct store_options o = { .raw_retention_seconds = 86400,
+					 .minute_retention_seconds = 86400,
+					 .retention_seconds = 2 * 86400 };
+	const int64_t t0 = 1700000000 - 1700000000 % 3600;
+	const int hours = 8 * 24;
+	struct store *s = open_backend(fx, &o);
+	struct store_stats st;
+	char labels[64], folded[96];
+	int h;
+
+	for (h = 0; h <= hours; h++) {
+		/* the last one: hour 0's process and stack again, now */
+		int c = h < hours ? h : 0;
+		struct batch *b;
+
+		snprintf(labels, sizeof(labels), "pid=%d,service=job", 1000 + c);
+		snprintf(folded, sizeof(folded), "app;main;job_%d", c);
+		b = one_batch("agent-a", (uint64_t)h + 1, t0 + (int64_t)h * 3600 + 600, labels,
+			      folded, 1 + (uint64_t)(c % 7));
+		assert_int_equal(store__ingest(s, b, NULL), 0);
+		tbatch_free(b);
+		maintain_all(s, t0 + (int64_t)h * 3600 + 1800, 0, &st);
+	}
+	print_message("dictionaries after %d hours: %" PRIu64 " label sets, %" PRIu64
+		      " stacks, %" PRIu64 " frames, %" PRIu64 " strings\n",
+		      hours, st.labelsets, st.stacks, st.frames, st.strings);
+	assert_true(st.labelsets <= 2 * 24 + 4);
+	assert_true(st.stacks <= 2 * 24 + 4);
+	assert_true(st.frames <= 2 * 24 + 4 + 2);	 /* and app, main */
+	assert_true(st.strings <= 2 * (2 * 24 + 4) + 6); /* and pid, service, job, app, main, "" */
+	for (h = hours - 40; h <= hours; h++) {
+		struct one_stack one = { .calls = 0 };
+		struct store_query q = { .from = t0 + (int64_t)h * 3600,
+					 .to = t0 + (int64_t)h * 3600 + 3600 };
+		int c = h < hours ? h : 0;
+
+		snprintf(folded, sizeof(folded), "app;main;job_%d", c);
+		assert_int_equal(store__query_stacks(s, &q, collect_one, &one), 0);
+		assert_int_equal(one.calls, 1);
+		assert_string_equal(one.text, folded);
+		assert_int_equal(one.count, 1 + c % 7);
+	}
+	close_checked(s);
+}
+
 int main(void)
 {
 	static struct fixture mem = { .file = false }, file = { .file = true };
@@ -2426,6 +2480,7 @@ int main(void)
 		BOTH(test_retention_tiers),
 		FILE_ONLY(test_kill_during_rollup),
 		BOTH(test_profile_types),
+		BOTH(test_dictionary_gc),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
