@@ -24,7 +24,8 @@
 -- watermark is rounded down to its bucket at ingest. No row therefore needs a
 -- resolution flag, and a merged row is never merged again. Retention deletes rows
 -- whose window_start is older than the retention period, and the ingested rows of
--- such windows. Dictionary rows are never deleted (see store/maintain.c).
+-- such windows. Dictionary rows were never deleted until migration 006
+-- (schema/006_gc.sql: dictionary garbage collection).
 --
 -- Values are 64-bit signed integers, CHECKed to stay integers: SQLite turns an
 -- overflowing integer sum into a REAL, and the CHECK turns that into an error.

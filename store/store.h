@@ -222,7 +222,8 @@ struct store_stats {
 };
 
 /* Fills st. Cheap enough for every scrape: a few one-row reads (the sample row
- * count is kept by triggers, the dictionary sizes are their largest ids) and a
+ * count is kept by triggers, the dictionary sizes are row counts kept in state,
+ * schema/006_gc.sql) and a
  * count of block_index per tier (a few bytes a block), no block read.
  * Returns 0 or a translated SQLite error. */
 int store__stats(struct store *s, struct store_stats *st);
@@ -278,7 +279,10 @@ int store__windows(struct store *s, const struct store_query *q, struct store_wi
  *              those the next tier is not built over yet; the windows rows of raw
  *              windows deleted become one row per minute bucket, those of minute
  *              buckets one per hour (schema/004); the (agent, seq) of batches
- *              older than the raw retention are forgotten.
+ *              older than the raw retention are forgotten;
+ *   gc         deletes the dictionary rows (label sets, stacks, frames, strings)
+ *              no block uses any more (schema/006_gc.sql), at most 4 x 64 rows a
+ *              call; ids are never given out again.
  * Together they touch at most about max_rows blocks (0 means 2000), so ingest
  * waits for at most one bounded call. *more is true when work remains: call again
  * (e.g. after the next ingest). Every step runs even when an earlier one failed;
