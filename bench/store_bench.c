@@ -29,7 +29,7 @@
  * peer's fill dominating); quick: 2 h and 10 minutes. DIR (default /tmp) holds the
  * four database files, deleted at the end. For iterating on the query layer:
  *   build/bench/store_bench fill DIR [quick]          the new stores only, kept
- *   build/bench/store_bench time DB FROM TO FORMAT N  N warm runs and their median
+ *   build/bench/store_bench time DB FROM TO FORMAT N  N warm runs, median wall and CPU
  *   build/bench/store_bench rss DB FROM TO            the peak RSS child (below)
  *
  * Data: bench/gen.h (the busy host: 2 CPUs at 99 Hz, 1980 samples per 10 s
@@ -680,7 +680,7 @@ static int time_child(const char *db, int64_t from, int64_t to, const char *form
 {
 	struct store_options ro = { .read_only = true };
 	FILE *null = null_sink();
-	double v[64], t;
+	double v[64], c[64], t, u;
 	struct store *s;
 	int i;
 
@@ -689,11 +689,13 @@ static int time_child(const char *db, int64_t from, int64_t to, const char *form
 	new_flame(s, from, to, format, null);
 	for (i = 0; i < n; i++) {
 		t = wall();
+		u = cpu();
 		new_flame(s, from, to, format, null);
 		v[i] = wall() - t;
+		c[i] = cpu() - u;
 		printf("%.4f ", v[i]);
 	}
-	printf("median %.4f s\n", median(v, (size_t)n));
+	printf("median %.4f s (CPU %.4f s)\n", median(v, (size_t)n), median(c, (size_t)n));
 	store__close(s);
 	fclose(null);
 	return 0;
