@@ -32,6 +32,8 @@ struct fbuf {
 
 static void fb_put(struct fbuf *b, const char *s, size_t n)
 {
+	if (!n)
+		return; /* s may be NULL: the empty path of the root's children */
 	if (n > FOLDED_BUF - b->len) {
 		fwrite(b->buf, 1, b->len, b->out);
 		b->len = 0;
