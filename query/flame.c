@@ -1,33 +1,35 @@
 /* Flame trees (see flame.h): stacks merged frame by frame into a tree whose nodes
  * carry self and total sample counts for two sides. A day of a busy host is two
- * and a half million frames merged into some 650 k nodes, so the tree is built
- * small and flat, and the public node tree (struct flame_node) is made only for the
- * readers that ask for it (flame__finish), not for JSON and folded (flame__view):
+ * and a half million frames merged into some 650 k nodes (of 4 k distinct texts and
+ * 800 k line entries), so the tree is built small and flat, and the public node
+ * tree (struct flame_node) is made only for the readers that ask for it
+ * (flame__finish), not for JSON and folded (flame__view):
  * - texts are interned per tree: each distinct (kind, text) key is one entry
- *   (struct text: the text once, its frame, its hash, its rank in text order), and a
- *   node holds the entry's 32-bit id, not a copy;
- * - a node is 24 bytes in one array (ids, not pointers: parent, first child, next
- *   sibling, line list, repeat), its counts 16 bytes a side in arrays of their own
- *   (side 1's only once a diff adds to it);
- * - a frame is matched without making its text: an only child is compared by
- *   fields with its text's frame; the children of nodes with two or more are found
- *   through one open-addressing table for the whole tree, keyed by (parent, hash of
- *   the frame's text), the hash computed from the frame's fields as the bytes of its
- *   text would hash; the text is made only for a new node (and for the rare match of
- *   equal texts from unequal fields);
+ *   (struct text: the text once, a frame of it, its rank in text order), and a node
+ *   holds the entry's 32-bit id, not a copy;
+ * - a node is 40 bytes in one array: ids, not pointers (text, parent, first child,
+ *   next sibling, line block), its repeat or line count, and side 0's counts;
+ *   side 1's counts are an array of their own, made when a diff adds to it;
+ * - a frame is matched by its fields: an only child directly against its text's
+ *   frame; else the frame's fields are looked up (struct fent, a table of the
+ *   distinct fields seen, each with its text id: the text is made once per
+ *   distinct fields, and equal texts from unequal fields share the id) and the
+ *   children of nodes with two or more are found through one open-addressing
+ *   table for the whole tree, keyed by (parent, text id);
  * - flame__add_frames first tries the last add's node at the same depth (stacks of
  *   a process share their outer frames).
  * At function granularity a Python frame's key is its text without the line
- * ("q (f.py)"), and the line goes to the node's breakdown: a list sorted by line. A
- * run of equal placeholder frames ("[unknown]" x 128) takes one node, whose repeat
- * remembers the longest run. flame__add_frames resolves the whole path (nodes and
- * line entries) first and only then adds the counts, so a failed add (-ENOMEM)
- * never leaves partial totals behind (at worst a few nodes or line entries with
- * zero counts). Finishing ranks the texts (strcmp, then kind) and sorts the
- * children of the nodes that have two or more by rank; flame__finish then makes the
- * public tree in one pass (nodes are created after their parents, so index order
- * is a parent-first order). flame__top walks that tree once with a per-name "on
- * the current path" counter so recursive functions count their total once.
+ * ("q (f.py)"), and the line goes to the node's breakdown: a block of a pool,
+ * sorted by line, found by binary search (see LINE_CLASSES). A run of equal
+ * placeholder frames ("[unknown]" x 128) takes one node, whose repeat remembers
+ * the longest run. flame__add_frames resolves the whole path (nodes and line
+ * entries) first and only then adds the counts, so a failed add (-ENOMEM) never
+ * leaves partial totals behind (at worst a few nodes or line entries with zero
+ * counts). Finishing ranks the texts (strcmp, then kind) and sorts the children of
+ * the nodes that have two or more by rank; flame__finish then makes the public
+ * tree in one pass (nodes are created after their parents, so index order is a
+ * parent-first order). flame__top walks that tree once with a per-name "on the
+ * current path" counter so recursive functions count their total once.
  */
 #include <errno.h>
 #include <stdbool.h>
