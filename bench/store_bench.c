@@ -27,7 +27,10 @@
  *   build/bench/store_bench [quick|full] [DIR]    (make bench: full /tmp)
  * full: 24 h of the busy host and 1 h of 100 hosts (about 15-25 minutes, the
  * peer's fill dominating); quick: 2 h and 10 minutes. DIR (default /tmp) holds the
- * four database files, deleted at the end.
+ * four database files, deleted at the end. For iterating on the query layer:
+ *   build/bench/store_bench fill DIR [quick]          the new stores only, kept
+ *   build/bench/store_bench time DB FROM TO FORMAT N  N warm runs, median wall and CPU
+ *   build/bench/store_bench rss DB FROM TO            the peak RSS child (below)
  *
  * Data: bench/gen.h (the busy host: 2 CPUs at 99 Hz, 1980 samples per 10 s
  * window, 40 processes; each of the 100 hosts 10 % busy).
@@ -513,7 +516,8 @@ struct fill {
 };
 
 /* windows x hosts of gen.h's data, wire-encoded a chunk at a time, then decoded
- * and stored into both (timed apart), then the new store's rollups built. */
+ * and stored into both (timed apart; peerdb NULL: the new store only), then the
+ * new store's rollups built. */
 static void fill(const char *newdb, const char *peerdb, unsigned windows, unsigned hosts,
 		 unsigned samples, struct fill *out)
 {
@@ -536,7 +540,8 @@ static void fill(const char *newdb, const char *peerdb, unsigned windows, unsign
 	unlink(newdb);
 	if (!bodies || !lens || store__open(newdb, &o, &st))
 		die("open", newdb);
-	peer_open(&peer, peerdb, true);
+	if (peerdb)
+		peer_open(&peer, peerdb, true);
 	for (w0 = 0; w0 < windows; w0 += CHUNK) {
 		for (m = 0, w = w0; w < w0 + CHUNK && w < windows; w++)
 			for (h = 0; h < hosts; h++, m++) {
@@ -560,10 +565,12 @@ static void fill(const char *newdb, const char *peerdb, unsigned windows, unsign
 			batch__free(b);
 			out->new_cpu += cpu() - c;
 			c = cpu();
-			if (wire_decode(bodies[k], lens[k], &lim, &b, why, sizeof(why)))
-				die("wire_decode", why);
-			peer_ingest(&peer, b);
-			batch__free(b);
+			if (peerdb) {
+				if (wire_decode(bodies[k], lens[k], &lim, &b, why, sizeof(why)))
+					die("wire_decode", why);
+				peer_ingest(&peer, b);
+				batch__free(b);
+			}
 			out->peer_cpu += cpu() - c;
 			free(bodies[k]);
 		}
@@ -578,10 +585,12 @@ static void fill(const char *newdb, const char *peerdb, unsigned windows, unsign
 			die("store__maintain", store__errmsg(st));
 	out->maint_cpu = cpu() - c;
 	store__close(st);
-	peer_close(&peer);
+	if (peerdb)
+		peer_close(&peer);
 	free(bodies);
 	free(lens);
-	fprintf(stderr, "\r  filled %s and %s in %.0f s\n", newdb, peerdb, wall() - t);
+	fprintf(stderr, "\r  filled %s and %s in %.0f s\n", newdb, peerdb ? peerdb : "no peer",
+		wall() - t);
 }
 
 /* ---- the figures ---------------------------------------------------------------- */
@@ -663,6 +672,35 @@ static int rss_child(const char *db, int64_t from, int64_t to)
 	return 0;
 }
 
+/* The "time DB FROM TO FORMAT N" mode: N warm runs of the flame graph of [from, to)
+ * in FORMAT on one reader (the first run warms its frame cache and is not
+ * counted), each run's seconds and their median; for comparing builds of the
+ * query layer on a store kept by the "fill" mode. */
+static int time_child(const char *db, int64_t from, int64_t to, const char *format, int n)
+{
+	struct store_options ro = { .read_only = true };
+	FILE *null = null_sink();
+	double v[64], c[64], t, u;
+	struct store *s;
+	int i;
+
+	if (n < 1 || n > 64 || !null || store__open(db, &ro, &s))
+		return 2;
+	new_flame(s, from, to, format, null);
+	for (i = 0; i < n; i++) {
+		t = wall();
+		u = cpu();
+		new_flame(s, from, to, format, null);
+		v[i] = wall() - t;
+		c[i] = cpu() - u;
+		printf("%.4f ", v[i]);
+	}
+	printf("median %.4f s (CPU %.4f s)\n", median(v, (size_t)n), median(c, (size_t)n));
+	store__close(s);
+	fclose(null);
+	return 0;
+}
+
 /* The peak RSS of the json flame graph of [from, to): this program again, in its
  * rss mode (a new process: none of the bench's pages). */
 static void rss_figure(const char *db, int64_t from, int64_t to)
@@ -700,6 +738,20 @@ int main(int argc, char **argv)
 
 	if (argc == 5 && !strcmp(argv[1], "rss"))
 		return rss_child(argv[2], strtoll(argv[3], NULL, 10), strtoll(argv[4], NULL, 10));
+	if (argc == 7 && !strcmp(argv[1], "time"))
+		return time_child(argv[2], strtoll(argv[3], NULL, 10), strtoll(argv[4], NULL, 10),
+				  argv[5], atoi(argv[6]));
+	if (argc >= 3 && !strcmp(argv[1], "fill")) { /* the new stores only, kept */
+		quick = argc > 3 && !strcmp(argv[3], "quick");
+		busy_w = quick ? 720 : 8640, fleet_w = quick ? 60 : 360;
+		snprintf(nb, sizeof(nb), "%s/store-bench-busy.db", argv[2]);
+		snprintf(nf, sizeof(nf), "%s/store-bench-fleet.db", argv[2]);
+		fill(nb, NULL, busy_w, 1, SAMPLES_PER_WINDOW, &fb);
+		fill(nf, NULL, fleet_w, 100, SAMPLES_PER_WINDOW / 10, &ff);
+		printf("%s: [%d, %" PRId64 "); %s: [%d, %" PRId64 ")\n", nb, GEN_T0,
+		       GEN_T0 + (int64_t)busy_w * 10, nf, GEN_T0, GEN_T0 + (int64_t)fleet_w * 10);
+		return 0;
+	}
 	snprintf(nb, sizeof(nb), "%s/store-bench-busy.db", dir);
 	snprintf(pb, sizeof(pb), "%s/store-bench-busy-peer.db", dir);
 	snprintf(nf, sizeof(nf), "%s/store-bench-fleet.db", dir);

@@ -1,30 +1,35 @@
 /* Flame trees (see flame.h): stacks merged frame by frame into a tree whose nodes
- * carry self and total sample counts for two sides. Each node is a public struct
- * flame_node wrapped in a private struct node that adds its key (the frame's kind
- * byte followed by its text) and capacities. A day of a busy host is half a million
- * nodes, so the tree is built for that:
- * - every node, name, children array and line breakdown comes from the tree's
- *   arena (chunks of ARENA_CHUNK bytes), so flame__free frees a few chunks instead
- *   of walking half a million nodes; a grown array leaves its old copy in the arena
- *   (geometric growth: at most as much again);
- * - an only child is compared directly, and the children of nodes with two or more
- *   are found through one open-addressing table for the whole tree, keyed by
- *   (parent, key) with the hash kept in the slot: one probe per frame, whatever
- *   the fan-out, and none at all below a new node (most of a stack trie is chains);
- * - flame__add_frames first tries the last add's node at the same depth (stacks
- *   of a process share their outer frames), comparing frame fields, not text.
+ * carry self and total sample counts for two sides. A day of a busy host is two
+ * and a half million frames merged into some 650 k nodes (of 4 k distinct texts and
+ * 800 k line entries), so the tree is built small and flat, and the public node
+ * tree (struct flame_node) is made only for the readers that ask for it
+ * (flame__finish), not for JSON and folded (flame__view):
+ * - texts are interned per tree: each distinct (kind, text) key is one entry
+ *   (struct text: the text once, a frame of it, its rank in text order), and a node
+ *   holds the entry's 32-bit id, not a copy;
+ * - a node is 40 bytes in one array: ids, not pointers (text, parent, first child,
+ *   next sibling, line block), its repeat or line count, and side 0's counts;
+ *   side 1's counts are an array of their own, made when a diff adds to it;
+ * - a frame is matched by its fields: an only child directly against its text's
+ *   frame; else the frame's fields are looked up (struct fent, a table of the
+ *   distinct fields seen, each with its text id: the text is made once per
+ *   distinct fields, and equal texts from unequal fields share the id) and the
+ *   children of nodes with two or more are found through one open-addressing
+ *   table for the whole tree, keyed by (parent, text id);
+ * - flame__add_frames first tries the last add's node at the same depth (stacks of
+ *   a process share their outer frames).
  * At function granularity a Python frame's key is its text without the line
- * ("q (f.py)"), and the line goes to the node's breakdown: an array sorted by line,
- * found by binary search; a Python node is allocated with room for one line inline
- * (most functions run at one or a few lines). A run of equal placeholder frames
- * ("[unknown]" x 128) takes one node, whose repeat remembers the longest run.
- * flame__add_frames resolves the whole path (nodes and line slots) first and only
- * then adds the counts, so a failed add (-ENOMEM) never leaves partial totals
- * behind (at worst a few nodes or line entries with zero counts). flame__finish
- * sorts the children arrays of the nodes that have two or more (the tree lists
- * them as they appear) by name; flame__top walks the tree once with a
- * per-name "on the current path" counter so recursive functions count their total
- * once.
+ * ("q (f.py)"), and the line goes to the node's breakdown: a block of a pool,
+ * sorted by line, found by binary search (see LINE_CLASSES). A run of equal
+ * placeholder frames ("[unknown]" x 128) takes one node, whose repeat remembers
+ * the longest run. flame__add_frames resolves the whole path (nodes and line
+ * entries) first and only then adds the counts, so a failed add (-ENOMEM) never
+ * leaves partial totals behind (at worst a few nodes or line entries with zero
+ * counts). Finishing ranks the texts (strcmp, then kind) and sorts the children of
+ * the nodes that have two or more by rank; flame__finish then makes the public
+ * tree in one pass (nodes are created after their parents, so index order is a
+ * parent-first order). flame__top walks that tree once with a per-name "on the
+ * current path" counter so recursive functions count their total once.
  */
 #include <errno.h>
 #include <stdbool.h>
@@ -40,24 +45,55 @@
 #include "common/array.h"
 #include "query/flame.h"
 
-struct node {
-	struct flame_node n;		 /* first: a flame_node pointer is a node pointer */
-	uint32_t cap;			 /* allocated length of n.children */
-	uint32_t klen;			 /* key length: kind byte + text */
-	uint32_t linecap;		 /* allocated length of n.lines (1: the inline one) */
-	struct flame_line inline_line[]; /* function granularity, Python: n.lines at first */
+#define NONE FLAME_NONE
+
+struct cnt {
+	uint64_t total, self;
 };
 
-/* Arena chunk sizes: the first is small so that a one-stack tree stays cheap,
- * each next one twice the last up to the largest, so a day's half a million
- * nodes (about 150 MB) take a few dozen chunks. Chunks from HUGE_CHUNK up are
- * advised to the kernel as huge pages: the nodes are visited in no order, and
- * with 4 KB pages most visits missed the TLB as well as the cache (and each page
- * was a fault of its own). */
-#define ARENA_FIRST (64 * 1024)
-#define ARENA_MAX   (8 * 1024 * 1024)
-#define HUGE_PAGE   (2 * 1024 * 1024)
-#define HUGE_CHUNK  (2 * HUGE_PAGE)
+/* One node of the flat tree, with its side 0 counts (side 1's: f->cnt1[id]): the
+ * adds that pass through it touch one cache line for both. */
+struct cnode {
+	uint32_t text;	 /* its key: an entry of f->texts */
+	uint32_t parent; /* NONE for the root */
+	uint32_t child;	 /* first child, NONE; sorted by rank after finishing */
+	uint32_t next;	 /* next sibling, NONE */
+	uint32_t lines;	 /* its line breakdown: the first entry of its block, NONE */
+	uint32_t rn;	 /* by_function(): entries in its block; else the longest run
+			  * of the placeholder it stands for (1 otherwise): no frame is both */
+	struct cnt c0;	 /* side 0 */
+};
+
+/* Line breakdowns (function granularity, Python): a node's entries are a block of
+ * the pool, sorted by line and found by binary search; a block holds a power of
+ * two entries (the smallest not below the node's count), and a full one moves to
+ * a block twice its size, leaving the old one to a free list of its size. An
+ * entry is its line (lline) and its counts (lcnt, per side). */
+#define LINE_CLASSES 32
+
+/* One distinct key: kind and folded text. */
+struct text {
+	uint64_t hash;	    /* bytes_hash() of text, with the kind */
+	const char *text;   /* NUL-terminated, in the arena */
+	uint32_t len;	    /* strlen(text) */
+	uint32_t rank;	    /* position in (text, kind) order, set by finishing */
+	struct frame frame; /* the first frame of this key, strings into text */
+};
+
+/* One distinct frame as the adds see it (its fields), and its text: equal texts
+ * may come from unequal fields ("f (a (b.py)" is name "f" file "a (b.py" and name
+ * "f (a" file "b.py"), so a frame is found by its fields and a node by its text. */
+struct fent {
+	uint64_t hash;	    /* field_hash() of frame */
+	struct frame frame; /* its own copies of the strings, in the arena */
+	uint32_t text;	    /* its text's id */
+};
+
+/* Arena chunk sizes (texts and the public tree's pieces): the first is small so
+ * that a one-stack tree stays cheap, each next one twice the last up to the
+ * largest. */
+#define ARENA_FIRST (16 * 1024)
+#define ARENA_MAX   (1024 * 1024)
 
 struct chunk {
 	struct chunk *next;
@@ -65,47 +101,58 @@ struct chunk {
 	_Alignas(16) char data[];
 };
 
-/* One slot of the child table: a node and the hash of (its parent, its key). */
-struct slot {
-	uint64_t hash;
-	struct node *nd;
-};
-
-/* The child table starts at this many slots and doubles at half full. */
+/* The tables start at this many slots and double at half full. */
 #define TABLE_MIN 1024
+
+/* One slot of the child table: a node (NONE: empty) and 32 bits of the hash of
+ * (its parent, its text). */
+struct slot {
+	uint32_t hash;
+	uint32_t node;
+};
 
 struct flame {
 	enum flame_granularity gran;
-	struct node *root;
-	size_t size;	     /* nodes, root included */
-	struct chunk *arena; /* newest chunk first */
-	size_t nextchunk;    /* size of the next chunk, ARENA_FIRST to ARENA_MAX */
-	struct slot *table;  /* children of every node (the root's parent is none) */
-	size_t tcap;	     /* slots, a power of two */
-	size_t tused;	     /* nodes in the table */
-	struct node **wide;  /* nodes with two or more children: the ones to sort */
+	struct cnode *nodes; /* [0] is the root */
+	struct cnt *cnt1;    /* side 1, parallel to nodes; NULL until used */
+	size_t nnodes, nodecap;
+	struct text *texts; /* [0] is the root's "all" */
+	size_t ntexts, textcap;
+	uint32_t *ttable; /* texts by hash: id + 1, 0 empty */
+	size_t ttcap;
+	struct fent *fents; /* distinct frames */
+	size_t nfents, fentcap;
+	uint32_t *ftable; /* fents by hash: id + 1, 0 empty */
+	size_t ftcap;
+	struct slot *table; /* children of nodes with two or more */
+	size_t tcap, tused;
+	uint32_t *lline;	      /* the pool: entries' lines */
+	struct cnt *lcnt[2];	      /* and counts per side (lcnt[1] NULL until used) */
+	size_t lused, lcap;	      /* entries of the pool handed out, allocated */
+	size_t nlines;		      /* entries in use in the nodes' blocks */
+	uint32_t lfree[LINE_CLASSES]; /* free blocks of 1 << k entries, NONE-ended;
+				       * a free block's first lline links the next */
+	uint32_t *wide;		      /* nodes with two or more children: the ones to sort */
 	size_t nwide, widecap;
-	size_t nends;	      /* nodes with samples ending there (either side): stacks */
-	size_t endslots;      /* the sum of their depths */
-	struct node **path;   /* flame__add_frames: the last add's path, FLAME_MAX_DEPTH + 1 */
+	struct chunk *arena; /* newest chunk first */
+	size_t nextchunk;
+	bool finished; /* ranked and sorted */
+	bool twins;    /* two texts are equal but for their kind */
+	/* the public tree, made by flame__finish */
+	struct flame_node *pub;
+	struct flame_node **pubkids;
+	struct flame_line *publines;
+	size_t nends;	 /* nodes with samples ending there (either side): stacks */
+	size_t endslots; /* the sum of their depths */
+	/* flame__add_frames */
+	uint32_t *path;	      /* the last add's path, FLAME_MAX_DEPTH + 1 */
 	size_t pdepth;	      /* entries of path the last add filled (root excluded) */
 	uint32_t *runs;	      /* scratch: path[d] stands for runs[d] equal frames */
-	uint32_t *lineidx;    /* scratch: path[d]'s line entry, UINT32_MAX for none */
+	uint32_t *lineidx;    /* scratch: path[d]'s line entry, NONE for none */
 	struct frame *frames; /* scratch for flame__add: FLAME_MAX_DEPTH entries */
-	char *key;	      /* scratch: kind byte + frame text */
+	char *key;	      /* scratch: a frame's text */
 	size_t keycap;
 };
-
-/* Advises the huge pages that lie whole inside [p, p + len) (an advice: its
- * failure changes nothing). */
-static void advise_huge(void *p, size_t len)
-{
-	uintptr_t start = ((uintptr_t)p + HUGE_PAGE - 1) & ~(uintptr_t)(HUGE_PAGE - 1);
-	uintptr_t end = ((uintptr_t)p + len) & ~(uintptr_t)(HUGE_PAGE - 1);
-
-	if (end > start)
-		(void)madvise((void *)start, end - start, MADV_HUGEPAGE);
-}
 
 /* size bytes, 16-aligned, from f's arena; NULL when out of memory. */
 static void *arena_alloc(struct flame *f, size_t size)
@@ -123,8 +170,6 @@ static void *arena_alloc(struct flame *f, size_t size)
 		c = malloc(sizeof(*c) + want);
 		if (!c)
 			return NULL;
-		if (want >= HUGE_CHUNK)
-			advise_huge(c, sizeof(*c) + want);
 		c->size = want;
 		c->used = 0;
 		if (f->nextchunk < ARENA_MAX && want == f->nextchunk)
@@ -142,29 +187,122 @@ static void *arena_alloc(struct flame *f, size_t size)
 	return c->data + c->used - size;
 }
 
-/* The hash of a key below a parent (64-bit multiply-xorshift over 8-byte words). */
-static uint64_t key_hash(const struct node *parent, const char *key, size_t klen)
-{
-	const uint64_t m = 0x9e3779b97f4a7c15ULL;
-	uint64_t h = (uint64_t)(uintptr_t)parent * m ^ klen, w;
-	size_t i = 0;
+/* ---- hashing ------------------------------------------------------------------- */
 
-	for (; i + 8 <= klen; i += 8) {
-		memcpy(&w, key + i, 8);
-		h = (h ^ w) * m;
-		h ^= h >> 29;
+#define HASH_M 0x9e3779b97f4a7c15ULL
+
+static inline uint64_t mix(uint64_t h, uint64_t w)
+{
+	h = (h ^ w) * HASH_M;
+	return h ^ (h >> 29);
+}
+
+/* A 64-bit multiply-xorshift over the 8-byte words of len bytes, from seed h. */
+static uint64_t bytes_hash(uint64_t h, const char *p, size_t len)
+{
+	uint64_t w;
+
+	for (; len >= 8; p += 8, len -= 8) {
+		memcpy(&w, p, 8);
+		h = mix(h, w);
 	}
-	if (i < klen) {
+	if (len) {
 		w = 0;
-		memcpy(&w, key + i, klen - i);
-		h = (h ^ w) * m;
-		h ^= h >> 29;
+		memcpy(&w, p, len);
+		h = mix(h, w);
 	}
-	h *= m;
+	return h;
+}
+
+static inline uint64_t finish_hash(uint64_t h, uint64_t len)
+{
+	h = (h ^ len) * HASH_M;
 	return h ^ (h >> 32);
 }
 
-/* Doubles the child table (or makes it). Returns 0 or -ENOMEM (table unchanged). */
+/* The hash of the fields that make fr's text: kind and name, and for a Python
+ * frame its file and line (same_fields' fields). */
+static uint64_t field_hash(const struct frame *fr)
+{
+	uint64_t h = bytes_hash((uint64_t)(fr->kind + 1) * HASH_M, fr->name, fr->name_len);
+
+	if (fr->kind == FRAME_PYTHON) {
+		h = mix(h, fr->name_len);
+		h = bytes_hash(h, fr->file, fr->file_len);
+		h = mix(h, ((uint64_t)fr->line << 32) | (uint32_t)fr->file_len);
+	}
+	return finish_hash(h, fr->name_len);
+}
+
+/* Whether frames a and b have equal fields as far as their text goes (equal
+ * fields make equal texts; the converse needs the texts). */
+static inline bool same_fields(const struct frame *a, const struct frame *b)
+{
+	if (a->kind != b->kind || a->name_len != b->name_len)
+		return false;
+	if (a->kind == FRAME_PYTHON && (a->line != b->line || a->file_len != b->file_len ||
+					memcmp(a->file, b->file, a->file_len) != 0))
+		return false;
+	return memcmp(a->name, b->name, a->name_len) == 0;
+}
+
+/* fr's text in f->key (NUL-terminated); its length, or SIZE_MAX out of memory. */
+static size_t key_text(struct flame *f, const struct frame *fr)
+{
+	size_t len = frame_format(fr, f->key, f->keycap);
+
+	if (len < f->keycap)
+		return len;
+	if (array_grow((void **)&f->key, &f->keycap, len + 1, 1))
+		return SIZE_MAX;
+	frame_format(fr, f->key, len + 1);
+	return len;
+}
+
+/* ---- growing the arrays ------------------------------------------------------ */
+
+/* Doubles an open-addressing table of cap slots of size bytes, each with its
+ * hash at the slot's start (uint32_t) or computed by rehash. */
+static int ttable_grow(struct flame *f)
+{
+	size_t cap = f->ttcap ? f->ttcap * 2 : TABLE_MIN, i, j;
+	uint32_t *t = calloc(cap, sizeof(*t));
+
+	if (!t)
+		return -ENOMEM;
+	for (i = 0; i < f->ttcap; i++) {
+		if (!f->ttable[i])
+			continue;
+		for (j = f->texts[f->ttable[i] - 1].hash & (cap - 1); t[j]; j = (j + 1) & (cap - 1))
+			;
+		t[j] = f->ttable[i];
+	}
+	free(f->ttable);
+	f->ttable = t;
+	f->ttcap = cap;
+	return 0;
+}
+
+static int ftable_grow(struct flame *f)
+{
+	size_t cap = f->ftcap ? f->ftcap * 2 : TABLE_MIN, i, j;
+	uint32_t *t = calloc(cap, sizeof(*t));
+
+	if (!t)
+		return -ENOMEM;
+	for (i = 0; i < f->ftcap; i++) {
+		if (!f->ftable[i])
+			continue;
+		for (j = f->fents[f->ftable[i] - 1].hash & (cap - 1); t[j]; j = (j + 1) & (cap - 1))
+			;
+		t[j] = f->ftable[i];
+	}
+	free(f->ftable);
+	f->ftable = t;
+	f->ftcap = cap;
+	return 0;
+}
+
 static int table_grow(struct flame *f)
 {
 	size_t cap = f->tcap ? f->tcap * 2 : TABLE_MIN, i, j;
@@ -172,15 +310,14 @@ static int table_grow(struct flame *f)
 
 	if (cap > SIZE_MAX / sizeof(*t))
 		return -ENOMEM;
-	t = calloc(cap, sizeof(*t));
+	t = malloc(cap * sizeof(*t));
 	if (!t)
 		return -ENOMEM;
-	if (cap * sizeof(*t) >= HUGE_CHUNK)
-		advise_huge(t, cap * sizeof(*t));
+	memset(t, 0xff, cap * sizeof(*t)); /* node NONE: empty */
 	for (i = 0; i < f->tcap; i++) {
-		if (!f->table[i].nd)
+		if (f->table[i].node == NONE)
 			continue;
-		for (j = f->table[i].hash & (cap - 1); t[j].nd; j = (j + 1) & (cap - 1))
+		for (j = f->table[i].hash & (cap - 1); t[j].node != NONE; j = (j + 1) & (cap - 1))
 			;
 		t[j] = f->table[i];
 	}
@@ -190,47 +327,145 @@ static int table_grow(struct flame *f)
 	return 0;
 }
 
-/* Puts nd into the child table, which has room. */
-static void table_put(struct flame *f, struct node *nd)
+/* The child-table hash of a child of text id text below parent. */
+static inline uint32_t child_hash(uint32_t parent, uint32_t text)
 {
-	uint64_t h = key_hash((struct node *)nd->n.parent, nd->n.name - 1, nd->klen);
+	uint64_t x = (((uint64_t)parent << 32 | text) ^ 0x5bd1e9955bd1e995ULL) * HASH_M;
+
+	x ^= x >> 29;
+	return (uint32_t)((x * HASH_M) >> 32);
+}
+
+static void table_put(struct flame *f, uint32_t node)
+{
+	const struct cnode *nd = &f->nodes[node];
+	uint32_t h = child_hash(nd->parent, nd->text);
 	size_t i;
 
-	for (i = h & (f->tcap - 1); f->table[i].nd; i = (i + 1) & (f->tcap - 1))
+	for (i = h & (f->tcap - 1); f->table[i].node != NONE; i = (i + 1) & (f->tcap - 1))
 		;
-	f->table[i] = (struct slot){ .hash = h, .nd = nd };
+	f->table[i] = (struct slot){ .hash = h, .node = node };
 	f->tused++;
 }
 
-/* A node for the frame whose key (kind byte + text, klen bytes) is key; its frame
- * is fr with the strings moved into the node's own copy of the text. inline_line:
- * room for one line of the breakdown. */
-static struct node *node_new(struct flame *f, const char *key, size_t klen, const struct frame *fr,
-			     struct node *parent, bool inline_line)
+/* Room for one more node (all its arrays). */
+static int nodes_room(struct flame *f)
 {
-	size_t size = sizeof(struct node) + (inline_line ? sizeof(struct flame_line) : 0);
-	struct node *nd = arena_alloc(f, size + klen + 1);
-	char *copy;
-
-	if (!nd)
-		return NULL;
-	memset(nd, 0, size);
-	copy = (char *)nd + size;
-	memcpy(copy, key, klen);
-	copy[klen] = '\0';
-	nd->n.name = copy + 1;
-	nd->n.frame = *fr;
-	nd->n.frame.name = nd->n.name;
-	nd->n.frame.file = fr->kind == FRAME_PYTHON ? nd->n.name + fr->name_len + 2 : "";
-	nd->n.parent = parent ? &parent->n : NULL;
-	nd->n.depth = parent ? parent->n.depth + 1 : 0;
-	nd->n.repeat = 1;
-	nd->klen = (uint32_t)klen;
-	if (inline_line) {
-		nd->n.lines = nd->inline_line;
-		nd->linecap = 1;
+	size_t cap = f->nodecap ? f->nodecap * 2 : 1024;
+	void *p;
+	if (f->nnodes < f->nodecap)
+		return 0;
+	if (cap >= NONE)
+		return -ENOMEM; /* ids are 32 bits */
+	p = reallocarray(f->nodes, cap, sizeof(*f->nodes));
+	if (!p)
+		return -ENOMEM;
+	f->nodes = p;
+	if (f->cnt1) {
+		p = reallocarray(f->cnt1, cap, sizeof(*f->cnt1));
+		if (!p)
+			return -ENOMEM; /* nodecap unchanged: the bigger arrays are only room */
+		f->cnt1 = p;
 	}
-	return nd;
+	f->nodecap = cap;
+	return 0;
+}
+
+/* The text entry of frame fr, made if new. */
+static int text_get(struct flame *f, const struct frame *fr, uint32_t *out)
+{
+	size_t i, len = key_text(f, fr);
+	uint64_t h;
+	struct text *t;
+	char *copy;
+	int err;
+
+	if (len == SIZE_MAX || len >= UINT32_MAX)
+		return -ENOMEM;
+	h = finish_hash(bytes_hash((uint64_t)(fr->kind + 1) * HASH_M, f->key, len), len);
+	for (i = h & (f->ttcap - 1); f->ttable[i]; i = (i + 1) & (f->ttcap - 1)) {
+		t = &f->texts[f->ttable[i] - 1];
+		if (t->hash == h && t->frame.kind == fr->kind && t->len == len &&
+		    memcmp(t->text, f->key, len) == 0) {
+			*out = f->ttable[i] - 1;
+			return 0;
+		}
+	}
+	if ((f->ntexts + 1) * 2 > f->ttcap) {
+		err = ttable_grow(f);
+		if (err)
+			return err;
+	}
+	err = array_grow((void **)&f->texts, &f->textcap, f->ntexts + 1, sizeof(*f->texts));
+	if (err)
+		return err;
+	copy = arena_alloc(f, len + 1);
+	if (!copy)
+		return -ENOMEM;
+	memcpy(copy, f->key, len + 1);
+	t = &f->texts[f->ntexts];
+	*t = (struct text){ .hash = h, .text = copy, .len = (uint32_t)len, .frame = *fr };
+	t->frame.name = copy; /* the frame's parts are in its text: name first */
+	if (fr->kind == FRAME_PYTHON) {
+		t->frame.file = copy + fr->name_len + 2;
+	} else {
+		t->frame.file = "";
+		t->frame.file_len = 0;
+	}
+	for (i = h & (f->ttcap - 1); f->ttable[i]; i = (i + 1) & (f->ttcap - 1))
+		;
+	f->ttable[i] = (uint32_t)++f->ntexts;
+	*out = (uint32_t)(f->ntexts - 1);
+	return 0;
+}
+
+/* The text id of frame fr (line already dropped at function granularity): its
+ * fields looked up, and its text made only for fields not seen before. */
+static int frame_text(struct flame *f, const struct frame *fr, uint32_t *out)
+{
+	uint64_t h = field_hash(fr);
+	struct fent *e;
+	char *copy;
+	size_t i;
+	int err;
+
+	for (i = h & (f->ftcap - 1); f->ftable[i]; i = (i + 1) & (f->ftcap - 1)) {
+		e = &f->fents[f->ftable[i] - 1];
+		if (e->hash == h && same_fields(&e->frame, fr)) {
+			*out = e->text;
+			return 0;
+		}
+	}
+	if ((f->nfents + 1) * 2 > f->ftcap) {
+		err = ftable_grow(f);
+		if (err)
+			return err;
+	}
+	err = array_grow((void **)&f->fents, &f->fentcap, f->nfents + 1, sizeof(*f->fents));
+	if (err)
+		return err;
+	copy = arena_alloc(f, fr->name_len + fr->file_len + 1);
+	if (!copy)
+		return -ENOMEM;
+	e = &f->fents[f->nfents];
+	*e = (struct fent){ .hash = h, .frame = *fr };
+	memcpy(copy, fr->name, fr->name_len);
+	e->frame.name = copy;
+	if (fr->kind == FRAME_PYTHON) {
+		memcpy(copy + fr->name_len, fr->file, fr->file_len);
+		e->frame.file = copy + fr->name_len;
+	} else {
+		e->frame.file = "";
+		e->frame.file_len = 0;
+	}
+	err = text_get(f, fr, &e->text);
+	if (err)
+		return err;
+	for (i = h & (f->ftcap - 1); f->ftable[i]; i = (i + 1) & (f->ftcap - 1))
+		;
+	f->ftable[i] = (uint32_t)++f->nfents;
+	*out = e->text;
+	return 0;
 }
 
 int flame__new(struct flame **out)
@@ -240,25 +475,34 @@ int flame__new(struct flame **out)
 
 int flame__new_granular(struct flame **out, enum flame_granularity g)
 {
-	static const char root_key[] = { FLAME_ROOT, 'a', 'l', 'l' };
 	struct flame *f = calloc(1, sizeof(*f));
-	struct frame root;
+	char *all;
 
 	if (!f)
 		return -ENOMEM;
 	f->gran = g == FLAME_BY_FUNCTION ? FLAME_BY_FUNCTION : FLAME_BY_LINE;
+	memset(f->lfree, 0xff, sizeof(f->lfree)); /* NONE */
 	f->path = calloc(FLAME_MAX_DEPTH + 1, sizeof(*f->path));
 	f->runs = calloc(FLAME_MAX_DEPTH + 1, sizeof(*f->runs));
 	f->lineidx = calloc(FLAME_MAX_DEPTH + 1, sizeof(*f->lineidx));
 	f->frames = calloc(FLAME_MAX_DEPTH, sizeof(*f->frames));
-	if (!f->path || !f->runs || !f->lineidx || !f->frames || table_grow(f))
+	f->texts = malloc(64 * sizeof(*f->texts));
+	f->textcap = 64;
+	all = arena_alloc(f, 4);
+	if (!f->path || !f->runs || !f->lineidx || !f->frames || !f->texts || !all ||
+	    table_grow(f) || ttable_grow(f) || ftable_grow(f) || nodes_room(f))
 		goto out_free;
-	root = frame_make(FRAME_NATIVE, "all", NULL, 0);
-	root.kind = FLAME_ROOT;
-	f->root = node_new(f, root_key, sizeof(root_key), &root, NULL, false);
-	if (!f->root)
-		goto out_free;
-	f->size = 1;
+	memcpy(all, "all", 4);
+	/* the root's text is in no table: no frame is the root */
+	f->texts[0] = (struct text){ .text = all,
+				     .len = 3,
+				     .frame = frame_make(FRAME_NATIVE, all, NULL, 0) };
+	f->texts[0].frame.kind = FLAME_ROOT;
+	f->ntexts = 1;
+	f->nodes[0] = (struct cnode){
+		.text = 0, .parent = NONE, .child = NONE, .next = NONE, .lines = NONE, .rn = 1
+	};
+	f->nnodes = 1;
 	*out = f;
 	return 0;
 
@@ -277,8 +521,20 @@ void flame__free(struct flame *f)
 		next = c->next;
 		free(c);
 	}
+	free(f->nodes);
+	free(f->cnt1);
+	free(f->texts);
+	free(f->ttable);
+	free(f->fents);
+	free(f->ftable);
 	free(f->table);
+	free(f->lline);
+	free(f->lcnt[0]);
+	free(f->lcnt[1]);
 	free(f->wide);
+	free(f->pub);
+	free(f->pubkids);
+	free(f->publines);
 	free(f->path);
 	free(f->runs);
 	free(f->lineidx);
@@ -293,97 +549,67 @@ static bool by_function(const struct flame *f, const struct frame *fr)
 	return f->gran == FLAME_BY_FUNCTION && fr->kind == FRAME_PYTHON;
 }
 
-/* Whether node nd is frame fr (a frame the node was made from would be), comparing
- * fields, not text: equal fields make equal keys. */
-static bool node_is(const struct flame *f, const struct node *nd, const struct frame *fr)
+/* The child of parent for frame fr (line already dropped at function
+ * granularity), created if new. */
+static int child_get(struct flame *f, uint32_t parent, const struct frame *fr, uint32_t *out)
 {
-	const struct frame *k = &nd->n.frame;
-
-	return k->kind == fr->kind && k->name_len == fr->name_len && k->file_len == fr->file_len &&
-	       (k->line == fr->line || by_function(f, fr)) &&
-	       memcmp(k->name, fr->name, fr->name_len) == 0 &&
-	       (!fr->file_len || memcmp(k->file, fr->file, fr->file_len) == 0);
-}
-
-/* The child of parent for frame fr, created if new. */
-static int child_get(struct flame *f, struct node *parent, const struct frame *frame,
-		     struct node **out)
-{
-	struct frame fn = *frame;
-	const struct frame *fr = frame;
-	struct node *kid;
-	size_t len, klen, i;
-	uint64_t h;
+	uint32_t first = f->nodes[parent].child, kid, t, ch;
+	bool only = first != NONE && f->nodes[first].next == NONE;
+	size_t i;
 	int err;
 
-	if (by_function(f, frame)) {
-		fn.line = FRAME_NO_LINE;
-		fr = &fn;
+	if (only && same_fields(&f->texts[f->nodes[first].text].frame, fr)) {
+		*out = first;
+		return 0;
 	}
-	len = frame_format(fr, NULL, 0);
-	klen = len + 1;
-
-	err = array_grow((void **)&f->key, &f->keycap, klen + 1, 1);
+	err = frame_text(f, fr, &t);
 	if (err)
 		return err;
-	f->key[0] = (char)fr->kind;
-	frame_format(fr, f->key + 1, len + 1);
-	if (parent->n.nchildren == 1) {
-		kid = (struct node *)parent->n.children[0];
-		if (kid->klen == klen && memcmp(kid->n.name - 1, f->key, klen) == 0) {
-			*out = kid;
-			return 0;
-		}
-	} else if (parent->n.nchildren > 1) {
-		h = key_hash(parent, f->key, klen);
-		for (i = h & (f->tcap - 1); f->table[i].nd; i = (i + 1) & (f->tcap - 1)) {
-			kid = f->table[i].nd;
-			if (f->table[i].hash == h && kid->n.parent == &parent->n &&
-			    kid->klen == klen && memcmp(kid->n.name - 1, f->key, klen) == 0) {
+	if (only && f->nodes[first].text == t) {
+		*out = first;
+		return 0;
+	}
+	if (first != NONE && !only) {
+		ch = child_hash(parent, t);
+		for (i = ch & (f->tcap - 1); f->table[i].node != NONE;
+		     i = (i + 1) & (f->tcap - 1)) {
+			kid = f->table[i].node;
+			if (f->table[i].hash == ch && f->nodes[kid].parent == parent &&
+			    f->nodes[kid].text == t) {
 				*out = kid;
 				return 0;
 			}
 		}
 	}
-	if (parent->n.nchildren == parent->cap) {
-		size_t cap = parent->cap ? (size_t)parent->cap * 2 : 1;
-		void *p;
-
-		if (cap >= UINT32_MAX / 2)
-			return -ENOMEM;
-		p = arena_alloc(f, cap * sizeof(*parent->n.children));
-		if (!p)
-			return -ENOMEM;
-		if (parent->n.nchildren)
-			memcpy(p, parent->n.children,
-			       parent->n.nchildren * sizeof(*parent->n.children));
-		parent->n.children = p;
-		parent->cap = (uint32_t)cap;
-	}
-	if (parent->n.nchildren == 1) {
+	err = nodes_room(f);
+	if (!err && only)
 		err = array_grow((void **)&f->wide, &f->widecap, f->nwide + 1, sizeof(*f->wide));
-		if (err)
-			return err;
-	}
-	if (parent->n.nchildren && (f->tused + 2) * 2 > f->tcap) {
+	if (!err && first != NONE && (f->tused + 2) * 2 > f->tcap)
 		err = table_grow(f);
-		if (err)
-			return err;
-	}
-	kid = node_new(f, f->key, klen, fr, parent, by_function(f, frame));
-	if (!kid)
-		return -ENOMEM;
-	if (parent->n.nchildren == 1) { /* a second child: both go into the table */
-		table_put(f, (struct node *)parent->n.children[0]);
+	if (err)
+		return err;
+	kid = (uint32_t)f->nnodes++;
+	f->nodes[kid] = (struct cnode){ .text = t,
+					.parent = parent,
+					.child = NONE,
+					.next = first,
+					.lines = NONE,
+					.rn = by_function(f, fr) ? 0 : 1 };
+	if (f->cnt1)
+		f->cnt1[kid] = (struct cnt){ 0, 0 };
+	if (only) { /* a second child: both go into the table */
+		table_put(f, first);
 		f->wide[f->nwide++] = parent;
 	}
-	if (parent->n.nchildren)
+	if (first != NONE)
 		table_put(f, kid);
-	parent->n.children[parent->n.nchildren++] = &kid->n;
-	f->size++;
+	f->nodes[parent].child = kid; /* newest first; finishing sorts */
+	f->finished = false;
 	*out = kid;
 	return 0;
 }
+
+static const struct cnt zero; /* side 1's counts before any add to it */
 
 /* a + b, saturated at INT64_MAX like the store's sums: a tree's totals must
  * never wrap (a wrapped parent is smaller than its child, and a renderer then
@@ -397,39 +623,102 @@ static uint64_t sat_add(uint64_t a, uint64_t b)
 	return r;
 }
 
-/* The index of line in nd's breakdown, a zeroed entry inserted when new. */
-static int line_slot(struct flame *f, struct node *nd, uint32_t line, uint32_t *idx)
+/* A block of 1 << k line entries: its first entry's index. */
+static int line_block(struct flame *f, unsigned k, uint32_t *out)
 {
-	struct flame_line *l = nd->n.lines;
-	uint32_t lo = 0, hi = nd->n.nlines, mid;
+	size_t n = (size_t)1 << k;
+	unsigned s;
+	int err = 0;
+
+	if (f->lfree[k] != NONE) {
+		*out = f->lfree[k];
+		f->lfree[k] = f->lline[*out];
+		return 0;
+	}
+	if (f->lused + n >= NONE)
+		return -ENOMEM;
+	if (f->lused + n > f->lcap) {
+		size_t cap = f->lcap;
+
+		err = array_grow((void **)&f->lline, &cap, f->lused + n, sizeof(*f->lline));
+		for (s = 0; s < 2 && !err; s++) {
+			size_t c = f->lcnt[s] ? f->lcap : 0;
+
+			if (s && !f->cnt1)
+				continue; /* no side 1 yet */
+			err = array_grow((void **)&f->lcnt[s], &c, cap, sizeof(*f->lcnt[s]));
+		}
+		if (err)
+			return err;
+		f->lcap = cap;
+	}
+	*out = (uint32_t)f->lused;
+	f->lused += n;
+	return 0;
+}
+
+/* The smallest k with 1 << k >= n (n >= 1). */
+static unsigned line_class(uint32_t n)
+{
+	return n <= 1 ? 0 : 32 - (unsigned)__builtin_clz(n - 1);
+}
+
+/* The entry of line in node nd's breakdown, a zeroed one inserted when new. */
+static int line_slot(struct flame *f, uint32_t nd, uint32_t line, uint32_t *idx)
+{
+	struct cnode *cn = &f->nodes[nd];
+	uint32_t start = cn->lines, n = cn->rn, lo = 0, hi = n, mid, to;
+	unsigned s, k;
+	int err;
 
 	while (lo < hi) {
 		mid = lo + (hi - lo) / 2;
-		if (l[mid].line == line) {
-			*idx = mid;
+		if (f->lline[start + mid] == line) {
+			*idx = start + mid;
 			return 0;
 		}
-		if (l[mid].line < line)
+		if (f->lline[start + mid] < line)
 			lo = mid + 1;
 		else
 			hi = mid;
 	}
-	if (nd->n.nlines == nd->linecap) {
-		size_t cap = nd->linecap < 4 ? 4 : (size_t)nd->linecap * 2;
-
-		if (cap >= UINT32_MAX / 2)
-			return -ENOMEM;
-		l = arena_alloc(f, cap * sizeof(*l));
-		if (!l)
-			return -ENOMEM;
-		memcpy(l, nd->n.lines, sizeof(*l) * nd->n.nlines);
-		nd->n.lines = l;
-		nd->linecap = (uint32_t)cap;
+	if (n >= (1u << (LINE_CLASSES - 2)))
+		return -ENOMEM;
+	k = line_class(n + 1);
+	to = start;
+	if (!n || line_class(n) != k) { /* full (or none): a block twice the size */
+		err = line_block(f, k, &to);
+		if (err)
+			return err;
+		cn = &f->nodes[nd];
 	}
-	memmove(l + lo + 1, l + lo, (nd->n.nlines - lo) * sizeof(*l));
-	l[lo] = (struct flame_line){ .line = line };
-	nd->n.nlines++;
-	*idx = lo;
+	if (n) { /* [0, lo) to the new block, [lo, n) one up */
+		if (to != start) {
+			memcpy(f->lline + to, f->lline + start, lo * sizeof(*f->lline));
+			for (s = 0; s < 2; s++)
+				if (f->lcnt[s])
+					memcpy(f->lcnt[s] + to, f->lcnt[s] + start,
+					       lo * sizeof(struct cnt));
+		}
+		memmove(f->lline + to + lo + 1, f->lline + start + lo,
+			(n - lo) * sizeof(*f->lline));
+		for (s = 0; s < 2; s++)
+			if (f->lcnt[s])
+				memmove(f->lcnt[s] + to + lo + 1, f->lcnt[s] + start + lo,
+					(n - lo) * sizeof(struct cnt));
+	}
+	if (to != start && n) { /* the old block to its free list */
+		f->lline[start] = f->lfree[line_class(n)];
+		f->lfree[line_class(n)] = start;
+	}
+	f->lline[to + lo] = line;
+	for (s = 0; s < 2; s++)
+		if (f->lcnt[s])
+			f->lcnt[s][to + lo] = (struct cnt){ 0, 0 };
+	cn->lines = to;
+	cn->rn = n + 1;
+	f->nlines++;
+	*idx = to + lo;
 	return 0;
 }
 
@@ -443,60 +732,77 @@ static bool same_placeholder(const struct frame *a, const struct frame *b)
 int flame__add_frames(struct flame *f, const struct frame *frames, size_t n, uint64_t count,
 		      unsigned side)
 {
-	struct node *cur;
+	uint32_t cur = 0, next;
 	size_t i, depth = 0;
+	struct cnt *cn;
+	struct frame fn;
 	int err;
 
 	if (!f || !frames || n == 0 || n > FLAME_MAX_DEPTH || side > 1)
 		return -EINVAL;
-	cur = f->root;
-	f->path[0] = cur;
+	if (side && !f->cnt1) {
+		f->cnt1 = calloc(f->nodecap, sizeof(*f->cnt1));
+		if (!f->cnt1)
+			return -ENOMEM;
+	}
+	if (side && f->lcap && !f->lcnt[1]) {
+		f->lcnt[1] = calloc(f->lcap, sizeof(*f->lcnt[1]));
+		if (!f->lcnt[1])
+			return -ENOMEM;
+	}
+	f->path[0] = 0;
 	for (i = 0; i < n; i++) {
-		if (i > 1 && same_placeholder(&frames[i], &frames[i - 1])) {
+		const struct frame *fr = &frames[i];
+
+		if (i > 1 && same_placeholder(fr, &frames[i - 1])) {
 			f->runs[depth]++; /* frames[0] is the process, never merged */
 			continue;
 		}
+		if (by_function(f, fr)) {
+			fn = *fr;
+			fn.line = FRAME_NO_LINE;
+			fr = &fn;
+		}
 		/* Stacks of a process share their outer frames: the last add's node at
 		 * this depth, still in cache, is most often the one. */
-		if (depth < f->pdepth && f->path[depth + 1]->n.parent == &cur->n &&
-		    node_is(f, f->path[depth + 1], &frames[i])) {
-			cur = f->path[depth + 1];
+		next = depth < f->pdepth ? f->path[depth + 1] : NONE;
+		if (next != NONE && f->nodes[next].parent == cur &&
+		    same_fields(&f->texts[f->nodes[next].text].frame, fr)) {
+			cur = next;
 		} else {
 			f->pdepth = depth; /* path beyond is being replaced */
-			err = child_get(f, cur, &frames[i], &cur);
+			err = child_get(f, cur, fr, &cur);
 			if (err)
 				return err;
 		}
 		f->path[++depth] = cur;
 		f->runs[depth] = 1;
-		f->lineidx[depth] = UINT32_MAX;
-		if (by_function(f, &frames[i]) && frames[i].line != FRAME_NO_LINE) {
+		f->lineidx[depth] = NONE;
+		if (fr == &fn && frames[i].line != FRAME_NO_LINE) {
 			err = line_slot(f, cur, frames[i].line, &f->lineidx[depth]);
 			if (err)
 				return err;
 		}
 	}
 	f->pdepth = depth;
-	f->root->n.total[side] = sat_add(f->root->n.total[side], count);
-	for (i = 1; i <= depth; i++) {
-		struct flame_node *nd = &f->path[i]->n;
+	cn = side ? f->cnt1 : NULL;    /* side 0: in the nodes */
+	for (i = 0; i <= depth; i++) { /* path[0] is the root */
+		struct cnode *nd = &f->nodes[f->path[i]];
+		struct cnt *c = cn ? &cn[f->path[i]] : &nd->c0;
 
-		nd->total[side] = sat_add(nd->total[side], count);
-		if (f->runs[i] > nd->repeat)
-			nd->repeat = f->runs[i];
-		if (f->lineidx[i] != UINT32_MAX) {
-			struct flame_line *l = &nd->lines[f->lineidx[i]];
+		c->total = sat_add(c->total, count);
+		if (i == depth)
+			c->self = sat_add(c->self, count);
+		if (i && f->runs[i] > 1 && f->runs[i] > nd->rn) /* placeholders only */
+			nd->rn = f->runs[i];
+		if (i && f->lineidx[i] != NONE) {
+			struct cnt *l = &f->lcnt[side][f->lineidx[i]];
 
-			l->total[side] = sat_add(l->total[side], count);
+			l->total = sat_add(l->total, count);
 			if (i == depth)
-				l->self[side] = sat_add(l->self[side], count);
+				l->self = sat_add(l->self, count);
 		}
 	}
-	if (count && !cur->n.self[0] && !cur->n.self[1]) {
-		f->nends++;
-		f->endslots += cur->n.depth;
-	}
-	cur->n.self[side] = sat_add(cur->n.self[side], count);
 	return 0;
 }
 
@@ -519,40 +825,205 @@ int flame__add(struct flame *f, const char *stack, uint64_t count, unsigned side
 	return flame__add_frames(f, f->frames, n, count, side);
 }
 
-static int cmp_node(const void *a, const void *b)
+/* ---- finishing ---------------------------------------------------------------- */
+
+static int cmp_text(const void *a, const void *b, void *ctx)
 {
-	const struct flame_node *x = *(const struct flame_node *const *)a;
-	const struct flame_node *y = *(const struct flame_node *const *)b;
-	int c = strcmp(x->name, y->name);
+	const struct text *t = ctx;
+	const struct text *x = &t[*(const uint32_t *)a], *y = &t[*(const uint32_t *)b];
+	int c = strcmp(x->text, y->text);
 
 	/* equal texts of two kinds (a native "f_[k]" and a kernel "f"): kind decides */
 	return c ? c : (int)x->frame.kind - (int)y->frame.kind;
 }
 
-/* Only nodes with two or more children have an order to make, and the tree keeps
- * a list of them: no walk over the half a million others. */
-void flame__finish(struct flame *f)
+static int cmp_rank(const void *a, const void *b, void *ctx)
 {
-	size_t i;
+	const struct flame *f = ctx;
+	uint32_t x = f->texts[f->nodes[*(const uint32_t *)a].text].rank;
+	uint32_t y = f->texts[f->nodes[*(const uint32_t *)b].text].rank;
 
-	for (i = 0; f && i < f->nwide; i++)
-		qsort(f->wide[i]->n.children, f->wide[i]->n.nchildren,
-		      sizeof(*f->wide[i]->n.children), cmp_node);
+	return x < y ? -1 : x > y;
+}
+
+/* Ranks the texts and sorts every children list by rank: the order of names
+ * (strcmp), then kinds. */
+static int finish_order(struct flame *f)
+{
+	uint32_t *ids, *kids = NULL, k, c;
+	size_t i, n, cap = 0;
+
+	if (f->finished)
+		return 0;
+	ids = malloc(f->ntexts * sizeof(*ids));
+	if (!ids)
+		return -ENOMEM;
+	for (i = 0; i < f->ntexts; i++)
+		ids[i] = (uint32_t)i;
+	qsort_r(ids, f->ntexts, sizeof(*ids), cmp_text, f->texts);
+	f->twins = false;
+	for (i = 0; i < f->ntexts; i++) {
+		f->texts[ids[i]].rank = (uint32_t)i;
+		if (i && strcmp(f->texts[ids[i]].text, f->texts[ids[i - 1]].text) == 0)
+			f->twins = true;
+	}
+	free(ids);
+	for (i = 0; i < f->nwide; i++) {
+		uint32_t p = f->wide[i];
+
+		for (n = 0, c = f->nodes[p].child; c != NONE; c = f->nodes[c].next)
+			n++;
+		if (array_grow((void **)&kids, &cap, n, sizeof(*kids))) {
+			free(kids);
+			return -ENOMEM;
+		}
+		for (n = 0, c = f->nodes[p].child; c != NONE; c = f->nodes[c].next)
+			kids[n++] = c;
+		qsort_r(kids, n, sizeof(*kids), cmp_rank, f);
+		f->nodes[p].child = kids[0];
+		for (k = 0; k + 1 < n; k++)
+			f->nodes[kids[k]].next = kids[k + 1];
+		f->nodes[kids[n - 1]].next = NONE;
+	}
+	free(kids);
+	f->finished = true;
+	return 0;
+}
+
+int flame__finish_lean(struct flame *f)
+{
+	return f ? finish_order(f) : -EINVAL;
+}
+
+/* The public tree: one flame_node per node, children and line arrays in one
+ * block each, names pointing into the interned texts. */
+static int make_public(struct flame *f)
+{
+	size_t i, nk = 0, nl = 0, j;
+	uint32_t c, l;
+
+	free(f->pub);
+	free(f->pubkids);
+	free(f->publines);
+	f->pubkids = NULL;
+	f->publines = NULL;
+	f->pub = calloc(f->nnodes, sizeof(*f->pub));
+	f->pubkids = malloc((f->nnodes > 1 ? f->nnodes - 1 : 1) * sizeof(*f->pubkids));
+	f->publines = calloc(f->nlines ? f->nlines : 1, sizeof(*f->publines));
+	if (!f->pub || !f->pubkids || !f->publines)
+		return -ENOMEM;
+	f->nends = 0;
+	f->endslots = 0;
+	for (i = 0; i < f->nnodes; i++) {
+		const struct cnode *cn = &f->nodes[i];
+		struct flame_node *pn = &f->pub[i];
+		const struct text *t = &f->texts[cn->text];
+
+		pn->name = t->text;
+		pn->frame = t->frame;
+		for (j = 0; j < 2; j++) {
+			const struct cnt *k = j ? (f->cnt1 ? &f->cnt1[i] : &zero) : &cn->c0;
+
+			pn->self[j] = k->self;
+			pn->total[j] = k->total;
+		}
+		pn->parent = cn->parent == NONE ? NULL : &f->pub[cn->parent];
+		pn->depth = pn->parent ? pn->parent->depth + 1 : 0; /* parents come first */
+		pn->repeat = by_function(f, &t->frame) ? 1 : cn->rn;
+		pn->children = f->pubkids + nk;
+		for (c = cn->child; c != NONE; c = f->nodes[c].next)
+			f->pubkids[nk++] = &f->pub[c];
+		pn->nchildren = (uint32_t)(f->pubkids + nk - pn->children);
+		if (!pn->nchildren)
+			pn->children = NULL;
+		pn->lines = NULL;
+		if (by_function(f, &t->frame) && cn->rn) {
+			pn->lines = f->publines + nl;
+			pn->nlines = cn->rn;
+			for (l = cn->lines; l < cn->lines + cn->rn; l++, nl++)
+				flame__view_line(f, l, &f->publines[nl]);
+		}
+		if (i && (pn->self[0] || pn->self[1])) {
+			f->nends++;
+			f->endslots += pn->depth;
+		}
+	}
+	return 0;
+}
+
+int flame__finish(struct flame *f)
+{
+	if (!f)
+		return -EINVAL;
+	return finish_order(f) ?: make_public(f);
 }
 
 const struct flame_node *flame__root(const struct flame *f)
 {
-	return &f->root->n;
+	return f->pub;
 }
 
 uint64_t flame__total(const struct flame *f, unsigned side)
 {
-	return side > 1 ? 0 : f->root->n.total[side];
+	if (side > 1 || (side && !f->cnt1))
+		return 0;
+	return side ? f->cnt1[0].total : f->nodes[0].c0.total;
 }
 
 size_t flame__size(const struct flame *f)
 {
-	return f->size;
+	return f->nnodes;
+}
+
+bool flame__has_twins(const struct flame *f)
+{
+	return f->twins;
+}
+
+size_t flame__ntexts(const struct flame *f)
+{
+	return f->ntexts;
+}
+
+const char *flame__text(const struct flame *f, uint32_t id, size_t *len, uint32_t *kind)
+{
+	*len = f->texts[id].len;
+	*kind = f->texts[id].frame.kind;
+	return f->texts[id].text;
+}
+
+void flame__view(const struct flame *f, uint32_t id, struct flame_view *v)
+{
+	const struct cnode *cn = &f->nodes[id];
+	const struct text *t = &f->texts[cn->text];
+	unsigned s;
+
+	v->name = t->text;
+	v->name_len = t->len;
+	v->kind = t->frame.kind;
+	v->text = cn->text;
+	v->repeat = by_function(f, &t->frame) ? 1 : cn->rn;
+	v->nlines = by_function(f, &t->frame) ? cn->rn : 0;
+	v->child = cn->child;
+	v->next = cn->next;
+	v->lines = v->nlines ? cn->lines : NONE;
+	for (s = 0; s < 2; s++) {
+		const struct cnt *k = s ? (f->cnt1 ? &f->cnt1[id] : &zero) : &cn->c0;
+
+		v->self[s] = k->self;
+		v->total[s] = k->total;
+	}
+}
+
+void flame__view_line(const struct flame *f, uint32_t id, struct flame_line *out)
+{
+	unsigned s;
+
+	out->line = f->lline[id];
+	for (s = 0; s < 2; s++) {
+		out->self[s] = f->lcnt[s] ? f->lcnt[s][id].self : 0;
+		out->total[s] = f->lcnt[s] ? f->lcnt[s][id].total : 0;
+	}
 }
 
 /* One function being summed by flame__top. */
@@ -684,9 +1155,9 @@ int flame__top(const struct flame *f, unsigned side, struct flame_function **out
 	size_t i = 0, nfn;
 	int err;
 
-	if (side > 1)
+	if (side > 1 || !f->pub)
 		return -EINVAL;
-	err = top_visit(&w, &f->root->n);
+	err = top_visit(&w, f->pub);
 	if (err)
 		goto out_free;
 	/* One block: the functions, then every function's lines. calloc(0) may
@@ -798,13 +1269,15 @@ int flame__stacks(const struct flame *f, struct flame_stack **out, size_t *n)
 
 	*out = NULL;
 	*n = 0;
+	if (!f->pub)
+		return -EINVAL;
 	if (!nstacks)
 		return 0;
 	w.stacks = malloc(nstacks * sizeof(*w.stacks) + slots * sizeof(*w.pool));
 	if (!w.stacks)
 		return -ENOMEM;
 	w.pool = (const struct flame_node **)(w.stacks + nstacks);
-	collect_stacks(&f->root->n, &w);
+	collect_stacks(f->pub, &w);
 	qsort(w.stacks, w.n, sizeof(*w.stacks), cmp_stack_text);
 	*out = w.stacks;
 	*n = w.n;

@@ -4,8 +4,8 @@
  * profiles: side 0 is "the profile" (or "before" in a diff), side 1 is "after".
  *
  * A node is one frame (common/frame.h): children are merged when their kind and
- * folded text are equal. Each node keeps its text (frame_format's) and the frame
- * itself, whose strings point into that text. Children are kept sorted by text
+ * folded text are equal. Each node has its text (frame_format's) and a frame of
+ * that text, whose strings point into the text. Children are kept sorted by text
  * (flamegraph.pl's alphabetical merge order), so a rendering is a pure function of
  * the tree.
  *
@@ -29,12 +29,20 @@
  * made from it (folded, speedscope, pprof), has the frame once; JSON says "repeat".
  * A run of two different placeholders is not merged.
  *
- * Ownership: the tree owns every node and name; nodes are valid until
- * flame__free(). Not thread-safe.
+ * Two ways to read a finished tree: flame__finish() makes the public node tree
+ * (struct flame_node, flame__root(), flame__stacks(), flame__top()), about 130
+ * bytes a node more; flame__finish_lean() only orders the tree for flame__view(),
+ * the compact reading that the JSON and folded renderers use (a day's 650 k nodes
+ * take some 60 MB that way, line breakdowns included). flame__view() works after either.
+ *
+ * Ownership: the tree owns every node and name (a name is the tree's one copy of
+ * that text, shared by every node of that key); nodes are valid until
+ * flame__free() or the next add. Not thread-safe.
  */
 #ifndef SMOLDER_FLAME_H
 #define SMOLDER_FLAME_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -42,6 +50,7 @@
 
 #define FLAME_ROOT	FRAME_KIND_NR /* the kind of the synthetic root, which is no frame */
 #define FLAME_MAX_DEPTH 2048	      /* frames per stack, the root not counted */
+#define FLAME_NONE	UINT32_MAX    /* flame_view: no such node or line entry */
 
 /* How a tree tells frames apart. */
 enum flame_granularity {
@@ -92,9 +101,16 @@ int flame__add_frames(struct flame *f, const struct frame *frames, size_t n, uin
 /* The same for a folded stack ("comm;f1;f2"), read with frame_parse(). */
 int flame__add(struct flame *f, const char *stack, uint64_t count, unsigned side);
 
-/* Sorts children by name. Call once after the last add, before reading. */
-void flame__finish(struct flame *f);
+/* Sorts children by name and makes the public node tree. Call after the last
+ * add, before reading. Returns 0, -EINVAL (f NULL) or -ENOMEM (then only
+ * flame__view() may read the tree). */
+int flame__finish(struct flame *f);
 
+/* Sorts children by name, for flame__view() only (flame__root() is then NULL
+ * until flame__finish()). Returns 0, -EINVAL or -ENOMEM. */
+int flame__finish_lean(struct flame *f);
+
+/* The root of the public tree (after flame__finish, else NULL). */
 const struct flame_node *flame__root(const struct flame *f);
 
 /* Total samples of a side (the root's total). */
@@ -102,6 +118,43 @@ uint64_t flame__total(const struct flame *f, unsigned side);
 
 /* Number of nodes, root included. */
 size_t flame__size(const struct flame *f);
+
+/* ---- the compact reading (after flame__finish or flame__finish_lean) ---------- */
+
+/* Node id 0 is the root; a node's children are a list (child, then next) in the
+ * public tree's order (name, then kind). */
+struct flame_view {
+	const char *name;  /* the node's text, NUL-terminated, as flame_node's */
+	size_t name_len;   /* strlen(name) */
+	uint32_t kind;	   /* as flame_node's frame.kind */
+	uint32_t text;	   /* the id of the text: < flame__ntexts(), equal for equal keys */
+	uint32_t repeat;   /* as flame_node's */
+	uint32_t child;	   /* first child's id, FLAME_NONE */
+	uint32_t next;	   /* next sibling's id, FLAME_NONE */
+	uint32_t lines;	   /* first line entry (flame__view_line), FLAME_NONE */
+	uint32_t nlines;   /* line entries: lines, lines + 1, ... (as flame_node's) */
+	uint64_t self[2];  /* as flame_node's */
+	uint64_t total[2]; /* as flame_node's */
+};
+
+/* Fills *v with node id (0 or an id a view handed out). */
+void flame__view(const struct flame *f, uint32_t id, struct flame_view *v);
+
+/* Line entry id (a view's lines + i, i < nlines) into *out, as flame_node's
+ * lines[i]. */
+void flame__view_line(const struct flame *f, uint32_t id, struct flame_line *out);
+
+/* Number of distinct texts, bound of flame_view's text (for per-text caches). */
+size_t flame__ntexts(const struct flame *f);
+
+/* Text id's text (NUL-terminated, *len bytes) and kind, as a view of a node of that
+ * text gives them. */
+const char *flame__text(const struct flame *f, uint32_t id, size_t *len, uint32_t *kind);
+
+/* Whether two nodes' texts are equal with different kinds somewhere in the tree
+ * (a native "f_[k]" and a kernel "f"): then the order of stacks by folded text is
+ * not the tree's walk order, and render_folded sorts them (flame__stacks). */
+bool flame__has_twins(const struct flame *f);
 
 /* One stack of the tree: a node where samples end on either side, and the path
  * to it, root excluded (frames[0] is the process, frames[nframes - 1] the leaf). */
@@ -114,7 +167,8 @@ struct flame_stack {
 /* Every stack of the tree in the order of their folded text (strcmp of
  * "comm;f1;f2", the order of a sorted folded file), so each renderer that lists
  * stacks writes the same order. *out is one malloc'd block (caller frees; NULL
- * when there are none); nodes belong to the tree. Call after flame__finish.
+ * when there are none); nodes belong to the tree. Call after flame__finish (which
+ * succeeded).
  * Returns 0 or -ENOMEM. */
 int flame__stacks(const struct flame *f, struct flame_stack **out, size_t *n);
 

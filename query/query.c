@@ -41,6 +41,12 @@ static int add_stack(void *ctx, const struct frame *frames, size_t nframes, uint
 	return flame__add_frames(s->f, frames, nframes, count, s->side);
 }
 
+/* The formats rendered from the compact tree alone (flame__view). */
+static bool lean_format(const char *format)
+{
+	return strcmp(format, "json") == 0 || strcmp(format, "folded") == 0;
+}
+
 /* Loads the query's samples into a tree (both sides for a diff). */
 static int load_flame(struct store *st, const struct query *q, struct flame **out)
 {
@@ -64,11 +70,16 @@ static int load_flame(struct store *st, const struct query *q, struct flame **ou
 		sq = store_query(q->from, q->to, &q->where);
 		err = store__query_stacks(st, &sq, add_stack, &s);
 	}
+	/* JSON and folded read the compact tree; the others, and folded of a tree
+	 * whose stacks need sorting, the public one */
+	err = err ?: flame__finish_lean(s.f);
+	if (!err && (q->kind == QUERY_TOP || !lean_format(q->format) ||
+		     (strcmp(q->format, "folded") == 0 && flame__has_twins(s.f))))
+		err = flame__finish(s.f);
 	if (err) {
 		flame__free(s.f);
 		return err;
 	}
-	flame__finish(s.f);
 	*out = s.f;
 	return 0;
 }

@@ -2,7 +2,9 @@
  * independent sum over the input stacks, per side; sorted children; frame kinds;
  * recursion counted once in flame__top; argument errors; a wide tree; function
  * granularity (merged Python frames and their per-line breakdown, per side and in
- * top, against hand-computed numbers); runs of placeholder frames collapsed. */
+ * top, against hand-computed numbers); runs of placeholder frames collapsed; the
+ * folded walk of a lean tree against a sort of its stacks; equal texts from
+ * unequal fields merged. */
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -15,6 +17,7 @@
 #include <cmocka.h>
 
 #include "query/flame.h"
+#include "query/render_folded.h"
 #include "testutil.h"
 
 #define NSTACKS 400
@@ -755,6 +758,127 @@ static void test_wide(void **state)
 	flame__free(f);
 }
 
+/* render_folded writes a tree finished lean from a walk of the tree, and must
+ * write what a sort of its stacks by folded text gives (flame__stacks on the same
+ * tree finished whole): names where a sibling's text extends another's with a byte
+ * below ';' ("run_1", "run_12", "run_1 x") sort the stacks of a node apart from its
+ * own; at both granularities, with and without a second side, and with twins
+ * (equal texts of two kinds), which the walk leaves to the sorted list; stacks that
+ * end at their process (the walk's path is empty there). */
+static char *folded_of(struct flame *f, bool diff)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *out = open_memstream(&buf, &len);
+
+	assert_non_null(out);
+	assert_int_equal(render_folded(f, diff, out), 0);
+	assert_int_equal(fclose(out), 0);
+	return buf;
+}
+
+static char *folded_sorted(struct flame *f, bool diff)
+{
+	struct flame_stack *st;
+	char *buf = NULL;
+	size_t len = 0, n, i;
+	FILE *out = open_memstream(&buf, &len);
+	uint32_t k;
+
+	assert_non_null(out);
+	assert_int_equal(flame__stacks(f, &st, &n), 0);
+	for (i = 0; i < n; i++) {
+		if (!diff && !st[i].count[0])
+			continue;
+		for (k = 0; k < st[i].nframes; k++)
+			fprintf(out, "%s%s", k ? ";" : "", st[i].frames[k]->name);
+		fprintf(out, " %llu", (unsigned long long)st[i].count[0]);
+		if (diff)
+			fprintf(out, " %llu", (unsigned long long)st[i].count[1]);
+		fputc('\n', out);
+	}
+	free(st);
+	assert_int_equal(fclose(out), 0);
+	return buf;
+}
+
+static void test_folded_walk_order(void **state)
+{
+	static const char *const names[] = { "run_1",	   "run_12",   "run_1 x",   "run_1:",
+					     "run_1a",	   "a",	       "a b",	    "f (x.py:3)",
+					     "f (x.py:4)", "f (x.py)", "[unknown]", "b_[k]" };
+	const size_t nn = sizeof(names) / sizeof(names[0]);
+	struct frame fr[8];
+	unsigned trial, i, k, depth;
+
+	(void)state;
+	for (trial = 0; trial < 24; trial++) {
+		enum flame_granularity g = trial % 2 ? FLAME_BY_FUNCTION : FLAME_BY_LINE;
+		bool diff = trial % 4 >= 2, twins = trial >= 16;
+		struct flame *a, *b;
+		char *got, *want;
+
+		assert_int_equal(flame__new_granular(&a, g), 0);
+		assert_int_equal(flame__new_granular(&b, g), 0);
+		for (i = 0; i < 300; i++) {
+			uint64_t count = rng() % 3; /* zeros too: nodes with no samples */
+			unsigned side = diff ? rng() % 2 : 0;
+			char text[512] = "p";
+
+			depth = i % 37 ? 1 + rng() % 6 : 0; /* some end at the process */
+			for (k = 0; k < depth; k++) {
+				strcat(text, ";");
+				strcat(text, names[rng() % nn]);
+			}
+			assert_int_equal(flame__add(a, text, count, side), 0);
+			assert_int_equal(flame__add(b, text, count, side), 0);
+			if (twins && i % 50 == 0) { /* a native "b_[k]" beside the kernel "b" */
+				fr[0] = frame_make(FRAME_PROCESS, "p", NULL, 0);
+				fr[1] = frame_make(FRAME_NATIVE, "b_[k]", NULL, 0);
+				fr[2] = frame_make(FRAME_NATIVE, names[rng() % 2], NULL, 0);
+				assert_int_equal(flame__add_frames(a, fr, 3, 1, side), 0);
+				assert_int_equal(flame__add_frames(b, fr, 3, 1, side), 0);
+			}
+		}
+		assert_int_equal(twins ? flame__finish(a) : flame__finish_lean(a), 0);
+		assert_true(flame__has_twins(a) == twins);
+		assert_int_equal(flame__finish(b), 0);
+		got = folded_of(a, diff);
+		want = folded_sorted(b, diff);
+		assert_string_equal(got, want);
+		assert_true(strlen(got) > 0);
+		free(got);
+		free(want);
+		flame__free(a);
+		flame__free(b);
+	}
+}
+
+/* Equal texts from unequal fields are one node: a Python frame named "f (a" in
+ * "b.py" and one named "f" in "a (b.py" both print "f (a (b.py)". */
+static void test_equal_text_unequal_fields(void **state)
+{
+	struct frame x[2] = { frame_make(FRAME_PROCESS, "p", NULL, 0),
+			      frame_make(FRAME_PYTHON, "f (a", "b.py", FRAME_NO_LINE) };
+	struct frame y[2] = { frame_make(FRAME_PROCESS, "p", NULL, 0),
+			      frame_make(FRAME_PYTHON, "f", "a (b.py", FRAME_NO_LINE) };
+	const struct flame_node *p;
+	struct flame *f;
+
+	(void)state;
+	assert_int_equal(flame__new(&f), 0);
+	assert_int_equal(flame__add_frames(f, x, 2, 2, 0), 0);
+	assert_int_equal(flame__add_frames(f, y, 2, 3, 0), 0);
+	assert_int_equal(flame__add_frames(f, x, 2, 5, 0), 0);
+	assert_int_equal(flame__finish(f), 0);
+	p = kid(flame__root(f), "p");
+	assert_int_equal(p->nchildren, 1);
+	assert_string_equal(p->children[0]->name, "f (a (b.py)");
+	assert_int_equal(p->children[0]->self[0], 10);
+	assert_int_equal(flame__size(f), 3);
+	flame__free(f);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -772,6 +896,8 @@ int main(void)
 		cmocka_unit_test(test_many_lines),
 		cmocka_unit_test(test_top_lines),
 		cmocka_unit_test(test_placeholder_runs),
+		cmocka_unit_test(test_folded_walk_order),
+		cmocka_unit_test(test_equal_text_unequal_fields),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
