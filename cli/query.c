@@ -68,6 +68,7 @@ static const struct command {
 	  "                     folded, svg, html, pprof, speedscope\n"
 	  "  --type cpu         the profile type (cpu, the only one recorded so far)\n"
 	  "  --lines            frames told apart by line, not only by function\n"
+	  "  --max-nodes N      json: only the N heaviest frames (16 or more)\n"
 	  "%s"
 	  "\n"
 	  "examples:\n"
@@ -88,6 +89,7 @@ static const struct command {
 	  "                     folded, svg, html\n"
 	  "  --type cpu         the profile type (cpu, the only one recorded so far)\n"
 	  "  --lines            frames told apart by line, not only by function\n"
+	  "  --max-nodes N      json: only the N heaviest frames (16 or more)\n"
 	  "%s"
 	  "\n"
 	  "examples:\n"
@@ -162,6 +164,7 @@ static const struct option {
 	{ "--format", "format", true, ALL },
 	{ "--type", "type", true, PROFILE | K(QUERY_SERIES) },
 	{ "--lines", NULL, false, PROFILE },
+	{ "--max-nodes", "max_nodes", true, K(QUERY_FLAMEGRAPH) | K(QUERY_DIFF) },
 	{ "--limit", "limit", true, K(QUERY_TOP) },
 	{ "--sort", "sort", true, K(QUERY_TOP) },
 	{ "--step", "step", true, K(QUERY_SERIES) },

@@ -17,6 +17,11 @@
 #define DEFAULT_RANGE 3600
 #define DEFAULT_LIMIT 50
 #define MAX_LIMIT     100000
+/* max_nodes (json flame graphs): below 16 a graph says nothing; 10 M is past any
+ * tree the store can answer (BLOCK_MERGE_MAX_IDS stacks of distinct frames
+ * aside), so a larger value is a typo. */
+#define MIN_MAX_NODES 16
+#define MAX_MAX_NODES 10000000
 #define MIN_STEP      10
 
 /* The parameters each kind takes, for the unknown-parameter check and its
@@ -27,11 +32,11 @@ static const struct {
 } kinds[] = {
 	[QUERY_FLAMEGRAPH] = { "flamegraph",
 			       (const char *const[]){ "from", "to", "where", "type", "format",
-						      "granularity", NULL } },
-	[QUERY_DIFF] = { "diff",
-			 (const char *const[]){ "before_from", "before_to", "after_from",
-						"after_to", "where", "before_where", "after_where",
-						"type", "format", "granularity", NULL } },
+						      "granularity", "max_nodes", NULL } },
+	[QUERY_DIFF] = { "diff", (const char *const[]){ "before_from", "before_to", "after_from",
+							"after_to", "where", "before_where",
+							"after_where", "type", "format",
+							"granularity", "max_nodes", NULL } },
 	[QUERY_TOP] = { "top", (const char *const[]){ "from", "to", "where", "type", "format",
 						      "granularity", "limit", "sort", NULL } },
 	[QUERY_SERIES] = { "series", (const char *const[]){ "from", "to", "where", "type", "format",
@@ -221,6 +226,24 @@ int query_parse(struct query *q, enum query_kind kind, const struct query_params
 			goto out;
 		}
 		q->lines = strcmp(v, "line") == 0;
+	}
+	v = param(ctx, "max_nodes", 0);
+	if (v) { /* flamegraph and diff only: check_names refused it elsewhere */
+		char *end;
+		unsigned long n = strtoul(v, &end, 10);
+
+		if (*end || !*v || *v == '-' || n < MIN_MAX_NODES || n > MAX_MAX_NODES) {
+			err = reason_fail(why, whylen, -EINVAL,
+					  "max_nodes wants %d to %d, got '%.32s'", MIN_MAX_NODES,
+					  MAX_MAX_NODES, v);
+			goto out;
+		}
+		if (strcmp(q->format, "json") != 0) {
+			err = reason_fail(why, whylen, -EINVAL,
+					  "max_nodes applies to format=json, not %.32s", q->format);
+			goto out;
+		}
+		q->max_nodes = n;
 	}
 	v = param(ctx, "sort", 0);
 	if (v && kind == QUERY_TOP) {

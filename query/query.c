@@ -109,7 +109,7 @@ struct query_answer {
 
 static int out_tree_json(const struct query_answer *a, FILE *out)
 {
-	return render_json_tree(a->tree, a->meta, out);
+	return render_json_tree(a->tree, a->meta, a->q->max_nodes, out);
 }
 
 static int out_text(const struct query_answer *a, FILE *out)

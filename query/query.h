@@ -69,6 +69,8 @@ struct query {
 	size_t limit;			      /* top */
 	enum query_sort sort;		      /* top */
 	bool lines;			      /* granularity=line: a line is part of a frame */
+	size_t max_nodes;		      /* json flame graphs: at most this many nodes
+					       * (render_json_tree); 0: all */
 	char *owned[2 * QUERY_MAX_WHERE * 3]; /* strings split out of where=K=V */
 	size_t nowned;
 };

@@ -199,7 +199,74 @@ struct tree_writer {
 	uint64_t root0, root1;
 	char *names;	  /* the texts' `"NAME","kind":"KIND"`, one after another */
 	size_t *name_off; /* text id -> offset in names; [ntexts] is the end */
+	/* max_nodes: a node is written when its weight is above keep_above, or equal
+	 * to it while ties_left lasts; pruned counts what is not */
+	bool prune;
+	uint64_t keep_above;
+	size_t ties_left;
+	uint64_t pruned_nodes, pruned_samples, pruned_max;
 };
+
+/* What max_nodes ranks nodes by: the total of both sides. */
+static uint64_t weight(const struct flame_view *v)
+{
+	uint64_t w = v->total[0] + v->total[1];
+
+	return w < v->total[0] ? UINT64_MAX : w;
+}
+
+static int cmp_desc(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return (x < y) - (x > y);
+}
+
+/* Sets w's threshold so that at most max_nodes nodes are written: the
+ * max_nodes-th largest weight. Returns 0 or -ENOMEM. */
+static int plan_prune(struct tree_writer *w, size_t max_nodes)
+{
+	size_t n = flame__size(w->f), i, above = 0;
+	struct flame_view v;
+	uint64_t *ws;
+
+	if (!max_nodes || n <= max_nodes)
+		return 0;
+	ws = malloc(n * sizeof(*ws));
+	if (!ws)
+		return -ENOMEM;
+	for (i = 0; i < n; i++) {
+		flame__view(w->f, (uint32_t)i, &v);
+		ws[i] = weight(&v);
+	}
+	qsort(ws, n, sizeof(*ws), cmp_desc);
+	w->keep_above = ws[max_nodes - 1];
+	for (i = 0; i < max_nodes && ws[i] > w->keep_above; i++)
+		above++;
+	w->ties_left = max_nodes - above;
+	flame__view(w->f, 0, &v); /* the root, written whatever its weight */
+	if (weight(&v) == w->keep_above && w->ties_left)
+		w->ties_left--;
+	w->pruned_nodes = n - max_nodes;
+	w->pruned_max = max_nodes;
+	w->prune = true;
+	free(ws);
+	return 0;
+}
+
+/* Whether child view v is written (and, when not, its samples counted). */
+static bool keep(struct tree_writer *w, const struct flame_view *v)
+{
+	uint64_t wt;
+
+	if (!w->prune)
+		return true;
+	wt = weight(v);
+	if (wt > w->keep_above || (wt == w->keep_above && w->ties_left && w->ties_left--))
+		return true;
+	w->pruned_samples += wt;
+	return false;
+}
 
 /* Escapes every text of w->f once into w->names. Returns 0 or -ENOMEM. */
 static int write_names(struct tree_writer *w)
@@ -271,7 +338,8 @@ static void write_node(struct tree_writer *w, uint32_t id, const char *meta)
 {
 	struct jbuf *b = &w->b;
 	struct flame_view v;
-	uint32_t c, first;
+	uint32_t c;
+	bool first;
 
 	flame__view(w->f, id, &v);
 	if (meta) {
@@ -301,17 +369,31 @@ static void write_node(struct tree_writer *w, uint32_t id, const char *meta)
 	}
 	write_lines(w, &v);
 	JB_LIT(b, ",\"children\":[");
-	first = v.child;
+	first = true;
 	for (c = v.child; c != FLAME_NONE; c = v.next) {
-		if (c != first)
+		flame__view(w->f, c, &v); /* the child, and its next sibling */
+		if (!keep(w, &v))
+			continue;
+		if (!first)
 			jb_char(b, ',');
+		first = false;
 		write_node(w, c, NULL);
-		flame__view(w->f, c, &v); /* the child's next sibling */
+		flame__view(w->f, c, &v);
 	}
-	JB_LIT(b, "]}");
+	jb_char(b, ']');
+	if (id == 0 && w->prune) {
+		JB_LIT(b, ",\"pruned\":{\"nodes\":");
+		jb_u64(b, w->pruned_nodes);
+		JB_LIT(b, ",\"samples\":");
+		jb_u64(b, w->pruned_samples);
+		JB_LIT(b, ",\"max_nodes\":");
+		jb_u64(b, w->pruned_max);
+		jb_char(b, '}');
+	}
+	jb_char(b, '}');
 }
 
-int render_json_tree(const struct flame *f, const char *meta, FILE *out)
+int render_json_tree(const struct flame *f, const char *meta, size_t max_nodes, FILE *out)
 {
 	struct tree_writer *w;
 	int err;
@@ -326,7 +408,7 @@ int render_json_tree(const struct flame *f, const char *meta, FILE *out)
 	w->root0 = flame__total(f, 0);
 	w->root1 = flame__total(f, 1);
 	w->diff = w->root1 > 0;
-	err = write_names(w);
+	err = plan_prune(w, max_nodes) ?: write_names(w);
 	if (!err) {
 		write_node(w, 0, meta);
 		jb_char(&w->b, '\n');

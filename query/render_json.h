@@ -47,8 +47,18 @@
 /* Writes the tree of f (after flame__finish) to out. meta, when not NULL, is the
  * text of a JSON value (the query's context: range, selection, units) written as
  * the root object's first member, "meta"; the caller makes it valid JSON.
- * Returns 0, -EINVAL (NULL argument) or -EIO (a write failed). */
-int render_json_tree(const struct flame *f, const char *meta, FILE *out);
+ *
+ * max_nodes (0: no limit) keeps the nodes with the largest totals (both sides
+ * summed in a diff), at most max_nodes of them: a node is written when its total
+ * is at least the max_nodes-th largest, and when that threshold ties, the nodes
+ * of exactly that total that come first in the walk fill what is left. A node's
+ * total is at least each child's, so what is kept is one tree from the root, and
+ * the totals and self of the nodes written are unchanged (a pruned child's
+ * samples show as the part of its parent's width that no child covers). The root
+ * then has "pruned":{"nodes":N,"samples":S,"max_nodes":M} after meta: the nodes
+ * left out and the samples of the outermost of them (side 0 and 1 summed).
+ * Returns 0, -EINVAL (NULL argument), -ENOMEM or -EIO (a write failed). */
+int render_json_tree(const struct flame *f, const char *meta, size_t max_nodes, FILE *out);
 
 /* Writes n functions (as from flame__top) with percentages of total (0: all 0),
  * and meta as render_json_tree() does. Returns 0, -EINVAL or -EIO. */

@@ -369,16 +369,30 @@
     return [['from', r[0]], ['to', r[1]]];
   }
 
+  /* The graph asks for the MAX_NODES heaviest frames only (the API's max_nodes):
+   * a day of a busy host is 650 k frames, 85 MB of JSON; 20 000 are a few MB and
+   * every frame wider than a pixel or two of a laptop screen. Exports get all. */
+  const MAX_NODES = 20000;
+
   function flameUrl(format) {
+    const cap = format === 'json' ? [['max_nodes', MAX_NODES]] : [];
     if (state.mode === 'diff') {
       if (!state.base) return null;
       const a = profileRange();
       return query('/api/v1/diff', [['format', format], ['before_from', state.base[0]],
         ['before_to', state.base[1]], ['after_from', a[0]], ['after_to', a[1]], ['type', state.type],
-        ...whereParams(state)]);
+        ...whereParams(state), ...cap]);
     }
     return query('/api/v1/flamegraph', [['format', format], ...rangeParams(profileRange()),
-      ['type', state.type], ...whereParams(state)]);
+      ['type', state.type], ...whereParams(state), ...cap]);
+  }
+
+  /* What a pruned graph left out, for the summary line. */
+  function prunedNote(tree, total) {
+    const p = tree.pruned;
+    if (!p || !p.nodes) return '';
+    return ' \u00b7 ' + fmtCount(p.nodes) + ' smallest frames not drawn (' +
+      (total ? ((100 * p.samples) / total).toFixed(1) : '0') + '% of samples)';
   }
 
   function setSummary(text, empty) {
@@ -417,7 +431,8 @@
       const m = tree.meta;
       if (diff) {
         setSummary('before ' + fmtCount(m.before.total) + ' samples \u00b7 after ' + fmtCount(m.after.total) +
-          ' samples \u00b7 red grew, blue shrank (shares of each side)',
+          ' samples \u00b7 red grew, blue shrank (shares of each side)' +
+          prunedNote(tree, m.before.total + m.after.total),
         m.before.total + m.after.total ? '' : 'No samples in either range.');
         $('summary').dataset.total = m.after.total;
         moverRows = movers(tree);
@@ -425,10 +440,19 @@
       } else {
         const cpu = m.cpu_seconds !== null && m.cpu_seconds !== undefined && m.period_ns
           ? ' \u00b7 ' + m.cpu_seconds.toFixed(2) + ' s CPU' : '';
-        setSummary(fmtCount(m.total) + ' samples' + cpu + ' \u00b7 ' + fmtRange([m.from, m.to]),
+        setSummary(fmtCount(m.total) + ' samples' + cpu + ' \u00b7 ' + fmtRange([m.from, m.to]) +
+          prunedNote(tree, m.total),
           m.total ? '' : 'No samples in this range' + (m.empty_reason ? ': ' + m.empty_reason : '.'));
         $('summary').dataset.total = m.total;
-        topRows = flame.functions(); /* the tree's own numbers: no second query */
+        if (tree.pruned) {
+          /* the pruned tree lacks the small frames' self time: ask the API */
+          const top = await getJson(query('/api/v1/top', [['format', 'json'], ['limit', 1000],
+            ...rangeParams(profileRange()), ['type', state.type], ...whereParams(state)]));
+          if (gen !== profileGen) return;
+          topRows = top.functions;
+        } else {
+          topRows = flame.functions(); /* the tree's own numbers: no second query */
+        }
         renderTop();
       }
       applyHighlight();

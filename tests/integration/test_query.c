@@ -453,6 +453,11 @@ static void test_bad_queries(void **state)
 		  "step wants a duration (90s, 15m, 1h30m, 2d12h, 1w), got '0s'" },
 		{ "/api/v1/top?limit=0", "limit wants 1 to 100000" },
 		{ "/api/v1/top?limit=12x", "limit wants 1 to 100000" },
+		{ "/api/v1/flamegraph?max_nodes=15", "max_nodes wants 16 to 10000000, got '15'" },
+		{ "/api/v1/flamegraph?max_nodes=-1", "max_nodes wants 16 to 10000000, got '-1'" },
+		{ "/api/v1/diff?before_from=1&before_to=2&after_from=3&after_to=4&format=svg&"
+		  "max_nodes=100",
+		  "max_nodes applies to format=json, not svg" },
 		{ "/api/v1/diff?before_from=10&before_to=5&after_from=1&after_to=2",
 		  "before_to must be after before_from" },
 		{ "/api/v1/diff?after_from=10&after_to=5&before_from=1&before_to=2",
@@ -472,6 +477,47 @@ static void test_bad_queries(void **state)
 			fail_msg("%s: want 400 %s got %ld %s", bad[i].path, want, status, body);
 		free(body);
 	}
+}
+
+/* Occurrences of needle in s. */
+static size_t occurrences(const char *s, const char *needle)
+{
+	size_t n = 0;
+
+	for (s = strstr(s, needle); s; s = strstr(s + 1, needle))
+		n++;
+	return n;
+}
+
+/* max_nodes over HTTP: a json flame graph of more nodes than asked comes with
+ * exactly that many and says what it left out; the root's total is unchanged. */
+static void test_max_nodes(void **state)
+{
+	const char *all = "/api/v1/flamegraph?from=0&to=4102444800";
+	char path[256], *full, *pruned, *p, *q;
+	size_t nodes;
+	long status;
+
+	(void)state;
+	full = get(all, &status, NULL);
+	assert_int_equal(status, 200);
+	nodes = occurrences(full, "\"children\":[");
+	print_message("  the full graph: %zu nodes\n", nodes);
+	assert_true(nodes > 20); /* the minimum the comparison needs */
+	snprintf(path, sizeof(path), "%s&max_nodes=16", all);
+	pruned = get(path, &status, NULL);
+	assert_int_equal(status, 200);
+	assert_int_equal(occurrences(pruned, "\"children\":["), 16);
+	assert_non_null(strstr(pruned, "\"max_nodes\":16}"));
+	p = strstr(pruned, "\"pruned\":{\"nodes\":");
+	assert_non_null(p);
+	assert_int_equal(strtoull(p + strlen("\"pruned\":{\"nodes\":"), NULL, 10), nodes - 16);
+	/* the root's total: the first "total" after the root's name */
+	p = strstr(strstr(full, "\"name\":\"all\""), "\"total\":");
+	q = strstr(strstr(pruned, "\"name\":\"all\""), "\"total\":");
+	assert_int_equal(strtoull(p + 8, NULL, 10), strtoull(q + 8, NULL, 10));
+	free(full);
+	free(pruned);
 }
 
 /* Renders: SVG parses as XML, JSON parses, every format answers; hostile names
@@ -558,6 +604,7 @@ int main(void)
 		cmocka_unit_test_teardown(test_diff, test_teardown_children),
 		cmocka_unit_test_teardown(test_labels, test_teardown_children),
 		cmocka_unit_test_teardown(test_bad_queries, test_teardown_children),
+		cmocka_unit_test_teardown(test_max_nodes, test_teardown_children),
 		cmocka_unit_test_teardown(test_formats_and_hostile_names, test_teardown_children),
 		cmocka_unit_test_teardown(test_cli_db_and_url_agree, test_teardown_children),
 	};

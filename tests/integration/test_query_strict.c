@@ -329,7 +329,8 @@ static void test_unknown_params(void **state)
 	} bad[] = {
 		{ "/api/v1/flamegraph?frm=-5m",
 		  "unknown parameter 'frm' (flamegraph takes from, to, where, type, format, "
-		  "granularity)" },
+		  "granularity, max_nodes)" },
+		{ "/api/v1/top?max_nodes=100", "unknown parameter 'max_nodes' (top takes" },
 		{ "/api/v1/flamegraph?limit=5", "unknown parameter 'limit' (flamegraph takes" },
 		{ "/api/v1/top?step=10s",
 		  "unknown parameter 'step' (top takes from, to, where, type, format, granularity, "

@@ -591,7 +591,7 @@ static void test_json_lines_and_repeat(void **state)
 	t = fn_tree(fn_stacks, fn_counts, sides, 5);
 	fp = fopen(path, "w");
 	assert_non_null(fp);
-	assert_int_equal(render_json_tree(t, NULL, fp), 0);
+	assert_int_equal(render_json_tree(t, NULL, 0, fp), 0);
 	assert_int_equal(fclose(fp), 0);
 	python_check(dir, json_tree_py, path);
 
@@ -608,7 +608,7 @@ static void test_json_lines_and_repeat(void **state)
 	t = fn_tree(fn_stacks, fn_counts, sides, 5);
 	fp = fopen(path, "w");
 	assert_non_null(fp);
-	assert_int_equal(render_json_tree(t, NULL, fp), 0);
+	assert_int_equal(render_json_tree(t, NULL, 0, fp), 0);
 	assert_int_equal(fclose(fp), 0);
 	python_check(dir, json_tree_py, path);
 	flame__free(t);
@@ -689,7 +689,7 @@ static void test_buffered_writers(void **state)
 
 	mem = open_memstream(&buf, &len);
 	assert_non_null(mem);
-	assert_int_equal(render_json_tree(t, NULL, mem), 0);
+	assert_int_equal(render_json_tree(t, NULL, 0, mem), 0);
 	fclose(mem);
 	for (p = buf; (p = strstr(p, "\"name\":")); p++)
 		nnames++;
@@ -712,6 +712,81 @@ static void test_buffered_writers(void **state)
 	free(names);
 }
 
+/* max_nodes against a model in Python: the pruned JSON holds min(max_nodes, n)
+ * nodes, every one with the totals the full JSON gives it, every node heavier than
+ * the max_nodes-th weight, a tree from the root, and "pruned" counts the nodes
+ * left out and the samples of the outermost of them. Trees with ties (equal
+ * leaves) and a diff. */
+static const char prune_py[] =
+	"import json, sys\n"
+	"full = json.load(open(sys.argv[1] + '.full'))\n"
+	"want = int(sys.argv[1].rsplit('.', 1)[1])\n"
+	"got = json.load(open(sys.argv[1]))\n"
+	"def w(n): return n['total'] + (n['after']['total'] if 'after' in n else 0)\n"
+	"def walk(n, path, out):\n"
+	"    out[path] = n\n"
+	"    for c in n['children']: walk(c, path + ((c['name'], c['kind']),), out)\n"
+	"F, G = {}, {}\n"
+	"walk(full, (), F); walk(got, (), G)\n"
+	"weights = sorted((w(n) for n in F.values()), reverse=True)\n"
+	"if len(F) <= want:\n"
+	"    assert 'pruned' not in got and len(G) == len(F), (len(G), len(F))\n"
+	"    sys.exit(0)\n"
+	"t = weights[want - 1]\n"
+	"assert len(G) == want, (len(G), want)\n"
+	"for p, n in G.items():\n"
+	"    assert p in F and w(F[p]) == w(n) and F[p]['self'] == n['self'], p\n"
+	"    assert p == () or p[:-1] in G, p\n"
+	"for p, n in F.items():\n"
+	"    assert w(n) <= t or p in G, ('missing', p, w(n), t)\n"
+	"    assert w(n) >= t or p not in G, ('extra', p)\n"
+	"outer = sum(w(n) for p, n in F.items() if p not in G and p[:-1] in G)\n"
+	"assert got['pruned'] == {'nodes': len(F) - want, 'samples': outer, 'max_nodes': want}, "
+	"(got['pruned'], len(F) - want, outer)\n";
+
+static void test_json_max_nodes(void **state)
+{
+	static const size_t caps[] = { 16, 17, 23, 40, 1000 };
+	char dir[64], path[160], full[200], stack[128];
+	struct flame *t;
+	size_t i, k, c;
+	FILE *fp;
+
+	(void)state;
+	assert_non_null(test_mkdtemp(dir, sizeof(dir)));
+	for (k = 0; k < 2; k++) { /* a profile, then a diff */
+		assert_int_equal(flame__new(&t), 0);
+		for (i = 0; i < 120; i++) {
+			/* three levels below two processes; counts with many ties */
+			snprintf(stack, sizeof(stack), "p%zu;f%zu;g%zu;h%zu", i % 2, i % 5, i % 11,
+				 i % 23);
+			assert_int_equal(flame__add(t, stack, 1 + i % 4, k ? (unsigned)(i % 2) : 0),
+					 0);
+		}
+		assert_int_equal(flame__finish(t), 0);
+		snprintf(full, sizeof(full), "%s/t%zu.json.full", dir, k);
+		fp = fopen(full, "w");
+		assert_non_null(fp);
+		assert_int_equal(render_json_tree(t, NULL, 0, fp), 0);
+		assert_int_equal(fclose(fp), 0);
+		for (c = 0; c < sizeof(caps) / sizeof(caps[0]); c++) {
+			snprintf(path, sizeof(path), "%s/t%zu.json.%zu", dir, k, caps[c]);
+			snprintf(full, sizeof(full), "%s.full", path);
+			fp = fopen(full, "w"); /* the model's copy of the full tree */
+			assert_non_null(fp);
+			assert_int_equal(render_json_tree(t, NULL, 0, fp), 0);
+			assert_int_equal(fclose(fp), 0);
+			fp = fopen(path, "w");
+			assert_non_null(fp);
+			assert_int_equal(render_json_tree(t, NULL, caps[c], fp), 0);
+			assert_int_equal(fclose(fp), 0);
+			python_check(dir, prune_py, path);
+		}
+		flame__free(t);
+	}
+	test_rm_rf(dir);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -723,6 +798,7 @@ int main(void)
 		cmocka_unit_test(test_json_lines_and_repeat),
 		cmocka_unit_test(test_function_text_exports),
 		cmocka_unit_test(test_buffered_writers),
+		cmocka_unit_test(test_json_max_nodes),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -588,7 +588,7 @@ static void test_json(void **state)
 	snprintf(path, sizeof(path), "%s/tree.json", dir);
 	fp = fopen(path, "w");
 	assert_non_null(fp);
-	assert_int_equal(render_json_tree(f, NULL, fp), 0);
+	assert_int_equal(render_json_tree(f, NULL, 0, fp), 0);
 	assert_int_equal(fclose(fp), 0);
 	snprintf(args, sizeof(args), "'%s' 55 0", path);
 	run_py(check_tree_py, "tree", args);
@@ -609,7 +609,7 @@ static void test_json(void **state)
 	snprintf(path, sizeof(path), "%s/diff.json", dir);
 	fp = fopen(path, "w");
 	assert_non_null(fp);
-	assert_int_equal(render_json_tree(f, NULL, fp), 0);
+	assert_int_equal(render_json_tree(f, NULL, 0, fp), 0);
 	assert_int_equal(fclose(fp), 0);
 	snprintf(args, sizeof(args), "'%s' 55 1", path);
 	run_py(check_tree_py, "diff", args);
