@@ -634,6 +634,7 @@ static int open_all(struct agent *a)
 		.off_cpu = o->off_cpu,
 		.offcpu_min_ns = (uint64_t)o->off_cpu_min_us * 1000,
 		.offcpu_probability = o->off_cpu_probability,
+		.offcpu_max = o->off_cpu_max_keys,
 		.unwind_rows =
 			(uint32_t)(((uint64_t)(o->unwind_table_mb ?: AGENT_UNWIND_TABLE_MB) << 20) /
 				   sizeof(struct unwind_row)),

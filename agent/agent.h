@@ -66,6 +66,7 @@ struct agent_options {
 	bool off_cpu;		    /* --off-cpu on|off (default AGENT_OFFCPU_DEFAULT) */
 	unsigned off_cpu_min_us;    /* --off-cpu-min-us (default AGENT_OFFCPU_MIN_US) */
 	double off_cpu_probability; /* --off-cpu-probability, (0, 1] (default 1) */
+	uint32_t off_cpu_max_keys;  /* --off-cpu-max-keys; 0: SAMPLER_OFFCPU_MAX */
 	/* shipping to a collector */
 	char *collector;	/* --collector URL (http:// or https://), or NULL */
 	char *token;		/* --token, or read from --token-file */

@@ -48,6 +48,9 @@ const char agent_options_usage[] =
 	"                        60000000 (default 1000)\n"
 	"      --off-cpu-probability P  time only a share P of switches, 0.0001 to 1\n"
 	"                        (default 1); values are scaled by 1/P\n"
+	"      --off-cpu-max-keys N  (thread, stack) entries of off-CPU time per window,\n"
+	"                        16 to 4194304 (default 4096); past it waits are lost\n"
+	"                        and counted\n"
 	"      --include-idle    count the idle task instead of skipping it\n"
 	"      --max-stacks N    entries per stack map (default: from window and CPUs)\n"
 	"      --bpf-stats       measure the BPF program's run time and report it\n"
@@ -83,6 +86,7 @@ const struct option agent_long_options[] = {
 	{ "off-cpu", required_argument, NULL, AGENT_OPT_OFF_CPU },
 	{ "off-cpu-min-us", required_argument, NULL, AGENT_OPT_OFF_CPU_MIN_US },
 	{ "off-cpu-probability", required_argument, NULL, AGENT_OPT_OFF_CPU_PROBABILITY },
+	{ "off-cpu-max-keys", required_argument, NULL, AGENT_OPT_OFF_CPU_MAX_KEYS },
 	{ NULL, 0, NULL, 0 },
 };
 
@@ -309,6 +313,12 @@ int agent_options__set(struct agent_options *o, int opt, const char *arg, char *
 		if (parse_probability(arg, &o->off_cpu_probability))
 			rc = reason_fail(err, errlen, -EINVAL,
 					 "--off-cpu-probability wants 0.0001 to 1, got '%s'", arg);
+		break;
+	case AGENT_OPT_OFF_CPU_MAX_KEYS:
+		if (parse_uint(arg, 16, 1u << 22, &v))
+			rc = reason_fail(err, errlen, -EINVAL,
+					 "--off-cpu-max-keys wants 16 to 4194304, got '%s'", arg);
+		o->off_cpu_max_keys = (uint32_t)v;
 		break;
 	case AGENT_OPT_UNWIND:
 		if (strcmp(arg, "cfi") == 0)
