@@ -7,6 +7,7 @@
  * Needs root (BPF); skipped with a reason otherwise.
  */
 #include <dirent.h>
+#include <limits.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -355,13 +356,195 @@ static void test_storm(void **state)
 	free(log);
 }
 
+/* Python threads blocked in time.sleep, Lock.acquire (a lock another thread holds
+ * 3 ms of every 4) and socket recv (a server thread sends a byte every 5 ms). The
+ * lines marked "# SLEEP", "# ACQUIRE" and "# RECV" are the calls. */
+static const char py_script[] =
+	"import socket\n"
+	"import sys\n"
+	"import threading\n"
+	"import time\n"
+	"\n"
+	"\n"
+	"def sleeper():\n"
+	"    while True:\n"
+	"        time.sleep(0.005)  # SLEEP\n"
+	"\n"
+	"\n"
+	"def holder(lock):\n"
+	"    while True:\n"
+	"        with lock:\n"
+	"            time.sleep(0.003)\n"
+	"        time.sleep(0.001)\n"
+	"\n"
+	"\n"
+	"def locker(lock):\n"
+	"    while True:\n"
+	"        lock.acquire()  # ACQUIRE\n"
+	"        lock.release()\n"
+	"        time.sleep(0.0005)\n"
+	"\n"
+	"\n"
+	"def server(listener):\n"
+	"    conn, _ = listener.accept()\n"
+	"    while True:\n"
+	"        time.sleep(0.005)\n"
+	"        conn.sendall(b'x')\n"
+	"\n"
+	"\n"
+	"def receiver(port):\n"
+	"    conn = socket.create_connection(('127.0.0.1', port))\n"
+	"    while True:\n"
+	"        conn.recv(1)  # RECV\n"
+	"\n"
+	"\n"
+	"def main():\n"
+	"    lock = threading.Lock()\n"
+	"    listener = socket.socket()\n"
+	"    listener.bind(('127.0.0.1', 0))\n"
+	"    listener.listen(1)\n"
+	"    port = listener.getsockname()[1]\n"
+	"    for target, args in ((sleeper, ()), (holder, (lock,)),\n"
+	"                         (locker, (lock,)), (server, (listener,)),\n"
+	"                         (receiver, (port,))):\n"
+	"        threading.Thread(target=target, args=args, daemon=True).start()\n"
+	"    time.sleep(0.5)\n"
+	"    print('ready', flush=True)\n"
+	"    time.sleep(3600)\n"
+	"\n"
+	"\n"
+	"main()\n";
+
+/* The line of the script holding marker. */
+static int py_line(const char *marker)
+{
+	const char *end = strstr(py_script, marker), *p;
+	int line = 1;
+
+	assert_non_null(end);
+	for (p = py_script; p < end; p++)
+		line += *p == '\n';
+	return line;
+}
+
+struct py_check {
+	const char *fn;	   /* "sleeper (" */
+	const char *exact; /* "sleeper (<script>:<line>)" */
+	uint64_t all, at_line, with_kernel;
+};
+
+static int py_cb(void *ctx, const char *stack, uint64_t count)
+{
+	struct py_check *c = ctx;
+	const char *p = strstr(stack, c->fn);
+
+	if (!p || (p != stack && p[-1] != ';'))
+		return 0;
+	c->all += count;
+	if (has_frame(stack, c->exact))
+		c->at_line += count;
+	if (strstr(p, "_[k]"))
+		c->with_kernel += count;
+	return 0;
+}
+
+/* One CPython (pyenv's 3.9 to 3.13, "debian": /usr/bin/python3): each blocking
+ * call's off-CPU time is under its Python function at the call's line, with kernel
+ * frames below it. */
+static void run_python(void **state, const char *version)
+{
+	static const char *const fns[] = { "sleeper", "locker", "receiver" };
+	static const char *const marks[] = { "# SLEEP", "# ACQUIRE", "# RECV" };
+	char python[PATH_MAX], script[128], out[128], run[32], fn[64], exact[256];
+	char *argv[] = { python, script, NULL }, *log;
+	pid_t py, agent;
+	struct folded *f;
+	FILE *w;
+	int i;
+
+	NEED_ROOT(*state);
+	if (!strcmp(version, "debian"))
+		snprintf(python, sizeof(python), "/usr/bin/python3");
+	if (strcmp(version, "debian") ? !test_pyenv_python(version, python, sizeof(python))
+				      : access(python, X_OK) != 0) {
+		print_message("skipping CPython %s: not installed on this machine\n", version);
+		skip();
+	}
+	snprintf(run, sizeof(run), "py%s", version);
+	snprintf(script, sizeof(script), "%s/offcpu_%s.py", tmpdir, version);
+	snprintf(out, sizeof(out), "%s/%s.out", tmpdir, run);
+	w = fopen(script, "w");
+	assert_non_null(w);
+	assert_int_equal(fputs(py_script, w) >= 0, 1);
+	assert_int_equal(fclose(w), 0);
+	py = test_spawn(argv, out, NULL);
+	/* threads being created have no thread state yet: start once all run */
+	assert_true(test_wait_for_child_text(py, out, "ready", 30000));
+	agent = start_offcpu_agent(run, py, NULL);
+	usleep(5000000); /* the span profiled */
+	log = stop_offcpu_agent(agent, run);
+	test_kill(py, SIGKILL);
+	test_wait(py, 10000);
+	f = offcpu_folded(run, agent_recorded_ns(log) / 1000 * 999);
+	print_message("  CPython %s (%s)\n", version, python);
+	for (i = 0; i < 3; i++) {
+		struct py_check c = { fn, exact, 0, 0, 0 };
+
+		snprintf(fn, sizeof(fn), "%s (", fns[i]);
+		snprintf(exact, sizeof(exact), "%s (%s:%d)", fns[i], script, py_line(marks[i]));
+		folded__foreach(f, py_cb, &c);
+		print_message(
+			"  %s: %.2f s off CPU, %.1f%% at line %d, %.1f%% with kernel frames\n",
+			fns[i], (double)c.all / 1e9,
+			c.all ? 100.0 * (double)c.at_line / (double)c.all : 0.0, py_line(marks[i]),
+			c.all ? 100.0 * (double)c.with_kernel / (double)c.all : 0.0);
+		/* 5 s of a thread blocked most of the time in that call */
+		assert_true(c.all > 2000000000ull);
+		assert_true(c.at_line >= c.all * 90 / 100);
+		assert_true(c.with_kernel >= c.all * 90 / 100);
+	}
+	free(log);
+	folded__free(f);
+}
+
+static void test_python_3_9(void **state)
+{
+	run_python(state, "3.9");
+}
+
+static void test_python_3_10(void **state)
+{
+	run_python(state, "3.10");
+}
+
+static void test_python_3_11(void **state)
+{
+	run_python(state, "3.11");
+}
+
+static void test_python_3_12(void **state)
+{
+	run_python(state, "3.12");
+}
+
+static void test_python_3_13(void **state)
+{
+	run_python(state, "3.13");
+}
+
+static void test_python_debian(void **state)
+{
+	run_python(state, "debian");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_known_shape),
-		cmocka_unit_test(test_totals),
-		cmocka_unit_test(test_totals_sampled),
-		cmocka_unit_test(test_storm),
+		cmocka_unit_test(test_known_shape),    cmocka_unit_test(test_totals),
+		cmocka_unit_test(test_totals_sampled), cmocka_unit_test(test_storm),
+		cmocka_unit_test(test_python_3_9),     cmocka_unit_test(test_python_3_10),
+		cmocka_unit_test(test_python_3_11),    cmocka_unit_test(test_python_3_12),
+		cmocka_unit_test(test_python_3_13),    cmocka_unit_test(test_python_debian),
 	};
 
 	(void)post_batch; /* collectortest.h's, for other tests */
