@@ -417,7 +417,8 @@ static void print_stats(struct agent *a, double seconds, const char *what)
 	if (a->opts->off_cpu)
 		log_info("smolder: off-cpu: %.3f s recorded in %llu waits, %llu shorter than "
 			 "%u us; losses: waits not timed (map full) %llu, waits dropped (map "
-			 "full) %llu, without user stack %llu, without kernel stack %llu",
+			 "full) %llu, without user stack %llu, without kernel stack %llu; CPU "
+			 "samples skipped during a walk %llu",
 			 (double)a->offcpu_ns / 1e9,
 			 (unsigned long long)loss[PROFILE_LOSS_OFFCPU_INTERVALS],
 			 (unsigned long long)loss[PROFILE_LOSS_OFFCPU_SHORT],
@@ -426,7 +427,8 @@ static void print_stats(struct agent *a, double seconds, const char *what)
 			 (unsigned long long)(loss[PROFILE_LOSS_OFFCPU_COUNTS_FULL] +
 					      loss[PROFILE_LOSS_OFFCPU_PENDING_FULL]),
 			 (unsigned long long)loss[PROFILE_LOSS_OFFCPU_NO_USER],
-			 (unsigned long long)loss[PROFILE_LOSS_OFFCPU_SWAPPED]);
+			 (unsigned long long)loss[PROFILE_LOSS_OFFCPU_SWAPPED],
+			 (unsigned long long)loss[PROFILE_LOSS_OFFCPU_NESTED]);
 	if (a->opts->bpf_stats &&
 	    !sampler__prog_stats(a->sampler, &run_ns, &run_cnt, &off_ns, &off_cnt) && run_cnt)
 		log_info("smolder: bpf: %llu program runs, %.0f ns mean, %.3f s total",
@@ -479,6 +481,7 @@ static int ship_batch(struct agent *a, struct batch_builder *bb, bool last)
 		[PROFILE_LOSS_OFFCPU_PENDING_FULL] = "loss_offcpu_pending_map_full",
 		[PROFILE_LOSS_OFFCPU_NO_USER] = "loss_offcpu_user_stack_unknown",
 		[PROFILE_LOSS_OFFCPU_SWAPPED] = "loss_offcpu_kernel_stack_window_ended",
+		[PROFILE_LOSS_OFFCPU_NESTED] = "loss_samples_during_offcpu_walk",
 		[PROFILE_LOSS_OFFCPU_INTERVALS] = "offcpu_intervals",
 		[PROFILE_LOSS_OFFCPU_SHORT] = "offcpu_intervals_under_minimum",
 	};

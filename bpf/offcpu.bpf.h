@@ -64,6 +64,24 @@ struct {
 	__type(value, struct profile_offcpu_pending);
 } offcpu_pending SEC(".maps");
 
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u32);
+} offcpu_busy SEC(".maps");
+
+/* True when this CPU is inside an off-CPU walk that a CPU sample interrupted. */
+static __always_inline bool offcpu_walking(void)
+{
+	__u32 zero = 0, *busy;
+
+	if (!offcpu_enabled)
+		return false;
+	busy = bpf_map_lookup_elem(&offcpu_busy, &zero);
+	return busy && *busy;
+}
+
 /* Ends a pending wait of the current thread (task): its user and Python stacks,
  * when its user registers are still those it blocked with, and the count. */
 static __always_inline void offcpu_complete(void *ctx, struct task_struct *task, __u32 pid,
@@ -189,9 +207,18 @@ int BPF_PROG(offcpu_sys_exit, struct pt_regs *regs, long ret)
 	__u64 id = bpf_get_current_pid_tgid();
 	__u32 pid = id >> 32, tid = (__u32)id;
 	struct profile_offcpu_pending *p = bpf_map_lookup_elem(&offcpu_pending, &tid);
+	__u32 zero = 0, *busy;
 
-	if (p)
-		offcpu_complete(ctx, bpf_get_current_task_btf(), pid, tid, p);
+	if (!p)
+		return 0;
+	/* Interrupts are on here (not in sched_switch): keep the CPU program off the
+	 * scratch maps while they hold this walk. */
+	busy = bpf_map_lookup_elem(&offcpu_busy, &zero);
+	if (busy)
+		*busy = 1;
+	offcpu_complete(ctx, bpf_get_current_task_btf(), pid, tid, p);
+	if (busy)
+		*busy = 0;
 	return 0;
 }
 

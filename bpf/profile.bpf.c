@@ -227,6 +227,8 @@ static __always_inline void add_count(void *counts, struct profile_key *key, __u
 	}
 }
 
+#include "bpf/offcpu.bpf.h"
+
 SEC("perf_event")
 int profile_sample(struct bpf_perf_event_data *ctx)
 {
@@ -242,6 +244,10 @@ int profile_sample(struct bpf_perf_event_data *ctx)
 	}
 	if (!wanted(pid))
 		return 0;
+	if (offcpu_walking()) {
+		count_loss(PROFILE_LOSS_OFFCPU_NESTED);
+		return 0;
+	}
 	count_loss(PROFILE_LOSS_SAMPLES);
 
 	if (active_buf) {
@@ -277,8 +283,6 @@ int profile_sample(struct bpf_perf_event_data *ctx)
 	add_count(counts, &key, 1, PROFILE_LOSS_COUNTS_FULL);
 	return 0;
 }
-
-#include "bpf/offcpu.bpf.h"
 
 SEC("tp_btf/sched_process_exec")
 int BPF_PROG(profile_exec, struct task_struct *p, pid_t old_pid, struct linux_binprm *bprm)

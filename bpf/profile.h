@@ -39,6 +39,10 @@
  *                     thread asleep for good (an idle worker) holds its entry
  *                     while it sleeps. When full, a wait is not timed
  *                     (PROFILE_LOSS_OFFCPU_START_FULL).
+ *   offcpu_busy       PERCPU_ARRAY  __u32, 1 while an off-CPU walk runs with
+ *                     interrupts on (at sys_exit): a CPU sample that interrupts it
+ *                     would overwrite the scratch maps under it, so it is skipped
+ *                     and counted (PROFILE_LOSS_OFFCPU_NESTED).
  *   offcpu_pending    HASH  __u32 tid -> struct profile_offcpu_pending: a wait
  *                     long enough to record, from the thread's switch-in until it
  *                     runs in its own context (its syscall's exit or its next
@@ -134,6 +138,8 @@ enum profile_loss {
 					   * thread ran user code before they were walked */
 	PROFILE_LOSS_OFFCPU_SWAPPED,	  /* a wait kept without its kernel stack: the
 					   * window ended between switch-in and walk */
+	PROFILE_LOSS_OFFCPU_NESTED,	  /* CPU sample skipped: it interrupted an off-CPU
+					   * walk on its CPU (they share the scratch maps) */
 	PROFILE_LOSS_OFFCPU_INTERVALS,	  /* not a loss: blocked intervals recorded */
 	PROFILE_LOSS_OFFCPU_SHORT,	  /* not a loss: intervals under offcpu_min_ns */
 	PROFILE_LOSS_NR,
@@ -175,6 +181,6 @@ _Static_assert(sizeof(struct profile_event) == 16, "profile_event layout");
 /* The agent names every counter in its batches (agent.c's loss_names): a new one
  * needs a name there. */
 _Static_assert(sizeof(struct profile_offcpu_pending) == 40, "profile_offcpu_pending layout");
-_Static_assert(PROFILE_LOSS_NR == 25, "profile_loss entries: name new ones in agent.c");
+_Static_assert(PROFILE_LOSS_NR == 26, "profile_loss entries: name new ones in agent.c");
 
 #endif
