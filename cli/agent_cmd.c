@@ -46,7 +46,7 @@ const char agent_options_usage[] =
 	"                        as a second profile type, offcpu (default off)\n"
 	"      --off-cpu-min-us N  record waits of at least N microseconds, 1 to\n"
 	"                        60000000 (default 1000)\n"
-	"      --off-cpu-probability P  time only a share P of switches, 0.0001 to 1\n"
+	"      --off-cpu-probability P  time only a share P of waits, 0.0001 to 1\n"
 	"                        (default 1); values are scaled by 1/P\n"
 	"      --off-cpu-max-keys N  (thread, stack) entries of off-CPU time per window,\n"
 	"                        16 to 4194304 (default 4096); past it waits are lost\n"
