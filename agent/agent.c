@@ -1,8 +1,11 @@
 /* The agent's main loop: windows, symbolization into folded stacks, output and the
- * end-of-run summary; see agent.h. A sample's stack is built once, with Python
- * lines, for the batch; the local folded output is function-level unless --lines:
- * that text is the same stack read back through the frame grammar with each Python
- * frame's line left out, exactly what a collector's function view shows for it. */
+ * end-of-run summary; see agent.h. With --off-cpu each window ships two batches:
+ * profile type "cpu" (samples) and "offcpu" (nanoseconds waited, scaled by
+ * 1/--off-cpu-probability, with period 1 ns so that value x period is a time as
+ * for CPU samples); the local folded output holds CPU samples only. A sample's stack is built once,
+ * with Python lines, for the batch; the local folded output is function-level unless --lines: that
+ * text is the same stack read back through the frame grammar with each Python frame's line left
+ * out, exactly what a collector's function view shows for it. */
 #include "agent/agent.h"
 
 #include <errno.h>
@@ -54,12 +57,13 @@ struct agent {
 	struct ksyms *ksyms;
 	struct elfsyms_cache *files;
 	struct proc_cache *procs;
-	struct pytrack *py;	  /* NULL with --python off */
-	struct unwinder *unwind;  /* NULL with --unwind fp */
-	struct folded *window;	  /* stacks of the window being drained */
-	struct folded *run;	  /* every stack of the run so far: with --output FILE only */
-	FILE *out;		  /* stdout when output is "-", else NULL */
-	struct batch_builder *bb; /* with --collector: this window's batch */
+	struct pytrack *py;	      /* NULL with --python off */
+	struct unwinder *unwind;      /* NULL with --unwind fp */
+	struct folded *window;	      /* stacks of the window being drained */
+	struct folded *run;	      /* every stack of the run so far: with --output FILE only */
+	FILE *out;		      /* stdout when output is "-", else NULL */
+	struct batch_builder *bb;     /* with --collector: this window's batch */
+	struct batch_builder *bb_off; /* with --collector and --off-cpu: its off-CPU batch */
 	struct sender *sender;
 	int64_t window_start; /* unix seconds when the current window began */
 	uint64_t last_seq;    /* of the last batch: every batch's seq is larger */
@@ -73,6 +77,7 @@ struct agent {
 	size_t most_stacks; /* distinct stacks of the largest window */
 	uint64_t truncated; /* stacks too long for a folded line */
 	uint64_t drained;   /* samples read from the counts maps */
+	uint64_t offcpu_ns; /* off-CPU nanoseconds read (scaled) */
 };
 
 static uint64_t now_ns(void)
@@ -250,7 +255,7 @@ static void push_python(struct agent *a, struct folded_stack *st, const struct p
 		push_user(st, 1, 0);
 }
 
-static int ship_batch(struct agent *a, bool last);
+static int ship_batch(struct agent *a, struct batch_builder *bb, bool last);
 
 /* in's frames into out, Python frames without their line ("f (a.py)"). out's
  * text is never longer than in's, so nothing is cut that in kept. */
@@ -270,6 +275,28 @@ static void strip_lines(const char *in, struct folded_stack *out)
 			break;
 	}
 	out->truncated = 0;
+}
+
+/* Adds one stack to bb with the sample's series labels; ships bb when it reached
+ * --batch-max-kb. Errors are logged: sampling goes on. */
+static int add_to_batch(struct agent *a, struct batch_builder *bb, uint32_t pid_num,
+			const char *comm, const char *stack, uint64_t value)
+{
+	char pid[16];
+	const char *exe = proc_cache__exe(a->procs, pid_num);
+	size_t n = a->nfixed;
+	int err;
+
+	snprintf(pid, sizeof(pid), "%u", pid_num);
+	a->keys[n] = "pid", a->values[n++] = pid;
+	a->keys[n] = "comm", a->values[n++] = comm[0] ? comm : "[unknown]";
+	a->keys[n] = "exe", a->values[n++] = exe ? exe : "";
+	err = batch_builder__add(bb, a->keys, a->values, n, stack, value);
+	if (err)
+		log_warn("agent: failed to add a sample to the batch: %s", strerror(-err));
+	if (batch_builder__wire_bytes(bb) >= a->batch_max)
+		ship_batch(a, bb, false); /* a spool error is logged; sampling goes on */
+	return 0;
 }
 
 static int on_sample(void *ctx, const struct sampler_sample *s)
@@ -301,25 +328,20 @@ static int on_sample(void *ctx, const struct sampler_sample *s)
 	else
 		push_user(&st, s->udepth, 0);
 	push_kernel(a, &st, s->kstack, s->kdepth);
+	if (s->offcpu) {
+		/* Rounded to the nearest ns: a sum of such values keeps its scale. */
+		uint64_t ns = (uint64_t)((double)s->count / a->opts->off_cpu_probability + 0.5);
+
+		a->offcpu_ns += ns;
+		if (!a->bb_off)
+			return 0;
+		return add_to_batch(a, a->bb_off, s->key->pid, comm, st.buf, ns);
+	}
 	if (st.truncated)
 		a->truncated += s->count;
 	a->drained += s->count;
-	if (a->bb) {
-		char pid[16];
-		const char *exe = proc_cache__exe(a->procs, s->key->pid);
-		size_t n = a->nfixed;
-		int err;
-
-		snprintf(pid, sizeof(pid), "%u", s->key->pid);
-		a->keys[n] = "pid", a->values[n++] = pid;
-		a->keys[n] = "comm", a->values[n++] = comm[0] ? comm : "[unknown]";
-		a->keys[n] = "exe", a->values[n++] = exe ? exe : "";
-		err = batch_builder__add(a->bb, a->keys, a->values, n, st.buf, s->count);
-		if (err)
-			log_warn("agent: failed to add a sample to the batch: %s", strerror(-err));
-		if (batch_builder__wire_bytes(a->bb) >= a->batch_max)
-			ship_batch(a, false); /* a spool error is logged; sampling goes on */
-	}
+	if (a->bb)
+		add_to_batch(a, a->bb, s->key->pid, comm, st.buf, s->count);
 	if (a->opts->lines || !a->opts->output) /* no folded output: no need */
 		return folded__add(a->window, st.buf, s->count);
 	strip_lines(st.buf, &fn);
@@ -374,7 +396,7 @@ static void print_unwind(struct agent *a, const uint64_t *loss)
 
 static void print_stats(struct agent *a, double seconds, const char *what)
 {
-	uint64_t loss[PROFILE_LOSS_NR] = { 0 }, run_ns = 0, run_cnt = 0;
+	uint64_t loss[PROFILE_LOSS_NR] = { 0 }, run_ns = 0, run_cnt = 0, off_ns = 0, off_cnt = 0;
 
 	sampler__read_loss(a->sampler, loss);
 	log_info("smolder: %s: %.1f s, %llu samples (%.1f/s) on %u CPUs, %llu recorded, "
@@ -392,10 +414,31 @@ static void print_stats(struct agent *a, double seconds, const char *what)
 		pytrack__print_summary(a->py, stderr);
 	if (strcmp(what, "total") == 0)
 		proc_cache__print_jit_summary(a->procs, stderr);
-	if (a->opts->bpf_stats && !sampler__prog_stats(a->sampler, &run_ns, &run_cnt) && run_cnt)
+	if (a->opts->off_cpu)
+		log_info("smolder: off-cpu: %.3f s recorded in %llu waits, %llu shorter than "
+			 "%u us; losses: waits not timed (map full) %llu, waits dropped (map "
+			 "full) %llu, without user stack %llu, without kernel stack %llu; CPU "
+			 "samples skipped during a walk %llu",
+			 (double)a->offcpu_ns / 1e9,
+			 (unsigned long long)loss[PROFILE_LOSS_OFFCPU_INTERVALS],
+			 (unsigned long long)loss[PROFILE_LOSS_OFFCPU_SHORT],
+			 a->opts->off_cpu_min_us,
+			 (unsigned long long)loss[PROFILE_LOSS_OFFCPU_START_FULL],
+			 (unsigned long long)(loss[PROFILE_LOSS_OFFCPU_COUNTS_FULL] +
+					      loss[PROFILE_LOSS_OFFCPU_PENDING_FULL]),
+			 (unsigned long long)loss[PROFILE_LOSS_OFFCPU_NO_USER],
+			 (unsigned long long)loss[PROFILE_LOSS_OFFCPU_SWAPPED],
+			 (unsigned long long)loss[PROFILE_LOSS_OFFCPU_NESTED]);
+	if (a->opts->bpf_stats &&
+	    !sampler__prog_stats(a->sampler, &run_ns, &run_cnt, &off_ns, &off_cnt) && run_cnt)
 		log_info("smolder: bpf: %llu program runs, %.0f ns mean, %.3f s total",
 			 (unsigned long long)run_cnt, (double)run_ns / (double)run_cnt,
 			 (double)run_ns / 1e9);
+	if (a->opts->bpf_stats && off_cnt)
+		log_info("smolder: bpf: off-cpu: %llu context switches, %.0f ns mean per switch "
+			 "(both programs), %.3f s total",
+			 (unsigned long long)off_cnt, (double)off_ns / (double)off_cnt,
+			 (double)off_ns / 1e9);
 }
 
 static uint64_t realtime_ns(void)
@@ -406,15 +449,13 @@ static uint64_t realtime_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-/* Closes this window's batch and spools it for the sender. The sequence number is
- * the wall clock in ns: increasing across agent restarts, so (agent id, seq) never
- * repeats for different data. */
-/* Ships the batch built so far: the window's last part (with the agent's
- * counters; the next window starts now) or, mid-drain, a part that reached
- * --batch-max-kb. Every part gets its own seq (larger than the last, so the
+/* Ships the batch built so far in bb (a->bb: CPU samples, a->bb_off: off-CPU
+ * nanoseconds): the window's last part (with the agent's counters) or, mid-drain,
+ * a part that reached --batch-max-kb. Every part gets its own seq, the wall clock
+ * in ns (increasing across agent restarts and larger than the last, so the
  * collector's (agent id, seq) deduplication keeps them all) and the window's
- * start. */
-static int ship_batch(struct agent *a, bool last)
+ * start; end_window() starts the next window. */
+static int ship_batch(struct agent *a, struct batch_builder *bb, bool last)
 {
 	static const char *const loss_names[PROFILE_LOSS_NR] = {
 		[PROFILE_LOSS_KSTACK_FAULT] = "loss_kernel_stack_unreadable",
@@ -435,6 +476,14 @@ static int ship_batch(struct agent *a, bool last)
 		[PROFILE_LOSS_SAMPLES] = "samples",
 		[PROFILE_LOSS_IDLE] = "idle_samples_skipped",
 		[PROFILE_LOSS_PY_SAMPLES] = "python_samples",
+		[PROFILE_LOSS_OFFCPU_START_FULL] = "loss_offcpu_start_map_full",
+		[PROFILE_LOSS_OFFCPU_COUNTS_FULL] = "loss_offcpu_counts_map_full",
+		[PROFILE_LOSS_OFFCPU_PENDING_FULL] = "loss_offcpu_pending_map_full",
+		[PROFILE_LOSS_OFFCPU_NO_USER] = "loss_offcpu_user_stack_unknown",
+		[PROFILE_LOSS_OFFCPU_SWAPPED] = "loss_offcpu_kernel_stack_window_ended",
+		[PROFILE_LOSS_OFFCPU_NESTED] = "loss_samples_during_offcpu_walk",
+		[PROFILE_LOSS_OFFCPU_INTERVALS] = "offcpu_intervals",
+		[PROFILE_LOSS_OFFCPU_SHORT] = "offcpu_intervals_under_minimum",
 	};
 	uint64_t loss[PROFILE_LOSS_NR] = { 0 }, seq = realtime_ns();
 	int64_t now = (int64_t)(seq / 1000000000ull);
@@ -446,17 +495,21 @@ static int ship_batch(struct agent *a, bool last)
 	if (seq <= a->last_seq)
 		seq = a->last_seq + 1;
 	a->last_seq = seq;
-	if (last) {
+	if (last && bb == a->bb) {
 		sampler__read_loss(a->sampler, loss);
 		for (i = 0; i < PROFILE_LOSS_NR; i++)
-			batch_builder__counter(a->bb, loss_names[i], loss[i]);
+			batch_builder__counter(bb, loss_names[i], loss[i]);
+	} else if (last) { /* what the values were scaled from, to judge them by */
+		batch_builder__counter(bb, "offcpu_min_us", a->opts->off_cpu_min_us);
+		batch_builder__counter(bb, "offcpu_probability_ppm",
+				       (uint64_t)(a->opts->off_cpu_probability * 1e6 + 0.5));
 	}
-	err = batch_builder__finish(a->bb, seq, a->window_start,
+	/* off-CPU values are nanoseconds: a period of 1 ns makes value x period a
+	 * time, as samples x period is for CPU samples */
+	err = batch_builder__finish(bb, seq, a->window_start,
 				    (uint32_t)(now > a->window_start ? now - a->window_start : 1),
-				    1000000000ull / a->opts->frequency, &b);
-	if (last)
-		a->window_start = now;
-	else
+				    bb == a->bb ? 1000000000ull / a->opts->frequency : 1, &b);
+	if (!last)
 		a->parts++;
 	if (!err)
 		err = wire_encode(b, ZSTD_LEVEL, &body, &len);
@@ -487,8 +540,12 @@ static int end_window(struct agent *a)
 		if (err)
 			return err;
 	}
+	/* a spool error is logged; sampling goes on */
 	if (a->bb)
-		ship_batch(a, true); /* a spool error is logged; sampling goes on */
+		ship_batch(a, a->bb, true);
+	if (a->bb_off)
+		ship_batch(a, a->bb_off, true);
+	a->window_start = (int64_t)(realtime_ns() / 1000000000ull);
 	if (a->out)
 		err = folded__write(a->window, a->out);
 	else if (a->opts->output)
@@ -556,6 +613,8 @@ static int open_shipping(struct agent *a)
 		a->values[a->nfixed++] = a->host;
 	}
 	err = batch_builder__new(id, a->host, "cpu", &a->bb);
+	if (!err && o->off_cpu)
+		err = batch_builder__new(id, a->host, "offcpu", &a->bb_off);
 	err = err ?: sender__new(&so, &a->sender);
 	if (err)
 		log_error("agent: failed to set up shipping to %s: %s", o->collector,
@@ -577,6 +636,10 @@ static int open_all(struct agent *a)
 		.python = o->python,
 		.py_depth = o->python_depth,
 		.unwind_fp = o->unwind_fp,
+		.off_cpu = o->off_cpu,
+		.offcpu_min_ns = (uint64_t)o->off_cpu_min_us * 1000,
+		.offcpu_probability = o->off_cpu_probability,
+		.offcpu_max = o->off_cpu_max_keys,
 		.unwind_rows =
 			(uint32_t)(((uint64_t)(o->unwind_table_mb ?: AGENT_UNWIND_TABLE_MB) << 20) /
 				   sizeof(struct unwind_row)),
@@ -646,6 +709,7 @@ static void close_all(struct agent *a)
 	}
 	sender__free(a->sender);
 	batch_builder__free(a->bb);
+	batch_builder__free(a->bb_off);
 	pytrack__free(a->py);
 	unwinder__free(a->unwind);
 	sampler__free(a->sampler);
@@ -683,9 +747,9 @@ int agent_run(const struct agent_options *o)
 	start = now_ns();
 	next = start + window_ns;
 	deadline = o->duration_sec ? start + (uint64_t)o->duration_sec * 1000000000ull : UINT64_MAX;
-	log_info("smolder: sampling %s at %u Hz on %u CPUs, %u s windows",
+	log_info("smolder: sampling %s at %u Hz on %u CPUs, %u s windows%s",
 		 o->npids ? "the given processes" : "every process", o->frequency,
-		 sampler__ncpus(a.sampler), o->window_sec);
+		 sampler__ncpus(a.sampler), o->window_sec, o->off_cpu ? ", off-CPU waits too" : "");
 
 	while (!stop_requested) {
 		now = now_ns();

@@ -25,6 +25,18 @@
 #define AGENT_UNWIND_TABLE_MB	  32
 #define AGENT_UNWIND_TABLE_MB_MAX 128 /* 2^24 rows: the BPF binary search's reach */
 
+/* Off-CPU profiles (--off-cpu). Off by default: the programs run on every context
+ * switch of the host, not 99 times a second, so their cost follows the workload's
+ * switch rate (measured in bench/offcpu_cost.sh, docs/benchmarks.md). */
+#define AGENT_OFFCPU_DEFAULT false
+/* Waits shorter than this are not recorded: at 1 ms the walks are bounded by
+ * 1000 per second per thread, and shorter waits (a futex handoff, a runqueue
+ * turn) are the noise of a busy host rather than where time went. */
+#define AGENT_OFFCPU_MIN_US	1000
+#define AGENT_OFFCPU_MIN_US_MAX 60000000 /* a minute: longer is no minimum at all */
+/* Below this, scaled values (1/P) rest on too few timed switches to mean much. */
+#define AGENT_OFFCPU_PROBABILITY_MIN 0.0001
+
 struct agent_label {
 	char *key;
 	char *value;
@@ -43,14 +55,18 @@ struct agent_options {
 				     * always keep them) */
 	struct agent_label *labels; /* --label KEY=VALUE, repeatable */
 	size_t nlabels;
-	int verbose;		  /* -v, repeatable */
-	bool include_idle;	  /* --include-idle */
-	bool bpf_stats;		  /* --bpf-stats: report BPF run time */
-	uint32_t max_stacks;	  /* --max-stacks; 0: sized from window and CPUs */
-	bool python;		  /* --python on|off (default on) */
-	unsigned python_depth;	  /* --python-depth (default and most: PY_MAX_DEPTH) */
-	bool unwind_fp;		  /* --unwind fp: user stacks by frame pointers (default cfi) */
-	unsigned unwind_table_mb; /* --unwind-table-mb (default AGENT_UNWIND_TABLE_MB) */
+	int verbose;		    /* -v, repeatable */
+	bool include_idle;	    /* --include-idle */
+	bool bpf_stats;		    /* --bpf-stats: report BPF run time */
+	uint32_t max_stacks;	    /* --max-stacks; 0: sized from window and CPUs */
+	bool python;		    /* --python on|off (default on) */
+	unsigned python_depth;	    /* --python-depth (default and most: PY_MAX_DEPTH) */
+	bool unwind_fp;		    /* --unwind fp: user stacks by frame pointers (default cfi) */
+	unsigned unwind_table_mb;   /* --unwind-table-mb (default AGENT_UNWIND_TABLE_MB) */
+	bool off_cpu;		    /* --off-cpu on|off (default AGENT_OFFCPU_DEFAULT) */
+	unsigned off_cpu_min_us;    /* --off-cpu-min-us (default AGENT_OFFCPU_MIN_US) */
+	double off_cpu_probability; /* --off-cpu-probability, (0, 1] (default 1) */
+	uint32_t off_cpu_max_keys;  /* --off-cpu-max-keys; 0: SAMPLER_OFFCPU_MAX */
 	/* shipping to a collector */
 	char *collector;	/* --collector URL (http:// or https://), or NULL */
 	char *token;		/* --token, or read from --token-file */

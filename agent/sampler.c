@@ -4,6 +4,7 @@
 
 #include <errno.h>
 #include <linux/perf_event.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -32,7 +33,8 @@ struct sampler {
 	uint64_t *values;
 	uint64_t *stack_keys;
 	struct py_stack *pybuf; /* one stack read back from a pystacks map */
-	uint32_t counts_max, stacks_max, pystacks_max;
+	uint32_t counts_max, stacks_max, pystacks_max, offcpu_max;
+	bool offcpu;
 	struct unwind_row *pool; /* unwind_rows, mapped; NULL under --unwind fp */
 	uint32_t pool_rows;
 };
@@ -98,12 +100,23 @@ static int set_sizes(struct sampler *s, const struct sampler_options *o, int ncp
 	 * rounding up to a power of two leaves room for frequency overshoot. */
 	uint64_t per_window = (uint64_t)ncpus * o->frequency * (o->window_sec ? o->window_sec : 10);
 	struct profile_bpf *skel = s->skel;
+	uint32_t threads;
 	int err = 0;
 
 	s->counts_max = o->counts_max ? o->counts_max : round_pow2(per_window);
-	s->stacks_max = o->stacks_max ? o->stacks_max : round_pow2(per_window * 2);
-	if (s->counts_max > MAX_MAP_ENTRIES || s->stacks_max > MAX_MAP_ENTRIES)
+	s->offcpu_max = !o->off_cpu ? 1 : o->offcpu_max ? o->offcpu_max : SAMPLER_OFFCPU_MAX;
+	/* off-CPU keys bring their stacks into the same maps */
+	s->stacks_max = o->stacks_max
+				? o->stacks_max
+				: round_pow2(per_window * 2 + (o->off_cpu ? s->offcpu_max : 0));
+	if (s->counts_max > MAX_MAP_ENTRIES || s->stacks_max > MAX_MAP_ENTRIES ||
+	    s->offcpu_max > MAX_MAP_ENTRIES || o->offcpu_threads > MAX_MAP_ENTRIES)
 		return -EINVAL;
+	err = err ?: bpf_map__set_max_entries(skel->maps.offcpu0, s->offcpu_max);
+	err = err ?: bpf_map__set_max_entries(skel->maps.offcpu1, s->offcpu_max);
+	threads = !o->off_cpu ? 1 : o->offcpu_threads ? o->offcpu_threads : SAMPLER_OFFCPU_THREADS;
+	err = err ?: bpf_map__set_max_entries(skel->maps.offcpu_start, threads);
+	err = err ?: bpf_map__set_max_entries(skel->maps.offcpu_pending, threads);
 	err = err ?: bpf_map__set_max_entries(skel->maps.counts0, s->counts_max);
 	err = err ?: bpf_map__set_max_entries(skel->maps.counts1, s->counts_max);
 	err = err ?: bpf_map__set_max_entries(skel->maps.stacks0, s->stacks_max);
@@ -173,6 +186,35 @@ static int handle_event(void *ctx, void *data, size_t size)
 	return 0;
 }
 
+/* Switch-ins and syscall exits before switch-outs: a wait is never timed that
+ * nothing would take. */
+static int attach_offcpu(struct sampler *s)
+{
+	struct profile_bpf *skel = s->skel;
+	int err;
+
+	skel->links.offcpu_sys_exit = bpf_program__attach(skel->progs.offcpu_sys_exit);
+	if (!skel->links.offcpu_sys_exit) {
+		err = -errno;
+		log_error("sampler: --off-cpu: failed to attach to sys_exit: %s", strerror(-err));
+		return err;
+	}
+	skel->links.offcpu_switch = bpf_program__attach(skel->progs.offcpu_switch);
+	if (!skel->links.offcpu_switch) {
+		err = -errno;
+		log_error("sampler: --off-cpu: failed to attach to sched_switch: %s",
+			  strerror(-err));
+		return err;
+	}
+	return 0;
+}
+
+/* Probability to the program's 32-bit threshold; 1 << 32: every switch. */
+static uint64_t offcpu_threshold(double p)
+{
+	return p >= 1.0 ? 1ull << 32 : (uint64_t)(p * 4294967296.0);
+}
+
 int sampler__open(const struct sampler_options *o, struct sampler **out)
 {
 	struct sampler *s;
@@ -180,7 +222,9 @@ int sampler__open(const struct sampler_options *o, struct sampler **out)
 	int err;
 
 	if (!o->frequency || o->frequency > 100000 || ncpus <= 0 ||
-	    (o->python && (!o->py_depth || o->py_depth > PY_MAX_DEPTH)))
+	    (o->python && (!o->py_depth || o->py_depth > PY_MAX_DEPTH)) ||
+	    (o->off_cpu &&
+	     (!o->offcpu_min_ns || !(o->offcpu_probability > 0.0 && o->offcpu_probability <= 1.0))))
 		return -EINVAL;
 	s = calloc(1, sizeof(*s));
 	if (!s)
@@ -198,6 +242,16 @@ int sampler__open(const struct sampler_options *o, struct sampler **out)
 	s->skel->rodata->python_enabled = o->python;
 	s->skel->rodata->py_depth = o->python ? o->py_depth : 1;
 	s->skel->rodata->unwind_cfi = !o->unwind_fp;
+	s->offcpu = o->off_cpu;
+	s->skel->rodata->offcpu_enabled = o->off_cpu;
+	if (o->off_cpu) {
+		s->skel->rodata->offcpu_min_ns = o->offcpu_min_ns;
+		s->skel->rodata->offcpu_threshold = offcpu_threshold(o->offcpu_probability);
+		s->skel->rodata->self_pid = o->self_pid ? o->self_pid : (uint32_t)getpid();
+	} else { /* not loaded: nothing to verify, no kprobe to find */
+		bpf_program__set_autoload(s->skel->progs.offcpu_switch, false);
+		bpf_program__set_autoload(s->skel->progs.offcpu_sys_exit, false);
+	}
 	err = set_sizes(s, o, ncpus);
 	if (err)
 		goto out_free;
@@ -244,6 +298,11 @@ int sampler__open(const struct sampler_options *o, struct sampler **out)
 		log_error("sampler: failed to attach exit tracepoint: %s", strerror(-err));
 		goto out_free;
 	}
+	if (o->off_cpu) {
+		err = attach_offcpu(s);
+		if (err)
+			goto out_free;
+	}
 	err = attach_cpus(s, o->frequency);
 	if (err)
 		goto out_free;
@@ -263,6 +322,12 @@ void sampler__stop(struct sampler *s)
 		bpf_link__destroy(s->links[i]);
 		s->links[i] = NULL;
 	}
+	if (!s->skel)
+		return;
+	bpf_link__destroy(s->skel->links.offcpu_switch);
+	s->skel->links.offcpu_switch = NULL;
+	bpf_link__destroy(s->skel->links.offcpu_sys_exit);
+	s->skel->links.offcpu_sys_exit = NULL;
 }
 
 void sampler__free(struct sampler *s)
@@ -353,7 +418,7 @@ static const struct py_stack *lookup_pystack(struct sampler *s, int fd, uint64_t
 	return key && !read_pystack(fd, key, s->pybuf) ? s->pybuf : NULL;
 }
 
-static int report_batch(struct sampler *s, int stacks_fd, int pystacks_fd, uint32_t n,
+static int report_batch(struct sampler *s, int stacks_fd, int pystacks_fd, uint32_t n, bool offcpu,
 			sampler_sample_fn cb, void *ctx)
 {
 	struct profile_stack kst, ust;
@@ -373,6 +438,7 @@ static int report_batch(struct sampler *s, int stacks_fd, int pystacks_fd, uint3
 			.udepth = lookup_stack(stacks_fd, k->ustack, &ust),
 			.uflags = ust.flags,
 			.py = lookup_pystack(s, pystacks_fd, k->pystack),
+			.offcpu = offcpu,
 		};
 		err = cb(ctx, &smp);
 		if (err)
@@ -381,17 +447,43 @@ static int report_batch(struct sampler *s, int stacks_fd, int pystacks_fd, uint3
 	return 0;
 }
 
+/* Reads and deletes a retired counts map in batches, reporting each entry. */
+static int drain_counts(struct sampler *s, int counts_fd, int stacks_fd, int pystacks_fd,
+			bool offcpu, sampler_sample_fn cb, void *ctx, int *cb_err)
+{
+	uint64_t token = 0;
+	void *in = NULL;
+	uint32_t n;
+	int err;
+
+	for (;;) {
+		n = DRAIN_BATCH;
+		err = bpf_map_lookup_and_delete_batch(counts_fd, in, &token, s->keys, s->values, &n,
+						      NULL);
+		if (err && err != -ENOENT)
+			break;
+		if (!*cb_err)
+			*cb_err = report_batch(s, stacks_fd, pystacks_fd, n, offcpu, cb, ctx);
+		if (err == -ENOENT) {
+			err = 0;
+			break;
+		}
+		in = &token;
+	}
+	if (err)
+		log_error("sampler: failed to drain %s counts: %s", offcpu ? "off-CPU" : "CPU",
+			  strerror(-err));
+	return err;
+}
+
 int sampler__drain(struct sampler *s, sampler_sample_fn cb, void *ctx)
 {
 	uint32_t old = s->skel->bss->active_buf;
 	struct bpf_map *counts = old ? s->skel->maps.counts1 : s->skel->maps.counts0;
+	struct bpf_map *offcpu = old ? s->skel->maps.offcpu1 : s->skel->maps.offcpu0;
 	struct bpf_map *stacks = old ? s->skel->maps.stacks1 : s->skel->maps.stacks0;
 	struct bpf_map *pystacks = old ? s->skel->maps.pystacks1 : s->skel->maps.pystacks0;
-	int counts_fd = bpf_map__fd(counts), stacks_fd = bpf_map__fd(stacks);
-	int pystacks_fd = bpf_map__fd(pystacks);
-	uint64_t token = 0;
-	void *in = NULL;
-	uint32_t n;
+	int stacks_fd = bpf_map__fd(stacks), pystacks_fd = bpf_map__fd(pystacks);
 	int err, cb_err = 0;
 
 	__atomic_store_n(&s->skel->bss->active_buf, !old, __ATOMIC_SEQ_CST);
@@ -401,23 +493,13 @@ int sampler__drain(struct sampler *s, sampler_sample_fn cb, void *ctx)
 		return err;
 	}
 
-	/* The retired buffer is ours alone now: read and delete it in batches. */
-	for (;;) {
-		n = DRAIN_BATCH;
-		err = bpf_map_lookup_and_delete_batch(counts_fd, in, &token, s->keys, s->values, &n,
-						      NULL);
-		if (err && err != -ENOENT)
-			break;
-		if (!cb_err)
-			cb_err = report_batch(s, stacks_fd, pystacks_fd, n, cb, ctx);
-		if (err == -ENOENT) {
-			err = 0;
-			break;
-		}
-		in = &token;
-	}
-	if (err)
-		log_error("sampler: failed to drain counts: %s", strerror(-err));
+	/* The retired buffer is ours alone now: read and delete it in batches, the
+	 * stacks last, since both kinds of counts refer to them. */
+	err = drain_counts(s, bpf_map__fd(counts), stacks_fd, pystacks_fd, false, cb, ctx, &cb_err);
+	if (s->offcpu)
+		err = drain_counts(s, bpf_map__fd(offcpu), stacks_fd, pystacks_fd, true, cb, ctx,
+				   &cb_err)
+			      ?: err;
 	err = clear_stacks(s, stacks_fd, s->stacks_max) ?: err;
 	err = clear_stacks(s, pystacks_fd, s->pystacks_max) ?: err;
 	return cb_err ?: err;
@@ -462,18 +544,39 @@ int sampler__read_loss(struct sampler *s, uint64_t out[PROFILE_LOSS_NR])
 	return err;
 }
 
-int sampler__prog_stats(struct sampler *s, uint64_t *run_ns, uint64_t *run_cnt)
+static int prog_stats(struct bpf_program *p, uint64_t *run_ns, uint64_t *run_cnt)
 {
 	struct bpf_prog_info info = {};
 	uint32_t len = sizeof(info);
-	int err =
-		bpf_obj_get_info_by_fd(bpf_program__fd(s->skel->progs.profile_sample), &info, &len);
+	int err = bpf_obj_get_info_by_fd(bpf_program__fd(p), &info, &len);
 
 	if (err)
 		return err;
-	*run_ns = info.run_time_ns;
-	*run_cnt = info.run_cnt;
+	*run_ns += info.run_time_ns;
+	*run_cnt += info.run_cnt;
 	return 0;
+}
+
+int sampler__prog_stats(struct sampler *s, uint64_t *run_ns, uint64_t *run_cnt, uint64_t *offcpu_ns,
+			uint64_t *offcpu_cnt)
+{
+	int err;
+
+	*run_ns = *run_cnt = 0;
+	err = prog_stats(s->skel->progs.profile_sample, run_ns, run_cnt);
+	if (err || !offcpu_ns || !offcpu_cnt)
+		return err;
+	*offcpu_ns = *offcpu_cnt = 0;
+	if (!s->offcpu)
+		return 0;
+	/* a run of each per switch: the count is the switch-outs */
+	err = prog_stats(s->skel->progs.offcpu_switch, offcpu_ns, offcpu_cnt);
+	if (!err) {
+		uint64_t cnt = 0;
+
+		err = prog_stats(s->skel->progs.offcpu_sys_exit, offcpu_ns, &cnt);
+	}
+	return err;
 }
 
 int sampler__enable_stats(struct sampler *s)

@@ -1,8 +1,10 @@
 /* The kernel side of the agent: loads bpf/profile.bpf.c, sizes its maps from the
- * options, attaches one cpu-clock perf event per online CPU, and hands user space
+ * options, attaches one cpu-clock perf event per online CPU (and, with off_cpu, the
+ * off-CPU programs to sched_switch and sys_exit), and hands user space
  * the aggregates: sampler__drain() swaps the double buffer and reports every
  * (thread, stacks) -> count of the window that just ended, with the stack
- * addresses already looked up. The only user of libbpf.
+ * addresses already looked up: CPU samples, then off-CPU nanoseconds. The only
+ * user of libbpf.
  *
  * Single-threaded: every call on one sampler from one thread.
  */
@@ -26,12 +28,27 @@ struct sampler_options {
 	unsigned window_sec;  /* expected drain interval, to derive map sizes */
 	const uint32_t *pids; /* processes to sample; npids == 0 means all */
 	size_t npids;
-	bool include_idle;    /* count the idle task instead of skipping it */
-	bool python;	      /* walk Python stacks of processes added with python_add */
-	unsigned py_depth;    /* Python frames walked at most, 1..PY_MAX_DEPTH */
-	bool unwind_fp;	      /* user stacks by frame pointers (bpf_get_stack), not tables */
-	uint32_t unwind_rows; /* rows of the table pool, 1..SAMPLER_UNWIND_MAX_ROWS */
+	bool include_idle;	   /* count the idle task instead of skipping it */
+	bool python;		   /* walk Python stacks of processes added with python_add */
+	unsigned py_depth;	   /* Python frames walked at most, 1..PY_MAX_DEPTH */
+	bool unwind_fp;		   /* user stacks by frame pointers (bpf_get_stack), not tables */
+	uint32_t unwind_rows;	   /* rows of the table pool, 1..SAMPLER_UNWIND_MAX_ROWS */
+	bool off_cpu;		   /* also time waits (bpf/offcpu.bpf.h) */
+	uint64_t offcpu_min_ns;	   /* shortest wait recorded, >= 1 */
+	double offcpu_probability; /* share of switch-outs timed, (0, 1] */
+	uint32_t offcpu_max;	   /* entries of each offcpu map; 0: SAMPLER_OFFCPU_MAX */
+	uint32_t offcpu_threads;   /* threads timed at once; 0: SAMPLER_OFFCPU_THREADS */
+	uint32_t self_pid;	   /* never timed off CPU (the agent); 0: getpid() */
 };
+
+/* Distinct (thread, stacks) keys of off-CPU time per window: waits of >= 1 ms are
+ * few per thread and their stacks repeat (a thread waits in a handful of places);
+ * each entry also makes room for one more stack in the stack maps. */
+#define SAMPLER_OFFCPU_MAX 4096
+/* Threads off CPU at once that can be timed (16 B of key and value each, plus
+ * the hash's own): a busy host's sleeping threads; past it a switch-out is lost
+ * and counted (PROFILE_LOSS_OFFCPU_START_FULL). */
+#define SAMPLER_OFFCPU_THREADS 32768
 
 struct sampler;
 
@@ -46,6 +63,8 @@ struct sampler_sample {
 	size_t udepth;
 	uint32_t uflags;	   /* the user stack's enum profile_stack_flag */
 	const struct py_stack *py; /* NULL: no Python part */
+	bool offcpu;		   /* count is nanoseconds off CPU (not yet scaled by
+				    * 1/probability), not samples */
 };
 
 typedef int (*sampler_sample_fn)(void *ctx, const struct sampler_sample *s);
@@ -67,8 +86,8 @@ int sampler__poll_events(struct sampler *s, int timeout_ms, sampler_event_fn cb,
 void sampler__stop(struct sampler *s);
 
 /* Swaps buffers, waits for in-flight program runs to finish, then calls cb for
- * every entry of the retired buffer and clears it. A non-zero return from cb stops
- * the callbacks (the buffer is still cleared) and is returned. */
+ * every entry of the retired buffer (CPU counts, then off-CPU ones) and clears it. A non-zero
+ * return from cb stops the callbacks (the buffer is still cleared) and is returned. */
 int sampler__drain(struct sampler *s, sampler_sample_fn cb, void *ctx);
 
 /* Tells the kernel to walk the Python stacks of pid with these offsets
@@ -97,9 +116,11 @@ int sampler__unwind_set_proc(struct sampler *s, uint32_t pid, const struct unwin
 /* Cumulative per-reason counters, summed over CPUs. */
 int sampler__read_loss(struct sampler *s, uint64_t out[PROFILE_LOSS_NR]);
 
-/* Cumulative run time and run count of the sampling program; both 0 unless BPF
+/* Cumulative run time and run count of the sampling program (plus, with off_cpu,
+ * of the off-CPU programs in offcpu_ns/offcpu_cnt, which may be NULL); 0 unless BPF
  * statistics are on (sampler__enable_stats or kernel.bpf_stats_enabled=1). */
-int sampler__prog_stats(struct sampler *s, uint64_t *run_ns, uint64_t *run_cnt);
+int sampler__prog_stats(struct sampler *s, uint64_t *run_ns, uint64_t *run_cnt, uint64_t *offcpu_ns,
+			uint64_t *offcpu_cnt);
 
 /* Turns on BPF run-time statistics for as long as the sampler lives. */
 int sampler__enable_stats(struct sampler *s);

@@ -6,7 +6,8 @@
  * profile.h. A second program on sched_process_exec marks exec'd processes, so the
  * next sample of one announces the new image and the agent reads its mappings
  * while the process lives, and forgets it (and a process that exits) in the maps of
- * the CFI unwinder (unwind.bpf.h).
+ * the CFI unwinder (unwind.bpf.h). Under --off-cpu, the programs of offcpu.bpf.h
+ * count where threads waited, in nanoseconds, in the same way.
  */
 #include "vmlinux.h"
 #include <bpf/bpf_core_read.h>
@@ -151,8 +152,7 @@ static __always_inline __u64 store_stack(void *stacks, struct profile_stack *st)
 
 /* Captures one stack (flags: 0 kernel, BPF_F_USER_STACK user) into the window's
  * stack map and returns its key, or 0 when it could not be recorded. */
-static __always_inline __u64 record_stack(struct bpf_perf_event_data *ctx, void *stacks,
-					  __u64 flags, __u32 fault_kind)
+static __always_inline __u64 record_stack(void *ctx, void *stacks, __u64 flags, __u32 fault_kind)
 {
 	__u32 zero = 0;
 	struct profile_stack *st = bpf_map_lookup_elem(&scratch, &zero);
@@ -192,6 +192,43 @@ static __always_inline bool wanted(__u32 pid)
 	return !filter_pids || bpf_map_lookup_elem(&pid_filter, &pid);
 }
 
+/* Announces pid on its first sample, and on its first sample after an exec: a
+ * process never sampled costs the agent nothing. */
+static __always_inline void note_process(__u32 pid)
+{
+	__u8 yes = PROFILE_SEEN_ANNOUNCED, *seen;
+
+	seen = bpf_map_lookup_elem(&seen_pids, &pid);
+	if (!seen || *seen == PROFILE_SEEN_EXECED) {
+		bpf_map_update_elem(&seen_pids, &pid, &yes, BPF_ANY);
+		announce(seen ? PROFILE_EVENT_EXEC : PROFILE_EVENT_NEW_PROCESS, pid, 0);
+	}
+}
+
+/* Adds v to key's value in counts; full_loss counts a key that found no room. */
+static __always_inline void add_count(void *counts, struct profile_key *key, __u64 v,
+				      __u32 full_loss)
+{
+	__u64 *n = bpf_map_lookup_elem(counts, key);
+	long err;
+
+	if (n) {
+		__sync_fetch_and_add(n, v);
+		return;
+	}
+	err = bpf_map_update_elem(counts, key, &v, BPF_NOEXIST);
+	if (err == -EEXIST) {
+		/* Another CPU inserted the same key between our lookup and update. */
+		n = bpf_map_lookup_elem(counts, key);
+		if (n)
+			__sync_fetch_and_add(n, v);
+	} else if (err) {
+		count_loss(full_loss);
+	}
+}
+
+#include "bpf/offcpu.bpf.h"
+
 SEC("perf_event")
 int profile_sample(struct bpf_perf_event_data *ctx)
 {
@@ -200,9 +237,6 @@ int profile_sample(struct bpf_perf_event_data *ctx)
 	struct task_struct *task;
 	struct profile_key key = {};
 	void *counts, *stacks, *pystacks;
-	__u64 one = 1, *n;
-	__u8 yes = PROFILE_SEEN_ANNOUNCED, *seen;
-	long err;
 
 	if (pid == 0 && !include_idle) {
 		count_loss(PROFILE_LOSS_IDLE);
@@ -210,6 +244,10 @@ int profile_sample(struct bpf_perf_event_data *ctx)
 	}
 	if (!wanted(pid))
 		return 0;
+	if (offcpu_walking()) {
+		count_loss(PROFILE_LOSS_OFFCPU_NESTED);
+		return 0;
+	}
 	count_loss(PROFILE_LOSS_SAMPLES);
 
 	if (active_buf) {
@@ -240,29 +278,9 @@ int profile_sample(struct bpf_perf_event_data *ctx)
 						       PROFILE_LOSS_USTACK_FAULT);
 		if (python_enabled)
 			key.pystack = py_record(task, pid, tid, pystacks);
-		/* Announced on its first sample, and on its first sample after an
-		 * exec: a process never sampled costs the agent nothing. */
-		seen = bpf_map_lookup_elem(&seen_pids, &pid);
-		if (!seen || *seen == PROFILE_SEEN_EXECED) {
-			bpf_map_update_elem(&seen_pids, &pid, &yes, BPF_ANY);
-			announce(seen ? PROFILE_EVENT_EXEC : PROFILE_EVENT_NEW_PROCESS, pid, 0);
-		}
+		note_process(pid);
 	}
-
-	n = bpf_map_lookup_elem(counts, &key);
-	if (n) {
-		__sync_fetch_and_add(n, 1);
-		return 0;
-	}
-	err = bpf_map_update_elem(counts, &key, &one, BPF_NOEXIST);
-	if (err == -EEXIST) {
-		/* Another CPU inserted the same key between our lookup and update. */
-		n = bpf_map_lookup_elem(counts, &key);
-		if (n)
-			__sync_fetch_and_add(n, 1);
-	} else if (err) {
-		count_loss(PROFILE_LOSS_COUNTS_FULL);
-	}
+	add_count(counts, &key, 1, PROFILE_LOSS_COUNTS_FULL);
 	return 0;
 }
 
@@ -287,8 +305,14 @@ int BPF_PROG(profile_exec, struct task_struct *p, pid_t old_pid, struct linux_bi
 SEC("tp_btf/sched_process_exit")
 int BPF_PROG(profile_exit, struct task_struct *p)
 {
-	__u32 pid = BPF_CORE_READ(p, tgid);
+	__u32 pid = BPF_CORE_READ(p, tgid), tid = BPF_CORE_READ(p, pid);
 
+	/* A thread is switched out for good after this (and, exiting, is not timed
+	 * then): its off-CPU entries must not outlive it. */
+	if (offcpu_enabled) {
+		bpf_map_delete_elem(&offcpu_start, &tid);
+		bpf_map_delete_elem(&offcpu_pending, &tid);
+	}
 	/* The last thread of a process is leaving (do_exit counts signal->live down
 	 * before this tracepoint): forget it, so a new process that reuses the pid
 	 * is announced and gets mappings of its own. */

@@ -26,9 +26,44 @@
  *                     before the process can exit. A process never sampled is never
  *                     announced: under process churn most are not.
  *   unwind_*          the CFI unwinder's tables and per-process mappings: unwind.h.
+ *   offcpu0, offcpu1  HASH  struct profile_key -> __u64 nanoseconds off CPU (--off-cpu),
+ *                     paired with counts0/1 and swapped with them: the same keys
+ *                     (stack hashes in the same stacks<N>/pystacks<N>), another
+ *                     value. A separate pair rather than a type bit in the key:
+ *                     the CPU program and the agent's CPU drain stay as they were,
+ *                     each profile has its own capacity (a storm of short waits
+ *                     cannot crowd CPU samples out of a full map), and the drain
+ *                     knows a value's unit by the map it came from.
+ *   offcpu_start      HASH  __u32 tid -> __u64 ktime (ns) when the thread blocked
+ *                     (sched_switch), deleted when it is switched back in. A
+ *                     thread asleep for good (an idle worker) holds its entry
+ *                     while it sleeps. When full, a wait is not timed
+ *                     (PROFILE_LOSS_OFFCPU_START_FULL).
+ *   offcpu_busy       PERCPU_ARRAY  __u32, 1 while an off-CPU walk runs with
+ *                     interrupts on (at sys_exit): a CPU sample that interrupts it
+ *                     would overwrite the scratch maps under it, so it is skipped
+ *                     and counted (PROFILE_LOSS_OFFCPU_NESTED).
+ *   offcpu_pending    HASH  __u32 tid -> struct profile_offcpu_pending: a wait
+ *                     long enough to record, from the thread's switch-in until it
+ *                     runs in its own context (its syscall's exit or its next
+ *                     switch-out), where its user stacks can be walked. When full,
+ *                     the wait is lost (PROFILE_LOSS_OFFCPU_PENDING_FULL).
+ *                     An exiting thread (PF_EXITING) is never entered in either
+ *                     map, and sched_process_exit deletes the thread's entries,
+ *                     so exited threads are not left in them.
  *   sync              ARRAY_OF_MAPS  never read by the program. Updating it makes
  *                     the kernel wait for an RCU grace period, i.e. for every
  *                     program run that may still use the old `active_buf` to end.
+ *
+ * Off-CPU (programs of offcpu.bpf.h, which says why in three steps): sched_switch
+ * notes when a thread blocks; when it is switched back in after at least the
+ * rodata `offcpu_min_ns`, its kernel stack is taken, and once it runs in its own
+ * context (its syscall's exit, or its next switch-out) its user and Python stacks
+ * are walked as the CPU program does, and the nanoseconds are added to the key's
+ * value in the active offcpu<N>. Only a share `offcpu_threshold / 2^32` of waits
+ * is timed (--off-cpu-probability); the agent scales values by its inverse. The
+ * idle task, kernel threads and the agent's own threads are never timed, nor is a
+ * preempted thread's time on the run queue (CPU contention, not a wait).
  *
  * The buffer swap (agent side): set active_buf = !active_buf; update `sync`; then
  * the old pair belongs to the agent alone: drain counts, resolve stack ids, clear
@@ -96,7 +131,27 @@ enum profile_loss {
 	PROFILE_LOSS_PY_SAMPLES,	  /* not a loss: samples of known Python processes */
 	PROFILE_LOSS_UNWIND_TABLE_FRAMES, /* not a loss: user frames unwound by a table */
 	PROFILE_LOSS_UNWIND_FP_FRAMES,	  /* not a loss: user frames unwound by frame pointer */
+	PROFILE_LOSS_OFFCPU_START_FULL,	  /* offcpu_start full: a switch-out not timed */
+	PROFILE_LOSS_OFFCPU_COUNTS_FULL,  /* offcpu<N> full: a blocked interval dropped */
+	PROFILE_LOSS_OFFCPU_PENDING_FULL, /* offcpu_pending full: a wait dropped */
+	PROFILE_LOSS_OFFCPU_NO_USER,	  /* a wait kept without its user stacks: the
+					   * thread ran user code before they were walked */
+	PROFILE_LOSS_OFFCPU_SWAPPED,	  /* a wait kept without its kernel stack: the
+					   * window ended between switch-in and walk */
+	PROFILE_LOSS_OFFCPU_NESTED,	  /* CPU sample skipped: it interrupted an off-CPU
+					   * walk on its CPU (they share the scratch maps) */
+	PROFILE_LOSS_OFFCPU_INTERVALS,	  /* not a loss: blocked intervals recorded */
+	PROFILE_LOSS_OFFCPU_SHORT,	  /* not a loss: intervals under offcpu_min_ns */
 	PROFILE_LOSS_NR,
+};
+
+/* A wait between its thread's switch-in and the walk of its user stacks. */
+struct profile_offcpu_pending {
+	__u64 ns;     /* blocked time */
+	__u64 kstack; /* hash key in stacks<buf>, or 0 */
+	__u64 ip, sp; /* user registers at switch-in: the walk needs the same */
+	__u32 buf;    /* active_buf at switch-in */
+	__u32 pad;
 };
 
 /* Values of seen_pids. */
@@ -123,5 +178,9 @@ struct profile_event {
 _Static_assert(sizeof(struct profile_key) == 48, "profile_key layout");
 _Static_assert(sizeof(struct profile_stack) == 1024, "profile_stack layout");
 _Static_assert(sizeof(struct profile_event) == 16, "profile_event layout");
+/* The agent names every counter in its batches (agent.c's loss_names): a new one
+ * needs a name there. */
+_Static_assert(sizeof(struct profile_offcpu_pending) == 40, "profile_offcpu_pending layout");
+_Static_assert(PROFILE_LOSS_NR == 26, "profile_loss entries: name new ones in agent.c");
 
 #endif

@@ -337,15 +337,58 @@ static __always_inline void count_losses(__u32 which, __u64 n)
 		*v += n;
 }
 
+/* The user registers a blocked or kernel-mode task will return to user space
+ * with: those saved on entry to the kernel. False for a kernel thread borrowing an
+ * address space (kthread_use_mm): no user registers to start from. */
+static __always_inline bool task_user_regs(struct task_struct *task, struct unwind_walk *w)
+{
+	struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(task);
+
+	if (!regs || !(BPF_CORE_READ(regs, cs) & 3))
+		return false;
+	w->pc = BPF_CORE_READ(regs, ip);
+	w->sp = BPF_CORE_READ(regs, sp);
+	w->bp = BPF_CORE_READ(regs, bp);
+	return true;
+}
+
+/* Walks from w's registers into the scratch stack and stores it in the window's
+ * stack map. Returns its key, or 0 when it could not be recorded. */
+static __always_inline __u64 unwind_walk_store(struct unwind_walk *w, void *stacks)
+{
+	struct profile_stack *st;
+	__u32 zero = 0, pid = w->pid;
+
+	st = bpf_map_lookup_elem(&scratch, &zero);
+	if (!st)
+		return 0;
+	w->proc = bpf_map_lookup_elem(&unwind_procs, &pid);
+	if (!w->proc)
+		count_loss(PROFILE_LOSS_UNWIND_NO_PROC);
+	bpf_loop(PROFILE_MAX_DEPTH + 1, unwind_step, w, 0);
+	if (!w->depth) {
+		count_loss(PROFILE_LOSS_USTACK_FAULT);
+		return 0;
+	}
+	if (w->flags & PROFILE_STACK_NO_TABLE)
+		count_loss(PROFILE_LOSS_UNWIND_NO_TABLE);
+	if (w->flags & PROFILE_STACK_CUT)
+		count_loss(PROFILE_LOSS_UNWIND_CUT);
+	if (w->flags & PROFILE_STACK_TRUNCATED)
+		count_loss(PROFILE_LOSS_UNWIND_TRUNCATED);
+	count_losses(PROFILE_LOSS_UNWIND_TABLE_FRAMES, w->table_frames);
+	count_losses(PROFILE_LOSS_UNWIND_FP_FRAMES, w->fp_frames);
+	st->depth = w->depth;
+	st->flags = w->flags;
+	return store_stack(stacks, st);
+}
+
 /* Walks the user stack of the sampled task into the scratch stack and stores it
  * in the window's stack map. Returns its key, or 0 when it could not be recorded. */
 static __always_inline __u64 record_user_cfi(struct bpf_perf_event_data *ctx,
 					     struct task_struct *task, __u32 pid, void *stacks)
 {
 	struct unwind_walk w = { .pid = pid, .last_map = -1, .last_row = -1 };
-	struct profile_stack *st;
-	struct pt_regs *regs;
-	__u32 zero = 0;
 
 	/* The user registers: the sampled ones when the CPU was in user mode, else
 	 * those saved on entry to the kernel. The context allows only whole 8-byte
@@ -354,38 +397,21 @@ static __always_inline __u64 record_user_cfi(struct bpf_perf_event_data *ctx,
 		w.pc = *(volatile __u64 *)&ctx->regs.ip;
 		w.sp = *(volatile __u64 *)&ctx->regs.sp;
 		w.bp = *(volatile __u64 *)&ctx->regs.bp;
-	} else {
-		regs = (struct pt_regs *)bpf_task_pt_regs(task);
-		/* A kernel thread borrowing an address space (kthread_use_mm) has no
-		 * user registers to start from: no user part, and no loss. */
-		if (!regs || !(BPF_CORE_READ(regs, cs) & 3))
-			return 0;
-		w.pc = BPF_CORE_READ(regs, ip);
-		w.sp = BPF_CORE_READ(regs, sp);
-		w.bp = BPF_CORE_READ(regs, bp);
+	} else if (!task_user_regs(task, &w)) {
+		return 0; /* no user part, and no loss */
 	}
-	st = bpf_map_lookup_elem(&scratch, &zero);
-	if (!st)
+	return unwind_walk_store(&w, stacks);
+}
+
+/* The same from a context that holds no user registers (off-CPU: a kprobe as the
+ * thread is switched back in), from those it entered the kernel with. */
+static __always_inline __u64 record_user_cfi_task(struct task_struct *task, __u32 pid, void *stacks)
+{
+	struct unwind_walk w = { .pid = pid, .last_map = -1, .last_row = -1 };
+
+	if (!task_user_regs(task, &w))
 		return 0;
-	w.proc = bpf_map_lookup_elem(&unwind_procs, &pid);
-	if (!w.proc)
-		count_loss(PROFILE_LOSS_UNWIND_NO_PROC);
-	bpf_loop(PROFILE_MAX_DEPTH + 1, unwind_step, &w, 0);
-	if (!w.depth) {
-		count_loss(PROFILE_LOSS_USTACK_FAULT);
-		return 0;
-	}
-	if (w.flags & PROFILE_STACK_NO_TABLE)
-		count_loss(PROFILE_LOSS_UNWIND_NO_TABLE);
-	if (w.flags & PROFILE_STACK_CUT)
-		count_loss(PROFILE_LOSS_UNWIND_CUT);
-	if (w.flags & PROFILE_STACK_TRUNCATED)
-		count_loss(PROFILE_LOSS_UNWIND_TRUNCATED);
-	count_losses(PROFILE_LOSS_UNWIND_TABLE_FRAMES, w.table_frames);
-	count_losses(PROFILE_LOSS_UNWIND_FP_FRAMES, w.fp_frames);
-	st->depth = w.depth;
-	st->flags = w.flags;
-	return store_stack(stacks, st);
+	return unwind_walk_store(&w, stacks);
 }
 
 #endif

@@ -46,6 +46,15 @@ const char agent_options_usage[] =
 	"      --unwind cfi|fp   user stacks from CFI tables (.eh_frame; default cfi), or by\n"
 	"                        frame pointers only\n"
 	"      --unwind-table-mb N  kernel memory for unwind tables, 1 to 128 (default 32)\n"
+	"      --off-cpu on|off  also record where threads wait, in nanoseconds off CPU,\n"
+	"                        as a second profile type, offcpu (default off)\n"
+	"      --off-cpu-min-us N  record waits of at least N microseconds, 1 to\n"
+	"                        60000000 (default 1000)\n"
+	"      --off-cpu-probability P  time only a share P of waits, 0.0001 to 1\n"
+	"                        (default 1); values are scaled by 1/P\n"
+	"      --off-cpu-max-keys N  (thread, stack) entries of off-CPU time per window,\n"
+	"                        16 to 4194304 (default 4096); past it waits are lost\n"
+	"                        and counted\n"
 	"      --include-idle    count the idle task instead of skipping it\n"
 	"      --max-stacks N    entries per stack map (default: from window and CPUs)\n"
 	"      --bpf-stats       measure the BPF program's run time and report it\n"
@@ -80,6 +89,10 @@ const struct option agent_long_options[] = {
 	{ "unwind", required_argument, NULL, AGENT_OPT_UNWIND },
 	{ "unwind-table-mb", required_argument, NULL, AGENT_OPT_UNWIND_TABLE_MB },
 	{ "lines", no_argument, NULL, AGENT_OPT_LINES },
+	{ "off-cpu", required_argument, NULL, AGENT_OPT_OFF_CPU },
+	{ "off-cpu-min-us", required_argument, NULL, AGENT_OPT_OFF_CPU_MIN_US },
+	{ "off-cpu-probability", required_argument, NULL, AGENT_OPT_OFF_CPU_PROBABILITY },
+	{ "off-cpu-max-keys", required_argument, NULL, AGENT_OPT_OFF_CPU_MAX_KEYS },
 	{ NULL, 0, NULL, 0 },
 };
 
@@ -94,6 +107,24 @@ static int parse_uint(const char *s, unsigned long min, unsigned long max, unsig
 	errno = 0;
 	v = strtoul(s, &end, 10);
 	if (errno || *end || v < min || v > max)
+		return -EINVAL;
+	*out = v;
+	return 0;
+}
+
+/* Parses a probability in [AGENT_OFFCPU_PROBABILITY_MIN, 1]; the whole string must
+ * be the number. */
+static int parse_probability(const char *s, double *out)
+{
+	char *end;
+	double v;
+
+	if (!*s || *s == '-' || *s == '+')
+		return -EINVAL;
+	errno = 0;
+	v = strtod(s, &end);
+	/* written as the comparisons that are false for a NaN */
+	if (errno || *end || !(v >= AGENT_OFFCPU_PROBABILITY_MIN && v <= 1.0))
 		return -EINVAL;
 	*out = v;
 	return 0;
@@ -189,6 +220,9 @@ int agent_options__init(struct agent_options *o)
 		.retry_base_ms = 500,
 		.batch_max_kb = AGENT_BATCH_MAX_KB,
 		.unwind_table_mb = AGENT_UNWIND_TABLE_MB,
+		.off_cpu = AGENT_OFFCPU_DEFAULT,
+		.off_cpu_min_us = AGENT_OFFCPU_MIN_US,
+		.off_cpu_probability = 1.0,
 	};
 	o->pids = calloc(AGENT_MAX_PIDS, sizeof(*o->pids));
 	o->labels = calloc(AGENT_MAX_LABELS, sizeof(*o->labels));
@@ -264,6 +298,33 @@ int agent_options__set(struct agent_options *o, int opt, const char *arg, char *
 		else
 			rc = reason_fail(err, errlen, -EINVAL, "--python wants on or off, got '%s'",
 					 arg);
+		break;
+	case AGENT_OPT_OFF_CPU:
+		if (strcmp(arg, "on") == 0)
+			o->off_cpu = true;
+		else if (strcmp(arg, "off") == 0)
+			o->off_cpu = false;
+		else
+			rc = reason_fail(err, errlen, -EINVAL,
+					 "--off-cpu wants on or off, got '%s'", arg);
+		break;
+	case AGENT_OPT_OFF_CPU_MIN_US:
+		if (parse_uint(arg, 1, AGENT_OFFCPU_MIN_US_MAX, &v))
+			rc = reason_fail(err, errlen, -EINVAL,
+					 "--off-cpu-min-us wants 1 to %d, got '%s'",
+					 AGENT_OFFCPU_MIN_US_MAX, arg);
+		o->off_cpu_min_us = (unsigned)v;
+		break;
+	case AGENT_OPT_OFF_CPU_PROBABILITY:
+		if (parse_probability(arg, &o->off_cpu_probability))
+			rc = reason_fail(err, errlen, -EINVAL,
+					 "--off-cpu-probability wants 0.0001 to 1, got '%s'", arg);
+		break;
+	case AGENT_OPT_OFF_CPU_MAX_KEYS:
+		if (parse_uint(arg, 16, 1u << 22, &v))
+			rc = reason_fail(err, errlen, -EINVAL,
+					 "--off-cpu-max-keys wants 16 to 4194304, got '%s'", arg);
+		o->off_cpu_max_keys = (uint32_t)v;
 		break;
 	case AGENT_OPT_UNWIND:
 		if (strcmp(arg, "cfi") == 0)

@@ -14,6 +14,10 @@
 #include "query/timeparse.h"
 #include "store/store.h"
 
+/* The profile types agents send: cpu (samples) and, with --off-cpu, offcpu
+ * (nanoseconds blocked; agent/agent.c). */
+#define TYPE_OFFCPU "offcpu"
+
 #define DEFAULT_RANGE 3600
 #define DEFAULT_LIMIT 50
 #define MAX_LIMIT     100000
@@ -203,11 +207,12 @@ int query_parse(struct query *q, enum query_kind kind, const struct query_params
 		goto out;
 	}
 	v = param(ctx, "type", 0);
-	if (v && strcmp(v, "cpu") != 0) {
+	if (v && strcmp(v, STORE_TYPE_CPU) != 0 && strcmp(v, TYPE_OFFCPU) != 0) {
 		err = reason_fail(why, whylen, -EINVAL,
-				  "unknown profile type '%.32s' (only cpu is recorded)", v);
+				  "unknown profile type '%.32s' (cpu or offcpu)", v);
 		goto out;
 	}
+	q->type = v && strcmp(v, STORE_TYPE_CPU) != 0 ? TYPE_OFFCPU : NULL;
 	if (kind == QUERY_TOP && (v = param(ctx, "limit", 0))) {
 		char *end;
 		unsigned long n = strtoul(v, &end, 10);

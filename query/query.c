@@ -22,11 +22,15 @@
 #include "query/render_text.h"
 #include "store/store.h"
 
-static struct store_query store_query(int64_t from, int64_t to, const struct query_where *w)
+static struct store_query store_query(int64_t from, int64_t to, const struct query_where *w,
+				      const char *type)
 {
-	return (struct store_query){
-		.from = from, .to = to, .keys = w->keys, .values = w->values, .nlabels = w->n
-	};
+	return (struct store_query){ .from = from,
+				     .to = to,
+				     .keys = w->keys,
+				     .values = w->values,
+				     .nlabels = w->n,
+				     .type = type };
 }
 
 struct side {
@@ -60,14 +64,14 @@ static int load_flame(struct store *st, const struct query *q, struct flame **ou
 		return err;
 	if (q->kind == QUERY_DIFF) {
 		s.side = 0;
-		sq = store_query(q->before_from, q->before_to, &q->before_where);
+		sq = store_query(q->before_from, q->before_to, &q->before_where, q->type);
 		err = store__query_stacks(st, &sq, add_stack, &s);
 		s.side = 1;
-		sq = store_query(q->after_from, q->after_to, &q->after_where);
+		sq = store_query(q->after_from, q->after_to, &q->after_where, q->type);
 		err = err ?: store__query_stacks(st, &sq, add_stack, &s);
 	} else {
 		s.side = 0;
-		sq = store_query(q->from, q->to, &q->where);
+		sq = store_query(q->from, q->to, &q->where, q->type);
 		err = store__query_stacks(st, &sq, add_stack, &s);
 	}
 	/* JSON and folded read the compact tree; the others, and folded of a tree
@@ -500,15 +504,15 @@ int query_load(struct store *st, const struct query *q, size_t max_bytes, struct
 		err = load_flame(st, q, &a->tree);
 		break;
 	case QUERY_SERIES:
-		sq = store_query(q->from, q->to, &q->where);
+		sq = store_query(q->from, q->to, &q->where, q->type);
 		err = store__query_series(st, &sq, q->step, keep_point, a);
 		break;
 	case QUERY_LABELS:
-		sq = store_query(q->from, q->to, &q->where);
+		sq = store_query(q->from, q->to, &q->where, q->type);
 		err = store__labels(st, &sq, keep_name, a);
 		break;
 	case QUERY_LABEL_VALUES:
-		sq = store_query(q->from, q->to, &q->where);
+		sq = store_query(q->from, q->to, &q->where, q->type);
 		err = store__label_values(st, q->label, &sq, keep_name, a);
 		break;
 	}

@@ -4,7 +4,7 @@
  * format.
  *
  * Queries (kind) and their parameters
- *   flamegraph  from, to, where=K=V..., type=cpu, granularity=function|line,
+ *   flamegraph  from, to, where=K=V..., type=cpu|offcpu, granularity=function|line,
  *               format=json|text|folded|svg|html|pprof|speedscope
  *   diff        before_from, before_to, after_from, after_to (all four required),
  *               where (both sides), before_where, after_where, granularity;
@@ -71,6 +71,7 @@ struct query {
 	bool lines;			      /* granularity=line: a line is part of a frame */
 	size_t max_nodes;		      /* json flame graphs: at most this many nodes
 					       * (render_json_tree); 0: all */
+	const char *type;		      /* type=: STORE_TYPE_CPU or "offcpu"; NULL: cpu */
 	char *owned[2 * QUERY_MAX_WHERE * 3]; /* strings split out of where=K=V */
 	size_t nowned;
 };

@@ -33,6 +33,10 @@ static void test_defaults(void **state)
 	assert_false(o.unwind_fp);
 	assert_int_equal(o.unwind_table_mb, AGENT_UNWIND_TABLE_MB);
 	assert_false(o.lines); /* folded output by function */
+	assert_int_equal(o.off_cpu, AGENT_OFFCPU_DEFAULT);
+	assert_int_equal(o.off_cpu_min_us, AGENT_OFFCPU_MIN_US);
+	assert_true(o.off_cpu_probability == 1.0);
+	assert_int_equal(o.off_cpu_max_keys, 0); /* the sampler's default */
 	agent_options__free(&o);
 }
 
@@ -71,6 +75,14 @@ static void test_all_options(void **state)
 			 "fp",
 			 "--unwind-table-mb",
 			 "128",
+			 "--off-cpu",
+			 "on",
+			 "--off-cpu-min-us",
+			 "250",
+			 "--off-cpu-probability",
+			 "0.25",
+			 "--off-cpu-max-keys",
+			 "65536",
 			 NULL };
 	struct agent_options o;
 	char err[256] = "";
@@ -99,6 +111,10 @@ static void test_all_options(void **state)
 	assert_true(o.unwind_fp);
 	assert_int_equal(o.unwind_table_mb, 128);
 	assert_true(o.lines);
+	assert_true(o.off_cpu);
+	assert_int_equal(o.off_cpu_min_us, 250);
+	assert_true(o.off_cpu_probability == 0.25);
+	assert_int_equal(o.off_cpu_max_keys, 65536);
 	agent_options__free(&o);
 }
 
@@ -150,6 +166,18 @@ static void test_bad_values(void **state)
 		{ "--unwind", "dwarf", "--unwind wants cfi or fp, got 'dwarf'" },
 		{ "--unwind-table-mb", "0", "--unwind-table-mb wants 1 to 128, got '0'" },
 		{ "--unwind-table-mb", "129", "--unwind-table-mb wants 1 to 128" },
+		{ "--off-cpu", "yes", "--off-cpu wants on or off, got 'yes'" },
+		{ "--off-cpu-min-us", "0", "--off-cpu-min-us wants 1 to 60000000, got '0'" },
+		{ "--off-cpu-min-us", "60000001", "--off-cpu-min-us wants 1 to 60000000" },
+		{ "--off-cpu-probability", "0",
+		  "--off-cpu-probability wants 0.0001 to 1, got '0'" },
+		{ "--off-cpu-probability", "0.00009", "--off-cpu-probability wants 0.0001 to 1" },
+		{ "--off-cpu-probability", "1.5", "--off-cpu-probability wants 0.0001 to 1" },
+		{ "--off-cpu-probability", "nan", "--off-cpu-probability wants 0.0001 to 1" },
+		{ "--off-cpu-probability", "0.5x", "--off-cpu-probability wants 0.0001 to 1" },
+		{ "--off-cpu-probability", "-0.5", "--off-cpu-probability wants 0.0001 to 1" },
+		{ "--off-cpu-max-keys", "15", "--off-cpu-max-keys wants 16 to 4194304, got '15'" },
+		{ "--off-cpu-max-keys", "4194305", "--off-cpu-max-keys wants 16 to 4194304" },
 		{ "--token", "", "--token: the token is empty" },
 		{ "--token", " \t ", "--token: the token holds whitespace" },
 		{ "--token", "abc\r\nX-Evil: 1", "--token: the token holds whitespace" },
