@@ -75,9 +75,9 @@ static int search_value(void *ctx, const char *text)
 /* An empty side with a selection: names the first where pair whose value no label
  * set in the side's range has, with the values that key does have. Read only
  * for an empty answer, so a query with samples never pays for it. */
-static int explain_empty(struct store *st, struct query_side *s)
+static int explain_empty(struct store *st, struct query_side *s, const char *type)
 {
-	struct store_query any = { .from = s->from, .to = s->to };
+	struct store_query any = { .from = s->from, .to = s->to, .type = type };
 	size_t i;
 	int err;
 
@@ -123,11 +123,12 @@ int query_context__load(struct store *st, const struct query *q, const uint64_t 
 					  .to = s->to,
 					  .keys = s->where->keys,
 					  .values = s->where->values,
-					  .nlabels = s->where->n };
+					  .nlabels = s->where->n,
+					  .type = q->type };
 
 		err = store__windows(st, &sq, &s->w);
 		if (!err && !s->total && s->where->n)
-			err = explain_empty(st, s);
+			err = explain_empty(st, s, q->type);
 		if (err)
 			return err;
 		/* the distinct periods of both sides, most batches first */
@@ -168,7 +169,18 @@ int query_context__load(struct store *st, const struct query *q, const uint64_t 
 	}
 	c->pprof_period_ns =
 		all.nperiods && all.periods[0] ? all.periods[0] : PPROF_FALLBACK_PERIOD_NS;
+	if (query_context__offcpu(c)) {
+		/* values are nanoseconds off CPU: "x period" makes them a time */
+		c->period_ns = c->pprof_period_ns = 1;
+		c->no_cpu = c->side[0].total || c->side[1].total ? NULL : no_data;
+		snprintf(c->periods, sizeof(c->periods), "waits in ns");
+	}
 	return 0;
+}
+
+bool query_context__offcpu(const struct query_context *c)
+{
+	return c->q && c->q->type && !strcmp(c->q->type, "offcpu");
 }
 
 double query_context__cpu_seconds(const struct query_context *c, uint64_t samples)
@@ -239,17 +251,17 @@ static void fmt_where(const struct query_where *w, char *buf, size_t len)
 				      w->values[i]);
 }
 
-static const char *what(enum query_kind k)
+static const char *what(enum query_kind k, bool offcpu)
 {
 	switch (k) {
 	case QUERY_FLAMEGRAPH:
-		return "CPU flame graph";
+		return offcpu ? "Off-CPU flame graph" : "CPU flame graph";
 	case QUERY_DIFF:
-		return "CPU diff";
+		return offcpu ? "Off-CPU diff" : "CPU diff";
 	case QUERY_TOP:
-		return "CPU top functions";
+		return offcpu ? "Off-CPU top functions" : "CPU top functions";
 	case QUERY_SERIES:
-		return "CPU samples over time";
+		return offcpu ? "Off-CPU time over time" : "CPU samples over time";
 	default:
 		return "smolder";
 	}
@@ -272,9 +284,10 @@ void query_context__title(const struct query_context *c, char *buf, size_t len)
 	fmt_side(&c->side[0], a, sizeof(a));
 	if (c->nsides == 2) {
 		fmt_side(&c->side[1], b, sizeof(b));
-		snprintf(buf, len, "%s \u00b7 before: %s \u00b7 after: %s", what(c->q->kind), a, b);
+		snprintf(buf, len, "%s \u00b7 before: %s \u00b7 after: %s",
+			 what(c->q->kind, query_context__offcpu(c)), a, b);
 	} else {
-		snprintf(buf, len, "%s \u00b7 %s", what(c->q->kind), a);
+		snprintf(buf, len, "%s \u00b7 %s", what(c->q->kind, query_context__offcpu(c)), a);
 	}
 }
 
@@ -287,6 +300,15 @@ static void fmt_totals(const struct query_context *c, const struct query_side *s
 	double secs;
 	size_t o;
 
+	if (query_context__offcpu(c)) { /* "124.7 s off CPU (0.42 threads avg)" */
+		secs = (double)s->total / 1e9;
+		query_context__seconds(secs, n, sizeof(n));
+		o = (size_t)snprintf(buf, len, "%s off CPU", n);
+		if (span > 0 && o < len)
+			snprintf(buf + o, len - o, " (%.2f threads waiting avg)",
+				 secs / (double)span);
+		return;
+	}
 	query_context__count(s->total, n, sizeof(n));
 	o = (size_t)snprintf(buf, len, "%s samples", n);
 	if (c->no_cpu || o >= len)
@@ -394,10 +416,12 @@ static int json_side(const struct query_context *c, const struct query_side *s, 
 		fputs(",\"empty_reason\":", out);
 		render_json_string(out, s->empty_why);
 	}
-	if (c->no_cpu)
+	if (c->no_cpu || query_context__offcpu(c))
 		fputs(",\"cpu_seconds\":null", out);
 	else
 		fprintf(out, ",\"cpu_seconds\":%.6f", query_context__cpu_seconds(c, s->total));
+	if (query_context__offcpu(c))
+		fprintf(out, ",\"offcpu_seconds\":%.6f", (double)s->total / 1e9);
 	return 0;
 }
 
@@ -409,7 +433,9 @@ int query_context__json(const struct query_context *c, char **out)
 
 	if (!f)
 		return -ENOMEM;
-	fputs("{\"type\":\"cpu\",\"unit\":\"samples\"", f);
+	fputs(query_context__offcpu(c) ? "{\"type\":\"offcpu\",\"unit\":\"nanoseconds\""
+				       : "{\"type\":\"cpu\",\"unit\":\"samples\"",
+	      f);
 	if (c->period_ns)
 		fprintf(f, ",\"period_ns\":%" PRIu64, c->period_ns);
 	else

@@ -6,7 +6,8 @@
  * format: SVG and HTML get it as title and subtitle (and the period), JSON as the
  * "meta" member, the tables and the text tree as two "# " lines before the table,
  * pprof its sampling period, speedscope the title as its name. The meta object:
- *   {"type":"cpu","unit":"samples","period_ns":N|null,
+ *   {"type":"cpu","unit":"samples","period_ns":N|null,  (offcpu: see
+ *                                                      query_context__offcpu)
  *    "no_cpu_reason":"..." (only when CPU time is not shown),
  *    "periods":"99 Hz" (the distinct periods, readable),
  *    "granularity":"function"|"line" (null for series),
@@ -54,6 +55,11 @@ struct query_context {
  * or a store error. */
 int query_context__load(struct store *s, const struct query *q, const uint64_t totals[2],
 			struct query_context *c);
+
+/* Whether the answer is of the offcpu type: values are nanoseconds off CPU, the
+ * period is 1 ns, the JSON says "type":"offcpu","unit":"nanoseconds" and gives
+ * "offcpu_seconds" instead of "cpu_seconds", the text says "s off CPU". */
+bool query_context__offcpu(const struct query_context *c);
 
 /* samples x period in seconds (0 when c->period_ns is 0). */
 double query_context__cpu_seconds(const struct query_context *c, uint64_t samples);

@@ -813,17 +813,23 @@ static int ingest_locked(struct sqlite_store *s, struct ingest *in, bool *duplic
 		goto out_free;
 
 	/* The window's length and period (schema/004_windows.sql): one upsert per
-	 * batch, at the bucket that holds it where its finer tiers are gone. */
-	err = stmt(s, ST_WINDOW_ADD_, &st);
+	 * batch, at the bucket that holds it where its finer tiers are gone. The CPU
+	 * profile's batches only: the table is per window, not per type, and another
+	 * type's "period" (offcpu's 1 ns) would make every CPU answer's periods
+	 * mixed; the same agent sends that type in the same windows anyway. */
+	err = in->type_key ? 0 : stmt(s, ST_WINDOW_ADD_, &st);
 	if (err)
 		goto out_free;
-	sqlite3_bind_int64(st, 1, d.win_start);
-	sqlite3_bind_int64(st, 2, b->period_ns > INT64_MAX ? INT64_MAX : (int64_t)b->period_ns);
-	sqlite3_bind_int64(st, 3, d.win_seconds);
-	err = store_step(s, st);
-	store_done(st);
-	if (err < 0)
-		goto out_free;
+	if (!in->type_key) {
+		sqlite3_bind_int64(st, 1, d.win_start);
+		sqlite3_bind_int64(st, 2,
+				   b->period_ns > INT64_MAX ? INT64_MAX : (int64_t)b->period_ns);
+		sqlite3_bind_int64(st, 3, d.win_seconds);
+		err = store_step(s, st);
+		store_done(st);
+		if (err < 0)
+			goto out_free;
+	}
 
 	err = stmt(s, ST_INGESTED_PUT_, &st);
 	if (err)

@@ -148,9 +148,9 @@ struct store_query {
 	const char *const *values; /* nlabels label values */
 	size_t nlabels;
 	const char *type; /* the profile type; NULL: STORE_TYPE_CPU. store__windows() is
-			   * per window, whatever the type: it honours a type other than
-			   * cpu only as a selection (the windows where such a label set
-			   * has a block) */
+			   * per window and records the CPU profile's batches only (their
+			   * periods): it honours a type other than cpu as a selection
+			   * (the windows where such a label set has a block) */
 };
 
 /* Called once per distinct stack: its nframes frames (common/frame.h), root first,

@@ -267,10 +267,50 @@ static void run_totals(const char *run, const char *n, const char *ms, const cha
 	folded__free(f);
 }
 
+/* The json answers' context (query/context.c): an off-CPU answer says its type and
+ * unit and gives seconds off CPU equal to its total; a CPU answer of the same run
+ * and range keeps its one period (the off-CPU batches of the same windows add no
+ * period of theirs: schema/004's windows are the CPU profile's). */
+static void check_context(const char *run)
+{
+	char url[256];
+	struct reply r;
+	const char *p;
+	double total, secs;
+
+	snprintf(url, sizeof(url),
+		 "/api/v1/flamegraph?type=offcpu&format=json&max_nodes=16&from=-1h&to=%lld"
+		 "&where=run=%s",
+		 (long long)time(NULL) + 60, run);
+	r = http_get(coll.port, url, NULL);
+	assert_int_equal(r.status, 200);
+	assert_non_null(strstr(r.body, "{\"meta\":{\"type\":\"offcpu\",\"unit\":\"nanoseconds\""));
+	assert_non_null(strstr(r.body, "\"cpu_seconds\":null"));
+	p = strstr(r.body, "\"total\":");
+	assert_non_null(p);
+	total = strtod(p + 8, NULL);
+	p = strstr(r.body, "\"offcpu_seconds\":");
+	assert_non_null(p);
+	secs = strtod(p + strlen("\"offcpu_seconds\":"), NULL);
+	print_message("  json context: total %.0f ns, offcpu_seconds %.6f\n", total, secs);
+	assert_true(total > 1e9 && secs > total / 1e9 * 0.999999 && secs < total / 1e9 * 1.000001);
+	free(r.body);
+	/* the CPU profile of the same run: one period, so CPU time is given */
+	snprintf(url, sizeof(url), "/api/v1/flamegraph?format=json&from=-1h&to=%lld&where=run=%s",
+		 (long long)time(NULL) + 60, run);
+	r = http_get(coll.port, url, NULL);
+	assert_int_equal(r.status, 200);
+	assert_non_null(strstr(r.body, "{\"meta\":{\"type\":\"cpu\",\"unit\":\"samples\""));
+	if (strstr(r.body, "no_cpu_reason"))
+		fail_msg("the CPU answer lost its CPU time: %.300s", r.body);
+	free(r.body);
+}
+
 static void test_totals(void **state)
 {
 	NEED_ROOT(*state);
 	run_totals("totals", "3", "2000", "1");
+	check_context("totals");
 }
 
 /* One wait in two timed, of 3000 waits of 2 ms: the scaled total's relative

@@ -521,8 +521,10 @@ static void test_help(void **state)
 	/* --type is taken by these four, so their help lists it (none did) */
 	for (i = 0; i < sizeof(typed) / sizeof(typed[0]); i++) {
 		r = cli(-1, typed[i], "--help");
-		if (r.code != 0 || !strstr(r.out, "--type cpu"))
-			fail_msg("%s --help does not list --type cpu: %s", typed[i], r.out);
+		if (r.code != 0 ||
+		    !strstr(r.out, "--type T           the profile type: cpu (default) or offcpu"))
+			fail_msg("%s --help does not list --type with cpu and offcpu: %s", typed[i],
+				 r.out);
 		run_free(&r);
 	}
 	r = cli(-1, "labels", "--help");
