@@ -440,7 +440,9 @@
       } else {
         const cpu = m.cpu_seconds !== null && m.cpu_seconds !== undefined && m.period_ns
           ? ' \u00b7 ' + m.cpu_seconds.toFixed(2) + ' s CPU' : '';
-        setSummary(fmtCount(m.total) + ' samples' + cpu + ' \u00b7 ' + fmtRange([m.from, m.to]) +
+        const amount = m.type === 'offcpu' ? (m.total / 1e9).toFixed(2) + ' s off CPU'
+          : fmtCount(m.total) + ' samples' + cpu;
+        setSummary(amount + ' \u00b7 ' + fmtRange([m.from, m.to]) +
           prunedNote(tree, m.total),
           m.total ? '' : 'No samples in this range' + (m.empty_reason ? ': ' + m.empty_reason : '.'));
         $('summary').dataset.total = m.total;

@@ -96,6 +96,7 @@
       const meta = tree.meta || {};
       this.diff = diff;
       this.period = meta.period_ns || 0;
+      this.offcpu = meta.type === 'offcpu'; /* values are nanoseconds blocked */
       this.sides = diff ? [meta.before.total || 0, meta.after.total || 0] : null;
       /* a first walk counts the nodes, so that the columns are typed arrays of
        * their final size (a day's tree is 650,000 nodes) */
@@ -413,7 +414,13 @@
     }
 
     cpu(samples) {
-      return this.period ? ' \u00b7 ' + fmtSeconds((samples * this.period) / 1e9) + ' CPU' : '';
+      return this.period ? ' \u00b7 ' + fmtSeconds((samples * this.period) / 1e9) +
+        (this.offcpu ? ' off CPU' : ' CPU') : '';
+    }
+
+    /* "12,345 samples", or for off-CPU answers "1.2 s off CPU" (values in ns) */
+    amount(v) {
+      return this.offcpu ? fmtSeconds(v / 1e9) + ' off CPU' : fmtCount(v) + ' samples' + this.cpu(v);
     }
 
     tipHtml(i) {
@@ -427,9 +434,9 @@
         rows.push('Change: ' + ((sa - sb) * 100 >= 0 ? '+' : '') + ((sa - sb) * 100).toFixed(2) + ' pp');
       } else {
         const T = this.rootTotal || 1, Z = this.total[this.zoom] || 1;
-        rows.push('Total: ' + fmtCount(this.total[i]) + ' samples' + this.cpu(this.total[i]) + ' \u00b7 ' +
+        rows.push('Total: ' + this.amount(this.total[i]) + ' \u00b7 ' +
           fmtPct(this.total[i] / T) + (this.zoom ? ' (' + fmtPct(this.total[i] / Z) + ' of zoom)' : ''));
-        rows.push('Self: ' + fmtCount(this.self[i]) + ' samples' + this.cpu(this.self[i]) + ' \u00b7 ' +
+        rows.push('Self: ' + this.amount(this.self[i]) + ' \u00b7 ' +
           fmtPct(this.self[i] / T));
       }
       const lines = this.lines[i];
