@@ -24,6 +24,7 @@
 #include <cmocka.h>
 #include <curl/curl.h>
 
+#include "browsertest.h"
 #include "collectortest.h"
 #include "common/batch.h"
 #include "flametest.h"
@@ -32,7 +33,6 @@
 #include "query/render_svg.h"
 #include "testutil.h"
 
-#define CHROMIUM   "/usr/bin/chromium"
 #define NODE_MS	   120000 /* bound on the whole browser run */
 #define MIN_CHECKS 85	  /* the script's checks: fewer means some did not run */
 #define NWIN	   2
@@ -340,20 +340,6 @@ static void write_expectations(const char *path, const char *dir, unsigned port,
 
 /* Starts node in a process group of its own (Chromium goes with it when the
  * teardown kills the group). */
-/* The absolute path of node on PATH (test_spawn executes a path); fails the test
- * when there is none: make deps checks that node is installed. */
-static void find_node(char *buf, size_t len)
-{
-	FILE *p = popen("command -v node", "r");
-	bool found = p && fgets(buf, (int)len, p) && buf[0] == '/';
-
-	if (p)
-		pclose(p);
-	if (!found)
-		fail_msg("node not found on PATH: the browser tests need Node.js 20 (make deps)");
-	buf[strcspn(buf, "\n")] = '\0';
-}
-
 /* One stack of DEEP frames under the process "deep", in the window at t. */
 static void post_deep(unsigned port, int64_t t)
 {
@@ -379,27 +365,15 @@ static void post_deep(unsigned port, int64_t t)
 static void test_flamegraph_pages_in_chromium(void **state)
 {
 	const char *keys[] = { "comm" };
-	char modules[300], pkg[400], expect[160], out[160], script[] = "tests/browser/flame.js";
-	char node_path[PATH_MAX], err[PATH_MAX + 64];
-	char *argv[] = { node_path, script, expect, NULL };
-	int64_t t0 = (int64_t)time(NULL) - 1200, ok = 0;
+	char expect[160], out[160], err[160];
+	int64_t t0 = (int64_t)time(NULL) - 1200;
 	uint64_t samples = 0;
+	struct browser_run br;
 	struct coll c;
-	int w, s, status;
-	bool not_ok;
-	pid_t node;
-	char *text, *p;
+	int w, s;
 
 	(void)state;
-	if (access(CHROMIUM, X_OK) != 0)
-		fail_msg("%s missing: make deps installs chromium", CHROMIUM);
-	find_node(node_path, sizeof(node_path));
-	test_build_path(modules, sizeof(modules), "browser/node_modules");
-	snprintf(pkg, sizeof(pkg), "%s/playwright-core/package.json", modules);
-	if (access(pkg, R_OK) != 0)
-		fail_msg("%s missing: make %s/browser/node_modules/.package-lock.json", pkg,
-			 test_build_dir());
-	assert_int_equal(access(script, R_OK), 0); /* run from the worktree root */
+	browser_prepare(&br, "flame.js");
 
 	t0 -= t0 % 10;
 	assert_int_equal(coll_start(&c, "127.0.0.1:0", NULL), 0);
@@ -434,26 +408,8 @@ static void test_flamegraph_pages_in_chromium(void **state)
 	snprintf(out, sizeof(out), "%s/node.out", c.dir);
 	post_deep(c.port, t0 + 10 * NWIN);
 	write_expectations(expect, c.dir, c.port, t0, t0 + 10 * NWIN);
-	setenv("NODE_PATH", modules, 1);
-	setenv("SMOLDER_CHROMIUM", CHROMIUM, 0);
 	snprintf(err, sizeof(err), "%s/node.err", c.dir);
-	node = test_spawn(argv, out, err);
-	status = test_wait(node, NODE_MS);
-	test_print_log("node", err);
-	text = test_read_file(out);
-	assert_non_null(text);
-	fputs(text, stdout); /* the script's checks, one per line */
-	for (p = text; (p = strstr(p, "\nok - ")); p++)
-		ok++;
-	ok += !strncmp(text, "ok - ", 5);
-	not_ok = strstr(text, "not ok") != NULL;
-	free(text);
-	if (status == -1)
-		fail_msg("node did not finish in %d s", NODE_MS / 1000);
-	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0 || not_ok)
-		fail_msg("the browser checks failed (wait status %#x)", status);
-	if (ok < MIN_CHECKS)
-		fail_msg("only %lld checks passed, want at least %d", (long long)ok, MIN_CHECKS);
+	browser_run(&br, expect, out, err, NODE_MS, MIN_CHECKS);
 	coll_stop(&c);
 }
 

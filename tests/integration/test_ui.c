@@ -35,12 +35,12 @@
 #include <cmocka.h>
 #include <curl/curl.h>
 
+#include "browsertest.h"
 #include "collectortest.h"
 #include "collector/ui.h"
 #include "common/batch.h"
 #include "testutil.h"
 
-#define CHROMIUM   "/usr/bin/chromium"
 #define NODE_MS	   180000 /* bound on the whole browser run */
 #define MIN_CHECKS 40	  /* the script's checks: fewer means some did not run */
 #define NWIN	   240	  /* 40 minutes of 10 s windows */
@@ -491,42 +491,15 @@ static void test_embed_caps(void **state)
 	assert_int_equal(system(cmd), 0); /* under both caps */
 }
 
-/* ---- the browser ------------------------------------------------------------------ */
-
-static void find_node(char *buf, size_t len)
-{
-	FILE *p = popen("command -v node", "r");
-	bool found = p && fgets(buf, (int)len, p) && buf[0] == '/';
-
-	if (p)
-		pclose(p);
-	if (!found)
-		fail_msg("node not found on PATH: the browser tests need Node.js 20 (make deps)");
-	buf[strcspn(buf, "\n")] = '\0';
-}
-
 static void test_ui_in_chromium(void **state)
 {
-	char modules[300], pkg[400], expect[160], out[160], script[] = "tests/browser/ui.js";
-	char node_path[PATH_MAX], err[PATH_MAX + 64];
-	char *argv[] = { node_path, script, expect, NULL };
-	int64_t now = (int64_t)time(NULL), t0, ok = 0;
+	char expect[160], out[160], err[160];
+	int64_t now = (int64_t)time(NULL), t0;
+	struct browser_run b;
 	struct coll c, tc;
-	int status;
-	bool not_ok;
-	pid_t node;
-	char *text, *p;
 
 	(void)state;
-	if (access(CHROMIUM, X_OK) != 0)
-		fail_msg("%s missing: make deps installs chromium", CHROMIUM);
-	find_node(node_path, sizeof(node_path));
-	test_build_path(modules, sizeof(modules), "browser/node_modules");
-	snprintf(pkg, sizeof(pkg), "%s/playwright-core/package.json", modules);
-	if (access(pkg, R_OK) != 0)
-		fail_msg("%s missing: make %s/browser/node_modules/.package-lock.json", pkg,
-			 test_build_dir());
-	assert_int_equal(access(script, R_OK), 0); /* run from the worktree root */
+	browser_prepare(&b, "ui.js");
 
 	/* the windows end 5 minutes ago: all inside the page's default hour */
 	t0 = now - now % 10 - 300 - 10 * NWIN;
@@ -542,25 +515,7 @@ static void test_ui_in_chromium(void **state)
 	snprintf(out, sizeof(out), "%s/node.out", c.dir);
 	snprintf(err, sizeof(err), "%s/node.err", c.dir);
 	write_expectations(expect, c.port, tc.port, t0);
-	setenv("NODE_PATH", modules, 1);
-	setenv("SMOLDER_CHROMIUM", CHROMIUM, 0);
-	node = test_spawn(argv, out, err);
-	status = test_wait(node, NODE_MS);
-	test_print_log("node", err);
-	text = test_read_file(out);
-	assert_non_null(text);
-	fputs(text, stdout); /* the script's checks, one per line */
-	for (p = text; (p = strstr(p, "\nok - ")); p++)
-		ok++;
-	ok += !strncmp(text, "ok - ", 5);
-	not_ok = strstr(text, "not ok") != NULL;
-	free(text);
-	if (status == -1)
-		fail_msg("node did not finish in %d s", NODE_MS / 1000);
-	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0 || not_ok)
-		fail_msg("the browser checks failed (wait status %#x)", status);
-	if (ok < MIN_CHECKS)
-		fail_msg("only %lld checks passed, want at least %d", (long long)ok, MIN_CHECKS);
+	browser_run(&b, expect, out, err, NODE_MS, MIN_CHECKS);
 	coll_stop(&tc);
 	coll_stop(&c);
 }
