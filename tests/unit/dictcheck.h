@@ -13,6 +13,8 @@
 #include <stdint.h>
 #include <stdlib.h>
 
+#include "store/store_int.h" /* get_varint: the stacks' and label sets' varints */
+
 static int64_t dc_int(sqlite3 *db, const char *sql)
 {
 	sqlite3_stmt *st = NULL;
@@ -43,22 +45,6 @@ static uint8_t *dc_ids(sqlite3 *db, const char *table, int64_t *max)
 		p[sqlite3_column_int64(st, 0)] = 1;
 	sqlite3_finalize(st);
 	return p;
-}
-
-static bool dc_varint(const uint8_t **p, const uint8_t *end, uint64_t *v)
-{
-	unsigned shift = 0;
-
-	*v = 0;
-	while (*p < end && shift < 64) {
-		uint8_t c = *(*p)++;
-
-		*v |= (uint64_t)(c & 0x7f) << shift;
-		if (!(c & 0x80))
-			return true;
-		shift += 7;
-	}
-	return false;
 }
 
 #define DC_HAS(arr, max, id) ((id) > 0 && (int64_t)(id) <= (max) && (arr)[(id)])
@@ -124,7 +110,7 @@ static uint64_t dict_check(const char *path)
 		const uint8_t *end = p + sqlite3_column_bytes(st, 1);
 
 		while (p < end) {
-			assert_true(dc_varint(&p, end, &v));
+			assert_true(get_varint(&p, end, &v));
 			if (!DC_HAS(fr, mfr, v))
 				fail_msg("stack %lld: frame %llu: no such frame",
 					 (long long)sqlite3_column_int64(st, 0),
@@ -164,8 +150,8 @@ static uint64_t dict_check(const char *path)
 		char sql[160];
 
 		while (p < end) {
-			assert_true(dc_varint(&p, end, &k));
-			assert_true(dc_varint(&p, end, &v));
+			assert_true(get_varint(&p, end, &k));
+			assert_true(get_varint(&p, end, &v));
 			if (!DC_HAS(str, mstr, k) || !DC_HAS(str, mstr, v))
 				fail_msg("label set %lld: string %llu or %llu missing",
 					 (long long)id, (unsigned long long)k,

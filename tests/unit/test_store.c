@@ -28,6 +28,7 @@
 #include "common/batch.h"
 #include "store/block.h"
 #include "store/store.h"
+#include "killtest.h"
 #include "testutil.h"
 
 /* ---- building batches by hand ------------------------------------------- */
@@ -2329,45 +2330,11 @@ static void test_kill_during_rollup(void **state)
 	for (round = 0; round < 4; round++) {
 		unsigned kill_after = 1 + (unsigned)(rnd() % 25);
 		unsigned seen = 0;
-		int fds[2], status;
-		pid_t pid;
-		char c;
+		char location[160];
+		int status;
 
-		assert_int_equal(pipe(fds), 0);
-		pid = fork();
-		assert_true(pid >= 0);
-		if (pid == 0) { /* the child: no cmocka here, an exit status instead */
-			struct store *cs = NULL;
-			bool more = true;
-
-			close(fds[0]);
-			if (store__open(fx_path(fx), NULL, &cs))
-				_exit(2);
-			while (more) {
-				if (store__maintain(cs, now, 20, &more))
-					_exit(3);
-				if (write(fds[1], "s", 1) != 1)
-					_exit(4);
-			}
-			store__close(cs);
-			_exit(0);
-		}
-		close(fds[1]);
-		while (seen < kill_after && read(fds[0], &c, 1) == 1)
-			seen++;
-		/* the pid is checked before it is signalled: a child of ours, unreaped
-		 * and still running (it may have finished all the work already) */
-		assert_true(test_is_unreaped_child(pid));
-		if (waitpid(pid, &status, WNOHANG) == 0) {
-			assert_int_equal(kill(pid, SIGKILL), 0);
-			assert_int_equal(waitpid(pid, &status, 0), pid);
-		}
-		if (!(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL) &&
-		    !(WIFEXITED(status) && WEXITSTATUS(status) == 0))
-			fail_msg("round %d: the rollup child failed: status 0x%x (exit 2: open, "
-				 "3: maintain, 4: pipe)",
-				 round, status);
-		close(fds[0]);
+		snprintf(location, sizeof(location), "sqlite:%s", fx_path(fx));
+		status = maintain_until_killed(location, NULL, now, kill_after, &seen);
 		print_message("round %d: %s after %u steps (kill planned after %u)\n", round,
 			      WIFSIGNALED(status) ? "killed" : "finished", seen, kill_after);
 

@@ -22,6 +22,7 @@
 #include "common/frame.h"
 #include "store/block.h"
 #include "store/store.h"
+#include "killtest.h"
 #include "testutil.h"
 
 #include "dictcheck.h"
@@ -540,42 +541,9 @@ static void test_kill_during_gc(void **state)
 	for (round = 0; round < 8; round++) {
 		unsigned kill_after = 1 + (unsigned)(test_xorshift(&state_rng) % 150);
 		unsigned seen = 0;
-		int fds[2], status;
 		int64_t deleted;
-		pid_t pid;
-		char c;
+		int status = maintain_until_killed(fx->path, &short_ret, now, kill_after, &seen);
 
-		assert_int_equal(pipe(fds), 0);
-		pid = fork();
-		assert_true(pid >= 0);
-		if (pid == 0) { /* the child: no cmocka here, an exit status instead */
-			struct store *cs = NULL;
-			bool more = true;
-
-			close(fds[0]);
-			if (store__open(fx->path, &short_ret, &cs))
-				_exit(2);
-			while (more) {
-				if (store__maintain(cs, now, 20, &more))
-					_exit(3);
-				if (write(fds[1], "s", 1) != 1)
-					_exit(4);
-			}
-			store__close(cs);
-			_exit(0);
-		}
-		close(fds[1]);
-		while (seen < kill_after && read(fds[0], &c, 1) == 1)
-			seen++;
-		assert_true(test_is_unreaped_child(pid));
-		if (waitpid(pid, &status, WNOHANG) == 0) {
-			assert_int_equal(kill(pid, SIGKILL), 0);
-			assert_int_equal(waitpid(pid, &status, 0), pid);
-		}
-		if (!(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL) &&
-		    !(WIFEXITED(status) && WEXITSTATUS(status) == 0))
-			fail_msg("round %d: the child failed: status 0x%x", round, status);
-		close(fds[0]);
 		deleted = db_int(fx->path, "SELECT gc_deleted FROM state");
 		mid += WIFSIGNALED(status) && deleted > 0;
 		print_message("round %d: %s after %u calls, %" PRId64 " rows collected so far\n",
