@@ -177,10 +177,14 @@ static int out_pprof(const struct query_answer *a, FILE *out)
 				 "sampling period unknown: period is assumed %s", hz);
 		comments[1] = period;
 	}
-	err = render_pprof_commented(a->tree, c->pprof_period_ns,
-				     render_pprof_seconds_to_ns(q->from),
-				     render_pprof_duration_ns(q->from, q->to), comments,
-				     comments[1] ? 2 : 1, &buf, &len);
+	err = query_context__offcpu(c)
+		      ? render_pprof_offcpu(a->tree, render_pprof_seconds_to_ns(q->from),
+					    render_pprof_duration_ns(q->from, q->to), comments, 1,
+					    &buf, &len)
+		      : render_pprof_commented(a->tree, c->pprof_period_ns,
+					       render_pprof_seconds_to_ns(q->from),
+					       render_pprof_duration_ns(q->from, q->to), comments,
+					       comments[1] ? 2 : 1, &buf, &len);
 	if (!err && fwrite(buf, 1, len, out) != len)
 		err = -EIO;
 	free(buf);

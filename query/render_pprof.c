@@ -223,7 +223,8 @@ static int location_id(struct pp *p, const struct flame_node *node, uint64_t *id
 	return 0;
 }
 
-static int add_sample(struct pp *p, const struct flame_stack *st, uint64_t period, int64_t comm_key)
+static int add_sample(struct pp *p, const struct flame_stack *st, uint64_t period, int64_t comm_key,
+		      bool one_value)
 {
 	uint64_t count = st->count[0];
 	struct sample_box *b;
@@ -249,7 +250,7 @@ static int add_sample(struct pp *p, const struct flame_stack *st, uint64_t perio
 	perftools__profiles__label__init(&b->label);
 	b->values[0] = (int64_t)count;
 	b->values[1] = ns;
-	b->s.n_value = 2;
+	b->s.n_value = one_value ? 1 : 2;
 	b->s.value = b->values;
 	b->labels[0] = &b->label;
 	b->s.n_label = 1;
@@ -339,16 +340,11 @@ static void pp_free(struct pp *p)
 	free(p->stacks);
 }
 
-int render_pprof(const struct flame *tree, uint64_t period_ns, int64_t time_nanos,
-		 int64_t duration_nanos, void **out, size_t *len)
-{
-	return render_pprof_commented(tree, period_ns, time_nanos, duration_nanos, NULL, 0, out,
-				      len);
-}
-
-int render_pprof_commented(const struct flame *tree, uint64_t period_ns, int64_t time_nanos,
-			   int64_t duration_nanos, const char *const *comments, size_t ncomments,
-			   void **out, size_t *len)
+/* render_pprof_commented(), or with offcpu the off-CPU profile: one sample type
+ * offcpu/nanoseconds (the values as they are), period 1 ns. */
+static int encode(const struct flame *tree, bool offcpu, uint64_t period_ns, int64_t time_nanos,
+		  int64_t duration_nanos, const char *const *comments, size_t ncomments, void **out,
+		  size_t *len)
 {
 	Perftools__Profiles__Profile prof = PERFTOOLS__PROFILES__PROFILE__INIT;
 	Perftools__Profiles__ValueType vt[2], period_type, *vts[2];
@@ -371,7 +367,8 @@ int render_pprof_commented(const struct flame *tree, uint64_t period_ns, int64_t
 		goto out_free;
 
 	if ((err = str_idx(&p, "", 0, &empty)) || (err = str_idx(&p, "samples", 7, &samples)) ||
-	    (err = str_idx(&p, "count", 5, &count)) || (err = str_idx(&p, "cpu", 3, &cpu)) ||
+	    (err = str_idx(&p, "count", 5, &count)) ||
+	    (err = offcpu ? str_idx(&p, "offcpu", 6, &cpu) : str_idx(&p, "cpu", 3, &cpu)) ||
 	    (err = str_idx(&p, "nanoseconds", 11, &ns)) || (err = str_idx(&p, "comm", 4, &comm)))
 		goto out_free;
 	(void)empty;
@@ -384,7 +381,7 @@ int render_pprof_commented(const struct flame *tree, uint64_t period_ns, int64_t
 	for (i = 0; i < p.nstacks; i++) {
 		if (!p.stacks[i].count[0])
 			continue; /* only on the other side */
-		err = add_sample(&p, &p.stacks[i], period_ns, comm);
+		err = add_sample(&p, &p.stacks[i], period_ns, comm, offcpu);
 		if (err)
 			goto out_free;
 	}
@@ -393,14 +390,14 @@ int render_pprof_commented(const struct flame *tree, uint64_t period_ns, int64_t
 		perftools__profiles__value_type__init(&vt[i]);
 		vts[i] = &vt[i];
 	}
-	vt[0].type = samples;
-	vt[0].unit = count;
+	vt[0].type = offcpu ? cpu : samples; /* offcpu: "offcpu" */
+	vt[0].unit = offcpu ? ns : count;
 	vt[1].type = cpu;
 	vt[1].unit = ns;
 	perftools__profiles__value_type__init(&period_type);
 	period_type.type = cpu;
 	period_type.unit = ns;
-	prof.n_sample_type = 2;
+	prof.n_sample_type = offcpu ? 1 : 2;
 	prof.sample_type = vts;
 	prof.n_sample = p.nsmp;
 	prof.sample = p.smp;
@@ -451,4 +448,24 @@ int64_t render_pprof_duration_ns(int64_t from, int64_t to)
 	if (__builtin_sub_overflow(to, from, &d))
 		d = to < from ? INT64_MIN : INT64_MAX;
 	return render_pprof_seconds_to_ns(d);
+}
+
+int render_pprof(const struct flame *tree, uint64_t period_ns, int64_t time_nanos,
+		 int64_t duration_nanos, void **out, size_t *len)
+{
+	return encode(tree, false, period_ns, time_nanos, duration_nanos, NULL, 0, out, len);
+}
+
+int render_pprof_commented(const struct flame *tree, uint64_t period_ns, int64_t time_nanos,
+			   int64_t duration_nanos, const char *const *comments, size_t ncomments,
+			   void **out, size_t *len)
+{
+	return encode(tree, false, period_ns, time_nanos, duration_nanos, comments, ncomments, out,
+		      len);
+}
+
+int render_pprof_offcpu(const struct flame *tree, int64_t time_nanos, int64_t duration_nanos,
+			const char *const *comments, size_t ncomments, void **out, size_t *len)
+{
+	return encode(tree, true, 1, time_nanos, duration_nanos, comments, ncomments, out, len);
 }

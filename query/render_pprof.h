@@ -46,6 +46,12 @@ int render_pprof_commented(const struct flame *tree, uint64_t period_ns, int64_t
 			   int64_t duration_nanos, const char *const *comments, size_t ncomments,
 			   void **out, size_t *len);
 
+/* The off-CPU profile (values in nanoseconds blocked): one sample type,
+ * offcpu/nanoseconds, the values as they are, period 1 ns; otherwise as
+ * render_pprof_commented(). */
+int render_pprof_offcpu(const struct flame *tree, int64_t time_nanos, int64_t duration_nanos,
+			const char *const *comments, size_t ncomments, void **out, size_t *len);
+
 /* seconds x 1e9, saturating at INT64_MIN / INT64_MAX instead of overflowing (a
  * query's times reach +-2^40 s, and 2^40 x 1e9 does not fit int64): for
  * time_nanos. */

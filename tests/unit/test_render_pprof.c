@@ -103,6 +103,51 @@ static void test_saturated_values(void **state)
 	flame__free(tree);
 }
 
+/* The off-CPU profile: one sample type offcpu/nanoseconds holding the values as
+ * they are (nanoseconds blocked), period 1 ns of offcpu/nanoseconds, and that type
+ * the default; a CPU profile of the same tree keeps its two types. */
+static void test_offcpu_sample_type(void **state)
+{
+	struct frame fr[2] = { frame_make(FRAME_PROCESS, "p", NULL, 0),
+			       frame_make(FRAME_NATIVE, "wait", NULL, 0) };
+	Perftools__Profiles__Profile *p;
+	struct flame *tree = NULL;
+	size_t len = 0, raw_len;
+	void *gz = NULL;
+	uint8_t *raw;
+
+	(void)state;
+	assert_int_equal(flame__new(&tree), 0);
+	assert_int_equal(flame__add_frames(tree, fr, 2, 2500000000u, 0), 0);
+	flame__finish(tree);
+	assert_int_equal(render_pprof_offcpu(tree, 0, 1000000000, NULL, 0, &gz, &len), 0);
+	raw = gunzip(gz, len, &raw_len);
+	p = perftools__profiles__profile__unpack(NULL, raw_len, raw);
+	assert_non_null(p);
+	assert_int_equal(p->n_sample_type, 1);
+	assert_string_equal(p->string_table[p->sample_type[0]->type], "offcpu");
+	assert_string_equal(p->string_table[p->sample_type[0]->unit], "nanoseconds");
+	assert_string_equal(p->string_table[p->period_type->type], "offcpu");
+	assert_int_equal(p->period, 1);
+	assert_string_equal(p->string_table[p->default_sample_type], "offcpu");
+	assert_int_equal(p->n_sample, 1);
+	assert_int_equal(p->sample[0]->n_value, 1);
+	assert_int_equal(p->sample[0]->value[0], 2500000000);
+	perftools__profiles__profile__free_unpacked(p, NULL);
+	free(raw);
+	free(gz);
+	assert_int_equal(render_pprof(tree, 10101010, 0, 1000000000, &gz, &len), 0);
+	raw = gunzip(gz, len, &raw_len);
+	p = perftools__profiles__profile__unpack(NULL, raw_len, raw);
+	assert_non_null(p);
+	assert_int_equal(p->n_sample_type, 2);
+	assert_string_equal(p->string_table[p->sample_type[1]->type], "cpu");
+	perftools__profiles__profile__free_unpacked(p, NULL);
+	free(raw);
+	free(gz);
+	flame__free(tree);
+}
+
 /* The Line of the Location whose Function is (name, file); fails when none. */
 static int64_t line_of(const Perftools__Profiles__Profile *p, const char *name, const char *file,
 		       uint64_t *fn_id, size_t nth)
@@ -291,9 +336,9 @@ static void test_comment_limits(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_seconds_to_ns),  cmocka_unit_test(test_saturated_values),
-		cmocka_unit_test(test_python_lines),   cmocka_unit_test(test_comments),
-		cmocka_unit_test(test_comment_limits),
+		cmocka_unit_test(test_seconds_to_ns),	   cmocka_unit_test(test_saturated_values),
+		cmocka_unit_test(test_offcpu_sample_type), cmocka_unit_test(test_python_lines),
+		cmocka_unit_test(test_comments),	   cmocka_unit_test(test_comment_limits),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
