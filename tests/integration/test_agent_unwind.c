@@ -203,7 +203,7 @@ struct scan {
 	uint64_t watched[4];
 	uint64_t leaf_a_spin, leaf_a_spin_deep; /* whole stacks through a_spin, ... with 21 deep */
 	uint64_t copy, copy_libc_leaf;		/* copy_branch samples, ... in libc's memcpy */
-	char first_wrong[1024], first_partial[1024];
+	char first_wrong[1024], first_partial[1024], first_none[1024];
 };
 
 static int scan_cb(void *ctx, const char *stack, uint64_t count)
@@ -233,6 +233,8 @@ static int scan_cb(void *ctx, const char *stack, uint64_t count)
 		sc->no_table += count;
 	if (v == V_WRONG && !sc->first_wrong[0])
 		snprintf(sc->first_wrong, sizeof(sc->first_wrong), "%s: %.900s", why, stack);
+	if (v == V_NONE && !sc->first_none[0])
+		snprintf(sc->first_none, sizeof(sc->first_none), "%.1000s", stack);
 	if (v == V_PARTIAL && !sc->first_partial[0])
 		snprintf(sc->first_partial, sizeof(sc->first_partial), "%s: %.900s", why, stack);
 	for (w = 0; w < 4 && sc->watch[w]; w++)
@@ -277,6 +279,10 @@ static void print_scan(const char *what, const struct scan *sc)
 		print_message("  first partial stack: %s\n", sc->first_partial);
 	if (sc->first_wrong[0])
 		print_message("  first wrong stack: %s\n", sc->first_wrong);
+	/* what a run that never reached the workload's code saw (once, in CI, every
+	 * sample of test_library_loaded_late's process was such a stack) */
+	if (sc->none && sc->none * 2 > sc->total && sc->first_none[0])
+		print_message("  first stack outside the workload's code: %s\n", sc->first_none);
 }
 
 /* The samples a process takes while the builder thread makes its files' tables
