@@ -774,6 +774,8 @@ int agent_run(const struct agent_options *o)
 		}
 		if (a.py)
 			pytrack__tick(a.py);
+		if (a.unwind)
+			unwinder__tick(a.unwind);
 	}
 	/* Stop sampling first, so the last drain holds every counted sample. */
 	sampler__stop(a.sampler);

@@ -64,7 +64,8 @@ struct uproc {
 	UT_hash_handle hh;
 	uint32_t pid;
 	uint64_t published_gen;
-	bool remap; /* asked to publish again, mappings unchanged: at the window's end */
+	bool remap;	   /* asked to publish again, mappings unchanged: unwinder__tick */
+	uint64_t remap_ns; /* when (mono_ns) */
 	uint32_t nmaps;
 	struct unwind_mapping *maps;
 };
@@ -400,8 +401,12 @@ int unwinder__publish(struct unwinder *u, uint32_t pid)
  * mapped since it was published (libc under a process first seen in ld.so, a
  * dlopen'ed library) or JIT code, which is no file's and stays outside. The
  * mappings are read again now and published if they changed, so new code unwinds
- * from the next sample on; if not, the walker's flag is reset at the window's end,
- * so JIT code costs one read of /proc/PID/maps a window, not one a sample. */
+ * from the next sample on; if not, the walker's flag is reset UNWIND_REMAP_RETRY_NS
+ * later (unwinder__tick), so JIT code costs a few reads of /proc/PID/maps a
+ * second, not one a sample. (The flag used to stay until the window's end: an
+ * address outside the mappings early in a window, a garbage return address under
+ * a frame-pointer walk, then silenced a library dlopen'ed later in that window
+ * until the window ended, up to 10 s of stacks cut at it.) */
 bool unwinder__remap(struct unwinder *u, uint32_t pid)
 {
 	struct uproc *p = NULL;
@@ -415,6 +420,7 @@ bool unwinder__remap(struct unwinder *u, uint32_t pid)
 			if (p->published_gen == u->gen) {
 				release_scratch(u);
 				p->remap = true;
+				p->remap_ns = mono_ns();
 			} else {
 				install(u, pid, p); /* only to reset the walker's flag */
 			}
@@ -865,6 +871,21 @@ void unwinder__touch(struct unwinder *u, uint32_t pid, const __u64 *ips, size_t 
 
 			if (f)
 				f->used_gen = u->gen;
+		}
+	}
+	pthread_mutex_unlock(&u->lock);
+}
+
+void unwinder__tick(struct unwinder *u)
+{
+	struct uproc *p, *ptmp;
+	uint64_t now = mono_ns();
+
+	pthread_mutex_lock(&u->lock);
+	HASH_ITER (hh, u->procs, p, ptmp) {
+		if (p->remap && now - p->remap_ns >= UNWIND_REMAP_RETRY_NS) {
+			p->remap = false;
+			publish(u, p->pid); /* frees p */
 		}
 	}
 	pthread_mutex_unlock(&u->lock);

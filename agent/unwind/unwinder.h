@@ -75,6 +75,15 @@ int unwinder__load(struct unwinder *u, uint32_t file_id);
 /* Marks the files holding these user addresses of pid as used in this window. */
 void unwinder__touch(struct unwinder *u, uint32_t pid, const __u64 *ips, size_t n);
 
+/* How long after an unchanged remap (JIT code) the walker may ask again: 500 ms,
+ * so that a library dlopen'ed after it unwinds within half a second, at the cost
+ * of about four reads of /proc/PID/maps a second for a process running JIT code. */
+#define UNWIND_REMAP_RETRY_NS (500ull * 1000 * 1000)
+
+/* Re-publishes the processes whose unchanged remap is UNWIND_REMAP_RETRY_NS old,
+ * which lets their walker ask again. Call it every poll of the agent's loop. */
+void unwinder__tick(struct unwinder *u);
+
 /* Ends a window: forgets exited processes, re-publishes those that asked, and
  * clears the request flag of failed loads so they are tried again. */
 void unwinder__end_window(struct unwinder *u);
