@@ -26,23 +26,10 @@
 'use strict';
 
 const fs = require('fs');
-const { chromium } = require('playwright-core');
+const { check, counts, launch } = require('./harness');
 
 const want = JSON.parse(fs.readFileSync(process.argv[2], 'utf8'));
-const CHROMIUM = process.env.SMOLDER_CHROMIUM || '/usr/bin/chromium';
 const STEP_MS = 10000; /* bound on one wait for the page */
-let failed = 0;
-let passed = 0;
-
-function check(ok, what, got) {
-  if (ok) {
-    passed++;
-    console.log('ok - ' + what);
-  } else {
-    failed++;
-    console.log('not ok - ' + what + (got === undefined ? '' : ': got ' + JSON.stringify(got)));
-  }
-}
 
 function near(a, b, tol) {
   return typeof a === 'number' && typeof b === 'number' && Math.abs(a - b) <= tol;
@@ -378,13 +365,7 @@ async function tooltips(browser, errors) {
 
 async function main() {
   const errors = [];
-  const browser = await chromium.launch({
-    executablePath: CHROMIUM,
-    headless: true,
-    timeout: 60000,
-    args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking',
-      '--disable-component-update', '--disable-sync', '--no-first-run'],
-  });
+  const browser = await launch();
   try {
     const html = await open(browser, want.html, errors, 'html');
     {
@@ -424,11 +405,11 @@ const watchdog = setTimeout(() => {
 
 main()
   .catch((e) => {
-    failed++;
+    counts.failed++;
     console.log('not ok - ' + (e && e.stack ? e.stack : e));
   })
   .finally(() => {
     clearTimeout(watchdog);
-    console.log(`checks: ${passed} passed, ${failed} failed`);
-    process.exitCode = failed ? 1 : 0;
+    console.log(`checks: ${counts.passed} passed, ${counts.failed} failed`);
+    process.exitCode = counts.failed ? 1 : 0;
   });

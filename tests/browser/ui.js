@@ -24,23 +24,10 @@
 
 const fs = require('fs');
 const path = require('path');
-const { chromium } = require('playwright-core');
+const { check, counts, launch } = require('./harness');
 
 const want = JSON.parse(fs.readFileSync(process.argv[2], 'utf8'));
-const CHROMIUM = process.env.SMOLDER_CHROMIUM || '/usr/bin/chromium';
 const STEP_MS = 15000; /* bound on one wait for the page */
-let failed = 0;
-let passed = 0;
-
-function check(ok, what, got) {
-  if (ok) {
-    passed++;
-    console.log('ok - ' + what);
-  } else {
-    failed++;
-    console.log('not ok - ' + what + (got === undefined ? '' : ': got ' + JSON.stringify(got)));
-  }
-}
 
 /* A fresh page that records console errors, uncaught exceptions and failed or
  * refused requests into errors. */
@@ -121,7 +108,7 @@ async function shot(page, name) {
 }
 
 async function main() {
-  const browser = await chromium.launch({ executablePath: CHROMIUM, headless: true });
+  const browser = await launch();
   const context = await browser.newContext({ viewport: { width: 1440, height: 900 }, acceptDownloads: true });
   const errors = [];
   let page = null;
@@ -362,8 +349,8 @@ async function main() {
   } finally {
     await browser.close();
   }
-  console.log('# ' + passed + ' passed, ' + failed + ' failed');
-  process.exit(failed ? 1 : 0);
+  console.log('# ' + counts.passed + ' passed, ' + counts.failed + ' failed');
+  process.exit(counts.failed ? 1 : 0);
 }
 
 main();

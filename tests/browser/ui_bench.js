@@ -4,7 +4,7 @@
  * redraw (median of the frames of a few clicks). Prints one line per figure. */
 'use strict';
 
-const { chromium } = require('playwright-core');
+const { launch } = require('./harness');
 
 const url = process.argv[2];
 const RUNS = 5;
@@ -55,7 +55,7 @@ async function measure(browser, range) {
 }
 
 async function main() {
-  const browser = await chromium.launch({ executablePath: process.env.SMOLDER_CHROMIUM || '/usr/bin/chromium' });
+  const browser = await launch();
   for (const range of (process.argv[3] || '1h,24h').split(',')) await measure(browser, range);
   await browser.close();
 }
