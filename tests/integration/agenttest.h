@@ -124,6 +124,21 @@ static __attribute__((unused)) void wait_cpu_seconds(pid_t pid, long long from, 
 			skip();                                                                    \
 	} while (0)
 
+/* The number after "name " in a workload's output (its own truth: "slept 6000",
+ * "burn_a 1234", "addr 0x7f..."; decimal or 0x hex); fails the test, showing the
+ * output, when the name is not there. */
+static __attribute__((unused)) uint64_t truth_value(const char *text, const char *name)
+{
+	char key[64];
+	const char *p;
+
+	snprintf(key, sizeof(key), "%s ", name);
+	p = strstr(text, key);
+	if (!p)
+		fail_msg("'%s' not in the workload's output:\n%s", name, text);
+	return strtoull(p + strlen(key), NULL, 0);
+}
+
 /* Starts the sanitized agent with the given extra arguments (NULL-terminated);
  * returns its pid, or fails the test (test_spawn). */
 static pid_t start_agent(const char *out, const char *err_path, ...)

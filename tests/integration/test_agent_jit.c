@@ -67,19 +67,6 @@ static int teardown(void **state)
 	return 0;
 }
 
-/* Reads "name <number>" from a workload's output. */
-static uint64_t truth_value(const char *text, const char *name)
-{
-	char key[64];
-	const char *p;
-
-	snprintf(key, sizeof(key), "%s ", name);
-	p = strstr(text, key);
-	if (!p)
-		fail_msg("'%s' not in the workload's output:\n%s", name, text);
-	return strtoull(p + strlen(key), NULL, 0);
-}
-
 /* Samples whose stack holds a frame matching: a JIT frame ("..._[j]") whose name
  * starts with "JS:" and a tier mark, then fn and a space (V8's "JS:*hotA file:l:c"). */
 struct js_count {

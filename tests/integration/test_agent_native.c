@@ -22,18 +22,6 @@ static pid_t start_shapes(const char *bin, const char *threads, const char *trut
 	return test_spawn(argv, truth_path, NULL);
 }
 
-/* Reads "name <ns>" lines printed by the workload. */
-static uint64_t truth_value(const char *text, const char *name)
-{
-	char key[64];
-	const char *p;
-
-	snprintf(key, sizeof(key), "%s ", name);
-	p = strstr(text, key);
-	assert_non_null(p);
-	return strtoull(p + strlen(key), NULL, 10);
-}
-
 struct fixture {
 	char dir[64];
 	char shapes[256];

@@ -48,18 +48,6 @@ static int teardown(void **state)
 	return 0;
 }
 
-/* Reads "name <n>" from a workload's output. */
-static uint64_t truth_value(const char *text, const char *name)
-{
-	char key[64];
-	const char *p;
-
-	snprintf(key, sizeof(key), "%s ", name);
-	p = strstr(text, key);
-	assert_non_null(p);
-	return strtoull(p + strlen(key), NULL, 10);
-}
-
 /* Starts an agent on pid shipping to the group's collector with label run=<run>
  * and the given extra options (NULL-terminated, at most 16); returns once it
  * samples. Its stderr is <tmpdir>/<run>.err, its folded output (CPU samples)
