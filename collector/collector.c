@@ -680,21 +680,16 @@ static void request_done(void *cls, struct MHD_Connection *conn, void **req_cls,
 bool collector_options__retentions(const struct collector_options *o, int64_t *retention,
 				   int64_t *minute, int64_t *raw)
 {
-	int64_t r = o->retention_seconds ? o->retention_seconds : STORE_DEFAULT_RETENTION_SECONDS;
-	int64_t m = o->minute_retention_seconds, w = o->raw_retention_seconds;
+	struct store_options in = { .retention_seconds = o->retention_seconds,
+				    .minute_retention_seconds = o->minute_retention_seconds,
+				    .raw_retention_seconds = o->raw_retention_seconds },
+			     out;
+	int err = store__resolve_options(&in, &out);
 
-	/* a default longer than the tier above is cut to it (store__open does the same) */
-	if (!m)
-		m = STORE_DEFAULT_MINUTE_RETENTION_SECONDS < r
-			    ? STORE_DEFAULT_MINUTE_RETENTION_SECONDS
-			    : r;
-	if (!w)
-		w = STORE_DEFAULT_RAW_RETENTION_SECONDS < m ? STORE_DEFAULT_RAW_RETENTION_SECONDS
-							    : m;
-	*retention = r;
-	*minute = m;
-	*raw = w;
-	return r > 0 && m > 0 && w > 0 && w <= m && m <= r;
+	*retention = out.retention_seconds;
+	*minute = out.minute_retention_seconds;
+	*raw = out.raw_retention_seconds;
+	return !err;
 }
 
 static int check_options(const struct collector_options *o)

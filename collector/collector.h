@@ -105,9 +105,9 @@ struct collector;
 
 void collector_options__defaults(struct collector_options *o);
 
-/* The retentions the store will use for o (its defaults filled in and cut as
- * store__open() does): false when they are out of order (raw <= minute <=
- * retention is required) or not positive. */
+/* The retentions the store will use for o (store__resolve_options()): false when
+ * they are out of order (raw <= minute <= retention is required) or not
+ * positive. */
 bool collector_options__retentions(const struct collector_options *o, int64_t *retention,
 				   int64_t *minute, int64_t *raw);
 

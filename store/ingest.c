@@ -817,10 +817,10 @@ static int ingest_locked(struct sqlite_store *s, struct ingest *in, bool *duplic
 	 * profile's batches only: the table is per window, not per type, and another
 	 * type's "period" (offcpu's 1 ns) would make every CPU answer's periods
 	 * mixed; the same agent sends that type in the same windows anyway. */
-	err = in->type_key ? 0 : stmt(s, ST_WINDOW_ADD_, &st);
-	if (err)
-		goto out_free;
 	if (!in->type_key) {
+		err = stmt(s, ST_WINDOW_ADD_, &st);
+		if (err)
+			goto out_free;
 		sqlite3_bind_int64(st, 1, d.win_start);
 		sqlite3_bind_int64(st, 2,
 				   b->period_ns > INT64_MAX ? INT64_MAX : (int64_t)b->period_ns);

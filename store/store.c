@@ -40,8 +40,7 @@ static int pick_backend(const char *location, const struct store_backend **out, 
 	return strncmp(location + n, "://", 3) ? 0 : -EPROTONOSUPPORT;
 }
 
-/* The defaults of struct store_options, and their order (store.h). */
-static int resolve_options(const struct store_options *in, struct store_options *o)
+int store__resolve_options(const struct store_options *in, struct store_options *o)
 {
 	*o = in ? *in : (struct store_options){ 0 };
 	if (!o->retention_seconds)
@@ -73,7 +72,7 @@ int store__open(const char *location, const struct store_options *opts, struct s
 
 	if (!location || !out)
 		return -EINVAL;
-	err = pick_backend(location, &be, &rest) ?: resolve_options(opts, &o);
+	err = pick_backend(location, &be, &rest) ?: store__resolve_options(opts, &o);
 	return err ? err : be->open(rest, &o, out);
 }
 

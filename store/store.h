@@ -65,6 +65,12 @@ struct store_options {
 	bool read_only;			  /* a reader: see store__open() */
 };
 
+/* opts (NULL: all defaults) with every zero field given its default, a default
+ * longer than the tier above cut to it, as store__open() uses them. Returns 0, or
+ * -EINVAL when they break raw <= minute <= retention or are not positive; *out
+ * is written either way, so a caller can say what was wrong. */
+int store__resolve_options(const struct store_options *opts, struct store_options *out);
+
 /* Opens the store at location: "sqlite:PATH" or a plain PATH is the SQLite backend
  * (the only one this build has; store/backend.h); a URL of another scheme
  * ("clickhouse://...") is -EPROTONOSUPPORT. The options' defaults and order are
