@@ -96,14 +96,20 @@ static int attach_cpus(struct sampler *s, unsigned frequency)
 
 static int set_sizes(struct sampler *s, const struct sampler_options *o, int ncpus)
 {
-	/* At most one counts entry and two stacks per sample of a window; the
-	 * rounding up to a power of two leaves room for frequency overshoot. */
+	/* At most one counts entry and two stacks per sample of a window. A drain
+	 * can come late (a loaded host delays the agent's loop, and its own window
+	 * work runs before the next swap), so the counts map holds one and a half
+	 * windows: a power of two just above one window leaves as little as 2.5 %
+	 * (2 CPUs x 999 Hz x 1 s: 1998 samples, 2048 entries), and on a busy host
+	 * nearly every sample is a new key. Entries are 56 bytes; the stacks
+	 * (1 KiB each) keep their one-window sizing: a full stack map costs a
+	 * stack, not a sample. */
 	uint64_t per_window = (uint64_t)ncpus * o->frequency * (o->window_sec ? o->window_sec : 10);
 	struct profile_bpf *skel = s->skel;
 	uint32_t threads;
 	int err = 0;
 
-	s->counts_max = o->counts_max ? o->counts_max : round_pow2(per_window);
+	s->counts_max = o->counts_max ? o->counts_max : round_pow2(per_window + per_window / 2);
 	s->offcpu_max = !o->off_cpu ? 1 : o->offcpu_max ? o->offcpu_max : SAMPLER_OFFCPU_MAX;
 	/* off-CPU keys bring their stacks into the same maps */
 	s->stacks_max = o->stacks_max
