@@ -170,18 +170,23 @@ static __always_inline __u64 record_stack(void *ctx, void *stacks, __u64 flags, 
 	return store_stack(stacks, st);
 }
 
-static __always_inline void announce(__u32 kind, __u32 pid, __u64 key)
+/* Tells the agent. False when the ring buffer is full (counted): the caller then
+ * marks nothing as told, so that a later sample asks again; a flag set for an
+ * event the agent never got would stay set (a process never published, a walker
+ * silent or a table never built for the rest of the process's life). */
+static __always_inline bool announce(__u32 kind, __u32 pid, __u64 key)
 {
 	struct profile_event *ev = bpf_ringbuf_reserve(&events, sizeof(*ev), 0);
 
 	if (!ev) {
 		count_loss(PROFILE_LOSS_EVENTS_FULL);
-		return;
+		return false;
 	}
 	ev->kind = kind;
 	ev->pid = pid;
 	ev->key = key;
 	bpf_ringbuf_submit(ev, 0);
+	return true;
 }
 
 #include "bpf/python.bpf.h"
@@ -199,10 +204,9 @@ static __always_inline void note_process(__u32 pid)
 	__u8 yes = PROFILE_SEEN_ANNOUNCED, *seen;
 
 	seen = bpf_map_lookup_elem(&seen_pids, &pid);
-	if (!seen || *seen == PROFILE_SEEN_EXECED) {
+	if ((!seen || *seen == PROFILE_SEEN_EXECED) &&
+	    announce(seen ? PROFILE_EVENT_EXEC : PROFILE_EVENT_NEW_PROCESS, pid, 0))
 		bpf_map_update_elem(&seen_pids, &pid, &yes, BPF_ANY);
-		announce(seen ? PROFILE_EVENT_EXEC : PROFILE_EVENT_NEW_PROCESS, pid, 0);
-	}
 }
 
 /* Adds v to key's value in counts; full_loss counts a key that found no room. */

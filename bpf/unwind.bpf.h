@@ -291,7 +291,8 @@ static long unwind_step(__u32 i, void *data)
 	if (!m) {
 		if (!proc->remap) { /* a library loaded since, or JIT code */
 			proc->remap = 1;
-			announce(PROFILE_EVENT_UNWIND_REMAP, w->pid, 0);
+			if (!announce(PROFILE_EVENT_UNWIND_REMAP, w->pid, 0))
+				proc->remap = 0; /* not told: the next sample asks */
 		}
 		return step_frame_pointer(w);
 	}
@@ -303,7 +304,8 @@ static long unwind_step(__u32 i, void *data)
 		/* Racing CPUs may both announce: the agent loads a table once. */
 		if (!f->requested) {
 			f->requested = 1;
-			announce(PROFILE_EVENT_UNWIND_TABLE, w->pid, file);
+			if (!announce(PROFILE_EVENT_UNWIND_TABLE, w->pid, file))
+				f->requested = 0; /* not told: the next sample asks */
 		}
 		w->flags |= PROFILE_STACK_NO_TABLE;
 		return step_frame_pointer(w);
