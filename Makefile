@@ -322,6 +322,7 @@ $(BUILD)/workloads/%: tests/workloads/%.c
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) -std=c17 -D_GNU_SOURCE -O1 -g -fno-omit-frame-pointer -fno-inline \
 		-fno-optimize-sibling-calls -Wall -Wextra -Werror -o $@ $< -lpthread
+$(BUILD)/workloads/jitmap: tests/workloads/jitcode.h
 
 # No-frame-pointer workloads (tests/workloads/nofp/), for the tests of unwinding
 # from CFI: -O2 and no frame pointer in the executables, their .so and their C++,
@@ -330,7 +331,7 @@ $(BUILD)/workloads/%: tests/workloads/%.c
 # $$ORIGIN rpath (it lives beside it) and the C++ object.
 NOFP_FLAGS := -O2 -g -fomit-frame-pointer -fno-inline -fno-optimize-sibling-calls \
 	      -fasynchronous-unwind-tables -Wall -Wextra -Werror -Itests/workloads/nofp
-NOFP_DEPS  := tests/workloads/nofp/burn.h
+NOFP_DEPS  := tests/workloads/nofp/burn.h tests/workloads/jitcode.h
 
 $(BUILD)/workloads/libunw.so: tests/workloads/nofp/libunw.c $(NOFP_DEPS)
 	$(call msg,CC,$@)

@@ -105,6 +105,18 @@ static int libbpf_log(enum libbpf_print_level level, const char *fmt, va_list ap
 	return 0;
 }
 
+/* The unwinder published pid's mappings again and they had changed (a library
+ * dlopen'ed while JIT code kept the walker silent): what the walker now unwinds
+ * through, the drain must name, as after a remap in on_event. */
+static void on_mappings_changed(void *ctx, uint32_t pid)
+{
+	struct agent *a = ctx;
+	int err = proc_cache__snapshot(a->procs, pid);
+
+	if (err && err != -ESRCH)
+		log_debug("agent: failed to snapshot pid %u: %s", pid, strerror(-err));
+}
+
 static void on_event(void *ctx, const struct profile_event *ev)
 {
 	struct agent *a = ctx;
@@ -555,7 +567,7 @@ static int end_window(struct agent *a)
 			  strerror(-err));
 	proc_cache__end_window(a->procs);
 	if (a->unwind)
-		unwinder__end_window(a->unwind);
+		unwinder__end_window(a->unwind, on_mappings_changed, a);
 	if (a->py)
 		pytrack__end_window(a->py);
 	return err;
@@ -775,7 +787,7 @@ int agent_run(const struct agent_options *o)
 		if (a.py)
 			pytrack__tick(a.py);
 		if (a.unwind)
-			unwinder__tick(a.unwind);
+			unwinder__tick(a.unwind, on_mappings_changed, &a);
 	}
 	/* Stop sampling first, so the last drain holds every counted sample. */
 	sampler__stop(a.sampler);

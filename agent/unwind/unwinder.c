@@ -377,6 +377,28 @@ fail:
 	return err;
 }
 
+/* Whether the mappings just read into u->scratch are p's (NULL: none were). */
+static bool scratch_is(const struct unwinder *u, const struct uproc *p)
+{
+	return p && u->scratch.nmaps == p->nmaps &&
+	       (!p->nmaps || !memcmp(u->scratch.maps, p->maps, p->nmaps * sizeof(*p->maps)));
+}
+
+/* Publishes p's process again after an unchanged remap, which resets the walker's
+ * flag; frees p. Tells changed() when the mappings differ now. */
+static void republish(struct unwinder *u, struct uproc *p, unwinder_changed_fn *changed, void *ctx)
+{
+	uint32_t pid = p->pid;
+	bool same;
+
+	p->remap = false;
+	if (read_mappings(u, pid))
+		return;
+	same = scratch_is(u, p);
+	if (!install(u, pid, p) && !same && changed)
+		changed(ctx, pid);
+}
+
 static int publish(struct unwinder *u, uint32_t pid)
 {
 	struct uproc *old = NULL;
@@ -415,8 +437,7 @@ bool unwinder__remap(struct unwinder *u, uint32_t pid)
 	pthread_mutex_lock(&u->lock);
 	HASH_FIND(hh, u->procs, &pid, sizeof(pid), p);
 	if (!read_mappings(u, pid)) {
-		if (p && u->scratch.nmaps == p->nmaps &&
-		    !memcmp(u->scratch.maps, p->maps, p->nmaps * sizeof(*p->maps))) {
+		if (scratch_is(u, p)) {
 			if (p->published_gen == u->gen) {
 				release_scratch(u);
 				p->remap = true;
@@ -774,9 +795,38 @@ static int finish_load(struct unwinder *u, struct ufile *f, int err, const struc
 	return write_descriptor(u, f, 0);
 }
 
-/* The builder thread: takes queued files, builds their tables without the lock
- * (opening the file and decoding its CFI is the slow part: tens of ms for a big
- * library), then loads them under it. */
+/* Takes the queued file whose mapping is smallest (a vanished one first). A small
+ * library's table takes microseconds to build and the walks waiting on it may be
+ * many, while a compiler's takes tens of ms (hundreds under a sanitizer): first
+ * come, first served behind a host's churn of big new binaries left a small
+ * library's stacks unwalked for seconds. Each file is built once, so a big one
+ * waits only for the small ones queued meanwhile. */
+static uint32_t take_smallest(struct unwinder *u)
+{
+	uint64_t best_len = UINT64_MAX, len;
+	uint32_t best = 0, i, id, *head, *pick;
+	struct ufile *f;
+
+	for (i = 0; i < u->qlen; i++) {
+		f = u->files[u->queue[(u->qhead + i) % UNWIND_MAX_FILES]];
+		len = f ? f->end - f->start : 0;
+		if (len < best_len) {
+			best_len = len;
+			best = i;
+		}
+	}
+	head = &u->queue[u->qhead];
+	pick = &u->queue[(u->qhead + best) % UNWIND_MAX_FILES];
+	id = *pick;
+	*pick = *head;
+	u->qhead = (u->qhead + 1) % UNWIND_MAX_FILES;
+	u->qlen--;
+	return id;
+}
+
+/* The builder thread: takes queued files, smallest first, builds their tables
+ * without the lock (opening the file and decoding its CFI is the slow part: tens
+ * of ms for a big library), then loads them under it. */
 static void *builder_main(void *arg)
 {
 	struct unwinder *u = arg;
@@ -793,9 +843,7 @@ static void *builder_main(void *arg)
 			pthread_cond_wait(&u->wake, &u->lock);
 			continue;
 		}
-		id = u->queue[u->qhead];
-		u->qhead = (u->qhead + 1) % UNWIND_MAX_FILES;
-		u->qlen--;
+		id = take_smallest(u);
 		f = u->files[id];
 		if (!f)
 			continue;
@@ -876,22 +924,20 @@ void unwinder__touch(struct unwinder *u, uint32_t pid, const __u64 *ips, size_t 
 	pthread_mutex_unlock(&u->lock);
 }
 
-void unwinder__tick(struct unwinder *u)
+void unwinder__tick(struct unwinder *u, unwinder_changed_fn *changed, void *ctx)
 {
 	struct uproc *p, *ptmp;
 	uint64_t now = mono_ns();
 
 	pthread_mutex_lock(&u->lock);
 	HASH_ITER (hh, u->procs, p, ptmp) {
-		if (p->remap && now - p->remap_ns >= UNWIND_REMAP_RETRY_NS) {
-			p->remap = false;
-			publish(u, p->pid); /* frees p */
-		}
+		if (p->remap && now - p->remap_ns >= UNWIND_REMAP_RETRY_NS)
+			republish(u, p, changed, ctx);
 	}
 	pthread_mutex_unlock(&u->lock);
 }
 
-void unwinder__end_window(struct unwinder *u)
+void unwinder__end_window(struct unwinder *u, unwinder_changed_fn *changed, void *ctx)
 {
 	struct uproc *p, *ptmp;
 	struct ufile *f, *ftmp;
@@ -902,8 +948,7 @@ void unwinder__end_window(struct unwinder *u)
 			sampler__unwind_set_proc(u->s, p->pid, NULL);
 			drop_proc(u, p);
 		} else if (p->remap) {
-			p->remap = false;
-			publish(u, p->pid); /* frees p */
+			republish(u, p, changed, ctx);
 		}
 	}
 	HASH_ITER (hh, u->by_key, f, ftmp) {

@@ -11,7 +11,10 @@
  * exec -> unwinder__publish(); PROFILE_EVENT_UNWIND_TABLE -> unwinder__load();
  * PROFILE_EVENT_UNWIND_REMAP (an address outside the published mappings: a library
  * loaded since, or JIT code) -> unwinder__remap(), which publishes again at once
- * when the mappings changed, else at the window's end. At each drain,
+ * when the mappings changed, else UNWIND_REMAP_RETRY_NS later (unwinder__tick).
+ * Whenever mappings published anew differ from the old ones, the caller hears of
+ * it (the symbolizer must snapshot them: the process may be gone when its samples
+ * are drained). At each drain,
  * unwinder__touch() marks the files a stack ran through (the LRU order), and
  * unwinder__end_window() forgets processes that exited and lets failed loads be
  * asked for again.
@@ -80,13 +83,21 @@ void unwinder__touch(struct unwinder *u, uint32_t pid, const __u64 *ips, size_t 
  * of about four reads of /proc/PID/maps a second for a process running JIT code. */
 #define UNWIND_REMAP_RETRY_NS (500ull * 1000 * 1000)
 
-/* Re-publishes the processes whose unchanged remap is UNWIND_REMAP_RETRY_NS old,
- * which lets their walker ask again. Call it every poll of the agent's loop. */
-void unwinder__tick(struct unwinder *u);
+/* Told of a process whose mappings were published again and differ from what was
+ * published before (a library dlopen'ed while the walker was silenced by JIT
+ * code): the caller's copy of them is stale, as when unwinder__remap() returns
+ * true. Called under the unwinder's lock: it must not call the unwinder. */
+typedef void unwinder_changed_fn(void *ctx, uint32_t pid);
 
-/* Ends a window: forgets exited processes, re-publishes those that asked, and
- * clears the request flag of failed loads so they are tried again. */
-void unwinder__end_window(struct unwinder *u);
+/* Re-publishes the processes whose unchanged remap is UNWIND_REMAP_RETRY_NS old,
+ * which lets their walker ask again; changed(ctx, pid) for each whose mappings
+ * differ now. Call it every poll of the agent's loop. */
+void unwinder__tick(struct unwinder *u, unwinder_changed_fn *changed, void *ctx);
+
+/* Ends a window: forgets exited processes, re-publishes those that asked (with
+ * changed() as unwinder__tick), and clears the request flag of failed loads so
+ * they are tried again. */
+void unwinder__end_window(struct unwinder *u, unwinder_changed_fn *changed, void *ctx);
 
 void unwinder__stats(struct unwinder *u, struct unwinder_stats *out);
 

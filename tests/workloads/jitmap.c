@@ -25,21 +25,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "jitcode.h"
+
 #define NOINLINE __attribute__((noinline))
-
-/* uint64_t loop(uint64_t n): sums n..1 (n > 0) */
-static const unsigned char code[] = {
-	0x55,		  /* push %rbp */
-	0x48, 0x89, 0xe5, /* mov %rsp,%rbp */
-	0x31, 0xc0,	  /* xor %eax,%eax */
-	0x48, 0x01, 0xf8, /* 1: add %rdi,%rax */
-	0x48, 0xff, 0xcf, /* dec %rdi */
-	0x75, 0xf8,	  /* jnz 1b */
-	0x5d,		  /* pop %rbp */
-	0xc3,		  /* ret */
-};
-
-typedef uint64_t (*loop_fn)(uint64_t);
 
 static char map_path[64];
 static void *region;
@@ -53,19 +41,6 @@ static double now(void)
 	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
-static void emit(void)
-{
-	if (mprotect(region, 4096, PROT_READ | PROT_WRITE)) {
-		perror("mprotect");
-		exit(1);
-	}
-	memcpy(region, code, sizeof(code));
-	if (mprotect(region, 4096, PROT_READ | PROT_EXEC)) {
-		perror("mprotect");
-		exit(1);
-	}
-}
-
 static void name_code(const char *name)
 {
 	FILE *f = fopen(map_path, "a");
@@ -74,13 +49,13 @@ static void name_code(const char *name)
 		perror(map_path);
 		exit(1);
 	}
-	fprintf(f, "%lx %zx %s\n", (unsigned long)(uintptr_t)region, sizeof(code), name);
+	fprintf(f, "%lx %zx %s\n", (unsigned long)(uintptr_t)region, sizeof(jitcode_loop), name);
 	fclose(f);
 }
 
 static NOINLINE void run(double seconds)
 {
-	loop_fn fn = (loop_fn)region;
+	jitcode_fn fn = (jitcode_fn)region;
 	double end = now() + seconds;
 
 	while (now() < end)
@@ -115,12 +90,12 @@ int main(int argc, char **argv)
 		perror("mmap");
 		return 1;
 	}
-	emit();
+	jitcode_write(region);
 	if (strcmp(mode, "replace") == 0)
 		name_code("jit_phase_one");
 	else if (strcmp(mode, "name") == 0 && argc > 5)
 		name_code(argv[5]);
-	printf("code 0x%lx %zu\n", (unsigned long)(uintptr_t)region, sizeof(code));
+	printf("code 0x%lx %zu\n", (unsigned long)(uintptr_t)region, sizeof(jitcode_loop));
 	fflush(stdout);
 	for (deadline = now() + 60; access(argv[1], F_OK); usleep(10000))
 		if (now() > deadline)
@@ -128,7 +103,7 @@ int main(int argc, char **argv)
 	phase_one(seconds);
 	if (strcmp(mode, "replace") == 0) {
 		usleep((useconds_t)(gap * 1e6));
-		emit();
+		jitcode_write(region);
 		name_code("jit_phase_two");
 		phase_two(seconds);
 	}

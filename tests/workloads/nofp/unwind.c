@@ -8,6 +8,11 @@
  *   unwind late MS LIB  loop for MS ms of CPU, then dlopen LIB (a copy of
  *                       libunw.so) and burn MS ms more in main -> run_late ->
  *                       its lib_c -> lib_spin: code mapped long after start
+ *   unwind jitlate MS LIB  run MS ms of CPU in anonymous executable memory
+ *                       (jitcode.h; main -> run_jit -> the code), then as
+ *                       "late" for 3 x MS ms: the JIT code makes the agent
+ *                       re-read unchanged mappings just before the dlopen.
+ *                       x86-64 only (exit 3 elsewhere).
  *
  * One thread loops main -> run_shapes -> each of
  *   burn_a -> deep x 21 (a recursion 20 levels deep) -> a_spin      5 ms, 50 %
@@ -33,6 +38,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "../jitcode.h"
 #include "burn.h"
 
 #define DEPTH 20 /* deep() calls below burn_a's first deep() */
@@ -95,6 +101,25 @@ __attribute__((noipa)) static int run_late(const char *lib, uint64_t limit_ns)
 	return (int)(sink & 0);
 }
 
+/* Burns limit_ns of CPU in code no file backs (jitcode.h). */
+__attribute__((noipa)) static int run_jit(uint64_t limit_ns)
+{
+	uint64_t start = burn_thread_ns();
+	void *region;
+	jitcode_fn fn;
+
+	if (!JITCODE_AVAILABLE)
+		return 3;
+	region = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (region == MAP_FAILED)
+		return 1;
+	jitcode_write(region);
+	fn = (jitcode_fn)region;
+	while (!stop && burn_thread_ns() - start < limit_ns)
+		sink += fn(100000);
+	return 0;
+}
+
 /* Runs rounds until stop is set or limit_ns of CPU is used (0: no limit). */
 __attribute__((noipa)) static void run_shapes(struct tally *t, uint64_t limit_ns)
 {
@@ -131,14 +156,20 @@ int main(int argc, char **argv)
 	sigaction(SIGTERM, &sa, NULL);
 	sigaction(SIGINT, &sa, NULL);
 	if (argc > 2 && (strcmp(argv[1], "once") == 0 || strcmp(argv[1], "exec") == 0 ||
-			 strcmp(argv[1], "late") == 0))
+			 strcmp(argv[1], "late") == 0 || strcmp(argv[1], "jitlate") == 0))
 		limit_ns = strtoull(argv[2], NULL, 10) * 1000000ull;
 	else if (argc > 1)
 		return 2;
 	if ((strcmp(argc > 1 ? argv[1] : "", "exec") == 0 ||
-	     strcmp(argc > 1 ? argv[1] : "", "late") == 0) &&
+	     strcmp(argc > 1 ? argv[1] : "", "late") == 0 ||
+	     strcmp(argc > 1 ? argv[1] : "", "jitlate") == 0) &&
 	    argc != 4)
 		return 2;
+	if (argc > 1 && strcmp(argv[1], "jitlate") == 0) {
+		int err = run_jit(limit_ns);
+
+		return err ? err : run_late(argv[3], 3 * limit_ns) ? 1 : 0;
+	}
 	run_shapes(&t, limit_ns);
 	if (argc > 1 && strcmp(argv[1], "late") == 0)
 		return run_late(argv[3], limit_ns) ? 1 : 0;
