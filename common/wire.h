@@ -24,10 +24,11 @@
  * decodes on 4 threads at once, and the goal is a peak RSS under 256 MB whatever
  * is sent: 4 x (16 + 8 + 32) MiB = 224 MiB, plus the process itself. A real
  * window's batch is about 60 KB compressed and a few hundred KB decompressed
- * (docs/benchmarks.md). protobuf-c takes about 14 x the protobuf's size (a
- * 780 KB batch of 20 000 distinct samples unpacks into 11 MB), so 32 MiB holds
- * about 55 000 distinct (label set, stack) samples in one window: every sample
- * distinct on 55 CPUs at 99 Hz for 10 s. */
+ * (docs/benchmarks.md). protobuf-c takes about 14 x the protobuf's size for wire
+ * format version 1 (a 780 KB batch of 20 000 distinct samples unpacks into 11 MB),
+ * so 32 MiB holds about 55 000 distinct (label set, stack) samples in one window:
+ * every sample distinct on 55 CPUs at 99 Hz for 10 s. Version 2's columns take
+ * about 7 x (the same batch: 503 KB, 3.1 MB unpacked), so twice as many. */
 #define WIRE_DEFAULT_MAX_COMPRESSED   (16u << 20) /* 16 MiB */
 #define WIRE_DEFAULT_MAX_DECOMPRESSED (8u << 20)  /* 8 MiB */
 #define WIRE_DEFAULT_MAX_UNPACKED     (32u << 20) /* 32 MiB */
