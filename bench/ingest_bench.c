@@ -1,6 +1,8 @@
 /* Collector-side benchmark: bytes on the wire per window against the same samples
  * as gzipped pprof, bytes on disk per stored sample row, and ingest throughput on
- * one core (decode + store), all from one generated, realistic batch mix.
+ * one core (decode + store; and decoding alone in wire format version 1, what
+ * older agents send, against version 2's columns), all from one generated,
+ * realistic batch mix.
  *
  *   build/bench/ingest_bench [WINDOWS] [DIR]     (make bench runs it with 360 /tmp)
  *
@@ -140,14 +142,16 @@ int main(int argc, char **argv)
 	const char *dir = argc > 2 ? argv[2] : "/tmp";
 	struct wire_limits lim = { WIRE_DEFAULT_MAX_COMPRESSED, WIRE_DEFAULT_MAX_DECOMPRESSED };
 	size_t *lens = calloc(windows, sizeof(*lens)), wire_total = 0, pprof_total = 0;
-	size_t wire_sampled = 0, nsampled = 0;
+	size_t wire_sampled = 0, nsampled = 0, v1_total = 0;
 	void **bodies = calloc(windows, sizeof(*bodies));
+	void **v1_bodies = calloc(windows, sizeof(*v1_bodies));
+	size_t *v1_lens = calloc(windows, sizeof(*v1_lens));
 	uint64_t samples = 0, rows = 0;
 	struct store_stats st;
 	struct store *s;
 	char db[512], why[256];
 	struct batch **decoded;
-	double t0, t_decode, t_ingest;
+	double t0, t_decode, t_ingest, t_v1 = 0;
 	bool dup;
 
 	for (p = 0; p < NPROC; p++)
@@ -156,9 +160,11 @@ int main(int argc, char **argv)
 	for (w = 0; w < windows; w++) {
 		struct batch *b = make_window(w, 0, SAMPLES_PER_WINDOW, &seed);
 
-		if (!b || wire_encode(b, 3, &bodies[w], &lens[w]))
+		if (!b || wire_encode(b, 3, &bodies[w], &lens[w]) ||
+		    wire_encode_version(b, 3, WIRE_FORMAT_V1, &v1_bodies[w], &v1_lens[w]))
 			return 1;
 		wire_total += lens[w];
+		v1_total += v1_lens[w];
 		if (w % 18 == 0) { /* a pprof twin of every 18th window: same samples */
 			pprof_total += pprof_gzip_size(b);
 			wire_sampled += lens[w];
@@ -176,6 +182,18 @@ int main(int argc, char **argv)
 	decoded = calloc(windows, sizeof(*decoded));
 	if (!decoded)
 		return 1;
+	/* the same windows as older agents send them (wire format version 1) first,
+	 * decoded and freed: the decoder's two forms in the same run */
+	t0 = cpu_seconds();
+	for (w = 0; w < windows; w++) {
+		if (wire_decode(v1_bodies[w], v1_lens[w], &lim, &decoded[w], why, sizeof(why))) {
+			fprintf(stderr, "decode failed: %s\n", why);
+			return 1;
+		}
+		batch__free(decoded[w]);
+		decoded[w] = NULL;
+	}
+	t_v1 = cpu_seconds() - t0;
 	t0 = cpu_seconds();
 	for (w = 0; w < windows; w++) {
 		if (wire_decode(bodies[w], lens[w], &lim, &decoded[w], why, sizeof(why))) {
@@ -215,11 +233,18 @@ int main(int argc, char **argv)
 	       "alone)\n",
 	       t_decode, (double)rows / t_decode, t_ingest - t_decode,
 	       (double)rows / (t_ingest - t_decode));
+	printf("  decode of the same windows in wire format version 1 (older agents): %.3f CPU "
+	       "s (%.0f rows/s), %.0f bytes per window\n",
+	       t_v1, (double)rows / t_v1, (double)v1_total / windows);
 	printf("disk: %llu bytes, %.1f bytes per stored sample row\n",
 	       (unsigned long long)st.db_bytes, (double)st.db_bytes / (double)st.sample_rows);
-	for (w = 0; w < windows; w++)
+	for (w = 0; w < windows; w++) {
 		free(bodies[w]);
+		free(v1_bodies[w]);
+	}
 	free(bodies);
+	free(v1_bodies);
+	free(v1_lens);
 	free(lens);
 	unlink(db);
 	return 0;

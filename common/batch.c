@@ -93,14 +93,16 @@ void batch__free(struct batch *b)
 
 	if (!b)
 		return;
-	if (b->strings)
+	if (b->strings && !b->string_pool)
 		for (i = 0; i < b->nstrings; i++)
 			free(b->strings[i]);
+	free(b->string_pool);
 	free(b->strings);
 	free(b->frames);
-	if (b->stacks)
+	if (b->stacks && !b->frame_pool)
 		for (i = 0; i < b->nstacks; i++)
 			free(b->stacks[i].frames);
+	free(b->frame_pool);
 	free(b->stacks);
 	if (b->labelsets)
 		for (i = 0; i < b->nlabelsets; i++)

@@ -7,7 +7,8 @@
  * every index is in range and every size is under the BATCH_MAX_* caps
  * (batch__validate); decoded batches are validated before anyone reads them.
  *
- * Ownership: a batch owns all its arrays and strings; batch__free() frees them.
+ * Ownership: a batch owns all its arrays and strings; batch__free() frees them
+ * (each string and stack's frames on its own, or the decoder's two pools).
  * The builder (batch_builder) interns strings, frames, stacks and label sets so
  * each is stored once. Not thread-safe.
  */
@@ -94,6 +95,11 @@ struct batch {
 	uint32_t nsamples;
 	struct batch_counter *counters;
 	uint32_t ncounters;
+	/* Set by the wire decoder, which allocates in bulk: when non-NULL, every
+	 * strings[i] points into string_pool and every stacks[i].frames into
+	 * frame_pool, and batch__free() frees the pools instead of each. */
+	char *string_pool;
+	uint32_t *frame_pool;
 };
 
 /* Frees everything a batch owns, and the batch. Accepts NULL. */

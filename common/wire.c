@@ -1,6 +1,8 @@
 /* The wire codec (see wire.h; the format itself is described in
  * schema/smolder.proto). Encoding maps struct batch onto the generated protobuf-c
- * structs without copying strings or stacks, packs, and compresses in one call.
+ * structs without copying strings (version 2: frames, stacks and samples copied
+ * into columns; version 1: as messages, stacks not copied), packs, and compresses
+ * in one call.
  * Decoding is defensive in layers, each bounded before it allocates: the body
  * size; the zstd frame's declared content size (one-shot decompression into a
  * buffer of exactly that size) or, when the frame omits it, streaming decompression
@@ -8,7 +10,8 @@
  * fields that counts list entries against the BATCH_MAX_* caps; protobuf-c
  * unpacking through an allocator with a byte budget (nested lists and empty
  * sub-messages can expand a few bytes of input into many allocated ones); then the
- * conversion to struct batch and batch__validate().
+ * conversion to struct batch (either version, its strings and stack frames in two
+ * pools) and batch__validate().
  */
 #include "common/wire.h"
 #include "common/reason.h"
@@ -50,6 +53,8 @@ struct pb_view {
 	Smolder__V1__Label *labels, **labelp;
 	Smolder__V1__Sample *samples, **samplep;
 	Smolder__V1__Counter *counters, **counterp;
+	uint32_t *cols; /* version 2: every uint32 column, in one allocation */
+	uint64_t *counts;
 };
 
 static void pb_view_free(struct pb_view *v)
@@ -66,6 +71,8 @@ static void pb_view_free(struct pb_view *v)
 	free(v->samplep);
 	free(v->counters);
 	free(v->counterp);
+	free(v->cols);
+	free(v->counts);
 }
 
 /* Allocates n structs and n pointers to them (at least one of each). */
@@ -78,22 +85,72 @@ static int alloc_view(void *structs, void *ptrs, size_t n, size_t sz)
 	return *s && *p ? 0 : -ENOMEM;
 }
 
-/* Fills m from b (valid); v holds what m points to. */
-static int to_message(const struct batch *b, Smolder__V1__Batch *m, struct pb_view *v)
+/* Version 2: frames, stacks and samples as columns (schema/smolder.proto). */
+static int to_columns(const struct batch *b, Smolder__V1__Batch *m, struct pb_view *v)
+{
+	size_t i, nf = b->nframes, nst = b->nstacks, ns = b->nsamples, depth = 0;
+	uint32_t *c;
+
+	for (i = 0; i < nst; i++)
+		depth += b->stacks[i].nframes;
+	v->cols = malloc((4 * nf + nst + depth + 2 * ns + 1) * sizeof(*v->cols));
+	v->counts = malloc((ns ? ns : 1) * sizeof(*v->counts));
+	if (!v->cols || !v->counts)
+		return -ENOMEM;
+	c = v->cols;
+	m->n_frame_kinds = m->n_frame_names = m->n_frame_files = m->n_frame_lines = nf;
+	m->frame_kinds = c;
+	m->frame_names = c + nf;
+	m->frame_files = c + 2 * nf;
+	m->frame_lines = c + 3 * nf;
+	for (i = 0; i < nf; i++) {
+		m->frame_kinds[i] = b->frames[i].kind;
+		m->frame_names[i] = b->frames[i].name;
+		m->frame_files[i] = b->frames[i].file;
+		m->frame_lines[i] = b->frames[i].line;
+	}
+	c += 4 * nf;
+	m->n_stack_depths = nst;
+	m->stack_depths = c;
+	m->n_stack_frames = depth;
+	m->stack_frames = c + nst;
+	for (i = 0, depth = 0; i < nst; i++) {
+		m->stack_depths[i] = b->stacks[i].nframes;
+		memcpy(m->stack_frames + depth, b->stacks[i].frames,
+		       b->stacks[i].nframes * sizeof(uint32_t));
+		depth += b->stacks[i].nframes;
+	}
+	c += nst + depth;
+	m->n_sample_labelsets = m->n_sample_stacks = m->n_sample_counts = ns;
+	m->sample_labelsets = c;
+	m->sample_stacks = c + ns;
+	m->sample_counts = v->counts;
+	for (i = 0; i < ns; i++) {
+		m->sample_labelsets[i] = b->samples[i].labelset;
+		m->sample_stacks[i] = b->samples[i].stack;
+		m->sample_counts[i] = b->samples[i].count;
+	}
+	return 0;
+}
+
+/* Fills m from b (valid) in wire format version; v holds what m points to. */
+static int to_message(const struct batch *b, unsigned version, Smolder__V1__Batch *m,
+		      struct pb_view *v)
 {
 	size_t i, j, k, nlabels = 0;
+	bool v1 = version == WIRE_FORMAT_V1;
 
 	for (i = 0; i < b->nlabelsets; i++)
 		nlabels += b->labelsets[i].nlabels;
-	if (alloc_view(&v->frames, &v->framep, b->nframes, sizeof(*v->frames)) ||
-	    alloc_view(&v->stacks, &v->stackp, b->nstacks, sizeof(*v->stacks)) ||
+	if (alloc_view(&v->frames, &v->framep, v1 ? b->nframes : 0, sizeof(*v->frames)) ||
+	    alloc_view(&v->stacks, &v->stackp, v1 ? b->nstacks : 0, sizeof(*v->stacks)) ||
 	    alloc_view(&v->labelsets, &v->labelsetp, b->nlabelsets, sizeof(*v->labelsets)) ||
 	    alloc_view(&v->labels, &v->labelp, nlabels, sizeof(*v->labels)) ||
-	    alloc_view(&v->samples, &v->samplep, b->nsamples, sizeof(*v->samples)) ||
+	    alloc_view(&v->samples, &v->samplep, v1 ? b->nsamples : 0, sizeof(*v->samples)) ||
 	    alloc_view(&v->counters, &v->counterp, b->ncounters, sizeof(*v->counters)))
 		return -ENOMEM;
 
-	m->format_version = b->format_version;
+	m->format_version = version;
 	m->agent_id = b->agent_id;
 	m->host = b->host;
 	m->profile_type = b->profile_type;
@@ -103,7 +160,9 @@ static int to_message(const struct batch *b, Smolder__V1__Batch *m, struct pb_vi
 	m->period_ns = b->period_ns;
 	m->n_strings = b->nstrings;
 	m->strings = b->strings;
-	for (i = 0; i < b->nframes; i++) {
+	if (!v1 && to_columns(b, m, v))
+		return -ENOMEM;
+	for (i = 0; v1 && i < b->nframes; i++) {
 		Smolder__V1__Frame *f = &v->frames[i];
 
 		smolder__v1__frame__init(f);
@@ -113,15 +172,15 @@ static int to_message(const struct batch *b, Smolder__V1__Batch *m, struct pb_vi
 		f->line = b->frames[i].line;
 		v->framep[i] = f;
 	}
-	m->n_frames = b->nframes;
+	m->n_frames = v1 ? b->nframes : 0;
 	m->frames = v->framep;
-	for (i = 0; i < b->nstacks; i++) {
+	for (i = 0; v1 && i < b->nstacks; i++) {
 		smolder__v1__stack__init(&v->stacks[i]);
 		v->stacks[i].n_frames = b->stacks[i].nframes;
 		v->stacks[i].frames = b->stacks[i].frames;
 		v->stackp[i] = &v->stacks[i];
 	}
-	m->n_stacks = b->nstacks;
+	m->n_stacks = v1 ? b->nstacks : 0;
 	m->stacks = v->stackp;
 	for (i = 0, k = 0; i < b->nlabelsets; i++) {
 		const struct batch_labelset *ls = &b->labelsets[i];
@@ -139,14 +198,14 @@ static int to_message(const struct batch *b, Smolder__V1__Batch *m, struct pb_vi
 	}
 	m->n_labelsets = b->nlabelsets;
 	m->labelsets = v->labelsetp;
-	for (i = 0; i < b->nsamples; i++) {
+	for (i = 0; v1 && i < b->nsamples; i++) {
 		smolder__v1__sample__init(&v->samples[i]);
 		v->samples[i].labelset = b->samples[i].labelset;
 		v->samples[i].stack = b->samples[i].stack;
 		v->samples[i].count = b->samples[i].count;
 		v->samplep[i] = &v->samples[i];
 	}
-	m->n_samples = b->nsamples;
+	m->n_samples = v1 ? b->nsamples : 0;
 	m->samples = v->samplep;
 	for (i = 0; i < b->ncounters; i++) {
 		smolder__v1__counter__init(&v->counters[i]);
@@ -161,6 +220,12 @@ static int to_message(const struct batch *b, Smolder__V1__Batch *m, struct pb_vi
 
 int wire_encode(const struct batch *b, int zstd_level, void **out, size_t *out_len)
 {
+	return wire_encode_version(b, zstd_level, WIRE_FORMAT_VERSION, out, out_len);
+}
+
+int wire_encode_version(const struct batch *b, int zstd_level, unsigned version, void **out,
+			size_t *out_len)
+{
 	Smolder__V1__Batch m = SMOLDER__V1__BATCH__INIT;
 	struct pb_view v = { 0 };
 	uint8_t *packed = NULL;
@@ -170,9 +235,10 @@ int wire_encode(const struct batch *b, int zstd_level, void **out, size_t *out_l
 	int err;
 
 	if (!b || !out || !out_len || zstd_level < ZSTD_minCLevel() ||
-	    zstd_level > ZSTD_maxCLevel() || batch__validate(b, NULL, 0))
+	    zstd_level > ZSTD_maxCLevel() ||
+	    (version != WIRE_FORMAT_V1 && version != WIRE_FORMAT_V2) || batch__validate(b, NULL, 0))
 		return -EINVAL;
-	err = to_message(b, &m, &v);
+	err = to_message(b, version, &m, &v);
 	if (err)
 		goto out_free_view;
 	packed_len = smolder__v1__batch__get_packed_size(&m);
@@ -402,9 +468,15 @@ static const size_t pb_sizeof[] = {
 
 /* What one prescan of a packed Batch found: the list sizes, and an upper bound of
  * the bytes protobuf-c will take from the allocator to unpack it. */
+#define PB_FIELD_MAX 24 /* the Batch's largest field number */
+#define PB_COL_FIRST 16 /* version 2's columns are fields 16..24 */
+#define PB_COL_U64   24 /* sample_counts, the one uint64 column */
+
 struct prescan {
-	size_t count[15]; /* top-level entries by Batch field number (9..14 are lists) */
-	size_t need;	  /* bytes, including our allocator's per-block header */
+	/* top-level entries by Batch field number: 9..14 are lists, counted by
+	 * occurrence; 16..24 columns, counted by element */
+	size_t count[PB_FIELD_MAX + 1];
+	size_t need; /* bytes, including our allocator's per-block header */
 };
 
 /* Scans one message of kind k (n bytes at p) without allocating: checks the
@@ -480,6 +552,16 @@ static int prescan_msg(enum pb_kind k, const uint8_t *p, size_t n, struct presca
 			else if ((err = prescan_msg(sub[field], payload, (size_t)v, ps, why,
 						    whylen)))
 				return err;
+		} else if (k == PB_BATCH && field >= PB_COL_FIRST && field <= PB_FIELD_MAX &&
+			   (wt == 0 || wt == 2)) {
+			/* a column: one array of every element, packed or not */
+			size_t e = wt == 0;
+
+			known = true;
+			for (i = 0; wt == 2 && i < v; i++)
+				e += !(payload[i] & 0x80);
+			ps->count[field] += e;
+			ps->need += e * (field == PB_COL_U64 ? sizeof(uint64_t) : sizeof(uint32_t));
 		} else if (k == PB_STACK && field == 1 && (wt == 0 || wt == 2)) {
 			known = true;
 			if (wt == 0)
@@ -512,9 +594,9 @@ static int prescan_msg(enum pb_kind k, const uint8_t *p, size_t n, struct presca
 				   ps->count[11] - 1, elems, BATCH_MAX_STACK_DEPTH);
 	if (k == PB_STACK)
 		ps->need += elems * sizeof(uint32_t);
-	/* the arrays of the repeated fields (6 lists in a Batch, one in a Stack or a
-	 * LabelSet) and of the unknown fields: one header each */
-	ps->need += (k == PB_BATCH			 ? 6
+	/* the arrays of the repeated fields (6 lists and 9 columns in a Batch, one in
+	 * a Stack or a LabelSet) and of the unknown fields: one header each */
+	ps->need += (k == PB_BATCH			 ? 15
 		     : k == PB_STACK || k == PB_LABELSET ? 1
 							 : 0) *
 			    head +
@@ -539,6 +621,15 @@ static int prescan(const uint8_t *p, size_t n, struct prescan *ps, char *why, si
 		[12] = { "label sets", BATCH_MAX_LABELSETS },
 		[13] = { "samples", BATCH_MAX_SAMPLES },
 		[14] = { "counters", BATCH_MAX_COUNTERS },
+		[16] = { "frame kinds", BATCH_MAX_FRAMES },
+		[17] = { "frame names", BATCH_MAX_FRAMES },
+		[18] = { "frame files", BATCH_MAX_FRAMES },
+		[19] = { "frame lines", BATCH_MAX_FRAMES },
+		[20] = { "stack depths", BATCH_MAX_STACKS },
+		[21] = { "stack frames", (size_t)BATCH_MAX_STACKS * BATCH_MAX_STACK_DEPTH },
+		[22] = { "sample label sets", BATCH_MAX_SAMPLES },
+		[23] = { "sample stacks", BATCH_MAX_SAMPLES },
+		[24] = { "sample counts", BATCH_MAX_SAMPLES },
 	};
 	size_t i;
 	int err;
@@ -587,22 +678,67 @@ static void budget_free(void *data, void *ptr)
 	free(h);
 }
 
+/* The form of m's frames, stacks and samples: messages (version 1) or columns
+ * (version 2), never both, and columns of one dictionary of one length. Sets the
+ * counts of the three dictionaries. */
+static int check_form(const Smolder__V1__Batch *m, size_t *nframes, size_t *nstacks,
+		      size_t *nsamples, char *why, size_t whylen)
+{
+	size_t cols = m->n_frame_kinds + m->n_frame_names + m->n_frame_files + m->n_frame_lines +
+		      m->n_stack_depths + m->n_stack_frames + m->n_sample_labelsets +
+		      m->n_sample_stacks + m->n_sample_counts;
+
+	if (m->format_version == WIRE_FORMAT_V1) {
+		if (cols)
+			return reason_fail(why, whylen, -EINVAL,
+					   "format version 1 with version 2's columns");
+		*nframes = m->n_frames;
+		*nstacks = m->n_stacks;
+		*nsamples = m->n_samples;
+		return 0;
+	}
+	if (m->n_frames || m->n_stacks || m->n_samples)
+		return reason_fail(why, whylen, -EINVAL,
+				   "format version 2 with frame, stack or sample messages");
+	if (m->n_frame_names != m->n_frame_kinds || m->n_frame_files != m->n_frame_kinds ||
+	    m->n_frame_lines != m->n_frame_kinds)
+		return reason_fail(why, whylen, -EINVAL,
+				   "frame columns of unequal lengths (%zu, %zu, %zu, %zu)",
+				   m->n_frame_kinds, m->n_frame_names, m->n_frame_files,
+				   m->n_frame_lines);
+	if (m->n_sample_stacks != m->n_sample_labelsets ||
+	    m->n_sample_counts != m->n_sample_labelsets)
+		return reason_fail(why, whylen, -EINVAL,
+				   "sample columns of unequal lengths (%zu, %zu, %zu)",
+				   m->n_sample_labelsets, m->n_sample_stacks, m->n_sample_counts);
+	*nframes = m->n_frame_kinds;
+	*nstacks = m->n_stack_depths;
+	*nsamples = m->n_sample_labelsets;
+	return 0;
+}
+
 /* Converts the unpacked message into a new batch, checking each size before
- * allocating for it. */
+ * allocating for it. The strings and the stacks' frames go into one pool each
+ * (struct batch), sized from the message: two allocations instead of one per
+ * string and per stack. */
 static int from_message(const Smolder__V1__Batch *m, struct batch **out, char *why, size_t whylen)
 {
+	bool v1 = m->format_version == WIRE_FORMAT_V1;
+	size_t i, j, n, nframes = 0, nstacks = 0, nsamples = 0, pool = 0;
 	struct batch *b;
-	size_t i, j, n;
 	int err;
 
-	if (m->n_strings > BATCH_MAX_STRINGS || m->n_frames > BATCH_MAX_FRAMES ||
-	    m->n_stacks > BATCH_MAX_STACKS || m->n_labelsets > BATCH_MAX_LABELSETS ||
-	    m->n_samples > BATCH_MAX_SAMPLES || m->n_counters > BATCH_MAX_COUNTERS)
+	err = check_form(m, &nframes, &nstacks, &nsamples, why, whylen);
+	if (err)
+		return err;
+	if (m->n_strings > BATCH_MAX_STRINGS || nframes > BATCH_MAX_FRAMES ||
+	    nstacks > BATCH_MAX_STACKS || m->n_labelsets > BATCH_MAX_LABELSETS ||
+	    nsamples > BATCH_MAX_SAMPLES || m->n_counters > BATCH_MAX_COUNTERS)
 		return reason_fail(why, whylen, -EINVAL, "batch over a size cap");
 	b = calloc(1, sizeof(*b));
 	if (!b)
 		return reason_fail(why, whylen, -ENOMEM, "out of memory");
-	b->format_version = m->format_version;
+	b->format_version = BATCH_FORMAT_VERSION;
 	b->seq = m->seq;
 	b->window_start = m->window_start;
 	b->window_seconds = m->window_seconds;
@@ -620,46 +756,69 @@ static int from_message(const Smolder__V1__Batch *m, struct batch **out, char *w
 		b->nfield = (uint32_t)(count);                                                     \
 	} while (0)
 
-	ALLOC_ARRAY(strings, nstrings, m->n_strings);
+	/* strings: each at most BATCH_MAX_STRING_LEN (so the pool is at most
+	 * BATCH_MAX_STRINGS x 4 KiB, and never more than what protobuf-c holds) */
 	for (i = 0; i < m->n_strings; i++) {
 		n = strnlen(m->strings[i], BATCH_MAX_STRING_LEN + 1);
 		if (n > BATCH_MAX_STRING_LEN) {
 			err = reason_fail(why, whylen, -EINVAL, "string %zu longer than %u bytes",
 					  i, BATCH_MAX_STRING_LEN);
-			goto out_free_batch;
+			goto out_free_batch_only;
 		}
-		b->strings[i] = strndup(m->strings[i], n);
-		if (!b->strings[i]) {
-			err = reason_fail(why, whylen, -ENOMEM, "out of memory");
-			goto out_free_batch;
-		}
+		pool += n + 1;
 	}
-	ALLOC_ARRAY(frames, nframes, m->n_frames);
-	for (i = 0; i < m->n_frames; i++) {
-		b->frames[i].kind = (uint32_t)m->frames[i]->kind;
-		b->frames[i].name = m->frames[i]->name;
-		b->frames[i].file = m->frames[i]->file;
-		b->frames[i].line = m->frames[i]->line;
+	b->string_pool = malloc(pool ? pool : 1);
+	if (!b->string_pool) {
+		err = reason_fail(why, whylen, -ENOMEM, "out of memory");
+		goto out_free_batch_only;
 	}
-	ALLOC_ARRAY(stacks, nstacks, m->n_stacks);
-	for (i = 0; i < m->n_stacks; i++) {
-		const Smolder__V1__Stack *st = m->stacks[i];
-
-		if (st->n_frames > BATCH_MAX_STACK_DEPTH) {
+	ALLOC_ARRAY(strings, nstrings, m->n_strings);
+	for (i = 0, pool = 0; i < m->n_strings; i++) {
+		n = strlen(m->strings[i]); /* bounded above */
+		b->strings[i] = memcpy(b->string_pool + pool, m->strings[i], n + 1);
+		pool += n + 1;
+	}
+	ALLOC_ARRAY(frames, nframes, nframes);
+	for (i = 0; i < nframes; i++) {
+		b->frames[i].kind = v1 ? (uint32_t)m->frames[i]->kind : m->frame_kinds[i];
+		b->frames[i].name = v1 ? m->frames[i]->name : m->frame_names[i];
+		b->frames[i].file = v1 ? m->frames[i]->file : m->frame_files[i];
+		b->frames[i].line = v1 ? m->frames[i]->line : m->frame_lines[i];
+	}
+	/* stacks: every depth checked, and the sum against the column, before the
+	 * pool is sized by it */
+	for (i = 0, pool = 0; i < nstacks; i++) {
+		n = v1 ? m->stacks[i]->n_frames : m->stack_depths[i];
+		if (n > BATCH_MAX_STACK_DEPTH) {
 			err = reason_fail(why, whylen, -EINVAL,
-					  "stack %zu: %zu frames over the cap of %u", i,
-					  st->n_frames, BATCH_MAX_STACK_DEPTH);
+					  "stack %zu: %zu frames over the cap of %u", i, n,
+					  BATCH_MAX_STACK_DEPTH);
 			goto out_free_batch;
 		}
-		if (st->n_frames) {
-			b->stacks[i].frames = malloc(st->n_frames * sizeof(uint32_t));
-			if (!b->stacks[i].frames) {
-				err = reason_fail(why, whylen, -ENOMEM, "out of memory");
-				goto out_free_batch;
-			}
-			memcpy(b->stacks[i].frames, st->frames, st->n_frames * sizeof(uint32_t));
-		}
-		b->stacks[i].nframes = (uint32_t)st->n_frames;
+		pool += n;
+	}
+	if (!v1 && pool != m->n_stack_frames) {
+		err = reason_fail(why, whylen, -EINVAL,
+				  "stack depths add up to %zu frames, stack_frames holds %zu", pool,
+				  m->n_stack_frames);
+		goto out_free_batch;
+	}
+	b->frame_pool = malloc((pool ? pool : 1) * sizeof(uint32_t));
+	if (!b->frame_pool) {
+		err = reason_fail(why, whylen, -ENOMEM, "out of memory");
+		goto out_free_batch;
+	}
+	if (!v1 && pool)
+		memcpy(b->frame_pool, m->stack_frames, pool * sizeof(uint32_t));
+	ALLOC_ARRAY(stacks, nstacks, nstacks);
+	for (i = 0, pool = 0; i < nstacks; i++) {
+		n = v1 ? m->stacks[i]->n_frames : m->stack_depths[i];
+		if (v1 && n)
+			memcpy(b->frame_pool + pool, m->stacks[i]->frames, n * sizeof(uint32_t));
+		/* an empty stack keeps frames NULL: batch__validate says so */
+		b->stacks[i].frames = n ? b->frame_pool + pool : NULL;
+		b->stacks[i].nframes = (uint32_t)n;
+		pool += n;
 	}
 	ALLOC_ARRAY(labelsets, nlabelsets, m->n_labelsets);
 	for (i = 0; i < m->n_labelsets; i++) {
@@ -684,11 +843,11 @@ static int from_message(const Smolder__V1__Batch *m, struct batch **out, char *w
 		}
 		b->labelsets[i].nlabels = (uint32_t)ls->n_labels;
 	}
-	ALLOC_ARRAY(samples, nsamples, m->n_samples);
-	for (i = 0; i < m->n_samples; i++) {
-		b->samples[i].labelset = m->samples[i]->labelset;
-		b->samples[i].stack = m->samples[i]->stack;
-		b->samples[i].count = m->samples[i]->count;
+	ALLOC_ARRAY(samples, nsamples, nsamples);
+	for (i = 0; i < nsamples; i++) {
+		b->samples[i].labelset = v1 ? m->samples[i]->labelset : m->sample_labelsets[i];
+		b->samples[i].stack = v1 ? m->samples[i]->stack : m->sample_stacks[i];
+		b->samples[i].count = v1 ? m->samples[i]->count : m->sample_counts[i];
 	}
 	ALLOC_ARRAY(counters, ncounters, m->n_counters);
 	for (i = 0; i < m->n_counters; i++) {
@@ -705,6 +864,9 @@ static int from_message(const Smolder__V1__Batch *m, struct batch **out, char *w
 
 out_free_batch:
 	batch__free(b);
+	return err;
+out_free_batch_only:
+	free(b);
 	return err;
 }
 
@@ -773,7 +935,7 @@ int wire_decode_stats(const void *body, size_t len, const struct wire_limits *li
 			err = reason_fail(why, whylen, -EINVAL, "malformed protobuf");
 		goto out_free_plain;
 	}
-	if (m->format_version != BATCH_FORMAT_VERSION)
+	if (m->format_version != WIRE_FORMAT_V1 && m->format_version != WIRE_FORMAT_V2)
 		err = reason_fail(why, whylen, -EINVAL, "unsupported format version %u",
 				  m->format_version);
 	else

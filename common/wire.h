@@ -24,10 +24,11 @@
  * decodes on 4 threads at once, and the goal is a peak RSS under 256 MB whatever
  * is sent: 4 x (16 + 8 + 32) MiB = 224 MiB, plus the process itself. A real
  * window's batch is about 60 KB compressed and a few hundred KB decompressed
- * (docs/benchmarks.md). protobuf-c takes about 14 x the protobuf's size (a
- * 780 KB batch of 20 000 distinct samples unpacks into 11 MB), so 32 MiB holds
- * about 55 000 distinct (label set, stack) samples in one window: every sample
- * distinct on 55 CPUs at 99 Hz for 10 s. */
+ * (docs/benchmarks.md). protobuf-c takes about 14 x the protobuf's size for wire
+ * format version 1 (a 780 KB batch of 20 000 distinct samples unpacks into 11 MB),
+ * so 32 MiB holds about 55 000 distinct (label set, stack) samples in one window:
+ * every sample distinct on 55 CPUs at 99 Hz for 10 s. Version 2's columns take
+ * about 7 x (the same batch: 503 KB, 3.1 MB unpacked), so twice as many. */
 #define WIRE_DEFAULT_MAX_COMPRESSED   (16u << 20) /* 16 MiB */
 #define WIRE_DEFAULT_MAX_DECOMPRESSED (8u << 20)  /* 8 MiB */
 #define WIRE_DEFAULT_MAX_UNPACKED     (32u << 20) /* 32 MiB */
@@ -47,19 +48,36 @@ struct wire_stats {
 	size_t unpack_peak;  /* their high-water mark while unpacking */
 };
 
+/* The wire's format_version (schema/smolder.proto): 1 sends frames, stacks and
+ * samples as messages, 2 as columns (packed arrays). The decoder reads both into the
+ * same struct batch (whose own format_version stays BATCH_FORMAT_VERSION: the
+ * content is the same); wire_encode() writes WIRE_FORMAT_VERSION. */
+#define WIRE_FORMAT_V1	    1
+#define WIRE_FORMAT_V2	    2
+#define WIRE_FORMAT_VERSION WIRE_FORMAT_V2
+
 /* Encodes b (which must pass batch__validate) at zstd level zstd_level (1..19 is
- * sensible; 3 is zstd's default). On success *out (malloc'd, the caller frees it)
- * and *out_len hold the body. Returns 0, -EINVAL (invalid batch or level) or
- * -ENOMEM; *out and *out_len are written only on success. */
+ * sensible; 3 is zstd's default) in wire format WIRE_FORMAT_VERSION. On success
+ * *out (malloc'd, the caller frees it) and *out_len hold the body. Returns 0,
+ * -EINVAL (invalid batch or level) or -ENOMEM; *out and *out_len are written only
+ * on success. */
 int wire_encode(const struct batch *b, int zstd_level, void **out, size_t *out_len);
 
-/* Decodes body (len bytes) under lim (NULL: the defaults). On success *out is a
- * validated batch of format version BATCH_FORMAT_VERSION; free it with
- * batch__free(). Returns 0 or:
+/* wire_encode() in a chosen wire format version (WIRE_FORMAT_V1 or _V2; -EINVAL
+ * for others): tests and benchmarks send what older agents sent. */
+int wire_encode_version(const struct batch *b, int zstd_level, unsigned version, void **out,
+			size_t *out_len);
+
+/* Decodes body (len bytes, wire format version 1 or 2) under lim (NULL: the
+ * defaults). On success *out is a validated batch of format version
+ * BATCH_FORMAT_VERSION; free it with batch__free(). Returns 0 or:
  *   -E2BIG   body, declared or actual decompressed size, zstd window or the
  *            bound of the unpacked message over its cap ("body too large", ...)
  *   -EINVAL  not zstd, truncated or corrupt zstd frame, data after the frame,
- *            malformed protobuf, unsupported format version, a list over its
+ *            malformed protobuf, unsupported format version, version 1 with
+ *            columns or version 2 with frame, stack or sample messages, columns
+ *            of one dictionary of unequal lengths, stack depths that do not add
+ *            up to stack_frames, a list over its
  *            BATCH_MAX_* cap (stacks deeper than BATCH_MAX_STACK_DEPTH and label
  *            sets over BATCH_MAX_LABELS included, found before unpacking), or a
  *            batch that fails batch__validate() (its reason)

@@ -4,17 +4,17 @@
  * the unique key followed by an INSERT when missing, so a failure anywhere rolls
  * back everything the batch touched (and empties the caches, which may have learnt
  * ids of the rolled-back rows). Stacks and label sets are stored as varint blobs of
- * ids (see schema/001_init.sql). For the dictionary GC (schema/006_gc.sql) a new
- * stack, frame or label set adds one to the refs of the frames or strings it holds,
- * a stack or label set carries the last window it was seen in (raised at most once
- * an hour: the caches keep it), and the transaction starts by reading
- * state.gc_epoch, emptying the caches when a GC deleted rows since they were filled. The samples
- * are grouped by label set and each group added to its raw block (window_start, label set) with
- * store_block_add(); a late batch, whose window lies under a rollup watermark, is added to the
- * built minute and hour blocks over it as well, and where the raw tier (or the minute tier) is
- * already deleted there, only to the rollups (schema/005_blocks.sql). Each batch also upserts one
- * row of windows (its window's length and sampling period, schema/004_windows.sql), at the bucket
- * it was stored in.
+ * ids (see schema/001_init.sql); a stack is found by the hash of its blob and a
+ * comparison of the blobs of that hash (schema/007_stack_hash.sql). For the dictionary GC
+ * (schema/006_gc.sql) a new stack, frame or label set adds one to the refs of the frames or strings
+ * it holds, a stack or label set carries the last window it was seen in (raised at most once an
+ * hour: the caches keep it), and the transaction starts by reading state.gc_epoch, emptying the
+ * caches when a GC deleted rows since they were filled. The samples are grouped by label set and
+ * each group added to its raw block (window_start, label set) with store_block_add(); a late batch,
+ * whose window lies under a rollup watermark, is added to the built minute and hour blocks over it
+ * as well, and where the raw tier (or the minute tier) is already deleted there, only to the
+ * rollups (schema/005_blocks.sql). Each batch also upserts one row of windows (its window's length
+ * and sampling period, schema/004_windows.sql), at the bucket it was stored in.
  *
  * Nothing from the wire is trusted: frame names and files are stored sanitized
  * and cut (frame_sanitize), so no stored frame can forge the folded grammar;
@@ -65,8 +65,11 @@ static const char *const sql_of[] = {
 	[ST_FRAME_PUT_ - SLOT_INGEST] = "INSERT INTO frames (kind, name, file, line) "
 					"VALUES (?1, ?2, ?3, ?4)",
 	/* stacks and label sets: ?2 their last_seen (schema/006_gc.sql) */
-	[ST_STACK_GET_ - SLOT_INGEST] = "SELECT id, last_seen FROM stacks WHERE frames = ?1",
-	[ST_STACK_PUT_ - SLOT_INGEST] = "INSERT INTO stacks (frames, last_seen) VALUES (?1, ?2)",
+	/* stacks by the hash of their blob, each candidate's blob compared
+	 * (schema/007_stack_hash.sql) */
+	[ST_STACK_GET_ - SLOT_INGEST] = "SELECT id, last_seen, frames FROM stacks WHERE hash = ?3",
+	[ST_STACK_PUT_ - SLOT_INGEST] = "INSERT INTO stacks (frames, last_seen, hash) "
+					"VALUES (?1, ?2, ?3)",
 	[ST_LS_GET_ - SLOT_INGEST] = "SELECT id, last_seen FROM labelsets WHERE labels = ?1",
 	[ST_LS_PUT_ - SLOT_INGEST] = "INSERT INTO labelsets (labels, last_seen) VALUES (?1, ?2)",
 	[ST_LSL_PUT_ - SLOT_INGEST] = "INSERT INTO labelset_labels (key_id, value_id, "
@@ -233,6 +236,12 @@ static int lookup_sql(struct sqlite_store *s, struct ingest *in, const struct ke
 		return err;
 	bind(get, ctx);
 	err = store_step(s, get);
+	/* a stack: the row of this hash whose blob is the key (a collision is another
+	 * row of the same hash) */
+	while (k->kind == INTERN_STACK && err == 1 &&
+	       ((size_t)sqlite3_column_bytes(get, 2) != k->len ||
+		memcmp(sqlite3_column_blob(get, 2), k->bytes, k->len)))
+		err = store_step(s, get);
 	if (err == 1) {
 		*id = sqlite3_column_int64(get, 0);
 		if (sqlite3_column_count(get) > 1)
@@ -289,14 +298,19 @@ static void bind_text(sqlite3_stmt *st, const void *ctx)
 	sqlite3_bind_text(st, 1, k->bytes, (int)k->len, SQLITE_STATIC);
 }
 
-/* A stack's or label set's blob, and (the put's ?2) its last_seen. */
+/* A stack's or label set's blob, (the put's ?2) its last_seen and (a stack's ?3)
+ * its hash, computed here: only a cache miss gets this far. A statement binds what
+ * it has of the three. */
 static void bind_blob(sqlite3_stmt *st, const void *ctx)
 {
 	const struct key *k = ctx;
+	int n = sqlite3_bind_parameter_count(st);
 
 	sqlite3_bind_blob(st, 1, k->bytes, (int)k->len, SQLITE_STATIC);
-	if (sqlite3_bind_parameter_count(st) > 1)
+	if (n > 1)
 		sqlite3_bind_int64(st, 2, k->seen);
+	if (n > 2)
+		sqlite3_bind_int64(st, 3, store_stack_hash(k->bytes, k->len));
 }
 
 /* The id of a text, interned if new. */

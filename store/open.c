@@ -211,6 +211,21 @@ out_rollback:
 	return err;
 }
 
+/* smolder_stack_hash(blob): store_stack_hash() of it, for migration 007 (which
+ * fills stacks.hash); NULL for NULL. */
+static void stack_hash_fn(sqlite3_context *ctx, int argc, sqlite3_value **argv)
+{
+	const uint8_t *p;
+
+	(void)argc;
+	if (sqlite3_value_type(argv[0]) == SQLITE_NULL) {
+		sqlite3_result_null(ctx);
+		return;
+	}
+	p = sqlite3_value_blob(argv[0]);
+	sqlite3_result_int64(ctx, store_stack_hash(p, (size_t)sqlite3_value_bytes(argv[0])));
+}
+
 /* sat_sum(value): the sum of the positive values of a group, saturating at
  * INT64_MAX. SQLite's sum() fails with "integer overflow" instead, which would
  * make every query over a range holding such rows fail. */
@@ -329,6 +344,10 @@ int sqlite_store__open(const char *path, const struct store_options *opts, struc
 	}
 	rc = sqlite3_create_function_v2(s->db, "sat_sum", 1, SQLITE_UTF8 | SQLITE_DETERMINISTIC,
 					NULL, NULL, sat_sum_step, sat_sum_final, NULL);
+	if (rc == SQLITE_OK)
+		rc = sqlite3_create_function_v2(s->db, "smolder_stack_hash", 1,
+						SQLITE_UTF8 | SQLITE_DETERMINISTIC, NULL,
+						stack_hash_fn, NULL, NULL, NULL);
 	if (rc != SQLITE_OK) {
 		err = store_sql_fail(s, rc);
 		goto out_close_db;

@@ -35,6 +35,17 @@
 /* The most bytes one uint64_t takes as a varint. */
 #define VARINT_MAX 10
 
+/* stacks.hash of a stack's blob (schema/007_stack_hash.sql): FNV-1a, 64 bits, as
+ * a signed integer. Part of the file format: never change it. */
+static inline int64_t store_stack_hash(const uint8_t *p, size_t len)
+{
+	uint64_t h = 0xcbf29ce484222325ull;
+
+	for (size_t i = 0; i < len; i++)
+		h = (h ^ p[i]) * 0x100000001b3ull;
+	return (int64_t)h;
+}
+
 /* The statements every piece shares: stmt_sql[] in open.c holds their SQL. Each
  * piece's own statements are in its slots (store_slot_stmt()). */
 enum stmt_id {

@@ -252,8 +252,10 @@ static void assert_same(const struct folded *a, const struct folded *b)
 	assert_int_equal(folded__total(a), folded__total(b));
 }
 
-/* One small batch whose single stack names it: "loadgen;batch_<i>" x count. */
-static void encode_batch(uint64_t seq, unsigned i, uint64_t count, void **body, size_t *len)
+/* One small batch whose single stack names it: "loadgen;batch_<i>" x count, in
+ * wire format version (WIRE_FORMAT_V1: what agents before the columns send). */
+static void encode_batch_version(uint64_t seq, unsigned i, uint64_t count, unsigned version,
+				 void **body, size_t *len)
 {
 	const char *keys[] = { "host", "pid" }, *values[] = { "testhost", "1" };
 	struct batch_builder *bb;
@@ -267,9 +269,47 @@ static void encode_batch(uint64_t seq, unsigned i, uint64_t count, void **body, 
 	assert_int_equal(
 		batch_builder__finish(bb, seq, (int64_t)time(NULL) - 3600 + i, 10, 10101010, &b),
 		0);
-	assert_int_equal(wire_encode(b, 3, body, len), 0);
+	assert_int_equal(wire_encode_version(b, 3, version, body, len), 0);
 	batch__free(b);
 	batch_builder__free(bb);
+}
+
+/* The same in the version agents send now. */
+static void encode_batch(uint64_t seq, unsigned i, uint64_t count, void **body, size_t *len)
+{
+	encode_batch_version(seq, i, count, WIRE_FORMAT_VERSION, body, len);
+}
+
+/* An agent from before the columns (wire format version 1) beside a current one
+ * (version 2): both stored, each once however often it is retried. */
+static void test_old_agent_batches(void **state)
+{
+	struct folded *got;
+	char db[128];
+	struct server s;
+	void *body;
+	size_t len;
+	int k;
+
+	(void)state;
+	snprintf(db, sizeof(db), "%s/old-agent.db", dir);
+	start_server(&s, db, 0, NULL);
+	for (k = 0; k < 2; k++) { /* the second round: retries, acknowledged, not stored */
+		encode_batch_version(1, 1, 7, WIRE_FORMAT_V1, &body, &len);
+		assert_int_equal(post(s.port, body, len, "application/x-protobuf", NULL, NULL),
+				 200);
+		free(body);
+		encode_batch_version(2, 2, 9, WIRE_FORMAT_V2, &body, &len);
+		assert_int_equal(post(s.port, body, len, "application/x-protobuf", NULL, NULL),
+				 200);
+		free(body);
+	}
+	got = query_all(s.port);
+	assert_int_equal(folded__total(got), 16);
+	assert_int_equal(folded__count(got, "loadgen;main;batch_1"), 7);
+	assert_int_equal(folded__count(got, "loadgen;main;batch_2"), 9);
+	folded__free(got);
+	stop_server(&s, SIGTERM);
 }
 
 static int group_setup(void **state)
@@ -876,6 +916,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_teardown(test_bad_input, test_teardown_children),
+		cmocka_unit_test_teardown(test_old_agent_batches, test_teardown_children),
 		cmocka_unit_test_teardown(test_kill_during_ingest, test_teardown_children),
 		cmocka_unit_test_teardown(test_round_trip, test_teardown_children),
 		cmocka_unit_test_teardown(test_window_in_parts, test_teardown_children),

@@ -6,7 +6,8 @@
  * interned new strings, then a good batch reusing them (the caches must forget
  * what the rollback undid); two stores on one file with interleaved batches; a
  * late batch below the rollup watermarks; a window below the raw tier's
- * retention cut; the caches' memory cap; stack ids past a block's uint32. The
+ * retention cut; the caches' memory cap; stack ids past a block's uint32; a
+ * collision of stack hashes (schema/007_stack_hash.sql). The
  * last test asks store__query_stacks() the same (it needs the block reader of
  * store/read.c).
  */
@@ -582,13 +583,67 @@ static void test_stack_id_cap(void **state)
 	const char *a[] = { "app;below" }, *b[] = { "app;past" };
 	const uint64_t one[] = { 1 };
 
-	exec(fx->db, "INSERT INTO stacks (id, frames) VALUES (4294967294, x'01')");
+	exec(fx->db, "INSERT INTO stacks (id, frames, hash) VALUES (4294967294, x'01', 0)");
 	assert_int_equal(ingest(fx->s, make("a1", 1, T0, "web", a, one, 1)), 0);
 	assert_int_equal(query_int(fx->db, "SELECT max(id) FROM stacks"), 4294967295);
 	assert_int_equal(ingest(fx->s, make("a1", 2, T0, "web", b, one, 1)), -ENOSPC);
 	assert_non_null(strstr(store__errmsg(fx->s), "4294967296"));
 	assert_int_equal(query_int(fx->db, "SELECT max(id) FROM stacks"), 4294967295);
 	exec(fx->db, "DELETE FROM stacks WHERE id = 4294967294");
+	check_ids(fx->db);
+}
+
+/* Stacks are found by the hash of their blob (schema/007_stack_hash.sql): a row
+ * of another blob with the same hash (a collision, made here by hand) is not
+ * taken for the stack, which gets its own row, found again by a fresh cache.
+ * Trusting the hash alone stored "app;y" as the colliding row's "x;app". */
+static void test_stack_hash_collision(void **state)
+{
+	struct fx *fx = *state;
+	const char *x[] = { "app;x" }, *y[] = { "app;y" };
+	const uint64_t one[] = { 1 }, five[] = { 5 }, two[] = { 2 };
+	uint8_t want[2 * VARINT_MAX], decoy[2 * VARINT_MAX];
+	size_t wlen = 0, dlen = 0;
+	int64_t app, xid;
+	struct store *s2;
+	sqlite3_stmt *st;
+
+	assert_int_equal(ingest(fx->s, make("a1", 1, T0, "web", x, one, 1)), 0);
+	app = query_int(fx->db, "SELECT f.id FROM frames f JOIN strings n ON n.id = f.name "
+				"WHERE n.text = 'app'");
+	xid = query_int(fx->db, "SELECT f.id FROM frames f JOIN strings n ON n.id = f.name "
+				"WHERE n.text = 'x'");
+	/* "app;y" will be (app, the next frame id); the decoy (x, app) has its hash */
+	wlen += put_varint(want, (uint64_t)app);
+	wlen += put_varint(want + wlen, (uint64_t)query_int(fx->db, "SELECT max(id) + 1 FROM "
+								    "frames"));
+	dlen += put_varint(decoy, (uint64_t)xid);
+	dlen += put_varint(decoy + dlen, (uint64_t)app);
+	assert_int_equal(sqlite3_prepare_v2(fx->db,
+					    "INSERT INTO stacks (frames, last_seen, hash) "
+					    "VALUES (?1, ?2, ?3)",
+					    -1, &st, NULL),
+			 SQLITE_OK);
+	sqlite3_bind_blob(st, 1, decoy, (int)dlen, SQLITE_STATIC);
+	sqlite3_bind_int64(st, 2, T0);
+	sqlite3_bind_int64(st, 3, store_stack_hash(want, wlen));
+	assert_int_equal(sqlite3_step(st), SQLITE_DONE);
+	sqlite3_finalize(st);
+	exec(fx->db, "UPDATE frames SET refs = refs + 1 WHERE id IN (SELECT f.id FROM frames f "
+		     "JOIN strings n ON n.id = f.name WHERE n.text IN ('app', 'x'))");
+
+	assert_int_equal(ingest(fx->s, make("a1", 2, T0 + 10, "web", y, five, 1)), 0);
+	assert_dump(fx->db, "0 1699999200 svc=web app;x 1\n"
+			    "0 1699999210 svc=web app;y 5\n");
+	assert_int_equal(query_int(fx->db, "SELECT count(*) FROM stacks"), 3);
+	/* a second store (an empty cache) finds "app;y" by its hash and blob */
+	assert_int_equal(store__open(fx->path, NULL, &s2), 0);
+	assert_int_equal(ingest(s2, make("a1", 3, T0 + 20, "web", y, two, 1)), 0);
+	store__close(s2);
+	assert_int_equal(query_int(fx->db, "SELECT count(*) FROM stacks"), 3);
+	assert_dump(fx->db, "0 1699999200 svc=web app;x 1\n"
+			    "0 1699999210 svc=web app;y 5\n"
+			    "0 1699999220 svc=web app;y 2\n");
 	check_ids(fx->db);
 }
 
@@ -642,6 +697,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_label_sets_grouped, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_hostile_names_sanitized, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_stack_id_cap, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_stack_hash_collision, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_query_end_to_end, setup, teardown),
 	};
 

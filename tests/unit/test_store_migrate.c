@@ -13,7 +13,8 @@
  * Migration 006 (dictionary GC) on the converted file and on a file at version 5
  * (the converted one with 006 taken off again): exact refs, every last_seen the
  * newest block's start (tests/unit/dictcheck.h), and a GC right after deletes
- * nothing any block uses, the answers unchanged.
+ * nothing any block uses, the answers unchanged. Migration 007 (stacks by hash)
+ * on both: every stack's hash is its blob's, the blob no longer indexed.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -468,6 +469,33 @@ static int64_t int_sql(const char *db, const char *sql)
 	return v;
 }
 
+/* Migration 007: every stack's hash is store_stack_hash() of its blob (what
+ * ingest looks it up by), and the blob is no longer indexed. */
+static void check_stack_hashes(const char *db)
+{
+	sqlite3 *c = NULL;
+	sqlite3_stmt *st = NULL;
+	int64_t n = 0;
+
+	assert_int_equal(sqlite3_open_v2(db, &c, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
+	assert_int_equal(sqlite3_prepare_v2(c, "SELECT frames, hash FROM stacks", -1, &st, NULL),
+			 SQLITE_OK);
+	while (sqlite3_step(st) == SQLITE_ROW) {
+		const uint8_t *p = sqlite3_column_blob(st, 0);
+		size_t len = (size_t)sqlite3_column_bytes(st, 0);
+
+		assert_int_equal(sqlite3_column_int64(st, 1), store_stack_hash(p, len));
+		n++;
+	}
+	sqlite3_finalize(st);
+	assert_true(n > 100);
+	assert_int_equal(dc_int(c, "SELECT count(*) FROM sqlite_master WHERE tbl_name = 'stacks' "
+				   "AND type = 'index' AND name NOT IN ('stacks_hash', "
+				   "'stacks_last_seen')"),
+			 0);
+	sqlite3_close(c);
+}
+
 /* 006's columns of the rows that were there: refs exact, last_seen the newest
  * block start; a GC deletes no row a block uses. */
 static void check_gc_ready(const char *db)
@@ -477,7 +505,8 @@ static void check_gc_ready(const char *db)
 	int64_t oldest, stacks, labelsets;
 	bool more = true;
 
-	assert_int_equal(int_sql(db, "PRAGMA user_version"), 6);
+	assert_int_equal(int_sql(db, "PRAGMA user_version"), 7);
+	check_stack_hashes(db);
 	dict_check(db);
 	oldest = int_sql(db, "SELECT min(start) FROM block_index");
 	assert_int_equal(int_sql(db, "SELECT count(*) FROM stacks WHERE last_seen <> "
@@ -507,9 +536,10 @@ static void check_gc_ready(const char *db)
 	check_answers(db);
 }
 
-/* Migration 006 on the converted v4 file (004 -> 005 -> 006, then the conversion
- * and 006's computation), and on a file at version 5: the converted one with 006
- * dropped again (its columns, indexes and state columns), as main's build left
+/* Migrations 006 and 007 on the converted v4 file (004 -> 005 -> 006 -> 007, then
+ * the conversion and 006's computation), and on a file at version 5: the converted
+ * one with 007 and 006 dropped again (the hash, its index and a unique index on
+ * the blobs again; 006's columns, indexes and state columns), as main's build left
  * it. */
 static void test_gc_migration(void **state)
 {
@@ -525,7 +555,9 @@ static void test_gc_migration(void **state)
 	fresh_copy(db, sizeof(db), "v5.db");
 	assert_int_equal(store__open(db, NULL, &s), 0);
 	store__close(s);
-	exec_sql(db, "DROP INDEX stacks_last_seen; DROP INDEX labelsets_last_seen; "
+	exec_sql(db, "DROP INDEX stacks_hash; ALTER TABLE stacks DROP COLUMN hash; "
+		     "CREATE UNIQUE INDEX stacks_frames_001 ON stacks (frames); "
+		     "DROP INDEX stacks_last_seen; DROP INDEX labelsets_last_seen; "
 		     "DROP INDEX frames_unused; DROP INDEX strings_unused; "
 		     "ALTER TABLE stacks DROP COLUMN last_seen; "
 		     "ALTER TABLE labelsets DROP COLUMN last_seen; "

@@ -22,8 +22,9 @@
 #include "testutil.h"
 #include "wirebomb.h"
 
-#define FIXTURE_BODY "tests/data/wire/v1_small.batch"
-#define FIXTURE_DUMP "tests/data/wire/v1_small.txt"
+#define FIXTURE_BODY	"tests/data/wire/v1_small.batch"
+#define FIXTURE_BODY_V2 "tests/data/wire/v2_small.batch" /* the same batch in version 2 */
+#define FIXTURE_DUMP	"tests/data/wire/v1_small.txt"
 
 /* ---- helpers ---------------------------------------------------------------- */
 
@@ -137,8 +138,82 @@ static char *dump(const struct batch *b)
 
 /* Packs b as protobuf WITHOUT validating it (for inputs wire_encode refuses to
  * make), then zstd-compresses it. Caller frees. */
-static void *pack_unchecked(const struct batch *b, size_t *len)
+/* Packs m (filled by the caller) and compresses it. Caller frees. */
+static void *pack_message(const Smolder__V1__Batch *m, size_t *len)
 {
+	size_t plen = smolder__v1__batch__get_packed_size(m);
+	uint8_t *packed = malloc(plen + 1);
+	void *out;
+
+	assert_non_null(packed);
+	smolder__v1__batch__pack(m, packed);
+	out = malloc(ZSTD_compressBound(plen));
+	assert_non_null(out);
+	*len = ZSTD_compress(out, ZSTD_compressBound(plen), packed, plen, 3);
+	assert_false(ZSTD_isError(*len));
+	free(packed);
+	return out;
+}
+
+/* Replaces m's frames, stacks and samples (b's) by version 2's columns; *cols
+ * and *counts hold them (caller frees). */
+static void to_columns(const struct batch *b, Smolder__V1__Batch *m, uint32_t **cols,
+		       uint64_t **counts)
+{
+	size_t i, depth = 0, nf = b->nframes, nst = b->nstacks, ns = b->nsamples;
+	uint32_t *c;
+
+	for (i = 0; i < nst; i++)
+		depth += b->stacks[i].nframes;
+	c = *cols = calloc(4 * nf + nst + depth + 2 * ns + 1, sizeof(uint32_t));
+	*counts = calloc(ns + 1, sizeof(uint64_t));
+	assert_non_null(*cols);
+	assert_non_null(*counts);
+	m->n_frames = m->n_stacks = m->n_samples = 0;
+	m->n_frame_kinds = m->n_frame_names = m->n_frame_files = m->n_frame_lines = nf;
+	m->frame_kinds = c;
+	m->frame_names = c + nf;
+	m->frame_files = c + 2 * nf;
+	m->frame_lines = c + 3 * nf;
+	for (i = 0; i < nf; i++) {
+		m->frame_kinds[i] = b->frames[i].kind;
+		m->frame_names[i] = b->frames[i].name;
+		m->frame_files[i] = b->frames[i].file;
+		m->frame_lines[i] = b->frames[i].line;
+	}
+	c += 4 * nf;
+	m->n_stack_depths = nst;
+	m->stack_depths = c;
+	m->n_stack_frames = depth;
+	m->stack_frames = c + nst;
+	for (i = 0, depth = 0; i < nst; i++) {
+		m->stack_depths[i] = b->stacks[i].nframes;
+		if (b->stacks[i].nframes)
+			memcpy(m->stack_frames + depth, b->stacks[i].frames,
+			       b->stacks[i].nframes * sizeof(uint32_t));
+		depth += b->stacks[i].nframes;
+	}
+	c += nst + depth;
+	m->n_sample_labelsets = m->n_sample_stacks = m->n_sample_counts = ns;
+	m->sample_labelsets = c;
+	m->sample_stacks = c + ns;
+	m->sample_counts = *counts;
+	for (i = 0; i < ns; i++) {
+		m->sample_labelsets[i] = b->samples[i].labelset;
+		m->sample_stacks[i] = b->samples[i].stack;
+		m->sample_counts[i] = b->samples[i].count;
+	}
+}
+
+/* Called on the message pack_unchecked() made, just before packing (NULL: none). */
+static void (*mutate_message)(Smolder__V1__Batch *m);
+
+/* b packed without validation in wire format version 1 (messages) or 2
+ * (columns); a b->format_version other than BATCH_FORMAT_VERSION is sent as is. */
+static void *pack_unchecked(const struct batch *b, unsigned version, size_t *len)
+{
+	uint32_t *cols = NULL;
+	uint64_t *counts = NULL;
 	Smolder__V1__Batch m = SMOLDER__V1__BATCH__INIT;
 	Smolder__V1__Frame *fr = calloc(b->nframes + 1, sizeof(*fr)), **frp;
 	Smolder__V1__Stack *st = calloc(b->nstacks + 1, sizeof(*st)), **stp;
@@ -146,8 +221,7 @@ static void *pack_unchecked(const struct batch *b, size_t *len)
 	Smolder__V1__Label *lb = calloc(64 * (b->nlabelsets + 1), sizeof(*lb)), **lbp;
 	Smolder__V1__Sample *sm = calloc(b->nsamples + 1, sizeof(*sm)), **smp;
 	Smolder__V1__Counter *ct = calloc(b->ncounters + 1, sizeof(*ct)), **ctp;
-	size_t i, j, k = 0, plen;
-	uint8_t *packed;
+	size_t i, j, k = 0;
 	void *out;
 
 	frp = calloc(b->nframes + 1, sizeof(*frp));
@@ -156,7 +230,7 @@ static void *pack_unchecked(const struct batch *b, size_t *len)
 	lbp = calloc(64 * (b->nlabelsets + 1), sizeof(*lbp));
 	smp = calloc(b->nsamples + 1, sizeof(*smp));
 	ctp = calloc(b->ncounters + 1, sizeof(*ctp));
-	m.format_version = b->format_version;
+	m.format_version = b->format_version == BATCH_FORMAT_VERSION ? version : b->format_version;
 	m.agent_id = b->agent_id;
 	m.host = b->host;
 	m.profile_type = b->profile_type;
@@ -215,16 +289,13 @@ static void *pack_unchecked(const struct batch *b, size_t *len)
 	}
 	m.n_counters = b->ncounters;
 	m.counters = ctp;
-
-	plen = smolder__v1__batch__get_packed_size(&m);
-	packed = malloc(plen + 1);
-	assert_non_null(packed);
-	smolder__v1__batch__pack(&m, packed);
-	out = malloc(ZSTD_compressBound(plen));
-	assert_non_null(out);
-	*len = ZSTD_compress(out, ZSTD_compressBound(plen), packed, plen, 3);
-	assert_false(ZSTD_isError(*len));
-	free(packed);
+	if (version == WIRE_FORMAT_V2)
+		to_columns(b, &m, &cols, &counts);
+	if (mutate_message)
+		mutate_message(&m);
+	out = pack_message(&m, len);
+	free(cols);
+	free(counts);
 	free(fr);
 	free(frp);
 	free(st);
@@ -267,7 +338,8 @@ static void expect_decode_error(const void *body, size_t len, const struct wire_
 		fail_msg("reason \"%s\" lacks \"%s\"", why, want);
 }
 
-/* Mutates a small valid batch, packs it unchecked, expects err and reason. */
+/* Mutates a small valid batch, packs it unchecked in both wire versions, expects
+ * err and reason from each. */
 static void expect_bad_batch(void (*mutate)(struct batch *), int err, const char *want)
 {
 	struct batch *b = small_batch();
@@ -275,7 +347,10 @@ static void expect_bad_batch(void (*mutate)(struct batch *), int err, const char
 	size_t len;
 
 	mutate(b);
-	body = pack_unchecked(b, &len);
+	body = pack_unchecked(b, WIRE_FORMAT_V1, &len);
+	expect_decode_error(body, len, NULL, err, want);
+	free(body);
+	body = pack_unchecked(b, WIRE_FORMAT_V2, &len);
 	expect_decode_error(body, len, NULL, err, want);
 	free(body);
 	batch__free(b);
@@ -320,8 +395,14 @@ static void test_round_trip(void **state)
 	int level;
 
 	(void)state;
-	for (level = 1; level <= 19; level += 9) {
-		assert_int_equal(wire_encode(b, level, &body, &len), 0);
+	for (level = 1; level <= 28; level += 9) {
+		/* 1 and 10 in the default version (2), 19 and 28 (as 19) in version 1 */
+		if (level < 19)
+			assert_int_equal(wire_encode(b, level, &body, &len), 0);
+		else
+			assert_int_equal(wire_encode_version(b, level > 19 ? 19 : level,
+							     WIRE_FORMAT_V1, &body, &len),
+					 0);
 		assert_non_null(body);
 		assert_true(len > 0);
 		assert_int_equal(ZSTD_getFrameContentSize(body, len) != ZSTD_CONTENTSIZE_UNKNOWN,
@@ -360,6 +441,8 @@ static void test_round_trip(void **state)
 	b->samples[0].stack = 0;
 	assert_int_equal(wire_encode(b, 1000, &body, &len), -EINVAL);
 	assert_int_equal(wire_encode(NULL, 3, &body, &len), -EINVAL);
+	assert_int_equal(wire_encode_version(b, 3, 0, &body, &len), -EINVAL);
+	assert_int_equal(wire_encode_version(b, 3, 3, &body, &len), -EINVAL);
 	batch__free(b);
 }
 
@@ -385,37 +468,44 @@ static void test_round_trip_empty_batch(void **state)
 	batch_builder__free(bb);
 }
 
-/* A checked-in v1 body keeps decoding to the same content. */
+/* Checked-in v1 and v2 bodies keep decoding to the same content: what agents
+ * before the columns send (v1) is still read. */
 static void test_fixture(void **state)
 {
+	static const char *const bodies[] = { FIXTURE_BODY, FIXTURE_BODY_V2 };
 	struct batch *b = small_batch(), *d;
 	char why[256] = "", *want_dump, *got;
 	void *body, *want;
-	size_t len, wlen;
+	size_t len, wlen, i;
 
 	(void)state;
 	if (getenv("SMOLDER_WRITE_FIXTURES")) {
 		char *text = dump(b);
 
-		assert_int_equal(wire_encode(b, 19, &body, &len), 0);
+		assert_int_equal(wire_encode_version(b, 19, WIRE_FORMAT_V1, &body, &len), 0);
 		write_file(FIXTURE_BODY, body, len);
-		write_file(FIXTURE_DUMP, text, strlen(text));
 		free(body);
+		assert_int_equal(wire_encode_version(b, 19, WIRE_FORMAT_V2, &body, &len), 0);
+		write_file(FIXTURE_BODY_V2, body, len);
+		free(body);
+		write_file(FIXTURE_DUMP, text, strlen(text));
 		free(text);
 	}
-	if (!read_file(FIXTURE_BODY, &body, &len) || !read_file(FIXTURE_DUMP, &want, &wlen))
-		fail_msg("missing %s or %s (run from the repository root)", FIXTURE_BODY,
-			 FIXTURE_DUMP);
-	want_dump = want;
-	if (wire_decode(body, len, NULL, &d, why, sizeof(why)))
-		fail_msg("decode %s: %s", FIXTURE_BODY, why);
-	got = dump(d);
-	assert_string_equal(got, want_dump);
-	assert_batches_equal(b, d); /* the builder still makes the same dictionaries */
-	free(got);
-	free(want);
-	free(body);
-	batch__free(d);
+	for (i = 0; i < 2; i++) {
+		if (!read_file(bodies[i], &body, &len) || !read_file(FIXTURE_DUMP, &want, &wlen))
+			fail_msg("missing %s or %s (run from the repository root)", bodies[i],
+				 FIXTURE_DUMP);
+		want_dump = want;
+		if (wire_decode(body, len, NULL, &d, why, sizeof(why)))
+			fail_msg("decode %s: %s", bodies[i], why);
+		got = dump(d);
+		assert_string_equal(got, want_dump);
+		assert_batches_equal(b, d); /* the builder still makes the same dictionaries */
+		free(got);
+		free(want);
+		free(body);
+		batch__free(d);
+	}
 	batch__free(b);
 }
 
@@ -652,6 +742,25 @@ static void *empty_fields_bomb(uint8_t tag, size_t n, size_t *len)
 	return body;
 }
 
+/* A version 2 Batch whose column `field` (16..24, a two-byte tag) is one packed
+ * run of n zero varints. Caller frees. */
+static void *column_bomb(unsigned field, size_t n, size_t *len)
+{
+	uint8_t *raw = malloc(n + 16), *p = raw;
+	void *body;
+
+	assert_non_null(raw);
+	*p++ = 0x08; /* format_version 2 */
+	*p++ = 0x02;
+	p = put_varint(p, field << 3 | 2);
+	p = put_varint(p, n);
+	memset(p, 0, n);
+	p += n;
+	body = zstd_of(raw, (size_t)(p - raw), len);
+	free(raw);
+	return body;
+}
+
 /* Issue 9, item 3: a few KB of zstd holding empty sub-messages, each of which
  * protobuf-c turns into a struct, a pointer and an allocation: 1.19 GB for 11 KB
  * under the former budget (8 x message + 64 MiB). The prescan now bounds what
@@ -699,6 +808,22 @@ static void test_unpack_budget(void **state)
 	expect_bomb_bounded(body, len, NULL, "unpacking would take", 48);
 	free(body);
 
+	/* Version 2's columns: a packed column of n zero varints unpacks into 4 (8 for
+	 * sample_counts) bytes per byte sent. Past a column's count cap: refused by
+	 * the prescan. Under it, 7 Mi stack frames (28 MiB unpacked, within the
+	 * 32 MiB budget) with no depths: unpacked, then refused, RSS bounded. */
+	body = column_bomb(24, BATCH_MAX_SAMPLES + 1, &len);
+	expect_refused_bounded(body, len, NULL, -EINVAL,
+			       "2097153 sample counts over the cap of 2097152", 16);
+	free(body);
+	body = column_bomb(21, 7u << 20, &len);
+	expect_refused_bounded(body, len, NULL, -EINVAL,
+			       "stack depths add up to 0 frames, stack_frames holds 7340032", 48);
+	free(body);
+	body = column_bomb(22, BATCH_MAX_SAMPLES, &len);
+	expect_decode_error(body, len, NULL, -EINVAL, "sample columns of unequal lengths");
+	free(body);
+
 	/* 100 labels in one set: the per-set cap, found by the prescan */
 	body = labels_bomb(1, 100, &plen, &len);
 	expect_decode_error(body, len, NULL, -EINVAL, "label set 0: over 64 labels");
@@ -731,15 +856,21 @@ static void test_unpack_bound_holds(void **state)
 	}
 	assert_int_equal(batch_builder__counter(bb, "lost", 3), 0);
 	assert_int_equal(batch_builder__finish(bb, 1, 1700000000, 10, 10101010, &b), 0);
-	assert_int_equal(wire_encode(b, 3, &body, &len), 0);
-	if (wire_decode_stats(body, len, NULL, &out, &ws, why, sizeof(why)))
-		fail_msg("decode: %s (bound %zu, peak %zu)", why, ws.unpack_need, ws.unpack_peak);
-	print_message("    %zu bytes decompressed: unpack bound %zu, peak %zu\n", ws.decompressed,
-		      ws.unpack_need, ws.unpack_peak);
-	assert_true(ws.unpack_peak > 0);
-	assert_true(ws.unpack_peak <= ws.unpack_need);
-	assert_true(ws.unpack_need < 3 * ws.unpack_peak);
-	batch__free(out);
+	for (unsigned v = WIRE_FORMAT_V1; v <= WIRE_FORMAT_V2; v++) {
+		assert_int_equal(wire_encode_version(b, 3, v, &body, &len), 0);
+		if (wire_decode_stats(body, len, NULL, &out, &ws, why, sizeof(why)))
+			fail_msg("decode: %s (bound %zu, peak %zu)", why, ws.unpack_need,
+				 ws.unpack_peak);
+		print_message("    version %u, %zu bytes decompressed: unpack bound %zu, peak "
+			      "%zu\n",
+			      v, ws.decompressed, ws.unpack_need, ws.unpack_peak);
+		assert_true(ws.unpack_peak > 0);
+		assert_true(ws.unpack_peak <= ws.unpack_need);
+		assert_true(ws.unpack_need < 3 * ws.unpack_peak);
+		batch__free(out);
+		free(body);
+	}
+	body = NULL;
 	batch__free(b);
 	free(body);
 	batch_builder__free(bb);
@@ -783,7 +914,7 @@ static void bad_zero_count(struct batch *b)
 }
 static void bad_version(struct batch *b)
 {
-	b->format_version = BATCH_FORMAT_VERSION + 1;
+	b->format_version = 3; /* the wire's 1 and 2 are known */
 }
 static void bad_string0(struct batch *b)
 {
@@ -841,13 +972,78 @@ static void test_bad_batches(void **state)
 	expect_bad_batch(bad_label_value, -EINVAL, "label set 0: value string 99 out of range");
 	expect_bad_batch(bad_counter_string, -EINVAL, "counter 0: name string 99 out of range");
 	expect_bad_batch(bad_zero_count, -EINVAL, "sample 1: zero count");
-	expect_bad_batch(bad_version, -EINVAL, "unsupported format version 2");
+	expect_bad_batch(bad_version, -EINVAL, "unsupported format version 3");
 	expect_bad_batch(bad_string0, -EINVAL, "string 0 is not empty");
 	expect_bad_batch(bad_unsorted_labels, -EINVAL, "keys not sorted or not unique");
 	expect_bad_batch(bad_empty_stack, -EINVAL, "stack 0: empty");
 	expect_bad_batch(bad_deep_stack, -EINVAL, "stack 0: 513 frames over the cap of 512");
 	expect_bad_batch(bad_many_counters, -EINVAL, "65 counters over the cap of 64");
 	expect_bad_batch(bad_long_string, -EINVAL, "string 1 longer than 4096 bytes");
+}
+
+/* Version 2's rules of form, each broken once in a small batch's message. */
+static Smolder__V1__Frame extra_frame = SMOLDER__V1__FRAME__INIT, *extra_framep = &extra_frame;
+static uint32_t zero_column[1];
+
+static void columns_in_v1(Smolder__V1__Batch *m)
+{
+	m->n_sample_stacks = 1;
+	m->sample_stacks = zero_column;
+}
+static void messages_in_v2(Smolder__V1__Batch *m)
+{
+	m->n_frames = 1;
+	m->frames = &extra_framep;
+}
+static void short_frame_column(Smolder__V1__Batch *m)
+{
+	m->n_frame_lines--;
+}
+static void short_sample_column(Smolder__V1__Batch *m)
+{
+	m->n_sample_counts--;
+}
+static void long_stack_frames(Smolder__V1__Batch *m)
+{
+	m->stack_frames[m->n_stack_frames] = 0; /* to_columns left room (+ 1) */
+	m->n_stack_frames++;
+}
+static void short_stack_frames(Smolder__V1__Batch *m)
+{
+	m->n_stack_frames--;
+}
+static void zero_depth(Smolder__V1__Batch *m)
+{
+	m->stack_depths[1] += m->stack_depths[0];
+	m->stack_depths[0] = 0;
+}
+
+static void expect_bad_form(void (*mutate)(Smolder__V1__Batch *), unsigned version,
+			    const char *want)
+{
+	struct batch *b = small_batch();
+	void *body;
+	size_t len;
+
+	mutate_message = mutate;
+	body = pack_unchecked(b, version, &len);
+	mutate_message = NULL;
+	expect_decode_error(body, len, NULL, -EINVAL, want);
+	free(body);
+	batch__free(b);
+}
+
+static void test_bad_forms(void **state)
+{
+	(void)state;
+	expect_bad_form(columns_in_v1, WIRE_FORMAT_V1, "format version 1 with version 2's columns");
+	expect_bad_form(messages_in_v2, WIRE_FORMAT_V2,
+			"format version 2 with frame, stack or sample messages");
+	expect_bad_form(short_frame_column, WIRE_FORMAT_V2, "frame columns of unequal lengths");
+	expect_bad_form(short_sample_column, WIRE_FORMAT_V2, "sample columns of unequal lengths");
+	expect_bad_form(long_stack_frames, WIRE_FORMAT_V2, "stack depths add up to");
+	expect_bad_form(short_stack_frames, WIRE_FORMAT_V2, "stack depths add up to");
+	expect_bad_form(zero_depth, WIRE_FORMAT_V2, "stack 0: empty");
 }
 
 /* ---- size ------------------------------------------------------------------- */
@@ -1032,6 +1228,7 @@ int main(void)
 		cmocka_unit_test(test_unpack_budget),
 		cmocka_unit_test(test_unpack_bound_holds),
 		cmocka_unit_test(test_bad_batches),
+		cmocka_unit_test(test_bad_forms),
 		cmocka_unit_test(test_bytes_per_sample),
 		cmocka_unit_test(test_builder_wire_bytes_bound),
 	};
