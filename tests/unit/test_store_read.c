@@ -3,7 +3,8 @@
  * hour rollups give the raw answer wherever raw windows are kept, and the
  * coarse-edge answer where they are gone; a malformed block is -EIO naming the
  * block; the per-connection cache of stacks' frames stays under its cap and gives
- * the same answers.
+ * the same answers; stacks come grouped by their outer frames, with frame ids
+ * that tell frames apart.
  *
  * Batches go in through store__ingest(); the rollups and the retention cuts are
  * made here with the store's own primitives (store_block_add, store_set_built_before,
@@ -535,6 +536,119 @@ static void test_cache_cap(void **state)
 	store__close(s);
 }
 
+/* Stacks are handed out grouped by their outer frames (a flame tree is built
+ * fastest so: query/flame.c finds the shared frames on the last stack's path),
+ * whatever their ids' order: here ids alternate between processes and between
+ * each process's two middle frames. */
+struct runs {
+	char last[2][32];
+	size_t n, changes[2]; /* changes of frame 0, of frames 0 and 1 */
+};
+
+static int count_runs(void *ctx, const struct frame *frames, size_t nframes, uint64_t count)
+{
+	struct runs *r = ctx;
+	char now[2][32];
+
+	(void)count;
+	assert_int_equal(nframes, 3);
+	for (int d = 0; d < 2; d++)
+		snprintf(now[d], sizeof(now[d]), "%.*s", (int)frames[d].name_len, frames[d].name);
+	if (r->n && strcmp(now[0], r->last[0]))
+		r->changes[0]++;
+	if (r->n && (strcmp(now[0], r->last[0]) || strcmp(now[1], r->last[1])))
+		r->changes[1]++;
+	memcpy(r->last, now, sizeof(now));
+	r->n++;
+	return 0;
+}
+
+static void test_stacks_grouped(void **state)
+{
+	const char *keys[] = { "comm" }, *values[] = { "x" };
+	struct store_query q = { .from = T0, .to = T0 + 10 };
+	struct batch_builder *bb = NULL;
+	struct batch *b = NULL;
+	struct store *s = NULL;
+	struct runs r = { 0 };
+	char stack[96];
+
+	(void)state;
+	assert_int_equal(store__open(":memory:", NULL, &s), 0);
+	assert_int_equal(batch_builder__new("a", "h1", "cpu", &bb), 0);
+	for (int j = 0; j < 10; j++)
+		for (int mid = 0; mid < 2; mid++)
+			for (int p = 0; p < 4; p++) {
+				snprintf(stack, sizeof(stack), "p%d;m%d;f%d", p, mid, j);
+				assert_int_equal(batch_builder__add(bb, keys, values, 1, stack, 1),
+						 0);
+			}
+	assert_int_equal(batch_builder__finish(bb, 1, T0, 10, 10101010, &b), 0);
+	assert_int_equal(store__ingest(s, b, NULL), 0);
+	assert_int_equal(store__query_stacks(s, &q, count_runs, &r), 0);
+	assert_int_equal(r.n, 80);
+	assert_int_equal(r.changes[0], 3); /* 4 processes: one run each */
+	assert_int_equal(r.changes[1], 7); /* 8 (process, middle frame) runs */
+	batch__free(b);
+	batch_builder__free(bb);
+	store__close(s);
+}
+
+/* store_stack_ids: the real callback gets ids with the frames, equal ids for
+ * equal frames and unequal ones for unequal frames (the dictionary's), the same
+ * in a second query (the cache's) and after the cache was emptied (its cap). */
+struct idcheck {
+	uint64_t id[64];
+	char text[64][16];
+	size_t n, calls;
+};
+
+static int check_ids(void *ctx, const struct frame *frames, const uint64_t *ids, size_t nframes,
+		     uint64_t count)
+{
+	struct idcheck *c = ctx;
+	char t[16];
+	size_t i, j;
+
+	(void)count;
+	assert_non_null(ids);
+	for (i = 0; i < nframes; i++) {
+		snprintf(t, sizeof(t), "%.*s", (int)frames[i].name_len, frames[i].name);
+		for (j = 0; j < c->n && c->id[j] != ids[i]; j++)
+			assert_string_not_equal(c->text[j], t);
+		if (j == c->n) {
+			assert_true(c->n < 64);
+			c->id[c->n] = ids[i];
+			snprintf(c->text[c->n++], sizeof(c->text[0]), "%s", t);
+		} else {
+			assert_string_equal(c->text[j], t);
+		}
+	}
+	c->calls++;
+	return 0;
+}
+
+static void test_frame_ids(void **state)
+{
+	struct store_query q = { .from = T0, .to = T0 + 3600 };
+	struct idcheck c = { .n = 0 };
+	struct store_stack_ids w = { check_ids, &c };
+	struct store *s = NULL;
+
+	(void)state;
+	assert_int_equal(store__open(":memory:", NULL, &s), 0);
+	ingest(s, "a", 1, T0, "api", "1", 20, 1);
+	ingest(s, "a", 2, T0 + 10, "db", "2", 20, 1);
+	for (int round = 0; round < 3; round++) {
+		if (round == 2) /* a tiny cap: emptied between every few stacks */
+			assert_int_equal(store_read_cache_set_cap(sqlite_store_of(s), 256), 0);
+		assert_int_equal(store__query_stacks(s, &q, store_stack_ids, &w), 0);
+	}
+	assert_int_equal(c.calls, 3 * 40);
+	assert_int_equal(c.n, 2 + 1 + 20); /* api, db, main, f0..f19 */
+	store__close(s);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -544,6 +658,8 @@ int main(void)
 		cmocka_unit_test(test_labels),
 		cmocka_unit_test(test_corrupt_block),
 		cmocka_unit_test(test_cache_cap),
+		cmocka_unit_test(test_stacks_grouped),
+		cmocka_unit_test(test_frame_ids),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
