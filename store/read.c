@@ -73,8 +73,12 @@ struct cached_frame {
  * 8 MB on a day of the busy host. */
 struct cached_stack {
 	uint32_t n;
+	uint32_t rank; /* its place among the cache's stacks in handout order, at the
+			* last ranking (rank_stacks); UNRANKED: cached since */
 	uint32_t frames[];
 };
+
+#define UNRANKED UINT32_MAX
 
 /* id -> entry: open addressing, linear probing, at most half full. A flat table
  * because a day's flame graph looks up every frame of ~89 k stacks: chained
@@ -151,8 +155,9 @@ struct store_read_cache {
 			       * a stack's frames are copied from one array */
 	uint64_t *fids;	      /* and -> their dictionary ids (store_stack_ids) */
 	size_t nfvec, fvec_cap, fids_cap;
-	size_t bytes; /* what the entries and tables take, about */
-	size_t cap;   /* READ_CACHE_MAX_BYTES, or a test's */
+	size_t nunranked; /* stacks cached since the last ranking */
+	size_t bytes;	  /* what the entries and tables take, about */
+	size_t cap;	  /* READ_CACHE_MAX_BYTES, or a test's */
 };
 
 static void cache_clear(struct store_read_cache *rc)
@@ -164,6 +169,7 @@ static void cache_clear(struct store_read_cache *rc)
 	rc->fvec = NULL;
 	rc->fids = NULL;
 	rc->nfvec = rc->fvec_cap = rc->fids_cap = 0;
+	rc->nunranked = 0;
 	rc->bytes = 0;
 }
 
@@ -490,11 +496,13 @@ static int stack_by_id(struct sqlite_store *s, struct store_read_cache *rc, int6
 		n++;
 	}
 	cs->n = n;
+	cs->rank = UNRANKED;
 	if (stack_id <= 0 || id_map_put(&rc->stacks, (uint64_t)stack_id, cs, &rc->bytes)) {
 		err = stack_id <= 0 ? store_fail(s, -EIO, "stack id %" PRId64, stack_id) : -ENOMEM;
 		goto out_free_blob;
 	}
 	rc->bytes += sizeof(*cs) + n * sizeof(cs->frames[0]);
+	rc->nunranked++;
 	*out = cs;
 	cs = NULL;
 out_free_blob:
@@ -571,16 +579,79 @@ struct handout {
 /* The order stacks are handed out in: their frames from the root, compared as
  * the cache's frame indexes (a prefix first). Equal indexes are equal frames, so
  * stacks that share outer frames come one after another. */
-static int cmp_handout(const void *a, const void *b)
+static int cmp_stacks(const struct cached_stack *x, const struct cached_stack *y)
 {
-	const struct cached_stack *x = ((const struct handout *)a)->cs;
-	const struct cached_stack *y = ((const struct handout *)b)->cs;
 	uint32_t i, n = x->n < y->n ? x->n : y->n;
 
 	for (i = 0; i < n; i++)
 		if (x->frames[i] != y->frames[i])
 			return x->frames[i] < y->frames[i] ? -1 : 1;
 	return (x->n > y->n) - (x->n < y->n);
+}
+
+static int cmp_handout(const void *a, const void *b)
+{
+	return cmp_stacks(((const struct handout *)a)->cs, ((const struct handout *)b)->cs);
+}
+
+static int cmp_stack_ptrs(const void *a, const void *b)
+{
+	return cmp_stacks(*(const struct cached_stack *const *)a,
+			  *(const struct cached_stack *const *)b);
+}
+
+static int cmp_rank(const void *a, const void *b)
+{
+	uint32_t x = ((const struct handout *)a)->cs->rank,
+		 y = ((const struct handout *)b)->cs->rank;
+
+	return (x > y) - (x < y);
+}
+
+/* Ranks every cached stack in handout order. Returns 0 or -ENOMEM. */
+static int rank_stacks(struct store_read_cache *rc)
+{
+	struct cached_stack **all = malloc((rc->stacks.n ? rc->stacks.n : 1) * sizeof(*all));
+	size_t i, n = 0;
+
+	if (!all)
+		return -ENOMEM;
+	for (i = 0; rc->stacks.slots && i <= rc->stacks.mask; i++)
+		if (rc->stacks.slots[i].id)
+			all[n++] = rc->stacks.slots[i].v;
+	qsort(all, n, sizeof(*all), cmp_stack_ptrs);
+	for (i = 0; i < n; i++)
+		all[i]->rank = (uint32_t)i;
+	free(all);
+	rc->nunranked = 0;
+	return 0;
+}
+
+/* Sorts a batch of nh stacks, unranked of them not ranked, into handout order.
+ * A stack's frames are compared for a new ranking of the whole cache, when the
+ * batch is most of it (a cold query), or for a small batch with new stacks; else
+ * the batch goes by the ranks of the last ranking (a warm query: no stack's
+ * frames are read), placed by rank when it is a good part of the cache. */
+static void sort_batch(struct store_read_cache *rc, struct handout *h, size_t nh, size_t unranked)
+{
+	size_t n = rc->stacks.n, i, k;
+	struct handout *byrank;
+
+	if (unranked && (n > 2 * nh || rank_stacks(rc))) {
+		qsort(h, nh, sizeof(*h), cmp_handout);
+		return;
+	}
+	byrank = nh * 8 >= n ? calloc(n, sizeof(*byrank)) : NULL;
+	if (!byrank) {
+		qsort(h, nh, sizeof(*h), cmp_rank);
+		return;
+	}
+	for (i = 0; i < nh; i++)
+		byrank[h[i].cs->rank] = h[i];
+	for (i = k = 0; i < n; i++)
+		if (byrank[i].cs)
+			h[k++] = byrank[i];
+	free(byrank);
 }
 
 int sqlite_store__query_stacks(struct store *base, const struct store_query *q, store_stack_fn cb,
@@ -593,7 +664,7 @@ int sqlite_store__query_stacks(struct store *base, const struct store_query *q, 
 	struct handout *h = NULL;
 	struct frame *frames = NULL;
 	uint64_t *ids = NULL;
-	size_t ne = 0, nh, fcap = 0, icap = 0, i = 0, k, j;
+	size_t ne = 0, nh, unranked, fcap = 0, icap = 0, i = 0, k, j;
 	/* a caller that takes frame ids (store.h): called directly, with them */
 	struct store_stack_ids *with_ids = cb == store_stack_ids ? ctx : NULL;
 	bool began = false;
@@ -629,18 +700,24 @@ int sqlite_store__query_stacks(struct store *base, const struct store_query *q, 
 	while (!err && i < ne) {
 		if (rc->bytes > rc->cap)
 			cache_clear(rc);
-		for (nh = 0; !err && i < ne && rc->bytes <= rc->cap; i++) {
+		for (nh = unranked = 0; !err && i < ne && rc->bytes <= rc->cap; i++) {
 			if (e[i].value <= 0)
 				continue;
 			err = stack_by_id(s, rc, e[i].id, &h[nh].cs);
-			h[nh++].count = (uint64_t)e[i].value;
+			h[nh].count = (uint64_t)e[i].value;
+			unranked += !err && h[nh].cs->rank == UNRANKED;
+			nh++;
 		}
 		if (err)
 			break;
-		qsort(h, nh, sizeof(*h), cmp_handout);
+		sort_batch(rc, h, nh, unranked);
 		for (k = 0; k < nh && !err; k++) {
 			const struct cached_stack *cs = h[k].cs, *prev = k ? h[k - 1].cs : NULL;
 
+			if (k + 8 < nh) { /* a stack ahead, in no order in memory */
+				__builtin_prefetch(h[k + 8].cs);
+				__builtin_prefetch((const char *)h[k + 8].cs + 64);
+			}
 			err = array_grow((void **)&frames, &fcap, cs->n ? cs->n : 1,
 					 sizeof(*frames))
 				      ?: array_grow((void **)&ids, &icap, cs->n ? cs->n : 1,

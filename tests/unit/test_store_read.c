@@ -538,59 +538,84 @@ static void test_cache_cap(void **state)
 
 /* Stacks are handed out grouped by their outer frames (a flame tree is built
  * fastest so: query/flame.c finds the shared frames on the last stack's path),
- * whatever their ids' order: here ids alternate between processes and between
- * each process's two middle frames. */
+ * whatever their ids' order (here ids alternate between processes and between
+ * each process's two middle frames), whichever way the batch is ordered: a cold
+ * query ranks the cache, a warm one goes by those ranks (placed, or sorted for a
+ * small answer), new stacks beside ranked ones are compared by their frames. */
 struct runs {
 	char last[2][32];
-	size_t n, changes[2]; /* changes of frame 0, of frames 0 and 1 */
+	char closed[64][2][32]; /* groups (frame 0, frame 1) left behind */
+	size_t n, nclosed;
 };
 
-static int count_runs(void *ctx, const struct frame *frames, size_t nframes, uint64_t count)
+static int check_runs(void *ctx, const struct frame *frames, size_t nframes, uint64_t count)
 {
 	struct runs *r = ctx;
 	char now[2][32];
+	size_t i;
 
 	(void)count;
 	assert_int_equal(nframes, 3);
 	for (int d = 0; d < 2; d++)
 		snprintf(now[d], sizeof(now[d]), "%.*s", (int)frames[d].name_len, frames[d].name);
-	if (r->n && strcmp(now[0], r->last[0]))
-		r->changes[0]++;
-	if (r->n && (strcmp(now[0], r->last[0]) || strcmp(now[1], r->last[1])))
-		r->changes[1]++;
+	if (r->n && (strcmp(now[0], r->last[0]) || strcmp(now[1], r->last[1]))) {
+		for (i = 0; i < r->nclosed; i++) /* a process, a (process, middle) group */
+			assert_false(
+				!strcmp(r->closed[i][0], now[0]) &&
+				(!strcmp(r->closed[i][1], now[1]) || strcmp(r->last[0], now[0])));
+		assert_true(r->nclosed < 64);
+		memcpy(r->closed[r->nclosed++], r->last, sizeof(r->last));
+	}
 	memcpy(r->last, now, sizeof(now));
 	r->n++;
 	return 0;
 }
 
-static void test_stacks_grouped(void **state)
+/* A batch at window w of the stacks "p<p>;m<mid>;f<j>", j in [j0, j1). */
+static void ingest_grid(struct store *s, uint64_t seq, int64_t w, int j0, int j1, int mids)
 {
 	const char *keys[] = { "comm" }, *values[] = { "x" };
-	struct store_query q = { .from = T0, .to = T0 + 10 };
 	struct batch_builder *bb = NULL;
 	struct batch *b = NULL;
-	struct store *s = NULL;
-	struct runs r = { 0 };
 	char stack[96];
 
-	(void)state;
-	assert_int_equal(store__open(":memory:", NULL, &s), 0);
 	assert_int_equal(batch_builder__new("a", "h1", "cpu", &bb), 0);
-	for (int j = 0; j < 10; j++)
-		for (int mid = 0; mid < 2; mid++)
+	for (int j = j0; j < j1; j++)
+		for (int mid = 0; mid < mids; mid++)
 			for (int p = 0; p < 4; p++) {
 				snprintf(stack, sizeof(stack), "p%d;m%d;f%d", p, mid, j);
 				assert_int_equal(batch_builder__add(bb, keys, values, 1, stack, 1),
 						 0);
 			}
-	assert_int_equal(batch_builder__finish(bb, 1, T0, 10, 10101010, &b), 0);
+	assert_int_equal(batch_builder__finish(bb, seq, w, 10, 10101010, &b), 0);
 	assert_int_equal(store__ingest(s, b, NULL), 0);
-	assert_int_equal(store__query_stacks(s, &q, count_runs, &r), 0);
-	assert_int_equal(r.n, 80);
-	assert_int_equal(r.changes[0], 3); /* 4 processes: one run each */
-	assert_int_equal(r.changes[1], 7); /* 8 (process, middle frame) runs */
 	batch__free(b);
 	batch_builder__free(bb);
+}
+
+static size_t grouped(struct store *s, int64_t from, int64_t to)
+{
+	struct store_query q = { .from = from, .to = to };
+	struct runs r = { .n = 0 };
+
+	assert_int_equal(store__query_stacks(s, &q, check_runs, &r), 0);
+	return r.n;
+}
+
+static void test_stacks_grouped(void **state)
+{
+	struct store *s = NULL;
+
+	(void)state;
+	assert_int_equal(store__open(":memory:", NULL, &s), 0);
+	ingest_grid(s, 1, T0, 0, 10, 2);
+	assert_int_equal(grouped(s, T0, T0 + 10), 80);	    /* cold: ranks the cache */
+	assert_int_equal(grouped(s, T0, T0 + 10), 80);	    /* warm: placed by rank */
+	ingest_grid(s, 2, T0 + 10, 10, 12, 2);		    /* 16 new stacks */
+	assert_int_equal(grouped(s, T0 + 10, T0 + 20), 16); /* new ones, by frames */
+	assert_int_equal(grouped(s, T0, T0 + 20), 96);	    /* most of it: ranked again */
+	ingest_grid(s, 3, T0 + 20, 0, 1, 2);		    /* 8 old ones */
+	assert_int_equal(grouped(s, T0 + 20, T0 + 30), 8);  /* few: sorted by rank */
 	store__close(s);
 }
 
