@@ -142,10 +142,11 @@ struct islot {
 
 struct flame {
 	enum flame_granularity gran;
-	struct cnode *nodes; /* [0] is the root */
-	struct cnt *cnt1;    /* side 1, parallel to nodes; NULL until used */
-	size_t nnodes, nodecap;
-	struct text *texts; /* [0] is the root's "all" */
+	struct cnode *nodes;	    /* [0] is the root */
+	struct cnt *cnt1;	    /* side 1, parallel to nodes; NULL until used */
+	size_t nnodes, nodecap;	    /* nodecap: room in nodes and cnt1 both */
+	size_t nodes_cap, cnt1_cap; /* each one's own (big_grow) */
+	struct text *texts;	    /* [0] is the root's "all" */
 	size_t ntexts, textcap;
 	uint32_t *ttable; /* texts by hash: id + 1, 0 empty */
 	size_t ttcap;
@@ -158,6 +159,7 @@ struct flame {
 	uint32_t *lline;	      /* the pool: entries' lines */
 	struct cnt *lcnt[2];	      /* and counts per side (lcnt[1] NULL until used) */
 	size_t lused, lcap;	      /* entries of the pool handed out, allocated */
+	size_t llcap, lccap[2];	      /* lline's, lcnt's own (lcap: their least) */
 	size_t nlines;		      /* entries in use in the nodes' blocks */
 	uint32_t lfree[LINE_CLASSES]; /* free blocks of 1 << k entries, NONE-ended;
 				       * a free block's first lline links the next */
@@ -384,26 +386,74 @@ static void table_put(struct flame *f, uint32_t node)
 	f->tused++;
 }
 
+/* Arrays that reach BIG_BYTES are anonymous mappings of their own, grown by
+ * mremap(): no copy, and never an old and a new block resident at once. A day's
+ * node array is 26 MB and its line pool 20 MB: realloc copied them into fresh
+ * pages at every doubling (its page faults and copies were a tenth of the query,
+ * and the last doubling's two blocks a peak of their own). */
+#define BIG_BYTES ((size_t)1 << 20)
+
+/* Grows array *p of *cap elements of elem bytes to at least need, doubling; the
+ * new elements are zero. Returns 0 or -ENOMEM (*p and *cap unchanged). */
+static int big_grow(void **p, size_t *cap, size_t need, size_t elem)
+{
+	size_t ncap = *cap ? *cap : 64, old = *cap * elem, size;
+	void *q;
+
+	if (need <= *cap)
+		return 0;
+	while (ncap < need) {
+		if (ncap > SIZE_MAX / 4 / elem)
+			return -ENOMEM;
+		ncap *= 2;
+	}
+	size = ncap * elem;
+	if (size < BIG_BYTES) {
+		q = realloc(*p, size);
+		if (!q)
+			return -ENOMEM;
+		memset((char *)q + old, 0, size - old);
+	} else if (old < BIG_BYTES) {
+		q = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		if (q == MAP_FAILED)
+			return -ENOMEM;
+		if (old)
+			memcpy(q, *p, old);
+		free(*p);
+	} else {
+		q = mremap(*p, old, size, MREMAP_MAYMOVE); /* the new pages are zero */
+		if (q == MAP_FAILED)
+			return -ENOMEM;
+	}
+	*p = q;
+	*cap = ncap;
+	return 0;
+}
+
+static void big_free(void *p, size_t cap, size_t elem)
+{
+	if (cap * elem >= BIG_BYTES)
+		munmap(p, cap * elem);
+	else
+		free(p);
+}
+
 /* Room for one more node (all its arrays). */
 static int nodes_room(struct flame *f)
 {
-	size_t cap = f->nodecap ? f->nodecap * 2 : 1024;
-	void *p;
-	if (f->nnodes < f->nodecap)
+	size_t need = f->nnodes + 1;
+	int err;
+
+	if (need <= f->nodecap)
 		return 0;
-	if (cap >= NONE)
+	if (need >= NONE)
 		return -ENOMEM; /* ids are 32 bits */
-	p = reallocarray(f->nodes, cap, sizeof(*f->nodes));
-	if (!p)
-		return -ENOMEM;
-	f->nodes = p;
-	if (f->cnt1) {
-		p = reallocarray(f->cnt1, cap, sizeof(*f->cnt1));
-		if (!p)
-			return -ENOMEM; /* nodecap unchanged: the bigger arrays are only room */
-		f->cnt1 = p;
-	}
-	f->nodecap = cap;
+	err = big_grow((void **)&f->nodes, &f->nodes_cap, need, sizeof(*f->nodes));
+	if (!err && f->cnt1)
+		err = big_grow((void **)&f->cnt1, &f->cnt1_cap, need, sizeof(*f->cnt1));
+	if (err)
+		return err; /* nodecap unchanged: a bigger array is only room */
+	f->nodecap = f->cnt1 && f->cnt1_cap < f->nodes_cap ? f->cnt1_cap : f->nodes_cap;
 	return 0;
 }
 
@@ -523,13 +573,11 @@ int flame__new_granular(struct flame **out, enum flame_granularity g)
 	f->lineidx = calloc(FLAME_MAX_DEPTH + 1, sizeof(*f->lineidx));
 	f->plines = calloc(FLAME_MAX_DEPTH + 1, sizeof(*f->plines));
 	f->pf = calloc(FLAME_MAX_DEPTH, sizeof(*f->pf));
-	f->imap = calloc(TABLE_MIN, sizeof(*f->imap));
-	f->imcap = TABLE_MIN;
 	f->frames = calloc(FLAME_MAX_DEPTH, sizeof(*f->frames));
 	f->texts = malloc(64 * sizeof(*f->texts));
 	f->textcap = 64;
 	all = arena_alloc(f, 4);
-	if (!f->path || !f->runs || !f->lineidx || !f->plines || !f->pf || !f->imap || !f->frames ||
+	if (!f->path || !f->runs || !f->lineidx || !f->plines || !f->pf || !f->frames ||
 	    !f->texts || !all || table_grow(f) || ttable_grow(f) || ftable_grow(f) || nodes_room(f))
 		goto out_free;
 	memcpy(all, "all", 4);
@@ -561,16 +609,16 @@ void flame__free(struct flame *f)
 		next = c->next;
 		free(c);
 	}
-	free(f->nodes);
-	free(f->cnt1);
+	big_free(f->nodes, f->nodes_cap, sizeof(*f->nodes));
+	big_free(f->cnt1, f->cnt1_cap, sizeof(*f->cnt1));
 	free(f->texts);
 	free(f->ttable);
 	free(f->fents);
 	free(f->ftable);
 	free(f->table);
-	free(f->lline);
-	free(f->lcnt[0]);
-	free(f->lcnt[1]);
+	big_free(f->lline, f->llcap, sizeof(*f->lline));
+	big_free(f->lcnt[0], f->lccap[0], sizeof(*f->lcnt[0]));
+	big_free(f->lcnt[1], f->lccap[1], sizeof(*f->lcnt[1]));
 	free(f->wide);
 	free(f->pub);
 	free(f->pubkids);
@@ -690,19 +738,18 @@ static int line_block(struct flame *f, unsigned k, uint32_t *out)
 	if (f->lused + n >= NONE)
 		return -ENOMEM;
 	if (f->lused + n > f->lcap) {
-		size_t cap = f->lcap;
-
-		err = array_grow((void **)&f->lline, &cap, f->lused + n, sizeof(*f->lline));
+		err = big_grow((void **)&f->lline, &f->llcap, f->lused + n, sizeof(*f->lline));
 		for (s = 0; s < 2 && !err; s++) {
-			size_t c = f->lcnt[s] ? f->lcap : 0;
-
 			if (s && !f->cnt1)
 				continue; /* no side 1 yet */
-			err = array_grow((void **)&f->lcnt[s], &c, cap, sizeof(*f->lcnt[s]));
+			err = big_grow((void **)&f->lcnt[s], &f->lccap[s], f->lused + n,
+				       sizeof(*f->lcnt[s]));
 		}
 		if (err)
 			return err;
-		f->lcap = cap;
+		f->lcap = f->llcap < f->lccap[0] ? f->llcap : f->lccap[0];
+		if (f->lcnt[1] && f->lccap[1] < f->lcap)
+			f->lcap = f->lccap[1];
 	}
 	*out = (uint32_t)f->lused;
 	f->lused += n;
@@ -784,17 +831,13 @@ static bool same_placeholder(const struct frame *a, const struct frame *b)
 /* Side 1's arrays, made by its first add. */
 static int side_room(struct flame *f, unsigned side)
 {
-	if (side && !f->cnt1) {
-		f->cnt1 = calloc(f->nodecap, sizeof(*f->cnt1));
-		if (!f->cnt1)
-			return -ENOMEM;
-	}
-	if (side && f->lcap && !f->lcnt[1]) {
-		f->lcnt[1] = calloc(f->lcap, sizeof(*f->lcnt[1]));
-		if (!f->lcnt[1])
-			return -ENOMEM;
-	}
-	return 0;
+	int err = 0;
+
+	if (side && !f->cnt1)
+		err = big_grow((void **)&f->cnt1, &f->cnt1_cap, f->nodecap, sizeof(*f->cnt1));
+	if (!err && side && f->lcap && !f->lcnt[1])
+		err = big_grow((void **)&f->lcnt[1], &f->lccap[1], f->lcap, sizeof(*f->lcnt[1]));
+	return err;
 }
 
 /* Adds count to the nodes and line entries of the path of depth levels (below the
@@ -907,7 +950,7 @@ static int id_slot(struct flame *f, const struct frame *fr, uint64_t id, const s
 	int err;
 
 	h ^= h >> 29;
-	for (i = h & (f->imcap - 1); f->imap[i].used; i = (i + 1) & (f->imcap - 1)) {
+	for (i = h & (f->imcap - 1); f->imcap && f->imap[i].used; i = (i + 1) & (f->imcap - 1)) {
 		if (f->imap[i].id == id) {
 			*out = &f->imap[i];
 			return 0;
@@ -955,12 +998,31 @@ static inline int id_info(struct flame *f, const struct frame *fr, uint64_t id, 
 			  bool *ph)
 {
 	const struct islot *e;
+	struct frame fn;
 	uint32_t v;
 	int err;
 
-	if (id < ID_DIRECT && f->idirect && (v = f->idirect[id])) {
+	if (id < ID_DIRECT && !f->idirect) {
+		f->idirect = calloc(ID_DIRECT, sizeof(*f->idirect));
+		if (!f->idirect)
+			return -ENOMEM;
+	}
+	if (id < ID_DIRECT && (v = f->idirect[id])) {
 		*text = (v - 1) >> 1;
 		*ph = (v - 1) & 1;
+		return 0;
+	}
+	if (id < ID_DIRECT) { /* new: its key, kept in the array alone */
+		fn = *fr;
+		if (by_function(f, fr))
+			fn.line = FRAME_NO_LINE;
+		err = frame_text(f, &fn, text);
+		if (err)
+			return err;
+		if (*text >= (1u << 30))
+			return -ENOMEM; /* a billion texts: not to be packed with the flag */
+		*ph = frame_is_placeholder(fr);
+		f->idirect[id] = ((*text << 1) | *ph) + 1;
 		return 0;
 	}
 	err = id_slot(f, fr, id, &e);
@@ -968,14 +1030,6 @@ static inline int id_info(struct flame *f, const struct frame *fr, uint64_t id, 
 		return err;
 	*text = e->text;
 	*ph = e->ph;
-	if (id >= ID_DIRECT || e->text >= (1u << 30))
-		return 0; /* the table only */
-	if (!f->idirect) {
-		f->idirect = calloc(ID_DIRECT, sizeof(*f->idirect));
-		if (!f->idirect)
-			return 0; /* the table only */
-	}
-	f->idirect[id] = ((e->text << 1) | e->ph) + 1;
 	return 0;
 }
 
