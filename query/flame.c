@@ -17,7 +17,14 @@
  *   children of nodes with two or more are found through one open-addressing
  *   table for the whole tree, keyed by (parent, text id);
  * - flame__add_frames first tries the last add's node at the same depth (stacks of
- *   a process share their outer frames).
+ *   a process share their outer frames), and keeps that node's line entry when the
+ *   line is the same;
+ * - flame__add_frames_ids knows a frame by its id (a store's dictionary id): the
+ *   frames a stack shares with the last one (equal ids from the root) are not
+ *   looked at (the last add's path, runs and line entries up to there stand), and
+ *   an id's key (text id, placeholder or not) is made once, found again in a flat
+ *   array (ids below ID_DIRECT) or a table; stacks handed out sorted by their
+ *   frames (store/read.c) then cost about one lookup per node of the tree.
  * At function granularity a Python frame's key is its text without the line
  * ("q (f.py)"), and the line goes to the node's breakdown: a block of a pool,
  * sorted by line, found by binary search (see LINE_CLASSES). A run of equal
@@ -111,12 +118,35 @@ struct slot {
 	uint32_t node;
 };
 
+/* One frame of the last flame__add_frames_ids(): its id, the path depth it led
+ * to and the run there after it, its key's text id, whether a placeholder. */
+struct pframe {
+	uint64_t id;
+	uint32_t depth, run, text;
+	bool ph;
+};
+
+/* Ids below this are looked up in a flat array (flame__add_frames_ids), the rest
+ * in a hash table: a store's frame ids are dense from 1, and a day's hundred
+ * thousand frames take 400 KB of array, where the table (16-byte slots, at most
+ * half full) took 4 MB and missed the cache at nearly every new frame. 2^22 ids,
+ * 16 MB of address space, of which only the pages of the ids seen are touched. */
+#define ID_DIRECT (1u << 22)
+
+/* One slot of the id table (flame__add_frames_ids): what an id's frame keys. */
+struct islot {
+	uint64_t id;
+	uint32_t text; /* its key's text id (line dropped at function granularity) */
+	bool used, ph; /* ph: a placeholder frame */
+};
+
 struct flame {
 	enum flame_granularity gran;
-	struct cnode *nodes; /* [0] is the root */
-	struct cnt *cnt1;    /* side 1, parallel to nodes; NULL until used */
-	size_t nnodes, nodecap;
-	struct text *texts; /* [0] is the root's "all" */
+	struct cnode *nodes;	    /* [0] is the root */
+	struct cnt *cnt1;	    /* side 1, parallel to nodes; NULL until used */
+	size_t nnodes, nodecap;	    /* nodecap: room in nodes and cnt1 both */
+	size_t nodes_cap, cnt1_cap; /* each one's own (big_grow) */
+	struct text *texts;	    /* [0] is the root's "all" */
 	size_t ntexts, textcap;
 	uint32_t *ttable; /* texts by hash: id + 1, 0 empty */
 	size_t ttcap;
@@ -129,6 +159,7 @@ struct flame {
 	uint32_t *lline;	      /* the pool: entries' lines */
 	struct cnt *lcnt[2];	      /* and counts per side (lcnt[1] NULL until used) */
 	size_t lused, lcap;	      /* entries of the pool handed out, allocated */
+	size_t llcap, lccap[2];	      /* lline's, lcnt's own (lcap: their least) */
 	size_t nlines;		      /* entries in use in the nodes' blocks */
 	uint32_t lfree[LINE_CLASSES]; /* free blocks of 1 << k entries, NONE-ended;
 				       * a free block's first lline links the next */
@@ -145,10 +176,17 @@ struct flame {
 	size_t nends;	 /* nodes with samples ending there (either side): stacks */
 	size_t endslots; /* the sum of their depths */
 	/* flame__add_frames */
-	uint32_t *path;	      /* the last add's path, FLAME_MAX_DEPTH + 1 */
-	size_t pdepth;	      /* entries of path the last add filled (root excluded) */
-	uint32_t *runs;	      /* scratch: path[d] stands for runs[d] equal frames */
-	uint32_t *lineidx;    /* scratch: path[d]'s line entry, NONE for none */
+	uint32_t *path;	    /* the last add's path, FLAME_MAX_DEPTH + 1 */
+	size_t pdepth;	    /* entries of path the last add filled (root excluded) */
+	uint32_t *runs;	    /* scratch: path[d] stands for runs[d] equal frames */
+	uint32_t *lineidx;  /* path[d]'s line entry in the last add, NONE for none */
+	uint32_t *plines;   /* the line lineidx[d] is of */
+	struct pframe *pf;  /* flame__add_frames_ids: the last add's frames */
+	size_t npf;	    /* entries of pf (0: none to share) */
+	struct islot *imap; /* ids seen, ID_DIRECT and above: open addressing */
+	size_t imcap, imused;
+	uint32_t *idirect;    /* ids seen below ID_DIRECT: text << 1 | placeholder, plus
+			       * 1 (0: not seen); NULL until the first */
 	struct frame *frames; /* scratch for flame__add: FLAME_MAX_DEPTH entries */
 	char *key;	      /* scratch: a frame's text */
 	size_t keycap;
@@ -348,26 +386,74 @@ static void table_put(struct flame *f, uint32_t node)
 	f->tused++;
 }
 
+/* Arrays that reach BIG_BYTES are anonymous mappings of their own, grown by
+ * mremap(): no copy, and never an old and a new block resident at once. A day's
+ * node array is 26 MB and its line pool 20 MB: realloc copied them into fresh
+ * pages at every doubling (its page faults and copies were a tenth of the query,
+ * and the last doubling's two blocks a peak of their own). */
+#define BIG_BYTES ((size_t)1 << 20)
+
+/* Grows array *p of *cap elements of elem bytes to at least need, doubling; the
+ * new elements are zero. Returns 0 or -ENOMEM (*p and *cap unchanged). */
+static int big_grow(void **p, size_t *cap, size_t need, size_t elem)
+{
+	size_t ncap = *cap ? *cap : 64, old = *cap * elem, size;
+	void *q;
+
+	if (need <= *cap)
+		return 0;
+	while (ncap < need) {
+		if (ncap > SIZE_MAX / 4 / elem)
+			return -ENOMEM;
+		ncap *= 2;
+	}
+	size = ncap * elem;
+	if (size < BIG_BYTES) {
+		q = realloc(*p, size);
+		if (!q)
+			return -ENOMEM;
+		memset((char *)q + old, 0, size - old);
+	} else if (old < BIG_BYTES) {
+		q = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		if (q == MAP_FAILED)
+			return -ENOMEM;
+		if (old)
+			memcpy(q, *p, old);
+		free(*p);
+	} else {
+		q = mremap(*p, old, size, MREMAP_MAYMOVE); /* the new pages are zero */
+		if (q == MAP_FAILED)
+			return -ENOMEM;
+	}
+	*p = q;
+	*cap = ncap;
+	return 0;
+}
+
+static void big_free(void *p, size_t cap, size_t elem)
+{
+	if (cap * elem >= BIG_BYTES)
+		munmap(p, cap * elem);
+	else
+		free(p);
+}
+
 /* Room for one more node (all its arrays). */
 static int nodes_room(struct flame *f)
 {
-	size_t cap = f->nodecap ? f->nodecap * 2 : 1024;
-	void *p;
-	if (f->nnodes < f->nodecap)
+	size_t need = f->nnodes + 1;
+	int err;
+
+	if (need <= f->nodecap)
 		return 0;
-	if (cap >= NONE)
+	if (need >= NONE)
 		return -ENOMEM; /* ids are 32 bits */
-	p = reallocarray(f->nodes, cap, sizeof(*f->nodes));
-	if (!p)
-		return -ENOMEM;
-	f->nodes = p;
-	if (f->cnt1) {
-		p = reallocarray(f->cnt1, cap, sizeof(*f->cnt1));
-		if (!p)
-			return -ENOMEM; /* nodecap unchanged: the bigger arrays are only room */
-		f->cnt1 = p;
-	}
-	f->nodecap = cap;
+	err = big_grow((void **)&f->nodes, &f->nodes_cap, need, sizeof(*f->nodes));
+	if (!err && f->cnt1)
+		err = big_grow((void **)&f->cnt1, &f->cnt1_cap, need, sizeof(*f->cnt1));
+	if (err)
+		return err; /* nodecap unchanged: a bigger array is only room */
+	f->nodecap = f->cnt1 && f->cnt1_cap < f->nodes_cap ? f->cnt1_cap : f->nodes_cap;
 	return 0;
 }
 
@@ -485,12 +571,14 @@ int flame__new_granular(struct flame **out, enum flame_granularity g)
 	f->path = calloc(FLAME_MAX_DEPTH + 1, sizeof(*f->path));
 	f->runs = calloc(FLAME_MAX_DEPTH + 1, sizeof(*f->runs));
 	f->lineidx = calloc(FLAME_MAX_DEPTH + 1, sizeof(*f->lineidx));
+	f->plines = calloc(FLAME_MAX_DEPTH + 1, sizeof(*f->plines));
+	f->pf = calloc(FLAME_MAX_DEPTH, sizeof(*f->pf));
 	f->frames = calloc(FLAME_MAX_DEPTH, sizeof(*f->frames));
 	f->texts = malloc(64 * sizeof(*f->texts));
 	f->textcap = 64;
 	all = arena_alloc(f, 4);
-	if (!f->path || !f->runs || !f->lineidx || !f->frames || !f->texts || !all ||
-	    table_grow(f) || ttable_grow(f) || ftable_grow(f) || nodes_room(f))
+	if (!f->path || !f->runs || !f->lineidx || !f->plines || !f->pf || !f->frames ||
+	    !f->texts || !all || table_grow(f) || ttable_grow(f) || ftable_grow(f) || nodes_room(f))
 		goto out_free;
 	memcpy(all, "all", 4);
 	/* the root's text is in no table: no frame is the root */
@@ -521,16 +609,16 @@ void flame__free(struct flame *f)
 		next = c->next;
 		free(c);
 	}
-	free(f->nodes);
-	free(f->cnt1);
+	big_free(f->nodes, f->nodes_cap, sizeof(*f->nodes));
+	big_free(f->cnt1, f->cnt1_cap, sizeof(*f->cnt1));
 	free(f->texts);
 	free(f->ttable);
 	free(f->fents);
 	free(f->ftable);
 	free(f->table);
-	free(f->lline);
-	free(f->lcnt[0]);
-	free(f->lcnt[1]);
+	big_free(f->lline, f->llcap, sizeof(*f->lline));
+	big_free(f->lcnt[0], f->lccap[0], sizeof(*f->lcnt[0]));
+	big_free(f->lcnt[1], f->lccap[1], sizeof(*f->lcnt[1]));
 	free(f->wide);
 	free(f->pub);
 	free(f->pubkids);
@@ -538,6 +626,10 @@ void flame__free(struct flame *f)
 	free(f->path);
 	free(f->runs);
 	free(f->lineidx);
+	free(f->plines);
+	free(f->pf);
+	free(f->imap);
+	free(f->idirect);
 	free(f->frames);
 	free(f->key);
 	free(f);
@@ -549,22 +641,14 @@ static bool by_function(const struct flame *f, const struct frame *fr)
 	return f->gran == FLAME_BY_FUNCTION && fr->kind == FRAME_PYTHON;
 }
 
-/* The child of parent for frame fr (line already dropped at function
- * granularity), created if new. */
-static int child_get(struct flame *f, uint32_t parent, const struct frame *fr, uint32_t *out)
+/* The child of parent of text id t, created if new. */
+static int child_of(struct flame *f, uint32_t parent, uint32_t t, uint32_t *out)
 {
-	uint32_t first = f->nodes[parent].child, kid, t, ch;
+	uint32_t first = f->nodes[parent].child, kid, ch;
 	bool only = first != NONE && f->nodes[first].next == NONE;
 	size_t i;
 	int err;
 
-	if (only && same_fields(&f->texts[f->nodes[first].text].frame, fr)) {
-		*out = first;
-		return 0;
-	}
-	err = frame_text(f, fr, &t);
-	if (err)
-		return err;
 	if (only && f->nodes[first].text == t) {
 		*out = first;
 		return 0;
@@ -594,7 +678,7 @@ static int child_get(struct flame *f, uint32_t parent, const struct frame *fr, u
 					.child = NONE,
 					.next = first,
 					.lines = NONE,
-					.rn = by_function(f, fr) ? 0 : 1 };
+					.rn = by_function(f, &f->texts[t].frame) ? 0 : 1 };
 	if (f->cnt1)
 		f->cnt1[kid] = (struct cnt){ 0, 0 };
 	if (only) { /* a second child: both go into the table */
@@ -607,6 +691,22 @@ static int child_get(struct flame *f, uint32_t parent, const struct frame *fr, u
 	f->finished = false;
 	*out = kid;
 	return 0;
+}
+
+/* The child of parent for frame fr (line already dropped at function
+ * granularity), created if new. */
+static int child_get(struct flame *f, uint32_t parent, const struct frame *fr, uint32_t *out)
+{
+	uint32_t first = f->nodes[parent].child, t;
+	int err;
+
+	if (first != NONE && f->nodes[first].next == NONE &&
+	    same_fields(&f->texts[f->nodes[first].text].frame, fr)) {
+		*out = first;
+		return 0;
+	}
+	err = frame_text(f, fr, &t);
+	return err ? err : child_of(f, parent, t, out);
 }
 
 static const struct cnt zero; /* side 1's counts before any add to it */
@@ -638,19 +738,18 @@ static int line_block(struct flame *f, unsigned k, uint32_t *out)
 	if (f->lused + n >= NONE)
 		return -ENOMEM;
 	if (f->lused + n > f->lcap) {
-		size_t cap = f->lcap;
-
-		err = array_grow((void **)&f->lline, &cap, f->lused + n, sizeof(*f->lline));
+		err = big_grow((void **)&f->lline, &f->llcap, f->lused + n, sizeof(*f->lline));
 		for (s = 0; s < 2 && !err; s++) {
-			size_t c = f->lcnt[s] ? f->lcap : 0;
-
 			if (s && !f->cnt1)
 				continue; /* no side 1 yet */
-			err = array_grow((void **)&f->lcnt[s], &c, cap, sizeof(*f->lcnt[s]));
+			err = big_grow((void **)&f->lcnt[s], &f->lccap[s], f->lused + n,
+				       sizeof(*f->lcnt[s]));
 		}
 		if (err)
 			return err;
-		f->lcap = cap;
+		f->lcap = f->llcap < f->lccap[0] ? f->llcap : f->lccap[0];
+		if (f->lcnt[1] && f->lccap[1] < f->lcap)
+			f->lcap = f->lccap[1];
 	}
 	*out = (uint32_t)f->lused;
 	f->lused += n;
@@ -729,63 +828,25 @@ static bool same_placeholder(const struct frame *a, const struct frame *b)
 	       memcmp(a->name, b->name, a->name_len) == 0;
 }
 
-int flame__add_frames(struct flame *f, const struct frame *frames, size_t n, uint64_t count,
-		      unsigned side)
+/* Side 1's arrays, made by its first add. */
+static int side_room(struct flame *f, unsigned side)
 {
-	uint32_t cur = 0, next;
-	size_t i, depth = 0;
-	struct cnt *cn;
-	struct frame fn;
-	int err;
+	int err = 0;
 
-	if (!f || !frames || n == 0 || n > FLAME_MAX_DEPTH || side > 1)
-		return -EINVAL;
-	if (side && !f->cnt1) {
-		f->cnt1 = calloc(f->nodecap, sizeof(*f->cnt1));
-		if (!f->cnt1)
-			return -ENOMEM;
-	}
-	if (side && f->lcap && !f->lcnt[1]) {
-		f->lcnt[1] = calloc(f->lcap, sizeof(*f->lcnt[1]));
-		if (!f->lcnt[1])
-			return -ENOMEM;
-	}
-	f->path[0] = 0;
-	for (i = 0; i < n; i++) {
-		const struct frame *fr = &frames[i];
+	if (side && !f->cnt1)
+		err = big_grow((void **)&f->cnt1, &f->cnt1_cap, f->nodecap, sizeof(*f->cnt1));
+	if (!err && side && f->lcap && !f->lcnt[1])
+		err = big_grow((void **)&f->lcnt[1], &f->lccap[1], f->lcap, sizeof(*f->lcnt[1]));
+	return err;
+}
 
-		if (i > 1 && same_placeholder(fr, &frames[i - 1])) {
-			f->runs[depth]++; /* frames[0] is the process, never merged */
-			continue;
-		}
-		if (by_function(f, fr)) {
-			fn = *fr;
-			fn.line = FRAME_NO_LINE;
-			fr = &fn;
-		}
-		/* Stacks of a process share their outer frames: the last add's node at
-		 * this depth, still in cache, is most often the one. */
-		next = depth < f->pdepth ? f->path[depth + 1] : NONE;
-		if (next != NONE && f->nodes[next].parent == cur &&
-		    same_fields(&f->texts[f->nodes[next].text].frame, fr)) {
-			cur = next;
-		} else {
-			f->pdepth = depth; /* path beyond is being replaced */
-			err = child_get(f, cur, fr, &cur);
-			if (err)
-				return err;
-		}
-		f->path[++depth] = cur;
-		f->runs[depth] = 1;
-		f->lineidx[depth] = NONE;
-		if (fr == &fn && frames[i].line != FRAME_NO_LINE) {
-			err = line_slot(f, cur, frames[i].line, &f->lineidx[depth]);
-			if (err)
-				return err;
-		}
-	}
-	f->pdepth = depth;
-	cn = side ? f->cnt1 : NULL;    /* side 0: in the nodes */
+/* Adds count to the nodes and line entries of the path of depth levels (below the
+ * root) that an add resolved. */
+static void add_counts(struct flame *f, size_t depth, uint64_t count, unsigned side)
+{
+	struct cnt *cn = side ? f->cnt1 : NULL; /* side 0: in the nodes */
+	size_t i;
+
 	for (i = 0; i <= depth; i++) { /* path[0] is the root */
 		struct cnode *nd = &f->nodes[f->path[i]];
 		struct cnt *c = cn ? &cn[f->path[i]] : &nd->c0;
@@ -803,7 +864,243 @@ int flame__add_frames(struct flame *f, const struct frame *frames, size_t n, uin
 				l->self = sat_add(l->self, count);
 		}
 	}
+}
+
+/* path[depth]'s line entry for line (a Python frame at function granularity):
+ * the last add's when it had this node here at this line (same), else looked
+ * up. Only a line_slot() of this node, which is at this depth of any path,
+ * moves its block, so the last add's entry is still good. */
+static int path_line(struct flame *f, size_t depth, bool same, uint32_t line)
+{
+	int err;
+
+	if (same && f->lineidx[depth] != NONE && f->plines[depth] == line)
+		return 0;
+	err = line_slot(f, f->path[depth], line, &f->lineidx[depth]);
+	if (!err)
+		f->plines[depth] = line;
+	return err;
+}
+
+int flame__add_frames(struct flame *f, const struct frame *frames, size_t n, uint64_t count,
+		      unsigned side)
+{
+	uint32_t cur = 0, next;
+	size_t i, depth = 0;
+	struct frame fn;
+	bool same;
+	int err;
+
+	if (!f || !frames || n == 0 || n > FLAME_MAX_DEPTH || side > 1)
+		return -EINVAL;
+	err = side_room(f, side);
+	if (err)
+		return err;
+	f->npf = 0; /* no ids: the next add with ids starts from the root */
+	f->path[0] = 0;
+	for (i = 0; i < n; i++) {
+		const struct frame *fr = &frames[i];
+
+		if (i > 1 && same_placeholder(fr, &frames[i - 1])) {
+			f->runs[depth]++; /* frames[0] is the process, never merged */
+			continue;
+		}
+		if (by_function(f, fr)) {
+			fn = *fr;
+			fn.line = FRAME_NO_LINE;
+			fr = &fn;
+		}
+		/* Stacks of a process share their outer frames: the last add's node at
+		 * this depth, still in cache, is most often the one. */
+		next = depth < f->pdepth ? f->path[depth + 1] : NONE;
+		same = next != NONE && f->nodes[next].parent == cur &&
+		       same_fields(&f->texts[f->nodes[next].text].frame, fr);
+		if (same) {
+			cur = next;
+		} else {
+			f->pdepth = depth; /* path beyond is being replaced */
+			err = child_get(f, cur, fr, &cur);
+			if (err)
+				goto out_forget;
+		}
+		f->path[++depth] = cur;
+		f->runs[depth] = 1;
+		if (fr != &fn || frames[i].line == FRAME_NO_LINE)
+			f->lineidx[depth] = NONE;
+		else if ((err = path_line(f, depth, same, frames[i].line)))
+			goto out_forget;
+	}
+	f->pdepth = depth;
+	add_counts(f, depth, count, side);
 	return 0;
+
+out_forget:
+	f->pdepth = 0; /* the next add trusts nothing of this one's path */
+	return err;
+}
+
+/* The id's entry in f->imap: its key's text id and whether it is a placeholder,
+ * made from fr (the frame of that id) when new. */
+static int id_slot(struct flame *f, const struct frame *fr, uint64_t id, const struct islot **out)
+{
+	uint64_t h = id * HASH_M;
+	struct islot *e;
+	struct frame fn;
+	size_t i;
+	int err;
+
+	h ^= h >> 29;
+	for (i = h & (f->imcap - 1); f->imcap && f->imap[i].used; i = (i + 1) & (f->imcap - 1)) {
+		if (f->imap[i].id == id) {
+			*out = &f->imap[i];
+			return 0;
+		}
+	}
+	if ((f->imused + 1) * 2 > f->imcap) {
+		size_t cap = f->imcap ? f->imcap * 2 : TABLE_MIN, j;
+		struct islot *t = calloc(cap, sizeof(*t));
+
+		if (!t)
+			return -ENOMEM;
+		for (j = 0; j < f->imcap; j++) {
+			uint64_t g = f->imap[j].id * HASH_M;
+
+			if (!f->imap[j].used)
+				continue;
+			g ^= g >> 29;
+			for (i = g & (cap - 1); t[i].used; i = (i + 1) & (cap - 1))
+				;
+			t[i] = f->imap[j];
+		}
+		free(f->imap);
+		f->imap = t;
+		f->imcap = cap;
+		for (i = h & (cap - 1); t[i].used; i = (i + 1) & (cap - 1))
+			;
+	}
+	fn = *fr;
+	if (by_function(f, fr))
+		fn.line = FRAME_NO_LINE;
+	e = &f->imap[i];
+	err = frame_text(f, &fn, &e->text);
+	if (err)
+		return err;
+	e->id = id;
+	e->used = true;
+	e->ph = frame_is_placeholder(fr);
+	f->imused++;
+	*out = e;
+	return 0;
+}
+
+/* The text id of the key of id's frame fr, and whether it is a placeholder. */
+static inline int id_info(struct flame *f, const struct frame *fr, uint64_t id, uint32_t *text,
+			  bool *ph)
+{
+	const struct islot *e;
+	struct frame fn;
+	uint32_t v;
+	int err;
+
+	if (id < ID_DIRECT && !f->idirect) {
+		f->idirect = calloc(ID_DIRECT, sizeof(*f->idirect));
+		if (!f->idirect)
+			return -ENOMEM;
+	}
+	if (id < ID_DIRECT && (v = f->idirect[id])) {
+		*text = (v - 1) >> 1;
+		*ph = (v - 1) & 1;
+		return 0;
+	}
+	if (id < ID_DIRECT) { /* new: its key, kept in the array alone */
+		fn = *fr;
+		if (by_function(f, fr))
+			fn.line = FRAME_NO_LINE;
+		err = frame_text(f, &fn, text);
+		if (err)
+			return err;
+		if (*text >= (1u << 30))
+			return -ENOMEM; /* a billion texts: not to be packed with the flag */
+		*ph = frame_is_placeholder(fr);
+		f->idirect[id] = ((*text << 1) | *ph) + 1;
+		return 0;
+	}
+	err = id_slot(f, fr, id, &e);
+	if (err)
+		return err;
+	*text = e->text;
+	*ph = e->ph;
+	return 0;
+}
+
+int flame__add_frames_ids(struct flame *f, const struct frame *frames, const uint64_t *ids,
+			  size_t n, uint64_t count, unsigned side)
+{
+	uint32_t cur = 0, next, t, pt = NONE;
+	size_t i = 0, depth = 0;
+	bool same, ph = false;
+	int err;
+
+	if (!ids)
+		return flame__add_frames(f, frames, n, count, side);
+	if (!f || !frames || n == 0 || n > FLAME_MAX_DEPTH || side > 1)
+		return -EINVAL;
+	err = side_room(f, side);
+	if (err)
+		return err;
+	/* The frames this stack shares with the last one (equal ids) lead where they
+	 * led it: path, runs and line entries up to there are as it left them. */
+	while (i < n && i < f->npf && ids[i] == f->pf[i].id)
+		i++;
+	f->path[0] = 0;
+	if (i) {
+		depth = f->pf[i - 1].depth;
+		cur = f->path[depth];
+		f->runs[depth] = f->pf[i - 1].run;
+		pt = f->pf[i - 1].text;
+		ph = f->pf[i - 1].ph;
+	}
+	for (; i < n; i++) {
+		const struct frame *fr = &frames[i];
+		bool was_ph = ph;
+
+		err = id_info(f, fr, ids[i], &t, &ph);
+		if (err)
+			goto out_forget;
+		if (i > 1 && ph && was_ph && t == pt) { /* placeholders: equal texts, equal names */
+			f->runs[depth]++;
+			f->pf[i] =
+				(struct pframe){ ids[i], (uint32_t)depth, f->runs[depth], t, ph };
+			continue;
+		}
+		pt = t;
+		next = depth < f->pdepth ? f->path[depth + 1] : NONE;
+		same = next != NONE && f->nodes[next].parent == cur && f->nodes[next].text == t;
+		if (same) {
+			cur = next;
+		} else {
+			f->pdepth = depth; /* path beyond is being replaced */
+			err = child_of(f, cur, t, &cur);
+			if (err)
+				goto out_forget;
+		}
+		f->path[++depth] = cur;
+		f->runs[depth] = 1;
+		if (!by_function(f, fr) || fr->line == FRAME_NO_LINE)
+			f->lineidx[depth] = NONE;
+		else if ((err = path_line(f, depth, same, fr->line)))
+			goto out_forget;
+		f->pf[i] = (struct pframe){ ids[i], (uint32_t)depth, 1, t, ph };
+	}
+	f->pdepth = depth;
+	f->npf = n;
+	add_counts(f, depth, count, side);
+	return 0;
+
+out_forget:
+	f->pdepth = 0; /* the next add trusts nothing of this one's path */
+	f->npf = 0;
+	return err;
 }
 
 int flame__add(struct flame *f, const char *stack, uint64_t count, unsigned side)

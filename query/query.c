@@ -38,11 +38,14 @@ struct side {
 	unsigned side;
 };
 
-static int add_stack(void *ctx, const struct frame *frames, size_t nframes, uint64_t count)
+/* Called through store_stack_ids: with the store's frame ids, which the tree
+ * keys frames on. */
+static int add_stack(void *ctx, const struct frame *frames, const uint64_t *ids, size_t nframes,
+		     uint64_t count)
 {
 	struct side *s = ctx;
 
-	return flame__add_frames(s->f, frames, nframes, count, s->side);
+	return flame__add_frames_ids(s->f, frames, ids, nframes, count, s->side);
 }
 
 /* The formats rendered from the compact tree alone (flame__view). */
@@ -56,6 +59,7 @@ static int load_flame(struct store *st, const struct query *q, struct flame **ou
 {
 	struct store_query sq;
 	struct side s;
+	struct store_stack_ids with_ids = { add_stack, &s };
 	/* pprof always keeps lines: its readers aggregate by function themselves */
 	bool lines = q->lines || strcmp(q->format, "pprof") == 0;
 	int err = flame__new_granular(&s.f, lines ? FLAME_BY_LINE : FLAME_BY_FUNCTION);
@@ -65,14 +69,14 @@ static int load_flame(struct store *st, const struct query *q, struct flame **ou
 	if (q->kind == QUERY_DIFF) {
 		s.side = 0;
 		sq = store_query(q->before_from, q->before_to, &q->before_where, q->type);
-		err = store__query_stacks(st, &sq, add_stack, &s);
+		err = store__query_stacks(st, &sq, store_stack_ids, &with_ids);
 		s.side = 1;
 		sq = store_query(q->after_from, q->after_to, &q->after_where, q->type);
-		err = err ?: store__query_stacks(st, &sq, add_stack, &s);
+		err = err ?: store__query_stacks(st, &sq, store_stack_ids, &with_ids);
 	} else {
 		s.side = 0;
 		sq = store_query(q->from, q->to, &q->where, q->type);
-		err = store__query_stacks(st, &sq, add_stack, &s);
+		err = store__query_stacks(st, &sq, store_stack_ids, &with_ids);
 	}
 	/* JSON and folded read the compact tree; the others, and folded of a tree
 	 * whose stacks need sorting, the public one */

@@ -9,7 +9,12 @@
  * Stacks: the blocks of every span are added to one block_merge (store/block.h),
  * in C: no SQL GROUP BY. The merged stack ids are handed out as frames
  * (common/frame.h) from a per-connection cache (struct store_read_cache, on
- * s->rcache): stack id -> its frames, frame id -> its text. It needs no
+ * s->rcache): stack id -> its frames, frame id -> its text; sorted by their frames
+ * from the root (as many as the cache holds at a time), so that stacks sharing
+ * outer frames come one after another, the order a flame tree is built fastest
+ * in (query/flame.c finds them on the path of the last stack); with the frames'
+ * dictionary ids to a caller that asks for them (store_stack_ids in store.h,
+ * defined here beside the one backend that has ids). It needs no
  * invalidation although the dictionary GC deletes rows (schema/006_gc.sql): an id
  * is never given twice (GC never deletes a table's largest id, and SQLite gives
  * max + 1), so a cached id's content is the content it had; and a deleted id is
@@ -38,7 +43,8 @@
  * frame texts, so a repeated day's flame graph reads no dictionary row; a server
  * has one reader connection per query thread, so the cap is per connection and
  * stays small beside the page cache. Past it the cache is emptied between two
- * stacks and refilled (an entry being handed out is never freed), so it holds at
+ * batches of stacks and refilled (an entry being handed out is never freed: a
+ * batch is resolved until the cap is passed, then sorted and handed out), so it holds at
  * most about 1.5 times the cap plus one stack (the counted tables double, and are
  * at most half full: a table's growth is under half its entries' bytes). */
 #define READ_CACHE_MAX_BYTES (64u << 20)
@@ -55,11 +61,11 @@ enum {
 	ST_R_KEY_USED,
 };
 
-/* One dictionary frame, with its own copies of the strings. */
+/* One dictionary frame's own copies of its strings; the frame itself, pointing
+ * into them, is in the cache's frame vector at index. */
 struct cached_frame {
-	struct frame frame; /* strings point into text */
-	uint32_t index;	    /* in the cache's frame vector */
-	char text[];	    /* name '\0' file '\0' */
+	uint32_t index; /* in the cache's frame vector */
+	char text[];	/* name '\0' file '\0' */
 };
 
 /* One stack: its frames, root first, as indexes into the cache's frame vector
@@ -67,8 +73,12 @@ struct cached_frame {
  * 8 MB on a day of the busy host. */
 struct cached_stack {
 	uint32_t n;
+	uint32_t rank; /* its place among the cache's stacks in handout order, at the
+			* last ranking (rank_stacks); UNRANKED: cached since */
 	uint32_t frames[];
 };
+
+#define UNRANKED UINT32_MAX
 
 /* id -> entry: open addressing, linear probing, at most half full. A flat table
  * because a day's flame graph looks up every frame of ~89 k stacks: chained
@@ -139,12 +149,15 @@ static void id_map_clear(struct id_map *m)
 }
 
 struct store_read_cache {
-	struct id_map frames;	   /* frame id -> struct cached_frame */
-	struct id_map stacks;	   /* stack id -> struct cached_stack */
-	const struct frame **fvec; /* cached_stack's frame indexes -> the frames */
-	size_t nfvec, fvec_cap;
-	size_t bytes; /* what the entries and tables take, about */
-	size_t cap;   /* READ_CACHE_MAX_BYTES, or a test's */
+	struct id_map frames; /* frame id -> struct cached_frame */
+	struct id_map stacks; /* stack id -> struct cached_stack */
+	struct frame *fvec;   /* cached_stack's frame indexes -> the frames, by value:
+			       * a stack's frames are copied from one array */
+	uint64_t *fids;	      /* and -> their dictionary ids (store_stack_ids) */
+	size_t nfvec, fvec_cap, fids_cap;
+	size_t nunranked; /* stacks cached since the last ranking */
+	size_t bytes;	  /* what the entries and tables take, about */
+	size_t cap;	  /* READ_CACHE_MAX_BYTES, or a test's */
 };
 
 static void cache_clear(struct store_read_cache *rc)
@@ -152,8 +165,11 @@ static void cache_clear(struct store_read_cache *rc)
 	id_map_clear(&rc->stacks);
 	id_map_clear(&rc->frames);
 	free(rc->fvec);
+	free(rc->fids);
 	rc->fvec = NULL;
-	rc->nfvec = rc->fvec_cap = 0;
+	rc->fids = NULL;
+	rc->nfvec = rc->fvec_cap = rc->fids_cap = 0;
+	rc->nunranked = 0;
 	rc->bytes = 0;
 }
 
@@ -398,22 +414,23 @@ static int frame_by_id(struct sqlite_store *s, struct store_read_cache *rc, int6
 	}
 	memcpy(cf->text, name, nlen + 1);
 	memcpy(cf->text + nlen + 1, file, flen + 1);
-	cf->frame = (struct frame){ .kind = (uint32_t)sqlite3_column_int64(st, 0),
-				    .line = (uint32_t)sqlite3_column_int64(st, 3),
-				    .name = cf->text,
-				    .name_len = nlen,
-				    .file = cf->text + nlen + 1,
-				    .file_len = flen };
 	cf->index = (uint32_t)rc->nfvec;
 	if (id <= 0 || rc->nfvec >= UINT32_MAX ||
 	    array_grow((void **)&rc->fvec, &rc->fvec_cap, rc->nfvec + 1, sizeof(*rc->fvec)) ||
+	    array_grow((void **)&rc->fids, &rc->fids_cap, rc->nfvec + 1, sizeof(*rc->fids)) ||
 	    id_map_put(&rc->frames, (uint64_t)id, cf, &rc->bytes)) {
 		free(cf);
 		err = id <= 0 ? store_fail(s, -EIO, "frame id %" PRId64, id) : -ENOMEM;
 		goto out_done;
 	}
-	rc->fvec[rc->nfvec++] = &cf->frame;
-	rc->bytes += sizeof(*cf) + nlen + flen + 2 + sizeof(*rc->fvec);
+	rc->fvec[rc->nfvec++] = (struct frame){ .kind = (uint32_t)sqlite3_column_int64(st, 0),
+						.line = (uint32_t)sqlite3_column_int64(st, 3),
+						.name = cf->text,
+						.name_len = nlen,
+						.file = cf->text + nlen + 1,
+						.file_len = flen };
+	rc->fids[rc->nfvec - 1] = (uint64_t)id;
+	rc->bytes += sizeof(*cf) + nlen + flen + 2 + sizeof(*rc->fvec) + sizeof(*rc->fids);
 	*out = cf->index;
 	err = 0;
 out_done:
@@ -479,11 +496,13 @@ static int stack_by_id(struct sqlite_store *s, struct store_read_cache *rc, int6
 		n++;
 	}
 	cs->n = n;
+	cs->rank = UNRANKED;
 	if (stack_id <= 0 || id_map_put(&rc->stacks, (uint64_t)stack_id, cs, &rc->bytes)) {
 		err = stack_id <= 0 ? store_fail(s, -EIO, "stack id %" PRId64, stack_id) : -ENOMEM;
 		goto out_free_blob;
 	}
 	rc->bytes += sizeof(*cs) + n * sizeof(cs->frames[0]);
+	rc->nunranked++;
 	*out = cs;
 	cs = NULL;
 out_free_blob:
@@ -544,6 +563,97 @@ static int merge_blocks(struct sqlite_store *s, const struct store_query *q, str
 	return err;
 }
 
+int store_stack_ids(void *ctx, const struct frame *frames, size_t nframes, uint64_t count)
+{
+	const struct store_stack_ids *w = ctx;
+
+	return w->cb(w->ctx, frames, NULL, nframes, count);
+}
+
+/* One stack of an answer, resolved and waiting to be handed out. */
+struct handout {
+	const struct cached_stack *cs;
+	uint64_t count;
+};
+
+/* The order stacks are handed out in: their frames from the root, compared as
+ * the cache's frame indexes (a prefix first). Equal indexes are equal frames, so
+ * stacks that share outer frames come one after another. */
+static int cmp_stacks(const struct cached_stack *x, const struct cached_stack *y)
+{
+	uint32_t i, n = x->n < y->n ? x->n : y->n;
+
+	for (i = 0; i < n; i++)
+		if (x->frames[i] != y->frames[i])
+			return x->frames[i] < y->frames[i] ? -1 : 1;
+	return (x->n > y->n) - (x->n < y->n);
+}
+
+static int cmp_handout(const void *a, const void *b)
+{
+	return cmp_stacks(((const struct handout *)a)->cs, ((const struct handout *)b)->cs);
+}
+
+static int cmp_stack_ptrs(const void *a, const void *b)
+{
+	return cmp_stacks(*(const struct cached_stack *const *)a,
+			  *(const struct cached_stack *const *)b);
+}
+
+static int cmp_rank(const void *a, const void *b)
+{
+	uint32_t x = ((const struct handout *)a)->cs->rank,
+		 y = ((const struct handout *)b)->cs->rank;
+
+	return (x > y) - (x < y);
+}
+
+/* Ranks every cached stack in handout order. Returns 0 or -ENOMEM. */
+static int rank_stacks(struct store_read_cache *rc)
+{
+	struct cached_stack **all = malloc((rc->stacks.n ? rc->stacks.n : 1) * sizeof(*all));
+	size_t i, n = 0;
+
+	if (!all)
+		return -ENOMEM;
+	for (i = 0; rc->stacks.slots && i <= rc->stacks.mask; i++)
+		if (rc->stacks.slots[i].id)
+			all[n++] = rc->stacks.slots[i].v;
+	qsort(all, n, sizeof(*all), cmp_stack_ptrs);
+	for (i = 0; i < n; i++)
+		all[i]->rank = (uint32_t)i;
+	free(all);
+	rc->nunranked = 0;
+	return 0;
+}
+
+/* Sorts a batch of nh stacks, unranked of them not ranked, into handout order.
+ * A stack's frames are compared for a new ranking of the whole cache, when the
+ * batch is most of it (a cold query), or for a small batch with new stacks; else
+ * the batch goes by the ranks of the last ranking (a warm query: no stack's
+ * frames are read), placed by rank when it is a good part of the cache. */
+static void sort_batch(struct store_read_cache *rc, struct handout *h, size_t nh, size_t unranked)
+{
+	size_t n = rc->stacks.n, i, k;
+	struct handout *byrank;
+
+	if (unranked && (n > 2 * nh || rank_stacks(rc))) {
+		qsort(h, nh, sizeof(*h), cmp_handout);
+		return;
+	}
+	byrank = nh * 8 >= n ? calloc(n, sizeof(*byrank)) : NULL;
+	if (!byrank) {
+		qsort(h, nh, sizeof(*h), cmp_rank);
+		return;
+	}
+	for (i = 0; i < nh; i++)
+		byrank[h[i].cs->rank] = h[i];
+	for (i = k = 0; i < n; i++)
+		if (byrank[i].cs)
+			h[k++] = byrank[i];
+	free(byrank);
+}
+
 int sqlite_store__query_stacks(struct store *base, const struct store_query *q, store_stack_fn cb,
 			       void *ctx)
 {
@@ -551,8 +661,12 @@ int sqlite_store__query_stacks(struct store *base, const struct store_query *q, 
 	struct store_read_cache *rc = NULL;
 	struct block_merge *m = NULL;
 	struct block_entry *e = NULL;
+	struct handout *h = NULL;
 	struct frame *frames = NULL;
-	size_t ne = 0, fcap = 0, i, j;
+	uint64_t *ids = NULL;
+	size_t ne = 0, nh, unranked, fcap = 0, icap = 0, i = 0, k, j;
+	/* a caller that takes frame ids (store.h): called directly, with them */
+	struct store_stack_ids *with_ids = cb == store_stack_ids ? ctx : NULL;
 	bool began = false;
 	int err;
 
@@ -570,28 +684,65 @@ int sqlite_store__query_stacks(struct store *base, const struct store_query *q, 
 	err = merge_blocks(s, q, m) ?: block_merge__entries(m, &e, &ne);
 	block_merge__free(m);
 	m = NULL;
-	/* the callback runs with no statement active; the transaction stays open so
-	 * that the dictionary reads are cheap (one snapshot, no lock per statement) */
-	for (i = 0; i < ne && !err; i++) {
-		const struct cached_stack *cs = NULL;
-
-		if (e[i].value <= 0)
-			continue;
-		if (rc->bytes > rc->cap) /* between stacks: nothing handed out is freed */
+	if (!err && ne) {
+		h = malloc(ne * sizeof(*h));
+		err = h ? 0 : -ENOMEM;
+	}
+	/* The merge gives stacks in id order, where neighbours share no frames: a
+	 * flame tree built in that order misses the cache at nearly every frame. So
+	 * the stacks are resolved in batches, as many as the cache holds (all of a
+	 * day's), sorted by their frames from the root (neighbours share their outer
+	 * frames: the tree finds them on the path it just walked) and handed out; the
+	 * cache is emptied only between two batches, so nothing a batch holds is
+	 * freed under it. The callback runs with no statement active; the
+	 * transaction stays open so that the dictionary reads are cheap (one
+	 * snapshot, no lock per statement). */
+	while (!err && i < ne) {
+		if (rc->bytes > rc->cap)
 			cache_clear(rc);
-		err = stack_by_id(s, rc, e[i].id, &cs)
-			      ?: array_grow((void **)&frames, &fcap, cs->n ? cs->n : 1,
-					    sizeof(*frames));
+		for (nh = unranked = 0; !err && i < ne && rc->bytes <= rc->cap; i++) {
+			if (e[i].value <= 0)
+				continue;
+			err = stack_by_id(s, rc, e[i].id, &h[nh].cs);
+			h[nh].count = (uint64_t)e[i].value;
+			unranked += !err && h[nh].cs->rank == UNRANKED;
+			nh++;
+		}
 		if (err)
 			break;
-		for (j = 0; j < cs->n; j++)
-			frames[j] = *rc->fvec[cs->frames[j]];
-		err = cb(ctx, frames, cs->n, (uint64_t)e[i].value);
+		sort_batch(rc, h, nh, unranked);
+		for (k = 0; k < nh && !err; k++) {
+			const struct cached_stack *cs = h[k].cs, *prev = k ? h[k - 1].cs : NULL;
+
+			if (k + 8 < nh) { /* a stack ahead, in no order in memory */
+				__builtin_prefetch(h[k + 8].cs);
+				__builtin_prefetch((const char *)h[k + 8].cs + 64);
+			}
+			err = array_grow((void **)&frames, &fcap, cs->n ? cs->n : 1,
+					 sizeof(*frames))
+				      ?: array_grow((void **)&ids, &icap, cs->n ? cs->n : 1,
+						    sizeof(*ids));
+			if (err)
+				break;
+			/* the frames the last stack shares are in place already */
+			for (j = 0;
+			     prev && j < cs->n && j < prev->n && cs->frames[j] == prev->frames[j];
+			     j++)
+				;
+			for (; j < cs->n; j++) {
+				frames[j] = rc->fvec[cs->frames[j]];
+				ids[j] = rc->fids[cs->frames[j]];
+			}
+			err = with_ids ? with_ids->cb(with_ids->ctx, frames, ids, cs->n, h[k].count)
+				       : cb(ctx, frames, cs->n, h[k].count);
+		}
 	}
 	err = read_end(s, began, err);
 out:
 	block_merge__free(m);
 	free(frames);
+	free(ids);
+	free(h);
 	free(e);
 	return err;
 }

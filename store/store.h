@@ -167,14 +167,34 @@ struct frame;
 typedef int (*store_stack_fn)(void *ctx, const struct frame *frames, size_t nframes,
 			      uint64_t count);
 
-/* Runs q, calling cb for each stack with a nonzero sum, in no particular order.
- * The callback must not call into s. The answer is the raw windows' wherever they
- * are kept (rollups are used only for buckets that lie inside [from, to)); where
- * they are gone, a rollup bucket counts whole when its start is in [from, to). The
- * blocks are merged in C; the stacks' frames come from a per-connection cache
- * (64 MiB at most). Sums saturate at INT64_MAX: no data makes a query fail.
- * Returns 0, cb's nonzero return, -EINVAL, -ENOMEM, -EIO (a stored block that
- * does not decode, named in store__errmsg()), -E2BIG (more than
+/* Frame ids, for a caller that can use them (a flame tree compares ids where it
+ * would compare texts): pass store__query_stacks() the callback store_stack_ids
+ * and, as its ctx, a struct store_stack_ids naming the real callback. That one
+ * gets, besides the stack, ids[i] for frames[i] (borrowed for the call): equal ids
+ * are equal frames, every field, for as long as the store is open (the SQLite
+ * backend's frame dictionary ids: never given to another frame). A backend
+ * without ids calls store_stack_ids() like any callback, and the real callback
+ * gets ids NULL. */
+typedef int (*store_stack_ids_fn)(void *ctx, const struct frame *frames, const uint64_t *ids,
+				  size_t nframes, uint64_t count);
+
+struct store_stack_ids {
+	store_stack_ids_fn cb;
+	void *ctx;
+};
+
+/* The store_stack_fn of the above: calls ((struct store_stack_ids *)ctx)->cb with
+ * ids NULL. */
+int store_stack_ids(void *ctx, const struct frame *frames, size_t nframes, uint64_t count);
+
+/* Runs q, calling cb for each stack with a nonzero sum, in no particular order
+ * (the SQLite backend hands out stacks that share outer frames one after
+ * another: see store/read.c). The callback must not call into s. The answer is the raw windows'
+ * wherever they are kept (rollups are used only for buckets that lie inside [from, to)); where they
+ * are gone, a rollup bucket counts whole when its start is in [from, to). The blocks are merged in
+ * C; the stacks' frames come from a per-connection cache (64 MiB at most). Sums saturate at
+ * INT64_MAX: no data makes a query fail. Returns 0, cb's nonzero return, -EINVAL, -ENOMEM, -EIO (a
+ * stored block that does not decode, named in store__errmsg()), -E2BIG (more than
  * BLOCK_MERGE_MAX_IDS distinct stacks in one answer) or a translated SQLite
  * error. */
 int store__query_stacks(struct store *s, const struct store_query *q, store_stack_fn cb, void *ctx);

@@ -4,7 +4,7 @@
  * granularity (merged Python frames and their per-line breakdown, per side and in
  * top, against hand-computed numbers); runs of placeholder frames collapsed; the
  * folded walk of a lean tree against a sort of its stacks; equal texts from
- * unequal fields merged. */
+ * unequal fields merged; a tree built with frame ids the same as without. */
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -18,6 +18,7 @@
 
 #include "query/flame.h"
 #include "query/render_folded.h"
+#include "query/render_json.h"
 #include "testutil.h"
 
 #define NSTACKS 400
@@ -879,6 +880,109 @@ static void test_equal_text_unequal_fields(void **state)
 	flame__free(f);
 }
 
+/* flame__add_frames_ids builds the tree flame__add_frames builds (its JSON, line
+ * breakdowns and placeholder repeats included), whatever the order of the stacks
+ * (sorted so that neighbours share their outer frames, or not), at both
+ * granularities, on both sides, with adds without ids between, with ids below
+ * and above the flat array's bound, and with two ids for one frame (equal ids
+ * must be equal frames; equal frames may have two ids). */
+static char *json_of(struct flame *f)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *out = open_memstream(&buf, &len);
+
+	assert_non_null(out);
+	assert_int_equal(flame__finish(f), 0);
+	assert_int_equal(render_json_tree(f, NULL, 0, out), 0);
+	assert_int_equal(fclose(out), 0);
+	return buf;
+}
+
+static int cmp_ids(const void *a, const void *b)
+{
+	const uint64_t *x = a, *y = b; /* [0] count, [1..] ids ending in UINT64_MAX */
+	size_t i;
+
+	for (i = 1; x[i] == y[i] && x[i] != UINT64_MAX; i++)
+		;
+	return x[i] < y[i] ? -1 : x[i] > y[i];
+}
+
+static void test_ids_same_tree(void **state)
+{
+	enum { VOCAB = 14, STACKS = 300, DEPTH = 12 };
+	struct frame vocab[VOCAB] = {
+		frame_make(FRAME_NATIVE, "a", NULL, 0),
+		frame_make(FRAME_NATIVE, "b", NULL, 0),
+		frame_make(FRAME_KERNEL, "b", NULL, 0),
+		frame_make(FRAME_NATIVE, "[unknown]", NULL, 0),
+		frame_make(FRAME_NATIVE, "[unknown]", NULL, 0), /* the same frame, another id */
+		frame_make(FRAME_NATIVE, "[truncated]", NULL, 0),
+		frame_make(FRAME_PYTHON, "f", "x.py", 3),
+		frame_make(FRAME_PYTHON, "f", "x.py", 4),
+		frame_make(FRAME_PYTHON, "f", "x.py", 9),
+		frame_make(FRAME_PYTHON, "g", "x.py", 3),
+		frame_make(FRAME_PYTHON, "f", "x.py", FRAME_NO_LINE),
+		frame_make(FRAME_JIT, "j", NULL, 0),
+		frame_make(FRAME_NATIVE, "f (x.py:3)", NULL, 0),
+		frame_make(FRAME_NATIVE, "c", NULL, 0),
+	};
+	static uint64_t rows[STACKS][DEPTH + 3];
+	struct frame fr[DEPTH + 1];
+	uint64_t ids[DEPTH + 1];
+	unsigned trial, i, k;
+
+	(void)state;
+	for (trial = 0; trial < 16; trial++) {
+		enum flame_granularity g = trial % 2 ? FLAME_BY_FUNCTION : FLAME_BY_LINE;
+		uint64_t base = trial % 4 >= 2 ? (UINT64_C(1) << 40) : 1; /* the table: the array */
+		bool sorted = trial % 8 >= 4, diff = trial >= 8;
+		struct flame *a, *b;
+		char *got, *want;
+
+		for (i = 0; i < STACKS; i++) {
+			unsigned depth = 1 + rng() % DEPTH;
+
+			rows[i][0] = 1 + rng() % 5;
+			rows[i][1] = 0;		    /* the process */
+			for (k = 1; k < depth; k++) /* runs of placeholders now and then */
+				rows[i][k + 1] = k > 1 && rng() % 3 == 0 ? rows[i][k]
+									 : 1 + rng() % (VOCAB - 1);
+			rows[i][depth + 1] = UINT64_MAX;
+		}
+		if (sorted)
+			qsort(rows, STACKS, sizeof(rows[0]), cmp_ids);
+		assert_int_equal(flame__new_granular(&a, g), 0);
+		assert_int_equal(flame__new_granular(&b, g), 0);
+		for (i = 0; i < STACKS; i++) {
+			unsigned side = diff ? i % 2 : 0;
+			size_t n = 0;
+
+			for (k = 1; rows[i][k] != UINT64_MAX; k++, n++) {
+				fr[n] = k == 1 ? frame_make(FRAME_PROCESS, "p", NULL, 0)
+					       : vocab[rows[i][k] - 1];
+				ids[n] = base + rows[i][k];
+			}
+			assert_int_equal(flame__add_frames(a, fr, n, rows[i][0], side), 0);
+			if (i % 50 == 7) /* an add without ids between */
+				assert_int_equal(
+					flame__add_frames_ids(b, fr, NULL, n, rows[i][0], side), 0);
+			else
+				assert_int_equal(
+					flame__add_frames_ids(b, fr, ids, n, rows[i][0], side), 0);
+		}
+		want = json_of(a);
+		got = json_of(b);
+		assert_string_equal(got, want);
+		assert_int_equal(flame__size(a), flame__size(b));
+		free(got);
+		free(want);
+		flame__free(a);
+		flame__free(b);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -898,6 +1002,7 @@ int main(void)
 		cmocka_unit_test(test_placeholder_runs),
 		cmocka_unit_test(test_folded_walk_order),
 		cmocka_unit_test(test_equal_text_unequal_fields),
+		cmocka_unit_test(test_ids_same_tree),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

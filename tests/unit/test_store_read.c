@@ -3,7 +3,8 @@
  * hour rollups give the raw answer wherever raw windows are kept, and the
  * coarse-edge answer where they are gone; a malformed block is -EIO naming the
  * block; the per-connection cache of stacks' frames stays under its cap and gives
- * the same answers.
+ * the same answers; stacks come grouped by their outer frames, with frame ids
+ * that tell frames apart.
  *
  * Batches go in through store__ingest(); the rollups and the retention cuts are
  * made here with the store's own primitives (store_block_add, store_set_built_before,
@@ -535,6 +536,144 @@ static void test_cache_cap(void **state)
 	store__close(s);
 }
 
+/* Stacks are handed out grouped by their outer frames (a flame tree is built
+ * fastest so: query/flame.c finds the shared frames on the last stack's path),
+ * whatever their ids' order (here ids alternate between processes and between
+ * each process's two middle frames), whichever way the batch is ordered: a cold
+ * query ranks the cache, a warm one goes by those ranks (placed, or sorted for a
+ * small answer), new stacks beside ranked ones are compared by their frames. */
+struct runs {
+	char last[2][32];
+	char closed[64][2][32]; /* groups (frame 0, frame 1) left behind */
+	size_t n, nclosed;
+};
+
+static int check_runs(void *ctx, const struct frame *frames, size_t nframes, uint64_t count)
+{
+	struct runs *r = ctx;
+	char now[2][32];
+	size_t i;
+
+	(void)count;
+	assert_int_equal(nframes, 3);
+	for (int d = 0; d < 2; d++)
+		snprintf(now[d], sizeof(now[d]), "%.*s", (int)frames[d].name_len, frames[d].name);
+	if (r->n && (strcmp(now[0], r->last[0]) || strcmp(now[1], r->last[1]))) {
+		for (i = 0; i < r->nclosed; i++) /* a process, a (process, middle) group */
+			assert_false(
+				!strcmp(r->closed[i][0], now[0]) &&
+				(!strcmp(r->closed[i][1], now[1]) || strcmp(r->last[0], now[0])));
+		assert_true(r->nclosed < 64);
+		memcpy(r->closed[r->nclosed++], r->last, sizeof(r->last));
+	}
+	memcpy(r->last, now, sizeof(now));
+	r->n++;
+	return 0;
+}
+
+/* A batch at window w of the stacks "p<p>;m<mid>;f<j>", j in [j0, j1). */
+static void ingest_grid(struct store *s, uint64_t seq, int64_t w, int j0, int j1, int mids)
+{
+	const char *keys[] = { "comm" }, *values[] = { "x" };
+	struct batch_builder *bb = NULL;
+	struct batch *b = NULL;
+	char stack[96];
+
+	assert_int_equal(batch_builder__new("a", "h1", "cpu", &bb), 0);
+	for (int j = j0; j < j1; j++)
+		for (int mid = 0; mid < mids; mid++)
+			for (int p = 0; p < 4; p++) {
+				snprintf(stack, sizeof(stack), "p%d;m%d;f%d", p, mid, j);
+				assert_int_equal(batch_builder__add(bb, keys, values, 1, stack, 1),
+						 0);
+			}
+	assert_int_equal(batch_builder__finish(bb, seq, w, 10, 10101010, &b), 0);
+	assert_int_equal(store__ingest(s, b, NULL), 0);
+	batch__free(b);
+	batch_builder__free(bb);
+}
+
+static size_t grouped(struct store *s, int64_t from, int64_t to)
+{
+	struct store_query q = { .from = from, .to = to };
+	struct runs r = { .n = 0 };
+
+	assert_int_equal(store__query_stacks(s, &q, check_runs, &r), 0);
+	return r.n;
+}
+
+static void test_stacks_grouped(void **state)
+{
+	struct store *s = NULL;
+
+	(void)state;
+	assert_int_equal(store__open(":memory:", NULL, &s), 0);
+	ingest_grid(s, 1, T0, 0, 10, 2);
+	assert_int_equal(grouped(s, T0, T0 + 10), 80);	    /* cold: ranks the cache */
+	assert_int_equal(grouped(s, T0, T0 + 10), 80);	    /* warm: placed by rank */
+	ingest_grid(s, 2, T0 + 10, 10, 12, 2);		    /* 16 new stacks */
+	assert_int_equal(grouped(s, T0 + 10, T0 + 20), 16); /* new ones, by frames */
+	assert_int_equal(grouped(s, T0, T0 + 20), 96);	    /* most of it: ranked again */
+	ingest_grid(s, 3, T0 + 20, 0, 1, 2);		    /* 8 old ones */
+	assert_int_equal(grouped(s, T0 + 20, T0 + 30), 8);  /* few: sorted by rank */
+	store__close(s);
+}
+
+/* store_stack_ids: the real callback gets ids with the frames, equal ids for
+ * equal frames and unequal ones for unequal frames (the dictionary's), the same
+ * in a second query (the cache's) and after the cache was emptied (its cap). */
+struct idcheck {
+	uint64_t id[64];
+	char text[64][16];
+	size_t n, calls;
+};
+
+static int check_ids(void *ctx, const struct frame *frames, const uint64_t *ids, size_t nframes,
+		     uint64_t count)
+{
+	struct idcheck *c = ctx;
+	char t[16];
+	size_t i, j;
+
+	(void)count;
+	assert_non_null(ids);
+	for (i = 0; i < nframes; i++) {
+		snprintf(t, sizeof(t), "%.*s", (int)frames[i].name_len, frames[i].name);
+		for (j = 0; j < c->n && c->id[j] != ids[i]; j++)
+			assert_string_not_equal(c->text[j], t);
+		if (j == c->n) {
+			assert_true(c->n < 64);
+			c->id[c->n] = ids[i];
+			snprintf(c->text[c->n++], sizeof(c->text[0]), "%s", t);
+		} else {
+			assert_string_equal(c->text[j], t);
+		}
+	}
+	c->calls++;
+	return 0;
+}
+
+static void test_frame_ids(void **state)
+{
+	struct store_query q = { .from = T0, .to = T0 + 3600 };
+	struct idcheck c = { .n = 0 };
+	struct store_stack_ids w = { check_ids, &c };
+	struct store *s = NULL;
+
+	(void)state;
+	assert_int_equal(store__open(":memory:", NULL, &s), 0);
+	ingest(s, "a", 1, T0, "api", "1", 20, 1);
+	ingest(s, "a", 2, T0 + 10, "db", "2", 20, 1);
+	for (int round = 0; round < 3; round++) {
+		if (round == 2) /* a tiny cap: emptied between every few stacks */
+			assert_int_equal(store_read_cache_set_cap(sqlite_store_of(s), 256), 0);
+		assert_int_equal(store__query_stacks(s, &q, store_stack_ids, &w), 0);
+	}
+	assert_int_equal(c.calls, 3 * 40);
+	assert_int_equal(c.n, 2 + 1 + 20); /* api, db, main, f0..f19 */
+	store__close(s);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -544,6 +683,8 @@ int main(void)
 		cmocka_unit_test(test_labels),
 		cmocka_unit_test(test_corrupt_block),
 		cmocka_unit_test(test_cache_cap),
+		cmocka_unit_test(test_stacks_grouped),
+		cmocka_unit_test(test_frame_ids),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
