@@ -6,7 +6,9 @@
 # redraw. Needs build/smolder, build/bench/ui_day and the browser tests' Node
 # packages (build/browser/node_modules).
 #
-#   bash bench/ui_bench.sh [DIR]    (DIR holds the day's store, default /tmp)
+#   bash bench/ui_bench.sh [DIR [RANGES [FRAGMENT]]]
+#     DIR holds the day's store (default /tmp); RANGES, FRAGMENT: ui_bench.js's
+#     (default 1h,24h; e.g. "&nodes=2000" to time another first max_nodes)
 set -euo pipefail
 dir=${1:-/tmp}
 db=$dir/ui_day.db
@@ -20,4 +22,4 @@ for _ in $(seq 100); do
 	curl -sf "http://127.0.0.1:$port/healthz" >/dev/null && break
 	sleep 0.1 # polling interval of a bounded wait for start-up
 done
-NODE_PATH=build/browser/node_modules node tests/browser/ui_bench.js "http://127.0.0.1:$port/"
+NODE_PATH=build/browser/node_modules node tests/browser/ui_bench.js "http://127.0.0.1:$port/" "${2:-1h,24h}" "${3:-}"
