@@ -47,7 +47,9 @@ async function measure(browser, range) {
       const nav = performance.getEntriesByType('navigation')[0];
       t.html = nav.responseEnd;
       t.loaded = nav.domContentLoadedEventEnd;
+      t.assets = 0; /* the UI's own files, all received */
       for (const r of performance.getEntriesByType('resource')) {
+        if (r.name.includes('/ui/')) t.assets = Math.max(t.assets, r.responseEnd);
         const m = /\/api\/v1\/([a-z]+)/.exec(r.name);
         if (!m || t[m[1] + '.start'] !== undefined) continue;
         t[m[1] + '.start'] = r.startTime;
@@ -80,7 +82,7 @@ async function measure(browser, range) {
   const med = (k) => median(timelines.map((t) => t[k]).filter((v) => v !== undefined));
   const f = (v) => (v === undefined || Number.isNaN(v) ? '-' : v.toFixed(0));
   console.log('ui ' + range + ': timeline (median ms from navigation): page html ' + f(med('html')) +
-    ', scripts run ' + f(med('loaded')) + ', flame asked ' + f(med('flame-asked')) + ', its answer: server ' +
+    ', its files ' + f(med('assets')) + ', scripts run ' + f(med('loaded')) + ', flame asked ' + f(med('flame-asked')) + ', its answer: server ' +
     f(med('flamegraph.server')) + ' + transfer ' + f(med('flamegraph.transfer')) + ' (' +
     f(med('flamegraph.bytes') / 1e3) + ' kB) = received ' + f(med('flame-received')) + ', parsed ' +
     f(med('flame-parsed')) + ', drawn ' + f(med('flame-drawn')) + '; then top table ' +
