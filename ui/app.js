@@ -25,7 +25,8 @@
    * pixel wide or more on a 1440 px canvas (narrower ones are not drawn); the
    * 2,000 heaviest hold every frame down to 0.39 px there, are 1.2 MB of JSON and
    * parse and draw in 40 ms where 20,000 took 310 ms (docs/ui.md). What an answer
-   * left out is drawn hatched; "More detail" asks again for DETAIL_STEP times more
+   * left out is drawn hatched; a zoom into it asks for more (autoDetail), and
+   * "More detail" asks again for DETAIL_STEP times more
    * frames (20,000 frames of that day are 10.5 MB of JSON; past the collector's
    * answer cap, 64 MiB by default, its refusal is shown), up to the API's own
    * bound, MAX_DETAIL. Exports get all frames. */
@@ -137,8 +138,10 @@
       pad(d.getHours()) + ':' + pad(d.getMinutes()) + ':' + pad(d.getSeconds());
   }
 
+  /* the end's date too when it is another day's */
   function fmtRange(r) {
-    return fmtTime(r[0]) + ' \u2013 ' + fmtTime(r[1]).slice(11);
+    const a = fmtTime(r[0]), b = fmtTime(r[1]);
+    return a + ' \u2013 ' + (a.slice(0, 10) === b.slice(0, 10) ? b.slice(11) : b);
   }
 
   /* ---- API ------------------------------------------------------------------ */
@@ -459,6 +462,19 @@
     $('more-detail').disabled = state.nodes >= MAX_DETAIL;
     $('more-detail').textContent = 'More detail (' + fmtCount(Math.min(state.nodes * DETAIL_STEP, MAX_DETAIL)) +
       ' frames)';
+  }
+
+  /* A click that zooms into a frame with samples the answer left out asks for
+   * more detail at once (DETAIL_STEP times the frames) while the graph holds
+   * fewer than AUTO_DETAIL frames; past that, the More detail button. The zoom
+   * is drawn at once, the detail replaces it when it comes. */
+  const AUTO_DETAIL = 20000;
+
+  function autoDetail() {
+    if (!flame.prunedBelow() || flame.zoom === 0 || state.nodes >= AUTO_DETAIL) return;
+    state.nodes = Math.min(state.nodes * DETAIL_STEP, AUTO_DETAIL);
+    writeHash();
+    refreshProfile();
   }
 
   function setSummary(text, empty) {
@@ -942,6 +958,7 @@
       state.zoom = path;
       writeHash();
       renderPruned();
+      autoDetail();
     });
     callers = new FlameGraph($('callers'), $('tip'), $('callers-crumbs'));
     callees = new FlameGraph($('callees'), $('tip'), $('callees-crumbs'));

@@ -21,7 +21,8 @@
  * pruned answer (nodes=16 in the URL, zoomed into a function whose callees were
  * left out): the summary, the note under the breadcrumb with the samples left
  * out, the top table from /api/v1/top, and More detail loading the callees
- * with the zoom kept; a range with no data says so; exports
+ * with the zoom kept; a click zooming into that function asks for its callees
+ * at once; a range with no data says so; exports
  * download SVG and folded; a bad
  * filter in the URL shows the API's error; the token dialog (a wrong token is
  * refused, the right one kept for the tab).
@@ -365,6 +366,17 @@ async function main() {
       'pruned: its ' + wd.leaves + ' callees, ' + wd.cut + ' samples, are drawn', leaves);
     check((await pp.evaluate(() => location.hash)).includes('nodes=' + wd.nodes * 10), 'pruned: max_nodes in the URL');
     await pp.close();
+    /* a click that zooms into a frame with samples left out asks for them at once */
+    const pa = await open(context, want.url + wd.hash.replace(/&zoom=.*/, ''), errors, 'pruned, zoom');
+    check((await ready(pa)) === 'ready' && (await pa.evaluate(() => window.smolder.state.nodes)) === wd.nodes,
+      'pruned zoom: the graph holds ' + wd.nodes + ' frames');
+    check((await reloaded(pa, () => clickFrame(pa, wd.fn))) === 'ready', 'pruned zoom: a click zooms and asks again');
+    check((await pa.evaluate(() => window.smolder.state.nodes)) === wd.nodes * 10, 'pruned zoom: for ten times the frames');
+    wz = (await frames(pa)).find((f) => f.zoomed);
+    const pleaves = (await frames(pa)).filter((f) => f.depth === 4);
+    check(wz && wz.name === wd.fn && pleaves.length === wd.leaves && await pa.isHidden('#pruned'),
+      'pruned zoom: zoomed into ' + wd.fn + ' with its ' + wd.leaves + ' callees', [wz, pleaves.length]);
+    await pa.close();
     check(errors.length === 0, 'pruned: no console error, exception or failed request', errors);
 
     /* ---- error state ---- */
