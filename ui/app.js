@@ -543,9 +543,15 @@
            * waits for one query, not two) */
           top = query('/api/v1/top', [['format', 'json'], ['limit', 1000],
             ...rangeParams(profileRange()), ['type', state.type], ...whereParams(state)]);
-          topRows = [];
-          $('top-count').textContent = 'loading\u2026';
-          $('top').tBodies[0].textContent = '';
+          if (lastTop && lastTop.url === top) {
+            topRows = lastTop.rows; /* More detail: the same range, the same table */
+            top = null;
+            renderTop();
+          } else {
+            topRows = [];
+            $('top-count').textContent = 'loading\u2026';
+            $('top').tBodies[0].textContent = '';
+          }
         } else {
           topRows = flame.functions(); /* the tree's own numbers: no second query */
           renderTop();
@@ -591,12 +597,16 @@
     return get(url).then((r) => r.text());
   }
 
-  /* the top table of a pruned graph, from /api/v1/top (url) */
+  /* the top table of a pruned graph, from /api/v1/top (url); the last one is
+   * kept for the next graph of the same range and filters */
+  let lastTop = null;
+
   async function refreshTop(gen, url) {
     try {
       const t = await getJson(url);
       if (gen !== profileGen) return;
       topRows = t.functions;
+      lastTop = { url, rows: topRows };
       renderTop();
       performance.mark('smolder:top-drawn');
       $('top-box').dataset.state = 'ready';

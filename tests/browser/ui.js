@@ -365,6 +365,10 @@ async function main() {
     check(leaves.length === wd.leaves && leaves.reduce((a, f) => a + f.total, 0) === wd.cut,
       'pruned: its ' + wd.leaves + ' callees, ' + wd.cut + ' samples, are drawn', leaves);
     check((await pp.evaluate(() => location.hash)).includes('nodes=' + wd.nodes * 10), 'pruned: max_nodes in the URL');
+    const tops = await pp.evaluate(() => performance.getEntriesByType('resource')
+      .filter((r) => r.name.includes('/api/v1/top')).length);
+    check(/ smallest frames not drawn/.test(await pp.textContent('#summary')) && tops === 1,
+      'pruned: still pruned elsewhere, and the top table not asked again', tops);
     await pp.close();
     /* a click that zooms into a frame with samples left out asks for them at once */
     const pa = await open(context, want.url + wd.hash.replace(/&zoom=.*/, ''), errors, 'pruned, zoom');

@@ -85,13 +85,16 @@ static const char *const stored[NSTACK] = {
 
 /* A profile for max_nodes (a pruned answer), an hour before the one above: one
  * window of process "wide", wide;main;fn_K with 1000 (K + 1) samples of self and
- * wide;main;fn_K;leaf_J with 100 (J + 1). Every fn_K (1600 samples or more)
- * outweighs every leaf (300 or fewer): the 16 heaviest frames, the API's least
- * max_nodes, are the root, wide, main and the 13 functions, and no leaf; ten times
- * that holds all 55 frames. */
+ * wide;main;fn_K;leaf_J with 100 (J + 1), and under fn_0 alone WIDE_TINY leaves
+ * of 1 sample. Every fn_K (1600 samples or more) outweighs every leaf (300 or
+ * fewer): the 16 heaviest frames, the API's least max_nodes, are the root, wide,
+ * main and the 13 functions, and no leaf; ten times that holds every frame but
+ * some of fn_0's tiny leaves, so the answer is still pruned, but not under
+ * fn_12. */
 #define WIDE_FNS    13
 #define WIDE_LEAVES 3
 #define WIDE_NODES  16
+#define WIDE_TINY   130
 #define WIDE_BEFORE 3600 /* seconds before the first window above */
 
 /* the label service=store: the db process; the rest is service=web */
@@ -290,7 +293,9 @@ static void write_wide(FILE *f, int64_t t0)
 
 	for (j = 0; j < WIDE_LEAVES; j++)
 		cut += 100 * (uint64_t)(j + 1);
-	assert_true(1000 + cut > 100 * WIDE_LEAVES); /* the lightest function outweighs a leaf */
+	/* the lightest function outweighs a leaf; ten times WIDE_NODES leaves some out */
+	assert_true(1000 + cut > 100 * WIDE_LEAVES);
+	assert_true(3 + WIDE_FNS * (1 + WIDE_LEAVES) + WIDE_TINY > 10 * WIDE_NODES);
 	fprintf(f,
 		"\"wide\":{\"hash\":\"#from=%lld&to=%lld&nodes=%d&zoom=wide%%1Fmain%%1Ffn_%d\","
 		"\"fn\":\"fn_%d\",\"total\":%llu,\"self\":%llu,\"cut\":%llu,"
@@ -298,7 +303,7 @@ static void write_wide(FILE *f, int64_t t0)
 		(long long)(t - 600), (long long)(t + 600), WIDE_NODES, WIDE_FNS - 1, WIDE_FNS - 1,
 		(unsigned long long)(self + cut), (unsigned long long)self, (unsigned long long)cut,
 		100.0 * (double)cut / (double)(self + cut), WIDE_NODES,
-		3 + WIDE_FNS * (1 + WIDE_LEAVES), WIDE_LEAVES);
+		3 + WIDE_FNS * (1 + WIDE_LEAVES) + WIDE_TINY, WIDE_LEAVES);
 }
 
 static void post_wide(unsigned port, int64_t t0)
@@ -321,6 +326,10 @@ static void post_wide(unsigned port, int64_t t0)
 							    100 * (uint64_t)(j + 1)),
 					 0);
 		}
+	}
+	for (j = 0; j < WIDE_TINY; j++) {
+		snprintf(stack, sizeof(stack), "wide;main;fn_0;tiny_%d", j);
+		assert_int_equal(batch_builder__add(bb, keys, values, 1, stack, 1), 0);
 	}
 	assert_int_equal(batch_builder__finish(bb, NWIN + 1, t0 - WIDE_BEFORE, 10, 10101010, &b),
 			 0);
