@@ -91,8 +91,9 @@ async function measure(browser, range) {
     ' to ' + f(med('series.end')) + ' (server ' + f(med('series.server')) + '), labels ' + f(med('labels.start')) +
     ' to ' + f(med('labels.end')));
   console.log('ui ' + range + ': flame graph draw: median ' + median(draws).toFixed(1) + ' ms');
-  console.log('ui ' + range + ': redraw on zoom: median ' + median(zooms).toFixed(1) + ' ms, max ' +
-    Math.max(...zooms).toFixed(1) + ' ms');
+  if (zooms.length)
+    console.log('ui ' + range + ': redraw on zoom: median ' + median(zooms).toFixed(1) + ' ms, max ' +
+      Math.max(...zooms).toFixed(1) + ' ms');
 }
 
 async function main() {
