@@ -1,30 +1,50 @@
 /* The UI's page logic (docs/ui.md): the state in the URL's fragment (a link
  * reproduces the view), the calls to the query API the CLI uses (series, labels,
- * flamegraph, top, diff; the query token asked once and kept in sessionStorage),
+ * flamegraph, top, diff; the query token asked once and kept in sessionStorage;
+ * the flame graph's query first, its graph painted before anything else waits),
  * the timeline (uPlot: drag to select, quick and absolute ranges, the selected
  * ranges drawn on it), label filters, the top table (counted from the flame
- * graph's tree as /api/v1/top counts: one query less), compare mode with its movers
- * table, exports, and the loading, empty and error states. The flame graph itself
+ * graph's tree as /api/v1/top counts: one query less; from /api/v1/top, after the
+ * paint, when the graph was pruned), what a pruned graph left out and "More
+ * detail", compare mode (two ranges, two label selections, or both) with its
+ * movers table, exports, and the loading, empty and error states. The flame graph itself
  * is flame.js's, and so are the sandwich's two (the callers and callees of the
  * function picked in the table). */
 'use strict';
 
 (function () {
-  const { FlameGraph, fmtCount, fmtPct } = window.SmolderFlame;
+  /* flame.js's, once it ran (main): this file runs first (see the end) */
+  let FlameGraph, fmtCount, fmtPct;
   const QUICK = { '15m': 900, '1h': 3600, '6h': 21600, '24h': 86400, '7d': 604800 };
   /* series steps, seconds: the smallest giving at most MAX_POINTS points */
   const STEPS = [10, 20, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200, 21600, 86400];
   const MAX_POINTS = 400;
   const MOVERS = 25; /* rows of the movers table */
+  /* The graph asks for the MAX_NODES heaviest frames only (the API's max_nodes): a
+   * day of a busy host is 650 k frames, 85 MB of JSON, of which only 344 are half a
+   * pixel wide or more on a 1440 px canvas (narrower ones are not drawn); the
+   * 2,000 heaviest hold every frame down to 0.39 px there, are 1.2 MB of JSON and
+   * parse and draw in 40 ms where 20,000 took 310 ms (docs/ui.md). What an answer
+   * left out is drawn hatched; a zoom into it asks for more (autoDetail), and
+   * "More detail" asks again for DETAIL_STEP times more
+   * frames (20,000 frames of that day are 10.5 MB of JSON; past the collector's
+   * answer cap, 64 MiB by default, its refusal is shown), up to the API's own
+   * bound, MAX_DETAIL. Exports get all frames. */
+  const MAX_NODES = 2000;
+  const DETAIL_STEP = 10;
+  const MAX_DETAIL = 10000000; /* the API's own upper bound of max_nodes */
   const TOKEN_KEY = 'smolder.token';
   const $ = (id) => document.getElementById(id);
 
   /* ---- state <-> URL fragment --------------------------------------------- */
   /* range: a QUICK key (relative to now) or absent with from/to (unix seconds);
-   * sel/base: [from, to] or null; where: ["key=value"]; mode: "flame" or "diff". */
+   * sel/base: [from, to] or null; where: ["key=value"], both sides of a diff;
+   * bwhere/awhere: a diff's baseline's and comparison's own filters; mode: "flame"
+   * or "diff"; nodes: the graph's max_nodes. */
   const state = {
-    range: '1h', from: 0, to: 0, sel: null, base: null, where: [], type: 'cpu', mode: 'flame',
-    icicle: true, q: '', zoom: [], fn: '', sort: 'self', target: 'base', sandwich: false,
+    range: '1h', from: 0, to: 0, sel: null, base: null, where: [], bwhere: [], awhere: [],
+    type: 'cpu', mode: 'flame', icicle: true, q: '', zoom: [], fn: '', sort: 'self',
+    target: 'base', sandwich: false, nodes: MAX_NODES,
   };
 
   function pair(s) {
@@ -40,7 +60,12 @@
     if (!state.range && !(state.to > state.from)) state.range = '1h';
     state.sel = pair(p.get('sel'));
     state.base = pair(p.get('base'));
-    state.where = p.getAll('where').filter((w) => /^[^=]+=/.test(w));
+    const kv = (k) => p.getAll(k).filter((w) => /^[^=]+=/.test(w));
+    state.where = kv('where');
+    state.bwhere = kv('bwhere');
+    state.awhere = kv('awhere');
+    const nodes = Math.floor(+p.get('nodes'));
+    state.nodes = nodes >= 16 && nodes <= MAX_DETAIL ? nodes : MAX_NODES;
     state.type = p.get('type') || 'cpu';
     state.mode = p.get('mode') === 'diff' ? 'diff' : 'flame';
     state.icicle = p.get('view') !== 'flame';
@@ -63,6 +88,9 @@
     if (s.sel) p.set('sel', s.sel.join(','));
     if (s.base) p.set('base', s.base.join(','));
     for (const w of s.where) p.append('where', w);
+    for (const w of s.bwhere) p.append('bwhere', w);
+    for (const w of s.awhere) p.append('awhere', w);
+    if (s.nodes !== MAX_NODES) p.set('nodes', s.nodes);
     if (s.type !== 'cpu') p.set('type', s.type);
     if (s.mode === 'diff') p.set('mode', 'diff');
     if (!s.icicle) p.set('view', 'flame');
@@ -110,8 +138,10 @@
       pad(d.getHours()) + ':' + pad(d.getMinutes()) + ':' + pad(d.getSeconds());
   }
 
+  /* the end's date too when it is another day's */
   function fmtRange(r) {
-    return fmtTime(r[0]) + ' \u2013 ' + fmtTime(r[1]).slice(11);
+    const a = fmtTime(r[0]), b = fmtTime(r[1]);
+    return a + ' \u2013 ' + (a.slice(0, 10) === b.slice(0, 10) ? b.slice(11) : b);
   }
 
   /* ---- API ------------------------------------------------------------------ */
@@ -241,6 +271,7 @@
       if (state.mode === 'diff') setTarget(state.base ? 'after' : 'base');
     }
     state.zoom = [];
+    state.nodes = MAX_NODES;
     writeHash();
     u.redraw(false, true);
     refreshProfile();
@@ -340,22 +371,28 @@
     }
   }
 
+  /* the filters as chips: the common ones, then a diff's baseline's and
+   * comparison's own (in their colours) */
   function renderChips() {
     const ul = $('chips');
     ul.textContent = '';
-    for (const w of state.where) {
-      const li = document.createElement('li'), b = document.createElement('button');
-      li.textContent = w + ' ';
-      b.type = 'button';
-      b.textContent = '\u00d7';
-      b.setAttribute('aria-label', 'remove filter ' + w);
-      b.addEventListener('click', () => {
-        state.where = state.where.filter((x) => x !== w);
-        changed(true);
-      });
-      li.appendChild(b);
-      ul.appendChild(li);
+    for (const [key, side] of [['where', ''], ['bwhere', 'baseline'], ['awhere', 'comparison']]) {
+      for (const w of state[key]) {
+        const li = document.createElement('li'), b = document.createElement('button');
+        li.textContent = (side ? side + ': ' : '') + w + ' ';
+        li.dataset.side = key;
+        b.type = 'button';
+        b.textContent = '\u00d7';
+        b.setAttribute('aria-label', 'remove filter ' + (side ? side + ' ' : '') + w);
+        b.addEventListener('click', () => {
+          state[key] = state[key].filter((x) => x !== w);
+          changed(key === 'where');
+        });
+        li.appendChild(b);
+        ul.appendChild(li);
+      }
     }
+    $('fside').hidden = state.mode !== 'diff';
   }
 
   /* ---- flame graph, top table, diff ------------------------------------------ */
@@ -369,19 +406,27 @@
     return [['from', r[0]], ['to', r[1]]];
   }
 
-  /* The graph asks for the MAX_NODES heaviest frames only (the API's max_nodes):
-   * a day of a busy host is 650 k frames, 85 MB of JSON; 20 000 are a few MB and
-   * every frame wider than a pixel or two of a laptop screen. Exports get all. */
-  const MAX_NODES = 20000;
+  /* A diff compares two ranges, two selections (filters of the baseline or the
+   * comparison alone: where= applies to both sides, before_where= and
+   * after_where= to one), or both: without a baseline range, the baseline is the
+   * comparison's range. */
+  function diffReady() {
+    return !!(state.base || state.bwhere.length || state.awhere.length);
+  }
+
+  function baseRange() {
+    return state.base || profileRange();
+  }
 
   function flameUrl(format) {
-    const cap = format === 'json' ? [['max_nodes', MAX_NODES]] : [];
+    const cap = format === 'json' ? [['max_nodes', state.nodes]] : [];
     if (state.mode === 'diff') {
-      if (!state.base) return null;
-      const a = profileRange();
-      return query('/api/v1/diff', [['format', format], ['before_from', state.base[0]],
-        ['before_to', state.base[1]], ['after_from', a[0]], ['after_to', a[1]], ['type', state.type],
-        ...whereParams(state), ...cap]);
+      if (!diffReady()) return null;
+      const a = profileRange(), b = baseRange();
+      return query('/api/v1/diff', [['format', format], ['before_from', b[0]], ['before_to', b[1]],
+        ['after_from', a[0]], ['after_to', a[1]], ['type', state.type], ...whereParams(state),
+        ...state.bwhere.map((w) => ['before_where', w]), ...state.awhere.map((w) => ['after_where', w]),
+        ...cap]);
     }
     return query('/api/v1/flamegraph', [['format', format], ...rangeParams(profileRange()),
       ['type', state.type], ...whereParams(state), ...cap]);
@@ -393,6 +438,43 @@
     if (!p || !p.nodes) return '';
     return ' \u00b7 ' + fmtCount(p.nodes) + ' smallest frames not drawn (' +
       (total ? ((100 * p.samples) / total).toFixed(1) : '0') + '% of samples)';
+  }
+
+  /* Under the breadcrumb, when the answer was pruned (max_nodes) and the zoomed
+   * frame has samples in frames the answer left out (drawn hatched): how many,
+   * and a button that asks again for DETAIL_STEP times more frames (the API has
+   * no way yet to ask for one frame's subtree alone). */
+  function renderPruned() {
+    const p = flame.prunedBelow();
+    const el = $('pruned');
+    el.hidden = !p;
+    if (!p) {
+      delete el.dataset.samples;
+      return;
+    }
+    const what = p.samples === null ? fmtPct(p.share) + ' of its width'
+      : fmtCount(p.samples) + ' samples (' + fmtPct(p.share) + ')';
+    $('pruned-text').textContent = 'Pruned view: ' + what + ' under ' + p.name + ' in frames too small ' +
+      'to be loaded (the ' + fmtCount(flame.pruned.max_nodes) + ' heaviest frames of ' +
+      fmtCount(flame.pruned.max_nodes + flame.pruned.nodes) + ' are), drawn hatched.';
+    el.dataset.samples = p.samples === null ? '' : p.samples;
+    el.dataset.share = p.share;
+    $('more-detail').disabled = state.nodes >= MAX_DETAIL;
+    $('more-detail').textContent = 'More detail (' + fmtCount(Math.min(state.nodes * DETAIL_STEP, MAX_DETAIL)) +
+      ' frames)';
+  }
+
+  /* A click that zooms into a frame with samples the answer left out asks for
+   * more detail at once (DETAIL_STEP times the frames) while the graph holds
+   * fewer than AUTO_DETAIL frames; past that, the More detail button. The zoom
+   * is drawn at once, the detail replaces it when it comes. */
+  const AUTO_DETAIL = 20000;
+
+  function autoDetail() {
+    if (!flame.prunedBelow() || flame.zoom === 0 || state.nodes >= AUTO_DETAIL) return;
+    state.nodes = Math.min(state.nodes * DETAIL_STEP, AUTO_DETAIL);
+    writeHash();
+    refreshProfile();
   }
 
   function setSummary(text, empty) {
@@ -412,7 +494,10 @@
       flame.n = 0;
       flame.draw();
       flame.renderCrumbs();
-      setSummary('', 'Drag on the timeline to choose the baseline (blue) to compare the selection (red) with.');
+      setSummary('', 'Drag on the timeline to choose the baseline (blue) to compare the selection (red) ' +
+        'with, or add a filter for the baseline or the comparison alone (e.g. service=a against ' +
+        'service=b over the same range).');
+      renderPruned();
       $('flame-box').dataset.state = 'waiting';
       return;
     }
@@ -420,21 +505,27 @@
     busy(1);
     const t0 = performance.now();
     try {
-      const tree = await getJson(url);
+      /* text, then JSON.parse: the bench's breakdown tells the transfer from the parse */
+      const text = await flameText(url);
       if (gen !== profileGen) return;
       const t1 = performance.now();
+      performance.mark('smolder:flame-received');
+      const tree = JSON.parse(text);
+      performance.mark('smolder:flame-parsed');
       clearError();
       const diff = state.mode === 'diff';
       flame.icicle = state.icicle;
       flame.setData(tree, diff);
       flame.zoomTo(state.zoom, true);
       const m = tree.meta;
+      let top = null;
       if (diff) {
         setSummary('before ' + fmtCount(m.before.total) + ' samples \u00b7 after ' + fmtCount(m.after.total) +
           ' samples \u00b7 red grew, blue shrank (shares of each side)' +
           prunedNote(tree, m.before.total + m.after.total),
         m.before.total + m.after.total ? '' : 'No samples in either range.');
         $('summary').dataset.total = m.after.total;
+        $('summary').dataset.before = m.before.total;
         moverRows = movers(tree);
         renderMovers();
       } else {
@@ -447,28 +538,83 @@
           m.total ? '' : 'No samples in this range' + (m.empty_reason ? ': ' + m.empty_reason : '.'));
         $('summary').dataset.total = m.total;
         if (tree.pruned) {
-          /* the pruned tree lacks the small frames' self time: ask the API */
-          const top = await getJson(query('/api/v1/top', [['format', 'json'], ['limit', 1000],
-            ...rangeParams(profileRange()), ['type', state.type], ...whereParams(state)]));
-          if (gen !== profileGen) return;
-          topRows = top.functions;
+          /* the pruned tree lacks the small frames' self time: the API counts
+           * them, after the graph is painted (not before: the first paint
+           * waits for one query, not two) */
+          top = query('/api/v1/top', [['format', 'json'], ['limit', 1000],
+            ...rangeParams(profileRange()), ['type', state.type], ...whereParams(state)]);
+          if (lastTop && lastTop.url === top) {
+            topRows = lastTop.rows; /* More detail: the same range, the same table */
+            top = null;
+            renderTop();
+          } else {
+            topRows = [];
+            $('top-count').textContent = 'loading\u2026';
+            $('top').tBodies[0].textContent = '';
+          }
         } else {
           topRows = flame.functions(); /* the tree's own numbers: no second query */
+          renderTop();
         }
-        renderTop();
+        $('top-box').dataset.state = top ? 'loading' : 'ready';
       }
       applyHighlight();
       renderSandwich();
+      renderPruned();
+      performance.mark('smolder:flame-drawn');
       $('flame-box').dataset.state = 'ready';
-      /* where the time went: the answers (server, transfer, JSON.parse), the page */
+      /* where the time went: the answer (server and transfer), the page (parse, tree, draw) */
       $('flame-box').dataset.fetchMs = Math.round(t1 - t0);
       $('flame-box').dataset.ms = Math.round(performance.now() - t0);
+      if (top) await refreshTop(gen, top);
     } catch (e) {
       if (gen !== profileGen) return;
       $('flame-box').dataset.state = 'error';
       showError(state.mode === 'diff' ? 'diff' : 'flame graph', e);
     } finally {
       busy(-1);
+    }
+  }
+
+  /* The first graph's answer is asked as soon as this file runs, before uPlot
+   * and flame.js are parsed and run (askEarly): refreshProfile takes it when it
+   * wants the same URL, else asks anew. */
+  let early = null;
+
+  function askEarly() {
+    const url = flameUrl('json');
+    if (!url) return;
+    performance.mark('smolder:flame-asked');
+    early = { url, text: get(url).then((r) => r.text()) };
+    early.text.catch(() => {}); /* refreshProfile awaits it and shows its error */
+  }
+
+  function flameText(url) {
+    const e = early;
+    early = null;
+    if (e && e.url === url) return e.text;
+    performance.mark('smolder:flame-asked');
+    return get(url).then((r) => r.text());
+  }
+
+  /* the top table of a pruned graph, from /api/v1/top (url); the last one is
+   * kept for the next graph of the same range and filters */
+  let lastTop = null;
+
+  async function refreshTop(gen, url) {
+    try {
+      const t = await getJson(url);
+      if (gen !== profileGen) return;
+      topRows = t.functions;
+      lastTop = { url, rows: topRows };
+      renderTop();
+      performance.mark('smolder:top-drawn');
+      $('top-box').dataset.state = 'ready';
+    } catch (e) {
+      if (gen !== profileGen) return;
+      $('top-box').dataset.state = 'error';
+      $('top-count').textContent = '';
+      showError('top functions', e);
     }
   }
 
@@ -611,8 +757,10 @@
     $('to').value = localInput(r[1]);
     const s = [];
     if (state.mode === 'diff') {
-      s.push('baseline: ' + (state.base ? fmtRange(state.base) : 'not chosen'));
-      s.push('comparison: ' + fmtRange(profileRange()));
+      const sides = (w) => (w.length ? ' where ' + w.join(', ') : '');
+      s.push('baseline: ' + (state.base ? fmtRange(state.base) : diffReady() ? 'the same range' : 'not chosen') +
+        sides(state.bwhere));
+      s.push('comparison: ' + fmtRange(profileRange()) + sides(state.awhere));
     } else {
       s.push(state.sel ? 'selected ' + fmtRange(state.sel) : 'whole range (drag to select)');
     }
@@ -634,12 +782,14 @@
   /* something that changes what is read: everything again */
   function changed(labelsToo) {
     state.zoom = [];
+    state.nodes = MAX_NODES; /* "More detail" was for the view it was asked on */
     writeHash();
     renderChips();
     renderRangeInfo();
-    if (labelsToo) refreshLabels();
-    refreshSeries();
+    /* the graph's query first: on a busy collector it is the one people wait for */
     refreshProfile();
+    refreshSeries();
+    if (labelsToo) refreshLabels();
   }
 
   async function exportAs(format) {
@@ -704,8 +854,10 @@
       const k = $('fkey').value, v = $('fval').value;
       if (!k || !v) return;
       const w = k + '=' + v;
-      if (!state.where.includes(w)) state.where.push(w);
-      changed(true);
+      /* in compare mode a filter may be the baseline's or the comparison's alone */
+      const side = state.mode === 'diff' ? $('fside').value : 'where';
+      if (!state[side].includes(w)) state[side].push(w);
+      changed(side === 'where');
     });
     $('ptype').addEventListener('change', () => {
       state.type = $('ptype').value;
@@ -713,8 +865,13 @@
     });
     $('compare').addEventListener('click', () => {
       state.mode = state.mode === 'diff' ? 'flame' : 'diff';
-      if (state.mode === 'diff') setTarget(state.base ? 'after' : 'base');
-      else state.base = null;
+      if (state.mode === 'diff') {
+        setTarget(state.base ? 'after' : 'base');
+      } else {
+        state.base = null;
+        state.bwhere = [];
+        state.awhere = [];
+      }
       state.fn = '';
       changed(false);
     });
@@ -769,6 +926,11 @@
     }
     for (const b of document.querySelectorAll('.export')) b.addEventListener('click', () => exportAs(b.dataset.format));
     $('permalink').addEventListener('click', permalink);
+    $('more-detail').addEventListener('click', () => {
+      state.nodes = Math.min(state.nodes * DETAIL_STEP, MAX_DETAIL);
+      writeHash();
+      refreshProfile(); /* the zoom path stays: the new graph zooms to it */
+    });
     $('sandwich').addEventListener('click', () => {
       state.sandwich = !state.sandwich;
       writeHash();
@@ -800,10 +962,13 @@
   }
 
   function main() {
+    ({ FlameGraph, fmtCount, fmtPct } = window.SmolderFlame);
     readHash();
     flame = new FlameGraph($('flame'), $('tip'), $('crumbs'), (path) => {
       state.zoom = path;
       writeHash();
+      renderPruned();
+      autoDetail();
     });
     callers = new FlameGraph($('callers'), $('tip'), $('callers-crumbs'));
     callees = new FlameGraph($('callees'), $('tip'), $('callees-crumbs'));
@@ -813,9 +978,9 @@
     renderChips();
     renderRangeInfo();
     writeHash();
-    refreshLabels();
+    refreshProfile(); /* first: see changed() */
     refreshSeries();
-    refreshProfile();
+    refreshLabels();
     /* the page's introspection, for tests and for people at the console */
     window.smolder = {
       state, permalink, frames: () => flame.frames(), movers: () => moverRows,
@@ -824,5 +989,11 @@
     };
   }
 
-  main();
+  /* This file is the page's first script (all are deferred, so they run in
+   * order once the page is parsed): it asks for the graph at once, and builds
+   * the page when the rest have run. */
+  readHash();
+  askEarly();
+  if (window.SmolderFlame && window.uPlot) main();
+  else document.addEventListener('DOMContentLoaded', main);
 })();

@@ -6,8 +6,10 @@
  * ancestors stay full width, a breadcrumb leads back); a highlight (search regex
  * or one function) and its share; colours by frame kind, or for a diff red for
  * what grew and blue for what shrank (shares of each side's samples, so two
- * ranges of different sizes compare). Keyboard: arrows move a focus frame,
- * Enter zooms, Escape zooms out. Loaded before app.js, which drives it. */
+ * ranges of different sizes compare); what a pruned answer (max_nodes) left
+ * out under each frame, drawn as a hatched box after its children. Keyboard:
+ * arrows move a focus frame, Enter zooms, Escape zooms out. Loaded before
+ * app.js, which drives it. */
 'use strict';
 
 (function () {
@@ -161,12 +163,31 @@
         size[i] = next - i;
       };
       visit(tree, -1, 0, 0);
-      /* each subtree's height, so a zoom sizes the canvas without walking it */
+      /* a pruned answer (max_nodes): what each node's children left out, as the
+       * node's width minus its self and its children's (in the diff, each side
+       * has its own self), and below each node the sum of that over its subtree */
+      const cut = new Float64Array(n), cutBelow = new Float64Array(n);
+      if (tree.pruned) {
+        for (let i = 0; i < n; i++) {
+          const own = diff ? before[i].self / B + after[i].self / A : self[i];
+          cut[i] = Math.max(0, w[i] - own);
+        }
+        for (let i = 1; i < n; i++) cut[parent[i]] -= w[i];
+        for (let i = 0; i < n; i++) {
+          if (cut[i] < 1e-9 * (w[0] || 1)) cut[i] = 0; /* rounding of the diff's shares */
+          cutBelow[i] = cut[i];
+        }
+        for (let i = n - 1; i > 0; i--) cutBelow[parent[i]] += cutBelow[i];
+      }
+      /* each subtree's height (a row more for a hatched box of what was left
+       * out), so a zoom sizes the canvas without walking it */
       const height = new Int32Array(n);
+      for (let i = 0; i < n; i++) if (cut[i] > 0) height[i] = 1;
       for (let i = n - 1; i > 0; i--)
         if (height[i] + 1 > height[parent[i]]) height[parent[i]] = height[i] + 1;
       Object.assign(this, { name, kind, self, total, depth, parent, size, x, w, lines, repeat,
-        delta, before, after, maxDepth, maxAbs, height, fid, fnames, fkinds });
+        delta, before, after, maxDepth, maxAbs, height, fid, fnames, fkinds, cut, cutBelow });
+      this.pruned = tree.pruned || null;
       this.n = name.length;
       this.zoom = 0;
       this.focus = -1;
@@ -310,6 +331,7 @@
       };
       for (let a = this.parent[z]; a >= 0; a = this.parent[a]) box(a, 0, cssW);
       const end = z + this.size[z];
+      this.cutDrawn = [];
       for (let i = z; i < end;) {
         const pw = this.w[i] * scale;
         if (pw < MIN_PX) {
@@ -317,8 +339,42 @@
           continue;
         }
         box(i, (this.x[i] - x0) * scale, pw);
+        const cw = this.cut[i] * scale;
+        if (cw >= MIN_PX) this.cutDrawn.push([i, (this.x[i] - x0) * scale, cw]);
         i++;
       }
+      /* what a pruned answer left out: a hatched box after each node's children */
+      for (const [i, px, cw] of this.cutDrawn) {
+        let kids = 0;
+        for (let c = i + 1; c < i + this.size[i]; c += this.size[c]) kids += this.w[c];
+        this.paintCut(ctx, px + kids * scale, y(this.depth[i] + 1), cw);
+      }
+    }
+
+    paintCut(ctx, px, py, pw) {
+      ctx.save();
+      ctx.beginPath();
+      ctx.rect(px, py, Math.max(pw - 0.5, 0.5), ROW - 1);
+      ctx.clip();
+      ctx.fillStyle = this.dark ? 'hsl(0,0%,24%)' : 'hsl(0,0%,88%)';
+      ctx.fillRect(px, py, pw, ROW);
+      ctx.strokeStyle = this.dark ? 'hsl(0,0%,40%)' : 'hsl(0,0%,70%)';
+      ctx.lineWidth = 1;
+      for (let s = px - ROW; s < px + pw; s += 6) {
+        ctx.beginPath();
+        ctx.moveTo(s, py + ROW);
+        ctx.lineTo(s + ROW, py);
+        ctx.stroke();
+      }
+      ctx.restore();
+    }
+
+    /* what a pruned answer left out under the zoomed node: {share, samples} of
+     * the node's width (samples: null in a diff), or null when nothing is */
+    prunedBelow() {
+      if (!this.n || !this.pruned || !this.cutBelow[this.zoom]) return null;
+      const z = this.zoom, share = this.w[z] ? this.cutBelow[z] / this.w[z] : 0;
+      return { share, samples: this.diff ? null : this.cutBelow[z], name: this.name[z] };
     }
 
     /* paints entry k of drawn: fill, outline (hover, focus), name; over what was

@@ -15,7 +15,14 @@
  * and the keyboard zooms out; the flame/icicle toggle; a permalink opened in a
  * new page gives the same frames, total and search; compare mode with a baseline
  * dragged before the spike: the movers table's first row is the expected mover
- * with its shares, and its frame is red; a range with no data says so; exports
+ * with its shares, and its frame is red; compare two label selections over the
+ * same range (service=store against service=web, filters added for one side
+ * each): both sides' totals, the top mover, the chips, the URL, the colours; a
+ * pruned answer (nodes=16 in the URL, zoomed into a function whose callees were
+ * left out): the summary, the note under the breadcrumb with the samples left
+ * out, the top table from /api/v1/top, and More detail loading the callees
+ * with the zoom kept; a click zooming into that function asks for its callees
+ * at once; a range with no data says so; exports
  * download SVG and folded; a bad
  * filter in the URL shows the API's error; the token dialog (a wrong token is
  * refused, the right one kept for the tab).
@@ -294,7 +301,87 @@ async function main() {
     const c = mf && rgb(mf.fill);
     check(c && c[0] > c[2] + 40, 'compare: the mover\'s frame is red', mf && mf.fill);
     await shot(page, '3-compare');
+
+    /* ---- compare two selections over the same range ---- */
+    await page.click('#clearsel');
+    await page.waitForFunction(() => document.getElementById('flame-box').dataset.state === 'waiting');
+    check(!(await page.isHidden('#fside')), 'compare: the filter form asks which side a filter is for');
+    const addFilter = async (side, key, value) => {
+      await page.selectOption('#fside', side);
+      await page.selectOption('#fkey', key);
+      await page.waitForFunction((v) => [...document.querySelectorAll('#fval option')].some((o) => o.value === v), value);
+      await page.selectOption('#fval', value);
+      return reloaded(page, () => page.click('#filter-form button[type=submit]'));
+    };
+    check((await addFilter('bwhere', 'service', 'store')) === 'ready',
+      'compare: a baseline filter alone compares with the same range');
+    check((await addFilter('awhere', 'service', 'web')) === 'ready', 'compare: a comparison filter too');
+    const sm = want.sel_mover;
+    const sums = await page.$eval('#summary', (e) => [Number(e.dataset.before), Number(e.dataset.total)]);
+    check(sums[0] === sm.before_total && sums[1] === sm.after_total,
+      'compare selections: service=store has ' + sm.before_total + ' samples, service=web ' + sm.after_total, sums);
+    const srow = await page.$eval('#movers tbody tr', (tr) => [...tr.cells].map((c) => c.textContent));
+    check(JSON.stringify(srow) === JSON.stringify([sm.before, sm.after, sm.delta, sm.name]),
+      'compare selections: the top mover is ' + [sm.name, sm.before, sm.after, sm.delta].join(' '), srow);
+    const chips = await page.$$eval('#chips li', (li) => li.map((e) => e.firstChild.textContent.trim()));
+    check(JSON.stringify(chips) === '["baseline: service=store","comparison: service=web"]',
+      'compare selections: the filters shown by side', chips);
+    const shash = await page.evaluate(() => location.hash);
+    check(shash.includes('bwhere=service%3Dstore') && shash.includes('awhere=service%3Dweb') && !shash.includes('base='),
+      'compare selections: in the URL', shash);
+    const pf = await frames(page), dbf = pf.find((f) => f.name === 'db'), appf = pf.find((f) => f.name === 'app');
+    check(dbf && appf && rgb(dbf.fill)[2] > rgb(dbf.fill)[0] + 40 && rgb(appf.fill)[0] > rgb(appf.fill)[2] + 40,
+      'compare selections: the baseline\'s process blue, the comparison\'s red', [dbf && dbf.fill, appf && appf.fill]);
+    await shot(page, '3a-compare-selections');
     check(errors.length === 0, 'no console error, exception or failed request', errors);
+
+    /* ---- a pruned answer (max_nodes), zoomed: says so, and loads more ---- */
+    const wd = want.wide;
+    const pp = await open(context, want.url + wd.hash, errors, 'pruned');
+    check((await ready(pp)) === 'ready', 'pruned: the graph is drawn');
+    check(/ smallest frames not drawn/.test(await pp.textContent('#summary')), 'pruned: the summary says so',
+      await pp.textContent('#summary'));
+    let wz = (await frames(pp)).find((f) => f.zoomed);
+    check(wz && wz.name === wd.fn && wz.total === wd.total, 'pruned: zoomed into ' + wd.fn + ', ' + wd.total + ' samples',
+      wz);
+    check(!(await frames(pp)).some((f) => f.depth > 3), 'pruned: none of its callees came in the answer');
+    await pp.waitForSelector('#pruned:not([hidden])');
+    const note = await pp.$eval('#pruned', (e) => ({ n: Number(e.dataset.samples), text: e.textContent }));
+    check(note.n === wd.cut && note.text.includes(wd.cut + ' samples (' + wd.share + ') under ' + wd.fn),
+      'pruned: ' + wd.cut + ' samples (' + wd.share + ') under it not loaded', note);
+    check(note.text.includes('the ' + wd.nodes + ' heaviest frames of ' + wd.frames), 'pruned: how many frames came',
+      note.text);
+    await pp.waitForFunction(() => document.getElementById('top-box').dataset.state === 'ready');
+    const wtop = await pp.$eval('#top tbody tr', (tr) => [tr.dataset.name, tr.cells[0].textContent]);
+    check(wtop[0] === wd.fn && wtop[1].replace(/,/g, '') === String(wd.self),
+      'pruned: the top table comes from /api/v1/top: ' + wd.fn + ' ' + wd.self, wtop);
+    await shot(pp, '4-pruned');
+    check((await reloaded(pp, () => pp.click('#more-detail'))) === 'ready', 'pruned: More detail asks again');
+    check((await pp.evaluate(() => window.smolder.state.nodes)) === wd.nodes * 10, 'pruned: ten times the frames');
+    check(await pp.isHidden('#pruned'), 'pruned: nothing left out now');
+    wz = (await frames(pp)).find((f) => f.zoomed);
+    check(wz && wz.name === wd.fn, 'pruned: the zoom stays', wz);
+    const leaves = (await frames(pp)).filter((f) => f.depth === 4);
+    check(leaves.length === wd.leaves && leaves.reduce((a, f) => a + f.total, 0) === wd.cut,
+      'pruned: its ' + wd.leaves + ' callees, ' + wd.cut + ' samples, are drawn', leaves);
+    check((await pp.evaluate(() => location.hash)).includes('nodes=' + wd.nodes * 10), 'pruned: max_nodes in the URL');
+    const tops = await pp.evaluate(() => performance.getEntriesByType('resource')
+      .filter((r) => r.name.includes('/api/v1/top')).length);
+    check(/ smallest frames not drawn/.test(await pp.textContent('#summary')) && tops === 1,
+      'pruned: still pruned elsewhere, and the top table not asked again', tops);
+    await pp.close();
+    /* a click that zooms into a frame with samples left out asks for them at once */
+    const pa = await open(context, want.url + wd.hash.replace(/&zoom=.*/, ''), errors, 'pruned, zoom');
+    check((await ready(pa)) === 'ready' && (await pa.evaluate(() => window.smolder.state.nodes)) === wd.nodes,
+      'pruned zoom: the graph holds ' + wd.nodes + ' frames');
+    check((await reloaded(pa, () => clickFrame(pa, wd.fn))) === 'ready', 'pruned zoom: a click zooms and asks again');
+    check((await pa.evaluate(() => window.smolder.state.nodes)) === wd.nodes * 10, 'pruned zoom: for ten times the frames');
+    wz = (await frames(pa)).find((f) => f.zoomed);
+    const pleaves = (await frames(pa)).filter((f) => f.depth === 4);
+    check(wz && wz.name === wd.fn && pleaves.length === wd.leaves && await pa.isHidden('#pruned'),
+      'pruned zoom: zoomed into ' + wd.fn + ' with its ' + wd.leaves + ' callees', [wz, pleaves.length]);
+    await pa.close();
+    check(errors.length === 0, 'pruned: no console error, exception or failed request', errors);
 
     /* ---- error state ---- */
     const perr = await context.newPage();

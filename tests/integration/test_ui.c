@@ -15,7 +15,12 @@
  * drags across it and compares the flame graph's total, a search's matched
  * samples and share, a zoom's total and breadcrumb, the top table's first row,
  * and in compare mode (a baseline dragged before the spike) the top mover with
- * its shares, against the numbers computed here from the posted counts. Also: a
+ * its shares, against the numbers computed here from the posted counts; compare
+ * of two label selections over the same range (service=store against
+ * service=web): both totals and the top mover; a pruned answer (an hour earlier,
+ * a profile whose 16 heaviest frames leave out every leaf, opened with nodes=16
+ * and zoomed into its heaviest function): the samples left out under it, the top
+ * table, and More detail bringing its callees. Also: a
  * permalink opened in a new page shows the same frames; exports download; a bad
  * filter in the URL shows the API's error; a collector with a query token makes
  * the page ask for it once per tab (a wrong one is refused). The time from
@@ -78,6 +83,20 @@ static const char *const stored[NSTACK] = {
 };
 #define SPIKE_STACK 7
 
+/* A profile for max_nodes (a pruned answer), an hour before the one above: one
+ * window of process "wide", wide;main;fn_K with 1000 (K + 1) samples of self and
+ * wide;main;fn_K;leaf_J with 100 (J + 1), and under fn_0 alone WIDE_TINY leaves
+ * of 1 sample. Every fn_K (1600 samples or more) outweighs every leaf (300 or
+ * fewer): the 16 heaviest frames, the API's least max_nodes, are the root, wide,
+ * main and the 13 functions, and no leaf; ten times that holds every frame but
+ * some of fn_0's tiny leaves, so the answer is still pruned, but not under
+ * fn_12. */
+#define WIDE_FNS    13
+#define WIDE_LEAVES 3
+#define WIDE_NODES  16
+#define WIDE_TINY   130
+#define WIDE_BEFORE 3600 /* seconds before the first window above */
+
 /* the label service=store: the db process; the rest is service=web */
 static bool is_store(int s)
 {
@@ -135,9 +154,26 @@ static bool stack_has(int s, const char *fn)
 	return false;
 }
 
-/* The function whose share moved most from the baseline's windows to the
- * selection's, with its shares; every function of every stack is a candidate. */
-static void write_mover(FILE *f)
+/* One side of a comparison: windows w0..w1 (exclusive) of the stacks of one
+ * service (SIDE_WEB, SIDE_STORE) or of all (SIDE_ALL). */
+enum side_of { SIDE_ALL, SIDE_WEB, SIDE_STORE };
+struct side {
+	int w0, w1;
+	enum side_of who;
+};
+
+static uint64_t side_stack(const struct side *sd, int s)
+{
+	if ((sd->who == SIDE_WEB && is_store(s)) || (sd->who == SIDE_STORE && !is_store(s)))
+		return 0;
+	return range_stack(s, sd->w0, sd->w1);
+}
+
+/* The function whose share moved most from side b to side a, with its shares and
+ * both sides' totals, as "key":{...}; every function of every stack is a
+ * candidate, a tie goes to the first name (the page's order). */
+static void write_mover(FILE *f, const char *key, const struct side *sb, const struct side *sa,
+			const char *expected)
 {
 	uint64_t tb = 0, ta = 0;
 	double best = -1, bb = 0, ba = 0;
@@ -145,9 +181,10 @@ static void write_mover(FILE *f)
 	int s;
 
 	for (s = 0; s < NSTACK; s++) {
-		tb += range_stack(s, BASE_FROM, BASE_TO);
-		ta += range_stack(s, SEL_FROM, SEL_TO);
+		tb += side_stack(sb, s);
+		ta += side_stack(sa, s);
 	}
+	assert_true(tb > 0 && ta > 0);
 	for (s = 0; s < NSTACK; s++) {
 		char buf[256], *save = NULL, *fn;
 
@@ -158,8 +195,8 @@ static void write_mover(FILE *f)
 
 			for (int k = 0; k < NSTACK; k++)
 				if (stack_has(k, fn)) {
-					b += range_stack(k, BASE_FROM, BASE_TO);
-					a += range_stack(k, SEL_FROM, SEL_TO);
+					b += side_stack(sb, k);
+					a += side_stack(sa, k);
 				}
 			d = (double)a / (double)ta - (double)b / (double)tb;
 			if (fabs(d) > best || (fabs(d) == best && strcmp(fn, best_fn) < 0)) {
@@ -170,12 +207,14 @@ static void write_mover(FILE *f)
 			}
 		}
 	}
-	assert_string_equal(best_fn, "compress_blob"); /* the data makes the spike the mover */
+	assert_string_equal(best_fn, expected); /* what the data was made to show */
 	fprintf(f,
-		"\"mover\":{\"name\":\"%s\",\"before\":\"%.2f%%\",\"after\":\"%.2f%%\","
-		"\"delta\":\"%+.2f pp\"},",
-		best_fn, bb, ba, ba - bb);
+		"\"%s\":{\"name\":\"%s\",\"before\":\"%.2f%%\",\"after\":\"%.2f%%\","
+		"\"delta\":\"%+.2f pp\",\"before_total\":%llu,\"after_total\":%llu},",
+		key, best_fn, bb, ba, ba - bb, (unsigned long long)tb, (unsigned long long)ta);
 }
+
+static void write_wide(FILE *f, int64_t t0);
 
 /* Writes what the script must find, computed from the counts above. */
 static void write_expectations(const char *path, unsigned port, unsigned tport, int64_t t0)
@@ -233,9 +272,70 @@ static void write_expectations(const char *path, unsigned port, unsigned tport, 
 		"\"total\":%llu},",
 		(unsigned long long)zoom);
 	fprintf(f, "\"top\":{\"name\":\"%s\",\"self\":%llu},", top_name, (unsigned long long)top);
-	write_mover(f);
+	/* two ranges: the spike's function grew; two selections over the whole
+	 * range, service=store against service=web: main, in every web stack, went
+	 * from 0 to 100% (query the other way: the tie goes to the first name) */
+	write_mover(f, "mover", &(struct side){ BASE_FROM, BASE_TO, SIDE_ALL },
+		    &(struct side){ SEL_FROM, SEL_TO, SIDE_ALL }, "compress_blob");
+	write_mover(f, "sel_mover", &(struct side){ 0, NWIN, SIDE_STORE },
+		    &(struct side){ 0, NWIN, SIDE_WEB }, "main");
+	write_wide(f, t0);
 	fprintf(f, "\"shots\":\"%s\"}\n", test_build_path(shots, sizeof(shots), "ui-shots"));
 	assert_int_equal(fclose(f), 0);
+}
+
+/* What the pruned view must show, zoomed into the heaviest function. */
+static void write_wide(FILE *f, int64_t t0)
+{
+	int64_t t = t0 - WIDE_BEFORE;
+	uint64_t self = 1000 * WIDE_FNS, cut = 0;
+	int j;
+
+	for (j = 0; j < WIDE_LEAVES; j++)
+		cut += 100 * (uint64_t)(j + 1);
+	/* the lightest function outweighs a leaf; ten times WIDE_NODES leaves some out */
+	assert_true(1000 + cut > 100 * WIDE_LEAVES);
+	assert_true(3 + WIDE_FNS * (1 + WIDE_LEAVES) + WIDE_TINY > 10 * WIDE_NODES);
+	fprintf(f,
+		"\"wide\":{\"hash\":\"#from=%lld&to=%lld&nodes=%d&zoom=wide%%1Fmain%%1Ffn_%d\","
+		"\"fn\":\"fn_%d\",\"total\":%llu,\"self\":%llu,\"cut\":%llu,"
+		"\"share\":\"%.2f%%\",\"nodes\":%d,\"frames\":%d,\"leaves\":%d},",
+		(long long)(t - 600), (long long)(t + 600), WIDE_NODES, WIDE_FNS - 1, WIDE_FNS - 1,
+		(unsigned long long)(self + cut), (unsigned long long)self, (unsigned long long)cut,
+		100.0 * (double)cut / (double)(self + cut), WIDE_NODES,
+		3 + WIDE_FNS * (1 + WIDE_LEAVES) + WIDE_TINY, WIDE_LEAVES);
+}
+
+static void post_wide(unsigned port, int64_t t0)
+{
+	const char *keys[] = { "comm" }, *values[] = { "wide" };
+	struct batch_builder *bb;
+	struct batch *b;
+	char stack[64];
+	int k, j;
+
+	assert_int_equal(batch_builder__new("ui", "uihost", "cpu", &bb), 0);
+	for (k = 0; k < WIDE_FNS; k++) {
+		snprintf(stack, sizeof(stack), "wide;main;fn_%d", k);
+		assert_int_equal(
+			batch_builder__add(bb, keys, values, 1, stack, 1000 * (uint64_t)(k + 1)),
+			0);
+		for (j = 0; j < WIDE_LEAVES; j++) {
+			snprintf(stack, sizeof(stack), "wide;main;fn_%d;leaf_%d", k, j);
+			assert_int_equal(batch_builder__add(bb, keys, values, 1, stack,
+							    100 * (uint64_t)(j + 1)),
+					 0);
+		}
+	}
+	for (j = 0; j < WIDE_TINY; j++) {
+		snprintf(stack, sizeof(stack), "wide;main;fn_0;tiny_%d", j);
+		assert_int_equal(batch_builder__add(bb, keys, values, 1, stack, 1), 0);
+	}
+	assert_int_equal(batch_builder__finish(bb, NWIN + 1, t0 - WIDE_BEFORE, 10, 10101010, &b),
+			 0);
+	assert_int_equal(post_batch(port, NULL, b, NULL), 200);
+	batch__free(b);
+	batch_builder__free(bb);
 }
 
 static void post_profile(unsigned port, const char *token, int64_t t0)
@@ -509,7 +609,8 @@ static void test_ui_in_chromium(void **state)
 			 0);
 	post_profile(c.port, NULL, t0);
 	post_profile(tc.port, NULL, t0);
-	assert_int_equal(metric_value(c.port, "smolder_batches_ingested_total"), NWIN);
+	post_wide(c.port, t0);
+	assert_int_equal(metric_value(c.port, "smolder_batches_ingested_total"), NWIN + 1);
 
 	snprintf(expect, sizeof(expect), "%s/expect.json", c.dir);
 	snprintf(out, sizeof(out), "%s/node.out", c.dir);
