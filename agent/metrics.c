@@ -217,7 +217,7 @@ static void write_shipping(FILE *out, const struct agent_metrics_snapshot *s)
 		"Batches deleted unsent to keep the spool under --spool-max-mb.", st->dropped);
 	gauge(out, "smolder_agent_spool_batches", "Batches in the spool now.", st->pending);
 	gauge(out, "smolder_agent_spool_bytes", "Bytes of the batches in the spool now.",
-	      st->spool_bytes);
+	      st->bytes);
 }
 
 int agent_metrics_write(FILE *out, const struct agent_metrics_snapshot *s)

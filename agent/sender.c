@@ -614,7 +614,7 @@ void sender__stats(struct sender *s, struct sender_stats *out)
 	pthread_mutex_lock(&s->lock);
 	free(list_spool(s, &n, &bytes));
 	s->st.pending = n;
-	s->st.spool_bytes = bytes;
+	s->st.bytes = bytes;
 	*out = s->st;
 	pthread_mutex_unlock(&s->lock);
 }

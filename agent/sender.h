@@ -39,13 +39,13 @@ struct sender_options {
 };
 
 struct sender_stats {
-	uint64_t sent;	      /* batches acknowledged as stored */
-	uint64_t duplicates;  /* acknowledged as already stored (a retry after a lost reply) */
-	uint64_t retries;     /* failed attempts that will be retried */
-	uint64_t rejected;    /* refused with a 4xx: deleted */
-	uint64_t dropped;     /* deleted unsent to keep the spool under its cap */
-	uint64_t pending;     /* batches in the spool now */
-	uint64_t spool_bytes; /* their bytes */
+	uint64_t sent;	     /* batches acknowledged as stored */
+	uint64_t duplicates; /* acknowledged as already stored (a retry after a lost reply) */
+	uint64_t retries;    /* failed attempts that will be retried */
+	uint64_t rejected;   /* refused with a 4xx: deleted */
+	uint64_t dropped;    /* deleted unsent to keep the spool under its cap */
+	uint64_t pending;    /* batches in the spool now */
+	uint64_t bytes;	     /* their bytes */
 };
 
 struct sender;

@@ -235,7 +235,7 @@ static void test_published_values(void **state)
 	s.shipping = true;
 	s.batches_spooled = 11;
 	s.sender = (struct sender_stats){
-		.sent = 8, .retries = 5, .dropped = 1, .pending = 2, .spool_bytes = 4096
+		.sent = 8, .retries = 5, .dropped = 1, .pending = 2, .bytes = 4096
 	};
 	s.unwinding = true;
 	s.unwind.loaded = 9;
