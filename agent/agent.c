@@ -725,6 +725,9 @@ static void publish_metrics(struct agent *a)
 	if (a->unwind)
 		unwinder__stats(a->unwind, &s.unwind);
 	proc_cache__stats(a->procs, &s.procs);
+	s.bpf_stats =
+		a->opts->bpf_stats && !sampler__prog_stats(a->sampler, &s.bpf_run_ns, &s.bpf_runs,
+							   &s.offcpu_run_ns, &s.offcpu_runs);
 	if (agent_metrics__publish(a->metrics, &s))
 		a->metrics_next = now + AGENT_METRICS_PUBLISH_MS * 1000000ull;
 }

@@ -220,6 +220,23 @@ static void write_shipping(FILE *out, const struct agent_metrics_snapshot *s)
 	      st->bytes);
 }
 
+/* --bpf-stats: what the summary's "bpf:" lines say, by program. */
+static void write_bpf(FILE *out, const struct agent_metrics_snapshot *s)
+{
+	header(out, "smolder_agent_bpf_runs_total", "counter",
+	       "Runs of the BPF programs (--bpf-stats), by program: cpu (sampling) or offcpu.");
+	fprintf(out,
+		"smolder_agent_bpf_runs_total{program=\"cpu\"} %llu\n"
+		"smolder_agent_bpf_runs_total{program=\"offcpu\"} %llu\n",
+		(unsigned long long)s->bpf_runs, (unsigned long long)s->offcpu_runs);
+	header(out, "smolder_agent_bpf_run_seconds_total", "counter",
+	       "Time the BPF programs ran (--bpf-stats), in seconds, by program.");
+	fprintf(out,
+		"smolder_agent_bpf_run_seconds_total{program=\"cpu\"} %.9f\n"
+		"smolder_agent_bpf_run_seconds_total{program=\"offcpu\"} %.9f\n",
+		(double)s->bpf_run_ns / 1e9, (double)s->offcpu_run_ns / 1e9);
+}
+
 int agent_metrics_write(FILE *out, const struct agent_metrics_snapshot *s)
 {
 	write_process(out);
@@ -239,6 +256,8 @@ int agent_metrics_write(FILE *out, const struct agent_metrics_snapshot *s)
 		write_perf_maps(out, &s->procs.jit);
 		if (s->shipping)
 			write_shipping(out, s);
+		if (s->bpf_stats)
+			write_bpf(out, s);
 	}
 	return ferror(out) ? -EIO : 0;
 }

@@ -2,8 +2,9 @@
  * GET /metrics answers, in the Prometheus text format 0.0.4, what the agent prints
  * at exit and more: samples counted and recorded, every loss counter of the BPF
  * program, the unwinder's and the perf maps' refusals and caps, the spool (bytes
- * and batches), batches spooled, sent, retried, rejected and dropped, and the
- * process's own CPU seconds, resident memory and build.
+ * and batches), batches spooled, sent, retried, rejected and dropped, the BPF
+ * programs' run time (--bpf-stats), and the process's own CPU seconds, resident
+ * memory and build.
  *
  * The server is libmicrohttpd on a thread of its own. It never touches the agent:
  * the sampling loop hands it a copy of its counters (agent_metrics__publish(),
@@ -44,20 +45,23 @@
 
 /* The agent's counters at one moment, filled by the sampling loop. */
 struct agent_metrics_snapshot {
-	uint64_t loss[PROFILE_LOSS_NR]; /* the BPF program's counters (sampler__read_loss) */
-	unsigned ncpus;			/* CPUs sampled */
-	uint64_t windows;		/* windows drained */
-	uint64_t recorded;		/* CPU samples drained into the windows' output */
-	uint64_t truncated;		/* of those, with a stack too long for one line */
-	uint64_t offcpu_ns;		/* off-CPU nanoseconds drained (scaled) */
-	bool shipping;			/* --collector: the batch and sender figures hold */
-	uint64_t batches_spooled;	/* batches handed to the spool */
-	uint64_t batches_failed;	/* batches lost before the spool (encode, disk) */
-	uint64_t batches_parts;		/* of the spooled, shipped before their window ended */
-	struct sender_stats sender;	/* the sender's counters (sender__stats) */
-	bool unwinding;			/* --unwind cfi: the unwinder's figures hold */
-	struct unwinder_stats unwind;	/* unwinder__stats */
-	struct proc_cache_stats procs;	/* proc_cache__stats: perf maps (JIT) among them */
+	uint64_t loss[PROFILE_LOSS_NR];	     /* the BPF program's counters (sampler__read_loss) */
+	unsigned ncpus;			     /* CPUs sampled */
+	uint64_t windows;		     /* windows drained */
+	uint64_t recorded;		     /* CPU samples drained into the windows' output */
+	uint64_t truncated;		     /* of those, with a stack too long for one line */
+	uint64_t offcpu_ns;		     /* off-CPU nanoseconds drained (scaled) */
+	bool shipping;			     /* --collector: the batch and sender figures hold */
+	uint64_t batches_spooled;	     /* batches handed to the spool */
+	uint64_t batches_failed;	     /* batches lost before the spool (encode, disk) */
+	uint64_t batches_parts;		     /* of the spooled, shipped before their window ended */
+	struct sender_stats sender;	     /* the sender's counters (sender__stats) */
+	bool unwinding;			     /* --unwind cfi: the unwinder's figures hold */
+	struct unwinder_stats unwind;	     /* unwinder__stats */
+	struct proc_cache_stats procs;	     /* proc_cache__stats: perf maps (JIT) among them */
+	bool bpf_stats;			     /* --bpf-stats: the programs' run time holds */
+	uint64_t bpf_run_ns, bpf_runs;	     /* the sampling program's (sampler__prog_stats) */
+	uint64_t offcpu_run_ns, offcpu_runs; /* the off-CPU programs' */
 };
 
 struct agent_metrics;

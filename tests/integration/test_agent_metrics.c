@@ -236,7 +236,7 @@ static void test_collector_down(void **state)
 }
 
 /* Only GET /metrics; an address given explicitly is listened on as given (here
- * every IPv4 address), with a warning. */
+ * every IPv4 address), with a warning; --bpf-stats adds the programs' runs. */
 static void test_endpoint(void **state)
 {
 	char err_path[128], bound[256], *text;
@@ -247,7 +247,8 @@ static void test_endpoint(void **state)
 	(void)state;
 	need_root();
 	snprintf(err_path, sizeof(err_path), "%s/endpoint.err", dir);
-	agent = start_agent("/dev/null", err_path, "--pid", "1", "--metrics", "0.0.0.0:0", NULL);
+	agent = start_agent("/dev/null", err_path, "--pid", "1", "--metrics", "0.0.0.0:0",
+			    "--bpf-stats", NULL);
 	port = agent_metrics_port(agent, err_path);
 	listeners(port, bound, sizeof(bound));
 	print_message("  --metrics 0.0.0.0:0: listening on port %u: %s\n", port, bound);
@@ -260,6 +261,8 @@ static void test_endpoint(void **state)
 	assert_int_equal(r.status, 200);
 	assert_non_null(strstr(r.body, "smolder_agent_build_info{version="));
 	free(r.body);
+	/* --bpf-stats: the sampling program runs on every CPU's tick, whatever --pid */
+	wait_at_least(port, "smolder_agent_bpf_runs_total{program=\"cpu\"}", 10);
 	r = http_get(port, "/", NULL);
 	assert_int_equal(r.status, 404);
 	free(r.body);

@@ -240,6 +240,9 @@ static void test_published_values(void **state)
 	s.unwinding = true;
 	s.unwind.loaded = 9;
 	s.procs.jit.wrong_owner = 4;
+	s.bpf_stats = true;
+	s.bpf_runs = 77;
+	s.bpf_run_ns = 1500000000;
 	assert_true(agent_metrics__publish(m, &s));
 	assert_int_equal(get(agent_metrics__port(m), "/metrics", &body), 200);
 	check_exposition(strstr(body, "\r\n\r\n") + 4, 60);
@@ -258,6 +261,8 @@ static void test_published_values(void **state)
 	assert_true(metric(body, "smolder_agent_unwind_tables_loaded_total") == 9);
 	assert_true(metric(body, "smolder_agent_perf_maps_refused_total{reason=\"wrong_owner\"}") ==
 		    4);
+	assert_true(metric(body, "smolder_agent_bpf_runs_total{program=\"cpu\"}") == 77);
+	assert_true(metric(body, "smolder_agent_bpf_run_seconds_total{program=\"cpu\"}") == 1.5);
 	/* every counter of the BPF program is there, once: 19 losses and 7 others */
 	for (i = 0; i < PROFILE_LOSS_NR; i++) {
 		char v[32];
