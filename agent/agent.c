@@ -710,6 +710,7 @@ static void publish_metrics(struct agent *a)
 		return;
 	s.ncpus = sampler__ncpus(a->sampler);
 	s.windows = a->windows;
+	s.most_stacks = a->most_stacks;
 	s.recorded = a->drained;
 	s.truncated = a->truncated;
 	s.offcpu_ns = a->offcpu_ns;

@@ -243,6 +243,8 @@ int agent_metrics_write(FILE *out, const struct agent_metrics_snapshot *s)
 	if (s) {
 		gauge(out, "smolder_agent_cpus", "CPUs sampled.", s->ncpus);
 		counter(out, "smolder_agent_windows_total", "Windows drained.", s->windows);
+		gauge(out, "smolder_agent_largest_window_stacks",
+		      "Distinct stacks of the largest window so far.", s->most_stacks);
 		counter(out, "smolder_agent_samples_recorded_total",
 			"CPU samples drained into the windows' output (folded stacks, batches).",
 			s->recorded);

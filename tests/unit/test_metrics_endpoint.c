@@ -223,7 +223,9 @@ static void test_before_publish(void **state)
 
 static void test_published_values(void **state)
 {
-	struct agent_metrics_snapshot s = { .ncpus = 2, .windows = 7, .recorded = 990 };
+	struct agent_metrics_snapshot s = {
+		.ncpus = 2, .windows = 7, .most_stacks = 12, .recorded = 990
+	};
 	struct agent_metrics *m = start("127.0.0.1:0");
 	char *body = NULL;
 	size_t i;
@@ -249,6 +251,7 @@ static void test_published_values(void **state)
 	assert_true(metric(body, "smolder_agent_samples_total") == 1000 + PROFILE_LOSS_SAMPLES);
 	assert_true(metric(body, "smolder_agent_samples_recorded_total") == 990);
 	assert_true(metric(body, "smolder_agent_windows_total") == 7);
+	assert_true(metric(body, "smolder_agent_largest_window_stacks") == 12);
 	assert_true(metric(body, "smolder_agent_losses_total{reason=\"counts_map_full\"}") ==
 		    1000 + PROFILE_LOSS_COUNTS_FULL);
 	assert_true(metric(body, "smolder_agent_losses_total{reason=\"folded_line_truncated\"}") ==
