@@ -12,6 +12,8 @@
 #                      it names (tests/check_docs.sh)
 #   make fuzz     run every libFuzzer target (fuzz/) for FUZZ_SECONDS each (default 60)
 #   make fuzz-smoke  every target on its seeds and regressions, briefly (part of make test)
+#   make deb      the Debian package, build/deb/smolder_VERSION_amd64.deb (debian/, built
+#                 with dpkg-buildpackage in a copy of the tree; docs/deploy.md)
 #   V=1           show the commands
 #
 # Layout of build/: vmlinux.h and BPF skeletons in build/bpf/, release objects in
@@ -51,7 +53,9 @@ WARN      := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-protot
              -Wno-missing-field-initializers
 BASE_CFLAGS = -std=c17 -D_GNU_SOURCE -g $(WARN) -I. -I$(BUILD)/bpf -I$(BUILD)/gen $(PKG_CFLAGS) \
               -MMD -MP
-REL_CFLAGS  = $(BASE_CFLAGS) -O2
+# EXTRA_CFLAGS, EXTRA_LDFLAGS: added to the release build (debian/rules passes the
+# distribution's hardening flags); empty by default.
+REL_CFLAGS  = $(BASE_CFLAGS) -O2 $(EXTRA_CFLAGS)
 SAN_FLAGS  := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
 ASAN_CFLAGS = $(BASE_CFLAGS) -O1 $(SAN_FLAGS)
 
@@ -87,13 +91,17 @@ PY_WORKLOADS := $(wildcard tests/workloads/*.py)
 # the no-frame-pointer workloads (tests/workloads/nofp/, rules at the end)
 NOFP_WORKLOADS := $(BUILD)/workloads/unwind $(BUILD)/workloads/unwind_libc
 BENCHES     := $(patsubst bench/%.c,$(BUILD)/bench/%,$(wildcard bench/*.c))
+# the Debian package (`make deb`, rules at "the Debian package" below)
+VERSION     := $(shell sed -n 's/^\#define SMOLDER_VERSION "\(.*\)"/\1/p' common/version.h)
+DEB         := $(BUILD)/deb/smolder_$(VERSION)_amd64.deb
 
 # Every C file clang-format owns: the program, BPF, tests, workloads, benchmarks.
 FORMAT_SRCS = $(LIB_SRCS) $(MAIN_SRCS) $(shell find $(LIB_DIRS) cli bpf -name '*.h') \
 	      $(BPF_SRCS) $(wildcard tests/*/*.c tests/*.h tests/*/*.h tests/workloads/nofp/*.[ch] bench/*.c \
 	      bench/*.h fuzz/*.c)
 
-.PHONY: all deps test check check-format check-layout check-docs run bench format clean fuzz fuzz-smoke
+.PHONY: all deps test check check-format check-layout check-docs run bench format clean fuzz fuzz-smoke \
+	deb
 all: $(BUILD)/smolder
 
 deps:
@@ -107,7 +115,7 @@ test: deps
 # tests/run.sh runs exactly these binaries, after checking that they and the
 # workloads exist; SMOLDER_TEST_TIMEOUT=SEC changes its per-binary timeout (600 s).
 check: check-format check-layout check-docs fuzz-smoke $(BUILD)/smolder $(BUILD)/asan/smolder $(UNIT_TESTS) \
-		$(INTEG_TESTS) $(WORKLOADS) $(NOFP_WORKLOADS) $(BENCHES)
+		$(INTEG_TESTS) $(WORKLOADS) $(NOFP_WORKLOADS) $(BENCHES) $(DEB)
 	$(Q)bash tests/run.sh $(BUILD) \
 		$(addprefix --workload ,$(WORKLOADS) $(NOFP_WORKLOADS) $(PY_WORKLOADS)) \
 		$(UNIT_TESTS) $(INTEG_TESTS)
@@ -202,11 +210,35 @@ $(BUILD)/asan/libsmolder-cli.a: $(patsubst %.c,$(BUILD)/asan/%.o,$(CLI_SRCS))
 
 $(BUILD)/smolder: $(patsubst %.c,$(BUILD)/rel/%.o,$(MAIN_SRCS)) $(BUILD)/rel/libsmolder.a
 	$(call msg,LD,$@)
-	$(Q)$(CC) -o $@ $^ $(PKG_LIBS) -lpthread
+	$(Q)$(CC) $(EXTRA_LDFLAGS) -o $@ $^ $(PKG_LIBS) -lpthread
 
 $(BUILD)/asan/smolder: $(patsubst %.c,$(BUILD)/asan/%.o,$(MAIN_SRCS)) $(BUILD)/asan/libsmolder.a
 	$(call msg,LD,$@)
 	$(Q)$(CC) $(SAN_FLAGS) -o $@ $^ $(PKG_LIBS) -lpthread
+
+# ---- the Debian package ----------------------------------------------------
+# dpkg-buildpackage (debhelper, debian/) in a copy of the tree without build/ and
+# .git, so that its clean step (make clean) leaves this build/ alone and the package
+# is built from nothing; then lintian, whose errors fail the build (warnings are
+# listed in docs/deploy.md). Built once as a prerequisite of `make check`, where
+# tests/integration/test_deb.c inspects it. DEB_JOBS: its parallel make jobs.
+DEB_JOBS  ?= 2
+DEB_SRCS  := $(LIB_SRCS) $(MAIN_SRCS) $(BPF_SRCS) $(PROTOS) $(MIGRATIONS) $(UI_FILES) \
+	     $(shell find $(LIB_DIRS) cli bpf -name '*.h') $(wildcard debian/* debian/source/*) \
+	     man/smolder.1 deploy/bash-completion/smolder $(wildcard deploy/systemd/* \
+	     deploy/default/*) Makefile schema/embed.sh ui/embed.sh
+
+deb: $(DEB)
+
+$(DEB): $(DEB_SRCS)
+	$(call msg,DEB,$@)
+	$(Q)rm -rf $(BUILD)/deb && mkdir -p $(BUILD)/deb/src
+	$(Q)tar -C . --exclude=./$(BUILD) --exclude=./.git -cf - . | tar -C $(BUILD)/deb/src -xf -
+	$(Q)cd $(BUILD)/deb/src && DEB_BUILD_OPTIONS="parallel=$(DEB_JOBS) nocheck" \
+		dpkg-buildpackage -b -us -uc > ../build.log 2>&1 || { tail -40 ../build.log; exit 1; }
+	$(Q)lintian --fail-on error --tag-display-limit 0 $@ > $(BUILD)/deb/lintian.log 2>&1 || \
+		{ cat $(BUILD)/deb/lintian.log; rm -f $@; exit 1; }
+	$(Q)sed 's/^/  lintian: /' $(BUILD)/deb/lintian.log
 
 # ---- fuzzing ---------------------------------------------------------------
 # libFuzzer targets (fuzz/fuzz_*.c), one per parser of untrusted input, linked with
@@ -354,4 +386,5 @@ $(BUILD)/workloads/unwind_libc: tests/workloads/nofp/unwind_libc.c $(NOFP_DEPS)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) -std=c17 -D_GNU_SOURCE $(NOFP_FLAGS) -o $@ $<
 
--include $(shell find $(BUILD) -name '*.d' 2>/dev/null)
+# (not under build/deb/: the package's copy of the tree, whose sysusers.d is no .d file)
+-include $(shell find $(BUILD) -path $(BUILD)/deb -prune -o -name '*.d' -type f -print 2>/dev/null)

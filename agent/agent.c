@@ -18,6 +18,7 @@
 #include <bpf/libbpf.h>
 #include <curl/curl.h>
 
+#include "agent/metrics.h"
 #include "agent/symbols/elfsyms.h"
 #include "common/folded.h"
 #include "common/frame.h"
@@ -78,6 +79,11 @@ struct agent {
 	uint64_t truncated; /* stacks too long for a folded line */
 	uint64_t drained;   /* samples read from the counts maps */
 	uint64_t offcpu_ns; /* off-CPU nanoseconds read (scaled) */
+
+	/* --metrics */
+	struct agent_metrics *metrics; /* the endpoint, or NULL */
+	uint64_t metrics_next;	       /* monotonic ns of the next publication */
+	uint64_t spooled, ship_failed; /* batches handed to the spool, lost before it */
 };
 
 static uint64_t now_ns(void)
@@ -529,6 +535,10 @@ static int ship_batch(struct agent *a, struct batch_builder *bb, bool last)
 		err = sender__submit(a->sender, seq, body, len);
 	if (err)
 		log_error("agent: failed to ship a batch: %s", strerror(-err));
+	if (err)
+		a->ship_failed++;
+	else
+		a->spooled++;
 	free(body);
 	batch__free(b);
 	return err;
@@ -701,6 +711,60 @@ static int open_all(struct agent *a)
 	return 0;
 }
 
+/* --metrics: hands the endpoint a copy of the counters, at most every
+ * AGENT_METRICS_PUBLISH_MS (agent/metrics.h: it never waits on a scrape). */
+static void publish_metrics(struct agent *a)
+{
+	struct agent_metrics_snapshot s = { 0 };
+	uint64_t now = now_ns();
+
+	if (!a->metrics || now < a->metrics_next)
+		return;
+	s.ncpus = sampler__ncpus(a->sampler);
+	s.windows = a->windows;
+	s.most_stacks = a->most_stacks;
+	s.recorded = a->drained;
+	s.truncated = a->truncated;
+	s.offcpu_ns = a->offcpu_ns;
+	sampler__read_loss(a->sampler, s.loss);
+	s.shipping = a->sender != NULL;
+	if (a->sender) {
+		s.batches_spooled = a->spooled;
+		s.batches_failed = a->ship_failed;
+		s.batches_parts = a->parts;
+		sender__stats(a->sender, &s.sender);
+	}
+	s.unwinding = a->unwind != NULL;
+	if (a->unwind)
+		unwinder__stats(a->unwind, &s.unwind);
+	proc_cache__stats(a->procs, &s.procs);
+	s.bpf_stats =
+		a->opts->bpf_stats && !sampler__prog_stats(a->sampler, &s.bpf_run_ns, &s.bpf_runs,
+							   &s.offcpu_run_ns, &s.offcpu_runs);
+	if (agent_metrics__publish(a->metrics, &s))
+		a->metrics_next = now + AGENT_METRICS_PUBLISH_MS * 1000000ull;
+}
+
+/* --metrics: starts the endpoint before the BPF programs load, so a busy port
+ * fails the start at once. */
+static int open_metrics(struct agent *a)
+{
+	int err = agent_metrics__start(a->opts->metrics, &a->metrics);
+
+	if (err) {
+		log_error("agent: failed to serve metrics on %s: %s", a->opts->metrics,
+			  strerror(-err));
+		return err;
+	}
+	log_info("smolder: metrics on port %u (--metrics %s): GET /metrics",
+		 agent_metrics__port(a->metrics), a->opts->metrics);
+	if (!agent_metrics__is_loopback(a->metrics))
+		log_warn("agent: --metrics %s is not a loopback address: whoever reaches it "
+			 "reads the agent's counters",
+			 a->opts->metrics);
+	return 0;
+}
+
 static void close_all(struct agent *a)
 {
 	struct sender_stats st;
@@ -749,7 +813,8 @@ int agent_run(const struct agent_options *o)
 	a.out = o->output && strcmp(o->output, "-") == 0 ? stdout : NULL;
 	curl_global_init(CURL_GLOBAL_DEFAULT);
 
-	err = open_all(&a);
+	err = o->metrics ? open_metrics(&a) : 0;
+	err = err ?: open_all(&a);
 	if (err) {
 		if (err == -EPERM)
 			log_error("agent: not permitted to load BPF: run as root or with "
@@ -788,12 +853,14 @@ int agent_run(const struct agent_options *o)
 			pytrack__tick(a.py);
 		if (a.unwind)
 			unwinder__tick(a.unwind, on_mappings_changed, &a);
+		publish_metrics(&a);
 	}
 	/* Stop sampling first, so the last drain holds every counted sample. */
 	sampler__stop(a.sampler);
 	err = end_window(&a); /* the partial last window */
 	print_stats(&a, (double)(now_ns() - start) / 1e9, "total");
 out:
+	agent_metrics__stop(a.metrics);
 	close_all(&a);
 	curl_global_cleanup();
 	return err;

@@ -75,6 +75,8 @@ struct agent_options {
 	char *key_file;		/* collector that asks for one (--tls-client-ca) */
 	char *spool_dir;	/* --spool-dir (default /var/lib/smolder/spool) */
 	unsigned spool_max_mb;	/* --spool-max-mb (default 256) */
+	char *metrics;		/* --metrics [ADDR:]PORT: serve /metrics there (agent/metrics.h;
+				 * a bare port is 127.0.0.1's), or NULL: off (default) */
 	char *agent_id;		/* --agent-id (default: /etc/machine-id, else host name) */
 	unsigned retry_base_ms; /* --retry-base-ms: first retry delay (default 500) */
 	unsigned batch_max_kb;	/* --batch-max-kb: protobuf KiB per batch (AGENT_BATCH_MAX_KB) */

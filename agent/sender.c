@@ -608,11 +608,13 @@ void sender__free(struct sender *s)
 
 void sender__stats(struct sender *s, struct sender_stats *out)
 {
+	uint64_t bytes = 0;
 	size_t n;
 
 	pthread_mutex_lock(&s->lock);
-	free(list_spool(s, &n, NULL));
+	free(list_spool(s, &n, &bytes));
 	s->st.pending = n;
+	s->st.bytes = bytes;
 	*out = s->st;
 	pthread_mutex_unlock(&s->lock);
 }

@@ -45,6 +45,7 @@ struct sender_stats {
 	uint64_t rejected;   /* refused with a 4xx: deleted */
 	uint64_t dropped;    /* deleted unsent to keep the spool under its cap */
 	uint64_t pending;    /* batches in the spool now */
+	uint64_t bytes;	     /* their bytes */
 };
 
 struct sender;

@@ -37,6 +37,8 @@ const char agent_options_usage[] =
 	"      --key F           ... and its PEM private key\n"
 	"      --spool-dir D     keep unsent batches in D (default /var/lib/smolder/spool)\n"
 	"      --spool-max-mb N  spool size cap; oldest batches dropped past it (default 256)\n"
+	"      --metrics [ADDR:]PORT  serve Prometheus metrics at /metrics there (default\n"
+	"                        off; a bare PORT listens on 127.0.0.1 only)\n"
 	"      --agent-id ID     this agent's id (default: /etc/machine-id, else host name)\n"
 	"      --retry-base-ms N first retry delay, doubling up to 30 s (default 500)\n"
 	"      --batch-max-kb N  ship a window in batches of at most N KiB of protobuf\n"
@@ -83,6 +85,7 @@ const struct option agent_long_options[] = {
 	{ "key", required_argument, NULL, AGENT_OPT_KEY },
 	{ "spool-dir", required_argument, NULL, AGENT_OPT_SPOOL_DIR },
 	{ "spool-max-mb", required_argument, NULL, AGENT_OPT_SPOOL_MAX_MB },
+	{ "metrics", required_argument, NULL, AGENT_OPT_METRICS },
 	{ "agent-id", required_argument, NULL, AGENT_OPT_AGENT_ID },
 	{ "retry-base-ms", required_argument, NULL, AGENT_OPT_RETRY_BASE_MS },
 	{ "batch-max-kb", required_argument, NULL, AGENT_OPT_BATCH_MAX_KB },
@@ -128,6 +131,18 @@ static int parse_probability(const char *s, double *out)
 		return -EINVAL;
 	*out = v;
 	return 0;
+}
+
+/* "PORT" or "HOST:PORT" / "[V6]:PORT" with a port of 0 to 65535; the host is
+ * resolved when the agent starts (common/address.h). */
+static bool is_listen(const char *arg)
+{
+	const char *colon = strrchr(arg, ':');
+	unsigned long port;
+
+	if (colon && colon == arg)
+		return false;
+	return !parse_uint(colon ? colon + 1 : arg, 0, 65535, &port);
 }
 
 static bool is_label_key(const char *k, size_t len)
@@ -383,6 +398,13 @@ int agent_options__set(struct agent_options *o, int opt, const char *arg, char *
 					 "--spool-max-mb wants 1 to 1048576, got '%s'", arg);
 		o->spool_max_mb = (unsigned)v;
 		break;
+	case AGENT_OPT_METRICS:
+		rc = is_listen(arg) ? set_string(&o->metrics, arg)
+				    : reason_fail(err, errlen, -EINVAL,
+						  "--metrics wants PORT or ADDR:PORT (port 0 to "
+						  "65535), got '%s'",
+						  arg);
+		break;
 	case AGENT_OPT_AGENT_ID:
 		rc = *arg && strlen(arg) <= 256
 			     ? set_string(&o->agent_id, arg)
@@ -472,6 +494,7 @@ void agent_options__free(struct agent_options *o)
 	free(o->cert_file);
 	free(o->key_file);
 	free(o->spool_dir);
+	free(o->metrics);
 	free(o->agent_id);
 	*o = (struct agent_options){ 0 };
 }

@@ -7,8 +7,7 @@
 #include "cli/collector_cmd.h"
 #include "cli/query.h"
 #include "cli/up_cmd.h"
-
-#define SMOLDER_VERSION "0.1.0"
+#include "common/version.h"
 
 static const char usage[] =
 	"usage: smolder <command> [options]\n"

@@ -36,11 +36,11 @@
 
 #include <microhttpd.h>
 
+#include "common/address.h"
 #include "common/batch.h"
 #include "common/log.h"
 #include "common/token.h"
 #include "common/wire.h"
-#include "collector/address.h"
 #include "collector/conns.h"
 #include "collector/metrics.h"
 #include "collector/queries.h"

@@ -18,6 +18,9 @@ packages=(
 	# deploy/ checked by the tools that read it: systemd-analyze and
 	# systemd-sysusers, python3-yaml for the Kubernetes manifests
 	systemd python3-yaml
+	# `make deb` (debian/): debhelper and its bash-completion sequence, lintian;
+	# man-db and groff render smolder(1) in tests/integration/test_deb.c
+	debhelper dpkg-dev bash-completion lintian man-db groff-base
 	# independent references: go tool pprof reads pprof output; the Debian python3's
 	# headers give its struct offsets; bpftrace is the peer bench/churn.sh measures
 	golang-go python3-dev bpftrace

@@ -1,5 +1,5 @@
 /* Listen addresses; see address.h. */
-#include "collector/address.h"
+#include "common/address.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
