@@ -657,7 +657,7 @@ static void test_query_amplification(void **state)
 
 /* ---- 4. queries never block ingest ---------------------------------------------- */
 
-#define LOAD_BATCHES  4	   /* batches of LOAD_STACKS stacks each */
+#define LOAD_BATCHES  12   /* batches of LOAD_STACKS stacks each: queries of 0.3 s and more */
 #define LOAD_STACKS   256  /* stacks per batch: about 0.8 MiB decompressed */
 #define LOAD_DEPTH    512  /* frames per stack: the ingest cap (BATCH_MAX_STACK_DEPTH) */
 #define LOAD_NAME     1000 /* bytes per name: under the stored cap (FRAME_MAX_NAME_LEN) */
