@@ -286,6 +286,8 @@ $(BUILD)/fuzz/seeds: $(wildcard fuzz/seeds/*/* tests/data/wire/* tests/data/gold
 	$(Q)cat /proc/self/maps > $@/fuzz_maps/self
 	$(Q)cp fuzz/seeds/perfmap/* $@/fuzz_perfmap/
 	$(Q)cp fuzz/seeds/block/* $@/fuzz_block/
+	$(Q)cp fuzz/seeds/labels/* $@/fuzz_labels/
+	$(Q)cat /proc/self/cgroup > $@/fuzz_labels/self
 	$(Q)for py in $(PYTHONS); do $$py fuzz/seeds_python.py $@/fuzz_python || exit 1; done
 
 # Runs each target for $(1) seconds on a corpus of its own; fails on any crash.

@@ -18,6 +18,7 @@
 #include <bpf/libbpf.h>
 #include <curl/curl.h>
 
+#include "agent/labels.h"
 #include "agent/metrics.h"
 #include "agent/symbols/elfsyms.h"
 #include "common/folded.h"
@@ -40,11 +41,18 @@
  * binary's is tens of MB; 64 MiB keeps a busy host's working set without
  * letting a few huge files (or many, on a build host) hold the agent's memory. */
 #define MAX_CACHED_BYTES  (64u << 20)
-#define MAX_SERIES_LABELS (4 + AGENT_MAX_LABELS)
+#define MAX_SERIES_LABELS (4 + AGENT_MAX_LABELS + NPROC_LABELS)
 #define FLUSH_MS	  5000 /* how long the last batches may take to go out at exit */
 #define ZSTD_LEVEL	  3
 
 static volatile sig_atomic_t stop_requested;
+
+/* The per-process labels (agent/labels.h) a sample gets when it has them, and
+ * "thread" with --thread-labels; a key also given with --label is left to it. */
+enum { PL_SERVICE, PL_CONTAINER_ID, PL_POD_UID, PL_PY_MAIN, PL_THREAD, NPROC_LABELS };
+static const char *const proc_label_keys[NPROC_LABELS] = {
+	"service", "container_id", "pod_uid", "py_main", "thread",
+};
 
 static void on_signal(int sig)
 {
@@ -79,6 +87,9 @@ struct agent {
 	uint64_t truncated; /* stacks too long for a folded line */
 	uint64_t drained;   /* samples read from the counts maps */
 	uint64_t offcpu_ns; /* off-CPU nanoseconds read (scaled) */
+
+	struct label_cache *labels;	/* with --collector: per-process labels */
+	bool label_given[NPROC_LABELS]; /* that key came with --label: it wins */
 
 	/* --metrics */
 	struct agent_metrics *metrics; /* the endpoint, or NULL */
@@ -159,6 +170,9 @@ static void on_event(void *ctx, const struct profile_event *ev)
 
 	if (err && err != -ESRCH)
 		log_debug("agent: failed to snapshot pid %u: %s", ev->pid, strerror(-err));
+	/* Its labels, once per image: a process gone by now gets none. */
+	if (a->labels)
+		label_cache__refresh(a->labels, ev->pid);
 	/* Python only when a mapped file is named like CPython (what pyproc looks
 	 * at anyway), or to forget a tracked process that exec'd. */
 	if (a->py && (proc_cache__maps_any(a->procs, ev->pid, pyproc_is_python_path) ||
@@ -296,19 +310,30 @@ static void strip_lines(const char *in, struct folded_stack *out)
 }
 
 /* Adds one stack to bb with the sample's series labels; ships bb when it reached
- * --batch-max-kb. Errors are logged: sampling goes on. */
+ * --batch-max-kb. tcomm: the thread's name (PROFILE_COMM_LEN bytes, zeros without
+ * --thread-labels). Errors are logged: sampling goes on. */
 static int add_to_batch(struct agent *a, struct batch_builder *bb, uint32_t pid_num,
-			const char *comm, const char *stack, uint64_t value)
+			const char *comm, const char *tcomm, const char *stack, uint64_t value)
 {
 	char pid[16];
-	const char *exe = proc_cache__exe(a->procs, pid_num);
-	size_t n = a->nfixed;
+	const char *exe = proc_cache__exe(a->procs, pid_num), *v[NPROC_LABELS];
+	const struct proc_labels *pl = label_cache__get(a->labels, pid_num);
+	size_t n = a->nfixed, i;
 	int err;
 
 	snprintf(pid, sizeof(pid), "%u", pid_num);
 	a->keys[n] = "pid", a->values[n++] = pid;
 	a->keys[n] = "comm", a->values[n++] = comm[0] ? comm : "[unknown]";
 	a->keys[n] = "exe", a->values[n++] = exe ? exe : "";
+	v[PL_SERVICE] = pl->service;
+	v[PL_CONTAINER_ID] = pl->container_id;
+	v[PL_POD_UID] = pl->pod_uid;
+	v[PL_PY_MAIN] = pl->py_main;
+	v[PL_THREAD] =
+		a->opts->thread_labels ? label_cache__thread(a->labels, pid_num, tcomm, value) : "";
+	for (i = 0; i < NPROC_LABELS; i++)
+		if (v[i][0] && !a->label_given[i])
+			a->keys[n] = proc_label_keys[i], a->values[n++] = v[i];
 	err = batch_builder__add(bb, a->keys, a->values, n, stack, value);
 	if (err)
 		log_warn("agent: failed to add a sample to the batch: %s", strerror(-err));
@@ -353,13 +378,13 @@ static int on_sample(void *ctx, const struct sampler_sample *s)
 		a->offcpu_ns += ns;
 		if (!a->bb_off)
 			return 0;
-		return add_to_batch(a, a->bb_off, s->key->pid, comm, st.buf, ns);
+		return add_to_batch(a, a->bb_off, s->key->pid, comm, s->key->tcomm, st.buf, ns);
 	}
 	if (st.truncated)
 		a->truncated += s->count;
 	a->drained += s->count;
 	if (a->bb)
-		add_to_batch(a, a->bb, s->key->pid, comm, st.buf, s->count);
+		add_to_batch(a, a->bb, s->key->pid, comm, s->key->tcomm, st.buf, s->count);
 	if (a->opts->lines || !a->opts->output) /* no folded output: no need */
 		return folded__add(a->window, st.buf, s->count);
 	strip_lines(st.buf, &fn);
@@ -412,6 +437,24 @@ static void print_unwind(struct agent *a, const uint64_t *loss)
 		 us.rows_total, us.files, us.procs, (unsigned long long)us.dropped_maps);
 }
 
+/* What the label cache read, and with --thread-labels what it folded. */
+static void print_labels(struct agent *a)
+{
+	struct label_cache_stats ls;
+	char threads[160] = "";
+
+	label_cache__stats(a->labels, &ls);
+	if (a->opts->thread_labels)
+		snprintf(threads, sizeof(threads),
+			 "; thread names past %d per process: %llu samples labelled "
+			 "thread=" LABELS_THREAD_OTHER,
+			 LABELS_THREADS_MAX, (unsigned long long)ls.threads_folded);
+	log_info("smolder: labels: %llu processes read, %llu gone before they could be, "
+		 "%llu read again for want of cache room%s",
+		 (unsigned long long)ls.reads, (unsigned long long)ls.gone,
+		 (unsigned long long)ls.uncached, threads);
+}
+
 static void print_stats(struct agent *a, double seconds, const char *what)
 {
 	uint64_t loss[PROFILE_LOSS_NR] = { 0 }, run_ns = 0, run_cnt = 0, off_ns = 0, off_cnt = 0;
@@ -432,6 +475,8 @@ static void print_stats(struct agent *a, double seconds, const char *what)
 		pytrack__print_summary(a->py, stderr);
 	if (strcmp(what, "total") == 0)
 		proc_cache__print_jit_summary(a->procs, stderr);
+	if (a->labels && strcmp(what, "total") == 0)
+		print_labels(a);
 	if (a->opts->off_cpu)
 		log_info("smolder: off-cpu: %.3f s recorded in %llu waits, %llu shorter than "
 			 "%u us; losses: waits not timed (map full) %llu, waits dropped (map "
@@ -576,6 +621,8 @@ static int end_window(struct agent *a)
 		log_error("agent: failed to write %s: %s", a->out ? "stdout" : a->opts->output,
 			  strerror(-err));
 	proc_cache__end_window(a->procs);
+	if (a->labels)
+		label_cache__end_window(a->labels);
 	if (a->unwind)
 		unwinder__end_window(a->unwind, on_mappings_changed, a);
 	if (a->py)
@@ -618,7 +665,7 @@ static int open_shipping(struct agent *a)
 		.retry_max_ms = 30000,
 	};
 	char id[300];
-	size_t i;
+	size_t i, j;
 	int err;
 
 	if (gethostname(a->host, sizeof(a->host) - 1))
@@ -628,6 +675,9 @@ static int open_shipping(struct agent *a)
 		a->keys[a->nfixed] = o->labels[i].key;
 		a->values[a->nfixed++] = o->labels[i].value;
 	}
+	for (i = 0; i < o->nlabels; i++)
+		for (j = 0; j < NPROC_LABELS; j++)
+			a->label_given[j] |= strcmp(o->labels[i].key, proc_label_keys[j]) == 0;
 	for (i = 0; i < o->nlabels && strcmp(o->labels[i].key, "host"); i++)
 		;
 	if (i == o->nlabels) { /* --label host=... overrides the host name */
@@ -637,6 +687,9 @@ static int open_shipping(struct agent *a)
 	err = batch_builder__new(id, a->host, "cpu", &a->bb);
 	if (!err && o->off_cpu)
 		err = batch_builder__new(id, a->host, "offcpu", &a->bb_off);
+	err = err ?: label_cache__new("/proc", &a->labels);
+	for (i = 0; !err && i < o->npids; i++) /* --pid: read before the first event */
+		label_cache__refresh(a->labels, o->pids[i]);
 	err = err ?: sender__new(&so, &a->sender);
 	if (err)
 		log_error("agent: failed to set up shipping to %s: %s", o->collector,
@@ -655,6 +708,7 @@ static int open_all(struct agent *a)
 		.pids = o->pids,
 		.npids = o->npids,
 		.include_idle = o->include_idle,
+		.thread_names = o->thread_labels && o->collector,
 		.python = o->python,
 		.py_depth = o->python_depth,
 		.unwind_fp = o->unwind_fp,
@@ -784,6 +838,7 @@ static void close_all(struct agent *a)
 				 (unsigned long long)a->parts, a->batch_max >> 10);
 	}
 	sender__free(a->sender);
+	label_cache__free(a->labels);
 	batch_builder__free(a->bb);
 	batch_builder__free(a->bb_off);
 	pytrack__free(a->py);

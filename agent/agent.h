@@ -57,6 +57,7 @@ struct agent_options {
 	size_t nlabels;
 	int verbose;		    /* -v, repeatable */
 	bool include_idle;	    /* --include-idle */
+	bool thread_labels;	    /* --thread-labels: a "thread" label (agent/labels.h) */
 	bool bpf_stats;		    /* --bpf-stats: report BPF run time */
 	uint32_t max_stacks;	    /* --max-stacks; 0: sized from window and CPUs */
 	bool python;		    /* --python on|off (default on) */

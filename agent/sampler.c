@@ -245,6 +245,7 @@ int sampler__open(const struct sampler_options *o, struct sampler **out)
 	}
 	s->skel->rodata->filter_pids = o->npids > 0;
 	s->skel->rodata->include_idle = o->include_idle;
+	s->skel->rodata->thread_names = o->thread_names;
 	s->skel->rodata->python_enabled = o->python;
 	s->skel->rodata->py_depth = o->python ? o->py_depth : 1;
 	s->skel->rodata->unwind_cfi = !o->unwind_fp;

@@ -29,6 +29,7 @@ struct sampler_options {
 	const uint32_t *pids; /* processes to sample; npids == 0 means all */
 	size_t npids;
 	bool include_idle;	   /* count the idle task instead of skipping it */
+	bool thread_names;	   /* fill profile_key.tcomm with the thread's name */
 	bool python;		   /* walk Python stacks of processes added with python_add */
 	unsigned py_depth;	   /* Python frames walked at most, 1..PY_MAX_DEPTH */
 	bool unwind_fp;		   /* user stacks by frame pointers (bpf_get_stack), not tables */

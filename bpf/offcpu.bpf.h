@@ -113,6 +113,8 @@ static __always_inline void offcpu_complete(void *ctx, struct task_struct *task,
 	key.tid = tid;
 	key.kstack = kstack;
 	BPF_CORE_READ_STR_INTO(&key.comm, task, group_leader, comm);
+	if (thread_names)
+		BPF_CORE_READ_STR_INTO(&key.tcomm, task, comm);
 	regs = (struct pt_regs *)bpf_task_pt_regs(task);
 	same = regs && BPF_CORE_READ(regs, ip) == ip && BPF_CORE_READ(regs, sp) == sp;
 	if (task->mm) {

@@ -24,6 +24,7 @@ char LICENSE[] SEC("license") = "GPL";
 const volatile bool python_enabled = true;
 const volatile bool filter_pids = false;
 const volatile bool include_idle = false;
+const volatile bool thread_names = false; /* --thread-labels: profile_key.tcomm */
 
 /* Flipped by the agent between windows (see profile.h). */
 __u32 active_buf = 0;
@@ -268,6 +269,8 @@ int profile_sample(struct bpf_perf_event_data *ctx)
 	key.pid = pid;
 	key.tid = tid;
 	BPF_CORE_READ_STR_INTO(&key.comm, task, group_leader, comm);
+	if (thread_names)
+		bpf_get_current_comm(&key.tcomm, sizeof(key.tcomm));
 
 	/* Kernel part only when the CPU was in kernel mode (CPL 0). The context
 	 * allows only whole 8-byte loads of a register, hence volatile. */

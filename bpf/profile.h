@@ -80,14 +80,20 @@
 #define PROFILE_COMM_LEN  16
 #define PROFILE_MAX_DEPTH 127 /* kernel's sysctl_perf_event_max_stack default */
 
-/* One aggregation bucket: a thread, its process name, and its two stacks. */
+/* One aggregation bucket: a thread, its process name, and its two stacks. The
+ * thread's own name is read at the sample only under the rodata `thread_names`
+ * (--thread-labels): read at the drain instead, from /proc, it would be lost for
+ * every thread that ended in the window, and wrong for one renamed since. It
+ * splits no bucket that tid does not split already (a thread renamed mid-window
+ * aside). Otherwise it stays zero. */
 struct profile_key {
-	__u32 pid;		     /* tgid as the root pid namespace sees it */
-	__u32 tid;		     /* thread id (root namespace) */
-	__u64 kstack;		     /* hash key in stacks<N>, or 0: no kernel part */
-	__u64 ustack;		     /* hash key in stacks<N>, or 0: no user part */
-	__u64 pystack;		     /* hash key in pystacks<N>, or 0: no Python part */
-	char comm[PROFILE_COMM_LEN]; /* process (thread group leader) name */
+	__u32 pid;		      /* tgid as the root pid namespace sees it */
+	__u32 tid;		      /* thread id (root namespace) */
+	__u64 kstack;		      /* hash key in stacks<N>, or 0: no kernel part */
+	__u64 ustack;		      /* hash key in stacks<N>, or 0: no user part */
+	__u64 pystack;		      /* hash key in pystacks<N>, or 0: no Python part */
+	char comm[PROFILE_COMM_LEN];  /* process (thread group leader) name */
+	char tcomm[PROFILE_COMM_LEN]; /* the thread's name, or zeros (see above) */
 };
 
 /* A stack, leaf first: as bpf_get_stack() wrote it (kernel stacks, and user stacks
@@ -175,7 +181,7 @@ struct profile_event {
 		     * UNWIND_TABLE: the file id */
 };
 
-_Static_assert(sizeof(struct profile_key) == 48, "profile_key layout");
+_Static_assert(sizeof(struct profile_key) == 64, "profile_key layout");
 _Static_assert(sizeof(struct profile_stack) == 1024, "profile_stack layout");
 _Static_assert(sizeof(struct profile_event) == 16, "profile_event layout");
 /* The agent names every counter in its batches (agent.c's loss_names): a new one

@@ -28,7 +28,14 @@ const char agent_options_usage[] =
 	"                        'f (app.py:42)'; default one frame per function,\n"
 	"                        'f (app.py)' (batches to a collector always keep lines:\n"
 	"                        queries choose with --lines)\n"
-	"  -l, --label KEY=VALUE attach a label to every sample (repeatable)\n"
+	"  -l, --label KEY=VALUE attach a label to every sample (repeatable); each\n"
+	"                        process's samples also get service, container_id,\n"
+	"                        pod_uid (from its cgroup) and py_main (a Python\n"
+	"                        program's script or module) when it has them, unless\n"
+	"                        --label gives that key\n"
+	"      --thread-labels   also label each sample with its thread's name, thread=\n"
+	"                        (at most 32 names per process, the rest thread=[other]);\n"
+	"                        needs --collector\n"
 	"  -c, --collector URL   send each window to a collector (http:// or https://)\n"
 	"      --token T         bearer token for the collector's ingest endpoint\n"
 	"      --token-file F    read the token from F\n"
@@ -96,6 +103,7 @@ const struct option agent_long_options[] = {
 	{ "off-cpu-min-us", required_argument, NULL, AGENT_OPT_OFF_CPU_MIN_US },
 	{ "off-cpu-probability", required_argument, NULL, AGENT_OPT_OFF_CPU_PROBABILITY },
 	{ "off-cpu-max-keys", required_argument, NULL, AGENT_OPT_OFF_CPU_MAX_KEYS },
+	{ "thread-labels", no_argument, NULL, AGENT_OPT_THREAD_LABELS },
 	{ NULL, 0, NULL, 0 },
 };
 
@@ -299,6 +307,9 @@ int agent_options__set(struct agent_options *o, int opt, const char *arg, char *
 	case AGENT_OPT_LINES:
 		o->lines = true;
 		break;
+	case AGENT_OPT_THREAD_LABELS:
+		o->thread_labels = true;
+		break;
 	case AGENT_OPT_MAX_STACKS:
 		if (parse_uint(arg, 1024, 1u << 22, &v))
 			rc = reason_fail(err, errlen, -EINVAL,
@@ -472,6 +483,10 @@ int agent_options__parse(int argc, char **argv, struct agent_options *o, char *e
 		rc = agent_options__finish(o);
 	if (!rc && !o->cert_file != !o->key_file)
 		rc = reason_fail(err, errlen, -EINVAL, "--cert and --key go together");
+	if (!rc && o->thread_labels && !o->collector)
+		rc = reason_fail(err, errlen, -EINVAL,
+				 "--thread-labels labels the batches sent to a collector: it needs "
+				 "--collector");
 	if (rc)
 		agent_options__free(o);
 	return rc ? rc : help ? 1 : 0;

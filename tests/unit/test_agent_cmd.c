@@ -183,6 +183,8 @@ static void test_bad_values(void **state)
 		{ "--token", "abc\r\nX-Evil: 1", "--token: the token holds whitespace" },
 		{ "--cert", "client.pem", "--cert and --key go together" },
 		{ "--key", "client.key", "--cert and --key go together" },
+		{ "--thread-labels", "-v",
+		  "--thread-labels labels the batches sent to a collector: it needs --collector" },
 	};
 	size_t i;
 
