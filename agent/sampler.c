@@ -101,7 +101,7 @@ static int set_sizes(struct sampler *s, const struct sampler_options *o, int ncp
 	 * work runs before the next swap), so the counts map holds one and a half
 	 * windows: a power of two just above one window leaves as little as 2.5 %
 	 * (2 CPUs x 999 Hz x 1 s: 1998 samples, 2048 entries), and on a busy host
-	 * nearly every sample is a new key. Entries are 56 bytes; the stacks
+	 * nearly every sample is a new key. Entries are 72 bytes; the stacks
 	 * (1 KiB each) keep their one-window sizing: a full stack map costs a
 	 * stack, not a sample. */
 	uint64_t per_window = (uint64_t)ncpus * o->frequency * (o->window_sec ? o->window_sec : 10);
