@@ -40,8 +40,6 @@
 
 extern const char *const ch_migrations[]; /* build/gen/ch_migrations.c */
 extern const size_t ch_nmigrations;
-/* declared in store/backend.h too, once the dispatcher lists this backend */
-extern const struct store_backend store_clickhouse_backend;
 
 /* A credentials file is one short line; anything longer is not one. */
 #define CH_CREDENTIALS_MAX 4096
