@@ -1203,7 +1203,8 @@ static int ch_stats(struct store *base, struct store_stats *st)
 
 	memset(st, 0, sizeof(*st));
 	err = run(s, "stats",
-		  "SELECT (SELECT count() FROM samples), (SELECT uniqExact(agent, seq) FROM "
+		  "SELECT (SELECT uniqExact(window_start, labelset, stack) FROM samples), (SELECT "
+		  "uniqExact(agent, seq) FROM "
 		  "ingested), "
 		  "(SELECT uniqExact(id) FROM stacks), (SELECT uniqExact(id) FROM labelsets), "
 		  "(SELECT toUInt64(sum(bytes_on_disk)) FROM system.parts WHERE active AND "
