@@ -1311,8 +1311,8 @@ static int ch_maintain(struct store *base, int64_t now, size_t max_rows, bool *m
 	for (i = 0; i < n && !err; i++) {
 		char sql[96];
 
-		snprintf(sql, sizeof(sql), "ALTER TABLE %s DROP PARTITION %" PRId64, drop[i].table,
-			 drop[i].p);
+		snprintf(sql, sizeof(sql), "ALTER TABLE %.15s DROP PARTITION %" PRId64,
+			 drop[i].table, drop[i].p);
 		err = run(s, "maintain", sql, NULL, 0, NULL);
 	}
 	return err;
