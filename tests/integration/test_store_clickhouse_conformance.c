@@ -22,7 +22,7 @@ struct fixture;
 static void conf_location(struct fixture *fx, char *buf, size_t len);
 static int conf_setup(void **state);
 static int conf_teardown(void **state);
-static bool conf_skip(const char *name);
+static const char *conf_skip(const char *name);
 
 #define STORE_TEST_LOCATION conf_location
 #define STORE_TEST_SETUP    conf_setup
@@ -60,20 +60,16 @@ static const struct {
 	{ "test_dictionary_gc", "not built on ClickHouse yet: the dictionary GC" },
 };
 
-static bool conf_skip(const char *name)
+static const char *conf_skip(const char *name)
 {
 	size_t i;
 
-	if (!ch_server_path()) {
-		print_message("skipped %s: clickhouse-server is not installed\n", name);
-		return true;
-	}
+	if (!ch_server_path())
+		return "clickhouse-server is not installed (deploy/debian-deps.sh installs it)";
 	for (i = 0; i < sizeof(skips) / sizeof(skips[0]); i++)
-		if (!strcmp(skips[i].test, name)) {
-			print_message("skipped %s on ClickHouse: %s\n", name, skips[i].why);
-			return true;
-		}
-	return false;
+		if (!strcmp(skips[i].test, name))
+			return skips[i].why;
+	return NULL;
 }
 
 /* A database of its own per test: named after the fixture's fresh directory, so
