@@ -80,6 +80,9 @@ UI_FILES  := ui/index.html $(sort $(wildcard ui/*.js ui/*.css)) ui/vendor/uPlot.
 	     ui/vendor/uPlot.min.css ui/vendor/uPlot.LICENSE
 GEN_C     := $(PROTO_C) $(BUILD)/gen/migrations.c $(BUILD)/gen/ui_assets.c
 GENERATED := $(SKELS) $(PROTO_H) $(BUILD)/gen/migrations.c
+# the ClickHouse store's schema (schema/clickhouse/NNN_*.sql), embedded the same way
+CH_MIGRATIONS := $(sort $(wildcard schema/clickhouse/[0-9]*.sql))
+GEN_C     += $(BUILD)/gen/ch_migrations.c
 
 REL_OBJS  := $(patsubst %.c,$(BUILD)/rel/%.o,$(LIB_SRCS) $(GEN_C))
 ASAN_OBJS := $(patsubst %.c,$(BUILD)/asan/%.o,$(LIB_SRCS) $(GEN_C))
@@ -179,6 +182,11 @@ $(BUILD)/gen/migrations.c: $(MIGRATIONS) schema/embed.sh
 	$(call msg,GEN,$@)
 	$(Q)mkdir -p $(@D)
 	$(Q)bash schema/embed.sh $(MIGRATIONS) > $@
+
+$(BUILD)/gen/ch_migrations.c: $(CH_MIGRATIONS) schema/clickhouse/embed.sh
+	$(call msg,GEN,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)bash schema/clickhouse/embed.sh $(CH_MIGRATIONS) > $@
 
 $(BUILD)/gen/ui_assets.c: $(UI_FILES) ui/embed.sh
 	$(call msg,GEN,$@)

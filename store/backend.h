@@ -3,9 +3,9 @@
  * test_store.c is its conformance suite) as a table of functions; store/store.c
  * parses the location given to store__open(), fills in and checks the options
  * every backend shares, and forwards each call to the table of the store's
- * backend. The one backend today is SQLite (store/open.c and its neighbours,
- * store_int.h); a second one (a ClickHouse server, issue 15) adds a table here
- * and a scheme in store.c, and runs the same conformance suite.
+ * backend. The backends: SQLite (store/open.c and its neighbours, store_int.h)
+ * and a ClickHouse server (store/clickhouse.c, issue 15; its conformance run is
+ * tests/integration/test_store_clickhouse_conformance.c).
  *
  * A backend's handle starts with struct store, so that the table's functions get
  * back their own struct from the pointer the caller holds (a cast: see
@@ -47,6 +47,7 @@ struct store {
 	const struct store_backend *backend;
 };
 
-extern const struct store_backend store_sqlite_backend; /* store/open.c */
+extern const struct store_backend store_sqlite_backend;	    /* store/open.c */
+extern const struct store_backend store_clickhouse_backend; /* store/clickhouse.c */
 
 #endif

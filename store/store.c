@@ -1,6 +1,6 @@
 /* The dispatcher of store.h: store__open() picks the backend from the location
- * ("sqlite:PATH" or a plain path is the SQLite store; a URL of another scheme,
- * "clickhouse://...", is -EPROTONOSUPPORT until a backend for it is built), applies the options'
+ * ("sqlite:PATH" or a plain path is the SQLite store, "clickhouse://..." the ClickHouse one; a
+ * URL of another scheme is -EPROTONOSUPPORT), applies the options'
  * defaults and checks them once for every backend, and every other call is forwarded to the table
  * of the store's backend (store/backend.h), after the NULL checks the contract promises. No backend
  * code lives here.
@@ -13,6 +13,7 @@
 
 static const struct store_backend *const backends[] = {
 	&store_sqlite_backend,
+	&store_clickhouse_backend,
 };
 
 /* The backend a location names, and *rest, what the backend opens: "NAME:REST"

@@ -72,8 +72,9 @@ struct store_options {
 int store__resolve_options(const struct store_options *opts, struct store_options *out);
 
 /* Opens the store at location: "sqlite:PATH" or a plain PATH is the SQLite backend
- * (the only one this build has; store/backend.h); a URL of another scheme
- * ("clickhouse://...") is -EPROTONOSUPPORT. The options' defaults and order are
+ * (store/backend.h); "clickhouse://HOST:PORT/DATABASE[?credentials=FILE]" is the
+ * ClickHouse backend (store/clickhouse.c, docs/clickhouse.md); a URL of another
+ * scheme is -EPROTONOSUPPORT. The options' defaults and order are
  * checked here for every backend. What follows is the SQLite backend's behaviour.
  * It opens (creating if needed) the database at PATH, ":memory:" for a private
  * in-memory one, and applies pending migrations (each in its own transaction,

@@ -1,0 +1,236 @@
+/* The ClickHouse store's HTTP client (store/ch_http.h): libcurl's easy interface
+ * on one handle, so that requests reuse the connection; every answer is bounded
+ * (CH_HTTP_MAX_RESPONSE) and every request timed out (CH_HTTP_*_TIMEOUT_S), and
+ * ClickHouse's exception codes become negative errno.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <curl/curl.h>
+
+#include "store/ch_http.h"
+
+struct ch_http {
+	CURL *curl;
+	char *base; /* "http://host:port/?database=DB&" */
+	char *user; /* NULL: the server's default user */
+	char *password;
+	char *buf; /* the last answer */
+	size_t len, cap;
+	int overflow; /* the answer passed CH_HTTP_MAX_RESPONSE */
+	char errmsg[512];
+};
+
+static size_t gather(char *data, size_t size, size_t n, void *ctx)
+{
+	struct ch_http *h = ctx;
+	size_t add = size * n;
+
+	if (add > CH_HTTP_MAX_RESPONSE - h->len) {
+		h->overflow = 1;
+		return 0; /* curl stops: CURLE_WRITE_ERROR */
+	}
+	if (h->len + add + 1 > h->cap) {
+		size_t cap = h->cap ? h->cap : 4096;
+		char *p;
+
+		while (cap < h->len + add + 1)
+			cap *= 2;
+		p = realloc(h->buf, cap);
+		if (!p)
+			return 0;
+		h->buf = p;
+		h->cap = cap;
+	}
+	memcpy(h->buf + h->len, data, add);
+	h->len += add;
+	h->buf[h->len] = '\0';
+	return add;
+}
+
+int ch_http__new(const char *host, unsigned port, const char *database, const char *user,
+		 const char *password, struct ch_http **out)
+{
+	struct ch_http *h;
+	char *db = NULL;
+	int err = -ENOMEM;
+
+	if (!host || !*host || !port || port > 65535 || !out)
+		return -EINVAL;
+	h = calloc(1, sizeof(*h));
+	if (!h)
+		return -ENOMEM;
+	h->curl = curl_easy_init();
+	if (!h->curl)
+		goto out_free;
+	if (database && !(db = curl_easy_escape(h->curl, database, 0)))
+		goto out_free;
+	if (asprintf(&h->base, "http://%s:%u/?%s%s%s", host, port, db ? "database=" : "",
+		     db ? db : "", db ? "&" : "") < 0) {
+		h->base = NULL;
+		goto out_free;
+	}
+	if ((user && !(h->user = strdup(user))) || (password && !(h->password = strdup(password))))
+		goto out_free;
+	curl_free(db);
+	*out = h;
+	return 0;
+out_free:
+	curl_free(db);
+	ch_http__free(h);
+	return err;
+}
+
+void ch_http__free(struct ch_http *h)
+{
+	if (!h)
+		return;
+	if (h->curl)
+		curl_easy_cleanup(h->curl);
+	free(h->base);
+	free(h->user);
+	if (h->password)
+		explicit_bzero(h->password, strlen(h->password));
+	free(h->password);
+	free(h->buf);
+	free(h);
+}
+
+/* ClickHouse's exception code ("Code: N, ...") as errno. */
+static int errno_of_code(long code)
+{
+	switch (code) {
+	case 192: /* UNKNOWN_USER */
+	case 193: /* WRONG_PASSWORD */
+	case 194: /* REQUIRED_PASSWORD */
+	case 195: /* IP_ADDRESS_NOT_ALLOWED */
+	case 497: /* ACCESS_DENIED */
+	case 516: /* AUTHENTICATION_FAILED */
+		return -EACCES;
+	case 16: /* NO_SUCH_COLUMN_IN_TABLE */
+	case 47: /* UNKNOWN_IDENTIFIER */
+	case 60: /* UNKNOWN_TABLE */
+	case 81: /* UNKNOWN_DATABASE */
+		return -ENOENT;
+	case 62: /* SYNTAX_ERROR */
+	case 53: /* TYPE_MISMATCH */
+	case 43: /* ILLEGAL_TYPE_OF_ARGUMENT */
+	case 27: /* CANNOT_PARSE_INPUT_ASSERTION_FAILED */
+	case 33: /* CANNOT_READ_ALL_DATA: a RowBinary body cut short */
+		return -EINVAL;
+	case 241: /* MEMORY_LIMIT_EXCEEDED */
+		return -ENOMEM;
+	case 159: /* TIMEOUT_EXCEEDED */
+		return -ETIMEDOUT;
+	case 243: /* NOT_ENOUGH_SPACE */
+		return -ENOSPC;
+	default:
+		return -EIO;
+	}
+}
+
+static int errno_of_curl(CURLcode rc)
+{
+	switch (rc) {
+	case CURLE_COULDNT_CONNECT:
+		return -ECONNREFUSED;
+	case CURLE_COULDNT_RESOLVE_HOST:
+		return -EHOSTUNREACH;
+	case CURLE_OPERATION_TIMEDOUT:
+		return -ETIMEDOUT;
+	case CURLE_OUT_OF_MEMORY:
+		return -ENOMEM;
+	default:
+		return -EIO;
+	}
+}
+
+int ch_http__query(struct ch_http *h, const char *sql, const void *body, size_t len,
+		   struct ch_answer *ans)
+{
+	struct curl_slist *headers = NULL;
+	char *url = NULL, *q = NULL;
+	long status = 0;
+	CURLcode rc;
+	int err;
+
+	h->len = 0;
+	h->overflow = 0;
+	h->errmsg[0] = '\0';
+	if (h->buf)
+		h->buf[0] = '\0';
+	curl_easy_reset(h->curl);
+	if (body) {
+		q = curl_easy_escape(h->curl, sql, 0);
+		if (!q || asprintf(&url, "%squery=%s", h->base, q) < 0) {
+			url = NULL;
+			err = -ENOMEM;
+			goto out;
+		}
+	}
+	headers = curl_slist_append(NULL, "Content-Type: application/octet-stream");
+	if (!headers) {
+		err = -ENOMEM;
+		goto out;
+	}
+	curl_easy_setopt(h->curl, CURLOPT_URL, url ? url : h->base);
+	curl_easy_setopt(h->curl, CURLOPT_POST, 1L);
+	curl_easy_setopt(h->curl, CURLOPT_POSTFIELDS, body ? (const char *)body : sql);
+	curl_easy_setopt(h->curl, CURLOPT_POSTFIELDSIZE_LARGE,
+			 (curl_off_t)(body ? len : strlen(sql)));
+	curl_easy_setopt(h->curl, CURLOPT_HTTPHEADER, headers);
+	curl_easy_setopt(h->curl, CURLOPT_WRITEFUNCTION, gather);
+	curl_easy_setopt(h->curl, CURLOPT_WRITEDATA, (void *)h);
+	curl_easy_setopt(h->curl, CURLOPT_CONNECTTIMEOUT, (long)CH_HTTP_CONNECT_TIMEOUT_S);
+	curl_easy_setopt(h->curl, CURLOPT_TIMEOUT, (long)CH_HTTP_TIMEOUT_S);
+	curl_easy_setopt(h->curl, CURLOPT_NOSIGNAL, 1L);
+	curl_easy_setopt(h->curl, CURLOPT_PROTOCOLS_STR, "http");
+	if (h->user) {
+		curl_easy_setopt(h->curl, CURLOPT_HTTPAUTH, (long)CURLAUTH_BASIC);
+		curl_easy_setopt(h->curl, CURLOPT_USERNAME, h->user);
+		curl_easy_setopt(h->curl, CURLOPT_PASSWORD, h->password ? h->password : "");
+	}
+	rc = curl_easy_perform(h->curl);
+	if (rc != CURLE_OK) {
+		if (h->overflow) {
+			snprintf(h->errmsg, sizeof(h->errmsg), "answer longer than %u bytes",
+				 CH_HTTP_MAX_RESPONSE);
+			err = -E2BIG;
+		} else {
+			snprintf(h->errmsg, sizeof(h->errmsg), "clickhouse: %s",
+				 curl_easy_strerror(rc));
+			err = errno_of_curl(rc);
+		}
+		goto out;
+	}
+	curl_easy_getinfo(h->curl, CURLINFO_RESPONSE_CODE, &status);
+	if (status != 200) {
+		const char *c = h->buf ? strstr(h->buf, "Code: ") : NULL;
+		long code = c ? strtol(c + 6, NULL, 10) : 0;
+		size_t n = h->len;
+
+		while (n && (h->buf[n - 1] == '\n' || h->buf[n - 1] == '\r'))
+			n--;
+		snprintf(h->errmsg, sizeof(h->errmsg), "clickhouse: HTTP %ld: %.*s", status,
+			 (int)(n < 400 ? n : 400), h->buf ? h->buf : "");
+		err = status == 401 || status == 403 ? -EACCES : errno_of_code(code);
+		goto out;
+	}
+	if (ans) {
+		ans->data = h->buf ? h->buf : "";
+		ans->len = h->len;
+	}
+	err = 0;
+out:
+	curl_slist_free_all(headers);
+	curl_free(q);
+	free(url);
+	return err;
+}
+
+const char *ch_http__errmsg(const struct ch_http *h)
+{
+	return h ? h->errmsg : "";
+}

@@ -1,0 +1,51 @@
+/* The ClickHouse store's HTTP client (libcurl): one keep-alive connection to a
+ * server's HTTP interface, a query per request. A query without a body is sent as
+ * the POST body; a query with a body (an INSERT ... FORMAT RowBinary) goes in the
+ * URL and the body is the data. Answers are read into a buffer capped at
+ * CH_HTTP_MAX_RESPONSE bytes. Errors are negative errno, ClickHouse's own
+ * message ("Code: 60, e.displayText() = DB::Exception: ...") kept for
+ * ch_http__errmsg(). Not thread-safe: one client per store.
+ */
+#ifndef SMOLDER_STORE_CH_HTTP_H
+#define SMOLDER_STORE_CH_HTTP_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Largest answer read: a query_stacks answer of BLOCK_MERGE_MAX_IDS stacks at a
+ * few hundred bytes each fits; a bigger one is refused (-E2BIG), not allocated. */
+#define CH_HTTP_MAX_RESPONSE (256u << 20)
+/* Bounds on one request: connecting (a server down is an answer fast), and the
+ * whole exchange (a query or an insert on a loaded server). */
+#define CH_HTTP_CONNECT_TIMEOUT_S 5
+#define CH_HTTP_TIMEOUT_S	  120
+
+struct ch_http;
+
+/* An answer: len bytes at data (NUL-terminated for convenience), owned by the
+ * client, valid until its next request. */
+struct ch_answer {
+	const char *data;
+	size_t len;
+};
+
+/* A client for http://host:port/ (host a name or an IPv4 literal), sending every
+ * query with database set as the session's default (NULL: none) and user/password
+ * (NULL: ClickHouse's "default" user) by HTTP basic authentication. Returns 0,
+ * -EINVAL or -ENOMEM; *out written only on success. */
+int ch_http__new(const char *host, unsigned port, const char *database, const char *user,
+		 const char *password, struct ch_http **out);
+void ch_http__free(struct ch_http *h);
+
+/* Runs sql (one statement) with body (len bytes, NULL: none) as its data. *ans
+ * (may be NULL) gets the answer. Returns 0; -ECONNREFUSED, -ETIMEDOUT,
+ * -EHOSTUNREACH (no server); -EACCES (authentication); -ENOENT (unknown database,
+ * table or column); -EINVAL (a statement ClickHouse refuses); -E2BIG (an answer
+ * past CH_HTTP_MAX_RESPONSE); -ENOMEM; -EIO (anything else). */
+int ch_http__query(struct ch_http *h, const char *sql, const void *body, size_t len,
+		   struct ch_answer *ans);
+
+/* The last error's text ("" if none), borrowed until the next request. */
+const char *ch_http__errmsg(const struct ch_http *h);
+
+#endif

@@ -1,0 +1,212 @@
+/* A private ClickHouse server for a test: ch_start() writes a minimal config
+ * (data, tmp and user files under a fresh temporary directory, listen_host
+ * 127.0.0.1, free HTTP and TCP ports, a default user allowed from 127.0.0.1 only)
+ * and starts Debian's clickhouse-server on it, waiting on GET /ping with a
+ * deadline; ch_stop() sends SIGTERM to it (a registered child, tests/testutil.h)
+ * and checks that it exited 0. No system service is touched. A test calls
+ * ch_skip_unless_available() first: it skips, with the reason printed, only when
+ * clickhouse-server is not installed (deploy/debian-deps.sh installs it).
+ * Include <cmocka.h> and testutil.h first.
+ */
+#ifndef SMOLDER_CLICKHOUSETEST_H
+#define SMOLDER_CLICKHOUSETEST_H
+
+#include <arpa/inet.h>
+#include <curl/curl.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+
+#define CH_START_MS 60000 /* start-up bound: ~2.4 s here, far more on a loaded host */
+#define CH_STOP_MS  60000 /* a clean stop flushes its parts */
+#define CH_ATTEMPTS 3	  /* a free port taken by someone else before the server binds it */
+
+struct chsrv {
+	char dir[256]; /* the server's files; removed by ch_stop() unless SMOLDER_KEEP=1 */
+	char err[300]; /* its stderr */
+	char log[300]; /* its error log */
+	pid_t pid;
+	unsigned http_port, tcp_port;
+};
+
+/* The path of clickhouse-server (in /usr/sbin on Debian, maybe not on PATH), or
+ * NULL. */
+static inline const char *ch_server_path(void)
+{
+	static const char *const paths[] = { "/usr/sbin/clickhouse-server",
+					     "/usr/bin/clickhouse-server",
+					     "/usr/local/bin/clickhouse-server" };
+	size_t i;
+
+	for (i = 0; i < sizeof(paths) / sizeof(paths[0]); i++)
+		if (!access(paths[i], X_OK))
+			return paths[i];
+	return NULL;
+}
+
+/* Skips the calling test (printing why) when the server is not installed. */
+#define ch_skip_unless_available()                                                                 \
+	do {                                                                                       \
+		if (!ch_server_path()) {                                                           \
+			print_message("skipped: clickhouse-server is not installed "               \
+				      "(deploy/debian-deps.sh installs it)\n");                    \
+			skip();                                                                    \
+		}                                                                                  \
+	} while (0)
+
+/* A port that was free a moment ago on 127.0.0.1 (the kernel's choice for port 0). */
+static inline unsigned ch_free_port(void)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	socklen_t len = sizeof(a);
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	unsigned port = 0;
+
+	if (fd >= 0 && !bind(fd, (struct sockaddr *)&a, sizeof(a)) &&
+	    !getsockname(fd, (struct sockaddr *)&a, &len))
+		port = ntohs(a.sin_port);
+	if (fd >= 0)
+		close(fd);
+	if (!port)
+		fail_msg("no free port: %s", strerror(errno));
+	return port;
+}
+
+static size_t ch_discard(char *data, size_t size, size_t n, void *ctx)
+{
+	char *buf = ctx;
+	size_t have = strlen(buf), take = size * n;
+
+	if (take > 15 - have)
+		take = 15 - have;
+	memcpy(buf + have, data, take);
+	buf[have + take] = '\0';
+	return size * n;
+}
+
+/* True when the server answers GET /ping with "Ok.". */
+static inline bool ch_ping(unsigned http_port)
+{
+	char url[64], body[16] = "";
+	CURL *h = curl_easy_init();
+	long status = 0;
+
+	if (!h)
+		return false;
+	snprintf(url, sizeof(url), "http://127.0.0.1:%u/ping", http_port);
+	curl_easy_setopt(h, CURLOPT_URL, url);
+	curl_easy_setopt(h, CURLOPT_TIMEOUT, 5L);
+	curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, ch_discard);
+	curl_easy_setopt(h, CURLOPT_WRITEDATA, (void *)body);
+	if (curl_easy_perform(h) == CURLE_OK)
+		curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
+	curl_easy_cleanup(h);
+	return status == 200 && !strncmp(body, "Ok.", 3);
+}
+
+static inline void ch_write_configs(struct chsrv *c)
+{
+	char path[320];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/config.xml", c->dir);
+	f = fopen(path, "w");
+	assert_non_null(f);
+	fprintf(f,
+		"<?xml version=\"1.0\"?>\n<yandex>\n"
+		"  <logger><level>warning</level><log>%s/server.log</log>"
+		"<errorlog>%s</errorlog><console>0</console></logger>\n"
+		"  <listen_host>127.0.0.1</listen_host>\n"
+		"  <http_port>%u</http_port>\n  <tcp_port>%u</tcp_port>\n"
+		"  <path>%s/data/</path>\n  <tmp_path>%s/tmp/</tmp_path>\n"
+		"  <user_files_path>%s/user_files/</user_files_path>\n"
+		"  <format_schema_path>%s/format_schemas/</format_schema_path>\n"
+		"  <users_config>users.xml</users_config>\n"
+		"  <default_profile>default</default_profile>\n"
+		"  <default_database>default</default_database>\n"
+		"  <mark_cache_size>5368709</mark_cache_size>\n"
+		"  <max_concurrent_queries>16</max_concurrent_queries>\n</yandex>\n",
+		c->dir, c->log, c->http_port, c->tcp_port, c->dir, c->dir, c->dir, c->dir);
+	assert_int_equal(fclose(f), 0);
+	snprintf(path, sizeof(path), "%s/users.xml", c->dir);
+	f = fopen(path, "w");
+	assert_non_null(f);
+	fputs("<?xml version=\"1.0\"?>\n<yandex>\n"
+	      "  <profiles><default><max_memory_usage>1000000000</max_memory_usage></default>"
+	      "</profiles>\n"
+	      "  <users><default><password></password><networks><ip>127.0.0.1</ip></networks>"
+	      "<profile>default</profile><quota>default</quota></default></users>\n"
+	      "  <quotas><default></default></quotas>\n</yandex>\n",
+	      f);
+	assert_int_equal(fclose(f), 0);
+}
+
+/* Starts a private server, or fails the test with its log. Call
+ * ch_skip_unless_available() first. */
+static inline void ch_start(struct chsrv *c)
+{
+	char config[320], *argv[3];
+	int attempt;
+
+	memset(c, 0, sizeof(*c));
+	assert_non_null(test_mkdtemp(c->dir, sizeof(c->dir)));
+	snprintf(c->err, sizeof(c->err), "%s/server.err", c->dir);
+	snprintf(c->log, sizeof(c->log), "%s/error.log", c->dir);
+	snprintf(config, sizeof(config), "--config-file=%s/config.xml", c->dir);
+	for (attempt = 0; attempt < CH_ATTEMPTS; attempt++) {
+		uint64_t deadline = test_now_ms() + CH_START_MS;
+
+		c->http_port = ch_free_port();
+		do
+			c->tcp_port = ch_free_port();
+		while (c->tcp_port == c->http_port);
+		ch_write_configs(c);
+		argv[0] = (char *)ch_server_path();
+		argv[1] = config;
+		argv[2] = NULL;
+		c->pid = test_spawn(argv, "/dev/null", c->err);
+		while (test_now_ms() < deadline && !test_child_exited(c->pid)) {
+			if (ch_ping(c->http_port))
+				return;
+			usleep(50000); /* polling interval of a bounded wait */
+		}
+		if (!test_child_exited(c->pid)) { /* up but silent past the bound */
+			test_child_kill_reap(c->pid);
+			c->pid = 0;
+			break;
+		}
+		/* exited: a port taken in between, most likely; try other ports */
+		test_wait(c->pid, CH_STOP_MS);
+		c->pid = 0;
+	}
+	test_print_log("clickhouse-server stderr", c->err);
+	test_print_log("clickhouse-server error log", c->log);
+	fail_msg("clickhouse-server did not answer /ping (%d attempts)", CH_ATTEMPTS);
+}
+
+/* SIGTERM, a bounded wait, exit status 0; removes its directory. */
+static inline void ch_stop(struct chsrv *c)
+{
+	int status;
+
+	if (c->pid <= 0)
+		return;
+	test_kill(c->pid, SIGTERM);
+	status = test_wait(c->pid, CH_STOP_MS);
+	c->pid = 0;
+	if (!WIFEXITED(status) || WEXITSTATUS(status)) {
+		test_print_log("clickhouse-server error log", c->log);
+		fail_msg("clickhouse-server did not exit cleanly on SIGTERM: status %#x", status);
+	}
+	if (!getenv("SMOLDER_KEEP"))
+		test_rm_rf(c->dir);
+}
+
+/* The store location of database db on c. */
+static inline char *ch_location(const struct chsrv *c, const char *db, char *buf, size_t len)
+{
+	snprintf(buf, len, "clickhouse://127.0.0.1:%u/%s", c->http_port, db);
+	return buf;
+}
+
+#endif

@@ -1,0 +1,382 @@
+/* The ClickHouse store (store/clickhouse.c) against a private clickhouse-server
+ * (clickhousetest.h): the harness itself (start, /ping, stop with exit status 0),
+ * a round trip (stacks, labels, series, windows, stats exactly as ingested),
+ * idempotency on (agent, seq), the location and credentials checks, and
+ * retention by whole days. The conformance suite on ClickHouse is
+ * test_store_clickhouse_conformance.c.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include "common/batch.h"
+#include "common/frame.h"
+#include "store/store.h"
+#include "testutil.h"
+#include "integration/clickhousetest.h"
+
+static struct chsrv srv;
+
+static int group_setup(void **state)
+{
+	(void)state;
+	if (!ch_server_path())
+		return 0; /* each test skips, saying why */
+	ch_start(&srv);
+	test_child_keep(srv.pid);
+	return 0;
+}
+
+static int group_teardown(void **state)
+{
+	(void)state;
+	ch_stop(&srv);
+	return 0;
+}
+
+static struct store *open_db(const char *db)
+{
+	struct store *s = NULL;
+	char loc[128];
+	int err;
+
+	ch_location(&srv, db, loc, sizeof(loc));
+	err = store__open(loc, NULL, &s);
+	if (err)
+		fail_msg("store__open(%s): %d (%s)", loc, err, strerror(-err));
+	return s;
+}
+
+struct tuple {
+	const char *label; /* "key=value" or NULL */
+	const char *stack;
+	uint64_t count;
+};
+
+static struct batch *make_batch(const char *agent, uint64_t seq, int64_t window, const char *type,
+				const struct tuple *t, size_t n)
+{
+	struct batch_builder *bb;
+	struct batch *b;
+	size_t i;
+
+	assert_int_equal(batch_builder__new(agent, "host1", type, &bb), 0);
+	for (i = 0; i < n; i++) {
+		char key[64] = "", *eq;
+		const char *k = key, *v = NULL;
+
+		if (t[i].label) {
+			snprintf(key, sizeof(key), "%s", t[i].label);
+			eq = strchr(key, '=');
+			*eq = '\0';
+			v = eq + 1;
+		}
+		assert_int_equal(
+			batch_builder__add(bb, &k, &v, t[i].label ? 1 : 0, t[i].stack, t[i].count),
+			0);
+	}
+	assert_int_equal(batch_builder__finish(bb, seq, window, 10, 1000000, &b), 0);
+	batch_builder__free(bb);
+	return b;
+}
+
+/* Collects query_stacks as sorted "folded count" lines. */
+struct collected {
+	char text[4096];
+	size_t len;
+};
+
+static int collect(void *ctx, const struct frame *frames, size_t nframes, uint64_t count)
+{
+	struct collected *c = ctx;
+	char line[1024];
+	size_t n = 0, i;
+
+	for (i = 0; i < nframes; i++) {
+		if (i)
+			line[n++] = ';';
+		n += frame_format(&frames[i], line + n, sizeof(line) - n);
+	}
+	c->len += (size_t)snprintf(c->text + c->len, sizeof(c->text) - c->len, "%.*s %llu\n",
+				   (int)n, line, (unsigned long long)count);
+	return 0;
+}
+
+static int line_cmp(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* c's lines sorted, into out. */
+static void sorted(struct collected *c, char *out, size_t len)
+{
+	char *lines[64], *p = c->text, *nl;
+	size_t n = 0, i, used = 0;
+
+	while ((nl = strchr(p, '\n')) && n < 64) {
+		*nl = '\0';
+		lines[n++] = p;
+		p = nl + 1;
+	}
+	qsort(lines, n, sizeof(*lines), line_cmp);
+	out[0] = '\0';
+	for (i = 0; i < n; i++)
+		used += (size_t)snprintf(out + used, len - used, "%s\n", lines[i]);
+}
+
+static void query_text(struct store *s, int64_t from, int64_t to, const char *key,
+		       const char *value, const char *type, char *out, size_t len)
+{
+	struct collected c = { .len = 0 };
+	struct store_query q = { .from = from, .to = to, .type = type };
+	int err;
+
+	c.text[0] = '\0';
+	if (key) {
+		q.keys = &key;
+		q.values = &value;
+		q.nlabels = 1;
+	}
+	err = store__query_stacks(s, &q, collect, &c);
+	if (err)
+		fail_msg("query_stacks: %d %s", err, store__errmsg(s));
+	sorted(&c, out, len);
+}
+
+static int text_cb(void *ctx, const char *text)
+{
+	char *out = ctx;
+
+	strcat(out, text);
+	strcat(out, ",");
+	return 0;
+}
+
+struct series {
+	int64_t start[16];
+	uint64_t count[16];
+	size_t n;
+};
+
+static int series_cb(void *ctx, int64_t start, uint64_t count)
+{
+	struct series *sr = ctx;
+
+	assert_true(sr->n < 16);
+	sr->start[sr->n] = start;
+	sr->count[sr->n++] = count;
+	return 0;
+}
+
+/* The harness: a server starts on free ports, answers /ping, stops cleanly. */
+static void test_server_starts_and_stops(void **state)
+{
+	struct chsrv c;
+
+	(void)state;
+	ch_skip_unless_available();
+	ch_start(&c);
+	assert_true(ch_ping(c.http_port));
+	ch_stop(&c);
+	assert_false(ch_ping(c.http_port));
+}
+
+/* What is ingested comes back: stacks summed over windows and batches, by label
+ * and by type; labels, values, series, windows and stats. */
+static void test_round_trip(void **state)
+{
+	static const struct tuple a[] = {
+		{ "pod=web", "app;main;work", 5 },
+		{ "pod=web", "app;main;idle", 2 },
+		{ "pod=db", "db;main;query", 7 },
+	};
+	static const struct tuple b2[] = {
+		{ "pod=web", "app;main;work", 3 },
+		{ NULL, "app;main;gc", 1 },
+	};
+	static const struct tuple off[] = { { "pod=web", "app;main;sleep", 9 } };
+	struct store *s;
+	struct batch *b;
+	bool dup = true;
+	char text[4096], keys[256] = "", values[256] = "";
+	struct series sr = { .n = 0 };
+	struct store_query q = { .from = 0, .to = 1000 };
+	struct store_windows w;
+	struct store_stats st;
+	int64_t v = 0;
+
+	(void)state;
+	ch_skip_unless_available();
+	s = open_db("rt");
+	assert_int_equal(store__schema_version(s, &v), 0);
+	assert_true(v >= 1);
+	b = make_batch("agent1", 1, 100, "cpu", a, 3);
+	assert_int_equal(store__ingest(s, b, &dup), 0);
+	assert_false(dup);
+	batch__free(b);
+	b = make_batch("agent2", 1, 110, "cpu", b2, 2);
+	assert_int_equal(store__ingest(s, b, &dup), 0);
+	assert_false(dup);
+	batch__free(b);
+	b = make_batch("agent1", 2, 110, "offcpu", off, 1);
+	assert_int_equal(store__ingest(s, b, &dup), 0);
+	batch__free(b);
+
+	query_text(s, 0, 1000, NULL, NULL, NULL, text, sizeof(text));
+	assert_string_equal(text,
+			    "app;main;gc 1\napp;main;idle 2\napp;main;work 8\ndb;main;query 7\n");
+	query_text(s, 0, 105, NULL, NULL, NULL, text, sizeof(text));
+	assert_string_equal(text, "app;main;idle 2\napp;main;work 5\ndb;main;query 7\n");
+	query_text(s, 0, 1000, "pod", "web", NULL, text, sizeof(text));
+	assert_string_equal(text, "app;main;idle 2\napp;main;work 8\n");
+	query_text(s, 0, 1000, NULL, NULL, "offcpu", text, sizeof(text));
+	assert_string_equal(text, "app;main;sleep 9\n");
+	query_text(s, 200, 1000, NULL, NULL, NULL, text, sizeof(text));
+	assert_string_equal(text, "");
+
+	assert_int_equal(store__labels(s, &q, text_cb, keys), 0);
+	assert_string_equal(keys, "pod,");
+	assert_int_equal(store__label_values(s, "pod", &q, text_cb, values), 0);
+	assert_string_equal(values, "db,web,");
+	assert_int_equal(store__label_key_used(s, "pod", 0, 1000), 1);
+	assert_int_equal(store__label_key_used(s, "node", 0, 1000), 0);
+	assert_int_equal(store__label_key_used(s, "pod", 200, 1000), 0);
+
+	assert_int_equal(store__query_series(s, &q, 10, series_cb, &sr), 0);
+	assert_int_equal(sr.n, 2);
+	assert_int_equal(sr.start[0], 100);
+	assert_int_equal(sr.count[0], 14);
+	assert_int_equal(sr.start[1], 110);
+	assert_int_equal(sr.count[1], 4);
+
+	assert_int_equal(store__windows(s, &q, &w), 0);
+	assert_int_equal(w.nwindows, 2);
+	assert_int_equal(w.first_start, 100);
+	assert_int_equal(w.last_end, 120);
+	assert_int_equal(w.nperiods, 1);
+	assert_int_equal(w.periods[0], 1000000);
+	assert_int_equal(w.period_batches[0], 2);
+
+	assert_int_equal(store__stats(s, &st), 0);
+	assert_int_equal(st.sample_rows, 6);
+	assert_int_equal(st.batches, 3);
+	assert_int_equal(st.stacks, 5);
+	assert_true(st.db_bytes > 0);
+	assert_int_equal(store__check(s), 0);
+	store__close(s);
+}
+
+/* (agent, seq) stored once: a batch sent again (through any collector: the ids
+ * are content hashes) is a duplicate and adds nothing. */
+static void test_duplicate(void **state)
+{
+	static const struct tuple a[] = { { "pod=web", "app;main;work", 5 } };
+	struct store *s, *s2;
+	struct batch *b;
+	bool dup = false;
+	char text[256];
+
+	(void)state;
+	ch_skip_unless_available();
+	s = open_db("dup");
+	s2 = open_db("dup"); /* a second collector on the same database */
+	b = make_batch("agent1", 7, 100, "cpu", a, 1);
+	assert_int_equal(store__ingest(s, b, &dup), 0);
+	assert_false(dup);
+	assert_int_equal(store__ingest(s2, b, &dup), 0);
+	assert_true(dup);
+	batch__free(b);
+	query_text(s2, 0, 1000, NULL, NULL, NULL, text, sizeof(text));
+	assert_string_equal(text, "app;main;work 5\n");
+	store__close(s2);
+	store__close(s);
+}
+
+/* A location is "clickhouse://HOST:PORT/DATABASE[?credentials=FILE]"; a
+ * credentials file others may read is refused; a server down is -ECONNREFUSED. */
+static void test_location_and_credentials(void **state)
+{
+	static const char *const bad[] = {
+		"clickhouse://127.0.0.1/db",	 "clickhouse://127.0.0.1:0/db",
+		"clickhouse://127.0.0.1:80/",	 "clickhouse://127.0.0.1:80/a;b",
+		"clickhouse://127.0.0.1:80/1db", "clickhouse://127.0.0.1:80/db?user=x",
+		"clickhouse://:80/db",		 "clickhouse:127.0.0.1:80/db",
+	};
+	char dir[256], path[320], loc[512];
+	struct store *s = NULL;
+	size_t i;
+	int fd;
+
+	(void)state;
+	ch_skip_unless_available();
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		if (store__open(bad[i], NULL, &s) != -EINVAL)
+			fail_msg("%s was not refused with -EINVAL", bad[i]);
+	assert_non_null(test_mkdtemp(dir, sizeof(dir)));
+	snprintf(path, sizeof(path), "%s/cred", dir);
+	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, "default:\n", 9), 9);
+	close(fd);
+	snprintf(loc, sizeof(loc), "clickhouse://127.0.0.1:%u/cred?credentials=%s", srv.http_port,
+		 path);
+	assert_int_equal(store__open(loc, NULL, &s), -EACCES);
+	assert_int_equal(chmod(path, 0600), 0);
+	assert_int_equal(store__open(loc, NULL, &s), 0);
+	store__close(s);
+	/* a wrong password: ClickHouse refuses, -EACCES */
+	fd = open(path, O_WRONLY | O_TRUNC);
+	assert_int_equal(write(fd, "default:wrong\n", 14), 14);
+	close(fd);
+	assert_int_equal(store__open(loc, NULL, &s), -EACCES);
+	test_rm_rf(dir);
+	snprintf(loc, sizeof(loc), "clickhouse://127.0.0.1:%u/db", ch_free_port());
+	assert_int_equal(store__open(loc, NULL, &s), -ECONNREFUSED);
+}
+
+/* Retention drops whole days older than now - retention, and only those. */
+static void test_retention_drops_days(void **state)
+{
+	static const struct tuple a[] = { { NULL, "app;main;work", 5 } };
+	struct store_options o = { .retention_seconds = 2 * 86400 };
+	struct store *s;
+	struct batch *b;
+	char loc[128], text[256];
+	bool more = true;
+	int64_t day = 20000;
+
+	(void)state;
+	ch_skip_unless_available();
+	ch_location(&srv, "ret", loc, sizeof(loc));
+	assert_int_equal(store__open(loc, &o, &s), 0);
+	for (int k = 0; k < 4; k++) {
+		b = make_batch("agent1", (uint64_t)k + 1, (day + k) * 86400 + 600, "cpu", a, 1);
+		assert_int_equal(store__ingest(s, b, NULL), 0);
+		batch__free(b);
+	}
+	/* now: day + 4 at noon; cutoff day + 2 at noon: days 0 and 1 wholly older */
+	assert_int_equal(store__maintain(s, (day + 4) * 86400 + 43200, 0, &more), 0);
+	assert_false(more);
+	query_text(s, 0, INT64_C(1) << 40, NULL, NULL, NULL, text, sizeof(text));
+	assert_string_equal(text, "app;main;work 10\n");
+	query_text(s, (day + 2) * 86400, INT64_C(1) << 40, NULL, NULL, NULL, text, sizeof(text));
+	assert_string_equal(text, "app;main;work 10\n");
+	store__close(s);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_teardown(test_server_starts_and_stops, test_teardown_children),
+		cmocka_unit_test(test_round_trip),
+		cmocka_unit_test(test_duplicate),
+		cmocka_unit_test(test_location_and_credentials),
+		cmocka_unit_test(test_retention_drops_days),
+	};
+
+	curl_global_init(CURL_GLOBAL_DEFAULT);
+	return cmocka_run_group_tests(tests, group_setup, group_teardown);
+}
