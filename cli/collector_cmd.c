@@ -11,13 +11,15 @@
 #include "common/log.h"
 #include "common/reason.h"
 #include "query/timeparse.h"
+#include "store/store.h"
 #include "common/token.h"
 
 const char collector_usage[] =
 	"usage: smolder collector [options]\n"
 	"Receives agents' batches over HTTP and stores them in SQLite.\n"
 	"\n"
-	"      --db PATH             database file, or sqlite:PATH (default smolder.db)\n"
+	"      --db PATH|URL         SQLite file (PATH or sqlite:PATH, default smolder.db)\n"
+	"                            or clickhouse://HOST:PORT/DATABASE[?credentials=FILE]\n"
 	"      --listen HOST:PORT    address to serve (default 127.0.0.1:7171; port 0: any)\n"
 	"      --ingest-token T      token agents must send (Authorization: Bearer)\n"
 	"      --ingest-token-file F read it from F\n"
@@ -266,8 +268,8 @@ int collector_args__start(const struct collector_args *a, struct collector **out
 			a->o.listen);
 	else if (err == -EPROTONOSUPPORT)
 		fprintf(stderr,
-			"smolder: no store backend serves --db %s: this smolder has the "
-			"SQLite store (a path, or sqlite:PATH)\n",
+			"smolder: no store backend serves --db %s: it takes " STORE_LOCATION_FORMS
+			"\n",
 			a->o.db_path);
 	else if (err)
 		fprintf(stderr, "smolder: failed to start the collector on %s with %s: %s\n",

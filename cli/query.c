@@ -216,8 +216,7 @@ static int open_failed(const char *db, int err)
 		break;
 	case -EPROTONOSUPPORT:
 		fprintf(stderr,
-			"smolder: no store backend serves %s: this smolder has the SQLite "
-			"store (a path, or sqlite:PATH)\n",
+			"smolder: no store backend serves %s: it takes " STORE_LOCATION_FORMS "\n",
 			db);
 		break;
 	default:

@@ -71,6 +71,10 @@ struct store_options {
  * is written either way, so a caller can say what was wrong. */
 int store__resolve_options(const struct store_options *opts, struct store_options *out);
 
+/* The locations store__open() takes, for people: help texts and refusals. */
+#define STORE_LOCATION_FORMS                                                                       \
+	"a path, sqlite:PATH, or clickhouse://HOST:PORT/DATABASE[?credentials=FILE]"
+
 /* Opens the store at location: "sqlite:PATH" or a plain PATH is the SQLite backend
  * (store/backend.h); "clickhouse://HOST:PORT/DATABASE[?credentials=FILE]" is the
  * ClickHouse backend (store/clickhouse.c, docs/clickhouse.md); a URL of another

@@ -210,8 +210,8 @@ static void test_db_refusals(void **state)
 	expect(cli(-1, "top", "--db", future), 1, "is a store of another schema version",
 	       "schema version 999");
 	/* a URL of a backend this smolder does not have (store/store.c) */
-	expect(cli(-1, "top", "--db", "clickhouse://127.0.0.1:8123/smolder"), 1,
-	       "no store backend serves", "a clickhouse:// URL");
+	expect(cli(-1, "top", "--db", "nosuch://127.0.0.1:8123/smolder"), 1,
+	       "no store backend serves", "a URL of no backend's scheme");
 }
 
 /* labels and labels/NAME/values honour where (CLI, both modes, and HTTP). */
