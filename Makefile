@@ -181,12 +181,12 @@ $(BUILD)/gen/%.pb-c.c $(BUILD)/gen/%.pb-c.h: schema/%.proto
 $(BUILD)/gen/migrations.c: $(MIGRATIONS) schema/embed.sh
 	$(call msg,GEN,$@)
 	$(Q)mkdir -p $(@D)
-	$(Q)bash schema/embed.sh $(MIGRATIONS) > $@
+	$(Q)bash schema/embed.sh store $(MIGRATIONS) > $@
 
-$(BUILD)/gen/ch_migrations.c: $(CH_MIGRATIONS) schema/clickhouse/embed.sh
+$(BUILD)/gen/ch_migrations.c: $(CH_MIGRATIONS) schema/embed.sh
 	$(call msg,GEN,$@)
 	$(Q)mkdir -p $(@D)
-	$(Q)bash schema/clickhouse/embed.sh $(CH_MIGRATIONS) > $@
+	$(Q)bash schema/embed.sh ch $(CH_MIGRATIONS) > $@
 
 $(BUILD)/gen/ui_assets.c: $(UI_FILES) ui/embed.sh
 	$(call msg,GEN,$@)
@@ -231,7 +231,7 @@ $(BUILD)/asan/smolder: $(patsubst %.c,$(BUILD)/asan/%.o,$(MAIN_SRCS)) $(BUILD)/a
 # listed in docs/deploy.md). Built once as a prerequisite of `make check`, where
 # tests/integration/test_deb.c inspects it. DEB_JOBS: its parallel make jobs.
 DEB_JOBS  ?= 2
-DEB_SRCS  := $(LIB_SRCS) $(MAIN_SRCS) $(BPF_SRCS) $(PROTOS) $(MIGRATIONS) $(UI_FILES) \
+DEB_SRCS  := $(LIB_SRCS) $(MAIN_SRCS) $(BPF_SRCS) $(PROTOS) $(MIGRATIONS) $(CH_MIGRATIONS) $(UI_FILES) \
 	     $(shell find $(LIB_DIRS) cli bpf -name '*.h') $(wildcard debian/* debian/source/*) \
 	     man/smolder.1 deploy/bash-completion/smolder $(wildcard deploy/systemd/* \
 	     deploy/default/*) Makefile schema/embed.sh ui/embed.sh

@@ -17,9 +17,11 @@
 #ifndef SMOLDER_TESTUTIL_H
 #define SMOLDER_TESTUTIL_H
 
+#include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <glob.h>
+#include <netinet/in.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -27,6 +29,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -553,6 +556,25 @@ static inline uint64_t test_xorshift(uint64_t *state)
 	*state ^= *state >> 7;
 	*state ^= *state << 17;
 	return *state;
+}
+
+/* A port that was free a moment ago on 127.0.0.1 (the kernel's choice for port 0;
+ * someone may take it before the caller binds it). */
+static inline unsigned test_free_port(void)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	socklen_t len = sizeof(a);
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	unsigned port = 0;
+
+	if (fd >= 0 && !bind(fd, (struct sockaddr *)&a, sizeof(a)) &&
+	    !getsockname(fd, (struct sockaddr *)&a, &len))
+		port = ntohs(a.sin_port);
+	if (fd >= 0)
+		close(fd);
+	if (!port)
+		fail_msg("no free port: %s", strerror(errno));
+	return port;
 }
 
 #endif

@@ -53,24 +53,6 @@ static inline const char *ch_server_path(void)
 		}                                                                                  \
 	} while (0)
 
-/* A port that was free a moment ago on 127.0.0.1 (the kernel's choice for port 0). */
-static inline unsigned ch_free_port(void)
-{
-	struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
-	socklen_t len = sizeof(a);
-	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	unsigned port = 0;
-
-	if (fd >= 0 && !bind(fd, (struct sockaddr *)&a, sizeof(a)) &&
-	    !getsockname(fd, (struct sockaddr *)&a, &len))
-		port = ntohs(a.sin_port);
-	if (fd >= 0)
-		close(fd);
-	if (!port)
-		fail_msg("no free port: %s", strerror(errno));
-	return port;
-}
-
 static size_t ch_discard(char *data, size_t size, size_t n, void *ctx)
 {
 	char *buf = ctx;
@@ -156,9 +138,9 @@ static inline void ch_start(struct chsrv *c)
 	for (attempt = 0; attempt < CH_ATTEMPTS; attempt++) {
 		uint64_t deadline = test_now_ms() + CH_START_MS;
 
-		c->http_port = ch_free_port();
+		c->http_port = test_free_port();
 		do
-			c->tcp_port = ch_free_port();
+			c->tcp_port = test_free_port();
 		while (c->tcp_port == c->http_port);
 		ch_write_configs(c);
 		argv[0] = (char *)ch_server_path();

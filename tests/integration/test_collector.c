@@ -32,20 +32,6 @@ struct server {
 	char err[128];
 };
 
-/* A free loopback port (bound, then released). */
-static unsigned free_port(void)
-{
-	struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
-	socklen_t len = sizeof(a);
-	int fd = socket(AF_INET, SOCK_STREAM, 0);
-
-	assert_true(fd >= 0);
-	assert_int_equal(bind(fd, (struct sockaddr *)&a, sizeof(a)), 0);
-	assert_int_equal(getsockname(fd, (struct sockaddr *)&a, &len), 0);
-	close(fd);
-	return ntohs(a.sin_port);
-}
-
 /* Starts `smolder collector` on db at port (0: any) with extra args. */
 static void start_server(struct server *s, const char *db, unsigned port, const char *token)
 {
@@ -474,7 +460,7 @@ static void test_collector_down_then_back(void **state)
 	char db[128], out[128], err[128], spool[128], shapes[256];
 	char *argv[] = { test_build_path(shapes, sizeof(shapes), "workloads/shapes"), "1", NULL };
 	struct folded *agent_view, *stored;
-	unsigned port = free_port();
+	unsigned port = test_free_port();
 	struct ship_stats st;
 	struct server s;
 	pid_t work, agent;
@@ -777,7 +763,7 @@ static void test_restart_replays_spool(void **state)
 	char db[128], out1[128], out2[128], err1[128], err2[128], spool[128], shapes[256];
 	char *argv[] = { test_build_path(shapes, sizeof(shapes), "workloads/shapes"), "1", NULL };
 	struct folded *first, *second, *stored;
-	unsigned port = free_port();
+	unsigned port = test_free_port();
 	struct ship_stats st1, st2;
 	struct server s;
 	pid_t work, agent;
@@ -842,7 +828,7 @@ static void test_https_with_ca_file(void **state)
 	char *argv[] = { test_build_path(shapes, sizeof(shapes), "workloads/shapes"), "1", NULL };
 	char tls_listen[512], target[64];
 	char *socat_argv[] = { "/usr/bin/socat", tls_listen, target, NULL };
-	unsigned tls_port = free_port();
+	unsigned tls_port = test_free_port();
 	struct folded *agent_view, *stored;
 	struct ship_stats st;
 	struct server s;

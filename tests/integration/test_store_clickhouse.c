@@ -333,7 +333,7 @@ static void test_location_and_credentials(void **state)
 	close(fd);
 	assert_int_equal(store__open(loc, NULL, &s), -EACCES);
 	test_rm_rf(dir);
-	snprintf(loc, sizeof(loc), "clickhouse://127.0.0.1:%u/db", ch_free_port());
+	snprintf(loc, sizeof(loc), "clickhouse://127.0.0.1:%u/db", test_free_port());
 	assert_int_equal(store__open(loc, NULL, &s), -ECONNREFUSED);
 }
 

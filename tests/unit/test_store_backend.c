@@ -5,16 +5,13 @@
  * before a backend sees them. What a backend does is the conformance suite's
  * (test_store.c).
  */
-#include <arpa/inet.h>
 #include <errno.h>
-#include <netinet/in.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -58,20 +55,6 @@ static void open_ok(const char *location)
 	store__close(s);
 }
 
-/* A loopback TCP port nothing listens on (bound to learn it, then closed). */
-static unsigned free_port(void)
-{
-	struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
-	socklen_t len = sizeof(a);
-	int fd = socket(AF_INET, SOCK_STREAM, 0);
-
-	assert_true(fd >= 0);
-	assert_int_equal(bind(fd, (struct sockaddr *)&a, sizeof(a)), 0);
-	assert_int_equal(getsockname(fd, (struct sockaddr *)&a, &len), 0);
-	close(fd);
-	return ntohs(a.sin_port);
-}
-
 static void test_locations(void **state)
 {
 	char loc[200], path[160];
@@ -102,7 +85,7 @@ static void test_locations(void **state)
 	assert_false(exists("nosuch:"));
 	assert_ptr_equal(s, (struct store *)&s);
 	/* the ClickHouse backend's URL, where no server listens: its error, no file */
-	snprintf(path, sizeof(path), "clickhouse://127.0.0.1:%u/smolder", free_port());
+	snprintf(path, sizeof(path), "clickhouse://127.0.0.1:%u/smolder", test_free_port());
 	assert_int_equal(store__open(path, NULL, &s), -ECONNREFUSED);
 	assert_false(exists("clickhouse:"));
 	assert_ptr_equal(s, (struct store *)&s);
