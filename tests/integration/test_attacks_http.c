@@ -657,7 +657,7 @@ static void test_query_amplification(void **state)
 
 /* ---- 4. queries never block ingest ---------------------------------------------- */
 
-#define LOAD_BATCHES  12   /* batches of LOAD_STACKS stacks each: queries of 0.3 s and more */
+#define LOAD_BATCHES  4	   /* batches of LOAD_STACKS stacks each */
 #define LOAD_STACKS   256  /* stacks per batch: about 0.8 MiB decompressed */
 #define LOAD_DEPTH    512  /* frames per stack: the ingest cap (BATCH_MAX_STACK_DEPTH) */
 #define LOAD_NAME     1000 /* bytes per name: under the stored cap (FRAME_MAX_NAME_LEN) */
@@ -667,34 +667,36 @@ static void test_query_amplification(void **state)
 #define LOAD_INGESTS  10   /* ingests posted while the queries run, at least */
 #define LOAD_FRACTION 4	   /* each ingest takes less than 1/LOAD_FRACTION of a query */
 
-/* Stacks whose load costs the most per byte sent: one deep prefix of long names,
+/* Stacks whose load costs the most per byte sent: one deep run of long names,
  * shared, so the batch is small, but every stack read walks all of it (a 1 KiB key
- * hashed per frame), and a distinct leaf, so every stack is its own row. */
+ * hashed per frame), under a distinct frame right below the process, so every
+ * stack is its own row and no two share a path from the root (the flame tree
+ * resumes where the previous stack diverged: a shared prefix costs it nothing). */
 static struct batch *load_batch(uint64_t seq, int64_t window)
 {
 	const char *keys[] = { "comm" }, *values[] = { "load" };
-	size_t per = LOAD_NAME + 1, len = 16 + LOAD_DEPTH * per, i, k, n, prefix;
-	char *stack = malloc(len);
+	size_t per = LOAD_NAME + 1, len = 64 + LOAD_DEPTH * per, i, k, n, tail = 0;
+	char *stack = malloc(len), *run = malloc(len);
 	struct batch_builder *bb;
 	struct batch *b;
 
 	assert_non_null(stack);
+	assert_non_null(run);
 	assert_int_equal(batch_builder__new("load-agent", "h", "cpu", &bb), 0);
-	n = (size_t)snprintf(stack, len, "load");
 	for (i = 1; i < LOAD_DEPTH - 1; i++) {
-		n += (size_t)snprintf(stack + n, len - n, ";f%04zu", i);
-		memset(stack + n, 'y', LOAD_NAME - 5);
-		n += LOAD_NAME - 5;
+		tail += (size_t)snprintf(run + tail, len - tail, ";f%04zu", i);
+		memset(run + tail, 'y', LOAD_NAME - 5);
+		tail += LOAD_NAME - 5;
 	}
-	prefix = n;
 	for (k = 0; k < LOAD_STACKS; k++) {
-		n = prefix + (size_t)snprintf(stack + prefix, len - prefix, ";leaf%llu-%zu",
-					      (unsigned long long)seq, k);
-		stack[n] = '\0';
+		n = (size_t)snprintf(stack, len, "load;top%llu-%zu", (unsigned long long)seq, k);
+		memcpy(stack + n, run, tail);
+		stack[n + tail] = '\0';
 		assert_int_equal(batch_builder__add(bb, keys, values, 1, stack, k + 1), 0);
 	}
 	assert_int_equal(batch_builder__finish(bb, seq, window, 10, PERIOD_NS, &b), 0);
 	batch_builder__free(bb);
+	free(run);
 	free(stack);
 	return b;
 }
