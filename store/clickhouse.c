@@ -196,6 +196,12 @@ struct rbuf {
 	bool bad; /* read past the end or a length past it */
 };
 
+/* A reader over a whole RowBinary answer. */
+static struct rbuf answer_reader(const struct ch_answer *a)
+{
+	return (struct rbuf){ (const uint8_t *)a->data, (const uint8_t *)a->data + a->len, false };
+}
+
 static uint64_t r_uint(struct rbuf *r, int bytes)
 {
 	uint64_t v = 0;
@@ -413,7 +419,7 @@ static int read_version(struct ch_store *s, int64_t *version)
 		  NULL, 0, &a);
 	if (err)
 		return err;
-	r = (struct rbuf){ (const uint8_t *)a.data, (const uint8_t *)a.data + a.len, false };
+	r = answer_reader(&a);
 	*version = (int64_t)r_uint(&r, 8);
 	return r.bad ? fail(s, -EIO, "schema version: short answer (%zu bytes)", a.len) : 0;
 }
@@ -734,7 +740,7 @@ static int ch_ingest(struct store *base, const struct batch *b, const int64_t *n
 	w_text(&sql, " AND seq = %" PRIu64 " FORMAT RowBinary", b->seq);
 	if ((err = sql.err) || (err = run(s, "ingest", sql.p, NULL, 0, &a)))
 		goto out;
-	r = (struct rbuf){ (const uint8_t *)a.data, (const uint8_t *)a.data + a.len, false };
+	r = answer_reader(&a);
 	if (r_uint(&r, 8)) {
 		if (duplicate)
 			*duplicate = true;
@@ -876,7 +882,7 @@ static int ch_query_stacks(struct store *base, const struct store_query *q, stor
 	w_text(&sql, " GROUP BY stack FORMAT RowBinary");
 	if ((err = sql.err) || (err = run(s, "query stacks", sql.p, NULL, 0, &a)))
 		goto out;
-	r = (struct rbuf){ (const uint8_t *)a.data, (const uint8_t *)a.data + a.len, false };
+	r = answer_reader(&a);
 	while (r.p < r.end && !r.bad) {
 		if (n == BLOCK_MERGE_MAX_IDS) {
 			err = fail(s, -E2BIG, "query stacks: more than %u stacks",
@@ -918,7 +924,7 @@ static int ch_query_stacks(struct store *base, const struct store_query *q, stor
 		err = -ENOMEM;
 		goto out;
 	}
-	r = (struct rbuf){ (const uint8_t *)a.data, (const uint8_t *)a.data + a.len, false };
+	r = answer_reader(&a);
 	while (r.p < r.end && !r.bad && !err) {
 		struct stack_sum key = { .id = r_uint(&r, 8) }, *hit;
 		uint64_t k, nf = r_varint(&r);
@@ -988,7 +994,7 @@ static int ch_query_series(struct store *base, const struct store_query *q, int6
 	w_text(&sql, " GROUP BY window_start ORDER BY window_start FORMAT RowBinary");
 	if ((err = sql.err) || (err = run(s, "query series", sql.p, NULL, 0, &a)))
 		goto out;
-	r = (struct rbuf){ (const uint8_t *)a.data, (const uint8_t *)a.data + a.len, false };
+	r = answer_reader(&a);
 	while (r.p < r.end && !err) {
 		int64_t w = (int64_t)r_uint(&r, 8);
 		uint64_t c = r_sum(&r);
@@ -1026,7 +1032,7 @@ static int text_rows(struct ch_store *s, const char *what, const char *sql, stor
 	err = run(s, what, sql, NULL, 0, &a);
 	if (err)
 		return err;
-	r = (struct rbuf){ (const uint8_t *)a.data, (const uint8_t *)a.data + a.len, false };
+	r = answer_reader(&a);
 	while (r.p < r.end && !err) {
 		size_t n;
 		const char *t = r_str(&r, &n);
@@ -1108,7 +1114,7 @@ static int ch_label_key_used(struct store *base, const char *key, int64_t from, 
 	w_text(&sql, ") LIMIT 1) FORMAT RowBinary");
 	if ((err = sql.err) || (err = run(s, "label key used", sql.p, NULL, 0, &a)))
 		goto out;
-	r = (struct rbuf){ (const uint8_t *)a.data, (const uint8_t *)a.data + a.len, false };
+	r = answer_reader(&a);
 	err = r_uint(&r, 8) ? 1 : 0;
 	if (r.bad)
 		err = fail(s, -EIO, "label key used: malformed answer");
@@ -1150,7 +1156,7 @@ static int ch_windows(struct store *base, const struct store_query *q, struct st
 	       where.p);
 	if ((err = sql.err) || (err = run(s, "windows", sql.p, NULL, 0, &a)))
 		goto out;
-	r = (struct rbuf){ (const uint8_t *)a.data, (const uint8_t *)a.data + a.len, false };
+	r = answer_reader(&a);
 	out->nwindows = r_uint(&r, 8);
 	out->first_start = (int64_t)r_uint(&r, 8);
 	out->last_end = (int64_t)r_uint(&r, 8);
@@ -1171,7 +1177,7 @@ static int ch_windows(struct store *base, const struct store_query *q, struct st
 	       where.p);
 	if ((err = sql.err) || (err = run(s, "windows", sql.p, NULL, 0, &a)))
 		goto out;
-	r = (struct rbuf){ (const uint8_t *)a.data, (const uint8_t *)a.data + a.len, false };
+	r = answer_reader(&a);
 	while (r.p < r.end && !r.bad) {
 		uint64_t period = r_uint(&r, 8), n = r_uint(&r, 8);
 
@@ -1213,7 +1219,7 @@ static int ch_stats(struct store *base, struct store_stats *st)
 		  NULL, 0, &a);
 	if (err)
 		return err;
-	r = (struct rbuf){ (const uint8_t *)a.data, (const uint8_t *)a.data + a.len, false };
+	r = answer_reader(&a);
 	st->sample_rows = r_uint(&r, 8);
 	st->batches = r_uint(&r, 8);
 	st->stacks = r_uint(&r, 8);
@@ -1239,7 +1245,7 @@ static int ch_check(struct store *base)
 		  NULL, 0, &a);
 	if (err)
 		return err;
-	r = (struct rbuf){ (const uint8_t *)a.data, (const uint8_t *)a.data + a.len, false };
+	r = answer_reader(&a);
 	n = r_uint(&r, 8);
 	if (r.bad || n != 4)
 		return fail(s, -EIO, "check: %" PRIu64 " of the 4 tables present", n);
@@ -1283,7 +1289,7 @@ static int ch_maintain(struct store *base, int64_t now, size_t max_rows, bool *m
 		  NULL, 0, &a);
 	if (err)
 		return err;
-	r = (struct rbuf){ (const uint8_t *)a.data, (const uint8_t *)a.data + a.len, false };
+	r = answer_reader(&a);
 	while (r.p < r.end && !r.bad) {
 		size_t tl, pl;
 		const char *t = r_str(&r, &tl), *pt = r_str(&r, &pl);
