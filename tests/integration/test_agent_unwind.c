@@ -1035,16 +1035,28 @@ static void private_copies(char *unw, char *unwl, size_t len, char *comm_u, char
 	assert_int_equal(system(cmd), 0);
 }
 
-/* Starts the agent on every process and waits until it samples. */
-static pid_t start_host_agent(const char *out, const char *err)
+/* Starts the agent on every process at 999 Hz with windows of window seconds and
+ * waits until it samples. */
+static pid_t start_host_agent(const char *out, const char *err, const char *window)
 {
-	pid_t agent = start_agent(out, err, "--frequency", "999", "--window", "1", NULL);
+	pid_t agent = start_agent(out, err, "--frequency", "999", "--window", window, NULL);
 
 	if (!test_wait_for_child_text(agent, err, "sampling every process", 30000)) {
 		test_print_log("agent", err);
 		fail_msg("the agent did not start sampling");
 	}
 	return agent;
+}
+
+/* Copies the test's libunw.so to a file of its own, name, in the test's directory
+ * (a new inode: a library the agent has never seen), written to lib. */
+static void copy_library(char *lib, size_t len, const char *name)
+{
+	char cmd[3 * PATH_MAX];
+
+	snprintf(lib, len, "%s/%s", fx.dir, name);
+	snprintf(cmd, sizeof(cmd), "cp '%s/libunw.so' '%s'", fx.dir, lib);
+	assert_int_equal(system(cmd), 0);
 }
 
 /* Stops it; its stderr is returned (valid until the next call). */
@@ -1077,7 +1089,7 @@ static void test_exit_before_table(void **state)
 	private_copies(unw, unwl, sizeof(unw), comm_u, comm_ul, sizeof(comm_u));
 	snprintf(out, sizeof(out), "%s/short.folded", fx.dir);
 	snprintf(err, sizeof(err), "%s/short.err", fx.dir);
-	agent = start_host_agent(out, err);
+	agent = start_host_agent(out, err, "1");
 	for (i = 0; i < 20; i++) {
 		char *argv[] = { unw, "once", "50", NULL };
 
@@ -1122,7 +1134,7 @@ static void test_exec_no_wrong_frames(void **state)
 	private_copies(unw, unwl, sizeof(unw), comm_u, comm_ul, sizeof(comm_u));
 	snprintf(out, sizeof(out), "%s/exec.folded", fx.dir);
 	snprintf(err, sizeof(err), "%s/exec.err", fx.dir);
-	agent = start_host_agent(out, err);
+	agent = start_host_agent(out, err, "1");
 	{
 		char *argv[] = { unw, "exec", "1500", unwl, NULL };
 
@@ -1161,7 +1173,7 @@ static void test_exec_no_wrong_frames(void **state)
 static void test_library_loaded_late(void **state)
 {
 	char unw[PATH_MAX], unwl[PATH_MAX], comm_u[16], comm_ul[16], out[128], err[128];
-	char lib[PATH_MAX + 32], cmd[3 * PATH_MAX];
+	char lib[PATH_MAX + 32];
 	struct spec spec = { comm_u, unwind_ours, unwind_edges, libc_only };
 	struct scan sc = { .spec = &spec, .watch = { "run_late" } };
 	pid_t agent, p;
@@ -1170,16 +1182,10 @@ static void test_library_loaded_late(void **state)
 	(void)state;
 	need_root();
 	private_copies(unw, unwl, sizeof(unw), comm_u, comm_ul, sizeof(comm_u));
-	snprintf(lib, sizeof(lib), "%s/libunw_late.so", fx.dir);
-	snprintf(cmd, sizeof(cmd), "cp '%s/libunw.so' '%s'", fx.dir, lib);
-	assert_int_equal(system(cmd), 0);
+	copy_library(lib, sizeof(lib), "libunw_late.so");
 	snprintf(out, sizeof(out), "%s/late.folded", fx.dir);
 	snprintf(err, sizeof(err), "%s/late.err", fx.dir);
-	agent = start_agent(out, err, "--frequency", "999", "--window", "30", NULL);
-	if (!test_wait_for_child_text(agent, err, "sampling every process", 30000)) {
-		test_print_log("agent", err);
-		fail_msg("the agent did not start sampling");
-	}
+	agent = start_host_agent(out, err, "30");
 	{
 		char *argv[] = { unw, "late", "2000", lib, NULL };
 
@@ -1246,7 +1252,7 @@ static int jit_late_cb(void *ctx, const char *stack, uint64_t count)
 static void test_library_after_jit(void **state)
 {
 	char unw[PATH_MAX], unwl[PATH_MAX], comm_u[16], comm_ul[16], out[128], err[128];
-	char lib[PATH_MAX + 32], cmd[3 * PATH_MAX];
+	char lib[PATH_MAX + 32];
 	struct jit_late jl = { .comm = comm_u };
 	pid_t agent, p;
 	struct folded *f;
@@ -1255,16 +1261,10 @@ static void test_library_after_jit(void **state)
 	(void)state;
 	need_root();
 	private_copies(unw, unwl, sizeof(unw), comm_u, comm_ul, sizeof(comm_u));
-	snprintf(lib, sizeof(lib), "%s/libunw_jit.so", fx.dir);
-	snprintf(cmd, sizeof(cmd), "cp '%s/libunw.so' '%s'", fx.dir, lib);
-	assert_int_equal(system(cmd), 0);
+	copy_library(lib, sizeof(lib), "libunw_jit.so");
 	snprintf(out, sizeof(out), "%s/jitlate.folded", fx.dir);
 	snprintf(err, sizeof(err), "%s/jitlate.err", fx.dir);
-	agent = start_agent(out, err, "--frequency", "999", "--window", "30", NULL);
-	if (!test_wait_for_child_text(agent, err, "sampling every process", 30000)) {
-		test_print_log("agent", err);
-		fail_msg("the agent did not start sampling");
-	}
+	agent = start_host_agent(out, err, "30");
 	{
 		char *argv[] = { unw, "jitlate", "1000", lib, NULL };
 
