@@ -160,6 +160,17 @@ static pid_t start_agent(const char *out, const char *err_path, ...)
 	return test_spawn(argv, NULL, err_path);
 }
 
+/* Waits up to timeout_ms for the agent to say it samples ("smolder: sampling ...");
+ * fails the test with its log if it does not. */
+static __attribute__((unused)) void agent_wait_sampling(pid_t agent, const char *err_path,
+							unsigned timeout_ms)
+{
+	if (!test_wait_for_child_text(agent, err_path, "smolder: sampling", timeout_ms)) {
+		test_print_log("agent", err_path);
+		fail_msg("the agent did not start sampling");
+	}
+}
+
 /* Waits for the agent to end by itself (--duration) and asserts exit status 0 and
  * a log free of sanitizer reports. */
 static void agent_exited_cleanly(pid_t agent, const char *err_path, unsigned timeout_ms)

@@ -205,10 +205,7 @@ static pid_t start_labels_agent(const char *run, const pid_t *pids, size_t npids
 			    args[22], args[23], args[24], args[25], args[26], args[27], args[28],
 			    args[29], args[30], args[31], args[32], args[33], args[34], args[35],
 			    NULL);
-	if (!test_wait_for_child_text(agent, err, "smolder: sampling", 60000)) {
-		test_print_log("agent", err);
-		fail_msg("the agent did not start sampling");
-	}
+	agent_wait_sampling(agent, err, 60000);
 	return agent;
 }
 

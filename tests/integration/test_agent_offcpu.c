@@ -76,10 +76,7 @@ static pid_t start_offcpu_agent(const char *run, pid_t pid, ...)
 			    n > 2 ? extra[2] : NULL, n > 3 ? extra[3] : NULL,
 			    n > 4 ? extra[4] : NULL, n > 5 ? extra[5] : NULL, NULL);
 	assert_true(agent > 0);
-	if (!test_wait_for_child_text(agent, err, "smolder: sampling", 60000)) {
-		test_print_log("agent", err);
-		fail_msg("the agent did not start sampling");
-	}
+	agent_wait_sampling(agent, err, 60000);
 	return agent;
 }
 

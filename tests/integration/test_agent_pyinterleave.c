@@ -144,10 +144,7 @@ static void test_python_interleave(void **state)
 	assert_true(test_wait_for_child_text(py, ready, "ready", 30000));
 	snprintf(pid, sizeof(pid), "%d", (int)py);
 	agent = start_agent(out, err, "--pid", pid, "--frequency", "999", "--window", "2", NULL);
-	if (!test_wait_for_child_text(agent, err, "smolder: sampling", 30000)) {
-		test_print_log("agent", err);
-		fail_msg("the agent did not start sampling");
-	}
+	agent_wait_sampling(agent, err, 30000);
 	wait_cpu_seconds(py, test_proc_cpu_ticks(py), 4);
 	test_kill(agent, SIGTERM);
 	agent_exited_cleanly(agent, err, 60000);

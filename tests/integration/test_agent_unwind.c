@@ -423,10 +423,7 @@ static pid_t start_agent_on(const char *out, const char *err, const char *pid)
 	pid_t agent =
 		start_agent(out, err, "--pid", pid, "--frequency", "999", "--window", "2", NULL);
 
-	if (!test_wait_for_child_text(agent, err, "smolder: sampling", 30000)) {
-		test_print_log("agent", err);
-		fail_msg("the agent did not start sampling");
-	}
+	agent_wait_sampling(agent, err, 30000);
 	return agent;
 }
 
@@ -1041,10 +1038,7 @@ static pid_t start_host_agent(const char *out, const char *err, const char *wind
 {
 	pid_t agent = start_agent(out, err, "--frequency", "999", "--window", window, NULL);
 
-	if (!test_wait_for_child_text(agent, err, "sampling every process", 30000)) {
-		test_print_log("agent", err);
-		fail_msg("the agent did not start sampling");
-	}
+	agent_wait_sampling(agent, err, 30000);
 	return agent;
 }
 
