@@ -23,6 +23,7 @@
 #include <glob.h>
 #include <netinet/in.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -575,6 +576,26 @@ static inline unsigned test_free_port(void)
 	if (!port)
 		fail_msg("no free port: %s", strerror(errno));
 	return port;
+}
+
+/* Runs a shell command (fmt and its arguments), its stdout and stderr kept in
+ * dir/cmd.out; *status is system()'s. Returns that output (the caller frees it). */
+static inline __attribute__((format(printf, 3, 4))) char *test_shell(const char *dir, int *status,
+								     const char *fmt, ...)
+{
+	char cmd[4096], out[256];
+	va_list ap;
+	int n;
+
+	snprintf(out, sizeof(out), "%s/cmd.out", dir);
+	va_start(ap, fmt);
+	n = vsnprintf(cmd, sizeof(cmd), fmt, ap);
+	va_end(ap);
+	if (n < 0 || (size_t)n + strlen(out) + 8 >= sizeof(cmd))
+		fail_msg("test_shell: command too long: %.80s...", cmd);
+	snprintf(cmd + n, sizeof(cmd) - (size_t)n, " >'%s' 2>&1", out);
+	*status = system(cmd);
+	return test_read_file(out);
 }
 
 #endif

@@ -33,22 +33,6 @@ static char dir[64], deb[PATH_MAX], root[128];
 static const char *const commands[] = { "agent", "collector", "flame", "diff",
 					"top",	 "series",    "labels" };
 
-/* The output of a shell command (stdout and stderr), and its exit status. */
-static char *run(int *status, const char *fmt, ...)
-{
-	char cmd[4096], out[160];
-	va_list ap;
-	int n;
-
-	snprintf(out, sizeof(out), "%s/cmd.out", dir);
-	va_start(ap, fmt);
-	n = vsnprintf(cmd, sizeof(cmd), fmt, ap);
-	va_end(ap);
-	snprintf(cmd + n, sizeof(cmd) - (size_t)n, " >'%s' 2>&1", out);
-	*status = system(cmd);
-	return test_read_file(out);
-}
-
 static int group_setup(void **state)
 {
 	char rel[128], path[256];
@@ -65,7 +49,7 @@ static int group_setup(void **state)
 		return -1;
 	}
 	snprintf(root, sizeof(root), "%s/root", dir);
-	out = run(&status, "dpkg-deb -x '%s' '%s'", deb, root);
+	out = test_shell(dir, &status, "dpkg-deb -x '%s' '%s'", deb, root);
 	if (status)
 		fprintf(stderr, "dpkg-deb -x: %s\n", out);
 	free(out);
@@ -85,7 +69,7 @@ static void test_lintian(void **state)
 	char *out, *p;
 
 	(void)state;
-	out = run(&status, "lintian --fail-on error --tag-display-limit 0 '%s'", deb);
+	out = test_shell(dir, &status, "lintian --fail-on error --tag-display-limit 0 '%s'", deb);
 	print_message("%s", out);
 	assert_int_equal(status, 0);
 	for (p = out; p && *p; p = strchr(p, '\n'), p = p ? p + 1 : NULL)
@@ -114,7 +98,7 @@ static void test_contents(void **state)
 	size_t i;
 
 	(void)state;
-	out = run(&status, "dpkg-deb -c '%s'", deb);
+	out = test_shell(dir, &status, "dpkg-deb -c '%s'", deb);
 	assert_int_equal(status, 0);
 	print_message("%s", out);
 	for (i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
@@ -123,7 +107,8 @@ static void test_contents(void **state)
 			fail_msg("%s is not in the package", files[i]);
 	}
 	free(out);
-	out = run(&status, "dpkg-deb -f '%s' Package Version Architecture Depends", deb);
+	out = test_shell(dir, &status, "dpkg-deb -f '%s' Package Version Architecture Depends",
+			 deb);
 	assert_int_equal(status, 0);
 	print_message("%s", out);
 	snprintf(want, sizeof(want), "Version: %s\n", SMOLDER_VERSION);
@@ -133,7 +118,8 @@ static void test_contents(void **state)
 			fail_msg("Depends lacks %s", libs[i]);
 	free(out);
 	/* the /etc/default files are conffiles: an admin's edits survive upgrades */
-	out = run(&status, "dpkg-deb --ctrl-tarfile '%s' | tar -xOf - ./conffiles", deb);
+	out = test_shell(dir, &status, "dpkg-deb --ctrl-tarfile '%s' | tar -xOf - ./conffiles",
+			 deb);
 	assert_int_equal(status, 0);
 	assert_non_null(strstr(out, "/etc/default/smolder-agent\n"));
 	assert_non_null(strstr(out, "/etc/default/smolder-collector\n"));
@@ -146,20 +132,21 @@ static void test_binary_and_units(void **state)
 	int status;
 
 	(void)state;
-	out = run(&status, "'%s/usr/bin/smolder' --version", root);
+	out = test_shell(dir, &status, "'%s/usr/bin/smolder' --version", root);
 	assert_int_equal(status, 0);
 	snprintf(want, sizeof(want), "smolder %s\n", SMOLDER_VERSION);
 	assert_string_equal(out, want);
 	free(out);
-	out = run(&status,
-		  "cmp deploy/systemd/smolder-agent.service "
-		  "'%s/lib/systemd/system/smolder-agent.service' && "
-		  "cmp deploy/systemd/smolder-collector.service "
-		  "'%s/lib/systemd/system/smolder-collector.service' && "
-		  "cmp deploy/systemd/smolder.sysusers '%s/usr/lib/sysusers.d/smolder.conf' && "
-		  "cmp deploy/bash-completion/smolder "
-		  "'%s/usr/share/bash-completion/completions/smolder'",
-		  root, root, root, root);
+	out = test_shell(
+		dir, &status,
+		"cmp deploy/systemd/smolder-agent.service "
+		"'%s/lib/systemd/system/smolder-agent.service' && "
+		"cmp deploy/systemd/smolder-collector.service "
+		"'%s/lib/systemd/system/smolder-collector.service' && "
+		"cmp deploy/systemd/smolder.sysusers '%s/usr/lib/sysusers.d/smolder.conf' && "
+		"cmp deploy/bash-completion/smolder "
+		"'%s/usr/share/bash-completion/completions/smolder'",
+		root, root, root, root);
 	if (status)
 		fail_msg("the package's files differ from deploy/'s: %s", out);
 	free(out);
@@ -190,7 +177,8 @@ static void check_help_options(const char *text, const char *what)
 	int status;
 
 	for (i = 0; i < sizeof(commands) / sizeof(commands[0]); i++) {
-		char *help = run(&status, "'%s/usr/bin/smolder' %s --help", root, commands[i]);
+		char *help = test_shell(dir, &status, "'%s/usr/bin/smolder' %s --help", root,
+					commands[i]);
 		const char *line;
 
 		assert_int_equal(status, 0);
@@ -232,22 +220,24 @@ static void test_man_page(void **state)
 
 	(void)state;
 	/* rendered as man does, with every groff warning on */
-	out = run(&status, "zcat '%s/usr/share/man/man1/smolder.1.gz' | groff -man -Tutf8 -ww -z",
-		  root);
+	out = test_shell(dir, &status,
+			 "zcat '%s/usr/share/man/man1/smolder.1.gz' | groff -man -Tutf8 -ww -z",
+			 root);
 	if (status || *out)
 		fail_msg("groff warns on smolder(1): %s", out);
 	free(out);
-	out = run(&status, "MANWIDTH=80 man -l '%s/usr/share/man/man1/smolder.1.gz' | head -3",
-		  root);
+	out = test_shell(dir, &status,
+			 "MANWIDTH=80 man -l '%s/usr/share/man/man1/smolder.1.gz' | head -3", root);
 	assert_int_equal(status, 0);
 	print_message("%s", out);
 	assert_non_null(strstr(out, "SMOLDER(1)"));
 	free(out);
 	/* one long line per paragraph, no hyphenation: options stay whole */
-	out = run(&status,
-		  "zcat '%s/usr/share/man/man1/smolder.1.gz' | groff -man -Tascii -rLL=1000n "
-		  "-rHY=0 -P-cbou",
-		  root);
+	out = test_shell(
+		dir, &status,
+		"zcat '%s/usr/share/man/man1/smolder.1.gz' | groff -man -Tascii -rLL=1000n "
+		"-rHY=0 -P-cbou",
+		root);
 	assert_int_equal(status, 0);
 	check_help_options(out, "smolder(1)");
 	free(out);
@@ -257,11 +247,12 @@ static void test_man_page(void **state)
 static char *complete(const char *words)
 {
 	int status;
-	char *out = run(&status,
-			"bash -c 'source \"%s/usr/share/bash-completion/completions/smolder\"; "
-			"COMP_WORDS=(%s); COMP_CWORD=$((${#COMP_WORDS[@]} - 1)); "
-			"_smolder; echo \"${COMPREPLY[*]}\"'",
-			root, words);
+	char *out =
+		test_shell(dir, &status,
+			   "bash -c 'source \"%s/usr/share/bash-completion/completions/smolder\"; "
+			   "COMP_WORDS=(%s); COMP_CWORD=$((${#COMP_WORDS[@]} - 1)); "
+			   "_smolder; echo \"${COMPREPLY[*]}\"'",
+			   root, words);
 
 	assert_int_equal(status, 0);
 	print_message("  smolder %s<TAB>: %s", words + 8, out);

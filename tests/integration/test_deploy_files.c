@@ -50,22 +50,6 @@ static int group_teardown(void **state)
 	return 0;
 }
 
-/* The output of a shell command (stdout and stderr), and its exit status. */
-static char *run(int *status, const char *fmt, ...)
-{
-	char cmd[2048], out[160];
-	va_list ap;
-	int n;
-
-	snprintf(out, sizeof(out), "%s/cmd.out", dir);
-	va_start(ap, fmt);
-	n = vsnprintf(cmd, sizeof(cmd), fmt, ap);
-	va_end(ap);
-	snprintf(cmd + n, sizeof(cmd) - (size_t)n, " >'%s' 2>&1", out);
-	*status = system(cmd);
-	return test_read_file(out);
-}
-
 /* The value of "key=" in a unit's text (the last one), or NULL. */
 static char *unit_value(const char *text, const char *key)
 {
@@ -139,8 +123,9 @@ static char *install_unit(const char *name, char *path, size_t len)
 	/* ExecStart wants an absolute path */
 	assert_non_null(realpath(test_build_path(bin, sizeof(bin), "smolder"), abs));
 	snprintf(path, len, "%s/%s", dir, name);
-	text = run(&status, "sed 's|/usr/bin/smolder|%s|' 'deploy/systemd/%s' > '%s' && cat '%s'",
-		   abs, name, path, path);
+	text = test_shell(dir, &status,
+			  "sed 's|/usr/bin/smolder|%s|' 'deploy/systemd/%s' > '%s' && cat '%s'",
+			  abs, name, path, path);
 	assert_int_equal(status, 0);
 	return text;
 }
@@ -151,7 +136,8 @@ static double exposure(const char *path)
 	double v = -1;
 	int status;
 
-	out = run(&status, "cd '%s' && systemd-analyze security --offline=yes '%s'", dir, path);
+	out = test_shell(dir, &status, "cd '%s' && systemd-analyze security --offline=yes '%s'",
+			 dir, path);
 	p = out ? strstr(out, "Overall exposure level for ") : NULL;
 	if (p && (p = strchr(p, ':')))
 		v = strtod(p + 1, NULL);
@@ -172,7 +158,8 @@ static void test_systemd_units(void **state)
 	}
 	a = install_unit("smolder-agent.service", agent, sizeof(agent));
 	c = install_unit("smolder-collector.service", coll, sizeof(coll));
-	out = run(&status, "cd '%s' && systemd-analyze verify '%s' '%s'", dir, agent, coll);
+	out = test_shell(dir, &status, "cd '%s' && systemd-analyze verify '%s' '%s'", dir, agent,
+			 coll);
 	if (status != 0 || (out && *out)) {
 		print_message("%s", out ? out : "");
 		fail_msg("systemd-analyze verify: status %d", status);
@@ -226,10 +213,10 @@ static void test_sysusers(void **state)
 		skip();
 	}
 	assert_non_null(getcwd(cwd, sizeof(cwd)));
-	out = run(&status,
-		  "mkdir -p '%s/root/etc' && systemd-sysusers --root='%s/root' "
-		  "'%s/deploy/systemd/smolder.sysusers'",
-		  dir, dir, cwd);
+	out = test_shell(dir, &status,
+			 "mkdir -p '%s/root/etc' && systemd-sysusers --root='%s/root' "
+			 "'%s/deploy/systemd/smolder.sysusers'",
+			 dir, dir, cwd);
 	assert_int_equal(status, 0);
 	free(out);
 	snprintf(path, sizeof(path), "%s/root/etc/passwd", dir);
@@ -301,8 +288,9 @@ static void test_k8s_manifests(void **state)
 	assert_non_null(f);
 	fputs(manifest_checks, f);
 	fclose(f);
-	out = run(&status, "/usr/bin/python3 '%s' deploy/k8s/agent.yaml deploy/k8s/collector.yaml",
-		  script);
+	out = test_shell(dir, &status,
+			 "/usr/bin/python3 '%s' deploy/k8s/agent.yaml deploy/k8s/collector.yaml",
+			 script);
 	print_message("  %s", out ? out : "(no output)\n");
 	assert_int_equal(status, 0);
 	assert_non_null(strstr(out, "ok "));
