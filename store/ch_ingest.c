@@ -1,0 +1,311 @@
+/* The ClickHouse store's ingest (ch_int.h): a batch checked as SQLite checks it,
+ * its (agent, seq) looked up in `ingested` (a duplicate writes nothing), then its
+ * stacks, label sets and samples inserted, each as one INSERT ... FORMAT
+ * RowBinary, and last its `ingested` row. Ids are content hashes, so any
+ * collector computes the same ones without a round trip.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/batch.h"
+#include "common/frame.h"
+#include "store/block.h"
+#include "store/ch_int.h"
+
+/* ---- content ids ---------------------------------------------------------- */
+
+/* FNV-1a over the bytes, then a SplitMix64 finalizer to spread them: the same
+ * on every collector and every build (the ids are stored). 64 bits: a collision
+ * is unlikely below billions of stacks, not impossible (docs/clickhouse.md). */
+#define HASH_SEED UINT64_C(0xcbf29ce484222325)
+
+static uint64_t hash_bytes(uint64_t h, const void *d, size_t n)
+{
+	const uint8_t *p = d;
+
+	while (n--)
+		h = (h ^ *p++) * UINT64_C(0x100000001b3);
+	return h;
+}
+
+static uint64_t hash_u64(uint64_t h, uint64_t v)
+{
+	uint8_t b[8];
+	int i;
+
+	for (i = 0; i < 8; i++)
+		b[i] = (uint8_t)(v >> (8 * i));
+	return hash_bytes(h, b, 8);
+}
+
+static uint64_t hash_str(uint64_t h, const char *s, size_t n)
+{
+	return hash_bytes(hash_u64(h, n), s, n);
+}
+
+static uint64_t hash_final(uint64_t h)
+{
+	h = (h ^ (h >> 30)) * UINT64_C(0xbf58476d1ce4e5b9);
+	h = (h ^ (h >> 27)) * UINT64_C(0x94d049bb133111eb);
+	return h ^ (h >> 31);
+}
+
+/* ---- ingest --------------------------------------------------------------- */
+
+static const char *batch_str(const struct batch *b, uint32_t i)
+{
+	return b->strings[i] ? b->strings[i] : "";
+}
+
+/* Every index of b in range, every count in 1..BATCH_MAX_COUNT, no label using
+ * STORE_TYPE_LABEL; the window in [lo, hi]. */
+static int check_batch(struct ch_store *s, const struct batch *b, const int64_t *now)
+{
+	int64_t lo = -STORE_MAX_ABS_WINDOW, hi = STORE_MAX_ABS_WINDOW;
+	uint32_t i, j;
+
+	if (now && *now > -STORE_MAX_ABS_WINDOW && *now < STORE_MAX_ABS_WINDOW) {
+		lo = *now - s->opts.retention_seconds;
+		hi = *now + STORE_MAX_FUTURE_SECONDS;
+	}
+	if (b->window_start < lo || b->window_start > hi)
+		return ch_fail(s, -ERANGE,
+			       "window_start %" PRId64 " outside [%" PRId64 ", %" PRId64 "]%s",
+			       b->window_start, lo, hi, now ? " (now - retention, now + 1 h)" : "");
+	if (!b->nstrings || b->agent_id >= b->nstrings || b->host >= b->nstrings ||
+	    b->profile_type >= b->nstrings)
+		return ch_fail(s, -EINVAL, "agent, host or profile type out of range (%u strings)",
+			       b->nstrings);
+	for (i = 0; i < b->nframes; i++)
+		if (b->frames[i].kind >= FRAME_KIND_NR || b->frames[i].name >= b->nstrings ||
+		    b->frames[i].file >= b->nstrings)
+			return ch_fail(s, -EINVAL, "frame %u: bad kind or string out of range", i);
+	for (i = 0; i < b->nstacks; i++) {
+		if (!b->stacks[i].nframes || b->stacks[i].nframes > BATCH_MAX_STACK_DEPTH)
+			return ch_fail(s, -EINVAL, "stack %u: %u frames", i, b->stacks[i].nframes);
+		for (j = 0; j < b->stacks[i].nframes; j++)
+			if (b->stacks[i].frames[j] >= b->nframes)
+				return ch_fail(s, -EINVAL,
+					       "stack %u: frame %u out of range (%u frames)", i,
+					       b->stacks[i].frames[j], b->nframes);
+	}
+	for (i = 0; i < b->nlabelsets; i++) {
+		if (b->labelsets[i].nlabels > BATCH_MAX_LABELS)
+			return ch_fail(s, -EINVAL, "label set %u: %u labels", i,
+				       b->labelsets[i].nlabels);
+		for (j = 0; j < b->labelsets[i].nlabels; j++) {
+			const struct batch_label *l = &b->labelsets[i].labels[j];
+
+			if (l->key >= b->nstrings || l->value >= b->nstrings)
+				return ch_fail(s, -EINVAL, "label set %u: string out of range", i);
+			if (!strcmp(batch_str(b, l->key), STORE_TYPE_LABEL))
+				return ch_fail(s, -EINVAL,
+					       "label set %u: the key " STORE_TYPE_LABEL
+					       " is reserved",
+					       i);
+		}
+	}
+	for (i = 0; i < b->nsamples; i++) {
+		const struct batch_sample *sm = &b->samples[i];
+
+		if (sm->labelset >= b->nlabelsets || sm->stack >= b->nstacks)
+			return ch_fail(s, -EINVAL, "sample %u: label set or stack out of range", i);
+		if (!sm->count || sm->count > BATCH_MAX_COUNT)
+			return ch_fail(s, -EINVAL, "sample %u: count %" PRIu64 " outside 1..2^40",
+				       i, sm->count);
+	}
+	return 0;
+}
+
+/* A batch frame's name or file as stored: through frame_sanitize() when needed. */
+static const char *stored_text(const char *t, char *buf, size_t *len)
+{
+	size_t n = strlen(t);
+
+	if (frame_is_clean(t, n)) {
+		*len = n;
+		return t;
+	}
+	*len = frame_sanitize(t, n, buf);
+	return buf;
+}
+
+/* Stack i's id (w NULL), or its stacks row after the id: the four arrays (w). */
+static uint64_t stack_row(const struct batch *b, uint32_t i, struct ch_wbuf *w)
+{
+	char nbuf[FRAME_MAX_NAME_LEN + 1], fbuf[FRAME_MAX_NAME_LEN + 1];
+	const struct batch_stack *st = &b->stacks[i];
+	uint64_t h = HASH_SEED;
+	uint32_t j;
+	int pass;
+
+	for (pass = 0; pass < (w ? 5 : 1); pass++) {
+		if (w && pass == 0)
+			continue; /* pass 0 hashes (w NULL); passes 1-4 write one array each */
+		if (w)
+			ch_w_varint(w, st->nframes);
+		for (j = 0; j < st->nframes; j++) {
+			const struct batch_frame *f = &b->frames[st->frames[j]];
+			size_t nl, fl;
+			const char *name = stored_text(batch_str(b, f->name), nbuf, &nl);
+			const char *file = stored_text(batch_str(b, f->file), fbuf, &fl);
+
+			if (!w) {
+				h = hash_u64(h, f->kind);
+				h = hash_u64(h, f->line);
+				h = hash_str(h, name, nl);
+				h = hash_str(h, file, fl);
+			} else if (pass == 1)
+				ch_w_uint(w, f->kind, 1);
+			else if (pass == 2)
+				ch_w_str(w, name, nl);
+			else if (pass == 3)
+				ch_w_str(w, file, fl);
+			else
+				ch_w_uint(w, f->line, 4);
+		}
+	}
+	return hash_final(h);
+}
+
+struct pair {
+	const char *key, *value;
+};
+
+static int pair_cmp(const void *a, const void *b)
+{
+	return strcmp(((const struct pair *)a)->key, ((const struct pair *)b)->key);
+}
+
+/* Label set i's id (its pairs and the type's, sorted by key) and its row. */
+static uint64_t labelset_row(const struct batch *b, uint32_t i, const char *type,
+			     struct pair *pairs, struct ch_wbuf *w)
+{
+	const struct batch_labelset *ls = &b->labelsets[i];
+	uint64_t h = HASH_SEED;
+	size_t n = 0, k;
+
+	for (k = 0; k < ls->nlabels; k++)
+		pairs[n++] = (struct pair){ batch_str(b, ls->labels[k].key),
+					    batch_str(b, ls->labels[k].value) };
+	if (strcmp(type, STORE_TYPE_CPU))
+		pairs[n++] = (struct pair){ STORE_TYPE_LABEL, type };
+	qsort(pairs, n, sizeof(*pairs), pair_cmp);
+	for (k = 0; k < n; k++) {
+		h = hash_str(h, pairs[k].key, strlen(pairs[k].key));
+		h = hash_str(h, pairs[k].value, strlen(pairs[k].value));
+	}
+	h = hash_final(h);
+	ch_w_uint(w, h, 8);
+	ch_w_varint(w, n);
+	for (k = 0; k < n; k++)
+		ch_w_str(w, pairs[k].key, strlen(pairs[k].key));
+	ch_w_varint(w, n);
+	for (k = 0; k < n; k++)
+		ch_w_str(w, pairs[k].value, strlen(pairs[k].value));
+	return h;
+}
+
+int ch_ingest(struct store *base, const struct batch *b, const int64_t *now, bool *duplicate)
+{
+	struct ch_store *s = ch_of(base);
+	struct ch_wbuf sql = { 0 }, stacks = { 0 }, labelsets = { 0 }, samples = { 0 }, ing = { 0 };
+	struct pair pairs[BATCH_MAX_LABELS + 1];
+	uint64_t *stack_ids = NULL, *ls_ids = NULL;
+	uint8_t *seen = NULL;
+	const char *type, *agent;
+	struct ch_answer a;
+	struct ch_rbuf r;
+	uint32_t i;
+	int err;
+
+	if (duplicate)
+		*duplicate = false;
+	s->errmsg[0] = '\0';
+	if (s->opts.read_only)
+		return ch_fail(s, -EROFS, "ingest: a read-only store");
+	err = check_batch(s, b, now);
+	if (err)
+		return err;
+	type = batch_str(b, b->profile_type);
+	if (!*type)
+		type = STORE_TYPE_CPU;
+	agent = batch_str(b, b->agent_id);
+
+	/* (agent, seq) already stored: a duplicate */
+	ch_w_text(&sql, "SELECT count() FROM ingested WHERE agent = ");
+	ch_w_quoted(&sql, agent);
+	ch_w_text(&sql, " AND seq = %" PRIu64 " FORMAT RowBinary", b->seq);
+	if ((err = sql.err) || (err = ch_run(s, "ingest", sql.p, NULL, 0, &a)))
+		goto out;
+	r = ch_answer_reader(&a);
+	if (ch_r_uint(&r, 8)) {
+		if (duplicate)
+			*duplicate = true;
+		goto out;
+	}
+
+	stack_ids = calloc(b->nstacks ? b->nstacks : 1, sizeof(*stack_ids));
+	ls_ids = calloc(b->nlabelsets ? b->nlabelsets : 1, sizeof(*ls_ids));
+	seen = calloc(b->nstacks ? b->nstacks : 1, 1);
+	if (!stack_ids || !ls_ids || !seen) {
+		err = -ENOMEM;
+		goto out;
+	}
+	for (i = 0; i < b->nsamples; i++) { /* the stacks in use, each once */
+		uint32_t k = b->samples[i].stack;
+
+		if (!seen[k]) {
+			seen[k] = 1;
+			stack_ids[k] = stack_row(b, k, NULL);
+			ch_w_uint(&stacks, stack_ids[k], 8);
+			stack_row(b, k, &stacks);
+		}
+	}
+	for (i = 0; i < b->nlabelsets; i++)
+		ls_ids[i] = labelset_row(b, i, type, pairs, &labelsets);
+	for (i = 0; i < b->nsamples; i++) {
+		ch_w_uint(&samples, (uint64_t)b->window_start, 8);
+		ch_w_str(&samples, type, strlen(type));
+		ch_w_uint(&samples, ls_ids[b->samples[i].labelset], 8);
+		ch_w_uint(&samples, stack_ids[b->samples[i].stack], 8);
+		ch_w_uint(&samples, b->samples[i].count, 8);
+	}
+	ch_w_str(&ing, agent, strlen(agent));
+	ch_w_uint(&ing, b->seq, 8);
+	ch_w_uint(&ing, (uint64_t)b->window_start, 8);
+	ch_w_uint(&ing, b->window_seconds, 4);
+	ch_w_uint(&ing, b->period_ns, 8);
+	ch_w_str(&ing, type, strlen(type));
+	err = stacks.err ?: labelsets.err ?: samples.err ?: ing.err;
+	if (err)
+		goto out;
+	/* dictionaries first: a sample never names a stack or label set not stored */
+	if (stacks.len)
+		err = ch_run(s, "ingest stacks", "INSERT INTO stacks FORMAT RowBinary", stacks.p,
+			     stacks.len, NULL);
+	if (!err && labelsets.len)
+		err = ch_run(s, "ingest label sets", "INSERT INTO labelsets FORMAT RowBinary",
+			     labelsets.p, labelsets.len, NULL);
+	if (!err && samples.len)
+		err = ch_run(s, "ingest samples", "INSERT INTO samples FORMAT RowBinary", samples.p,
+			     samples.len, NULL);
+	if (!err)
+		err = ch_run(s, "ingest", "INSERT INTO ingested FORMAT RowBinary", ing.p, ing.len,
+			     NULL);
+out:
+	if (err == -ENOMEM && !s->errmsg[0])
+		ch_fail(s, err, "ingest: out of memory");
+	free(seen);
+	free(stack_ids);
+	free(ls_ids);
+	free(sql.p);
+	free(stacks.p);
+	free(labelsets.p);
+	free(samples.p);
+	free(ing.p);
+	return err;
+}

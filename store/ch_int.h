@@ -1,0 +1,94 @@
+/* Private to the ClickHouse store (store/clickhouse.c opens it; ch_ingest.c,
+ * ch_read.c and ch_maint.c implement the rest of the contract; ch_rowbin.c the
+ * pieces they share; ch_http.c talks to the server). The handle, the error and
+ * request helpers, and the buffers that write RowBinary bodies and SQL text and
+ * read RowBinary answers. docs/clickhouse.md is the user's view.
+ */
+#ifndef SMOLDER_STORE_CH_INT_H
+#define SMOLDER_STORE_CH_INT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/batch.h"
+#include "store/backend.h"
+#include "store/ch_http.h"
+
+/* Frames of one stored stack read back: BATCH_MAX_STACK_DEPTH is the most ingest
+ * stores; a row with more is damage (-EIO). */
+#define CH_MAX_FRAMES BATCH_MAX_STACK_DEPTH
+/* Partitions dropped by one store__maintain() call (each an ALTER TABLE). */
+#define CH_MAINTAIN_MAX_DROPS 16
+
+struct ch_store {
+	struct store base;
+	struct ch_http *http;
+	struct store_options opts;
+	int64_t version;
+	char errmsg[768];
+};
+
+static inline struct ch_store *ch_of(struct store *s)
+{
+	return (struct ch_store *)s;
+}
+
+/* Keeps the message for store__errmsg() and returns err. */
+int ch_fail(struct ch_store *s, int err, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+/* One request (ch_http__query); a failure's message is "what: ClickHouse's
+ * message". ans may be NULL. */
+int ch_run(struct ch_store *s, const char *what, const char *sql, const void *body, size_t len,
+	   struct ch_answer *ans);
+
+/* A growing buffer: a RowBinary body or SQL text, always NUL-terminated. Appends
+ * never fail; the first failure sets err and later appends do nothing. Owner
+ * frees p. */
+struct ch_wbuf {
+	char *p;
+	size_t len, cap;
+	int err; /* -ENOMEM once an append failed; the buffer is then unusable */
+};
+
+void ch_w_put(struct ch_wbuf *w, const void *d, size_t n);
+void ch_w_text(struct ch_wbuf *w, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void ch_w_quoted(struct ch_wbuf *w, const char *s);	  /* s as a quoted string literal */
+void ch_w_uint(struct ch_wbuf *w, uint64_t v, int bytes); /* little-endian, RowBinary */
+void ch_w_varint(struct ch_wbuf *w, uint64_t v);
+void ch_w_str(struct ch_wbuf *w, const char *s, size_t n); /* RowBinary String */
+
+/* A reader of a RowBinary answer: reads past the end set bad and return zeros. */
+struct ch_rbuf {
+	const uint8_t *p, *end;
+	bool bad; /* read past the end or a length past it */
+};
+
+static inline struct ch_rbuf ch_answer_reader(const struct ch_answer *a)
+{
+	return (struct ch_rbuf){ (const uint8_t *)a->data, (const uint8_t *)a->data + a->len,
+				 false };
+}
+
+uint64_t ch_r_uint(struct ch_rbuf *r, int bytes);
+uint64_t ch_r_varint(struct ch_rbuf *r);
+const char *ch_r_str(struct ch_rbuf *r, size_t *len); /* borrowed from the answer */
+double ch_r_f64(struct ch_rbuf *r);
+uint64_t ch_r_sum(struct ch_rbuf *r);
+
+/* The contract's operations (store/backend.h), by file. */
+int ch_ingest(struct store *base, const struct batch *b, const int64_t *now, bool *duplicate);
+int ch_query_stacks(struct store *base, const struct store_query *q, store_stack_fn cb, void *ctx);
+int ch_query_series(struct store *base, const struct store_query *q, int64_t step,
+		    store_series_fn cb, void *ctx);
+int ch_labels(struct store *base, const struct store_query *q, store_text_fn cb, void *ctx);
+int ch_label_values(struct store *base, const char *key, const struct store_query *q,
+		    store_text_fn cb, void *ctx);
+int ch_label_key_used(struct store *base, const char *key, int64_t from, int64_t to);
+int ch_windows(struct store *base, const struct store_query *q, struct store_windows *out);
+int ch_stats(struct store *base, struct store_stats *st);
+int ch_check(struct store *base);
+int ch_maintain(struct store *base, int64_t now, size_t max_rows, bool *more);
+
+#endif
