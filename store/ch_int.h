@@ -20,12 +20,20 @@
 #define CH_MAX_FRAMES BATCH_MAX_STACK_DEPTH
 /* Partitions dropped by one store__maintain() call (each an ALTER TABLE). */
 #define CH_MAINTAIN_MAX_DROPS 16
+/* A cluster's name (?cluster=NAME) is an identifier written into SQL unquoted. */
+#define CH_CLUSTER_MAX 64
 
 struct ch_store {
 	struct store base;
 	struct ch_http *http;
 	struct store_options opts;
 	int64_t version;
+	/* The cluster the schema lives on ("": one server). On a cluster each table T
+	 * of the schema is T_local on every node (a Replicated engine) and T is a
+	 * Distributed table over them: reads and inserts name T, statements that
+	 * change a table's parts (ALTER ... DROP PARTITION, ALTER ... DELETE) name
+	 * ch_alter_target(T). system.* tables describe one node only. */
+	char cluster[CH_CLUSTER_MAX + 1];
 	char errmsg[768];
 };
 
@@ -42,6 +50,10 @@ int ch_fail(struct ch_store *s, int err, const char *fmt, ...)
  * message". ans may be NULL. */
 int ch_run(struct ch_store *s, const char *what, const char *sql, const void *body, size_t len,
 	   struct ch_answer *ans);
+
+/* The table an ALTER of the schema's table t names, written into buf (len
+ * bytes): "t" on one server, "t_local ON CLUSTER c" on a cluster. Returns buf. */
+const char *ch_alter_target(const struct ch_store *s, const char *t, char *buf, size_t len);
 
 /* A growing buffer: a RowBinary body or SQL text, always NUL-terminated. Appends
  * never fail; the first failure sets err and later appends do nothing. Owner

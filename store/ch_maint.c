@@ -131,10 +131,10 @@ int ch_maintain(struct store *base, int64_t now, size_t max_rows, bool *more)
 	if (r.bad)
 		return ch_fail(s, -EIO, "maintain: malformed answer");
 	for (i = 0; i < n && !err; i++) {
-		char sql[96];
+		char sql[256], target[128];
 
-		snprintf(sql, sizeof(sql), "ALTER TABLE %.15s DROP PARTITION %" PRId64,
-			 drop[i].table, drop[i].p);
+		snprintf(sql, sizeof(sql), "ALTER TABLE %s DROP PARTITION %" PRId64,
+			 ch_alter_target(s, drop[i].table, target, sizeof(target)), drop[i].p);
 		err = ch_run(s, "maintain", sql, NULL, 0, NULL);
 	}
 	return err;

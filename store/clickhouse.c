@@ -274,6 +274,15 @@ static void ch_close(struct store *base)
 	free(s);
 }
 
+const char *ch_alter_target(const struct ch_store *s, const char *t, char *buf, size_t len)
+{
+	if (s->cluster[0])
+		snprintf(buf, len, "%s_local ON CLUSTER %s", t, s->cluster);
+	else
+		snprintf(buf, len, "%s", t);
+	return buf;
+}
+
 static const char *ch_errmsg(const struct store *base)
 {
 	return ((const struct ch_store *)base)->errmsg;
