@@ -978,9 +978,17 @@
     renderChips();
     renderRangeInfo();
     writeHash();
-    refreshProfile(); /* first: see changed() */
-    refreshSeries();
-    refreshLabels();
+    /* the graph first (see changed()); on the first load the timeline and the
+     * labels are asked once the graph's answer is in, so that a small collector
+     * does not share its cores between them and the query people wait for */
+    const first = early && early.text;
+    refreshProfile();
+    const rest = () => {
+      refreshSeries();
+      refreshLabels();
+    };
+    if (first) first.then(rest, rest);
+    else rest();
     /* the page's introspection, for tests and for people at the console */
     window.smolder = {
       state, permalink, frames: () => flame.frames(), movers: () => moverRows,
@@ -989,9 +997,10 @@
     };
   }
 
-  /* This file is the page's first script (all are deferred, so they run in
-   * order once the page is parsed): it asks for the graph at once, and builds
-   * the page when the rest have run. */
+  /* This file is loaded async (the others are deferred, and run in order once
+   * the page is parsed): it asks for the graph as soon as it runs, and builds the
+   * page once the others have run (at DOMContentLoaded, which follows them, or at
+   * once if they already have). */
   readHash();
   askEarly();
   if (window.SmolderFlame && window.uPlot) main();
