@@ -42,6 +42,7 @@
 #include "common/token.h"
 #include "common/wire.h"
 #include "collector/conns.h"
+#include "collector/gzip.h"
 #include "collector/metrics.h"
 #include "collector/queries.h"
 #include "collector/readers.h"
@@ -109,6 +110,8 @@ struct query_job {
 	struct query q;
 	struct capped w;  /* the answer; handed to libmicrohttpd when queued */
 	const char *type; /* its content type */
+	bool gzip;	  /* the client accepts gzip (gzip.h) */
+	bool gzipped;	  /* w.buf is the answer gzipped */
 	unsigned status;  /* 200, or the error's with why */
 	char why[256];
 	bool done; /* the worker stored its answer */
@@ -398,6 +401,18 @@ static void run_query(struct queries_job *base, bool abandoned)
 	}
 	query_answer__free(answer);
 	query_free(&j->q);
+	/* pprof is gzip inside already; an answer that does not shrink goes as it is */
+	if (!err && j->gzip && strcmp(j->type, "application/octet-stream") != 0) {
+		void *gz;
+		size_t gzlen;
+
+		if (!gzip__compress(j->w.buf, j->w.len, GZIP_ANSWER_LEVEL, j->w.len, &gz, &gzlen)) {
+			free(j->w.buf);
+			j->w.buf = gz;
+			j->w.len = gzlen;
+			j->gzipped = true;
+		}
+	}
 	/* The flame tree's pages, freed, would stay in this worker's malloc arena
 	 * (100 MB held with 0.12 MB in use after one big flame graph, bench/soak):
 	 * give them back now. The answer itself is freed once sent; cli's periodic
@@ -434,10 +449,26 @@ static enum MHD_Result query_answered(struct MHD_Connection *conn, struct reques
 	struct query_job *j = r->job;
 	char *buf = j->w.buf;
 
+	struct MHD_Response *resp;
+	enum MHD_Result ret;
+
 	if (j->status != MHD_HTTP_OK)
 		return respond_error(conn, j->status, j->why);
 	j->w.buf = NULL;
-	return respond_mode(conn, MHD_HTTP_OK, j->type, buf, j->w.len, MHD_RESPMEM_MUST_FREE);
+	resp = MHD_create_response_from_buffer(j->w.len, buf, MHD_RESPMEM_MUST_FREE);
+	if (!resp) {
+		free(buf);
+		return MHD_NO;
+	}
+	conns__clock(conn, false);
+	MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, j->type);
+	/* the answer depends on Accept-Encoding whether or not this one was gzipped */
+	MHD_add_response_header(resp, MHD_HTTP_HEADER_VARY, "Accept-Encoding");
+	if (j->gzipped)
+		MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_ENCODING, "gzip");
+	ret = MHD_queue_response(conn, MHD_HTTP_OK, resp);
+	MHD_destroy_response(resp);
+	return ret;
 }
 
 /* Parses and checks the query (refusals answered here, at once), then hands it
@@ -475,6 +506,8 @@ static enum MHD_Result query(struct collector *c, struct MHD_Connection *conn, c
 				     why[0] ? why : strerror(-err));
 	}
 	j->c = c;
+	j->gzip = gzip__accepted(MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
+							     MHD_HTTP_HEADER_ACCEPT_ENCODING));
 	j->base.run = run_query;
 	j->base.conn = conn;
 	/* the request has arrived: the request clock stops, the worker takes its time */

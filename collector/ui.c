@@ -5,9 +5,9 @@
 
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 
 #include "collector/conns.h"
+#include "collector/gzip.h"
 
 const struct ui_asset *ui_find(const char *url)
 {
@@ -17,27 +17,6 @@ const struct ui_asset *ui_find(const char *url)
 		if (strcmp(url, ui_assets[i].path) == 0)
 			return &ui_assets[i];
 	return NULL;
-}
-
-/* Whether an Accept-Encoding value lists gzip (or *) with a weight above 0:
- * "gzip", "deflate, gzip;q=0.5", "*"; not "gzip;q=0". */
-static bool accepts_gzip(const char *v)
-{
-	const char *p = v, *end, *w;
-
-	while (*p) {
-		size_t n;
-
-		p += strspn(p, " \t,");
-		n = strcspn(p, " \t;,");
-		end = p + strcspn(p, ",");
-		if ((n == 4 && strncasecmp(p, "gzip", 4) == 0) || (n == 1 && *p == '*')) {
-			w = strstr(p, "q=");
-			return !w || w > end || strtod(w + 2, NULL) > 0;
-		}
-		p = end;
-	}
-	return false;
 }
 
 /* Whether If-None-Match (a list of ETags, or *) names etag. */
@@ -72,7 +51,7 @@ enum MHD_Result ui_respond(struct MHD_Connection *conn, const struct ui_asset *a
 		MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_IF_NONE_MATCH);
 	const char *ae =
 		MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_ACCEPT_ENCODING);
-	bool gz = ae && accepts_gzip(ae);
+	bool gz = ae && gzip__accepted(ae);
 	bool fresh = inm && etag_matches(inm, a->etag);
 	struct MHD_Response *r;
 	enum MHD_Result ret;

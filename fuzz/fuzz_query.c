@@ -1,13 +1,15 @@
 /* Fuzz target: query parameters as the collector's HTTP API receives them. The
  * input is "name=value" pairs separated by '&' (as in a query string, not
  * unescaped); each kind of query parses them, and the time parser reads every
- * value on its own. Nothing may crash, and a parsed query must be sane: a
+ * value on its own; the whole input is also read as the request's
+ * Accept-Encoding (collector/gzip.h). Nothing may crash, and a parsed query must be sane: a
  * non-empty range, a positive step, a diff given both of its ranges. */
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "collector/gzip.h"
 #include "query/query.h"
 #include "query/timeparse.h"
 
@@ -28,6 +30,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		return 0;
 	memcpy(text, data, size);
 	text[size] = '\0';
+	(void)gzip__accepted(text);
 	for (tok = strtok_r(text, "&", &save); tok && p.n < QUERY_MAX_ARGS;
 	     tok = strtok_r(NULL, "&", &save)) {
 		char *eq = strchr(tok, '=');

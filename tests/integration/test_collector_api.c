@@ -1573,6 +1573,159 @@ static void *querier_run(void *arg)
 	return NULL;
 }
 
+/* ---- compressed answers -------------------------------------------------------- */
+
+/* A GET of path with Accept-Encoding ae (NULL: none), the body as sent (curl does
+ * not decode it) and the Content-Encoding and Vary headers' values ("" if none). */
+struct raw_reply {
+	struct reply r;
+	char encoding[64], vary[64];
+};
+
+static size_t raw_header(char *data, size_t size, size_t n, void *ctx)
+{
+	struct raw_reply *rr = ctx;
+	size_t len = size * n;
+	char line[256];
+
+	snprintf(line, sizeof(line), "%.*s", (int)(len < 255 ? len : 255), data);
+	line[strcspn(line, "\r\n")] = '\0';
+	if (!strncasecmp(line, "Content-Encoding: ", 18))
+		snprintf(rr->encoding, sizeof(rr->encoding), "%.63s", line + 18);
+	if (!strncasecmp(line, "Vary: ", 6))
+		snprintf(rr->vary, sizeof(rr->vary), "%.63s", line + 6);
+	return len;
+}
+
+static struct raw_reply get_encoded(unsigned port, const char *path, const char *ae)
+{
+	struct raw_reply rr = { 0 };
+	struct curl_slist *h = NULL;
+	char url[1024], header[128];
+	FILE *mem = open_memstream(&rr.r.body, &rr.r.len);
+	CURL *c = curl_easy_init();
+
+	assert_non_null(mem);
+	assert_non_null(c);
+	snprintf(url, sizeof(url), "http://127.0.0.1:%u%s", port, path);
+	if (ae) {
+		snprintf(header, sizeof(header), "Accept-Encoding: %s", ae);
+		h = curl_slist_append(h, header);
+	}
+	curl_easy_setopt(c, CURLOPT_URL, url);
+	curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
+	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, reply_gather);
+	curl_easy_setopt(c, CURLOPT_WRITEDATA, mem);
+	curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, raw_header);
+	curl_easy_setopt(c, CURLOPT_HEADERDATA, &rr);
+	curl_easy_setopt(c, CURLOPT_NOPROXY, "*");
+	curl_easy_setopt(c, CURLOPT_TIMEOUT, (long)HTTP_TIMEOUT_S);
+	assert_int_equal(curl_easy_perform(c), CURLE_OK);
+	curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &rr.r.status);
+	curl_easy_cleanup(c);
+	curl_slist_free_all(h);
+	fclose(mem);
+	return rr;
+}
+
+/* zlib's inflate of a whole gzip member (the reference decoder, not the
+ * collector's code); *len gets the length. Caller frees. */
+static char *gunzip(const char *in, size_t inlen, size_t *len)
+{
+	size_t cap = 1 << 20;
+	char *out = malloc(cap);
+	z_stream zs = { 0 };
+	int rc;
+
+	assert_non_null(out);
+	assert_int_equal(inflateInit2(&zs, 15 + 16), Z_OK);
+	zs.next_in = (Bytef *)in;
+	zs.avail_in = (uInt)inlen;
+	do {
+		if (zs.total_out == cap) {
+			cap *= 2;
+			out = realloc(out, cap);
+			assert_non_null(out);
+		}
+		zs.next_out = (Bytef *)out + zs.total_out;
+		zs.avail_out = (uInt)(cap - zs.total_out);
+		rc = inflate(&zs, Z_NO_FLUSH);
+	} while (rc == Z_OK);
+	assert_int_equal(rc, Z_STREAM_END);
+	assert_int_equal(zs.avail_in, 0); /* one member, nothing after it */
+	*len = zs.total_out;
+	inflateEnd(&zs);
+	return out;
+}
+
+/* The query API's answers are gzipped for a client that accepts gzip, and are
+ * the same bytes once inflated; not for one that does not (or says q=0); pprof,
+ * gzip inside already, is never wrapped twice. Vary: Accept-Encoding on all. */
+static void test_answers_gzip(void **state)
+{
+	static const char *const formats[] = { "folded", "json", "svg", "speedscope" };
+	char path[512];
+	struct coll c;
+	size_t i, len;
+
+	(void)state;
+	q_start(&c);
+	for (i = 0; i < sizeof(formats) / sizeof(formats[0]) + 2; i++) {
+		struct raw_reply plain, gz, q0;
+		char *inflated;
+
+		if (i < sizeof(formats) / sizeof(formats[0]))
+			snprintf(path, sizeof(path),
+				 "/api/v1/flamegraph?format=%s&from=%lld&to=%lld", formats[i],
+				 (long long)q_t0, (long long)(q_t0 + 10 * Q_NWIN));
+		else
+			snprintf(path, sizeof(path), "/api/v1/%s?from=%lld&to=%lld",
+				 i == sizeof(formats) / sizeof(formats[0]) ? "top" : "series",
+				 (long long)q_t0, (long long)(q_t0 + 10 * Q_NWIN));
+		plain = get_encoded(c.port, path, NULL);
+		gz = get_encoded(c.port, path, "deflate, gzip;q=0.8");
+		q0 = get_encoded(c.port, path, "gzip;q=0");
+		assert_int_equal(plain.r.status, 200);
+		assert_int_equal(gz.r.status, 200);
+		assert_int_equal(q0.r.status, 200);
+		/* the minimum: an answer with the stored data in it */
+		assert_true(plain.r.len > 200);
+		assert_string_equal(plain.encoding, "");
+		assert_string_equal(q0.encoding, "");
+		assert_string_equal(gz.encoding, "gzip");
+		assert_string_equal(plain.vary, "Accept-Encoding");
+		assert_string_equal(gz.vary, "Accept-Encoding");
+		assert_true(gz.r.len < plain.r.len);
+		inflated = gunzip(gz.r.body, gz.r.len, &len);
+		assert_int_equal(len, plain.r.len);
+		assert_memory_equal(inflated, plain.r.body, len);
+		assert_int_equal(q0.r.len, plain.r.len);
+		free(inflated);
+		free(plain.r.body);
+		free(gz.r.body);
+		free(q0.r.body);
+	}
+	/* pprof: the same single gzip member either way */
+	snprintf(path, sizeof(path), "/api/v1/flamegraph?format=pprof&from=%lld&to=%lld",
+		 (long long)q_t0, (long long)(q_t0 + 10 * Q_NWIN));
+	{
+		struct raw_reply plain = get_encoded(c.port, path, NULL);
+		struct raw_reply gz = get_encoded(c.port, path, "gzip");
+		char *inflated;
+
+		assert_int_equal(gz.r.status, 200);
+		assert_string_equal(gz.encoding, "");
+		assert_int_equal(gz.r.len, plain.r.len);
+		assert_memory_equal(gz.r.body, plain.r.body, plain.r.len);
+		inflated = gunzip(gz.r.body, gz.r.len, &len);
+		assert_true(len > 100);
+		free(inflated);
+		free(plain.r.body);
+		free(gz.r.body);
+	}
+	coll_stop(&c);
+}
+
 /* Three threads post distinct batches (and re-send some) while two query every
  * endpoint: no 5xx, every query answer holds whole batches only, and afterwards
  * every acknowledged batch is there exactly once. */
@@ -1696,6 +1849,7 @@ int main(void)
 		cmocka_unit_test_teardown(test_diff_side_selections, coll_teardown),
 		cmocka_unit_test_teardown(test_diff_formats, coll_teardown),
 		cmocka_unit_test_teardown(test_pprof_keeps_lines, coll_teardown),
+		cmocka_unit_test_teardown(test_answers_gzip, coll_teardown),
 		cmocka_unit_test_teardown(test_concurrent_ingest_and_queries, coll_teardown),
 	};
 	int rc;
