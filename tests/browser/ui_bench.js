@@ -73,6 +73,11 @@ async function measure(browser, range) {
       await page.mouse.click(box.left + f.x + f.w / 2, box.top + f.y + 8);
       zooms.push(await page.evaluate(() => window.smolder.drawMs()));
     }
+    /* a zoom into what a pruned graph left out asks for more detail (a second
+     * query of the whole range): wait for it, or it would still be running on
+     * the collector, on another reader and its cores, when the next page asks */
+    await page.waitForFunction(() => ['flame-box', 'top-box'].every((id) =>
+      document.getElementById(id).dataset.state !== 'loading'));
     await ctx.close();
   }
   console.log('ui ' + range + ': navigation to the first flame graph (' + nodes + ' nodes): median ' +
