@@ -53,6 +53,8 @@ enum { PL_SERVICE, PL_CONTAINER_ID, PL_POD_UID, PL_PY_MAIN, PL_THREAD, NPROC_LAB
 static const char *const proc_label_keys[NPROC_LABELS] = {
 	"service", "container_id", "pod_uid", "py_main", "thread",
 };
+/* a label set the collector refuses (HTTP 400) would keep every batch spooled */
+_Static_assert(MAX_SERIES_LABELS <= BATCH_MAX_LABELS, "a sample's labels must fit a label set");
 
 static void on_signal(int sig)
 {

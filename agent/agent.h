@@ -11,8 +11,12 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define AGENT_MAX_PIDS	 1024
-#define AGENT_MAX_LABELS 64
+#define AGENT_MAX_PIDS 1024
+/* --label options: with the 4 built-in labels (host, pid, comm, exe) and the 5
+ * per-process ones (agent.c), a sample's label set must fit the wire's
+ * BATCH_MAX_LABELS (64), or the collector refuses every batch (agent.c checks
+ * the sum at build time). */
+#define AGENT_MAX_LABELS 48
 /* A window's samples are shipped in batches of at most this much protobuf (the
  * builder's bound, batch_builder__wire_bytes): 1 MiB of the most expensive shape
  * needs under 10 MiB of protobuf-c memory to decode, well inside the collector's

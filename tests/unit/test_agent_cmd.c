@@ -8,6 +8,7 @@
 #include <cmocka.h>
 
 #include "cli/agent_cmd.h"
+#include "common/batch.h"
 #include "common/token.h"
 #include "testutil.h"
 
@@ -241,6 +242,41 @@ static void test_too_many_pids(void **state)
 	free(nums);
 }
 
+/* --label: AGENT_MAX_LABELS distinct keys are taken, one more is refused with the
+ * cap in the reason (64 were taken once: with the built-in and per-process
+ * labels, the label sets were over the wire's 64 and every batch was refused). */
+static void test_too_many_labels(void **state)
+{
+	char **argv = calloc(2 * AGENT_MAX_LABELS + 6, sizeof(*argv));
+	char(*kv)[16] = calloc(AGENT_MAX_LABELS + 1, sizeof(*kv));
+	struct agent_options o;
+	char err[256] = "", want[64];
+	int i, argc = 0;
+
+	(void)state;
+	assert_true(AGENT_MAX_LABELS + 4 + 5 <= BATCH_MAX_LABELS);
+	argv[argc++] = "agent";
+	argv[argc++] = "--collector";
+	argv[argc++] = "http://127.0.0.1:1";
+	for (i = 0; i < AGENT_MAX_LABELS; i++) {
+		snprintf(kv[i], sizeof(kv[i]), "k%d=v", i);
+		argv[argc++] = "--label";
+		argv[argc++] = kv[i];
+	}
+	if (agent_options__parse(argc, argv, &o, err, sizeof(err)))
+		fail_msg("%d labels refused: %s", AGENT_MAX_LABELS, err);
+	assert_int_equal(o.nlabels, AGENT_MAX_LABELS);
+	agent_options__free(&o);
+	snprintf(kv[i], sizeof(kv[i]), "k%d=v", i);
+	argv[argc++] = "--label";
+	argv[argc++] = kv[i];
+	assert_int_equal(agent_options__parse(argc, argv, &o, err, sizeof(err)), -EINVAL);
+	snprintf(want, sizeof(want), "at most %d labels", AGENT_MAX_LABELS);
+	assert_non_null(strstr(err, want));
+	free(argv);
+	free(kv);
+}
+
 /* --token-file: the first line without its line end; empty, whitespace-only and
  * missing files are refused with a reason (an empty file once read uninitialized
  * memory; a whitespace-only one was sent as the token, issue 9). */
@@ -310,6 +346,7 @@ int main(void)
 		cmocka_unit_test(test_bad_values),
 		cmocka_unit_test(test_unknown_and_missing),
 		cmocka_unit_test(test_too_many_pids),
+		cmocka_unit_test(test_too_many_labels),
 		cmocka_unit_test(test_token_file),
 	};
 
