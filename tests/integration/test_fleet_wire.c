@@ -16,6 +16,7 @@
 #include <cmocka.h>
 #include <curl/curl.h>
 
+#include "agenttest.h"
 #include "collectortest.h"
 #include "common/batch.h"
 #include "common/folded.h"
@@ -204,6 +205,99 @@ static void test_forged_id(void **state)
 	batch__free(b);
 }
 
+struct sum_check {
+	const struct folded *a, *b; /* the two collectors' answers */
+	uint64_t mismatches;
+};
+
+static int check_sum(void *ctx, const char *stack, uint64_t count)
+{
+	struct sum_check *c = ctx;
+	uint64_t got = folded__count(c->a, stack) + folded__count(c->b, stack);
+
+	if (got != count && c->mismatches++ < 5)
+		print_message("  %s: agent %llu, stored %llu\n", stack, (unsigned long long)count,
+			      (unsigned long long)got);
+	return 0;
+}
+
+/* A real agent shipping 1 s windows: once a collector acknowledged stacks, later
+ * windows name them by id (the collector's count of stacks by id rises). That
+ * collector is then stopped and another one started on the same port on an
+ * empty store: the agent's ids are unknown there (409), it re-sends in full, and
+ * the two stores together hold exactly what the agent sampled (its own --output
+ * of the same windows). */
+static void test_agent_ids_and_new_store(void **state)
+{
+	char out[128], err[128], spool[128], listen[32], shapes[256], url[64], pid[16];
+	char *argv[] = { test_build_path(shapes, sizeof(shapes), "workloads/shapes"), "1", NULL };
+	struct folded *agent_view, *first, *second;
+	unsigned port = test_free_port();
+	long long by_id, unknown, by_id_after;
+	struct sum_check sc = { 0 };
+	uint64_t deadline;
+	struct coll a, b;
+	pid_t work, agent;
+
+	(void)state;
+	if (!test_is_root()) {
+		print_message("skipping: needs root for BPF\n");
+		skip();
+	}
+	snprintf(out, sizeof(out), "%s/agent.folded", dir);
+	snprintf(err, sizeof(err), "%s/agent.err", dir);
+	snprintf(spool, sizeof(spool), "%s/spool", dir);
+	snprintf(listen, sizeof(listen), "127.0.0.1:%u", port);
+	snprintf(url, sizeof(url), "http://127.0.0.1:%u", port);
+	assert_int_equal(coll_start(&a, listen, NULL), 0);
+	work = test_spawn(argv, "/dev/null", NULL);
+	snprintf(pid, sizeof(pid), "%d", (int)work);
+	agent = start_agent(out, err, "--collector", url, "--spool-dir", spool, "--pid", pid,
+			    "--frequency", "499", "--window", "1", "--duration", "10",
+			    "--retry-base-ms", "50", NULL);
+	/* later windows name acknowledged stacks by id */
+	deadline = test_now_ms() + 30000;
+	do {
+		by_id = metric_value(a.port, "smolder_stacks_received_total{form=\"id\"}");
+		if (by_id > 0)
+			break;
+		usleep(100000); /* polling interval of a bounded wait */
+	} while (test_now_ms() < deadline);
+	print_message("first collector: %lld stacks by id, %lld in full\n", by_id,
+		      metric_value(a.port, "smolder_stacks_received_total{form=\"full\"}"));
+	assert_true(by_id > 0);
+	assert_int_equal(metric_value(a.port, "smolder_stack_ids_unknown_total"), 0);
+	first = flame(a.port);
+	coll_stop(&a);
+	/* another store behind the same address */
+	assert_int_equal(coll_start(&b, listen, NULL), 0);
+	agent_exited_cleanly(agent, err, 60000);
+	test_kill(work, SIGKILL);
+	test_wait(work, 10000);
+	unknown = metric_value(b.port, "smolder_stack_ids_unknown_total");
+	by_id_after = metric_value(b.port, "smolder_stacks_received_total{form=\"id\"}");
+	print_message("second collector: %lld ids unknown (409), then %lld stacks by id\n", unknown,
+		      by_id_after);
+	assert_true(unknown > 0);
+	agent_view = load_folded(out);
+	second = flame(b.port);
+	print_message("agent sampled %llu in %zu stacks; stored %llu + %llu\n",
+		      (unsigned long long)folded__total(agent_view), folded__size(agent_view),
+		      (unsigned long long)folded__total(first),
+		      (unsigned long long)folded__total(second));
+	assert_true(folded__total(agent_view) > 500);
+	assert_true(folded__total(second) > 0);
+	sc.a = first;
+	sc.b = second;
+	folded__foreach(agent_view, check_sum, &sc);
+	assert_int_equal(sc.mismatches, 0);
+	assert_int_equal(folded__total(first) + folded__total(second), folded__total(agent_view));
+	folded__free(agent_view);
+	folded__free(first);
+	folded__free(second);
+	coll_stop(&b);
+}
+
 static int group_setup(void **state)
 {
 	(void)state;
@@ -227,6 +321,7 @@ int main(void)
 		cmocka_unit_test_teardown(test_ids_after_full, coll_teardown),
 		cmocka_unit_test_teardown(test_unknown_ids, coll_teardown),
 		cmocka_unit_test_teardown(test_forged_id, coll_teardown),
+		cmocka_unit_test_teardown(test_agent_ids_and_new_store, coll_teardown),
 	};
 
 	return cmocka_run_group_tests(tests, group_setup, group_teardown);
