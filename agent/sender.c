@@ -406,7 +406,7 @@ static long post_batch(struct sender *s, const char *body, size_t len, struct re
 	uint32_t i, nstacks = 0, nrefs = 0;
 	bool *by_ref = NULL, full = false;
 	void *out = NULL;
-	size_t out_len;
+	size_t out_len = 0;
 	long status;
 
 	for (;;) {
@@ -458,7 +458,7 @@ static bool send_oldest(struct sender *s, unsigned *delay_ms)
 	char name[64], *body = NULL, whybuf[64];
 	const char *why;
 	struct reply r;
-	size_t n, len;
+	size_t n, len = 0;
 	uint64_t *seqs;
 	long status;
 	int err;
