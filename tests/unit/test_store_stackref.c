@@ -1,7 +1,9 @@
-/* Unit tests of store__stackrefs() on the SQLite backend (store/stackref.c,
+/* Tests of store__stackrefs() on the SQLite backend (store/stackref.c,
  * schema/009_stackrefs.sql): remembered ids are found with their bytes, unknown
  * ids stay NULL, an id keeps its first bytes, the arguments' caps, and the GC: an
- * id unused for the retention is forgotten, one looked up meanwhile is kept.
+ * id unused for the retention is forgotten, one looked up meanwhile is kept. The
+ * same look-ups on a private ClickHouse server (store/ch_stackref.c,
+ * schema/clickhouse/003_stackrefs.sql), with more ids than one request asks for.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -12,6 +14,7 @@
 
 #include "store/store.h"
 #include "testutil.h"
+#include "integration/clickhousetest.h"
 
 #define DAY 86400
 
@@ -119,11 +122,69 @@ static void test_gc(void **state)
 	store__close(s);
 }
 
+/* The look-ups on ClickHouse: a mix in one call, 3000 ids (three requests), a
+ * touch an hour later, a second handle (another collector) sees them. */
+static void test_clickhouse(void **state)
+{
+	enum { N = 3000 };
+	struct store_stackref *r = calloc(N, sizeof(*r));
+	struct store *s, *t;
+	struct chsrv srv;
+	char loc[128], text[N][8], *got;
+	size_t i;
+
+	(void)state;
+	ch_skip_unless_available();
+	assert_non_null(r);
+	ch_start(&srv);
+	ch_location(&srv, "refs", loc, sizeof(loc));
+	assert_int_equal(store__open(loc, NULL, &s), 0);
+	assert_int_equal(store__open(loc, NULL, &t), 0);
+	put(s, 1700000000, 1, "one");
+	got = get(t, 1700000000, 1);
+	assert_string_equal(got, "one");
+	free(got);
+	assert_null(get(t, 1700000000, 2));
+	for (i = 0; i < N; i++) {
+		id_of(r[i].id, 0);
+		r[i].id[1] = (uint8_t)(i >> 8);
+		r[i].id[2] = (uint8_t)i;
+		snprintf(text[i], sizeof(text[i]), "s%zu", i);
+		r[i].bytes = text[i];
+		r[i].len = strlen(text[i]);
+	}
+	assert_int_equal(store__stackrefs(s, 1700000000, r, N), 0);
+	for (i = 0; i < N; i++)
+		r[i].bytes = NULL;
+	r[7].id[0] = 99;					    /* unknown */
+	assert_int_equal(store__stackrefs(t, 1700007200, r, N), 0); /* touches them */
+	for (i = 0; i < N; i++) {
+		if (i == 7) {
+			assert_null(r[i].bytes);
+			continue;
+		}
+		assert_non_null(r[i].bytes);
+		assert_int_equal(r[i].len, strlen(text[i]));
+		assert_memory_equal(r[i].bytes, text[i], r[i].len);
+		free(r[i].bytes);
+		r[i].bytes = NULL;
+	}
+	assert_int_equal(store__stackrefs(s, 1700007300, r, N), 0);
+	assert_non_null(r[8].bytes);
+	for (i = 0; i < N; i++)
+		free(r[i].bytes);
+	store__close(s);
+	store__close(t);
+	ch_stop(&srv);
+	free(r);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_put_get),
 		cmocka_unit_test(test_gc),
+		cmocka_unit_test_teardown(test_clickhouse, test_teardown_children),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
