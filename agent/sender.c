@@ -355,6 +355,7 @@ static int compact_body(struct sender *s, const char *body, size_t len, bool ful
 			uint32_t *nstacks, uint32_t *nrefs)
 {
 	struct batch *b = NULL, *c = NULL;
+	size_t *lens = NULL;
 	char why[128];
 	uint32_t i;
 	int err;
@@ -370,11 +371,12 @@ static int compact_body(struct sender *s, const char *body, size_t len, bool ful
 	}
 	*ids = malloc((b->nstacks ? b->nstacks : 1) * sizeof(**ids));
 	*by_ref = calloc(b->nstacks ? b->nstacks : 1, sizeof(**by_ref));
-	if (!*ids || !*by_ref) {
+	lens = malloc((b->nstacks ? b->nstacks : 1) * sizeof(*lens));
+	if (!*ids || !*by_ref || !lens) {
 		err = -ENOMEM;
 		goto out_free;
 	}
-	err = stackid_batch(b, *ids);
+	err = stackid_batch(b, *ids, lens);
 	if (err)
 		goto out_free;
 	*nrefs = 0;
@@ -386,7 +388,13 @@ static int compact_body(struct sender *s, const char *body, size_t len, bool ful
 	err = stackid_compact(b, (const uint8_t(*)[STACKID_LEN]) * ids, *by_ref, &c);
 	if (!err)
 		err = wire_encode(c, WIRE_ZSTD_LEVEL, out, out_len);
+	/* a stack the collectors do not remember (over STACKID_MAX_REMEMBERED) is
+	 * never acknowledged: its id is cleared here, after the batch has it */
+	for (i = 0; !err && i < b->nstacks; i++)
+		if (lens[i] > STACKID_MAX_REMEMBERED)
+			memset((*ids)[i], 0, STACKID_LEN);
 out_free:
+	free(lens);
 	if (err) {
 		free(*ids);
 		free(*by_ref);

@@ -185,7 +185,7 @@ static size_t fleet_size(const struct batch *b, struct idset *acked, size_t *ref
 	size_t len = 0;
 	uint32_t i;
 
-	if (!ids || !by_ref || stackid_batch(b, ids))
+	if (!ids || !by_ref || stackid_batch(b, ids, NULL))
 		exit(1);
 	*refs = 0;
 	for (i = 0; i < b->nstacks; i++) {

@@ -83,7 +83,7 @@ int stackid_of_bytes(const void *bytes, size_t len, uint8_t id[STACKID_LEN])
 	return 0;
 }
 
-int stackid_batch(const struct batch *b, uint8_t (*ids)[STACKID_LEN])
+int stackid_batch(const struct batch *b, uint8_t (*ids)[STACKID_LEN], size_t *lens)
 {
 	struct stackid_buf buf = { 0 };
 	size_t len;
@@ -94,6 +94,8 @@ int stackid_batch(const struct batch *b, uint8_t (*ids)[STACKID_LEN])
 		err = stackid_bytes(b, i, &buf, &len);
 		if (!err)
 			err = stackid_of_bytes(buf.p, len, ids[i]);
+		if (lens)
+			lens[i] = len;
 	}
 	free(buf.p);
 	return err;

@@ -37,6 +37,12 @@
 #define STACKID_MAX_BYTES                                                                          \
 	((size_t)BATCH_MAX_STACK_DEPTH * (STACKID_FRAME_HEAD + 2 * BATCH_MAX_STRING_LEN))
 
+/* The largest stack sent by id: collectors remember only stacks of at most this
+ * many canonical bytes, and agents name by id only those, so a batch of refs
+ * resolves to at most this much per distinct id. A real stack is a few KB (383
+ * frames of 60 bytes are 26 KB); a larger one is sent in full every time. */
+#define STACKID_MAX_REMEMBERED (64u << 10)
+
 /* A growing scratch buffer for canonical bytes; zero-initialize, free p. */
 struct stackid_buf {
 	uint8_t *p;
@@ -51,9 +57,10 @@ int stackid_bytes(const struct batch *b, uint32_t i, struct stackid_buf *buf, si
 /* The id of len canonical bytes. Returns 0 or -EIO (the hash failed). */
 int stackid_of_bytes(const void *bytes, size_t len, uint8_t id[STACKID_LEN]);
 
-/* The id of every stack of b (validated): ids[i] for stacks[i], nstacks of them.
- * Returns 0, -ENOMEM or -EIO. */
-int stackid_batch(const struct batch *b, uint8_t (*ids)[STACKID_LEN]);
+/* The id of every stack of b (validated): ids[i] for stacks[i], nstacks of them,
+ * and the length of its canonical bytes in lens[i] (lens may be NULL). Returns 0,
+ * -ENOMEM or -EIO. */
+int stackid_batch(const struct batch *b, uint8_t (*ids)[STACKID_LEN], size_t *lens);
 
 /* Parses canonical bytes into at most max frames (*n set); the frames borrow
  * their names and files from bytes, which are not NUL-terminated there. Returns

@@ -58,7 +58,7 @@ static struct reply post_v3(unsigned port, const struct batch *b, const bool *by
 	size_t len;
 
 	assert_non_null(ids);
-	assert_int_equal(stackid_batch(b, ids), 0);
+	assert_int_equal(stackid_batch(b, ids, NULL), 0);
 	assert_int_equal(stackid_compact(b, (const uint8_t(*)[STACKID_LEN])ids, by_ref, &c), 0);
 	if (forge) {
 		assert_true(c->nstacks >= 2);
@@ -97,7 +97,7 @@ static void hex_of(const struct batch *b, uint32_t i, char hex[33])
 	uint8_t(*ids)[STACKID_LEN] = calloc(b->nstacks, STACKID_LEN);
 
 	assert_non_null(ids);
-	assert_int_equal(stackid_batch(b, ids), 0);
+	assert_int_equal(stackid_batch(b, ids, NULL), 0);
 	stackid_hex(ids[i], hex);
 	free(ids);
 }
@@ -298,6 +298,50 @@ static void test_agent_ids_and_new_store(void **state)
 	coll_stop(&b);
 }
 
+/* A stack of more than STACKID_MAX_REMEMBERED canonical bytes (20 frames of 4000
+ * bytes) is stored but not remembered: a ref to it is unknown (409), so agents
+ * send it in full every time. */
+static void test_large_stack_not_remembered(void **state)
+{
+	const char *key[] = { "pid" }, *val[] = { "1" };
+	bool all_full[2] = { false, false }, big_by_id[2] = { true, false };
+	struct batch_builder *bb;
+	struct batch *b;
+	char *stack = malloc(20 * 4010 + 16);
+	size_t pos, k;
+	struct reply r;
+	struct coll c;
+
+	(void)state;
+	assert_non_null(stack);
+	pos = (size_t)sprintf(stack, "big");
+	for (k = 0; k < 20; k++) {
+		stack[pos++] = ';';
+		memset(stack + pos, 'a' + (int)k, 4000);
+		pos += 4000;
+	}
+	stack[pos] = '\0';
+	assert_int_equal(batch_builder__new("fleet-agent", "fleet-host", "cpu", &bb), 0);
+	assert_int_equal(batch_builder__add(bb, key, val, 1, stack, 3), 0);
+	assert_int_equal(batch_builder__add(bb, key, val, 1, "small;main", 2), 0);
+	assert_int_equal(batch_builder__finish(bb, 5, (time(NULL) / 10 - 6) * 10, 10, 10101010, &b),
+			 0);
+	batch_builder__free(bb);
+	assert_int_equal(coll_start(&c, "127.0.0.1:0", NULL), 0);
+	r = post_v3(c.port, b, all_full, false);
+	assert_int_equal(r.status, 200);
+	free(r.body);
+	assert_int_equal(metric_value(c.port, "smolder_stack_ids_remembered_total"), 1);
+	b->seq++;
+	r = post_v3(c.port, b, big_by_id, false);
+	assert_int_equal(r.status, 409);
+	assert_non_null(strstr(r.body, "\"unknown\":1"));
+	free(r.body);
+	coll_stop(&c);
+	batch__free(b);
+	free(stack);
+}
+
 static int group_setup(void **state)
 {
 	(void)state;
@@ -321,6 +365,7 @@ int main(void)
 		cmocka_unit_test_teardown(test_ids_after_full, coll_teardown),
 		cmocka_unit_test_teardown(test_unknown_ids, coll_teardown),
 		cmocka_unit_test_teardown(test_forged_id, coll_teardown),
+		cmocka_unit_test_teardown(test_large_stack_not_remembered, coll_teardown),
 		cmocka_unit_test_teardown(test_agent_ids_and_new_store, coll_teardown),
 	};
 

@@ -38,7 +38,7 @@ static void hex_of_stack(const char *folded, char hex[33])
 	struct batch *b = build(&folded, 1);
 	uint8_t ids[1][STACKID_LEN];
 
-	assert_int_equal(stackid_batch(b, ids), 0);
+	assert_int_equal(stackid_batch(b, ids, NULL), 0);
 	stackid_hex(ids[0], hex);
 	batch__free(b);
 }
@@ -83,7 +83,7 @@ static void test_ids_differ(void **state)
 				fail_msg("%s and %s share an id", variants[i], variants[j]);
 	/* in one batch (shared strings and frames, other indices): the same ids */
 	b = build((const char *const *)variants, n);
-	assert_int_equal(stackid_batch(b, ids), 0);
+	assert_int_equal(stackid_batch(b, ids, NULL), 0);
 	for (i = 0; i < n; i++) {
 		stackid_hex(ids[i], again);
 		assert_string_equal(again, hex[i]);
@@ -130,7 +130,7 @@ static void test_compact_resolve(void **state)
 	void *body;
 
 	(void)state;
-	assert_int_equal(stackid_batch(b, ids), 0);
+	assert_int_equal(stackid_batch(b, ids, NULL), 0);
 	assert_int_equal(stackid_compact(b, (const uint8_t(*)[STACKID_LEN])ids, by_ref, &c), 0);
 	assert_int_equal(c->nstacks, 2);
 	assert_int_equal(c->nrefs, 2);
@@ -150,7 +150,7 @@ static void test_compact_resolve(void **state)
 	{
 		uint8_t full[2][STACKID_LEN];
 
-		assert_int_equal(stackid_batch(d, full), 0);
+		assert_int_equal(stackid_batch(d, full, NULL), 0);
 		assert_memory_equal(full, d->stack_ids, sizeof(full));
 	}
 	/* the store's table: id -> canonical bytes */
@@ -174,7 +174,7 @@ static void test_compact_resolve(void **state)
 	{
 		uint8_t rid[4][STACKID_LEN];
 
-		assert_int_equal(stackid_batch(r, rid), 0);
+		assert_int_equal(stackid_batch(r, rid, NULL), 0);
 		assert_memory_equal(rid[2], d->refs[0], STACKID_LEN);
 		assert_memory_equal(rid[3], d->refs[1], STACKID_LEN);
 	}
