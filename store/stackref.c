@@ -26,11 +26,13 @@ enum { Q_GET, Q_TOUCH, Q_PUT, Q_GC, Q_NR };
 static const char *const sql[Q_NR] = {
 	[Q_GET] = "SELECT bytes, last_used FROM stackrefs WHERE id = ?1",
 	[Q_TOUCH] = "UPDATE stackrefs SET last_used = ?2 WHERE id = ?1",
-	[Q_PUT] = "INSERT INTO stackrefs (id, bytes, last_used) VALUES (?1, ?2, ?3) "
-		  "ON CONFLICT (id) DO UPDATE SET last_used = excluded.last_used "
-		  "WHERE last_used < excluded.last_used - ?4",
-	[Q_GC] = "DELETE FROM stackrefs WHERE rowid IN (SELECT rowid FROM stackrefs "
-		 "WHERE last_used < ?1 ORDER BY last_used LIMIT ?2)",
+	/* (parentheses: one literal made of several, for clang's
+	 * -Wstring-concatenation) */
+	[Q_PUT] = ("INSERT INTO stackrefs (id, bytes, last_used) VALUES (?1, ?2, ?3) "
+		   "ON CONFLICT (id) DO UPDATE SET last_used = excluded.last_used "
+		   "WHERE last_used < excluded.last_used - ?4"),
+	[Q_GC] = ("DELETE FROM stackrefs WHERE rowid IN (SELECT rowid FROM stackrefs "
+		  "WHERE last_used < ?1 ORDER BY last_used LIMIT ?2)"),
 };
 
 static int get(struct sqlite_store *s, sqlite3_stmt **q, int64_t now, struct store_stackref *r)
