@@ -1,4 +1,6 @@
-/* The spool and the sender thread; see sender.h. */
+/* The spool and the sender thread; see sender.h. The acknowledged stack ids are
+ * an open-addressing table of 16-byte ids (already uniformly random: the first
+ * 8 bytes index it), owned by the sender thread. */
 #include "agent/sender.h"
 
 #include <dirent.h>
@@ -19,6 +21,7 @@
 
 #include "common/array.h"
 #include "common/log.h"
+#include "common/stackid.h"
 #include "common/wire.h"
 
 #define SPOOL_SUFFIX ".batch"
@@ -29,6 +32,20 @@
  * spool may allocate. */
 #define MAX_BATCH_FILE (256u << 20)
 #define MAX_REPLY      4096
+/* Acknowledged stack ids held at most: a busy host's working set is a few
+ * thousand stacks (bench/gen.h: 2 400), so 128 Ki ids (a table of at most 4 MiB)
+ * leave room for churn; past it every id is forgotten and relearned, which costs
+ * one batch in full. */
+#define ACKED_MAX	(1u << 17)
+#define ACKED_MIN_SLOTS 1024
+#define WIRE_ZSTD_LEVEL 3 /* the agent's level (agent.c) */
+
+/* Stack ids a collector acknowledged; a zero id marks a free slot (an id of 16
+ * zero bytes is never held: it is sent in full). */
+struct acked {
+	uint8_t (*slot)[STACKID_LEN];
+	size_t nslots, n;
+};
 
 struct sender {
 	struct sender_options o;
@@ -41,8 +58,9 @@ struct sender {
 	pthread_cond_t drained; /* the spool became empty */
 	bool stop;
 	struct sender_stats st;
-	CURL *curl;   /* used by the thread only */
-	uint64_t rng; /* the jitter's draws (thread only): seeded per sender */
+	CURL *curl;	    /* used by the thread only */
+	struct acked acked; /* thread only */
+	uint64_t rng;	    /* the jitter's draws (thread only): seeded per sender */
 };
 
 struct reply {
@@ -271,6 +289,176 @@ static bool backoff(struct sender *s, unsigned *delay_ms)
 	return !stop;
 }
 
+static const uint8_t zero_id[STACKID_LEN];
+
+static size_t acked_pos(const struct acked *a, const uint8_t *id)
+{
+	uint64_t h;
+	size_t i;
+
+	memcpy(&h, id, sizeof(h));
+	for (i = (size_t)h & (a->nslots - 1);; i = (i + 1) & (a->nslots - 1))
+		if (!memcmp(a->slot[i], id, STACKID_LEN) ||
+		    !memcmp(a->slot[i], zero_id, STACKID_LEN))
+			return i;
+}
+
+static bool acked_has(const struct acked *a, const uint8_t *id)
+{
+	return a->n && memcmp(id, zero_id, STACKID_LEN) &&
+	       !memcmp(a->slot[acked_pos(a, id)], id, STACKID_LEN);
+}
+
+static void acked_clear(struct acked *a)
+{
+	free(a->slot);
+	*a = (struct acked){ 0 };
+}
+
+/* Adds id; at ACKED_MAX everything is forgotten first. -ENOMEM leaves the set as
+ * it was (the stack is sent in full again: correct, only larger). */
+static int acked_add(struct acked *a, const uint8_t *id)
+{
+	size_t i;
+
+	if (!memcmp(id, zero_id, STACKID_LEN))
+		return 0;
+	if (a->n >= ACKED_MAX)
+		acked_clear(a);
+	if ((a->n + 1) * 2 > a->nslots) { /* at most half full */
+		struct acked g = { .nslots = a->nslots ? a->nslots * 2 : ACKED_MIN_SLOTS };
+
+		g.slot = calloc(g.nslots, STACKID_LEN);
+		if (!g.slot)
+			return -ENOMEM;
+		for (i = 0; i < a->nslots; i++)
+			if (memcmp(a->slot[i], zero_id, STACKID_LEN)) {
+				memcpy(g.slot[acked_pos(&g, a->slot[i])], a->slot[i], STACKID_LEN);
+				g.n++;
+			}
+		free(a->slot);
+		*a = g;
+	}
+	i = acked_pos(a, id);
+	if (memcmp(a->slot[i], id, STACKID_LEN)) {
+		memcpy(a->slot[i], id, STACKID_LEN);
+		a->n++;
+	}
+	return 0;
+}
+
+/* body (a spooled batch, every stack in full) as posted: acknowledged stacks by id
+ * unless full; *ids and *by_ref (nstacks entries, malloc'd) say which. Returns
+ * 0, or -errno when it cannot be re-encoded (then body is posted as it is). */
+static int compact_body(struct sender *s, const char *body, size_t len, bool full, void **out,
+			size_t *out_len, uint8_t (**ids)[STACKID_LEN], bool **by_ref,
+			uint32_t *nstacks, uint32_t *nrefs)
+{
+	struct batch *b = NULL, *c = NULL;
+	size_t *lens = NULL;
+	char why[128];
+	uint32_t i;
+	int err;
+
+	*ids = NULL;
+	*by_ref = NULL;
+	err = wire_decode(body, len, NULL, &b, why, sizeof(why));
+	if (err)
+		return err;
+	if (b->nrefs) { /* not a spooled batch of ours */
+		err = -EINVAL;
+		goto out_free;
+	}
+	*ids = malloc((b->nstacks ? b->nstacks : 1) * sizeof(**ids));
+	*by_ref = calloc(b->nstacks ? b->nstacks : 1, sizeof(**by_ref));
+	lens = malloc((b->nstacks ? b->nstacks : 1) * sizeof(*lens));
+	if (!*ids || !*by_ref || !lens) {
+		err = -ENOMEM;
+		goto out_free;
+	}
+	err = stackid_batch(b, *ids, lens);
+	if (err)
+		goto out_free;
+	*nrefs = 0;
+	for (i = 0; i < b->nstacks; i++) {
+		(*by_ref)[i] = !full && acked_has(&s->acked, (*ids)[i]);
+		*nrefs += (*by_ref)[i];
+	}
+	*nstacks = b->nstacks;
+	err = stackid_compact(b, (const uint8_t(*)[STACKID_LEN]) * ids, *by_ref, &c);
+	if (!err)
+		err = wire_encode(c, WIRE_ZSTD_LEVEL, out, out_len);
+	/* a stack the collectors do not remember (over STACKID_MAX_REMEMBERED) is
+	 * never acknowledged: its id is cleared here, after the batch has it */
+	for (i = 0; !err && i < b->nstacks; i++)
+		if (lens[i] > STACKID_MAX_REMEMBERED)
+			memset((*ids)[i], 0, STACKID_LEN);
+out_free:
+	free(lens);
+	if (err) {
+		free(*ids);
+		free(*by_ref);
+		*ids = NULL;
+		*by_ref = NULL;
+	}
+	batch__free(c);
+	batch__free(b);
+	return err;
+}
+
+/* Posts a spooled batch (see sender.h): compacted, and after a 409 once more with
+ * every stack in full. Returns the last HTTP status (0: transport error). */
+static long post_batch(struct sender *s, const char *body, size_t len, struct reply *r)
+{
+	uint8_t(*ids)[STACKID_LEN] = NULL;
+	uint32_t i, nstacks = 0, nrefs = 0;
+	bool *by_ref = NULL, full = false;
+	void *out = NULL;
+	size_t out_len = 0;
+	long status;
+
+	for (;;) {
+		if (compact_body(s, body, len, full, &out, &out_len, &ids, &by_ref, &nstacks,
+				 &nrefs)) {
+			status = post(s, body, len, r); /* as it is: stacks in full */
+			pthread_mutex_lock(&s->lock);
+			s->st.posted_bytes += len;
+			pthread_mutex_unlock(&s->lock);
+			return status;
+		}
+		status = post(s, out, out_len, r);
+		free(out);
+		pthread_mutex_lock(&s->lock);
+		s->st.posted_bytes += out_len;
+		s->st.stacks_full += nstacks - nrefs;
+		s->st.stacks_by_id += nrefs;
+		pthread_mutex_unlock(&s->lock);
+		if (status == 200)
+			for (i = 0; i < nstacks; i++)
+				if (!by_ref[i])
+					acked_add(&s->acked, ids[i]);
+		free(ids);
+		free(by_ref);
+		if (status != 409 || full || !nrefs)
+			break;
+		/* the collector's store lacks ids we hold: forget them all (a new or
+		 * another store lost every one; the answer may list only some) and send
+		 * this batch in full now */
+		log_info("sender: the collector does not know %u stack ids we sent; sending the "
+			 "batch in full: %s",
+			 nrefs, r->text);
+		acked_clear(&s->acked);
+		full = true;
+		pthread_mutex_lock(&s->lock);
+		s->st.ids_unknown++;
+		pthread_mutex_unlock(&s->lock);
+	}
+	pthread_mutex_lock(&s->lock);
+	s->st.acked_ids = s->acked.n;
+	pthread_mutex_unlock(&s->lock);
+	return status;
+}
+
 /* Sends the oldest spooled batch. Returns true when there may be more to do
  * right away, false when the spool is empty or the thread must stop. */
 static bool send_oldest(struct sender *s, unsigned *delay_ms)
@@ -278,7 +466,7 @@ static bool send_oldest(struct sender *s, unsigned *delay_ms)
 	char name[64], *body = NULL, whybuf[64];
 	const char *why;
 	struct reply r;
-	size_t n, len;
+	size_t n, len = 0;
 	uint64_t *seqs;
 	long status;
 	int err;
@@ -301,7 +489,7 @@ static bool send_oldest(struct sender *s, unsigned *delay_ms)
 	if (err) /* dropped meanwhile, or skipped */
 		return true;
 
-	status = post(s, body, len, &r);
+	status = post_batch(s, body, len, &r);
 	free(body);
 	/* The file goes and its count comes under one lock: sender__flush() and
 	 * sender__stats() must not see the spool emptied before the count. */
@@ -597,6 +785,7 @@ void sender__free(struct sender *s)
 	pthread_mutex_destroy(&s->lock);
 	curl_easy_cleanup(s->curl);
 	close(s->dirfd);
+	acked_clear(&s->acked);
 	free(s->ca_file);
 	free(s->cert_file);
 	free(s->key_file);

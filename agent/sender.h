@@ -18,6 +18,17 @@
  * regular files of ours with one link and at most 256 MiB; any other entry under
  * a batch name is logged and removed, never read or posted.
  *
+ * Stacks by id (wire format 3, schema/smolder.proto): the spool holds every batch
+ * with its stacks in full; when posting, the sender names by content id alone
+ * (common/stackid.h) each stack that an earlier batch carried in full and that a
+ * collector answered 200 for (the acknowledged ids, kept in memory: an agent
+ * restart forgets them and sends its first batch in full). A 409 (the collector's
+ * store does not know some ids: a new or emptied store, another collector's
+ * store, an id unused for the retention) makes it forget every id it holds and
+ * post the same batch again at once with every stack in full. So what is spooled
+ * never depends on a collector's state, and replays, restarts and switching
+ * collectors stay correct.
+ *
  * Thread-safe: submit from one thread while the sender thread sends.
  */
 #ifndef SMOLDER_SENDER_H
@@ -39,13 +50,18 @@ struct sender_options {
 };
 
 struct sender_stats {
-	uint64_t sent;	     /* batches acknowledged as stored */
-	uint64_t duplicates; /* acknowledged as already stored (a retry after a lost reply) */
-	uint64_t retries;    /* failed attempts that will be retried */
-	uint64_t rejected;   /* refused with a 4xx: deleted */
-	uint64_t dropped;    /* deleted unsent to keep the spool under its cap */
-	uint64_t pending;    /* batches in the spool now */
-	uint64_t bytes;	     /* their bytes */
+	uint64_t sent;	       /* batches acknowledged as stored */
+	uint64_t duplicates;   /* acknowledged as already stored (a retry after a lost reply) */
+	uint64_t retries;      /* failed attempts that will be retried */
+	uint64_t rejected;     /* refused with a 4xx: deleted */
+	uint64_t dropped;      /* deleted unsent to keep the spool under its cap */
+	uint64_t pending;      /* batches in the spool now */
+	uint64_t bytes;	       /* their bytes */
+	uint64_t posted_bytes; /* bodies posted, every attempt (the wire's bytes) */
+	uint64_t stacks_full;  /* stacks posted with their frames */
+	uint64_t stacks_by_id; /* stacks posted as their id alone */
+	uint64_t ids_unknown;  /* 409 answers: ids forgotten, the batch re-sent in full */
+	uint64_t acked_ids;    /* ids held now */
 };
 
 struct sender;

@@ -11,6 +11,11 @@
  * ("qualname (file:line)") over a few native and kernel frames, the rest native
  * stacks of depth 8-40 with kernel tails. Each window draws its samples from a
  * per-process pool of stacks that drifts slowly, as real services do.
+ *
+ * The fleet wire (format 3): the same windows as the agent's sender posts them
+ * once a collector has acknowledged stacks (agent/sender.c): each stack sent in
+ * full once, then by its 16-byte content id, over the whole hour; its bytes per
+ * window and its ratio to gzipped pprof of the same samples.
  */
 #include <errno.h>
 #include <stdbool.h>
@@ -24,6 +29,7 @@
 #include <zlib.h>
 
 #include "common/batch.h"
+#include "common/stackid.h"
 #include "common/wire.h"
 #include "profile.pb-c.h"
 #include "store/store.h"
@@ -136,6 +142,69 @@ static size_t pprof_gzip_size(const struct batch *b)
 	return gz_len;
 }
 
+/* The ids a collector acknowledged, as the sender keeps them: a sorted array is
+ * enough for a bench (a few thousand ids). */
+struct idset {
+	uint8_t (*ids)[STACKID_LEN];
+	size_t n, cap;
+};
+
+static int cmp_id(const void *a, const void *b)
+{
+	return memcmp(a, b, STACKID_LEN);
+}
+
+static bool idset_has(const struct idset *s, const uint8_t *id)
+{
+	return s->n && bsearch(id, s->ids, s->n, STACKID_LEN, cmp_id);
+}
+
+static void idset_add(struct idset *s, const uint8_t *id)
+{
+	if (idset_has(s, id))
+		return;
+	if (s->n == s->cap) {
+		s->cap = s->cap ? 2 * s->cap : 1024;
+		s->ids = realloc(s->ids, s->cap * STACKID_LEN);
+		if (!s->ids)
+			exit(1);
+	}
+	memcpy(s->ids[s->n++], id, STACKID_LEN);
+	qsort(s->ids, s->n, STACKID_LEN, cmp_id);
+}
+
+/* b as the sender posts it after the collector acknowledged acked: the encoded
+ * size; every stack it sends in full is acknowledged afterwards (a 200). *refs
+ * gets the stacks sent by id. */
+static size_t fleet_size(const struct batch *b, struct idset *acked, size_t *refs)
+{
+	uint8_t(*ids)[STACKID_LEN] = malloc((b->nstacks + 1) * STACKID_LEN);
+	bool *by_ref = calloc(b->nstacks + 1, sizeof(bool));
+	struct batch *c = NULL;
+	void *body = NULL;
+	size_t len = 0;
+	uint32_t i;
+
+	if (!ids || !by_ref || stackid_batch(b, ids, NULL))
+		exit(1);
+	*refs = 0;
+	for (i = 0; i < b->nstacks; i++) {
+		by_ref[i] = idset_has(acked, ids[i]);
+		*refs += by_ref[i];
+	}
+	if (stackid_compact(b, (const uint8_t(*)[STACKID_LEN])ids, by_ref, &c) ||
+	    wire_encode(c, 3, &body, &len))
+		exit(1);
+	for (i = 0; i < b->nstacks; i++)
+		if (!by_ref[i])
+			idset_add(acked, ids[i]);
+	batch__free(c);
+	free(body);
+	free(ids);
+	free(by_ref);
+	return len;
+}
+
 int main(int argc, char **argv)
 {
 	unsigned windows = argc > 1 ? (unsigned)atoi(argv[1]) : 360, w, p, k, seed = 42;
@@ -143,6 +212,9 @@ int main(int argc, char **argv)
 	struct wire_limits lim = { WIRE_DEFAULT_MAX_COMPRESSED, WIRE_DEFAULT_MAX_DECOMPRESSED };
 	size_t *lens = calloc(windows, sizeof(*lens)), wire_total = 0, pprof_total = 0;
 	size_t wire_sampled = 0, nsampled = 0, v1_total = 0;
+	size_t fleet_total = 0, fleet_sampled = 0, fleet_refs = 0, fleet_stacks = 0, refs;
+	size_t fleet_late = 0, pprof_late = 0, nlate = 0, fleet_first = 0;
+	struct idset acked = { 0 };
 	void **bodies = calloc(windows, sizeof(*bodies));
 	void **v1_bodies = calloc(windows, sizeof(*v1_bodies));
 	size_t *v1_lens = calloc(windows, sizeof(*v1_lens));
@@ -165,10 +237,27 @@ int main(int argc, char **argv)
 			return 1;
 		wire_total += lens[w];
 		v1_total += v1_lens[w];
-		if (w % 18 == 0) { /* a pprof twin of every 18th window: same samples */
-			pprof_total += pprof_gzip_size(b);
-			wire_sampled += lens[w];
-			nsampled++;
+		{
+			size_t fl = fleet_size(b, &acked, &refs);
+
+			fleet_total += fl;
+			fleet_refs += refs;
+			fleet_stacks += b->nstacks;
+			if (w == 0)
+				fleet_first = fl;
+			if (w % 18 == 0) { /* a pprof twin of every 18th window: same samples */
+				size_t pp = pprof_gzip_size(b);
+
+				pprof_total += pp;
+				wire_sampled += lens[w];
+				fleet_sampled += fl;
+				nsampled++;
+				if (w) { /* the agent's steady state: after its first window */
+					fleet_late += fl;
+					pprof_late += pp;
+					nlate++;
+				}
+			}
 		}
 		rows += b->nsamples;
 		batch__free(b);
@@ -226,6 +315,17 @@ int main(int argc, char **argv)
 	       "protobuf against %.0f as gzipped pprof of the same samples: ratio %.2f\n",
 	       (double)wire_total / windows, nsampled, (double)wire_sampled / (double)nsampled,
 	       (double)pprof_total / (double)nsampled, (double)wire_sampled / (double)pprof_total);
+	printf("fleet wire (format 3, stacks by id once acknowledged): %.0f bytes per window "
+	       "over the hour (%zu the first window, all in full); %.1f%% of stacks sent by id; "
+	       "on the same %zu windows %.0f bytes against %.0f as gzipped pprof: ratio %.2f; "
+	       "without the first window (%zu windows): %.0f against %.0f, ratio %.2f\n",
+	       (double)fleet_total / windows, fleet_first,
+	       100.0 * (double)fleet_refs / (double)(fleet_stacks ? fleet_stacks : 1), nsampled,
+	       (double)fleet_sampled / (double)nsampled, (double)pprof_total / (double)nsampled,
+	       (double)fleet_sampled / (double)pprof_total, nlate,
+	       (double)fleet_late / (double)(nlate ? nlate : 1),
+	       (double)pprof_late / (double)(nlate ? nlate : 1),
+	       (double)fleet_late / (double)(pprof_late ? pprof_late : 1));
 	printf("ingest (decode + store, one core): %.3f CPU s, %.0f samples/s, %.0f sample "
 	       "rows/s\n",
 	       t_ingest, (double)samples / t_ingest, (double)rows / t_ingest);
@@ -244,6 +344,7 @@ int main(int argc, char **argv)
 	}
 	free(bodies);
 	free(v1_bodies);
+	free(acked.ids);
 	free(v1_lens);
 	free(lens);
 	unlink(db);

@@ -47,6 +47,7 @@
 #include "collector/queries.h"
 #include "collector/readers.h"
 #include "collector/routes.h"
+#include "collector/stackrefs.h"
 #include "collector/tls.h"
 #include "collector/ui.h"
 #include "store/store.h"
@@ -233,8 +234,10 @@ static enum MHD_Result ingest(struct collector *c, struct MHD_Connection *conn, 
 {
 	struct wire_limits lim = { c->opts.max_body, c->opts.max_decompressed };
 	struct batch *b = NULL;
-	char why[256] = "", ok[128];
+	char why[256] = "", ok[128], *conflict = NULL;
+	struct stackrefs_counts refs = { 0 };
 	double start = now_seconds();
+	enum MHD_Result ret;
 	uint64_t samples = 0;
 	bool duplicate = false;
 	uint32_t i;
@@ -258,15 +261,45 @@ static enum MHD_Result ingest(struct collector *c, struct MHD_Connection *conn, 
 		samples += b->samples[i].count;
 
 	pthread_mutex_lock(&c->lock);
-	/* windows outside [now - retention, now + 1 h] are refused (-ERANGE) */
-	err = store__ingest_at(c->store, b, (int64_t)time(NULL), &duplicate);
-	if (err == -EINVAL || err == -ERANGE) {
-		/* the batch itself is refused (its reason): the sender must not retry */
-		snprintf(why, sizeof(why), "%s", store__errmsg(c->store));
+	/* wire format 3: claimed ids checked and remembered, refs resolved */
+	err = stackrefs_prepare(c->store, (int64_t)time(NULL), &b, &refs, &conflict, why,
+				sizeof(why));
+	c->m.stacks_full += refs.full;
+	c->m.stacks_by_id += refs.by_id;
+	c->m.stacks_remembered += refs.remembered;
+	c->m.stack_ids_unknown += refs.unknown;
+	if (err == -ENOENT) {
+		metrics_observe_latency(&c->m, now_seconds() - start);
+		pthread_mutex_unlock(&c->lock);
+		batch__free(b);
+		ret = respond(conn, MHD_HTTP_CONFLICT, "application/json", conflict,
+			      strlen(conflict));
+		free(conflict);
+		return ret;
+	}
+	if (!err) {
+		/* windows outside [now - retention, now + 1 h] are refused (-ERANGE) */
+		err = store__ingest_at(c->store, b, (int64_t)time(NULL), &duplicate);
+		if (err == -EINVAL || err == -ERANGE) {
+			/* the batch itself is refused (its reason): the sender must not
+			 * retry */
+			snprintf(why, sizeof(why), "%s", store__errmsg(c->store));
+			c->m.rejected[REJECT_MALFORMED]++;
+		} else if (err) {
+			snprintf(why, sizeof(why), "store: %s", store__errmsg(c->store));
+			c->m.rejected[REJECT_STORE]++;
+		}
+	} else if (err == -EINVAL) { /* a forged id or a stored stack that does not parse */
 		c->m.rejected[REJECT_MALFORMED]++;
-	} else if (err) {
+	} else if (err == -ENOMEM) {
+		snprintf(why, sizeof(why), "out of memory: retry later");
+		err = -EBUSY;
+	} else {
 		snprintf(why, sizeof(why), "store: %s", store__errmsg(c->store));
 		c->m.rejected[REJECT_STORE]++;
+	}
+	if (err) {
+		/* counted above */
 	} else if (duplicate) {
 		c->m.duplicates++;
 	} else {

@@ -45,6 +45,25 @@ int metrics_write(FILE *out, const struct metrics *m, const struct store_stats *
 		"# TYPE smolder_samples_ingested_total counter\n"
 		"smolder_samples_ingested_total %llu\n",
 		(unsigned long long)m->samples);
+	fprintf(out,
+		"# HELP smolder_stacks_received_total Stacks of ingested batches, by form: "
+		"full (frames) or id (wire format 3).\n"
+		"# TYPE smolder_stacks_received_total counter\n"
+		"smolder_stacks_received_total{form=\"full\"} %llu\n"
+		"smolder_stacks_received_total{form=\"id\"} %llu\n",
+		(unsigned long long)m->stacks_full, (unsigned long long)m->stacks_by_id);
+	fprintf(out,
+		"# HELP smolder_stack_ids_remembered_total Full stacks remembered by their "
+		"checked id.\n"
+		"# TYPE smolder_stack_ids_remembered_total counter\n"
+		"smolder_stack_ids_remembered_total %llu\n",
+		(unsigned long long)m->stacks_remembered);
+	fprintf(out,
+		"# HELP smolder_stack_ids_unknown_total Stack ids the store did not know "
+		"(answered 409).\n"
+		"# TYPE smolder_stack_ids_unknown_total counter\n"
+		"smolder_stack_ids_unknown_total %llu\n",
+		(unsigned long long)m->stack_ids_unknown);
 	fprintf(out, "# HELP smolder_batches_rejected_total Batches refused, by reason.\n"
 		     "# TYPE smolder_batches_rejected_total counter\n");
 	for (i = 0; i < REJECT_NR; i++)

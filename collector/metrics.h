@@ -39,6 +39,9 @@ struct metrics {
 	unsigned queries_reading;    /* gauge: queries reading the store now */
 	uint64_t queries_refused;    /* queries refused: max_queued_queries waiting */
 	unsigned queries_waiting;    /* gauge: queries waiting for a worker */
+	/* the fleet wire (collector/stackrefs.h): stacks received in full and by
+	 * id, full stacks remembered by id, ids unknown to the store (409) */
+	uint64_t stacks_full, stacks_by_id, stacks_remembered, stack_ids_unknown;
 };
 
 /* Counts one ingest that took seconds in the latency histogram. */

@@ -110,6 +110,8 @@ void batch__free(struct batch *b)
 	free(b->labelsets);
 	free(b->samples);
 	free(b->counters);
+	free(b->refs);
+	free(b->stack_ids);
 	free(b);
 }
 
@@ -167,9 +169,12 @@ int batch__validate(const struct batch *b, char *why, size_t len)
 			return err;
 	}
 
-	if (b->nstacks > BATCH_MAX_STACKS)
-		return reason_fail(why, len, -EINVAL, "%u stacks over the cap of %u", b->nstacks,
+	if (b->nstacks > BATCH_MAX_STACKS || b->nrefs > BATCH_MAX_STACKS - b->nstacks)
+		return reason_fail(why, len, -EINVAL, "%u stacks over the cap of %u",
+				   b->nstacks + (b->nrefs < BATCH_MAX_STACKS ? b->nrefs : 0),
 				   BATCH_MAX_STACKS);
+	if (b->nrefs && !b->refs)
+		return reason_fail(why, len, -EINVAL, "stack refs missing");
 	if (b->nstacks && !b->stacks)
 		return reason_fail(why, len, -EINVAL, "stacks missing");
 	for (i = 0; i < b->nstacks; i++) {
@@ -228,10 +233,10 @@ int batch__validate(const struct batch *b, char *why, size_t len)
 			return reason_fail(why, len, -EINVAL,
 					   "sample %u: label set %u out of range (%u label sets)",
 					   i, s->labelset, b->nlabelsets);
-		if (s->stack >= b->nstacks)
+		if (s->stack >= b->nstacks + b->nrefs)
 			return reason_fail(why, len, -EINVAL,
 					   "sample %u: stack %u out of range (%u stacks)", i,
-					   s->stack, b->nstacks);
+					   s->stack, b->nstacks + b->nrefs);
 		if (s->count == 0)
 			return reason_fail(why, len, -EINVAL, "sample %u: zero count", i);
 		if (s->count > BATCH_MAX_COUNT)

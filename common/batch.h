@@ -2,7 +2,8 @@
  * it, the wire codec (common/wire.h) encodes and decodes it, the store ingests it.
  *
  * Every cross reference is an index: frames, label keys and values name strings;
- * stacks name frames (root first); samples name a label set and a stack. strings[0]
+ * stacks name frames (root first); samples name a label set and a stack, or a
+ * stack sent by its content id only (refs, wire format 3). strings[0]
  * is always "" so 0 means "none" for optional string fields. A batch is valid when
  * every index is in range and every size is under the BATCH_MAX_* caps
  * (batch__validate); decoded batches are validated before anyone reads them.
@@ -39,6 +40,8 @@
  * (--window) x about 30 000 CPUs = 1.08e12 < 2^40. Bounding it keeps the sums of
  * real data far from INT64_MAX (2^23 batches at the cap in one bucket). */
 #define BATCH_MAX_COUNT (UINT64_C(1) << 40)
+/* A stack's content id (common/stackid.h): 128 bits. */
+#define BATCH_STACK_ID_LEN 16
 
 struct batch_frame {
 	uint32_t kind; /* enum frame_kind (common/frame.h) */
@@ -95,6 +98,15 @@ struct batch {
 	uint32_t nsamples;
 	struct batch_counter *counters;
 	uint32_t ncounters;
+	/* Stacks sent by content id only (wire format 3, common/stackid.h): a
+	 * sample's stack s >= nstacks names refs[s - nstacks]; nstacks + nrefs is
+	 * at most BATCH_MAX_STACKS. A batch with refs is not complete: the
+	 * collector resolves them (stackid_resolve) before the store sees it. */
+	uint8_t (*refs)[BATCH_STACK_ID_LEN];
+	uint32_t nrefs;
+	/* The ids the agent gives its full stacks (stack_ids[i] for stacks[i]), which
+	 * the collector checks against their frames; NULL when not sent. */
+	uint8_t (*stack_ids)[BATCH_STACK_ID_LEN];
 	/* Set by the wire decoder, which allocates in bulk: when non-NULL, every
 	 * strings[i] points into string_pool and every stacks[i].frames into
 	 * frame_pool, and batch__free() frees the pools instead of each. */

@@ -1,8 +1,8 @@
 /* The wire codec (see wire.h; the format itself is described in
  * schema/smolder.proto). Encoding maps struct batch onto the generated protobuf-c
- * structs without copying strings (version 2: frames, stacks and samples copied
- * into columns; version 1: as messages, stacks not copied), packs, and compresses
- * in one call.
+ * structs without copying strings (versions 2 and 3: frames, stacks and samples
+ * copied into columns, version 3's stack ids and refs borrowed as bytes; version
+ * 1: as messages, stacks not copied), packs, and compresses in one call.
  * Decoding is defensive in layers, each bounded before it allocates: the body
  * size; the zstd frame's declared content size (one-shot decompression into a
  * buffer of exactly that size) or, when the frame omits it, streaming decompression
@@ -10,7 +10,7 @@
  * fields that counts list entries against the BATCH_MAX_* caps; protobuf-c
  * unpacking through an allocator with a byte budget (nested lists and empty
  * sub-messages can expand a few bytes of input into many allocated ones); then the
- * conversion to struct batch (either version, its strings and stack frames in two
+ * conversion to struct batch (any version, its strings and stack frames in two
  * pools) and batch__validate().
  */
 #include "common/wire.h"
@@ -215,6 +215,13 @@ static int to_message(const struct batch *b, unsigned version, Smolder__V1__Batc
 	}
 	m->n_counters = b->ncounters;
 	m->counters = v->counterp;
+	if (version == WIRE_FORMAT_V3) {
+		/* borrowed from b, as the strings */
+		m->stack_ids.len = b->stack_ids ? (size_t)b->nstacks * BATCH_STACK_ID_LEN : 0;
+		m->stack_ids.data = m->stack_ids.len ? (uint8_t *)b->stack_ids : NULL;
+		m->stack_refs.len = (size_t)b->nrefs * BATCH_STACK_ID_LEN;
+		m->stack_refs.data = b->nrefs ? (uint8_t *)b->refs : NULL;
+	}
 	return 0;
 }
 
@@ -236,7 +243,9 @@ int wire_encode_version(const struct batch *b, int zstd_level, unsigned version,
 
 	if (!b || !out || !out_len || zstd_level < ZSTD_minCLevel() ||
 	    zstd_level > ZSTD_maxCLevel() ||
-	    (version != WIRE_FORMAT_V1 && version != WIRE_FORMAT_V2) || batch__validate(b, NULL, 0))
+	    (version != WIRE_FORMAT_V1 && version != WIRE_FORMAT_V2 && version != WIRE_FORMAT_V3) ||
+	    (version != WIRE_FORMAT_V3 && (b->nrefs || b->stack_ids)) ||
+	    batch__validate(b, NULL, 0))
 		return -EINVAL;
 	err = to_message(b, version, &m, &v);
 	if (err)
@@ -468,9 +477,12 @@ static const size_t pb_sizeof[] = {
 
 /* What one prescan of a packed Batch found: the list sizes, and an upper bound of
  * the bytes protobuf-c will take from the allocator to unpack it. */
-#define PB_FIELD_MAX 24 /* the Batch's largest field number */
+#define PB_FIELD_MAX 26 /* the Batch's largest field number */
 #define PB_COL_FIRST 16 /* version 2's columns are fields 16..24 */
+#define PB_COL_LAST  24
 #define PB_COL_U64   24 /* sample_counts, the one uint64 column */
+#define PB_IDS	     25 /* version 3's stack_ids and stack_refs: bytes, 16 per stack */
+#define PB_REFS	     26
 
 struct prescan {
 	/* top-level entries by Batch field number: 9..14 are lists, counted by
@@ -552,7 +564,18 @@ static int prescan_msg(enum pb_kind k, const uint8_t *p, size_t n, struct presca
 			else if ((err = prescan_msg(sub[field], payload, (size_t)v, ps, why,
 						    whylen)))
 				return err;
-		} else if (k == PB_BATCH && field >= PB_COL_FIRST && field <= PB_FIELD_MAX &&
+		} else if (k == PB_BATCH && (field == PB_IDS || field == PB_REFS) && wt == 2) {
+			/* one bytes field: protobuf-c copies it (the last occurrence
+			 * wins, each one allocated first) */
+			known = true;
+			if (v > (uint64_t)BATCH_STACK_ID_LEN * BATCH_MAX_STACKS)
+				return reason_fail(why, whylen, -EINVAL,
+						   "%s of %llu bytes over the cap of %u stacks",
+						   field == PB_IDS ? "stack ids" : "stack refs",
+						   (unsigned long long)v, BATCH_MAX_STACKS);
+			ps->count[field] = (size_t)v / BATCH_STACK_ID_LEN;
+			ps->need += (size_t)v + head;
+		} else if (k == PB_BATCH && field >= PB_COL_FIRST && field <= PB_COL_LAST &&
 			   (wt == 0 || wt == 2)) {
 			/* a column: one array of every element, packed or not */
 			size_t e = wt == 0;
@@ -630,6 +653,8 @@ static int prescan(const uint8_t *p, size_t n, struct prescan *ps, char *why, si
 		[22] = { "sample label sets", BATCH_MAX_SAMPLES },
 		[23] = { "sample stacks", BATCH_MAX_SAMPLES },
 		[24] = { "sample counts", BATCH_MAX_SAMPLES },
+		[25] = { "stack ids", BATCH_MAX_STACKS },
+		[26] = { "stack refs", BATCH_MAX_STACKS },
 	};
 	size_t i;
 	int err;
@@ -688,6 +713,10 @@ static int check_form(const Smolder__V1__Batch *m, size_t *nframes, size_t *nsta
 		      m->n_stack_depths + m->n_stack_frames + m->n_sample_labelsets +
 		      m->n_sample_stacks + m->n_sample_counts;
 
+	if (m->format_version != WIRE_FORMAT_V3 && (m->stack_ids.len || m->stack_refs.len))
+		return reason_fail(why, whylen, -EINVAL,
+				   "format version %u with version 3's stack ids or refs",
+				   m->format_version);
 	if (m->format_version == WIRE_FORMAT_V1) {
 		if (cols)
 			return reason_fail(why, whylen, -EINVAL,
@@ -699,7 +728,8 @@ static int check_form(const Smolder__V1__Batch *m, size_t *nframes, size_t *nsta
 	}
 	if (m->n_frames || m->n_stacks || m->n_samples)
 		return reason_fail(why, whylen, -EINVAL,
-				   "format version 2 with frame, stack or sample messages");
+				   "format version %u with frame, stack or sample messages",
+				   m->format_version);
 	if (m->n_frame_names != m->n_frame_kinds || m->n_frame_files != m->n_frame_kinds ||
 	    m->n_frame_lines != m->n_frame_kinds)
 		return reason_fail(why, whylen, -EINVAL,
@@ -714,6 +744,13 @@ static int check_form(const Smolder__V1__Batch *m, size_t *nframes, size_t *nsta
 	*nframes = m->n_frame_kinds;
 	*nstacks = m->n_stack_depths;
 	*nsamples = m->n_sample_labelsets;
+	if (m->stack_ids.len % BATCH_STACK_ID_LEN || m->stack_refs.len % BATCH_STACK_ID_LEN)
+		return reason_fail(why, whylen, -EINVAL,
+				   "stack ids or refs of %zu and %zu bytes: not 16 per stack",
+				   m->stack_ids.len, m->stack_refs.len);
+	if (m->stack_ids.len && m->stack_ids.len / BATCH_STACK_ID_LEN != *nstacks)
+		return reason_fail(why, whylen, -EINVAL, "%zu stack ids for %zu stacks",
+				   m->stack_ids.len / BATCH_STACK_ID_LEN, *nstacks);
 	return 0;
 }
 
@@ -724,16 +761,18 @@ static int check_form(const Smolder__V1__Batch *m, size_t *nframes, size_t *nsta
 static int from_message(const Smolder__V1__Batch *m, struct batch **out, char *why, size_t whylen)
 {
 	bool v1 = m->format_version == WIRE_FORMAT_V1;
-	size_t i, j, n, nframes = 0, nstacks = 0, nsamples = 0, pool = 0;
+	size_t i, j, n, nframes = 0, nstacks = 0, nsamples = 0, nrefs, pool = 0;
 	struct batch *b;
 	int err;
 
 	err = check_form(m, &nframes, &nstacks, &nsamples, why, whylen);
 	if (err)
 		return err;
+	nrefs = m->stack_refs.len / BATCH_STACK_ID_LEN;
 	if (m->n_strings > BATCH_MAX_STRINGS || nframes > BATCH_MAX_FRAMES ||
-	    nstacks > BATCH_MAX_STACKS || m->n_labelsets > BATCH_MAX_LABELSETS ||
-	    nsamples > BATCH_MAX_SAMPLES || m->n_counters > BATCH_MAX_COUNTERS)
+	    nstacks > BATCH_MAX_STACKS || nrefs > BATCH_MAX_STACKS - nstacks ||
+	    m->n_labelsets > BATCH_MAX_LABELSETS || nsamples > BATCH_MAX_SAMPLES ||
+	    m->n_counters > BATCH_MAX_COUNTERS)
 		return reason_fail(why, whylen, -EINVAL, "batch over a size cap");
 	b = calloc(1, sizeof(*b));
 	if (!b)
@@ -854,6 +893,17 @@ static int from_message(const Smolder__V1__Batch *m, struct batch **out, char *w
 		b->counters[i].name = m->counters[i]->name;
 		b->counters[i].value = m->counters[i]->value;
 	}
+	ALLOC_ARRAY(refs, nrefs, nrefs);
+	if (nrefs)
+		memcpy(b->refs, m->stack_refs.data, m->stack_refs.len);
+	if (m->stack_ids.len) {
+		b->stack_ids = malloc(m->stack_ids.len);
+		if (!b->stack_ids) {
+			err = reason_fail(why, whylen, -ENOMEM, "out of memory");
+			goto out_free_batch;
+		}
+		memcpy(b->stack_ids, m->stack_ids.data, m->stack_ids.len);
+	}
 #undef ALLOC_ARRAY
 
 	err = batch__validate(b, why, whylen);
@@ -935,7 +985,8 @@ int wire_decode_stats(const void *body, size_t len, const struct wire_limits *li
 			err = reason_fail(why, whylen, -EINVAL, "malformed protobuf");
 		goto out_free_plain;
 	}
-	if (m->format_version != WIRE_FORMAT_V1 && m->format_version != WIRE_FORMAT_V2)
+	if (m->format_version != WIRE_FORMAT_V1 && m->format_version != WIRE_FORMAT_V2 &&
+	    m->format_version != WIRE_FORMAT_V3)
 		err = reason_fail(why, whylen, -EINVAL, "unsupported format version %u",
 				  m->format_version);
 	else

@@ -49,12 +49,14 @@ struct wire_stats {
 };
 
 /* The wire's format_version (schema/smolder.proto): 1 sends frames, stacks and
- * samples as messages, 2 as columns (packed arrays). The decoder reads both into the
- * same struct batch (whose own format_version stays BATCH_FORMAT_VERSION: the
+ * samples as messages, 2 as columns (packed arrays), 3 as columns plus stacks by
+ * content id (struct batch's refs and stack_ids). The decoder reads all three into
+ * the same struct batch (whose own format_version stays BATCH_FORMAT_VERSION: the
  * content is the same); wire_encode() writes WIRE_FORMAT_VERSION. */
 #define WIRE_FORMAT_V1	    1
 #define WIRE_FORMAT_V2	    2
-#define WIRE_FORMAT_VERSION WIRE_FORMAT_V2
+#define WIRE_FORMAT_V3	    3
+#define WIRE_FORMAT_VERSION WIRE_FORMAT_V3
 
 /* Encodes b (which must pass batch__validate) at zstd level zstd_level (1..19 is
  * sensible; 3 is zstd's default) in wire format WIRE_FORMAT_VERSION. On success
@@ -63,27 +65,26 @@ struct wire_stats {
  * on success. */
 int wire_encode(const struct batch *b, int zstd_level, void **out, size_t *out_len);
 
-/* wire_encode() in a chosen wire format version (WIRE_FORMAT_V1 or _V2; -EINVAL
- * for others): tests and benchmarks send what older agents sent. */
+/* wire_encode() in a chosen wire format version (WIRE_FORMAT_V1, _V2 or _V3;
+ * -EINVAL for others, and for V1 or V2 of a batch with refs or stack_ids): tests
+ * and benchmarks send what older agents sent. */
 int wire_encode_version(const struct batch *b, int zstd_level, unsigned version, void **out,
 			size_t *out_len);
 
-/* Decodes body (len bytes, wire format version 1 or 2) under lim (NULL: the
- * defaults). On success *out is a validated batch of format version
- * BATCH_FORMAT_VERSION; free it with batch__free(). Returns 0 or:
- *   -E2BIG   body, declared or actual decompressed size, zstd window or the
- *            bound of the unpacked message over its cap ("body too large", ...)
- *   -EINVAL  not zstd, truncated or corrupt zstd frame, data after the frame,
- *            malformed protobuf, unsupported format version, version 1 with
- *            columns or version 2 with frame, stack or sample messages, columns
- *            of one dictionary of unequal lengths, stack depths that do not add
- *            up to stack_frames, a list over its
- *            BATCH_MAX_* cap (stacks deeper than BATCH_MAX_STACK_DEPTH and label
- *            sets over BATCH_MAX_LABELS included, found before unpacking), or a
- *            batch that fails batch__validate() (its reason)
- *   -ENOMEM
- * On every error a one-line reason is written to why (whylen bytes, may be 0) and
- * *out is left alone. */
+/* Decodes body (len bytes, wire format version 1, 2 or 3) under lim (NULL: the
+ * defaults). A version 3 batch may hold refs (stacks by id only): the caller
+ * resolves them (common/stackid.h) before storing it. On success *out is a validated batch of
+ * format version BATCH_FORMAT_VERSION; free it with batch__free(). Returns 0 or: -E2BIG   body,
+ * declared or actual decompressed size, zstd window or the bound of the unpacked message over its
+ * cap ("body too large", ...) -EINVAL  not zstd, truncated or corrupt zstd frame, data after the
+ * frame, malformed protobuf, unsupported format version, version 1 with columns or version 2 with
+ * frame, stack or sample messages, columns of one dictionary of unequal lengths, stack depths that
+ * do not add up to stack_frames, version 1 or 2 with stack ids or refs, stack_ids or stack_refs not
+ * a multiple of 16 bytes, stack_ids not one per full stack, a list over its BATCH_MAX_* cap (full
+ * stacks and refs together under BATCH_MAX_STACKS; stacks deeper than BATCH_MAX_STACK_DEPTH and
+ * label sets over BATCH_MAX_LABELS included, found before unpacking), or a batch that fails
+ * batch__validate() (its reason) -ENOMEM On every error a one-line reason is written to why (whylen
+ * bytes, may be 0) and *out is left alone. */
 int wire_decode(const void *body, size_t len, const struct wire_limits *lim, struct batch **out,
 		char *why, size_t whylen);
 

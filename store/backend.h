@@ -40,6 +40,9 @@ struct store_backend {
 	int (*schema_version)(struct store *s, int64_t *version);
 	int (*check)(struct store *s);
 	int (*maintain)(struct store *s, int64_t now, size_t max_rows, bool *more);
+	/* store__stackrefs(), refs checked (n <= STORE_STACKREF_MAX_REFS, each len
+	 * in range); NULL: -EOPNOTSUPP. */
+	int (*stackrefs)(struct store *s, int64_t now, struct store_stackref *refs, size_t n);
 };
 
 /* What every backend's handle starts with. */
@@ -49,5 +52,10 @@ struct store {
 
 extern const struct store_backend store_sqlite_backend;	    /* store/open.c */
 extern const struct store_backend store_clickhouse_backend; /* store/clickhouse.c */
+
+/* The backends' store__stackrefs(): store/stackref.c (SQLite) and
+ * store/ch_stackref.c (ClickHouse). */
+int sqlite_store__stackrefs(struct store *s, int64_t now, struct store_stackref *refs, size_t n);
+int ch_store__stackrefs(struct store *s, int64_t now, struct store_stackref *refs, size_t n);
 
 #endif

@@ -309,4 +309,5 @@ const struct store_backend store_clickhouse_backend = {
 	.schema_version = ch_schema_version,
 	.check = ch_check,
 	.maintain = ch_maintain,
+	.stackrefs = ch_store__stackrefs,
 };

@@ -415,4 +415,5 @@ const struct store_backend store_sqlite_backend = {
 	.schema_version = sqlite_store__schema_version,
 	.check = sqlite_store__check,
 	.maintain = sqlite_store__maintain,
+	.stackrefs = sqlite_store__stackrefs,
 };

@@ -149,3 +149,17 @@ int store__maintain(struct store *s, int64_t now, size_t max_rows, bool *more)
 {
 	return s ? s->backend->maintain(s, now, max_rows, more) : -EINVAL;
 }
+
+int store__stackrefs(struct store *s, int64_t now, struct store_stackref *refs, size_t n)
+{
+	size_t i;
+
+	if (!s || (n && !refs) || n > STORE_STACKREF_MAX_REFS)
+		return -EINVAL;
+	for (i = 0; i < n; i++)
+		if (refs[i].bytes && (refs[i].len == 0 || refs[i].len > STORE_STACKREF_MAX_BYTES))
+			return -EINVAL;
+	if (!s->backend->stackrefs)
+		return -EOPNOTSUPP;
+	return n ? s->backend->stackrefs(s, now, refs, n) : 0;
+}

@@ -323,4 +323,43 @@ int store__windows(struct store *s, const struct store_query *q, struct store_wi
  * down (rollups). */
 int store__maintain(struct store *s, int64_t now, size_t max_rows, bool *more);
 
+/* ---- stack references: the fleet wire's stacks by content id ----------------
+ *
+ * An agent sends a stack the collectors have already stored as its content id
+ * alone (wire format 3, schema/smolder.proto; the id is common/stackid.h's hash
+ * of the stack's canonical bytes). The store remembers id -> canonical bytes, so
+ * that any collector of a store resolves any agent's ids (stateless collectors
+ * share only the store). The bytes are opaque here: the collector computes the
+ * id from them (never trusting an agent's claim) before it asks the store to
+ * remember them, and parses them back when it resolves an id. */
+#define STORE_STACKREF_ID_LEN 16
+/* The most ids one call takes: a batch's stacks (BATCH_MAX_STACKS). */
+#define STORE_STACKREF_MAX_REFS (1u << 20)
+/* The most canonical bytes one stack takes: BATCH_MAX_STACK_DEPTH frames of two
+ * strings of BATCH_MAX_STRING_LEN, each frame with its 9 bytes of header
+ * (common/stackid.h, STACKID_MAX_BYTES, which a test holds equal). */
+#define STORE_STACKREF_MAX_BYTES (512u * (9u + 2u * 4096u))
+
+struct store_stackref {
+	uint8_t id[STORE_STACKREF_ID_LEN]; /* the stack's content id */
+	void *bytes; /* remember: the canonical bytes (borrowed); look up: NULL on
+		      * the way in, a malloc'd copy on the way out when the id is
+		      * known (the caller frees it), NULL when it is not */
+	size_t len;  /* bytes' length: 1..STORE_STACKREF_MAX_BYTES */
+};
+
+/* Remembers and looks up stacks by content id, in one transaction: each refs[i]
+ * whose bytes is set is remembered (an id already known keeps its first bytes:
+ * the caller made id from bytes, so they are the same), each whose bytes is NULL
+ * is looked up (bytes and len set when known). Every id named becomes used at
+ * now (unix seconds); an id not used for the store's retention_seconds is
+ * forgotten, a few at each call (the store's other GC is for blocks), and an
+ * agent then sends that stack in full again. Returns 0, -EINVAL (NULL s, refs
+ * NULL with n > 0, n over STORE_STACKREF_MAX_REFS, a len of 0 or over
+ * STORE_STACKREF_MAX_BYTES), -EROFS (a reader), -EOPNOTSUPP (a backend without
+ * them), -ENOMEM or a translated backend error (store__errmsg()); on error no
+ * looked-up bytes are left allocated (each is NULL again) and nothing was
+ * remembered. */
+int store__stackrefs(struct store *s, int64_t now, struct store_stackref *refs, size_t n);
+
 #endif

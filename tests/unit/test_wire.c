@@ -289,7 +289,7 @@ static void *pack_unchecked(const struct batch *b, unsigned version, size_t *len
 	}
 	m.n_counters = b->ncounters;
 	m.counters = ctp;
-	if (version == WIRE_FORMAT_V2)
+	if (version != WIRE_FORMAT_V1)
 		to_columns(b, &m, &cols, &counts);
 	if (mutate_message)
 		mutate_message(&m);
@@ -442,7 +442,7 @@ static void test_round_trip(void **state)
 	assert_int_equal(wire_encode(b, 1000, &body, &len), -EINVAL);
 	assert_int_equal(wire_encode(NULL, 3, &body, &len), -EINVAL);
 	assert_int_equal(wire_encode_version(b, 3, 0, &body, &len), -EINVAL);
-	assert_int_equal(wire_encode_version(b, 3, 3, &body, &len), -EINVAL);
+	assert_int_equal(wire_encode_version(b, 3, 4, &body, &len), -EINVAL);
 	batch__free(b);
 }
 
@@ -914,7 +914,7 @@ static void bad_zero_count(struct batch *b)
 }
 static void bad_version(struct batch *b)
 {
-	b->format_version = 3; /* the wire's 1 and 2 are known */
+	b->format_version = 4; /* the wire's 1, 2 and 3 are known */
 }
 static void bad_string0(struct batch *b)
 {
@@ -972,7 +972,7 @@ static void test_bad_batches(void **state)
 	expect_bad_batch(bad_label_value, -EINVAL, "label set 0: value string 99 out of range");
 	expect_bad_batch(bad_counter_string, -EINVAL, "counter 0: name string 99 out of range");
 	expect_bad_batch(bad_zero_count, -EINVAL, "sample 1: zero count");
-	expect_bad_batch(bad_version, -EINVAL, "unsupported format version 3");
+	expect_bad_batch(bad_version, -EINVAL, "unsupported format version 4");
 	expect_bad_batch(bad_string0, -EINVAL, "string 0 is not empty");
 	expect_bad_batch(bad_unsorted_labels, -EINVAL, "keys not sorted or not unique");
 	expect_bad_batch(bad_empty_stack, -EINVAL, "stack 0: empty");
@@ -1018,6 +1018,71 @@ static void zero_depth(Smolder__V1__Batch *m)
 	m->stack_depths[0] = 0;
 }
 
+/* Version 3's bytes fields, as a hostile agent may fill them. */
+static uint8_t some_ids[4 * 16 + 1];
+static void refs_in_v2(Smolder__V1__Batch *m)
+{
+	m->stack_refs.len = 16;
+	m->stack_refs.data = some_ids;
+}
+static void ids_in_v1(Smolder__V1__Batch *m)
+{
+	m->stack_ids.len = 16 * m->n_stacks;
+	m->stack_ids.data = some_ids;
+}
+static void refs_not_16(Smolder__V1__Batch *m)
+{
+	m->stack_refs.len = 17;
+	m->stack_refs.data = some_ids;
+}
+static void ids_too_few(Smolder__V1__Batch *m)
+{
+	m->stack_ids.len = 16; /* small_batch has 4 stacks */
+	m->stack_ids.data = some_ids;
+}
+static void sample_past_refs(Smolder__V1__Batch *m)
+{
+	m->stack_refs.len = 16; /* one ref: stack index n_stack_depths */
+	m->stack_refs.data = some_ids;
+	m->sample_stacks[0] = (uint32_t)m->n_stack_depths + 1;
+}
+static void refs_past_cap(Smolder__V1__Batch *m)
+{
+	/* BATCH_MAX_STACKS refs beside the full stacks: one over the cap in all */
+	static uint8_t *big;
+
+	if (!big)
+		big = calloc(BATCH_MAX_STACKS, 16);
+	assert_non_null(big);
+	m->stack_refs.len = (size_t)BATCH_MAX_STACKS * 16;
+	m->stack_refs.data = big;
+}
+static void refs_over_prescan_cap(Smolder__V1__Batch *m)
+{
+	static uint8_t *big;
+
+	if (!big)
+		big = calloc(BATCH_MAX_STACKS + 1, 16);
+	assert_non_null(big);
+	m->stack_refs.len = ((size_t)BATCH_MAX_STACKS + 1) * 16;
+	m->stack_refs.data = big;
+}
+
+static void expect_bad_form_lim(void (*mutate)(Smolder__V1__Batch *), unsigned version,
+				const struct wire_limits *lim, const char *want)
+{
+	struct batch *b = small_batch();
+	void *body;
+	size_t len;
+
+	mutate_message = mutate;
+	body = pack_unchecked(b, version, &len);
+	mutate_message = NULL;
+	expect_decode_error(body, len, lim, -EINVAL, want);
+	free(body);
+	batch__free(b);
+}
+
 static void expect_bad_form(void (*mutate)(Smolder__V1__Batch *), unsigned version,
 			    const char *want)
 {
@@ -1044,6 +1109,25 @@ static void test_bad_forms(void **state)
 	expect_bad_form(long_stack_frames, WIRE_FORMAT_V2, "stack depths add up to");
 	expect_bad_form(short_stack_frames, WIRE_FORMAT_V2, "stack depths add up to");
 	expect_bad_form(zero_depth, WIRE_FORMAT_V2, "stack 0: empty");
+	expect_bad_form(zero_depth, WIRE_FORMAT_V3, "stack 0: empty");
+}
+
+/* Version 3's stack ids and refs: every shape that does not add up is refused,
+ * the caps before anything is allocated for them. */
+static void test_bad_v3_forms(void **state)
+{
+	struct wire_limits big = { 0, 40u << 20, 64u << 20 };
+
+	(void)state;
+	expect_bad_form(refs_in_v2, WIRE_FORMAT_V2, "format version 2 with version 3's");
+	expect_bad_form(ids_in_v1, WIRE_FORMAT_V1, "format version 1 with version 3's");
+	expect_bad_form(refs_not_16, WIRE_FORMAT_V3, "not 16 per stack");
+	expect_bad_form(ids_too_few, WIRE_FORMAT_V3, "1 stack ids for 4 stacks");
+	expect_bad_form(sample_past_refs, WIRE_FORMAT_V3,
+			"sample 0: stack 5 out of range (5 stacks)");
+	expect_bad_form_lim(refs_past_cap, WIRE_FORMAT_V3, &big, "batch over a size cap");
+	expect_bad_form_lim(refs_over_prescan_cap, WIRE_FORMAT_V3, &big,
+			    "stack refs of 16777232 bytes over the cap of 1048576 stacks");
 }
 
 /* ---- size ------------------------------------------------------------------- */
@@ -1229,6 +1313,7 @@ int main(void)
 		cmocka_unit_test(test_unpack_bound_holds),
 		cmocka_unit_test(test_bad_batches),
 		cmocka_unit_test(test_bad_forms),
+		cmocka_unit_test(test_bad_v3_forms),
 		cmocka_unit_test(test_bytes_per_sample),
 		cmocka_unit_test(test_builder_wire_bytes_bound),
 	};
