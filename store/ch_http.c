@@ -140,6 +140,10 @@ static int errno_of_curl(CURLcode rc)
 		return -EHOSTUNREACH;
 	case CURLE_OPERATION_TIMEDOUT:
 		return -ETIMEDOUT;
+	case CURLE_GOT_NOTHING: /* the server closed the connection: stopping */
+	case CURLE_SEND_ERROR:
+	case CURLE_RECV_ERROR:
+		return -ECONNRESET;
 	case CURLE_OUT_OF_MEMORY:
 		return -ENOMEM;
 	default:

@@ -39,7 +39,8 @@ void ch_http__free(struct ch_http *h);
 
 /* Runs sql (one statement) with body (len bytes, NULL: none) as its data. *ans
  * (may be NULL) gets the answer. Returns 0; -ECONNREFUSED, -ETIMEDOUT,
- * -EHOSTUNREACH (no server); -EACCES (authentication); -ENOENT (unknown database,
+ * -EHOSTUNREACH (no server), -ECONNRESET (the server closed the connection
+ * without an answer: it is stopping); -EACCES (authentication); -ENOENT (unknown database,
  * table or column); -EINVAL (a statement ClickHouse refuses); -E2BIG (an answer
  * past CH_HTTP_MAX_RESPONSE); -ENOMEM; -EIO (anything else). */
 int ch_http__query(struct ch_http *h, const char *sql, const void *body, size_t len,
