@@ -3,7 +3,9 @@
  * 127.0.0.1, free HTTP and TCP ports, a default user allowed from 127.0.0.1 only)
  * and starts Debian's clickhouse-server on it, waiting on GET /ping with a
  * deadline; ch_stop() sends SIGTERM to it (a registered child, tests/testutil.h)
- * and checks that it exited 0. No system service is touched. A test calls
+ * and checks that it exited 0; ch_halt() and ch_restart() stop it and start it
+ * again on its data and ports (a server down and back). No system service is
+ * touched. A test calls
  * ch_skip_unless_available() first: it skips, with the reason printed, only when
  * clickhouse-server is not installed (deploy/debian-deps.sh installs it).
  * Include <cmocka.h> and testutil.h first.
@@ -123,51 +125,62 @@ static inline void ch_write_configs(struct chsrv *c)
 	assert_int_equal(fclose(f), 0);
 }
 
+/* Starts clickhouse-server on c's config (written already) and waits for /ping.
+ * Returns true when it answers; false when it exited (a port taken in between,
+ * most likely; reaped); fails the test when it is up but silent past the bound. */
+static inline bool ch_spawn(struct chsrv *c)
+{
+	char config[320], *argv[3];
+	uint64_t deadline = test_now_ms() + CH_START_MS;
+
+	snprintf(config, sizeof(config), "--config-file=%s/config.xml", c->dir);
+	argv[0] = (char *)ch_server_path();
+	argv[1] = config;
+	argv[2] = NULL;
+	c->pid = test_spawn(argv, "/dev/null", c->err);
+	while (test_now_ms() < deadline && !test_child_exited(c->pid)) {
+		if (ch_ping(c->http_port))
+			return true;
+		usleep(50000); /* polling interval of a bounded wait */
+	}
+	if (!test_child_exited(c->pid)) { /* up but silent past the bound */
+		test_child_kill_reap(c->pid);
+		c->pid = 0;
+		test_print_log("clickhouse-server error log", c->log);
+		fail_msg("clickhouse-server did not answer /ping within %d ms", CH_START_MS);
+	}
+	test_wait(c->pid, CH_STOP_MS);
+	c->pid = 0;
+	return false;
+}
+
 /* Starts a private server, or fails the test with its log. Call
  * ch_skip_unless_available() first. */
 static inline void ch_start(struct chsrv *c)
 {
-	char config[320], *argv[3];
 	int attempt;
 
 	memset(c, 0, sizeof(*c));
 	assert_non_null(test_mkdtemp(c->dir, sizeof(c->dir)));
 	snprintf(c->err, sizeof(c->err), "%s/server.err", c->dir);
 	snprintf(c->log, sizeof(c->log), "%s/error.log", c->dir);
-	snprintf(config, sizeof(config), "--config-file=%s/config.xml", c->dir);
 	for (attempt = 0; attempt < CH_ATTEMPTS; attempt++) {
-		uint64_t deadline = test_now_ms() + CH_START_MS;
-
 		c->http_port = test_free_port();
 		do
 			c->tcp_port = test_free_port();
 		while (c->tcp_port == c->http_port);
 		ch_write_configs(c);
-		argv[0] = (char *)ch_server_path();
-		argv[1] = config;
-		argv[2] = NULL;
-		c->pid = test_spawn(argv, "/dev/null", c->err);
-		while (test_now_ms() < deadline && !test_child_exited(c->pid)) {
-			if (ch_ping(c->http_port))
-				return;
-			usleep(50000); /* polling interval of a bounded wait */
-		}
-		if (!test_child_exited(c->pid)) { /* up but silent past the bound */
-			test_child_kill_reap(c->pid);
-			c->pid = 0;
-			break;
-		}
-		/* exited: a port taken in between, most likely; try other ports */
-		test_wait(c->pid, CH_STOP_MS);
-		c->pid = 0;
+		if (ch_spawn(c))
+			return;
 	}
 	test_print_log("clickhouse-server stderr", c->err);
 	test_print_log("clickhouse-server error log", c->log);
 	fail_msg("clickhouse-server did not answer /ping (%d attempts)", CH_ATTEMPTS);
 }
 
-/* SIGTERM, a bounded wait, exit status 0; removes its directory. */
-static inline void ch_stop(struct chsrv *c)
+/* SIGTERM, a bounded wait, exit status 0; keeps its directory (its data), for
+ * ch_restart(). */
+static inline void ch_halt(struct chsrv *c)
 {
 	int status;
 
@@ -180,6 +193,27 @@ static inline void ch_stop(struct chsrv *c)
 		test_print_log("clickhouse-server error log", c->log);
 		fail_msg("clickhouse-server did not exit cleanly on SIGTERM: status %#x", status);
 	}
+}
+
+/* Starts a server ch_halt() stopped again, on its data and its ports (a port
+ * taken meanwhile fails the test). */
+static inline void ch_restart(struct chsrv *c)
+{
+	assert_true(c->pid <= 0);
+	if (!ch_spawn(c)) {
+		test_print_log("clickhouse-server stderr", c->err);
+		test_print_log("clickhouse-server error log", c->log);
+		fail_msg("clickhouse-server did not start again on ports %u and %u", c->http_port,
+			 c->tcp_port);
+	}
+}
+
+/* ch_halt(), then removes its directory unless SMOLDER_KEEP=1. */
+static inline void ch_stop(struct chsrv *c)
+{
+	if (c->pid <= 0)
+		return;
+	ch_halt(c);
 	if (!getenv("SMOLDER_KEEP"))
 		test_rm_rf(c->dir);
 }
