@@ -2,8 +2,9 @@
  * handle (store.h is the contract, store/backend.h the table this file fills,
  * docs/clickhouse.md the user's view). Location:
  * "clickhouse://HOST:PORT/DATABASE[?credentials=FILE]", HOST:PORT the server's HTTP
- * interface, DATABASE created when missing, FILE one line "user:password" that
- * only its owner may read (credentials never come from argv); no FILE is
+ * interface, DATABASE created when missing, FILE one line "user:password" kept
+ * secret by PostgreSQL's rule for key files (ours with mode 0600 or stricter, or
+ * root's with 0640 or stricter; credentials never come from argv); no FILE is
  * ClickHouse's "default" user without a password.
  *
  * Open applies the numbered schema files (schema/clickhouse/NNN_*.sql, embedded
@@ -85,9 +86,24 @@ static int parse_location(const char *loc, struct ch_location *out)
 	return 0;
 }
 
-/* Reads "user:password" from path: a regular file nobody but its owner may read
- * or write (-EACCES otherwise), at most CH_CREDENTIALS_MAX bytes (-EINVAL), one
- * line (a trailing newline is dropped). *user and *password are malloc'd. */
+/* Whether a credentials file's owner and mode keep it secret, PostgreSQL's rule
+ * for key files: owned by the user we run as with no group or other permission
+ * (0600 or stricter), or owned by root with at most group read (0640 or
+ * stricter). The second is what a Kubernetes Secret mounted with fsGroup is
+ * (root:GROUP, defaultMode 0440), and a file root keeps for a service's group. */
+static bool is_secret_file(const struct stat *st)
+{
+	if (st->st_uid == geteuid())
+		return !(st->st_mode & (S_IRWXG | S_IRWXO));
+	if (st->st_uid == 0)
+		return !(st->st_mode & (S_IWGRP | S_IXGRP | S_IRWXO));
+	return false;
+}
+
+/* Reads "user:password" from path (a symbolic link followed): a regular file that
+ * is_secret_file() accepts
+ * (-EACCES otherwise), at most CH_CREDENTIALS_MAX bytes (-EINVAL), one line (a
+ * trailing newline is dropped). *user and *password are malloc'd. */
 static int read_credentials(const char *path, char **user, char **password)
 {
 	char buf[CH_CREDENTIALS_MAX + 1], *colon;
@@ -95,14 +111,16 @@ static int read_credentials(const char *path, char **user, char **password)
 	ssize_t n;
 	int fd, err = 0;
 
-	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	/* symbolic links followed: a Kubernetes Secret's file is one (KEY ->
+	 * ..data/KEY); the owner and mode checked are the file's, read from the fd */
+	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return -errno;
 	if (fstat(fd, &st) || !S_ISREG(st.st_mode)) {
 		err = -EINVAL;
 		goto out_close;
 	}
-	if (st.st_mode & 077) {
+	if (!is_secret_file(&st)) {
 		err = -EACCES;
 		goto out_close;
 	}
