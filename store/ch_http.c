@@ -50,8 +50,8 @@ static size_t gather(char *data, size_t size, size_t n, void *ctx)
 	return add;
 }
 
-int ch_http__new(const char *host, unsigned port, const char *database, const char *user,
-		 const char *password, struct ch_http **out)
+int ch_http__new(const char *host, unsigned port, const char *database, const char *settings,
+		 const char *user, const char *password, struct ch_http **out)
 {
 	struct ch_http *h;
 	char *db = NULL;
@@ -67,8 +67,9 @@ int ch_http__new(const char *host, unsigned port, const char *database, const ch
 		goto out_free;
 	if (database && !(db = curl_easy_escape(h->curl, database, 0)))
 		goto out_free;
-	if (asprintf(&h->base, "http://%s:%u/?%s%s%s", host, port, db ? "database=" : "",
-		     db ? db : "", db ? "&" : "") < 0) {
+	if (asprintf(&h->base, "http://%s:%u/?%s%s%s%s%s", host, port, db ? "database=" : "",
+		     db ? db : "", db ? "&" : "", settings ? settings : "",
+		     settings ? "&" : "") < 0) {
 		h->base = NULL;
 		goto out_free;
 	}
