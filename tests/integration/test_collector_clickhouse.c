@@ -210,6 +210,7 @@ static void test_clickhouse_down_and_back(void **state)
 	body = health_wait(cc.port, 503);
 	if (strncmp(body, "degraded: the store is unreachable: ", 36))
 		fail_msg("/healthz while ClickHouse is down: '%s'", body);
+	print_message("/healthz while ClickHouse is down: %s", body);
 	free(body);
 	/* refused with 503: the agent keeps them for later */
 	for (k = DOWN_BATCHES; k < 2 * DOWN_BATCHES; k++)
