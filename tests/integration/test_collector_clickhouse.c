@@ -245,11 +245,54 @@ static void test_clickhouse_down_and_back(void **state)
 	ch_stop(&srv);
 }
 
+/* `smolder collector --help` names both stores and the location's options; a
+ * ClickHouse location the store cannot parse is refused at start with a message
+ * that names --db and the forms it takes (it used to name tokens, limits,
+ * --listen and TLS files only). No server needed: parsing comes first. */
+static void test_cli_speaks_of_clickhouse(void **state)
+{
+	static const char *const bad[] = { "clickhouse://127.0.0.1:8123/db?bogus=1",
+					   "clickhouse://127.0.0.1:8123/db?cluster=a;b",
+					   "clickhouse://127.0.0.1:8123/db?cluster=a&cluster=b" };
+	char bin[256], dir[256], *out;
+	struct coll c;
+	size_t i;
+	int status;
+
+	(void)state;
+	assert_non_null(test_mkdtemp(dir, sizeof(dir)));
+	out = test_shell(dir, &status, "'%s' collector --help",
+			 test_build_path(bin, sizeof(bin), "asan/smolder"));
+	assert_int_equal(status, 0);
+	assert_non_null(out);
+	assert_non_null(
+		strstr(out, "stores them in SQLite (one file, the\ndefault) or ClickHouse"));
+	assert_non_null(strstr(out, "clickhouse://HOST:PORT/DATABASE[?OPTS]"));
+	assert_non_null(strstr(out, "cluster=NAME"));
+	assert_non_null(strstr(out, "credentials=FILE"));
+	free(out);
+	test_rm_rf(dir);
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		const char *extra[] = { "--db", bad[i], NULL };
+
+		assert_int_not_equal(coll_start(&c, "127.0.0.1:0", extra), 0);
+		assert_true(WIFEXITED(c.status) && WEXITSTATUS(c.status) != 0);
+		out = test_read_file(c.err);
+		assert_non_null(out);
+		if (!strstr(out, "or a --db location that is not one of a path, sqlite:PATH, or "
+				 "clickhouse://") ||
+		    !strstr(out, bad[i]))
+			fail_msg("refusal of --db %s: %s", bad[i], out);
+		free(out);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_teardown(test_collector_on_clickhouse, coll_teardown),
 		cmocka_unit_test_teardown(test_clickhouse_down_and_back, coll_teardown),
+		cmocka_unit_test_teardown(test_cli_speaks_of_clickhouse, coll_teardown),
 	};
 
 	curl_global_init(CURL_GLOBAL_DEFAULT);
