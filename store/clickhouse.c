@@ -147,9 +147,9 @@ static bool is_secret_file(const struct stat *st)
 }
 
 /* Reads "user:password" from path (a symbolic link followed): a regular file that
- * is_secret_file() accepts
- * (-EACCES otherwise), at most CH_CREDENTIALS_MAX bytes (-EINVAL), one line (a
- * trailing newline is dropped). *user and *password are malloc'd. */
+ * is_secret_file() accepts (-EACCES otherwise), at most CH_CREDENTIALS_MAX bytes
+ * (-EINVAL), one line (a trailing newline is dropped). *user and *password are
+ * malloc'd. */
 static int read_credentials(const char *path, char **user, char **password)
 {
 	char buf[CH_CREDENTIALS_MAX + 1], *colon;
