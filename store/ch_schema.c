@@ -336,7 +336,7 @@ static int run_on_cluster(const struct ch_schema_target *t, const char *sql, ch_
 		err = emit(&w, fn, ctx);
 	} else if ((p = sql, match_kw(&p, "ALTER TABLE")) && ident(&p, name) &&
 		   is_schema_table(t, name)) {
-		struct span rest = trim(p, p + strlen(p)), key;
+		struct span rest = trim(p, p + strlen(p)), key = { 0 };
 		bool columns = find_kw(rest.p, "COLUMN") != NULL;
 
 		if (columns && !key_of(t, name, &key)) {
