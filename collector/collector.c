@@ -219,10 +219,13 @@ static bool store_unreachable(int err)
 static void note_store(struct collector *c, int err)
 {
 	if (!err) {
+		if (c->store_down)
+			log_warn("collector: the store answers again");
 		c->store_down = false;
 	} else if (store_unreachable(err)) {
 		if (!c->store_down)
-			log_warn("collector: the store is unreachable: %s",
+			log_warn("collector: the store is unreachable: %s (degraded: ingest "
+				 "answers 503)",
 				 store__errmsg(c->store));
 		c->store_down = true;
 		snprintf(c->store_why, sizeof(c->store_why), "%s", store__errmsg(c->store));
