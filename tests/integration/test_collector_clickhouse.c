@@ -232,6 +232,12 @@ static void test_clickhouse_down_and_back(void **state)
 		assert_int_equal(post_batch(cc.port, NULL, bt[k], &dup), 200);
 		assert_true(dup);
 	}
+	/* the transitions logged once each, for the operator */
+	body = test_read_file(cc.err);
+	assert_non_null(body);
+	assert_non_null(strstr(body, "collector: the store is unreachable: "));
+	assert_non_null(strstr(body, "collector: the store answers again"));
+	free(body);
 	a = flame(sq.port, "");
 	b = flame(cc.port, "");
 	assert_int_equal(folded_total(a), want);
