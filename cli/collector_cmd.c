@@ -16,10 +16,14 @@
 
 const char collector_usage[] =
 	"usage: smolder collector [options]\n"
-	"Receives agents' batches over HTTP and stores them in SQLite.\n"
+	"Receives agents' batches over HTTP and stores them in SQLite (one file, the\n"
+	"default) or ClickHouse (a server or a cluster, shared by any number of\n"
+	"collectors).\n"
 	"\n"
 	"      --db PATH|URL         SQLite file (PATH or sqlite:PATH, default smolder.db)\n"
-	"                            or clickhouse://HOST:PORT/DATABASE[?credentials=FILE]\n"
+	"                            or clickhouse://HOST:PORT/DATABASE[?OPTS] (its HTTP\n"
+	"                            port); OPTS: credentials=FILE (user:password),\n"
+	"                            cluster=NAME (schema ON CLUSTER), joined by &\n"
 	"      --listen HOST:PORT    address to serve (default 127.0.0.1:7171; port 0: any)\n"
 	"      --ingest-token T      token agents must send (Authorization: Bearer)\n"
 	"      --ingest-token-file F read it from F\n"
@@ -258,9 +262,10 @@ int collector_args__start(const struct collector_args *a, struct collector **out
 	if (err == -EINVAL)
 		fprintf(stderr,
 			"smolder: refusing to start the collector: an empty or invalid "
-			"token, a zero limit, a bad --listen address '%s', or TLS files "
-			"that cannot be used (the reason is above)\n",
-			a->o.listen);
+			"token, a zero limit, a bad --listen address '%s', TLS files "
+			"that cannot be used (the reason is above), or a --db location "
+			"that is not one of " STORE_LOCATION_FORMS " ('%s')\n",
+			a->o.listen, a->o.db_path);
 	else if (err == -EPERM)
 		fprintf(stderr,
 			"smolder: refusing to listen on %s without --ingest-token and "

@@ -86,6 +86,12 @@ struct collector {
 	struct tls_files tls; /* all NULL: plain HTTP */
 	uint16_t port;
 	time_t maintain_logged; /* when a maintenance error was last logged */
+	/* The store could not be reached at the last ingest or maintenance (a
+	 * server's connection refused, reset or timed out: store_unreachable()),
+	 * until one succeeds: /healthz says "degraded", ingest answers 503. Guarded
+	 * by lock. */
+	bool store_down;
+	char store_why[256]; /* the store's message when store_down was set */
 
 	pthread_mutex_t keep_lock; /* guards keep_stop */
 	pthread_cond_t keep_wake;
@@ -202,6 +208,34 @@ static enum MHD_Result respond_error(struct MHD_Connection *conn, unsigned statu
 	return respond(conn, status, "application/json", body, n);
 }
 
+/* True for the errors of a store that is a server out of reach (ClickHouse down,
+ * restarting, or its network gone), as opposed to a batch or a request it
+ * refused: the agent should keep the batch and retry later, and the collector
+ * is degraded until the store answers again. */
+static bool store_unreachable(int err)
+{
+	return err == -ECONNREFUSED || err == -ECONNRESET || err == -ETIMEDOUT ||
+	       err == -EHOSTUNREACH || err == -ENETUNREACH;
+}
+
+/* Records the outcome of a store call made under c->lock: an unreachable store
+ * sets store_down, a success clears it, other errors leave it as it was. */
+static void note_store(struct collector *c, int err)
+{
+	if (!err) {
+		if (c->store_down)
+			log_warn("collector: the store answers again");
+		c->store_down = false;
+	} else if (store_unreachable(err)) {
+		if (!c->store_down)
+			log_warn("collector: the store is unreachable: %s (degraded: ingest "
+				 "answers 503)",
+				 store__errmsg(c->store));
+		c->store_down = true;
+		snprintf(c->store_why, sizeof(c->store_why), "%s", store__errmsg(c->store));
+	}
+}
+
 /* Compares without leaking where they differ. */
 static bool token_ok(struct MHD_Connection *conn, const char *want)
 {
@@ -268,6 +302,7 @@ static enum MHD_Result ingest(struct collector *c, struct MHD_Connection *conn, 
 	c->m.stacks_by_id += refs.by_id;
 	c->m.stacks_remembered += refs.remembered;
 	c->m.stack_ids_unknown += refs.unknown;
+	note_store(c, err == -ENOENT ? 0 : err); /* a 409: the store answered */
 	if (err == -ENOENT) {
 		metrics_observe_latency(&c->m, now_seconds() - start);
 		pthread_mutex_unlock(&c->lock);
@@ -280,6 +315,7 @@ static enum MHD_Result ingest(struct collector *c, struct MHD_Connection *conn, 
 	if (!err) {
 		/* windows outside [now - retention, now + 1 h] are refused (-ERANGE) */
 		err = store__ingest_at(c->store, b, (int64_t)time(NULL), &duplicate);
+		note_store(c, err);
 		if (err == -EINVAL || err == -ERANGE) {
 			/* the batch itself is refused (its reason): the sender must not
 			 * retry */
@@ -312,12 +348,31 @@ static enum MHD_Result ingest(struct collector *c, struct MHD_Connection *conn, 
 	if (err)
 		return respond_error(conn,
 				     err == -EINVAL || err == -ERANGE ? MHD_HTTP_BAD_REQUEST
-				     : err == -EBUSY		      ? MHD_HTTP_SERVICE_UNAVAILABLE
-						     : MHD_HTTP_INTERNAL_SERVER_ERROR,
+				     : err == -EBUSY || store_unreachable(err)
+					     ? MHD_HTTP_SERVICE_UNAVAILABLE
+					     : MHD_HTTP_INTERNAL_SERVER_ERROR,
 				     why);
 	snprintf(ok, sizeof(ok), "{\"status\":\"ok\",\"duplicate\":%s}\n",
 		 duplicate ? "true" : "false");
 	return respond(conn, MHD_HTTP_OK, "application/json", ok, strlen(ok));
+}
+
+/* GET /healthz: "ok" (200), or "degraded: the store is unreachable: WHY" (503)
+ * while store_down holds. */
+static enum MHD_Result health(struct collector *c, struct MHD_Connection *conn)
+{
+	char body[320];
+	bool down;
+
+	pthread_mutex_lock(&c->lock);
+	down = c->store_down;
+	if (down)
+		snprintf(body, sizeof(body), "degraded: the store is unreachable: %s\n",
+			 c->store_why);
+	pthread_mutex_unlock(&c->lock);
+	if (!down)
+		return respond(conn, MHD_HTTP_OK, "text/plain", "ok\n", 3);
+	return respond(conn, MHD_HTTP_SERVICE_UNAVAILABLE, "text/plain", body, strlen(body));
 }
 
 static enum MHD_Result metrics(struct collector *c, struct MHD_Connection *conn)
@@ -687,7 +742,7 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *conn, const char
 	if (r->is_ingest)
 		return ingest(c, conn, r);
 	if (strcmp(url, "/healthz") == 0)
-		return respond(conn, MHD_HTTP_OK, "text/plain", "ok\n", 3);
+		return health(c, conn);
 	if (strcmp(url, "/favicon.ico") == 0) /* browsers ask; no icon, and no error */
 		return respond(conn, MHD_HTTP_NO_CONTENT, "image/x-icon", "", 0);
 	if (strcmp(url, "/metrics") == 0)
@@ -985,6 +1040,7 @@ void collector__maintain(struct collector *c)
 	do {
 		pthread_mutex_lock(&c->lock);
 		err = store__maintain(c->store, (int64_t)now, MAINTAIN_BLOCKS, &more);
+		note_store(c, err);
 		c->m.maintenance_runs++;
 		if (err) {
 			errors = ++c->m.maintenance_errors;

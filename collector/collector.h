@@ -18,7 +18,13 @@
  *                         folded: the queries of query/query.h, query token.
  *                         An answer larger than max_response is refused (422);
  *                         past max_queued_queries waiting, 503 at once.
- *   GET  /healthz         "ok".
+ *   GET  /healthz         "ok" (200), or "degraded: the store is unreachable:
+ *                         WHY" (503) from an ingest or a maintenance round (every
+ *                         10 s) that could not reach the store (a ClickHouse
+ *                         server down: connection refused, reset or timed out)
+ *                         until one reaches it again. Ingest answers 503 while
+ *                         the store is unreachable, so agents keep the batch
+ *                         (spool) and retry.
  *   GET  /metrics         Prometheus text, query token: batches and samples
  *                         ingested, rejects by reason, ingest latency histogram,
  *                         database size, refused and timed-out connections,

@@ -15,8 +15,9 @@ packages=(
 	# tests and benchmarks
 	clang-format libcmocka-dev python3 linux-perf procps binutils sqlite3 libxml2-utils
 	protobuf-compiler chromium openssl socat
-	# the ClickHouse store's tests start a private server of their own (no service)
-	clickhouse-server clickhouse-client
+	# the ClickHouse store's tests start a private server of their own (no service);
+	# the cluster test a private ZooKeeper (Java) for two servers' distributed DDL
+	clickhouse-server clickhouse-client zookeeper
 	# deploy/ checked by the tools that read it: systemd-analyze and
 	# systemd-sysusers, python3-yaml for the Kubernetes manifests
 	systemd python3-yaml

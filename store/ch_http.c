@@ -50,8 +50,8 @@ static size_t gather(char *data, size_t size, size_t n, void *ctx)
 	return add;
 }
 
-int ch_http__new(const char *host, unsigned port, const char *database, const char *user,
-		 const char *password, struct ch_http **out)
+int ch_http__new(const char *host, unsigned port, const char *database, const char *settings,
+		 const char *user, const char *password, struct ch_http **out)
 {
 	struct ch_http *h;
 	char *db = NULL;
@@ -67,8 +67,9 @@ int ch_http__new(const char *host, unsigned port, const char *database, const ch
 		goto out_free;
 	if (database && !(db = curl_easy_escape(h->curl, database, 0)))
 		goto out_free;
-	if (asprintf(&h->base, "http://%s:%u/?%s%s%s", host, port, db ? "database=" : "",
-		     db ? db : "", db ? "&" : "") < 0) {
+	if (asprintf(&h->base, "http://%s:%u/?%s%s%s%s%s", host, port, db ? "database=" : "",
+		     db ? db : "", db ? "&" : "", settings ? settings : "",
+		     settings ? "&" : "") < 0) {
 		h->base = NULL;
 		goto out_free;
 	}
@@ -140,6 +141,10 @@ static int errno_of_curl(CURLcode rc)
 		return -EHOSTUNREACH;
 	case CURLE_OPERATION_TIMEDOUT:
 		return -ETIMEDOUT;
+	case CURLE_GOT_NOTHING: /* the server closed the connection: stopping */
+	case CURLE_SEND_ERROR:
+	case CURLE_RECV_ERROR:
+		return -ECONNRESET;
 	case CURLE_OUT_OF_MEMORY:
 		return -ENOMEM;
 	default:

@@ -30,16 +30,19 @@ struct ch_answer {
 };
 
 /* A client for http://host:port/ (host a name or an IPv4 literal), sending every
- * query with database set as the session's default (NULL: none) and user/password
- * (NULL: ClickHouse's "default" user) by HTTP basic authentication. Returns 0,
- * -EINVAL or -ENOMEM; *out written only on success. */
-int ch_http__new(const char *host, unsigned port, const char *database, const char *user,
-		 const char *password, struct ch_http **out);
+ * query with database set as the session's default (NULL: none), the settings
+ * (NULL: none; "name=value&name=value", URL-safe, e.g. a cluster's
+ * insert_distributed_sync=1) and user/password (NULL: ClickHouse's "default"
+ * user) by HTTP basic authentication. Returns 0, -EINVAL or -ENOMEM; *out
+ * written only on success. */
+int ch_http__new(const char *host, unsigned port, const char *database, const char *settings,
+		 const char *user, const char *password, struct ch_http **out);
 void ch_http__free(struct ch_http *h);
 
 /* Runs sql (one statement) with body (len bytes, NULL: none) as its data. *ans
  * (may be NULL) gets the answer. Returns 0; -ECONNREFUSED, -ETIMEDOUT,
- * -EHOSTUNREACH (no server); -EACCES (authentication); -ENOENT (unknown database,
+ * -EHOSTUNREACH (no server), -ECONNRESET (the server closed the connection
+ * without an answer: it is stopping); -EACCES (authentication); -ENOENT (unknown database,
  * table or column); -EINVAL (a statement ClickHouse refuses); -E2BIG (an answer
  * past CH_HTTP_MAX_RESPONSE); -ENOMEM; -EIO (anything else). */
 int ch_http__query(struct ch_http *h, const char *sql, const void *body, size_t len,

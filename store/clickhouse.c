@@ -1,13 +1,19 @@
 /* The ClickHouse backend of the store: its location, credentials, schema and
  * handle (store.h is the contract, store/backend.h the table this file fills,
  * docs/clickhouse.md the user's view). Location:
- * "clickhouse://HOST:PORT/DATABASE[?credentials=FILE]", HOST:PORT the server's HTTP
- * interface, DATABASE created when missing, FILE one line "user:password" that
- * only its owner may read (credentials never come from argv); no FILE is
- * ClickHouse's "default" user without a password.
+ * "clickhouse://HOST:PORT/DATABASE[?cluster=NAME][&credentials=FILE]" (options in
+ * any order), HOST:PORT the server's HTTP interface, DATABASE created when
+ * missing, FILE one line "user:password" kept secret by PostgreSQL's rule for key
+ * files (ours with mode 0600 or stricter, or root's with 0640 or stricter;
+ * credentials never come from argv); no FILE is ClickHouse's "default" user
+ * without a password. NAME is a cluster of the server's remote_servers: the
+ * database and schema are then made ON CLUSTER, each table T as T_local
+ * (Replicated) under a Distributed T (ch_schema.h), and every query runs with
+ * CH_CLUSTER_SETTINGS.
  *
  * Open applies the numbered schema files (schema/clickhouse/NNN_*.sql, embedded
- * as ch_migrations[]) that the database's schema_migrations table does not list.
+ * as ch_migrations[]) that the database's schema_migrations table does not list,
+ * through ch_schema__run() (as written on one server, rewritten on a cluster).
  * The rest of the contract: ch_ingest.c (content ids, idempotent batches),
  * ch_read.c (queries), ch_maint.c (stats, check, retention); ch_int.h is what
  * they share.
@@ -28,6 +34,7 @@
 #include <unistd.h>
 
 #include "store/ch_int.h"
+#include "store/ch_schema.h"
 
 extern const char *const ch_migrations[]; /* build/gen/ch_migrations.c */
 extern const size_t ch_nmigrations;
@@ -44,10 +51,32 @@ struct ch_location {
 	char host[256];
 	unsigned port;
 	char db[CH_DB_MAX + 1];
-	char credentials[4096]; /* a path, or "" */
+	char credentials[4096];		  /* a path, or "" */
+	char cluster[CH_CLUSTER_MAX + 1]; /* "" : one server */
 };
 
-/* "//HOST:PORT/DATABASE[?credentials=FILE]" (what follows "clickhouse:"). */
+/* A cluster's queries: inserts into a Distributed table return once every shard
+ * has its rows (the next batch's duplicate check reads them, through any
+ * server); a subquery on a Distributed table inside a query on one runs once, on
+ * the server asked (GLOBAL IN), rather than being refused; an ON CLUSTER
+ * statement waits at most 60 s for every server (a server down fails the open
+ * within CH_HTTP_TIMEOUT_S instead of ClickHouse's 180 s default). */
+#define CH_CLUSTER_SETTINGS                                                                        \
+	"insert_distributed_sync=1&distributed_product_mode=global&"                               \
+	"distributed_ddl_task_timeout=60"
+
+/* An identifier of at most max bytes at p ([A-Za-z_][A-Za-z0-9_]*): its length,
+ * or 0. */
+static size_t ident_len(const char *p, size_t max)
+{
+	size_t n = strspn(p, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_");
+
+	return n && n <= max && !(p[0] >= '0' && p[0] <= '9') ? n : 0;
+}
+
+/* "//HOST:PORT/DATABASE[?OPTION[&OPTION]]" (what follows "clickhouse:"), each
+ * OPTION "credentials=FILE" or "cluster=NAME", at most once each. FILE runs to
+ * the next '&' (a path with '&' cannot be named). */
 static int parse_location(const char *loc, struct ch_location *out)
 {
 	const char *p = loc, *h, *d;
@@ -72,22 +101,55 @@ static int parse_location(const char *loc, struct ch_location *out)
 		return -EINVAL;
 	out->port = (unsigned)port;
 	d = end + 1;
-	n = strspn(d, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_");
-	if (!n || n > CH_DB_MAX || (d[0] >= '0' && d[0] <= '9'))
+	n = ident_len(d, CH_DB_MAX);
+	if (!n)
 		return -EINVAL;
 	memcpy(out->db, d, n);
 	p = d + n;
 	if (!*p)
 		return 0;
-	if (strncmp(p, "?credentials=", 13) || !p[13] || strlen(p + 13) >= sizeof(out->credentials))
+	if (*p != '?')
 		return -EINVAL;
-	strcpy(out->credentials, p + 13);
-	return 0;
+	do {
+		p++;
+		if (!strncmp(p, "credentials=", 12) && !out->credentials[0]) {
+			p += 12;
+			n = strcspn(p, "&");
+			if (!n || n >= sizeof(out->credentials))
+				return -EINVAL;
+			memcpy(out->credentials, p, n);
+		} else if (!strncmp(p, "cluster=", 8) && !out->cluster[0]) {
+			p += 8;
+			n = ident_len(p, CH_CLUSTER_MAX);
+			if (!n || (p[n] && p[n] != '&'))
+				return -EINVAL;
+			memcpy(out->cluster, p, n);
+		} else {
+			return -EINVAL;
+		}
+		p += n;
+	} while (*p == '&');
+	return *p ? -EINVAL : 0;
 }
 
-/* Reads "user:password" from path: a regular file nobody but its owner may read
- * or write (-EACCES otherwise), at most CH_CREDENTIALS_MAX bytes (-EINVAL), one
- * line (a trailing newline is dropped). *user and *password are malloc'd. */
+/* Whether a credentials file's owner and mode keep it secret, PostgreSQL's rule
+ * for key files: owned by the user we run as with no group or other permission
+ * (0600 or stricter), or owned by root with at most group read (0640 or
+ * stricter). The second is what a Kubernetes Secret mounted with fsGroup is
+ * (root:GROUP, defaultMode 0440), and a file root keeps for a service's group. */
+static bool is_secret_file(const struct stat *st)
+{
+	if (st->st_uid == geteuid())
+		return !(st->st_mode & (S_IRWXG | S_IRWXO));
+	if (st->st_uid == 0)
+		return !(st->st_mode & (S_IWGRP | S_IXGRP | S_IRWXO));
+	return false;
+}
+
+/* Reads "user:password" from path (a symbolic link followed): a regular file that
+ * is_secret_file() accepts (-EACCES otherwise), at most CH_CREDENTIALS_MAX bytes
+ * (-EINVAL), one line (a trailing newline is dropped). *user and *password are
+ * malloc'd. */
 static int read_credentials(const char *path, char **user, char **password)
 {
 	char buf[CH_CREDENTIALS_MAX + 1], *colon;
@@ -95,14 +157,16 @@ static int read_credentials(const char *path, char **user, char **password)
 	ssize_t n;
 	int fd, err = 0;
 
-	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	/* symbolic links followed: a Kubernetes Secret's file is one (KEY ->
+	 * ..data/KEY); the owner and mode checked are the file's, read from the fd */
+	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return -errno;
 	if (fstat(fd, &st) || !S_ISREG(st.st_mode)) {
 		err = -EINVAL;
 		goto out_close;
 	}
-	if (st.st_mode & 077) {
+	if (!is_secret_file(&st)) {
 		err = -EACCES;
 		goto out_close;
 	}
@@ -157,37 +221,30 @@ static int read_version(struct ch_store *s, int64_t *version)
 	return r.bad ? ch_fail(s, -EIO, "schema version: short answer (%zu bytes)", a.len) : 0;
 }
 
-/* Runs migration text's statements (split at a ';' that ends a line; lines
- * starting with "--" are comments) one request each. */
-static int apply_migration(struct ch_store *s, size_t index)
+static int run_statement(void *ctx, const char *sql)
 {
-	struct ch_wbuf stmt = { 0 };
-	const char *p = ch_migrations[index];
-	bool content = false;
-	int err = 0;
+	return ch_run(ctx, "schema", sql, NULL, 0, NULL);
+}
 
-	while (*p && !err) {
-		const char *nl = strchr(p, '\n');
-		size_t n = nl ? (size_t)(nl - p) : strlen(p);
-		const char *q = p + strspn(p, " \t");
+/* Runs text (a schema file, or one statement ending in ';') on the server or, in
+ * the cluster form (ch_schema.h), on the cluster. */
+static int run_schema(struct ch_store *s, const char *db, const char *text)
+{
+	struct ch_schema_target t = { db, s->cluster, ch_migrations, ch_nmigrations };
+	char why[256];
+	int err;
 
-		if (strncmp(q, "--", 2)) {
-			ch_w_put(&stmt, p, n);
-			ch_w_put(&stmt, "\n", 1);
-			if ((size_t)(q - p) < n)
-				content = true;
-		}
-		if (stmt.err)
-			err = stmt.err;
-		else if (n && p[n - 1] == ';' && content) {
-			stmt.p[stmt.len - 2] = '\0'; /* the ';': one statement per request */
-			err = ch_run(s, "schema", stmt.p, NULL, 0, NULL);
-			stmt.len = 0;
-			content = false;
-		}
-		p += n + (nl ? 1 : 0);
-	}
-	free(stmt.p);
+	err = ch_schema__run(&t, text, run_statement, s, why, sizeof(why));
+	if (err && why[0])
+		return ch_fail(s, err, "schema: %s", why);
+	return err;
+}
+
+/* Applies schema file index, then records its version. */
+static int apply_migration(struct ch_store *s, const char *db, size_t index)
+{
+	int err = run_schema(s, db, ch_migrations[index]);
+
 	if (!err) {
 		char sql[96];
 
@@ -205,7 +262,8 @@ static int ch_open(const char *location, const struct store_options *opts, struc
 {
 	struct ch_location loc;
 	struct ch_store *s;
-	char *user = NULL, *password = NULL, sql[160];
+	char *user = NULL, *password = NULL, sql[256];
+	const char *settings;
 	size_t i;
 	int err;
 
@@ -221,25 +279,27 @@ static int ch_open(const char *location, const struct store_options *opts, struc
 	}
 	s->base.backend = &store_clickhouse_backend;
 	s->opts = *opts;
+	snprintf(s->cluster, sizeof(s->cluster), "%s", loc.cluster);
+	settings = loc.cluster[0] ? CH_CLUSTER_SETTINGS : NULL;
 	if (!opts->read_only) { /* the database first: a session cannot default to a missing one */
-		err = ch_http__new(loc.host, loc.port, NULL, user, password, &s->http);
+		err = ch_http__new(loc.host, loc.port, NULL, settings, user, password, &s->http);
 		if (err)
 			goto out_close;
-		snprintf(sql, sizeof(sql), "CREATE DATABASE IF NOT EXISTS %s", loc.db);
+		snprintf(sql, sizeof(sql), "CREATE DATABASE IF NOT EXISTS %s%s%s", loc.db,
+			 loc.cluster[0] ? " ON CLUSTER " : "", loc.cluster);
 		err = ch_run(s, "open", sql, NULL, 0, NULL);
 		ch_http__free(s->http);
 		s->http = NULL;
 		if (err)
 			goto out_close;
 	}
-	err = ch_http__new(loc.host, loc.port, loc.db, user, password, &s->http);
+	err = ch_http__new(loc.host, loc.port, loc.db, settings, user, password, &s->http);
 	if (err)
 		goto out_close;
 	if (!opts->read_only)
-		err = ch_run(s, "open",
-			     "CREATE TABLE IF NOT EXISTS schema_migrations (version UInt32) "
-			     "ENGINE = MergeTree() ORDER BY version",
-			     NULL, 0, NULL);
+		err = run_schema(s, loc.db,
+				 "CREATE TABLE IF NOT EXISTS schema_migrations (version UInt32)\n"
+				 "ENGINE = MergeTree() ORDER BY version;\n");
 	if (!err)
 		err = read_version(s, &s->version);
 	if (err)
@@ -250,7 +310,7 @@ static int ch_open(const char *location, const struct store_options *opts, struc
 		goto out_close;
 	}
 	for (i = (size_t)s->version; i < ch_nmigrations && !err; i++)
-		err = apply_migration(s, i);
+		err = apply_migration(s, loc.db, i);
 	if (err)
 		goto out_close;
 	s->version = (int64_t)ch_nmigrations;

@@ -3,7 +3,11 @@
  * 127.0.0.1, free HTTP and TCP ports, a default user allowed from 127.0.0.1 only)
  * and starts Debian's clickhouse-server on it, waiting on GET /ping with a
  * deadline; ch_stop() sends SIGTERM to it (a registered child, tests/testutil.h)
- * and checks that it exited 0. No system service is touched. A test calls
+ * and checks that it exited 0; ch_halt() and ch_restart() stop it and start it
+ * again on its data and ports (a server down and back). zk_start() and
+ * ch_start_cluster() make a cluster: Debian's ZooKeeper and servers that shard
+ * one cluster between them, each in a directory of its own. No system service is
+ * touched. A test calls
  * ch_skip_unless_available() first: it skips, with the reason printed, only when
  * clickhouse-server is not installed (deploy/debian-deps.sh installs it).
  * Include <cmocka.h> and testutil.h first.
@@ -26,6 +30,7 @@ struct chsrv {
 	char log[300]; /* its error log */
 	pid_t pid;
 	unsigned http_port, tcp_port;
+	unsigned interserver_port; /* a cluster's server (ch_start_cluster) only */
 };
 
 /* The path of clickhouse-server (in /usr/sbin on Debian, maybe not on PATH), or
@@ -86,12 +91,13 @@ static inline bool ch_ping(unsigned http_port)
 	return status == 200 && !strncmp(body, "Ok.", 3);
 }
 
-static inline void ch_write_configs(struct chsrv *c)
+/* Writes c's config.xml and users.xml; extra (may be "") goes inside <yandex>. */
+static inline void ch_write_configs(struct chsrv *c, const char *extra)
 {
 	char path[320];
 	FILE *f;
 
-	snprintf(path, sizeof(path), "%s/config.xml", c->dir);
+	snprintf(path, sizeof(path), "%.255s/config.xml", c->dir);
 	f = fopen(path, "w");
 	assert_non_null(f);
 	fprintf(f,
@@ -107,10 +113,10 @@ static inline void ch_write_configs(struct chsrv *c)
 		"  <default_profile>default</default_profile>\n"
 		"  <default_database>default</default_database>\n"
 		"  <mark_cache_size>5368709</mark_cache_size>\n"
-		"  <max_concurrent_queries>16</max_concurrent_queries>\n</yandex>\n",
-		c->dir, c->log, c->http_port, c->tcp_port, c->dir, c->dir, c->dir, c->dir);
+		"  <max_concurrent_queries>16</max_concurrent_queries>\n%s</yandex>\n",
+		c->dir, c->log, c->http_port, c->tcp_port, c->dir, c->dir, c->dir, c->dir, extra);
 	assert_int_equal(fclose(f), 0);
-	snprintf(path, sizeof(path), "%s/users.xml", c->dir);
+	snprintf(path, sizeof(path), "%.255s/users.xml", c->dir);
 	f = fopen(path, "w");
 	assert_non_null(f);
 	fputs("<?xml version=\"1.0\"?>\n<yandex>\n"
@@ -123,51 +129,62 @@ static inline void ch_write_configs(struct chsrv *c)
 	assert_int_equal(fclose(f), 0);
 }
 
+/* Starts clickhouse-server on c's config (written already) and waits for /ping.
+ * Returns true when it answers; false when it exited (a port taken in between,
+ * most likely; reaped); fails the test when it is up but silent past the bound. */
+static inline bool ch_spawn(struct chsrv *c)
+{
+	char config[320], *argv[3];
+	uint64_t deadline = test_now_ms() + CH_START_MS;
+
+	snprintf(config, sizeof(config), "--config-file=%s/config.xml", c->dir);
+	argv[0] = (char *)ch_server_path();
+	argv[1] = config;
+	argv[2] = NULL;
+	c->pid = test_spawn(argv, "/dev/null", c->err);
+	while (test_now_ms() < deadline && !test_child_exited(c->pid)) {
+		if (ch_ping(c->http_port))
+			return true;
+		usleep(50000); /* polling interval of a bounded wait */
+	}
+	if (!test_child_exited(c->pid)) { /* up but silent past the bound */
+		test_child_kill_reap(c->pid);
+		c->pid = 0;
+		test_print_log("clickhouse-server error log", c->log);
+		fail_msg("clickhouse-server did not answer /ping within %d ms", CH_START_MS);
+	}
+	test_wait(c->pid, CH_STOP_MS);
+	c->pid = 0;
+	return false;
+}
+
 /* Starts a private server, or fails the test with its log. Call
  * ch_skip_unless_available() first. */
 static inline void ch_start(struct chsrv *c)
 {
-	char config[320], *argv[3];
 	int attempt;
 
 	memset(c, 0, sizeof(*c));
 	assert_non_null(test_mkdtemp(c->dir, sizeof(c->dir)));
 	snprintf(c->err, sizeof(c->err), "%s/server.err", c->dir);
 	snprintf(c->log, sizeof(c->log), "%s/error.log", c->dir);
-	snprintf(config, sizeof(config), "--config-file=%s/config.xml", c->dir);
 	for (attempt = 0; attempt < CH_ATTEMPTS; attempt++) {
-		uint64_t deadline = test_now_ms() + CH_START_MS;
-
 		c->http_port = test_free_port();
 		do
 			c->tcp_port = test_free_port();
 		while (c->tcp_port == c->http_port);
-		ch_write_configs(c);
-		argv[0] = (char *)ch_server_path();
-		argv[1] = config;
-		argv[2] = NULL;
-		c->pid = test_spawn(argv, "/dev/null", c->err);
-		while (test_now_ms() < deadline && !test_child_exited(c->pid)) {
-			if (ch_ping(c->http_port))
-				return;
-			usleep(50000); /* polling interval of a bounded wait */
-		}
-		if (!test_child_exited(c->pid)) { /* up but silent past the bound */
-			test_child_kill_reap(c->pid);
-			c->pid = 0;
-			break;
-		}
-		/* exited: a port taken in between, most likely; try other ports */
-		test_wait(c->pid, CH_STOP_MS);
-		c->pid = 0;
+		ch_write_configs(c, "");
+		if (ch_spawn(c))
+			return;
 	}
 	test_print_log("clickhouse-server stderr", c->err);
 	test_print_log("clickhouse-server error log", c->log);
 	fail_msg("clickhouse-server did not answer /ping (%d attempts)", CH_ATTEMPTS);
 }
 
-/* SIGTERM, a bounded wait, exit status 0; removes its directory. */
-static inline void ch_stop(struct chsrv *c)
+/* SIGTERM, a bounded wait, exit status 0; keeps its directory (its data), for
+ * ch_restart(). */
+static inline void ch_halt(struct chsrv *c)
 {
 	int status;
 
@@ -180,6 +197,27 @@ static inline void ch_stop(struct chsrv *c)
 		test_print_log("clickhouse-server error log", c->log);
 		fail_msg("clickhouse-server did not exit cleanly on SIGTERM: status %#x", status);
 	}
+}
+
+/* Starts a server ch_halt() stopped again, on its data and its ports (a port
+ * taken meanwhile fails the test). */
+static inline void ch_restart(struct chsrv *c)
+{
+	assert_true(c->pid <= 0);
+	if (!ch_spawn(c)) {
+		test_print_log("clickhouse-server stderr", c->err);
+		test_print_log("clickhouse-server error log", c->log);
+		fail_msg("clickhouse-server did not start again on ports %u and %u", c->http_port,
+			 c->tcp_port);
+	}
+}
+
+/* ch_halt(), then removes its directory unless SMOLDER_KEEP=1. */
+static inline void ch_stop(struct chsrv *c)
+{
+	if (c->pid <= 0)
+		return;
+	ch_halt(c);
 	if (!getenv("SMOLDER_KEEP"))
 		test_rm_rf(c->dir);
 }
@@ -189,6 +227,198 @@ static inline char *ch_location(const struct chsrv *c, const char *db, char *buf
 {
 	snprintf(buf, len, "clickhouse://127.0.0.1:%u/%s", c->http_port, db);
 	return buf;
+}
+
+/* ---- a cluster: ZooKeeper and servers that know each other ---------------- */
+
+#define ZK_JAR	       "/usr/share/java/zookeeper.jar" /* Debian's zookeeper */
+#define ZK_JAVA	       "/usr/bin/java"
+#define ZK_START_MS    60000 /* ~1.3 s here; the JVM is slow on a loaded host */
+#define ZK_STOP_MS     30000
+#define CH_CLUSTER     "smolder" /* the cluster's name in remote_servers */
+#define CH_MAX_SERVERS 4
+
+/* A private ZooKeeper (standalone, in the foreground, data under dir). */
+struct zksrv {
+	char dir[256];
+	char err[300]; /* its stdout and stderr */
+	pid_t pid;
+	unsigned port;
+};
+
+/* Skips the calling test (printing why) when ZooKeeper or Java is missing. */
+#define zk_skip_unless_available()                                                                 \
+	do {                                                                                       \
+		if (access(ZK_JAR, R_OK) || access(ZK_JAVA, X_OK)) {                               \
+			print_message("skipped: ZooKeeper (" ZK_JAR ") or " ZK_JAVA                \
+				      " is not installed (deploy/debian-deps.sh installs "         \
+				      "zookeeper)\n");                                             \
+			skip();                                                                    \
+		}                                                                                  \
+	} while (0)
+
+/* True when the ZooKeeper on port serves requests: its "srvr" answer says
+ * "Mode: standalone" ("ruok" answers "imok" before the server takes sessions,
+ * and clickhouse-server 18.16's DDL worker crashes on a ZooKeeper that drops
+ * its handshake). */
+static inline bool zk_ok(unsigned port)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port) };
+	struct timeval tv = { .tv_sec = 2 };
+	char buf[1024];
+	ssize_t n = 0, got;
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+	if (fd < 0)
+		return false;
+	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+	if (!connect(fd, (struct sockaddr *)&a, sizeof(a)) && write(fd, "srvr", 4) == 4)
+		while (n < (ssize_t)sizeof(buf) - 1 &&
+		       (got = read(fd, buf + n, sizeof(buf) - 1 - (size_t)n)) > 0)
+			n += got;
+	close(fd);
+	buf[n] = '\0';
+	return strstr(buf, "Mode: standalone") != NULL;
+}
+
+/* Starts ZooKeeper on a free loopback port and waits until it answers; fails the
+ * test otherwise. Call zk_skip_unless_available() first. */
+static inline void zk_start(struct zksrv *z)
+{
+	char cfg[320], data[300], *argv[8];
+	uint64_t deadline;
+	FILE *f;
+
+	memset(z, 0, sizeof(*z));
+	assert_non_null(test_mkdtemp(z->dir, sizeof(z->dir)));
+	snprintf(z->err, sizeof(z->err), "%s/zk.out", z->dir);
+	snprintf(cfg, sizeof(cfg), "%s/zoo.cfg", z->dir);
+	snprintf(data, sizeof(data), "-Dzookeeper.log.dir=%s", z->dir);
+	z->port = test_free_port();
+	f = fopen(cfg, "w");
+	assert_non_null(f);
+	fprintf(f,
+		"tickTime=500\ninitLimit=10\nsyncLimit=5\ndataDir=%s/data\nclientPort=%u\n"
+		"clientPortAddress=127.0.0.1\nadmin.enableServer=false\n"
+		"4lw.commands.whitelist=srvr\n",
+		z->dir, z->port);
+	assert_int_equal(fclose(f), 0);
+	argv[0] = (char *)ZK_JAVA;
+	argv[1] = (char *)"-Xmx128m";
+	argv[2] = (char *)"-cp";
+	argv[3] = (char *)ZK_JAR;
+	argv[4] = data;
+	argv[5] = (char *)"org.apache.zookeeper.server.ZooKeeperServerMain";
+	argv[6] = cfg;
+	argv[7] = NULL;
+	z->pid = test_spawn(argv, z->err, z->err);
+	deadline = test_now_ms() + ZK_START_MS;
+	while (test_now_ms() < deadline && !test_child_exited(z->pid)) {
+		if (zk_ok(z->port))
+			return;
+		usleep(50000); /* polling interval of a bounded wait */
+	}
+	test_print_log("zookeeper", z->err);
+	fail_msg("ZooKeeper did not serve on port %u within %d ms", z->port, ZK_START_MS);
+}
+
+/* SIGTERM and a bounded wait: the JVM exits 143 (128 + SIGTERM) from its
+ * shutdown hook; removes its directory unless SMOLDER_KEEP=1. */
+static inline void zk_stop(struct zksrv *z)
+{
+	int status;
+
+	if (z->pid <= 0)
+		return;
+	test_kill(z->pid, SIGTERM);
+	status = test_wait(z->pid, ZK_STOP_MS);
+	z->pid = 0;
+	if (!(WIFEXITED(status) && (WEXITSTATUS(status) == 143 || !WEXITSTATUS(status))) &&
+	    !(WIFSIGNALED(status) && WTERMSIG(status) == SIGTERM)) {
+		test_print_log("zookeeper", z->err);
+		fail_msg("ZooKeeper did not stop cleanly on SIGTERM: status %#x", status);
+	}
+	if (!getenv("SMOLDER_KEEP"))
+		test_rm_rf(z->dir);
+}
+
+/* Starts n servers forming cluster CH_CLUSTER of n shards of one replica each
+ * (macros shard 01.., replica r1..), all on z, with distributed DDL: the config
+ * an operator writes for each node of a cluster. ZooKeeper must answer before
+ * they start (18.16's DDL worker crashes when it cannot reach it at start). */
+static inline void ch_start_cluster(struct chsrv *c, size_t n, const struct zksrv *z)
+{
+	char shards[CH_MAX_SERVERS * 200], extra[sizeof(shards) + 1024];
+	size_t i, len = 0;
+
+	assert_true(n > 0 && n <= CH_MAX_SERVERS);
+	for (i = 0; i < n; i++) {
+		memset(&c[i], 0, sizeof(c[i]));
+		assert_non_null(test_mkdtemp(c[i].dir, sizeof(c[i].dir)));
+		snprintf(c[i].err, sizeof(c[i].err), "%.255s/server.err", c[i].dir);
+		snprintf(c[i].log, sizeof(c[i].log), "%.255s/error.log", c[i].dir);
+		c[i].http_port = test_free_port();
+		c[i].tcp_port = test_free_port();
+		c[i].interserver_port = test_free_port();
+		len += (size_t)snprintf(shards + len, sizeof(shards) - len,
+					"<shard><internal_replication>true</internal_replication>"
+					"<replica><host>127.0.0.1</host><port>%u</port></replica>"
+					"</shard>",
+					c[i].tcp_port);
+	}
+	for (i = 0; i < n; i++) {
+		snprintf(extra, sizeof(extra),
+			 "  <interserver_http_host>127.0.0.1</interserver_http_host>\n"
+			 "  <interserver_http_port>%u</interserver_http_port>\n"
+			 "  <remote_servers><" CH_CLUSTER ">%s</" CH_CLUSTER "></remote_servers>\n"
+			 "  <zookeeper><node><host>127.0.0.1</host><port>%u</port></node>"
+			 "</zookeeper>\n"
+			 "  <macros><shard>%02zu</shard><replica>r%zu</replica></macros>\n"
+			 "  <distributed_ddl><path>/clickhouse/task_queue/ddl</path>"
+			 "</distributed_ddl>\n",
+			 c[i].interserver_port, shards, z->port, i + 1, i + 1);
+		ch_write_configs(&c[i], extra);
+	}
+	for (i = 0; i < n; i++)
+		if (!ch_spawn(&c[i])) {
+			test_print_log("clickhouse-server stderr", c[i].err);
+			test_print_log("clickhouse-server error log", c[i].log);
+			fail_msg("cluster server %zu did not start (ports %u, %u, %u)", i + 1,
+				 c[i].http_port, c[i].tcp_port, c[i].interserver_port);
+		}
+}
+
+/* Runs sql on c's HTTP interface; returns its answer (free it), failing the test
+ * on an error. */
+static inline char *ch_query(const struct chsrv *c, const char *sql)
+{
+	char url[64], *body = NULL;
+	size_t len = 0;
+	FILE *mem = open_memstream(&body, &len);
+	CURL *h = curl_easy_init();
+	long status = 0;
+	CURLcode rc;
+
+	assert_non_null(mem);
+	assert_non_null(h);
+	snprintf(url, sizeof(url), "http://127.0.0.1:%u/", c->http_port);
+	curl_easy_setopt(h, CURLOPT_URL, url);
+	curl_easy_setopt(h, CURLOPT_POSTFIELDS, sql);
+	curl_easy_setopt(h, CURLOPT_TIMEOUT, 60L);
+	curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+	curl_easy_setopt(h, CURLOPT_NOPROXY, "*");
+	curl_easy_setopt(h, CURLOPT_WRITEDATA, mem);
+	rc = curl_easy_perform(h);
+	if (rc == CURLE_OK)
+		curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
+	curl_easy_cleanup(h);
+	fclose(mem);
+	if (status != 200)
+		fail_msg("ClickHouse on %u: %s: %s %ld %s", c->http_port, sql,
+			 curl_easy_strerror(rc), status, body ? body : "");
+	return body;
 }
 
 #endif

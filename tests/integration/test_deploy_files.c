@@ -14,7 +14,11 @@
  *     with hostPID, not privileged, exactly those capabilities added and ALL
  *     dropped, a read-only root file system, requests and limits; the collector
  *     StatefulSet with a volume claim, no capability, non-root, read-only root,
- *     and a Service on 7171.
+ *     and a Service on 7171; its ClickHouse variant a Deployment of several
+ *     stateless replicas (no volume), its location's credentials a file of a
+ *     Secret mounted read-only with mode 0440 under an fsGroup (what the store's
+ *     credentials rule accepts), readiness on /healthz but not liveness (it says
+ *     degraded while ClickHouse is away), a disruption budget, the same Service.
  * The expected sets are written here from the issue, not read from the files.
  */
 #include <limits.h>
@@ -254,32 +258,71 @@ static const char manifest_checks[] =
 	"    for r in ('cpu', 'memory'):\n"
 	"        check(r in a['resources'][k], 'agent ' + k + ' ' + r)\n"
 	"check(a['args'][0] == 'agent', 'agent command')\n"
-	"st = docs[('StatefulSet', 'smolder-collector')]['spec']\n"
-	"check(st['volumeClaimTemplates'][0]['metadata']['name'] == 'data', 'collector volume')\n"
-	"ps = st['template']['spec']\n"
-	"check(ps['securityContext']['runAsNonRoot'] is True, 'collector non-root')\n"
-	"c = ps['containers'][0]\n"
-	"csc = c['securityContext']\n"
-	"check(csc['capabilities']['drop'] == ['ALL'] and 'add' not in csc['capabilities'], "
-	"'collector no capability')\n"
-	"check(csc.get('readOnlyRootFilesystem') is True, 'collector read-only root')\n"
-	"check(any(m['mountPath'] == '/var/lib/smolder' and m['name'] == 'data' for m in "
+	"def workload_common(w, what):\n"
+	"    ps = w['template']['spec']\n"
+	"    check(ps['securityContext']['runAsNonRoot'] is True, what + ' non-root')\n"
+	"    c = ps['containers'][0]\n"
+	"    csc = c['securityContext']\n"
+	"    check(csc['capabilities']['drop'] == ['ALL'] and 'add' not in csc['capabilities'], "
+	"what + ' no capability')\n"
+	"    check(csc.get('readOnlyRootFilesystem') is True, what + ' read-only root')\n"
+	"    check(csc.get('allowPrivilegeEscalation') is False, what + ' no escalation')\n"
+	"    check(any(a.startswith('--ingest-token-file=') for a in c['args']) and "
+	"any(a.startswith('--query-token-file=') for a in c['args']), what + ' tokens')\n"
+	"    for k in ('requests', 'limits'):\n"
+	"        for r in ('cpu', 'memory'):\n"
+	"            check(r in c['resources'][k], what + ' ' + k + ' ' + r)\n"
+	"    check(c['readinessProbe']['httpGet']['path'] == '/healthz', what + ' readiness')\n"
+	"    return ps, c\n"
+	"if ('StatefulSet', 'smolder-collector') in docs:\n"
+	"    st = docs[('StatefulSet', 'smolder-collector')]['spec']\n"
+	"    check(st['replicas'] == 1, 'SQLite: one collector')\n"
+	"    check(st['volumeClaimTemplates'][0]['metadata']['name'] == 'data', "
+	"'collector volume')\n"
+	"    ps, c = workload_common(st, 'collector')\n"
+	"    check(any(m['mountPath'] == '/var/lib/smolder' and m['name'] == 'data' for m in "
 	"c['volumeMounts']), 'collector data mount')\n"
-	"check('--db=/var/lib/smolder/smolder.db' in c['args'], 'collector db on the volume')\n"
-	"check(any(a.startswith('--ingest-token-file=') for a in c['args']) and "
-	"any(a.startswith('--query-token-file=') for a in c['args']), 'collector tokens')\n"
-	"for k in ('requests', 'limits'):\n"
-	"    for r in ('cpu', 'memory'):\n"
-	"        check(r in c['resources'][k], 'collector ' + k + ' ' + r)\n"
+	"    check('--db=/var/lib/smolder/smolder.db' in c['args'], 'collector db on the volume')\n"
+	"else:\n"
+	"    st = docs[('Deployment', 'smolder-collector')]['spec']\n"
+	"    check(st['replicas'] >= 2, 'ClickHouse: several collectors')\n"
+	"    check('volumeClaimTemplates' not in st, 'ClickHouse: stateless collectors')\n"
+	"    ps, c = workload_common(st, 'ClickHouse collector')\n"
+	"    check(not any('persistentVolumeClaim' in v or 'hostPath' in v for v in "
+	"ps.get('volumes', [])), 'ClickHouse: no volume of its own')\n"
+	"    check('httpGet' not in c['livenessProbe'], 'ClickHouse: liveness is not the degraded "
+	"health')\n"
+	"    db = [a for a in c['args'] if a.startswith('--db=')]\n"
+	"    check(len(db) == 1 and db[0].startswith('--db=clickhouse://'), 'ClickHouse "
+	"location')\n"
+	"    check('?credentials=' in db[0], 'ClickHouse credentials from a file')\n"
+	"    cred = db[0].split('credentials=')[1].split('&')[0]\n"
+	"    mdir, key = cred.rsplit('/', 1)\n"
+	"    m = [m for m in c['volumeMounts'] if m['mountPath'] == mdir]\n"
+	"    check(len(m) == 1 and m[0].get('readOnly') is True, 'credentials mounted read-only')\n"
+	"    v = [v for v in ps['volumes'] if v['name'] == m[0]['name']][0]\n"
+	"    check('secret' in v and any(i['path'] == key for i in v['secret']['items']), "
+	"'credentials from a Secret')\n"
+	"    check(v['secret']['defaultMode'] == 0o440, 'credentials 0440')\n"
+	"    check(ps['securityContext'].get('fsGroup') not in (None, 0), 'credentials under an "
+	"fsGroup')\n"
+	"    pdb = docs[('PodDisruptionBudget', 'smolder-collector')]['spec']\n"
+	"    check(pdb['selector'] == st['selector'], 'disruption budget selects the collectors')\n"
 	"svc = docs[('Service', 'smolder-collector')]['spec']\n"
 	"check(svc['ports'][0]['port'] == 7171, 'service port')\n"
 	"check(svc['selector'] == st['selector']['matchLabels'], 'service selects the collector')\n"
 	"print('ok', n)\n";
 
+/* Each collector variant beside the agent: SQLite (one StatefulSet replica) and
+ * ClickHouse (a Deployment of stateless replicas); they are alternatives, with
+ * the same Service. */
 static void test_k8s_manifests(void **state)
 {
+	static const char *const variants[] = { "deploy/k8s/collector.yaml",
+						"deploy/k8s/collector-clickhouse.yaml" };
 	char script[160], *out;
 	int status;
+	size_t i;
 	FILE *f;
 
 	(void)state;
@@ -288,14 +331,15 @@ static void test_k8s_manifests(void **state)
 	assert_non_null(f);
 	fputs(manifest_checks, f);
 	fclose(f);
-	out = test_shell(dir, &status,
-			 "/usr/bin/python3 '%s' deploy/k8s/agent.yaml deploy/k8s/collector.yaml",
-			 script);
-	print_message("  %s", out ? out : "(no output)\n");
-	assert_int_equal(status, 0);
-	assert_non_null(strstr(out, "ok "));
-	assert_true(strtol(strstr(out, "ok ") + 3, NULL, 10) >= 20);
-	free(out);
+	for (i = 0; i < sizeof(variants) / sizeof(variants[0]); i++) {
+		out = test_shell(dir, &status, "/usr/bin/python3 '%s' deploy/k8s/agent.yaml %s",
+				 script, variants[i]);
+		print_message("  %s: %s", variants[i], out ? out : "(no output)\n");
+		assert_int_equal(status, 0);
+		assert_non_null(strstr(out, "ok "));
+		assert_true(strtol(strstr(out, "ok ") + 3, NULL, 10) >= 25);
+		free(out);
+	}
 }
 
 int main(void)
