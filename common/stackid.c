@@ -26,51 +26,60 @@ static uint8_t *put_u16(uint8_t *p, size_t v)
 	return p + 2;
 }
 
+int stackid_put_frame(struct stackid_buf *buf, size_t *len, uint32_t kind, uint32_t line,
+		      const char *name, size_t name_len, const char *file, size_t file_len)
+{
+	size_t need = *len + STACKID_FRAME_HEAD + name_len + file_len;
+	uint8_t *p;
+
+	if (kind >= FRAME_KIND_NR || name_len > BATCH_MAX_STRING_LEN ||
+	    file_len > BATCH_MAX_STRING_LEN)
+		return -EINVAL;
+	if (need > buf->cap) {
+		size_t cap = buf->cap ? buf->cap : 256;
+
+		while (cap < need)
+			cap *= 2;
+		p = realloc(buf->p, cap);
+		if (!p)
+			return -ENOMEM;
+		buf->p = p;
+		buf->cap = cap;
+	}
+	p = buf->p + *len;
+	*p++ = (uint8_t)kind;
+	p[0] = (uint8_t)line;
+	p[1] = (uint8_t)(line >> 8);
+	p[2] = (uint8_t)(line >> 16);
+	p[3] = (uint8_t)(line >> 24);
+	p += 4;
+	p = put_u16(p, name_len);
+	memcpy(p, name, name_len);
+	p += name_len;
+	p = put_u16(p, file_len);
+	memcpy(p, file, file_len);
+	*len = need;
+	return 0;
+}
+
 int stackid_bytes(const struct batch *b, uint32_t i, struct stackid_buf *buf, size_t *len)
 {
 	const struct batch_stack *st;
-	size_t need = 0, n;
-	uint8_t *p;
 	uint32_t j;
+	int err = 0;
 
 	if (!b || !buf || !len || i >= b->nstacks)
 		return -EINVAL;
 	st = &b->stacks[i];
-	for (j = 0; j < st->nframes; j++) {
-		const struct batch_frame *f = &b->frames[st->frames[j]];
-
-		need += STACKID_FRAME_HEAD + strlen(b->strings[f->name]) +
-			strlen(b->strings[f->file]);
-	}
-	if (need > buf->cap) {
-		p = realloc(buf->p, need);
-		if (!p)
-			return -ENOMEM;
-		buf->p = p;
-		buf->cap = need;
-	}
-	p = buf->p;
-	for (j = 0; j < st->nframes; j++) {
+	*len = 0;
+	for (j = 0; j < st->nframes && !err; j++) {
 		const struct batch_frame *f = &b->frames[st->frames[j]];
 		const char *name = b->strings[f->name], *file = b->strings[f->file];
 
-		*p++ = (uint8_t)f->kind;
-		p[0] = (uint8_t)f->line;
-		p[1] = (uint8_t)(f->line >> 8);
-		p[2] = (uint8_t)(f->line >> 16);
-		p[3] = (uint8_t)(f->line >> 24);
-		p += 4;
-		n = strlen(name);
-		p = put_u16(p, n);
-		memcpy(p, name, n);
-		p += n;
-		n = strlen(file);
-		p = put_u16(p, n);
-		memcpy(p, file, n);
-		p += n;
+		err = stackid_put_frame(buf, len, f->kind, f->line, name, strlen(name), file,
+					strlen(file));
 	}
-	*len = need;
-	return 0;
+	return err;
 }
 
 int stackid_of_bytes(const void *bytes, size_t len, uint8_t id[STACKID_LEN])

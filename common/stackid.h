@@ -54,6 +54,13 @@ struct stackid_buf {
  * -ENOMEM. */
 int stackid_bytes(const struct batch *b, uint32_t i, struct stackid_buf *buf, size_t *len);
 
+/* Appends one frame's canonical bytes to buf->p at *len (grown as needed; *len
+ * advanced): the one writer of the format, for stackid_bytes() and for a store
+ * that rebuilds a stack's bytes from its own dictionary. Returns 0, -EINVAL (a
+ * kind out of range, a string over BATCH_MAX_STRING_LEN) or -ENOMEM. */
+int stackid_put_frame(struct stackid_buf *buf, size_t *len, uint32_t kind, uint32_t line,
+		      const char *name, size_t name_len, const char *file, size_t file_len);
+
 /* The id of len canonical bytes. Returns 0 or -EIO (the hash failed). */
 int stackid_of_bytes(const void *bytes, size_t len, uint8_t id[STACKID_LEN]);
 

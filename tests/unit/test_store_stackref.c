@@ -11,7 +11,11 @@
 #include <stdint.h>
 
 #include <cmocka.h>
+#include <sqlite3.h>
 
+#include "common/batch.h"
+#include "common/frame.h"
+#include "common/stackid.h"
 #include "store/store.h"
 #include "testutil.h"
 #include "integration/clickhousetest.h"
@@ -122,6 +126,128 @@ static void test_gc(void **state)
 	store__close(s);
 }
 
+/* One integer from the store's file, through a connection of the test's own. */
+static int64_t int_sql(const char *db, const char *sql)
+{
+	sqlite3 *c;
+	sqlite3_stmt *st;
+	int64_t v = -1;
+
+	assert_int_equal(sqlite3_open_v2(db, &c, SQLITE_OPEN_READWRITE, NULL), SQLITE_OK);
+	assert_int_equal(sqlite3_prepare_v2(c, sql, -1, &st, NULL), SQLITE_OK);
+	if (sqlite3_step(st) == SQLITE_ROW)
+		v = sqlite3_column_int64(st, 0);
+	sqlite3_finalize(st);
+	sqlite3_close(c);
+	return v;
+}
+
+/* A remembered id keeps its canonical bytes only until its stack is in the
+ * dictionary: the next call keeps a reference to the stack's row instead (a day's
+ * canonical bytes were twice the rest of the store), and a look-up rebuilds the
+ * same bytes from the dictionary; a name the store sanitizes comes back as stored.
+ * An id whose stack never arrived keeps its bytes; one whose stack row is gone is
+ * forgotten. */
+static void test_settles_to_dictionary(void **state)
+{
+	static const char *const k[] = { "pid" }, *const v[] = { "42" };
+	const struct frame bad[] = {
+		{ FRAME_PROCESS, 0, "app", 3, "", 0 },
+		{ FRAME_NATIVE, 0, "bad\tname", 8, "", 0 },
+	};
+	struct store_options o = { .retention_seconds = 30 * DAY };
+	int64_t t0 = 1700000000 - 1700000000 % 10;
+	struct stackid_buf buf[3] = { 0 };
+	struct store_stackref r[3] = { 0 };
+	struct batch_builder *bb;
+	struct batch *b, *lone;
+	struct frame got[4];
+	char dir[64], db[128], clean[FRAME_MAX_NAME_LEN + 1];
+	size_t len[3], n, i;
+	bool dup;
+
+	(void)state;
+	assert_non_null(test_mkdtemp(dir, sizeof(dir)));
+	snprintf(db, sizeof(db), "%s/s.db", dir);
+	assert_int_equal(batch_builder__new("agent-1", "host-1", "cpu", &bb), 0);
+	assert_int_equal(batch_builder__add(bb, k, v, 1, "app;main;work", 3), 0);
+	assert_int_equal(batch_builder__add_frames(bb, k, v, 1, bad, 2, 5), 0);
+	assert_int_equal(batch_builder__finish(bb, 1, t0, 10, 10101010, &b), 0);
+	batch_builder__free(bb);
+	assert_int_equal(batch_builder__new("agent-1", "host-1", "cpu", &bb), 0);
+	assert_int_equal(batch_builder__add(bb, k, v, 1, "app;never;ingested", 1), 0);
+	assert_int_equal(batch_builder__finish(bb, 2, t0, 10, 10101010, &lone), 0);
+	batch_builder__free(bb);
+	assert_int_equal(b->nstacks, 2);
+	for (i = 0; i < 3; i++) {
+		const struct batch *from = i < 2 ? b : lone;
+
+		assert_int_equal(stackid_bytes(from, i < 2 ? (uint32_t)i : 0, &buf[i], &len[i]), 0);
+		assert_int_equal(stackid_of_bytes(buf[i].p, len[i], r[i].id), 0);
+		r[i].bytes = buf[i].p;
+		r[i].len = len[i];
+	}
+	{
+		struct store *s;
+
+		assert_int_equal(store__open(db, &o, &s), 0);
+		assert_int_equal(store__stackrefs(s, t0, r, 3), 0);
+		assert_int_equal(store__ingest_at(s, b, t0, &dup), 0);
+		/* the minimum: all three remembered, none settled yet */
+		assert_int_equal(int_sql(db, "SELECT count(*) FROM stackrefs WHERE stack IS NULL "
+					     "AND bytes IS NOT NULL"),
+				 3);
+		for (i = 0; i < 3; i++) {
+			struct store_stackref q = { 0 };
+
+			memcpy(q.id, r[i].id, sizeof(q.id));
+			assert_int_equal(store__stackrefs(s, t0 + 1, &q, 1), 0);
+			assert_non_null(q.bytes);
+			if (i == 1) { /* as stored: sanitized */
+				assert_int_equal(stackid_parse(q.bytes, q.len, got, 4, &n), 0);
+				assert_int_equal(n, 2);
+				assert_int_equal(got[1].name_len,
+						 frame_sanitize("bad\tname", 8, clean));
+				assert_memory_equal(got[1].name, clean, got[1].name_len);
+				assert_int_equal(q.len, len[1]);
+				assert_memory_not_equal(q.bytes, buf[1].p, len[1]);
+			} else {
+				assert_int_equal(q.len, len[i]);
+				assert_memory_equal(q.bytes, buf[i].p, len[i]);
+			}
+			free(q.bytes);
+		}
+		assert_int_equal(int_sql(db, "SELECT count(*) FROM stackrefs WHERE stack > 0 AND "
+					     "bytes IS NULL"),
+				 2);
+		assert_int_equal(int_sql(db, "SELECT count(*) FROM stackrefs WHERE stack = 0 AND "
+					     "bytes IS NOT NULL"),
+				 1);
+		/* the stack row of the first id collected (as the dictionary GC would) */
+		assert_int_equal(int_sql(db, "DELETE FROM stacks WHERE id = (SELECT stack FROM "
+					     "stackrefs WHERE stack > 0 ORDER BY stack LIMIT 1) "
+					     "RETURNING id") > 0,
+				 true);
+		{
+			struct store_stackref q[2] = { 0 };
+
+			memcpy(q[0].id, r[0].id, sizeof(q[0].id));
+			memcpy(q[1].id, r[1].id, sizeof(q[1].id));
+			assert_int_equal(store__stackrefs(s, t0 + 2, q, 2), 0);
+			assert_true(!q[0].bytes != !q[1].bytes); /* one forgotten, one found */
+			free(q[0].bytes);
+			free(q[1].bytes);
+		}
+		assert_int_equal(int_sql(db, "SELECT count(*) FROM stackrefs"), 2);
+		store__close(s);
+	}
+	for (i = 0; i < 3; i++)
+		free(buf[i].p);
+	batch__free(b);
+	batch__free(lone);
+	test_rm_rf(dir);
+}
+
 /* The look-ups on ClickHouse: a mix in one call, 3000 ids (three requests), a
  * touch an hour later, a second handle (another collector) sees them. */
 static void test_clickhouse(void **state)
@@ -184,6 +310,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_put_get),
 		cmocka_unit_test(test_gc),
+		cmocka_unit_test(test_settles_to_dictionary),
 		cmocka_unit_test_teardown(test_clickhouse, test_teardown_children),
 	};
 
