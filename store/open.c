@@ -226,6 +226,13 @@ static void stack_hash_fn(sqlite3_context *ctx, int argc, sqlite3_value **argv)
 	sqlite3_result_int64(ctx, store_stack_hash(p, (size_t)sqlite3_value_bytes(argv[0])));
 }
 
+/* The page size of a new database file (an existing one keeps its own): a raw
+ * block (schema/008_window_blocks.sql) is one window's batch, about 2.4 KB for
+ * the busy host of bench/gen.h, and SQLite keeps a row that fits a page whole on
+ * one page: at 4096 bytes one such block took a page, 40 % of the blocks table
+ * slack; 16 KiB pages hold six (docs/benchmarks.md, session 9). */
+#define STORE_PAGE_SIZE "16384"
+
 /* smolder_block_labelsets(data): the label set ids of a window block's sections
  * (store/block.h, version 2) as a JSON array, for json_each() in the reads that
  * select label sets in SQL (labels, windows); NULL for a version 1 block or NULL;
@@ -420,8 +427,8 @@ int sqlite_store__open(const char *path, const struct store_options *opts, struc
 	if (s->opts.read_only)
 		err = check_reader(s);
 	else
-		err = exec(s, "PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; "
-			      "PRAGMA foreign_keys = OFF")
+		err = exec(s, "PRAGMA page_size = " STORE_PAGE_SIZE "; PRAGMA journal_mode = WAL; "
+			      "PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = OFF")
 			      ?: migrate(s) ?: store_convert_samples(s) ?: store_convert_windows(s)
 			      ?: store_gc_init(s);
 	if (err)
