@@ -706,11 +706,11 @@ static int time_child(const char *db, int64_t from, int64_t to, const char *form
  * comparing builds: 20 random 2-minute ranges in [from, to) as folded flame
  * graphs (the seed of the full run's figure), the median of their wall and CPU
  * times, then the timeline of [from, to) at 5-minute steps, N warm runs, and the
- * same two with the selection comm=python5 (a raw window block's sections
+ * same two with the selection comm=python30 (a raw window block's sections
  * decoded one by one, its other sections skipped). */
 static int reads_child(const char *db, int64_t from, int64_t to, int n)
 {
-	static const char *const key[] = { "comm" }, *const value[] = { "python5" };
+	static const char *const key[] = { "comm" }, *const value[] = { "python30" };
 	struct store_options ro = { .read_only = true };
 	double w[64], c[64], t, u;
 	FILE *null = null_sink();
@@ -748,7 +748,7 @@ static int reads_child(const char *db, int64_t from, int64_t to, int n)
 			c[i] = cpu() - u;
 		}
 		printf("%s: median %.2f ms wall, %.2f ms CPU\n",
-		       sel ? "2-minute range, series at 10 s, comm=python5 (20)"
+		       sel ? "2-minute range, series at 10 s, comm=python30 (20)"
 			   : "2-minute range, folded (20)",
 		       1e3 * median(w, NRANGES), 1e3 * median(c, NRANGES));
 		for (i = 0; i < n; i++) {
@@ -760,7 +760,7 @@ static int reads_child(const char *db, int64_t from, int64_t to, int n)
 			c[i] = cpu() - u;
 		}
 		printf("%s: median %.2f ms wall, %.2f ms CPU\n",
-		       sel ? "timeline at 5 min, comm=python5" : "timeline at 5 min",
+		       sel ? "timeline at 5 min, comm=python30" : "timeline at 5 min",
 		       1e3 * median(w, (size_t)n), 1e3 * median(c, (size_t)n));
 	}
 	printf("(sum %" PRIu64 ")\n", sum);
