@@ -777,9 +777,13 @@ static void test_duplicate(void **state)
 	check_query(s, t, 2, &q);
 	assert_int_equal(store__stats(s, &st), 0);
 	assert_int_equal(st.batches, 2);
-	/* the entries of raw blocks: each agent's batch is a block of its own
-	 * (schema/008_window_blocks.sql), the same stack in both */
+#ifndef STORE_TEST_LOCATION
+	/* SQLite counts the entries of raw blocks: each agent's batch is a block of
+	 * its own (schema/008_window_blocks.sql), the same stack in both */
 	assert_int_equal(st.sample_rows, 2);
+#else
+	assert_int_equal(st.sample_rows, 1); /* one (window, label set, stack) row */
+#endif
 	tbatch_free(b1);
 	tbatch_free(b2);
 	close_checked(s);
