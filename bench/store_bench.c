@@ -30,6 +30,7 @@
  * four database files, deleted at the end. For iterating on the query layer:
  *   build/bench/store_bench fill DIR [quick]          the new stores only, kept
  *   build/bench/store_bench time DB FROM TO FORMAT N  N warm runs, median wall and CPU
+ *   build/bench/store_bench reads DB FROM TO N        2-minute ranges and timelines
  *   build/bench/store_bench rss DB FROM TO            the peak RSS child (below)
  *
  * Data: bench/gen.h (the busy host: 2 CPUs at 99 Hz, 1980 samples per 10 s
@@ -701,6 +702,73 @@ static int time_child(const char *db, int64_t from, int64_t to, const char *form
 	return 0;
 }
 
+/* The "reads DB FROM TO N" mode: the issue's small reads on a kept store, for
+ * comparing builds: 20 random 2-minute ranges in [from, to) as folded flame
+ * graphs (the seed of the full run's figure), the median of their wall and CPU
+ * times, then the timeline of [from, to) at 5-minute steps, N warm runs, and the
+ * same two with the selection comm=python30 (a raw window block's sections
+ * decoded one by one, its other sections skipped). */
+static int reads_child(const char *db, int64_t from, int64_t to, int n)
+{
+	static const char *const key[] = { "comm" }, *const value[] = { "python30" };
+	struct store_options ro = { .read_only = true };
+	double w[64], c[64], t, u;
+	FILE *null = null_sink();
+	struct store *s;
+	uint64_t sum = 0;
+	int i, sel;
+
+	if (n < 1 || n > 64 || to - from < 240 || !null || store__open(db, &ro, &s))
+		return 2;
+	for (sel = 0; sel < 2; sel++) {
+		unsigned seed = 99;
+		struct store_query q = { .from = from, .to = to };
+
+		if (sel) {
+			q.keys = key;
+			q.values = value;
+			q.nlabels = 1;
+		}
+		new_flame(s, from, from + 120, "folded", null); /* warm */
+		for (i = 0; i < NRANGES; i++) {
+			int64_t f = from + (int64_t)rnd(&seed, (unsigned)(to - 120 - from));
+			struct store_query r = q;
+
+			r.from = f;
+			r.to = f + 120;
+			t = wall();
+			u = cpu();
+			if (sel) {
+				if (store__query_series(s, &r, 10, sum_bucket, &sum))
+					die("series", store__errmsg(s));
+			} else {
+				new_flame(s, f, f + 120, "folded", null);
+			}
+			w[i] = wall() - t;
+			c[i] = cpu() - u;
+		}
+		printf("%s: median %.2f ms wall, %.2f ms CPU\n",
+		       sel ? "2-minute range, series at 10 s, comm=python30 (20)"
+			   : "2-minute range, folded (20)",
+		       1e3 * median(w, NRANGES), 1e3 * median(c, NRANGES));
+		for (i = 0; i < n; i++) {
+			t = wall();
+			u = cpu();
+			if (store__query_series(s, &q, 300, sum_bucket, &sum))
+				die("series", store__errmsg(s));
+			w[i] = wall() - t;
+			c[i] = cpu() - u;
+		}
+		printf("%s: median %.2f ms wall, %.2f ms CPU\n",
+		       sel ? "timeline at 5 min, comm=python30" : "timeline at 5 min",
+		       1e3 * median(w, (size_t)n), 1e3 * median(c, (size_t)n));
+	}
+	printf("(sum %" PRIu64 ")\n", sum);
+	store__close(s);
+	fclose(null);
+	return 0;
+}
+
 /* The peak RSS of the json flame graph of [from, to): this program again, in its
  * rss mode (a new process: none of the bench's pages). */
 static void rss_figure(const char *db, int64_t from, int64_t to)
@@ -738,6 +806,9 @@ int main(int argc, char **argv)
 
 	if (argc == 5 && !strcmp(argv[1], "rss"))
 		return rss_child(argv[2], strtoll(argv[3], NULL, 10), strtoll(argv[4], NULL, 10));
+	if (argc == 6 && !strcmp(argv[1], "reads"))
+		return reads_child(argv[2], strtoll(argv[3], NULL, 10), strtoll(argv[4], NULL, 10),
+				   atoi(argv[5]));
 	if (argc == 7 && !strcmp(argv[1], "time"))
 		return time_child(argv[2], strtoll(argv[3], NULL, 10), strtoll(argv[4], NULL, 10),
 				  argv[5], atoi(argv[6]));

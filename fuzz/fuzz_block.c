@@ -1,4 +1,5 @@
-/* Fuzz target: the profile block decoder and merge (store/block.h). Any bytes are
+/* Fuzz target: the profile block decoder, reader and merge (store/block.h), both
+ * versions. Any bytes are
  * a block from a corrupted database: decoding must refuse them cleanly or yield
  * entries with ascending ids whose sum is the header's total, the merge must agree
  * with the decoder (and add nothing when it refuses), and a decoded block must
@@ -33,6 +34,57 @@ static void same_after_reencode(const struct block_entry *e, size_t n, unsigned 
 	free(got);
 }
 
+/* A window block (version 2): the reader and the merge of every section agree,
+ * the sections ascend and add up, and a block that opens re-encodes to the same
+ * sections. */
+static void window_block(const uint8_t *data, size_t size, int merr, struct block_merge *mg)
+{
+	static struct block_entry e[CAP];
+	static struct block_lentry le[CAP];
+	const struct block_section *sec;
+	struct block_reader *r = NULL, *r2 = NULL;
+	size_t nsec, n, i, j, k = 0, nsec2;
+	int64_t sum = 0;
+	uint8_t *blk;
+	size_t len;
+	int err;
+
+	if (block_reader__new(&r) || block_reader__new(&r2))
+		abort();
+	err = block_reader__open(r, data, size);
+	if (err) {
+		if (err != -EINVAL || merr != -EINVAL || block_merge__count(mg))
+			abort();
+		goto out;
+	}
+	sec = block_reader__sections(r, &nsec);
+	for (i = 0; i < nsec && !err; i++) {
+		if (i && sec[i].labelset_id <= sec[i - 1].labelset_id)
+			abort();
+		if (k + sec[i].count > CAP)
+			goto out; /* too big to check here */
+		err = block_reader__decode(r, i, e, CAP, &n);
+		for (j = 0; !err && j < n; j++)
+			le[k++] = (struct block_lentry){ sec[i].labelset_id, e[j].id, e[j].value };
+		if (!err)
+			sum = sec[i].total > INT64_MAX - sum ? INT64_MAX : sum + sec[i].total;
+	}
+	if (err != merr)
+		abort(); /* the merge and the reader disagree */
+	if (err || sum != block__total(data, size))
+		goto out;
+	if (block__encode_sections(le, k, 1 | BLOCK_ENC_FORCE_ZSTD, &blk, &len) ||
+	    block_reader__open(r2, blk, len))
+		abort();
+	block_reader__sections(r2, &nsec2);
+	if (nsec2 != nsec)
+		abort();
+	free(blk);
+out:
+	block_reader__free(r);
+	block_reader__free(r2);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	static struct block_entry e[CAP];
@@ -45,6 +97,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (block_merge__new(0, &mg))
 		abort();
 	merr = block_merge__add(mg, data, size);
+	if (block__version(data, size) == BLOCK_VERSION_SECTIONS) {
+		window_block(data, size, merr, mg);
+		goto out;
+	}
 	if (block__header(data, size, &count, &total) != 0) {
 		if (merr != -EINVAL || block_merge__count(mg))
 			abort();

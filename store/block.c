@@ -1,6 +1,7 @@
-/* Profile blocks: encoder, defensive decoder and hash merge (format and contracts in
- * store/block.h). The decoder is the only code that reads a block's bytes; every
- * read is bounded by the buffer's end and every count by a cap. */
+/* Profile blocks: encoders (a label set's block, version 1; a window's block of
+ * label set sections, version 2), a defensive decoder and reader, and the hash
+ * merge (formats and contracts in store/block.h). The decoder is the only code that reads a block's
+ * bytes; every read is bounded by the buffer's end and every count by a cap. */
 #include <errno.h>
 #include <stdbool.h>
 #include <stdlib.h>
@@ -156,6 +157,8 @@ out:
 /* ---- decoder ------------------------------------------------------------ */
 
 struct header {
+	int version;
+	size_t nsec; /* version 2: sections */
 	size_t count;
 	int64_t total;
 	bool zstd;
@@ -168,11 +171,19 @@ static int read_header(const uint8_t *buf, size_t len, struct header *h)
 	const uint8_t *p, *end;
 	uint64_t v;
 
-	if (!buf || len < 4 || buf[0] != BLOCK_VERSION || (buf[1] & ~BLOCK_FLAG_ZSTD))
+	if (!buf || len < 4 || (buf[0] != BLOCK_VERSION && buf[0] != BLOCK_VERSION_SECTIONS) ||
+	    (buf[1] & ~BLOCK_FLAG_ZSTD))
 		return -EINVAL;
+	h->version = buf[0];
 	p = buf + 2;
 	end = buf + len;
 	h->zstd = buf[1] & BLOCK_FLAG_ZSTD;
+	h->nsec = 0;
+	if (h->version == BLOCK_VERSION_SECTIONS) {
+		if (get_canonical_varint(&p, end, 3, BLOCK_MAX_SECTIONS, &v))
+			return -EINVAL;
+		h->nsec = (size_t)v;
+	}
 	if (get_canonical_varint(&p, end, 4, BLOCK_MAX_ENTRIES, &v))
 		return -EINVAL;
 	h->count = (size_t)v;
@@ -181,9 +192,11 @@ static int read_header(const uint8_t *buf, size_t len, struct header *h)
 	h->total = (int64_t)v;
 	h->payload = p;
 	h->plen = (size_t)(end - p);
-	/* every pair takes at least 2 bytes: a count the bytes cannot hold is a lie
-	 * (a compressed payload is checked against its frame's size instead) */
-	if (!h->zstd && h->plen / 2 < h->count)
+	/* every pair takes at least 2 bytes and a directory entry 4: a count the
+	 * bytes cannot hold is a lie (a compressed payload is checked against its
+	 * frame's size instead); every section holds an entry */
+	if (h->nsec > h->count || (!h->zstd && (h->plen - 4 * h->nsec) / 2 < h->count) ||
+	    (!h->zstd && h->plen < 4 * h->nsec))
 		return -EINVAL;
 	return 0;
 }
@@ -249,7 +262,9 @@ static int inflate(const struct header *h, ZSTD_DCtx *dctx, uint8_t **scratch, s
 		return -EINVAL;
 	/* a bound before any allocation: at most the largest pairs, at least the
 	 * smallest (this also refuses any frame claiming gigabytes) */
-	if (size > (unsigned long long)h->count * BLOCK_MAX_PAIR_BYTES || size < 2ull * h->count)
+	if (size > (unsigned long long)h->count * BLOCK_MAX_PAIR_BYTES +
+			    (unsigned long long)h->nsec * BLOCK_MAX_DIR_BYTES ||
+	    size < 2ull * h->count + 4ull * h->nsec)
 		return -EINVAL;
 	if (ZSTD_findFrameCompressedSize(h->payload, h->plen) != h->plen)
 		return -EINVAL; /* not exactly one frame */
@@ -310,6 +325,9 @@ int block__decode(const uint8_t *buf, size_t len, struct block_entry *out, size_
 
 	if (err)
 		goto out;
+	err = -EINVAL;
+	if (h.version != BLOCK_VERSION)
+		goto out;
 	err = -E2BIG;
 	if (h.count > cap)
 		goto out;
@@ -338,6 +356,7 @@ struct block_merge {
 	uint8_t *zbuf; /* one inflated payload */
 	size_t zcap;
 	ZSTD_DCtx *dctx;
+	struct block_reader *rd; /* version 2 blocks, made on first use */
 };
 
 static inline size_t slot_of(const struct block_merge *m, uint32_t id)
@@ -442,6 +461,8 @@ int block_merge__add(struct block_merge *m, const uint8_t *buf, size_t len)
 	struct header h;
 	int err;
 
+	if (len && buf && buf[0] == BLOCK_VERSION_SECTIONS)
+		return block_merge__add_sections(m, buf, len, NULL, NULL);
 	if (!m->dctx) {
 		m->dctx = ZSTD_createDCtx();
 		if (!m->dctx)
@@ -493,8 +514,307 @@ void block_merge__free(struct block_merge *m)
 	if (!m)
 		return;
 	ZSTD_freeDCtx(m->dctx);
+	block_reader__free(m->rd);
 	free(m->zbuf);
 	free(m->ents);
 	free(m->slots);
 	free(m);
+}
+
+/* ---- version 2: a window's block of sections ------------------------------- */
+
+static int cmp_lentry(const void *a, const void *b)
+{
+	const struct block_lentry *x = a, *y = b;
+
+	if (x->labelset_id != y->labelset_id)
+		return (x->labelset_id > y->labelset_id) - (x->labelset_id < y->labelset_id);
+	return (x->id > y->id) - (x->id < y->id);
+}
+
+static bool lentry_before(const struct block_lentry *x, const struct block_lentry *y)
+{
+	return x->labelset_id < y->labelset_id ||
+	       (x->labelset_id == y->labelset_id && x->id < y->id);
+}
+
+int block__encode_sections(const struct block_lentry *entries, size_t n, unsigned flags,
+			   uint8_t **out, size_t *len)
+{
+	unsigned level = flags & BLOCK_ENC_LEVEL_MASK;
+	struct block_lentry *sorted = NULL;
+	const struct block_lentry *e = entries;
+	uint8_t *buf = NULL, *pairs = NULL, *z = NULL;
+	size_t i, j, m = 0, nsec = 0, hlen, dlen = 0, plen = 0, zcap, zlen, cap;
+	int64_t total = 0;
+	bool is_sorted = true;
+	int err = -EINVAL;
+
+	if (n > BLOCK_MAX_ENTRIES || (flags & ~(BLOCK_ENC_LEVEL_MASK | BLOCK_ENC_FORCE_ZSTD)) ||
+	    level > 19 || (n && !entries))
+		goto out;
+	for (i = 0; i < n; i++) {
+		if (entries[i].value < 0 || entries[i].labelset_id < 1)
+			goto out;
+		if (i && !lentry_before(&entries[i - 1], &entries[i]))
+			is_sorted = false;
+	}
+	if (!is_sorted) {
+		err = -ENOMEM;
+		sorted = malloc(n * sizeof(*sorted));
+		if (!sorted)
+			goto out;
+		memcpy(sorted, entries, n * sizeof(*sorted));
+		qsort(sorted, n, sizeof(*sorted), cmp_lentry);
+		for (i = 0; i < n; i++) {
+			if (m && sorted[m - 1].labelset_id == sorted[i].labelset_id &&
+			    sorted[m - 1].id == sorted[i].id)
+				sorted[m - 1].value = sat_add(sorted[m - 1].value, sorted[i].value);
+			else
+				sorted[m++] = sorted[i];
+		}
+		e = sorted;
+		n = m;
+	}
+	for (i = 0; i < n; i++)
+		nsec += !i || e[i].labelset_id != e[i - 1].labelset_id;
+	err = -EINVAL;
+	if (nsec > BLOCK_MAX_SECTIONS)
+		goto out_free_sorted;
+	/* the directory, then the pairs, in one buffer after room for the header */
+	err = -ENOMEM;
+	cap = HEADER_MAX + 4 + nsec * BLOCK_MAX_DIR_BYTES + n * BLOCK_MAX_PAIR_BYTES;
+	buf = malloc(cap);
+	pairs = malloc(n * BLOCK_MAX_PAIR_BYTES + 1);
+	if (!buf || !pairs)
+		goto out_free_buf;
+	{
+		uint8_t *dir = buf + HEADER_MAX + 4;
+		int64_t prev_ls = 0;
+
+		for (i = 0; i < n; i = j) {
+			int64_t stotal = 0;
+			size_t start = plen;
+			uint32_t prev = 0;
+
+			for (j = i; j < n && e[j].labelset_id == e[i].labelset_id; j++) {
+				plen += put_varint(pairs + plen, (uint64_t)(e[j].id - prev));
+				plen += put_varint(pairs + plen, (uint64_t)e[j].value);
+				prev = e[j].id;
+				stotal = sat_add(stotal, e[j].value);
+			}
+			total = sat_add(total, stotal);
+			dlen += put_varint(dir + dlen, (uint64_t)(e[i].labelset_id - prev_ls));
+			dlen += put_varint(dir + dlen, j - i);
+			dlen += put_varint(dir + dlen, (uint64_t)stotal);
+			dlen += put_varint(dir + dlen, plen - start);
+			prev_ls = e[i].labelset_id;
+		}
+		memcpy(dir + dlen, pairs, plen);
+		plen += dlen;
+	}
+	buf[0] = BLOCK_VERSION_SECTIONS;
+	buf[1] = 0;
+	hlen = 2;
+	hlen += put_varint(buf + hlen, nsec);
+	hlen += put_varint(buf + hlen, n);
+	hlen += put_varint(buf + hlen, (uint64_t)total);
+	if (level && (plen >= BLOCK_ZSTD_MIN_PAYLOAD || (flags & BLOCK_ENC_FORCE_ZSTD))) {
+		zcap = ZSTD_compressBound(plen);
+		z = malloc(zcap);
+		if (!z)
+			goto out_free_buf;
+		zlen = ZSTD_compress(z, zcap, buf + HEADER_MAX + 4, plen, (int)level);
+		err = -EIO;
+		if (ZSTD_isError(zlen))
+			goto out_free_z;
+		if (zlen < plen || (flags & BLOCK_ENC_FORCE_ZSTD)) {
+			buf[1] = BLOCK_FLAG_ZSTD;
+			if (hlen + zlen > cap) { /* forced and larger: grow */
+				uint8_t *nb = realloc(buf, hlen + zlen);
+
+				err = -ENOMEM;
+				if (!nb)
+					goto out_free_z;
+				buf = nb;
+			}
+			memcpy(buf + hlen, z, zlen);
+			plen = zlen;
+		}
+	}
+	if (!(buf[1] & BLOCK_FLAG_ZSTD))
+		memmove(buf + hlen, buf + HEADER_MAX + 4, plen);
+	*out = buf;
+	*len = hlen + plen;
+	buf = NULL;
+	err = 0;
+out_free_z:
+	free(z);
+out_free_buf:
+	free(pairs);
+	free(buf);
+out_free_sorted:
+	free(sorted);
+out:
+	return err;
+}
+
+int block__version(const uint8_t *buf, size_t len)
+{
+	struct header h;
+	int err = read_header(buf, len, &h);
+
+	return err ? err : h.version;
+}
+
+struct block_reader {
+	struct block_section *sec;
+	size_t nsec, seccap;
+	const uint8_t *p, *end; /* the plain payload after the directory */
+	uint8_t *zbuf;		/* one inflated payload */
+	size_t zcap;
+	ZSTD_DCtx *dctx;
+};
+
+int block_reader__new(struct block_reader **out)
+{
+	struct block_reader *r = calloc(1, sizeof(*r));
+
+	if (!r)
+		return -ENOMEM;
+	r->dctx = ZSTD_createDCtx();
+	if (!r->dctx) {
+		free(r);
+		return -ENOMEM;
+	}
+	*out = r;
+	return 0;
+}
+
+void block_reader__free(struct block_reader *r)
+{
+	if (!r)
+		return;
+	ZSTD_freeDCtx(r->dctx);
+	free(r->zbuf);
+	free(r->sec);
+	free(r);
+}
+
+int block_reader__open(struct block_reader *r, const uint8_t *buf, size_t len)
+{
+	const uint8_t *p, *end;
+	struct header h;
+	uint64_t lsd, cnt, tot, bytes;
+	int64_t ls = 0, sum = 0;
+	size_t i, off = 0, nent = 0;
+	int err;
+
+	r->nsec = 0;
+	err = open_payload(buf, len, r->dctx, &r->zbuf, &r->zcap, &h, &p, &end);
+	if (err)
+		return err;
+	if (h.version == BLOCK_VERSION) {
+		/* one section of label set 0: the whole payload */
+		if (!r->seccap) {
+			r->sec = malloc(sizeof(*r->sec));
+			if (!r->sec)
+				return -ENOMEM;
+			r->seccap = 1;
+		}
+		r->sec[0] = (struct block_section){ 0, h.count, h.total, 0, (size_t)(end - p) };
+		r->nsec = 1;
+		r->p = p;
+		r->end = end;
+		return 0;
+	}
+	if (h.nsec > r->seccap) {
+		struct block_section *ns = realloc(r->sec, h.nsec * sizeof(*ns));
+
+		if (!ns)
+			return -ENOMEM;
+		r->sec = ns;
+		r->seccap = h.nsec;
+	}
+	for (i = 0; i < h.nsec; i++) {
+		if (get_canonical_varint(&p, end, 9, INT64_MAX, &lsd) || lsd == 0 ||
+		    lsd > (uint64_t)(INT64_MAX - ls) ||
+		    get_canonical_varint(&p, end, 4, BLOCK_MAX_ENTRIES, &cnt) || cnt == 0 ||
+		    get_canonical_varint(&p, end, 9, INT64_MAX, &tot) ||
+		    get_canonical_varint(&p, end, 5, (uint64_t)h.count * BLOCK_MAX_PAIR_BYTES,
+					 &bytes) ||
+		    bytes < 2 * cnt || bytes > cnt * BLOCK_MAX_PAIR_BYTES)
+			return -EINVAL;
+		ls += (int64_t)lsd;
+		r->sec[i] =
+			(struct block_section){ ls, (size_t)cnt, (int64_t)tot, off, (size_t)bytes };
+		off += (size_t)bytes;
+		nent += (size_t)cnt;
+		sum = sat_add(sum, (int64_t)tot);
+		if (off > (size_t)(end - p) || nent > h.count)
+			return -EINVAL;
+	}
+	/* the sections take exactly the rest, and add up to the header */
+	if (off != (size_t)(end - p) || nent != h.count || sum != h.total)
+		return -EINVAL;
+	r->nsec = h.nsec;
+	r->p = p;
+	r->end = end;
+	return 0;
+}
+
+const struct block_section *block_reader__sections(const struct block_reader *r, size_t *n)
+{
+	*n = r->nsec;
+	return r->sec;
+}
+
+int block_reader__decode(struct block_reader *r, size_t i, struct block_entry *out, size_t cap,
+			 size_t *n)
+{
+	const struct block_section *sc;
+
+	if (i >= r->nsec)
+		return -ERANGE;
+	sc = &r->sec[i];
+	if (sc->count > cap)
+		return -E2BIG;
+	*n = sc->count;
+	return decode_pairs(r->p + sc->off, r->p + sc->off + sc->len, sc->count, sc->total, out);
+}
+
+int block_merge__add_sections(struct block_merge *m, const uint8_t *buf, size_t len,
+			      bool (*keep)(int64_t labelset_id, void *ctx), void *ctx)
+{
+	const struct block_section *sec;
+	size_t nsec, i, n;
+	int err;
+
+	if (!m->rd) {
+		err = block_reader__new(&m->rd);
+		if (err)
+			return err;
+	}
+	err = block_reader__open(m->rd, buf, len);
+	if (err)
+		return err;
+	sec = block_reader__sections(m->rd, &nsec);
+	for (i = 0; i < nsec; i++) {
+		if (keep && !keep(sec[i].labelset_id, ctx))
+			continue;
+		if (sec[i].count > m->ecap) {
+			struct block_entry *ne = realloc(m->ents, sec[i].count * sizeof(*ne));
+
+			if (!ne)
+				return -ENOMEM;
+			m->ents = ne;
+			m->ecap = sec[i].count;
+		}
+		err = block_reader__decode(m->rd, i, m->ents, m->ecap, &n);
+		if (!err)
+			err = block_merge__add_entries(m, m->ents, n);
+		if (err)
+			return err;
+	}
+	return 0;
 }

@@ -22,6 +22,33 @@
  *                     above, exactly
  *
  * Nothing may follow the payload. An empty block is 4 bytes (01 00 00 00).
+ *
+ * Format, version 2: a window's block, one section per label set (the raw tier,
+ * schema/008_window_blocks.sql):
+ *
+ *   byte    version   BLOCK_VERSION_SECTIONS (2)
+ *   byte    flags     as version 1
+ *   varint  nsections sections, 0..BLOCK_MAX_SECTIONS
+ *   varint  count     entries of all sections, 0..BLOCK_MAX_ENTRIES
+ *   varint  total     the sum of all values, saturated at INT64_MAX
+ *   payload           the directory, then the sections' pairs (one zstd frame of
+ *                     both when BLOCK_FLAG_ZSTD, bounded as in version 1 plus
+ *                     nsections * BLOCK_MAX_DIR_BYTES):
+ *                     directory, nsections times, label sets strictly ascending:
+ *                       varint  label set delta  the first's id itself (>= 1), then
+ *                                                the difference, >= 1; ids <= INT64_MAX
+ *                       varint  count            the section's entries, >= 1
+ *                       varint  total            the section's sum (saturated)
+ *                       varint  bytes            its pairs' plain bytes
+ *                     then each section's pairs as in version 1 (its first id
+ *                     delta is the id itself), in directory order, exactly the
+ *                     bytes the directory gives
+ *
+ * The directory sits before the pairs so that a label selection decodes only the
+ * sections it selects (block_reader below): the others are skipped by their byte
+ * counts. One frame for the whole window (not one per section): the window's ~36
+ * sections of ~34 entries each compress to under a byte per entry together, where
+ * a section alone is too small for zstd to pay (see docs/benchmarks.md).
  * The encoder compresses only when the plain payload is at least
  * BLOCK_ZSTD_MIN_PAYLOAD bytes and the frame is smaller than the plain payload
  * (measured in bench/block_bench.c on the bench mix: zstd saves nothing up to
@@ -39,11 +66,18 @@
 #ifndef SMOLDER_STORE_BLOCK_H
 #define SMOLDER_STORE_BLOCK_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
-#define BLOCK_VERSION	1
-#define BLOCK_FLAG_ZSTD 0x01
+#define BLOCK_VERSION	       1
+#define BLOCK_VERSION_SECTIONS 2
+#define BLOCK_FLAG_ZSTD	       0x01
+/* At most 64 Ki sections (label sets) in a window's block: a batch holds at most
+ * BATCH_MAX_LABELSETS, far fewer in practice (36 in the bench mix). */
+#define BLOCK_MAX_SECTIONS (1u << 16)
+/* The largest directory entry: 9 + 4 + 9 + 5 bytes (id delta, count, total, bytes). */
+#define BLOCK_MAX_DIR_BYTES 27
 /* At most 4 Mi entries per block: a window of a busy host has about 1,300 distinct
  * stacks and an hour's rollup of one label set a few thousand, so this is far above
  * any real block, and it bounds a decoded block at 64 MiB (16 B per entry). */
@@ -87,6 +121,57 @@ int64_t block__total(const uint8_t *buf, size_t len);
  * count), -ENOMEM. On error *n is unspecified and out may be partly written. */
 int block__decode(const uint8_t *buf, size_t len, struct block_entry *out, size_t cap, size_t *n);
 
+/* One entry of a window's block: a label set's stack and its value. */
+struct block_lentry {
+	int64_t labelset_id; /* 1..INT64_MAX */
+	uint32_t id;	     /* stack id */
+	int64_t value;	     /* 0..INT64_MAX */
+};
+
+/* Encodes n entries (any order; duplicate (label set, id) pairs summed) as a
+ * version 2 block, a section per label set. flags as block__encode. Returns 0,
+ * -EINVAL (a label set id < 1, a negative value, n over BLOCK_MAX_ENTRIES, over
+ * BLOCK_MAX_SECTIONS label sets, bad flags), -ENOMEM or -EIO. *out (free()) and
+ * *len are written only on success. */
+int block__encode_sections(const struct block_lentry *entries, size_t n, unsigned flags,
+			   uint8_t **out, size_t *len);
+
+/* The version of a block (1 or 2), or -EINVAL when it is neither. block__header and
+ * block__total read both versions' headers. */
+int block__version(const uint8_t *buf, size_t len);
+
+/* One section of a version 2 block, as its directory gives it. */
+struct block_section {
+	int64_t labelset_id;
+	size_t count;
+	int64_t total;
+	size_t off, len; /* its pairs in the reader's plain payload */
+};
+
+/* A reader of version 2 blocks: the header and directory checked, the payload
+ * inflated once, sections decoded one by one on demand. Reused across blocks. */
+struct block_reader;
+
+/* Returns 0 or -ENOMEM. */
+int block_reader__new(struct block_reader **out);
+
+/* Opens buf (borrowed until the next open): checks the header, inflates the payload
+ * and checks the directory (ids ascending, counts, totals and bytes adding up to
+ * the header's and the payload's). A version 1 block reads as one section of label
+ * set 0. Returns 0 or -EINVAL (malformed), -ENOMEM. */
+int block_reader__open(struct block_reader *r, const uint8_t *buf, size_t len);
+
+/* The sections of the open block; valid until the next open. */
+const struct block_section *block_reader__sections(const struct block_reader *r, size_t *n);
+
+/* Decodes section i into out[0..cap) (ids ascending), *n its count. Returns 0,
+ * -EINVAL (malformed pairs), -E2BIG (cap too small), -ERANGE (no such section). */
+int block_reader__decode(struct block_reader *r, size_t i, struct block_entry *out, size_t cap,
+			 size_t *n);
+
+/* Accepts NULL. */
+void block_reader__free(struct block_reader *r);
+
 /* A merge of many blocks: a flat open-addressing hash of id -> saturating sum. */
 struct block_merge;
 
@@ -98,6 +183,13 @@ int block_merge__new(size_t hint, struct block_merge **out);
  * entry is added). Returns 0, -EINVAL (malformed), -E2BIG (over BLOCK_MERGE_MAX_IDS
  * distinct ids: the entries before the one over the cap were added), -ENOMEM. */
 int block_merge__add(struct block_merge *m, const uint8_t *buf, size_t len);
+
+/* Adds the sections of a version 2 block whose label set keep() accepts (all when
+ * keep is NULL), decoding no other section's pairs; a version 1 block is added whole
+ * when keep(0) accepts it. Errors as block_merge__add (a malformed section adds
+ * nothing of itself; earlier sections stay added). */
+int block_merge__add_sections(struct block_merge *m, const uint8_t *buf, size_t len,
+			      bool (*keep)(int64_t labelset_id, void *ctx), void *ctx);
 
 /* Adds decoded entries (any order). Returns 0, -EINVAL (a negative value), -E2BIG,
  * -ENOMEM; on error some entries may have been added. */

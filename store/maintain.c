@@ -14,6 +14,10 @@
  * batches whose window is older than the raw retention are deleted: the dedupe
  * horizon of a retried batch is the raw retention. Last, the dictionary rows no
  * block can use any more are collected (store/gc.c, schema/006_gc.sql).
+ *
+ * A raw block is a window's, a section per label set (schema/008_window_blocks.sql):
+ * a minute rollup splits each raw block of its bucket into its sections and merges
+ * them by label set into the bucket's blocks of one label set each.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -25,9 +29,9 @@
 #include "common/array.h"
 #include "store/store_int.h"
 
-/* Blocks read or deleted per call when max_rows is 0: a minute rollup of 100 label
- * sets reads 600 raw blocks, so a default call builds a few minutes or deletes
- * 2000 blocks, some tens of ms. */
+/* Blocks read or deleted per call when max_rows is 0: a minute rollup of 100 agents
+ * reads 600 raw blocks (one per batch, schema/008_window_blocks.sql), so a default
+ * call builds a few minutes or deletes 2000 blocks, some tens of ms. */
 #define MAINTAIN_DEFAULT_BLOCKS 2000
 
 /* maintain.c's statements (migrate.c uses its own, uncached: it runs once). */
@@ -172,14 +176,94 @@ struct group {
 	struct block_merge *m;
 };
 
+/* The group of labelset_id in g[0..*ng), sorted by label set, made when missing. */
+static int group_of(struct group **g, size_t *ng, size_t *cap, int64_t labelset_id,
+		    struct group **out)
+{
+	size_t lo = 0, hi = *ng, mid;
+	int err;
+
+	while (lo < hi) {
+		mid = lo + (hi - lo) / 2;
+		if ((*g)[mid].labelset_id < labelset_id)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo < *ng && (*g)[lo].labelset_id == labelset_id) {
+		*out = &(*g)[lo];
+		return 0;
+	}
+	err = array_grow((void **)g, cap, *ng + 1, sizeof(**g));
+	if (err)
+		return err;
+	memmove(*g + lo + 1, *g + lo, (*ng - lo) * sizeof(**g));
+	(*g)[lo] = (struct group){ .labelset_id = labelset_id };
+	(*ng)++;
+	err = block_merge__new(0, &(*g)[lo].m);
+	if (err) { /* take the empty group out again */
+		memmove(*g + lo, *g + lo + 1, (*ng - lo - 1) * sizeof(**g));
+		(*ng)--;
+		return err;
+	}
+	*out = &(*g)[lo];
+	return 0;
+}
+
+/* Adds a raw block (a window's, version 2; of 005-007, version 1, of label set key)
+ * to the groups of its sections' label sets. */
+static int add_window(struct sqlite_store *s, struct block_reader **rd, const uint8_t *data,
+		      size_t len, int64_t key, struct group **g, size_t *ng, size_t *cap,
+		      struct block_entry **ents, size_t *ecap)
+{
+	const struct block_section *sec;
+	struct group *gr;
+	size_t nsec, i, n;
+	int err;
+
+	(void)s;
+	if (!*rd) {
+		err = block_reader__new(rd);
+		if (err)
+			return err;
+	}
+	err = block_reader__open(*rd, data, len);
+	if (err)
+		return err;
+	sec = block_reader__sections(*rd, &nsec);
+	for (i = 0; i < nsec; i++) {
+		int64_t ls = sec[i].labelset_id ? sec[i].labelset_id : key;
+
+		if (ls < 1)
+			return -EINVAL;
+		if (sec[i].count > *ecap) {
+			struct block_entry *ne = realloc(*ents, sec[i].count * sizeof(*ne));
+
+			if (!ne)
+				return -ENOMEM;
+			*ents = ne;
+			*ecap = sec[i].count;
+		}
+		err = block_reader__decode(*rd, i, *ents, *ecap, &n);
+		if (!err)
+			err = group_of(g, ng, cap, ls, &gr);
+		if (!err)
+			err = block_merge__add_entries(gr->m, *ents, n);
+		if (err)
+			return err;
+	}
+	return 0;
+}
+
 /* Builds tier's bucket [b, b + len) from the blocks of tier - 1 starting in it,
  * label set by label set (store_block_add() sums into a block already there, so a
  * bucket written by a late ingest stays right). Sets *nread to the blocks read. */
 static int rollup_bucket(struct sqlite_store *s, int tier, int64_t b, int64_t len, int64_t *nread)
 {
 	struct group *g = NULL;
-	struct block_entry *e = NULL;
-	size_t ng = 0, cap = 0, n, i;
+	struct block_entry *e = NULL, *ents = NULL;
+	struct block_reader *rd = NULL;
+	size_t ng = 0, cap = 0, ecap = 0, n, i;
 	sqlite3_stmt *st = NULL;
 	int err;
 
@@ -200,6 +284,20 @@ static int rollup_bucket(struct sqlite_store *s, int tier, int64_t b, int64_t le
 		const uint8_t *data = sqlite3_column_blob(st, 1);
 		size_t dlen = (size_t)sqlite3_column_bytes(st, 1);
 
+		if (tier - 1 == TIER_RAW) {
+			/* a window block: its sections go to their label sets' groups */
+			err = add_window(s, &rd, data, dlen, ls, &g, &ng, &cap, &ents, &ecap);
+			if (err) {
+				err = err == -ENOMEM ? err
+						     : store_fail(s, -EIO,
+								  "a raw block at %" PRId64
+								  " (%" PRId64 ") does not decode",
+								  b, ls);
+				break;
+			}
+			(*nread)++;
+			continue;
+		}
 		if (!ng || g[ng - 1].labelset_id != ls) {
 			err = array_grow((void **)&g, &cap, ng + 1, sizeof(*g));
 			if (err)
@@ -233,6 +331,8 @@ static int rollup_bucket(struct sqlite_store *s, int tier, int64_t b, int64_t le
 	for (i = 0; i < ng; i++)
 		block_merge__free(g[i].m);
 	free(g);
+	free(ents);
+	block_reader__free(rd);
 	return err < 0 ? err : 0;
 }
 

@@ -1,4 +1,9 @@
-/* The conversion of migration 004's samples rows (one per window, label set and
+/* Two conversions run by store__open() for a writer after the migrations. Second,
+ * migration 008's (schema/008_window_blocks.sql): 005-007's raw blocks, one per
+ * window and label set, into one window block (store/block.h, version 2) per
+ * window, ascending from state.convert_008, several windows a transaction that
+ * deletes what it converted and moves the cursor, NULL when done. First, the
+ * conversion of migration 004's samples rows (one per window, label set and
  * stack) into raw profile blocks (schema/005_blocks.sql), run by store__open() for
  * a writer after the migrations. Window by window, the smallest window_start
  * first: its rows, grouped by label set, become the raw blocks of (window_start,
@@ -148,6 +153,168 @@ out_rollback:
 	store_rollback(s);
 out_finalize:
 	for (i = 0; i < 3; i++)
+		sqlite3_finalize(st[i]);
+	return err;
+}
+
+/* ---- migration 008: raw blocks of a window and label set into window blocks ---- */
+
+int store_windows_pending(struct sqlite_store *s)
+{
+	int64_t n;
+	int err;
+
+	err = store_query_int(s, "SELECT convert_008 IS NOT NULL FROM state WHERE id = 1", &n);
+	return err ? err : n > 0;
+}
+
+enum {
+	CW_NEXT,  /* the next window start at or above ?1 with an old raw block */
+	CW_ROWS,  /* its old raw blocks */
+	CW_DEL_B, /* and their deletion */
+	CW_DEL_I,
+	CW_CURSOR, /* state.convert_008 = ?1 */
+	CW_NR,
+};
+
+/* Converts the window at ws: its old blocks (labelset_id > 0) into one window
+ * block, then deletes them. *nrows gets the entries converted. */
+static int convert_window_blocks(struct sqlite_store *s, sqlite3_stmt **st, int64_t ws,
+				 int64_t *nrows)
+{
+	struct block_lentry *le = NULL;
+	struct block_entry *e = NULL;
+	size_t n = 0, cap = 0, ecap = 0, got, count, i;
+	int err;
+
+	*nrows = 0;
+	sqlite3_bind_int64(st[CW_ROWS], 1, ws);
+	while ((err = store_step(s, st[CW_ROWS])) == 1) {
+		int64_t ls = sqlite3_column_int64(st[CW_ROWS], 0);
+		const uint8_t *data = sqlite3_column_blob(st[CW_ROWS], 1);
+		size_t len = (size_t)sqlite3_column_bytes(st[CW_ROWS], 1);
+
+		err = block__header(data, len, &count, NULL);
+		if (!err && count > ecap) {
+			struct block_entry *ne = realloc(e, count * sizeof(*e));
+
+			err = ne ? 0 : -ENOMEM;
+			if (ne) {
+				e = ne;
+				ecap = count;
+			}
+		}
+		if (!err)
+			err = block__decode(data, len, e, ecap, &got);
+		if (err) {
+			err = err == -ENOMEM ? err
+					     : store_fail(s, -EIO,
+							  "raw block (%" PRId64 ", %" PRId64
+							  ") does not decode",
+							  ws, ls);
+			break;
+		}
+		err = array_grow((void **)&le, &cap, n + got, sizeof(*le));
+		if (err)
+			break;
+		for (i = 0; i < got; i++)
+			le[n++] = (struct block_lentry){ ls, e[i].id, e[i].value };
+	}
+	store_done(st[CW_ROWS]);
+	free(e);
+	/* the new block first (its key below the old ones' is -1 or lower), then
+	 * the old blocks go */
+	if (!err)
+		err = store_raw_block_add(s, ws, le, n);
+	free(le);
+	if (err)
+		return err;
+	for (i = CW_DEL_B; i <= CW_DEL_I; i++) {
+		sqlite3_bind_int64(st[i], 1, ws);
+		err = store_step(s, st[i]);
+		store_done(st[i]);
+		if (err < 0)
+			return err;
+	}
+	*nrows = (int64_t)n;
+	return 0;
+}
+
+int store_convert_windows(struct sqlite_store *s)
+{
+	static const char *const sql[CW_NR] = {
+		[CW_NEXT] = "SELECT min(start) FROM block_index WHERE tier = 0 AND start >= ?1 "
+			    "AND labelset_id > 0",
+		[CW_ROWS] = "SELECT i.labelset_id, b.data FROM block_index i JOIN blocks b ON "
+			    "b.id = i.block_id WHERE i.tier = 0 AND i.start = ?1 AND "
+			    "i.labelset_id > 0 ORDER BY i.labelset_id",
+		[CW_DEL_B] = "DELETE FROM blocks WHERE id IN (SELECT block_id FROM block_index "
+			     "WHERE tier = 0 AND start = ?1 AND labelset_id > 0)",
+		[CW_DEL_I] = "DELETE FROM block_index WHERE tier = 0 AND start = ?1 AND "
+			     "labelset_id > 0",
+		[CW_CURSOR] = "UPDATE state SET convert_008 = ?1 WHERE id = 1",
+	};
+	sqlite3_stmt *st[CW_NR] = { NULL };
+	int64_t done, n, ws, cursor;
+	bool empty = false;
+	int err, rc, i;
+
+	err = store_windows_pending(s);
+	if (err <= 0)
+		return err;
+	err = store_query_int(s, "SELECT convert_008 FROM state WHERE id = 1", &cursor);
+	if (err)
+		return err;
+	for (i = 0; i < CW_NR; i++) {
+		rc = sqlite3_prepare_v2(s->db, sql[i], -1, &st[i], NULL);
+		if (rc != SQLITE_OK) {
+			err = store_sql_fail(s, rc);
+			goto out_finalize;
+		}
+	}
+	while (!empty) {
+		err = store_run(s, ST_BEGIN);
+		if (err)
+			goto out_finalize;
+		for (done = 0; done < CONVERT_ROWS; done += n) {
+			/* a seek from the cursor: the windows below it are done */
+			sqlite3_bind_int64(st[CW_NEXT], 1, cursor);
+			err = store_step(s, st[CW_NEXT]);
+			empty = err == 1 && sqlite3_column_type(st[CW_NEXT], 0) == SQLITE_NULL;
+			ws = err == 1 ? sqlite3_column_int64(st[CW_NEXT], 0) : 0;
+			store_done(st[CW_NEXT]);
+			if (err == 0)
+				err = store_fail(s, -EIO, "min(start) returned no row");
+			if (err < 0)
+				goto out_rollback;
+			if (empty)
+				break;
+			err = convert_window_blocks(s, st, ws, &n);
+			if (err)
+				goto out_rollback;
+			cursor = ws + 1;
+			if (n == 0)
+				n = 1;
+		}
+		if (empty)
+			sqlite3_bind_null(st[CW_CURSOR], 1);
+		else
+			sqlite3_bind_int64(st[CW_CURSOR], 1, cursor);
+		err = store_step(s, st[CW_CURSOR]);
+		store_done(st[CW_CURSOR]);
+		if (err < 0)
+			goto out_rollback;
+		err = store_run(s, ST_COMMIT);
+		if (err)
+			goto out_rollback;
+	}
+	err = 0;
+	goto out_finalize;
+
+out_rollback:
+	store_rollback(s);
+out_finalize:
+	for (i = 0; i < CW_NR; i++)
 		sqlite3_finalize(st[i]);
 	return err;
 }

@@ -226,6 +226,55 @@ static void stack_hash_fn(sqlite3_context *ctx, int argc, sqlite3_value **argv)
 	sqlite3_result_int64(ctx, store_stack_hash(p, (size_t)sqlite3_value_bytes(argv[0])));
 }
 
+/* The page size of a new database file (an existing one keeps its own): a raw
+ * block (schema/008_window_blocks.sql) is one window's batch, about 2.4 KB for
+ * the busy host of bench/gen.h, and SQLite keeps a row that fits a page whole on
+ * one page: at 4096 bytes one such block took a page, 40 % of the blocks table
+ * slack; 16 KiB pages hold six (docs/benchmarks.md, session 9). */
+#define STORE_PAGE_SIZE "16384"
+
+/* smolder_block_labelsets(data): the label set ids of a window block's sections
+ * (store/block.h, version 2) as a JSON array, for json_each() in the reads that
+ * select label sets in SQL (labels, windows); NULL for a version 1 block or NULL;
+ * an error for a block that does not open. The reader is the connection's. */
+static void block_labelsets_fn(sqlite3_context *ctx, int argc, sqlite3_value **argv)
+{
+	struct block_reader *r = sqlite3_user_data(ctx);
+	const struct block_section *sec;
+	const uint8_t *p;
+	size_t len, n, i, off = 0;
+	char *text;
+
+	(void)argc;
+	p = sqlite3_value_blob(argv[0]);
+	len = (size_t)sqlite3_value_bytes(argv[0]);
+	if (!p || block__version(p, len) != BLOCK_VERSION_SECTIONS) {
+		sqlite3_result_null(ctx);
+		return;
+	}
+	if (block_reader__open(r, p, len)) {
+		sqlite3_result_error(ctx, "a window block does not decode", -1);
+		return;
+	}
+	sec = block_reader__sections(r, &n);
+	text = sqlite3_malloc64(2 + n * 21);
+	if (!text) {
+		sqlite3_result_error_nomem(ctx);
+		return;
+	}
+	text[off++] = '[';
+	for (i = 0; i < n; i++)
+		off += (size_t)snprintf(text + off, 22, "%s%" PRId64, i ? "," : "",
+					sec[i].labelset_id);
+	text[off++] = ']';
+	sqlite3_result_text64(ctx, text, off, sqlite3_free, SQLITE_UTF8);
+}
+
+static void free_reader(void *r)
+{
+	block_reader__free(r);
+}
+
 /* sat_sum(value): the sum of the positive values of a group, saturating at
  * INT64_MAX. SQLite's sum() fails with "integer overflow" instead, which would
  * make every query over a range holding such rows fail. */
@@ -299,6 +348,12 @@ static int check_reader(struct sqlite_store *s)
 			       : store_fail(s, -EPROTO,
 					    "the conversion to profile blocks is not finished: "
 					    "open the database for writing first");
+	err = store_windows_pending(s);
+	if (err)
+		return err < 0 ? err
+			       : store_fail(s, -EPROTO,
+					    "the conversion to window blocks is not finished: "
+					    "open the database for writing first");
 	rc = sqlite3_prepare_v2(s->db, "PRAGMA journal_mode", -1, &st, NULL);
 	if (rc != SQLITE_OK)
 		return store_sql_fail(s, rc);
@@ -348,6 +403,18 @@ int sqlite_store__open(const char *path, const struct store_options *opts, struc
 		rc = sqlite3_create_function_v2(s->db, "smolder_stack_hash", 1,
 						SQLITE_UTF8 | SQLITE_DETERMINISTIC, NULL,
 						stack_hash_fn, NULL, NULL, NULL);
+	if (rc == SQLITE_OK) {
+		struct block_reader *r = NULL;
+
+		if (block_reader__new(&r)) {
+			err = -ENOMEM;
+			goto out_close_db;
+		}
+		/* SQLite frees the reader, also when this fails */
+		rc = sqlite3_create_function_v2(s->db, "smolder_block_labelsets", 1,
+						SQLITE_UTF8 | SQLITE_DETERMINISTIC, r,
+						block_labelsets_fn, NULL, NULL, free_reader);
+	}
 	if (rc != SQLITE_OK) {
 		err = store_sql_fail(s, rc);
 		goto out_close_db;
@@ -360,9 +427,10 @@ int sqlite_store__open(const char *path, const struct store_options *opts, struc
 	if (s->opts.read_only)
 		err = check_reader(s);
 	else
-		err = exec(s, "PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; "
-			      "PRAGMA foreign_keys = OFF")
-			      ?: migrate(s) ?: store_convert_samples(s) ?: store_gc_init(s);
+		err = exec(s, "PRAGMA page_size = " STORE_PAGE_SIZE "; PRAGMA journal_mode = WAL; "
+			      "PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = OFF")
+			      ?: migrate(s) ?: store_convert_samples(s) ?: store_convert_windows(s)
+			      ?: store_gc_init(s);
 	if (err)
 		goto out_close_db;
 	*out = &s->base;

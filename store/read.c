@@ -3,8 +3,12 @@
  * label keys and values in use. Every read runs in one read transaction, so the
  * tiers' watermarks and the blocks are one snapshot; store_plan() (tiers.c) splits
  * the range into spans of one tier each, and a span's blocks are found by
- * block_index's primary key (tier, start), the label selection narrowing them by
- * labelset_id before any block is read.
+ * block_index's primary key (tier, start), the label selection narrowing a
+ * rollup's blocks by labelset_id before any block is read. A raw block is a
+ * window's, a section per label set (schema/008_window_blocks.sql): the selection
+ * is a set of label set ids in C (struct ls_filter) and only its sections are
+ * decoded; labels and label_key_used list a raw block's label sets in SQL through
+ * smolder_block_labelsets() (store/open.c).
  *
  * Stacks: the blocks of every span are added to one block_merge (store/block.h),
  * in C: no SQL GROUP BY. The merged stack ids are handed out as frames
@@ -25,7 +29,8 @@
  *
  * Timelines: each bucket [from + k * step, + step) is planned on its own and its
  * spans' block_index.total summed, so no block is decoded and a rollup is used for
- * a bucket only when it lies inside it.
+ * a bucket only when it lies inside it; raw blocks under a selection that does not
+ * keep every label set add their selected sections' totals from the directory.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -59,6 +64,9 @@ enum {
 	ST_R_TOTAL,
 	ST_R_NEXT,
 	ST_R_KEY_USED,
+	ST_R_RAW,
+	ST_R_RAW_TOTAL,
+	ST_R_TYPED,
 };
 
 /* One dictionary frame's own copies of its strings; the frame itself, pointing
@@ -372,6 +380,92 @@ static void bind_span(sqlite3_stmt *st, int tier, int64_t from, int64_t to)
 	sqlite3_bind_int64(st, 3, to);
 }
 
+/* ---- a selection as a set of label set ids ---------------------------------- */
+
+/* Raw blocks hold a section per label set (schema/008_window_blocks.sql), so a span
+ * of raw blocks is selected in C: the label sets of q (negate: all but those of
+ * ids), sorted. */
+struct ls_filter {
+	int64_t *ids;
+	size_t n, cap;
+	bool negate;
+};
+
+static bool filter_keeps(int64_t labelset_id, void *ctx)
+{
+	const struct ls_filter *f = ctx;
+	size_t lo = 0, hi = f->n, mid;
+
+	while (lo < hi) {
+		mid = lo + (hi - lo) / 2;
+		if (f->ids[mid] < labelset_id)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return (lo < f->n && f->ids[lo] == labelset_id) != f->negate;
+}
+
+/* Every label set passes (a cpu query without labels where no label set is typed). */
+static bool filter_all(const struct ls_filter *f)
+{
+	return f->negate && !f->n;
+}
+
+/* q's label sets: those holding its labels (and no type label for a cpu query);
+ * for a cpu query without labels, every label set but the typed ones. */
+static int filter_make(struct sqlite_store *s, const struct store_query *q, struct ls_filter *f)
+{
+	struct store_typed_query t;
+	sqlite3_stmt *st = NULL;
+	bool owned = false;
+	char *sql = NULL;
+	int rc, err;
+
+	memset(f, 0, sizeof(*f));
+	store_type_query(q, &t);
+	if (!t.q.nlabels) {
+		f->negate = true;
+		err = store_slot_stmt(s, ST_R_TYPED,
+				      "SELECT labelset_id FROM labelset_labels WHERE key_id = "
+				      "(SELECT id FROM strings WHERE text = '" STORE_TYPE_LABEL
+				      "') ORDER BY 1",
+				      &st);
+		if (err)
+			return err;
+	} else {
+		sql = build_sel_sql(&t, 1,
+				    "SELECT labelset_id FROM (SELECT id AS labelset_id FROM "
+				    "labelsets) WHERE 1",
+				    " ORDER BY 1");
+		if (!sql)
+			return -ENOMEM;
+		rc = sqlite3_prepare_v2(s->db, sql, -1, &st, NULL);
+		free(sql);
+		if (rc != SQLITE_OK)
+			return store_sql_fail(s, rc);
+		owned = true;
+		bind_labels(st, &t.q, 1);
+	}
+	while ((err = store_step(s, st)) == 1) {
+		err = array_grow((void **)&f->ids, &f->cap, f->n + 1, sizeof(*f->ids));
+		if (err)
+			break;
+		f->ids[f->n++] = sqlite3_column_int64(st, 0);
+	}
+	if (owned)
+		sqlite3_finalize(st);
+	else if (err)
+		store_done(st);
+	return err < 0 ? err : 0;
+}
+
+static void filter_free(struct ls_filter *f)
+{
+	free(f->ids);
+	f->ids = NULL;
+}
+
 /* ---- stacks -------------------------------------------------------------- */
 
 static int frame_by_id(struct sqlite_store *s, struct store_read_cache *rc, int64_t id,
@@ -515,9 +609,10 @@ out_free_blob:
 static int merge_blocks(struct sqlite_store *s, const struct store_query *q, struct block_merge *m)
 {
 	struct store_span sp[STORE_PLAN_MAX_SPANS];
+	struct ls_filter f = { 0 };
 	struct store_tiers t;
-	sqlite3_stmt *st = NULL;
-	bool owned = false;
+	sqlite3_stmt *st = NULL, *raw = NULL;
+	bool owned = false, has_raw = false;
 	size_t n, i;
 	int err;
 
@@ -527,27 +622,48 @@ static int merge_blocks(struct sqlite_store *s, const struct store_query *q, str
 	n = store_plan(&t, q->from, q->to, sp);
 	if (!n)
 		return 0;
-	err = prepare_span_stmt(s, q, ST_R_BLOCKS,
-				"SELECT bi.block_id, b.data, bi.start, bi.labelset_id "
-				"FROM block_index bi JOIN blocks b ON b.id = bi.block_id "
-				"WHERE bi.tier = ?1 AND bi.start >= ?2 AND bi.start < ?3",
-				"", &st, &owned);
-	if (err)
+	for (i = 0; i < n; i++)
+		has_raw |= sp[i].tier == TIER_RAW;
+	if (has_raw)
+		err = filter_make(s, q, &f);
+	if (!err)
+		err = prepare_span_stmt(s, q, ST_R_BLOCKS,
+					"SELECT bi.block_id, b.data, bi.start, bi.labelset_id "
+					"FROM block_index bi JOIN blocks b ON b.id = bi.block_id "
+					"WHERE bi.tier = ?1 AND bi.start >= ?2 AND bi.start < ?3",
+					"", &st, &owned);
+	if (!err)
+		err = store_slot_stmt(s, ST_R_RAW,
+				      "SELECT bi.block_id, b.data, bi.start, bi.labelset_id "
+				      "FROM block_index bi JOIN blocks b ON b.id = bi.block_id "
+				      "WHERE bi.tier = ?1 AND bi.start >= ?2 AND bi.start < ?3",
+				      &raw);
+	if (err) {
+		filter_free(&f);
+		if (st)
+			span_stmt_done(st, owned);
 		return err;
+	}
 	for (i = 0; i < n && !err; i++) {
-		bind_span(st, sp[i].tier, sp[i].from, sp[i].to);
-		while ((err = store_step(s, st)) == 1) {
-			const uint8_t *data = sqlite3_column_blob(st, 1);
-			size_t len = (size_t)sqlite3_column_bytes(st, 1);
+		/* raw blocks: all of them, their sections selected in C */
+		sqlite3_stmt *cur = sp[i].tier == TIER_RAW ? raw : st;
 
-			err = block_merge__add(m, data, len);
+		bind_span(cur, sp[i].tier, sp[i].from, sp[i].to);
+		while ((err = store_step(s, cur)) == 1) {
+			const uint8_t *data = sqlite3_column_blob(cur, 1);
+			size_t len = (size_t)sqlite3_column_bytes(cur, 1);
+
+			err = cur == raw ? block_merge__add_sections(
+						   m, data, len,
+						   filter_all(&f) ? NULL : filter_keeps, &f)
+					 : block_merge__add(m, data, len);
 			if (err == -EINVAL)
 				err = store_fail(s, -EIO,
 						 "block %" PRId64 " (tier %d, start %" PRId64
 						 ", label set %" PRId64 ") does not decode",
-						 (int64_t)sqlite3_column_int64(st, 0), sp[i].tier,
-						 (int64_t)sqlite3_column_int64(st, 2),
-						 (int64_t)sqlite3_column_int64(st, 3));
+						 (int64_t)sqlite3_column_int64(cur, 0), sp[i].tier,
+						 (int64_t)sqlite3_column_int64(cur, 2),
+						 (int64_t)sqlite3_column_int64(cur, 3));
 			else if (err == -E2BIG)
 				err = store_fail(s, -E2BIG,
 						 "more than %u distinct stacks in a query",
@@ -560,6 +676,8 @@ static int merge_blocks(struct sqlite_store *s, const struct store_query *q, str
 		err = 0;
 	}
 	span_stmt_done(st, owned);
+	store_done(raw);
+	filter_free(&f);
 	return err;
 }
 
@@ -788,11 +906,74 @@ struct point {
 	uint64_t count;
 };
 
+/* The sum of a span of raw blocks for f: block_index's totals when f keeps every
+ * label set, else the totals of the sections f keeps from each block's directory
+ * (inflated, no pair decoded). */
+static int raw_total(struct sqlite_store *s, const struct ls_filter *f, struct block_reader **rd,
+		     const struct store_span *sp, uint64_t *sum)
+{
+	const struct block_section *sec;
+	sqlite3_stmt *st = NULL;
+	size_t nsec, i;
+	int err;
+
+	if (filter_all(f)) {
+		err = store_slot_stmt(s, ST_R_RAW_TOTAL,
+				      "SELECT sat_sum(total) FROM block_index WHERE tier = ?1 AND "
+				      "start >= ?2 AND start < ?3",
+				      &st);
+		if (err)
+			return err;
+		bind_span(st, sp->tier, sp->from, sp->to);
+		err = store_step(s, st);
+		if (err == 1)
+			*sum = sat_add(*sum, sqlite3_column_int64(st, 0));
+		store_done(st);
+		return err < 0 ? err : 0;
+	}
+	if (!*rd) {
+		err = block_reader__new(rd);
+		if (err)
+			return err;
+	}
+	err = store_slot_stmt(s, ST_R_RAW,
+			      "SELECT bi.block_id, b.data, bi.start, bi.labelset_id "
+			      "FROM block_index bi JOIN blocks b ON b.id = bi.block_id "
+			      "WHERE bi.tier = ?1 AND bi.start >= ?2 AND bi.start < ?3",
+			      &st);
+	if (err)
+		return err;
+	bind_span(st, sp->tier, sp->from, sp->to);
+	while ((err = store_step(s, st)) == 1) {
+		err = block_reader__open(*rd, sqlite3_column_blob(st, 1),
+					 (size_t)sqlite3_column_bytes(st, 1));
+		if (err) {
+			err = err == -ENOMEM
+				      ? err
+				      : store_fail(s, -EIO,
+						   "block %" PRId64 " (tier 0, start %" PRId64
+						   ") does not decode",
+						   (int64_t)sqlite3_column_int64(st, 0),
+						   (int64_t)sqlite3_column_int64(st, 2));
+			break;
+		}
+		sec = block_reader__sections(*rd, &nsec);
+		for (i = 0; i < nsec; i++)
+			if (filter_keeps(sec[i].labelset_id, (void *)f))
+				*sum = sat_add(*sum, sec[i].total);
+	}
+	store_done(st);
+	return err < 0 ? err : 0;
+}
+
 /* The non-empty buckets of q into *out (time order). */
 static int series_points(struct sqlite_store *s, const struct store_query *q, int64_t step,
 			 struct point **out, size_t *nout, size_t *cap)
 {
 	struct store_span sp[STORE_PLAN_MAX_SPANS];
+	struct block_reader *rd = NULL;
+	struct ls_filter f = { 0 };
+	bool made = false;
 	struct store_tiers t;
 	sqlite3_stmt *st = NULL;
 	int64_t b, next = INT64_MIN;
@@ -827,6 +1008,16 @@ static int series_points(struct sqlite_store *s, const struct store_query *q, in
 		}
 		n = store_plan(&t, b, e, sp);
 		for (i = 0; i < n; i++) {
+			if (sp[i].tier == TIER_RAW) {
+				if (!made) {
+					err = filter_make(s, q, &f);
+					made = !err;
+				}
+				err = err ?: raw_total(s, &f, &rd, &sp[i], &sum);
+				if (err)
+					break;
+				continue;
+			}
 			bind_span(st, sp[i].tier, sp[i].from, sp[i].to);
 			err = store_step(s, st);
 			if (err < 0)
@@ -848,6 +1039,8 @@ static int series_points(struct sqlite_store *s, const struct store_query *q, in
 		b = e;
 	}
 	span_stmt_done(st, owned);
+	filter_free(&f);
+	block_reader__free(rd);
 	return err;
 }
 
@@ -894,16 +1087,24 @@ static int spans_sql(struct sqlite_store *s, int64_t from, int64_t to, char **ou
 		return err;
 	n = store_plan(&t, from, to, sp);
 	*empty = !n;
-	cap = 64 + n * 128;
+	cap = 64 + n * 256;
 	sql = malloc(cap);
 	if (!sql)
 		return -ENOMEM;
 	sql[0] = '\0';
+	/* a raw block's label sets are its sections' (schema/008_window_blocks.sql) */
 	for (i = 0; i < n; i++)
-		len += (size_t)snprintf(sql + len, cap - len,
-					"%sSELECT labelset_id FROM block_index WHERE tier = %d AND "
-					"start >= %" PRId64 " AND start < %" PRId64,
-					i ? " UNION " : "", sp[i].tier, sp[i].from, sp[i].to);
+		len += (size_t)snprintf(
+			sql + len, cap - len,
+			sp[i].tier == TIER_RAW
+				? "%sSELECT j.value AS labelset_id FROM block_index bi JOIN blocks "
+				  "b ON b.id = bi.block_id, "
+				  "json_each(smolder_block_labelsets(b.data)) "
+				  "j WHERE bi.tier = %d AND bi.start >= %" PRId64
+				  " AND bi.start < %" PRId64
+				: "%sSELECT labelset_id FROM block_index WHERE tier = %d AND "
+				  "start >= %" PRId64 " AND start < %" PRId64,
+			i ? " UNION " : "", sp[i].tier, sp[i].from, sp[i].to);
 	*out = sql;
 	return 0;
 }
@@ -1031,11 +1232,15 @@ int sqlite_store__label_key_used(struct store *base, const char *key, int64_t fr
 	n = store_plan(&t, from, to, sp);
 	/* EXISTS stops at the first block of a label set with the key: one row for a
 	 * key every label set has, the spans' index rows only when none has it */
+	/* a raw block's label sets are its sections' (schema/008_window_blocks.sql) */
 	err = store_slot_stmt(s, ST_R_KEY_USED,
-			      "SELECT EXISTS (SELECT 1 FROM block_index WHERE tier = ?1 AND "
-			      "start >= ?2 AND start < ?3 AND labelset_id IN (SELECT labelset_id "
+			      "SELECT EXISTS (SELECT 1 FROM block_index bi WHERE tier = ?1 AND "
+			      "start >= ?2 AND start < ?3 AND (labelset_id IN (SELECT labelset_id "
 			      "FROM labelset_labels WHERE key_id = (SELECT id FROM strings "
-			      "WHERE text = ?4)))",
+			      "WHERE text = ?4)) OR (tier = 0 AND EXISTS (SELECT 1 FROM blocks b, "
+			      "json_each(smolder_block_labelsets(b.data)) j WHERE b.id = "
+			      "bi.block_id AND j.value IN (SELECT labelset_id FROM labelset_labels "
+			      "WHERE key_id = (SELECT id FROM strings WHERE text = ?4))))))",
 			      &st);
 	if (err)
 		goto out;

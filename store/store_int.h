@@ -1,6 +1,7 @@
 /* Private to store/: what the pieces of the SQLite profile store share, included by
  * the .c files of store/ only (the public contract is store.h; the storage model is
- * described at the top of schema/001_init.sql and schema/005_blocks.sql). It holds
+ * described at the top of schema/001_init.sql, schema/005_blocks.sql and
+ * schema/008_window_blocks.sql). It holds
  * struct sqlite_store (one connection, with every statement prepared once and cached),
  * the statement and error helpers of open.c, the tiers and block helpers of
  * tiers.c, the hooks of the per-connection caches, and the varint and floor_div
@@ -12,7 +13,8 @@
  *   windows.c   each stored window's length and period (schema/004_windows.sql)
  *   tiers.c     the tiers' watermarks, the query plan over tiers, adding to a block
  *   maintain.c  rollups, retention per tier, stats
- *   migrate.c   the conversion of 004's samples rows into raw blocks
+ *   migrate.c   the conversions of 004's samples rows into raw blocks and of
+ *               005-007's raw blocks into window blocks (schema/008)
  *   gc.c        the dictionaries' garbage collection (schema/006_gc.sql)
  *   block.c     the block codec (no SQLite)
  *   store.c     the dispatcher of store.h over the backends (store/backend.h)
@@ -185,6 +187,14 @@ size_t store_plan(const struct store_tiers *t, int64_t from, int64_t to,
 int store_block_add(struct sqlite_store *s, int tier, int64_t start, int64_t labelset_id,
 		    const struct block_entry *e, size_t n);
 
+/* Writes e (n entries of any label sets, any order, duplicates summed) as a new raw
+ * block of the window at start (schema/008_window_blocks.sql: its block_index key
+ * one below the window's smallest). In the caller's transaction; n == 0 does
+ * nothing. Returns 0, -EINVAL (a value <= 0 or label set id < 1), -ENOMEM, or a
+ * translated SQLite error. */
+int store_raw_block_add(struct sqlite_store *s, int64_t start, const struct block_lentry *e,
+			size_t n);
+
 /* ---- the conversion of 004's samples (migrate.c) ----------------------------- */
 
 /* Whether the samples table of 004 still exists (1), not (0), or -errno. */
@@ -195,6 +205,17 @@ int store_samples_pending(struct sqlite_store *s);
  * table: a killed conversion resumes where it stopped. Called by store__open()
  * for a writer after the migrations. Returns 0 or -errno. */
 int store_convert_samples(struct sqlite_store *s);
+
+/* Whether migration 008's conversion of raw blocks is still to do (1), not (0),
+ * or -errno. */
+int store_windows_pending(struct sqlite_store *s);
+
+/* Converts the raw blocks of 005-007 (one per window and label set) into version 2
+ * window blocks, a window a step, several windows a transaction that deletes the
+ * blocks it converted and moves state.convert_008: a killed conversion resumes.
+ * Called by store__open() for a writer after store_convert_samples(). Returns 0
+ * or -errno. */
+int store_convert_windows(struct sqlite_store *s);
 
 /* ---- dictionary garbage collection (gc.c; schema/006_gc.sql) ---------------- */
 

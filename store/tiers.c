@@ -1,6 +1,8 @@
 /* The tiers of profile blocks (schema/005_blocks.sql): their watermarks in state,
  * the plan that answers a range from the coarsest blocks that lie inside it, and
- * the one way any piece of the store adds samples to a block.
+ * the two ways any piece of the store adds samples to a block: to a rollup's
+ * (bucket, label set) block, merged, and as a new raw block of a window with a
+ * section per label set (schema/008_window_blocks.sql).
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -22,6 +24,7 @@ enum {
 	ST_NEW_DATA,
 	ST_NEW_INDEX,
 	ST_READ_STATE,
+	ST_RAW_NEXT,
 };
 
 int64_t store_tier_seconds(int tier)
@@ -184,19 +187,16 @@ size_t store_plan(const struct store_tiers *t, int64_t from, int64_t to,
 
 /* ---- adding to a block --------------------------------------------------- */
 
-/* Encodes e (n entries) and writes it as the block of block_id (0: a new one). */
-static int write_block(struct sqlite_store *s, int tier, int64_t start, int64_t labelset_id,
-		       int64_t block_id, const struct block_entry *e, size_t n)
+/* Writes the encoded block buf as the block of block_id (0: a new one) with its
+ * block_index row (tier, start, key). */
+static int write_blob(struct sqlite_store *s, int tier, int64_t start, int64_t labelset_id,
+		      int64_t block_id, const uint8_t *buf, size_t len, size_t n)
 {
 	sqlite3_stmt *data = NULL, *index = NULL;
-	uint8_t *buf = NULL;
-	size_t len, count;
+	size_t count;
 	int64_t total;
 	int err;
 
-	err = block__encode(e, n, 1, &buf, &len);
-	if (err)
-		return store_fail(s, err, "cannot encode a block of %zu entries", n);
 	err = block__header(buf, len, &count, &total);
 	if (err || !count || total <= 0) {
 		err = store_fail(s, -EINVAL, "a block of %zu entries sums to nothing", n);
@@ -233,6 +233,62 @@ static int write_block(struct sqlite_store *s, int tier, int64_t start, int64_t 
 	err = store_step(s, index);
 	err = err < 0 ? err : 0;
 out:
+	return err;
+}
+
+/* Encodes e (n entries) and writes it as the block of block_id (0: a new one). */
+static int write_block(struct sqlite_store *s, int tier, int64_t start, int64_t labelset_id,
+		       int64_t block_id, const struct block_entry *e, size_t n)
+{
+	uint8_t *buf = NULL;
+	size_t len;
+	int err;
+
+	err = block__encode(e, n, 1, &buf, &len);
+	if (err)
+		return store_fail(s, err, "cannot encode a block of %zu entries", n);
+	err = write_blob(s, tier, start, labelset_id, block_id, buf, len, n);
+	free(buf);
+	return err;
+}
+
+int store_raw_block_add(struct sqlite_store *s, int64_t start, const struct block_lentry *e,
+			size_t n)
+{
+	sqlite3_stmt *st = NULL;
+	uint8_t *buf = NULL;
+	int64_t key = 0;
+	size_t len;
+	int err;
+
+	if (!n)
+		return 0;
+	for (size_t i = 0; i < n; i++)
+		if (e[i].value <= 0 || e[i].labelset_id < 1)
+			return store_fail(s, -EINVAL,
+					  "a raw block entry of value %" PRId64
+					  ", label set %" PRId64,
+					  e[i].value, e[i].labelset_id);
+	/* the window's next place: one below its smallest (schema/008) */
+	err = store_slot_stmt(s, ST_RAW_NEXT,
+			      "SELECT min(labelset_id) FROM block_index WHERE tier = 0 AND "
+			      "start = ?1 AND labelset_id < 0",
+			      &st);
+	if (err)
+		return err;
+	sqlite3_bind_int64(st, 1, start);
+	err = store_step(s, st);
+	if (err == 1 && sqlite3_column_type(st, 0) != SQLITE_NULL)
+		key = sqlite3_column_int64(st, 0);
+	store_done(st);
+	if (err < 0)
+		return err;
+	if (key <= INT64_MIN + 1)
+		return store_fail(s, -EIO, "no place left for a raw block at %" PRId64, start);
+	err = block__encode_sections(e, n, 1, &buf, &len);
+	if (err)
+		return store_fail(s, err, "cannot encode a window block of %zu entries", n);
+	err = write_blob(s, TIER_RAW, start, key - 1, 0, buf, len, n);
 	free(buf);
 	return err;
 }

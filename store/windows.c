@@ -6,7 +6,9 @@
  * label selection keeps the windows where a selected label set has a block at the
  * window's start, in any tier (a windows row's start is a raw window's or, once
  * retention merged its windows, a minute or hour bucket's): seeks on block_index's
- * primary key (tier, start, labelset_id), per window and selected label set.
+ * primary key (tier, start, labelset_id), per window and selected label set, for
+ * the rollups, and the directory of the window's raw blocks
+ * (schema/008_window_blocks.sql).
  */
 #include <errno.h>
 #include <stdio.h>
@@ -41,12 +43,17 @@ enum {
 };
 
 /* With a selection: only the windows where a selected label set has a block at
- * their start, in any tier, each found by seeks on block_index's primary key. */
-static const char sel_head[] = " AND EXISTS (SELECT 1 FROM block_index b WHERE b.tier IN "
-			       "(0, 1, 2) AND b.start = w.window_start AND b.labelset_id IN (";
+ * their start, in any tier: a rollup's found by seeks on block_index's primary
+ * key, a raw one (a window's, schema/008_window_blocks.sql) by its sections. The
+ * selected set (labels from ?3 on) is written twice. */
+static const char sel_head[] = " AND (EXISTS (SELECT 1 FROM block_index b WHERE b.tier IN "
+			       "(1, 2) AND b.start = w.window_start AND b.labelset_id IN (";
+static const char sel_mid[] = ")) OR EXISTS (SELECT 1 FROM block_index b JOIN blocks d ON "
+			      "d.id = b.block_id, json_each(smolder_block_labelsets(d.data)) j "
+			      "WHERE b.tier = 0 AND b.start = w.window_start AND j.value IN (";
 static const char sel_one[] = "SELECT labelset_id FROM labelset_labels "
-			      "WHERE key_id = (SELECT id FROM strings WHERE text = ?) "
-			      "AND value_id = (SELECT id FROM strings WHERE text = ?)";
+			      "WHERE key_id = (SELECT id FROM strings WHERE text = ?%zu) "
+			      "AND value_id = (SELECT id FROM strings WHERE text = ?%zu)";
 
 /* Prepares the statement of slot, or for a selection its SQL with the EXISTS clause
  * inserted before tail (which the cached SQL ends with), parameters bound. *owned
@@ -69,16 +76,24 @@ static int prepare(struct sqlite_store *s, const struct store_query *q, int slot
 		if (err)
 			return err;
 	} else {
-		cap = strlen(base) + sizeof(sel_head) + q->nlabels * (sizeof(sel_one) + 16) + 8;
+		cap = strlen(base) + sizeof(sel_head) + sizeof(sel_mid) +
+		      2 * q->nlabels * (sizeof(sel_one) + 32) + 16;
 		sql = malloc(cap);
 		if (!sql)
 			return -ENOMEM;
 		memcpy(sql, base, blen);
-		len = blen + (size_t)snprintf(sql + blen, cap - blen, "%s", sel_head);
-		for (i = 0; i < q->nlabels; i++)
-			len += (size_t)snprintf(sql + len, cap - len, "%s%s",
-						i ? " INTERSECT " : "", sel_one);
-		snprintf(sql + len, cap - len, "))%s", tail);
+		len = blen;
+		for (int half = 0; half < 2; half++) {
+			len += (size_t)snprintf(sql + len, cap - len, "%s",
+						half ? sel_mid : sel_head);
+			for (i = 0; i < q->nlabels; i++) {
+				len += (size_t)snprintf(sql + len, cap - len, "%s",
+							i ? " INTERSECT " : "");
+				len += (size_t)snprintf(sql + len, cap - len, sel_one, 3 + 2 * i,
+							4 + 2 * i);
+			}
+		}
+		snprintf(sql + len, cap - len, ")))%s", tail);
 		rc = sqlite3_prepare_v2(s->db, sql, -1, out, NULL);
 		free(sql);
 		if (rc != SQLITE_OK)

@@ -3,7 +3,9 @@
  * values), duplicates summed, the merge against a naive sum, saturation at
  * INT64_MAX, and every malformed block refused with -EINVAL (truncated at each byte,
  * every byte flipped, varints too long or not shortest, a count the bytes cannot
- * hold, a wrong total, a zstd frame claiming 4 GiB or lying about its size). */
+ * hold, a wrong total, a zstd frame claiming 4 GiB or lying about its size); and
+ * the window blocks of version 2: round trips by section, a merge of selected
+ * sections, malformed ones refused, a selection that decodes only its sections. */
 #include <errno.h>
 #include <inttypes.h>
 #include <setjmp.h>
@@ -463,6 +465,186 @@ static void test_zstd_bomb_bounded(void **state)
 	free(buf);
 }
 
+/* ---- version 2: a window's block, a section per label set ------------------ */
+
+/* Opens a window block and decodes every section: 0 or the first error. */
+static int open_all(struct block_reader *r, const uint8_t *buf, size_t len)
+{
+	struct block_entry e[512];
+	const struct block_section *sec;
+	size_t nsec, i, n;
+	int err = block_reader__open(r, buf, len);
+
+	if (err)
+		return err;
+	sec = block_reader__sections(r, &nsec);
+	for (i = 0; i < nsec; i++) {
+		err = block_reader__decode(r, i, e, 512, &n);
+		if (err)
+			return err;
+		if (n != sec[i].count)
+			return -EINVAL;
+	}
+	return 0;
+}
+
+static bool keep_ls3(int64_t labelset_id, void *ctx)
+{
+	(void)ctx;
+	return labelset_id == 3;
+}
+
+/* Random entries of 5 label sets (duplicates, any order), plain and compressed: the
+ * sections ascending with the summed entries of each, the header's count and
+ * total, and a merge of one label set equal to the naive sum of its entries. */
+static void test_sections_round_trip(void **state)
+{
+	struct block_lentry in[300];
+	int64_t want[5][64] = { { 0 } }, total = 0;
+	struct block_reader *r = NULL;
+	struct block_merge *m = NULL;
+	const struct block_section *sec;
+	struct block_entry e[64], *me = NULL;
+	size_t nsec, n, i, j, count, want_count = 0, mn;
+	uint8_t *blk;
+	size_t len;
+	unsigned f;
+
+	(void)state;
+	for (i = 0; i < 300; i++) {
+		in[i] = (struct block_lentry){ 1 + (int64_t)(next() % 5) * 2,
+					       (uint32_t)(next() % 64),
+					       1 + (int64_t)(next() % 1000) };
+		want[(in[i].labelset_id - 1) / 2][in[i].id] += in[i].value;
+		total += in[i].value;
+	}
+	for (i = 0; i < 5; i++)
+		for (j = 0; j < 64; j++)
+			want_count += want[i][j] != 0;
+	assert_int_equal(block_reader__new(&r), 0);
+	for (f = 0; f < 2; f++) {
+		assert_int_equal(block__encode_sections(in, 300, f ? 1 | BLOCK_ENC_FORCE_ZSTD : 0,
+							&blk, &len),
+				 0);
+		assert_int_equal(block__version(blk, len), BLOCK_VERSION_SECTIONS);
+		assert_int_equal(blk[1], f ? BLOCK_FLAG_ZSTD : 0);
+		assert_int_equal(block__header(blk, len, &count, NULL), 0);
+		assert_int_equal(count, want_count);
+		assert_int_equal(block__total(blk, len), total);
+		/* a version 1 decoder refuses it */
+		assert_int_equal(block__decode(blk, len, e, 64, &n), -EINVAL);
+		assert_int_equal(block_reader__open(r, blk, len), 0);
+		sec = block_reader__sections(r, &nsec);
+		assert_int_equal(nsec, 5);
+		for (i = 0; i < nsec; i++) {
+			int64_t sum = 0;
+			size_t k = 0;
+
+			assert_int_equal(sec[i].labelset_id, 1 + 2 * (int64_t)i);
+			assert_int_equal(block_reader__decode(r, i, e, 64, &n), 0);
+			for (j = 0; j < 64; j++)
+				if (want[i][j]) {
+					assert_true(k < n);
+					assert_int_equal(e[k].id, j);
+					assert_int_equal(e[k].value, want[i][j]);
+					sum += e[k++].value;
+				}
+			assert_int_equal(k, n);
+			assert_int_equal(sec[i].total, sum);
+		}
+		assert_int_equal(block_reader__decode(r, 5, e, 64, &n), -ERANGE);
+		assert_int_equal(block_merge__new(0, &m), 0);
+		assert_int_equal(block_merge__add_sections(m, blk, len, keep_ls3, NULL), 0);
+		assert_int_equal(block_merge__entries(m, &me, &mn), 0);
+		for (i = 0, j = 0; j < 64; j++)
+			if (want[1][j]) {
+				assert_int_equal(me[i].id, j);
+				assert_int_equal(me[i++].value, want[1][j]);
+			}
+		assert_int_equal(i, mn);
+		free(me);
+		block_merge__free(m);
+		free(blk);
+	}
+	/* refused: a label set id below 1, a negative value */
+	in[7].labelset_id = 0;
+	assert_int_equal(block__encode_sections(in, 300, 0, &blk, &len), -EINVAL);
+	in[7].labelset_id = 1;
+	in[9].value = -1;
+	assert_int_equal(block__encode_sections(in, 300, 0, &blk, &len), -EINVAL);
+	block_reader__free(r);
+}
+
+/* Every prefix, every flipped byte and a trailing byte of a window block (plain and
+ * compressed): refused, or (a compressed frame's unchecked bits) the same total. */
+static void test_sections_malformed(void **state)
+{
+	struct block_lentry in[120];
+	struct block_reader *r = NULL;
+	uint8_t *blk, *copy;
+	size_t len, cut, k, i;
+	unsigned f;
+
+	(void)state;
+	for (i = 0; i < 120; i++)
+		in[i] = (struct block_lentry){ 1 + (int64_t)(i % 4) * 300, (uint32_t)(i * 997),
+					       1 + (int64_t)i * 31 };
+	assert_int_equal(block_reader__new(&r), 0);
+	for (f = 0; f < 2; f++) {
+		assert_int_equal(block__encode_sections(in, 120, f ? 1 | BLOCK_ENC_FORCE_ZSTD : 0,
+							&blk, &len),
+				 0);
+		assert_int_equal(open_all(r, blk, len), 0);
+		for (cut = 0; cut < len; cut++) {
+			copy = malloc(cut ? cut : 1);
+			memcpy(copy, blk, cut);
+			assert_int_equal(open_all(r, cut ? copy : NULL, cut), -EINVAL);
+			free(copy);
+		}
+		for (k = 0; k < len; k++) {
+			copy = malloc(len);
+			memcpy(copy, blk, len);
+			copy[k] ^= 0x01;
+			if (open_all(r, copy, len) == 0)
+				assert_int_equal(block__total(copy, len), block__total(blk, len));
+			free(copy);
+		}
+		copy = malloc(len + 1);
+		memcpy(copy, blk, len);
+		copy[len] = 0;
+		assert_int_equal(open_all(r, copy, len + 1), -EINVAL);
+		free(copy);
+		free(blk);
+	}
+	block_reader__free(r);
+}
+
+/* A selection decodes only its sections: a plain block whose last section's pairs
+ * are broken (its directory intact) adds its other sections and refuses the last. */
+static void test_sections_skipped(void **state)
+{
+	struct block_lentry in[3] = { { 1, 5, 10 }, { 3, 5, 20 }, { 7, 9, 30 } };
+	struct block_merge *m = NULL;
+	struct block_entry *e = NULL;
+	uint8_t *blk;
+	size_t len, n;
+
+	(void)state;
+	assert_int_equal(block__encode_sections(in, 3, 0, &blk, &len), 0);
+	/* the last pair (9, 30) is the last two bytes: make its value varint run on */
+	assert_int_equal(blk[len - 1], 30);
+	blk[len - 1] = 0x80 | 30;
+	assert_int_equal(block_merge__new(0, &m), 0);
+	assert_int_equal(block_merge__add_sections(m, blk, len, keep_ls3, NULL), 0);
+	assert_int_equal(block_merge__entries(m, &e, &n), 0);
+	assert_int_equal(n, 1);
+	assert_int_equal(e[0].value, 20);
+	free(e);
+	assert_int_equal(block_merge__add_sections(m, blk, len, NULL, NULL), -EINVAL);
+	block_merge__free(m);
+	free(blk);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -478,6 +660,9 @@ int main(void)
 		cmocka_unit_test(test_bad_varints),
 		cmocka_unit_test(test_zstd_lies),
 		cmocka_unit_test(test_zstd_bomb_bounded),
+		cmocka_unit_test(test_sections_round_trip),
+		cmocka_unit_test(test_sections_malformed),
+		cmocka_unit_test(test_sections_skipped),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -34,6 +34,7 @@
 #include "store/store.h"
 #include "testutil.h"
 
+#include "blockrows.h"
 #include "dictcheck.h"
 
 #define FIXTURE	     "tests/data/store-v4/store-v4.db.zst"
@@ -44,12 +45,22 @@
 /* the fixture's file is a few MB: more is a broken decompression */
 #define FIXTURE_MAX_BYTES (64u << 20)
 
-static char dir[128], self[512];
+/* Migration 008's fixture (tests/data/store-v7/README.md): 005-007's raw blocks. */
+#define FIXTURE7	 "tests/data/store-v7/store-v7.db.zst"
+#define EXPECTED7	 "tests/data/store-v7/expected/"
+#define FIXTURE7_ROWS	 31768 /* raw entries */
+#define FIXTURE7_RAW	 20426 /* raw blocks, one per window and label set */
+#define FIXTURE7_WINDOWS 400   /* window blocks after 008 */
+#define RANGE7		 "--from", "2023-11-14T22:13:20Z", "--to", "2023-11-14T23:20:00Z"
 
-/* Decompresses FIXTURE into path. */
+static char dir[128], self[512];
+static const char *fixture = FIXTURE;	/* the one fresh_copy() decompresses */
+static const char *expected = EXPECTED; /* and its answers */
+
+/* Decompresses the fixture into path. */
 static void decompress_fixture(const char *path)
 {
-	FILE *in = fopen(FIXTURE, "rb"), *out = fopen(path, "wb");
+	FILE *in = fopen(fixture, "rb"), *out = fopen(path, "wb");
 	size_t inlen = ZSTD_DStreamInSize(), outlen = ZSTD_DStreamOutSize(), n, rc = 1;
 	void *ibuf = malloc(inlen), *obuf = malloc(outlen);
 	ZSTD_DCtx *z = ZSTD_createDCtx();
@@ -66,7 +77,7 @@ static void decompress_fixture(const char *path)
 
 			rc = ZSTD_decompressStream(z, &ob, &ib);
 			if (ZSTD_isError(rc))
-				fail_msg("%s: %s", FIXTURE, ZSTD_getErrorName(rc));
+				fail_msg("%s: %s", fixture, ZSTD_getErrorName(rc));
 			assert_int_equal(fwrite(obuf, 1, ob.pos, out), ob.pos);
 			total += ob.pos;
 			assert_true(total <= FIXTURE_MAX_BYTES);
@@ -166,7 +177,7 @@ static void check_folded(const char *db, const char *name, const char *const *ar
 	argv[n++] = "--format";
 	argv[n++] = "folded";
 	argv[n] = NULL;
-	snprintf(path, sizeof(path), EXPECTED "%s", name);
+	snprintf(path, sizeof(path), "%s%s", expected, name);
 	assert_non_null(want = test_read_file(path));
 	assert_true(strlen(want) > 0);
 	got = run_cli(argv);
@@ -258,8 +269,8 @@ static int cmp_row(const void *pa, const void *pb)
  * blocks set) of db, sorted; *n gets how many. */
 static struct row *rows_of(const char *db, const char *sql, bool blocks, size_t *n)
 {
-	struct block_entry *e = NULL;
-	size_t cap = 1024, count, got, i;
+	struct block_lentry *e = NULL;
+	size_t cap = 1024, got, i;
 	struct row *r = malloc(cap * sizeof(*r));
 	sqlite3_stmt *st = NULL;
 	sqlite3 *c = NULL;
@@ -273,19 +284,15 @@ static struct row *rows_of(const char *db, const char *sql, bool blocks, size_t 
 				    sqlite3_column_int64(st, 2), sqlite3_column_int64(st, 3) };
 
 		got = 1;
-		if (blocks) {
-			const uint8_t *data = sqlite3_column_blob(st, 2);
-			size_t len = (size_t)sqlite3_column_bytes(st, 2);
-
-			assert_int_equal(block__header(data, len, &count, NULL), 0);
-			assert_non_null(e = malloc((count + 1) * sizeof(*e)));
-			assert_int_equal(block__decode(data, len, e, count, &got), 0);
-		}
+		if (blocks)
+			got = block_rows(sqlite3_column_blob(st, 2),
+					 (size_t)sqlite3_column_bytes(st, 2), base.ls, &e);
 		for (i = 0; i < got; i++) {
 			if (*n == cap)
 				assert_non_null(r = realloc(r, (cap *= 2) * sizeof(*r)));
 			r[*n] = base;
 			if (blocks) {
+				r[*n].ls = e[i].labelset_id;
 				r[*n].stack = e[i].id;
 				r[*n].value = e[i].value;
 			}
@@ -505,7 +512,7 @@ static void check_gc_ready(const char *db)
 	int64_t oldest, stacks, labelsets;
 	bool more = true;
 
-	assert_int_equal(int_sql(db, "PRAGMA user_version"), 7);
+	assert_int_equal(int_sql(db, "PRAGMA user_version"), 8);
 	check_stack_hashes(db);
 	dict_check(db);
 	oldest = int_sql(db, "SELECT min(start) FROM block_index");
@@ -568,19 +575,221 @@ static void test_gc_migration(void **state)
 		     "ALTER TABLE state DROP COLUMN dict_strings; "
 		     "ALTER TABLE state DROP COLUMN dict_frames; "
 		     "ALTER TABLE state DROP COLUMN dict_stacks; "
-		     "ALTER TABLE state DROP COLUMN dict_labelsets; PRAGMA user_version = 5");
+		     "ALTER TABLE state DROP COLUMN dict_labelsets; "
+		     "ALTER TABLE state DROP COLUMN convert_008; PRAGMA user_version = 5");
 	assert_int_equal(int_sql(db, "PRAGMA user_version"), 5);
 	assert_int_equal(store__open(db, NULL, &s), 0);
 	store__close(s);
 	check_gc_ready(db);
 }
 
+/* ---- migration 008: window blocks ------------------------------------------- */
+
+/* The answer of the CLI with args equals expected7/name (series: its points). */
+static void check_cli(const char *name, const char *const *args, bool points)
+{
+	char path[256], *want, *got, *wp, *gp;
+
+	snprintf(path, sizeof(path), EXPECTED7 "%s", name);
+	assert_non_null(want = test_read_file(path));
+	got = run_cli(args);
+	if (points) {
+		wp = points_of(want);
+		gp = points_of(got);
+		if (strcmp(wp, gp))
+			fail_msg("%s: %s, the old store answered %s", name, gp, wp);
+		free(wp);
+		free(gp);
+	} else {
+		assert_text_equal(want, got, name);
+	}
+	free(got);
+	free(want);
+}
+
+/* Every answer of store-v7's expected/ on db, its raw entries those of the fixture
+ * (each (window, label set, stack) once, now in one block per window), the rollups
+ * untouched. */
+static void check_answers7(const char *db)
+{
+	const char *all[] = { RANGE7, "--lines", NULL };
+	const char *sel[] = { RANGE7, "--lines", "--where", "host=bench-host-1", NULL };
+	const char *edges[] = { "--from",  "2023-11-14T22:14:05Z",
+				"--to",	   "2023-11-14T22:59:35Z",
+				"--lines", NULL };
+	const char *series[] = { "series", "--db",     db,     RANGE7, "--step",
+				 "60s",	   "--format", "json", NULL };
+	const char *series1[] = { "series",   "--db", db,	 RANGE7,
+				  "--step",   "60s",  "--where", "host=bench-host-1",
+				  "--format", "json", NULL };
+	const char *labels[] = { "labels", "--db", db, RANGE7, NULL };
+	const char *comm[] = { "labels", "--db", db, RANGE7, "--name", "comm", NULL };
+	const char *pid[] = { "labels",
+			      "--db",
+			      db,
+			      "--from",
+			      "2023-11-14T22:14:05Z",
+			      "--to",
+			      "2023-11-14T22:14:35Z",
+			      "--name",
+			      "pid",
+			      "--where",
+			      "host=bench-host-1",
+			      NULL };
+	struct store_options ro = { .read_only = true };
+	struct row *want, *got;
+	size_t nwant, ngot, i;
+	struct store_stats st;
+	struct store *s = NULL;
+	char orig[256];
+
+	fresh_copy(orig, sizeof(orig), "orig7.db");
+	want = rows_of(orig,
+		       "SELECT i.start, i.labelset_id, b.data FROM block_index i "
+		       "JOIN blocks b ON b.id = i.block_id WHERE i.tier = 0",
+		       true, &nwant);
+	got = rows_of(db,
+		      "SELECT i.start, i.labelset_id, b.data FROM block_index i "
+		      "JOIN blocks b ON b.id = i.block_id WHERE i.tier = 0",
+		      true, &ngot);
+	assert_int_equal(nwant, FIXTURE7_ROWS);
+	assert_int_equal(ngot, nwant);
+	for (i = 0; i < nwant; i++)
+		if (cmp_row(&want[i], &got[i]))
+			fail_msg("raw entry %zu: (%" PRId64 ", %" PRId64 ", %" PRId64 ", %" PRId64
+				 ") became (%" PRId64 ", %" PRId64 ", %" PRId64 ", %" PRId64 ")",
+				 i, want[i].ws, want[i].ls, want[i].stack, want[i].value, got[i].ws,
+				 got[i].ls, got[i].stack, got[i].value);
+	free(want);
+	free(got);
+	assert_int_equal(int_sql(db, "SELECT count(*) FROM block_index WHERE tier = 0 AND "
+				     "labelset_id > 0"),
+			 0);
+	dict_check(db);
+
+	assert_int_equal(store__open(db, &ro, &s), 0);
+	assert_int_equal(store__stats(s, &st), 0);
+	assert_int_equal(st.sample_rows, FIXTURE7_ROWS);
+	assert_int_equal(st.blocks[0], FIXTURE7_WINDOWS);
+	assert_int_equal(st.blocks[1], 5347);
+	assert_int_equal(st.blocks[2], 80);
+	assert_int_equal(store__check(s), 0);
+	store__close(s);
+
+	check_folded(db, "all.folded", all);
+	check_folded(db, "host1.folded", sel);
+	check_folded(db, "edges.folded", edges);
+	check_cli("series-60s.json", series, true);
+	check_cli("series-host1.json", series1, true);
+	check_cli("labels.txt", labels, false);
+	check_cli("values-comm.txt", comm, false);
+	check_cli("values-pid-edge.txt", pid, false);
+}
+
+/* A writer's open converts store-v7's raw blocks into window blocks: the old
+ * answers, every raw entry once; a second open changes nothing. */
+static void test_window_blocks(void **state)
+{
+	struct store *s = NULL;
+	char db[256];
+
+	(void)state;
+	fixture = FIXTURE7;
+	expected = EXPECTED7;
+	fresh_copy(db, sizeof(db), "v7.db");
+	assert_int_equal(int_sql(db, "PRAGMA user_version"), 7);
+	assert_int_equal(int_sql(db, "SELECT count(*) FROM block_index WHERE tier = 0"),
+			 FIXTURE7_RAW);
+	assert_int_equal(store__open(db, NULL, &s), 0);
+	store__close(s);
+	assert_int_equal(int_sql(db, "PRAGMA user_version"), 8);
+	check_answers7(db);
+	assert_int_equal(store__open(db, NULL, &s), 0);
+	store__close(s);
+	check_answers7(db);
+	fixture = FIXTURE;
+	expected = EXPECTED;
+}
+
+/* Progress of 008's conversion seen by a connection of its own: the old raw
+ * blocks left (-1: 008 not applied yet) and whether convert_008 is still set. */
+static int64_t progress7(const char *db, bool *pending)
+{
+	sqlite3 *c = NULL;
+	sqlite3_stmt *st = NULL;
+	int64_t n = -1;
+
+	*pending = true;
+	if (sqlite3_open_v2(db, &c, SQLITE_OPEN_READONLY, NULL) == SQLITE_OK) {
+		sqlite3_busy_timeout(c, 1000);
+		if (sqlite3_prepare_v2(c,
+				       "SELECT (SELECT count(*) FROM block_index WHERE tier = 0 "
+				       "AND labelset_id > 0), (SELECT convert_008 IS NOT NULL "
+				       "FROM state)",
+				       -1, &st, NULL) == SQLITE_OK &&
+		    sqlite3_step(st) == SQLITE_ROW) {
+			n = sqlite3_column_int64(st, 0);
+			*pending = sqlite3_column_int64(st, 1) > 0;
+		}
+		sqlite3_finalize(st);
+	}
+	sqlite3_close(c);
+	return n;
+}
+
+/* SIGKILL once 008's conversion has converted k/KILL_ROUNDS of the old raw
+ * blocks: a reader refuses the file while unfinished, the next writer finishes
+ * it, every answer and raw entry as before. */
+static void test_window_blocks_killed(void **state)
+{
+	struct store_options ro = { .read_only = true };
+	int k, st, refused = 0;
+	int64_t left;
+	struct store *s = NULL;
+	uint64_t deadline;
+	bool pending;
+	char db[256];
+	pid_t pid;
+
+	(void)state;
+	fixture = FIXTURE7;
+	expected = EXPECTED7;
+	for (k = 1; k < KILL_ROUNDS; k++) {
+		fresh_copy(db, sizeof(db), "killed7.db");
+		pid = spawn_convert(db);
+		deadline = test_now_ms() + 60000;
+		do
+			left = progress7(db, &pending);
+		while (pending &&
+		       (left < 0 || left > FIXTURE7_RAW - FIXTURE7_RAW * k / KILL_ROUNDS) &&
+		       test_now_ms() < deadline);
+		test_kill(pid, SIGKILL);
+		st = test_wait(pid, 30000);
+		assert_true(st != -1);
+		left = progress7(db, &pending);
+		if (pending && left >= 0) {
+			assert_int_equal(store__open(db, &ro, &s), -EPROTO);
+			refused++;
+		}
+		assert_int_equal(store__open(db, NULL, &s), 0);
+		assert_int_equal(store__check(s), 0);
+		store__close(s);
+		assert_int_equal(progress7(db, &pending), 0);
+		assert_false(pending);
+		check_answers7(db);
+	}
+	print_message("%d of %d kills inside 008's conversion\n", refused, KILL_ROUNDS - 1);
+	assert_true(refused > 0);
+	fixture = FIXTURE;
+	expected = EXPECTED;
+}
+
 int main(int argc, char **argv)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_gc_migration),
-		cmocka_unit_test(test_convert_answers),
-		cmocka_unit_test(test_convert_killed),
+		cmocka_unit_test(test_gc_migration),	     cmocka_unit_test(test_convert_answers),
+		cmocka_unit_test(test_convert_killed),	     cmocka_unit_test(test_window_blocks),
+		cmocka_unit_test(test_window_blocks_killed),
 	};
 	ssize_t n;
 

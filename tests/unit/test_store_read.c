@@ -26,6 +26,8 @@
 #include "common/batch.h"
 #include "common/frame.h"
 #include "store/store_int.h"
+
+#include "blockrows.h"
 #include "testutil.h"
 
 /* read.c's test hooks */
@@ -95,16 +97,25 @@ static void rollup(struct store *s, int tier, int64_t before)
 
 		while (sqlite3_step(st) == SQLITE_ROW) {
 			const uint8_t *d = sqlite3_column_blob(st, 2);
-			size_t dlen = (size_t)sqlite3_column_bytes(st, 2), got = 0;
+			size_t dlen = (size_t)sqlite3_column_bytes(st, 2), got = 0, k, j;
+			struct block_lentry *le = NULL;
+			size_t nle = block_rows(d, dlen, sqlite3_column_int64(st, 1), &le);
 
-			assert_int_equal(block__decode(d, dlen, e, 4096, &got), 0);
-			items = realloc(items, (nitems + 1) * sizeof(*items));
-			assert_non_null(items);
-			items[nitems].start = floor_div(sqlite3_column_int64(st, 0), len) * len;
-			items[nitems].ls = sqlite3_column_int64(st, 1);
-			items[nitems].e = malloc(got * sizeof(*e) + 1);
-			memcpy(items[nitems].e, e, got * sizeof(*e));
-			items[nitems++].n = got;
+			/* an item per label set: a raw block holds several */
+			for (k = 0; k < nle; k = j) {
+				for (j = k, got = 0;
+				     j < nle && le[j].labelset_id == le[k].labelset_id; j++)
+					e[got++] = (struct block_entry){ le[j].id, le[j].value };
+				items = realloc(items, (nitems + 1) * sizeof(*items));
+				assert_non_null(items);
+				items[nitems].start =
+					floor_div(sqlite3_column_int64(st, 0), len) * len;
+				items[nitems].ls = le[k].labelset_id;
+				items[nitems].e = malloc(got * sizeof(*e) + 1);
+				memcpy(items[nitems].e, e, got * sizeof(*e));
+				items[nitems++].n = got;
+			}
+			free(le);
 		}
 		sqlite3_finalize(st);
 		for (i = 0; i < nitems; i++) {

@@ -1,0 +1,28 @@
+-- smolder store, migration 008: one raw block per window, a section per label set.
+--
+-- Until 008 a raw block held one window and label set: about 34 entries, too few
+-- for zstd to pay, each with its own blocks row and block_index row (23 B), so the
+-- raw tier took 2.6 B a (window, label set, stack) row of payload and ~0.8 B of
+-- index and page overhead (docs/benchmarks.md). From 008 an agent's batch is one raw
+-- block of its window (store/block.h, version 2): a directory of its label sets
+-- (each one's entry count, total and bytes), then each label set's section of
+-- (stack id, value) pairs, the whole zstd-compressed when it pays. A label selection
+-- inflates the block once and decodes only the sections it selects.
+--
+-- block_index keeps one row per block. For tier 0 (raw) its labelset_id is no
+-- label set but the block's place among its window's blocks: -1 for the first
+-- batch stored for that window, -2 for the next (two agents, or one agent's late
+-- batch), and so on; a raw block's label sets are in its directory. total and
+-- entries are the whole block's, so a timeline without a label selection still
+-- sums block_index.total, and state.sample_rows (block_rows_* of 005) still counts
+-- every (window, label set, stack) entry. Minute and hour blocks are unchanged:
+-- one block per bucket and label set (version 1), labelset_id the label set.
+--
+-- The existing raw blocks are converted by the store in C after the migrations
+-- (store/migrate.c): window by window, ascending, a window's version 1 blocks
+-- (labelset_id > 0) become one version 2 block and are deleted in the same
+-- transaction, several windows a transaction. state.convert_008 is the start from
+-- which windows are still to convert (NULL once done), so a killed conversion
+-- resumes where it stopped; a reader refuses the file until it is NULL.
+
+ALTER TABLE state ADD COLUMN convert_008 INTEGER DEFAULT -4611686018427387904; -- -2^62
