@@ -512,7 +512,7 @@ static void check_gc_ready(const char *db)
 	int64_t oldest, stacks, labelsets;
 	bool more = true;
 
-	assert_int_equal(int_sql(db, "PRAGMA user_version"), 8);
+	assert_int_equal(int_sql(db, "PRAGMA user_version"), 9);
 	check_stack_hashes(db);
 	dict_check(db);
 	oldest = int_sql(db, "SELECT min(start) FROM block_index");
@@ -576,7 +576,8 @@ static void test_gc_migration(void **state)
 		     "ALTER TABLE state DROP COLUMN dict_frames; "
 		     "ALTER TABLE state DROP COLUMN dict_stacks; "
 		     "ALTER TABLE state DROP COLUMN dict_labelsets; "
-		     "ALTER TABLE state DROP COLUMN convert_008; PRAGMA user_version = 5");
+		     "ALTER TABLE state DROP COLUMN convert_008; DROP TABLE stackrefs; "
+		     "PRAGMA user_version = 5");
 	assert_int_equal(int_sql(db, "PRAGMA user_version"), 5);
 	assert_int_equal(store__open(db, NULL, &s), 0);
 	store__close(s);
@@ -702,7 +703,7 @@ static void test_window_blocks(void **state)
 			 FIXTURE7_RAW);
 	assert_int_equal(store__open(db, NULL, &s), 0);
 	store__close(s);
-	assert_int_equal(int_sql(db, "PRAGMA user_version"), 8);
+	assert_int_equal(int_sql(db, "PRAGMA user_version"), 9);
 	check_answers7(db);
 	assert_int_equal(store__open(db, NULL, &s), 0);
 	store__close(s);
