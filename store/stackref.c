@@ -264,6 +264,7 @@ static int get(struct sqlite_store *s, sqlite3_stmt **q, int64_t now, struct sta
 	stack = sqlite3_column_int64(q[Q_GET], 0);
 	used = sqlite3_column_int64(q[Q_GET], 2);
 	n = sqlite3_column_bytes(q[Q_GET], 1);
+	err = 0;
 	if (!by_stack) {
 		if (n <= 0 || (size_t)n > STORE_STACKREF_MAX_BYTES) {
 			store_done(q[Q_GET]);

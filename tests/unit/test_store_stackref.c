@@ -193,6 +193,18 @@ static void test_settles_to_dictionary(void **state)
 		assert_int_equal(store__open(db, &o, &s), 0);
 		assert_int_equal(store__stackrefs(s, t0, r, 3), 0);
 		assert_int_equal(store__ingest_at(s, b, t0, &dup), 0);
+		{ /* looked up together in the second they were remembered: still bytes */
+			struct store_stackref q[3] = { 0 };
+
+			for (i = 0; i < 3; i++)
+				memcpy(q[i].id, r[i].id, sizeof(q[i].id));
+			assert_int_equal(store__stackrefs(s, t0, q, 3), 0);
+			for (i = 0; i < 3; i++) {
+				assert_int_equal(q[i].len, len[i]);
+				assert_memory_equal(q[i].bytes, buf[i].p, len[i]);
+				free(q[i].bytes);
+			}
+		}
 		/* the minimum: all three remembered, none settled yet */
 		assert_int_equal(int_sql(db, "SELECT count(*) FROM stackrefs WHERE stack IS NULL "
 					     "AND bytes IS NOT NULL"),
