@@ -1,6 +1,7 @@
 /* Private to the ClickHouse store (store/clickhouse.c opens it; ch_ingest.c,
- * ch_read.c and ch_maint.c implement the rest of the contract; ch_rowbin.c the
- * pieces they share; ch_http.c talks to the server). The handle, the error and
+ * ch_read.c and ch_maint.c implement the rest of the contract; ch_tiers.c the
+ * rollup tiers' watermarks, builds and read plans; ch_rowbin.c the pieces they
+ * share; ch_http.c talks to the server). The handle, the error and
  * request helpers, and the buffers that write RowBinary bodies and SQL text and
  * read RowBinary answers. docs/clickhouse.md is the user's view.
  */
@@ -88,6 +89,56 @@ uint64_t ch_r_varint(struct ch_rbuf *r);
 const char *ch_r_str(struct ch_rbuf *r, size_t *len); /* borrowed from the answer */
 double ch_r_f64(struct ch_rbuf *r);
 uint64_t ch_r_sum(struct ch_rbuf *r);
+
+/* ---- tiers (ch_tiers.c; schema/clickhouse/002_tiers.sql) -------------------- */
+
+/* Every tier table is partitioned by hour of its rows' starts: retention drops
+ * whole partitions of this length. */
+#define CH_PARTITION_SECONDS 3600
+/* `ingested` (001) is partitioned by day. */
+#define CH_INGESTED_PARTITION_SECONDS 86400
+/* Minute buckets one store__maintain() call builds at most, per max_rows rows of
+ * its budget (max_rows / 8, at least 1; max_rows 0 is 2000): a minute bucket of a
+ * busy host is a few label sets' rows, so the rollup's INSERT ... SELECT reads
+ * about max_rows label sets' windows. Hour buckets: a 60th of that, at least 1. */
+#define CH_ROWS_PER_MINUTE_BUCKET 8
+#define CH_DEFAULT_MAX_ROWS	  2000
+
+/* The watermarks (max(value) per name of `tiers`), INT64_MIN when never set;
+ * claim[0] and built[0] are INT64_MAX (raw rows are there once inserted). Each
+ * is only ever raised: claim_T before tier T's buckets below it are built,
+ * built_T after; kept_T once tier T's partitions below it are dropped. */
+struct ch_tiers {
+	int64_t claim[3];
+	int64_t built[3];
+	int64_t kept[3];
+};
+
+int ch_tiers_read(struct ch_store *s, struct ch_tiers *t);
+/* Raises the watermark name_tier ("claim", "built", "kept") to v (a row of
+ * `tiers`; a lower v changes nothing, since reads take the largest). */
+int ch_tiers_raise(struct ch_store *s, const char *name, int tier, int64_t v);
+/* Builds tier's (1: minute, 2: hour) buckets from the rows of tier - 1 starting
+ * in [from, to), both bucket boundaries of tier: one INSERT ... SELECT, each
+ * (agent, seq)'s raw row or each src's finer row counted once. Building a bucket
+ * again inserts its complete sum again: reads keep the largest. */
+int ch_tiers_build(struct ch_store *s, int tier, int64_t from, int64_t to);
+/* The table and start column of a tier. */
+const char *ch_tier_table(int tier);
+const char *ch_tier_column(int tier);
+/* v rounded down to a multiple of len (toward minus infinity). */
+int64_t ch_floor(int64_t v, int64_t len);
+
+/* Appends q's selection (" AND type = ... AND labelset IN (...)"; the type only
+ * when typed). */
+void ch_w_selection(struct ch_wbuf *w, const struct store_query *q, bool typed);
+/* Appends the SELECT of one span: columns t (the row's start), labelset, stack, v,
+ * one row per stored row of tier starting in [from, to), copies collapsed. */
+void ch_w_span(struct ch_wbuf *w, const struct store_query *q, bool typed, int tier, int64_t from,
+	       int64_t to);
+/* Appends "(span UNION ALL span ...)": the rows that answer [q->from, q->to) by
+ * the plan of store/tiers.c over the watermarks read now. Returns 0 or -errno. */
+int ch_w_plan(struct ch_store *s, struct ch_wbuf *w, const struct store_query *q, bool typed);
 
 /* The contract's operations (store/backend.h), by file. */
 int ch_ingest(struct store *base, const struct batch *b, const int64_t *now, bool *duplicate);

@@ -51,12 +51,7 @@ static const struct {
 	{ "test_file_modes", "SQLite's own: the database file's mode" },
 	{ "test_reader", "SQLite's own: WAL readers beside a writer" },
 	{ "test_kill_during_rollup", "SQLite's own: a SIGKILL inside a SQLite rollup" },
-	/* not built on ClickHouse yet (docs/clickhouse.md): rollup tiers, and so their
-	 * watermarks, steps and per-tier retention; the dictionary GC */
-	{ "test_maintain", "not built on ClickHouse yet: rollup tiers (bounded rollup steps)" },
-	{ "test_tier_edges", "not built on ClickHouse yet: rollup tiers" },
-	{ "test_late_batches", "not built on ClickHouse yet: rollup tiers (late batches)" },
-	{ "test_retention_tiers", "not built on ClickHouse yet: per-tier retention" },
+	/* not built on ClickHouse yet (docs/clickhouse.md): the dictionary GC */
 	{ "test_dictionary_gc", "not built on ClickHouse yet: the dictionary GC" },
 };
 
