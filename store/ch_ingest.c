@@ -283,8 +283,10 @@ int ch_ingest(struct store *base, const struct batch *b, const int64_t *now, boo
 {
 	struct ch_store *s = ch_of(base);
 	struct ch_wbuf sql = { 0 }, stacks = { 0 }, labelsets = { 0 }, samples = { 0 }, ing = { 0 };
+	struct ch_wbuf seen_rows = { 0 };
 	struct pair pairs[BATCH_MAX_LABELS + 1];
 	uint64_t *stack_ids = NULL, *ls_ids = NULL, src;
+	int64_t at;
 	struct row *rows = NULL;
 	uint8_t *seen = NULL;
 	const char *type, *agent;
@@ -367,17 +369,37 @@ int ch_ingest(struct store *base, const struct batch *b, const int64_t *now, boo
 		ch_w_uint(&samples, b->seq, 8);
 		ch_w_uint(&samples, rows[i].count, 8);
 	}
+	/* when these stacks and label sets were last seen (004_gc.sql): the GC keeps
+	 * what was seen within its grace period */
+	at = now ? *now : b->window_start;
+	if (at < 0)
+		at = 0;
+	for (i = 0; i < b->nstacks; i++)
+		if (seen[i]) {
+			ch_w_uint(&seen_rows, CH_SEEN_STACK, 1);
+			ch_w_uint(&seen_rows, stack_ids[i], 8);
+			ch_w_uint(&seen_rows, (uint64_t)at, 8);
+		}
+	for (i = 0; i < b->nlabelsets; i++) {
+		ch_w_uint(&seen_rows, CH_SEEN_LABELSET, 1);
+		ch_w_uint(&seen_rows, ls_ids[i], 8);
+		ch_w_uint(&seen_rows, (uint64_t)at, 8);
+	}
 	ch_w_str(&ing, agent, strlen(agent));
 	ch_w_uint(&ing, b->seq, 8);
 	ch_w_uint(&ing, (uint64_t)b->window_start, 8);
 	ch_w_uint(&ing, b->window_seconds, 4);
 	ch_w_uint(&ing, b->period_ns, 8);
 	ch_w_str(&ing, type, strlen(type));
-	err = stacks.err ?: labelsets.err ?: samples.err ?: ing.err;
+	err = stacks.err ?: labelsets.err ?: samples.err ?: ing.err ?: seen_rows.err;
 	if (err)
 		goto out;
-	/* dictionaries first: a sample never names a stack or label set not stored */
-	if (stacks.len)
+	/* seen first: the GC spares what it names (ch_gc.c); then the dictionaries: a
+	 * sample never names a stack or label set not stored */
+	if (seen_rows.len)
+		err = ch_run(s, "ingest seen", "INSERT INTO seen FORMAT RowBinary", seen_rows.p,
+			     seen_rows.len, NULL);
+	if (!err && stacks.len)
 		err = ch_run(s, "ingest stacks", "INSERT INTO stacks FORMAT RowBinary", stacks.p,
 			     stacks.len, NULL);
 	if (!err && labelsets.len)
@@ -404,5 +426,6 @@ out:
 	free(labelsets.p);
 	free(samples.p);
 	free(ing.p);
+	free(seen_rows.p);
 	return err;
 }

@@ -36,6 +36,7 @@ struct ch_store {
 	 * ch_alter_target(T). system.* tables describe one node only. */
 	char cluster[CH_CLUSTER_MAX + 1];
 	char errmsg[768];
+	int64_t gc_after; /* ch_gc.c: the next GC pass runs at a maintain of now >= this */
 };
 
 static inline struct ch_store *ch_of(struct store *s)
@@ -139,6 +140,25 @@ void ch_w_span(struct ch_wbuf *w, const struct store_query *q, bool typed, int t
 /* Appends "(span UNION ALL span ...)": the rows that answer [q->from, q->to) by
  * the plan of store/tiers.c over the watermarks read now. Returns 0 or -errno. */
 int ch_w_plan(struct ch_store *s, struct ch_wbuf *w, const struct store_query *q, bool typed);
+
+/* ---- dictionary GC (ch_gc.c; schema/clickhouse/004_gc.sql) ------------------- */
+
+/* A stack or label set last seen (004's `seen`) this long before a GC's now is
+ * deleted when no raw, minute or hour row uses it. Longer than any ingest takes
+ * between its `seen` insert and its raw insert, by far; and twice the ingest
+ * cache's refresh interval, CH_SEEN_REFRESH_SECONDS, so that an id a collector's
+ * cache still counts as stored was seen within it. */
+#define CH_GC_GRACE_SECONDS	3600
+#define CH_SEEN_REFRESH_SECONDS (CH_GC_GRACE_SECONDS / 2)
+/* A GC pass (a scan of the ids the tiers use) runs at most this often, by the
+ * maintain calls' now, unless the last one left more to delete. */
+#define CH_GC_INTERVAL_SECONDS 300
+/* Ids of each kind one pass deletes at most (one ALTER ... DELETE per table). */
+#define CH_GC_MAX_IDS 256
+enum { CH_SEEN_STACK = 0, CH_SEEN_LABELSET = 1 };
+
+/* One bounded GC pass at now when due; *more set when ids remain. 0 or -errno. */
+int ch_gc_step(struct ch_store *s, int64_t now, bool *more);
 
 /* The contract's operations (store/backend.h), by file. */
 int ch_ingest(struct store *base, const struct batch *b, const int64_t *now, bool *duplicate);

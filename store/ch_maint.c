@@ -1,7 +1,7 @@
 /* The ClickHouse store's stats, check and maintenance (ch_int.h): rollups of
  * minute and hour buckets built in ClickHouse (ch_tiers.c), a bounded number per
- * call, and retention per tier by whole hours' partitions (ALTER TABLE ... DROP
- * PARTITION), a bounded number per call.
+ * call, retention per tier by whole hours' partitions (ALTER TABLE ... DROP
+ * PARTITION), a bounded number per call, and the dictionary GC (ch_gc.c).
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -234,8 +234,8 @@ static int retention(struct ch_store *s, struct ch_tiers *t, int64_t now, bool *
 	return err;
 }
 
-/* Rollups then retention, each bounded; every step runs even when an earlier one
- * failed, and the first error is the result. */
+/* Rollups, retention, then the dictionary GC (ch_gc.c), each bounded; every step runs even when an
+ * earlier one failed, and the first error is the result. */
 int ch_maintain(struct store *base, int64_t now, size_t max_rows, bool *more)
 {
 	struct ch_store *s = ch_of(base);
@@ -268,5 +268,7 @@ int ch_maintain(struct store *base, int64_t now, size_t max_rows, bool *more)
 		err = err ?: e;
 	}
 	e = retention(s, &t, now, more);
+	err = err ?: e;
+	e = ch_gc_step(s, now, more);
 	return err ?: e;
 }

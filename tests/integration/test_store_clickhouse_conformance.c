@@ -2,8 +2,7 @@
  * ClickHouse backend: the suite is compiled here with open_backend() pointed at a
  * fresh database per test on a private clickhouse-server (clickhousetest.h).
  * Tests that are SQLite's own (they read or plant rows through sqlite3, check
- * file modes, WAL readers or a SIGKILL during a SQLite rollup) and tests of what
- * this backend does not do yet (rollup tiers, the dictionary GC) are listed in
+ * file modes, WAL readers or a SIGKILL during a SQLite rollup) are listed in
  * skips[] with the reason, printed when skipped; docs/clickhouse.md says the same.
  */
 #include <setjmp.h>
@@ -51,8 +50,6 @@ static const struct {
 	{ "test_file_modes", "SQLite's own: the database file's mode" },
 	{ "test_reader", "SQLite's own: WAL readers beside a writer" },
 	{ "test_kill_during_rollup", "SQLite's own: a SIGKILL inside a SQLite rollup" },
-	/* not built on ClickHouse yet (docs/clickhouse.md): the dictionary GC */
-	{ "test_dictionary_gc", "not built on ClickHouse yet: the dictionary GC" },
 };
 
 static const char *conf_skip(const char *name)
