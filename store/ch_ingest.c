@@ -3,7 +3,10 @@
  * stacks, label sets and raw rows inserted, each as one INSERT ... FORMAT
  * RowBinary; a batch whose minute bucket a rollup has claimed (a late one) has that
  * bucket and its hour built again; last its `ingested` row. Ids are content
- * hashes, so any collector computes the same ones without a round trip. Raw rows
+ * hashes, so any collector computes the same ones without a round trip, and a
+ * store remembers those it inserted (its ingest cache) so that a batch inserts
+ * only the dictionary rows that are new to it (or not refreshed for half the
+ * GC's grace period: ch_gc.c). Raw rows
  * carry (agent, seq): a batch inserted twice (two collectors racing, a retry after
  * a failure midway) is counted once by every read (002_tiers.sql).
  */
@@ -212,6 +215,52 @@ static uint64_t labelset_row(const struct batch *b, uint32_t i, const char *type
 	return h;
 }
 
+/* ---- the ingest cache (struct ch_store's cache) ----------------------------- */
+
+static size_t cache_slot(const struct ch_store *s, uint64_t id)
+{
+	size_t i = (size_t)(id ^ (id >> 31)) & (CH_CACHE_SLOTS - 1);
+
+	while (s->cache.id[i] && s->cache.id[i] != id)
+		i = (i + 1) & (CH_CACHE_SLOTS - 1);
+	return i;
+}
+
+/* Whether id's rows were inserted by this store and seen at most
+ * CH_SEEN_REFRESH_SECONDS before at (and not after it: a late batch writes its
+ * rows again). The GC deletes only ids seen CH_GC_GRACE_SECONDS before its now,
+ * twice that: an id fresh here is in the database for any GC whose clock is
+ * within half the grace of at. */
+static bool cache_fresh(const struct ch_store *s, uint64_t id, int64_t at)
+{
+	size_t i;
+
+	if (!id)
+		return false;
+	i = cache_slot(s, id);
+	return s->cache.id[i] == id && at >= s->cache.at[i] &&
+	       at - s->cache.at[i] < CH_SEEN_REFRESH_SECONDS;
+}
+
+static void cache_put(struct ch_store *s, uint64_t id, int64_t at)
+{
+	size_t i;
+
+	if (!id)
+		return;
+	if (s->cache.n >= CH_CACHE_SLOTS / 4 * 3) {
+		memset(s->cache.id, 0, sizeof(s->cache.id));
+		s->cache.n = 0;
+	}
+	i = cache_slot(s, id);
+	if (!s->cache.id[i]) {
+		s->cache.id[i] = id;
+		s->cache.n++;
+		s->cache.at[i] = at;
+	} else if (at > s->cache.at[i])
+		s->cache.at[i] = at;
+}
+
 /* A batch's sample after ids: label set and stack ids, its count summed. */
 struct row {
 	uint64_t ls, stack, count;
@@ -283,7 +332,7 @@ int ch_ingest(struct store *base, const struct batch *b, const int64_t *now, boo
 {
 	struct ch_store *s = ch_of(base);
 	struct ch_wbuf sql = { 0 }, stacks = { 0 }, labelsets = { 0 }, samples = { 0 }, ing = { 0 };
-	struct ch_wbuf seen_rows = { 0 };
+	struct ch_wbuf seen_rows = { 0 }, scratch = { 0 };
 	struct pair pairs[BATCH_MAX_LABELS + 1];
 	uint64_t *stack_ids = NULL, *ls_ids = NULL, src;
 	int64_t at;
@@ -333,18 +382,43 @@ int ch_ingest(struct store *base, const struct batch *b, const int64_t *now, boo
 		err = -ENOMEM;
 		goto out;
 	}
-	for (i = 0; i < b->nsamples; i++) { /* the stacks in use, each once */
+	/* when these stacks and label sets were last seen (004_gc.sql): the GC keeps
+	 * what was seen within its grace period */
+	at = now ? *now : b->window_start;
+	if (at < 0)
+		at = 0;
+	/* the stacks in use, each once (seen[k] 1), their rows unless this store
+	 * inserted them lately (seen[k] 2: a row to insert; the ingest cache) */
+	for (i = 0; i < b->nsamples; i++) {
 		uint32_t k = b->samples[i].stack;
 
 		if (!seen[k]) {
 			seen[k] = 1;
 			stack_ids[k] = stack_row(b, k, NULL);
-			ch_w_uint(&stacks, stack_ids[k], 8);
-			stack_row(b, k, &stacks);
+			if (!cache_fresh(s, stack_ids[k], at)) {
+				seen[k] = 2;
+				ch_w_uint(&stacks, stack_ids[k], 8);
+				stack_row(b, k, &stacks);
+				ch_w_uint(&seen_rows, CH_SEEN_STACK, 1);
+				ch_w_uint(&seen_rows, stack_ids[k], 8);
+				ch_w_uint(&seen_rows, (uint64_t)at, 8);
+			}
 		}
 	}
-	for (i = 0; i < b->nlabelsets; i++)
-		ls_ids[i] = labelset_row(b, i, type, pairs, &labelsets);
+	for (i = 0; i < b->nlabelsets; i++) {
+		scratch.len = 0;
+		ls_ids[i] = labelset_row(b, i, type, pairs, &scratch);
+		if (scratch.err) {
+			err = scratch.err;
+			goto out;
+		}
+		if (!cache_fresh(s, ls_ids[i], at)) {
+			ch_w_put(&labelsets, scratch.p, scratch.len);
+			ch_w_uint(&seen_rows, CH_SEEN_LABELSET, 1);
+			ch_w_uint(&seen_rows, ls_ids[i], 8);
+			ch_w_uint(&seen_rows, (uint64_t)at, 8);
+		}
+	}
 	/* one row per (label set, stack), repeats summed: a row is then the same
 	 * whichever collector inserts it, and copies collapse to it */
 	for (i = 0; i < b->nsamples; i++)
@@ -369,22 +443,6 @@ int ch_ingest(struct store *base, const struct batch *b, const int64_t *now, boo
 		ch_w_uint(&samples, b->seq, 8);
 		ch_w_uint(&samples, rows[i].count, 8);
 	}
-	/* when these stacks and label sets were last seen (004_gc.sql): the GC keeps
-	 * what was seen within its grace period */
-	at = now ? *now : b->window_start;
-	if (at < 0)
-		at = 0;
-	for (i = 0; i < b->nstacks; i++)
-		if (seen[i]) {
-			ch_w_uint(&seen_rows, CH_SEEN_STACK, 1);
-			ch_w_uint(&seen_rows, stack_ids[i], 8);
-			ch_w_uint(&seen_rows, (uint64_t)at, 8);
-		}
-	for (i = 0; i < b->nlabelsets; i++) {
-		ch_w_uint(&seen_rows, CH_SEEN_LABELSET, 1);
-		ch_w_uint(&seen_rows, ls_ids[i], 8);
-		ch_w_uint(&seen_rows, (uint64_t)at, 8);
-	}
 	ch_w_str(&ing, agent, strlen(agent));
 	ch_w_uint(&ing, b->seq, 8);
 	ch_w_uint(&ing, (uint64_t)b->window_start, 8);
@@ -405,6 +463,13 @@ int ch_ingest(struct store *base, const struct batch *b, const int64_t *now, boo
 	if (!err && labelsets.len)
 		err = ch_run(s, "ingest label sets", "INSERT INTO labelsets FORMAT RowBinary",
 			     labelsets.p, labelsets.len, NULL);
+	if (!err) { /* stored: later batches of this store skip them */
+		for (i = 0; i < b->nstacks; i++)
+			if (seen[i] == 2)
+				cache_put(s, stack_ids[i], at);
+		for (i = 0; i < b->nlabelsets; i++)
+			cache_put(s, ls_ids[i], at);
+	}
 	if (!err && samples.len)
 		err = ch_run(s, "ingest samples", "INSERT INTO raw FORMAT RowBinary", samples.p,
 			     samples.len, NULL);
@@ -427,5 +492,6 @@ out:
 	free(samples.p);
 	free(ing.p);
 	free(seen_rows.p);
+	free(scratch.p);
 	return err;
 }

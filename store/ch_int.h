@@ -21,6 +21,10 @@
 #define CH_MAX_FRAMES BATCH_MAX_STACK_DEPTH
 /* Partitions dropped by one store__maintain() call (each an ALTER TABLE). */
 #define CH_MAINTAIN_MAX_DROPS 16
+/* Slots of a store's ingest cache of ids (a power of two; 16 bytes each): cleared
+ * when three quarters full, so a busy fleet's distinct stacks beyond some 190 000
+ * only cost their rows being inserted again. */
+#define CH_CACHE_SLOTS (1u << 18)
 /* A cluster's name (?cluster=NAME) is an identifier written into SQL unquoted. */
 #define CH_CLUSTER_MAX 64
 
@@ -37,6 +41,16 @@ struct ch_store {
 	char cluster[CH_CLUSTER_MAX + 1];
 	char errmsg[768];
 	int64_t gc_after; /* ch_gc.c: the next GC pass runs at a maintain of now >= this */
+	/* ch_ingest.c: the stacks and label sets this store inserted (open addressing
+	 * by id, 0 empty), with the `seen` time written: a batch inserts a
+	 * dictionary row and its seen row only for an id not here or seen more than
+	 * CH_SEEN_REFRESH_SECONDS before. Inline, so the handle's free frees it; the
+	 * pages are touched only by a writer that ingests. */
+	struct {
+		uint64_t id[CH_CACHE_SLOTS];
+		int64_t at[CH_CACHE_SLOTS];
+		size_t n;
+	} cache;
 };
 
 static inline struct ch_store *ch_of(struct store *s)

@@ -400,6 +400,79 @@ static void ch_sql(const char *db, const char *sql)
 		fail_msg("%s: curl %d, HTTP %ld", sql, (int)rc, status);
 }
 
+/* The number a one-number query answers (count() of a table). */
+static uint64_t ch_number(const char *db, const char *sql)
+{
+	char url[160], body[16] = "";
+	CURL *h = curl_easy_init();
+	long status = 0;
+	CURLcode rc;
+
+	assert_non_null(h);
+	snprintf(url, sizeof(url), "http://127.0.0.1:%u/?database=%s", srv.http_port, db);
+	curl_easy_setopt(h, CURLOPT_URL, url);
+	curl_easy_setopt(h, CURLOPT_POSTFIELDS, sql);
+	curl_easy_setopt(h, CURLOPT_TIMEOUT, 30L);
+	curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, ch_discard);
+	curl_easy_setopt(h, CURLOPT_WRITEDATA, (void *)body);
+	rc = curl_easy_perform(h);
+	if (rc == CURLE_OK)
+		curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
+	curl_easy_cleanup(h);
+	if (rc != CURLE_OK || status != 200 || body[0] < '0' || body[0] > '9')
+		fail_msg("%s: curl %d, HTTP %ld, %s", sql, (int)rc, status, body);
+	return strtoull(body, NULL, 10);
+}
+
+/* The ingest cache: a store inserts a stack's or label set's rows (and its seen
+ * row) once, not with every batch that uses it, until half the GC's grace period
+ * (CH_SEEN_REFRESH_SECONDS, 1800 s) has passed since; another store inserts them
+ * once of its own. */
+static void test_ingest_cache(void **state)
+{
+	static const struct tuple a[] = {
+		{ "pod=web", "app;main;work", 5 },
+		{ "pod=db", "db;main;query", 7 },
+	};
+	static const struct tuple b3[] = {
+		{ "pod=web", "app;main;work", 1 },
+		{ "pod=db", "db;main;query", 1 },
+		{ "pod=web", "app;main;gc", 1 },
+	};
+	struct store *s, *s2;
+	struct batch *b;
+	char text[256];
+
+	(void)state;
+	ch_skip_unless_available();
+	s = open_db("cache");
+	s2 = open_db("cache");
+	b = make_batch("agent1", 1, 100000, "cpu", a, 2);
+	assert_int_equal(store__ingest(s, b, NULL), 0);
+	batch__free(b);
+	b = make_batch("agent1", 2, 100010, "cpu", b3, 3); /* one new stack */
+	assert_int_equal(store__ingest(s, b, NULL), 0);
+	batch__free(b);
+	assert_int_equal(ch_number("cache", "SELECT count() FROM stacks"), 3);
+	assert_int_equal(ch_number("cache", "SELECT count() FROM labelsets"), 2);
+	assert_int_equal(ch_number("cache", "SELECT count() FROM seen"), 5);
+	/* 1800 s later the rows are written again (their seen time refreshed) */
+	b = make_batch("agent1", 3, 100000 + 1800, "cpu", a, 2);
+	assert_int_equal(store__ingest(s, b, NULL), 0);
+	batch__free(b);
+	assert_int_equal(ch_number("cache", "SELECT count() FROM stacks"), 5);
+	/* another store has a cache of its own */
+	b = make_batch("agent2", 1, 100000 + 1810, "cpu", a, 2);
+	assert_int_equal(store__ingest(s2, b, NULL), 0);
+	batch__free(b);
+	assert_int_equal(ch_number("cache", "SELECT count() FROM stacks"), 7);
+	query_text(s2, 0, 200000, NULL, NULL, NULL, text, sizeof(text));
+	assert_string_equal(text, "app;main;gc 1\napp;main;work 16\ndb;main;query 22\n");
+	store__close(s2);
+	store__close(s);
+}
+
 /* Makes inserts into table t fail while reads of it still answer: t becomes a
  * view of itself (a view takes no INSERT), until writable(). */
 static void read_only_table(const char *db, const char *t)
@@ -540,6 +613,7 @@ int main(void)
 		cmocka_unit_test(test_location_and_credentials),
 		cmocka_unit_test(test_retention_per_tier),
 		cmocka_unit_test(test_exactly_once),
+		cmocka_unit_test(test_ingest_cache),
 	};
 
 	curl_global_init(CURL_GLOBAL_DEFAULT);
