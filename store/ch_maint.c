@@ -17,69 +17,176 @@
 
 /* ---- stats, check, maintain ------------------------------------------------ */
 
+/* Cheap enough for every scrape: the tiers' counts kept in `counts` when their
+ * buckets were built (005_counts.sql), the raw rows not built over yet counted
+ * live (the partitions of the last minutes), the dictionaries and batches counted
+ * (a row each), bytes from system.parts (this server's). */
 int ch_stats(struct store *base, struct store_stats *st)
 {
 	struct ch_store *s = ch_of(base);
+	struct ch_wbuf sql = { 0 };
 	struct ch_tiers t;
 	struct ch_answer a;
 	struct ch_rbuf r;
+	uint64_t counted[STORE_NTIERS][2] = { { 0 } };
+	int64_t tail;
 	int err, i;
 
 	memset(st, 0, sizeof(*st));
-	err = ch_run(s, "stats",
-		     "SELECT (SELECT uniqExact(window_start, labelset, stack) FROM raw), "
-		     "(SELECT uniqExact(agent, seq) FROM ingested), "
-		     "(SELECT uniqExact(id) FROM stacks), (SELECT uniqExact(id) FROM labelsets), "
-		     "(SELECT toUInt64(sum(bytes_on_disk)) FROM system.parts WHERE active AND "
-		     "database = currentDatabase()), "
-		     "(SELECT uniqExact(window_start, labelset) FROM raw), "
-		     "(SELECT uniqExact(start, labelset) FROM minute), "
-		     "(SELECT uniqExact(start, labelset) FROM hour) FORMAT RowBinary",
-		     NULL, 0, &a);
+	err = ch_tiers_read(s, &t);
 	if (err)
 		return err;
+	/* raw rows below built_1 are counted per minute; the rest live */
+	tail = t.built[1] == INT64_MIN ? -STORE_MAX_ABS_WINDOW - 1 : t.built[1];
+	ch_w_text(&sql,
+		  "SELECT (SELECT uniqExact(window_start, labelset, stack) FROM raw WHERE "
+		  "window_start >= %" PRId64 "), (SELECT uniqExact(window_start, labelset) FROM "
+		  "raw WHERE window_start >= %" PRId64 "), (SELECT uniqExact(agent, seq) FROM "
+		  "ingested), (SELECT uniqExact(id) FROM stacks), (SELECT uniqExact(id) FROM "
+		  "labelsets), (SELECT toUInt64(sum(bytes_on_disk)) FROM system.parts WHERE "
+		  "active AND database = currentDatabase()) FORMAT RowBinary",
+		  tail, tail);
+	err = sql.err ?: ch_run(s, "stats", sql.p, NULL, 0, &a);
+	if (err)
+		goto out;
 	r = ch_answer_reader(&a);
 	st->sample_rows = ch_r_uint(&r, 8);
+	st->blocks[0] = ch_r_uint(&r, 8);
 	st->batches = ch_r_uint(&r, 8);
 	st->stacks = ch_r_uint(&r, 8);
 	st->labelsets = ch_r_uint(&r, 8);
 	st->db_bytes = ch_r_uint(&r, 8);
-	/* (start, label set) pairs per tier: SQLite's blocks */
+	if (r.bad) {
+		err = ch_fail(s, -EIO, "stats: malformed answer");
+		goto out;
+	}
+	/* each tier's buckets it keeps (raw: below built_1, counted per minute) */
+	sql.len = 0;
+	ch_w_text(&sql, "SELECT tier, sum(r), sum(b) FROM (SELECT tier, bucket, max(rows) AS r, "
+			"max(blocks) AS b FROM counts WHERE ");
 	for (i = 0; i < STORE_NTIERS; i++)
-		st->blocks[i] = ch_r_uint(&r, 8);
-	if (r.bad)
-		return ch_fail(s, -EIO, "stats: malformed answer");
-	err = ch_tiers_read(s, &t);
+		ch_w_text(&sql, "%s(tier = %d AND bucket >= %" PRId64 " AND bucket < %" PRId64 ")",
+			  i ? " OR " : "", i,
+			  t.kept[i] == INT64_MIN ? -STORE_MAX_ABS_WINDOW - 1 : t.kept[i],
+			  i ? STORE_MAX_ABS_WINDOW + 1 : tail);
+	ch_w_text(&sql, " GROUP BY tier, bucket) GROUP BY tier FORMAT RowBinary");
+	err = sql.err ?: ch_run(s, "stats", sql.p, NULL, 0, &a);
 	if (err)
-		return err;
+		goto out;
+	r = ch_answer_reader(&a);
+	while (r.p < r.end && !r.bad) {
+		int k = (int)ch_r_uint(&r, 1);
+		uint64_t rows = ch_r_uint(&r, 8), blocks = ch_r_uint(&r, 8);
+
+		if (!r.bad && k < STORE_NTIERS) {
+			counted[k][0] = rows;
+			counted[k][1] = blocks;
+		}
+	}
+	if (r.bad) {
+		err = ch_fail(s, -EIO, "stats: malformed answer");
+		goto out;
+	}
+	st->sample_rows += counted[0][0];
+	st->blocks[0] += counted[0][1];
+	st->blocks[1] = counted[1][1];
+	st->blocks[2] = counted[2][1];
 	st->built_before[0] = INT64_MIN;
 	for (i = 0; i < STORE_NTIERS; i++) {
 		if (i)
 			st->built_before[i] = t.built[i];
 		st->kept_from[i] = t.kept[i];
 	}
-	return 0;
+out:
+	free(sql.p);
+	return err;
 }
 
+/* The tables this build reads and writes. */
+static const char *const check_tables[] = { "raw",    "minute", "hour",	     "tiers",	"seen",
+					    "counts", "stacks", "labelsets", "ingested" };
+#define CHECK_NTABLES (sizeof(check_tables) / sizeof(check_tables[0]))
+
+/* What the store can verify of itself: every table present; the watermarks in
+ * order (nothing built above what its finer tier is built over, no tier dropped
+ * above where the next one is built, no build above its claim); and every stack
+ * and label set a raw, minute or hour row names stored in its dictionary (a
+ * scan of the tiers' id columns: not for every scrape). */
 int ch_check(struct store *base)
 {
 	struct ch_store *s = ch_of(base);
+	struct ch_wbuf sql = { 0 };
+	struct ch_tiers t;
 	struct ch_answer a;
 	struct ch_rbuf r;
-	uint64_t n;
+	uint64_t n, stacks, labelsets;
+	size_t i;
 	int err;
 
-	err = ch_run(s, "check",
-		     "SELECT count() FROM system.tables WHERE database = currentDatabase() AND "
-		     "name IN ('samples', 'stacks', 'labelsets', 'ingested') FORMAT RowBinary",
-		     NULL, 0, &a);
+	ch_w_text(&sql, "SELECT count() FROM system.tables WHERE database = currentDatabase() AND "
+			"name IN (");
+	for (i = 0; i < CHECK_NTABLES; i++)
+		ch_w_text(&sql, "%s'%s'", i ? ", " : "", check_tables[i]);
+	ch_w_text(&sql, ") FORMAT RowBinary");
+	err = sql.err ?: ch_run(s, "check", sql.p, NULL, 0, &a);
 	if (err)
-		return err;
+		goto out;
 	r = ch_answer_reader(&a);
 	n = ch_r_uint(&r, 8);
-	if (r.bad || n != 4)
-		return ch_fail(s, -EIO, "check: %" PRIu64 " of the 4 tables present", n);
-	return 0;
+	if (r.bad || n != CHECK_NTABLES) {
+		err = ch_fail(s, -EIO, "check: %" PRIu64 " of the %zu tables present", n,
+			      CHECK_NTABLES);
+		goto out;
+	}
+	err = ch_tiers_read(s, &t);
+	if (err)
+		goto out;
+	for (i = 1; i < STORE_NTIERS; i++)
+		if (t.built[i] != INT64_MIN && t.built[i] > t.claim[i]) {
+			err = ch_fail(s, -EIO,
+				      "check: tier %zu built before %" PRId64
+				      " above its claim %" PRId64,
+				      i, t.built[i], t.claim[i]);
+			goto out;
+		}
+	if (t.built[2] != INT64_MIN && (t.built[1] == INT64_MIN || t.built[2] > t.built[1])) {
+		err = ch_fail(s, -EIO,
+			      "check: hours built before %" PRId64 ", minutes only before %" PRId64,
+			      t.built[2], t.built[1]);
+		goto out;
+	}
+	for (i = 0; i < 2; i++)
+		if (t.kept[i] != INT64_MIN && t.kept[i] > t.built[i + 1]) {
+			err = ch_fail(s, -EIO,
+				      "check: tier %zu kept from %" PRId64
+				      ", the next built only before %" PRId64,
+				      i, t.kept[i], t.built[i + 1]);
+			goto out;
+		}
+	sql.len = 0;
+	ch_w_text(&sql,
+		  "SELECT (SELECT count() FROM (SELECT DISTINCT stack FROM (SELECT stack FROM raw "
+		  "UNION ALL SELECT stack FROM minute UNION ALL SELECT stack FROM hour)) WHERE "
+		  "stack NOT IN (SELECT id FROM stacks)), (SELECT count() FROM (SELECT DISTINCT "
+		  "labelset FROM (SELECT labelset FROM raw UNION ALL SELECT labelset FROM minute "
+		  "UNION ALL SELECT labelset FROM hour)) WHERE labelset NOT IN (SELECT id FROM "
+		  "labelsets)) FORMAT RowBinary");
+	err = sql.err ?: ch_run(s, "check", sql.p, NULL, 0, &a);
+	if (err)
+		goto out;
+	r = ch_answer_reader(&a);
+	stacks = ch_r_uint(&r, 8);
+	labelsets = ch_r_uint(&r, 8);
+	if (r.bad)
+		err = ch_fail(s, -EIO, "check: malformed answer");
+	else if (stacks || labelsets)
+		err = ch_fail(s, -EIO,
+			      "check: %" PRIu64 " stacks and %" PRIu64
+			      " label sets that samples name are not stored",
+			      stacks, labelsets);
+out:
+	free(sql.p);
+	return err;
 }
 
 /* The last start a partition intDiv(start, len) = p holds (intDiv truncates
@@ -222,6 +329,17 @@ static int retention(struct ch_store *s, struct ch_tiers *t, int64_t now, bool *
 		err = ch_tiers_raise(s, "kept", tier, cut);
 		if (!err)
 			t->kept[tier] = cut;
+	}
+	if (!err && t->kept[0] != INT64_MIN && t->kept[1] != INT64_MIN && t->kept[2] != INT64_MIN &&
+	    budget) {
+		int64_t low = t->kept[0] < t->kept[1] ? t->kept[0] : t->kept[1];
+
+		done = drop_below(s, "counts", "bucket", CH_PARTITION_SECONDS,
+				  low < t->kept[2] ? low : t->kept[2], &budget);
+		if (done < 0)
+			return done;
+		if (!done)
+			*more = true;
 	}
 	if (!err && t->kept[0] != INT64_MIN && budget) {
 		done = drop_below(s, "ingested", "window_start", CH_INGESTED_PARTITION_SECONDS,

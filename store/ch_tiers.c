@@ -108,6 +108,30 @@ int ch_tiers_build(struct ch_store *s, int tier, int64_t from, int64_t to)
 	err = sql.err
 		      ?: ch_run(s, tier == TIER_MINUTE ? "rollup minutes" : "rollup hours", sql.p,
 				NULL, 0, NULL);
+	/* what stats report of the buckets (005_counts.sql): the raw rows under the
+	 * minutes just built, then the new buckets' own rows */
+	if (!err && tier == TIER_MINUTE) {
+		sql.len = 0;
+		ch_w_text(&sql,
+			  "INSERT INTO counts (tier, bucket, rows, blocks) SELECT toUInt8(0), b, "
+			  "uniqExact(window_start, labelset, stack), uniqExact(window_start, "
+			  "labelset) FROM (SELECT toInt64(window_start - ((window_start %% 60) + "
+			  "60) %% 60) AS b, window_start, labelset, stack FROM raw WHERE "
+			  "window_start "
+			  ">= %" PRId64 " AND window_start < %" PRId64 ") GROUP BY b",
+			  from, to);
+		err = sql.err ?: ch_run(s, "rollup counts", sql.p, NULL, 0, NULL);
+	}
+	if (!err) {
+		sql.len = 0;
+		ch_w_text(&sql,
+			  "INSERT INTO counts (tier, bucket, rows, blocks) SELECT toUInt8(%d), "
+			  "start, "
+			  "uniqExact(labelset, stack), uniqExact(labelset) FROM %s WHERE start >= "
+			  "%" PRId64 " AND start < %" PRId64 " GROUP BY start",
+			  tier, tier_table[tier], from, to);
+		err = sql.err ?: ch_run(s, "rollup counts", sql.p, NULL, 0, NULL);
+	}
 	free(sql.p);
 	return err;
 }

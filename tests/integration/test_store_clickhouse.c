@@ -604,6 +604,41 @@ static void test_exactly_once(void **state)
 	store__close(s);
 }
 
+/* store__check() checks something real: a healthy store passes, before and
+ * after its rollups; a sample naming a stack and a label set that are not stored
+ * is found, and so is a watermark out of order (hours built above the minutes). */
+static void test_check(void **state)
+{
+	static const struct tuple a[] = { { "pod=web", "app;main;work", 5 } };
+	struct store *s;
+	struct batch *b;
+	bool more = true;
+
+	(void)state;
+	ch_skip_unless_available();
+	s = open_db("chk");
+	assert_int_equal(store__check(s), 0);
+	b = make_batch("agent1", 1, 100000, "cpu", a, 1);
+	assert_int_equal(store__ingest(s, b, NULL), 0);
+	batch__free(b);
+	while (more)
+		assert_int_equal(store__maintain(s, 100000 + 7200, 0, &more), 0);
+	assert_int_equal(store__check(s), 0);
+	ch_sql("chk", "INSERT INTO raw VALUES (100010, 'cpu', 77, 12345, 'x', 1, 1)");
+	assert_int_equal(store__check(s), -EIO);
+	print_message("check: %s\n", store__errmsg(s));
+	assert_non_null(strstr(store__errmsg(s), "1 stacks and 1 label sets"));
+	store__close(s);
+
+	s = open_db("chk2");
+	assert_int_equal(store__check(s), 0);
+	/* built_2 = 10^12 (stored with the top bit flipped, 002_tiers.sql) */
+	ch_sql("chk2", "INSERT INTO tiers VALUES ('built_2', 9223373036854775808)");
+	assert_int_equal(store__check(s), -EIO);
+	print_message("check: %s\n", store__errmsg(s));
+	store__close(s);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -614,6 +649,7 @@ int main(void)
 		cmocka_unit_test(test_retention_per_tier),
 		cmocka_unit_test(test_exactly_once),
 		cmocka_unit_test(test_ingest_cache),
+		cmocka_unit_test(test_check),
 	};
 
 	curl_global_init(CURL_GLOBAL_DEFAULT);
