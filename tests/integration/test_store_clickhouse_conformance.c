@@ -52,8 +52,28 @@ static const struct {
 	{ "test_kill_during_rollup", "SQLite's own: a SIGKILL inside a SQLite rollup" },
 };
 
+/* The suite in parts, each a binary with a server of its own, so that each stays
+ * well under tests/run.sh's timeout (the rollup tests ingest thousands of batches
+ * and ask thousands of ranges; a server's thousands of parts take minutes to
+ * remove): part 0 (this file) runs every test not listed here; the files named
+ * run the others (each defines CH_CONF_PART and includes this file). */
+#ifndef CH_CONF_PART
+#define CH_CONF_PART 0
+#endif
+
+static const struct {
+	const char *test, *why;
+	int part;
+} parts[] = {
+	{ "test_tier_edges", "in test_store_clickhouse_edges (a binary of its own)", 1 },
+	{ "test_late_batches", "in test_store_clickhouse_late (a binary of its own)", 2 },
+	{ "test_retention_tiers", "in test_store_clickhouse_retention (a binary of its own)", 3 },
+	{ "test_maintain", "in test_store_clickhouse_retention (a binary of its own)", 3 },
+};
+
 static const char *conf_skip(const char *name)
 {
+	int part = 0;
 	size_t i;
 
 	if (!ch_server_path())
@@ -61,6 +81,14 @@ static const char *conf_skip(const char *name)
 	for (i = 0; i < sizeof(skips) / sizeof(skips[0]); i++)
 		if (!strcmp(skips[i].test, name))
 			return skips[i].why;
+	for (i = 0; i < sizeof(parts) / sizeof(parts[0]); i++)
+		if (!strcmp(parts[i].test, name)) {
+			part = parts[i].part;
+			if (part != CH_CONF_PART)
+				return parts[i].why;
+		}
+	if (part != CH_CONF_PART)
+		return "in test_store_clickhouse_conformance";
 	return NULL;
 }
 
