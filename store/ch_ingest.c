@@ -1,8 +1,14 @@
 /* The ClickHouse store's ingest (ch_int.h): a batch checked as SQLite checks it,
  * its (agent, seq) looked up in `ingested` (a duplicate writes nothing), then its
- * stacks, label sets and samples inserted, each as one INSERT ... FORMAT
- * RowBinary, and last its `ingested` row. Ids are content hashes, so any
- * collector computes the same ones without a round trip.
+ * stacks, label sets and raw rows inserted, each as one INSERT ... FORMAT
+ * RowBinary; a batch whose minute bucket a rollup has claimed (a late one) has that
+ * bucket and its hour built again; last its `ingested` row. Ids are content
+ * hashes, so any collector computes the same ones without a round trip, and a
+ * store remembers those it inserted (its ingest cache) so that a batch inserts
+ * only the dictionary rows that are new to it (or not refreshed for half the
+ * GC's grace period: ch_gc.c). Raw rows
+ * carry (agent, seq): a batch inserted twice (two collectors racing, a retry after
+ * a failure midway) is counted once by every read (002_tiers.sql).
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -209,16 +215,133 @@ static uint64_t labelset_row(const struct batch *b, uint32_t i, const char *type
 	return h;
 }
 
+/* ---- the ingest cache (struct ch_store's cache) ----------------------------- */
+
+static size_t cache_slot(const struct ch_store *s, uint64_t id)
+{
+	size_t i = (size_t)(id ^ (id >> 31)) & (CH_CACHE_SLOTS - 1);
+
+	while (s->cache.id[i] && s->cache.id[i] != id)
+		i = (i + 1) & (CH_CACHE_SLOTS - 1);
+	return i;
+}
+
+/* Whether id's rows were inserted by this store and seen at most
+ * CH_SEEN_REFRESH_SECONDS before at (and not after it: a late batch writes its
+ * rows again). The GC deletes only ids seen CH_GC_GRACE_SECONDS before its now,
+ * twice that: an id fresh here is in the database for any GC whose clock is
+ * within half the grace of at. */
+static bool cache_fresh(const struct ch_store *s, uint64_t id, int64_t at)
+{
+	size_t i;
+
+	if (!id)
+		return false;
+	i = cache_slot(s, id);
+	return s->cache.id[i] == id && at >= s->cache.at[i] &&
+	       at - s->cache.at[i] < CH_SEEN_REFRESH_SECONDS;
+}
+
+static void cache_put(struct ch_store *s, uint64_t id, int64_t at)
+{
+	size_t i;
+
+	if (!id)
+		return;
+	if (s->cache.n >= CH_CACHE_SLOTS / 4 * 3) {
+		memset(s->cache.id, 0, sizeof(s->cache.id));
+		s->cache.n = 0;
+	}
+	i = cache_slot(s, id);
+	if (!s->cache.id[i]) {
+		s->cache.id[i] = id;
+		s->cache.n++;
+		s->cache.at[i] = at;
+	} else if (at > s->cache.at[i])
+		s->cache.at[i] = at;
+}
+
+/* A batch's sample after ids: label set and stack ids, its count summed. */
+struct row {
+	uint64_t ls, stack, count;
+};
+
+static int row_cmp(const void *a, const void *b)
+{
+	const struct row *x = a, *y = b;
+
+	if (x->ls != y->ls)
+		return x->ls < y->ls ? -1 : 1;
+	return x->stack < y->stack ? -1 : x->stack > y->stack;
+}
+
+/* rows (n) as rows of tier's table at start with src (INSERT ... FORMAT
+ * RowBinary): a late batch's own rows where the finer tier is gone. */
+static int insert_src(struct ch_store *s, int tier, int64_t start, const char *type, uint64_t src,
+		      const struct row *rows, size_t n)
+{
+	struct ch_wbuf w = { 0 };
+	char sql[64];
+	size_t i;
+	int err;
+
+	for (i = 0; i < n; i++) {
+		ch_w_uint(&w, (uint64_t)start, 8);
+		ch_w_str(&w, type, strlen(type));
+		ch_w_uint(&w, rows[i].ls, 8);
+		ch_w_uint(&w, rows[i].stack, 8);
+		ch_w_uint(&w, src, 8);
+		ch_w_uint(&w, rows[i].count, 8);
+	}
+	snprintf(sql, sizeof(sql), "INSERT INTO %s FORMAT RowBinary", ch_tier_table(tier));
+	err = w.err ?: ch_run(s, "ingest late", sql, w.p, w.len, NULL);
+	free(w.p);
+	return err;
+}
+
+/* After a batch's raw rows are in: when its minute bucket is claimed by a rollup
+ * (a late batch, or one racing a maintenance that builds it), that bucket is built
+ * again from raw rows (or, raw rows gone there, the batch's own rows added with src
+ * = its (agent, seq) hash), then likewise its hour from minute rows. Each claim is
+ * read after the write below it, so a rollup that claimed later reads this
+ * batch's rows, and one that claimed earlier is seen here. */
+static int ingest_late(struct ch_store *s, const struct batch *b, const char *type, uint64_t src,
+		       const struct row *rows, size_t n)
+{
+	const int64_t w = b->window_start, m = ch_floor(w, STORE_MINUTE_SECONDS),
+		      h = ch_floor(w, STORE_HOUR_SECONDS);
+	struct ch_tiers t;
+	int err;
+
+	err = ch_tiers_read(s, &t);
+	if (err || m >= t.claim[1])
+		return err;
+	/* nothing is built below a tier's kept_from: retention dropped it there */
+	if (m >= t.kept[1])
+		err = w >= t.kept[0] ? ch_tiers_build(s, 1, m, m + STORE_MINUTE_SECONDS)
+				     : insert_src(s, 1, m, type, src, rows, n);
+	if (!err)
+		err = ch_tiers_read(s, &t);
+	if (err || h >= t.claim[2] || h < t.kept[2])
+		return err;
+	return h >= t.kept[1] ? ch_tiers_build(s, 2, h, h + STORE_HOUR_SECONDS)
+			      : insert_src(s, 2, h, type, src, rows, n);
+}
+
 int ch_ingest(struct store *base, const struct batch *b, const int64_t *now, bool *duplicate)
 {
 	struct ch_store *s = ch_of(base);
 	struct ch_wbuf sql = { 0 }, stacks = { 0 }, labelsets = { 0 }, samples = { 0 }, ing = { 0 };
+	struct ch_wbuf seen_rows = { 0 }, scratch = { 0 };
 	struct pair pairs[BATCH_MAX_LABELS + 1];
-	uint64_t *stack_ids = NULL, *ls_ids = NULL;
+	uint64_t *stack_ids = NULL, *ls_ids = NULL, src;
+	int64_t at;
+	struct row *rows = NULL;
 	uint8_t *seen = NULL;
 	const char *type, *agent;
 	struct ch_answer a;
 	struct ch_rbuf r;
+	size_t nrows = 0;
 	uint32_t i;
 	int err;
 
@@ -234,8 +357,11 @@ int ch_ingest(struct store *base, const struct batch *b, const int64_t *now, boo
 	if (!*type)
 		type = STORE_TYPE_CPU;
 	agent = batch_str(b, b->agent_id);
+	src = hash_final(hash_u64(hash_str(HASH_SEED, agent, strlen(agent)), b->seq)) | 1;
 
-	/* (agent, seq) already stored: a duplicate */
+	/* (agent, seq) already stored: a duplicate. Two collectors may both pass this
+	 * check, and a batch whose `ingested` row was not written is inserted again:
+	 * its raw rows then have copies, which every read collapses (002_tiers.sql). */
 	ch_w_text(&sql, "SELECT count() FROM ingested WHERE agent = ");
 	ch_w_quoted(&sql, agent);
 	ch_w_text(&sql, " AND seq = %" PRIu64 " FORMAT RowBinary", b->seq);
@@ -251,28 +377,71 @@ int ch_ingest(struct store *base, const struct batch *b, const int64_t *now, boo
 	stack_ids = calloc(b->nstacks ? b->nstacks : 1, sizeof(*stack_ids));
 	ls_ids = calloc(b->nlabelsets ? b->nlabelsets : 1, sizeof(*ls_ids));
 	seen = calloc(b->nstacks ? b->nstacks : 1, 1);
-	if (!stack_ids || !ls_ids || !seen) {
+	rows = calloc(b->nsamples ? b->nsamples : 1, sizeof(*rows));
+	if (!stack_ids || !ls_ids || !seen || !rows) {
 		err = -ENOMEM;
 		goto out;
 	}
-	for (i = 0; i < b->nsamples; i++) { /* the stacks in use, each once */
+	/* when these stacks and label sets were last seen (004_gc.sql): the GC keeps
+	 * what was seen within its grace period */
+	at = now ? *now : b->window_start;
+	if (at < 0)
+		at = 0;
+	/* the stacks in use, each once (seen[k] 1), their rows unless this store
+	 * inserted them lately (seen[k] 2: a row to insert; the ingest cache) */
+	for (i = 0; i < b->nsamples; i++) {
 		uint32_t k = b->samples[i].stack;
 
 		if (!seen[k]) {
 			seen[k] = 1;
 			stack_ids[k] = stack_row(b, k, NULL);
-			ch_w_uint(&stacks, stack_ids[k], 8);
-			stack_row(b, k, &stacks);
+			if (!cache_fresh(s, stack_ids[k], at)) {
+				seen[k] = 2;
+				ch_w_uint(&stacks, stack_ids[k], 8);
+				stack_row(b, k, &stacks);
+				ch_w_uint(&seen_rows, CH_SEEN_STACK, 1);
+				ch_w_uint(&seen_rows, stack_ids[k], 8);
+				ch_w_uint(&seen_rows, (uint64_t)at, 8);
+			}
 		}
 	}
-	for (i = 0; i < b->nlabelsets; i++)
-		ls_ids[i] = labelset_row(b, i, type, pairs, &labelsets);
+	for (i = 0; i < b->nlabelsets; i++) {
+		scratch.len = 0;
+		ls_ids[i] = labelset_row(b, i, type, pairs, &scratch);
+		if (scratch.err) {
+			err = scratch.err;
+			goto out;
+		}
+		if (!cache_fresh(s, ls_ids[i], at)) {
+			ch_w_put(&labelsets, scratch.p, scratch.len);
+			ch_w_uint(&seen_rows, CH_SEEN_LABELSET, 1);
+			ch_w_uint(&seen_rows, ls_ids[i], 8);
+			ch_w_uint(&seen_rows, (uint64_t)at, 8);
+		}
+	}
+	/* one row per (label set, stack), repeats summed: a row is then the same
+	 * whichever collector inserts it, and copies collapse to it */
+	for (i = 0; i < b->nsamples; i++)
+		rows[i] = (struct row){ ls_ids[b->samples[i].labelset],
+					stack_ids[b->samples[i].stack], b->samples[i].count };
+	qsort(rows, b->nsamples, sizeof(*rows), row_cmp);
 	for (i = 0; i < b->nsamples; i++) {
+		if (nrows && !row_cmp(&rows[nrows - 1], &rows[i])) {
+			uint64_t c = rows[nrows - 1].count;
+
+			rows[nrows - 1].count =
+				c > INT64_MAX - rows[i].count ? INT64_MAX : c + rows[i].count;
+		} else
+			rows[nrows++] = rows[i];
+	}
+	for (i = 0; i < nrows; i++) {
 		ch_w_uint(&samples, (uint64_t)b->window_start, 8);
 		ch_w_str(&samples, type, strlen(type));
-		ch_w_uint(&samples, ls_ids[b->samples[i].labelset], 8);
-		ch_w_uint(&samples, stack_ids[b->samples[i].stack], 8);
-		ch_w_uint(&samples, b->samples[i].count, 8);
+		ch_w_uint(&samples, rows[i].ls, 8);
+		ch_w_uint(&samples, rows[i].stack, 8);
+		ch_w_str(&samples, agent, strlen(agent));
+		ch_w_uint(&samples, b->seq, 8);
+		ch_w_uint(&samples, rows[i].count, 8);
 	}
 	ch_w_str(&ing, agent, strlen(agent));
 	ch_w_uint(&ing, b->seq, 8);
@@ -280,25 +449,40 @@ int ch_ingest(struct store *base, const struct batch *b, const int64_t *now, boo
 	ch_w_uint(&ing, b->window_seconds, 4);
 	ch_w_uint(&ing, b->period_ns, 8);
 	ch_w_str(&ing, type, strlen(type));
-	err = stacks.err ?: labelsets.err ?: samples.err ?: ing.err;
+	err = stacks.err ?: labelsets.err ?: samples.err ?: ing.err ?: seen_rows.err;
 	if (err)
 		goto out;
-	/* dictionaries first: a sample never names a stack or label set not stored */
-	if (stacks.len)
+	/* seen first: the GC spares what it names (ch_gc.c); then the dictionaries: a
+	 * sample never names a stack or label set not stored */
+	if (seen_rows.len)
+		err = ch_run(s, "ingest seen", "INSERT INTO seen FORMAT RowBinary", seen_rows.p,
+			     seen_rows.len, NULL);
+	if (!err && stacks.len)
 		err = ch_run(s, "ingest stacks", "INSERT INTO stacks FORMAT RowBinary", stacks.p,
 			     stacks.len, NULL);
 	if (!err && labelsets.len)
 		err = ch_run(s, "ingest label sets", "INSERT INTO labelsets FORMAT RowBinary",
 			     labelsets.p, labelsets.len, NULL);
+	if (!err) { /* stored: later batches of this store skip them */
+		for (i = 0; i < b->nstacks; i++)
+			if (seen[i] == 2)
+				cache_put(s, stack_ids[i], at);
+		for (i = 0; i < b->nlabelsets; i++)
+			cache_put(s, ls_ids[i], at);
+	}
 	if (!err && samples.len)
-		err = ch_run(s, "ingest samples", "INSERT INTO samples FORMAT RowBinary", samples.p,
+		err = ch_run(s, "ingest samples", "INSERT INTO raw FORMAT RowBinary", samples.p,
 			     samples.len, NULL);
+	if (!err && nrows)
+		err = ingest_late(s, b, type, src, rows, nrows);
+	/* last: a batch is a duplicate only once all of it is stored */
 	if (!err)
 		err = ch_run(s, "ingest", "INSERT INTO ingested FORMAT RowBinary", ing.p, ing.len,
 			     NULL);
 out:
 	if (err == -ENOMEM && !s->errmsg[0])
 		ch_fail(s, err, "ingest: out of memory");
+	free(rows);
 	free(seen);
 	free(stack_ids);
 	free(ls_ids);
@@ -307,5 +491,7 @@ out:
 	free(labelsets.p);
 	free(samples.p);
 	free(ing.p);
+	free(seen_rows.p);
+	free(scratch.p);
 	return err;
 }

@@ -1,6 +1,7 @@
 /* Private to the ClickHouse store (store/clickhouse.c opens it; ch_ingest.c,
- * ch_read.c and ch_maint.c implement the rest of the contract; ch_rowbin.c the
- * pieces they share; ch_http.c talks to the server). The handle, the error and
+ * ch_read.c and ch_maint.c implement the rest of the contract; ch_tiers.c the
+ * rollup tiers' watermarks, builds and read plans; ch_rowbin.c the pieces they
+ * share; ch_http.c talks to the server). The handle, the error and
  * request helpers, and the buffers that write RowBinary bodies and SQL text and
  * read RowBinary answers. docs/clickhouse.md is the user's view.
  */
@@ -20,6 +21,10 @@
 #define CH_MAX_FRAMES BATCH_MAX_STACK_DEPTH
 /* Partitions dropped by one store__maintain() call (each an ALTER TABLE). */
 #define CH_MAINTAIN_MAX_DROPS 16
+/* Slots of a store's ingest cache of ids (a power of two; 16 bytes each): cleared
+ * when three quarters full, so a busy fleet's distinct stacks beyond some 190 000
+ * only cost their rows being inserted again. */
+#define CH_CACHE_SLOTS (1u << 18)
 /* A cluster's name (?cluster=NAME) is an identifier written into SQL unquoted. */
 #define CH_CLUSTER_MAX 64
 
@@ -35,6 +40,17 @@ struct ch_store {
 	 * ch_alter_target(T). system.* tables describe one node only. */
 	char cluster[CH_CLUSTER_MAX + 1];
 	char errmsg[768];
+	int64_t gc_after; /* ch_gc.c: the next GC pass runs at a maintain of now >= this */
+	/* ch_ingest.c: the stacks and label sets this store inserted (open addressing
+	 * by id, 0 empty), with the `seen` time written: a batch inserts a
+	 * dictionary row and its seen row only for an id not here or seen more than
+	 * CH_SEEN_REFRESH_SECONDS before. Inline, so the handle's free frees it; the
+	 * pages are touched only by a writer that ingests. */
+	struct {
+		uint64_t id[CH_CACHE_SLOTS];
+		int64_t at[CH_CACHE_SLOTS];
+		size_t n;
+	} cache;
 };
 
 static inline struct ch_store *ch_of(struct store *s)
@@ -88,6 +104,75 @@ uint64_t ch_r_varint(struct ch_rbuf *r);
 const char *ch_r_str(struct ch_rbuf *r, size_t *len); /* borrowed from the answer */
 double ch_r_f64(struct ch_rbuf *r);
 uint64_t ch_r_sum(struct ch_rbuf *r);
+
+/* ---- tiers (ch_tiers.c; schema/clickhouse/002_tiers.sql) -------------------- */
+
+/* Every tier table is partitioned by hour of its rows' starts: retention drops
+ * whole partitions of this length. */
+#define CH_PARTITION_SECONDS 3600
+/* `ingested` (001) is partitioned by day. */
+#define CH_INGESTED_PARTITION_SECONDS 86400
+/* Minute buckets one store__maintain() call builds at most, per max_rows rows of
+ * its budget (max_rows / 8, at least 1; max_rows 0 is 2000): a minute bucket of a
+ * busy host is a few label sets' rows, so the rollup's INSERT ... SELECT reads
+ * about max_rows label sets' windows. Hour buckets: a 60th of that, at least 1. */
+#define CH_ROWS_PER_MINUTE_BUCKET 8
+#define CH_DEFAULT_MAX_ROWS	  2000
+
+/* The watermarks (max(value) per name of `tiers`), INT64_MIN when never set;
+ * claim[0] and built[0] are INT64_MAX (raw rows are there once inserted). Each
+ * is only ever raised: claim_T before tier T's buckets below it are built,
+ * built_T after; kept_T once tier T's partitions below it are dropped. */
+struct ch_tiers {
+	int64_t claim[3];
+	int64_t built[3];
+	int64_t kept[3];
+};
+
+int ch_tiers_read(struct ch_store *s, struct ch_tiers *t);
+/* Raises the watermark name_tier ("claim", "built", "kept") to v (a row of
+ * `tiers`; a lower v changes nothing, since reads take the largest). */
+int ch_tiers_raise(struct ch_store *s, const char *name, int tier, int64_t v);
+/* Builds tier's (1: minute, 2: hour) buckets from the rows of tier - 1 starting
+ * in [from, to), both bucket boundaries of tier: one INSERT ... SELECT, each
+ * (agent, seq)'s raw row or each src's finer row counted once. Building a bucket
+ * again inserts its complete sum again: reads keep the largest. */
+int ch_tiers_build(struct ch_store *s, int tier, int64_t from, int64_t to);
+/* The table and start column of a tier. */
+const char *ch_tier_table(int tier);
+const char *ch_tier_column(int tier);
+/* v rounded down to a multiple of len (toward minus infinity). */
+int64_t ch_floor(int64_t v, int64_t len);
+
+/* Appends q's selection (" AND type = ... AND labelset IN (...)"; the type only
+ * when typed). */
+void ch_w_selection(struct ch_wbuf *w, const struct store_query *q, bool typed);
+/* Appends the SELECT of one span: columns t (the row's start), labelset, stack, v,
+ * one row per stored row of tier starting in [from, to), copies collapsed. */
+void ch_w_span(struct ch_wbuf *w, const struct store_query *q, bool typed, int tier, int64_t from,
+	       int64_t to);
+/* Appends "(span UNION ALL span ...)": the rows that answer [q->from, q->to) by
+ * the plan of store/tiers.c over the watermarks read now. Returns 0 or -errno. */
+int ch_w_plan(struct ch_store *s, struct ch_wbuf *w, const struct store_query *q, bool typed);
+
+/* ---- dictionary GC (ch_gc.c; schema/clickhouse/004_gc.sql) ------------------- */
+
+/* A stack or label set last seen (004's `seen`) this long before a GC's now is
+ * deleted when no raw, minute or hour row uses it. Longer than any ingest takes
+ * between its `seen` insert and its raw insert, by far; and twice the ingest
+ * cache's refresh interval, CH_SEEN_REFRESH_SECONDS, so that an id a collector's
+ * cache still counts as stored was seen within it. */
+#define CH_GC_GRACE_SECONDS	3600
+#define CH_SEEN_REFRESH_SECONDS (CH_GC_GRACE_SECONDS / 2)
+/* A GC pass (a scan of the ids the tiers use) runs at most this often, by the
+ * maintain calls' now, unless the last one left more to delete. */
+#define CH_GC_INTERVAL_SECONDS 300
+/* Ids of each kind one pass deletes at most (one ALTER ... DELETE per table). */
+#define CH_GC_MAX_IDS 256
+enum { CH_SEEN_STACK = 0, CH_SEEN_LABELSET = 1 };
+
+/* One bounded GC pass at now when due; *more set when ids remain. 0 or -errno. */
+int ch_gc_step(struct ch_store *s, int64_t now, bool *more);
 
 /* The contract's operations (store/backend.h), by file. */
 int ch_ingest(struct store *base, const struct batch *b, const int64_t *now, bool *duplicate);

@@ -1,6 +1,7 @@
-/* The ClickHouse store's stats, check and maintenance (ch_int.h): retention drops
- * whole days' partitions (ALTER TABLE ... DROP PARTITION), a bounded number per
- * call.
+/* The ClickHouse store's stats, check and maintenance (ch_int.h): rollups of
+ * minute and hour buckets built in ClickHouse (ch_tiers.c), a bounded number per
+ * call, retention per tier by whole hours' partitions (ALTER TABLE ... DROP
+ * PARTITION), a bounded number per call, and the dictionary GC (ch_gc.c).
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -12,130 +13,380 @@
 #include "common/frame.h"
 #include "store/block.h"
 #include "store/ch_int.h"
+#include "store/store_int.h"
 
 /* ---- stats, check, maintain ------------------------------------------------ */
 
+/* Cheap enough for every scrape: the tiers' counts kept in `counts` when their
+ * buckets were built (005_counts.sql), the raw rows not built over yet counted
+ * live (the partitions of the last minutes), the dictionaries and batches counted
+ * (a row each), bytes from system.parts (this server's). */
 int ch_stats(struct store *base, struct store_stats *st)
 {
 	struct ch_store *s = ch_of(base);
+	struct ch_wbuf sql = { 0 };
+	struct ch_tiers t;
 	struct ch_answer a;
 	struct ch_rbuf r;
-	int err, t;
+	uint64_t counted[STORE_NTIERS][2] = { { 0 } };
+	int64_t tail;
+	int err, i;
 
 	memset(st, 0, sizeof(*st));
-	err = ch_run(
-		s, "stats",
-		"SELECT (SELECT uniqExact(window_start, labelset, stack) FROM samples), (SELECT "
-		"uniqExact(agent, seq) FROM "
-		"ingested), "
-		"(SELECT uniqExact(id) FROM stacks), (SELECT uniqExact(id) FROM labelsets), "
-		"(SELECT toUInt64(sum(bytes_on_disk)) FROM system.parts WHERE active AND "
-		"database = currentDatabase()), "
-		"(SELECT uniqExact(window_start, labelset) FROM samples) FORMAT RowBinary",
-		NULL, 0, &a);
+	err = ch_tiers_read(s, &t);
 	if (err)
 		return err;
+	/* raw rows below built_1 are counted per minute; the rest live */
+	tail = t.built[1] == INT64_MIN ? -STORE_MAX_ABS_WINDOW - 1 : t.built[1];
+	ch_w_text(&sql,
+		  "SELECT (SELECT uniqExact(window_start, labelset, stack) FROM raw WHERE "
+		  "window_start >= %" PRId64 "), (SELECT uniqExact(window_start, labelset) FROM "
+		  "raw WHERE window_start >= %" PRId64 "), (SELECT uniqExact(agent, seq) FROM "
+		  "ingested), (SELECT uniqExact(id) FROM stacks), (SELECT uniqExact(id) FROM "
+		  "labelsets), (SELECT toUInt64(sum(bytes_on_disk)) FROM system.parts WHERE "
+		  "active AND database = currentDatabase()) FORMAT RowBinary",
+		  tail, tail);
+	err = sql.err ?: ch_run(s, "stats", sql.p, NULL, 0, &a);
+	if (err)
+		goto out;
 	r = ch_answer_reader(&a);
 	st->sample_rows = ch_r_uint(&r, 8);
+	st->blocks[0] = ch_r_uint(&r, 8);
 	st->batches = ch_r_uint(&r, 8);
 	st->stacks = ch_r_uint(&r, 8);
 	st->labelsets = ch_r_uint(&r, 8);
 	st->db_bytes = ch_r_uint(&r, 8);
-	st->blocks[0] = ch_r_uint(&r, 8); /* (window, label set) pairs: SQLite's raw blocks */
-	for (t = 0; t < 3; t++)
-		st->built_before[t] = st->kept_from[t] = INT64_MIN;
-	return r.bad ? ch_fail(s, -EIO, "stats: malformed answer") : 0;
+	if (r.bad) {
+		err = ch_fail(s, -EIO, "stats: malformed answer");
+		goto out;
+	}
+	/* each tier's buckets it keeps (raw: below built_1, counted per minute) */
+	sql.len = 0;
+	ch_w_text(&sql, "SELECT tier, sum(r), sum(b) FROM (SELECT tier, bucket, max(rows) AS r, "
+			"max(blocks) AS b FROM counts WHERE ");
+	for (i = 0; i < STORE_NTIERS; i++)
+		ch_w_text(&sql, "%s(tier = %d AND bucket >= %" PRId64 " AND bucket < %" PRId64 ")",
+			  i ? " OR " : "", i,
+			  t.kept[i] == INT64_MIN ? -STORE_MAX_ABS_WINDOW - 1 : t.kept[i],
+			  i ? STORE_MAX_ABS_WINDOW + 1 : tail);
+	ch_w_text(&sql, " GROUP BY tier, bucket) GROUP BY tier FORMAT RowBinary");
+	err = sql.err ?: ch_run(s, "stats", sql.p, NULL, 0, &a);
+	if (err)
+		goto out;
+	r = ch_answer_reader(&a);
+	while (r.p < r.end && !r.bad) {
+		int k = (int)ch_r_uint(&r, 1);
+		uint64_t rows = ch_r_uint(&r, 8), blocks = ch_r_uint(&r, 8);
+
+		if (!r.bad && k < STORE_NTIERS) {
+			counted[k][0] = rows;
+			counted[k][1] = blocks;
+		}
+	}
+	if (r.bad) {
+		err = ch_fail(s, -EIO, "stats: malformed answer");
+		goto out;
+	}
+	st->sample_rows += counted[0][0];
+	st->blocks[0] += counted[0][1];
+	st->blocks[1] = counted[1][1];
+	st->blocks[2] = counted[2][1];
+	st->built_before[0] = INT64_MIN;
+	for (i = 0; i < STORE_NTIERS; i++) {
+		if (i)
+			st->built_before[i] = t.built[i];
+		st->kept_from[i] = t.kept[i];
+	}
+out:
+	free(sql.p);
+	return err;
 }
 
+/* The tables this build reads and writes. */
+static const char *const check_tables[] = { "raw",    "minute", "hour",	     "tiers",	"seen",
+					    "counts", "stacks", "labelsets", "ingested" };
+#define CHECK_NTABLES (sizeof(check_tables) / sizeof(check_tables[0]))
+
+/* What the store can verify of itself: every table present; the watermarks in
+ * order (nothing built above what its finer tier is built over, no tier dropped
+ * above where the next one is built, no build above its claim); and every stack
+ * and label set a raw, minute or hour row names stored in its dictionary (a
+ * scan of the tiers' id columns: not for every scrape). */
 int ch_check(struct store *base)
 {
 	struct ch_store *s = ch_of(base);
+	struct ch_wbuf sql = { 0 };
+	struct ch_tiers t;
 	struct ch_answer a;
 	struct ch_rbuf r;
-	uint64_t n;
+	uint64_t n, stacks, labelsets;
+	size_t i;
 	int err;
 
-	err = ch_run(s, "check",
-		     "SELECT count() FROM system.tables WHERE database = currentDatabase() AND "
-		     "name IN ('samples', 'stacks', 'labelsets', 'ingested') FORMAT RowBinary",
-		     NULL, 0, &a);
+	ch_w_text(&sql, "SELECT count() FROM system.tables WHERE database = currentDatabase() AND "
+			"name IN (");
+	for (i = 0; i < CHECK_NTABLES; i++)
+		ch_w_text(&sql, "%s'%s'", i ? ", " : "", check_tables[i]);
+	ch_w_text(&sql, ") FORMAT RowBinary");
+	err = sql.err ?: ch_run(s, "check", sql.p, NULL, 0, &a);
+	if (err)
+		goto out;
+	r = ch_answer_reader(&a);
+	n = ch_r_uint(&r, 8);
+	if (r.bad || n != CHECK_NTABLES) {
+		err = ch_fail(s, -EIO, "check: %" PRIu64 " of the %zu tables present", n,
+			      CHECK_NTABLES);
+		goto out;
+	}
+	err = ch_tiers_read(s, &t);
+	if (err)
+		goto out;
+	for (i = 1; i < STORE_NTIERS; i++)
+		if (t.built[i] != INT64_MIN && t.built[i] > t.claim[i]) {
+			err = ch_fail(s, -EIO,
+				      "check: tier %zu built before %" PRId64
+				      " above its claim %" PRId64,
+				      i, t.built[i], t.claim[i]);
+			goto out;
+		}
+	if (t.built[2] != INT64_MIN && (t.built[1] == INT64_MIN || t.built[2] > t.built[1])) {
+		err = ch_fail(s, -EIO,
+			      "check: hours built before %" PRId64 ", minutes only before %" PRId64,
+			      t.built[2], t.built[1]);
+		goto out;
+	}
+	for (i = 0; i < 2; i++)
+		if (t.kept[i] != INT64_MIN && t.kept[i] > t.built[i + 1]) {
+			err = ch_fail(s, -EIO,
+				      "check: tier %zu kept from %" PRId64
+				      ", the next built only before %" PRId64,
+				      i, t.kept[i], t.built[i + 1]);
+			goto out;
+		}
+	sql.len = 0;
+	ch_w_text(&sql,
+		  "SELECT (SELECT count() FROM (SELECT DISTINCT stack FROM (SELECT stack FROM raw "
+		  "UNION ALL SELECT stack FROM minute UNION ALL SELECT stack FROM hour)) WHERE "
+		  "stack NOT IN (SELECT id FROM stacks)), (SELECT count() FROM (SELECT DISTINCT "
+		  "labelset FROM (SELECT labelset FROM raw UNION ALL SELECT labelset FROM minute "
+		  "UNION ALL SELECT labelset FROM hour)) WHERE labelset NOT IN (SELECT id FROM "
+		  "labelsets)) FORMAT RowBinary");
+	err = sql.err ?: ch_run(s, "check", sql.p, NULL, 0, &a);
+	if (err)
+		goto out;
+	r = ch_answer_reader(&a);
+	stacks = ch_r_uint(&r, 8);
+	labelsets = ch_r_uint(&r, 8);
+	if (r.bad)
+		err = ch_fail(s, -EIO, "check: malformed answer");
+	else if (stacks || labelsets)
+		err = ch_fail(s, -EIO,
+			      "check: %" PRIu64 " stacks and %" PRIu64
+			      " label sets that samples name are not stored",
+			      stacks, labelsets);
+out:
+	free(sql.p);
+	return err;
+}
+
+/* The last start a partition intDiv(start, len) = p holds (intDiv truncates
+ * toward zero: partition 0 holds (-len, len)). */
+static int64_t partition_last(int64_t p, int64_t len)
+{
+	return p >= 0 ? (p + 1) * len - 1 : p * len;
+}
+
+/* One bounded rollup step of tier (1: minute, 2: hour): its buckets from the
+ * first one with rows at or after built_T (and kept_T: the plan of store/tiers.c
+ * reads no tier below its kept_from, but the hour tier everywhere below, so none
+ * is built there), at most nbuckets, below limit. An empty stretch is passed over
+ * at once. claim_T is raised before the build and
+ * built_T after (ch_int.h). */
+static int rollup_step(struct ch_store *s, struct ch_tiers *t, int tier, int64_t limit,
+		       int64_t nbuckets, bool *more)
+{
+	const int64_t len = tier == 1 ? STORE_MINUTE_SECONDS : STORE_HOUR_SECONDS;
+	const char *col = ch_tier_column(tier - 1), *table = ch_tier_table(tier - 1);
+	int64_t from = t->built[tier], to = limit, next;
+	struct ch_wbuf sql = { 0 };
+	struct ch_answer a;
+	struct ch_rbuf r;
+	uint64_t rows;
+	int err;
+
+	if (from != INT64_MIN && from >= limit)
+		return 0;
+	if (t->kept[tier] != INT64_MIN && (from == INT64_MIN || from < t->kept[tier]))
+		from = t->kept[tier]; /* never below what retention dropped: it stays dropped */
+	/* the first finer row not built over yet */
+	ch_w_text(&sql, "SELECT min(%s), count() FROM %s WHERE %s < %" PRId64, col, table, col,
+		  limit);
+	if (from != INT64_MIN)
+		ch_w_text(&sql, " AND %s >= %" PRId64, col, from);
+	ch_w_text(&sql, " FORMAT RowBinary");
+	err = sql.err ?: ch_run(s, "rollup", sql.p, NULL, 0, &a);
+	free(sql.p);
 	if (err)
 		return err;
 	r = ch_answer_reader(&a);
-	n = ch_r_uint(&r, 8);
-	if (r.bad || n != 4)
-		return ch_fail(s, -EIO, "check: %" PRIu64 " of the 4 tables present", n);
-	return 0;
+	next = (int64_t)ch_r_uint(&r, 8);
+	rows = ch_r_uint(&r, 8);
+	if (r.bad)
+		return ch_fail(s, -EIO, "rollup: malformed answer");
+	if (rows) {
+		from = ch_floor(next, len);
+		if ((__int128)from + (__int128)nbuckets * len < limit)
+			to = from + nbuckets * len;
+	}
+	err = ch_tiers_raise(s, "claim", tier, to);
+	if (!err && rows)
+		err = ch_tiers_build(s, tier, from, to);
+	if (!err)
+		err = ch_tiers_raise(s, "built", tier, to);
+	if (!err) {
+		t->claim[tier] = t->built[tier] = to;
+		if (to < limit)
+			*more = true;
+	}
+	return err;
 }
 
-/* The last window start a partition intDiv(window_start, 86400) = p holds
- * (intDiv truncates toward zero: partition 0 holds (-86400, 86400)). */
-static int64_t partition_last(int64_t p)
+/* Drops table's partitions (len seconds each, of column col) whose every start is
+ * below cut, oldest first, while *budget lasts. Returns 1 when all are dropped,
+ * 0 when some remain (the budget is spent), or -errno. */
+static int drop_below(struct ch_store *s, const char *table, const char *col, int64_t len,
+		      int64_t cut, size_t *budget)
 {
-	return p >= 0 ? (p + 1) * 86400 - 1 : p * 86400;
+	int64_t parts[CH_MAINTAIN_MAX_DROPS + 1];
+	struct ch_wbuf sql = { 0 };
+	struct ch_answer a;
+	struct ch_rbuf r;
+	size_t n = 0, i;
+	int err;
+
+	/* from the data, not system.parts: on a cluster that lists one node's parts */
+	ch_w_text(&sql,
+		  "SELECT DISTINCT toInt64(intDiv(%s, %" PRId64
+		  ")) AS p FROM %s WHERE %s < %" PRId64 " ORDER BY p LIMIT %zu FORMAT RowBinary",
+		  col, len, table, col, cut, *budget + 1);
+	err = sql.err ?: ch_run(s, "maintain", sql.p, NULL, 0, &a);
+	free(sql.p);
+	if (err)
+		return err;
+	r = ch_answer_reader(&a);
+	while (r.p < r.end && !r.bad && n <= *budget) {
+		int64_t p = (int64_t)ch_r_uint(&r, 8);
+
+		if (!r.bad && partition_last(p, len) < cut)
+			parts[n++] = p;
+	}
+	if (r.bad)
+		return ch_fail(s, -EIO, "maintain: malformed answer");
+	for (i = 0; i < n && i < *budget; i++) {
+		char stmt[256], target[128];
+
+		snprintf(stmt, sizeof(stmt), "ALTER TABLE %s DROP PARTITION %" PRId64,
+			 ch_alter_target(s, table, target, sizeof(target)), parts[i]);
+		err = ch_run(s, "maintain", stmt, NULL, 0, NULL);
+		if (err)
+			return err;
+	}
+	*budget -= i;
+	return n <= i;
 }
 
-/* Retention: drops the partitions (whole days) of samples and ingested whose
- * every window is older than now - retention_seconds. */
+/* Retention per tier: tier T's partitions (hours) below its cut are dropped, the
+ * cut being now - T's retention, for raw rows and minutes never above the next
+ * tier's built_T+1 (a tier goes only where the next one is built), rounded down to
+ * an hour; kept_T is raised to the cut once all of them are gone. The `ingested`
+ * rows (days) go with the raw rows: their (agent, seq) are then forgotten. */
+static int retention(struct ch_store *s, struct ch_tiers *t, int64_t now, bool *more)
+{
+	const int64_t ret[STORE_NTIERS] = { s->opts.raw_retention_seconds,
+					    s->opts.minute_retention_seconds,
+					    s->opts.retention_seconds };
+	size_t budget = CH_MAINTAIN_MAX_DROPS;
+	int tier, err = 0, done;
+
+	for (tier = 0; tier < STORE_NTIERS && !err; tier++) {
+		int64_t cut = now - ret[tier];
+
+		if (tier < 2 && t->built[tier + 1] == INT64_MIN)
+			continue;
+		if (tier < 2 && t->built[tier + 1] < cut)
+			cut = t->built[tier + 1];
+		cut = ch_floor(cut, CH_PARTITION_SECONDS);
+		if (t->kept[tier] != INT64_MIN && cut <= t->kept[tier])
+			continue;
+		done = drop_below(s, ch_tier_table(tier), ch_tier_column(tier),
+				  CH_PARTITION_SECONDS, cut, &budget);
+		if (done < 0)
+			return done;
+		if (!done) {
+			*more = true;
+			break;
+		}
+		err = ch_tiers_raise(s, "kept", tier, cut);
+		if (!err)
+			t->kept[tier] = cut;
+	}
+	if (!err && t->kept[0] != INT64_MIN && t->kept[1] != INT64_MIN && t->kept[2] != INT64_MIN &&
+	    budget) {
+		int64_t low = t->kept[0] < t->kept[1] ? t->kept[0] : t->kept[1];
+
+		done = drop_below(s, "counts", "bucket", CH_PARTITION_SECONDS,
+				  low < t->kept[2] ? low : t->kept[2], &budget);
+		if (done < 0)
+			return done;
+		if (!done)
+			*more = true;
+	}
+	if (!err && t->kept[0] != INT64_MIN && budget) {
+		done = drop_below(s, "ingested", "window_start", CH_INGESTED_PARTITION_SECONDS,
+				  ch_floor(t->kept[0], CH_INGESTED_PARTITION_SECONDS), &budget);
+		if (done < 0)
+			return done;
+		if (!done)
+			*more = true;
+	}
+	return err;
+}
+
+/* Rollups, retention, then the dictionary GC (ch_gc.c), each bounded; every step runs even when an
+ * earlier one failed, and the first error is the result. */
 int ch_maintain(struct store *base, int64_t now, size_t max_rows, bool *more)
 {
 	struct ch_store *s = ch_of(base);
-	struct ch_answer a;
-	struct ch_rbuf r;
-	struct {
-		char table[16];
-		int64_t p;
-	} drop[CH_MAINTAIN_MAX_DROPS];
-	size_t n = 0, i;
-	int64_t cutoff;
-	int err;
+	struct ch_tiers t;
+	int64_t minutes, limit;
+	bool dummy = false;
+	int err, e;
 
-	(void)max_rows;
-	if (more)
-		*more = false;
+	if (!more)
+		more = &dummy;
+	*more = false;
 	if (s->opts.read_only)
 		return ch_fail(s, -EROFS, "maintain: a read-only store");
 	if (now < -STORE_MAX_ABS_WINDOW || now > STORE_MAX_ABS_WINDOW)
 		return 0;
-	cutoff = now - s->opts.retention_seconds;
-	err = ch_run(s, "maintain",
-		     "SELECT DISTINCT table, partition FROM system.parts WHERE active AND "
-		     "database = currentDatabase() AND table IN ('samples', 'ingested') "
-		     "FORMAT RowBinary",
-		     NULL, 0, &a);
+	err = ch_tiers_read(s, &t);
 	if (err)
 		return err;
-	r = ch_answer_reader(&a);
-	while (r.p < r.end && !r.bad) {
-		size_t tl, pl;
-		const char *t = ch_r_str(&r, &tl), *pt = ch_r_str(&r, &pl);
-		char num[32];
-		int64_t p;
-
-		if (r.bad || tl >= sizeof(drop[0].table) || !pl || pl >= sizeof(num))
-			break;
-		memcpy(num, pt, pl);
-		num[pl] = '\0';
-		p = strtoll(num, NULL, 10);
-		if (partition_last(p) >= cutoff)
-			continue;
-		if (n == CH_MAINTAIN_MAX_DROPS) {
-			if (more)
-				*more = true;
-			break;
-		}
-		memcpy(drop[n].table, t, tl);
-		drop[n].table[tl] = '\0';
-		drop[n++].p = p;
+	minutes =
+		(int64_t)((max_rows ? max_rows : CH_DEFAULT_MAX_ROWS) / CH_ROWS_PER_MINUTE_BUCKET);
+	if (minutes < 1)
+		minutes = 1;
+	/* minute buckets that ended STORE_ROLLUP_DELAY_SECONDS ago */
+	limit = ch_floor(now - STORE_ROLLUP_DELAY_SECONDS, STORE_MINUTE_SECONDS);
+	err = rollup_step(s, &t, 1, limit, minutes, more);
+	/* hours whose every minute is built */
+	if (t.built[1] != INT64_MIN) {
+		e = rollup_step(s, &t, 2, ch_floor(t.built[1], STORE_HOUR_SECONDS),
+				minutes / 60 ? minutes / 60 : 1, more);
+		err = err ?: e;
 	}
-	if (r.bad)
-		return ch_fail(s, -EIO, "maintain: malformed answer");
-	for (i = 0; i < n && !err; i++) {
-		char sql[256], target[128];
-
-		snprintf(sql, sizeof(sql), "ALTER TABLE %s DROP PARTITION %" PRId64,
-			 ch_alter_target(s, drop[i].table, target, sizeof(target)), drop[i].p);
-		err = ch_run(s, "maintain", sql, NULL, 0, NULL);
-	}
-	return err;
+	e = retention(s, &t, now, more);
+	err = err ?: e;
+	e = ch_gc_step(s, now, more);
+	return err ?: e;
 }

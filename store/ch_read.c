@@ -1,7 +1,9 @@
 /* The ClickHouse store's reads (ch_int.h): stacks, series, labels and windows of
- * a range and selection, summed in ClickHouse and read back as RowBinary;
- * query_stacks fetches the answer's stacks' frames in one more query and merges
- * the two in C.
+ * a range and selection, summed in ClickHouse over the spans of the tiers' plan
+ * (ch_w_plan(), ch_tiers.c; each span collapses a batch's copies before summing)
+ * and read back as RowBinary; query_stacks fetches the answer's stacks' frames in
+ * one more query and merges the two in C; a timeline plans each of its buckets
+ * in C over per-tier sums, as the SQLite store does.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -13,11 +15,11 @@
 #include "common/frame.h"
 #include "store/block.h"
 #include "store/ch_int.h"
+#include "store/store_int.h"
 
 /* ---- queries -------------------------------------------------------------- */
 
-/* "type = T AND window_start >= F AND window_start < T [AND labelset IN (...)]":
- * the samples of q, appended to w. */
+/* q's labels well formed. */
 static int check_query(struct ch_store *s, const struct store_query *q)
 {
 	size_t i;
@@ -31,29 +33,6 @@ static int check_query(struct ch_store *s, const struct store_query *q)
 		if (!q->keys[i] || !q->values[i])
 			return -EINVAL;
 	return 0;
-}
-
-static void w_filter(struct ch_wbuf *w, const struct store_query *q, bool typed)
-{
-	size_t i;
-
-	ch_w_text(w, "window_start >= %" PRId64 " AND window_start < %" PRId64, q->from, q->to);
-	if (typed) {
-		ch_w_text(w, " AND type = ");
-		ch_w_quoted(w, q->type ? q->type : STORE_TYPE_CPU);
-	}
-	if (!q->nlabels)
-		return;
-	ch_w_text(w, " AND labelset IN (SELECT id FROM labelsets WHERE 1");
-	for (i = 0; i < q->nlabels; i++) {
-		ch_w_text(w, " AND has(lkeys, ");
-		ch_w_quoted(w, q->keys[i]);
-		ch_w_text(w, ") AND lvalues[indexOf(lkeys, ");
-		ch_w_quoted(w, q->keys[i]);
-		ch_w_text(w, ")] = ");
-		ch_w_quoted(w, q->values[i]);
-	}
-	ch_w_text(w, ")");
 }
 
 struct stack_sum {
@@ -72,7 +51,7 @@ int ch_query_stacks(struct store *base, const struct store_query *q, store_stack
 	struct ch_store *s = ch_of(base);
 	struct frame *frames = NULL;
 	struct stack_sum *sums = NULL;
-	struct ch_wbuf sql = { 0 };
+	struct ch_wbuf sql = { 0 }, plan = { 0 };
 	size_t n = 0, cap = 0;
 	struct ch_answer a;
 	struct ch_rbuf r;
@@ -81,9 +60,14 @@ int ch_query_stacks(struct store *base, const struct store_query *q, store_stack
 	err = check_query(s, q);
 	if (err || q->from >= q->to)
 		return err;
-	ch_w_text(&sql, "SELECT stack, sum(value), sum(toFloat64(value)) FROM samples WHERE ");
-	w_filter(&sql, q, true);
-	ch_w_text(&sql, " GROUP BY stack FORMAT RowBinary");
+	/* one plan for both queries: the stacks summed, then their frames */
+	err = ch_w_plan(s, &plan, q, true);
+	if (err)
+		goto out;
+	ch_w_text(&sql,
+		  "SELECT stack, sum(v), sum(toFloat64(v)) FROM %s GROUP BY stack "
+		  "FORMAT RowBinary",
+		  plan.p);
 	if ((err = sql.err) || (err = ch_run(s, "query stacks", sql.p, NULL, 0, &a)))
 		goto out;
 	r = ch_answer_reader(&a);
@@ -117,10 +101,10 @@ int ch_query_stacks(struct store *base, const struct store_query *q, store_stack
 
 	/* the frames of those stacks, in one query */
 	sql.len = 0;
-	ch_w_text(&sql, "SELECT id, kinds, names, files, lines FROM stacks WHERE id IN "
-			"(SELECT DISTINCT stack FROM samples WHERE ");
-	w_filter(&sql, q, true);
-	ch_w_text(&sql, ") LIMIT 1 BY id FORMAT RowBinary");
+	ch_w_text(&sql,
+		  "SELECT id, kinds, names, files, lines FROM stacks WHERE id IN "
+		  "(SELECT stack FROM %s) LIMIT 1 BY id FORMAT RowBinary",
+		  plan.p);
 	if ((err = sql.err) || (err = ch_run(s, "query stacks", sql.p, NULL, 0, &a)))
 		goto out;
 	frames = calloc(CH_MAX_FRAMES, sizeof(*frames));
@@ -166,61 +150,176 @@ out:
 		ch_fail(s, err, "query stacks: out of memory");
 	free(frames);
 	free(sums);
+	free(plan.p);
 	free(sql.p);
 	return err;
 }
 
-static uint64_t add_sat(uint64_t a, uint64_t b)
+/* A tier's rows of a series: starts and the running sum before each. */
+struct tier_rows {
+	int64_t *t;
+	unsigned __int128 *pre; /* pre[i]: sum of rows before i; n + 1 entries */
+	size_t n, cap;
+};
+
+/* Index of the first row starting at or after v. */
+static size_t lower_bound(const struct tier_rows *tr, int64_t v)
 {
-	return a > INT64_MAX - b ? INT64_MAX : a + b;
+	size_t lo = 0, hi = tr->n;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (tr->t[mid] < v)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
 }
 
+static int i64_cmp(const void *a, const void *b)
+{
+	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* The series: each tier's sums per start over the part of [from, to) where a plan
+ * may use it (one query), then each step-long bucket that holds a start planned
+ * on its own (store_plan(), as the SQLite store does) and summed from those rows,
+ * so a rollup counts for a bucket only when it lies inside it. */
 int ch_query_series(struct store *base, const struct store_query *q, int64_t step,
 		    store_series_fn cb, void *ctx)
 {
 	struct ch_store *s = ch_of(base);
+	struct tier_rows tr[STORE_NTIERS] = { { 0 } };
+	struct store_span sp[STORE_PLAN_MAX_SPANS];
+	struct store_tiers st;
 	struct ch_wbuf sql = { 0 };
+	struct ch_tiers t;
 	struct ch_answer a;
 	struct ch_rbuf r;
-	int64_t bucket = 0;
-	uint64_t sum = 0;
-	bool have = false;
-	int err;
+	int64_t *all = NULL, last = 0;
+	size_t nall = 0, i, k;
+	bool have = false, any = false;
+	int err, tier;
 
 	if (step <= 0)
 		return -EINVAL;
 	err = check_query(s, q);
 	if (err || q->from >= q->to)
 		return err;
-	/* per window, bucketed here: from + k * step is computed in 128 bits */
-	ch_w_text(&sql,
-		  "SELECT window_start, sum(value), sum(toFloat64(value)) FROM samples WHERE ");
-	w_filter(&sql, q, true);
-	ch_w_text(&sql, " GROUP BY window_start ORDER BY window_start FORMAT RowBinary");
+	err = ch_tiers_read(s, &t);
+	if (err)
+		return err;
+	for (tier = 0; tier < STORE_NTIERS; tier++) {
+		int64_t lo = q->from > t.kept[tier] ? q->from : t.kept[tier];
+		int64_t hi = q->to < t.built[tier] ? q->to : t.built[tier];
+
+		st.built_before[tier] = t.built[tier];
+		st.kept_from[tier] = t.kept[tier];
+		if (lo >= hi)
+			continue;
+		ch_w_text(&sql, "%sSELECT toUInt8(%d) AS tier, t, v FROM (",
+			  any ? " UNION ALL " : "", tier);
+		ch_w_span(&sql, q, true, tier, lo, hi);
+		ch_w_text(&sql, ")");
+		any = true;
+	}
+	if (!any)
+		goto out;
+	{
+		struct ch_wbuf outer = { 0 };
+
+		ch_w_text(&outer,
+			  "SELECT tier, t, sum(v), sum(toFloat64(v)) FROM (%s) GROUP BY tier, t "
+			  "ORDER BY tier, t FORMAT RowBinary",
+			  sql.p ? sql.p : "");
+		free(sql.p);
+		sql = outer;
+	}
 	if ((err = sql.err) || (err = ch_run(s, "query series", sql.p, NULL, 0, &a)))
 		goto out;
 	r = ch_answer_reader(&a);
-	while (r.p < r.end && !err) {
-		int64_t w = (int64_t)ch_r_uint(&r, 8);
+	while (r.p < r.end && !r.bad && !err) {
+		int k8 = (int)ch_r_uint(&r, 1);
+		int64_t start = (int64_t)ch_r_uint(&r, 8);
 		uint64_t c = ch_r_sum(&r);
-		int64_t b;
+		struct tier_rows *x;
 
-		if (r.bad)
+		if (r.bad || k8 >= STORE_NTIERS) {
+			r.bad = true;
 			break;
-		b = (int64_t)((__int128)q->from + ((__int128)w - q->from) / step * step);
-		if (have && b != bucket) {
-			err = cb(ctx, bucket, sum);
-			sum = 0;
 		}
-		bucket = b;
-		have = true;
-		sum = add_sat(sum, c);
+		x = &tr[k8];
+		if (x->n + 1 >= x->cap) {
+			size_t cap = x->cap ? 2 * x->cap : 256;
+			int64_t *nt = realloc(x->t, cap * sizeof(*nt));
+			unsigned __int128 *np;
+
+			if (nt)
+				x->t = nt;
+			np = nt ? realloc(x->pre, cap * sizeof(*np)) : NULL;
+			if (!np) {
+				err = -ENOMEM;
+				break;
+			}
+			x->pre = np;
+			x->cap = cap;
+			if (!x->n)
+				x->pre[0] = 0;
+		}
+		x->t[x->n] = start;
+		x->pre[x->n + 1] = x->pre[x->n] + c;
+		x->n++;
+		nall++;
 	}
 	if (!err && r.bad)
 		err = ch_fail(s, -EIO, "query series: malformed answer");
-	if (!err && have && sum)
-		err = cb(ctx, bucket, sum);
+	if (err || !nall)
+		goto out;
+	/* every start, sorted: the buckets that may have samples */
+	all = malloc(nall * sizeof(*all));
+	if (!all) {
+		err = -ENOMEM;
+		goto out;
+	}
+	for (nall = 0, tier = 0; tier < STORE_NTIERS; tier++)
+		for (i = 0; i < tr[tier].n; i++)
+			all[nall++] = tr[tier].t[i];
+	qsort(all, nall, sizeof(*all), i64_cmp);
+	for (i = 0; i < nall && !err; i++) {
+		/* bucket ends in 128 bits: from + step may pass INT64_MAX */
+		int64_t b =
+			(int64_t)((__int128)q->from + ((__int128)all[i] - q->from) / step * step);
+		int64_t e = (__int128)b + step >= q->to ? q->to : b + step;
+		unsigned __int128 sum = 0;
+		size_t n;
+
+		if (have && b == last)
+			continue;
+		have = true;
+		last = b;
+		n = store_plan(&st, b, e, sp);
+		for (k = 0; k < n; k++) {
+			const struct tier_rows *x = &tr[sp[k].tier];
+
+			if (x->n)
+				sum += x->pre[lower_bound(x, sp[k].to)] -
+				       x->pre[lower_bound(x, sp[k].from)];
+		}
+		if (sum)
+			err = cb(ctx, b, sum > INT64_MAX ? INT64_MAX : (uint64_t)sum);
+	}
 out:
+	if (err == -ENOMEM)
+		ch_fail(s, err, "query series: out of memory");
+	for (tier = 0; tier < STORE_NTIERS; tier++) {
+		free(tr[tier].t);
+		free(tr[tier].pre);
+	}
+	free(all);
 	free(sql.p);
 	return err;
 }
@@ -271,10 +370,10 @@ int ch_labels(struct store *base, const struct store_query *q, store_text_fn cb,
 	if (err || q->from >= q->to)
 		return err;
 	ch_w_text(&sql, "SELECT DISTINCT arrayJoin(lkeys) AS k FROM labelsets WHERE id IN "
-			"(SELECT DISTINCT labelset FROM samples WHERE ");
-	w_filter(&sql, q, true);
+			"(SELECT labelset FROM ");
+	err = ch_w_plan(s, &sql, q, true);
 	ch_w_text(&sql, ") AND k != '" STORE_TYPE_LABEL "' ORDER BY k FORMAT RowBinary");
-	err = sql.err ?: text_rows(s, "labels", sql.p, cb, ctx);
+	err = err ?: sql.err ?: text_rows(s, "labels", sql.p, cb, ctx);
 	free(sql.p);
 	return err;
 }
@@ -293,10 +392,10 @@ int ch_label_values(struct store *base, const char *key, const struct store_quer
 	ch_w_quoted(&sql, key);
 	ch_w_text(&sql, ")] AS v FROM labelsets WHERE has(lkeys, ");
 	ch_w_quoted(&sql, key);
-	ch_w_text(&sql, ") AND id IN (SELECT DISTINCT labelset FROM samples WHERE ");
-	w_filter(&sql, q, true);
+	ch_w_text(&sql, ") AND id IN (SELECT labelset FROM ");
+	err = ch_w_plan(s, &sql, q, true);
 	ch_w_text(&sql, ") ORDER BY v FORMAT RowBinary");
-	err = sql.err ?: text_rows(s, "label values", sql.p, cb, ctx);
+	err = err ?: sql.err ?: text_rows(s, "label values", sql.p, cb, ctx);
 	free(sql.p);
 	return err;
 }
@@ -314,10 +413,10 @@ int ch_label_key_used(struct store *base, const char *key, int64_t from, int64_t
 		return 0;
 	ch_w_text(&sql, "SELECT count() FROM (SELECT id FROM labelsets WHERE has(lkeys, ");
 	ch_w_quoted(&sql, key);
-	ch_w_text(&sql, ") AND id IN (SELECT DISTINCT labelset FROM samples WHERE ");
-	w_filter(&sql, &q, false);
+	ch_w_text(&sql, ") AND id IN (SELECT labelset FROM ");
+	err = ch_w_plan(s, &sql, &q, false);
 	ch_w_text(&sql, ") LIMIT 1) FORMAT RowBinary");
-	if ((err = sql.err) || (err = ch_run(s, "label key used", sql.p, NULL, 0, &a)))
+	if (err || (err = sql.err) || (err = ch_run(s, "label key used", sql.p, NULL, 0, &a)))
 		goto out;
 	r = ch_answer_reader(&a);
 	err = ch_r_uint(&r, 8) ? 1 : 0;
@@ -348,8 +447,10 @@ int ch_windows(struct store *base, const struct store_query *q, struct store_win
 		  q->from, q->to);
 	if (q->nlabels || strcmp(type, STORE_TYPE_CPU)) {
 		ch_w_text(&where,
-			  " AND window_start IN (SELECT DISTINCT window_start FROM samples WHERE ");
-		w_filter(&where, q, true);
+			  " AND window_start IN (SELECT DISTINCT window_start FROM raw WHERE "
+			  "window_start >= %" PRId64 " AND window_start < %" PRId64,
+			  q->from, q->to);
+		ch_w_selection(&where, q, true);
 		ch_w_text(&where, ")");
 	}
 	if ((err = where.err))

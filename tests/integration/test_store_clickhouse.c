@@ -8,6 +8,7 @@
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
+#include <inttypes.h>
 #include <stdint.h>
 
 #include <cmocka.h>
@@ -337,8 +338,11 @@ static void test_location_and_credentials(void **state)
 	assert_int_equal(store__open(loc, NULL, &s), -ECONNREFUSED);
 }
 
-/* Retention drops whole days older than now - retention, and only those. */
-static void test_retention_drops_days(void **state)
+/* Retention drops whole hours older than each tier's retention, and only those:
+ * with retention 2 days (minutes 2 days, raw windows 1 day) at day 4 noon, the
+ * windows of days 0 to 2 (00:10) are gone, day 3's is answered by its minute
+ * rollup (its raw window went at day 3 noon). */
+static void test_retention_per_tier(void **state)
 {
 	static const struct tuple a[] = { { NULL, "app;main;work", 5 } };
 	struct store_options o = { .retention_seconds = 2 * 86400 };
@@ -357,13 +361,281 @@ static void test_retention_drops_days(void **state)
 		assert_int_equal(store__ingest(s, b, NULL), 0);
 		batch__free(b);
 	}
-	/* now: day + 4 at noon; cutoff day + 2 at noon: days 0 and 1 wholly older */
-	assert_int_equal(store__maintain(s, (day + 4) * 86400 + 43200, 0, &more), 0);
-	assert_false(more);
+	/* now: day + 4 at noon; cut day + 2 at noon */
+	for (int steps = 0; more; steps++) { /* bounded steps: the rollups first */
+		assert_int_equal(store__maintain(s, (day + 4) * 86400 + 43200, 0, &more), 0);
+		assert_true(steps < 1000);
+	}
 	query_text(s, 0, INT64_C(1) << 40, NULL, NULL, NULL, text, sizeof(text));
-	assert_string_equal(text, "app;main;work 10\n");
-	query_text(s, (day + 2) * 86400, INT64_C(1) << 40, NULL, NULL, NULL, text, sizeof(text));
-	assert_string_equal(text, "app;main;work 10\n");
+	assert_string_equal(text, "app;main;work 5\n");
+	query_text(s, (day + 3) * 86400, INT64_C(1) << 40, NULL, NULL, NULL, text, sizeof(text));
+	assert_string_equal(text, "app;main;work 5\n");
+	query_text(s, 0, (day + 3) * 86400, NULL, NULL, NULL, text, sizeof(text));
+	assert_string_equal(text, "");
+	store__close(s);
+}
+
+/* Runs one statement on the test's server (database db): the test's own hand on
+ * the tables, to make a store's request fail midway. */
+static void ch_sql(const char *db, const char *sql)
+{
+	char url[160], body[16] = "";
+	CURL *h = curl_easy_init();
+	long status = 0;
+	CURLcode rc;
+
+	assert_non_null(h);
+	snprintf(url, sizeof(url), "http://127.0.0.1:%u/?database=%s", srv.http_port, db);
+	curl_easy_setopt(h, CURLOPT_URL, url);
+	curl_easy_setopt(h, CURLOPT_POSTFIELDS, sql);
+	curl_easy_setopt(h, CURLOPT_TIMEOUT, 30L);
+	curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, ch_discard);
+	curl_easy_setopt(h, CURLOPT_WRITEDATA, (void *)body);
+	rc = curl_easy_perform(h);
+	if (rc == CURLE_OK)
+		curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
+	curl_easy_cleanup(h);
+	if (rc != CURLE_OK || status != 200)
+		fail_msg("%s: curl %d, HTTP %ld", sql, (int)rc, status);
+}
+
+/* The number a one-number query answers (count() of a table). */
+static uint64_t ch_number(const char *db, const char *sql)
+{
+	char url[160], body[16] = "";
+	CURL *h = curl_easy_init();
+	long status = 0;
+	CURLcode rc;
+
+	assert_non_null(h);
+	snprintf(url, sizeof(url), "http://127.0.0.1:%u/?database=%s", srv.http_port, db);
+	curl_easy_setopt(h, CURLOPT_URL, url);
+	curl_easy_setopt(h, CURLOPT_POSTFIELDS, sql);
+	curl_easy_setopt(h, CURLOPT_TIMEOUT, 30L);
+	curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, ch_discard);
+	curl_easy_setopt(h, CURLOPT_WRITEDATA, (void *)body);
+	rc = curl_easy_perform(h);
+	if (rc == CURLE_OK)
+		curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
+	curl_easy_cleanup(h);
+	if (rc != CURLE_OK || status != 200 || body[0] < '0' || body[0] > '9')
+		fail_msg("%s: curl %d, HTTP %ld, %s", sql, (int)rc, status, body);
+	return strtoull(body, NULL, 10);
+}
+
+/* The ingest cache: a store inserts a stack's or label set's rows (and its seen
+ * row) once, not with every batch that uses it, until half the GC's grace period
+ * (CH_SEEN_REFRESH_SECONDS, 1800 s) has passed since; another store inserts them
+ * once of its own. */
+static void test_ingest_cache(void **state)
+{
+	static const struct tuple a[] = {
+		{ "pod=web", "app;main;work", 5 },
+		{ "pod=db", "db;main;query", 7 },
+	};
+	static const struct tuple b3[] = {
+		{ "pod=web", "app;main;work", 1 },
+		{ "pod=db", "db;main;query", 1 },
+		{ "pod=web", "app;main;gc", 1 },
+	};
+	struct store *s, *s2;
+	struct batch *b;
+	char text[256];
+
+	(void)state;
+	ch_skip_unless_available();
+	s = open_db("cache");
+	s2 = open_db("cache");
+	b = make_batch("agent1", 1, 100000, "cpu", a, 2);
+	assert_int_equal(store__ingest(s, b, NULL), 0);
+	batch__free(b);
+	b = make_batch("agent1", 2, 100010, "cpu", b3, 3); /* one new stack */
+	assert_int_equal(store__ingest(s, b, NULL), 0);
+	batch__free(b);
+	assert_int_equal(ch_number("cache", "SELECT count() FROM stacks"), 3);
+	assert_int_equal(ch_number("cache", "SELECT count() FROM labelsets"), 2);
+	assert_int_equal(ch_number("cache", "SELECT count() FROM seen"), 5);
+	/* 1800 s later the rows are written again (their seen time refreshed) */
+	b = make_batch("agent1", 3, 100000 + 1800, "cpu", a, 2);
+	assert_int_equal(store__ingest(s, b, NULL), 0);
+	batch__free(b);
+	assert_int_equal(ch_number("cache", "SELECT count() FROM stacks"), 5);
+	/* another store has a cache of its own */
+	b = make_batch("agent2", 1, 100000 + 1810, "cpu", a, 2);
+	assert_int_equal(store__ingest(s2, b, NULL), 0);
+	batch__free(b);
+	assert_int_equal(ch_number("cache", "SELECT count() FROM stacks"), 7);
+	query_text(s2, 0, 200000, NULL, NULL, NULL, text, sizeof(text));
+	assert_string_equal(text, "app;main;gc 1\napp;main;work 16\ndb;main;query 22\n");
+	store__close(s2);
+	store__close(s);
+}
+
+/* Makes inserts into table t fail while reads of it still answer: t becomes a
+ * view of itself (a view takes no INSERT), until writable(). */
+static void read_only_table(const char *db, const char *t)
+{
+	char sql[256];
+
+	snprintf(sql, sizeof(sql), "RENAME TABLE %s TO %s_away", t, t);
+	ch_sql(db, sql);
+	snprintf(sql, sizeof(sql), "CREATE VIEW %s AS SELECT * FROM %s_away", t, t);
+	ch_sql(db, sql);
+}
+
+static void writable(const char *db, const char *t)
+{
+	char sql[256];
+
+	snprintf(sql, sizeof(sql), "DROP TABLE %s", t);
+	ch_sql(db, sql);
+	snprintf(sql, sizeof(sql), "RENAME TABLE %s_away TO %s", t, t);
+	ch_sql(db, sql);
+}
+
+/* The window of test_exactly_once: 10 minutes into an hour. */
+#define ONCE_HOUR   INT64_C(1700002800)
+#define ONCE_WINDOW (ONCE_HOUR + 600)
+
+/* Every answer over the batch's window (and, once rollups are built, over its
+ * whole minute and hour) counts each stored batch once: work summed to
+ * `work`, query 7. */
+static void check_once(struct store *s, uint64_t work, uint64_t batches)
+{
+	static const int64_t ranges[][2] = {
+		{ ONCE_WINDOW, ONCE_WINDOW + 10 }, /* raw rows */
+		{ ONCE_WINDOW, ONCE_WINDOW + 60 }, /* the minute, once built */
+		{ ONCE_HOUR, ONCE_HOUR + 3600 },   /* the hour, once built */
+		{ 0, INT64_C(1) << 40 },
+	};
+	char want[128], text[256], values[64];
+	struct store_windows w;
+	struct store_stats st;
+	size_t i;
+
+	for (i = 0; i < sizeof(ranges) / sizeof(ranges[0]); i++) {
+		struct store_query q = { .from = ranges[i][0], .to = ranges[i][1] };
+		struct series sr = { .n = 0 };
+
+		snprintf(want, sizeof(want), "app;main;work %" PRIu64 "\ndb;main;query 7\n", work);
+		query_text(s, q.from, q.to, NULL, NULL, NULL, text, sizeof(text));
+		if (strcmp(text, want))
+			fail_msg("[%" PRId64 ", %" PRId64 "): got\n%sexpected\n%s", q.from, q.to,
+				 text, want);
+		snprintf(want, sizeof(want), "app;main;work %" PRIu64 "\n", work);
+		query_text(s, q.from, q.to, "pod", "web", NULL, text, sizeof(text));
+		assert_string_equal(text, want);
+		assert_int_equal(store__query_series(s, &q, 3600, series_cb, &sr), 0);
+		assert_int_equal(sr.n, 1);
+		assert_int_equal(sr.count[0], work + 7);
+		values[0] = '\0';
+		assert_int_equal(store__label_values(s, "pod", &q, text_cb, values), 0);
+		assert_string_equal(values, "db,web,");
+	}
+	assert_int_equal(store__windows(s, &(struct store_query){ .from = 0, .to = INT64_MAX }, &w),
+			 0);
+	assert_int_equal(w.nwindows, 1);
+	assert_int_equal(w.period_batches[0], batches);
+	assert_int_equal(store__stats(s, &st), 0);
+	assert_int_equal(st.batches, batches);
+	assert_int_equal(st.sample_rows, 2); /* (window, label set, stack) */
+}
+
+/* Exactly once: a batch's rows inserted twice through the store's own ingest are
+ * counted once by every answer. A failure after the raw rows (inserts into the
+ * `ingested` table made to fail: a view in its place) leaves them without their `ingested` row, so
+ * the retry, through a second store (another collector, as one racing the first
+ * through the duplicate check would be), inserts them again; the rollups built
+ * over them count them once; a late batch whose rollup rebuild fails midway
+ * (`minute` a view) and is retried too. */
+static void test_exactly_once(void **state)
+{
+	static const struct tuple a[] = {
+		{ "pod=web", "app;main;work", 5 },
+		{ "pod=db", "db;main;query", 7 },
+		{ "pod=web", "app;main;work", 2 }, /* repeats in a batch add up */
+	};
+	static const struct tuple late[] = { { "pod=web", "app;main;work", 1 } };
+	struct store *s, *s2;
+	struct batch *b;
+	bool dup = true, more = true;
+	int steps = 0;
+
+	(void)state;
+	ch_skip_unless_available();
+	s = open_db("once");
+	s2 = open_db("once");
+	b = make_batch("agent1", 1, ONCE_WINDOW, "cpu", a, 3);
+	read_only_table("once", "ingested");
+	assert_true(store__ingest(s, b, &dup) < 0);
+	print_message("ingest with `ingested` read-only: %s\n", store__errmsg(s));
+	writable("once", "ingested");
+	assert_int_equal(store__ingest(s2, b, &dup), 0);
+	assert_false(dup); /* its rows are stored twice now */
+	assert_int_equal(store__ingest(s, b, &dup), 0);
+	assert_true(dup);
+	batch__free(b);
+	check_once(s, 7, 1);
+	check_once(s2, 7, 1);
+
+	/* the rollups over it: every minute and hour of the data built */
+	while (more) {
+		assert_int_equal(store__maintain(s, ONCE_HOUR + 3 * 3600, 0, &more), 0);
+		assert_true(++steps < 100);
+	}
+	check_once(s, 7, 1);
+
+	/* a late batch into the built minute and hour, failing midway, then retried */
+	b = make_batch("agent2", 1, ONCE_WINDOW, "cpu", late, 1);
+	read_only_table("once", "minute");
+	assert_true(store__ingest(s, b, &dup) < 0);
+	print_message("late ingest with `minute` read-only: %s\n", store__errmsg(s));
+	writable("once", "minute");
+	assert_int_equal(store__ingest(s2, b, &dup), 0);
+	assert_false(dup);
+	batch__free(b);
+	check_once(s, 8, 2);
+	/* and a maintenance run after them counts nothing twice */
+	assert_int_equal(store__maintain(s2, ONCE_HOUR + 3 * 3600, 0, &more), 0);
+	check_once(s2, 8, 2);
+	store__close(s2);
+	store__close(s);
+}
+
+/* store__check() checks something real: a healthy store passes, before and
+ * after its rollups; a sample naming a stack and a label set that are not stored
+ * is found, and so is a watermark out of order (hours built above the minutes). */
+static void test_check(void **state)
+{
+	static const struct tuple a[] = { { "pod=web", "app;main;work", 5 } };
+	struct store *s;
+	struct batch *b;
+	bool more = true;
+
+	(void)state;
+	ch_skip_unless_available();
+	s = open_db("chk");
+	assert_int_equal(store__check(s), 0);
+	b = make_batch("agent1", 1, 100000, "cpu", a, 1);
+	assert_int_equal(store__ingest(s, b, NULL), 0);
+	batch__free(b);
+	while (more)
+		assert_int_equal(store__maintain(s, 100000 + 7200, 0, &more), 0);
+	assert_int_equal(store__check(s), 0);
+	ch_sql("chk", "INSERT INTO raw VALUES (100010, 'cpu', 77, 12345, 'x', 1, 1)");
+	assert_int_equal(store__check(s), -EIO);
+	print_message("check: %s\n", store__errmsg(s));
+	assert_non_null(strstr(store__errmsg(s), "1 stacks and 1 label sets"));
+	store__close(s);
+
+	s = open_db("chk2");
+	assert_int_equal(store__check(s), 0);
+	/* built_2 = 10^12 (stored with the top bit flipped, 002_tiers.sql) */
+	ch_sql("chk2", "INSERT INTO tiers VALUES ('built_2', 9223373036854775808)");
+	assert_int_equal(store__check(s), -EIO);
+	print_message("check: %s\n", store__errmsg(s));
 	store__close(s);
 }
 
@@ -374,7 +646,10 @@ int main(void)
 		cmocka_unit_test(test_round_trip),
 		cmocka_unit_test(test_duplicate),
 		cmocka_unit_test(test_location_and_credentials),
-		cmocka_unit_test(test_retention_drops_days),
+		cmocka_unit_test(test_retention_per_tier),
+		cmocka_unit_test(test_exactly_once),
+		cmocka_unit_test(test_ingest_cache),
+		cmocka_unit_test(test_check),
 	};
 
 	curl_global_init(CURL_GLOBAL_DEFAULT);

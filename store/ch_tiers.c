@@ -1,0 +1,202 @@
+/* The ClickHouse store's tiers (ch_int.h; schema/clickhouse/002_tiers.sql): the
+ * watermarks in the `tiers` table, the rollups built inside ClickHouse (minute
+ * buckets from raw rows, hour buckets from minute rows, each an INSERT ... SELECT
+ * that collapses a batch inserted twice before summing), and the SQL of one span
+ * of a read plan. The plan itself is the SQLite store's (store_plan(),
+ * store/tiers.c), so both backends answer a range from the same tiers.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "store/ch_int.h"
+#include "store/store_int.h"
+
+/* A watermark is stored as its bits with the top one flipped (002_tiers.sql). */
+#define TIER_BIAS (UINT64_C(1) << 63)
+
+static const char *const tier_table[STORE_NTIERS] = { "raw", "minute", "hour" };
+static const char *const tier_column[STORE_NTIERS] = { "window_start", "start", "start" };
+
+const char *ch_tier_table(int tier)
+{
+	return tier_table[tier];
+}
+
+const char *ch_tier_column(int tier)
+{
+	return tier_column[tier];
+}
+
+int64_t ch_floor(int64_t v, int64_t len)
+{
+	return floor_div(v, len) * len;
+}
+
+int ch_tiers_read(struct ch_store *s, struct ch_tiers *t)
+{
+	struct ch_answer a;
+	struct ch_rbuf r;
+	int err, i;
+
+	for (i = 0; i < STORE_NTIERS; i++)
+		t->claim[i] = t->built[i] = t->kept[i] = INT64_MIN;
+	t->claim[0] = t->built[0] = INT64_MAX; /* raw rows are there once inserted */
+	err = ch_run(s, "tiers",
+		     "SELECT name, max(value) FROM tiers GROUP BY name FORMAT RowBinary", NULL, 0,
+		     &a);
+	if (err)
+		return err;
+	r = ch_answer_reader(&a);
+	while (r.p < r.end && !r.bad) {
+		size_t n;
+		const char *name = ch_r_str(&r, &n);
+		int64_t v = (int64_t)(ch_r_uint(&r, 8) ^ TIER_BIAS);
+		int k;
+
+		if (r.bad || n < 2 || name[n - 2] != '_' || name[n - 1] < '0' || name[n - 1] > '2')
+			continue; /* a name of a later version */
+		k = name[n - 1] - '0';
+		if (n == 7 && !memcmp(name, "claim", 5) && k)
+			t->claim[k] = v;
+		else if (n == 7 && !memcmp(name, "built", 5) && k)
+			t->built[k] = v;
+		else if (n == 6 && !memcmp(name, "kept", 4))
+			t->kept[k] = v;
+	}
+	return r.bad ? ch_fail(s, -EIO, "tiers: malformed answer") : 0;
+}
+
+int ch_tiers_raise(struct ch_store *s, const char *name, int tier, int64_t v)
+{
+	struct ch_wbuf w = { 0 };
+	char n[16];
+	int err;
+
+	snprintf(n, sizeof(n), "%s_%d", name, tier);
+	ch_w_str(&w, n, strlen(n));
+	ch_w_uint(&w, (uint64_t)v ^ TIER_BIAS, 8);
+	err = w.err ?: ch_run(s, "tiers", "INSERT INTO tiers FORMAT RowBinary", w.p, w.len, NULL);
+	free(w.p);
+	return err;
+}
+
+/* The rows of tier - 1 starting in [from, to) summed into tier's buckets: each
+ * batch's raw row (or each finer rollup row of one src) once, then summed. */
+int ch_tiers_build(struct ch_store *s, int tier, int64_t from, int64_t to)
+{
+	const int64_t len = store_tier_seconds(tier);
+	const char *col = tier_column[tier - 1];
+	struct ch_wbuf sql = { 0 };
+	int err;
+
+	if (tier != TIER_MINUTE && tier != TIER_HOUR)
+		return -EINVAL;
+	if (from >= to)
+		return 0;
+	ch_w_text(&sql,
+		  "INSERT INTO %s (start, type, labelset, stack, src, value) "
+		  "SELECT b, type, labelset, stack, toUInt64(0), sum(v) FROM (SELECT "
+		  "toInt64(%s - ((%s %% %" PRId64 ") + %" PRId64 ") %% %" PRId64 ") AS b, type, "
+		  "labelset, stack, max(value) AS v FROM %s WHERE %s >= %" PRId64
+		  " AND %s < %" PRId64
+		  " GROUP BY %s, type, labelset, stack, %s) GROUP BY b, type, labelset, stack",
+		  tier_table[tier], col, col, len, len, len, tier_table[tier - 1], col, from, col,
+		  to, col, tier == TIER_MINUTE ? "agent, seq" : "src");
+	err = sql.err
+		      ?: ch_run(s, tier == TIER_MINUTE ? "rollup minutes" : "rollup hours", sql.p,
+				NULL, 0, NULL);
+	/* what stats report of the buckets (005_counts.sql): the raw rows under the
+	 * minutes just built, then the new buckets' own rows */
+	if (!err && tier == TIER_MINUTE) {
+		sql.len = 0;
+		ch_w_text(&sql,
+			  "INSERT INTO counts (tier, bucket, rows, blocks) SELECT toUInt8(0), b, "
+			  "uniqExact(window_start, labelset, stack), uniqExact(window_start, "
+			  "labelset) FROM (SELECT toInt64(window_start - ((window_start %% 60) + "
+			  "60) %% 60) AS b, window_start, labelset, stack FROM raw WHERE "
+			  "window_start "
+			  ">= %" PRId64 " AND window_start < %" PRId64 ") GROUP BY b",
+			  from, to);
+		err = sql.err ?: ch_run(s, "rollup counts", sql.p, NULL, 0, NULL);
+	}
+	if (!err) {
+		sql.len = 0;
+		ch_w_text(&sql,
+			  "INSERT INTO counts (tier, bucket, rows, blocks) SELECT toUInt8(%d), "
+			  "start, "
+			  "uniqExact(labelset, stack), uniqExact(labelset) FROM %s WHERE start >= "
+			  "%" PRId64 " AND start < %" PRId64 " GROUP BY start",
+			  tier, tier_table[tier], from, to);
+		err = sql.err ?: ch_run(s, "rollup counts", sql.p, NULL, 0, NULL);
+	}
+	free(sql.p);
+	return err;
+}
+
+/* " AND type = 'T' AND labelset IN (...)": q's selection. */
+void ch_w_selection(struct ch_wbuf *w, const struct store_query *q, bool typed)
+{
+	size_t i;
+
+	if (typed) {
+		ch_w_text(w, " AND type = ");
+		ch_w_quoted(w, q->type ? q->type : STORE_TYPE_CPU);
+	}
+	if (!q->nlabels)
+		return;
+	ch_w_text(w, " AND labelset IN (SELECT id FROM labelsets WHERE 1");
+	for (i = 0; i < q->nlabels; i++) {
+		ch_w_text(w, " AND has(lkeys, ");
+		ch_w_quoted(w, q->keys[i]);
+		ch_w_text(w, ") AND lvalues[indexOf(lkeys, ");
+		ch_w_quoted(w, q->keys[i]);
+		ch_w_text(w, ")] = ");
+		ch_w_quoted(w, q->values[i]);
+	}
+	ch_w_text(w, ")");
+}
+
+void ch_w_span(struct ch_wbuf *w, const struct store_query *q, bool typed, int tier, int64_t from,
+	       int64_t to)
+{
+	const char *col = tier_column[tier];
+
+	ch_w_text(w,
+		  "SELECT %s AS t, labelset, stack, max(value) AS v FROM %s WHERE %s >= %" PRId64
+		  " AND %s < %" PRId64,
+		  col, tier_table[tier], col, from, col, to);
+	ch_w_selection(w, q, typed);
+	ch_w_text(w, " GROUP BY %s, labelset, stack, %s", col,
+		  tier == TIER_RAW ? "agent, seq" : "src");
+}
+
+int ch_w_plan(struct ch_store *s, struct ch_wbuf *w, const struct store_query *q, bool typed)
+{
+	struct store_span sp[STORE_PLAN_MAX_SPANS];
+	struct store_tiers st;
+	struct ch_tiers t;
+	size_t n, i;
+	int err;
+
+	err = ch_tiers_read(s, &t);
+	if (err)
+		return err;
+	for (i = 0; i < STORE_NTIERS; i++) {
+		st.built_before[i] = t.built[i];
+		st.kept_from[i] = t.kept[i];
+	}
+	n = store_plan(&st, q->from, q->to, sp);
+	ch_w_text(w, "(");
+	for (i = 0; i < n; i++) {
+		ch_w_text(w, "%s", i ? " UNION ALL " : "");
+		ch_w_span(w, q, typed, sp[i].tier, sp[i].from, sp[i].to);
+	}
+	if (!n) /* nothing: a source with no rows, of the same columns */
+		ch_w_text(w, "SELECT toInt64(0) AS t, toUInt64(0) AS labelset, toUInt64(0) AS "
+			     "stack, toUInt64(0) AS v FROM system.one WHERE 0");
+	ch_w_text(w, ")");
+	return w->err;
+}
