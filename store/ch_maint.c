@@ -349,6 +349,18 @@ static int retention(struct ch_store *s, struct ch_tiers *t, int64_t now, bool *
 		if (!done)
 			*more = true;
 	}
+	/* stacks by content id (ch_stackref.c): a day's partition of ids last used
+	 * before the retention; an id in use was inserted again within the hour */
+	if (!err && budget) {
+		done = drop_below(
+			s, "stackrefs", "last_used", CH_INGESTED_PARTITION_SECONDS,
+			ch_floor(now - s->opts.retention_seconds, CH_INGESTED_PARTITION_SECONDS),
+			&budget);
+		if (done < 0)
+			return done;
+		if (!done)
+			*more = true;
+	}
 	return err;
 }
 

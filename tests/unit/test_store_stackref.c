@@ -310,6 +310,23 @@ static void test_clickhouse(void **state)
 	assert_non_null(r[8].bytes);
 	for (i = 0; i < N; i++)
 		free(r[i].bytes);
+	/* retention (the default 30 days): maintenance 40 days on drops the days of
+	 * ids not used since */
+	got = get(t, 1700007300, 1);
+	assert_string_equal(got, "one");
+	free(got);
+	{
+		bool more = true;
+		int rounds = 0;
+
+		while (more && rounds++ < 20) {
+			more = false;
+			assert_int_equal(store__maintain(s, 1700007300 + 40 * DAY, 100000, &more),
+					 0);
+		}
+		assert_false(more);
+	}
+	assert_null(get(t, 1700007300 + 40 * DAY, 1));
 	store__close(s);
 	store__close(t);
 	ch_stop(&srv);
