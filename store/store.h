@@ -73,16 +73,16 @@ int store__resolve_options(const struct store_options *opts, struct store_option
 
 /* The locations store__open() takes, for people: help texts and refusals. */
 #define STORE_LOCATION_FORMS                                                                       \
-	"a path, sqlite:PATH, or clickhouse://HOST:PORT/DATABASE[?credentials=FILE]"
+	"a path, sqlite:PATH, or "                                                                 \
+	"clickhouse://HOST:PORT/DATABASE[?cluster=NAME][&credentials=FILE]"
 
 /* Opens the store at location: "sqlite:PATH" or a plain PATH is the SQLite backend
- * (store/backend.h); "clickhouse://HOST:PORT/DATABASE[?credentials=FILE]" is the
- * ClickHouse backend (store/clickhouse.c, docs/clickhouse.md); a URL of another
- * scheme is -EPROTONOSUPPORT. The options' defaults and order are
- * checked here for every backend. What follows is the SQLite backend's behaviour.
- * It opens (creating if needed) the database at PATH, ":memory:" for a private
- * in-memory one, and applies pending migrations (each in its own transaction,
- * the version in PRAGMA user_version). A database file that does not exist is
+ * (store/backend.h); "clickhouse://HOST:PORT/DATABASE[?cluster=NAME][&credentials=FILE]"
+ * (options in any order) is the ClickHouse backend (store/clickhouse.c, docs/clickhouse.md); a URL
+ * of another scheme is -EPROTONOSUPPORT. The options' defaults and order are checked here for every
+ * backend. What follows is the SQLite backend's behaviour. It opens (creating if needed) the
+ * database at PATH, ":memory:" for a private in-memory one, and applies pending migrations (each in
+ * its own transaction, the version in PRAGMA user_version). A database file that does not exist is
  * created with mode 0600 whatever the umask (its -wal and -shm files take the
  * same mode); an existing file keeps its mode. A file database uses WAL and
  * synchronous=NORMAL: a committed batch survives a crash of the process, the last
