@@ -14,15 +14,13 @@
  * Open applies the numbered schema files (schema/clickhouse/NNN_*.sql, embedded
  * as ch_migrations[]) that the database's schema_migrations table does not list,
  * through ch_schema__run() (as written on one server, rewritten on a cluster).
- * The rest of the contract: ch_ingest.c (content ids, idempotent batches),
- * ch_read.c (queries), ch_maint.c (stats, check, retention); ch_int.h is what
- * they share.
- *
- * What the store does not do yet (docs/clickhouse.md): rollup tiers (raw rows
- * are kept for the whole retention, dropped by whole days), two collectors racing
- * on one (agent, seq) (both may store it: the check and the insert are two
- * requests), and a batch half inserted when the server fails midway (its retry
- * stores the inserted part again). Not thread-safe: one HTTP connection per store.
+ * The rest of the contract: ch_ingest.c (content ids, batches stored once however
+ * often their rows are inserted, the ingest cache), ch_read.c (queries),
+ * ch_tiers.c (minute and hour rollups built inside ClickHouse), ch_gc.c (the
+ * dictionary GC), ch_maint.c (stats, check, retention per tier), ch_stackref.c
+ * (stacks by content id, the fleet wire); ch_int.h is what they share.
+ * docs/clickhouse.md says what is not done yet. Not thread-safe: one HTTP
+ * connection per store.
  */
 #include <errno.h>
 #include <fcntl.h>
