@@ -2456,7 +2456,9 @@ static void test_dictionary_gc(void **state)
  * defines STORE_TEST_LOCATION, STORE_TEST_SETUP and STORE_TEST_TEARDOWN (the group's,
  * e.g. a private server), and STORE_TEST_SKIP(name) (the reason of a test it leaves
  * out, NULL for one it runs: it is SQLite's own, or not built on that backend yet). Every
- * test then runs once, on the fixture `file`; SQLite runs every test as before. */
+ * test then runs once, on the fixture `file`; SQLite runs every test as before. A run
+ * split into several binaries also defines STORE_TEST_ELSEWHERE(name), true for a
+ * test another binary runs: it is left out of this one's list (not reported skipped). */
 #ifndef STORE_TEST_LOCATION
 #define STORE_TEST_SETUP       NULL
 #define STORE_TEST_TEARDOWN    NULL
@@ -2513,5 +2515,16 @@ int main(void)
 		BOTH(test_dictionary_gc),
 	};
 
+#ifdef STORE_TEST_ELSEWHERE
+	/* a suite split into binaries: each lists only the tests it runs */
+	struct CMUnitTest kept[sizeof(tests) / sizeof(tests[0])];
+	size_t n = 0;
+
+	for (size_t i = 0; i < sizeof(tests) / sizeof(tests[0]); i++)
+		if (!STORE_TEST_ELSEWHERE(tests[i].name))
+			kept[n++] = tests[i];
+	return _cmocka_run_group_tests("store", kept, n, STORE_TEST_SETUP, STORE_TEST_TEARDOWN);
+#else
 	return cmocka_run_group_tests(tests, STORE_TEST_SETUP, STORE_TEST_TEARDOWN);
+#endif
 }
