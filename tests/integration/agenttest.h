@@ -198,4 +198,23 @@ static __attribute__((unused)) void assert_share(const char *name, double seen, 
 	assert_true(seen > real - tol && seen < real + tol);
 }
 
+/* The port an agent started with --metrics 0 logged ("metrics on port N"), once
+ * it did within timeout_ms; fails the test otherwise. */
+static inline unsigned agent_metrics_port(pid_t agent, const char *err_path, unsigned timeout_ms)
+{
+	char *text, *p;
+	unsigned port;
+
+	if (!test_wait_for_child_text(agent, err_path, "metrics on port ", timeout_ms)) {
+		test_print_log("agent", err_path);
+		fail_msg("the agent did not start its metrics endpoint");
+	}
+	text = test_read_file(err_path);
+	p = strstr(text, "metrics on port ");
+	port = (unsigned)strtoul(p + 16, NULL, 10);
+	free(text);
+	assert_true(port > 0);
+	return port;
+}
+
 #endif

@@ -311,6 +311,24 @@ static inline long long metric_wait(unsigned port, const char *name, long long w
 	}
 }
 
+/* Polls metric name on port until it is at least want; fails the test past
+ * timeout_ms. Returns the last value. */
+static inline long long metric_wait_at_least(unsigned port, const char *name, long long want,
+					     unsigned timeout_ms)
+{
+	uint64_t deadline = test_now_ms() + timeout_ms;
+	long long v;
+
+	do {
+		v = metric_value(port, name);
+		if (v >= want)
+			return v;
+		usleep(100000); /* polling interval of a bounded wait */
+	} while (test_now_ms() < deadline);
+	fail_msg("%s stayed at %lld (< %lld) for %u s", name, v, want, timeout_ms / 1000);
+	return v;
+}
+
 /* Writes len bytes to path; returns 0 or -1. */
 static inline int write_file(const char *path, const void *data, size_t len)
 {

@@ -50,40 +50,6 @@ static int teardown(void **state)
 	return coll_teardown(state);
 }
 
-/* The port the agent logged ("metrics on port N"), once it did. */
-static unsigned agent_metrics_port(pid_t agent, const char *err_path)
-{
-	char *text, *p;
-	unsigned port;
-
-	if (!test_wait_for_child_text(agent, err_path, "metrics on port ", WAIT_MS)) {
-		test_print_log("agent", err_path);
-		fail_msg("the agent did not start its metrics endpoint");
-	}
-	text = test_read_file(err_path);
-	p = strstr(text, "metrics on port ");
-	port = (unsigned)strtoul(p + 16, NULL, 10);
-	free(text);
-	assert_true(port > 0);
-	return port;
-}
-
-/* Polls the agent's metric until it is at least want; returns the last value. */
-static long long wait_at_least(unsigned port, const char *name, long long want)
-{
-	uint64_t deadline = test_now_ms() + WAIT_MS;
-	long long v;
-
-	do {
-		v = metric_value(port, name);
-		if (v >= want)
-			return v;
-		usleep(100000); /* polling interval of a bounded wait */
-	} while (test_now_ms() < deadline);
-	fail_msg("%s stayed at %lld (< %lld) for %d s", name, v, want, WAIT_MS / 1000);
-	return v;
-}
-
 /* The local addresses (hex, as /proc/net/tcp{,6} writes them) of the sockets
  * listening on port, joined by spaces into buf. */
 static void listeners(unsigned port, char *buf, size_t len)
@@ -136,24 +102,25 @@ static void test_samples_match_collector(void **state)
 	agent = start_agent("/dev/null", err_path, "--pid", work_pid, "--window", "1",
 			    "--collector", url, "--spool-dir", spool, "--retry-base-ms", "50",
 			    "--metrics", "0", NULL);
-	port = agent_metrics_port(agent, err_path);
+	port = agent_metrics_port(agent, err_path, WAIT_MS);
 
 	listeners(port, bound, sizeof(bound));
 	print_message("  listening on port %u: %s\n", port, bound);
 	assert_string_equal(bound, "0100007F"); /* 127.0.0.1, and nothing else */
 
-	samples1 = wait_at_least(port, "smolder_agent_samples_total", 50);
-	samples2 = wait_at_least(port, "smolder_agent_samples_total", samples1 + 50);
+	samples1 = metric_wait_at_least(port, "smolder_agent_samples_total", 50, WAIT_MS);
+	samples2 =
+		metric_wait_at_least(port, "smolder_agent_samples_total", samples1 + 50, WAIT_MS);
 	print_message("  smolder_agent_samples_total rose from %lld to %lld\n", samples1, samples2);
-	wait_at_least(port, "smolder_agent_samples_recorded_total", 200);
+	metric_wait_at_least(port, "smolder_agent_samples_recorded_total", 200, WAIT_MS);
 
 	test_kill(work, SIGTERM);
 	test_wait(work, WAIT_MS);
 	/* two more windows drained: every sample of the workload is recorded */
 	windows = metric_value(port, "smolder_agent_windows_total");
-	wait_at_least(port, "smolder_agent_windows_total", windows + 2);
+	metric_wait_at_least(port, "smolder_agent_windows_total", windows + 2, WAIT_MS);
 	spooled = metric_value(port, "smolder_agent_batches_spooled_total");
-	wait_at_least(port, "smolder_agent_batches_sent_total", spooled);
+	metric_wait_at_least(port, "smolder_agent_batches_sent_total", spooled, WAIT_MS);
 	recorded = metric_value(port, "smolder_agent_samples_recorded_total");
 	stored = metric_wait(c.port, "smolder_samples_ingested_total", recorded, WAIT_MS);
 	print_message("  agent recorded %lld samples, the collector stored %lld; counted %lld\n",
@@ -212,9 +179,9 @@ static void test_collector_down(void **state)
 	agent = start_agent("/dev/null", err_path, "--pid", "1", "--window", "1", "--collector",
 			    url, "--spool-dir", spool, "--retry-base-ms", "20", "--metrics", "0",
 			    NULL);
-	port = agent_metrics_port(agent, err_path);
-	retries = wait_at_least(port, "smolder_agent_send_retries_total", 3);
-	pending = wait_at_least(port, "smolder_agent_spool_batches", 2);
+	port = agent_metrics_port(agent, err_path, WAIT_MS);
+	retries = metric_wait_at_least(port, "smolder_agent_send_retries_total", 3, WAIT_MS);
+	pending = metric_wait_at_least(port, "smolder_agent_spool_batches", 2, WAIT_MS);
 	bytes = metric_value(port, "smolder_agent_spool_bytes");
 	print_message("  collector down: %lld retries, %lld batches (%lld bytes) spooled\n",
 		      retries, pending, bytes);
@@ -228,7 +195,7 @@ static void test_collector_down(void **state)
 		fail_msg("the collector did not start on port %u", cport);
 	}
 	spooled = metric_value(port, "smolder_agent_batches_spooled_total");
-	wait_at_least(port, "smolder_agent_batches_sent_total", spooled);
+	metric_wait_at_least(port, "smolder_agent_batches_sent_total", spooled, WAIT_MS);
 	print_message("  collector up: %lld batches sent\n",
 		      metric_value(port, "smolder_agent_batches_sent_total"));
 	stop_agent(agent, err_path);
@@ -249,7 +216,7 @@ static void test_endpoint(void **state)
 	snprintf(err_path, sizeof(err_path), "%s/endpoint.err", dir);
 	agent = start_agent("/dev/null", err_path, "--pid", "1", "--metrics", "0.0.0.0:0",
 			    "--bpf-stats", NULL);
-	port = agent_metrics_port(agent, err_path);
+	port = agent_metrics_port(agent, err_path, WAIT_MS);
 	listeners(port, bound, sizeof(bound));
 	print_message("  --metrics 0.0.0.0:0: listening on port %u: %s\n", port, bound);
 	assert_string_equal(bound, "00000000");
@@ -262,7 +229,7 @@ static void test_endpoint(void **state)
 	assert_non_null(strstr(r.body, "smolder_agent_build_info{version="));
 	free(r.body);
 	/* --bpf-stats: the sampling program runs on every CPU's tick, whatever --pid */
-	wait_at_least(port, "smolder_agent_bpf_runs_total{program=\"cpu\"}", 10);
+	metric_wait_at_least(port, "smolder_agent_bpf_runs_total{program=\"cpu\"}", 10, WAIT_MS);
 	r = http_get(port, "/", NULL);
 	assert_int_equal(r.status, 404);
 	free(r.body);

@@ -48,40 +48,6 @@ static int group_teardown(void **state)
 	return 0;
 }
 
-/* The port the agent logged ("metrics on port N"), once it did. */
-static unsigned agent_metrics_port(pid_t agent, const char *err_path)
-{
-	char *text, *p;
-	unsigned port;
-
-	if (!test_wait_for_child_text(agent, err_path, "metrics on port ", WAIT_MS)) {
-		test_print_log("agent", err_path);
-		fail_msg("the agent did not start its metrics endpoint");
-	}
-	text = test_read_file(err_path);
-	p = strstr(text, "metrics on port ");
-	port = (unsigned)strtoul(p + 16, NULL, 10);
-	free(text);
-	assert_true(port > 0);
-	return port;
-}
-
-/* Polls metric name on port until it is at least want; returns the last value. */
-static long long wait_at_least(unsigned port, const char *name, long long want)
-{
-	uint64_t deadline = test_now_ms() + WAIT_MS;
-	long long v;
-
-	do {
-		v = metric_value(port, name);
-		if (v >= want)
-			return v;
-		usleep(100000); /* polling interval of a bounded wait */
-	} while (test_now_ms() < deadline);
-	fail_msg("%s stayed at %lld (< %lld) for %d s", name, v, want, WAIT_MS / 1000);
-	return v;
-}
-
 /* The samples stored in ClickHouse (all agents: the test has one). */
 static long long stored_samples(const struct chsrv *srv)
 {
@@ -155,8 +121,8 @@ static void test_agent_spools_while_clickhouse_is_down(void **state)
 	agent = start_agent("/dev/null", err_path, "--pid", work_pid, "--window", "1",
 			    "--collector", url, "--spool-dir", spool, "--retry-base-ms", "50",
 			    "--metrics", "0", NULL);
-	aport = agent_metrics_port(agent, err_path);
-	wait_at_least(aport, "smolder_agent_batches_sent_total", 3);
+	aport = agent_metrics_port(agent, err_path, WAIT_MS);
+	metric_wait_at_least(aport, "smolder_agent_batches_sent_total", 3, WAIT_MS);
 
 	/* between two batches: paused until ClickHouse holds what was acknowledged */
 	test_kill(agent, SIGSTOP);
@@ -168,8 +134,8 @@ static void test_agent_spools_while_clickhouse_is_down(void **state)
 	test_kill(agent, SIGCONT);
 
 	health_wait(c.port, 503);
-	retries = wait_at_least(aport, "smolder_agent_send_retries_total", 3);
-	pending = wait_at_least(aport, "smolder_agent_spool_batches", 2);
+	retries = metric_wait_at_least(aport, "smolder_agent_send_retries_total", 3, WAIT_MS);
+	pending = metric_wait_at_least(aport, "smolder_agent_spool_batches", 2, WAIT_MS);
 	print_message("  ClickHouse down: %lld samples stored before, %lld retries, %lld "
 		      "batches spooled, /healthz 503\n",
 		      acked, retries, pending);
@@ -180,9 +146,9 @@ static void test_agent_spools_while_clickhouse_is_down(void **state)
 	test_wait(work, WAIT_MS);
 	/* two more windows drained: every sample of the workload is recorded */
 	windows = metric_value(aport, "smolder_agent_windows_total");
-	wait_at_least(aport, "smolder_agent_windows_total", windows + 2);
+	metric_wait_at_least(aport, "smolder_agent_windows_total", windows + 2, WAIT_MS);
 	spooled = metric_value(aport, "smolder_agent_batches_spooled_total");
-	wait_at_least(aport, "smolder_agent_batches_sent_total", spooled);
+	metric_wait_at_least(aport, "smolder_agent_batches_sent_total", spooled, WAIT_MS);
 	health_wait(c.port, 200);
 	recorded = metric_value(aport, "smolder_agent_samples_recorded_total");
 	stored = wait_stored(&srv, recorded);
