@@ -577,6 +577,7 @@ static void test_gc_migration(void **state)
 		     "ALTER TABLE state DROP COLUMN dict_stacks; "
 		     "ALTER TABLE state DROP COLUMN dict_labelsets; "
 		     "ALTER TABLE state DROP COLUMN convert_008; DROP TABLE stackrefs; "
+		     "DROP TABLE stackrefs_pending; "
 		     "PRAGMA user_version = 5");
 	assert_int_equal(int_sql(db, "PRAGMA user_version"), 5);
 	assert_int_equal(store__open(db, NULL, &s), 0);
