@@ -306,8 +306,10 @@ static int put_frame(struct sqlite_store *s, sqlite3_stmt **q, struct frame_memo
 }
 
 /* The canonical bytes of stack row `stack`, rebuilt from the dictionary into buf
- * (*len): 1, 0 when the row is gone (the dictionary GC), or an error. */
-static int stack_bytes(struct sqlite_store *s, sqlite3_stmt **q, struct frame_memo *m,
+ * (*len): 1, 0 when the row is gone (the dictionary GC), or an error. *mp is the
+ * call's frame memo, made at its first settled look-up (a call that only
+ * remembers, or finds only pending ids, needs none). */
+static int stack_bytes(struct sqlite_store *s, sqlite3_stmt **q, struct frame_memo **mp,
 		       int64_t stack, struct stackid_buf *buf, size_t *len)
 {
 	uint8_t blob[BATCH_MAX_STACK_DEPTH * VARINT_MAX];
@@ -329,12 +331,14 @@ static int stack_bytes(struct sqlite_store *s, sqlite3_stmt **q, struct frame_me
 	}
 	memcpy(blob, sqlite3_column_blob(q[Q_STACK_FRAMES], 0), (size_t)blen);
 	store_done(q[Q_STACK_FRAMES]);
+	if (!*mp && !(*mp = calloc(1, sizeof(**mp))))
+		return -ENOMEM;
 	*len = 0;
 	for (p = blob, end = blob + blen; p < end;) {
 		if (!get_varint(&p, end, &frame) || frame > INT64_MAX)
 			return store_fail(s, -EIO, "stackrefs: stack %lld: bad frame list",
 					  (long long)stack);
-		err = put_frame(s, q, m, (int64_t)frame, buf, len);
+		err = put_frame(s, q, *mp, (int64_t)frame, buf, len);
 		if (err < 0)
 			return err;
 	}
@@ -361,7 +365,7 @@ static int found(struct sqlite_store *s, sqlite3_stmt **q, int touch, int64_t no
 	return err < 0 ? err : 0;
 }
 
-static int get(struct sqlite_store *s, sqlite3_stmt **q, struct frame_memo *m, int64_t now,
+static int get(struct sqlite_store *s, sqlite3_stmt **q, struct frame_memo **mp, int64_t now,
 	       struct stackid_buf *buf, struct store_stackref *r)
 {
 	int64_t used, stack;
@@ -374,7 +378,7 @@ static int get(struct sqlite_store *s, sqlite3_stmt **q, struct frame_memo *m, i
 		stack = sqlite3_column_int64(q[Q_GET], 0);
 		used = sqlite3_column_int64(q[Q_GET], 1);
 		store_done(q[Q_GET]);
-		err = stack_bytes(s, q, m, stack, buf, &len);
+		err = stack_bytes(s, q, mp, stack, buf, &len);
 		if (err > 0)
 			return found(s, q, Q_TOUCH, now, used, buf->p, len, r);
 		if (err < 0)
@@ -429,12 +433,8 @@ int sqlite_store__stackrefs(struct store *base, int64_t now, struct store_stackr
 
 	s->errmsg[0] = '\0';
 	got = calloc(n ? n : 1, sizeof(*got)); /* which entries this call filled in */
-	memo = calloc(1, sizeof(*memo));
-	if (!got || !memo) {
-		free(got);
-		free(memo);
+	if (!got)
 		return -ENOMEM;
-	}
 	for (k = 0; k < Q_NR && !err; k++) {
 		rc = sqlite3_prepare_v2(s->db, sql[k], -1, &q[k], NULL);
 		if (rc != SQLITE_OK)
@@ -450,7 +450,7 @@ int sqlite_store__stackrefs(struct store *base, int64_t now, struct store_stackr
 		if (refs[i].bytes) {
 			err = put(s, q, now, &refs[i]);
 		} else {
-			err = get(s, q, memo, now, &buf, &refs[i]);
+			err = get(s, q, &memo, now, &buf, &refs[i]);
 			got[i] = refs[i].bytes != NULL;
 		}
 	}
@@ -476,7 +476,8 @@ out_finalize:
 	for (k = 0; k < Q_NR; k++)
 		sqlite3_finalize(q[k]);
 	free(buf.p);
-	free(memo->arena.p);
+	if (memo)
+		free(memo->arena.p);
 	free(memo);
 	free(got);
 	return err;
