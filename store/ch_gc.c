@@ -40,7 +40,7 @@ static int gc_kind(struct ch_store *s, int kind, int64_t cutoff, bool *left)
 		  "NOT IN (SELECT %s FROM minute) AND id NOT IN (SELECT %s FROM hour) GROUP BY id "
 		  "HAVING max(at) < %" PRId64 " LIMIT %d FORMAT RowBinary",
 		  kind, col, col, col, cutoff, CH_GC_MAX_IDS + 1);
-	err = sql.err ?: ch_run(s, "gc", sql.p, NULL, 0, &a);
+	err = ch_run_sql(s, "gc", &sql, &a);
 	if (err)
 		goto out;
 	r = ch_answer_reader(&a);
@@ -65,13 +65,13 @@ static int gc_kind(struct ch_store *s, int kind, int64_t cutoff, bool *left)
 		  "WHERE kind = %d AND at >= %" PRId64 ")",
 		  ch_alter_target(s, kinds[kind].table, target, sizeof(target)), ids.p, kind,
 		  cutoff);
-	err = sql.err ?: ch_run(s, "gc", sql.p, NULL, 0, NULL);
+	err = ch_run_sql(s, "gc", &sql, NULL);
 	if (err)
 		goto out;
 	sql.len = 0;
 	ch_w_text(&sql, "ALTER TABLE %s DELETE WHERE kind = %d AND id IN (%s) AND at < %" PRId64,
 		  ch_alter_target(s, "seen", target, sizeof(target)), kind, ids.p, cutoff);
-	err = sql.err ?: ch_run(s, "gc", sql.p, NULL, 0, NULL);
+	err = ch_run_sql(s, "gc", &sql, NULL);
 out:
 	free(sql.p);
 	free(ids.p);

@@ -365,7 +365,7 @@ int ch_ingest(struct store *base, const struct batch *b, const int64_t *now, boo
 	ch_w_text(&sql, "SELECT count() FROM ingested WHERE agent = ");
 	ch_w_quoted(&sql, agent);
 	ch_w_text(&sql, " AND seq = %" PRIu64 " FORMAT RowBinary", b->seq);
-	if ((err = sql.err) || (err = ch_run(s, "ingest", sql.p, NULL, 0, &a)))
+	if ((err = ch_run_sql(s, "ingest", &sql, &a)))
 		goto out;
 	r = ch_answer_reader(&a);
 	if (ch_r_uint(&r, 8)) {

@@ -80,6 +80,11 @@ struct ch_wbuf {
 	int err; /* -ENOMEM once an append failed; the buffer is then unusable */
 };
 
+/* ch_run() of the SQL text in sql (no body), or sql's append error: the form
+ * every query the store builds in a struct ch_wbuf takes. */
+int ch_run_sql(struct ch_store *s, const char *what, const struct ch_wbuf *sql,
+	       struct ch_answer *ans);
+
 void ch_w_put(struct ch_wbuf *w, const void *d, size_t n);
 void ch_w_text(struct ch_wbuf *w, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void ch_w_quoted(struct ch_wbuf *w, const char *s);	  /* s as a quoted string literal */

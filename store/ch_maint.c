@@ -46,7 +46,7 @@ int ch_stats(struct store *base, struct store_stats *st)
 		  "labelsets), (SELECT toUInt64(sum(bytes_on_disk)) FROM system.parts WHERE "
 		  "active AND database = currentDatabase()) FORMAT RowBinary",
 		  tail, tail);
-	err = sql.err ?: ch_run(s, "stats", sql.p, NULL, 0, &a);
+	err = ch_run_sql(s, "stats", &sql, &a);
 	if (err)
 		goto out;
 	r = ch_answer_reader(&a);
@@ -70,7 +70,7 @@ int ch_stats(struct store *base, struct store_stats *st)
 			  t.kept[i] == INT64_MIN ? -STORE_MAX_ABS_WINDOW - 1 : t.kept[i],
 			  i ? STORE_MAX_ABS_WINDOW + 1 : tail);
 	ch_w_text(&sql, " GROUP BY tier, bucket) GROUP BY tier FORMAT RowBinary");
-	err = sql.err ?: ch_run(s, "stats", sql.p, NULL, 0, &a);
+	err = ch_run_sql(s, "stats", &sql, &a);
 	if (err)
 		goto out;
 	r = ch_answer_reader(&a);
@@ -128,7 +128,7 @@ int ch_check(struct store *base)
 	for (i = 0; i < CHECK_NTABLES; i++)
 		ch_w_text(&sql, "%s'%s'", i ? ", " : "", check_tables[i]);
 	ch_w_text(&sql, ") FORMAT RowBinary");
-	err = sql.err ?: ch_run(s, "check", sql.p, NULL, 0, &a);
+	err = ch_run_sql(s, "check", &sql, &a);
 	if (err)
 		goto out;
 	r = ch_answer_reader(&a);
@@ -171,7 +171,7 @@ int ch_check(struct store *base)
 		  "labelset FROM (SELECT labelset FROM raw UNION ALL SELECT labelset FROM minute "
 		  "UNION ALL SELECT labelset FROM hour)) WHERE labelset NOT IN (SELECT id FROM "
 		  "labelsets)) FORMAT RowBinary");
-	err = sql.err ?: ch_run(s, "check", sql.p, NULL, 0, &a);
+	err = ch_run_sql(s, "check", &sql, &a);
 	if (err)
 		goto out;
 	r = ch_answer_reader(&a);
@@ -224,7 +224,7 @@ static int rollup_step(struct ch_store *s, struct ch_tiers *t, int tier, int64_t
 	if (from != INT64_MIN)
 		ch_w_text(&sql, " AND %s >= %" PRId64, col, from);
 	ch_w_text(&sql, " FORMAT RowBinary");
-	err = sql.err ?: ch_run(s, "rollup", sql.p, NULL, 0, &a);
+	err = ch_run_sql(s, "rollup", &sql, &a);
 	free(sql.p);
 	if (err)
 		return err;
@@ -269,7 +269,7 @@ static int drop_below(struct ch_store *s, const char *table, const char *col, in
 		  "SELECT DISTINCT toInt64(intDiv(%s, %" PRId64
 		  ")) AS p FROM %s WHERE %s < %" PRId64 " ORDER BY p LIMIT %zu FORMAT RowBinary",
 		  col, len, table, col, cut, *budget + 1);
-	err = sql.err ?: ch_run(s, "maintain", sql.p, NULL, 0, &a);
+	err = ch_run_sql(s, "maintain", &sql, &a);
 	free(sql.p);
 	if (err)
 		return err;

@@ -68,7 +68,7 @@ int ch_query_stacks(struct store *base, const struct store_query *q, store_stack
 		  "SELECT stack, sum(v), sum(toFloat64(v)) FROM %s GROUP BY stack "
 		  "FORMAT RowBinary",
 		  plan.p);
-	if ((err = sql.err) || (err = ch_run(s, "query stacks", sql.p, NULL, 0, &a)))
+	if ((err = ch_run_sql(s, "query stacks", &sql, &a)))
 		goto out;
 	r = ch_answer_reader(&a);
 	while (r.p < r.end && !r.bad) {
@@ -105,7 +105,7 @@ int ch_query_stacks(struct store *base, const struct store_query *q, store_stack
 		  "SELECT id, kinds, names, files, lines FROM stacks WHERE id IN "
 		  "(SELECT stack FROM %s) LIMIT 1 BY id FORMAT RowBinary",
 		  plan.p);
-	if ((err = sql.err) || (err = ch_run(s, "query stacks", sql.p, NULL, 0, &a)))
+	if ((err = ch_run_sql(s, "query stacks", &sql, &a)))
 		goto out;
 	frames = calloc(CH_MAX_FRAMES, sizeof(*frames));
 	if (!frames) {
@@ -239,7 +239,7 @@ int ch_query_series(struct store *base, const struct store_query *q, int64_t ste
 		free(sql.p);
 		sql = outer;
 	}
-	if ((err = sql.err) || (err = ch_run(s, "query series", sql.p, NULL, 0, &a)))
+	if ((err = ch_run_sql(s, "query series", &sql, &a)))
 		goto out;
 	r = ch_answer_reader(&a);
 	while (r.p < r.end && !r.bad && !err) {
@@ -416,7 +416,7 @@ int ch_label_key_used(struct store *base, const char *key, int64_t from, int64_t
 	ch_w_text(&sql, ") AND id IN (SELECT labelset FROM ");
 	err = ch_w_plan(s, &sql, &q, false);
 	ch_w_text(&sql, ") LIMIT 1) FORMAT RowBinary");
-	if (err || (err = sql.err) || (err = ch_run(s, "label key used", sql.p, NULL, 0, &a)))
+	if (err || (err = ch_run_sql(s, "label key used", &sql, &a)))
 		goto out;
 	r = ch_answer_reader(&a);
 	err = ch_r_uint(&r, 8) ? 1 : 0;
@@ -460,7 +460,7 @@ int ch_windows(struct store *base, const struct store_query *q, struct store_win
 		  "max(window_start + window_seconds), min(window_seconds), max(window_seconds) "
 		  "FROM ingested WHERE %s FORMAT RowBinary",
 		  where.p);
-	if ((err = sql.err) || (err = ch_run(s, "windows", sql.p, NULL, 0, &a)))
+	if ((err = ch_run_sql(s, "windows", &sql, &a)))
 		goto out;
 	r = ch_answer_reader(&a);
 	out->nwindows = ch_r_uint(&r, 8);
@@ -481,7 +481,7 @@ int ch_windows(struct store *base, const struct store_query *q, struct store_win
 		  "SELECT period_ns, uniqExact(agent, seq) AS n FROM ingested WHERE %s "
 		  "GROUP BY period_ns ORDER BY n DESC, period_ns FORMAT RowBinary",
 		  where.p);
-	if ((err = sql.err) || (err = ch_run(s, "windows", sql.p, NULL, 0, &a)))
+	if ((err = ch_run_sql(s, "windows", &sql, &a)))
 		goto out;
 	r = ch_answer_reader(&a);
 	while (r.p < r.end && !r.bad) {

@@ -31,6 +31,12 @@ int ch_run(struct ch_store *s, const char *what, const char *sql, const void *bo
 	return 0;
 }
 
+int ch_run_sql(struct ch_store *s, const char *what, const struct ch_wbuf *sql,
+	       struct ch_answer *ans)
+{
+	return sql->err ?: ch_run(s, what, sql->p, NULL, 0, ans);
+}
+
 /* ---- buffers: RowBinary bodies and SQL text ------------------------------ */
 
 void ch_w_put(struct ch_wbuf *w, const void *d, size_t n)

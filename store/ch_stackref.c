@@ -49,7 +49,7 @@ static int lookup(struct ch_store *s, int64_t now, struct store_stackref *refs, 
 		free(sql.p);
 		return 0;
 	}
-	err = sql.err ? sql.err : ch_run(s, "stack refs", sql.p, NULL, 0, &a);
+	err = ch_run_sql(s, "stack refs", &sql, &a);
 	free(sql.p);
 	if (err)
 		return err;

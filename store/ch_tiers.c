@@ -105,9 +105,7 @@ int ch_tiers_build(struct ch_store *s, int tier, int64_t from, int64_t to)
 		  " GROUP BY %s, type, labelset, stack, %s) GROUP BY b, type, labelset, stack",
 		  tier_table[tier], col, col, len, len, len, tier_table[tier - 1], col, from, col,
 		  to, col, tier == TIER_MINUTE ? "agent, seq" : "src");
-	err = sql.err
-		      ?: ch_run(s, tier == TIER_MINUTE ? "rollup minutes" : "rollup hours", sql.p,
-				NULL, 0, NULL);
+	err = ch_run_sql(s, tier == TIER_MINUTE ? "rollup minutes" : "rollup hours", &sql, NULL);
 	/* what stats report of the buckets (005_counts.sql): the raw rows under the
 	 * minutes just built, then the new buckets' own rows */
 	if (!err && tier == TIER_MINUTE) {
@@ -120,7 +118,7 @@ int ch_tiers_build(struct ch_store *s, int tier, int64_t from, int64_t to)
 			  "window_start "
 			  ">= %" PRId64 " AND window_start < %" PRId64 ") GROUP BY b",
 			  from, to);
-		err = sql.err ?: ch_run(s, "rollup counts", sql.p, NULL, 0, NULL);
+		err = ch_run_sql(s, "rollup counts", &sql, NULL);
 	}
 	if (!err) {
 		sql.len = 0;
@@ -130,7 +128,7 @@ int ch_tiers_build(struct ch_store *s, int tier, int64_t from, int64_t to)
 			  "uniqExact(labelset, stack), uniqExact(labelset) FROM %s WHERE start >= "
 			  "%" PRId64 " AND start < %" PRId64 " GROUP BY start",
 			  tier, tier_table[tier], from, to);
-		err = sql.err ?: ch_run(s, "rollup counts", sql.p, NULL, 0, NULL);
+		err = ch_run_sql(s, "rollup counts", &sql, NULL);
 	}
 	free(sql.p);
 	return err;
