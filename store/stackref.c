@@ -53,6 +53,7 @@ enum {
 	Q_TOUCH,
 	Q_TOUCH_PENDING,
 	Q_PUT,
+	Q_PUT_SETTLED,
 	Q_GC,
 	Q_GC_PENDING,
 	Q_PENDING,
@@ -74,11 +75,13 @@ static const char *const sql[Q_NR] = {
 	[Q_GET_PENDING] = "SELECT bytes, last_used FROM stackrefs_pending WHERE id = ?1",
 	[Q_TOUCH] = "UPDATE stackrefs SET last_used = ?2 WHERE id = ?1",
 	[Q_TOUCH_PENDING] = "UPDATE stackrefs_pending SET last_used = ?2 WHERE id = ?1",
-	/* an id settled already is only touched (by the caller's look-up) */
+	/* an id settled already is only touched (Q_PUT_SETTLED) */
 	[Q_PUT] = ("INSERT INTO stackrefs_pending (id, bytes, last_used) "
 		   "SELECT ?1, ?2, ?3 WHERE NOT EXISTS (SELECT 1 FROM stackrefs WHERE id = ?1) "
 		   "ON CONFLICT (id) DO UPDATE SET last_used = excluded.last_used "
 		   "WHERE last_used < excluded.last_used - ?4"),
+	[Q_PUT_SETTLED] = ("UPDATE stackrefs SET last_used = ?2 WHERE id = ?1 AND "
+			   "last_used < ?2 - ?3"),
 	[Q_GC] = ("DELETE FROM stackrefs WHERE id IN (SELECT id FROM stackrefs "
 		  "WHERE last_used < ?1 ORDER BY last_used LIMIT ?2)"),
 	[Q_GC_PENDING] = ("DELETE FROM stackrefs_pending WHERE rowid IN (SELECT rowid FROM "
@@ -418,6 +421,15 @@ static int put(struct sqlite_store *s, sqlite3_stmt **q, int64_t now,
 	sqlite3_bind_int64(q[Q_PUT], 3, now);
 	sqlite3_bind_int64(q[Q_PUT], 4, STACKREF_TOUCH_SECONDS);
 	err = store_step(s, q[Q_PUT]);
+	if (err < 0)
+		return err;
+	/* a full stack sent again (a new agent, one that forgot its ids after a 409)
+	 * keeps a settled id as a look-up would: else the GC could drop it within
+	 * the hour the agent starts sending it by id, costing that agent a 409 */
+	sqlite3_bind_blob(q[Q_PUT_SETTLED], 1, r->id, STORE_STACKREF_ID_LEN, SQLITE_STATIC);
+	sqlite3_bind_int64(q[Q_PUT_SETTLED], 2, now);
+	sqlite3_bind_int64(q[Q_PUT_SETTLED], 3, STACKREF_TOUCH_SECONDS);
+	err = store_step(s, q[Q_PUT_SETTLED]);
 	return err < 0 ? err : 0;
 }
 

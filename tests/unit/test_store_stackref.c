@@ -1,8 +1,8 @@
 /* Tests of store__stackrefs() on the SQLite backend (store/stackref.c,
  * schema/009_stackrefs.sql): remembered ids are found with their bytes, unknown
  * ids stay NULL, an id keeps its first bytes, the arguments' caps, and the GC: an
- * id unused for the retention is forgotten, one looked up meanwhile is kept. The
- * same look-ups on a private ClickHouse server (store/ch_stackref.c,
+ * id unused for the retention is forgotten, one looked up or sent in full meanwhile
+ * is kept. The same look-ups on a private ClickHouse server (store/ch_stackref.c,
  * schema/clickhouse/003_stackrefs.sql), with more ids than one request asks for.
  */
 #include <setjmp.h>
@@ -259,6 +259,58 @@ static void test_settles_to_dictionary(void **state)
 	test_rm_rf(dir);
 }
 
+/* A settled id remembered again in full (a new agent, one that forgot its ids
+ * after a 409) is kept for the retention from then, as a look-up would keep it:
+ * settled at day 0, sent in full at day 20, still found at day 40 (retention 30). */
+static void test_resend_touches_settled(void **state)
+{
+	static const char *const k[] = { "pid" }, *const v[] = { "42" };
+	struct store_options o = { .retention_seconds = 30 * DAY };
+	int64_t t0 = 1700000000 - 1700000000 % 10;
+	struct stackid_buf buf = { 0 };
+	struct store_stackref r = { 0 }, q = { 0 };
+	struct batch_builder *bb;
+	struct batch *b;
+	struct store *s;
+	char dir[64], db[128];
+	size_t len;
+	bool dup;
+
+	(void)state;
+	assert_non_null(test_mkdtemp(dir, sizeof(dir)));
+	snprintf(db, sizeof(db), "%s/s.db", dir);
+	assert_int_equal(batch_builder__new("agent-1", "host-1", "cpu", &bb), 0);
+	assert_int_equal(batch_builder__add(bb, k, v, 1, "app;main;work", 3), 0);
+	assert_int_equal(batch_builder__finish(bb, 1, t0, 10, 10101010, &b), 0);
+	batch_builder__free(bb);
+	assert_int_equal(stackid_bytes(b, 0, &buf, &len), 0);
+	assert_int_equal(stackid_of_bytes(buf.p, len, r.id), 0);
+	r.bytes = buf.p;
+	r.len = len;
+	assert_int_equal(store__open(db, &o, &s), 0);
+	assert_int_equal(store__stackrefs(s, t0, &r, 1), 0);
+	assert_int_equal(store__ingest_at(s, b, t0, &dup), 0);
+	memcpy(q.id, r.id, sizeof(q.id));
+	assert_int_equal(store__stackrefs(s, t0 + 1, &q, 1), 0); /* settles it */
+	assert_non_null(q.bytes);
+	free(q.bytes);
+	assert_int_equal(int_sql(db, "SELECT count(*) FROM stackrefs"), 1);
+	assert_int_equal(int_sql(db, "SELECT last_used FROM stackrefs"), t0);
+	assert_int_equal(store__stackrefs(s, t0 + 20 * DAY, &r, 1), 0); /* in full again */
+	assert_int_equal(int_sql(db, "SELECT last_used FROM stackrefs"), t0 + 20 * DAY);
+	assert_int_equal(int_sql(db, "SELECT count(*) FROM stackrefs_pending"), 0);
+	q.bytes = NULL;
+	assert_int_equal(store__stackrefs(s, t0 + 40 * DAY, &q, 1), 0);
+	assert_non_null(q.bytes);
+	assert_int_equal(q.len, len);
+	assert_memory_equal(q.bytes, buf.p, len);
+	free(q.bytes);
+	store__close(s);
+	free(buf.p);
+	batch__free(b);
+	test_rm_rf(dir);
+}
+
 /* The look-ups on ClickHouse: a mix in one call, 3000 ids (three requests), a
  * touch an hour later, a second handle (another collector) sees them. */
 static void test_clickhouse(void **state)
@@ -339,6 +391,7 @@ int main(void)
 		cmocka_unit_test(test_put_get),
 		cmocka_unit_test(test_gc),
 		cmocka_unit_test(test_settles_to_dictionary),
+		cmocka_unit_test(test_resend_touches_settled),
 		cmocka_unit_test_teardown(test_clickhouse, test_teardown_children),
 	};
 
