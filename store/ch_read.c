@@ -131,14 +131,15 @@ out:
 
 /* The sums (n, sorted) whose stacks the frames cache holds: each one's callback,
  * its count then zeroed; the others' ids appended to missing (a list of SQL
- * literals). Returns the number missing, or -errno (a callback's error). */
-static long from_cache(struct ch_store *s, struct stack_sum *sums, size_t n, struct frame *frames,
-		       store_stack_fn cb, void *ctx, struct ch_wbuf *missing)
+ * literals), *nmissing of them. Returns 0, -errno, or a callback's non-zero
+ * result (the query stops there). */
+static int from_cache(struct ch_store *s, struct stack_sum *sums, size_t n, struct frame *frames,
+		      store_stack_fn cb, void *ctx, struct ch_wbuf *missing, size_t *nmissing)
 {
-	long nmissing = 0;
 	size_t i;
 	int err;
 
+	*nmissing = 0;
 	for (i = 0; i < n; i++) {
 		struct ch_rbuf row;
 		size_t nf;
@@ -146,7 +147,7 @@ static long from_cache(struct ch_store *s, struct stack_sum *sums, size_t n, str
 		if (!sums[i].count)
 			continue;
 		if (!ch_frames_get(s, sums[i].id, &row)) {
-			ch_w_text(missing, "%s%" PRIu64, nmissing++ ? "," : "", sums[i].id);
+			ch_w_text(missing, "%s%" PRIu64, (*nmissing)++ ? "," : "", sums[i].id);
 			continue;
 		}
 		nf = read_frames(&row, frames);
@@ -157,7 +158,7 @@ static long from_cache(struct ch_store *s, struct stack_sum *sums, size_t n, str
 			return err;
 		sums[i].count = 0;
 	}
-	return missing->err ?: nmissing;
+	return missing->err;
 }
 
 int ch_query_stacks(struct store *base, const struct store_query *q, store_stack_fn cb, void *ctx)
@@ -166,8 +167,7 @@ int ch_query_stacks(struct store *base, const struct store_query *q, store_stack
 	struct frame *frames = NULL;
 	struct stack_sum *sums = NULL;
 	struct ch_wbuf sql = { 0 }, plan = { 0 }, missing = { 0 };
-	size_t n = 0;
-	long nmissing;
+	size_t n = 0, nmissing = 0;
 	struct ch_answer a;
 	struct ch_rbuf r;
 	int err;
@@ -188,11 +188,9 @@ int ch_query_stacks(struct store *base, const struct store_query *q, store_stack
 	}
 	/* the frames of those stacks: the cache's, then the rest in one query, by a
 	 * list of ids when short, else by the plan's stacks again */
-	nmissing = from_cache(s, sums, n, frames, cb, ctx, &missing);
-	if (nmissing <= 0) {
-		err = (int)nmissing;
+	err = from_cache(s, sums, n, frames, cb, ctx, &missing, &nmissing);
+	if (err || !nmissing)
 		goto out;
-	}
 	if (nmissing <= CH_FRAMES_BY_LIST)
 		ch_w_text(&sql,
 			  "SELECT id, kinds, names, files, lines FROM stacks WHERE id IN (%s) "
