@@ -1,9 +1,10 @@
 /* The ClickHouse store (store/clickhouse.c) against a private clickhouse-server
  * (clickhousetest.h): the harness itself (start, /ping, stop with exit status 0),
  * a round trip (stacks, labels, series, windows, stats exactly as ingested),
- * idempotency on (agent, seq), the location and credentials checks, and
- * retention by whole days. The conformance suite on ClickHouse is
- * test_store_clickhouse_conformance.c.
+ * idempotency on (agent, seq), the location and credentials checks,
+ * retention by whole hours per tier, exactly once, the ingest cache, check, and
+ * the flame graph's frames cache (store/ch_frames.c). The conformance suite on
+ * ClickHouse is test_store_clickhouse_conformance.c.
  */
 #include <setjmp.h>
 #include <stdarg.h>
