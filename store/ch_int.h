@@ -1,7 +1,8 @@
 /* Private to the ClickHouse store (store/clickhouse.c opens it; ch_ingest.c,
  * ch_read.c and ch_maint.c implement the rest of the contract; ch_tiers.c the
- * rollup tiers' watermarks, builds and read plans; ch_rowbin.c the pieces they
- * share; ch_http.c talks to the server). The handle, the error and
+ * rollup tiers' watermarks, builds and read plans; ch_frames.c the reads' cache
+ * of stacks' frames; ch_rowbin.c the pieces they share; ch_http.c talks to the
+ * server). The handle, the error and
  * request helpers, and the buffers that write RowBinary bodies and SQL text and
  * read RowBinary answers. docs/clickhouse.md is the user's view.
  */
@@ -25,6 +26,15 @@
  * when three quarters full, so a busy fleet's distinct stacks beyond some 190 000
  * only cost their rows being inserted again. */
 #define CH_CACHE_SLOTS (1u << 18)
+/* A store's cache of stacks' rows for its flame graphs (ch_frames.c): bytes and ids
+ * held at most (each stack's row is some hundreds of bytes to a few KB; an id slot
+ * 16 bytes), emptied when either would be passed. */
+#define CH_FRAMES_CACHE_BYTES (16u << 20)
+#define CH_FRAMES_CACHE_SLOTS (1u << 16)
+/* A flame graph fetches the frames of at most this many uncached stacks by a list
+ * of their ids (20 bytes each of SQL, within ClickHouse's 256 KiB max_query_size);
+ * more by the plan's stacks again (a subquery). */
+#define CH_FRAMES_BY_LIST 1024
 /* A cluster's name (?cluster=NAME) is an identifier written into SQL unquoted. */
 #define CH_CLUSTER_MAX 64
 
@@ -41,6 +51,7 @@ struct ch_store {
 	char cluster[CH_CLUSTER_MAX + 1];
 	char errmsg[768];
 	int64_t gc_after; /* ch_gc.c: the next GC pass runs at a maintain of now >= this */
+	struct ch_frames_cache *frames; /* ch_frames.c; NULL until a read fills it */
 	/* ch_ingest.c: the stacks and label sets this store inserted (open addressing
 	 * by id, 0 empty), with the `seen` time written: a batch inserts a
 	 * dictionary row and its seen row only for an id not here or seen more than
@@ -153,12 +164,25 @@ int64_t ch_floor(int64_t v, int64_t len);
  * when typed). */
 void ch_w_selection(struct ch_wbuf *w, const struct store_query *q, bool typed);
 /* Appends the SELECT of one span: columns t (the row's start), labelset, stack, v,
- * one row per stored row of tier starting in [from, to), copies collapsed. */
+ * one row per stored row of tier starting in [from, to), copies collapsed (a
+ * FINAL read: ReplacingMergeTree's merge on read over the ORDER BY key). */
 void ch_w_span(struct ch_wbuf *w, const struct store_query *q, bool typed, int tier, int64_t from,
 	       int64_t to);
+/* The same over the rows of tier starting in any of n intervals [from[i], to[i]). */
+void ch_w_spans(struct ch_wbuf *w, const struct store_query *q, bool typed, int tier,
+		const int64_t *from, const int64_t *to, size_t n);
 /* Appends "(span UNION ALL span ...)": the rows that answer [q->from, q->to) by
  * the plan of store/tiers.c over the watermarks read now. Returns 0 or -errno. */
 int ch_w_plan(struct ch_store *s, struct ch_wbuf *w, const struct store_query *q, bool typed);
+
+/* ---- the frames cache (ch_frames.c) ---------------------------------------- */
+
+/* Whether stack id's row (its arrays after the id, RowBinary) is cached: *row then
+ * reads it, valid until the next put or free. */
+bool ch_frames_get(const struct ch_store *s, uint64_t id, struct ch_rbuf *row);
+/* Keeps stack id's row (len bytes at row; copied); without memory, keeps nothing. */
+void ch_frames_put(struct ch_store *s, uint64_t id, const void *row, size_t len);
+void ch_frames_free(struct ch_store *s);
 
 /* ---- dictionary GC (ch_gc.c; schema/clickhouse/004_gc.sql) ------------------- */
 

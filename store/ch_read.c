@@ -1,9 +1,11 @@
 /* The ClickHouse store's reads (ch_int.h): stacks, series, labels and windows of
  * a range and selection, summed in ClickHouse over the spans of the tiers' plan
- * (ch_w_plan(), ch_tiers.c; each span collapses a batch's copies before summing)
- * and read back as RowBinary; query_stacks fetches the answer's stacks' frames in
- * one more query and merges the two in C; a timeline plans each of its buckets
- * in C over per-tier sums, as the SQLite store does.
+ * (ch_w_plan(), ch_tiers.c; each span a FINAL read, which collapses a batch's
+ * copies) and read back as RowBinary; query_stacks takes the answer's stacks'
+ * frames from the store's cache (ch_frames.c), fetches the others in one more
+ * query and merges the two in C; a timeline reads each tier only where its
+ * buckets' plans do, then plans each of its buckets in C over per-tier sums, as
+ * the SQLite store does.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -46,38 +48,59 @@ static int sum_cmp(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-int ch_query_stacks(struct store *base, const struct store_query *q, store_stack_fn cb, void *ctx)
+/* A stacks row's arrays (after its id: kinds, names, files, lines) into frames,
+ * the strings borrowed from r's buffer. Returns the number of frames, or 0 with
+ * r->bad set when the row is malformed or has no frames or too many. */
+static size_t read_frames(struct ch_rbuf *r, struct frame *frames)
 {
-	struct ch_store *s = ch_of(base);
-	struct frame *frames = NULL;
+	uint64_t k, nf = ch_r_varint(r);
+
+	if (!nf || nf > CH_MAX_FRAMES) {
+		r->bad = true;
+		return 0;
+	}
+	for (k = 0; k < nf; k++)
+		frames[k].kind = (uint32_t)ch_r_uint(r, 1);
+	if (ch_r_varint(r) != nf)
+		r->bad = true;
+	for (k = 0; k < nf && !r->bad; k++)
+		frames[k].name = ch_r_str(r, &frames[k].name_len);
+	if (ch_r_varint(r) != nf)
+		r->bad = true;
+	for (k = 0; k < nf && !r->bad; k++)
+		frames[k].file = ch_r_str(r, &frames[k].file_len);
+	if (ch_r_varint(r) != nf)
+		r->bad = true;
+	for (k = 0; k < nf && !r->bad; k++)
+		frames[k].line = (uint32_t)ch_r_uint(r, 4);
+	return r->bad ? 0 : (size_t)nf;
+}
+
+/* The stacks' sums over the plan (plan: its SQL), sorted by id, into *out (*n). */
+static int stack_sums(struct ch_store *s, const char *plan, struct stack_sum **out, size_t *n)
+{
 	struct stack_sum *sums = NULL;
-	struct ch_wbuf sql = { 0 }, plan = { 0 };
-	size_t n = 0, cap = 0;
+	struct ch_wbuf sql = { 0 };
+	size_t cap = 0;
 	struct ch_answer a;
 	struct ch_rbuf r;
 	int err;
 
-	err = check_query(s, q);
-	if (err || q->from >= q->to)
-		return err;
-	/* one plan for both queries: the stacks summed, then their frames */
-	err = ch_w_plan(s, &plan, q, true);
-	if (err)
-		goto out;
+	*n = 0;
 	ch_w_text(&sql,
 		  "SELECT stack, sum(v), sum(toFloat64(v)) FROM %s GROUP BY stack "
 		  "FORMAT RowBinary",
-		  plan.p);
+		  plan);
 	if ((err = ch_run_sql(s, "query stacks", &sql, &a)))
 		goto out;
 	r = ch_answer_reader(&a);
 	while (r.p < r.end && !r.bad) {
-		if (n == BLOCK_MERGE_MAX_IDS) {
+		if (*n == BLOCK_MERGE_MAX_IDS) {
 			err = ch_fail(s, -E2BIG, "query stacks: more than %u stacks",
 				      BLOCK_MERGE_MAX_IDS);
 			goto out;
 		}
-		if (n == cap) {
+		if (*n == cap) {
 			struct stack_sum *p =
 				realloc(sums, (cap = cap ? 2 * cap : 1024) * sizeof(*p));
 
@@ -87,64 +110,116 @@ int ch_query_stacks(struct store *base, const struct store_query *q, store_stack
 			}
 			sums = p;
 		}
-		sums[n].id = ch_r_uint(&r, 8);
-		sums[n].count = ch_r_sum(&r);
-		n++;
+		sums[*n].id = ch_r_uint(&r, 8);
+		sums[*n].count = ch_r_sum(&r);
+		(*n)++;
 	}
-	if (r.bad) {
+	if (r.bad)
 		err = ch_fail(s, -EIO, "query stacks: malformed answer");
-		goto out;
+	else if (*n)
+		qsort(sums, *n, sizeof(*sums), sum_cmp);
+out:
+	free(sql.p);
+	if (err) {
+		free(sums);
+		sums = NULL;
+		*n = 0;
 	}
-	if (!n)
-		goto out;
-	qsort(sums, n, sizeof(*sums), sum_cmp);
+	*out = sums;
+	return err;
+}
 
-	/* the frames of those stacks, in one query */
-	sql.len = 0;
-	ch_w_text(&sql,
-		  "SELECT id, kinds, names, files, lines FROM stacks WHERE id IN "
-		  "(SELECT stack FROM %s) LIMIT 1 BY id FORMAT RowBinary",
-		  plan.p);
-	if ((err = ch_run_sql(s, "query stacks", &sql, &a)))
+/* The sums (n, sorted) whose stacks the frames cache holds: each one's callback,
+ * its count then zeroed; the others' ids appended to missing (a list of SQL
+ * literals), *nmissing of them. Returns 0, -errno, or a callback's non-zero
+ * result (the query stops there). */
+static int from_cache(struct ch_store *s, struct stack_sum *sums, size_t n, struct frame *frames,
+		      store_stack_fn cb, void *ctx, struct ch_wbuf *missing, size_t *nmissing)
+{
+	size_t i;
+	int err;
+
+	*nmissing = 0;
+	for (i = 0; i < n; i++) {
+		struct ch_rbuf row;
+		size_t nf;
+
+		if (!sums[i].count)
+			continue;
+		if (!ch_frames_get(s, sums[i].id, &row)) {
+			ch_w_text(missing, "%s%" PRIu64, (*nmissing)++ ? "," : "", sums[i].id);
+			continue;
+		}
+		nf = read_frames(&row, frames);
+		if (!nf)
+			return ch_fail(s, -EIO, "query stacks: a cached stack does not decode");
+		err = cb(ctx, frames, nf, sums[i].count);
+		if (err)
+			return err;
+		sums[i].count = 0;
+	}
+	return missing->err;
+}
+
+int ch_query_stacks(struct store *base, const struct store_query *q, store_stack_fn cb, void *ctx)
+{
+	struct ch_store *s = ch_of(base);
+	struct frame *frames = NULL;
+	struct stack_sum *sums = NULL;
+	struct ch_wbuf sql = { 0 }, plan = { 0 }, missing = { 0 };
+	size_t n = 0, nmissing = 0;
+	struct ch_answer a;
+	struct ch_rbuf r;
+	int err;
+
+	err = check_query(s, q);
+	if (err || q->from >= q->to)
+		return err;
+	/* one plan for both queries: the stacks summed, then their frames */
+	err = ch_w_plan(s, &plan, q, true);
+	if (!err)
+		err = stack_sums(s, plan.p, &sums, &n);
+	if (err || !n)
 		goto out;
 	frames = calloc(CH_MAX_FRAMES, sizeof(*frames));
 	if (!frames) {
 		err = -ENOMEM;
 		goto out;
 	}
+	/* the frames of those stacks: the cache's, then the rest in one query, by a
+	 * list of ids when short, else by the plan's stacks again */
+	err = from_cache(s, sums, n, frames, cb, ctx, &missing, &nmissing);
+	if (err || !nmissing)
+		goto out;
+	if (nmissing <= CH_FRAMES_BY_LIST)
+		ch_w_text(&sql,
+			  "SELECT id, kinds, names, files, lines FROM stacks WHERE id IN (%s) "
+			  "LIMIT 1 BY id FORMAT RowBinary",
+			  missing.p);
+	else
+		ch_w_text(&sql,
+			  "SELECT id, kinds, names, files, lines FROM stacks WHERE id IN "
+			  "(SELECT stack FROM %s) LIMIT 1 BY id FORMAT RowBinary",
+			  plan.p);
+	if ((err = ch_run_sql(s, "query stacks", &sql, &a)))
+		goto out;
 	r = ch_answer_reader(&a);
 	while (r.p < r.end && !r.bad && !err) {
 		struct stack_sum key = { .id = ch_r_uint(&r, 8) }, *hit;
-		uint64_t k, nf = ch_r_varint(&r);
+		const uint8_t *row = r.p;
+		size_t nf = read_frames(&r, frames);
 
-		if (nf > CH_MAX_FRAMES || !nf) {
-			err = ch_fail(s, -EIO, "stack %" PRIu64 ": %" PRIu64 " frames", key.id, nf);
+		if (!nf) {
+			err = ch_fail(s, -EIO, "stack %" PRIu64 ": malformed or no frames", key.id);
 			break;
 		}
-		for (k = 0; k < nf; k++)
-			frames[k].kind = (uint32_t)ch_r_uint(&r, 1);
-		if (ch_r_varint(&r) != nf)
-			r.bad = true;
-		for (k = 0; k < nf && !r.bad; k++)
-			frames[k].name = ch_r_str(&r, &frames[k].name_len);
-		if (ch_r_varint(&r) != nf)
-			r.bad = true;
-		for (k = 0; k < nf && !r.bad; k++)
-			frames[k].file = ch_r_str(&r, &frames[k].file_len);
-		if (ch_r_varint(&r) != nf)
-			r.bad = true;
-		for (k = 0; k < nf && !r.bad; k++)
-			frames[k].line = (uint32_t)ch_r_uint(&r, 4);
-		if (r.bad)
-			break;
+		ch_frames_put(s, key.id, row, (size_t)(r.p - row));
 		hit = bsearch(&key, sums, n, sizeof(*sums), sum_cmp);
 		if (hit && hit->count) {
-			err = cb(ctx, frames, (size_t)nf, hit->count);
+			err = cb(ctx, frames, nf, hit->count);
 			hit->count = 0; /* once, whatever merges are pending */
 		}
 	}
-	if (!err && r.bad)
-		err = ch_fail(s, -EIO, "query stacks: malformed stacks answer");
 out:
 	if (err == -ENOMEM)
 		ch_fail(s, err, "query stacks: out of memory");
@@ -152,6 +227,7 @@ out:
 	free(sums);
 	free(plan.p);
 	free(sql.p);
+	free(missing.p);
 	return err;
 }
 
@@ -185,15 +261,108 @@ static int i64_cmp(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-/* The series: each tier's sums per start over the part of [from, to) where a plan
- * may use it (one query), then each step-long bucket that holds a start planned
- * on its own (store_plan(), as the SQLite store does) and summed from those rows,
- * so a rollup counts for a bucket only when it lies inside it. */
+/* A timeline plans at most this many buckets up front to learn which rows of each
+ * tier its buckets read; a longer one reads each tier wherever a plan may use it. */
+#define CH_SERIES_PLAN_MAX_BUCKETS 4096
+/* Intervals of one tier a timeline's query names at most (an OR of ranges); more
+ * are read as the one interval that covers them. */
+#define CH_SERIES_MAX_INTERVALS 256
+
+/* Intervals of one tier's starts, [from, to). */
+struct ivals {
+	struct store_span *v; /* only from and to are used */
+	size_t n, cap;
+};
+
+static int span_cmp(const void *a, const void *b)
+{
+	int64_t x = ((const struct store_span *)a)->from, y = ((const struct store_span *)b)->from;
+
+	return x < y ? -1 : x > y;
+}
+
+static int ivals_add(struct ivals *x, int64_t from, int64_t to)
+{
+	if (x->n == x->cap) {
+		size_t cap = x->cap ? 2 * x->cap : 64;
+		struct store_span *p = realloc(x->v, cap * sizeof(*p));
+
+		if (!p)
+			return -ENOMEM;
+		x->v = p;
+		x->cap = cap;
+	}
+	x->v[x->n++] = (struct store_span){ .from = from, .to = to };
+	return 0;
+}
+
+/* Sorted, touching intervals joined; more than CH_SERIES_MAX_INTERVALS become one. */
+static void ivals_merge(struct ivals *x)
+{
+	size_t i, n = 0;
+
+	if (!x->n)
+		return;
+	qsort(x->v, x->n, sizeof(*x->v), span_cmp);
+	for (i = 1; i < x->n; i++) {
+		if (x->v[i].from <= x->v[n].to) {
+			if (x->v[i].to > x->v[n].to)
+				x->v[n].to = x->v[i].to;
+		} else
+			x->v[++n] = x->v[i];
+	}
+	x->n = n + 1;
+	if (x->n > CH_SERIES_MAX_INTERVALS) {
+		x->v[0].to = x->v[x->n - 1].to;
+		x->n = 1;
+	}
+}
+
+/* What each tier's rows a timeline of q at step reads: the spans of every bucket's
+ * plan, merged (x[tier]); or, with more than CH_SERIES_PLAN_MAX_BUCKETS buckets,
+ * each tier's part of [from, to) where a plan may use it. 0 or -ENOMEM. */
+static int series_reads(const struct store_tiers *st, const struct store_query *q, int64_t step,
+			struct ivals x[STORE_NTIERS])
+{
+	struct store_span sp[STORE_PLAN_MAX_SPANS];
+	__int128 nb = ((__int128)q->to - q->from + step - 1) / step, k;
+	size_t n, i;
+	int tier, err = 0;
+
+	if (nb > CH_SERIES_PLAN_MAX_BUCKETS) {
+		for (tier = 0; tier < STORE_NTIERS && !err; tier++) {
+			int64_t lo = q->from > st->kept_from[tier] ? q->from : st->kept_from[tier];
+			int64_t hi =
+				q->to < st->built_before[tier] ? q->to : st->built_before[tier];
+
+			if (lo < hi)
+				err = ivals_add(&x[tier], lo, hi);
+		}
+		return err;
+	}
+	for (k = 0; k < nb && !err; k++) {
+		int64_t b = (int64_t)(q->from + k * step);
+		int64_t e = (__int128)b + step >= q->to ? q->to : b + step;
+
+		n = store_plan(st, b, e, sp);
+		for (i = 0; i < n && !err; i++)
+			err = ivals_add(&x[sp[i].tier], sp[i].from, sp[i].to);
+	}
+	for (tier = 0; tier < STORE_NTIERS; tier++)
+		ivals_merge(&x[tier]);
+	return err;
+}
+
+/* The series: each tier's sums per start over the rows the buckets' plans read
+ * (one query), then each step-long bucket that holds a start planned on its own
+ * (store_plan(), as the SQLite store does) and summed from those rows, so a rollup
+ * counts for a bucket only when it lies inside it. */
 int ch_query_series(struct store *base, const struct store_query *q, int64_t step,
 		    store_series_fn cb, void *ctx)
 {
 	struct ch_store *s = ch_of(base);
 	struct tier_rows tr[STORE_NTIERS] = { { 0 } };
+	struct ivals reads[STORE_NTIERS] = { { 0 } };
 	struct store_span sp[STORE_PLAN_MAX_SPANS];
 	struct store_tiers st;
 	struct ch_wbuf sql = { 0 };
@@ -214,16 +383,25 @@ int ch_query_series(struct store *base, const struct store_query *q, int64_t ste
 	if (err)
 		return err;
 	for (tier = 0; tier < STORE_NTIERS; tier++) {
-		int64_t lo = q->from > t.kept[tier] ? q->from : t.kept[tier];
-		int64_t hi = q->to < t.built[tier] ? q->to : t.built[tier];
-
 		st.built_before[tier] = t.built[tier];
 		st.kept_from[tier] = t.kept[tier];
-		if (lo >= hi)
+	}
+	err = series_reads(&st, q, step, reads);
+	if (err)
+		goto out;
+	for (tier = 0; tier < STORE_NTIERS; tier++) {
+		const struct ivals *x = &reads[tier];
+		int64_t from[CH_SERIES_MAX_INTERVALS], to[CH_SERIES_MAX_INTERVALS];
+
+		if (!x->n)
 			continue;
+		for (i = 0; i < x->n; i++) {
+			from[i] = x->v[i].from;
+			to[i] = x->v[i].to;
+		}
 		ch_w_text(&sql, "%sSELECT toUInt8(%d) AS tier, t, v FROM (",
 			  any ? " UNION ALL " : "", tier);
-		ch_w_span(&sql, q, true, tier, lo, hi);
+		ch_w_spans(&sql, q, true, tier, from, to, x->n);
 		ch_w_text(&sql, ")");
 		any = true;
 	}
@@ -318,6 +496,7 @@ out:
 	for (tier = 0; tier < STORE_NTIERS; tier++) {
 		free(tr[tier].t);
 		free(tr[tier].pre);
+		free(reads[tier].v);
 	}
 	free(all);
 	free(sql.p);

@@ -1,9 +1,10 @@
 /* The ClickHouse store's tiers (ch_int.h; schema/clickhouse/002_tiers.sql): the
  * watermarks in the `tiers` table, the rollups built inside ClickHouse (minute
  * buckets from raw rows, hour buckets from minute rows, each an INSERT ... SELECT
- * that collapses a batch inserted twice before summing), and the SQL of one span
- * of a read plan. The plan itself is the SQLite store's (store_plan(),
- * store/tiers.c), so both backends answer a range from the same tiers.
+ * over a FINAL read, which collapses a batch inserted twice before summing), and
+ * the SQL of one span of a read plan (FINAL too). The plan itself is the SQLite
+ * store's (store_plan(), store/tiers.c), so both backends answer a range from the
+ * same tiers.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -98,13 +99,11 @@ int ch_tiers_build(struct ch_store *s, int tier, int64_t from, int64_t to)
 		return 0;
 	ch_w_text(&sql,
 		  "INSERT INTO %s (start, type, labelset, stack, src, value) "
-		  "SELECT b, type, labelset, stack, toUInt64(0), sum(v) FROM (SELECT "
-		  "toInt64(%s - ((%s %% %" PRId64 ") + %" PRId64 ") %% %" PRId64 ") AS b, type, "
-		  "labelset, stack, max(value) AS v FROM %s WHERE %s >= %" PRId64
-		  " AND %s < %" PRId64
-		  " GROUP BY %s, type, labelset, stack, %s) GROUP BY b, type, labelset, stack",
+		  "SELECT toInt64(%s - ((%s %% %" PRId64 ") + %" PRId64 ") %% %" PRId64
+		  ") AS b, type, labelset, stack, toUInt64(0), sum(value) FROM %s FINAL WHERE "
+		  "%s >= %" PRId64 " AND %s < %" PRId64 " GROUP BY b, type, labelset, stack",
 		  tier_table[tier], col, col, len, len, len, tier_table[tier - 1], col, from, col,
-		  to, col, tier == TIER_MINUTE ? "agent, seq" : "src");
+		  to);
 	err = ch_run_sql(s, tier == TIER_MINUTE ? "rollup minutes" : "rollup hours", &sql, NULL);
 	/* what stats report of the buckets (005_counts.sql): the raw rows under the
 	 * minutes just built, then the new buckets' own rows */
@@ -157,18 +156,28 @@ void ch_w_selection(struct ch_wbuf *w, const struct store_query *q, bool typed)
 	ch_w_text(w, ")");
 }
 
+void ch_w_spans(struct ch_wbuf *w, const struct store_query *q, bool typed, int tier,
+		const int64_t *from, const int64_t *to, size_t n)
+{
+	const char *col = tier_column[tier];
+	size_t i;
+
+	/* FINAL: the engine's merge on read collapses rows equal by the ORDER BY key,
+	 * a batch's (agent, seq) or a rollup's src included, keeping the largest value
+	 * (002_tiers.sql) */
+	ch_w_text(w, "SELECT %s AS t, labelset, stack, value AS v FROM %s FINAL WHERE (", col,
+		  tier_table[tier]);
+	for (i = 0; i < n; i++)
+		ch_w_text(w, "%s(%s >= %" PRId64 " AND %s < %" PRId64 ")", i ? " OR " : "", col,
+			  from[i], col, to[i]);
+	ch_w_text(w, ")");
+	ch_w_selection(w, q, typed);
+}
+
 void ch_w_span(struct ch_wbuf *w, const struct store_query *q, bool typed, int tier, int64_t from,
 	       int64_t to)
 {
-	const char *col = tier_column[tier];
-
-	ch_w_text(w,
-		  "SELECT %s AS t, labelset, stack, max(value) AS v FROM %s WHERE %s >= %" PRId64
-		  " AND %s < %" PRId64,
-		  col, tier_table[tier], col, from, col, to);
-	ch_w_selection(w, q, typed);
-	ch_w_text(w, " GROUP BY %s, labelset, stack, %s", col,
-		  tier == TIER_RAW ? "agent, seq" : "src");
+	ch_w_spans(w, q, typed, tier, &from, &to, 1);
 }
 
 int ch_w_plan(struct ch_store *s, struct ch_wbuf *w, const struct store_query *q, bool typed)

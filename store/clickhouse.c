@@ -15,7 +15,8 @@
  * as ch_migrations[]) that the database's schema_migrations table does not list,
  * through ch_schema__run() (as written on one server, rewritten on a cluster).
  * The rest of the contract: ch_ingest.c (content ids, batches stored once however
- * often their rows are inserted, the ingest cache), ch_read.c (queries),
+ * often their rows are inserted, the ingest cache), ch_read.c (queries; with
+ * ch_frames.c, the cache of the stacks' frames they read),
  * ch_tiers.c (minute and hour rollups built inside ClickHouse), ch_gc.c (the
  * dictionary GC), ch_maint.c (stats, check, retention per tier), ch_stackref.c
  * (stacks by content id, the fleet wire); ch_int.h is what they share.
@@ -329,6 +330,7 @@ static void ch_close(struct store *base)
 	struct ch_store *s = ch_of(base);
 
 	ch_http__free(s->http);
+	ch_frames_free(s);
 	free(s);
 }
 

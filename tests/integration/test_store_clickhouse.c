@@ -1,9 +1,10 @@
 /* The ClickHouse store (store/clickhouse.c) against a private clickhouse-server
  * (clickhousetest.h): the harness itself (start, /ping, stop with exit status 0),
  * a round trip (stacks, labels, series, windows, stats exactly as ingested),
- * idempotency on (agent, seq), the location and credentials checks, and
- * retention by whole days. The conformance suite on ClickHouse is
- * test_store_clickhouse_conformance.c.
+ * idempotency on (agent, seq), the location and credentials checks,
+ * retention by whole hours per tier, exactly once, the ingest cache, check, and
+ * the flame graph's frames cache (store/ch_frames.c). The conformance suite on
+ * ClickHouse is test_store_clickhouse_conformance.c.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -607,6 +608,120 @@ static void test_exactly_once(void **state)
 /* store__check() checks something real: a healthy store passes, before and
  * after its rollups; a sample naming a stack and a label set that are not stored
  * is found, and so is a watermark out of order (hours built above the minutes). */
+/* ---- the frames cache (store/ch_frames.c) ---------------------------------- */
+
+#define FC_STACKS 1200 /* more than CH_FRAMES_BY_LIST (1024): both ways of fetching */
+#define FC_WINDOW INT64_C(1700003000)
+
+/* What a flame graph gave, per stack of the test ("s<i>;leaf<i>"). */
+struct fc_got {
+	uint64_t count[FC_STACKS];
+	int bad; /* callbacks whose frames are not a stack of the test */
+};
+
+static int fc_collect(void *ctx, const struct frame *frames, size_t nframes, uint64_t count)
+{
+	struct fc_got *g = ctx;
+	char root[32], leaf[32];
+	unsigned i;
+
+	if (nframes != 2 || frames[0].name_len >= sizeof(root) ||
+	    frames[1].name_len >= sizeof(leaf)) {
+		g->bad++;
+		return 0;
+	}
+	snprintf(root, sizeof(root), "%.*s", (int)frames[0].name_len, frames[0].name);
+	snprintf(leaf, sizeof(leaf), "%.*s", (int)frames[1].name_len, frames[1].name);
+	if (sscanf(root, "s%u", &i) != 1 || i >= FC_STACKS || strcmp(leaf + 4, root + 1) ||
+	    strncmp(leaf, "leaf", 4)) {
+		g->bad++;
+		return 0;
+	}
+	g->count[i] += count;
+	return 0;
+}
+
+/* Batch w of the test: window w holds stacks [600 w, 600 w + 600), stack i
+ * counted i % 7 + 1 times, and window 1 stacks 0..99 once more. */
+static struct batch *fc_batch(unsigned w)
+{
+	const char *k = "", *v = NULL;
+	struct batch_builder *bb;
+	struct batch *b;
+	char stack[64];
+	unsigned i;
+
+	assert_int_equal(batch_builder__new("agent1", "host1", "cpu", &bb), 0);
+	for (i = 600 * w; i < 600 * w + 600; i++) {
+		snprintf(stack, sizeof(stack), "s%u;leaf%u", i, i);
+		assert_int_equal(batch_builder__add(bb, &k, &v, 0, stack, i % 7 + 1), 0);
+	}
+	for (i = 0; w == 1 && i < 100; i++) {
+		snprintf(stack, sizeof(stack), "s%u;leaf%u", i, i);
+		assert_int_equal(batch_builder__add(bb, &k, &v, 0, stack, 1), 0);
+	}
+	assert_int_equal(
+		batch_builder__finish(bb, w + 1, FC_WINDOW + 10 * (int64_t)w, 10, 1000000, &b), 0);
+	batch_builder__free(bb);
+	return b;
+}
+
+/* A flame graph of [FC_WINDOW, FC_WINDOW + 10 windows) from s: every stack with
+ * the count the batches give it (windows below `windows` only), none other. */
+static void fc_check(struct store *s, unsigned windows)
+{
+	struct store_query q = { .from = FC_WINDOW, .to = FC_WINDOW + 10 * (int64_t)windows };
+	struct fc_got *g = calloc(1, sizeof(*g));
+	unsigned i;
+
+	assert_non_null(g);
+	assert_int_equal(store__query_stacks(s, &q, fc_collect, g), 0);
+	assert_int_equal(g->bad, 0);
+	for (i = 0; i < FC_STACKS; i++) {
+		uint64_t want = i < 600 * windows ? i % 7 + 1 : 0;
+
+		if (windows > 1 && i < 100)
+			want++;
+		if (g->count[i] != want)
+			fail_msg("stack %u: %" PRIu64 " samples, want %" PRIu64 " (%u windows)", i,
+				 g->count[i], want, windows);
+	}
+	free(g);
+}
+
+/* A flame graph's stacks come from the store's frames cache when it holds them
+ * and from the server otherwise (by a list of ids, or by the plan's stacks when
+ * more than CH_FRAMES_BY_LIST are missing): cold, partly cached and all cached,
+ * each answer is every stack's frames with its count (the test's own reckoning),
+ * and so on a store opened afresh. */
+static void test_frames_cache(void **state)
+{
+	struct store *w, *s, *s2;
+	struct batch *b;
+	bool dup;
+	unsigned i;
+
+	(void)state;
+	ch_skip_unless_available();
+	w = open_db("frames");
+	for (i = 0; i < 2; i++) {
+		b = fc_batch(i);
+		assert_int_equal(store__ingest(w, b, &dup), 0);
+		batch__free(b);
+	}
+	store__close(w);
+	s = open_db("frames");
+	fc_check(s, 1); /* 600 stacks fetched by their ids */
+	fc_check(s, 2); /* 600 from the cache, 600 by their ids */
+	fc_check(s, 2); /* all from the cache */
+	fc_check(s, 1);
+	s2 = open_db("frames");
+	fc_check(s2, 2); /* 1200 missing: by the plan's stacks */
+	fc_check(s2, 2);
+	store__close(s2);
+	store__close(s);
+}
+
 static void test_check(void **state)
 {
 	static const struct tuple a[] = { { "pod=web", "app;main;work", 5 } };
@@ -650,6 +765,7 @@ int main(void)
 		cmocka_unit_test(test_exactly_once),
 		cmocka_unit_test(test_ingest_cache),
 		cmocka_unit_test(test_check),
+		cmocka_unit_test(test_frames_cache),
 	};
 
 	curl_global_init(CURL_GLOBAL_DEFAULT);
