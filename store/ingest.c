@@ -526,8 +526,12 @@ static int prepare_stack(struct sqlite_store *s, struct ingest *in, uint32_t i)
 	if (err)
 		return err;
 	for (j = 0; j < stk->nframes; j++) {
-		err = intern_frame(s, in, stk->frames[j], &fid);
-		if (err)
+		uint32_t f = stk->frames[j];
+
+		/* most frames of a stack are interned already, by an earlier stack */
+		if (f < in->b->nframes && in->frame[f])
+			fid = in->frame[f];
+		else if ((err = intern_frame(s, in, f, &fid)))
 			return err;
 		len += put_varint(in->blobs + in->blobused + len, (uint64_t)fid);
 	}
