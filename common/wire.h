@@ -45,7 +45,7 @@ struct wire_limits {
 struct wire_stats {
 	size_t decompressed; /* protobuf bytes */
 	size_t unpack_need;  /* the prescan's bound of protobuf-c's allocations */
-	size_t unpack_peak;  /* their high-water mark while unpacking */
+	size_t unpack_peak;  /* what unpacking took of its arena (which never frees) */
 };
 
 /* The wire's format_version (schema/smolder.proto): 1 sends frames, stacks and

@@ -157,6 +157,16 @@ static void refs_free(struct refs *r)
 	free(r->n);
 }
 
+/* A stack of the batch whose frames are interned and whose blob is built, waiting
+ * for its own lookup (intern_samples looks stacks up a chunk at a time, after
+ * bringing their cache lines in). */
+struct pending {
+	uint32_t stack; /* batch index */
+	uint32_t len;	/* blob bytes at off in struct ingest's blobs */
+	size_t off;
+	uint64_t hash; /* the blob's cache hash */
+};
+
 /* Per-ingest maps from batch indices to database ids; 0 means not interned yet
  * (SQLite gives rowids from 1). */
 struct ingest {
@@ -165,7 +175,12 @@ struct ingest {
 	int64_t *frame;
 	int64_t *stack;
 	int64_t *labelset;
-	uint64_t *fhash; /* each frame's cache hash (hash_frames), 0: uncached */
+	uint64_t *fhash;      /* each frame's cache hash (hash_frames), 0: uncached */
+	uint32_t *slen;	      /* each string's length (hash_frames), for the frames' keys */
+	struct pending *pend; /* stacks whose frames are interned, to look up (intern_samples) */
+	size_t npend, pendcap;
+	uint8_t *blobs; /* their blobs, one after the other */
+	size_t blobused, blobcap;
 	struct store_intern *cache;
 	int64_t type_key, type_value;	  /* STORE_TYPE_LABEL's pair (strings), 0: a cpu batch */
 	struct refs frame_refs, str_refs; /* refs to add at the end (flush_refs) */
@@ -221,7 +236,7 @@ static int touch(struct sqlite_store *s, const struct key *k, int64_t id, int64_
 
 typedef void (*bind_fn)(sqlite3_stmt *st, const void *ctx);
 
-/* The SQL half of lookup(): k is not cached (hash from store_intern_find). */
+/* The SQL half of lookup(): k is not cached (hash: its store_intern_hash()). */
 static int lookup_sql(struct sqlite_store *s, struct ingest *in, const struct key *k, uint64_t hash,
 		      int get_slot, int put_slot, bind_fn bind, const void *ctx, int64_t *id,
 		      bool *inserted)
@@ -273,14 +288,15 @@ static int lookup_sql(struct sqlite_store *s, struct ingest *in, const struct ke
 			: 0;
 }
 
-static int lookup(struct sqlite_store *s, struct ingest *in, const struct key *k, int get_slot,
-		  int put_slot, bind_fn bind, const void *ctx, int64_t *id, bool *inserted)
+/* lookup() of a key whose cache hash the caller has (store_intern_hash). */
+static int lookup_hashed(struct sqlite_store *s, struct ingest *in, const struct key *k,
+			 uint64_t hash, int get_slot, int put_slot, bind_fn bind, const void *ctx,
+			 int64_t *id, bool *inserted)
 {
 	int64_t seen, was;
-	uint64_t hash;
 	int err;
 
-	if (store_intern_find(in->cache, k->kind, k->bytes, k->len, id, &seen, &hash)) {
+	if (store_intern_find_hashed(in->cache, k->kind, k->bytes, k->len, hash, id, &seen)) {
 		if (inserted)
 			*inserted = false;
 		was = seen;
@@ -290,6 +306,14 @@ static int lookup(struct sqlite_store *s, struct ingest *in, const struct key *k
 		return err;
 	}
 	return lookup_sql(s, in, k, hash, get_slot, put_slot, bind, ctx, id, inserted);
+}
+
+static int lookup(struct sqlite_store *s, struct ingest *in, const struct key *k, int get_slot,
+		  int put_slot, bind_fn bind, const void *ctx, int64_t *id, bool *inserted)
+{
+	uint64_t hash = store_intern_hash(in->cache, k->kind, k->bytes, k->len);
+
+	return lookup_hashed(s, in, k, hash, get_slot, put_slot, bind, ctx, id, inserted);
 }
 
 static void bind_text(sqlite3_stmt *st, const void *ctx)
@@ -378,12 +402,13 @@ static void bind_frame(sqlite3_stmt *st, const void *ctx)
 
 /* The cache key of frame f (indices checked) in kb; false when its strings are too
  * long to be cached (an unvalidated batch): they are interned uncached. */
-static bool frame_key(const struct batch *b, const struct batch_frame *f, uint8_t kb[FRAME_KEY_MAX],
-		      size_t *len)
+static bool frame_key(const struct ingest *in, const struct batch_frame *f,
+		      uint8_t kb[FRAME_KEY_MAX], size_t *len)
 {
+	const struct batch *b = in->b;
 	const char *name = b->strings[f->name] ? b->strings[f->name] : "";
 	const char *file = b->strings[f->file] ? b->strings[f->file] : "";
-	size_t nlen = strlen(name), flen = strlen(file), n;
+	size_t nlen = in->slen[f->name], flen = in->slen[f->file], n;
 
 	if (nlen > BATCH_MAX_STRING_LEN || flen > BATCH_MAX_STRING_LEN)
 		return false;
@@ -396,7 +421,8 @@ static bool frame_key(const struct batch *b, const struct batch_frame *f, uint8_
 	return true;
 }
 
-/* Hashes every frame of the batch (fhash[i], 0: not cacheable) and brings the cache
+/* Measures every string (slen), hashes every frame of the batch (fhash[i], 0: not
+ * cacheable) and brings the cache
  * lines their lookups will read into the CPU's cache ahead of them, in two passes
  * (the slots, then the keys they point to): a batch looks up thousands of frames,
  * each a miss to memory on its own, and the loads of a pass overlap. */
@@ -407,12 +433,14 @@ static void hash_frames(struct ingest *in)
 	size_t len;
 	uint32_t i;
 
+	for (i = 0; i < b->nstrings; i++)
+		in->slen[i] = b->strings[i] ? (uint32_t)strnlen(b->strings[i], UINT32_MAX) : 0;
 	for (i = 0; i < b->nframes; i++) {
 		const struct batch_frame *f = &b->frames[i];
 
 		in->fhash[i] = 0;
 		if (f->kind < FRAME_KIND_NR && f->name < b->nstrings && f->file < b->nstrings &&
-		    frame_key(b, f, kb, &len)) {
+		    frame_key(in, f, kb, &len)) {
 			in->fhash[i] = store_intern_hash(in->cache, INTERN_FRAME, kb, len);
 			store_intern_prefetch(in->cache, in->fhash[i], 0);
 		}
@@ -445,7 +473,7 @@ static int intern_frame(struct sqlite_store *s, struct ingest *in, uint32_t i, i
 	if (f->name >= in->b->nstrings || f->file >= in->b->nstrings)
 		return store_fail(s, -EINVAL, "frame %u: string %u out of range (%u strings)", i,
 				  f->name >= in->b->nstrings ? f->name : f->file, in->b->nstrings);
-	if (in->fhash[i] && frame_key(in->b, f, kb, &k.len)) {
+	if (in->fhash[i] && frame_key(in, f, kb, &k.len)) {
 		k.bytes = kb;
 		hash = in->fhash[i];
 		if (store_intern_find_hashed(in->cache, k.kind, k.bytes, k.len, hash, &in->frame[i],
@@ -471,57 +499,90 @@ static int intern_frame(struct sqlite_store *s, struct ingest *in, uint32_t i, i
 	return 0;
 }
 
-static int intern_stack(struct sqlite_store *s, struct ingest *in, uint32_t i, int64_t *id)
+/* How many stacks intern_samples() prepares before it looks them up: their cache
+ * slots are prefetched as they are prepared, their keys before the lookups, so the
+ * misses to memory of a chunk overlap (the lookups were an eighth of ingest, each
+ * a miss on its own). */
+#define STACK_CHUNK 256
+
+/* Interns the frames of stack i (checked, not interned yet, not pending) and
+ * queues it for its lookup (finish_stacks) with its blob and hash. */
+static int prepare_stack(struct sqlite_store *s, struct ingest *in, uint32_t i)
 {
 	const struct batch_stack *stk;
-	struct key k = { INTERN_STACK, NULL, 0, in->b->window_start };
-	const uint8_t *p, *end;
+	struct pending *pd;
 	int64_t fid = 0;
-	bool inserted;
-	uint64_t v;
+	size_t len = 0;
 	uint32_t j;
 	int err;
 
-	if (i >= in->b->nstacks)
-		return store_fail(s, -EINVAL, "stack %u out of range (%u stacks)", i,
-				  in->b->nstacks);
-	if (in->stack[i]) {
-		*id = in->stack[i];
-		return 0;
-	}
 	stk = &in->b->stacks[i];
 	if (!stk->nframes || stk->nframes > BATCH_MAX_STACK_DEPTH)
 		return store_fail(s, -EINVAL, "stack %u: %u frames", i, stk->nframes);
-	/* Intern every frame first: interning reuses s->buf only for stacks. */
-	err = reserve(s, (size_t)stk->nframes * VARINT_MAX);
+	err = array_grow((void **)&in->blobs, &in->blobcap,
+			 in->blobused + (size_t)stk->nframes * VARINT_MAX, 1)
+		      ?: array_grow((void **)&in->pend, &in->pendcap, in->npend + 1,
+				    sizeof(*in->pend));
 	if (err)
 		return err;
 	for (j = 0; j < stk->nframes; j++) {
-		err = intern_frame(s, in, stk->frames[j], &fid);
+		uint32_t f = stk->frames[j];
+
+		/* most frames of a stack are interned already, by an earlier stack */
+		if (f < in->b->nframes && in->frame[f])
+			fid = in->frame[f];
+		else if ((err = intern_frame(s, in, f, &fid)))
+			return err;
+		len += put_varint(in->blobs + in->blobused + len, (uint64_t)fid);
+	}
+	pd = &in->pend[in->npend++];
+	*pd = (struct pending){ .stack = i, .len = (uint32_t)len, .off = in->blobused };
+	pd->hash = store_intern_hash(in->cache, INTERN_STACK, in->blobs + pd->off, len);
+	store_intern_prefetch(in->cache, pd->hash, 0);
+	in->blobused += len;
+	/* pending: not 0, so the samples that name it again skip it */
+	in->stack[i] = -1;
+	return 0;
+}
+
+/* The stack ids of the pending stacks: from the cache, else by SQL (inserted when
+ * new, holding a ref to each of its frames, 006_gc.sql); then the queue is empty. */
+static int finish_stacks(struct sqlite_store *s, struct ingest *in)
+{
+	const uint8_t *p, *end;
+	bool inserted;
+	uint64_t v;
+	size_t q;
+	int err = 0;
+
+	for (q = 0; q < in->npend; q++)
+		store_intern_prefetch(in->cache, in->pend[q].hash, 1);
+	for (q = 0; q < in->npend; q++) {
+		const struct pending *pd = &in->pend[q];
+		uint32_t i = pd->stack;
+		struct key k = { INTERN_STACK, in->blobs + pd->off, pd->len, in->b->window_start };
+
+		err = lookup_hashed(s, in, &k, pd->hash, ST_STACK_GET_, ST_STACK_PUT_, bind_blob,
+				    &k, &in->stack[i], &inserted);
 		if (err)
 			return err;
-		k.len += put_varint(s->buf + k.len, (uint64_t)fid);
+		/* a new stack holds each of its frames, once per occurrence */
+		for (p = k.bytes, end = p + k.len; inserted && p < end;) {
+			if (!get_varint(&p, end, &v))
+				return store_fail(s, -EIO, "stack %u: bad frame id blob", i);
+			err = refs_add(&in->frame_refs, (int64_t)v);
+			if (err)
+				return err;
+		}
+		/* A block's stack ids are uint32 (store/block.h). */
+		if (in->stack[i] > (int64_t)UINT32_MAX)
+			return store_fail(s, -ENOSPC,
+					  "stack id %" PRId64 " past %" PRIu32
+					  ", the largest a block holds",
+					  in->stack[i], UINT32_MAX);
 	}
-	k.bytes = s->buf;
-	err = lookup(s, in, &k, ST_STACK_GET_, ST_STACK_PUT_, bind_blob, &k, &in->stack[i],
-		     &inserted);
-	if (err)
-		return err;
-	/* a new stack holds each of its frames, once per occurrence (006_gc.sql) */
-	for (p = s->buf, end = s->buf + k.len; inserted && p < end;) {
-		if (!get_varint(&p, end, &v))
-			return store_fail(s, -EIO, "stack %u: bad frame id blob", i);
-		err = refs_add(&in->frame_refs, (int64_t)v);
-		if (err)
-			return err;
-	}
-	/* A block's stack ids are uint32 (store/block.h). */
-	if (in->stack[i] > (int64_t)UINT32_MAX)
-		return store_fail(s, -ENOSPC,
-				  "stack id %" PRId64 " past %" PRIu32
-				  ", the largest a block holds",
-				  in->stack[i], UINT32_MAX);
-	*id = in->stack[i];
+	in->npend = 0;
+	in->blobused = 0;
 	return 0;
 }
 
@@ -683,12 +744,14 @@ static void route(const struct store_tiers *t, const struct batch *b, struct des
 
 /* Interns every sample's label set and stack, and groups the samples by label set
  * (a counting sort on the batch's label set index) into e[], the entries of label
- * set index l at e[first[l]..first[l + 1]) (first has nlabelsets + 1 entries). */
+ * set index l at e[first[l]..first[l + 1]) (first has nlabelsets + 1 entries).
+ * Stacks are prepared (their frames interned) in the samples' order and looked up
+ * STACK_CHUNK at a time. */
 static int intern_samples(struct sqlite_store *s, struct ingest *in, struct block_entry *e,
 			  size_t *first)
 {
 	const struct batch *b = in->b;
-	int64_t stack_id = 0, ls_id = 0;
+	int64_t ls_id = 0;
 	uint32_t i, l;
 	int err;
 
@@ -701,12 +764,23 @@ static int intern_samples(struct sqlite_store *s, struct ingest *in, struct bloc
 					  ")",
 					  i, smp->count, BATCH_MAX_COUNT);
 		err = intern_labelset(s, in, smp->labelset, &ls_id);
-		if (!err)
-			err = intern_stack(s, in, smp->stack, &stack_id);
 		if (err)
 			return err;
+		if (smp->stack >= b->nstacks)
+			return store_fail(s, -EINVAL, "stack %u out of range (%u stacks)",
+					  smp->stack, b->nstacks);
+		if (!in->stack[smp->stack]) {
+			err = prepare_stack(s, in, smp->stack);
+			if (!err && in->npend == STACK_CHUNK)
+				err = finish_stacks(s, in);
+			if (err)
+				return err;
+		}
 		first[smp->labelset + 1]++;
 	}
+	err = finish_stacks(s, in);
+	if (err)
+		return err;
 	for (l = 0; l < b->nlabelsets; l++)
 		first[l + 1] += first[l];
 	for (i = 0; i < b->nsamples; i++) {
@@ -976,7 +1050,8 @@ static int ingest(struct sqlite_store *s, const struct batch *b, bool bounded, i
 	in.stack = calloc(b->nstacks ? b->nstacks : 1, sizeof(*in.stack));
 	in.labelset = calloc(b->nlabelsets ? b->nlabelsets : 1, sizeof(*in.labelset));
 	in.fhash = malloc((b->nframes ? b->nframes : 1) * sizeof(*in.fhash));
-	if (!in.str || !in.frame || !in.stack || !in.labelset || !in.fhash) {
+	in.slen = malloc((b->nstrings ? b->nstrings : 1) * sizeof(*in.slen));
+	if (!in.str || !in.frame || !in.stack || !in.labelset || !in.fhash || !in.slen) {
 		err = -ENOMEM;
 		goto out_free_maps;
 	}
@@ -1001,6 +1076,9 @@ out_rollback:
 out_free_maps:
 	refs_free(&in.frame_refs);
 	refs_free(&in.str_refs);
+	free(in.blobs);
+	free(in.pend);
+	free(in.slen);
 	free(in.fhash);
 	free(in.labelset);
 	free(in.stack);

@@ -145,13 +145,6 @@ bool store_intern_find_hashed(struct store_intern *in, int kind, const void *key
 	return true;
 }
 
-bool store_intern_find(struct store_intern *in, int kind, const void *key, size_t len, int64_t *id,
-		       int64_t *seen, uint64_t *hash)
-{
-	*hash = hash_key(in->seed, kind, key, len);
-	return store_intern_find_hashed(in, kind, key, len, *hash, id, seen);
-}
-
 void store_intern_set_seen(struct store_intern *in, int kind, const void *key, size_t len,
 			   uint64_t hash, int64_t seen)
 {

@@ -54,19 +54,15 @@ struct store_intern_stats {
  * written only on success. */
 int store_intern_new(size_t cap, struct store_intern **out);
 
-/* The id of (kind, key[0..len)) if cached: true and *id set, and *seen (may be NULL)
- * the last_seen it was cached or last updated with. *hash gets the key's hash either
- * way, for store_intern_add(). */
-bool store_intern_find(struct store_intern *in, int kind, const void *key, size_t len, int64_t *id,
-		       int64_t *seen, uint64_t *hash);
-
-/* The key's hash, and store_intern_find() with it. */
+/* The hash of (kind, key[0..len)), for the calls below. */
 uint64_t store_intern_hash(const struct store_intern *in, int kind, const void *key, size_t len);
+
+/* The id of (kind, key[0..len)) of this hash if cached: true and *id set, and *seen
+ * (may be NULL) the last_seen it was cached or last updated with. */
 bool store_intern_find_hashed(struct store_intern *in, int kind, const void *key, size_t len,
 			      uint64_t hash, int64_t *id, int64_t *seen);
 
-/* Sets the last_seen of a cached key (hash from store_intern_find); nothing when it
- * is not cached. */
+/* Sets the last_seen of a cached key; nothing when it is not cached. */
 void store_intern_set_seen(struct store_intern *in, int kind, const void *key, size_t len,
 			   uint64_t hash, int64_t seen);
 
@@ -79,8 +75,8 @@ void store_intern_sync(struct store_intern *in, int64_t epoch);
  * points to, so that the misses of many lookups overlap. */
 void store_intern_prefetch(const struct store_intern *in, uint64_t hash, int stage);
 
-/* Caches (kind, key) -> (id, seen) (id > 0, key not cached yet; hash from
- * store_intern_find). Past the cap the cache is emptied first; a key that alone
+/* Caches (kind, key) -> (id, seen) (id > 0, key not cached yet, hash its
+ * store_intern_hash()). Past the cap the cache is emptied first; a key that alone
  * passes it is not cached. Returns 0 or -ENOMEM (the cache is then emptied,
  * never wrong). */
 int store_intern_add(struct store_intern *in, int kind, const void *key, size_t len, uint64_t hash,
