@@ -347,10 +347,49 @@ static int read_block(struct sqlite_store *s, int64_t block_id, int64_t v1_label
 	return err < 0 ? err : 0;
 }
 
+static int cmp_lentry(const void *a, const void *b)
+{
+	const struct block_lentry *x = a, *y = b;
+
+	if (x->labelset_id != y->labelset_id)
+		return x->labelset_id < y->labelset_id ? -1 : 1;
+	return (x->id > y->id) - (x->id < y->id);
+}
+
+/* a[0..na) (sorted by label set and stack, unique, as a block decodes) and a
+ * sorted copy of e[0..ne) merged into out[] (room for na + ne), equal pairs
+ * summed (saturating): in the encoder's order, so that it need not sort a whole
+ * bucket's block for a late batch's few entries. *n gets how many. */
+static int merge_sorted(const struct block_lentry *a, size_t na, const struct block_lentry *e,
+			size_t ne, struct block_lentry *out, size_t *n)
+{
+	struct block_lentry *b = malloc(ne * sizeof(*b));
+	size_t i = 0, j = 0, k = 0;
+
+	if (!b)
+		return -ENOMEM;
+	memcpy(b, e, ne * sizeof(*b));
+	qsort(b, ne, sizeof(*b), cmp_lentry);
+	while (i < na || j < ne) {
+		struct block_lentry x =
+			j == ne || (i < na && cmp_lentry(&a[i], &b[j]) <= 0) ? a[i++] : b[j++];
+
+		if (k && !cmp_lentry(&out[k - 1], &x))
+			out[k - 1].value = out[k - 1].value > INT64_MAX - x.value
+						   ? INT64_MAX
+						   : out[k - 1].value + x.value;
+		else
+			out[k++] = x;
+	}
+	free(b);
+	*n = k;
+	return 0;
+}
+
 int store_bucket_add(struct sqlite_store *s, int tier, int64_t start, const struct block_lentry *e,
 		     size_t n)
 {
-	struct block_lentry *all = NULL;
+	struct block_lentry *all = NULL, *merged = NULL;
 	size_t got = 0, cap = 0;
 	int64_t block_id = 0;
 	uint8_t *buf = NULL;
@@ -371,19 +410,15 @@ int store_bucket_add(struct sqlite_store *s, int tier, int64_t start, const stru
 	if (err < 0)
 		return err;
 	if (block_id) {
-		/* a late batch into a built bucket: decode, append, encode */
+		/* a late batch into a built bucket: decode, merge, encode */
 		err = read_block(s, block_id, 0, &all, &got, &cap);
-		if (!err && n > cap - got) {
-			struct block_lentry *na = realloc(all, (got + n) * sizeof(*na));
-
-			err = na ? 0 : -ENOMEM;
-			all = na ? na : all;
+		if (!err) {
+			merged = malloc((got + n) * sizeof(*merged));
+			err = merged ? merge_sorted(all, got, e, n, merged, &n) : -ENOMEM;
 		}
 		if (err)
 			goto out;
-		memcpy(all + got, e, n * sizeof(*e));
-		e = all;
-		n += got;
+		e = merged;
 	}
 	err = block__encode_sections(e, n, 1, &buf, &len);
 	if (err) {
@@ -393,6 +428,7 @@ int store_bucket_add(struct sqlite_store *s, int tier, int64_t start, const stru
 	err = write_blob(s, tier, start, STORE_BUCKET_KEY, block_id, buf, len, n);
 out:
 	free(buf);
+	free(merged);
 	free(all);
 	return err;
 }
