@@ -32,6 +32,7 @@
  *   build/bench/store_bench time DB FROM TO FORMAT N  N warm runs, median wall and CPU
  *   build/bench/store_bench reads DB FROM TO N        2-minute ranges and timelines
  *   build/bench/store_bench rss DB FROM TO            the peak RSS child (below)
+ *   build/bench/store_bench late DB N                 N late batches into DB (a copy)
  *
  * Data: bench/gen.h (the busy host: 2 CPUs at 99 Hz, 1980 samples per 10 s
  * window, 40 processes; each of the 100 hosts 10 % busy).
@@ -769,6 +770,42 @@ static int reads_child(const char *db, int64_t from, int64_t to, int n)
 	return 0;
 }
 
+/* The "late DB N" mode: N late batches of the busy host (its first N windows sent
+ * again under new seqs) stored into DB, below the minute and hour watermarks of
+ * a filled store: each is written into the built minute and hour blocks over its
+ * window (and as a raw block while raw windows are kept). Prints the median CPU
+ * time of store__ingest() per batch. It writes DB: run it on a copy. */
+static int late_child(const char *db, int n)
+{
+	double c[64], u;
+	unsigned seed = 7, p, k;
+	struct store *s;
+	bool dup;
+	int i;
+
+	if (n < 1 || n > 64 || store__open(db, NULL, &s))
+		return 2;
+	for (p = 0; p < NPROC; p++)
+		for (k = 0; k < POOL; k++)
+			make_stack(p, k, &seed, pool[p][k].text, sizeof(pool[p][k].text));
+	for (i = 0; i < n; i++) {
+		struct batch *b = make_window((unsigned)i, 0, SAMPLES_PER_WINDOW, &seed);
+
+		if (!b)
+			die("generate", "make_window");
+		b->seq = 1000000 + (uint64_t)i; /* a batch of its own, late */
+		u = cpu();
+		if (store__ingest(s, b, &dup) || dup)
+			die("store__ingest", store__errmsg(s));
+		c[i] = cpu() - u;
+		batch__free(b);
+	}
+	printf("late batch (%u samples), below the watermarks: median %.2f ms CPU (%d)\n",
+	       SAMPLES_PER_WINDOW, 1e3 * median(c, (size_t)n), n);
+	store__close(s);
+	return 0;
+}
+
 /* The peak RSS of the json flame graph of [from, to): this program again, in its
  * rss mode (a new process: none of the bench's pages). */
 static void rss_figure(const char *db, int64_t from, int64_t to)
@@ -809,6 +846,8 @@ int main(int argc, char **argv)
 	if (argc == 6 && !strcmp(argv[1], "reads"))
 		return reads_child(argv[2], strtoll(argv[3], NULL, 10), strtoll(argv[4], NULL, 10),
 				   atoi(argv[5]));
+	if (argc == 4 && !strcmp(argv[1], "late"))
+		return late_child(argv[2], atoi(argv[3]));
 	if (argc == 7 && !strcmp(argv[1], "time"))
 		return time_child(argv[2], strtoll(argv[3], NULL, 10), strtoll(argv[4], NULL, 10),
 				  argv[5], atoi(argv[6]));

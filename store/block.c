@@ -674,6 +674,8 @@ struct block_reader {
 	uint8_t *zbuf;		/* one inflated payload */
 	size_t zcap;
 	ZSTD_DCtx *dctx;
+	struct block_entry *ents; /* block_reader__decode_all()'s section */
+	size_t ecap;
 };
 
 int block_reader__new(struct block_reader **out)
@@ -698,6 +700,7 @@ void block_reader__free(struct block_reader *r)
 	ZSTD_freeDCtx(r->dctx);
 	free(r->zbuf);
 	free(r->sec);
+	free(r->ents);
 	free(r);
 }
 
@@ -781,6 +784,47 @@ int block_reader__decode(struct block_reader *r, size_t i, struct block_entry *o
 		return -E2BIG;
 	*n = sc->count;
 	return decode_pairs(r->p + sc->off, r->p + sc->off + sc->len, sc->count, sc->total, out);
+}
+
+int block_reader__decode_all(struct block_reader *r, int64_t v1_labelset, struct block_lentry **out,
+			     size_t *n, size_t *cap)
+{
+	const struct block_section *sc;
+	size_t i, k, got;
+	int err;
+
+	for (i = 0; i < r->nsec; i++) {
+		sc = &r->sec[i];
+		if (sc->count > r->ecap) {
+			struct block_entry *ne = realloc(r->ents, sc->count * sizeof(*ne));
+
+			if (!ne)
+				return -ENOMEM;
+			r->ents = ne;
+			r->ecap = sc->count;
+		}
+		err = block_reader__decode(r, i, r->ents, r->ecap, &got);
+		if (err)
+			return err;
+		if (got > *cap - *n) {
+			size_t ncap = *cap ? *cap : 64;
+			struct block_lentry *nl;
+
+			while (ncap - *n < got)
+				ncap *= 2;
+			nl = realloc(*out, ncap * sizeof(*nl));
+			if (!nl)
+				return -ENOMEM;
+			*out = nl;
+			*cap = ncap;
+		}
+		for (k = 0; k < got; k++)
+			(*out)[*n + k] = (struct block_lentry){ sc->labelset_id ? sc->labelset_id
+										: v1_labelset,
+								r->ents[k].id, r->ents[k].value };
+		*n += got;
+	}
+	return 0;
 }
 
 int block_merge__add_sections(struct block_merge *m, const uint8_t *buf, size_t len,

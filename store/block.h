@@ -24,7 +24,8 @@
  * Nothing may follow the payload. An empty block is 4 bytes (01 00 00 00).
  *
  * Format, version 2: a window's block, one section per label set (the raw tier,
- * schema/008_window_blocks.sql):
+ * schema/008_window_blocks.sql; and the minute tier, one block per 60 s bucket,
+ * schema/010_minute_blocks.sql):
  *
  *   byte    version   BLOCK_VERSION_SECTIONS (2)
  *   byte    flags     as version 1
@@ -168,6 +169,14 @@ const struct block_section *block_reader__sections(const struct block_reader *r,
  * -EINVAL (malformed pairs), -E2BIG (cap too small), -ERANGE (no such section). */
 int block_reader__decode(struct block_reader *r, size_t i, struct block_entry *out, size_t cap,
 			 size_t *n);
+
+/* Appends every section of the open block to (*out)[*n..], ids ascending within
+ * a section, sections in directory order, and adds their count to *n; *out (*cap
+ * entries, owned by the caller: free()) grows as needed. A version 1 block's
+ * entries get label set v1_labelset. Returns 0, -EINVAL (malformed pairs; the
+ * entries of earlier sections stay appended), -ENOMEM. */
+int block_reader__decode_all(struct block_reader *r, int64_t v1_labelset, struct block_lentry **out,
+			     size_t *n, size_t *cap);
 
 /* Accepts NULL. */
 void block_reader__free(struct block_reader *r);

@@ -15,9 +15,12 @@
  * horizon of a retried batch is the raw retention. Last, the dictionary rows no
  * block can use any more are collected (store/gc.c, schema/006_gc.sql).
  *
- * A raw block is a window's, a section per label set (schema/008_window_blocks.sql):
- * a minute rollup splits each raw block of its bucket into its sections and merges
- * them by label set into the bucket's blocks of one label set each.
+ * A raw block is a window's, a section per label set (schema/008_window_blocks.sql),
+ * and a minute block a bucket's, a section per label set too
+ * (schema/010_minute_blocks.sql): a minute rollup splits each raw block of its
+ * bucket into its sections, merges them by label set and writes the bucket's one
+ * block; an hour rollup splits its minute blocks the same way and writes a block
+ * per label set (the hour tier is small: docs/benchmarks.md, session 10).
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -210,8 +213,9 @@ static int group_of(struct group **g, size_t *ng, size_t *cap, int64_t labelset_
 	return 0;
 }
 
-/* Adds a raw block (a window's, version 2; of 005-007, version 1, of label set key)
- * to the groups of its sections' label sets. */
+/* Adds a block of sections (version 2: a window's, a minute bucket's) or of one
+ * label set (version 1: an hour's, a minute's of 005-009, a raw one of 005-007;
+ * label set key) to the groups of its sections' label sets. */
 static int add_window(struct sqlite_store *s, struct block_reader **rd, const uint8_t *data,
 		      size_t len, int64_t key, struct group **g, size_t *ng, size_t *cap,
 		      struct block_entry **ents, size_t *ecap)
@@ -255,9 +259,36 @@ static int add_window(struct sqlite_store *s, struct block_reader **rd, const ui
 	return 0;
 }
 
-/* Builds tier's bucket [b, b + len) from the blocks of tier - 1 starting in it,
- * label set by label set (store_block_add() sums into a block already there, so a
- * bucket written by a late ingest stays right). Sets *nread to the blocks read. */
+/* Writes the groups g[0..ng) (ascending label sets) as the one block of tier's
+ * bucket at b, a section each (schema/010_minute_blocks.sql). */
+static int write_sections(struct sqlite_store *s, int tier, int64_t b, const struct group *g,
+			  size_t ng)
+{
+	struct block_lentry *le = NULL;
+	struct block_entry *e = NULL;
+	size_t n = 0, cap = 0, k, i;
+	int err = 0;
+
+	for (i = 0; !err && i < ng; i++) {
+		err = block_merge__entries(g[i].m, &e, &k);
+		if (!err)
+			err = array_grow((void **)&le, &cap, n + k, sizeof(*le));
+		for (size_t j = 0; !err && j < k; j++)
+			le[n++] = (struct block_lentry){ g[i].labelset_id, e[j].id, e[j].value };
+		free(e);
+		e = NULL;
+	}
+	if (!err)
+		err = store_bucket_add(s, tier, b, le, n);
+	free(le);
+	return err;
+}
+
+/* Builds tier's bucket [b, b + len) from the blocks of tier - 1 starting in it: the
+ * minute tier's one block of a section per label set, the hour tier's blocks of
+ * one label set each (store_bucket_add() and store_block_add() sum into a block
+ * already there, so a bucket written by a late ingest stays right). Sets *nread to
+ * the blocks read. */
 static int rollup_bucket(struct sqlite_store *s, int tier, int64_t b, int64_t len, int64_t *nread)
 {
 	struct group *g = NULL;
@@ -271,7 +302,7 @@ static int rollup_bucket(struct sqlite_store *s, int tier, int64_t b, int64_t le
 	err = store_slot_stmt(s, M_BUCKET,
 			      "SELECT i.labelset_id, b.data FROM block_index i "
 			      "JOIN blocks b ON b.id = i.block_id WHERE i.tier = ?1 AND "
-			      "i.start >= ?2 AND i.start < ?3 ORDER BY i.labelset_id",
+			      "i.start >= ?2 AND i.start < ?3",
 			      &st);
 	if (err)
 		return err;
@@ -284,44 +315,23 @@ static int rollup_bucket(struct sqlite_store *s, int tier, int64_t b, int64_t le
 		const uint8_t *data = sqlite3_column_blob(st, 1);
 		size_t dlen = (size_t)sqlite3_column_bytes(st, 1);
 
-		if (tier - 1 == TIER_RAW) {
-			/* a window block: its sections go to their label sets' groups */
-			err = add_window(s, &rd, data, dlen, ls, &g, &ng, &cap, &ents, &ecap);
-			if (err) {
-				err = err == -ENOMEM ? err
-						     : store_fail(s, -EIO,
-								  "a raw block at %" PRId64
-								  " (%" PRId64 ") does not decode",
-								  b, ls);
-				break;
-			}
-			(*nread)++;
-			continue;
-		}
-		if (!ng || g[ng - 1].labelset_id != ls) {
-			err = array_grow((void **)&g, &cap, ng + 1, sizeof(*g));
-			if (err)
-				break;
-			g[ng].labelset_id = ls;
-			err = block_merge__new(0, &g[ng].m);
-			if (err)
-				break;
-			ng++;
-		}
-		err = block_merge__add(g[ng - 1].m, data, dlen);
+		/* a block of sections (a window's, a minute bucket's) or of one label
+		 * set (ls): each section goes to its label set's group */
+		err = add_window(s, &rd, data, dlen, ls, &g, &ng, &cap, &ents, &ecap);
 		if (err) {
-			err = err == -ENOMEM
-				      ? err
-				      : store_fail(s, -EIO,
-						   "a tier %d block at %" PRId64
-						   " of label set %" PRId64 " does not decode",
-						   tier - 1, b, ls);
+			err = err == -ENOMEM ? err
+					     : store_fail(s, -EIO,
+							  "a tier %d block at %" PRId64 " (%" PRId64
+							  ") does not decode",
+							  tier - 1, b, ls);
 			break;
 		}
 		(*nread)++;
 	}
 	store_done(st);
-	for (i = 0; !err && i < ng; i++) {
+	if (!err && store_tier_sections(tier))
+		err = write_sections(s, tier, b, g, ng);
+	for (i = 0; !err && !store_tier_sections(tier) && i < ng; i++) {
 		err = block_merge__entries(g[i].m, &e, &n);
 		if (!err)
 			err = store_block_add(s, tier, b, g[i].labelset_id, e, n);

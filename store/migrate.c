@@ -1,23 +1,25 @@
-/* Two conversions run by store__open() for a writer after the migrations. Second,
- * migration 008's (schema/008_window_blocks.sql): 005-007's raw blocks, one per
- * window and label set, into one window block (store/block.h, version 2) per
- * window, ascending from state.convert_008, several windows a transaction that
- * deletes what it converted and moves the cursor, NULL when done. First, the
- * conversion of migration 004's samples rows (one per window, label set and
- * stack) into raw profile blocks (schema/005_blocks.sql), run by store__open() for
- * a writer after the migrations. Window by window, the smallest window_start
- * first: its rows, grouped by label set, become the raw blocks of (window_start,
- * label set) and are deleted in the same transaction, several windows a
- * transaction up to CONVERT_ROWS rows, so a process killed anywhere leaves rows
- * and blocks that together hold every sample once, and the next writer's open
- * resumes. Old coarse rows (below 001's state.coarse_before) are windows that
- * start at their 300 s bucket and are converted as such. When samples is empty it
- * is dropped (its triggers with it); state.sample_rows stays right throughout,
- * since samples' triggers take one off per row deleted and block_index's add a
- * block's entries, which are its rows. Nothing here prints.
+/* The conversions run by store__open() for a writer after the migrations, in this
+ * order. First, migration 004's samples rows (one per window, label set and stack)
+ * into raw profile blocks (schema/005_blocks.sql): window by window, the smallest
+ * window_start first, its rows, grouped by label set, become the raw blocks of
+ * (window_start, label set) and are deleted in the same transaction, several
+ * windows a transaction up to CONVERT_ROWS rows, so a process killed anywhere
+ * leaves rows and blocks that together hold every sample once, and the next
+ * writer's open resumes. Old coarse rows (below 001's state.coarse_before) are
+ * windows that start at their 300 s bucket and are converted as such. When samples
+ * is empty it is dropped (its triggers with it); state.sample_rows stays right
+ * throughout, since samples' triggers take one off per row deleted and
+ * block_index's add a block's entries, which are its rows. Then migrations 008's
+ * and 010's (schema/008_window_blocks.sql, schema/010_minute_blocks.sql): blocks
+ * of one label set into blocks of a section per label set (store/block.h, version
+ * 2), 005-007's raw blocks into one block per window and 005-009's minute blocks
+ * into one block per bucket, start by start ascending from state.convert_008
+ * (convert_010), several starts a transaction that deletes what it converted and
+ * moves the cursor, NULL when done. Nothing here prints.
  */
 #include <errno.h>
 #include <inttypes.h>
+#include <stdio.h>
 #include <stdlib.h>
 
 #include "common/array.h"
@@ -157,80 +159,82 @@ out_finalize:
 	return err;
 }
 
-/* ---- migration 008: raw blocks of a window and label set into window blocks ---- */
+/* ---- migrations 008 and 010: blocks of one label set into blocks of sections ---- */
 
-int store_windows_pending(struct sqlite_store *s)
+/* The tier each conversion turns into blocks of sections, and its cursor. */
+static const char *cursor_of(int tier)
 {
+	return tier == TIER_RAW ? "convert_008" : "convert_010";
+}
+
+int store_blocks_pending(struct sqlite_store *s, int tier)
+{
+	char sql[96];
 	int64_t n;
 	int err;
 
-	err = store_query_int(s, "SELECT convert_008 IS NOT NULL FROM state WHERE id = 1", &n);
+	snprintf(sql, sizeof(sql), "SELECT %s IS NOT NULL FROM state WHERE id = 1",
+		 cursor_of(tier));
+	err = store_query_int(s, sql, &n);
 	return err ? err : n > 0;
 }
 
 enum {
-	CW_NEXT,  /* the next window start at or above ?1 with an old raw block */
-	CW_ROWS,  /* its old raw blocks */
+	CW_NEXT,  /* the next start at or above ?1 with an old block */
+	CW_ROWS,  /* its old blocks */
 	CW_DEL_B, /* and their deletion */
 	CW_DEL_I,
-	CW_CURSOR, /* state.convert_008 = ?1 */
+	CW_CURSOR, /* state.convert_0NN = ?1 */
 	CW_NR,
 };
 
-/* Converts the window at ws: its old blocks (labelset_id > 0) into one window
- * block, then deletes them. *nrows gets the entries converted. */
-static int convert_window_blocks(struct sqlite_store *s, sqlite3_stmt **st, int64_t ws,
-				 int64_t *nrows)
+/* Converts tier's blocks at start: the old ones (labelset_id > 0, one label set
+ * each) into one block of sections (a new window block, or the minute bucket's
+ * one block), then deletes them. *nrows gets the entries converted. */
+static int convert_start(struct sqlite_store *s, sqlite3_stmt **st, int tier, int64_t start,
+			 int64_t *nrows)
 {
+	struct block_reader *rd = NULL;
 	struct block_lentry *le = NULL;
-	struct block_entry *e = NULL;
-	size_t n = 0, cap = 0, ecap = 0, got, count, i;
+	size_t n = 0, cap = 0;
 	int err;
 
 	*nrows = 0;
-	sqlite3_bind_int64(st[CW_ROWS], 1, ws);
+	err = block_reader__new(&rd);
+	if (err)
+		return err;
+	sqlite3_bind_int64(st[CW_ROWS], 1, start);
 	while ((err = store_step(s, st[CW_ROWS])) == 1) {
 		int64_t ls = sqlite3_column_int64(st[CW_ROWS], 0);
-		const uint8_t *data = sqlite3_column_blob(st[CW_ROWS], 1);
-		size_t len = (size_t)sqlite3_column_bytes(st[CW_ROWS], 1);
 
-		err = block__header(data, len, &count, NULL);
-		if (!err && count > ecap) {
-			struct block_entry *ne = realloc(e, count * sizeof(*e));
-
-			err = ne ? 0 : -ENOMEM;
-			if (ne) {
-				e = ne;
-				ecap = count;
-			}
-		}
+		err = block_reader__open(rd, sqlite3_column_blob(st[CW_ROWS], 1),
+					 (size_t)sqlite3_column_bytes(st[CW_ROWS], 1));
+		/* a block of one label set: version 1 */
+		if (!err && block_reader__sections(rd, &(size_t){ 0 })->labelset_id)
+			err = -EINVAL;
 		if (!err)
-			err = block__decode(data, len, e, ecap, &got);
+			err = block_reader__decode_all(rd, ls, &le, &n, &cap);
 		if (err) {
 			err = err == -ENOMEM ? err
 					     : store_fail(s, -EIO,
-							  "raw block (%" PRId64 ", %" PRId64
+							  "tier %d block (%" PRId64 ", %" PRId64
 							  ") does not decode",
-							  ws, ls);
+							  tier, start, ls);
 			break;
 		}
-		err = array_grow((void **)&le, &cap, n + got, sizeof(*le));
-		if (err)
-			break;
-		for (i = 0; i < got; i++)
-			le[n++] = (struct block_lentry){ ls, e[i].id, e[i].value };
 	}
 	store_done(st[CW_ROWS]);
-	free(e);
-	/* the new block first (its key below the old ones' is -1 or lower), then
+	block_reader__free(rd);
+	/* the new block first (its key, -1 or lower, is below the old ones'), then
 	 * the old blocks go */
 	if (!err)
-		err = store_raw_block_add(s, ws, le, n);
+		err = tier == TIER_RAW ? store_raw_block_add(s, start, le, n)
+				       : store_bucket_add(s, tier, start, le, n);
 	free(le);
 	if (err)
 		return err;
-	for (i = CW_DEL_B; i <= CW_DEL_I; i++) {
-		sqlite3_bind_int64(st[i], 1, ws);
+	for (int i = CW_DEL_B; i <= CW_DEL_I; i++) {
+		sqlite3_bind_int64(st[i], 1, start);
 		err = store_step(s, st[i]);
 		store_done(st[i]);
 		if (err < 0)
@@ -240,33 +244,41 @@ static int convert_window_blocks(struct sqlite_store *s, sqlite3_stmt **st, int6
 	return 0;
 }
 
-int store_convert_windows(struct sqlite_store *s)
+int store_convert_blocks(struct sqlite_store *s, int tier)
 {
-	static const char *const sql[CW_NR] = {
-		[CW_NEXT] = "SELECT min(start) FROM block_index WHERE tier = 0 AND start >= ?1 "
+	static const char *const fmt[CW_NR] = {
+		[CW_NEXT] = "SELECT min(start) FROM block_index WHERE tier = %d AND start >= ?1 "
 			    "AND labelset_id > 0",
 		[CW_ROWS] = "SELECT i.labelset_id, b.data FROM block_index i JOIN blocks b ON "
-			    "b.id = i.block_id WHERE i.tier = 0 AND i.start = ?1 AND "
+			    "b.id = i.block_id WHERE i.tier = %d AND i.start = ?1 AND "
 			    "i.labelset_id > 0 ORDER BY i.labelset_id",
 		[CW_DEL_B] = "DELETE FROM blocks WHERE id IN (SELECT block_id FROM block_index "
-			     "WHERE tier = 0 AND start = ?1 AND labelset_id > 0)",
-		[CW_DEL_I] = "DELETE FROM block_index WHERE tier = 0 AND start = ?1 AND "
+			     "WHERE tier = %d AND start = ?1 AND labelset_id > 0)",
+		[CW_DEL_I] = "DELETE FROM block_index WHERE tier = %d AND start = ?1 AND "
 			     "labelset_id > 0",
-		[CW_CURSOR] = "UPDATE state SET convert_008 = ?1 WHERE id = 1",
+		[CW_CURSOR] = "UPDATE state SET %s = ?1 WHERE id = 1",
 	};
 	sqlite3_stmt *st[CW_NR] = { NULL };
 	int64_t done, n, ws, cursor;
 	bool empty = false;
+	char sql[256];
 	int err, rc, i;
 
-	err = store_windows_pending(s);
+	if (tier != TIER_RAW && tier != TIER_MINUTE)
+		return -EINVAL;
+	err = store_blocks_pending(s, tier);
 	if (err <= 0)
 		return err;
-	err = store_query_int(s, "SELECT convert_008 FROM state WHERE id = 1", &cursor);
+	snprintf(sql, sizeof(sql), "SELECT %s FROM state WHERE id = 1", cursor_of(tier));
+	err = store_query_int(s, sql, &cursor);
 	if (err)
 		return err;
 	for (i = 0; i < CW_NR; i++) {
-		rc = sqlite3_prepare_v2(s->db, sql[i], -1, &st[i], NULL);
+		if (i == CW_CURSOR)
+			snprintf(sql, sizeof(sql), fmt[i], cursor_of(tier));
+		else
+			snprintf(sql, sizeof(sql), fmt[i], tier);
+		rc = sqlite3_prepare_v2(s->db, sql, -1, &st[i], NULL);
 		if (rc != SQLITE_OK) {
 			err = store_sql_fail(s, rc);
 			goto out_finalize;
@@ -277,7 +289,7 @@ int store_convert_windows(struct sqlite_store *s)
 		if (err)
 			goto out_finalize;
 		for (done = 0; done < CONVERT_ROWS; done += n) {
-			/* a seek from the cursor: the windows below it are done */
+			/* a seek from the cursor: the starts below it are done */
 			sqlite3_bind_int64(st[CW_NEXT], 1, cursor);
 			err = store_step(s, st[CW_NEXT]);
 			empty = err == 1 && sqlite3_column_type(st[CW_NEXT], 0) == SQLITE_NULL;
@@ -289,7 +301,7 @@ int store_convert_windows(struct sqlite_store *s)
 				goto out_rollback;
 			if (empty)
 				break;
-			err = convert_window_blocks(s, st, ws, &n);
+			err = convert_start(s, st, tier, ws, &n);
 			if (err)
 				goto out_rollback;
 			cursor = ws + 1;

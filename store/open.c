@@ -233,10 +233,10 @@ static void stack_hash_fn(sqlite3_context *ctx, int argc, sqlite3_value **argv)
  * slack; 16 KiB pages hold six (docs/benchmarks.md, session 9). */
 #define STORE_PAGE_SIZE "16384"
 
-/* smolder_block_labelsets(data): the label set ids of a window block's sections
- * (store/block.h, version 2) as a JSON array, for json_each() in the reads that
- * select label sets in SQL (labels, windows); NULL for a version 1 block or NULL;
- * an error for a block that does not open. The reader is the connection's. */
+/* smolder_block_labelsets(data): the label set ids of a block's sections (a
+ * window's or a minute bucket's: store/block.h, version 2) as a JSON array, for json_each() in the
+ * reads that select label sets in SQL (labels, windows); NULL for a version 1 block or NULL; an
+ * error for a block that does not open. The reader is the connection's. */
 static void block_labelsets_fn(sqlite3_context *ctx, int argc, sqlite3_value **argv)
 {
 	struct block_reader *r = sqlite3_user_data(ctx);
@@ -348,11 +348,17 @@ static int check_reader(struct sqlite_store *s)
 			       : store_fail(s, -EPROTO,
 					    "the conversion to profile blocks is not finished: "
 					    "open the database for writing first");
-	err = store_windows_pending(s);
+	err = store_blocks_pending(s, TIER_RAW);
 	if (err)
 		return err < 0 ? err
 			       : store_fail(s, -EPROTO,
 					    "the conversion to window blocks is not finished: "
+					    "open the database for writing first");
+	err = store_blocks_pending(s, TIER_MINUTE);
+	if (err)
+		return err < 0 ? err
+			       : store_fail(s, -EPROTO,
+					    "the conversion to minute blocks is not finished: "
 					    "open the database for writing first");
 	rc = sqlite3_prepare_v2(s->db, "PRAGMA journal_mode", -1, &st, NULL);
 	if (rc != SQLITE_OK)
@@ -429,8 +435,9 @@ int sqlite_store__open(const char *path, const struct store_options *opts, struc
 	else
 		err = exec(s, "PRAGMA page_size = " STORE_PAGE_SIZE "; PRAGMA journal_mode = WAL; "
 			      "PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = OFF")
-			      ?: migrate(s) ?: store_convert_samples(s) ?: store_convert_windows(s)
-			      ?: store_gc_init(s);
+			      ?: migrate(s) ?: store_convert_samples(s)
+			      ?: store_convert_blocks(s, TIER_RAW)
+			      ?: store_convert_blocks(s, TIER_MINUTE) ?: store_gc_init(s);
 	if (err)
 		goto out_close_db;
 	*out = &s->base;

@@ -3,11 +3,12 @@
  * label keys and values in use. Every read runs in one read transaction, so the
  * tiers' watermarks and the blocks are one snapshot; store_plan() (tiers.c) splits
  * the range into spans of one tier each, and a span's blocks are found by
- * block_index's primary key (tier, start), the label selection narrowing a
- * rollup's blocks by labelset_id before any block is read. A raw block is a
- * window's, a section per label set (schema/008_window_blocks.sql): the selection
- * is a set of label set ids in C (struct ls_filter) and only its sections are
- * decoded; labels and label_key_used list a raw block's label sets in SQL through
+ * block_index's primary key (tier, start), the label selection narrowing an
+ * hour's blocks by labelset_id before any block is read. A raw block is a
+ * window's and a minute block a bucket's, a section per label set
+ * (schema/008_window_blocks.sql, schema/010_minute_blocks.sql): the selection is a
+ * set of label set ids in C (struct ls_filter) and only its sections are decoded;
+ * labels and label_key_used list such a block's label sets in SQL through
  * smolder_block_labelsets() (store/open.c).
  *
  * Stacks: the blocks of every span are added to one block_merge (store/block.h),
@@ -29,8 +30,9 @@
  *
  * Timelines: each bucket [from + k * step, + step) is planned on its own and its
  * spans' block_index.total summed, so no block is decoded and a rollup is used for
- * a bucket only when it lies inside it; raw blocks under a selection that does not
- * keep every label set add their selected sections' totals from the directory.
+ * a bucket only when it lies inside it; raw and minute blocks under a selection
+ * that does not keep every label set add their selected sections' totals from the
+ * directory.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -382,8 +384,8 @@ static void bind_span(sqlite3_stmt *st, int tier, int64_t from, int64_t to)
 
 /* ---- a selection as a set of label set ids ---------------------------------- */
 
-/* Raw blocks hold a section per label set (schema/008_window_blocks.sql), so a span
- * of raw blocks is selected in C: the label sets of q (negate: all but those of
+/* Raw and minute blocks hold a section per label set (schema/008, 010), so a span
+ * of them is selected in C: the label sets of q (negate: all but those of
  * ids), sorted. */
 struct ls_filter {
 	int64_t *ids;
@@ -623,7 +625,7 @@ static int merge_blocks(struct sqlite_store *s, const struct store_query *q, str
 	if (!n)
 		return 0;
 	for (i = 0; i < n; i++)
-		has_raw |= sp[i].tier == TIER_RAW;
+		has_raw |= store_tier_sections(sp[i].tier);
 	if (has_raw)
 		err = filter_make(s, q, &f);
 	if (!err)
@@ -645,8 +647,8 @@ static int merge_blocks(struct sqlite_store *s, const struct store_query *q, str
 		return err;
 	}
 	for (i = 0; i < n && !err; i++) {
-		/* raw blocks: all of them, their sections selected in C */
-		sqlite3_stmt *cur = sp[i].tier == TIER_RAW ? raw : st;
+		/* raw and minute blocks: all of them, their sections selected in C */
+		sqlite3_stmt *cur = store_tier_sections(sp[i].tier) ? raw : st;
 
 		bind_span(cur, sp[i].tier, sp[i].from, sp[i].to);
 		while ((err = store_step(s, cur)) == 1) {
@@ -906,7 +908,7 @@ struct point {
 	uint64_t count;
 };
 
-/* The sum of a span of raw blocks for f: block_index's totals when f keeps every
+/* The sum of a span of raw or minute blocks for f: block_index's totals when f keeps every
  * label set, else the totals of the sections f keeps from each block's directory
  * (inflated, no pair decoded). */
 static int raw_total(struct sqlite_store *s, const struct ls_filter *f, struct block_reader **rd,
@@ -951,9 +953,9 @@ static int raw_total(struct sqlite_store *s, const struct ls_filter *f, struct b
 			err = err == -ENOMEM
 				      ? err
 				      : store_fail(s, -EIO,
-						   "block %" PRId64 " (tier 0, start %" PRId64
+						   "block %" PRId64 " (tier %d, start %" PRId64
 						   ") does not decode",
-						   (int64_t)sqlite3_column_int64(st, 0),
+						   (int64_t)sqlite3_column_int64(st, 0), sp->tier,
 						   (int64_t)sqlite3_column_int64(st, 2));
 			break;
 		}
@@ -1008,7 +1010,7 @@ static int series_points(struct sqlite_store *s, const struct store_query *q, in
 		}
 		n = store_plan(&t, b, e, sp);
 		for (i = 0; i < n; i++) {
-			if (sp[i].tier == TIER_RAW) {
+			if (store_tier_sections(sp[i].tier)) {
 				if (!made) {
 					err = filter_make(s, q, &f);
 					made = !err;
@@ -1092,11 +1094,11 @@ static int spans_sql(struct sqlite_store *s, int64_t from, int64_t to, char **ou
 	if (!sql)
 		return -ENOMEM;
 	sql[0] = '\0';
-	/* a raw block's label sets are its sections' (schema/008_window_blocks.sql) */
+	/* a raw or minute block's label sets are its sections' (schema/008, 010) */
 	for (i = 0; i < n; i++)
 		len += (size_t)snprintf(
 			sql + len, cap - len,
-			sp[i].tier == TIER_RAW
+			store_tier_sections(sp[i].tier)
 				? "%sSELECT j.value AS labelset_id FROM block_index bi JOIN blocks "
 				  "b ON b.id = bi.block_id, "
 				  "json_each(smolder_block_labelsets(b.data)) "
@@ -1232,16 +1234,18 @@ int sqlite_store__label_key_used(struct store *base, const char *key, int64_t fr
 	n = store_plan(&t, from, to, sp);
 	/* EXISTS stops at the first block of a label set with the key: one row for a
 	 * key every label set has, the spans' index rows only when none has it */
-	/* a raw block's label sets are its sections' (schema/008_window_blocks.sql) */
-	err = store_slot_stmt(s, ST_R_KEY_USED,
-			      "SELECT EXISTS (SELECT 1 FROM block_index bi WHERE tier = ?1 AND "
-			      "start >= ?2 AND start < ?3 AND (labelset_id IN (SELECT labelset_id "
-			      "FROM labelset_labels WHERE key_id = (SELECT id FROM strings "
-			      "WHERE text = ?4)) OR (tier = 0 AND EXISTS (SELECT 1 FROM blocks b, "
-			      "json_each(smolder_block_labelsets(b.data)) j WHERE b.id = "
-			      "bi.block_id AND j.value IN (SELECT labelset_id FROM labelset_labels "
-			      "WHERE key_id = (SELECT id FROM strings WHERE text = ?4))))))",
-			      &st);
+	/* a raw or minute block's label sets are its sections' (schema/008, 010):
+	 * its key is negative */
+	err = store_slot_stmt(
+		s, ST_R_KEY_USED,
+		"SELECT EXISTS (SELECT 1 FROM block_index bi WHERE tier = ?1 AND "
+		"start >= ?2 AND start < ?3 AND (labelset_id IN (SELECT labelset_id "
+		"FROM labelset_labels WHERE key_id = (SELECT id FROM strings "
+		"WHERE text = ?4)) OR (labelset_id < 0 AND EXISTS (SELECT 1 FROM blocks b, "
+		"json_each(smolder_block_labelsets(b.data)) j WHERE b.id = "
+		"bi.block_id AND j.value IN (SELECT labelset_id FROM labelset_labels "
+		"WHERE key_id = (SELECT id FROM strings WHERE text = ?4))))))",
+		&st);
 	if (err)
 		goto out;
 	for (i = 0; i < n; i++) {

@@ -1,7 +1,7 @@
 /* Private to store/: what the pieces of the SQLite profile store share, included by
  * the .c files of store/ only (the public contract is store.h; the storage model is
- * described at the top of schema/001_init.sql, schema/005_blocks.sql and
- * schema/008_window_blocks.sql). It holds
+ * described at the top of schema/001_init.sql, schema/005_blocks.sql,
+ * schema/008_window_blocks.sql and schema/010_minute_blocks.sql). It holds
  * struct sqlite_store (one connection, with every statement prepared once and cached),
  * the statement and error helpers of open.c, the tiers and block helpers of
  * tiers.c, the hooks of the per-connection caches, and the varint and floor_div
@@ -13,8 +13,9 @@
  *   windows.c   each stored window's length and period (schema/004_windows.sql)
  *   tiers.c     the tiers' watermarks, the query plan over tiers, adding to a block
  *   maintain.c  rollups, retention per tier, stats
- *   migrate.c   the conversions of 004's samples rows into raw blocks and of
- *               005-007's raw blocks into window blocks (schema/008)
+ *   migrate.c   the conversions of 004's samples rows into raw blocks, of
+ *               005-007's raw blocks into window blocks (schema/008) and of
+ *               005-009's minute blocks into bucket blocks (schema/010)
  *   gc.c        the dictionaries' garbage collection (schema/006_gc.sql)
  *   block.c     the block codec (no SQLite)
  *   store.c     the dispatcher of store.h over the backends (store/backend.h)
@@ -143,6 +144,16 @@ enum store_tier { TIER_RAW = 0, TIER_MINUTE = 1, TIER_HOUR = 2 };
 /* A tier's bucket length in seconds; 0 for TIER_RAW (windows as sent). */
 int64_t store_tier_seconds(int tier);
 
+/* Whether tier's blocks hold a section per label set (store/block.h, version 2):
+ * raw blocks, a window's batch each (schema/008_window_blocks.sql), and minute
+ * blocks, one per bucket (schema/010_minute_blocks.sql); their block_index key is
+ * no label set but -1, -2, ... Hour blocks are one per bucket and label set
+ * (version 1, keyed by the label set). */
+static inline bool store_tier_sections(int tier)
+{
+	return tier == TIER_RAW || tier == TIER_MINUTE;
+}
+
 /* The watermarks of state (schema/005): built_before[t] for t >= 1, every bucket of
  * tier t starting below it is built (INT64_MIN: none; built_before[0] is
  * INT64_MAX: raw windows are there as soon as they are ingested); kept_from[t],
@@ -180,12 +191,26 @@ size_t store_plan(const struct store_tiers *t, int64_t from, int64_t to,
 
 /* Adds n entries (any order, duplicates summed, values saturating) to the block of
  * (tier, start, labelset_id), creating it when missing: the stored block is decoded,
- * merged and written again, with block_index's total and entries. In the caller's
- * transaction. n == 0 does nothing. Returns 0, -EINVAL (a negative value), -EIO (a
+ * merged and written again, with block_index's total and entries; for the minute
+ * tier, to labelset_id's section of the bucket's one block (store_bucket_add()).
+ * In the caller's transaction. n == 0 does nothing. Returns 0, -EINVAL (a negative value), -EIO (a
  * stored block that does not decode: store__errmsg says which), -ENOMEM, or a
  * translated SQLite error. */
 int store_block_add(struct sqlite_store *s, int tier, int64_t start, int64_t labelset_id,
 		    const struct block_entry *e, size_t n);
+
+/* The block_index key of a minute bucket's one block (schema/010_minute_blocks.sql). */
+#define STORE_BUCKET_KEY (-1)
+
+/* Adds e (n entries of any label sets, any order, duplicates summed, values
+ * saturating) to the one block of tier's bucket at start (a tier whose blocks have
+ * sections, not raw: the minute tier), creating it when missing: the stored block
+ * is decoded, merged and written again, with block_index's total and entries. In
+ * the caller's transaction; n == 0 does nothing. Returns 0, -EINVAL (a value <= 0,
+ * a label set id < 1, a tier without such blocks), -EIO (a stored block that does
+ * not decode), -ENOMEM, or a translated SQLite error. */
+int store_bucket_add(struct sqlite_store *s, int tier, int64_t start, const struct block_lentry *e,
+		     size_t n);
 
 /* Writes e (n entries of any label sets, any order, duplicates summed) as a new raw
  * block of the window at start (schema/008_window_blocks.sql: its block_index key
@@ -206,16 +231,20 @@ int store_samples_pending(struct sqlite_store *s);
  * for a writer after the migrations. Returns 0 or -errno. */
 int store_convert_samples(struct sqlite_store *s);
 
-/* Whether migration 008's conversion of raw blocks is still to do (1), not (0),
- * or -errno. */
-int store_windows_pending(struct sqlite_store *s);
+/* Whether the conversion of tier's blocks of one label set into blocks of sections
+ * is still to do (1), not (0), or -errno: migration 008's of raw blocks (tier 0),
+ * 010's of minute blocks (tier 1). */
+int store_blocks_pending(struct sqlite_store *s, int tier);
 
-/* Converts the raw blocks of 005-007 (one per window and label set) into version 2
- * window blocks, a window a step, several windows a transaction that deletes the
- * blocks it converted and moves state.convert_008: a killed conversion resumes.
- * Called by store__open() for a writer after store_convert_samples(). Returns 0
- * or -errno. */
-int store_convert_windows(struct sqlite_store *s);
+/* Converts tier's blocks of one label set each into blocks of sections: for
+ * TIER_RAW 005-007's raw blocks (one per window and label set) into version 2
+ * window blocks (schema/008_window_blocks.sql), for TIER_MINUTE 005-009's minute
+ * blocks into one block per bucket (schema/010_minute_blocks.sql); a start a step,
+ * several starts a transaction that deletes the blocks it converted and moves
+ * state.convert_008 (convert_010): a killed conversion resumes. Called by
+ * store__open() for a writer after store_convert_samples(), raw first. Returns 0,
+ * -EINVAL (another tier) or -errno. */
+int store_convert_blocks(struct sqlite_store *s, int tier);
 
 /* ---- dictionary garbage collection (gc.c; schema/006_gc.sql) ---------------- */
 

@@ -1,8 +1,10 @@
 /* The tiers of profile blocks (schema/005_blocks.sql): their watermarks in state,
  * the plan that answers a range from the coarsest blocks that lie inside it, and
- * the two ways any piece of the store adds samples to a block: to a rollup's
- * (bucket, label set) block, merged, and as a new raw block of a window with a
- * section per label set (schema/008_window_blocks.sql).
+ * the ways any piece of the store adds samples to a block: as a new raw block of a
+ * window with a section per label set (schema/008_window_blocks.sql), merged into
+ * a minute bucket's one block with a section per label set
+ * (schema/010_minute_blocks.sql), and merged into an hour bucket's block of one
+ * label set.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -293,11 +295,149 @@ int store_raw_block_add(struct sqlite_store *s, int64_t start, const struct bloc
 	return err;
 }
 
+/* The block_id of (tier, start, key): 1 (*id set), 0 (none) or -errno. */
+static int find_block(struct sqlite_store *s, int tier, int64_t start, int64_t key, int64_t *id)
+{
+	sqlite3_stmt *find = NULL;
+	int err;
+
+	err = store_slot_stmt(s, ST_FIND,
+			      "SELECT block_id FROM block_index WHERE tier = ?1 AND start = ?2 "
+			      "AND labelset_id = ?3",
+			      &find);
+	if (err)
+		return err;
+	sqlite3_bind_int(find, 1, tier);
+	sqlite3_bind_int64(find, 2, start);
+	sqlite3_bind_int64(find, 3, key);
+	err = store_step(s, find);
+	if (err == 1)
+		*id = sqlite3_column_int64(find, 0);
+	store_done(find);
+	return err;
+}
+
+/* Every entry of the stored block block_id appended to *all (*n, *cap as
+ * block_reader__decode_all()), a version 1 block's as label set v1_labelset. */
+static int read_block(struct sqlite_store *s, int64_t block_id, int64_t v1_labelset,
+		      struct block_lentry **all, size_t *n, size_t *cap)
+{
+	struct block_reader *rd = NULL;
+	sqlite3_stmt *data = NULL;
+	int err;
+
+	err = store_slot_stmt(s, ST_DATA, "SELECT data FROM blocks WHERE id = ?1", &data);
+	if (err)
+		return err;
+	err = block_reader__new(&rd);
+	if (err)
+		return err;
+	sqlite3_bind_int64(data, 1, block_id);
+	err = store_step(s, data);
+	if (err == 0)
+		err = store_fail(s, -EIO, "block %" PRId64 " is missing", block_id);
+	if (err == 1)
+		err = block_reader__open(rd, sqlite3_column_blob(data, 0),
+					 (size_t)sqlite3_column_bytes(data, 0))
+			      ?: block_reader__decode_all(rd, v1_labelset, all, n, cap);
+	store_done(data);
+	block_reader__free(rd);
+	if (err == -EINVAL)
+		err = store_fail(s, -EIO, "block %" PRId64 " does not decode", block_id);
+	return err < 0 ? err : 0;
+}
+
+static int cmp_lentry(const void *a, const void *b)
+{
+	const struct block_lentry *x = a, *y = b;
+
+	if (x->labelset_id != y->labelset_id)
+		return x->labelset_id < y->labelset_id ? -1 : 1;
+	return (x->id > y->id) - (x->id < y->id);
+}
+
+/* a[0..na) (sorted by label set and stack, unique, as a block decodes) and a
+ * sorted copy of e[0..ne) merged into out[] (room for na + ne), equal pairs
+ * summed (saturating): in the encoder's order, so that it need not sort a whole
+ * bucket's block for a late batch's few entries. *n gets how many. */
+static int merge_sorted(const struct block_lentry *a, size_t na, const struct block_lentry *e,
+			size_t ne, struct block_lentry *out, size_t *n)
+{
+	struct block_lentry *b = malloc(ne * sizeof(*b));
+	size_t i = 0, j = 0, k = 0;
+
+	if (!b)
+		return -ENOMEM;
+	memcpy(b, e, ne * sizeof(*b));
+	qsort(b, ne, sizeof(*b), cmp_lentry);
+	while (i < na || j < ne) {
+		struct block_lentry x =
+			j == ne || (i < na && cmp_lentry(&a[i], &b[j]) <= 0) ? a[i++] : b[j++];
+
+		if (k && !cmp_lentry(&out[k - 1], &x))
+			out[k - 1].value = out[k - 1].value > INT64_MAX - x.value
+						   ? INT64_MAX
+						   : out[k - 1].value + x.value;
+		else
+			out[k++] = x;
+	}
+	free(b);
+	*n = k;
+	return 0;
+}
+
+int store_bucket_add(struct sqlite_store *s, int tier, int64_t start, const struct block_lentry *e,
+		     size_t n)
+{
+	struct block_lentry *all = NULL, *merged = NULL;
+	size_t got = 0, cap = 0;
+	int64_t block_id = 0;
+	uint8_t *buf = NULL;
+	size_t len;
+	int err;
+
+	if (!n)
+		return 0;
+	if (tier == TIER_RAW || !store_tier_sections(tier))
+		return store_fail(s, -EINVAL, "tier %d has no bucket blocks of sections", tier);
+	for (size_t i = 0; i < n; i++)
+		if (e[i].value <= 0 || e[i].labelset_id < 1)
+			return store_fail(s, -EINVAL,
+					  "a bucket block entry of value %" PRId64
+					  ", label set %" PRId64,
+					  e[i].value, e[i].labelset_id);
+	err = find_block(s, tier, start, STORE_BUCKET_KEY, &block_id);
+	if (err < 0)
+		return err;
+	if (block_id) {
+		/* a late batch into a built bucket: decode, merge, encode */
+		err = read_block(s, block_id, 0, &all, &got, &cap);
+		if (!err) {
+			merged = malloc((got + n) * sizeof(*merged));
+			err = merged ? merge_sorted(all, got, e, n, merged, &n) : -ENOMEM;
+		}
+		if (err)
+			goto out;
+		e = merged;
+	}
+	err = block__encode_sections(e, n, 1, &buf, &len);
+	if (err) {
+		err = store_fail(s, err, "cannot encode a bucket block of %zu entries", n);
+		goto out;
+	}
+	err = write_blob(s, tier, start, STORE_BUCKET_KEY, block_id, buf, len, n);
+out:
+	free(buf);
+	free(merged);
+	free(all);
+	return err;
+}
+
 int store_block_add(struct sqlite_store *s, int tier, int64_t start, int64_t labelset_id,
 		    const struct block_entry *e, size_t n)
 {
 	struct block_entry *all = NULL;
-	sqlite3_stmt *find = NULL, *data = NULL;
+	sqlite3_stmt *data = NULL;
 	int64_t block_id = 0;
 	size_t count = 0, got = 0;
 	int err;
@@ -308,19 +448,22 @@ int store_block_add(struct sqlite_store *s, int tier, int64_t start, int64_t lab
 		if (e[i].value <= 0)
 			return store_fail(s, -EINVAL, "a block entry of value %" PRId64,
 					  e[i].value);
-	err = store_slot_stmt(s, ST_FIND,
-			      "SELECT block_id FROM block_index WHERE tier = ?1 AND start = ?2 "
-			      "AND labelset_id = ?3",
-			      &find);
-	if (err)
+	if (tier != TIER_RAW && store_tier_sections(tier)) {
+		/* the bucket's one block, this label set's section (schema/010) */
+		struct block_lentry *le;
+
+		if (labelset_id < 1)
+			return store_fail(s, -EINVAL, "label set %" PRId64, labelset_id);
+		le = malloc(n * sizeof(*le));
+		if (!le)
+			return -ENOMEM;
+		for (size_t i = 0; i < n; i++)
+			le[i] = (struct block_lentry){ labelset_id, e[i].id, e[i].value };
+		err = store_bucket_add(s, tier, start, le, n);
+		free(le);
 		return err;
-	sqlite3_bind_int(find, 1, tier);
-	sqlite3_bind_int64(find, 2, start);
-	sqlite3_bind_int64(find, 3, labelset_id);
-	err = store_step(s, find);
-	if (err == 1)
-		block_id = sqlite3_column_int64(find, 0);
-	store_done(find);
+	}
+	err = find_block(s, tier, start, labelset_id, &block_id);
 	if (err < 0)
 		return err;
 	if (!block_id)

@@ -7,8 +7,8 @@
  * window's start, in any tier (a windows row's start is a raw window's or, once
  * retention merged its windows, a minute or hour bucket's): seeks on block_index's
  * primary key (tier, start, labelset_id), per window and selected label set, for
- * the rollups, and the directory of the window's raw blocks
- * (schema/008_window_blocks.sql).
+ * the hour tier, and the directories of the raw and minute blocks at the start
+ * (schema/008_window_blocks.sql, schema/010_minute_blocks.sql).
  */
 #include <errno.h>
 #include <stdio.h>
@@ -43,14 +43,15 @@ enum {
 };
 
 /* With a selection: only the windows where a selected label set has a block at
- * their start, in any tier: a rollup's found by seeks on block_index's primary
- * key, a raw one (a window's, schema/008_window_blocks.sql) by its sections. The
- * selected set (labels from ?3 on) is written twice. */
-static const char sel_head[] = " AND (EXISTS (SELECT 1 FROM block_index b WHERE b.tier IN "
-			       "(1, 2) AND b.start = w.window_start AND b.labelset_id IN (";
-static const char sel_mid[] = ")) OR EXISTS (SELECT 1 FROM block_index b JOIN blocks d ON "
-			      "d.id = b.block_id, json_each(smolder_block_labelsets(d.data)) j "
-			      "WHERE b.tier = 0 AND b.start = w.window_start AND j.value IN (";
+ * their start, in any tier: an hour's found by seeks on block_index's primary
+ * key, a raw or minute one (a window's or bucket's, schema/008, 010) by its
+ * sections. The selected set (labels from ?3 on) is written twice. */
+static const char sel_head[] = " AND (EXISTS (SELECT 1 FROM block_index b WHERE b.tier = 2 "
+			       "AND b.start = w.window_start AND b.labelset_id IN (";
+static const char sel_mid[] =
+	")) OR EXISTS (SELECT 1 FROM block_index b JOIN blocks d ON "
+	"d.id = b.block_id, json_each(smolder_block_labelsets(d.data)) j "
+	"WHERE b.tier IN (0, 1) AND b.start = w.window_start AND j.value IN (";
 static const char sel_one[] = "SELECT labelset_id FROM labelset_labels "
 			      "WHERE key_id = (SELECT id FROM strings WHERE text = ?%zu) "
 			      "AND value_id = (SELECT id FROM strings WHERE text = ?%zu)";

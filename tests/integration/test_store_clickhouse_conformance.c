@@ -69,6 +69,7 @@ static const struct {
 } parts[] = {
 	{ "test_tier_edges", 1 },
 	{ "test_late_batches", 2 },
+	{ "test_late_minute_sections", 2 },
 	{ "test_retention_tiers", 3 },
 	{ "test_maintain", 3 },
 };

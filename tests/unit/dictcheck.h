@@ -82,8 +82,9 @@ static uint64_t dict_check(const char *path)
 		int64_t lsid = sqlite3_column_int64(st, 2);
 		size_t n = 0, i;
 
-		if (sqlite3_column_int(st, 0) == 0 && lsid < 0) {
-			/* a window's raw block (schema/008): its sections' label sets */
+		if (lsid < 0) {
+			/* a window's raw block or a minute bucket's (schema/008, 010): its
+			 * sections' label sets */
 			struct block_reader *r = NULL;
 			const struct block_section *sec;
 			size_t nsec, j;
@@ -95,8 +96,9 @@ static uint64_t dict_check(const char *path)
 			sec = block_reader__sections(r, &nsec);
 			for (j = 0; j < nsec; j++)
 				if (!DC_HAS(ls, mls, sec[j].labelset_id))
-					fail_msg("raw block (%lld) of label set %lld: no such "
+					fail_msg("block (%d, %lld) of label set %lld: no such "
 						 "label set",
+						 sqlite3_column_int(st, 0),
 						 (long long)sqlite3_column_int64(st, 1),
 						 (long long)sec[j].labelset_id);
 			block_reader__free(r);

@@ -5,7 +5,8 @@
  * every byte flipped, varints too long or not shortest, a count the bytes cannot
  * hold, a wrong total, a zstd frame claiming 4 GiB or lying about its size); and
  * the window blocks of version 2: round trips by section, a merge of selected
- * sections, malformed ones refused, a selection that decodes only its sections. */
+ * sections, malformed ones refused, a selection that decodes only its sections,
+ * every section decoded into (label set, stack, value) entries. */
 #include <errno.h>
 #include <inttypes.h>
 #include <setjmp.h>
@@ -575,6 +576,61 @@ static void test_sections_round_trip(void **state)
 	block_reader__free(r);
 }
 
+/* block_reader__decode_all(): every section's entries appended after what the
+ * array holds, with their label sets, equal to the input summed (a naive table);
+ * a version 1 block's under the label set given. */
+static void test_sections_decode_all(void **state)
+{
+	struct block_lentry in[300], *out = NULL;
+	struct block_entry v1[3] = { { 5, 7 }, { 9, 1 }, { 70000, 3 } };
+	int64_t want[4][64] = { { 0 } };
+	struct block_reader *r = NULL;
+	size_t n = 0, cap = 0, i, j, k;
+	uint8_t *blk;
+	size_t len;
+
+	(void)state;
+	for (i = 0; i < 300; i++) {
+		in[i] = (struct block_lentry){ 2 + (int64_t)(next() % 4), (uint32_t)(next() % 64),
+					       1 + (int64_t)(next() % 1000) };
+		want[in[i].labelset_id - 2][in[i].id] += in[i].value;
+	}
+	assert_int_equal(block_reader__new(&r), 0);
+	assert_int_equal(block__encode_sections(in, 300, 1 | BLOCK_ENC_FORCE_ZSTD, &blk, &len), 0);
+	assert_int_equal(block_reader__open(r, blk, len), 0);
+	/* twice: the second appends after the first */
+	for (k = 0; k < 2; k++)
+		assert_int_equal(block_reader__decode_all(r, 99, &out, &n, &cap), 0);
+	assert_true(n % 2 == 0 && cap >= n);
+	for (k = 0; k < 2; k++) {
+		size_t at = k * n / 2;
+
+		for (i = 0; i < 4; i++)
+			for (j = 0; j < 64; j++)
+				if (want[i][j]) {
+					assert_int_equal(out[at].labelset_id, 2 + (int64_t)i);
+					assert_int_equal(out[at].id, j);
+					assert_int_equal(out[at++].value, want[i][j]);
+				}
+		assert_int_equal(at, (k + 1) * n / 2);
+	}
+	free(blk);
+	/* a version 1 block: label set 99 */
+	assert_int_equal(block__encode(v1, 3, 0, &blk, &len), 0);
+	assert_int_equal(block_reader__open(r, blk, len), 0);
+	k = n;
+	assert_int_equal(block_reader__decode_all(r, 99, &out, &n, &cap), 0);
+	assert_int_equal(n, k + 3);
+	for (i = 0; i < 3; i++) {
+		assert_int_equal(out[k + i].labelset_id, 99);
+		assert_int_equal(out[k + i].id, v1[i].id);
+		assert_int_equal(out[k + i].value, v1[i].value);
+	}
+	free(blk);
+	free(out);
+	block_reader__free(r);
+}
+
 /* Every prefix, every flipped byte and a trailing byte of a window block (plain and
  * compressed): refused, or (a compressed frame's unchecked bits) the same total. */
 static void test_sections_malformed(void **state)
@@ -661,6 +717,7 @@ int main(void)
 		cmocka_unit_test(test_zstd_lies),
 		cmocka_unit_test(test_zstd_bomb_bounded),
 		cmocka_unit_test(test_sections_round_trip),
+		cmocka_unit_test(test_sections_decode_all),
 		cmocka_unit_test(test_sections_malformed),
 		cmocka_unit_test(test_sections_skipped),
 	};

@@ -2248,6 +2248,58 @@ static void test_late_batches(void **state)
 	free(t);
 }
 
+/* Issue 12, minute blocks of sections (schema/010): late batches below the minute
+ * watermark into a built minute bucket holding other label sets (a label set it
+ * lacks, then one label set twice with the same stack: one section, summed), and
+ * into a built bucket that had no data (a new block): every answer and selection
+ * over the buckets, and the bucket answered by its minute block equals the same
+ * windows answered raw. */
+static void test_late_minute_sections(void **state)
+{
+	struct fixture *fx = *state;
+	const int64_t w1 = TIER_H1 + 1825, w2 = floor_to(TIER_END, 60) + 130;
+	const int64_t m1 = floor_to(w1, 60), m2 = floor_to(w2, 60);
+	static const int ls[] = { 0, 5, 5, 3 };
+	struct store_stats st0, st1;
+	struct tuple *t;
+	struct store *s;
+	size_t n, i;
+
+	s = tier_store(fx, NULL, &t, &n);
+	maintain_all(s, TIER_END + 7200, 0, &st0);
+	assert_true(st0.built_before[1] > w2);
+	t = realloc(t, (n + 4) * sizeof(*t));
+	assert_non_null(t);
+	for (i = 0; i < 4; i++) {
+		int64_t w = i < 3 ? w1 : w2;
+		int stack = i == 2 ? 11 : (int)(3 + 5 * i);
+		struct batch *b = one_batch("agent-late-minute", i + 1, w, labelsets[ls[i]],
+					    stack_pool[stack], 700 + i);
+		bool dup = true;
+
+		assert_int_equal(store__ingest(s, b, &dup), 0);
+		assert_false(dup);
+		tbatch_free(b);
+		t[n++] = (struct tuple){
+			.ls = ls[i], .stack = stack, .count = 700 + i, .window = w
+		};
+	}
+	assert_int_equal(store__stats(s, &st1), 0);
+	assert_true(st1.built_before[1] == st0.built_before[1]);
+	/* the buckets from their minute blocks, and their windows raw (no whole minute
+	 * inside [m, m + 59)) */
+	check_query(s, t, n, &(struct store_query){ .from = m1, .to = m1 + 60 });
+	check_query(s, t, n, &(struct store_query){ .from = m1, .to = m1 + 59 });
+	check_query(s, t, n, &(struct store_query){ .from = m2, .to = m2 + 60 });
+	check_query(s, t, n, &(struct store_query){ .from = m2, .to = m2 + 59 });
+	assert_true(check_ranges(s, t, n, NULL, NULL, 0) > 100);
+	check_ranges_selected(s, t, n);
+	maintain_all(s, TIER_END + 7200, 0, &st1);
+	assert_true(check_ranges(s, t, n, NULL, NULL, 0) > 100);
+	close_checked(s);
+	free(t);
+}
+
 /* What the tuples become once retention cut each tier at st's kept_from: a window
  * is kept as it is when raw windows are kept there; else it counts at its minute
  * bucket's start while minutes are kept there, else at its hour's; else it is
@@ -2509,6 +2561,7 @@ int main(void)
 		/* issue 12: tiers */
 		BOTH(test_tier_edges),
 		BOTH(test_late_batches),
+		BOTH(test_late_minute_sections),
 		BOTH(test_retention_tiers),
 		FILE_ONLY(test_kill_during_rollup),
 		BOTH(test_profile_types),

@@ -52,6 +52,17 @@
 #define FIXTURE7_RAW	 20426 /* raw blocks, one per window and label set */
 #define FIXTURE7_WINDOWS 400   /* window blocks after 008 */
 #define RANGE7		 "--from", "2023-11-14T22:13:20Z", "--to", "2023-11-14T23:20:00Z"
+#define FIXTURE7_MINUTE	 30532 /* minute entries (README of store-v9) */
+#define FIXTURE7_HOUR	 4910  /* hour entries */
+#define FIXTURE7_MINUTES 5347  /* minute blocks, one per bucket and label set */
+#define FIXTURE7_BUCKETS 67    /* minute blocks after 010, one per bucket */
+
+/* Migration 010's fixture (tests/data/store-v9/README.md): the same data written
+ * by 001-009, minute blocks of one label set each; its answers are store-v7's
+ * (expected7) and two more (expected9). */
+#define FIXTURE9     "tests/data/store-v9/store-v9.db.zst"
+#define FIXTURE9_RAW 801 /* raw blocks, one per batch */
+#define EXPECTED9    "tests/data/store-v9/expected/"
 
 static char dir[128], self[512];
 static const char *fixture = FIXTURE;	/* the one fresh_copy() decompresses */
@@ -512,7 +523,7 @@ static void check_gc_ready(const char *db)
 	int64_t oldest, stacks, labelsets;
 	bool more = true;
 
-	assert_int_equal(int_sql(db, "PRAGMA user_version"), 9);
+	assert_int_equal(int_sql(db, "PRAGMA user_version"), 10);
 	check_stack_hashes(db);
 	dict_check(db);
 	oldest = int_sql(db, "SELECT min(start) FROM block_index");
@@ -576,7 +587,8 @@ static void test_gc_migration(void **state)
 		     "ALTER TABLE state DROP COLUMN dict_frames; "
 		     "ALTER TABLE state DROP COLUMN dict_stacks; "
 		     "ALTER TABLE state DROP COLUMN dict_labelsets; "
-		     "ALTER TABLE state DROP COLUMN convert_008; DROP TABLE stackrefs; "
+		     "ALTER TABLE state DROP COLUMN convert_008; "
+		     "ALTER TABLE state DROP COLUMN convert_010; DROP TABLE stackrefs; "
 		     "DROP TABLE stackrefs_pending; "
 		     "PRAGMA user_version = 5");
 	assert_int_equal(int_sql(db, "PRAGMA user_version"), 5);
@@ -587,12 +599,12 @@ static void test_gc_migration(void **state)
 
 /* ---- migration 008: window blocks ------------------------------------------- */
 
-/* The answer of the CLI with args equals expected7/name (series: its points). */
+/* The answer of the CLI with args equals expected/name (series: its points). */
 static void check_cli(const char *name, const char *const *args, bool points)
 {
 	char path[256], *want, *got, *wp, *gp;
 
-	snprintf(path, sizeof(path), EXPECTED7 "%s", name);
+	snprintf(path, sizeof(path), "%s%s", expected, name);
 	assert_non_null(want = test_read_file(path));
 	got = run_cli(args);
 	if (points) {
@@ -609,9 +621,36 @@ static void check_cli(const char *name, const char *const *args, bool points)
 	free(want);
 }
 
-/* Every answer of store-v7's expected/ on db, its raw entries those of the fixture
- * (each (window, label set, stack) once, now in one block per window), the rollups
- * untouched. */
+/* The entries of tier's blocks of db equal orig's (each (start, label set, stack)
+ * once, whatever blocks hold them), nrows of them. */
+static void check_tier(const char *orig, const char *db, int tier, size_t nrows)
+{
+	struct row *want, *got;
+	size_t nwant, ngot, i;
+	char sql[160];
+
+	snprintf(sql, sizeof(sql),
+		 "SELECT i.start, i.labelset_id, b.data FROM block_index i "
+		 "JOIN blocks b ON b.id = i.block_id WHERE i.tier = %d",
+		 tier);
+	want = rows_of(orig, sql, true, &nwant);
+	got = rows_of(db, sql, true, &ngot);
+	assert_int_equal(nwant, nrows);
+	assert_int_equal(ngot, nwant);
+	for (i = 0; i < nwant; i++)
+		if (cmp_row(&want[i], &got[i]))
+			fail_msg("tier %d entry %zu: (%" PRId64 ", %" PRId64 ", %" PRId64
+				 ", %" PRId64 ") became (%" PRId64 ", %" PRId64 ", %" PRId64
+				 ", %" PRId64 ")",
+				 tier, i, want[i].ws, want[i].ls, want[i].stack, want[i].value,
+				 got[i].ws, got[i].ls, got[i].stack, got[i].value);
+	free(want);
+	free(got);
+}
+
+/* Every answer of store-v7's expected/ (and store-v9's) on db, the entries of
+ * every tier those of the fixture (each (window or bucket, label set, stack) once,
+ * now in one block per window and one per minute bucket), the hours untouched. */
 static void check_answers7(const char *db)
 {
 	const char *all[] = { RANGE7, "--lines", NULL };
@@ -619,6 +658,10 @@ static void check_answers7(const char *db)
 	const char *edges[] = { "--from",  "2023-11-14T22:14:05Z",
 				"--to",	   "2023-11-14T22:59:35Z",
 				"--lines", NULL };
+	const char *hour[] = {
+		"--from",  "2023-11-14T22:00:00Z", "--to", "2023-11-14T23:00:00Z", "--lines",
+		"--where", "host=bench-host-1",	   NULL
+	};
 	const char *series[] = { "series", "--db",     db,     RANGE7, "--step",
 				 "60s",	   "--format", "json", NULL };
 	const char *series1[] = { "series",   "--db", db,	 RANGE7,
@@ -638,33 +681,29 @@ static void check_answers7(const char *db)
 			      "--where",
 			      "host=bench-host-1",
 			      NULL };
+	const char *pidm[] = { "labels",
+			       "--db",
+			       db,
+			       "--from",
+			       "2023-11-14T22:20:00Z",
+			       "--to",
+			       "2023-11-14T22:40:00Z",
+			       "--name",
+			       "pid",
+			       "--where",
+			       "host=bench-host-1",
+			       NULL };
 	struct store_options ro = { .read_only = true };
-	struct row *want, *got;
-	size_t nwant, ngot, i;
+	const char *fixture_expected = expected;
 	struct store_stats st;
 	struct store *s = NULL;
 	char orig[256];
 
 	fresh_copy(orig, sizeof(orig), "orig7.db");
-	want = rows_of(orig,
-		       "SELECT i.start, i.labelset_id, b.data FROM block_index i "
-		       "JOIN blocks b ON b.id = i.block_id WHERE i.tier = 0",
-		       true, &nwant);
-	got = rows_of(db,
-		      "SELECT i.start, i.labelset_id, b.data FROM block_index i "
-		      "JOIN blocks b ON b.id = i.block_id WHERE i.tier = 0",
-		      true, &ngot);
-	assert_int_equal(nwant, FIXTURE7_ROWS);
-	assert_int_equal(ngot, nwant);
-	for (i = 0; i < nwant; i++)
-		if (cmp_row(&want[i], &got[i]))
-			fail_msg("raw entry %zu: (%" PRId64 ", %" PRId64 ", %" PRId64 ", %" PRId64
-				 ") became (%" PRId64 ", %" PRId64 ", %" PRId64 ", %" PRId64 ")",
-				 i, want[i].ws, want[i].ls, want[i].stack, want[i].value, got[i].ws,
-				 got[i].ls, got[i].stack, got[i].value);
-	free(want);
-	free(got);
-	assert_int_equal(int_sql(db, "SELECT count(*) FROM block_index WHERE tier = 0 AND "
+	check_tier(orig, db, 0, FIXTURE7_ROWS);
+	check_tier(orig, db, 1, FIXTURE7_MINUTE);
+	check_tier(orig, db, 2, FIXTURE7_HOUR);
+	assert_int_equal(int_sql(db, "SELECT count(*) FROM block_index WHERE tier < 2 AND "
 				     "labelset_id > 0"),
 			 0);
 	dict_check(db);
@@ -672,12 +711,15 @@ static void check_answers7(const char *db)
 	assert_int_equal(store__open(db, &ro, &s), 0);
 	assert_int_equal(store__stats(s, &st), 0);
 	assert_int_equal(st.sample_rows, FIXTURE7_ROWS);
-	assert_int_equal(st.blocks[0], FIXTURE7_WINDOWS);
-	assert_int_equal(st.blocks[1], 5347);
+	/* store-v9's raw blocks are one per batch, store-v7's one per window after 008 */
+	assert_int_equal(st.blocks[0],
+			 !strcmp(fixture, FIXTURE9) ? FIXTURE9_RAW : FIXTURE7_WINDOWS);
+	assert_int_equal(st.blocks[1], FIXTURE7_BUCKETS);
 	assert_int_equal(st.blocks[2], 80);
 	assert_int_equal(store__check(s), 0);
 	store__close(s);
 
+	expected = EXPECTED7;
 	check_folded(db, "all.folded", all);
 	check_folded(db, "host1.folded", sel);
 	check_folded(db, "edges.folded", edges);
@@ -686,49 +728,65 @@ static void check_answers7(const char *db)
 	check_cli("labels.txt", labels, false);
 	check_cli("values-comm.txt", comm, false);
 	check_cli("values-pid-edge.txt", pid, false);
+	expected = EXPECTED9;
+	check_folded(db, "hour-host1.folded", hour);
+	check_cli("values-pid-minutes.txt", pidm, false);
+	expected = fixture_expected;
 }
 
-/* A writer's open converts store-v7's raw blocks into window blocks: the old
- * answers, every raw entry once; a second open changes nothing. */
-static void test_window_blocks(void **state)
+/* A fresh copy of fixture f (schema version `version`, nold blocks of one label set
+ * in tier) at dir/name (path in db), opened by a writer: converted, every answer
+ * and entry as before; a second open changes nothing. */
+static void convert_checked(char *db, size_t len, const char *f, const char *name, int64_t version,
+			    int tier, int64_t nold)
 {
 	struct store *s = NULL;
+	char sql[96];
+
+	fixture = f;
+	expected = EXPECTED7;
+	fresh_copy(db, len, name);
+	assert_int_equal(int_sql(db, "PRAGMA user_version"), version);
+	snprintf(sql, sizeof(sql), "SELECT count(*) FROM block_index WHERE tier = %d", tier);
+	assert_int_equal(int_sql(db, sql), nold);
+	assert_int_equal(store__open(db, NULL, &s), 0);
+	store__close(s);
+	assert_int_equal(int_sql(db, "PRAGMA user_version"), 10);
+	check_answers7(db);
+	assert_int_equal(store__open(db, NULL, &s), 0);
+	store__close(s);
+	check_answers7(db);
+}
+
+/* A writer's open converts store-v7's raw blocks into window blocks. */
+static void test_window_blocks(void **state)
+{
 	char db[256];
 
 	(void)state;
-	fixture = FIXTURE7;
-	expected = EXPECTED7;
-	fresh_copy(db, sizeof(db), "v7.db");
-	assert_int_equal(int_sql(db, "PRAGMA user_version"), 7);
-	assert_int_equal(int_sql(db, "SELECT count(*) FROM block_index WHERE tier = 0"),
-			 FIXTURE7_RAW);
-	assert_int_equal(store__open(db, NULL, &s), 0);
-	store__close(s);
-	assert_int_equal(int_sql(db, "PRAGMA user_version"), 9);
-	check_answers7(db);
-	assert_int_equal(store__open(db, NULL, &s), 0);
-	store__close(s);
-	check_answers7(db);
+	convert_checked(db, sizeof(db), FIXTURE7, "v7.db", 7, 0, FIXTURE7_RAW);
 	fixture = FIXTURE;
 	expected = EXPECTED;
 }
 
-/* Progress of 008's conversion seen by a connection of its own: the old raw
- * blocks left (-1: 008 not applied yet) and whether convert_008 is still set. */
-static int64_t progress7(const char *db, bool *pending)
+/* Progress of 008's (tier 0) or 010's (tier 1) conversion seen by a connection of
+ * its own: the old blocks of the tier left (-1: the migration is not applied yet)
+ * and whether its cursor is still set. */
+static int64_t blocks_progress(const char *db, int tier, bool *pending)
 {
 	sqlite3 *c = NULL;
 	sqlite3_stmt *st = NULL;
 	int64_t n = -1;
+	char sql[192];
 
 	*pending = true;
+	snprintf(sql, sizeof(sql),
+		 "SELECT (SELECT count(*) FROM block_index WHERE tier = %d AND labelset_id > 0), "
+		 "(SELECT convert_0%s IS NOT NULL FROM state)",
+		 tier, tier ? "10" : "08");
 	if (sqlite3_open_v2(db, &c, SQLITE_OPEN_READONLY, NULL) == SQLITE_OK) {
 		sqlite3_busy_timeout(c, 1000);
-		if (sqlite3_prepare_v2(c,
-				       "SELECT (SELECT count(*) FROM block_index WHERE tier = 0 "
-				       "AND labelset_id > 0), (SELECT convert_008 IS NOT NULL "
-				       "FROM state)",
-				       -1, &st, NULL) == SQLITE_OK &&
+		if (sqlite3_prepare_v2(c, sql, -1, &st, NULL) == SQLITE_OK &&
 		    sqlite3_step(st) == SQLITE_ROW) {
 			n = sqlite3_column_int64(st, 0);
 			*pending = sqlite3_column_int64(st, 1) > 0;
@@ -739,10 +797,10 @@ static int64_t progress7(const char *db, bool *pending)
 	return n;
 }
 
-/* SIGKILL once 008's conversion has converted k/KILL_ROUNDS of the old raw
- * blocks: a reader refuses the file while unfinished, the next writer finishes
- * it, every answer and raw entry as before. */
-static void test_window_blocks_killed(void **state)
+/* SIGKILL once the conversion of tier has converted k/KILL_ROUNDS of its nold
+ * old blocks of fixture f: a reader refuses the file while unfinished, the next
+ * writer finishes it, every answer and entry as before. */
+static void killed_rounds(const char *f, int tier, int64_t nold)
 {
 	struct store_options ro = { .read_only = true };
 	int k, st, refused = 0;
@@ -753,22 +811,20 @@ static void test_window_blocks_killed(void **state)
 	char db[256];
 	pid_t pid;
 
-	(void)state;
-	fixture = FIXTURE7;
+	fixture = f;
 	expected = EXPECTED7;
 	for (k = 1; k < KILL_ROUNDS; k++) {
 		fresh_copy(db, sizeof(db), "killed7.db");
 		pid = spawn_convert(db);
 		deadline = test_now_ms() + 60000;
 		do
-			left = progress7(db, &pending);
-		while (pending &&
-		       (left < 0 || left > FIXTURE7_RAW - FIXTURE7_RAW * k / KILL_ROUNDS) &&
+			left = blocks_progress(db, tier, &pending);
+		while (pending && (left < 0 || left > nold - nold * k / KILL_ROUNDS) &&
 		       test_now_ms() < deadline);
 		test_kill(pid, SIGKILL);
 		st = test_wait(pid, 30000);
 		assert_true(st != -1);
-		left = progress7(db, &pending);
+		left = blocks_progress(db, tier, &pending);
 		if (pending && left >= 0) {
 			assert_int_equal(store__open(db, &ro, &s), -EPROTO);
 			refused++;
@@ -776,14 +832,92 @@ static void test_window_blocks_killed(void **state)
 		assert_int_equal(store__open(db, NULL, &s), 0);
 		assert_int_equal(store__check(s), 0);
 		store__close(s);
-		assert_int_equal(progress7(db, &pending), 0);
+		assert_int_equal(blocks_progress(db, tier, &pending), 0);
 		assert_false(pending);
 		check_answers7(db);
 	}
-	print_message("%d of %d kills inside 008's conversion\n", refused, KILL_ROUNDS - 1);
+	print_message("%d of %d kills inside the conversion of tier %d\n", refused, KILL_ROUNDS - 1,
+		      tier);
 	assert_true(refused > 0);
 	fixture = FIXTURE;
 	expected = EXPECTED;
+}
+
+static void test_window_blocks_killed(void **state)
+{
+	(void)state;
+	killed_rounds(FIXTURE7, 0, FIXTURE7_RAW);
+}
+
+/* ---- migration 010: minute blocks of sections ------------------------------- */
+
+/* An order-free digest of a flame answer: the sum over stacks of a hash of the
+ * stack's frames times its count, and the sum of the counts. */
+struct digest {
+	uint64_t sum, total;
+};
+
+static int digest_stack(void *ctx, const struct frame *frames, size_t nframes, uint64_t count)
+{
+	struct digest *d = ctx;
+	uint64_t h = 0xcbf29ce484222325ull;
+
+	for (size_t i = 0; i < nframes; i++) {
+		for (size_t j = 0; j < frames[i].name_len; j++)
+			h = (h ^ (uint8_t)frames[i].name[j]) * 0x100000001b3ull;
+		h = (h ^ 0xff) * 0x100000001b3ull;
+	}
+	d->sum += h * count;
+	d->total += count;
+	return 0;
+}
+
+static struct digest flame_digest(struct store *s, const struct store_query *q)
+{
+	struct digest d = { 0, 0 };
+
+	assert_int_equal(store__query_stacks(s, q, digest_stack, &d), 0);
+	return d;
+}
+
+/* A writer's open converts store-v9's minute blocks into one block per bucket
+ * (convert_checked). Then the hour that was not built yet is built from the new
+ * minute blocks: the range answers as the minutes did. */
+static void test_minute_blocks(void **state)
+{
+	const struct store_query q = { .from = 1700002800, .to = 1700006400 };
+	struct store_stats st;
+	struct store *s = NULL;
+	struct digest before, after;
+	bool more = true;
+	char db[256];
+
+	(void)state;
+	convert_checked(db, sizeof(db), FIXTURE9, "v9.db", 9, 1, FIXTURE7_MINUTES);
+
+	/* the hour [1700002800, +3600) from the converted minutes */
+	assert_int_equal(store__open(db, NULL, &s), 0);
+	before = flame_digest(s, &q);
+	assert_true(before.total > 0);
+	while (more)
+		assert_int_equal(store__maintain(s, 1700006400 + 3600, 0, &more), 0);
+	assert_int_equal(store__stats(s, &st), 0);
+	assert_true(st.built_before[2] >= 1700006400);
+	after = flame_digest(s, &q);
+	assert_int_equal(after.total, before.total);
+	assert_int_equal(after.sum, before.sum);
+	assert_int_equal(store__check(s), 0);
+	store__close(s);
+	assert_true(int_sql(db, "SELECT count(*) FROM block_index WHERE tier = 2 AND "
+				"start = 1700002800") > 0);
+	fixture = FIXTURE;
+	expected = EXPECTED;
+}
+
+static void test_minute_blocks_killed(void **state)
+{
+	(void)state;
+	killed_rounds(FIXTURE9, 1, FIXTURE7_MINUTES);
 }
 
 int main(int argc, char **argv)
@@ -791,7 +925,8 @@ int main(int argc, char **argv)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_gc_migration),	     cmocka_unit_test(test_convert_answers),
 		cmocka_unit_test(test_convert_killed),	     cmocka_unit_test(test_window_blocks),
-		cmocka_unit_test(test_window_blocks_killed),
+		cmocka_unit_test(test_window_blocks_killed), cmocka_unit_test(test_minute_blocks),
+		cmocka_unit_test(test_minute_blocks_killed),
 	};
 	ssize_t n;
 

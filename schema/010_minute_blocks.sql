@@ -1,0 +1,29 @@
+-- smolder store, migration 010: one minute block per bucket, a section per label set.
+--
+-- Until 010 the minute tier held one block (store/block.h, version 1) per 60 s
+-- bucket and label set: for the busy host's day 57,640 blocks of ~60 entries,
+-- ~9.5 MB with their block_index rows, about 0.8 B a (window, label set, stack)
+-- row (docs/benchmarks.md, session 9; 1,441 blocks after 010, the file 0.21 B a
+-- row smaller: session 10). From 010 a minute bucket is one block in the
+-- window format of 008 (version 2): a directory of its label sets (each one's
+-- entry count, total and bytes), then each label set's section of (stack id,
+-- value) pairs, one zstd frame over both. A label selection inflates the block once
+-- and decodes only the sections it selects, as for raw blocks.
+--
+-- block_index keeps one row per minute block, labelset_id -1 (no label set: the
+-- bucket's block; its label sets are in its directory), total and entries the
+-- whole block's, so a timeline without a label selection still sums
+-- block_index.total. Rollups write it whole (store/maintain.c), a late batch
+-- below the minute watermark merges its label sets' sections into it
+-- (store_bucket_add() in store/tiers.c). Hour blocks are unchanged: one per
+-- bucket and label set (version 1), labelset_id the label set.
+--
+-- The existing minute blocks are converted by the store in C after the
+-- migrations (store/migrate.c), as 008's raw blocks were: bucket by bucket,
+-- ascending, a bucket's version 1 blocks (labelset_id > 0) become its one version 2
+-- block and are deleted in the same transaction, several buckets a transaction.
+-- state.convert_010 is the start from which buckets are still to convert (NULL
+-- once done), so a killed conversion resumes where it stopped; a reader refuses
+-- the file until it is NULL.
+
+ALTER TABLE state ADD COLUMN convert_010 INTEGER DEFAULT -4611686018427387904; -- -2^62
