@@ -837,64 +837,84 @@ static void sort_by_stack(struct block_lentry *le, size_t n)
 	}
 }
 
+/* The batch's n entries as (label set, stack, value) in the encoder's order (label
+ * set id, then stack id), so that it need not sort: the label sets by id, each
+ * one's few entries by stack (a qsort of the whole batch was 8 % of ingest).
+ * *out is the caller's to free. */
+static int lentries(const struct ingest *in, const struct block_entry *e, const size_t *first,
+		    struct block_lentry **out)
+{
+	struct block_lentry *le = malloc(first[in->b->nlabelsets] * sizeof(*le));
+	struct ls_order *ord = malloc(in->b->nlabelsets * sizeof(*ord));
+	size_t i, k = 0;
+	uint32_t l;
+
+	if (!le || !ord) {
+		free(le);
+		free(ord);
+		return -ENOMEM;
+	}
+	for (l = 0; l < in->b->nlabelsets; l++)
+		ord[l] = (struct ls_order){ in->labelset[l], l };
+	qsort(ord, in->b->nlabelsets, sizeof(*ord), cmp_ls_order);
+	for (l = 0; l < in->b->nlabelsets; l++) {
+		uint32_t x = ord[l].index;
+		size_t from = k;
+
+		for (i = first[x]; i < first[x + 1]; i++)
+			le[k++] = (struct block_lentry){ in->labelset[x], e[i].id, e[i].value };
+		sort_by_stack(le + from, k - from);
+	}
+	free(ord);
+	*out = le;
+	return 0;
+}
+
 /* Adds the batch to the blocks d names: one raw block of its window with a section
- * per label set (schema/008_window_blocks.sql), and each label set's entries to
- * the built rollups of a late batch. Two label set indices of a batch with one id
- * (the same labels sent twice) are summed, by the encoder in the raw block and by
- * store_block_add() in a rollup's. */
+ * per label set (schema/008_window_blocks.sql), and for a late batch its entries to
+ * the built rollups: all at once to the minute bucket's one block of sections
+ * (schema/010_minute_blocks.sql: one decode and encode a batch, not one a label
+ * set), each label set's to its hour block. Two label set indices of a batch with
+ * one id (the same labels sent twice) are summed, by the encoder in the raw and
+ * minute blocks and by store_block_add() in an hour's. */
 static int add_blocks(struct sqlite_store *s, struct ingest *in, const struct dest *d,
 		      const struct block_entry *e, const size_t *first)
 {
 	const size_t n = first[in->b->nlabelsets];
-	struct block_lentry *le;
+	struct block_lentry *le = NULL;
 	uint32_t l;
-	size_t i;
-	int tier, err;
+	int tier, err = 0;
 
-	if (d->into[TIER_RAW] && n) {
-		struct ls_order *ord = malloc(in->b->nlabelsets * sizeof(*ord));
-		size_t k = 0;
-
-		le = malloc(n * sizeof(*le));
-		if (!le || !ord) {
-			free(le);
-			free(ord);
-			return -ENOMEM;
+	if (!n)
+		return 0;
+	for (tier = TIER_RAW; tier < STORE_NTIERS; tier++) {
+		if (!d->into[tier] || !store_tier_sections(tier))
+			continue;
+		if (!le) {
+			err = lentries(in, e, first, &le);
+			if (err)
+				return err;
 		}
-		/* in the encoder's order (label set id, then stack id), so that it
-		 * need not sort: the label sets by id, each one's few entries by stack
-		 * (a qsort of the whole batch was 8 % of ingest) */
-		for (l = 0; l < in->b->nlabelsets; l++)
-			ord[l] = (struct ls_order){ in->labelset[l], l };
-		qsort(ord, in->b->nlabelsets, sizeof(*ord), cmp_ls_order);
-		for (l = 0; l < in->b->nlabelsets; l++) {
-			uint32_t x = ord[l].index;
-			size_t from = k;
-
-			for (i = first[x]; i < first[x + 1]; i++)
-				le[k++] = (struct block_lentry){ in->labelset[x], e[i].id,
-								 e[i].value };
-			sort_by_stack(le + from, k - from);
-		}
-		free(ord);
-		err = store_raw_block_add(s, d->start[TIER_RAW], le, n);
-		free(le);
+		err = tier == TIER_RAW ? store_raw_block_add(s, d->start[tier], le, n)
+				       : store_bucket_add(s, tier, d->start[tier], le, n);
 		if (err)
-			return err;
+			goto out;
 	}
 	for (l = 0; l < in->b->nlabelsets; l++) {
 		if (first[l + 1] == first[l])
 			continue;
 		for (tier = TIER_MINUTE; tier < STORE_NTIERS; tier++) {
-			if (!d->into[tier])
+			if (!d->into[tier] || store_tier_sections(tier))
 				continue;
 			err = store_block_add(s, tier, d->start[tier], in->labelset[l],
 					      e + first[l], first[l + 1] - first[l]);
 			if (err)
-				return err;
+				goto out;
 		}
 	}
-	return 0;
+out:
+	free(le);
+	return err;
 }
 
 /* The batch's profile type as a label of each of its label sets: none for the
