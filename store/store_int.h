@@ -38,15 +38,17 @@
 /* The most bytes one uint64_t takes as a varint. */
 #define VARINT_MAX 10
 
-/* stacks.hash of a stack's blob (schema/007_stack_hash.sql): FNV-1a, 64 bits, as
- * a signed integer. Part of the file format: never change it. */
+/* stacks.hash of a stack's blob (schema/007_stack_hash.sql, 011_stack_hash32.sql):
+ * FNV-1a of 64 bits folded to 32 (high half XOR low half), as a signed integer so
+ * that SQLite stores it in 4 bytes. Part of the file format: never change it
+ * without a migration that rewrites every row's. */
 static inline int64_t store_stack_hash(const uint8_t *p, size_t len)
 {
 	uint64_t h = 0xcbf29ce484222325ull;
 
 	for (size_t i = 0; i < len; i++)
 		h = (h ^ p[i]) * 0x100000001b3ull;
-	return (int64_t)h;
+	return (int32_t)(uint32_t)(h ^ (h >> 32));
 }
 
 /* The statements every piece shares: stmt_sql[] in open.c holds their SQL. Each

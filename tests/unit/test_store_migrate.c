@@ -523,7 +523,7 @@ static void check_gc_ready(const char *db)
 	int64_t oldest, stacks, labelsets;
 	bool more = true;
 
-	assert_int_equal(int_sql(db, "PRAGMA user_version"), 10);
+	assert_int_equal(int_sql(db, "PRAGMA user_version"), 11);
 	check_stack_hashes(db);
 	dict_check(db);
 	oldest = int_sql(db, "SELECT min(start) FROM block_index");
@@ -751,7 +751,7 @@ static void convert_checked(char *db, size_t len, const char *f, const char *nam
 	assert_int_equal(int_sql(db, sql), nold);
 	assert_int_equal(store__open(db, NULL, &s), 0);
 	store__close(s);
-	assert_int_equal(int_sql(db, "PRAGMA user_version"), 10);
+	assert_int_equal(int_sql(db, "PRAGMA user_version"), 11);
 	check_answers7(db);
 	assert_int_equal(store__open(db, NULL, &s), 0);
 	store__close(s);
