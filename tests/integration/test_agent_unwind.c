@@ -229,7 +229,9 @@ static int scan_cb(void *ctx, const char *stack, uint64_t count)
 		sc->partial += count;
 	else
 		sc->wrong += count;
-	if (v == V_PARTIAL && n > 1 && strcmp(frames[1], "[no unwind table]") == 0)
+	/* before a table: partial, or outside our code when the leaf is libc's (a
+	 * memmove with nothing below it read yet) */
+	if ((v == V_PARTIAL || v == V_NONE) && n > 1 && strcmp(frames[1], "[no unwind table]") == 0)
 		sc->no_table += count;
 	if (v == V_WRONG && !sc->first_wrong[0])
 		snprintf(sc->first_wrong, sizeof(sc->first_wrong), "%s: %.900s", why, stack);
