@@ -523,7 +523,7 @@ void block_merge__free(struct block_merge *m)
 
 /* ---- version 2: a window's block of sections ------------------------------- */
 
-static int cmp_lentry(const void *a, const void *b)
+int block__cmp_lentry(const void *a, const void *b)
 {
 	const struct block_lentry *x = a, *y = b;
 
@@ -565,7 +565,7 @@ int block__encode_sections(const struct block_lentry *entries, size_t n, unsigne
 		if (!sorted)
 			goto out;
 		memcpy(sorted, entries, n * sizeof(*sorted));
-		qsort(sorted, n, sizeof(*sorted), cmp_lentry);
+		qsort(sorted, n, sizeof(*sorted), block__cmp_lentry);
 		for (i = 0; i < n; i++) {
 			if (m && sorted[m - 1].labelset_id == sorted[i].labelset_id &&
 			    sorted[m - 1].id == sorted[i].id)

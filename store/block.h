@@ -129,6 +129,10 @@ struct block_lentry {
 	int64_t value;	     /* 0..INT64_MAX */
 };
 
+/* qsort's comparison of two entries in the encoder's order of a block of sections:
+ * label set, then stack id, ascending. */
+int block__cmp_lentry(const void *a, const void *b);
+
 /* Encodes n entries (any order; duplicate (label set, id) pairs summed) as a
  * version 2 block, a section per label set. flags as block__encode. Returns 0,
  * -EINVAL (a label set id < 1, a negative value, n over BLOCK_MAX_ENTRIES, over

@@ -347,15 +347,6 @@ static int read_block(struct sqlite_store *s, int64_t block_id, int64_t v1_label
 	return err < 0 ? err : 0;
 }
 
-static int cmp_lentry(const void *a, const void *b)
-{
-	const struct block_lentry *x = a, *y = b;
-
-	if (x->labelset_id != y->labelset_id)
-		return x->labelset_id < y->labelset_id ? -1 : 1;
-	return (x->id > y->id) - (x->id < y->id);
-}
-
 /* a[0..na) (sorted by label set and stack, unique, as a block decodes) and a
  * sorted copy of e[0..ne) merged into out[] (room for na + ne), equal pairs
  * summed (saturating): in the encoder's order, so that it need not sort a whole
@@ -369,12 +360,13 @@ static int merge_sorted(const struct block_lentry *a, size_t na, const struct bl
 	if (!b)
 		return -ENOMEM;
 	memcpy(b, e, ne * sizeof(*b));
-	qsort(b, ne, sizeof(*b), cmp_lentry);
+	qsort(b, ne, sizeof(*b), block__cmp_lentry);
 	while (i < na || j < ne) {
-		struct block_lentry x =
-			j == ne || (i < na && cmp_lentry(&a[i], &b[j]) <= 0) ? a[i++] : b[j++];
+		struct block_lentry x = j == ne || (i < na && block__cmp_lentry(&a[i], &b[j]) <= 0)
+						? a[i++]
+						: b[j++];
 
-		if (k && !cmp_lentry(&out[k - 1], &x))
+		if (k && !block__cmp_lentry(&out[k - 1], &x))
 			out[k - 1].value = out[k - 1].value > INT64_MAX - x.value
 						   ? INT64_MAX
 						   : out[k - 1].value + x.value;

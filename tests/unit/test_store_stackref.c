@@ -142,6 +142,21 @@ static int64_t int_sql(const char *db, const char *sql)
 	return v;
 }
 
+/* A batch (seq, window at t0) of one folded stack of count samples under pid=42;
+ * caller frees. */
+static struct batch *folded_batch(uint64_t seq, int64_t t0, const char *folded, uint64_t count)
+{
+	static const char *const k[] = { "pid" }, *const v[] = { "42" };
+	struct batch_builder *bb;
+	struct batch *b;
+
+	assert_int_equal(batch_builder__new("agent-1", "host-1", "cpu", &bb), 0);
+	assert_int_equal(batch_builder__add(bb, k, v, 1, folded, count), 0);
+	assert_int_equal(batch_builder__finish(bb, seq, t0, 10, 10101010, &b), 0);
+	batch_builder__free(bb);
+	return b;
+}
+
 /* A remembered id keeps its canonical bytes only until its stack is in the
  * dictionary: the next call keeps a reference to the stack's row instead (a day's
  * canonical bytes were twice the rest of the store), and a look-up rebuilds the
@@ -174,10 +189,7 @@ static void test_settles_to_dictionary(void **state)
 	assert_int_equal(batch_builder__add_frames(bb, k, v, 1, bad, 2, 5), 0);
 	assert_int_equal(batch_builder__finish(bb, 1, t0, 10, 10101010, &b), 0);
 	batch_builder__free(bb);
-	assert_int_equal(batch_builder__new("agent-1", "host-1", "cpu", &bb), 0);
-	assert_int_equal(batch_builder__add(bb, k, v, 1, "app;never;ingested", 1), 0);
-	assert_int_equal(batch_builder__finish(bb, 2, t0, 10, 10101010, &lone), 0);
-	batch_builder__free(bb);
+	lone = folded_batch(2, t0, "app;never;ingested", 1);
 	assert_int_equal(b->nstacks, 2);
 	for (i = 0; i < 3; i++) {
 		const struct batch *from = i < 2 ? b : lone;
@@ -264,12 +276,10 @@ static void test_settles_to_dictionary(void **state)
  * settled at day 0, sent in full at day 20, still found at day 40 (retention 30). */
 static void test_resend_touches_settled(void **state)
 {
-	static const char *const k[] = { "pid" }, *const v[] = { "42" };
 	struct store_options o = { .retention_seconds = 30 * DAY };
 	int64_t t0 = 1700000000 - 1700000000 % 10;
 	struct stackid_buf buf = { 0 };
 	struct store_stackref r = { 0 }, q = { 0 };
-	struct batch_builder *bb;
 	struct batch *b;
 	struct store *s;
 	char dir[64], db[128];
@@ -279,10 +289,7 @@ static void test_resend_touches_settled(void **state)
 	(void)state;
 	assert_non_null(test_mkdtemp(dir, sizeof(dir)));
 	snprintf(db, sizeof(db), "%s/s.db", dir);
-	assert_int_equal(batch_builder__new("agent-1", "host-1", "cpu", &bb), 0);
-	assert_int_equal(batch_builder__add(bb, k, v, 1, "app;main;work", 3), 0);
-	assert_int_equal(batch_builder__finish(bb, 1, t0, 10, 10101010, &b), 0);
-	batch_builder__free(bb);
+	b = folded_batch(1, t0, "app;main;work", 3);
 	assert_int_equal(stackid_bytes(b, 0, &buf, &len), 0);
 	assert_int_equal(stackid_of_bytes(buf.p, len, r.id), 0);
 	r.bytes = buf.p;
