@@ -36,8 +36,9 @@ static int gc_kind(struct ch_store *s, int kind, int64_t cutoff, bool *left)
 
 	/* unused by every tier and not seen since cutoff */
 	ch_w_text(&sql,
-		  "SELECT id FROM seen WHERE kind = %d AND id NOT IN (SELECT %s FROM raw) AND id "
-		  "NOT IN (SELECT %s FROM minute) AND id NOT IN (SELECT %s FROM hour) GROUP BY id "
+		  "SELECT id FROM seen WHERE kind = %d AND id NOT IN (SELECT %s FROM " CH_RAW_TABLE
+		  ") AND id NOT IN (SELECT %s FROM " CH_MINUTE_TABLE
+		  ") AND id NOT IN (SELECT %s FROM hour) GROUP BY id "
 		  "HAVING max(at) < %" PRId64 " LIMIT %d FORMAT RowBinary",
 		  kind, col, col, col, cutoff, CH_GC_MAX_IDS + 1);
 	err = ch_run_sql(s, "gc", &sql, &a);

@@ -471,8 +471,8 @@ int ch_ingest(struct store *base, const struct batch *b, const int64_t *now, boo
 			cache_put(s, ls_ids[i], at);
 	}
 	if (!err && samples.len)
-		err = ch_run(s, "ingest samples", "INSERT INTO raw FORMAT RowBinary", samples.p,
-			     samples.len, NULL);
+		err = ch_run(s, "ingest samples", "INSERT INTO " CH_RAW_TABLE " FORMAT RowBinary",
+			     samples.p, samples.len, NULL);
 	if (!err && nrows)
 		err = ingest_late(s, b, type, src, rows, nrows);
 	/* last: a batch is a duplicate only once all of it is stored */

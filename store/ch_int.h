@@ -126,6 +126,18 @@ uint64_t ch_r_sum(struct ch_rbuf *r);
 /* Every tier table is partitioned by hour of its rows' starts: retention drops
  * whole partitions of this length. */
 #define CH_PARTITION_SECONDS 3600
+/* The raw and minute tiers' tables (006_layout.sql; 002's `raw` and `minute`
+ * before, emptied into these by ch_layout.c), and the time chunk that leads each
+ * one's ORDER BY key after the type: intDiv(start, CHUNK). A read of a range
+ * states the chunk condition as the key writes it (ch_w_chunk()), else 18.16
+ * reads the whole partition. tests/unit/test_ch_schema.c checks these against
+ * the schema file. `hour` keeps 002's table. */
+#define CH_RAW_TABLE		"samples_raw"
+#define CH_MINUTE_TABLE		"samples_minute"
+#define CH_RAW_CHUNK_SECONDS	600
+#define CH_MINUTE_CHUNK_SECONDS 1800
+/* The schema version whose open moves 002's rows into 006's tables. */
+#define CH_LAYOUT_VERSION 6
 /* `ingested` (001) is partitioned by day. */
 #define CH_INGESTED_PARTITION_SECONDS 86400
 /* Minute buckets one store__maintain() call builds at most, per max_rows rows of
@@ -157,6 +169,12 @@ int ch_tiers_build(struct ch_store *s, int tier, int64_t from, int64_t to);
 /* The table and start column of a tier. */
 const char *ch_tier_table(int tier);
 const char *ch_tier_column(int tier);
+/* Appends tier's chunk condition for rows starting in [from, to) (" AND
+ * intDiv(col, C) >= intDiv(toInt64(from), C) AND intDiv(col, C) <=
+ * intDiv(toInt64(to - 1), C)", the key's own expression, so that the primary key
+ * narrows the read to the range's chunks); nothing for the hour tier or an empty
+ * range. */
+void ch_w_chunk(struct ch_wbuf *w, int tier, int64_t from, int64_t to);
 /* v rounded down to a multiple of len (toward minus infinity). */
 int64_t ch_floor(int64_t v, int64_t len);
 
@@ -174,6 +192,16 @@ void ch_w_spans(struct ch_wbuf *w, const struct store_query *q, bool typed, int 
 /* Appends "(span UNION ALL span ...)": the rows that answer [q->from, q->to) by
  * the plan of store/tiers.c over the watermarks read now. Returns 0 or -errno. */
 int ch_w_plan(struct ch_store *s, struct ch_wbuf *w, const struct store_query *q, bool typed);
+
+/* ---- the layout of schema 6 (ch_layout.c; schema/clickhouse/006_layout.sql) --- */
+
+/* Moves every row of 002's `raw` and `minute` into CH_RAW_TABLE and
+ * CH_MINUTE_TABLE, partition by partition: a copy (INSERT ... SELECT) then the
+ * old partition dropped. Resumable: a run stopped anywhere leaves each old row
+ * in the old table, the new one, or both (copies that reads and merges
+ * collapse), and the next run goes on. Nothing to do (two reads) when the old
+ * tables are empty. 0 or -errno. */
+int ch_layout_migrate(struct ch_store *s);
 
 /* ---- the frames cache (ch_frames.c) ---------------------------------------- */
 

@@ -626,9 +626,11 @@ int ch_windows(struct store *base, const struct store_query *q, struct store_win
 		  q->from, q->to);
 	if (q->nlabels || strcmp(type, STORE_TYPE_CPU)) {
 		ch_w_text(&where,
-			  " AND window_start IN (SELECT DISTINCT window_start FROM raw WHERE "
+			  " AND window_start IN (SELECT DISTINCT window_start FROM " CH_RAW_TABLE
+			  " WHERE "
 			  "window_start >= %" PRId64 " AND window_start < %" PRId64,
 			  q->from, q->to);
+		ch_w_chunk(&where, 0, q->from, q->to);
 		ch_w_selection(&where, q, true);
 		ch_w_text(&where, ")");
 	}

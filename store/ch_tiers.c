@@ -1,10 +1,12 @@
-/* The ClickHouse store's tiers (ch_int.h; schema/clickhouse/002_tiers.sql): the
+/* The ClickHouse store's tiers (ch_int.h; schema/clickhouse/002_tiers.sql, the
+ * raw and minute tables of 006_layout.sql): the
  * watermarks in the `tiers` table, the rollups built inside ClickHouse (minute
  * buckets from raw rows, hour buckets from minute rows, each an INSERT ... SELECT
  * over a FINAL read, which collapses a batch inserted twice before summing), and
  * the SQL of one span of a read plan (FINAL too). The plan itself is the SQLite
  * store's (store_plan(), store/tiers.c), so both backends answer a range from the
- * same tiers.
+ * same tiers. Every read of a raw or minute range states the range's time chunks
+ * as the table's key writes them (ch_w_chunk()), so the primary key narrows it.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -18,7 +20,11 @@
 /* A watermark is stored as its bits with the top one flipped (002_tiers.sql). */
 #define TIER_BIAS (UINT64_C(1) << 63)
 
-static const char *const tier_table[STORE_NTIERS] = { "raw", "minute", "hour" };
+static const char *const tier_table[STORE_NTIERS] = { CH_RAW_TABLE, CH_MINUTE_TABLE, "hour" };
+/* The chunk that leads a tier table's key after the type (006_layout.sql), 0:
+ * none (the hour tier's partitions each hold one start). */
+static const int64_t tier_chunk[STORE_NTIERS] = { CH_RAW_CHUNK_SECONDS, CH_MINUTE_CHUNK_SECONDS,
+						  0 };
 static const char *const tier_column[STORE_NTIERS] = { "window_start", "start", "start" };
 
 const char *ch_tier_table(int tier)
@@ -29,6 +35,21 @@ const char *ch_tier_table(int tier)
 const char *ch_tier_column(int tier)
 {
 	return tier_column[tier];
+}
+
+void ch_w_chunk(struct ch_wbuf *w, int tier, int64_t from, int64_t to)
+{
+	const char *col = tier_column[tier];
+	const int64_t c = tier_chunk[tier];
+
+	/* intDiv is monotonic, so the chunks of [from, to - 1] hold every row of the
+	 * range; ClickHouse computes both bounds, with its own rounding */
+	if (!c || from >= to)
+		return;
+	ch_w_text(w,
+		  " AND intDiv(%s, %" PRId64 ") >= intDiv(toInt64(%" PRId64 "), %" PRId64
+		  ") AND intDiv(%s, %" PRId64 ") <= intDiv(toInt64(%" PRId64 "), %" PRId64 ")",
+		  col, c, from, c, col, c, to - 1, c);
 }
 
 int64_t ch_floor(int64_t v, int64_t len)
@@ -101,9 +122,11 @@ int ch_tiers_build(struct ch_store *s, int tier, int64_t from, int64_t to)
 		  "INSERT INTO %s (start, type, labelset, stack, src, value) "
 		  "SELECT toInt64(%s - ((%s %% %" PRId64 ") + %" PRId64 ") %% %" PRId64
 		  ") AS b, type, labelset, stack, toUInt64(0), sum(value) FROM %s FINAL WHERE "
-		  "%s >= %" PRId64 " AND %s < %" PRId64 " GROUP BY b, type, labelset, stack",
+		  "%s >= %" PRId64 " AND %s < %" PRId64,
 		  tier_table[tier], col, col, len, len, len, tier_table[tier - 1], col, from, col,
 		  to);
+	ch_w_chunk(&sql, tier - 1, from, to);
+	ch_w_text(&sql, " GROUP BY b, type, labelset, stack");
 	err = ch_run_sql(s, tier == TIER_MINUTE ? "rollup minutes" : "rollup hours", &sql, NULL);
 	/* what stats report of the buckets (005_counts.sql): the raw rows under the
 	 * minutes just built, then the new buckets' own rows */
@@ -113,10 +136,11 @@ int ch_tiers_build(struct ch_store *s, int tier, int64_t from, int64_t to)
 			  "INSERT INTO counts (tier, bucket, rows, blocks) SELECT toUInt8(0), b, "
 			  "uniqExact(window_start, labelset, stack), uniqExact(window_start, "
 			  "labelset) FROM (SELECT toInt64(window_start - ((window_start %% 60) + "
-			  "60) %% 60) AS b, window_start, labelset, stack FROM raw WHERE "
-			  "window_start "
-			  ">= %" PRId64 " AND window_start < %" PRId64 ") GROUP BY b",
+			  "60) %% 60) AS b, window_start, labelset, stack FROM " CH_RAW_TABLE
+			  " WHERE window_start >= %" PRId64 " AND window_start < %" PRId64,
 			  from, to);
+		ch_w_chunk(&sql, 0, from, to);
+		ch_w_text(&sql, ") GROUP BY b");
 		err = ch_run_sql(s, "rollup counts", &sql, NULL);
 	}
 	if (!err) {
@@ -167,9 +191,12 @@ void ch_w_spans(struct ch_wbuf *w, const struct store_query *q, bool typed, int 
 	 * (002_tiers.sql) */
 	ch_w_text(w, "SELECT %s AS t, labelset, stack, value AS v FROM %s FINAL WHERE (", col,
 		  tier_table[tier]);
-	for (i = 0; i < n; i++)
-		ch_w_text(w, "%s(%s >= %" PRId64 " AND %s < %" PRId64 ")", i ? " OR " : "", col,
+	for (i = 0; i < n; i++) {
+		ch_w_text(w, "%s(%s >= %" PRId64 " AND %s < %" PRId64, i ? " OR " : "", col,
 			  from[i], col, to[i]);
+		ch_w_chunk(w, tier, from[i], to[i]);
+		ch_w_text(w, ")");
+	}
 	ch_w_text(w, ")");
 	ch_w_selection(w, q, typed);
 }

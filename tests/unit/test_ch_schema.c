@@ -3,7 +3,8 @@
  * forms it does not know refused on a cluster with a reason. The cluster test
  * (tests/integration/test_clickhouse_cluster.c) runs the real schema on two
  * servers; this one pins each rule, the view and ALTER forms included, which the
- * schema does not use yet.
+ * schema does not use yet. Also: schema 6's keys hold the time chunks the store's
+ * reads state (store/ch_int.h), and its cluster form shards by the whole key.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -17,7 +18,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "store/ch_int.h"
 #include "store/ch_schema.h"
+
+extern const char *const ch_migrations[]; /* build/gen/ch_migrations.c */
+extern const size_t ch_nmigrations;
 
 struct out {
 	char text[8192];
@@ -195,6 +200,44 @@ static void test_statement_cap(void **state)
 	free(big);
 }
 
+/* Schema 6's raw and minute tables have the names and the chunk expressions
+ * (intDiv(start, CHUNK) right after the type) that the store's queries write
+ * (ch_w_chunk()): a read whose condition is not the key's own expression scans
+ * the partition. On a cluster the key, nested parentheses and all, is the
+ * sharding key. */
+static void test_layout_keys(void **state)
+{
+	const char *f;
+	char want[256];
+	struct out o = { 0 };
+	struct ch_schema_target t = { "db", "c1", ch_migrations, ch_nmigrations };
+
+	(void)state;
+	assert_true(ch_nmigrations >= CH_LAYOUT_VERSION);
+	f = ch_migrations[CH_LAYOUT_VERSION - 1];
+	snprintf(want, sizeof(want), "CREATE TABLE IF NOT EXISTS %s (\n\twindow_start Int64,",
+		 CH_RAW_TABLE);
+	assert_non_null(strstr(f, want));
+	snprintf(want, sizeof(want),
+		 "ORDER BY (type, intDiv(window_start, %d), labelset, stack, window_start, agent, "
+		 "seq);",
+		 CH_RAW_CHUNK_SECONDS);
+	assert_non_null(strstr(f, want));
+	snprintf(want, sizeof(want), "CREATE TABLE IF NOT EXISTS %s (\n\tstart Int64,",
+		 CH_MINUTE_TABLE);
+	assert_non_null(strstr(f, want));
+	snprintf(want, sizeof(want),
+		 "ORDER BY (type, intDiv(start, %d), labelset, stack, start, src);",
+		 CH_MINUTE_CHUNK_SECONDS);
+	assert_non_null(strstr(f, want));
+	assert_int_equal(ch_schema__run(&t, f, collect, &o, NULL, 0), 0);
+	snprintf(want, sizeof(want),
+		 "ENGINE = Distributed(c1, db, %s_local, sipHash64(type, intDiv(window_start, "
+		 "%d), labelset, stack, window_start, agent, seq))",
+		 CH_RAW_TABLE, CH_RAW_CHUNK_SECONDS);
+	assert_non_null(strstr(o.text, want));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -204,6 +247,7 @@ int main(void)
 		cmocka_unit_test(test_cluster_refusals),
 		cmocka_unit_test(test_error_stops),
 		cmocka_unit_test(test_statement_cap),
+		cmocka_unit_test(test_layout_keys),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
