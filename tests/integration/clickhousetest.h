@@ -1,13 +1,13 @@
 /* A private ClickHouse server for a test: ch_start() writes a minimal config
  * (data, tmp and user files under a fresh temporary directory, listen_host
- * 127.0.0.1, free HTTP and TCP ports, a default user allowed from 127.0.0.1 only)
- * and starts Debian's clickhouse-server on it, waiting on GET /ping with a
- * deadline; ch_stop() sends SIGTERM to it (a registered child, tests/testutil.h)
- * and checks that it exited 0; ch_halt() and ch_restart() stop it and start it
- * again on its data and ports (a server down and back). zk_start() and
- * ch_start_cluster() make a cluster: Debian's ZooKeeper and servers that shard
- * one cluster between them, each in a directory of its own. No system service is
- * touched. A test calls
+ * 127.0.0.1, free HTTP and TCP ports, a default user allowed from 127.0.0.1 only,
+ * zstd for every part as docs/clickhouse.md advises) and starts Debian's
+ * clickhouse-server on it, waiting on GET /ping with a deadline; ch_stop() sends
+ * SIGTERM to it (a registered child, tests/testutil.h) and checks that it exited
+ * 0; ch_halt() and ch_restart() stop it and start it again on its data and ports
+ * (a server down and back). zk_start() and ch_start_cluster() make a cluster:
+ * Debian's ZooKeeper and servers that shard one cluster between them, each in a
+ * directory of its own. No system service is touched. A test calls
  * ch_skip_unless_available() first: it skips, with the reason printed, only when
  * clickhouse-server is not installed (deploy/debian-deps.sh installs it).
  * Include <cmocka.h> and testutil.h first.
@@ -113,7 +113,10 @@ static inline void ch_write_configs(struct chsrv *c, const char *extra)
 		"  <default_profile>default</default_profile>\n"
 		"  <default_database>default</default_database>\n"
 		"  <mark_cache_size>5368709</mark_cache_size>\n"
-		"  <max_concurrent_queries>16</max_concurrent_queries>\n%s</yandex>\n",
+		"  <max_concurrent_queries>16</max_concurrent_queries>\n"
+		"  <compression><case><min_part_size>0</min_part_size>"
+		"<min_part_size_ratio>0</min_part_size_ratio><method>zstd</method></case>"
+		"</compression>\n%s</yandex>\n",
 		c->dir, c->log, c->http_port, c->tcp_port, c->dir, c->dir, c->dir, c->dir, extra);
 	assert_int_equal(fclose(f), 0);
 	snprintf(path, sizeof(path), "%.255s/users.xml", c->dir);

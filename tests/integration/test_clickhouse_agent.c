@@ -52,8 +52,9 @@ static int group_teardown(void **state)
 static long long stored_samples(const struct chsrv *srv)
 {
 	/* each batch's row once however often it was inserted, as the store reads */
-	char *a = ch_query(srv, "SELECT sum(v) FROM (SELECT any(value) AS v FROM smolder.raw "
-				"GROUP BY type, window_start, labelset, stack, agent, seq)");
+	char *a =
+		ch_query(srv, "SELECT sum(v) FROM (SELECT any(value) AS v FROM smolder.samples_raw "
+			      "GROUP BY type, window_start, labelset, stack, agent, seq)");
 	long long v = strtoll(a, NULL, 10);
 
 	free(a);

@@ -3,8 +3,10 @@
  * a round trip (stacks, labels, series, windows, stats exactly as ingested),
  * idempotency on (agent, seq), the location and credentials checks,
  * retention by whole hours per tier, exactly once, the ingest cache, check, and
- * the flame graph's frames cache (store/ch_frames.c). The conformance suite on
- * ClickHouse is test_store_clickhouse_conformance.c.
+ * the flame graph's frames cache (store/ch_frames.c), and the move of a version 5
+ * database's rows into schema 6's tables (store/ch_layout.c), whole and stopped
+ * midway. The conformance suite on ClickHouse is
+ * test_store_clickhouse_conformance.c.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -16,6 +18,8 @@
 
 #include "common/batch.h"
 #include "common/frame.h"
+#include "store/ch_int.h"
+#include "store/ch_schema.h"
 #include "store/store.h"
 #include "testutil.h"
 #include "integration/clickhousetest.h"
@@ -590,10 +594,10 @@ static void test_exactly_once(void **state)
 
 	/* a late batch into the built minute and hour, failing midway, then retried */
 	b = make_batch("agent2", 1, ONCE_WINDOW, "cpu", late, 1);
-	read_only_table("once", "minute");
+	read_only_table("once", "samples_minute");
 	assert_true(store__ingest(s, b, &dup) < 0);
 	print_message("late ingest with `minute` read-only: %s\n", store__errmsg(s));
-	writable("once", "minute");
+	writable("once", "samples_minute");
 	assert_int_equal(store__ingest(s2, b, &dup), 0);
 	assert_false(dup);
 	batch__free(b);
@@ -739,7 +743,7 @@ static void test_check(void **state)
 	while (more)
 		assert_int_equal(store__maintain(s, 100000 + 7200, 0, &more), 0);
 	assert_int_equal(store__check(s), 0);
-	ch_sql("chk", "INSERT INTO raw VALUES (100010, 'cpu', 77, 12345, 'x', 1, 1)");
+	ch_sql("chk", "INSERT INTO samples_raw VALUES (100010, 'cpu', 77, 12345, 'x', 1, 1)");
 	assert_int_equal(store__check(s), -EIO);
 	print_message("check: %s\n", store__errmsg(s));
 	assert_non_null(strstr(store__errmsg(s), "1 stacks and 1 label sets"));
@@ -751,6 +755,229 @@ static void test_check(void **state)
 	ch_sql("chk2", "INSERT INTO tiers VALUES ('built_2', 9223373036854775808)");
 	assert_int_equal(store__check(s), -EIO);
 	print_message("check: %s\n", store__errmsg(s));
+	store__close(s);
+}
+
+/* ---- schema 6's layout: a version 5 database moved on open ------------------ */
+
+extern const char *const ch_migrations[]; /* build/gen/ch_migrations.c */
+extern const size_t ch_nmigrations;
+
+/* An hour boundary; the data spans three hours (three partitions of each tier). */
+#define LAYOUT_H0      INT64_C(1700002800)
+#define LAYOUT_BATCHES 27
+#define LAYOUT_STEP    400
+#define LAYOUT_NOW     (LAYOUT_H0 + (LAYOUT_BATCHES - 1) * LAYOUT_STEP + 60)
+
+/* Fills s: a batch every 400 s over three hours (two agents, cpu and offcpu, two
+ * label sets and unlabelled rows), then the rollups as far as they go at
+ * LAYOUT_NOW (minutes of all but the last window, the first two hours), so the
+ * raw, minute and hour tables all hold rows and the raw rows of the last window
+ * are not built over. */
+static void layout_fill(struct store *s)
+{
+	static const struct tuple a[] = {
+		{ "pod=web", "app;main;work", 5 },
+		{ "pod=web", "app;main;idle", 2 },
+		{ "pod=db", "db;main;query", 7 },
+	};
+	static const struct tuple b2[] = {
+		{ "pod=web", "app;main;work", 1 },
+		{ NULL, "app;main;gc", 3 },
+	};
+	bool more = true;
+	unsigned k, steps = 0;
+
+	for (k = 0; k < LAYOUT_BATCHES; k++) {
+		struct batch *b = make_batch(
+			k % 2 ? "agent2" : "agent1", k + 1, LAYOUT_H0 + (int64_t)k * LAYOUT_STEP,
+			k % 3 == 2 ? "offcpu" : "cpu", k % 2 ? b2 : a, k % 2 ? 2 : 3);
+
+		assert_int_equal(store__ingest(s, b, NULL), 0);
+		batch__free(b);
+	}
+	while (more) {
+		assert_int_equal(store__maintain(s, LAYOUT_NOW, 0, &more), 0);
+		assert_true(++steps < 1000);
+	}
+}
+
+static void layout_put(char *out, size_t len, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+static void layout_put(char *out, size_t len, const char *fmt, ...)
+{
+	size_t n = strlen(out);
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(out + n, len - n, fmt, ap);
+	va_end(ap);
+}
+
+/* Every answer the store gives of the data, as text: stacks over ranges that
+ * each tier answers (the whole, an hour, 2 minutes, the last window), by label
+ * and by type; series; labels and values; windows; stats but the bytes. */
+static void layout_answers(struct store *s, char *out, size_t len)
+{
+	static const int64_t ranges[][2] = {
+		{ 0, INT64_C(1) << 40 },
+		{ LAYOUT_H0, LAYOUT_H0 + 3600 },
+		{ LAYOUT_H0 + 4800, LAYOUT_H0 + 4920 },
+		{ LAYOUT_H0 + 3000, LAYOUT_H0 + 7500 },
+		{ LAYOUT_NOW - 60, LAYOUT_NOW },
+	};
+	struct store_query all = { .from = 0, .to = INT64_C(1) << 40 };
+	char text[2048];
+	struct store_windows w;
+	struct store_stats st;
+	size_t i, j;
+
+	out[0] = '\0';
+	for (i = 0; i < sizeof(ranges) / sizeof(ranges[0]); i++) {
+		struct store_query q = { .from = ranges[i][0], .to = ranges[i][1] };
+		struct series sr = { .n = 0 };
+
+		query_text(s, q.from, q.to, NULL, NULL, NULL, text, sizeof(text));
+		layout_put(out, len, "[%" PRId64 ",%" PRId64 ")\n%s", q.from, q.to, text);
+		query_text(s, q.from, q.to, "pod", "web", NULL, text, sizeof(text));
+		layout_put(out, len, "pod=web\n%s", text);
+		query_text(s, q.from, q.to, NULL, NULL, "offcpu", text, sizeof(text));
+		layout_put(out, len, "offcpu\n%s", text);
+		assert_int_equal(store__query_series(s, &q, 3600, series_cb, &sr), 0);
+		for (j = 0; j < sr.n; j++)
+			layout_put(out, len, "series %" PRId64 " %" PRIu64 "\n", sr.start[j],
+				   sr.count[j]);
+	}
+	text[0] = '\0';
+	assert_int_equal(store__labels(s, &all, text_cb, text), 0);
+	layout_put(out, len, "labels %s\n", text);
+	text[0] = '\0';
+	assert_int_equal(store__label_values(s, "pod", &all, text_cb, text), 0);
+	layout_put(out, len, "values %s\n", text);
+	assert_int_equal(store__windows(s, &all, &w), 0);
+	layout_put(out, len, "windows %" PRIu64 " %" PRId64 " %" PRId64 " %u %u\n", w.nwindows,
+		   w.first_start, w.last_end, w.min_seconds, w.max_seconds);
+	assert_int_equal(store__stats(s, &st), 0);
+	layout_put(out, len,
+		   "stats %" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu64
+		   " %" PRIu64 " %" PRId64 " %" PRId64 " %" PRId64 " %" PRId64 " %" PRId64 "\n",
+		   st.sample_rows, st.batches, st.stacks, st.labelsets, st.blocks[0], st.blocks[1],
+		   st.blocks[2], st.built_before[1], st.built_before[2], st.kept_from[0],
+		   st.kept_from[1], st.kept_from[2]);
+	assert_int_equal(store__check(s), 0);
+}
+
+static int layout_statement(void *ctx, const char *sql)
+{
+	ch_sql(ctx, sql);
+	return 0;
+}
+
+/* Makes database db what a collector of version 5 left with ref's data: schema
+ * files 001-005 applied as that build did (as written, on one server), their
+ * versions recorded, then every table's rows from ref, the raw and minute rows
+ * into 002's `raw` and `minute`. */
+static void layout_make_v5(const char *db, const char *ref)
+{
+	static const char *const same[] = { "hour",   "tiers",	   "seen",    "counts",
+					    "stacks", "labelsets", "ingested" };
+	struct ch_schema_target t = { db, "", ch_migrations, CH_LAYOUT_VERSION - 1 };
+	char sql[512];
+	size_t i;
+
+	snprintf(sql, sizeof(sql), "CREATE DATABASE %s", db);
+	ch_sql("default", sql);
+	ch_sql(db, "CREATE TABLE schema_migrations (version UInt32) ENGINE = MergeTree() "
+		   "ORDER BY version");
+	for (i = 0; i + 1 < CH_LAYOUT_VERSION; i++) {
+		assert_int_equal(
+			ch_schema__run(&t, ch_migrations[i], layout_statement, (void *)db, NULL, 0),
+			0);
+		snprintf(sql, sizeof(sql), "INSERT INTO schema_migrations VALUES (%zu)", i + 1);
+		ch_sql(db, sql);
+	}
+	for (i = 0; i < sizeof(same) / sizeof(same[0]); i++) {
+		snprintf(sql, sizeof(sql), "INSERT INTO %s.%s SELECT * FROM %s.%s", db, same[i],
+			 ref, same[i]);
+		ch_sql(db, sql);
+	}
+	snprintf(sql, sizeof(sql),
+		 "INSERT INTO %s.raw (window_start, type, labelset, stack, agent, seq, value) "
+		 "SELECT window_start, type, labelset, stack, agent, seq, value FROM "
+		 "%s." CH_RAW_TABLE,
+		 db, ref);
+	ch_sql(db, sql);
+	snprintf(sql, sizeof(sql),
+		 "INSERT INTO %s.minute (start, type, labelset, stack, src, value) SELECT start, "
+		 "type, labelset, stack, src, value FROM %s." CH_MINUTE_TABLE,
+		 db, ref);
+	ch_sql(db, sql);
+}
+
+/* A version 5 database opened by this build: its rows are moved into schema 6's
+ * tables before the open returns, and every answer equals the answers of the
+ * same data stored by this build (the reference); the old tables are left empty.
+ * Then a move stopped midway (the old `minute` made a view, so that its first
+ * partition is copied but cannot be dropped: the state a collector killed
+ * between a copy and its drop leaves): the open fails, a reader refuses the
+ * database (version 5), and the next open finishes the move, the partition
+ * copied twice counted once. */
+static void test_layout_migration(void **state)
+{
+	static char want[16384], got[16384];
+	struct store *s, *r;
+	struct store_options ro = { .read_only = true };
+	char loc[128];
+	int64_t v;
+
+	(void)state;
+	ch_skip_unless_available();
+	s = open_db("lref");
+	layout_fill(s);
+	layout_answers(s, want, sizeof(want));
+	store__close(s);
+	assert_true(ch_number("lref", "SELECT uniqExact(intDiv(window_start, 3600)) FROM "
+				      "samples_raw") == 3);
+	assert_true(ch_number("lref", "SELECT uniqExact(intDiv(start, 3600)) FROM "
+				      "samples_minute") == 3);
+
+	layout_make_v5("lv5", "lref");
+	assert_true(ch_number("lv5", "SELECT count() FROM raw") > 0);
+	s = open_db("lv5");
+	assert_int_equal(store__schema_version(s, &v), 0);
+	assert_int_equal(v, (int64_t)ch_nmigrations);
+	layout_answers(s, got, sizeof(got));
+	assert_string_equal(got, want);
+	assert_int_equal(ch_number("lv5", "SELECT count() FROM raw"), 0);
+	assert_int_equal(ch_number("lv5", "SELECT count() FROM minute"), 0);
+	assert_int_equal(ch_number("lv5", "SELECT count() FROM samples_raw FINAL"),
+			 ch_number("lref", "SELECT count() FROM samples_raw FINAL"));
+	store__close(s);
+
+	/* stopped between a copy and its drop, then run again */
+	layout_make_v5("lstop", "lref");
+	read_only_table("lstop", "minute");
+	ch_location(&srv, "lstop", loc, sizeof(loc));
+	s = NULL;
+	assert_true(store__open(loc, NULL, &s) < 0);
+	assert_null(s);
+	assert_int_equal(ch_number("lstop", "SELECT count() FROM raw"), 0);
+	assert_true(ch_number("lstop", "SELECT count() FROM samples_minute") > 0);
+	assert_int_equal(store__open(loc, &ro, &r), -EPROTO);
+	writable("lstop", "minute");
+	s = open_db("lstop");
+	layout_answers(s, got, sizeof(got));
+	assert_string_equal(got, want);
+	assert_int_equal(ch_number("lstop", "SELECT count() FROM minute"), 0);
+	assert_int_equal(ch_number("lstop", "SELECT count() FROM samples_minute FINAL"),
+			 ch_number("lref", "SELECT count() FROM samples_minute FINAL"));
+	store__close(s);
+	/* a reader opens it now; a writer's open again moves nothing */
+	assert_int_equal(store__open(loc, &ro, &r), 0);
+	store__close(r);
+	s = open_db("lstop");
+	layout_answers(s, got, sizeof(got));
+	assert_string_equal(got, want);
 	store__close(s);
 }
 
@@ -766,6 +993,7 @@ int main(void)
 		cmocka_unit_test(test_ingest_cache),
 		cmocka_unit_test(test_check),
 		cmocka_unit_test(test_frames_cache),
+		cmocka_unit_test(test_layout_migration),
 	};
 
 	curl_global_init(CURL_GLOBAL_DEFAULT);
