@@ -134,8 +134,8 @@ uint64_t ch_r_sum(struct ch_rbuf *r);
  * the schema file. `hour` keeps 002's table. */
 #define CH_RAW_TABLE		"samples_raw"
 #define CH_MINUTE_TABLE		"samples_minute"
-#define CH_RAW_CHUNK_SECONDS	600
-#define CH_MINUTE_CHUNK_SECONDS 1800
+#define CH_RAW_CHUNK_SECONDS	300
+#define CH_MINUTE_CHUNK_SECONDS 600
 /* The schema version whose open moves 002's rows into 006's tables. */
 #define CH_LAYOUT_VERSION 6
 /* `ingested` (001) is partitioned by day. */

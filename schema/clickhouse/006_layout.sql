@@ -10,10 +10,11 @@
 -- within a chunk a stack's rows are adjacent, its id repeats and its starts, seqs
 -- and values form short runs. The chunk keeps a time range's reads on the primary
 -- key: a read of [from, to) states the chunk condition exactly as the key writes
--- it (intDiv(window_start, 600) between those of from and to - 1; ClickHouse
+-- it (intDiv(window_start, 300) between those of from and to - 1; ClickHouse
 -- 18.16 does not derive it from a condition on window_start alone), so a
--- 2-minute read of raw rows reads its one or two 10-minute chunks, not the hour's
--- partition. Chunks: CH_RAW_CHUNK_SECONDS and CH_MINUTE_CHUNK_SECONDS
+-- 2-minute read of raw rows reads its one or two 5-minute chunks, not the hour's
+-- partition. Longer chunks compress a little better (10 minutes: 3 % less raw)
+-- but make short reads read more; measured in docs/benchmarks.md. Chunks: CH_RAW_CHUNK_SECONDS and CH_MINUTE_CHUNK_SECONDS
 -- (store/ch_int.h; tests/unit/test_ch_schema.c checks they match these keys).
 -- The engines, partitions (by hour), columns and collapsing rules are 002's: the
 -- ORDER BY key still holds (window, label set, stack, agent, seq) for raw and
@@ -38,7 +39,7 @@ CREATE TABLE IF NOT EXISTS samples_raw (
 	seq UInt64,
 	value UInt64
 ) ENGINE = ReplacingMergeTree() PARTITION BY intDiv(window_start, 3600)
-ORDER BY (type, intDiv(window_start, 600), labelset, stack, window_start, agent, seq);
+ORDER BY (type, intDiv(window_start, 300), labelset, stack, window_start, agent, seq);
 
 CREATE TABLE IF NOT EXISTS samples_minute (
 	start Int64,
@@ -48,4 +49,4 @@ CREATE TABLE IF NOT EXISTS samples_minute (
 	src UInt64,
 	value UInt64
 ) ENGINE = ReplacingMergeTree(value) PARTITION BY intDiv(start, 3600)
-ORDER BY (type, intDiv(start, 1800), labelset, stack, start, src);
+ORDER BY (type, intDiv(start, 600), labelset, stack, start, src);
