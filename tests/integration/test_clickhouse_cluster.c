@@ -145,7 +145,7 @@ static void test_cluster_two_shards(void **state)
 
 	/* on both shards, and all of them through either server */
 	for (i = 0; i < 2; i++)
-		rows[i] = query_number(&srv[i], "SELECT count() FROM smolder.raw_local");
+		rows[i] = query_number(&srv[i], "SELECT count() FROM smolder.samples_raw_local");
 	all = query_number(&srv[1], "SELECT count() FROM smolder.samples_raw");
 	print_message("sample rows: %llu on shard 1, %llu on shard 2, %llu through the "
 		      "Distributed table\n",
