@@ -120,6 +120,20 @@ static void submit_all(struct ingestq *q, struct tjob *js, size_t from, size_t t
 	}
 }
 
+/* A queue of those caps whose writer is held inside the store call of its first
+ * job, js[0] (bytes as given): what is submitted next waits. */
+static struct ingestq *start_held(struct rec *r, size_t max_batches, size_t max_bytes,
+				  size_t max_queued, struct tjob *js, size_t bytes)
+{
+	struct ingestq *q;
+
+	rec_init(r);
+	assert_int_equal(ingestq__new(max_batches, max_bytes, max_queued, store, r, &q), 0);
+	submit_all(q, js, 0, 1, bytes);
+	wait_inside(r);
+	return q;
+}
+
 /* Batches that arrive during a call go into the next one, in order, up to
  * max_batches a call. */
 static void test_groups_and_batch_cap(void **state)
@@ -131,10 +145,7 @@ static void test_groups_and_batch_cap(void **state)
 	size_t i;
 
 	(void)state;
-	rec_init(&r);
-	assert_int_equal(ingestq__new(16, 1 << 20, 100, store, &r, &q), 0);
-	submit_all(q, js, 0, 1, 10);
-	wait_inside(&r); /* job 0's call holds the writer */
+	q = start_held(&r, 16, 1 << 20, 100, js, 10);
 	submit_all(q, js, 1, 40, 10);
 	ingestq__stats(q, &st);
 	assert_int_equal(st.waiting, 39);
@@ -168,10 +179,7 @@ static void test_byte_cap(void **state)
 	size_t i, k;
 
 	(void)state;
-	rec_init(&r);
-	assert_int_equal(ingestq__new(64, 1000, 100, store, &r, &q), 0);
-	submit_all(q, js, 0, 1, 1);
-	wait_inside(&r);
+	q = start_held(&r, 64, 1000, 100, js, 1);
 	for (i = 1; i < 10; i++) {
 		js[i] = (struct tjob){ .base = { .bytes = sizes[i] }, .id = (int)i };
 		assert_int_equal(ingestq__submit(q, &js[i].base), 0);
@@ -199,10 +207,7 @@ static void test_queue_cap(void **state)
 	struct rec r;
 
 	(void)state;
-	rec_init(&r);
-	assert_int_equal(ingestq__new(64, 1 << 20, 5, store, &r, &q), 0);
-	submit_all(q, js, 0, 1, 1);
-	wait_inside(&r);
+	q = start_held(&r, 64, 1 << 20, 5, js, 1);
 	submit_all(q, js, 1, 6, 1); /* five waiting: the cap */
 	assert_int_equal(ingestq__submit(q, &extra.base), -EAGAIN);
 	release(&r);
@@ -234,10 +239,7 @@ static void test_stop(void **state)
 	size_t i;
 
 	(void)state;
-	rec_init(&r);
-	assert_int_equal(ingestq__new(64, 1 << 20, 100, store, &r, &q), 0);
-	submit_all(q, js, 0, 1, 1);
-	wait_inside(&r);
+	q = start_held(&r, 64, 1 << 20, 100, js, 1);
 	submit_all(q, js, 1, 8, 1);
 	assert_int_equal(pthread_create(&t, NULL, stopper, q), 0);
 	do { /* until the stopper has asked: then the writer stops after this call */
