@@ -3,7 +3,8 @@
  * store: aggregated stack samples of many agents in one SQLite database
  * (the dictionaries are described at the top of schema/001_init.sql, the profile
  * blocks and their tiers at the top of schema/005_blocks.sql). The collector
- * ingests decoded batches, one transaction each, and queries stacks summed over a
+ * ingests decoded batches, one transaction a call (store__ingest_many: the
+ * batches that arrived together, a savepoint each), and queries stacks summed over a
  * time range and a label selection, merged from the blocks in C; store__maintain()
  * builds the minute and hour rollups and applies each tier's retention in small
  * steps between ingests.

@@ -2504,7 +2504,6 @@ static void test_dictionary_gc(void **state)
 	close_checked(s);
 }
 
-
 /* Issue 15, group commit: store__ingest_many() answers each batch as
  * store__ingest() one by one would (the expected answers are computed here from
  * the cases' own (agent, seq) and refusals, never by the store): new batches,
@@ -2524,10 +2523,10 @@ static void test_ingest_many(void **state)
 		uint64_t count;
 		int refuse; /* the error the test expects the batch to get, or 0 */
 	} c[N] = {
-		{ "agent-b", 1, H + 20, 1, 2, 11, 0 },		  /* late */
-		{ "agent-a", 2, H + 10, 2, 4, 12, 0 },		  /* stored by an earlier call */
-		{ "agent-c", 1, H + 5 * 3600, 3, 6, 13, 0 },	  /* above the watermarks */
-		{ "agent-b", 1, H + 40, 4, 8, 14, 0 },		  /* this call's batch 0 again */
+		{ "agent-b", 1, H + 20, 1, 2, 11, 0 },	     /* late */
+		{ "agent-a", 2, H + 10, 2, 4, 12, 0 },	     /* stored by an earlier call */
+		{ "agent-c", 1, H + 5 * 3600, 3, 6, 13, 0 }, /* above the watermarks */
+		{ "agent-b", 1, H + 40, 4, 8, 14, 0 },	     /* this call's batch 0 again */
 		{ "agent-d", 1, STORE_MAX_ABS_WINDOW + 1, 0, 1, 15, -ERANGE },
 		{ "agent-e", 1, H + 50, 1, 3, 0, -EINVAL },	  /* a count of 0 */
 		{ "agent-d", 1, H + 30, 5, 10, 16, 0 },		  /* the refused one's seq */
@@ -2555,7 +2554,8 @@ static void test_ingest_many(void **state)
 
 		assert_int_equal(store__ingest(s, b, &dup), 0);
 		tbatch_free(b);
-		t[n++] = (struct tuple){ .ls = (int)i, .stack = (int)i, .count = 5, .window = w[i] };
+		t[n++] =
+			(struct tuple){ .ls = (int)i, .stack = (int)i, .count = 5, .window = w[i] };
 	}
 	maintain_all(s, H + 3 * 3600, 0, &st);
 	assert_true(st.built_before[1] > H + 70 && st.built_before[2] > H);
@@ -2681,7 +2681,8 @@ int main(void)
 		FILE_ONLY(test_kill_during_rollup),
 		BOTH(test_profile_types),
 		BOTH(test_dictionary_gc),
-		BOTH(test_ingest_many), /* issue 15: group commit */
+		/* issue 15: group commit */
+		BOTH(test_ingest_many),
 	};
 
 #ifdef STORE_TEST_ELSEWHERE
