@@ -15,10 +15,13 @@
  *     graph's first call (the store's caches empty: the ClickHouse store keeps
  *     the frames of the stacks it read, ch_frames.c).
  *
- *   build/bench/ch_bench CH_LOCATION [WINDOWS] [DIR]
+ *   build/bench/ch_bench CH_LOCATION [WINDOWS] [DIR] [GROUP]
  * CH_LOCATION is clickhouse://HOST:PORT/DATABASE of a server the caller started
  * (a database not used before: the store creates it); WINDOWS defaults to 360 (an
- * hour); DIR (default /tmp) holds the SQLite file, deleted at the end.
+ * hour); DIR (default /tmp) holds the SQLite file, deleted at the end. GROUP
+ * (session 11, group commit; default 1) ingests the windows GROUP at a time
+ * through store__ingest_many(), as the collector's writer does when GROUP batches
+ * wait; 1 is one store__ingest() a window.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -83,8 +86,11 @@ static int dbl_cmp(const void *a, const void *b)
 }
 
 /* Fills location with windows of the busy host and measures it into f. */
-static void run(const char *location, unsigned windows, struct figures *f)
+static void run(const char *location, unsigned windows, unsigned group, struct figures *f)
 {
+	struct batch *bs[STORE_INGEST_MANY_MAX];
+	struct store_ingest_result res[STORE_INGEST_MANY_MAX];
+	unsigned nb = 0, j;
 	const int64_t end = GEN_T0 + (int64_t)windows * 10;
 	struct store_query q = { .from = GEN_T0, .to = end };
 	struct store_stats st;
@@ -109,13 +115,24 @@ static void run(const char *location, unsigned windows, struct figures *f)
 		f->rows += b->nsamples;
 		for (k = 0; k < b->nsamples; k++)
 			f->samples += b->samples[k].count;
+		bs[nb++] = b;
+		if (nb < group && w + 1 < windows)
+			continue;
 		t = wall();
 		c = cpu();
-		if (store__ingest(s, b, &dup))
+		if (group == 1 && store__ingest(s, b, &dup))
 			die("store__ingest", store__errmsg(s));
+		if (group > 1 &&
+		    store__ingest_many(s, (const struct batch *const *)bs, nb, NULL, res))
+			die("store__ingest_many", store__errmsg(s));
 		f->ingest_wall += wall() - t;
 		f->ingest_cpu += cpu() - c;
-		batch__free(b);
+		for (j = 0; j < nb; j++) {
+			if (group > 1 && (res[j].err || res[j].duplicate))
+				die("store__ingest_many", res[j].why);
+			batch__free(bs[j]);
+		}
+		nb = 0;
 	}
 	t = wall();
 	while (more)
@@ -163,26 +180,28 @@ int main(int argc, char **argv)
 {
 	const char *dir = argc > 3 ? argv[3] : "/tmp";
 	unsigned windows = argc > 2 ? (unsigned)strtoul(argv[2], NULL, 10) : 360;
+	unsigned group = argc > 4 ? (unsigned)strtoul(argv[4], NULL, 10) : 1;
 	struct figures sq, ch;
 	char path[512];
 
-	if (argc < 2 || strncmp(argv[1], "clickhouse://", 13) || !windows) {
-		fprintf(stderr,
-			"usage: ch_bench clickhouse://HOST:PORT/DATABASE [WINDOWS] [DIR]\n");
+	if (argc < 2 || strncmp(argv[1], "clickhouse://", 13) || !windows || !group ||
+	    group > STORE_INGEST_MANY_MAX) {
+		fprintf(stderr, "usage: ch_bench clickhouse://HOST:PORT/DATABASE [WINDOWS] [DIR] "
+				"[GROUP]\n");
 		return 2;
 	}
 	snprintf(path, sizeof(path), "%s/ch_bench.%d.db", dir, (int)getpid());
 	fprintf(stderr, "ch_bench: %u windows of the busy host into %s\n", windows, path);
-	run(path, windows, &sq);
+	run(path, windows, group, &sq);
 	unlink(path);
 	snprintf(path, sizeof(path), "%s/ch_bench.%d.db-wal", dir, (int)getpid());
 	unlink(path);
 	snprintf(path, sizeof(path), "%s/ch_bench.%d.db-shm", dir, (int)getpid());
 	unlink(path);
 	fprintf(stderr, "ch_bench: and into %s\n", argv[1]);
-	run(argv[1], windows, &ch);
-	printf("ch_bench: %u windows, %" PRIu64 " sample rows (%" PRIu64 " samples)\n", windows,
-	       sq.rows, sq.samples);
+	run(argv[1], windows, group, &ch);
+	printf("ch_bench: %u windows, %" PRIu64 " sample rows (%" PRIu64 " samples), %u a call\n",
+	       windows, sq.rows, sq.samples, group);
 	line("ingest rows/s (wall)", (double)sq.rows / sq.ingest_wall,
 	     (double)ch.rows / ch.ingest_wall, "rows/s");
 	line("ingest rows/s (collector CPU)", (double)sq.rows / sq.ingest_cpu,

@@ -43,6 +43,7 @@
 #include "common/wire.h"
 #include "collector/conns.h"
 #include "collector/gzip.h"
+#include "collector/ingestq.h"
 #include "collector/metrics.h"
 #include "collector/queries.h"
 #include "collector/readers.h"
@@ -72,6 +73,21 @@
 #define MHD_SLACK	     64
 #define MAINTAIN_LOG_SECONDS 60 /* at most one maintenance error logged a minute */
 #define KEEP_SECONDS	     10 /* housekeeping period: the agents' window length */
+/* Group commit (ingestq.h): batches one store call takes at most. A call's
+ * batches are answered when all of them are stored, so the cap bounds the wait
+ * of the first: 64 windows of a busy host (~2,000 rows each) are ~0.25 s of
+ * SQLite ingest, far below an agent's upload timeout, while ClickHouse's fixed
+ * cost of a call (~5 requests, a part per table) is spread over up to 64. */
+#define INGEST_MAX_BATCHES 64
+/* And the most wire bytes (compressed bodies) of one call: 64 busy-host windows
+ * are ~4 MiB; the cap keeps a call of big batches (up to --max-body-mb each) from
+ * building hundreds of MiB of insert bodies at once. A batch larger than the cap
+ * goes alone. */
+#define INGEST_MAX_CALL_BYTES (8u << 20)
+/* Batches decoded and waiting for the writer at most (4 calls' worth): past it an
+ * ingest is answered 503 at once (the agent keeps the batch and retries), so a
+ * burst holds at most this many decoded batches, not one per connection. */
+#define INGEST_MAX_QUEUED (4 * INGEST_MAX_BATCHES)
 
 struct collector {
 	struct collector_options opts;
@@ -81,6 +97,7 @@ struct collector {
 	struct readers *readers; /* queries' own stores; NULL for ":memory:" */
 	struct conns *conns;	 /* connection caps and the request-time sweep */
 	struct queries *queries; /* the workers that run queries (queries.h) */
+	struct ingestq *ingestq; /* the ingest writer and its queue (ingestq.h) */
 	atomic_uint reading;	 /* queries reading the store now */
 	struct MHD_Daemon *daemon;
 	struct tls_files tls; /* all NULL: plain HTTP */
@@ -124,6 +141,20 @@ struct query_job {
 	bool done; /* the worker stored its answer */
 };
 
+/* An ingest batch handed to the writer (ingestq.h): decoded, checked and its
+ * stack refs resolved by the serving thread; the writer stores it with the
+ * others of its call and keeps the answer here for the handler, called again
+ * once the connection is resumed. */
+struct ingest_job {
+	struct ingestq_job base; /* first: an ingestq_job is an ingest_job */
+	struct batch *b;	 /* freed by the writer once stored */
+	uint64_t samples;	 /* the sum of its counts */
+	double start;		 /* when its handler started, for the latency */
+	int err;		 /* the store's answer: 0 or -errno with why */
+	bool duplicate;
+	char why[256];
+};
+
 /* One request: the ingest body, gathered chunk by chunk up to the cap, or the
  * query handed to a worker. Made by the URI callback (uri_seen), before
  * libmicrohttpd parses the parameters. */
@@ -133,8 +164,9 @@ struct request {
 	bool too_big;
 	bool headers_seen; /* the handler has been called once */
 	bool is_ingest;
-	bool too_many_args;    /* more than QUERY_MAX_ARGS: not parsed, refused */
-	struct query_job *job; /* the pool's while the connection is suspended */
+	bool too_many_args;	 /* more than QUERY_MAX_ARGS: not parsed, refused */
+	struct query_job *job;	 /* the pool's while the connection is suspended */
+	struct ingest_job *ijob; /* the ingest writer's while suspended */
 };
 
 void collector_options__defaults(struct collector_options *o)
@@ -264,19 +296,108 @@ static void count_reject(struct collector *c, enum metrics_reject why)
 	pthread_mutex_unlock(&c->lock);
 }
 
+/* The HTTP status of an ingest's error: the batch refused (400), the collector
+ * busy or the store out of reach (503: the agent keeps it and retries), else 500. */
+static unsigned ingest_status(int err)
+{
+	return err == -EINVAL || err == -ERANGE ? MHD_HTTP_BAD_REQUEST
+	       : err == -EBUSY || err == -EAGAIN || store_unreachable(err)
+		       ? MHD_HTTP_SERVICE_UNAVAILABLE
+		       : MHD_HTTP_INTERNAL_SERVER_ERROR;
+}
+
+static enum MHD_Result ingest_ok(struct MHD_Connection *conn, bool duplicate)
+{
+	char ok[128];
+
+	snprintf(ok, sizeof(ok), "{\"status\":\"ok\",\"duplicate\":%s}\n",
+		 duplicate ? "true" : "false");
+	return respond(conn, MHD_HTTP_OK, "application/json", ok, strlen(ok));
+}
+
+/* The writer's part (ingestq_store_fn): one store call for the jobs' batches,
+ * each job's answer and the metrics as one ingest at a time would count them. */
+static void store_batches(void *ctx, struct ingestq_job **jobs, size_t n)
+{
+	struct collector *c = ctx;
+	const struct batch *bs[INGEST_MAX_BATCHES];
+	struct store_ingest_result res[INGEST_MAX_BATCHES];
+	int64_t now = (int64_t)time(NULL);
+	size_t i;
+	int err;
+
+	for (i = 0; i < n; i++)
+		bs[i] = ((struct ingest_job *)jobs[i])->b;
+	pthread_mutex_lock(&c->lock);
+	/* windows outside [now - retention, now + 1 h] are refused (-ERANGE) */
+	err = store__ingest_many(c->store, bs, n, &now, res);
+	note_store(c, err);
+	for (i = 0; i < n; i++) {
+		struct ingest_job *j = (struct ingest_job *)jobs[i];
+
+		j->err = res[i].err;
+		j->duplicate = res[i].duplicate;
+		if (j->err == -EINVAL || j->err == -ERANGE) {
+			/* the batch itself is refused (its reason): the sender must not
+			 * retry */
+			snprintf(j->why, sizeof(j->why), "%s", res[i].why);
+			c->m.rejected[REJECT_MALFORMED]++;
+		} else if (j->err) {
+			snprintf(j->why, sizeof(j->why), "store: %.240s", res[i].why);
+			c->m.rejected[REJECT_STORE]++;
+		} else if (j->duplicate) {
+			c->m.duplicates++;
+		} else {
+			c->m.batches++;
+			c->m.samples += j->samples;
+		}
+		metrics_observe_latency(&c->m, now_seconds() - j->start);
+	}
+	pthread_mutex_unlock(&c->lock);
+	for (i = 0; i < n; i++) {
+		struct ingest_job *j = (struct ingest_job *)jobs[i];
+
+		batch__free(j->b);
+		j->b = NULL;
+	}
+}
+
+/* Queues the answer the writer stored in r's job. */
+static enum MHD_Result ingest_answered(struct MHD_Connection *conn, struct request *r)
+{
+	struct ingest_job *j = r->ijob;
+
+	if (j->base.abandoned)
+		return respond_error(conn, MHD_HTTP_SERVICE_UNAVAILABLE,
+				     "the collector is stopping: retry");
+	if (j->err)
+		return respond_error(conn, ingest_status(j->err), j->why);
+	return ingest_ok(conn, j->duplicate);
+}
+
+/* Decodes and checks the batch and resolves its stack refs (refusals and a 409
+ * answered here, at once), then hands it to the writer and suspends the
+ * connection until the writer stored it with the others of its call. The stack
+ * refs are resolved here, per batch, not in the writer: a 409 needs no store
+ * call, the writer's calls take complete batches only, and a batch without ids
+ * or refs (the store untouched) needs no lock, so serving threads decode while
+ * the writer stores. */
 static enum MHD_Result ingest(struct collector *c, struct MHD_Connection *conn, struct request *r)
 {
 	struct wire_limits lim = { c->opts.max_body, c->opts.max_decompressed };
 	struct batch *b = NULL;
-	char why[256] = "", ok[128], *conflict = NULL;
+	char why[256] = "", *conflict = NULL;
 	struct stackrefs_counts refs = { 0 };
 	double start = now_seconds();
+	struct ingest_job *j;
 	enum MHD_Result ret;
 	uint64_t samples = 0;
-	bool duplicate = false;
+	bool locked;
 	uint32_t i;
 	int err;
 
+	if (r->ijob) /* resumed: the writer is done with it */
+		return ingest_answered(conn, r);
 	if (r->too_big) {
 		count_reject(c, REJECT_TOO_LARGE);
 		return respond_error(conn, MHD_HTTP_CONTENT_TOO_LARGE, "body too large");
@@ -294,15 +415,21 @@ static enum MHD_Result ingest(struct collector *c, struct MHD_Connection *conn, 
 	for (i = 0; i < b->nsamples; i++)
 		samples += b->samples[i].count;
 
-	pthread_mutex_lock(&c->lock);
-	/* wire format 3: claimed ids checked and remembered, refs resolved */
+	/* wire format 3: claimed ids checked and remembered, refs resolved; the
+	 * store (and its lock) only for a batch that carries ids or refs */
+	locked = b->stack_ids || b->nrefs;
+	if (locked)
+		pthread_mutex_lock(&c->lock);
 	err = stackrefs_prepare(c->store, (int64_t)time(NULL), &b, &refs, &conflict, why,
 				sizeof(why));
+	if (!locked)
+		pthread_mutex_lock(&c->lock);
 	c->m.stacks_full += refs.full;
 	c->m.stacks_by_id += refs.by_id;
 	c->m.stacks_remembered += refs.remembered;
 	c->m.stack_ids_unknown += refs.unknown;
-	note_store(c, err == -ENOENT ? 0 : err); /* a 409: the store answered */
+	if (locked)
+		note_store(c, err == -ENOENT ? 0 : err); /* a 409: the store answered */
 	if (err == -ENOENT) {
 		metrics_observe_latency(&c->m, now_seconds() - start);
 		pthread_mutex_unlock(&c->lock);
@@ -312,49 +439,47 @@ static enum MHD_Result ingest(struct collector *c, struct MHD_Connection *conn, 
 		free(conflict);
 		return ret;
 	}
-	if (!err) {
-		/* windows outside [now - retention, now + 1 h] are refused (-ERANGE) */
-		err = store__ingest_at(c->store, b, (int64_t)time(NULL), &duplicate);
-		note_store(c, err);
-		if (err == -EINVAL || err == -ERANGE) {
-			/* the batch itself is refused (its reason): the sender must not
-			 * retry */
-			snprintf(why, sizeof(why), "%s", store__errmsg(c->store));
-			c->m.rejected[REJECT_MALFORMED]++;
-		} else if (err) {
-			snprintf(why, sizeof(why), "store: %s", store__errmsg(c->store));
-			c->m.rejected[REJECT_STORE]++;
-		}
-	} else if (err == -EINVAL) { /* a forged id or a stored stack that does not parse */
+	if (err == -EINVAL) { /* a forged id or a stored stack that does not parse */
 		c->m.rejected[REJECT_MALFORMED]++;
 	} else if (err == -ENOMEM) {
 		snprintf(why, sizeof(why), "out of memory: retry later");
 		err = -EBUSY;
-	} else {
+	} else if (err) {
 		snprintf(why, sizeof(why), "store: %s", store__errmsg(c->store));
 		c->m.rejected[REJECT_STORE]++;
 	}
-	if (err) {
-		/* counted above */
-	} else if (duplicate) {
-		c->m.duplicates++;
-	} else {
-		c->m.batches++;
-		c->m.samples += samples;
-	}
-	metrics_observe_latency(&c->m, now_seconds() - start);
-	pthread_mutex_unlock(&c->lock);
-	batch__free(b);
 	if (err)
-		return respond_error(conn,
-				     err == -EINVAL || err == -ERANGE ? MHD_HTTP_BAD_REQUEST
-				     : err == -EBUSY || store_unreachable(err)
-					     ? MHD_HTTP_SERVICE_UNAVAILABLE
-					     : MHD_HTTP_INTERNAL_SERVER_ERROR,
-				     why);
-	snprintf(ok, sizeof(ok), "{\"status\":\"ok\",\"duplicate\":%s}\n",
-		 duplicate ? "true" : "false");
-	return respond(conn, MHD_HTTP_OK, "application/json", ok, strlen(ok));
+		metrics_observe_latency(&c->m, now_seconds() - start);
+	pthread_mutex_unlock(&c->lock);
+	if (err) {
+		batch__free(b);
+		return respond_error(conn, ingest_status(err), why);
+	}
+
+	j = calloc(1, sizeof(*j));
+	if (!j) {
+		batch__free(b);
+		return respond_error(conn, MHD_HTTP_SERVICE_UNAVAILABLE,
+				     "out of memory: retry later");
+	}
+	*j = (struct ingest_job){ .base = { .conn = conn, .bytes = r->len },
+				  .b = b,
+				  .samples = samples,
+				  .start = start };
+	/* the request has arrived: the request clock stops while it waits */
+	conns__clock(conn, false);
+	err = ingestq__submit(c->ingestq, &j->base);
+	if (err) {
+		batch__free(b);
+		free(j);
+		count_reject(c, err == -EAGAIN ? REJECT_BUSY : REJECT_STORE);
+		return respond_error(conn, MHD_HTTP_SERVICE_UNAVAILABLE,
+				     err == -EAGAIN ? "too many batches waiting for the store: "
+						      "retry later"
+						    : "the collector is stopping: retry");
+	}
+	r->ijob = j; /* the writer's until it resumes the connection */
+	return MHD_YES;
 }
 
 /* GET /healthz: "ok" (200), or "degraded: the store is unreachable: WHY" (503)
@@ -379,6 +504,7 @@ static enum MHD_Result metrics(struct collector *c, struct MHD_Connection *conn)
 {
 	struct store_stats st = { 0 };
 	struct conns_stats cs;
+	struct ingestq_stats is;
 	size_t waiting, running;
 	char *buf = NULL;
 	size_t len = 0;
@@ -394,6 +520,10 @@ static enum MHD_Result metrics(struct collector *c, struct MHD_Connection *conn)
 	conns__stats(c->conns, &cs);
 	queries__stats(c->queries, &waiting, &running);
 	m.queries_waiting = (unsigned)waiting;
+	ingestq__stats(c->ingestq, &is);
+	m.ingest_calls = is.calls;
+	m.ingest_call_batches = is.batches;
+	m.ingest_waiting = (unsigned)is.waiting;
 	out = open_memstream(&buf, &len);
 	if (!out)
 		return MHD_NO;
@@ -793,6 +923,9 @@ static void request_done(void *cls, struct MHD_Connection *conn, void **req_cls,
 		if (r->job) /* never while suspended: the worker resumed it */
 			free(r->job->w.buf);
 		free(r->job);
+		if (r->ijob) /* an abandoned job's batch was never stored */
+			batch__free(r->ijob->b);
+		free(r->ijob);
 		free(r);
 		*req_cls = NULL;
 	}
@@ -936,10 +1069,14 @@ int collector__start(const struct collector_options *o, struct collector **out)
 	err = queries__new(THREADS, o->max_queued_queries, &c->queries);
 	if (err)
 		goto out_readers;
+	err = ingestq__new(INGEST_MAX_BATCHES, INGEST_MAX_CALL_BYTES, INGEST_MAX_QUEUED,
+			   store_batches, c, &c->ingestq);
+	if (err)
+		goto out_queries;
 	err = conns__new(o->max_connections, o->max_connections_per_ip, o->request_timeout,
 			 &c->conns);
 	if (err)
-		goto out_queries;
+		goto out_ingestq;
 	err = keeper_start(c);
 	if (err)
 		goto out_keeper;
@@ -990,6 +1127,8 @@ int collector__start(const struct collector_options *o, struct collector **out)
 out_keeper:
 	keeper_stop(c);
 	conns__free(c->conns);
+out_ingestq:
+	ingestq__free(c->ingestq);
 out_queries:
 	queries__free(c->queries);
 out_readers:
@@ -1011,9 +1150,13 @@ void collector__stop(struct collector *c)
 	 * ones are refused), as MHD_stop_daemon() requires; a query arriving
 	 * meanwhile is refused at once */
 	queries__stop(c->queries);
+	/* likewise every ingest: the call under way finishes, waiting ones are
+	 * answered 503 unstored */
+	ingestq__stop(c->ingestq);
 	MHD_stop_daemon(c->daemon); /* every connection's CLOSED frees its entry */
 	keeper_stop(c);
 	queries__free(c->queries);
+	ingestq__free(c->ingestq);
 	conns__free(c->conns);
 	/* the readers before the writer: the last connection to close checkpoints
 	 * the WAL, which a reader cannot */

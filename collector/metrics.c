@@ -5,7 +5,7 @@
 #include <errno.h>
 
 static const char *const reject_names[REJECT_NR] = {
-	"auth", "media_type", "too_large", "malformed", "store",
+	"auth", "media_type", "too_large", "malformed", "store", "queue_full",
 };
 
 static const double latency_buckets[METRICS_NBUCKETS] = { 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05,
@@ -69,6 +69,20 @@ int metrics_write(FILE *out, const struct metrics *m, const struct store_stats *
 	for (i = 0; i < REJECT_NR; i++)
 		fprintf(out, "smolder_batches_rejected_total{reason=\"%s\"} %llu\n",
 			reject_names[i], (unsigned long long)m->rejected[i]);
+	fprintf(out,
+		"# HELP smolder_ingest_store_calls_total Store calls of the ingest writer, each "
+		"taking the batches that waited (group commit).\n"
+		"# TYPE smolder_ingest_store_calls_total counter\n"
+		"smolder_ingest_store_calls_total %llu\n"
+		"# HELP smolder_ingest_store_call_batches_total Batches the ingest writer's store "
+		"calls took.\n"
+		"# TYPE smolder_ingest_store_call_batches_total counter\n"
+		"smolder_ingest_store_call_batches_total %llu\n"
+		"# HELP smolder_ingest_waiting Batches waiting for the ingest writer.\n"
+		"# TYPE smolder_ingest_waiting gauge\n"
+		"smolder_ingest_waiting %u\n",
+		(unsigned long long)m->ingest_calls, (unsigned long long)m->ingest_call_batches,
+		m->ingest_waiting);
 	fprintf(out, "# HELP smolder_ingest_seconds Time to decode and store a batch.\n"
 		     "# TYPE smolder_ingest_seconds histogram\n");
 	for (i = 0; i <= METRICS_NBUCKETS; i++) {

@@ -1,7 +1,8 @@
 /* The collector's counters and their Prometheus text (GET /metrics): batches,
  * samples and duplicates ingested, ingests refused by reason, the ingest latency
  * histogram, answers refused for their size, failed maintenance steps, the queries
- * reading the store, waiting for a worker and refused for the queue, beside
+ * reading the store, waiting for a worker and refused for the queue, the ingest
+ * writer's store calls and the batches they took (group commit), beside
  * the store's size (store__stats) and the connection registry's counters
  * (conns.h). A plain struct: the collector guards it with its own lock and
  * hands metrics_write() a copy.
@@ -22,6 +23,7 @@ enum metrics_reject {
 	REJECT_TOO_LARGE,
 	REJECT_MALFORMED,
 	REJECT_STORE,
+	REJECT_BUSY, /* the ingest queue full (collector/ingestq.h) */
 	REJECT_NR,
 };
 
@@ -42,6 +44,10 @@ struct metrics {
 	/* the fleet wire (collector/stackrefs.h): stacks received in full and by
 	 * id, full stacks remembered by id, ids unknown to the store (409) */
 	uint64_t stacks_full, stacks_by_id, stacks_remembered, stack_ids_unknown;
+	/* group commit (collector/ingestq.h): store calls of the ingest writer, the
+	 * batches they took, batches waiting for it now (gauge) */
+	uint64_t ingest_calls, ingest_call_batches;
+	unsigned ingest_waiting;
 };
 
 /* Counts one ingest that took seconds in the latency histogram. */

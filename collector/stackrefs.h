@@ -36,14 +36,14 @@ struct stackrefs_counts {
 };
 
 /* Prepares *b (decoded, validated) for the store at time now, with the store's
- * lock held: when b carries stack_ids, checks each against its stack's frames
- * and remembers those of at most STACKID_MAX_REMEMBERED canonical bytes; when it
- * carries refs, looks up each distinct id once, resolves them and replaces *b by
- * the complete batch (the old one freed). Returns 0; -EINVAL (a claimed id that
- * is not its stack's, a stored stack that does not parse, refs that resolve to
- * more than STACKREFS_MAX_RESOLVED bytes: *why says which); -ENOENT
- * (ids the store does not know: *answer is the 409's JSON body, malloc'd, the
- * caller frees it); -ENOMEM; or the store's error (reason in store__errmsg()). */
+ * lock held when b carries stack_ids or refs (a batch without them touches no
+ * store: the collector calls it unlocked then, ingestq.h): when b carries stack_ids, checks each
+ * against its stack's frames and remembers those of at most STACKID_MAX_REMEMBERED canonical bytes;
+ * when it carries refs, looks up each distinct id once, resolves them and replaces *b by the
+ * complete batch (the old one freed). Returns 0; -EINVAL (a claimed id that is not its stack's, a
+ * stored stack that does not parse, refs that resolve to more than STACKREFS_MAX_RESOLVED bytes:
+ * *why says which); -ENOENT (ids the store does not know: *answer is the 409's JSON body, malloc'd,
+ * the caller frees it); -ENOMEM; or the store's error (reason in store__errmsg()). */
 int stackrefs_prepare(struct store *s, int64_t now, struct batch **b, struct stackrefs_counts *n,
 		      char **answer, char *why, size_t whylen);
 

@@ -27,6 +27,10 @@ struct store_backend {
 	const char *(*errmsg)(const struct store *s);
 	/* store__ingest() (now NULL) and store__ingest_at() (*now). */
 	int (*ingest)(struct store *s, const struct batch *b, const int64_t *now, bool *duplicate);
+	/* store__ingest_many(), arguments checked (n in 1..STORE_INGEST_MANY_MAX, no
+	 * NULL batch), every results[i] zeroed; NULL: store.c loops over ingest. */
+	int (*ingest_many)(struct store *s, const struct batch *const *batches, size_t n,
+			   const int64_t *now, struct store_ingest_result *results);
 	int (*query_stacks)(struct store *s, const struct store_query *q, store_stack_fn cb,
 			    void *ctx);
 	int (*query_series)(struct store *s, const struct store_query *q, int64_t step_seconds,
@@ -57,5 +61,12 @@ extern const struct store_backend store_clickhouse_backend; /* store/clickhouse.
  * store/ch_stackref.c (ClickHouse). */
 int sqlite_store__stackrefs(struct store *s, int64_t now, struct store_stackref *refs, size_t n);
 int ch_store__stackrefs(struct store *s, int64_t now, struct store_stackref *refs, size_t n);
+
+/* The backends' store__ingest_many(): store/ingest.c (SQLite) and
+ * store/ch_ingest.c (ClickHouse). */
+int sqlite_store__ingest_many(struct store *s, const struct batch *const *batches, size_t n,
+			      const int64_t *now, struct store_ingest_result *results);
+int ch_store__ingest_many(struct store *s, const struct batch *const *batches, size_t n,
+			  const int64_t *now, struct store_ingest_result *results);
 
 #endif

@@ -1,14 +1,17 @@
-/* The ClickHouse store's ingest (ch_int.h): a batch checked as SQLite checks it,
- * its (agent, seq) looked up in `ingested` (a duplicate writes nothing), then its
- * stacks, label sets and raw rows inserted, each as one INSERT ... FORMAT
- * RowBinary; a batch whose minute bucket a rollup has claimed (a late one) has that
- * bucket and its hour built again; last its `ingested` row. Ids are content
+/* The ClickHouse store's ingest (ch_int.h), a call of one batch or of many
+ * (store__ingest_many, the collector's group commit): each batch checked as
+ * SQLite checks it (a refused one is left out alone), the (agent, seq) of all
+ * looked up in `ingested` in one SELECT (a duplicate writes nothing), then the
+ * stacks, label sets and raw rows of every batch stored, each table in one
+ * INSERT ... FORMAT RowBinary (one part per table per call, not per batch); a
+ * batch whose minute bucket a rollup has claimed (a late one) has that bucket and
+ * its hour built again; last the `ingested` rows of all. Ids are content
  * hashes, so any collector computes the same ones without a round trip, and a
- * store remembers those it inserted (its ingest cache) so that a batch inserts
+ * store remembers those it inserted (its ingest cache) so that a call inserts
  * only the dictionary rows that are new to it (or not refreshed for half the
- * GC's grace period: ch_gc.c). Raw rows
- * carry (agent, seq): a batch inserted twice (two collectors racing, a retry after
- * a failure midway) is counted once by every read (002_tiers.sql).
+ * GC's grace period: ch_gc.c). Raw rows carry (agent, seq): a batch inserted
+ * twice (two collectors racing, a retry after a failure midway) is counted once
+ * by every read (002_tiers.sql).
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -299,23 +302,22 @@ static int insert_src(struct ch_store *s, int tier, int64_t start, const char *t
 	return err;
 }
 
-/* After a batch's raw rows are in: when its minute bucket is claimed by a rollup
- * (a late batch, or one racing a maintenance that builds it), that bucket is built
- * again from raw rows (or, raw rows gone there, the batch's own rows added with src
- * = its (agent, seq) hash), then likewise its hour from minute rows. Each claim is
- * read after the write below it, so a rollup that claimed later reads this
- * batch's rows, and one that claimed earlier is seen here. */
+/* After a batch's raw rows are in and the tiers t read after them: when its
+ * minute bucket is claimed by a rollup (a late batch, or one racing a maintenance
+ * that builds it), that bucket is built again from raw rows (or, raw rows gone
+ * there, the batch's own rows added with src = its (agent, seq) hash), then
+ * likewise its hour from minute rows. Each claim is read after the write below
+ * it, so a rollup that claimed later reads this batch's rows, and one that
+ * claimed earlier is seen here. */
 static int ingest_late(struct ch_store *s, const struct batch *b, const char *type, uint64_t src,
-		       const struct row *rows, size_t n)
+		       const struct row *rows, size_t n, struct ch_tiers t)
 {
 	const int64_t w = b->window_start, m = ch_floor(w, STORE_MINUTE_SECONDS),
 		      h = ch_floor(w, STORE_HOUR_SECONDS);
-	struct ch_tiers t;
-	int err;
+	int err = 0;
 
-	err = ch_tiers_read(s, &t);
-	if (err || m >= t.claim[1])
-		return err;
+	if (m >= t.claim[1])
+		return 0;
 	/* nothing is built below a tier's kept_from: retention dropped it there */
 	if (m >= t.kept[1])
 		err = w >= t.kept[0] ? ch_tiers_build(s, 1, m, m + STORE_MINUTE_SECONDS)
@@ -328,51 +330,97 @@ static int ingest_late(struct ch_store *s, const struct batch *b, const char *ty
 			      : insert_src(s, 2, h, type, src, rows, n);
 }
 
-int ch_ingest(struct store *base, const struct batch *b, const int64_t *now, bool *duplicate)
-{
-	struct ch_store *s = ch_of(base);
-	struct ch_wbuf sql = { 0 }, stacks = { 0 }, labelsets = { 0 }, samples = { 0 }, ing = { 0 };
-	struct ch_wbuf seen_rows = { 0 }, scratch = { 0 };
-	struct pair pairs[BATCH_MAX_LABELS + 1];
-	uint64_t *stack_ids = NULL, *ls_ids = NULL, src;
-	int64_t at;
-	struct row *rows = NULL;
-	uint8_t *seen = NULL;
+/* What one call (store__ingest_many) knows of each batch. */
+struct one {
 	const char *type, *agent;
+	uint64_t src;	  /* its (agent, seq) hash: a late row's src */
+	struct row *rows; /* its (label set, stack) rows, repeats summed */
+	size_t nrows;
+	bool store; /* neither refused nor a duplicate */
+};
+
+/* The call's rows of every table, RowBinary. */
+struct bodies {
+	struct ch_wbuf seen, stacks, labelsets, raw, ingested, scratch;
+};
+
+static void bodies_free(struct bodies *w)
+{
+	free(w->seen.p);
+	free(w->stacks.p);
+	free(w->labelsets.p);
+	free(w->raw.p);
+	free(w->ingested.p);
+	free(w->scratch.p);
+}
+
+/* Marks the duplicates among the batches not refused: those whose (agent, seq)
+ * is in `ingested` (one SELECT for all), and those of an earlier batch of the
+ * call that is stored. Two collectors may both pass this check, and a batch whose
+ * `ingested` row was not written is inserted again: its raw rows then have
+ * copies, which every read collapses (002_tiers.sql). */
+static int find_duplicates(struct ch_store *s, const struct batch *const *bs, struct one *o,
+			   size_t n, struct store_ingest_result *res)
+{
+	struct ch_wbuf sql = { 0 };
 	struct ch_answer a;
 	struct ch_rbuf r;
-	size_t nrows = 0;
-	uint32_t i;
+	size_t i, j, k = 0;
 	int err;
 
-	if (duplicate)
-		*duplicate = false;
-	s->errmsg[0] = '\0';
-	if (s->opts.read_only)
-		return ch_fail(s, -EROFS, "ingest: a read-only store");
-	err = check_batch(s, b, now);
-	if (err)
-		return err;
-	type = batch_str(b, b->profile_type);
-	if (!*type)
-		type = STORE_TYPE_CPU;
-	agent = batch_str(b, b->agent_id);
-	src = hash_final(hash_u64(hash_str(HASH_SEED, agent, strlen(agent)), b->seq)) | 1;
-
-	/* (agent, seq) already stored: a duplicate. Two collectors may both pass this
-	 * check, and a batch whose `ingested` row was not written is inserted again:
-	 * its raw rows then have copies, which every read collapses (002_tiers.sql). */
-	ch_w_text(&sql, "SELECT count() FROM ingested WHERE agent = ");
-	ch_w_quoted(&sql, agent);
-	ch_w_text(&sql, " AND seq = %" PRIu64 " FORMAT RowBinary", b->seq);
-	if ((err = ch_run_sql(s, "ingest", &sql, &a)))
-		goto out;
-	r = ch_answer_reader(&a);
-	if (ch_r_uint(&r, 8)) {
-		if (duplicate)
-			*duplicate = true;
-		goto out;
+	ch_w_text(&sql, "SELECT agent, seq FROM ingested WHERE (agent, seq) IN (");
+	for (i = 0; i < n; i++) {
+		if (!o[i].store)
+			continue;
+		ch_w_text(&sql, "%s(", k++ ? ", " : "");
+		ch_w_quoted(&sql, o[i].agent);
+		ch_w_text(&sql, ", %" PRIu64 ")", bs[i]->seq);
 	}
+	ch_w_text(&sql, ") FORMAT RowBinary");
+	err = k ? ch_run_sql(s, "ingest", &sql, &a) : 0;
+	free(sql.p);
+	if (err || !k)
+		return err;
+	r = ch_answer_reader(&a);
+	while (r.p < r.end && !r.bad) {
+		size_t len;
+		const char *agent = ch_r_str(&r, &len);
+		uint64_t seq = ch_r_uint(&r, 8);
+
+		for (i = 0; !r.bad && i < n; i++)
+			if (o[i].store && bs[i]->seq == seq && strlen(o[i].agent) == len &&
+			    !memcmp(o[i].agent, agent, len)) {
+				o[i].store = false;
+				res[i].duplicate = true;
+			}
+	}
+	if (r.bad)
+		return ch_fail(s, -EIO, "ingest: a short answer to the duplicate check");
+	for (i = 0; i < n; i++)
+		for (j = 0; o[i].store && j < i; j++)
+			if (o[j].store && bs[j]->seq == bs[i]->seq &&
+			    !strcmp(o[j].agent, o[i].agent)) {
+				o[i].store = false;
+				res[i].duplicate = true;
+			}
+	return 0;
+}
+
+/* Appends batch b's rows to w: its stacks and label sets unless this store
+ * inserted them lately (the ingest cache, which then counts them as stored: the
+ * caller empties it if the inserts fail), their `seen` rows, its raw rows and
+ * its `ingested` row; keeps its raw rows in o for a late batch. */
+static int add_batch(struct ch_store *s, const struct batch *b, const int64_t *now, struct one *o,
+		     struct bodies *w)
+{
+	struct pair pairs[BATCH_MAX_LABELS + 1];
+	uint64_t *stack_ids, *ls_ids;
+	struct row *rows;
+	uint8_t *seen;
+	int64_t at;
+	size_t nrows = 0;
+	uint32_t i;
+	int err = 0;
 
 	stack_ids = calloc(b->nstacks ? b->nstacks : 1, sizeof(*stack_ids));
 	ls_ids = calloc(b->nlabelsets ? b->nlabelsets : 1, sizeof(*ls_ids));
@@ -387,37 +435,38 @@ int ch_ingest(struct store *base, const struct batch *b, const int64_t *now, boo
 	at = now ? *now : b->window_start;
 	if (at < 0)
 		at = 0;
-	/* the stacks in use, each once (seen[k] 1), their rows unless this store
-	 * inserted them lately (seen[k] 2: a row to insert; the ingest cache) */
+	/* the stacks in use, each once, their rows unless this store inserted them
+	 * lately */
 	for (i = 0; i < b->nsamples; i++) {
 		uint32_t k = b->samples[i].stack;
 
-		if (!seen[k]) {
-			seen[k] = 1;
-			stack_ids[k] = stack_row(b, k, NULL);
-			if (!cache_fresh(s, stack_ids[k], at)) {
-				seen[k] = 2;
-				ch_w_uint(&stacks, stack_ids[k], 8);
-				stack_row(b, k, &stacks);
-				ch_w_uint(&seen_rows, CH_SEEN_STACK, 1);
-				ch_w_uint(&seen_rows, stack_ids[k], 8);
-				ch_w_uint(&seen_rows, (uint64_t)at, 8);
-			}
+		if (seen[k])
+			continue;
+		seen[k] = 1;
+		stack_ids[k] = stack_row(b, k, NULL);
+		if (!cache_fresh(s, stack_ids[k], at)) {
+			ch_w_uint(&w->stacks, stack_ids[k], 8);
+			stack_row(b, k, &w->stacks);
+			ch_w_uint(&w->seen, CH_SEEN_STACK, 1);
+			ch_w_uint(&w->seen, stack_ids[k], 8);
+			ch_w_uint(&w->seen, (uint64_t)at, 8);
+			cache_put(s, stack_ids[k], at);
 		}
 	}
 	for (i = 0; i < b->nlabelsets; i++) {
-		scratch.len = 0;
-		ls_ids[i] = labelset_row(b, i, type, pairs, &scratch);
-		if (scratch.err) {
-			err = scratch.err;
+		w->scratch.len = 0;
+		ls_ids[i] = labelset_row(b, i, o->type, pairs, &w->scratch);
+		if (w->scratch.err) {
+			err = w->scratch.err;
 			goto out;
 		}
 		if (!cache_fresh(s, ls_ids[i], at)) {
-			ch_w_put(&labelsets, scratch.p, scratch.len);
-			ch_w_uint(&seen_rows, CH_SEEN_LABELSET, 1);
-			ch_w_uint(&seen_rows, ls_ids[i], 8);
-			ch_w_uint(&seen_rows, (uint64_t)at, 8);
+			ch_w_put(&w->labelsets, w->scratch.p, w->scratch.len);
+			ch_w_uint(&w->seen, CH_SEEN_LABELSET, 1);
+			ch_w_uint(&w->seen, ls_ids[i], 8);
+			ch_w_uint(&w->seen, (uint64_t)at, 8);
 		}
+		cache_put(s, ls_ids[i], at);
 	}
 	/* one row per (label set, stack), repeats summed: a row is then the same
 	 * whichever collector inserts it, and copies collapse to it */
@@ -435,63 +484,139 @@ int ch_ingest(struct store *base, const struct batch *b, const int64_t *now, boo
 			rows[nrows++] = rows[i];
 	}
 	for (i = 0; i < nrows; i++) {
-		ch_w_uint(&samples, (uint64_t)b->window_start, 8);
-		ch_w_str(&samples, type, strlen(type));
-		ch_w_uint(&samples, rows[i].ls, 8);
-		ch_w_uint(&samples, rows[i].stack, 8);
-		ch_w_str(&samples, agent, strlen(agent));
-		ch_w_uint(&samples, b->seq, 8);
-		ch_w_uint(&samples, rows[i].count, 8);
+		ch_w_uint(&w->raw, (uint64_t)b->window_start, 8);
+		ch_w_str(&w->raw, o->type, strlen(o->type));
+		ch_w_uint(&w->raw, rows[i].ls, 8);
+		ch_w_uint(&w->raw, rows[i].stack, 8);
+		ch_w_str(&w->raw, o->agent, strlen(o->agent));
+		ch_w_uint(&w->raw, b->seq, 8);
+		ch_w_uint(&w->raw, rows[i].count, 8);
 	}
-	ch_w_str(&ing, agent, strlen(agent));
-	ch_w_uint(&ing, b->seq, 8);
-	ch_w_uint(&ing, (uint64_t)b->window_start, 8);
-	ch_w_uint(&ing, b->window_seconds, 4);
-	ch_w_uint(&ing, b->period_ns, 8);
-	ch_w_str(&ing, type, strlen(type));
-	err = stacks.err ?: labelsets.err ?: samples.err ?: ing.err ?: seen_rows.err;
-	if (err)
-		goto out;
-	/* seen first: the GC spares what it names (ch_gc.c); then the dictionaries: a
-	 * sample never names a stack or label set not stored */
-	if (seen_rows.len)
-		err = ch_run(s, "ingest seen", "INSERT INTO seen FORMAT RowBinary", seen_rows.p,
-			     seen_rows.len, NULL);
-	if (!err && stacks.len)
-		err = ch_run(s, "ingest stacks", "INSERT INTO stacks FORMAT RowBinary", stacks.p,
-			     stacks.len, NULL);
-	if (!err && labelsets.len)
-		err = ch_run(s, "ingest label sets", "INSERT INTO labelsets FORMAT RowBinary",
-			     labelsets.p, labelsets.len, NULL);
-	if (!err) { /* stored: later batches of this store skip them */
-		for (i = 0; i < b->nstacks; i++)
-			if (seen[i] == 2)
-				cache_put(s, stack_ids[i], at);
-		for (i = 0; i < b->nlabelsets; i++)
-			cache_put(s, ls_ids[i], at);
-	}
-	if (!err && samples.len)
-		err = ch_run(s, "ingest samples", "INSERT INTO " CH_RAW_TABLE " FORMAT RowBinary",
-			     samples.p, samples.len, NULL);
-	if (!err && nrows)
-		err = ingest_late(s, b, type, src, rows, nrows);
-	/* last: a batch is a duplicate only once all of it is stored */
-	if (!err)
-		err = ch_run(s, "ingest", "INSERT INTO ingested FORMAT RowBinary", ing.p, ing.len,
-			     NULL);
+	ch_w_str(&w->ingested, o->agent, strlen(o->agent));
+	ch_w_uint(&w->ingested, b->seq, 8);
+	ch_w_uint(&w->ingested, (uint64_t)b->window_start, 8);
+	ch_w_uint(&w->ingested, b->window_seconds, 4);
+	ch_w_uint(&w->ingested, b->period_ns, 8);
+	ch_w_str(&w->ingested, o->type, strlen(o->type));
+	o->rows = rows;
+	o->nrows = nrows;
+	rows = NULL;
 out:
-	if (err == -ENOMEM && !s->errmsg[0])
-		ch_fail(s, err, "ingest: out of memory");
 	free(rows);
 	free(seen);
 	free(stack_ids);
 	free(ls_ids);
-	free(sql.p);
-	free(stacks.p);
-	free(labelsets.p);
-	free(samples.p);
-	free(ing.p);
-	free(seen_rows.p);
-	free(scratch.p);
 	return err;
+}
+
+/* The inserts of one call, each one INSERT for every batch stored: seen first
+ * (the GC spares what it names: ch_gc.c), then the dictionaries (a sample never
+ * names a stack or label set not stored), the raw rows, the late batches'
+ * rollups (one read of the watermarks after the raw rows), and `ingested` last: a
+ * batch is a duplicate only once all of it is stored. */
+static int insert_all(struct ch_store *s, const struct batch *const *bs, const struct one *o,
+		      size_t n, const struct bodies *w)
+{
+	struct ch_tiers t;
+	size_t i;
+	int err;
+
+	err = w->seen.err ?: w->stacks.err ?: w->labelsets.err ?: w->raw.err ?: w->ingested.err;
+	if (!err && w->seen.len)
+		err = ch_run(s, "ingest seen", "INSERT INTO seen FORMAT RowBinary", w->seen.p,
+			     w->seen.len, NULL);
+	if (!err && w->stacks.len)
+		err = ch_run(s, "ingest stacks", "INSERT INTO stacks FORMAT RowBinary", w->stacks.p,
+			     w->stacks.len, NULL);
+	if (!err && w->labelsets.len)
+		err = ch_run(s, "ingest label sets", "INSERT INTO labelsets FORMAT RowBinary",
+			     w->labelsets.p, w->labelsets.len, NULL);
+	if (err) { /* the ingest cache may name rows that are not stored */
+		memset(s->cache.id, 0, sizeof(s->cache.id));
+		s->cache.n = 0;
+		return err;
+	}
+	if (w->raw.len)
+		err = ch_run(s, "ingest samples", "INSERT INTO " CH_RAW_TABLE " FORMAT RowBinary",
+			     w->raw.p, w->raw.len, NULL);
+	if (!err && w->raw.len)
+		err = ch_tiers_read(s, &t);
+	for (i = 0; !err && w->raw.len && i < n; i++)
+		if (o[i].store && o[i].nrows)
+			err = ingest_late(s, bs[i], o[i].type, o[i].src, o[i].rows, o[i].nrows, t);
+	if (!err && w->ingested.len)
+		err = ch_run(s, "ingest", "INSERT INTO ingested FORMAT RowBinary", w->ingested.p,
+			     w->ingested.len, NULL);
+	return err;
+}
+
+int ch_store__ingest_many(struct store *base, const struct batch *const *bs, size_t n,
+			  const int64_t *now, struct store_ingest_result *res)
+{
+	struct ch_store *s = ch_of(base);
+	struct bodies w = { 0 };
+	struct one *o;
+	size_t i;
+	int err = 0;
+
+	s->errmsg[0] = '\0';
+	o = calloc(n, sizeof(*o));
+	if (!o) {
+		err = ch_fail(s, -ENOMEM, "ingest: out of memory");
+		goto fail;
+	}
+	if (s->opts.read_only) {
+		err = ch_fail(s, -EROFS, "ingest: a read-only store");
+		goto fail;
+	}
+	for (i = 0; i < n; i++) {
+		const struct batch *b = bs[i];
+
+		res[i].err = check_batch(s, b, now);
+		if (res[i].err) {
+			snprintf(res[i].why, sizeof(res[i].why), "%.*s",
+				 (int)sizeof(res[i].why) - 1, s->errmsg);
+			continue;
+		}
+		o[i].type = batch_str(b, b->profile_type);
+		if (!*o[i].type)
+			o[i].type = STORE_TYPE_CPU;
+		o[i].agent = batch_str(b, b->agent_id);
+		o[i].src = hash_final(hash_u64(hash_str(HASH_SEED, o[i].agent, strlen(o[i].agent)),
+					       b->seq)) |
+			   1;
+		o[i].store = true;
+	}
+	err = find_duplicates(s, bs, o, n, res);
+	for (i = 0; !err && i < n; i++)
+		if (o[i].store)
+			err = add_batch(s, bs[i], now, &o[i], &w);
+	err = err ?: insert_all(s, bs, o, n, &w);
+fail:
+	if (err == -ENOMEM)
+		ch_fail(s, err, "ingest: out of memory");
+	for (i = 0; err && i < n; i++) {
+		if (res[i].err == -EINVAL || res[i].err == -ERANGE)
+			continue; /* refused alone */
+		res[i].err = err;
+		res[i].duplicate = false;
+		snprintf(res[i].why, sizeof(res[i].why), "%.*s", (int)sizeof(res[i].why) - 1,
+			 s->errmsg);
+	}
+	for (i = 0; o && i < n; i++)
+		free(o[i].rows);
+	free(o);
+	bodies_free(&w);
+	return err;
+}
+
+/* store__ingest(): a call of one batch. */
+int ch_ingest(struct store *base, const struct batch *b, const int64_t *now, bool *duplicate)
+{
+	struct store_ingest_result r = { 0 };
+	int err = ch_store__ingest_many(base, &b, 1, now, &r);
+
+	if (duplicate)
+		*duplicate = r.duplicate;
+	return err ?: r.err;
 }

@@ -368,6 +368,7 @@ const struct store_backend store_clickhouse_backend = {
 	.close = ch_close,
 	.errmsg = ch_errmsg,
 	.ingest = ch_ingest,
+	.ingest_many = ch_store__ingest_many,
 	.query_stacks = ch_query_stacks,
 	.query_series = ch_query_series,
 	.labels = ch_labels,

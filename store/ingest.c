@@ -24,6 +24,7 @@
  */
 #include <errno.h>
 #include <inttypes.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -53,6 +54,9 @@ enum {
 	ST_STACK_SEEN_,
 	ST_LS_SEEN_,
 	ST_EPOCH_,
+	ST_SAVEPOINT_,
+	ST_RELEASE_,
+	ST_ROLLBACK_TO_,
 	ST_INGEST_END_,
 };
 _Static_assert(ST_INGEST_END_ <= SLOT_INGEST + 24, "ingest.c has 24 statement slots");
@@ -93,6 +97,10 @@ static const char *const sql_of[] = {
 	[ST_LS_SEEN_ - SLOT_INGEST] = "UPDATE labelsets SET last_seen = ?2 WHERE id = ?1 "
 				      "AND last_seen < ?2",
 	[ST_EPOCH_ - SLOT_INGEST] = "SELECT gc_epoch FROM state WHERE id = 1",
+	/* store__ingest_many(): each batch in a savepoint of the call's transaction */
+	[ST_SAVEPOINT_ - SLOT_INGEST] = "SAVEPOINT batch",
+	[ST_RELEASE_ - SLOT_INGEST] = "RELEASE batch",
+	[ST_ROLLBACK_TO_ - SLOT_INGEST] = "ROLLBACK TO batch",
 };
 
 static int stmt(struct sqlite_store *s, int slot, sqlite3_stmt **out)
@@ -1039,8 +1047,23 @@ out_free:
 	return err;
 }
 
+/* Runs one of this file's statements that take no parameters and return no row. */
+static int run(struct sqlite_store *s, int slot)
+{
+	sqlite3_stmt *st = NULL;
+	int err = stmt(s, slot, &st);
+
+	if (err)
+		return err;
+	err = store_step(s, st);
+	store_done(st);
+	return err < 0 ? err : 0;
+}
+
+/* Stores b: in a transaction of its own, or (in_txn, store__ingest_many) in a
+ * savepoint of the caller's, rolled back alone when b fails. */
 static int ingest(struct sqlite_store *s, const struct batch *b, bool bounded, int64_t now,
-		  bool *duplicate)
+		  bool *duplicate, bool in_txn)
 {
 	struct ingest in = { .b = b };
 	bool dup = false;
@@ -1076,13 +1099,16 @@ static int ingest(struct sqlite_store *s, const struct batch *b, bool bounded, i
 		goto out_free_maps;
 	}
 
-	err = store_run(s, ST_BEGIN);
+	err = in_txn ? run(s, ST_SAVEPOINT_) : store_run(s, ST_BEGIN);
 	if (err)
 		goto out_free_maps;
 	err = ingest_locked(s, &in, &dup);
 	if (err)
 		goto out_rollback;
-	err = store_run(s, dup ? ST_ROLLBACK : ST_COMMIT);
+	if (in_txn) /* a duplicate wrote nothing either */
+		err = run(s, ST_RELEASE_);
+	else
+		err = store_run(s, dup ? ST_ROLLBACK : ST_COMMIT);
 	if (err)
 		goto out_rollback;
 	if (duplicate)
@@ -1090,7 +1116,13 @@ static int ingest(struct sqlite_store *s, const struct batch *b, bool bounded, i
 	goto out_free_maps;
 
 out_rollback:
-	store_rollback(s);
+	if (in_txn) {
+		/* the savepoint stays on the stack after ROLLBACK TO; a failure the
+		 * transaction did not survive is the caller's to roll back */
+		if (!run(s, ST_ROLLBACK_TO_))
+			run(s, ST_RELEASE_);
+	} else
+		store_rollback(s);
 	/* The caches may hold ids of rows that are gone with the transaction. */
 	store_intern_reset(s->intern);
 out_free_maps:
@@ -1112,5 +1144,41 @@ int sqlite_store__ingest(struct store *base, const struct batch *b, const int64_
 {
 	struct sqlite_store *s = sqlite_store_of(base);
 
-	return ingest(s, b, now != NULL, now ? *now : 0, duplicate);
+	return ingest(s, b, now != NULL, now ? *now : 0, duplicate, false);
+}
+
+/* store__ingest_many(): one transaction, each batch in a savepoint (a refused one
+ * rolls back alone), one commit. A batch whose (agent, seq) an earlier one of the
+ * call stored finds it in `ingested` within the transaction: a duplicate. */
+int sqlite_store__ingest_many(struct store *base, const struct batch *const *batches, size_t n,
+			      const int64_t *now, struct store_ingest_result *res)
+{
+	struct sqlite_store *s = sqlite_store_of(base);
+	size_t i, j;
+	int err;
+
+	s->errmsg[0] = '\0';
+	err = store_run(s, ST_BEGIN);
+	for (i = 0; !err && i < n; i++) {
+		err = ingest(s, batches[i], now != NULL, now ? *now : 0, &res[i].duplicate, true);
+		if (err)
+			snprintf(res[i].why, sizeof(res[i].why), "%s", s->errmsg);
+		res[i].err = err;
+		if (err == -EINVAL || err == -ERANGE)
+			err = 0; /* refused alone: its savepoint is rolled back */
+	}
+	err = err ?: store_run(s, ST_COMMIT);
+	if (!err)
+		return 0;
+	/* nothing of the call is stored: no batch is acknowledged */
+	store_rollback(s);
+	store_intern_reset(s->intern);
+	for (j = 0; j < n; j++) {
+		if (j < i && (res[j].err == -EINVAL || res[j].err == -ERANGE))
+			continue;
+		res[j].err = err;
+		res[j].duplicate = false;
+		snprintf(res[j].why, sizeof(res[j].why), "%s", s->errmsg);
+	}
+	return err;
 }

@@ -480,6 +480,7 @@ const struct store_backend store_sqlite_backend = {
 	.close = sqlite_store__close,
 	.errmsg = sqlite_store__errmsg,
 	.ingest = sqlite_store__ingest,
+	.ingest_many = sqlite_store__ingest_many,
 	.query_stacks = sqlite_store__query_stacks,
 	.query_series = sqlite_store__query_series,
 	.labels = sqlite_store__labels,

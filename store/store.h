@@ -3,7 +3,8 @@
  * store: aggregated stack samples of many agents in one SQLite database
  * (the dictionaries are described at the top of schema/001_init.sql, the profile
  * blocks and their tiers at the top of schema/005_blocks.sql). The collector
- * ingests decoded batches, one transaction each, and queries stacks summed over a
+ * ingests decoded batches, one transaction a call (store__ingest_many: the
+ * batches that arrived together, a savepoint each), and queries stacks summed over a
  * time range and a label selection, merged from the blocks in C; store__maintain()
  * builds the minute and hour rollups and applies each tier's retention in small
  * steps between ingests.
@@ -139,6 +140,50 @@ int store__ingest(struct store *s, const struct batch *b, bool *duplicate);
  * older than retention would be deleted by the next maintenance anyway; the
  * sender should drop it rather than retry). */
 int store__ingest_at(struct store *s, const struct batch *b, int64_t now, bool *duplicate);
+
+/* ---- several batches in one call (group commit) --------------------------------
+ *
+ * A server that receives many batches at once stores them in one call: the
+ * costs paid per call (SQLite's commit, ClickHouse's parts and round trips) are
+ * then paid once for all of them. Each batch gets the answer it would get alone. */
+
+/* The most batches one store__ingest_many() call takes. */
+#define STORE_INGEST_MANY_MAX 1024
+
+/* One batch's answer from store__ingest_many(). */
+struct store_ingest_result {
+	int err;	/* 0: stored or a duplicate; -EINVAL or -ERANGE: this batch is
+			 * refused (its own reason in why), the others go on; another
+			 * -errno: the store failed, see store__ingest_many() */
+	bool duplicate; /* err 0 and (agent_id, seq) was stored already, by an
+			 * earlier call or by an earlier batch of this call */
+	char why[256];	/* err != 0: the reason (store__errmsg() of that batch) */
+};
+
+/* Stores batches[0..n) as n calls of store__ingest_at(s, batches[i], *now, ...)
+ * (store__ingest() when now is NULL) in that order would, but in one call: each
+ * results[i] is what that call would answer. Each batch is all or nothing: a
+ * refused one (-EINVAL, -ERANGE: results[i].err and why) leaves no trace and does
+ * not fail the others. A batch whose (agent_id, seq) an earlier batch of the call
+ * stored is a duplicate of it.
+ *
+ * A store failure (any other error: unreachable server, I/O, disk full, out of
+ * memory) fails the call: it returns that error, and every batch not refused gets
+ * it in results[i].err, duplicates included: none of them is acknowledged, and
+ * the caller should have them sent again. Some of their rows may be stored by
+ * then (the ClickHouse store inserts every table before `ingested`): sent again
+ * they are stored once, as after a failed store__ingest(). The SQLite backend
+ * stores every batch in one transaction (a savepoint each, so a refused one rolls
+ * back alone), so after a failure none is stored; the ClickHouse backend checks
+ * (agent, seq) once for all, inserts each table once for every batch stored, and
+ * `ingested` last. A backend without its own implementation loops over
+ * store__ingest_at() and stops at the first store failure.
+ *
+ * Returns 0 (each batch's answer in results), -EINVAL (NULL s, or batches or
+ * results NULL with n > 0, a NULL batch, n over STORE_INGEST_MANY_MAX: then no
+ * result is written) or the store failure. Not thread-safe, as every call on s. */
+int store__ingest_many(struct store *s, const struct batch *const *batches, size_t n,
+		       const int64_t *now, struct store_ingest_result *results);
 
 /* Profile types. Each batch names its own (profile_type: "cpu", later "offcpu");
  * the store keeps it as a label of the batch's label sets, STORE_TYPE_LABEL=type,

@@ -2504,6 +2504,121 @@ static void test_dictionary_gc(void **state)
 	close_checked(s);
 }
 
+/* Issue 15, group commit: store__ingest_many() answers each batch as
+ * store__ingest() one by one would (the expected answers are computed here from
+ * the cases' own (agent, seq) and refusals, never by the store): new batches,
+ * above and below the rollup watermarks (late), a duplicate of an earlier call,
+ * a duplicate of an earlier batch of the same call, two refused batches that
+ * leave no trace, and a batch with a refused one's (agent, seq), stored. Every
+ * range over raw windows and, after retention dropped them, over the minute and
+ * hour rollups equals the tuples' sums. */
+static void test_ingest_many(void **state)
+{
+	enum { H = 100800, N = 10 };
+	static const struct {
+		const char *agent;
+		uint64_t seq;
+		int64_t window;
+		int ls, stack;
+		uint64_t count;
+		int refuse; /* the error the test expects the batch to get, or 0 */
+	} c[N] = {
+		{ "agent-b", 1, H + 20, 1, 2, 11, 0 },	     /* late */
+		{ "agent-a", 2, H + 10, 2, 4, 12, 0 },	     /* stored by an earlier call */
+		{ "agent-c", 1, H + 5 * 3600, 3, 6, 13, 0 }, /* above the watermarks */
+		{ "agent-b", 1, H + 40, 4, 8, 14, 0 },	     /* this call's batch 0 again */
+		{ "agent-d", 1, STORE_MAX_ABS_WINDOW + 1, 0, 1, 15, -ERANGE },
+		{ "agent-e", 1, H + 50, 1, 3, 0, -EINVAL },	  /* a count of 0 */
+		{ "agent-d", 1, H + 30, 5, 10, 16, 0 },		  /* the refused one's seq */
+		{ "agent-f", 7, H + 65, 2, 12, 17, 0 },		  /* late, another minute */
+		{ "agent-c", 1, H + 5 * 3600 + 10, 3, 6, 18, 0 }, /* batch 2 again */
+		{ "agent-f", 8, H + 5 * 3600 + 70, 0, 14, 19, 0 },
+	};
+	struct fixture *fx = *state;
+	struct store_options o = { .raw_retention_seconds = 86400 };
+	struct store_ingest_result res[N];
+	const struct batch *bs[N];
+	struct tuple t[N + 3];
+	struct store_stats st;
+	struct store *s;
+	size_t n = 0, i, j;
+	uint64_t stored = 0;
+	bool dup;
+
+	make_stack_pool();
+	s = open_backend(fx, &o);
+	/* the earlier calls: three windows of agent-a, then rollups built over them */
+	for (i = 0; i < 3; i++) {
+		static const int64_t w[] = { H, H + 10, H + 70 };
+		struct batch *b = one_batch("agent-a", i + 1, w[i], labelsets[i], stack_pool[i], 5);
+
+		assert_int_equal(store__ingest(s, b, &dup), 0);
+		tbatch_free(b);
+		t[n++] =
+			(struct tuple){ .ls = (int)i, .stack = (int)i, .count = 5, .window = w[i] };
+	}
+	maintain_all(s, H + 3 * 3600, 0, &st);
+	assert_true(st.built_before[1] > H + 70 && st.built_before[2] > H);
+
+	for (i = 0; i < N; i++) {
+		struct batch *b = one_batch(c[i].agent, c[i].seq, c[i].window, labelsets[c[i].ls],
+					    stack_pool[c[i].stack], c[i].count ? c[i].count : 1);
+
+		if (!c[i].count)
+			b->samples[0].count = 0;
+		bs[i] = b;
+	}
+	assert_int_equal(store__ingest_many(s, bs, N, NULL, res), 0);
+	for (i = 0; i < N; i++) {
+		/* one by one: a duplicate when an earlier call or an earlier batch not
+		 * refused has its (agent, seq) */
+		bool want_dup = !strcmp(c[i].agent, "agent-a");
+
+		for (j = 0; j < i; j++)
+			want_dup |= !c[j].refuse && !strcmp(c[j].agent, c[i].agent) &&
+				    c[j].seq == c[i].seq;
+		if (res[i].err != c[i].refuse || (!c[i].refuse && res[i].duplicate != want_dup))
+			fail_msg("batch %zu: %d%s, want %d%s (%s)", i, res[i].err,
+				 res[i].duplicate ? " duplicate" : "", c[i].refuse,
+				 want_dup ? " duplicate" : "", res[i].why);
+		if (c[i].refuse)
+			assert_true(strlen(res[i].why) > 0);
+		if (c[i].refuse || want_dup)
+			continue;
+		stored++;
+		t[n++] = (struct tuple){ .ls = c[i].ls,
+					 .stack = c[i].stack,
+					 .count = c[i].count,
+					 .window = c[i].window };
+	}
+	assert_int_equal(stored, 5);
+	assert_int_equal(store__stats(s, &st), 0);
+	assert_int_equal(st.batches, 3 + stored);
+	/* raw windows, a minute, the hour of the late batches, everything */
+	check_query(s, t, n, &(struct store_query){ .from = 0, .to = INT64_MAX });
+	check_query(s, t, n, &(struct store_query){ .from = H, .to = H + 60 });
+	check_query(s, t, n, &(struct store_query){ .from = H, .to = H + 3600 });
+	check_query(s, t, n, &(struct store_query){ .from = H + 60, .to = H + 6 * 3600 });
+	/* the same call again: every batch not refused a duplicate now */
+	assert_int_equal(store__ingest_many(s, bs, N, NULL, res), 0);
+	for (i = 0; i < N; i++) {
+		assert_int_equal(res[i].err, c[i].refuse);
+		assert_true(res[i].duplicate == !c[i].refuse);
+	}
+	/* the raw windows dropped: the late batches are in the rollups */
+	maintain_all(s, H + 6 * 3600 + 86400 + 7200, 0, &st);
+	assert_true(st.kept_from[0] > H + 5 * 3600 + 70);
+	check_query(s, t, n, &(struct store_query){ .from = 0, .to = INT64_MAX });
+	check_query(s, t, n, &(struct store_query){ .from = H, .to = H + 60 });
+	check_query(s, t, n, &(struct store_query){ .from = H + 60, .to = H + 120 });
+	check_query(s, t, n, &(struct store_query){ .from = H, .to = H + 3600 });
+	assert_int_equal(store__ingest_many(s, NULL, 0, NULL, NULL), 0);
+	assert_int_equal(store__ingest_many(s, bs, STORE_INGEST_MANY_MAX + 1, NULL, res), -EINVAL);
+	for (i = 0; i < N; i++)
+		tbatch_free((struct batch *)bs[i]);
+	close_checked(s);
+}
+
 /* Another backend's run (e.g. tests/integration/test_store_clickhouse_conformance.c)
  * defines STORE_TEST_LOCATION, STORE_TEST_SETUP and STORE_TEST_TEARDOWN (the group's,
  * e.g. a private server), and STORE_TEST_SKIP(name) (the reason of a test it leaves
@@ -2566,6 +2681,8 @@ int main(void)
 		FILE_ONLY(test_kill_during_rollup),
 		BOTH(test_profile_types),
 		BOTH(test_dictionary_gc),
+		/* issue 15: group commit */
+		BOTH(test_ingest_many),
 	};
 
 #ifdef STORE_TEST_ELSEWHERE

@@ -1,0 +1,77 @@
+#!/bin/bash
+# Issue 15's ingest goal over HTTP (docs/benchmarks.md, session 11): a private
+# clickhouse-server (data under DIR, the ports given), NCOLL collectors of the
+# smolder binary given on it, and build/bench/ingest_http posting HOSTS x WINDOWS
+# windows of the busy host from CONNS connections; it prints rows/s of wall time
+# and per CPU second of the collectors and of the server. Everything it started
+# is stopped at the end (the server's data dir is removed).
+#
+#   bench/ingest_http.sh SMOLDER NCOLL WINDOWS HOSTS CONNS [HTTP_PORT TCP_PORT DIR [BENCH]]
+#
+# e.g. bench/ingest_http.sh build/smolder 2 360 4 32 28323 29300 /tmp/gcommit-ch
+set -euo pipefail
+bin=$1 ncoll=$2 windows=$3 hosts=$4 conns=$5
+hport=${6:-28323} tport=${7:-29300} dir=${8:-/tmp/smolder-ingest-http-ch}
+bench=${9:-build/bench/ingest_http}
+server=$(command -v clickhouse-server || echo /usr/sbin/clickhouse-server)
+pids=()
+cleanup() {
+	for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+	for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
+	rm -rf "$dir"
+}
+trap cleanup EXIT
+
+rm -rf "$dir"
+mkdir -p "$dir"/{data,tmp,user_files,format_schemas}
+cat >"$dir/config.xml" <<XML
+<?xml version="1.0"?>
+<yandex>
+  <logger><level>warning</level><log>$dir/server.log</log><errorlog>$dir/error.log</errorlog><console>0</console></logger>
+  <listen_host>127.0.0.1</listen_host>
+  <http_port>$hport</http_port>
+  <tcp_port>$tport</tcp_port>
+  <path>$dir/data/</path>
+  <tmp_path>$dir/tmp/</tmp_path>
+  <user_files_path>$dir/user_files/</user_files_path>
+  <format_schema_path>$dir/format_schemas/</format_schema_path>
+  <users_config>users.xml</users_config>
+  <default_profile>default</default_profile>
+  <default_database>default</default_database>
+  <mark_cache_size>5368709</mark_cache_size>
+  <max_concurrent_queries>64</max_concurrent_queries>
+</yandex>
+XML
+cat >"$dir/users.xml" <<XML
+<?xml version="1.0"?>
+<yandex>
+  <profiles><default><max_memory_usage>4000000000</max_memory_usage></default></profiles>
+  <users><default><password></password><networks><ip>127.0.0.1</ip></networks><profile>default</profile><quota>default</quota></default></users>
+  <quotas><default></default></quotas>
+</yandex>
+XML
+"$server" --config-file="$dir/config.xml" >/dev/null 2>&1 &
+srv=$!
+pids+=("$srv")
+for _ in $(seq 300); do
+	curl -sf "http://127.0.0.1:$hport/ping" >/dev/null && break
+	sleep 0.1
+done
+urls=() cpids=()
+for i in $(seq "$ncoll"); do
+	port=$((hport + 100 + i))
+	"$bin" collector --db "clickhouse://127.0.0.1:$hport/bench" --listen "127.0.0.1:$port" \
+		>"$dir/collector$i.log" 2>&1 &
+	pids+=("$!")
+	cpids+=("$!")
+	urls+=("http://127.0.0.1:$port")
+	for _ in $(seq 300); do
+		curl -sf "http://127.0.0.1:$port/healthz" >/dev/null && break
+		sleep 0.1
+	done
+done
+"$bench" "$windows" "$hosts" "$conns" "$(IFS=,; echo "${urls[*]}")" \
+	"$(IFS=,; echo "${cpids[*]}")" "$srv"
+for u in "${urls[@]}"; do
+	curl -s "$u/metrics" | grep -E '^smolder_(ingest_store_call|batches_ingested)' || true
+done
