@@ -465,8 +465,8 @@ static int add_batch(struct ch_store *s, const struct batch *b, const int64_t *n
 			ch_w_uint(&w->seen, CH_SEEN_LABELSET, 1);
 			ch_w_uint(&w->seen, ls_ids[i], 8);
 			ch_w_uint(&w->seen, (uint64_t)at, 8);
+			cache_put(s, ls_ids[i], at);
 		}
-		cache_put(s, ls_ids[i], at);
 	}
 	/* one row per (label set, stack), repeats summed: a row is then the same
 	 * whichever collector inserts it, and copies collapse to it */

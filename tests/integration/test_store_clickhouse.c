@@ -467,6 +467,10 @@ static void test_ingest_cache(void **state)
 	assert_int_equal(store__ingest(s, b, NULL), 0);
 	batch__free(b);
 	assert_int_equal(ch_number("cache", "SELECT count() FROM stacks"), 5);
+	/* the label sets too, though the batch between kept using them: a seen row
+	 * is at most the refresh period old while the cache spares its rewrite */
+	assert_int_equal(ch_number("cache", "SELECT count() FROM labelsets"), 4);
+	assert_int_equal(ch_number("cache", "SELECT count() FROM seen"), 9);
 	/* another store has a cache of its own */
 	b = make_batch("agent2", 1, 100000 + 1810, "cpu", a, 2);
 	assert_int_equal(store__ingest(s2, b, NULL), 0);
