@@ -299,7 +299,7 @@ static int drop_below(struct ch_store *s, const char *table, const char *col, in
  * cut being now - T's retention, for raw rows and minutes never above the next
  * tier's built_T+1 (a tier goes only where the next one is built), rounded down to
  * an hour; kept_T is raised to the cut once all of them are gone. The `ingested`
- * rows (days) go with the raw rows: their (agent, seq) are then forgotten. */
+ * rows (days) go with the hour rows: their (agent, seq) are then forgotten. */
 static int retention(struct ch_store *s, struct ch_tiers *t, int64_t now, bool *more)
 {
 	const int64_t ret[STORE_NTIERS] = { s->opts.raw_retention_seconds,
@@ -341,9 +341,11 @@ static int retention(struct ch_store *s, struct ch_tiers *t, int64_t now, bool *
 		if (!done)
 			*more = true;
 	}
-	if (!err && t->kept[0] != INT64_MIN && budget) {
+	/* a batch's `ingested` row is its window in store__windows() as long as any
+	 * tier keeps its samples (ch_read.c): it goes with the hour tier's rows */
+	if (!err && t->kept[2] != INT64_MIN && budget) {
 		done = drop_below(s, "ingested", "window_start", CH_INGESTED_PARTITION_SECONDS,
-				  ch_floor(t->kept[0], CH_INGESTED_PARTITION_SECONDS), &budget);
+				  ch_floor(t->kept[2], CH_INGESTED_PARTITION_SECONDS), &budget);
 		if (done < 0)
 			return done;
 		if (!done)
