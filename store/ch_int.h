@@ -216,5 +216,8 @@ int ch_windows(struct store *base, const struct store_query *q, struct store_win
 int ch_stats(struct store *base, struct store_stats *st);
 int ch_check(struct store *base);
 int ch_maintain(struct store *base, int64_t now, size_t max_rows, bool *more);
+/* Counts tier's bucket at start again into `counts` (stats), after rows were added
+ * to it outside a rollup (a late batch's own rows, with src). */
+int ch_count_bucket(struct ch_store *s, int tier, int64_t start);
 
 #endif

@@ -2738,6 +2738,58 @@ static void test_windows_past_retention(void **state)
 	close_checked(s);
 }
 
+/* Issue 15: a late batch below the raw windows' retention adds a minute bucket
+ * (and a label set to its hour); one below the minute retention adds a label set
+ * to an hour bucket: stats count both (ClickHouse's rows added with src were not
+ * counted), the raw rows' counts stay, and the answers hold them. */
+static void test_late_counts_past_retention(void **state)
+{
+	struct fixture *fx = *state;
+	struct old_batch ob[OLD_MAX];
+	struct store_stats st0, st1, st2;
+	struct tuple t[OLD_MAX], *r;
+	struct store *s;
+	size_t n, i;
+
+	s = old_store(fx, ob, &n, &st0);
+	old_ingest(s, ob, &n, "agent-late", 1, OLD_H0 + 2 * 3600 + 32 * 60 + 5, 2, 20,
+		   1000000000 / 99);
+	assert_int_equal(store__stats(s, &st1), 0);
+	old_ingest(s, ob, &n, "agent-late", 2, OLD_H0 + 3600 + 20 * 60 + 5, 4, 21, 1000000000 / 99);
+	assert_int_equal(store__stats(s, &st2), 0);
+	print_message("blocks raw/minute/hour: %" PRIu64 "/%" PRIu64 "/%" PRIu64
+		      ", after a late batch below the raw retention %" PRIu64 "/%" PRIu64
+		      "/%" PRIu64 ", and one below the minute retention %" PRIu64 "/%" PRIu64
+		      "/%" PRIu64 "\n",
+		      st0.blocks[0], st0.blocks[1], st0.blocks[2], st1.blocks[0], st1.blocks[1],
+		      st1.blocks[2], st2.blocks[0], st2.blocks[1], st2.blocks[2]);
+	assert_int_equal(st1.blocks[0], st0.blocks[0]);
+	assert_int_equal(st1.sample_rows, st0.sample_rows);
+	assert_int_equal(st1.blocks[1], st0.blocks[1] + 1);
+	assert_int_equal(st1.blocks[2], st0.blocks[2] + 1);
+	assert_int_equal(st2.blocks[0], st0.blocks[0]);
+	assert_int_equal(st2.sample_rows, st0.sample_rows);
+	assert_int_equal(st2.blocks[1], st1.blocks[1]);
+	assert_int_equal(st2.blocks[2], st1.blocks[2] + 1);
+	for (i = 0; i < n; i++)
+		t[i] = ob[i].t;
+	r = retained_tuples(t, n, &st2);
+	assert_true(check_query(s, r, n, &(struct store_query){ .from = 0, .to = INT64_MAX }) > 0);
+	for (i = 0; i < 5; i++)
+		check_query(s, r, n,
+			    &(struct store_query){ .from = OLD_H0 + (int64_t)i * 3600,
+						   .to = OLD_H0 + (int64_t)(i + 1) * 3600 });
+	assert_true(check_query(s, r, n,
+				&(struct store_query){ .from = OLD_H0 + 2 * 3600 + 32 * 60,
+						       .to = OLD_H0 + 2 * 3600 + 33 * 60 }) > 0);
+	/* a maintenance after them counts nothing twice */
+	maintain_all(s, OLD_NOW, 0, &st1);
+	assert_int_equal(st1.blocks[1], st2.blocks[1]);
+	assert_int_equal(st1.blocks[2], st2.blocks[2]);
+	free(r);
+	close_checked(s);
+}
+
 /* Another backend's run (e.g. tests/integration/test_store_clickhouse_conformance.c)
  * defines STORE_TEST_LOCATION, STORE_TEST_SETUP and STORE_TEST_TEARDOWN (the group's,
  * e.g. a private server), and STORE_TEST_SKIP(name) (the reason of a test it leaves
@@ -2802,6 +2854,7 @@ int main(void)
 		BOTH(test_dictionary_gc),
 		/* issue 15: windows and stats past the raw retention */
 		BOTH(test_windows_past_retention),
+		BOTH(test_late_counts_past_retention),
 	};
 
 #ifdef STORE_TEST_ELSEWHERE
