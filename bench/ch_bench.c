@@ -110,8 +110,7 @@ static double median(double *v, size_t n)
 
 /* The busy host's windows [0, windows) into s (seed: the generator's after the
  * stack pool), then maintenance until done. */
-static void fill(struct store *s, unsigned windows, unsigned seed, int64_t end,
-		 struct figures *f)
+static void fill(struct store *s, unsigned windows, unsigned seed, int64_t end, struct figures *f)
 {
 	unsigned k, w;
 	bool more = true, dup;
@@ -213,8 +212,8 @@ static void measure(const char *location, struct reads *r, uint64_t want)
 static void run(const char *location, unsigned windows, bool reuse, struct figures *f)
 {
 	const int64_t end = GEN_T0 + (int64_t)windows * 10;
-	const int64_t hour = (GEN_T0 + STORE_HOUR_SECONDS - 1) / STORE_HOUR_SECONDS *
-			     STORE_HOUR_SECONDS;
+	const int64_t hour =
+		(GEN_T0 + STORE_HOUR_SECONDS - 1) / STORE_HOUR_SECONDS * STORE_HOUR_SECONDS;
 	struct store_stats st;
 	struct store *s;
 	unsigned p, k, seed = 42;
@@ -315,8 +314,8 @@ int main(int argc, char **argv)
 	}
 	fprintf(stderr, "ch_bench: and into %s\n", location);
 	run(location, windows, reuse, &ch);
-	printf("ch_bench: %u windows, %" PRIu64 " sample rows (%" PRIu64 " samples)%s%s\n",
-	       windows, sq.rows, sq.samples, sq.reused ? ", SQLite reused" : "",
+	printf("ch_bench: %u windows, %" PRIu64 " sample rows (%" PRIu64 " samples)%s%s\n", windows,
+	       sq.rows, sq.samples, sq.reused ? ", SQLite reused" : "",
 	       ch.reused ? ", ClickHouse reused" : "");
 	line("ingest rows/s (wall)", sq.rows ? (double)sq.rows / sq.ingest_wall : 0,
 	     ch.rows ? (double)ch.rows / ch.ingest_wall : 0, "rows/s");
