@@ -10,7 +10,9 @@
  *   - bytes on disk per stored sample row (store_stats: db_bytes / sample_rows),
  *     dictionaries and rollups included; for ClickHouse after the inserts' parts
  *     were merged (OPTIMIZE is not run: what a store that ran for a while has);
- *   - the flame graph of the whole range (store__query_stacks) and its timeline
+ *   - the flame graph of the whole range (from the hour the data starts in:
+ *     where retention dropped the raw windows, a minute bucket counts in a range
+ *     only when its start is in it) (store__query_stacks) and its timeline
  *     at 5-minute steps (store__query_series), and the same of the first
  *     hour-aligned hour inside the range when it holds one: each read run opens
  *     a reader (read_only) and times the flame graph's first call (the store's
@@ -140,23 +142,26 @@ static void fill(struct store *s, unsigned windows, unsigned seed, int64_t end, 
 	f->maintain_wall = wall() - t;
 }
 
-/* The samples that windows [0, windows) from seed (as fill()'s) hold in [from, to). */
-static uint64_t samples_of(unsigned windows, unsigned seed, int64_t from, int64_t to)
+/* The samples that windows [0, windows) from seed (as fill()'s) hold: all of them
+ * (*all) and those in [from, to) (*in). */
+static void samples_of(unsigned windows, unsigned seed, int64_t from, int64_t to, uint64_t *all,
+		       uint64_t *in)
 {
 	unsigned k, w;
-	uint64_t n = 0;
 
+	*all = *in = 0;
 	for (w = 0; w < windows; w++) {
 		struct batch *b = make_window(w, 0, SAMPLES_PER_WINDOW, &seed);
 
 		if (!b)
 			die("generate", "make_window");
-		if (b->window_start >= from && b->window_start < to)
-			for (k = 0; k < b->nsamples; k++)
-				n += b->samples[k].count;
+		for (k = 0; k < b->nsamples; k++) {
+			*all += b->samples[k].count;
+			if (b->window_start >= from && b->window_start < to)
+				*in += b->samples[k].count;
+		}
 		batch__free(b);
 	}
-	return n;
 }
 
 /* RUNS read runs of r's range on readers of location, each checked against the
@@ -181,9 +186,14 @@ static void measure(const char *location, struct reads *r, uint64_t want)
 			if (store__query_stacks(s, &q, count_stack, &total))
 				die("store__query_stacks", store__errmsg(s));
 			t = (wall() - t) * 1000;
-			if (total != want)
+			if (total != want) {
+				fprintf(stderr,
+					"ch_bench: [%" PRId64 ", %" PRId64 "): %" PRIu64
+					" samples, %" PRIu64 " ingested\n",
+					r->from, r->to, total, want);
 				die("store__query_stacks",
 				    "the answer's total is not what was ingested");
+			}
 			if (i)
 				flame[2 * run + i - 1] = t;
 			else
@@ -207,22 +217,18 @@ static void measure(const char *location, struct reads *r, uint64_t want)
 	r->series_ms = median(series, runs);
 }
 
-/* Fills location with windows of the busy host (unless reused and filled) and
- * measures it into f. */
-static void run(const char *location, unsigned windows, bool reuse, struct figures *f)
+/* Fills location with windows of the busy host (seed: the generator's after the
+ * stack pool; unless reused and filled) and measures it into f: the whole range
+ * holds `all` samples, the hour-aligned hour from `hour` `in_hour`. */
+static void run(const char *location, unsigned windows, unsigned seed, bool reuse, int64_t hour,
+		uint64_t all, uint64_t in_hour, struct figures *f)
 {
 	const int64_t end = GEN_T0 + (int64_t)windows * 10;
-	const int64_t hour =
-		(GEN_T0 + STORE_HOUR_SECONDS - 1) / STORE_HOUR_SECONDS * STORE_HOUR_SECONDS;
 	struct store_stats st;
 	struct store *s;
-	unsigned p, k, seed = 42;
 	int err;
 
 	memset(f, 0, sizeof(*f));
-	for (p = 0; p < NPROC; p++)
-		for (k = 0; k < POOL; k++)
-			make_stack(p, k, &seed, pool[p][k].text, sizeof(pool[p][k].text));
 	err = store__open(location, NULL, &s);
 	if (err)
 		die(location, strerror(-err));
@@ -237,11 +243,13 @@ static void run(const char *location, unsigned windows, bool reuse, struct figur
 	f->db_bytes = st.db_bytes;
 	f->stacks = st.stacks;
 	store__close(s);
-	f->range = (struct reads){ .from = GEN_T0, .to = end };
-	measure(location, &f->range, samples_of(windows, seed, GEN_T0, end));
+	/* from the hour the data starts in: a bucket whose raw windows retention
+	 * dropped counts in a range only when its start is in it */
+	f->range = (struct reads){ .from = GEN_T0 - GEN_T0 % STORE_HOUR_SECONDS, .to = end };
+	measure(location, &f->range, all);
 	if (hour + STORE_HOUR_SECONDS <= end) {
 		f->hour = (struct reads){ .from = hour, .to = hour + STORE_HOUR_SECONDS };
-		measure(location, &f->hour, samples_of(windows, seed, hour, f->hour.to));
+		measure(location, &f->hour, in_hour);
 	}
 }
 
@@ -277,6 +285,10 @@ int main(int argc, char **argv)
 	const char *dir = "/tmp", *location;
 	unsigned windows = 360;
 	struct figures sq, ch;
+	const int64_t hour =
+		(GEN_T0 + STORE_HOUR_SECONDS - 1) / STORE_HOUR_SECONDS * STORE_HOUR_SECONDS;
+	unsigned seed = 42, p, k;
+	uint64_t all, in_hour;
 	bool reuse = false;
 	char path[512];
 	int opt;
@@ -299,12 +311,16 @@ int main(int argc, char **argv)
 		dir = argv[optind + 2];
 	if (!windows)
 		usage();
+	for (p = 0; p < NPROC; p++)
+		for (k = 0; k < POOL; k++)
+			make_stack(p, k, &seed, pool[p][k].text, sizeof(pool[p][k].text));
+	samples_of(windows, seed, hour, hour + STORE_HOUR_SECONDS, &all, &in_hour);
 	if (reuse)
 		snprintf(path, sizeof(path), "%s/ch_bench.%u.db", dir, windows);
 	else
 		snprintf(path, sizeof(path), "%s/ch_bench.%d.db", dir, (int)getpid());
 	fprintf(stderr, "ch_bench: %u windows of the busy host into %s\n", windows, path);
-	run(path, windows, reuse, &sq);
+	run(path, windows, seed, reuse, hour, all, in_hour, &sq);
 	if (!reuse) {
 		unlink(path);
 		snprintf(path, sizeof(path), "%s/ch_bench.%d.db-wal", dir, (int)getpid());
@@ -313,7 +329,7 @@ int main(int argc, char **argv)
 		unlink(path);
 	}
 	fprintf(stderr, "ch_bench: and into %s\n", location);
-	run(location, windows, reuse, &ch);
+	run(location, windows, seed, reuse, hour, all, in_hour, &ch);
 	printf("ch_bench: %u windows, %" PRIu64 " sample rows (%" PRIu64 " samples)%s%s\n", windows,
 	       sq.rows, sq.samples, sq.reused ? ", SQLite reused" : "",
 	       ch.reused ? ", ClickHouse reused" : "");
