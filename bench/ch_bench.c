@@ -331,7 +331,7 @@ int main(int argc, char **argv)
 	fprintf(stderr, "ch_bench: and into %s\n", location);
 	run(location, windows, seed, reuse, hour, all, in_hour, &ch);
 	printf("ch_bench: %u windows, %" PRIu64 " sample rows (%" PRIu64 " samples)%s%s\n", windows,
-	       sq.rows, sq.samples, sq.reused ? ", SQLite reused" : "",
+	       sq.rows, all, sq.reused ? ", SQLite reused" : "",
 	       ch.reused ? ", ClickHouse reused" : "");
 	line("ingest rows/s (wall)", sq.rows ? (double)sq.rows / sq.ingest_wall : 0,
 	     ch.rows ? (double)ch.rows / ch.ingest_wall : 0, "rows/s");
