@@ -141,18 +141,14 @@ static int from_cache(struct ch_store *s, struct stack_sum *sums, size_t n, stru
 
 	*nmissing = 0;
 	for (i = 0; i < n; i++) {
-		struct ch_rbuf row;
 		size_t nf;
 
 		if (!sums[i].count)
 			continue;
-		if (!ch_frames_get(s, sums[i].id, &row)) {
+		if (!ch_frames_get(s, sums[i].id, frames, &nf)) {
 			ch_w_text(missing, "%s%" PRIu64, (*nmissing)++ ? "," : "", sums[i].id);
 			continue;
 		}
-		nf = read_frames(&row, frames);
-		if (!nf)
-			return ch_fail(s, -EIO, "query stacks: a cached stack does not decode");
 		err = cb(ctx, frames, nf, sums[i].count);
 		if (err)
 			return err;
@@ -206,14 +202,13 @@ int ch_query_stacks(struct store *base, const struct store_query *q, store_stack
 	r = ch_answer_reader(&a);
 	while (r.p < r.end && !r.bad && !err) {
 		struct stack_sum key = { .id = ch_r_uint(&r, 8) }, *hit;
-		const uint8_t *row = r.p;
 		size_t nf = read_frames(&r, frames);
 
 		if (!nf) {
 			err = ch_fail(s, -EIO, "stack %" PRIu64 ": malformed or no frames", key.id);
 			break;
 		}
-		ch_frames_put(s, key.id, row, (size_t)(r.p - row));
+		ch_frames_put(s, key.id, frames, nf);
 		hit = bsearch(&key, sums, n, sizeof(*sums), sum_cmp);
 		if (hit && hit->count) {
 			err = cb(ctx, frames, nf, hit->count);
