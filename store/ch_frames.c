@@ -1,95 +1,310 @@
 /* The ClickHouse store's cache of stacks' frames for its reads (ch_int.h): the
- * RowBinary rows of `stacks` (kinds, names, files, lines after the id) that a
- * flame graph fetched, kept by id so that the next flame graph fetches only the
- * stacks it has not seen. A stack's id is a content hash of its frames
- * (ch_ingest.c), so a cached row is never stale: the dictionary GC may delete the
- * row and an ingest insert it again, with the same frames under the same id. The
- * bytes are bounded (CH_FRAMES_CACHE_BYTES) and so are the ids
- * (CH_FRAMES_CACHE_SLOTS): a cache that would pass either is emptied first.
- * Allocated at the first put, freed with the store.
+ * frames of the `stacks` rows that a flame graph fetched, kept by stack id so
+ * that the next flame graph fetches only the stacks it has not seen. A stack's id
+ * is a content hash of its frames (ch_ingest.c), so a cached stack is never
+ * stale: the dictionary GC may delete the row and an ingest insert it again, with
+ * the same frames under the same id.
+ *
+ * Stacks share most of their frames and frames most of their strings (the busy
+ * host's day: 83,251 stacks of some 30 frames, 104,436 distinct frames, 2,771
+ * distinct strings), so the cache interns them: a stack is its frames' indices
+ * (4 bytes each), a frame its strings' indices, line and kind (16 bytes), a
+ * string its bytes once. The day's stacks then take some 15 MB instead of the
+ * 100 MB of their rows. The bytes held are bounded (CH_FRAMES_CACHE_BYTES) and
+ * so are the stacks (CH_FRAMES_CACHE_SLOTS): a cache that would pass either is
+ * emptied first. Allocated at the first put, freed with the store.
  */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/frame.h"
 #include "store/ch_int.h"
 
-struct ch_frames_cache {
-	uint64_t id[CH_FRAMES_CACHE_SLOTS];  /* open addressing by id; 0 empty */
-	uint32_t off[CH_FRAMES_CACHE_SLOTS]; /* the row's bytes at bytes + off */
-	uint32_t len[CH_FRAMES_CACHE_SLOTS];
-	size_t n; /* ids held */
-	char *bytes;
-	size_t used, cap;
+/* An interned frame: its strings as indices of the string table. */
+struct cframe {
+	uint32_t name, file, line, kind;
 };
 
-static size_t slot(const struct ch_frames_cache *c, uint64_t id)
+/* An interned string: its bytes at bytes + off. */
+struct cstr {
+	uint32_t off, len;
+};
+
+/* An open-addressing table of uint32 values + 1 (0: empty), keyed elsewhere. */
+struct islots {
+	uint32_t *v;
+	size_t cap; /* a power of two, or 0 */
+};
+
+struct ch_frames_cache {
+	/* stacks: open addressing by id (0 empty); a stack's frame indices are
+	 * refs[off .. off + n) */
+	uint64_t id[CH_FRAMES_CACHE_SLOTS];
+	uint32_t off[CH_FRAMES_CACHE_SLOTS];
+	uint32_t n[CH_FRAMES_CACHE_SLOTS];
+	size_t nstacks;
+	uint32_t *refs;
+	size_t nrefs, refcap;
+	struct cframe *frames;
+	size_t nframes, framecap;
+	struct islots frame_slots; /* frame index + 1, by the frame's hash */
+	struct cstr *strs;
+	size_t nstrs, strcap;
+	struct islots str_slots; /* string index + 1, by the string's hash */
+	char *bytes;
+	size_t used, bytecap;
+};
+
+static uint64_t mix(uint64_t h)
 {
-	size_t i = (size_t)(id ^ (id >> 29)) & (CH_FRAMES_CACHE_SLOTS - 1);
+	h ^= h >> 31;
+	h *= UINT64_C(0x9e3779b97f4a7c15);
+	return h ^ (h >> 29);
+}
+
+static uint64_t hash_bytes(const char *p, size_t n)
+{
+	uint64_t h = UINT64_C(1469598103934665603); /* FNV-1a */
+
+	while (n--)
+		h = (h ^ (uint8_t)*p++) * UINT64_C(1099511628211);
+	return mix(h);
+}
+
+static uint64_t hash_frame(const struct cframe *f)
+{
+	return mix(((uint64_t)f->name << 32 | f->file) ^ mix((uint64_t)f->line << 8 | f->kind));
+}
+
+/* Bytes the cache holds (what CH_FRAMES_CACHE_BYTES bounds): its stacks'
+ * references, frames and strings with their slots; the stacks' own slots are
+ * fixed (CH_FRAMES_CACHE_SLOTS). */
+static size_t held(const struct ch_frames_cache *c)
+{
+	return c->nrefs * sizeof(*c->refs) +
+	       c->nframes * (sizeof(*c->frames) + 2 * sizeof(uint32_t)) +
+	       c->nstrs * (sizeof(*c->strs) + 2 * sizeof(uint32_t)) + c->used;
+}
+
+static void empty(struct ch_frames_cache *c)
+{
+	memset(c->id, 0, sizeof(c->id));
+	c->nstacks = c->nrefs = c->nframes = c->nstrs = c->used = 0;
+	if (c->frame_slots.v)
+		memset(c->frame_slots.v, 0, c->frame_slots.cap * sizeof(uint32_t));
+	if (c->str_slots.v)
+		memset(c->str_slots.v, 0, c->str_slots.cap * sizeof(uint32_t));
+}
+
+/* Grows *p (of *cap elements of size each) to hold need; 0 or -ENOMEM. */
+static int grow(void **p, size_t *cap, size_t need, size_t size)
+{
+	size_t n = *cap ? *cap : 1024;
+	void *q;
+
+	if (need <= *cap)
+		return 0;
+	while (n < need)
+		n *= 2;
+	q = realloc(*p, n * size);
+	if (!q)
+		return -ENOMEM;
+	*p = q;
+	*cap = n;
+	return 0;
+}
+
+/* The slot of t where a value whose key hashes to h and satisfies eq(c, value,
+ * key) is, or the empty slot where it goes. */
+static size_t find(const struct ch_frames_cache *c, const struct islots *t, uint64_t h,
+		   bool (*eq)(const struct ch_frames_cache *, uint32_t, const void *),
+		   const void *key)
+{
+	size_t i = (size_t)h & (t->cap - 1);
+
+	while (t->v[i] && !eq(c, t->v[i] - 1, key))
+		i = (i + 1) & (t->cap - 1);
+	return i;
+}
+
+struct str_key {
+	const char *p;
+	size_t n;
+};
+
+static bool str_eq(const struct ch_frames_cache *c, uint32_t v, const void *key)
+{
+	const struct str_key *k = key;
+
+	return c->strs[v].len == k->n && !memcmp(c->bytes + c->strs[v].off, k->p, k->n);
+}
+
+static bool frame_eq(const struct ch_frames_cache *c, uint32_t v, const void *key)
+{
+	return !memcmp(&c->frames[v], key, sizeof(struct cframe));
+}
+
+/* Doubles t when three quarters full, rehashing its values by hash(c, value). */
+static int rehash(struct ch_frames_cache *c, struct islots *t, size_t n,
+		  uint64_t (*hash)(const struct ch_frames_cache *, uint32_t))
+{
+	struct islots g;
+	size_t i, j;
+
+	if (t->cap && n + 1 <= t->cap / 4 * 3)
+		return 0;
+	g.cap = t->cap ? 2 * t->cap : 4096;
+	g.v = calloc(g.cap, sizeof(*g.v));
+	if (!g.v)
+		return -ENOMEM;
+	for (i = 0; i < t->cap; i++)
+		if (t->v[i]) {
+			j = (size_t)hash(c, t->v[i] - 1) & (g.cap - 1);
+			while (g.v[j])
+				j = (j + 1) & (g.cap - 1);
+			g.v[j] = t->v[i];
+		}
+	free(t->v);
+	*t = g;
+	return 0;
+}
+
+static uint64_t str_hash_of(const struct ch_frames_cache *c, uint32_t v)
+{
+	return hash_bytes(c->bytes + c->strs[v].off, c->strs[v].len);
+}
+
+static uint64_t frame_hash_of(const struct ch_frames_cache *c, uint32_t v)
+{
+	return hash_frame(&c->frames[v]);
+}
+
+/* The string's index, interned; UINT32_MAX without memory. */
+static uint32_t intern_str(struct ch_frames_cache *c, const char *p, size_t n)
+{
+	struct str_key k = { p, n };
+	uint64_t h = hash_bytes(p, n);
+	size_t i;
+
+	if (rehash(c, &c->str_slots, c->nstrs, str_hash_of))
+		return UINT32_MAX;
+	i = find(c, &c->str_slots, h, str_eq, &k);
+	if (c->str_slots.v[i])
+		return c->str_slots.v[i] - 1;
+	if (grow((void **)&c->strs, &c->strcap, c->nstrs + 1, sizeof(*c->strs)) ||
+	    grow((void **)&c->bytes, &c->bytecap, c->used + n + 1, 1))
+		return UINT32_MAX;
+	memcpy(c->bytes + c->used, p, n);
+	c->strs[c->nstrs] = (struct cstr){ (uint32_t)c->used, (uint32_t)n };
+	c->used += n;
+	c->str_slots.v[i] = (uint32_t)++c->nstrs;
+	return (uint32_t)(c->nstrs - 1);
+}
+
+/* The frame's index, interned; UINT32_MAX without memory. */
+static uint32_t intern_frame(struct ch_frames_cache *c, const struct frame *f)
+{
+	struct cframe k = { .line = f->line, .kind = f->kind };
+	size_t i;
+
+	k.name = intern_str(c, f->name, f->name_len);
+	k.file = intern_str(c, f->file, f->file_len);
+	if (k.name == UINT32_MAX || k.file == UINT32_MAX ||
+	    rehash(c, &c->frame_slots, c->nframes, frame_hash_of))
+		return UINT32_MAX;
+	i = find(c, &c->frame_slots, hash_frame(&k), frame_eq, &k);
+	if (c->frame_slots.v[i])
+		return c->frame_slots.v[i] - 1;
+	if (grow((void **)&c->frames, &c->framecap, c->nframes + 1, sizeof(*c->frames)))
+		return UINT32_MAX;
+	c->frames[c->nframes] = k;
+	c->frame_slots.v[i] = (uint32_t)++c->nframes;
+	return (uint32_t)(c->nframes - 1);
+}
+
+static size_t stack_slot(const struct ch_frames_cache *c, uint64_t id)
+{
+	size_t i = (size_t)mix(id) & (CH_FRAMES_CACHE_SLOTS - 1);
 
 	while (c->id[i] && c->id[i] != id)
 		i = (i + 1) & (CH_FRAMES_CACHE_SLOTS - 1);
 	return i;
 }
 
-bool ch_frames_get(const struct ch_store *s, uint64_t id, struct ch_rbuf *row)
+bool ch_frames_get(const struct ch_store *s, uint64_t id, struct frame *frames, size_t *nframes)
 {
 	const struct ch_frames_cache *c = s->frames;
-	size_t i;
+	size_t i, k;
 
 	if (!c || !id)
 		return false;
-	i = slot(c, id);
+	i = stack_slot(c, id);
 	if (c->id[i] != id)
 		return false;
-	*row = (struct ch_rbuf){ (const uint8_t *)c->bytes + c->off[i],
-				 (const uint8_t *)c->bytes + c->off[i] + c->len[i], false };
+	for (k = 0; k < c->n[i]; k++) {
+		const struct cframe *f = &c->frames[c->refs[c->off[i] + k]];
+
+		frames[k] = (struct frame){
+			.kind = f->kind,
+			.line = f->line,
+			.name = c->bytes + c->strs[f->name].off,
+			.name_len = c->strs[f->name].len,
+			.file = c->bytes + c->strs[f->file].off,
+			.file_len = c->strs[f->file].len,
+		};
+	}
+	*nframes = c->n[i];
 	return true;
 }
 
-void ch_frames_put(struct ch_store *s, uint64_t id, const void *row, size_t len)
+void ch_frames_put(struct ch_store *s, uint64_t id, const struct frame *frames, size_t nframes)
 {
 	struct ch_frames_cache *c = s->frames;
-	size_t i;
+	size_t i, k, refs;
 
-	if (!id || len > CH_FRAMES_CACHE_BYTES)
+	if (!id || !nframes || nframes > CH_MAX_FRAMES)
 		return;
 	if (!c && !(c = s->frames = calloc(1, sizeof(*c))))
 		return; /* a cache is an optimization: no memory, no cache */
-	if (c->n >= CH_FRAMES_CACHE_SLOTS / 4 * 3 || c->used + len > CH_FRAMES_CACHE_BYTES) {
-		memset(c->id, 0, sizeof(c->id));
-		c->n = 0;
-		c->used = 0;
-	}
-	i = slot(c, id);
-	if (c->id[i])
+	if (c->id[stack_slot(c, id)] == id)
 		return; /* held already: the same frames */
-	if (c->used + len > c->cap) {
-		size_t cap = c->cap ? c->cap : 1u << 20;
-		char *p;
+	/* room for the stack's references and, at worst, new frames and strings */
+	if (c->nstacks >= CH_FRAMES_CACHE_SLOTS / 4 * 3 ||
+	    held(c) + nframes * (sizeof(uint32_t) + 2 * sizeof(struct cframe)) >
+		    CH_FRAMES_CACHE_BYTES ||
+	    c->nrefs + nframes > UINT32_MAX)
+		empty(c);
+	refs = c->nrefs;
+	if (grow((void **)&c->refs, &c->refcap, refs + nframes, sizeof(*c->refs)))
+		return;
+	for (k = 0; k < nframes; k++) {
+		uint32_t f = intern_frame(c, &frames[k]);
 
-		while (cap < c->used + len)
-			cap *= 2;
-		if (cap > CH_FRAMES_CACHE_BYTES)
-			cap = CH_FRAMES_CACHE_BYTES;
-		p = realloc(c->bytes, cap);
-		if (!p)
-			return;
-		c->bytes = p;
-		c->cap = cap;
+		if (f == UINT32_MAX)
+			return; /* without memory: the stack is not kept (refs not taken) */
+		c->refs[refs + k] = f;
 	}
-	memcpy(c->bytes + c->used, row, len);
+	i = stack_slot(c, id);
 	c->id[i] = id;
-	c->off[i] = (uint32_t)c->used;
-	c->len[i] = (uint32_t)len;
-	c->used += len;
-	c->n++;
+	c->off[i] = (uint32_t)refs;
+	c->n[i] = (uint32_t)nframes;
+	c->nrefs = refs + nframes;
+	c->nstacks++;
 }
 
 void ch_frames_free(struct ch_store *s)
 {
-	if (s->frames)
-		free(s->frames->bytes);
-	free(s->frames);
+	struct ch_frames_cache *c = s->frames;
+
+	if (c) {
+		free(c->refs);
+		free(c->frames);
+		free(c->frame_slots.v);
+		free(c->strs);
+		free(c->str_slots.v);
+		free(c->bytes);
+	}
+	free(c);
 	s->frames = NULL;
 }

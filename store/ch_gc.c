@@ -6,7 +6,10 @@
  * dictionary and raw rows, and a deletion spares an id seen within the grace
  * period when the mutation runs, so a batch that uses a stack about to be
  * deleted keeps it. Ids are content hashes: a stack seen again after its deletion
- * is inserted again under the same id.
+ * is inserted again under the same id. A pass first gives the ids that have no
+ * `seen` row (stored before 004, whose ingest wrote none) one at its now,
+ * CH_GC_SEED_MAX_IDS of each kind a pass, so that they too are collected once
+ * unused for the grace period.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -22,6 +25,56 @@ static const struct {
 	[CH_SEEN_STACK] = { "stacks", "stack" },
 	[CH_SEEN_LABELSET] = { "labelsets", "labelset" },
 };
+
+/* Ids of each kind without a `seen` row that one pass gives one at most (one
+ * insert each, 17 bytes an id). */
+#define CH_GC_SEED_MAX_IDS 4096
+
+/* Gives up to CH_GC_SEED_MAX_IDS ids of kind's dictionary that have no `seen` row
+ * one at now; *left when more may remain. An ingest writes an id's `seen` row
+ * before its dictionary row (and a GC deletes only the `seen` rows older than the
+ * ones that spare an id), so an id without one was stored before 004. */
+static int seed_kind(struct ch_store *s, int kind, int64_t now, bool *left)
+{
+	struct ch_wbuf sql = { 0 }, rows = { 0 };
+	struct ch_answer a;
+	struct ch_rbuf r;
+	size_t n = 0;
+	int err;
+
+	ch_w_text(&sql,
+		  "SELECT id FROM %s WHERE id NOT IN (SELECT id FROM seen WHERE kind = %d) "
+		  "GROUP BY id LIMIT %d FORMAT RowBinary",
+		  kinds[kind].table, kind, CH_GC_SEED_MAX_IDS + 1);
+	err = ch_run_sql(s, "gc seed", &sql, &a);
+	if (err)
+		goto out;
+	r = ch_answer_reader(&a);
+	while (r.p < r.end && !r.bad && n < CH_GC_SEED_MAX_IDS) {
+		uint64_t id = ch_r_uint(&r, 8);
+
+		if (r.bad)
+			break;
+		ch_w_uint(&rows, (uint64_t)kind, 1);
+		ch_w_uint(&rows, id, 8);
+		ch_w_uint(&rows, now > 0 ? (uint64_t)now : 0, 8);
+		n++;
+	}
+	*left = r.p < r.end;
+	if (r.bad) {
+		err = ch_fail(s, -EIO, "gc seed: malformed answer");
+		goto out;
+	}
+	if (n)
+		err = rows.err
+			      ?: ch_run(s, "gc seed",
+					"INSERT INTO seen (kind, id, at) FORMAT RowBinary", rows.p,
+					rows.len, NULL);
+out:
+	free(sql.p);
+	free(rows.p);
+	return err;
+}
 
 /* Deletes up to CH_GC_MAX_IDS unused ids of kind; *left when more may remain. */
 static int gc_kind(struct ch_store *s, int kind, int64_t cutoff, bool *left)
@@ -82,17 +135,22 @@ out:
 int ch_gc_step(struct ch_store *s, int64_t now, bool *more)
 {
 	int64_t cutoff = now - CH_GC_GRACE_SECONDS;
-	bool left = false, l2 = false;
+	bool left[4] = { false, false, false, false };
 	int err;
 
 	if (s->gc_after && now < s->gc_after)
 		return 0;
-	err = gc_kind(s, CH_SEEN_STACK, cutoff, &left);
+	/* the ids seeded now are deleted by a pass a grace period later, if unused */
+	err = seed_kind(s, CH_SEEN_STACK, now, &left[0]);
 	if (!err)
-		err = gc_kind(s, CH_SEEN_LABELSET, cutoff, &l2);
+		err = seed_kind(s, CH_SEEN_LABELSET, now, &left[1]);
+	if (!err)
+		err = gc_kind(s, CH_SEEN_STACK, cutoff, &left[2]);
+	if (!err)
+		err = gc_kind(s, CH_SEEN_LABELSET, cutoff, &left[3]);
 	if (err)
 		return err;
-	if (left || l2)
+	if (left[0] || left[1] || left[2] || left[3])
 		*more = true;
 	else
 		s->gc_after = now + CH_GC_INTERVAL_SECONDS;

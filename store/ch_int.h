@@ -26,11 +26,13 @@
  * when three quarters full, so a busy fleet's distinct stacks beyond some 190 000
  * only cost their rows being inserted again. */
 #define CH_CACHE_SLOTS (1u << 18)
-/* A store's cache of stacks' rows for its flame graphs (ch_frames.c): bytes and ids
- * held at most (each stack's row is some hundreds of bytes to a few KB; an id slot
- * 16 bytes), emptied when either would be passed. */
-#define CH_FRAMES_CACHE_BYTES (16u << 20)
-#define CH_FRAMES_CACHE_SLOTS (1u << 16)
+/* A store's cache of stacks' frames for its flame graphs (ch_frames.c, interned:
+ * some 4 bytes a frame of a stack, 190 bytes a stack of the busy host): bytes
+ * and stacks held at most (three quarters of the slots, 16 bytes each, 4 MiB),
+ * emptied when either would be passed: a day of the busy host, 83,251 stacks,
+ * fits. */
+#define CH_FRAMES_CACHE_BYTES (32u << 20)
+#define CH_FRAMES_CACHE_SLOTS (1u << 18)
 /* A flame graph fetches the frames of at most this many uncached stacks by a list
  * of their ids (20 bytes each of SQL, within ClickHouse's 256 KiB max_query_size);
  * more by the plan's stacks again (a subquery). */
@@ -205,11 +207,11 @@ int ch_layout_migrate(struct ch_store *s);
 
 /* ---- the frames cache (ch_frames.c) ---------------------------------------- */
 
-/* Whether stack id's row (its arrays after the id, RowBinary) is cached: *row then
- * reads it, valid until the next put or free. */
-bool ch_frames_get(const struct ch_store *s, uint64_t id, struct ch_rbuf *row);
-/* Keeps stack id's row (len bytes at row; copied); without memory, keeps nothing. */
-void ch_frames_put(struct ch_store *s, uint64_t id, const void *row, size_t len);
+/* Whether stack id's frames are cached: then in frames[0 .. *nframes) (at most
+ * CH_MAX_FRAMES), their strings valid until the next put or free. */
+bool ch_frames_get(const struct ch_store *s, uint64_t id, struct frame *frames, size_t *nframes);
+/* Keeps stack id's frames (copied); without memory, keeps nothing. */
+void ch_frames_put(struct ch_store *s, uint64_t id, const struct frame *frames, size_t nframes);
 void ch_frames_free(struct ch_store *s);
 
 /* ---- dictionary GC (ch_gc.c; schema/clickhouse/004_gc.sql) ------------------- */
@@ -244,5 +246,8 @@ int ch_windows(struct store *base, const struct store_query *q, struct store_win
 int ch_stats(struct store *base, struct store_stats *st);
 int ch_check(struct store *base);
 int ch_maintain(struct store *base, int64_t now, size_t max_rows, bool *more);
+/* Counts tier's bucket at start again into `counts` (stats), after rows were added
+ * to it outside a rollup (a late batch's own rows, with src). */
+int ch_count_bucket(struct ch_store *s, int tier, int64_t start);
 
 #endif

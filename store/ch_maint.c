@@ -103,6 +103,27 @@ out:
 	return err;
 }
 
+/* A rollup counts its buckets when it builds them (ch_tiers_build()); a late
+ * batch's own rows added to a built bucket (src, where the finer tier is gone)
+ * make it count again: the distinct (label set, stack) and label sets of all its
+ * rows, which stats read as the largest count per bucket. */
+int ch_count_bucket(struct ch_store *s, int tier, int64_t start)
+{
+	struct ch_wbuf sql = { 0 };
+	int err;
+
+	if (tier != TIER_MINUTE && tier != TIER_HOUR)
+		return -EINVAL;
+	ch_w_text(&sql,
+		  "INSERT INTO counts (tier, bucket, rows, blocks) SELECT toUInt8(%d), start, "
+		  "uniqExact(labelset, stack), uniqExact(labelset) FROM %s WHERE start = %" PRId64
+		  " GROUP BY start",
+		  tier, ch_tier_table(tier), start);
+	err = ch_run_sql(s, "ingest late counts", &sql, NULL);
+	free(sql.p);
+	return err;
+}
+
 /* The tables this build reads and writes. */
 static const char *const check_tables[] = { CH_RAW_TABLE, CH_MINUTE_TABLE, "hour",
 					    "tiers",	  "seen",	   "counts",
@@ -303,7 +324,7 @@ static int drop_below(struct ch_store *s, const char *table, const char *col, in
  * cut being now - T's retention, for raw rows and minutes never above the next
  * tier's built_T+1 (a tier goes only where the next one is built), rounded down to
  * an hour; kept_T is raised to the cut once all of them are gone. The `ingested`
- * rows (days) go with the raw rows: their (agent, seq) are then forgotten. */
+ * rows (days) go with the hour rows: their (agent, seq) are then forgotten. */
 static int retention(struct ch_store *s, struct ch_tiers *t, int64_t now, bool *more)
 {
 	const int64_t ret[STORE_NTIERS] = { s->opts.raw_retention_seconds,
@@ -345,9 +366,11 @@ static int retention(struct ch_store *s, struct ch_tiers *t, int64_t now, bool *
 		if (!done)
 			*more = true;
 	}
-	if (!err && t->kept[0] != INT64_MIN && budget) {
+	/* a batch's `ingested` row is its window in store__windows() as long as any
+	 * tier keeps its samples (ch_read.c): it goes with the hour tier's rows */
+	if (!err && t->kept[2] != INT64_MIN && budget) {
 		done = drop_below(s, "ingested", "window_start", CH_INGESTED_PARTITION_SECONDS,
-				  ch_floor(t->kept[0], CH_INGESTED_PARTITION_SECONDS), &budget);
+				  ch_floor(t->kept[2], CH_INGESTED_PARTITION_SECONDS), &budget);
 		if (done < 0)
 			return done;
 		if (!done)

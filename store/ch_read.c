@@ -141,18 +141,14 @@ static int from_cache(struct ch_store *s, struct stack_sum *sums, size_t n, stru
 
 	*nmissing = 0;
 	for (i = 0; i < n; i++) {
-		struct ch_rbuf row;
 		size_t nf;
 
 		if (!sums[i].count)
 			continue;
-		if (!ch_frames_get(s, sums[i].id, &row)) {
+		if (!ch_frames_get(s, sums[i].id, frames, &nf)) {
 			ch_w_text(missing, "%s%" PRIu64, (*nmissing)++ ? "," : "", sums[i].id);
 			continue;
 		}
-		nf = read_frames(&row, frames);
-		if (!nf)
-			return ch_fail(s, -EIO, "query stacks: a cached stack does not decode");
 		err = cb(ctx, frames, nf, sums[i].count);
 		if (err)
 			return err;
@@ -206,14 +202,13 @@ int ch_query_stacks(struct store *base, const struct store_query *q, store_stack
 	r = ch_answer_reader(&a);
 	while (r.p < r.end && !r.bad && !err) {
 		struct stack_sum key = { .id = ch_r_uint(&r, 8) }, *hit;
-		const uint8_t *row = r.p;
 		size_t nf = read_frames(&r, frames);
 
 		if (!nf) {
 			err = ch_fail(s, -EIO, "stack %" PRIu64 ": malformed or no frames", key.id);
 			break;
 		}
-		ch_frames_put(s, key.id, row, (size_t)(r.p - row));
+		ch_frames_put(s, key.id, frames, nf);
 		hit = bsearch(&key, sums, n, sizeof(*sums), sum_cmp);
 		if (hit && hit->count) {
 			err = cb(ctx, frames, nf, hit->count);
@@ -606,41 +601,86 @@ out:
 	return err;
 }
 
+/* Appends " OR "-joined reads of tier's starts in [max(from, lo), min(to, hi)) with
+ * q's selection (as "SELECT t"), when that is not empty; *any tells whether one
+ * was written before. */
+static void windows_tier(struct ch_wbuf *w, const struct store_query *q, int tier, int64_t lo,
+			 int64_t hi, bool *any)
+{
+	const char *col = ch_tier_column(tier);
+	int64_t from = q->from > lo ? q->from : lo, to = q->to < hi ? q->to : hi;
+
+	if (from >= to)
+		return;
+	ch_w_text(w, "%sSELECT %s AS t FROM %s WHERE %s >= %" PRId64 " AND %s < %" PRId64,
+		  *any ? " UNION ALL " : "", col, ch_tier_table(tier), col, from, col, to);
+	ch_w_chunk(w, tier, from, to);
+	ch_w_selection(w, q, true);
+	*any = true;
+}
+
+/* The windows as SQLite's windows table has them (store/windows.c): a batch's own
+ * window where raw windows are kept (at or after kept_0), its minute bucket where
+ * only minutes are (60 s long), its hour where only hours are, none below kept_2;
+ * `ingested` keeps a row per batch for as long as the hour tier (ch_maint.c), and
+ * each row counts at the start it has there. With a selection or another type,
+ * the starts where a selected label set has rows in the tier kept there. */
 int ch_windows(struct store *base, const struct store_query *q, struct store_windows *out)
 {
 	struct ch_store *s = ch_of(base);
 	const char *type = q->type ? q->type : STORE_TYPE_CPU;
-	struct ch_wbuf where = { 0 }, sql = { 0 };
+	struct ch_wbuf where = { 0 }, sql = { 0 }, rows = { 0 };
+	struct ch_tiers t;
 	struct ch_answer a;
 	struct ch_rbuf r;
-	int err;
+	int64_t k[STORE_NTIERS], hi;
+	int err, i;
 
 	memset(out, 0, sizeof(*out));
 	err = check_query(s, q);
 	if (err || q->from >= q->to)
 		return err;
-	/* the CPU batches' windows; with a selection, where a selected label set has samples */
-	ch_w_text(&where,
-		  "type = '" STORE_TYPE_CPU "' AND window_start >= %" PRId64
-		  " AND window_start < %" PRId64,
-		  q->from, q->to);
-	if (q->nlabels || strcmp(type, STORE_TYPE_CPU)) {
-		ch_w_text(&where,
-			  " AND window_start IN (SELECT DISTINCT window_start FROM " CH_RAW_TABLE
-			  " WHERE "
-			  "window_start >= %" PRId64 " AND window_start < %" PRId64,
-			  q->from, q->to);
-		ch_w_chunk(&where, 0, q->from, q->to);
-		ch_w_selection(&where, q, true);
-		ch_w_text(&where, ")");
+	err = ch_tiers_read(s, &t);
+	if (err)
+		return err;
+	/* kept_T, never above kept_T-1 (no tier is kept from above a finer one) */
+	for (i = STORE_NTIERS - 1; i >= 0; i--) {
+		k[i] = t.kept[i] == INT64_MIN ? -STORE_MAX_ABS_WINDOW - 1 : t.kept[i];
+		if (i < STORE_NTIERS - 1 && k[i] < k[i + 1])
+			k[i] = k[i + 1];
 	}
-	if ((err = where.err))
+	/* each CPU batch's start (b) and length (secs) as the tier kept there has them;
+	 * b <= window_start < b + 3600 */
+	hi = q->to > STORE_MAX_ABS_WINDOW ? STORE_MAX_ABS_WINDOW + STORE_HOUR_SECONDS
+					  : q->to + STORE_HOUR_SECONDS;
+	ch_w_text(&rows,
+		  "SELECT multiIf(window_start >= %" PRId64
+		  ", window_start, window_start >= %" PRId64
+		  ", window_start - ((window_start %% 60) + 60) %% 60, window_start - "
+		  "((window_start %% 3600) + 3600) %% 3600) AS b, multiIf(window_start >= %" PRId64
+		  ", window_seconds, window_start >= %" PRId64 ", toUInt32(60), toUInt32(3600)) AS "
+		  "secs, period_ns, agent, seq FROM ingested WHERE type = '" STORE_TYPE_CPU
+		  "' AND window_start >= %" PRId64 " AND window_start >= %" PRId64
+		  " AND window_start < %" PRId64,
+		  k[0], k[1], k[0], k[1], k[2], q->from, hi);
+	ch_w_text(&where, "b >= %" PRId64 " AND b < %" PRId64, q->from, q->to);
+	if (q->nlabels || strcmp(type, STORE_TYPE_CPU)) {
+		bool any = false;
+
+		ch_w_text(&where, " AND b IN (SELECT DISTINCT t FROM (");
+		windows_tier(&where, q, TIER_RAW, k[0], INT64_MAX, &any);
+		windows_tier(&where, q, TIER_MINUTE, k[1], k[0], &any);
+		windows_tier(&where, q, TIER_HOUR, k[2], k[1], &any);
+		if (!any)
+			goto out; /* every window in range is gone */
+		ch_w_text(&where, "))");
+	}
+	if ((err = where.err ?: rows.err))
 		goto out;
 	ch_w_text(&sql,
-		  "SELECT uniqExact(window_start), min(window_start), "
-		  "max(window_start + window_seconds), min(window_seconds), max(window_seconds) "
-		  "FROM ingested WHERE %s FORMAT RowBinary",
-		  where.p);
+		  "SELECT uniqExact(b), min(b), max(b + secs), min(secs), max(secs) "
+		  "FROM (%s) WHERE %s FORMAT RowBinary",
+		  rows.p, where.p);
 	if ((err = ch_run_sql(s, "windows", &sql, &a)))
 		goto out;
 	r = ch_answer_reader(&a);
@@ -659,9 +699,9 @@ int ch_windows(struct store *base, const struct store_query *q, struct store_win
 	}
 	sql.len = 0;
 	ch_w_text(&sql,
-		  "SELECT period_ns, uniqExact(agent, seq) AS n FROM ingested WHERE %s "
+		  "SELECT period_ns, uniqExact(agent, seq) AS n FROM (%s) WHERE %s "
 		  "GROUP BY period_ns ORDER BY n DESC, period_ns FORMAT RowBinary",
-		  where.p);
+		  rows.p, where.p);
 	if ((err = ch_run_sql(s, "windows", &sql, &a)))
 		goto out;
 	r = ch_answer_reader(&a);
@@ -681,6 +721,7 @@ int ch_windows(struct store *base, const struct store_query *q, struct store_win
 		err = ch_fail(s, -EIO, "windows: malformed answer");
 out:
 	free(where.p);
+	free(rows.p);
 	free(sql.p);
 	return err;
 }

@@ -2648,6 +2648,292 @@ static void test_ingest_many(void **state)
 	close_checked(s);
 }
 
+/* ---- issue 15: windows and stats past the raw windows' retention ---------- */
+
+/* Four hours of windows 300 s apart (20 s into a minute): agent "agent-a"
+ * (labelsets[1], 99 Hz) in each, "agent-b" (labelsets[5], 49 Hz) in every other;
+ * retentions 1, 2 and 3 hours, maintained 10 minutes after the data, so raw
+ * windows are kept for the last hour or so, minute buckets for the one before,
+ * hour buckets for the one before that, nothing earlier. */
+#define OLD_H0	    TIER_H1
+#define OLD_WINDOWS 48
+#define OLD_NOW	    (OLD_H0 + 4 * 3600 + 600)
+#define OLD_MAX	    (OLD_WINDOWS * 3 / 2 + 4)
+
+/* A stored batch as the test knows it: its tuple and its sampling period. */
+struct old_batch {
+	struct tuple t;
+	uint64_t period_ns;
+};
+
+static const struct store_options old_opts = { .raw_retention_seconds = 3600,
+					       .minute_retention_seconds = 7200,
+					       .retention_seconds = 10800 };
+
+static void old_ingest(struct store *s, struct old_batch *ob, size_t *n, const char *agent,
+		       uint64_t seq, int64_t window, int ls, int stack, uint64_t period_ns)
+{
+	struct batch *b =
+		one_batch(agent, seq, window, labelsets[ls], stack_pool[stack], 100 + (uint64_t)*n);
+	bool dup = true;
+
+	b->period_ns = period_ns;
+	assert_int_equal(store__ingest(s, b, &dup), 0);
+	assert_false(dup);
+	tbatch_free(b);
+	assert_true(*n < OLD_MAX);
+	ob[*n] = (struct old_batch){
+		.t = { .ls = ls, .stack = stack, .count = 100 + (uint64_t)*n, .window = window },
+		.period_ns = period_ns,
+	};
+	(*n)++;
+}
+
+/* The store with the four hours in it, maintained at OLD_NOW (stats in *st). */
+static struct store *old_store(struct fixture *fx, struct old_batch *ob, size_t *n,
+			       struct store_stats *st)
+{
+	struct store *s;
+	int k;
+
+	make_stack_pool();
+	s = open_backend(fx, &old_opts);
+	*n = 0;
+	for (k = 0; k < OLD_WINDOWS; k++) {
+		int64_t w = OLD_H0 + 300 * k + 20;
+
+		old_ingest(s, ob, n, "agent-a", (uint64_t)k + 1, w, 1, k % 7, 1000000000 / 99);
+		if (k % 2 == 0)
+			old_ingest(s, ob, n, "agent-b", (uint64_t)k + 1, w, 5, 10 + k % 5,
+				   1000000000 / 49);
+	}
+	maintain_all(s, OLD_NOW, 0, st);
+	/* each tier cut inside the data: raw windows in the last hour, minutes in
+	 * the third, hours in the second */
+	if (st->kept_from[0] <= OLD_H0 + 3 * 3600 - 3600 ||
+	    st->kept_from[0] > OLD_H0 + 3 * 3600 + 600 || st->kept_from[1] <= OLD_H0 + 3600 ||
+	    st->kept_from[1] > OLD_H0 + 2 * 3600 + 600 || st->kept_from[2] <= OLD_H0 ||
+	    st->kept_from[2] > OLD_H0 + 3600 + 600)
+		fail_msg("kept from %" PRId64 ", %" PRId64 ", %" PRId64 " (data from %" PRId64 ")",
+			 st->kept_from[0], st->kept_from[1], st->kept_from[2], (int64_t)OLD_H0);
+	return s;
+}
+
+/* What store.h says store__windows() answers for [from, to) with selection
+ * (key, value) (NULL: none), from the batches: a window counts at its own start
+ * where raw windows are kept, at its minute bucket's (60 s long) where only
+ * minutes are, at its hour's (3600 s) where only hours are, not at all below; a
+ * start counts when a selected batch is there, and then every batch there counts
+ * for the periods. */
+static void old_expected(const struct old_batch *ob, size_t n, const struct store_stats *st,
+			 int64_t from, int64_t to, const char *key, const char *value,
+			 struct store_windows *w)
+{
+	int64_t start[OLD_MAX], sel[OLD_MAX];
+	uint32_t secs[OLD_MAX];
+	size_t i, j, nsel = 0;
+
+	memset(w, 0, sizeof(*w));
+	for (i = 0; i < n; i++) {
+		int64_t t = ob[i].t.window;
+
+		start[i] = INT64_MIN;
+		if (t >= st->kept_from[0]) {
+			start[i] = t;
+			secs[i] = 10;
+		} else if (t >= st->kept_from[1]) {
+			start[i] = floor_to(t, 60);
+			secs[i] = 60;
+		} else if (t >= st->kept_from[2]) {
+			start[i] = floor_to(t, 3600);
+			secs[i] = 3600;
+		}
+		if (start[i] >= from && start[i] < to &&
+		    (!key || ls_matches(labelsets[ob[i].t.ls], &key, &value, 1)))
+			sel[nsel++] = start[i];
+	}
+	for (i = 0; i < n; i++) {
+		bool in = false, first = true;
+
+		for (j = 0; j < nsel && !in; j++)
+			in = sel[j] == start[i];
+		if (!in)
+			continue;
+		for (j = 0; j < i && first; j++)
+			first = start[j] != start[i];
+		if (first)
+			w->nwindows++;
+		if (w->nwindows == 1 && first) {
+			w->first_start = start[i];
+			w->min_seconds = w->max_seconds = secs[i];
+		}
+		if (start[i] < w->first_start)
+			w->first_start = start[i];
+		if (start[i] + secs[i] > w->last_end)
+			w->last_end = start[i] + secs[i];
+		if (secs[i] < w->min_seconds)
+			w->min_seconds = secs[i];
+		if (secs[i] > w->max_seconds)
+			w->max_seconds = secs[i];
+		for (j = 0; j < w->nperiods && w->periods[j] != ob[i].period_ns; j++)
+			;
+		if (j == w->nperiods)
+			w->periods[w->nperiods++] = ob[i].period_ns;
+		w->period_batches[j]++;
+	}
+	/* by batches descending, then period (at most 3 periods here) */
+	for (i = 0; i < w->nperiods; i++)
+		for (j = i + 1; j < w->nperiods; j++)
+			if (w->period_batches[j] > w->period_batches[i] ||
+			    (w->period_batches[j] == w->period_batches[i] &&
+			     w->periods[j] < w->periods[i])) {
+				uint64_t p = w->periods[i], c = w->period_batches[i];
+
+				w->periods[i] = w->periods[j];
+				w->period_batches[i] = w->period_batches[j];
+				w->periods[j] = p;
+				w->period_batches[j] = c;
+			}
+}
+
+/* store__windows() over [from, to) (and with the selection service=db) equals
+ * old_expected(); returns the windows found without a selection. */
+static uint64_t old_check_windows(struct store *s, const struct old_batch *ob, size_t n,
+				  const struct store_stats *st, int64_t from, int64_t to)
+{
+	static const char *const key = "service", *const value = "db";
+	uint64_t found = 0;
+	int sel;
+
+	for (sel = 0; sel < 2; sel++) {
+		struct store_query q = { .from = from, .to = to };
+		struct store_windows want, got;
+		size_t i;
+
+		if (sel) {
+			q.keys = &key;
+			q.values = &value;
+			q.nlabels = 1;
+		}
+		old_expected(ob, n, st, from, to, sel ? key : NULL, sel ? value : NULL, &want);
+		assert_int_equal(store__windows(s, &q, &got), 0);
+		if (got.nwindows != want.nwindows || got.first_start != want.first_start ||
+		    got.last_end != want.last_end || got.min_seconds != want.min_seconds ||
+		    got.max_seconds != want.max_seconds || got.nperiods != want.nperiods)
+			fail_msg("windows [%" PRId64 ", %" PRId64 ")%s: got %" PRIu64
+				 " from %" PRId64 " to %" PRId64
+				 ", %u-%u s, %zu periods; expected %" PRIu64 " from %" PRId64
+				 " to %" PRId64 ", %u-%u s, %zu periods",
+				 from, to, sel ? " service=db" : "", got.nwindows, got.first_start,
+				 got.last_end, got.min_seconds, got.max_seconds, got.nperiods,
+				 want.nwindows, want.first_start, want.last_end, want.min_seconds,
+				 want.max_seconds, want.nperiods);
+		for (i = 0; i < want.nperiods; i++) {
+			assert_int_equal(got.periods[i], want.periods[i]);
+			assert_int_equal(got.period_batches[i], want.period_batches[i]);
+		}
+		if (!sel)
+			found = got.nwindows;
+	}
+	return found;
+}
+
+/* The ranges old_check_windows() asks: all, each hour, edges at every tier's cut,
+ * a merged minute bucket and a range inside it (which holds no bucket's start). */
+static void old_check_all(struct store *s, const struct old_batch *ob, size_t n,
+			  const struct store_stats *st)
+{
+	const int64_t m = floor_to(OLD_H0 + 2 * 3600 + 1800 + 20, 60);
+	int h, k;
+
+	assert_true(old_check_windows(s, ob, n, st, OLD_H0 - 100, OLD_H0 + 5 * 3600) > 0);
+	for (h = 0; h < 5; h++)
+		old_check_windows(s, ob, n, st, OLD_H0 + h * 3600, OLD_H0 + (h + 1) * 3600);
+	for (k = 0; k < 3; k++) {
+		old_check_windows(s, ob, n, st, st->kept_from[k] - 50, st->kept_from[k] + 50);
+		old_check_windows(s, ob, n, st, st->kept_from[k] - 700, st->kept_from[k]);
+		old_check_windows(s, ob, n, st, st->kept_from[k], st->kept_from[k] + 1900);
+	}
+	assert_int_equal(old_check_windows(s, ob, n, st, m, m + 60), 1);
+	assert_int_equal(old_check_windows(s, ob, n, st, m + 1, m + 60), 0);
+}
+
+/* Issue 15: store__windows() past the raw windows' retention reports the minute
+ * and hour buckets that hold the samples, as the tiers kept there do, on every
+ * backend (ClickHouse reported no windows once its `ingested` rows were gone with
+ * the raw ones); and so after late batches below the raw and the minute
+ * retention. */
+static void test_windows_past_retention(void **state)
+{
+	struct fixture *fx = *state;
+	struct old_batch ob[OLD_MAX];
+	struct store_stats st;
+	struct store *s;
+	size_t n;
+
+	s = old_store(fx, ob, &n, &st);
+	old_check_all(s, ob, n, &st);
+	/* late: into an empty minute bucket (raw windows gone there), and below the
+	 * minute retention (into an hour) */
+	old_ingest(s, ob, &n, "agent-late", 1, OLD_H0 + 2 * 3600 + 32 * 60 + 5, 2, 20,
+		   1000000000 / 99);
+	old_ingest(s, ob, &n, "agent-late", 2, OLD_H0 + 3600 + 20 * 60 + 5, 4, 21, 1000000000 / 99);
+	old_check_all(s, ob, n, &st);
+	close_checked(s);
+}
+
+/* Issue 15: a late batch below the raw windows' retention adds a minute bucket
+ * (and a label set to its hour); one below the minute retention adds a label set
+ * to an hour bucket: stats count both (ClickHouse's rows added with src were not
+ * counted), the raw rows' counts stay, and the answers hold them. */
+static void test_late_counts_past_retention(void **state)
+{
+	struct fixture *fx = *state;
+	struct old_batch ob[OLD_MAX];
+	struct store_stats st0, st1, st2;
+	struct tuple t[OLD_MAX], *r;
+	struct store *s;
+	size_t n, i;
+
+	s = old_store(fx, ob, &n, &st0);
+	old_ingest(s, ob, &n, "agent-late", 1, OLD_H0 + 2 * 3600 + 32 * 60 + 5, 2, 20,
+		   1000000000 / 99);
+	assert_int_equal(store__stats(s, &st1), 0);
+	old_ingest(s, ob, &n, "agent-late", 2, OLD_H0 + 3600 + 20 * 60 + 5, 4, 21, 1000000000 / 99);
+	assert_int_equal(store__stats(s, &st2), 0);
+	print_message("blocks raw/minute/hour: %" PRIu64 "/%" PRIu64 "/%" PRIu64
+		      ", after a late batch below the raw retention %" PRIu64 "/%" PRIu64
+		      "/%" PRIu64 ", and one below the minute retention %" PRIu64 "/%" PRIu64
+		      "/%" PRIu64 "\n",
+		      st0.blocks[0], st0.blocks[1], st0.blocks[2], st1.blocks[0], st1.blocks[1],
+		      st1.blocks[2], st2.blocks[0], st2.blocks[1], st2.blocks[2]);
+	assert_int_equal(st1.blocks[0], st0.blocks[0]);
+	assert_int_equal(st1.sample_rows, st0.sample_rows);
+	assert_int_equal(st1.blocks[1], st0.blocks[1] + 1);
+	assert_int_equal(st1.blocks[2], st0.blocks[2] + 1);
+	assert_int_equal(st2.blocks[0], st0.blocks[0]);
+	assert_int_equal(st2.sample_rows, st0.sample_rows);
+	assert_int_equal(st2.blocks[1], st1.blocks[1]);
+	assert_int_equal(st2.blocks[2], st1.blocks[2] + 1);
+	for (i = 0; i < n; i++)
+		t[i] = ob[i].t;
+	r = retained_tuples(t, n, &st2);
+	assert_true(check_query(s, r, n, &(struct store_query){ .from = 0, .to = INT64_MAX }) > 0);
+	for (i = 0; i < 5; i++)
+		check_query(s, r, n,
+			    &(struct store_query){ .from = OLD_H0 + (int64_t)i * 3600,
+						   .to = OLD_H0 + (int64_t)(i + 1) * 3600 });
+	assert_true(check_query(s, r, n,
+				&(struct store_query){ .from = OLD_H0 + 2 * 3600 + 32 * 60,
+						       .to = OLD_H0 + 2 * 3600 + 33 * 60 }) > 0);
+	/* a maintenance after them counts nothing twice */
+	maintain_all(s, OLD_NOW, 0, &st1);
+	assert_int_equal(st1.blocks[1], st2.blocks[1]);
+	assert_int_equal(st1.blocks[2], st2.blocks[2]);
+	free(r);
+	close_checked(s);
+}
+
 /* Another backend's run (e.g. tests/integration/test_store_clickhouse_conformance.c)
  * defines STORE_TEST_LOCATION, STORE_TEST_SETUP and STORE_TEST_TEARDOWN (the group's,
  * e.g. a private server), and STORE_TEST_SKIP(name) (the reason of a test it leaves
@@ -2712,6 +2998,9 @@ int main(void)
 		BOTH(test_dictionary_gc),
 		/* issue 15: group commit */
 		BOTH(test_ingest_many),
+		/* issue 15: windows and stats past the raw retention */
+		BOTH(test_windows_past_retention),
+		BOTH(test_late_counts_past_retention),
 	};
 
 #ifdef STORE_TEST_ELSEWHERE
