@@ -225,6 +225,19 @@ static inline void ch_stop(struct chsrv *c)
 		test_rm_rf(c->dir);
 }
 
+/* A binary whose tests share one private server: its cmocka group setup calls
+ * ch_group_start(&srv) (nothing when clickhouse-server is missing: each test
+ * then skips, saying why, by ch_skip_unless_available()), its teardown
+ * ch_stop(&srv). Returns 0, cmocka's "set up". */
+static inline int ch_group_start(struct chsrv *c)
+{
+	if (!ch_server_path())
+		return 0;
+	ch_start(c);
+	test_child_keep(c->pid);
+	return 0;
+}
+
 /* The store location of database db on c. */
 static inline char *ch_location(const struct chsrv *c, const char *db, char *buf, size_t len)
 {

@@ -29,11 +29,7 @@ static struct chsrv srv;
 static int group_setup(void **state)
 {
 	(void)state;
-	if (!ch_server_path())
-		return 0; /* each test skips, saying why */
-	ch_start(&srv);
-	test_child_keep(srv.pid);
-	return 0;
+	return ch_group_start(&srv);
 }
 
 static int group_teardown(void **state)
