@@ -116,9 +116,10 @@ int ch_count_bucket(struct ch_store *s, int tier, int64_t start)
 		return -EINVAL;
 	ch_w_text(&sql,
 		  "INSERT INTO counts (tier, bucket, rows, blocks) SELECT toUInt8(%d), start, "
-		  "uniqExact(labelset, stack), uniqExact(labelset) FROM %s WHERE start = %" PRId64
-		  " GROUP BY start",
+		  "uniqExact(labelset, stack), uniqExact(labelset) FROM %s WHERE start = %" PRId64,
 		  tier, ch_tier_table(tier), start);
+	ch_w_chunk(&sql, tier, start, start + 1); /* the key narrows the read */
+	ch_w_text(&sql, " GROUP BY start");
 	err = ch_run_sql(s, "ingest late counts", &sql, NULL);
 	free(sql.p);
 	return err;
