@@ -300,7 +300,7 @@ static void count_reject(struct collector *c, enum metrics_reject why)
  * busy or the store out of reach (503: the agent keeps it and retries), else 500. */
 static unsigned ingest_status(int err)
 {
-	return err == -EINVAL || err == -ERANGE ? MHD_HTTP_BAD_REQUEST
+	return store__refused(err) ? MHD_HTTP_BAD_REQUEST
 	       : err == -EBUSY || err == -EAGAIN || store_unreachable(err)
 		       ? MHD_HTTP_SERVICE_UNAVAILABLE
 		       : MHD_HTTP_INTERNAL_SERVER_ERROR;
@@ -337,7 +337,7 @@ static void store_batches(void *ctx, struct ingestq_job **jobs, size_t n)
 
 		j->err = res[i].err;
 		j->duplicate = res[i].duplicate;
-		if (j->err == -EINVAL || j->err == -ERANGE) {
+		if (store__refused(j->err)) {
 			/* the batch itself is refused (its reason): the sender must not
 			 * retry */
 			snprintf(j->why, sizeof(j->why), "%s", res[i].why);

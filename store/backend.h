@@ -28,7 +28,9 @@ struct store_backend {
 	/* store__ingest() (now NULL) and store__ingest_at() (*now). */
 	int (*ingest)(struct store *s, const struct batch *b, const int64_t *now, bool *duplicate);
 	/* store__ingest_many(), arguments checked (n in 1..STORE_INGEST_MANY_MAX, no
-	 * NULL batch), every results[i] zeroed; NULL: store.c loops over ingest. */
+	 * NULL batch), every results[i] zeroed. On a store failure it returns the
+	 * error with the refused batches' results set; store.c gives the others the
+	 * failure. */
 	int (*ingest_many)(struct store *s, const struct batch *const *batches, size_t n,
 			   const int64_t *now, struct store_ingest_result *results);
 	int (*query_stacks)(struct store *s, const struct store_query *q, store_stack_fn cb,

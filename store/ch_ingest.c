@@ -595,14 +595,6 @@ int ch_store__ingest_many(struct store *base, const struct batch *const *bs, siz
 fail:
 	if (err == -ENOMEM)
 		ch_fail(s, err, "ingest: out of memory");
-	for (i = 0; err && i < n; i++) {
-		if (res[i].err == -EINVAL || res[i].err == -ERANGE)
-			continue; /* refused alone */
-		res[i].err = err;
-		res[i].duplicate = false;
-		snprintf(res[i].why, sizeof(res[i].why), "%.*s", (int)sizeof(res[i].why) - 1,
-			 s->errmsg);
-	}
 	for (i = 0; o && i < n; i++)
 		free(o[i].rows);
 	free(o);
@@ -617,6 +609,6 @@ int ch_ingest(struct store *base, const struct batch *b, const int64_t *now, boo
 	int err = ch_store__ingest_many(base, &b, 1, now, &r);
 
 	if (duplicate)
-		*duplicate = r.duplicate;
+		*duplicate = !err && r.duplicate;
 	return err ?: r.err;
 }

@@ -1154,7 +1154,7 @@ int sqlite_store__ingest_many(struct store *base, const struct batch *const *bat
 			      const int64_t *now, struct store_ingest_result *res)
 {
 	struct sqlite_store *s = sqlite_store_of(base);
-	size_t i, j;
+	size_t i;
 	int err;
 
 	s->errmsg[0] = '\0';
@@ -1164,21 +1164,14 @@ int sqlite_store__ingest_many(struct store *base, const struct batch *const *bat
 		if (err)
 			snprintf(res[i].why, sizeof(res[i].why), "%s", s->errmsg);
 		res[i].err = err;
-		if (err == -EINVAL || err == -ERANGE)
+		if (store__refused(err))
 			err = 0; /* refused alone: its savepoint is rolled back */
 	}
 	err = err ?: store_run(s, ST_COMMIT);
 	if (!err)
 		return 0;
-	/* nothing of the call is stored: no batch is acknowledged */
+	/* nothing of the call is stored (store.c fails every batch not refused) */
 	store_rollback(s);
 	store_intern_reset(s->intern);
-	for (j = 0; j < n; j++) {
-		if (j < i && (res[j].err == -EINVAL || res[j].err == -ERANGE))
-			continue;
-		res[j].err = err;
-		res[j].duplicate = false;
-		snprintf(res[j].why, sizeof(res[j].why), "%s", s->errmsg);
-	}
 	return err;
 }

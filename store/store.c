@@ -99,45 +99,16 @@ int store__ingest_at(struct store *s, const struct batch *b, int64_t now, bool *
 	return s && b ? s->backend->ingest(s, b, &now, duplicate) : -EINVAL;
 }
 
-/* Whether err refuses one batch only (store.h: the others go on). */
-static bool is_refusal(int err)
+bool store__refused(int err)
 {
 	return err == -EINVAL || err == -ERANGE;
-}
-
-/* store__ingest_many() of a backend without its own: one call per batch, up to
- * the first store failure, which the batches not refused then all get. */
-static int ingest_loop(struct store *s, const struct batch *const *batches, size_t n,
-		       const int64_t *now, struct store_ingest_result *res)
-{
-	size_t i, j;
-	int err;
-
-	for (i = 0; i < n; i++) {
-		err = s->backend->ingest(s, batches[i], now, &res[i].duplicate);
-		res[i].err = err;
-		if (err)
-			snprintf(res[i].why, sizeof(res[i].why), "%s", s->backend->errmsg(s));
-		if (err && !is_refusal(err))
-			goto fail;
-	}
-	return 0;
-fail:
-	for (j = 0; j < n; j++) {
-		if (j < i && is_refusal(res[j].err))
-			continue;
-		if (j != i)
-			snprintf(res[j].why, sizeof(res[j].why), "%s", res[i].why);
-		res[j].err = err;
-		res[j].duplicate = false;
-	}
-	return err;
 }
 
 int store__ingest_many(struct store *s, const struct batch *const *batches, size_t n,
 		       const int64_t *now, struct store_ingest_result *results)
 {
 	size_t i;
+	int err;
 
 	if (!s || (n && (!batches || !results)) || n > STORE_INGEST_MANY_MAX)
 		return -EINVAL;
@@ -147,9 +118,16 @@ int store__ingest_many(struct store *s, const struct batch *const *batches, size
 	if (!n)
 		return 0;
 	memset(results, 0, n * sizeof(*results));
-	if (s->backend->ingest_many)
-		return s->backend->ingest_many(s, batches, n, now, results);
-	return ingest_loop(s, batches, n, now, results);
+	err = s->backend->ingest_many(s, batches, n, now, results);
+	/* a store failure: no batch not refused alone is acknowledged */
+	for (i = 0; err && i < n; i++) {
+		if (store__refused(results[i].err))
+			continue;
+		results[i].err = err;
+		results[i].duplicate = false;
+		snprintf(results[i].why, sizeof(results[i].why), "%s", s->backend->errmsg(s));
+	}
+	return err;
 }
 
 int store__query_stacks(struct store *s, const struct store_query *q, store_stack_fn cb, void *ctx)

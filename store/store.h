@@ -176,14 +176,17 @@ struct store_ingest_result {
  * stores every batch in one transaction (a savepoint each, so a refused one rolls
  * back alone), so after a failure none is stored; the ClickHouse backend checks
  * (agent, seq) once for all, inserts each table once for every batch stored, and
- * `ingested` last. A backend without its own implementation loops over
- * store__ingest_at() and stops at the first store failure.
+ * `ingested` last.
  *
  * Returns 0 (each batch's answer in results), -EINVAL (NULL s, or batches or
  * results NULL with n > 0, a NULL batch, n over STORE_INGEST_MANY_MAX: then no
  * result is written) or the store failure. Not thread-safe, as every call on s. */
 int store__ingest_many(struct store *s, const struct batch *const *batches, size_t n,
 		       const int64_t *now, struct store_ingest_result *results);
+
+/* Whether an ingest's error refuses the batch itself (-EINVAL, -ERANGE: the
+ * sender must not send it again), not a failure of the store. */
+bool store__refused(int err);
 
 /* Profile types. Each batch names its own (profile_type: "cpu", later "offcpu");
  * the store keeps it as a label of the batch's label sets, STORE_TYPE_LABEL=type,
