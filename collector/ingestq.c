@@ -20,7 +20,7 @@ struct ingestq {
 	size_t waiting;
 	uint64_t calls, batches;
 	size_t largest;
-	bool stopping, stopped;
+	bool stopping;
 	pthread_t writer;
 	struct ingestq_job **group; /* the writer's: max_batches slots */
 };
@@ -167,8 +167,8 @@ void ingestq__stop(struct ingestq *q)
 	if (!q)
 		return;
 	pthread_mutex_lock(&q->lock);
-	join = !q->stopped;
-	q->stopping = q->stopped = true;
+	join = !q->stopping;
+	q->stopping = true;
 	pthread_cond_signal(&q->wake);
 	pthread_mutex_unlock(&q->lock);
 	if (join)
