@@ -321,13 +321,13 @@ static int ingest_late(struct ch_store *s, const struct batch *b, const char *ty
 	/* nothing is built below a tier's kept_from: retention dropped it there */
 	if (m >= t.kept[1])
 		err = w >= t.kept[0] ? ch_tiers_build(s, 1, m, m + STORE_MINUTE_SECONDS)
-				     : insert_src(s, 1, m, type, src, rows, n) ?: ch_count_bucket(s, 1, m);
+				     : insert_src(s, 1, m, type, src, rows, n) ?: ch_tiers_count(s, 1, m, m + 1);
 	if (!err)
 		err = ch_tiers_read(s, &t);
 	if (err || h >= t.claim[2] || h < t.kept[2])
 		return err;
 	return h >= t.kept[1] ? ch_tiers_build(s, 2, h, h + STORE_HOUR_SECONDS)
-			      : insert_src(s, 2, h, type, src, rows, n) ?: ch_count_bucket(s, 2, h);
+			      : insert_src(s, 2, h, type, src, rows, n) ?: ch_tiers_count(s, 2, h, h + 1);
 }
 
 /* What one call (store__ingest_many) knows of each batch. */

@@ -168,6 +168,11 @@ int ch_tiers_raise(struct ch_store *s, const char *name, int tier, int64_t v);
  * (agent, seq)'s raw row or each src's finer row counted once. Building a bucket
  * again inserts its complete sum again: reads keep the largest. */
 int ch_tiers_build(struct ch_store *s, int tier, int64_t from, int64_t to);
+/* Counts tier's buckets starting in [from, to) into `counts` (stats): the
+ * distinct (label set, stack) and label sets of all their rows, read as the
+ * largest count per bucket. ch_tiers_build() calls it for the buckets it built;
+ * a late batch whose own rows (src) went into a built bucket, for that one. */
+int ch_tiers_count(struct ch_store *s, int tier, int64_t from, int64_t to);
 /* The table and start column of a tier. */
 const char *ch_tier_table(int tier);
 const char *ch_tier_column(int tier);
@@ -246,8 +251,5 @@ int ch_windows(struct store *base, const struct store_query *q, struct store_win
 int ch_stats(struct store *base, struct store_stats *st);
 int ch_check(struct store *base);
 int ch_maintain(struct store *base, int64_t now, size_t max_rows, bool *more);
-/* Counts tier's bucket at start again into `counts` (stats), after rows were added
- * to it outside a rollup (a late batch's own rows, with src). */
-int ch_count_bucket(struct ch_store *s, int tier, int64_t start);
 
 #endif

@@ -103,28 +103,6 @@ out:
 	return err;
 }
 
-/* A rollup counts its buckets when it builds them (ch_tiers_build()); a late
- * batch's own rows added to a built bucket (src, where the finer tier is gone)
- * make it count again: the distinct (label set, stack) and label sets of all its
- * rows, which stats read as the largest count per bucket. */
-int ch_count_bucket(struct ch_store *s, int tier, int64_t start)
-{
-	struct ch_wbuf sql = { 0 };
-	int err;
-
-	if (tier != TIER_MINUTE && tier != TIER_HOUR)
-		return -EINVAL;
-	ch_w_text(&sql,
-		  "INSERT INTO counts (tier, bucket, rows, blocks) SELECT toUInt8(%d), start, "
-		  "uniqExact(labelset, stack), uniqExact(labelset) FROM %s WHERE start = %" PRId64,
-		  tier, ch_tier_table(tier), start);
-	ch_w_chunk(&sql, tier, start, start + 1); /* the key narrows the read */
-	ch_w_text(&sql, " GROUP BY start");
-	err = ch_run_sql(s, "ingest late counts", &sql, NULL);
-	free(sql.p);
-	return err;
-}
-
 /* The tables this build reads and writes. */
 static const char *const check_tables[] = { CH_RAW_TABLE, CH_MINUTE_TABLE, "hour",
 					    "tiers",	  "seen",	   "counts",

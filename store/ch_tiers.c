@@ -143,16 +143,25 @@ int ch_tiers_build(struct ch_store *s, int tier, int64_t from, int64_t to)
 		ch_w_text(&sql, ") GROUP BY b");
 		err = ch_run_sql(s, "rollup counts", &sql, NULL);
 	}
-	if (!err) {
-		sql.len = 0;
-		ch_w_text(&sql,
-			  "INSERT INTO counts (tier, bucket, rows, blocks) SELECT toUInt8(%d), "
-			  "start, "
-			  "uniqExact(labelset, stack), uniqExact(labelset) FROM %s WHERE start >= "
-			  "%" PRId64 " AND start < %" PRId64 " GROUP BY start",
-			  tier, tier_table[tier], from, to);
-		err = ch_run_sql(s, "rollup counts", &sql, NULL);
-	}
+	free(sql.p);
+	return err ?: ch_tiers_count(s, tier, from, to);
+}
+
+int ch_tiers_count(struct ch_store *s, int tier, int64_t from, int64_t to)
+{
+	struct ch_wbuf sql = { 0 };
+	int err;
+
+	if (tier != TIER_MINUTE && tier != TIER_HOUR)
+		return -EINVAL;
+	ch_w_text(&sql,
+		  "INSERT INTO counts (tier, bucket, rows, blocks) SELECT toUInt8(%d), start, "
+		  "uniqExact(labelset, stack), uniqExact(labelset) FROM %s WHERE start >= %" PRId64
+		  " AND start < %" PRId64,
+		  tier, tier_table[tier], from, to);
+	ch_w_chunk(&sql, tier, from, to); /* the key narrows the read */
+	ch_w_text(&sql, " GROUP BY start");
+	err = ch_run_sql(s, "rollup counts", &sql, NULL);
 	free(sql.p);
 	return err;
 }
