@@ -56,25 +56,15 @@ struct ch_frames_cache {
 	size_t used, bytecap;
 };
 
-static uint64_t mix(uint64_t h)
-{
-	h ^= h >> 31;
-	h *= UINT64_C(0x9e3779b97f4a7c15);
-	return h ^ (h >> 29);
-}
-
 static uint64_t hash_bytes(const char *p, size_t n)
 {
-	uint64_t h = UINT64_C(1469598103934665603); /* FNV-1a */
-
-	while (n--)
-		h = (h ^ (uint8_t)*p++) * UINT64_C(1099511628211);
-	return mix(h);
+	return ch_hash_final(ch_hash_bytes(CH_HASH_SEED, p, n));
 }
 
 static uint64_t hash_frame(const struct cframe *f)
 {
-	return mix(((uint64_t)f->name << 32 | f->file) ^ mix((uint64_t)f->line << 8 | f->kind));
+	return ch_hash_final(((uint64_t)f->name << 32 | f->file) ^
+			     ch_hash_final((uint64_t)f->line << 8 | f->kind));
 }
 
 /* Bytes the cache holds (what CH_FRAMES_CACHE_BYTES bounds): its stacks'
@@ -225,7 +215,7 @@ static uint32_t intern_frame(struct ch_frames_cache *c, const struct frame *f)
 
 static size_t stack_slot(const struct ch_frames_cache *c, uint64_t id)
 {
-	size_t i = (size_t)mix(id) & (CH_FRAMES_CACHE_SLOTS - 1);
+	size_t i = (size_t)ch_hash_final(id) & (CH_FRAMES_CACHE_SLOTS - 1);
 
 	while (c->id[i] && c->id[i] != id)
 		i = (i + 1) & (CH_FRAMES_CACHE_SLOTS - 1);

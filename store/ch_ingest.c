@@ -26,20 +26,9 @@
 
 /* ---- content ids ---------------------------------------------------------- */
 
-/* FNV-1a over the bytes, then a SplitMix64 finalizer to spread them: the same
- * on every collector and every build (the ids are stored). 64 bits: a collision
- * is unlikely below billions of stacks, not impossible (docs/clickhouse.md). */
-#define HASH_SEED UINT64_C(0xcbf29ce484222325)
-
-static uint64_t hash_bytes(uint64_t h, const void *d, size_t n)
-{
-	const uint8_t *p = d;
-
-	while (n--)
-		h = (h ^ *p++) * UINT64_C(0x100000001b3);
-	return h;
-}
-
+/* The content ids (ch_hash_bytes(), ch_int.h): the same on every collector and
+ * every build (the ids are stored). 64 bits: a collision is unlikely below
+ * billions of stacks, not impossible (docs/clickhouse.md). */
 static uint64_t hash_u64(uint64_t h, uint64_t v)
 {
 	uint8_t b[8];
@@ -47,19 +36,12 @@ static uint64_t hash_u64(uint64_t h, uint64_t v)
 
 	for (i = 0; i < 8; i++)
 		b[i] = (uint8_t)(v >> (8 * i));
-	return hash_bytes(h, b, 8);
+	return ch_hash_bytes(h, b, 8);
 }
 
 static uint64_t hash_str(uint64_t h, const char *s, size_t n)
 {
-	return hash_bytes(hash_u64(h, n), s, n);
-}
-
-static uint64_t hash_final(uint64_t h)
-{
-	h = (h ^ (h >> 30)) * UINT64_C(0xbf58476d1ce4e5b9);
-	h = (h ^ (h >> 27)) * UINT64_C(0x94d049bb133111eb);
-	return h ^ (h >> 31);
+	return ch_hash_bytes(hash_u64(h, n), s, n);
 }
 
 /* ---- ingest --------------------------------------------------------------- */
@@ -147,7 +129,7 @@ static uint64_t stack_row(const struct batch *b, uint32_t i, struct ch_wbuf *w)
 {
 	char nbuf[FRAME_MAX_NAME_LEN + 1], fbuf[FRAME_MAX_NAME_LEN + 1];
 	const struct batch_stack *st = &b->stacks[i];
-	uint64_t h = HASH_SEED;
+	uint64_t h = CH_HASH_SEED;
 	uint32_t j;
 	int pass;
 
@@ -177,7 +159,7 @@ static uint64_t stack_row(const struct batch *b, uint32_t i, struct ch_wbuf *w)
 				ch_w_uint(w, f->line, 4);
 		}
 	}
-	return hash_final(h);
+	return ch_hash_final(h);
 }
 
 struct pair {
@@ -194,7 +176,7 @@ static uint64_t labelset_row(const struct batch *b, uint32_t i, const char *type
 			     struct pair *pairs, struct ch_wbuf *w)
 {
 	const struct batch_labelset *ls = &b->labelsets[i];
-	uint64_t h = HASH_SEED;
+	uint64_t h = CH_HASH_SEED;
 	size_t n = 0, k;
 
 	for (k = 0; k < ls->nlabels; k++)
@@ -207,7 +189,7 @@ static uint64_t labelset_row(const struct batch *b, uint32_t i, const char *type
 		h = hash_str(h, pairs[k].key, strlen(pairs[k].key));
 		h = hash_str(h, pairs[k].value, strlen(pairs[k].value));
 	}
-	h = hash_final(h);
+	h = ch_hash_final(h);
 	ch_w_uint(w, h, 8);
 	ch_w_varint(w, n);
 	for (k = 0; k < n; k++)
@@ -582,9 +564,10 @@ int ch_store__ingest_many(struct store *base, const struct batch *const *bs, siz
 		if (!*o[i].type)
 			o[i].type = STORE_TYPE_CPU;
 		o[i].agent = batch_str(b, b->agent_id);
-		o[i].src = hash_final(hash_u64(hash_str(HASH_SEED, o[i].agent, strlen(o[i].agent)),
-					       b->seq)) |
-			   1;
+		o[i].src =
+			ch_hash_final(hash_u64(
+				hash_str(CH_HASH_SEED, o[i].agent, strlen(o[i].agent)), b->seq)) |
+			1;
 		o[i].store = true;
 	}
 	err = find_duplicates(s, bs, o, n, res);

@@ -66,6 +66,28 @@ struct ch_store {
 	} cache;
 };
 
+/* FNV-1a over the bytes (from CH_HASH_SEED, or a hash so far), then
+ * ch_hash_final(), a SplitMix64 finalizer, to spread them: the content ids of
+ * stacks and label sets (ch_ingest.c: the same on every collector and every
+ * build, the ids are stored) and the frames cache's own tables (ch_frames.c). */
+#define CH_HASH_SEED UINT64_C(0xcbf29ce484222325)
+
+static inline uint64_t ch_hash_bytes(uint64_t h, const void *d, size_t n)
+{
+	const uint8_t *p = d;
+
+	while (n--)
+		h = (h ^ *p++) * UINT64_C(0x100000001b3);
+	return h;
+}
+
+static inline uint64_t ch_hash_final(uint64_t h)
+{
+	h = (h ^ (h >> 30)) * UINT64_C(0xbf58476d1ce4e5b9);
+	h = (h ^ (h >> 27)) * UINT64_C(0x94d049bb133111eb);
+	return h ^ (h >> 31);
+}
+
 static inline struct ch_store *ch_of(struct store *s)
 {
 	return (struct ch_store *)s;
