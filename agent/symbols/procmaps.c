@@ -621,6 +621,13 @@ int proc_cache__snapshot(struct proc_cache *pc, uint32_t pid)
 		return err;
 	s->gen_taken = s->gen_used = pc->gen;
 	old = find_snap(pc, pid);
+	/* No mappings at all: the process is exiting, its address space already torn
+	 * down (a zombie's maps read empty). A remap event or a miss from its last
+	 * samples must not replace what names them with nothing. */
+	if (!s->nmaps && old && old->start_time == s->start_time && old->nmaps) {
+		snap_free(s);
+		return -ESRCH;
+	}
 	if (old && old->start_time == s->start_time) {
 		/* the same process mapped more: what its perf map gave so far still holds */
 		s->jit = old->jit;

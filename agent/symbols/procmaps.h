@@ -74,7 +74,8 @@ void proc_cache__free(struct proc_cache *pc);
 
 /* Reads /proc/PID/maps now (the executable mappings; no ELF file is opened),
  * replacing any older snapshot of pid (an exec). Returns 0, -ESRCH when the
- * process is gone (the older snapshot, if any, is kept), -E2BIG past 65536
+ * process is gone or exiting, its mappings already torn down (the older
+ * snapshot, if any, is kept), -E2BIG past 65536
  * executable mappings, or -errno. A file that cannot be opened or parsed is no
  * error: its frames get the "module+0x" fallback. */
 int proc_cache__snapshot(struct proc_cache *pc, uint32_t pid);

@@ -151,6 +151,16 @@ static int unresolved_only_at_leaf(void *ctx, const char *stack, uint64_t count)
 	return 0;
 }
 
+/* Prints a victim stack that misses run_loop, for a failure's diagnosis. */
+static int print_without_run_loop(void *ctx, const char *stack, uint64_t count)
+{
+	(void)ctx;
+	if (first_frame_is(stack, "victim") && !has_frame(stack, "run_loop"))
+		print_message("  without run_loop (%llu): %.300s\n", (unsigned long long)count,
+			      stack);
+	return 0;
+}
+
 /* The target is killed and its binary deleted mid-window: the agent keeps
  * sampling the other target, and the dead process's last samples still resolve. */
 static void test_target_dies(void **state)
@@ -206,6 +216,7 @@ static void test_target_dies(void **state)
 	 * the victim's own module left as "victim+0x..." may only be a leaf: a sample
 	 * in code no symbol covers; were the snapshot missing, main and run_loop
 	 * would be unnamed too. */
+	folded__foreach(f, print_without_run_loop, NULL);
 	assert_true(count_frames(f, "victim", "run_loop") >= v_after * 99 / 100);
 	folded__foreach(f, unresolved_only_at_leaf, NULL);
 	text = test_read_file(out);

@@ -292,6 +292,15 @@ static void child_kill(const struct child *c)
 	assert_int_equal(errno, ESRCH);
 }
 
+/* Reaps a child already killed and waited for with WNOWAIT. */
+static void child_reap(const struct child *c)
+{
+	int status;
+
+	assert_int_equal(waitpid(c->pid, &status, 0), c->pid);
+	assert_true(WIFSIGNALED(status));
+}
+
 static void test_child_after_exit(void **state)
 {
 	struct fixture *f = fixture_new();
@@ -325,6 +334,42 @@ static void test_child_after_exit(void **state)
 	assert_null(proc_cache__exe(f->pc, (uint32_t)c.pid));
 	expect_frame(f->pc, c.pid, c.func + 1, "[unknown]", -ENOENT);
 	assert_int_equal(proc_cache__size(f->pc), 0);
+	fixture_free(f);
+}
+
+/* A process that exits has no mappings left while it is a zombie, and its last
+ * samples can still ask for a snapshot then (a remap event, a miss): the
+ * snapshot taken while it lived must stay and name them. */
+static void test_child_exiting(void **state)
+{
+	struct fixture *f = fixture_new();
+	struct child c;
+	siginfo_t info;
+	char path[64];
+	char *maps;
+
+	(void)state;
+	child_start(lib_child, &c);
+	assert_int_equal(proc_cache__snapshot(f->pc, (uint32_t)c.pid), 0);
+	assert_int_equal(kill(c.pid, SIGKILL), 0);
+	/* exited, not reaped: its /proc entry and start time remain, its maps are empty */
+	memset(&info, 0, sizeof(info));
+	assert_int_equal(waitid(P_PID, (id_t)c.pid, &info, WEXITED | WNOWAIT), 0);
+	assert_int_equal(info.si_pid, c.pid);
+	snprintf(path, sizeof(path), "/proc/%d/maps", (int)c.pid);
+	maps = test_read_file(path);
+	assert_non_null(maps);
+	assert_string_equal(maps, "");
+	free(maps);
+
+	assert_int_equal(proc_cache__snapshot(f->pc, (uint32_t)c.pid), -ESRCH);
+	expect_frame(f->pc, c.pid, c.func + 1, "pm_lib_func", 0);
+	expect_frame(f->pc, c.pid, addr_of((void *)test_marker_func), "test_marker_func", 0);
+	/* a miss reads the zombie again: still the old snapshot afterwards */
+	expect_frame(f->pc, c.pid, 0x10, "[unknown]", -ENOENT);
+	expect_frame(f->pc, c.pid, c.park, "pm_lib_park", 0);
+	assert_int_equal(proc_cache__size(f->pc), 1);
+	child_reap(&c);
 	fixture_free(f);
 }
 
@@ -666,11 +711,17 @@ static void test_parse_line(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_parse_line),	    cmocka_unit_test(test_self),
-		cmocka_unit_test(test_child_after_exit),    cmocka_unit_test(test_lazy_and_shared),
-		cmocka_unit_test(test_child_used_is_kept),  cmocka_unit_test(test_deleted_library),
-		cmocka_unit_test(test_new_library),	    cmocka_unit_test(test_alive_idle),
-		cmocka_unit_test(test_pid_reuse),	    cmocka_unit_test(test_vdso),
+		cmocka_unit_test(test_parse_line),
+		cmocka_unit_test(test_self),
+		cmocka_unit_test(test_child_after_exit),
+		cmocka_unit_test(test_child_exiting),
+		cmocka_unit_test(test_lazy_and_shared),
+		cmocka_unit_test(test_child_used_is_kept),
+		cmocka_unit_test(test_deleted_library),
+		cmocka_unit_test(test_new_library),
+		cmocka_unit_test(test_alive_idle),
+		cmocka_unit_test(test_pid_reuse),
+		cmocka_unit_test(test_vdso),
 		cmocka_unit_test(test_unknown_and_special),
 	};
 
