@@ -52,7 +52,8 @@ struct ch_store {
 	 * ch_alter_target(T). system.* tables describe one node only. */
 	char cluster[CH_CLUSTER_MAX + 1];
 	char errmsg[768];
-	int64_t gc_after; /* ch_gc.c: the next GC pass runs at a maintain of now >= this */
+	int64_t gc_after;      /* ch_gc.c: the next GC pass runs at a maintain of now >= this */
+	uint64_t parts_reread; /* ch_parts.c: reads made again with FINAL everywhere */
 	struct ch_frames_cache *frames; /* ch_frames.c; NULL until a read fills it */
 	/* ch_ingest.c: the stacks and label sets this store inserted (open addressing
 	 * by id, 0 empty), with the `seen` time written: a batch inserts a
@@ -150,6 +151,18 @@ uint64_t ch_r_sum(struct ch_rbuf *r);
 /* Every tier table is partitioned by hour of its rows' starts: retention drops
  * whole partitions of this length. */
 #define CH_PARTITION_SECONDS 3600
+
+/* The first and last start a partition intDiv(start, len) = p holds (intDiv
+ * truncates toward zero, as C's / does: partition 0 holds (-len, len)). */
+static inline int64_t ch_partition_first(int64_t p, int64_t len)
+{
+	return p > 0 ? p * len : (p - 1) * len + 1;
+}
+
+static inline int64_t ch_partition_last(int64_t p, int64_t len)
+{
+	return p >= 0 ? (p + 1) * len - 1 : p * len;
+}
 /* The raw and minute tiers' tables (006_layout.sql; 002's `raw` and `minute`
  * before, emptied into these by ch_layout.c), and the time chunk that leads each
  * one's ORDER BY key after the type: intDiv(start, CHUNK). A read of a range
@@ -210,17 +223,58 @@ int64_t ch_floor(int64_t v, int64_t len);
 /* Appends q's selection (" AND type = ... AND labelset IN (...)"; the type only
  * when typed). */
 void ch_w_selection(struct ch_wbuf *w, const struct store_query *q, bool typed);
-/* Appends the SELECT of one span: columns t (the row's start), labelset, stack, v,
- * one row per stored row of tier starting in [from, to), copies collapsed (a
- * FINAL read: ReplacingMergeTree's merge on read over the ORDER BY key). */
-void ch_w_span(struct ch_wbuf *w, const struct store_query *q, bool typed, int tier, int64_t from,
-	       int64_t to);
-/* The same over the rows of tier starting in any of n intervals [from[i], to[i]). */
+/* ---- partitions of one part (ch_parts.c) ------------------------------------ */
+
+/* Partitions of one part a read knows of at most (system.parts' answer is cut
+ * there; the others are read with FINAL): a year of the hour tier and two weeks
+ * of the finer ones, with room. */
+#define CH_PARTS_MAX 16384
+
+/* A tier table's partition (an hour of starts) that held one active part. */
+struct ch_part {
+	int64_t hour;  /* the partition: intDiv(start, CH_PARTITION_SECONDS) */
+	uint64_t name; /* a hash of the part's name */
+	int tier;
+	bool used; /* a read took it without FINAL (ch_w_spans()) */
+};
+
+/* What a read may take without FINAL: the tier tables' partitions of one part
+ * (sorted by tier and hour), or every row when plain (a read that only asks
+ * which label sets or stacks have rows: copies do not change that). */
+struct ch_parts {
+	struct ch_part *v;
+	size_t n;
+	bool plain;
+};
+
+/* Reads the partitions of one part on this server into out (none on a
+ * cluster). 0 or -errno; ch_parts_free() frees it either way. */
+int ch_parts_read(struct ch_store *s, struct ch_parts *out);
+/* The entry of (tier, hour), or NULL. */
+struct ch_part *ch_parts_find(const struct ch_parts *c, int tier, int64_t hour);
+/* After a read: 1 when every partition it took without FINAL still holds the
+ * same one part (so the read saw no copies), 0 when one changed (read again
+ * with FINAL everywhere), or -errno. */
+int ch_parts_held(struct ch_store *s, const struct ch_parts *c);
+void ch_parts_free(struct ch_parts *c);
+/* A read over the tiers: read(ctx, parts) with the partitions of one part, and
+ * when one changed during it (ch_parts_held()), read again with FINAL
+ * everywhere (parts empty), so read must start its answer over. 0 or the
+ * read's or a look's error. */
+int ch_parts_run(struct ch_store *s, int (*read)(void *ctx, struct ch_parts *parts), void *ctx);
+
+/* Appends the SELECT of the rows of tier starting in any of n (at least one)
+ * intervals [from[i], to[i]): columns t (the row's start), labelset, stack, v,
+ * one row per stored row, copies collapsed: a FINAL read (ReplacingMergeTree's
+ * merge on read over the ORDER BY key), except of the hours that parts (may be
+ * NULL) lets be read plainly, which it marks used. */
 void ch_w_spans(struct ch_wbuf *w, const struct store_query *q, bool typed, int tier,
-		const int64_t *from, const int64_t *to, size_t n);
+		const int64_t *from, const int64_t *to, size_t n, struct ch_parts *parts);
 /* Appends "(span UNION ALL span ...)": the rows that answer [q->from, q->to) by
- * the plan of store/tiers.c over the watermarks read now. Returns 0 or -errno. */
-int ch_w_plan(struct ch_store *s, struct ch_wbuf *w, const struct store_query *q, bool typed);
+ * the plan of store/tiers.c over the watermarks read now, each span by
+ * ch_w_spans(). Returns 0 or -errno. */
+int ch_w_plan(struct ch_store *s, struct ch_wbuf *w, const struct store_query *q, bool typed,
+	      struct ch_parts *parts);
 
 /* ---- the layout of schema 6 (ch_layout.c; schema/clickhouse/006_layout.sql) --- */
 

@@ -44,7 +44,9 @@ static int move_partition(struct ch_store *s, const struct layout_move *m, int64
 	char target[128];
 	int err;
 
-	ch_w_text(&sql, "INSERT INTO %s (%s) SELECT %s FROM %s WHERE intDiv(%s, %d) = %" PRId64,
+	/* FINAL: the new part holds one row per key (ch_parts.c reads it plainly) */
+	ch_w_text(&sql,
+		  "INSERT INTO %s (%s) SELECT %s FROM %s FINAL WHERE intDiv(%s, %d) = %" PRId64,
 		  m->to, m->cols, m->cols, m->from, m->col, CH_PARTITION_SECONDS, p);
 	err = ch_run_sql(s, "layout: copy", &sql, NULL);
 	if (!err) {

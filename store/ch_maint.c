@@ -193,13 +193,6 @@ out:
 	return err;
 }
 
-/* The last start a partition intDiv(start, len) = p holds (intDiv truncates
- * toward zero: partition 0 holds (-len, len)). */
-static int64_t partition_last(int64_t p, int64_t len)
-{
-	return p >= 0 ? (p + 1) * len - 1 : p * len;
-}
-
 /* One bounded rollup step of tier (1: minute, 2: hour): its buckets from the
  * first one with rows at or after built_T (and kept_T: the plan of store/tiers.c
  * reads no tier below its kept_from, but the hour tier everywhere below, so none
@@ -281,7 +274,7 @@ static int drop_below(struct ch_store *s, const char *table, const char *col, in
 	while (r.p < r.end && !r.bad && n <= *budget) {
 		int64_t p = (int64_t)ch_r_uint(&r, 8);
 
-		if (!r.bad && partition_last(p, len) < cut)
+		if (!r.bad && ch_partition_last(p, len) < cut)
 			parts[n++] = p;
 	}
 	if (r.bad)

@@ -1,7 +1,9 @@
 /* The ClickHouse store's reads (ch_int.h): stacks, series, labels and windows of
  * a range and selection, summed in ClickHouse over the spans of the tiers' plan
  * (ch_w_plan(), ch_tiers.c; each span a FINAL read, which collapses a batch's
- * copies) and read back as RowBinary; query_stacks takes the answer's stacks'
+ * copies, but of the partitions that hold one part, which have none: ch_parts.c,
+ * which reads again with FINAL when one changed meanwhile) and read back as
+ * RowBinary; query_stacks takes the answer's stacks'
  * frames from the store's cache (ch_frames.c), fetches the others in one more
  * query and merges the two in C; a timeline reads each tier only where its
  * buckets' plans do, then plans each of its buckets in C over per-tier sums, as
@@ -76,7 +78,8 @@ static size_t read_frames(struct ch_rbuf *r, struct frame *frames)
 	return r->bad ? 0 : (size_t)nf;
 }
 
-/* The stacks' sums over the plan (plan: its SQL), sorted by id, into *out (*n). */
+/* The stacks' sums over the plan (plan: its SQL), in the answer's order, into
+ * *out (*n). */
 static int stack_sums(struct ch_store *s, const char *plan, struct stack_sum **out, size_t *n)
 {
 	struct stack_sum *sums = NULL;
@@ -116,8 +119,6 @@ static int stack_sums(struct ch_store *s, const char *plan, struct stack_sum **o
 	}
 	if (r.bad)
 		err = ch_fail(s, -EIO, "query stacks: malformed answer");
-	else if (*n)
-		qsort(sums, *n, sizeof(*sums), sum_cmp);
 out:
 	free(sql.p);
 	if (err) {
@@ -129,7 +130,7 @@ out:
 	return err;
 }
 
-/* The sums (n, sorted) whose stacks the frames cache holds: each one's callback,
+/* The sums (n) whose stacks the frames cache holds: each one's callback,
  * its count then zeroed; the others' ids appended to missing (a list of SQL
  * literals), *nmissing of them. Returns 0, -errno, or a callback's non-zero
  * result (the query stops there). */
@@ -157,13 +158,36 @@ static int from_cache(struct ch_store *s, struct stack_sum *sums, size_t n, stru
 	return missing->err;
 }
 
+/* A flame graph's sums (ch_parts_run()): its plan, kept for the frames' query. */
+struct sums_read {
+	struct ch_store *s;
+	const struct store_query *q;
+	struct ch_wbuf plan;
+	struct stack_sum *sums;
+	size_t n;
+};
+
+static int read_sums(void *ctx, struct ch_parts *parts)
+{
+	struct sums_read *x = ctx;
+	int err;
+
+	x->plan.len = 0;
+	free(x->sums);
+	x->sums = NULL;
+	x->n = 0;
+	err = ch_w_plan(x->s, &x->plan, x->q, true, parts);
+	return err ?: stack_sums(x->s, x->plan.p, &x->sums, &x->n);
+}
+
 int ch_query_stacks(struct store *base, const struct store_query *q, store_stack_fn cb, void *ctx)
 {
 	struct ch_store *s = ch_of(base);
+	struct sums_read x = { .s = s, .q = q };
 	struct frame *frames = NULL;
-	struct stack_sum *sums = NULL;
-	struct ch_wbuf sql = { 0 }, plan = { 0 }, missing = { 0 };
-	size_t n = 0, nmissing = 0;
+	struct stack_sum *sums;
+	struct ch_wbuf sql = { 0 }, missing = { 0 };
+	size_t n, nmissing = 0;
 	struct ch_answer a;
 	struct ch_rbuf r;
 	int err;
@@ -172,9 +196,9 @@ int ch_query_stacks(struct store *base, const struct store_query *q, store_stack
 	if (err || q->from >= q->to)
 		return err;
 	/* one plan for both queries: the stacks summed, then their frames */
-	err = ch_w_plan(s, &plan, q, true);
-	if (!err)
-		err = stack_sums(s, plan.p, &sums, &n);
+	err = ch_parts_run(s, read_sums, &x);
+	sums = x.sums;
+	n = x.n;
 	if (err || !n)
 		goto out;
 	frames = calloc(CH_MAX_FRAMES, sizeof(*frames));
@@ -187,6 +211,9 @@ int ch_query_stacks(struct store *base, const struct store_query *q, store_stack
 	err = from_cache(s, sums, n, frames, cb, ctx, &missing, &nmissing);
 	if (err || !nmissing)
 		goto out;
+	/* sorted only now, for the fetched rows' lookups: 81 k sums of a day take
+	 * some ms to sort, a warm graph needs none */
+	qsort(sums, n, sizeof(*sums), sum_cmp);
 	if (nmissing <= CH_FRAMES_BY_LIST)
 		ch_w_text(&sql,
 			  "SELECT id, kinds, names, files, lines FROM stacks WHERE id IN (%s) "
@@ -196,7 +223,7 @@ int ch_query_stacks(struct store *base, const struct store_query *q, store_stack
 		ch_w_text(&sql,
 			  "SELECT id, kinds, names, files, lines FROM stacks WHERE id IN "
 			  "(SELECT stack FROM %s) LIMIT 1 BY id FORMAT RowBinary",
-			  plan.p);
+			  x.plan.p);
 	if ((err = ch_run_sql(s, "query stacks", &sql, &a)))
 		goto out;
 	r = ch_answer_reader(&a);
@@ -220,7 +247,7 @@ out:
 		ch_fail(s, err, "query stacks: out of memory");
 	free(frames);
 	free(sums);
-	free(plan.p);
+	free(x.plan.p);
 	free(sql.p);
 	free(missing.p);
 	return err;
@@ -348,25 +375,125 @@ static int series_reads(const struct store_tiers *st, const struct store_query *
 	return err;
 }
 
+/* A timeline's sums per tier and start (ch_parts_run()). */
+struct series_read {
+	struct ch_store *s;
+	const struct store_query *q;
+	const struct ivals *reads; /* per tier */
+	struct tier_rows tr[STORE_NTIERS];
+	size_t nall; /* rows of every tier */
+};
+
+static void series_rows_free(struct series_read *x)
+{
+	int tier;
+
+	for (tier = 0; tier < STORE_NTIERS; tier++) {
+		free(x->tr[tier].t);
+		free(x->tr[tier].pre);
+		memset(&x->tr[tier], 0, sizeof(x->tr[tier]));
+	}
+	x->nall = 0;
+}
+
+/* Appends row (start, c) of a tier: its start and the running sum after it. */
+static int tier_rows_add(struct tier_rows *x, int64_t start, uint64_t c)
+{
+	if (x->n + 1 >= x->cap) {
+		size_t cap = x->cap ? 2 * x->cap : 256;
+		int64_t *nt = realloc(x->t, cap * sizeof(*nt));
+		unsigned __int128 *np;
+
+		if (nt)
+			x->t = nt;
+		np = nt ? realloc(x->pre, cap * sizeof(*np)) : NULL;
+		if (!np)
+			return -ENOMEM;
+		x->pre = np;
+		x->cap = cap;
+		if (!x->n)
+			x->pre[0] = 0;
+	}
+	x->t[x->n] = start;
+	x->pre[x->n + 1] = x->pre[x->n] + c;
+	x->n++;
+	return 0;
+}
+
+/* Each tier's sums per start over the rows its reads name (one query). */
+static int read_series_rows(void *ctx, struct ch_parts *parts)
+{
+	struct series_read *x = ctx;
+	struct ch_wbuf sql = { 0 }, outer = { 0 };
+	struct ch_answer a;
+	struct ch_rbuf r;
+	bool any = false;
+	size_t i;
+	int err = 0, tier;
+
+	series_rows_free(x);
+	for (tier = 0; tier < STORE_NTIERS; tier++) {
+		const struct ivals *v = &x->reads[tier];
+		int64_t from[CH_SERIES_MAX_INTERVALS], to[CH_SERIES_MAX_INTERVALS];
+
+		if (!v->n)
+			continue;
+		for (i = 0; i < v->n; i++) {
+			from[i] = v->v[i].from;
+			to[i] = v->v[i].to;
+		}
+		ch_w_text(&sql, "%sSELECT toUInt8(%d) AS tier, t, v FROM (",
+			  any ? " UNION ALL " : "", tier);
+		ch_w_spans(&sql, x->q, true, tier, from, to, v->n, parts);
+		ch_w_text(&sql, ")");
+		any = true;
+	}
+	if (!any)
+		goto out;
+	ch_w_text(&outer,
+		  "SELECT tier, t, sum(v), sum(toFloat64(v)) FROM (%s) GROUP BY tier, t "
+		  "ORDER BY tier, t FORMAT RowBinary",
+		  sql.p ? sql.p : "");
+	if ((err = sql.err ?: ch_run_sql(x->s, "query series", &outer, &a)))
+		goto out;
+	r = ch_answer_reader(&a);
+	while (r.p < r.end && !r.bad && !err) {
+		int k8 = (int)ch_r_uint(&r, 1);
+		int64_t start = (int64_t)ch_r_uint(&r, 8);
+		uint64_t c = ch_r_sum(&r);
+
+		if (r.bad || k8 >= STORE_NTIERS) {
+			r.bad = true;
+			break;
+		}
+		err = tier_rows_add(&x->tr[k8], start, c);
+		x->nall++;
+	}
+	if (!err && r.bad)
+		err = ch_fail(x->s, -EIO, "query series: malformed answer");
+out:
+	free(sql.p);
+	free(outer.p);
+	return err;
+}
+
 /* The series: each tier's sums per start over the rows the buckets' plans read
- * (one query), then each step-long bucket that holds a start planned on its own
- * (store_plan(), as the SQLite store does) and summed from those rows, so a rollup
- * counts for a bucket only when it lies inside it. */
+ * (read_series_rows()), then each step-long bucket that holds a start planned on
+ * its own (store_plan(), as the SQLite store does) and summed from those rows,
+ * so a rollup counts for a bucket only when it lies inside it. */
 int ch_query_series(struct store *base, const struct store_query *q, int64_t step,
 		    store_series_fn cb, void *ctx)
 {
 	struct ch_store *s = ch_of(base);
-	struct tier_rows tr[STORE_NTIERS] = { { 0 } };
 	struct ivals reads[STORE_NTIERS] = { { 0 } };
+	struct series_read x = { .s = s, .q = q, .reads = reads };
+	const struct tier_rows *tr = x.tr;
 	struct store_span sp[STORE_PLAN_MAX_SPANS];
 	struct store_tiers st;
-	struct ch_wbuf sql = { 0 };
 	struct ch_tiers t;
-	struct ch_answer a;
-	struct ch_rbuf r;
 	int64_t *all = NULL, last = 0;
-	size_t nall = 0, i, k;
-	bool have = false, any = false;
+	size_t nall, i, k;
+	bool have = false;
 	int err, tier;
 
 	if (step <= 0)
@@ -382,78 +509,11 @@ int ch_query_series(struct store *base, const struct store_query *q, int64_t ste
 		st.kept_from[tier] = t.kept[tier];
 	}
 	err = series_reads(&st, q, step, reads);
-	if (err)
-		goto out;
-	for (tier = 0; tier < STORE_NTIERS; tier++) {
-		const struct ivals *x = &reads[tier];
-		int64_t from[CH_SERIES_MAX_INTERVALS], to[CH_SERIES_MAX_INTERVALS];
-
-		if (!x->n)
-			continue;
-		for (i = 0; i < x->n; i++) {
-			from[i] = x->v[i].from;
-			to[i] = x->v[i].to;
-		}
-		ch_w_text(&sql, "%sSELECT toUInt8(%d) AS tier, t, v FROM (",
-			  any ? " UNION ALL " : "", tier);
-		ch_w_spans(&sql, q, true, tier, from, to, x->n);
-		ch_w_text(&sql, ")");
-		any = true;
-	}
-	if (!any)
-		goto out;
-	{
-		struct ch_wbuf outer = { 0 };
-
-		ch_w_text(&outer,
-			  "SELECT tier, t, sum(v), sum(toFloat64(v)) FROM (%s) GROUP BY tier, t "
-			  "ORDER BY tier, t FORMAT RowBinary",
-			  sql.p ? sql.p : "");
-		free(sql.p);
-		sql = outer;
-	}
-	if ((err = ch_run_sql(s, "query series", &sql, &a)))
-		goto out;
-	r = ch_answer_reader(&a);
-	while (r.p < r.end && !r.bad && !err) {
-		int k8 = (int)ch_r_uint(&r, 1);
-		int64_t start = (int64_t)ch_r_uint(&r, 8);
-		uint64_t c = ch_r_sum(&r);
-		struct tier_rows *x;
-
-		if (r.bad || k8 >= STORE_NTIERS) {
-			r.bad = true;
-			break;
-		}
-		x = &tr[k8];
-		if (x->n + 1 >= x->cap) {
-			size_t cap = x->cap ? 2 * x->cap : 256;
-			int64_t *nt = realloc(x->t, cap * sizeof(*nt));
-			unsigned __int128 *np;
-
-			if (nt)
-				x->t = nt;
-			np = nt ? realloc(x->pre, cap * sizeof(*np)) : NULL;
-			if (!np) {
-				err = -ENOMEM;
-				break;
-			}
-			x->pre = np;
-			x->cap = cap;
-			if (!x->n)
-				x->pre[0] = 0;
-		}
-		x->t[x->n] = start;
-		x->pre[x->n + 1] = x->pre[x->n] + c;
-		x->n++;
-		nall++;
-	}
-	if (!err && r.bad)
-		err = ch_fail(s, -EIO, "query series: malformed answer");
-	if (err || !nall)
+	err = err ?: ch_parts_run(s, read_series_rows, &x);
+	if (err || !x.nall)
 		goto out;
 	/* every start, sorted: the buckets that may have samples */
-	all = malloc(nall * sizeof(*all));
+	all = malloc(x.nall * sizeof(*all));
 	if (!all) {
 		err = -ENOMEM;
 		goto out;
@@ -476,11 +536,11 @@ int ch_query_series(struct store *base, const struct store_query *q, int64_t ste
 		last = b;
 		n = store_plan(&st, b, e, sp);
 		for (k = 0; k < n; k++) {
-			const struct tier_rows *x = &tr[sp[k].tier];
+			const struct tier_rows *r = &tr[sp[k].tier];
 
-			if (x->n)
-				sum += x->pre[lower_bound(x, sp[k].to)] -
-				       x->pre[lower_bound(x, sp[k].from)];
+			if (r->n)
+				sum += r->pre[lower_bound(r, sp[k].to)] -
+				       r->pre[lower_bound(r, sp[k].from)];
 		}
 		if (sum)
 			err = cb(ctx, b, sum > INT64_MAX ? INT64_MAX : (uint64_t)sum);
@@ -488,13 +548,10 @@ int ch_query_series(struct store *base, const struct store_query *q, int64_t ste
 out:
 	if (err == -ENOMEM)
 		ch_fail(s, err, "query series: out of memory");
-	for (tier = 0; tier < STORE_NTIERS; tier++) {
-		free(tr[tier].t);
-		free(tr[tier].pre);
+	series_rows_free(&x);
+	for (tier = 0; tier < STORE_NTIERS; tier++)
 		free(reads[tier].v);
-	}
 	free(all);
-	free(sql.p);
 	return err;
 }
 
@@ -537,6 +594,8 @@ static int text_rows(struct ch_store *s, const char *what, const char *sql, stor
 int ch_labels(struct store *base, const struct store_query *q, store_text_fn cb, void *ctx)
 {
 	struct ch_store *s = ch_of(base);
+	/* which label sets have rows: copies do not change that, no FINAL */
+	struct ch_parts plain = { .plain = true };
 	struct ch_wbuf sql = { 0 };
 	int err;
 
@@ -545,7 +604,7 @@ int ch_labels(struct store *base, const struct store_query *q, store_text_fn cb,
 		return err;
 	ch_w_text(&sql, "SELECT DISTINCT arrayJoin(lkeys) AS k FROM labelsets WHERE id IN "
 			"(SELECT labelset FROM ");
-	err = ch_w_plan(s, &sql, q, true);
+	err = ch_w_plan(s, &sql, q, true, &plain);
 	ch_w_text(&sql, ") AND k != '" STORE_TYPE_LABEL "' ORDER BY k FORMAT RowBinary");
 	err = err ?: sql.err ?: text_rows(s, "labels", sql.p, cb, ctx);
 	free(sql.p);
@@ -556,6 +615,8 @@ int ch_label_values(struct store *base, const char *key, const struct store_quer
 		    store_text_fn cb, void *ctx)
 {
 	struct ch_store *s = ch_of(base);
+	/* which label sets have rows: copies do not change that, no FINAL */
+	struct ch_parts plain = { .plain = true };
 	struct ch_wbuf sql = { 0 };
 	int err;
 
@@ -567,7 +628,7 @@ int ch_label_values(struct store *base, const char *key, const struct store_quer
 	ch_w_text(&sql, ")] AS v FROM labelsets WHERE has(lkeys, ");
 	ch_w_quoted(&sql, key);
 	ch_w_text(&sql, ") AND id IN (SELECT labelset FROM ");
-	err = ch_w_plan(s, &sql, q, true);
+	err = ch_w_plan(s, &sql, q, true, &plain);
 	ch_w_text(&sql, ") ORDER BY v FORMAT RowBinary");
 	err = err ?: sql.err ?: text_rows(s, "label values", sql.p, cb, ctx);
 	free(sql.p);
@@ -577,6 +638,8 @@ int ch_label_values(struct store *base, const char *key, const struct store_quer
 int ch_label_key_used(struct store *base, const char *key, int64_t from, int64_t to)
 {
 	struct ch_store *s = ch_of(base);
+	/* which label sets have rows: copies do not change that, no FINAL */
+	struct ch_parts plain = { .plain = true };
 	struct store_query q = { .from = from, .to = to };
 	struct ch_wbuf sql = { 0 };
 	struct ch_answer a;
@@ -588,7 +651,7 @@ int ch_label_key_used(struct store *base, const char *key, int64_t from, int64_t
 	ch_w_text(&sql, "SELECT count() FROM (SELECT id FROM labelsets WHERE has(lkeys, ");
 	ch_w_quoted(&sql, key);
 	ch_w_text(&sql, ") AND id IN (SELECT labelset FROM ");
-	err = ch_w_plan(s, &sql, &q, false);
+	err = ch_w_plan(s, &sql, &q, false, &plain);
 	ch_w_text(&sql, ") LIMIT 1) FORMAT RowBinary");
 	if (err || (err = ch_run_sql(s, "label key used", &sql, &a)))
 		goto out;

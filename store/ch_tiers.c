@@ -189,34 +189,113 @@ void ch_w_selection(struct ch_wbuf *w, const struct store_query *q, bool typed)
 	ch_w_text(w, ")");
 }
 
-void ch_w_spans(struct ch_wbuf *w, const struct store_query *q, bool typed, int tier,
-		const int64_t *from, const int64_t *to, size_t n)
-{
-	const char *col = tier_column[tier];
-	size_t i;
+/* Ranges of one read's plain or FINAL half at most (an OR of them); a read that
+ * would split into more takes FINAL everywhere. */
+#define CH_SPLIT_MAX_RANGES 256
 
-	/* FINAL: the engine's merge on read collapses rows equal by the ORDER BY key,
-	 * a batch's (agent, seq) or a rollup's src included, keeping the largest value
-	 * (002_tiers.sql) */
-	ch_w_text(w, "SELECT %s AS t, labelset, stack, value AS v FROM %s FINAL WHERE (", col,
-		  tier_table[tier]);
-	for (i = 0; i < n; i++) {
-		ch_w_text(w, "%s(%s >= %" PRId64 " AND %s < %" PRId64, i ? " OR " : "", col,
-			  from[i], col, to[i]);
-		ch_w_chunk(w, tier, from[i], to[i]);
-		ch_w_text(w, ")");
+/* The first entry of parts at or after (tier, hour), or the end. */
+static struct ch_part *parts_from(const struct ch_parts *p, int tier, int64_t hour)
+{
+	size_t lo = 0, hi = p->n;
+
+	if (!p->n)
+		return NULL;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		const struct ch_part *e = &p->v[mid];
+
+		if (e->tier < tier || (e->tier == tier && e->hour < hour))
+			lo = mid + 1;
+		else
+			hi = mid;
 	}
-	ch_w_text(w, ")");
-	ch_w_selection(w, q, typed);
+	return p->v + lo;
 }
 
-void ch_w_span(struct ch_wbuf *w, const struct store_query *q, bool typed, int tier, int64_t from,
-	       int64_t to)
+/* Splits [from, to) of tier into the runs of partitions parts lets be read
+ * plainly (all of it when parts->plain) and the rest; writes (when w) the half
+ * asked for as OR-joined ranges, each with its chunk condition, marking the
+ * plain partitions written used. Returns the ranges of that half, counted on
+ * from k. */
+static size_t w_split(struct ch_wbuf *w, struct ch_parts *p, int tier, int64_t from, int64_t to,
+		      bool plain, size_t k)
 {
-	ch_w_spans(w, q, typed, tier, &from, &to, 1);
+	const int64_t len = CH_PARTITION_SECONDS, last = (to - 1) / len;
+	struct ch_part *e = parts_from(p, tier, from / len), *x;
+	const struct ch_part *end = p->n ? p->v + p->n : NULL;
+	int64_t a = from, b;
+	bool here;
+
+	while (a < to) {
+		bool next = e < end && e->tier == tier && e->hour <= last;
+
+		x = NULL;
+		if (p->plain) {
+			here = true;
+			b = to;
+		} else if (next && e->hour == a / len) {
+			/* a run of plain partitions: e and the ones right after it */
+			for (x = e; x + 1 < end && x[1].tier == tier && x[1].hour == x->hour + 1 &&
+				    x[1].hour <= last;
+			     x++)
+				;
+			here = true;
+			b = x->hour >= last ? to : ch_partition_last(x->hour, len) + 1;
+		} else {
+			here = false;
+			b = next ? ch_partition_first(e->hour, len) : to;
+		}
+		if (here == plain) {
+			if (w) {
+				ch_w_text(w, "%s(%s >= %" PRId64 " AND %s < %" PRId64,
+					  k ? " OR " : "", tier_column[tier], a, tier_column[tier],
+					  b);
+				ch_w_chunk(w, tier, a, b);
+				ch_w_text(w, ")");
+				for (; x && e <= x; e++)
+					e->used = true;
+			}
+			k++;
+		}
+		if (x)
+			e = x + 1;
+		a = b;
+	}
+	return k;
 }
 
-int ch_w_plan(struct ch_store *s, struct ch_wbuf *w, const struct store_query *q, bool typed)
+void ch_w_spans(struct ch_wbuf *w, const struct store_query *q, bool typed, int tier,
+		const int64_t *from, const int64_t *to, size_t n, struct ch_parts *parts)
+{
+	struct ch_parts none = { 0 }, *p = parts ? parts : &none;
+	size_t i, k, halves = 0;
+	int half;
+
+	for (i = 0, k = 0; i < n; i++)
+		k = w_split(NULL, p, tier, from[i], to[i], true, k);
+	if (k > CH_SPLIT_MAX_RANGES)
+		p = &none;
+	/* The plain half, then the FINAL one: FINAL's merge on read collapses rows
+	 * equal by the ORDER BY key, a batch's (agent, seq) or a rollup's src
+	 * included, keeping the largest value (002_tiers.sql); a partition of one
+	 * part holds no such rows (ch_parts.c). */
+	for (half = 0; half < 2; half++) {
+		for (i = 0, k = 0; i < n; i++)
+			k = w_split(NULL, p, tier, from[i], to[i], !half, k);
+		if (!k)
+			continue;
+		ch_w_text(w, "%sSELECT %s AS t, labelset, stack, value AS v FROM %s%s WHERE (",
+			  halves++ ? " UNION ALL " : "", tier_column[tier], tier_table[tier],
+			  half ? " FINAL" : "");
+		for (i = 0, k = 0; i < n; i++)
+			k = w_split(w, p, tier, from[i], to[i], !half, k);
+		ch_w_text(w, ")");
+		ch_w_selection(w, q, typed);
+	}
+}
+
+int ch_w_plan(struct ch_store *s, struct ch_wbuf *w, const struct store_query *q, bool typed,
+	      struct ch_parts *parts)
 {
 	struct store_span sp[STORE_PLAN_MAX_SPANS];
 	struct store_tiers st;
@@ -235,7 +314,7 @@ int ch_w_plan(struct ch_store *s, struct ch_wbuf *w, const struct store_query *q
 	ch_w_text(w, "(");
 	for (i = 0; i < n; i++) {
 		ch_w_text(w, "%s", i ? " UNION ALL " : "");
-		ch_w_span(w, q, typed, sp[i].tier, sp[i].from, sp[i].to);
+		ch_w_spans(w, q, typed, sp[i].tier, &sp[i].from, &sp[i].to, 1, parts);
 	}
 	if (!n) /* nothing: a source with no rows, of the same columns */
 		ch_w_text(w, "SELECT toInt64(0) AS t, toUInt64(0) AS labelset, toUInt64(0) AS "

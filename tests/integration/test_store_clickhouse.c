@@ -21,6 +21,7 @@
 #include "store/ch_int.h"
 #include "store/ch_schema.h"
 #include "store/store.h"
+#include "store/store_int.h"
 #include "testutil.h"
 #include "integration/clickhousetest.h"
 
@@ -612,6 +613,127 @@ static void test_exactly_once(void **state)
 /* store__check() checks something real: a healthy store passes, before and
  * after its rollups; a sample naming a stack and a label set that are not stored
  * is found, and so is a watermark out of order (hours built above the minutes). */
+/* ---- partitions of one part (store/ch_parts.c) ------------------------------ */
+
+#define PARTS_HOUR INT64_C(1700006400) /* an hour boundary */
+
+/* What each call of a read through ch_parts_run() summed, and whether it read a
+ * partition without FINAL; the first call adds a copy of the first hour's rows
+ * (another part) after its sum, as a second collector's retry would. */
+struct parts_probe {
+	struct store *s;
+	const char *db;
+	int calls;
+	uint64_t sum[2];
+	size_t plain[2];
+};
+
+static uint64_t plan_sum(struct store *s, struct ch_parts *parts, size_t *plain)
+{
+	struct store_query q = { .from = PARTS_HOUR, .to = PARTS_HOUR + 3 * 3600 };
+	struct ch_wbuf sql = { 0 };
+	struct ch_answer a;
+	struct ch_rbuf r;
+	uint64_t sum;
+	size_t i;
+
+	ch_w_text(&sql, "SELECT sum(v) FROM ");
+	assert_int_equal(ch_w_plan(ch_of(s), &sql, &q, true, parts), 0);
+	ch_w_text(&sql, " FORMAT RowBinary");
+	if (ch_run_sql(ch_of(s), "test", &sql, &a))
+		fail_msg("%s: %s", sql.p, store__errmsg(s));
+	r = ch_answer_reader(&a);
+	sum = ch_r_uint(&r, 8);
+	assert_false(r.bad);
+	free(sql.p);
+	for (i = 0, *plain = 0; i < parts->n; i++)
+		*plain += parts->v[i].used;
+	return sum;
+}
+
+static int parts_probe_read(void *ctx, struct ch_parts *parts)
+{
+	struct parts_probe *x = ctx;
+	char sql[256];
+
+	assert_true(x->calls < 2);
+	x->sum[x->calls] = plan_sum(x->s, parts, &x->plain[x->calls]);
+	if (!x->calls++) {
+		snprintf(sql, sizeof(sql),
+			 "INSERT INTO samples_raw SELECT * FROM samples_raw WHERE "
+			 "intDiv(window_start, 3600) = %" PRId64,
+			 PARTS_HOUR / 3600);
+		ch_sql(x->db, sql);
+	}
+	return 0;
+}
+
+/* Hours whose partition holds one part are read without FINAL, the others with
+ * it, in one read; a part that comes during a read makes it read again with
+ * FINAL everywhere. Merges are stopped, so the copies stay in their own parts. */
+static void test_parts(void **state)
+{
+	static const struct tuple t[3][1] = {
+		{ { "pod=web", "app;main;one", 5 } },
+		{ { "pod=web", "app;main;two", 7 } },
+		{ { "pod=web", "app;main;three", 11 } },
+	};
+	struct parts_probe x = { .db = "parts" };
+	struct ch_parts parts, plain = { .plain = true };
+	const int64_t h0 = PARTS_HOUR / 3600;
+	struct store *s;
+	struct batch *b;
+	char sql[256], got[256];
+	bool dup = true;
+	size_t used;
+	int i;
+
+	(void)state;
+	ch_skip_unless_available();
+	s = x.s = open_db("parts");
+	ch_sql("parts", "SYSTEM STOP MERGES samples_raw");
+	for (i = 0; i < 3; i++) {
+		b = make_batch("agent1", (uint64_t)i + 1, PARTS_HOUR + i * 3600 + 100, "cpu", t[i],
+			       1);
+		assert_int_equal(store__ingest(s, b, &dup), 0);
+		assert_false(dup);
+		batch__free(b);
+	}
+	/* the middle hour's rows twice: two parts */
+	snprintf(sql, sizeof(sql),
+		 "INSERT INTO samples_raw SELECT * FROM samples_raw WHERE intDiv(window_start, "
+		 "3600) = %" PRId64,
+		 h0 + 1);
+	ch_sql("parts", sql);
+	assert_int_equal(ch_parts_read(ch_of(s), &parts), 0);
+	assert_non_null(ch_parts_find(&parts, TIER_RAW, h0));
+	assert_null(ch_parts_find(&parts, TIER_RAW, h0 + 1));
+	assert_non_null(ch_parts_find(&parts, TIER_RAW, h0 + 2));
+	/* one read: the outer hours plain, the middle one FINAL */
+	assert_int_equal(plan_sum(s, &parts, &used), 5 + 7 + 11);
+	assert_int_equal(used, 2);
+	assert_int_equal(ch_parts_held(ch_of(s), &parts), 1);
+	ch_parts_free(&parts);
+	/* read plainly everywhere, the copies count twice: what FINAL prevents */
+	assert_int_equal(plan_sum(s, &plain, &used), 5 + 2 * 7 + 11);
+
+	/* a copy of the first hour arrives during a read: read again, FINAL */
+	assert_int_equal(ch_of(s)->parts_reread, 0);
+	assert_int_equal(ch_parts_run(ch_of(s), parts_probe_read, &x), 0);
+	assert_int_equal(x.calls, 2);
+	assert_int_equal(x.sum[0], 5 + 7 + 11);
+	assert_int_equal(x.plain[0], 2);
+	assert_int_equal(x.sum[1], 5 + 7 + 11);
+	assert_int_equal(x.plain[1], 0);
+	assert_int_equal(ch_of(s)->parts_reread, 1);
+	assert_int_equal(plan_sum(s, &plain, &used), 2 * 5 + 2 * 7 + 11);
+	/* the store's own reads: each copy once */
+	query_text(s, PARTS_HOUR, PARTS_HOUR + 3 * 3600, NULL, NULL, NULL, got, sizeof(got));
+	assert_string_equal(got, "app;main;one 5\napp;main;three 11\napp;main;two 7\n");
+	ch_sql("parts", "SYSTEM START MERGES samples_raw");
+	store__close(s);
+}
+
 /* ---- the frames cache (store/ch_frames.c) ---------------------------------- */
 
 #define FC_STACKS 1200 /* more than CH_FRAMES_BY_LIST (1024): both ways of fetching */
@@ -993,6 +1115,7 @@ int main(void)
 		cmocka_unit_test(test_ingest_cache),
 		cmocka_unit_test(test_check),
 		cmocka_unit_test(test_frames_cache),
+		cmocka_unit_test(test_parts),
 		cmocka_unit_test(test_layout_migration),
 	};
 
