@@ -193,6 +193,35 @@ out:
 	return err;
 }
 
+/* The minute rows of the hours [from, to) are complete once their hour buckets
+ * are built: each hour's partition of them is merged into one part now (OPTIMIZE
+ * ... FINAL), where the background merges may leave two or three, so that a
+ * read whose edge lies in such an hour takes it without FINAL (ch_parts.c). An
+ * optimization only: on a cluster (reads take FINAL there), for a partition of
+ * one part already (OPTIMIZE would write it again), and when the merge fails
+ * (merges stopped by the operator), nothing is done. */
+static void merge_minutes(struct ch_store *s, int64_t from, int64_t to)
+{
+	const int64_t len = CH_PARTITION_SECONDS;
+	struct ch_parts parts;
+	struct ch_wbuf sql = { 0 };
+	int64_t p;
+
+	if (s->cluster[0] || ch_parts_read(s, &parts))
+		return;
+	for (p = from / len; p <= (to - 1) / len; p++) {
+		if (ch_parts_find(&parts, TIER_MINUTE, p))
+			continue;
+		sql.len = 0;
+		ch_w_text(&sql, "OPTIMIZE TABLE " CH_MINUTE_TABLE " PARTITION %" PRId64 " FINAL",
+			  p);
+		if (ch_run_sql(s, "merge minutes", &sql, NULL))
+			break;
+	}
+	free(sql.p);
+	ch_parts_free(&parts);
+}
+
 /* One bounded rollup step of tier (1: minute, 2: hour): its buckets from the
  * first one with rows at or after built_T (and kept_T: the plan of store/tiers.c
  * reads no tier below its kept_from, but the hour tier everywhere below, so none
@@ -238,6 +267,8 @@ static int rollup_step(struct ch_store *s, struct ch_tiers *t, int tier, int64_t
 	err = ch_tiers_raise(s, "claim", tier, to);
 	if (!err && rows)
 		err = ch_tiers_build(s, tier, from, to);
+	if (!err && rows && tier == TIER_HOUR)
+		merge_minutes(s, from, to);
 	if (!err)
 		err = ch_tiers_raise(s, "built", tier, to);
 	if (!err) {

@@ -734,6 +734,65 @@ static void test_parts(void **state)
 	store__close(s);
 }
 
+/* Active parts of the minute tier's partition of PARTS_HOUR in db. */
+static uint64_t minute_parts(const char *db)
+{
+	char sql[256];
+
+	snprintf(sql, sizeof(sql),
+		 "SELECT count() FROM system.parts WHERE database = currentDatabase() AND "
+		 "table = 'samples_minute' AND active AND partition = '%" PRId64 "'",
+		 PARTS_HOUR / 3600);
+	return ch_number(db, sql);
+}
+
+/* Building an hour bucket merges that hour's minute rows into one part, so a
+ * read whose edge lies in the hour takes them without FINAL; merges are stopped
+ * while the minutes are built one a call, which leaves two parts. */
+static void test_minutes_merged(void **state)
+{
+	static const struct tuple t[2][1] = {
+		{ { "pod=web", "app;main;one", 5 } },
+		{ { "pod=web", "app;main;two", 7 } },
+	};
+	struct store *s;
+	struct batch *b;
+	struct ch_parts parts;
+	char got[256];
+	bool dup = true, more = true;
+	int i, steps = 0;
+
+	(void)state;
+	ch_skip_unless_available();
+	s = open_db("merged");
+	ch_sql("merged", "SYSTEM STOP MERGES samples_minute");
+	for (i = 0; i < 2; i++) {
+		b = make_batch("agent1", (uint64_t)i + 1, PARTS_HOUR + 60 + i * 240, "cpu", t[i],
+			       1);
+		assert_int_equal(store__ingest(s, b, &dup), 0);
+		batch__free(b);
+	}
+	/* max_rows 8: a minute bucket a call; the hour is not over yet */
+	while (more) {
+		assert_int_equal(store__maintain(s, PARTS_HOUR + 600, 8, &more), 0);
+		assert_true(++steps < 100);
+	}
+	assert_int_equal(minute_parts("merged"), 2);
+	ch_sql("merged", "SYSTEM START MERGES samples_minute");
+	for (more = true; more;) {
+		assert_int_equal(store__maintain(s, PARTS_HOUR + 3 * 3600, 8, &more), 0);
+		assert_true(++steps < 200);
+	}
+	assert_int_equal(minute_parts("merged"), 1);
+	assert_int_equal(ch_parts_read(ch_of(s), &parts), 0);
+	assert_non_null(ch_parts_find(&parts, TIER_MINUTE, PARTS_HOUR / 3600));
+	ch_parts_free(&parts);
+	/* an edge of the hour: minute rows, read plainly */
+	query_text(s, PARTS_HOUR, PARTS_HOUR + 600, NULL, NULL, NULL, got, sizeof(got));
+	assert_string_equal(got, "app;main;one 5\napp;main;two 7\n");
+	store__close(s);
+}
+
 /* ---- the frames cache (store/ch_frames.c) ---------------------------------- */
 
 #define FC_STACKS 1200 /* more than CH_FRAMES_BY_LIST (1024): both ways of fetching */
@@ -1116,6 +1175,7 @@ int main(void)
 		cmocka_unit_test(test_check),
 		cmocka_unit_test(test_frames_cache),
 		cmocka_unit_test(test_parts),
+		cmocka_unit_test(test_minutes_merged),
 		cmocka_unit_test(test_layout_migration),
 	};
 
