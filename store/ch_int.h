@@ -1,6 +1,7 @@
 /* Private to the ClickHouse store (store/clickhouse.c opens it; ch_ingest.c,
  * ch_read.c and ch_maint.c implement the rest of the contract; ch_tiers.c the
- * rollup tiers' watermarks, builds and read plans; ch_frames.c the reads' cache
+ * rollup tiers' watermarks, builds and read plans; ch_parts.c which partitions
+ * a read takes without FINAL; ch_frames.c the reads' cache
  * of stacks' frames; ch_rowbin.c the pieces they share; ch_http.c talks to the
  * server). The handle, the error and
  * request helpers, and the buffers that write RowBinary bodies and SQL text and
