@@ -196,6 +196,9 @@ struct ch_tiers {
 };
 
 int ch_tiers_read(struct ch_store *s, struct ch_tiers *t);
+struct store_tiers;
+/* The watermarks read now as store_plan()'s input (store/store_int.h). */
+int ch_tiers_plan_input(struct ch_store *s, struct store_tiers *st);
 /* Raises the watermark name_tier ("claim", "built", "kept") to v (a row of
  * `tiers`; a lower v changes nothing, since reads take the largest). */
 int ch_tiers_raise(struct ch_store *s, const char *name, int tier, int64_t v);

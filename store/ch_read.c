@@ -490,7 +490,6 @@ int ch_query_series(struct store *base, const struct store_query *q, int64_t ste
 	const struct tier_rows *tr = x.tr;
 	struct store_span sp[STORE_PLAN_MAX_SPANS];
 	struct store_tiers st;
-	struct ch_tiers t;
 	int64_t *all = NULL, last = 0;
 	size_t nall, i, k;
 	bool have = false;
@@ -501,13 +500,9 @@ int ch_query_series(struct store *base, const struct store_query *q, int64_t ste
 	err = check_query(s, q);
 	if (err || q->from >= q->to)
 		return err;
-	err = ch_tiers_read(s, &t);
+	err = ch_tiers_plan_input(s, &st);
 	if (err)
 		return err;
-	for (tier = 0; tier < STORE_NTIERS; tier++) {
-		st.built_before[tier] = t.built[tier];
-		st.kept_from[tier] = t.kept[tier];
-	}
 	err = series_reads(&st, q, step, reads);
 	err = err ?: ch_parts_run(s, read_series_rows, &x);
 	if (err || !x.nall)

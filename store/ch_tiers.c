@@ -294,22 +294,32 @@ void ch_w_spans(struct ch_wbuf *w, const struct store_query *q, bool typed, int 
 	}
 }
 
-int ch_w_plan(struct ch_store *s, struct ch_wbuf *w, const struct store_query *q, bool typed,
-	      struct ch_parts *parts)
+int ch_tiers_plan_input(struct ch_store *s, struct store_tiers *st)
 {
-	struct store_span sp[STORE_PLAN_MAX_SPANS];
-	struct store_tiers st;
 	struct ch_tiers t;
-	size_t n, i;
-	int err;
+	int err, i;
 
 	err = ch_tiers_read(s, &t);
 	if (err)
 		return err;
 	for (i = 0; i < STORE_NTIERS; i++) {
-		st.built_before[i] = t.built[i];
-		st.kept_from[i] = t.kept[i];
+		st->built_before[i] = t.built[i];
+		st->kept_from[i] = t.kept[i];
 	}
+	return 0;
+}
+
+int ch_w_plan(struct ch_store *s, struct ch_wbuf *w, const struct store_query *q, bool typed,
+	      struct ch_parts *parts)
+{
+	struct store_span sp[STORE_PLAN_MAX_SPANS];
+	struct store_tiers st;
+	size_t n, i;
+	int err;
+
+	err = ch_tiers_plan_input(s, &st);
+	if (err)
+		return err;
 	n = store_plan(&st, q->from, q->to, sp);
 	ch_w_text(w, "(");
 	for (i = 0; i < n; i++) {
