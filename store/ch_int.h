@@ -262,9 +262,10 @@ struct ch_part *ch_parts_find(const struct ch_parts *c, int tier, int64_t hour);
 int ch_parts_held(struct ch_store *s, const struct ch_parts *c);
 void ch_parts_free(struct ch_parts *c);
 /* A read over the tiers: read(ctx, parts) with the partitions of one part, and
- * when one changed during it (ch_parts_held()), read again with FINAL
- * everywhere (parts empty), so read must start its answer over. 0 or the
- * read's or a look's error. */
+ * when one changed during it (ch_parts_held(), or the look failed), read again
+ * with FINAL everywhere (parts empty), so read must start its answer over; a
+ * failed first look reads with FINAL everywhere at once. 0 or the read's
+ * error. */
 int ch_parts_run(struct ch_store *s, int (*read)(void *ctx, struct ch_parts *parts), void *ctx);
 
 /* Appends the SELECT of the rows of tier starting in any of n (at least one)

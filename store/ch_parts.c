@@ -166,16 +166,19 @@ int ch_parts_run(struct ch_store *s, int (*read)(void *ctx, struct ch_parts *par
 	struct ch_parts parts;
 	int err;
 
-	err = ch_parts_read(s, &parts);
-	err = err ?: read(ctx, &parts);
-	err = err ?: ch_parts_held(s, &parts);
-	if (err == 0) { /* a part came or went: FINAL everywhere */
+	/* Without an answer from system.parts (a user not allowed to read it, say),
+	 * FINAL everywhere, as on a cluster: slower, never wrong. */
+	if (ch_parts_read(s, &parts))
+		ch_parts_free(&parts);
+	err = read(ctx, &parts);
+	if (err)
+		goto out;
+	if (ch_parts_held(s, &parts) != 1) { /* a part came or went: FINAL everywhere */
 		ch_parts_free(&parts);
 		s->parts_reread++;
 		err = read(ctx, &parts);
-	} else if (err == 1) {
-		err = 0;
 	}
+out:
 	ch_parts_free(&parts);
 	return err;
 }
