@@ -280,6 +280,9 @@ void ch_w_spans(struct ch_wbuf *w, const struct store_query *q, bool typed, int 
  * ch_w_spans(). Returns 0 or -errno. */
 int ch_w_plan(struct ch_store *s, struct ch_wbuf *w, const struct store_query *q, bool typed,
 	      struct ch_parts *parts);
+/* The same plan with no FINAL anywhere: for a read that only asks which label
+ * sets or stacks have rows (copies do not change that). */
+int ch_w_plan_rows(struct ch_store *s, struct ch_wbuf *w, const struct store_query *q, bool typed);
 
 /* ---- the layout of schema 6 (ch_layout.c; schema/clickhouse/006_layout.sql) --- */
 

@@ -589,8 +589,6 @@ static int text_rows(struct ch_store *s, const char *what, const char *sql, stor
 int ch_labels(struct store *base, const struct store_query *q, store_text_fn cb, void *ctx)
 {
 	struct ch_store *s = ch_of(base);
-	/* which label sets have rows: copies do not change that, no FINAL */
-	struct ch_parts plain = { .plain = true };
 	struct ch_wbuf sql = { 0 };
 	int err;
 
@@ -599,7 +597,7 @@ int ch_labels(struct store *base, const struct store_query *q, store_text_fn cb,
 		return err;
 	ch_w_text(&sql, "SELECT DISTINCT arrayJoin(lkeys) AS k FROM labelsets WHERE id IN "
 			"(SELECT labelset FROM ");
-	err = ch_w_plan(s, &sql, q, true, &plain);
+	err = ch_w_plan_rows(s, &sql, q, true);
 	ch_w_text(&sql, ") AND k != '" STORE_TYPE_LABEL "' ORDER BY k FORMAT RowBinary");
 	err = err ?: sql.err ?: text_rows(s, "labels", sql.p, cb, ctx);
 	free(sql.p);
@@ -610,8 +608,6 @@ int ch_label_values(struct store *base, const char *key, const struct store_quer
 		    store_text_fn cb, void *ctx)
 {
 	struct ch_store *s = ch_of(base);
-	/* which label sets have rows: copies do not change that, no FINAL */
-	struct ch_parts plain = { .plain = true };
 	struct ch_wbuf sql = { 0 };
 	int err;
 
@@ -623,7 +619,7 @@ int ch_label_values(struct store *base, const char *key, const struct store_quer
 	ch_w_text(&sql, ")] AS v FROM labelsets WHERE has(lkeys, ");
 	ch_w_quoted(&sql, key);
 	ch_w_text(&sql, ") AND id IN (SELECT labelset FROM ");
-	err = ch_w_plan(s, &sql, q, true, &plain);
+	err = ch_w_plan_rows(s, &sql, q, true);
 	ch_w_text(&sql, ") ORDER BY v FORMAT RowBinary");
 	err = err ?: sql.err ?: text_rows(s, "label values", sql.p, cb, ctx);
 	free(sql.p);
@@ -633,8 +629,6 @@ int ch_label_values(struct store *base, const char *key, const struct store_quer
 int ch_label_key_used(struct store *base, const char *key, int64_t from, int64_t to)
 {
 	struct ch_store *s = ch_of(base);
-	/* which label sets have rows: copies do not change that, no FINAL */
-	struct ch_parts plain = { .plain = true };
 	struct store_query q = { .from = from, .to = to };
 	struct ch_wbuf sql = { 0 };
 	struct ch_answer a;
@@ -646,7 +640,7 @@ int ch_label_key_used(struct store *base, const char *key, int64_t from, int64_t
 	ch_w_text(&sql, "SELECT count() FROM (SELECT id FROM labelsets WHERE has(lkeys, ");
 	ch_w_quoted(&sql, key);
 	ch_w_text(&sql, ") AND id IN (SELECT labelset FROM ");
-	err = ch_w_plan(s, &sql, &q, false, &plain);
+	err = ch_w_plan_rows(s, &sql, &q, false);
 	ch_w_text(&sql, ") LIMIT 1) FORMAT RowBinary");
 	if (err || (err = ch_run_sql(s, "label key used", &sql, &a)))
 		goto out;

@@ -268,21 +268,24 @@ void ch_w_spans(struct ch_wbuf *w, const struct store_query *q, bool typed, int 
 		const int64_t *from, const int64_t *to, size_t n, struct ch_parts *parts)
 {
 	struct ch_parts none = { 0 }, *p = parts ? parts : &none;
-	size_t i, k, halves = 0;
+	size_t i, k, ranges[2] = { 0, 0 }, halves = 0;
 	int half;
 
-	for (i = 0, k = 0; i < n; i++)
-		k = w_split(NULL, p, tier, from[i], to[i], true, k);
-	if (k > CH_SPLIT_MAX_RANGES)
-		p = &none;
+	/* the ranges of each half: plain, FINAL */
+	for (i = 0; i < n; i++)
+		for (half = 0; half < 2; half++)
+			ranges[half] = w_split(NULL, p, tier, from[i], to[i], !half, ranges[half]);
+	if (ranges[0] > CH_SPLIT_MAX_RANGES) {
+		p = &none; /* one FINAL range a span */
+		ranges[0] = 0;
+		ranges[1] = n;
+	}
 	/* The plain half, then the FINAL one: FINAL's merge on read collapses rows
 	 * equal by the ORDER BY key, a batch's (agent, seq) or a rollup's src
 	 * included, keeping the largest value (002_tiers.sql); a partition of one
 	 * part holds no such rows (ch_parts.c). */
 	for (half = 0; half < 2; half++) {
-		for (i = 0, k = 0; i < n; i++)
-			k = w_split(NULL, p, tier, from[i], to[i], !half, k);
-		if (!k)
+		if (!ranges[half])
 			continue;
 		ch_w_text(w, "%sSELECT %s AS t, labelset, stack, value AS v FROM %s%s WHERE (",
 			  halves++ ? " UNION ALL " : "", tier_column[tier], tier_table[tier],
@@ -331,4 +334,11 @@ int ch_w_plan(struct ch_store *s, struct ch_wbuf *w, const struct store_query *q
 			     "stack, toUInt64(0) AS v FROM system.one WHERE 0");
 	ch_w_text(w, ")");
 	return w->err;
+}
+
+int ch_w_plan_rows(struct ch_store *s, struct ch_wbuf *w, const struct store_query *q, bool typed)
+{
+	struct ch_parts plain = { .plain = true };
+
+	return ch_w_plan(s, w, q, typed, &plain);
 }
