@@ -1,5 +1,5 @@
 /* The ClickHouse store's cache of stacks' frames for its reads (ch_int.h): the
- * frames of the `stacks` rows that a flame graph fetched, kept by stack id so
+ * frames of the stacks that a flame graph fetched (ch_stacks.c), kept by stack id so
  * that the next flame graph fetches only the stacks it has not seen. A stack's id
  * is a content hash of its frames (ch_ingest.c), so a cached stack is never
  * stale: the dictionary GC may delete the row and an ingest insert it again, with
@@ -10,9 +10,11 @@
  * distinct strings), so the cache interns them: a stack is its frames' indices
  * (4 bytes each), a frame its strings' indices, line and kind (16 bytes), a
  * string its bytes once. The day's stacks then take some 15 MB instead of the
- * 100 MB of their rows. The bytes held are bounded (CH_FRAMES_CACHE_BYTES) and
- * so are the stacks (CH_FRAMES_CACHE_SLOTS): a cache that would pass either is
- * emptied first. Allocated at the first put, freed with the store.
+ * 100 MB of their rows. Frames fetched with their content ids (007_frames.sql)
+ * are also found by id, so a stack of known frames is put without hashing a
+ * string: the day's 2.6 M frame references cost 2.6 M lookups of an 8-byte key. The bytes held are
+ * bounded (CH_FRAMES_CACHE_BYTES) and so are the stacks (CH_FRAMES_CACHE_SLOTS): a cache that would
+ * pass either is emptied first. Allocated at the first put, freed with the store.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -47,8 +49,10 @@ struct ch_frames_cache {
 	uint32_t *refs;
 	size_t nrefs, refcap;
 	struct cframe *frames;
-	size_t nframes, framecap;
+	uint64_t *fid; /* frame i's content id (007_frames.sql), 0 when not known */
+	size_t nframes, framecap, fidcap;
 	struct islots frame_slots; /* frame index + 1, by the frame's hash */
+	struct islots fid_slots;   /* frame index + 1, by its content id */
 	struct cstr *strs;
 	size_t nstrs, strcap;
 	struct islots str_slots; /* string index + 1, by the string's hash */
@@ -73,7 +77,7 @@ static uint64_t hash_frame(const struct cframe *f)
 static size_t held(const struct ch_frames_cache *c)
 {
 	return c->nrefs * sizeof(*c->refs) +
-	       c->nframes * (sizeof(*c->frames) + 2 * sizeof(uint32_t)) +
+	       c->nframes * (sizeof(*c->frames) + sizeof(*c->fid) + 4 * sizeof(uint32_t)) +
 	       c->nstrs * (sizeof(*c->strs) + 2 * sizeof(uint32_t)) + c->used;
 }
 
@@ -83,6 +87,8 @@ static void empty(struct ch_frames_cache *c)
 	c->nstacks = c->nrefs = c->nframes = c->nstrs = c->used = 0;
 	if (c->frame_slots.v)
 		memset(c->frame_slots.v, 0, c->frame_slots.cap * sizeof(uint32_t));
+	if (c->fid_slots.v)
+		memset(c->fid_slots.v, 0, c->fid_slots.cap * sizeof(uint32_t));
 	if (c->str_slots.v)
 		memset(c->str_slots.v, 0, c->str_slots.cap * sizeof(uint32_t));
 }
@@ -135,6 +141,11 @@ static bool frame_eq(const struct ch_frames_cache *c, uint32_t v, const void *ke
 	return !memcmp(&c->frames[v], key, sizeof(struct cframe));
 }
 
+static bool fid_eq(const struct ch_frames_cache *c, uint32_t v, const void *key)
+{
+	return c->fid[v] == *(const uint64_t *)key;
+}
+
 /* Doubles t when three quarters full, rehashing its values by hash(c, value). */
 static int rehash(struct ch_frames_cache *c, struct islots *t, size_t n,
 		  uint64_t (*hash)(const struct ch_frames_cache *, uint32_t))
@@ -170,6 +181,11 @@ static uint64_t frame_hash_of(const struct ch_frames_cache *c, uint32_t v)
 	return hash_frame(&c->frames[v]);
 }
 
+static uint64_t fid_hash_of(const struct ch_frames_cache *c, uint32_t v)
+{
+	return ch_hash_final(c->fid[v]);
+}
+
 /* The string's index, interned; UINT32_MAX without memory. */
 static uint32_t intern_str(struct ch_frames_cache *c, const char *p, size_t n)
 {
@@ -192,8 +208,8 @@ static uint32_t intern_str(struct ch_frames_cache *c, const char *p, size_t n)
 	return (uint32_t)(c->nstrs - 1);
 }
 
-/* The frame's index, interned; UINT32_MAX without memory. */
-static uint32_t intern_frame(struct ch_frames_cache *c, const struct frame *f)
+/* The frame's index, interned by its content; UINT32_MAX without memory. */
+static uint32_t intern_content(struct ch_frames_cache *c, const struct frame *f)
 {
 	struct cframe k = { .line = f->line, .kind = f->kind };
 	size_t i;
@@ -206,11 +222,35 @@ static uint32_t intern_frame(struct ch_frames_cache *c, const struct frame *f)
 	i = find(c, &c->frame_slots, hash_frame(&k), frame_eq, &k);
 	if (c->frame_slots.v[i])
 		return c->frame_slots.v[i] - 1;
-	if (grow((void **)&c->frames, &c->framecap, c->nframes + 1, sizeof(*c->frames)))
+	if (grow((void **)&c->frames, &c->framecap, c->nframes + 1, sizeof(*c->frames)) ||
+	    grow((void **)&c->fid, &c->fidcap, c->nframes + 1, sizeof(*c->fid)))
 		return UINT32_MAX;
 	c->frames[c->nframes] = k;
+	c->fid[c->nframes] = 0;
 	c->frame_slots.v[i] = (uint32_t)++c->nframes;
 	return (uint32_t)(c->nframes - 1);
+}
+
+/* The frame's index: by its content id fid when the cache knows it (no string
+ * hashed), else interned by content and then known by fid (0: none). */
+static uint32_t intern_frame(struct ch_frames_cache *c, const struct frame *f, uint64_t fid)
+{
+	uint32_t v;
+	size_t i;
+
+	if (!fid)
+		return intern_content(c, f);
+	if (rehash(c, &c->fid_slots, c->nframes, fid_hash_of))
+		return UINT32_MAX;
+	i = find(c, &c->fid_slots, ch_hash_final(fid), fid_eq, &fid);
+	if (c->fid_slots.v[i])
+		return c->fid_slots.v[i] - 1;
+	v = intern_content(c, f);
+	if (v != UINT32_MAX && !c->fid[v]) {
+		c->fid[v] = fid;
+		c->fid_slots.v[i] = v + 1;
+	}
+	return v;
 }
 
 static size_t stack_slot(const struct ch_frames_cache *c, uint64_t id)
@@ -248,7 +288,8 @@ bool ch_frames_get(const struct ch_store *s, uint64_t id, struct frame *frames, 
 	return true;
 }
 
-void ch_frames_put(struct ch_store *s, uint64_t id, const struct frame *frames, size_t nframes)
+void ch_frames_put(struct ch_store *s, uint64_t id, const struct frame *frames, size_t nframes,
+		   const uint64_t *fids)
 {
 	struct ch_frames_cache *c = s->frames;
 	size_t i, k, refs;
@@ -269,7 +310,7 @@ void ch_frames_put(struct ch_store *s, uint64_t id, const struct frame *frames, 
 	if (grow((void **)&c->refs, &c->refcap, refs + nframes, sizeof(*c->refs)))
 		return;
 	for (k = 0; k < nframes; k++) {
-		uint32_t f = intern_frame(c, &frames[k]);
+		uint32_t f = intern_frame(c, &frames[k], fids ? fids[k] : 0);
 
 		if (f == UINT32_MAX)
 			return; /* without memory: the stack is not kept (refs not taken) */
@@ -291,6 +332,8 @@ void ch_frames_free(struct ch_store *s)
 		free(c->refs);
 		free(c->frames);
 		free(c->frame_slots.v);
+		free(c->fid);
+		free(c->fid_slots.v);
 		free(c->strs);
 		free(c->str_slots.v);
 		free(c->bytes);

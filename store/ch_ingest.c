@@ -6,7 +6,8 @@
  * INSERT ... FORMAT RowBinary (one part per table per call, not per batch); a
  * batch whose minute bucket a rollup has claimed (a late one) has that bucket and
  * its hour built again; last the `ingested` rows of all. Ids are content
- * hashes, so any collector computes the same ones without a round trip, and a
+ * hashes, so any collector computes the same ones without a round trip (a stack
+ * is stored as its frames' ids, each frame once a call: 007_frames.sql), and a
  * store remembers those it inserted (its ingest cache) so that a call inserts
  * only the dictionary rows that are new to it (or not refreshed for half the
  * GC's grace period: ch_gc.c). Raw rows carry (agent, seq): a batch inserted
@@ -124,42 +125,102 @@ static const char *stored_text(const char *t, char *buf, size_t *len)
 	return buf;
 }
 
-/* Stack i's id (w NULL), or its stacks row after the id: the four arrays (w). */
-static uint64_t stack_row(const struct batch *b, uint32_t i, struct ch_wbuf *w)
+/* One frame's part of a content id: a stack's id hashes each of its frames so,
+ * and a frame's own id is this from CH_HASH_SEED (007_frames.sql). */
+static uint64_t hash_frame(uint64_t h, uint32_t kind, uint32_t line, const char *name, size_t nl,
+			   const char *file, size_t fl)
+{
+	return hash_str(hash_str(hash_u64(hash_u64(h, kind), line), name, nl), file, fl);
+}
+
+/* Stack i's content id: its frames, root first. */
+static uint64_t stack_id(const struct batch *b, uint32_t i)
 {
 	char nbuf[FRAME_MAX_NAME_LEN + 1], fbuf[FRAME_MAX_NAME_LEN + 1];
 	const struct batch_stack *st = &b->stacks[i];
 	uint64_t h = CH_HASH_SEED;
 	uint32_t j;
-	int pass;
 
-	for (pass = 0; pass < (w ? 5 : 1); pass++) {
-		if (w && pass == 0)
-			continue; /* pass 0 hashes (w NULL); passes 1-4 write one array each */
-		if (w)
-			ch_w_varint(w, st->nframes);
-		for (j = 0; j < st->nframes; j++) {
-			const struct batch_frame *f = &b->frames[st->frames[j]];
-			size_t nl, fl;
-			const char *name = stored_text(batch_str(b, f->name), nbuf, &nl);
-			const char *file = stored_text(batch_str(b, f->file), fbuf, &fl);
+	for (j = 0; j < st->nframes; j++) {
+		const struct batch_frame *f = &b->frames[st->frames[j]];
+		size_t nl, fl;
+		const char *name = stored_text(batch_str(b, f->name), nbuf, &nl);
+		const char *file = stored_text(batch_str(b, f->file), fbuf, &fl);
 
-			if (!w) {
-				h = hash_u64(h, f->kind);
-				h = hash_u64(h, f->line);
-				h = hash_str(h, name, nl);
-				h = hash_str(h, file, fl);
-			} else if (pass == 1)
-				ch_w_uint(w, f->kind, 1);
-			else if (pass == 2)
-				ch_w_str(w, name, nl);
-			else if (pass == 3)
-				ch_w_str(w, file, fl);
-			else
-				ch_w_uint(w, f->line, 4);
-		}
+		h = hash_frame(h, f->kind, f->line, name, nl, file, fl);
 	}
 	return ch_hash_final(h);
+}
+
+/* The frames ids a call has written rows of: open addressing, 0 empty. */
+struct fid_set {
+	uint64_t *v;
+	size_t n, cap; /* cap a power of two, or 0 */
+};
+
+/* Adds id to t: 1 when new, 0 when there already, -ENOMEM. Id 0 is never held
+ * (its row is written each time: harmless, and 2^-64 likely). */
+static int fid_add(struct fid_set *t, uint64_t id)
+{
+	size_t i;
+
+	if (!id)
+		return 1;
+	if (t->n + 1 > t->cap / 4 * 3) {
+		struct fid_set g = { .cap = t->cap ? 2 * t->cap : 4096 };
+
+		g.v = calloc(g.cap, sizeof(*g.v));
+		if (!g.v)
+			return -ENOMEM;
+		for (i = 0; i < t->cap; i++)
+			if (t->v[i])
+				fid_add(&g, t->v[i]);
+		free(t->v);
+		*t = g;
+	}
+	i = (size_t)ch_hash_final(id) & (t->cap - 1);
+	while (t->v[i] && t->v[i] != id)
+		i = (i + 1) & (t->cap - 1);
+	if (t->v[i])
+		return 0;
+	t->v[i] = id;
+	t->n++;
+	return 1;
+}
+
+/* Stack i's stack_frames row (id, its frames' ids) into sf, and into fr the
+ * frames rows (id, kind, name, file, line) of its frames that the call has not
+ * written yet (done). 0 or -ENOMEM. */
+static int stack_rows(const struct batch *b, uint32_t i, uint64_t id, struct ch_wbuf *sf,
+		      struct ch_wbuf *fr, struct fid_set *done)
+{
+	char nbuf[FRAME_MAX_NAME_LEN + 1], fbuf[FRAME_MAX_NAME_LEN + 1];
+	const struct batch_stack *st = &b->stacks[i];
+	uint32_t j;
+
+	ch_w_uint(sf, id, 8);
+	ch_w_varint(sf, st->nframes);
+	for (j = 0; j < st->nframes; j++) {
+		const struct batch_frame *f = &b->frames[st->frames[j]];
+		size_t nl, fl;
+		const char *name = stored_text(batch_str(b, f->name), nbuf, &nl);
+		const char *file = stored_text(batch_str(b, f->file), fbuf, &fl);
+		uint64_t fid = ch_hash_final(
+			hash_frame(CH_HASH_SEED, f->kind, f->line, name, nl, file, fl));
+		int fresh = fid_add(done, fid);
+
+		if (fresh < 0)
+			return fresh;
+		ch_w_uint(sf, fid, 8);
+		if (!fresh)
+			continue;
+		ch_w_uint(fr, fid, 8);
+		ch_w_uint(fr, f->kind, 1);
+		ch_w_str(fr, name, nl);
+		ch_w_str(fr, file, fl);
+		ch_w_uint(fr, f->line, 4);
+	}
+	return 0;
 }
 
 struct pair {
@@ -323,13 +384,16 @@ struct one {
 
 /* The call's rows of every table, RowBinary. */
 struct bodies {
-	struct ch_wbuf seen, stacks, labelsets, raw, ingested, scratch;
+	struct ch_wbuf seen, stack_frames, frames, labelsets, raw, ingested, scratch;
+	struct fid_set fids; /* the frames rows written */
 };
 
 static void bodies_free(struct bodies *w)
 {
 	free(w->seen.p);
-	free(w->stacks.p);
+	free(w->stack_frames.p);
+	free(w->frames.p);
+	free(w->fids.v);
 	free(w->labelsets.p);
 	free(w->raw.p);
 	free(w->ingested.p);
@@ -425,10 +489,12 @@ static int add_batch(struct ch_store *s, const struct batch *b, const int64_t *n
 		if (seen[k])
 			continue;
 		seen[k] = 1;
-		stack_ids[k] = stack_row(b, k, NULL);
+		stack_ids[k] = stack_id(b, k);
 		if (!cache_fresh(s, stack_ids[k], at)) {
-			ch_w_uint(&w->stacks, stack_ids[k], 8);
-			stack_row(b, k, &w->stacks);
+			err = stack_rows(b, k, stack_ids[k], &w->stack_frames, &w->frames,
+					 &w->fids);
+			if (err)
+				goto out;
 			ch_w_uint(&w->seen, CH_SEEN_STACK, 1);
 			ch_w_uint(&w->seen, stack_ids[k], 8);
 			ch_w_uint(&w->seen, (uint64_t)at, 8);
@@ -503,21 +569,25 @@ static int insert_all(struct ch_store *s, const struct batch *const *bs, const s
 	size_t i;
 	int err;
 
-	err = w->seen.err ?: w->stacks.err ?: w->labelsets.err ?: w->raw.err ?: w->ingested.err;
+	err = w->seen.err ?: w->stack_frames.err ?: w->frames.err ?: w->labelsets.err ?:
+	      w->raw.err ?: w->ingested.err;
 	if (!err && w->seen.len)
 		err = ch_run(s, "ingest seen", "INSERT INTO seen FORMAT RowBinary", w->seen.p,
 			     w->seen.len, NULL);
-	if (!err && w->stacks.len)
-		err = ch_run(s, "ingest stacks", "INSERT INTO stacks FORMAT RowBinary", w->stacks.p,
-			     w->stacks.len, NULL);
+	/* a stack's row before its frames' rows: a GC that deletes a frame no stack
+	 * names spares one that a stack stored before its ALTER names, and a frame
+	 * row inserted after the ALTER is not in the parts it rewrites (ch_gc.c) */
+	if (!err && w->stack_frames.len)
+		err = ch_run(s, "ingest stacks", "INSERT INTO stack_frames FORMAT RowBinary",
+			     w->stack_frames.p, w->stack_frames.len, NULL);
+	if (!err && w->frames.len)
+		err = ch_run(s, "ingest frames", "INSERT INTO frames FORMAT RowBinary", w->frames.p,
+			     w->frames.len, NULL);
 	if (!err && w->labelsets.len)
 		err = ch_run(s, "ingest label sets", "INSERT INTO labelsets FORMAT RowBinary",
 			     w->labelsets.p, w->labelsets.len, NULL);
-	if (err) { /* the ingest cache may name rows that are not stored */
-		memset(s->cache.id, 0, sizeof(s->cache.id));
-		s->cache.n = 0;
+	if (err)
 		return err;
-	}
 	if (w->raw.len)
 		err = ch_run(s, "ingest samples", "INSERT INTO " CH_RAW_TABLE " FORMAT RowBinary",
 			     w->raw.p, w->raw.len, NULL);
@@ -575,6 +645,10 @@ int ch_store__ingest_many(struct store *base, const struct batch *const *bs, siz
 		if (o[i].store)
 			err = add_batch(s, bs[i], now, &o[i], &w);
 	err = err ?: insert_all(s, bs, o, n, &w);
+	if (err) { /* the ingest cache may name rows that are not stored */
+		memset(s->cache.id, 0, sizeof(s->cache.id));
+		s->cache.n = 0;
+	}
 fail:
 	if (err == -ENOMEM)
 		ch_fail(s, err, "ingest: out of memory");

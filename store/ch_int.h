@@ -299,9 +299,28 @@ int ch_layout_migrate(struct ch_store *s);
 /* Whether stack id's frames are cached: then in frames[0 .. *nframes) (at most
  * CH_MAX_FRAMES), their strings valid until the next put or free. */
 bool ch_frames_get(const struct ch_store *s, uint64_t id, struct frame *frames, size_t *nframes);
-/* Keeps stack id's frames (copied); without memory, keeps nothing. */
-void ch_frames_put(struct ch_store *s, uint64_t id, const struct frame *frames, size_t nframes);
+/* Keeps stack id's frames (copied); without memory, keeps nothing. fids, when
+ * not NULL, are the frames' content ids (007_frames.sql): a frame the cache
+ * knows by its id is taken without hashing its strings. */
+void ch_frames_put(struct ch_store *s, uint64_t id, const struct frame *frames, size_t nframes,
+		   const uint64_t *fids);
 void ch_frames_free(struct ch_store *s);
+
+/* ---- a flame graph's stacks (ch_stacks.c; schema/clickhouse/007_frames.sql) -- */
+
+/* A stack's sum over a read. */
+struct ch_stack_sum {
+	uint64_t id, count;
+};
+
+/* Calls cb once for each of the n sums with a count, with its stack's frames:
+ * the cache's, else fetched (stack_frames and frames; then 001's stacks for
+ * those stored before 7) by a list of ids when few, else by the stacks of the
+ * plan (SQL of the read that gave the sums). Sorts sums and zeroes the counts
+ * it emits; a stack found nowhere is left out. 0, -errno, or cb's non-zero
+ * result. */
+int ch_stacks_emit(struct ch_store *s, struct ch_stack_sum *sums, size_t n, const char *plan,
+		   store_stack_fn cb, void *ctx);
 
 /* ---- dictionary GC (ch_gc.c; schema/clickhouse/004_gc.sql) ------------------- */
 

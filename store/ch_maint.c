@@ -38,15 +38,17 @@ int ch_stats(struct store *base, struct store_stats *st)
 		return err;
 	/* raw rows below built_1 are counted per minute; the rest live */
 	tail = t.built[1] == INT64_MIN ? -STORE_MAX_ABS_WINDOW - 1 : t.built[1];
-	ch_w_text(&sql,
-		  "SELECT (SELECT uniqExact(window_start, labelset, stack) FROM " CH_RAW_TABLE
-		  " WHERE window_start >= %" PRId64 "), (SELECT uniqExact(window_start, labelset) "
-		  "FROM " CH_RAW_TABLE " WHERE window_start >= %" PRId64
-		  "), (SELECT uniqExact(agent, seq) FROM "
-		  "ingested), (SELECT uniqExact(id) FROM stacks), (SELECT uniqExact(id) FROM "
-		  "labelsets), (SELECT toUInt64(sum(bytes_on_disk)) FROM system.parts WHERE "
-		  "active AND database = currentDatabase()) FORMAT RowBinary",
-		  tail, tail);
+	ch_w_text(
+		&sql,
+		"SELECT (SELECT uniqExact(window_start, labelset, stack) FROM " CH_RAW_TABLE
+		" WHERE window_start >= %" PRId64 "), (SELECT uniqExact(window_start, labelset) "
+		"FROM " CH_RAW_TABLE " WHERE window_start >= %" PRId64
+		"), (SELECT uniqExact(agent, seq) FROM "
+		"ingested), (SELECT uniqExact(id) FROM (SELECT id FROM stacks UNION ALL SELECT id "
+		"FROM stack_frames)), (SELECT uniqExact(id) FROM "
+		"labelsets), (SELECT toUInt64(sum(bytes_on_disk)) FROM system.parts WHERE "
+		"active AND database = currentDatabase()) FORMAT RowBinary",
+		tail, tail);
 	err = ch_run_sql(s, "stats", &sql, &a);
 	if (err)
 		goto out;
@@ -104,9 +106,9 @@ out:
 }
 
 /* The tables this build reads and writes. */
-static const char *const check_tables[] = { CH_RAW_TABLE, CH_MINUTE_TABLE, "hour",
-					    "tiers",	  "seen",	   "counts",
-					    "stacks",	  "labelsets",	   "ingested" };
+static const char *const check_tables[] = { CH_RAW_TABLE, CH_MINUTE_TABLE, "hour",   "tiers",
+					    "seen",	  "counts",	   "stacks", "labelsets",
+					    "ingested",	  "stack_frames",  "frames" };
 #define CHECK_NTABLES (sizeof(check_tables) / sizeof(check_tables[0]))
 
 /* What the store can verify of itself: every table present; the watermarks in
@@ -170,7 +172,8 @@ int ch_check(struct store *base)
 		  "SELECT (SELECT count() FROM (SELECT DISTINCT stack FROM (SELECT stack "
 		  "FROM " CH_RAW_TABLE " UNION ALL SELECT stack FROM " CH_MINUTE_TABLE
 		  " UNION ALL SELECT stack FROM hour)) WHERE "
-		  "stack NOT IN (SELECT id FROM stacks)), (SELECT count() FROM (SELECT DISTINCT "
+		  "stack NOT IN (SELECT id FROM stacks) AND stack NOT IN (SELECT id FROM "
+		  "stack_frames)), (SELECT count() FROM (SELECT DISTINCT "
 		  "labelset FROM (SELECT labelset FROM " CH_RAW_TABLE
 		  " UNION ALL SELECT labelset FROM " CH_MINUTE_TABLE
 		  " UNION ALL SELECT labelset FROM hour)) WHERE labelset NOT IN (SELECT id FROM "

@@ -3,9 +3,8 @@
  * (ch_w_plan(), ch_tiers.c; each span a FINAL read, which collapses a batch's
  * copies, but of the partitions that hold one part, which have none: ch_parts.c,
  * which reads again with FINAL when one changed meanwhile) and read back as
- * RowBinary; query_stacks takes the answer's stacks'
- * frames from the store's cache (ch_frames.c), fetches the others in one more
- * query and merges the two in C; a timeline reads each tier only where its
+ * RowBinary; query_stacks has ch_stacks.c add the sums' frames (the store's
+ * cache's, then the others fetched); a timeline reads each tier only where its
  * buckets' plans do, then plans each of its buckets in C over per-tier sums, as
  * the SQLite store does.
  */
@@ -39,50 +38,11 @@ static int check_query(struct ch_store *s, const struct store_query *q)
 	return 0;
 }
 
-struct stack_sum {
-	uint64_t id, count;
-};
-
-static int sum_cmp(const void *a, const void *b)
-{
-	uint64_t x = ((const struct stack_sum *)a)->id, y = ((const struct stack_sum *)b)->id;
-
-	return x < y ? -1 : x > y;
-}
-
-/* A stacks row's arrays (after its id: kinds, names, files, lines) into frames,
- * the strings borrowed from r's buffer. Returns the number of frames, or 0 with
- * r->bad set when the row is malformed or has no frames or too many. */
-static size_t read_frames(struct ch_rbuf *r, struct frame *frames)
-{
-	uint64_t k, nf = ch_r_varint(r);
-
-	if (!nf || nf > CH_MAX_FRAMES) {
-		r->bad = true;
-		return 0;
-	}
-	for (k = 0; k < nf; k++)
-		frames[k].kind = (uint32_t)ch_r_uint(r, 1);
-	if (ch_r_varint(r) != nf)
-		r->bad = true;
-	for (k = 0; k < nf && !r->bad; k++)
-		frames[k].name = ch_r_str(r, &frames[k].name_len);
-	if (ch_r_varint(r) != nf)
-		r->bad = true;
-	for (k = 0; k < nf && !r->bad; k++)
-		frames[k].file = ch_r_str(r, &frames[k].file_len);
-	if (ch_r_varint(r) != nf)
-		r->bad = true;
-	for (k = 0; k < nf && !r->bad; k++)
-		frames[k].line = (uint32_t)ch_r_uint(r, 4);
-	return r->bad ? 0 : (size_t)nf;
-}
-
 /* The stacks' sums over the plan (plan: its SQL), in the answer's order, into
  * *out (*n). */
-static int stack_sums(struct ch_store *s, const char *plan, struct stack_sum **out, size_t *n)
+static int stack_sums(struct ch_store *s, const char *plan, struct ch_stack_sum **out, size_t *n)
 {
-	struct stack_sum *sums = NULL;
+	struct ch_stack_sum *sums = NULL;
 	struct ch_wbuf sql = { 0 };
 	size_t cap = 0;
 	struct ch_answer a;
@@ -104,7 +64,7 @@ static int stack_sums(struct ch_store *s, const char *plan, struct stack_sum **o
 			goto out;
 		}
 		if (*n == cap) {
-			struct stack_sum *p =
+			struct ch_stack_sum *p =
 				realloc(sums, (cap = cap ? 2 * cap : 1024) * sizeof(*p));
 
 			if (!p) {
@@ -130,40 +90,12 @@ out:
 	return err;
 }
 
-/* The sums (n) whose stacks the frames cache holds: each one's callback,
- * its count then zeroed; the others' ids appended to missing (a list of SQL
- * literals), *nmissing of them. Returns 0, -errno, or a callback's non-zero
- * result (the query stops there). */
-static int from_cache(struct ch_store *s, struct stack_sum *sums, size_t n, struct frame *frames,
-		      store_stack_fn cb, void *ctx, struct ch_wbuf *missing, size_t *nmissing)
-{
-	size_t i;
-	int err;
-
-	*nmissing = 0;
-	for (i = 0; i < n; i++) {
-		size_t nf;
-
-		if (!sums[i].count)
-			continue;
-		if (!ch_frames_get(s, sums[i].id, frames, &nf)) {
-			ch_w_text(missing, "%s%" PRIu64, (*nmissing)++ ? "," : "", sums[i].id);
-			continue;
-		}
-		err = cb(ctx, frames, nf, sums[i].count);
-		if (err)
-			return err;
-		sums[i].count = 0;
-	}
-	return missing->err;
-}
-
 /* A flame graph's sums (ch_parts_run()): its plan, kept for the frames' query. */
 struct sums_read {
 	struct ch_store *s;
 	const struct store_query *q;
 	struct ch_wbuf plan;
-	struct stack_sum *sums;
+	struct ch_stack_sum *sums;
 	size_t n;
 };
 
@@ -184,72 +116,20 @@ int ch_query_stacks(struct store *base, const struct store_query *q, store_stack
 {
 	struct ch_store *s = ch_of(base);
 	struct sums_read x = { .s = s, .q = q };
-	struct frame *frames = NULL;
-	struct stack_sum *sums;
-	struct ch_wbuf sql = { 0 }, missing = { 0 };
-	size_t n, nmissing = 0;
-	struct ch_answer a;
-	struct ch_rbuf r;
 	int err;
 
 	err = check_query(s, q);
 	if (err || q->from >= q->to)
 		return err;
-	/* one plan for both queries: the stacks summed, then their frames */
+	/* one plan for both: the stacks summed, then (ch_stacks.c) the frames of
+	 * those the cache lacks */
 	err = ch_parts_run(s, read_sums, &x);
-	sums = x.sums;
-	n = x.n;
-	if (err || !n)
-		goto out;
-	frames = calloc(CH_MAX_FRAMES, sizeof(*frames));
-	if (!frames) {
-		err = -ENOMEM;
-		goto out;
-	}
-	/* the frames of those stacks: the cache's, then the rest in one query, by a
-	 * list of ids when short, else by the plan's stacks again */
-	err = from_cache(s, sums, n, frames, cb, ctx, &missing, &nmissing);
-	if (err || !nmissing)
-		goto out;
-	/* sorted only now, for the fetched rows' lookups: 81 k sums of a day take
-	 * some ms to sort, a warm graph needs none */
-	qsort(sums, n, sizeof(*sums), sum_cmp);
-	if (nmissing <= CH_FRAMES_BY_LIST)
-		ch_w_text(&sql,
-			  "SELECT id, kinds, names, files, lines FROM stacks WHERE id IN (%s) "
-			  "LIMIT 1 BY id FORMAT RowBinary",
-			  missing.p);
-	else
-		ch_w_text(&sql,
-			  "SELECT id, kinds, names, files, lines FROM stacks WHERE id IN "
-			  "(SELECT stack FROM %s) LIMIT 1 BY id FORMAT RowBinary",
-			  x.plan.p);
-	if ((err = ch_run_sql(s, "query stacks", &sql, &a)))
-		goto out;
-	r = ch_answer_reader(&a);
-	while (r.p < r.end && !r.bad && !err) {
-		struct stack_sum key = { .id = ch_r_uint(&r, 8) }, *hit;
-		size_t nf = read_frames(&r, frames);
-
-		if (!nf) {
-			err = ch_fail(s, -EIO, "stack %" PRIu64 ": malformed or no frames", key.id);
-			break;
-		}
-		ch_frames_put(s, key.id, frames, nf);
-		hit = bsearch(&key, sums, n, sizeof(*sums), sum_cmp);
-		if (hit && hit->count) {
-			err = cb(ctx, frames, nf, hit->count);
-			hit->count = 0; /* once, whatever merges are pending */
-		}
-	}
-out:
+	if (!err && x.n)
+		err = ch_stacks_emit(s, x.sums, x.n, x.plan.p, cb, ctx);
 	if (err == -ENOMEM)
 		ch_fail(s, err, "query stacks: out of memory");
-	free(frames);
-	free(sums);
+	free(x.sums);
 	free(x.plan.p);
-	free(sql.p);
-	free(missing.p);
 	return err;
 }
 

@@ -17,7 +17,8 @@
  * and version 6 moves the raw and minute rows into its tables (ch_layout.c).
  * The rest of the contract: ch_ingest.c (content ids, batches stored once however
  * often their rows are inserted, the ingest cache), ch_read.c (queries; with
- * ch_frames.c, the cache of the stacks' frames they read),
+ * ch_stacks.c, the frames a flame graph fetches, and ch_frames.c, the cache of
+ * those),
  * ch_tiers.c (minute and hour rollups built inside ClickHouse), ch_layout.c (the
  * move to schema 6's tables), ch_gc.c (the
  * dictionary GC), ch_maint.c (stats, check, retention per tier), ch_stackref.c

@@ -2,8 +2,9 @@
  * (store/ch_gc.c, docs/clickhouse.md "Dictionary GC"), on a private
  * clickhouse-server (clickhousetest.h): stacks and label sets that have no `seen`
  * row (004's ingest wrote none) are given one by a maintenance pass, and a pass a
- * grace period later deletes the unused ones and keeps the used ones. Without
- * the seeding they stay forever, and the test fails.
+ * grace period later deletes the unused ones and keeps the used ones; the pass
+ * after deletes the frames that no stack names any more. Without the seeding
+ * they stay forever, and the test fails.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -98,11 +99,12 @@ static int collect(void *ctx, const struct frame *frames, size_t nframes, uint64
 	return 0;
 }
 
-/* Rows planted as a store before 004 left them (no `seen` row): three stacks and
- * two label sets no tier uses, and a batch's stack and label set, which its raw,
- * minute and hour rows use. The first maintenance gives every one a `seen` row at
- * its now and deletes none (within the grace period); one an hour and more later
- * deletes the planted ones and keeps the batch's, whose samples still answer. */
+/* Rows planted as a store before 004 left them (no `seen` row): four stacks
+ * (three in 001's `stacks`, one in 007's `stack_frames` with a frame of its own
+ * and one it shares) and two label sets no tier uses, and a batch's stack and label set, which its
+ * raw, minute and hour rows use. The first maintenance gives every one a `seen` row at its now and
+ * deletes none (within the grace period); one an hour and more later deletes the planted ones and
+ * keeps the batch's, whose samples still answer. */
 static void test_gc_of_rows_before_004(void **state)
 {
 	const int64_t w0 = 1700000000 - 1700000000 % 3600 + 600, now = w0 + 600;
@@ -132,17 +134,28 @@ static void test_gc_of_rows_before_004(void **state)
 	    "(13, [0], ['old_3'], [''], [0])");
 	run("INSERT INTO " DB ".labelsets (id, lkeys, lvalues) VALUES "
 	    "(21, ['service'], ['old_1']), (22, ['pid'], ['7'])");
+	/* and, as version 7 stores them, a stack no tier uses whose frames are
+	 * the used stack's `main` and a frame of its own */
+	snprintf(sql, sizeof(sql),
+		 "INSERT INTO " DB ".stack_frames (id, frames) SELECT 14, [any(id), 99] FROM " DB
+		 ".frames WHERE name = 'main'");
+	run(sql);
+	run("INSERT INTO " DB
+	    ".frames (id, kind, name, file, line) VALUES (99, 0, 'old_4', '', 0)");
 	run("TRUNCATE TABLE " DB ".seen");
-	assert_int_equal(number("SELECT uniqExact(id) FROM " DB ".stacks"), 4);
+	assert_int_equal(number("SELECT uniqExact(id) FROM " DB ".stack_frames"), 2);
+	assert_int_equal(number("SELECT uniqExact(id) FROM " DB ".frames"), 4);
+	assert_int_equal(number("SELECT uniqExact(id) FROM " DB ".stacks"), 3);
 	assert_int_equal(number("SELECT uniqExact(id) FROM " DB ".labelsets"), 3);
 
 	/* the first pass: a `seen` row for each, at its now; nothing deleted */
 	maintain_all(s, now);
 	mutations_done();
-	assert_int_equal(number("SELECT uniqExact(kind, id) FROM " DB ".seen"), 4 + 3);
+	assert_int_equal(number("SELECT uniqExact(kind, id) FROM " DB ".seen"), 5 + 3);
 	snprintf(sql, sizeof(sql), "SELECT countIf(at != %" PRId64 ") FROM " DB ".seen", now);
 	assert_int_equal(number(sql), 0);
-	assert_int_equal(number("SELECT uniqExact(id) FROM " DB ".stacks"), 4);
+	assert_int_equal(number("SELECT uniqExact(id) FROM " DB ".stacks"), 3);
+	assert_int_equal(number("SELECT uniqExact(id) FROM " DB ".stack_frames"), 2);
 	assert_int_equal(number("SELECT uniqExact(id) FROM " DB ".labelsets"), 3);
 
 	/* past the grace period: the unused ones go, the used ones stay */
@@ -150,8 +163,16 @@ static void test_gc_of_rows_before_004(void **state)
 	mutations_done();
 	assert_int_equal(number("SELECT count() FROM " DB ".stacks WHERE id IN (11, 12, 13)"), 0);
 	assert_int_equal(number("SELECT count() FROM " DB ".labelsets WHERE id IN (21, 22)"), 0);
-	assert_int_equal(number("SELECT uniqExact(id) FROM " DB ".stacks"), 1);
+	assert_int_equal(number("SELECT count() FROM " DB ".stacks"), 0);
+	assert_int_equal(number("SELECT uniqExact(id) FROM " DB ".stack_frames"), 1);
+	assert_int_equal(number("SELECT count() FROM " DB ".stack_frames WHERE id = 14"), 0);
 	assert_int_equal(number("SELECT uniqExact(id) FROM " DB ".labelsets"), 1);
+	/* a pass after the stacks' deletion: the frame only stack 14 named goes,
+	 * `main`, which the used stack names too, stays */
+	maintain_all(s, later + 301);
+	mutations_done();
+	assert_int_equal(number("SELECT count() FROM " DB ".frames WHERE id = 99"), 0);
+	assert_int_equal(number("SELECT uniqExact(id) FROM " DB ".frames"), 3);
 	assert_int_equal(store__query_stacks(s, &q, collect, &g), 0);
 	assert_int_equal(g.calls, 1);
 	assert_string_equal(g.text, "app;main;used");

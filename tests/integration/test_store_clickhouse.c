@@ -2,8 +2,9 @@
  * (clickhousetest.h): the harness itself (start, /ping, stop with exit status 0),
  * a round trip (stacks, labels, series, windows, stats exactly as ingested),
  * idempotency on (agent, seq), the location and credentials checks,
- * retention by whole hours per tier, exactly once, the ingest cache, check, and
- * the flame graph's frames cache (store/ch_frames.c), and the move of a version 5
+ * retention by whole hours per tier, exactly once, the ingest cache, check,
+ * the flame graph's frames cache (store/ch_frames.c), stacks stored as their
+ * frames' ids and those stored before (store/ch_stacks.c), and the move of a version 5
  * database's rows into schema 6's tables (store/ch_layout.c), whole and stopped
  * midway. The conformance suite on ClickHouse is
  * test_store_clickhouse_conformance.c.
@@ -456,14 +457,14 @@ static void test_ingest_cache(void **state)
 	b = make_batch("agent1", 2, 100010, "cpu", b3, 3); /* one new stack */
 	assert_int_equal(store__ingest(s, b, NULL), 0);
 	batch__free(b);
-	assert_int_equal(ch_number("cache", "SELECT count() FROM stacks"), 3);
+	assert_int_equal(ch_number("cache", "SELECT count() FROM stack_frames"), 3);
 	assert_int_equal(ch_number("cache", "SELECT count() FROM labelsets"), 2);
 	assert_int_equal(ch_number("cache", "SELECT count() FROM seen"), 5);
 	/* 1800 s later the rows are written again (their seen time refreshed) */
 	b = make_batch("agent1", 3, 100000 + 1800, "cpu", a, 2);
 	assert_int_equal(store__ingest(s, b, NULL), 0);
 	batch__free(b);
-	assert_int_equal(ch_number("cache", "SELECT count() FROM stacks"), 5);
+	assert_int_equal(ch_number("cache", "SELECT count() FROM stack_frames"), 5);
 	/* the label sets too, though the batch between kept using them: a seen row
 	 * is at most the refresh period old while the cache spares its rewrite */
 	assert_int_equal(ch_number("cache", "SELECT count() FROM labelsets"), 4);
@@ -472,7 +473,7 @@ static void test_ingest_cache(void **state)
 	b = make_batch("agent2", 1, 100000 + 1810, "cpu", a, 2);
 	assert_int_equal(store__ingest(s2, b, NULL), 0);
 	batch__free(b);
-	assert_int_equal(ch_number("cache", "SELECT count() FROM stacks"), 7);
+	assert_int_equal(ch_number("cache", "SELECT count() FROM stack_frames"), 7);
 	query_text(s2, 0, 200000, NULL, NULL, NULL, text, sizeof(text));
 	assert_string_equal(text, "app;main;gc 1\napp;main;work 16\ndb;main;query 22\n");
 	store__close(s2);
@@ -907,6 +908,108 @@ static void test_frames_cache(void **state)
 	store__close(s);
 }
 
+/* What a flame graph of many stacks gave: callbacks and samples, and those of
+ * one-frame stacks named old<N>. */
+struct fo_got {
+	uint64_t calls, samples, old_calls, old_samples;
+};
+
+static int fo_collect(void *ctx, const struct frame *frames, size_t nframes, uint64_t count)
+{
+	struct fo_got *g = ctx;
+
+	g->calls++;
+	g->samples += count;
+	if (nframes == 1 && frames[0].name_len > 3 && !memcmp(frames[0].name, "old", 3)) {
+		g->old_calls++;
+		g->old_samples += count;
+	}
+	return 0;
+}
+
+/* Schema 7 stores a stack as its frames' ids and each frame once
+ * (007_frames.sql): the rows an ingest writes, against the test's own stacks;
+ * stacks stored before 7 (`stacks` rows, planted) still answer beside them, by
+ * a list of ids and, past CH_FRAMES_BY_LIST of them, by the plan's stacks; and
+ * a stack naming a frame that is not stored fails the read (-EIO) rather than
+ * printing a wrong stack. */
+static void test_frames_once(void **state)
+{
+	static const struct tuple a[] = {
+		{ "pod=web", "app;main;work", 5 },
+		{ "pod=web", "app;main;gc", 2 },
+		{ "pod=db", "db;main;query", 7 },
+	};
+	struct store_query q = { .from = 0, .to = 200000 };
+	struct fo_got g = { 0 };
+	struct store *w, *s;
+	struct batch *b;
+	char text[512], sql[512];
+	uint64_t ls;
+
+	(void)state;
+	ch_skip_unless_available();
+	w = open_db("fonce");
+	b = make_batch("agent1", 1, 100000, "cpu", a, 3);
+	assert_int_equal(store__ingest(w, b, NULL), 0);
+	batch__free(b);
+	/* three stacks of three frames, six distinct frames, each written once */
+	assert_int_equal(ch_number("fonce", "SELECT count() FROM stacks"), 0);
+	assert_int_equal(ch_number("fonce", "SELECT count() FROM stack_frames"), 3);
+	assert_int_equal(ch_number("fonce", "SELECT countIf(length(frames) = 3) FROM stack_frames"),
+			 3);
+	assert_int_equal(ch_number("fonce", "SELECT count() FROM frames"), 6);
+	assert_int_equal(ch_number("fonce", "SELECT uniqExact(name) FROM frames WHERE name IN "
+					    "('app', 'main', 'work', 'gc', 'db', 'query')"),
+			 6);
+	/* `main`, every stack's second frame, is one id */
+	assert_int_equal(ch_number("fonce", "SELECT uniqExact(frames[2]) FROM stack_frames"), 1);
+
+	/* a stack stored before version 7, with a raw row */
+	ls = ch_number("fonce", "SELECT any(labelset) FROM samples_raw");
+	ch_sql("fonce", "INSERT INTO stacks VALUES (4242, [0, 0], ['old', 'frame'], ['', ''], "
+			"[0, 0])");
+	snprintf(sql, sizeof(sql),
+		 "INSERT INTO samples_raw VALUES (100010, 'cpu', %" PRIu64 ", 4242, 'old', 1, 9)",
+		 ls);
+	ch_sql("fonce", sql);
+	s = open_db("fonce"); /* a cache of its own: every stack fetched */
+	query_text(s, 0, 200000, NULL, NULL, NULL, text, sizeof(text));
+	assert_string_equal(text, "app;main;gc 2\napp;main;work 5\ndb;main;query 7\nold;frame 9\n");
+	store__close(s);
+
+	/* 1100 such stacks more: past CH_FRAMES_BY_LIST, read by the plan's stacks */
+	ch_sql("fonce",
+	       "INSERT INTO stacks SELECT 5000 + number, [0], "
+	       "[concat('old', toString(number))], [''], [0] FROM system.numbers LIMIT 1100");
+	snprintf(sql, sizeof(sql),
+		 "INSERT INTO samples_raw SELECT 100020, 'cpu', %" PRIu64
+		 ", 5000 + number, 'old', 2, 1 FROM system.numbers LIMIT 1100",
+		 ls);
+	ch_sql("fonce", sql);
+	s = open_db("fonce");
+	assert_int_equal(store__query_stacks(s, &q, fo_collect, &g), 0);
+	assert_int_equal(g.old_calls, 1100);
+	assert_int_equal(g.old_samples, 1100);
+	assert_int_equal(g.calls, 3 + 1 + 1100);
+	assert_int_equal(g.samples, 5 + 2 + 7 + 9 + 1100);
+	store__close(s);
+
+	/* a stack whose frame is not stored */
+	ch_sql("fonce", "INSERT INTO stack_frames VALUES (6000, [123])");
+	snprintf(sql, sizeof(sql),
+		 "INSERT INTO samples_raw VALUES (100030, 'cpu', %" PRIu64 ", 6000, 'old', 3, 1)",
+		 ls);
+	ch_sql("fonce", sql);
+	s = open_db("fonce");
+	q.from = 100030;
+	assert_int_equal(store__query_stacks(s, &q, fo_collect, &g), -EIO);
+	print_message("a missing frame: %s\n", store__errmsg(s));
+	assert_non_null(strstr(store__errmsg(s), "names frame 123"));
+	store__close(s);
+	store__close(w);
+}
+
 static void test_check(void **state)
 {
 	static const struct tuple a[] = { { "pod=web", "app;main;work", 5 } };
@@ -1057,13 +1160,15 @@ static int layout_statement(void *ctx, const char *sql)
 /* Makes database db what a collector of version 5 left with ref's data: schema
  * files 001-005 applied as that build did (as written, on one server), their
  * versions recorded, then every table's rows from ref, the raw and minute rows
- * into 002's `raw` and `minute`. */
+ * into 002's `raw` and `minute`, the stacks into 001's `stacks` (so the answers
+ * compared read them there: store/ch_stacks.c's path for stacks stored before
+ * 007). */
 static void layout_make_v5(const char *db, const char *ref)
 {
-	static const char *const same[] = { "hour",   "tiers",	   "seen",    "counts",
-					    "stacks", "labelsets", "ingested" };
+	static const char *const same[] = { "hour",   "tiers",	   "seen",
+					    "counts", "labelsets", "ingested" };
 	struct ch_schema_target t = { db, "", ch_migrations, CH_LAYOUT_VERSION - 1 };
-	char sql[512];
+	char sql[1024];
 	size_t i;
 
 	snprintf(sql, sizeof(sql), "CREATE DATABASE %s", db);
@@ -1082,6 +1187,19 @@ static void layout_make_v5(const char *db, const char *ref)
 			 ref, same[i]);
 		ch_sql(db, sql);
 	}
+	/* ref's stacks (007's stack_frames and frames) as 001's rows, frames in
+	 * order: the tuples (position, kind, name, file, line) sorted */
+	snprintf(sql, sizeof(sql),
+		 "INSERT INTO %s.stacks (id, kinds, names, files, lines) SELECT id, "
+		 "arrayMap(t -> tupleElement(t, 2), f), arrayMap(t -> tupleElement(t, 3), f), "
+		 "arrayMap(t -> tupleElement(t, 4), f), arrayMap(t -> tupleElement(t, 5), f) "
+		 "FROM (SELECT id, arraySort(groupArray((pos, kind, name, file, line))) AS f "
+		 "FROM (SELECT id, fid, pos FROM (SELECT id, frames FROM %s.stack_frames "
+		 "LIMIT 1 BY id) ARRAY JOIN frames AS fid, arrayEnumerate(frames) AS pos) "
+		 "ANY LEFT JOIN (SELECT id AS fid, kind, name, file, line FROM %s.frames) "
+		 "USING fid GROUP BY id)",
+		 db, ref, ref);
+	ch_sql(db, sql);
 	snprintf(sql, sizeof(sql),
 		 "INSERT INTO %s.raw (window_start, type, labelset, stack, agent, seq, value) "
 		 "SELECT window_start, type, labelset, stack, agent, seq, value FROM "
@@ -1174,6 +1292,7 @@ int main(void)
 		cmocka_unit_test(test_ingest_cache),
 		cmocka_unit_test(test_check),
 		cmocka_unit_test(test_frames_cache),
+		cmocka_unit_test(test_frames_once),
 		cmocka_unit_test(test_parts),
 		cmocka_unit_test(test_minutes_merged),
 		cmocka_unit_test(test_layout_migration),

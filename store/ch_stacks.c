@@ -1,0 +1,383 @@
+/* The frames of a flame graph's stacks (ch_int.h, ch_stacks_emit()): the
+ * store's cache first (ch_frames.c), then the others from stack_frames and
+ * frames (schema/clickhouse/007_frames.sql: a stack its frames' ids, each frame
+ * once), then those still missing from 001's `stacks`, which holds the stacks
+ * stored before version 7 (or by a collector of version 6 during an upgrade).
+ * Each stack's callback runs once, with its sum; every fetched stack goes into
+ * the cache.
+ *
+ * Why two queries rather than one: a stack's frames repeat across stacks (the
+ * bench's day: 88 k stacks of some 30 frames name 104 k distinct frames), so
+ * the stacks come as lists of 8-byte ids and each frame's strings come once.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/frame.h"
+#include "store/ch_int.h"
+
+static int sum_cmp(const void *a, const void *b)
+{
+	uint64_t x = ((const struct ch_stack_sum *)a)->id, y = ((const struct ch_stack_sum *)b)->id;
+
+	return x < y ? -1 : x > y;
+}
+
+/* Runs cb for stack id's sum when it still has one (then zeroed: a stack counts
+ * once whatever copies its rows have), after caching its frames. */
+static int emit(struct ch_store *s, struct ch_stack_sum *sums, size_t n, uint64_t id,
+		const struct frame *frames, size_t nf, const uint64_t *fids, store_stack_fn cb,
+		void *ctx)
+{
+	struct ch_stack_sum key = { .id = id }, *hit;
+	int err = 0;
+
+	ch_frames_put(s, id, frames, nf, fids);
+	hit = bsearch(&key, sums, n, sizeof(*sums), sum_cmp);
+	if (hit && hit->count) {
+		err = cb(ctx, frames, nf, hit->count);
+		hit->count = 0;
+	}
+	return err;
+}
+
+/* Runs the query fmt (FORMAT RowBinary; its one %s is where) and sets *r to
+ * read its answer, valid until the store's next query. */
+static int ask(struct ch_store *s, const char *what, const char *fmt, const char *where,
+	       struct ch_rbuf *r)
+{
+	struct ch_wbuf sql = { 0 };
+	struct ch_answer a;
+	int err;
+
+	ch_w_text(&sql, fmt, where);
+	err = ch_run_sql(s, what, &sql, &a);
+	free(sql.p);
+	if (!err)
+		*r = ch_answer_reader(&a);
+	return err;
+}
+
+/* ---- version 7: stack_frames and frames ---------------------------------- */
+
+/* The stack_frames rows of one answer: stack i's frame ids are
+ * fids[off[i] .. off[i] + nf[i]). */
+struct id_lists {
+	uint64_t *ids, *fids;
+	uint32_t *off, *nf;
+	size_t n, cap, nfids, fcap;
+};
+
+static void id_lists_free(struct id_lists *l)
+{
+	free(l->ids);
+	free(l->fids);
+	free(l->off);
+	free(l->nf);
+}
+
+/* Room for one more stack of nf frames; 0 or -ENOMEM. */
+static int id_lists_grow(struct id_lists *l, size_t nf)
+{
+	if (l->n == l->cap) {
+		size_t cap = l->cap ? 2 * l->cap : 1024;
+		uint64_t *ids = realloc(l->ids, cap * sizeof(*ids));
+		uint32_t *off, *nfs;
+
+		if (!ids)
+			return -ENOMEM;
+		l->ids = ids;
+		if (!(off = realloc(l->off, cap * sizeof(*off))))
+			return -ENOMEM;
+		l->off = off;
+		if (!(nfs = realloc(l->nf, cap * sizeof(*nfs))))
+			return -ENOMEM;
+		l->nf = nfs;
+		l->cap = cap;
+	}
+	if (l->nfids + nf > l->fcap) {
+		size_t cap = l->fcap ? 2 * l->fcap : 16384;
+		uint64_t *f;
+
+		while (cap < l->nfids + nf)
+			cap *= 2;
+		if (!(f = realloc(l->fids, cap * sizeof(*f))))
+			return -ENOMEM;
+		l->fids = f;
+		l->fcap = cap;
+	}
+	return 0;
+}
+
+/* The frames rows of one answer by id: open addressing over v (index + 1, 0
+ * empty), the strings borrowed from the answer. */
+struct frame_map {
+	uint64_t *id;
+	struct frame *f;
+	size_t n, cap;
+	uint32_t *slot;
+	size_t nslots; /* a power of two, at least twice n */
+};
+
+static void frame_map_free(struct frame_map *m)
+{
+	free(m->id);
+	free(m->f);
+	free(m->slot);
+}
+
+static size_t frame_slot(const struct frame_map *m, uint64_t id)
+{
+	size_t i = (size_t)ch_hash_final(id) & (m->nslots - 1);
+
+	while (m->slot[i] && m->id[m->slot[i] - 1] != id)
+		i = (i + 1) & (m->nslots - 1);
+	return i;
+}
+
+/* Indexes m's n frames; 0 or -ENOMEM. */
+static int frame_map_index(struct frame_map *m)
+{
+	size_t i;
+
+	for (m->nslots = 1024; m->nslots < 2 * m->n; m->nslots *= 2)
+		;
+	m->slot = calloc(m->nslots, sizeof(*m->slot));
+	if (!m->slot)
+		return -ENOMEM;
+	for (i = 0; i < m->n; i++) {
+		size_t k = frame_slot(m, m->id[i]);
+
+		if (!m->slot[k]) /* a copy not yet merged: the same frame */
+			m->slot[k] = (uint32_t)(i + 1);
+	}
+	return 0;
+}
+
+/* Reads the stack_frames rows of the stacks `where` names into l. */
+static int read_id_lists(struct ch_store *s, const char *where, struct id_lists *l)
+{
+	struct ch_rbuf r;
+	int err;
+
+	err = ask(s, "query stacks",
+		  "SELECT id, frames FROM stack_frames WHERE id IN (%s) LIMIT 1 BY id "
+		  "FORMAT RowBinary",
+		  where, &r);
+	if (err)
+		return err;
+	while (r.p < r.end && !r.bad) {
+		uint64_t id = ch_r_uint(&r, 8), nf = ch_r_varint(&r), k;
+
+		if (!nf || nf > CH_MAX_FRAMES || nf > (uint64_t)(r.end - r.p) / 8) {
+			r.bad = true;
+			break;
+		}
+		if (l->nfids + nf > UINT32_MAX)
+			return ch_fail(s, -E2BIG, "query stacks: %zu frame references", l->nfids);
+		if ((err = id_lists_grow(l, (size_t)nf)))
+			return err;
+		l->ids[l->n] = id;
+		l->off[l->n] = (uint32_t)l->nfids;
+		l->nf[l->n++] = (uint32_t)nf;
+		for (k = 0; k < nf; k++)
+			l->fids[l->nfids++] = ch_r_uint(&r, 8);
+	}
+	if (r.bad)
+		return ch_fail(s, -EIO, "query stacks: malformed stack_frames answer");
+	return 0;
+}
+
+/* Reads the frames rows of the stacks `where` names into m; valid until the
+ * store's next query. */
+static int read_frames(struct ch_store *s, const char *where, struct frame_map *m)
+{
+	struct ch_rbuf r;
+	int err;
+
+	err = ask(s, "query frames",
+		  "SELECT id, kind, name, file, line FROM frames WHERE id IN "
+		  "(SELECT arrayJoin(frames) FROM stack_frames WHERE id IN (%s)) "
+		  "LIMIT 1 BY id FORMAT RowBinary",
+		  where, &r);
+	if (err)
+		return err;
+	while (r.p < r.end && !r.bad) {
+		struct frame f;
+		uint64_t id = ch_r_uint(&r, 8);
+
+		f.kind = (uint32_t)ch_r_uint(&r, 1);
+		f.name = ch_r_str(&r, &f.name_len);
+		f.file = ch_r_str(&r, &f.file_len);
+		f.line = (uint32_t)ch_r_uint(&r, 4);
+		if (f.kind >= FRAME_KIND_NR)
+			r.bad = true;
+		if (r.bad)
+			break;
+		if (m->n == UINT32_MAX - 1)
+			return ch_fail(s, -E2BIG, "query frames: too many frames");
+		if (m->n == m->cap) {
+			size_t cap = m->cap ? 2 * m->cap : 4096;
+			uint64_t *ids = realloc(m->id, cap * sizeof(*ids));
+			struct frame *fs;
+
+			if (!ids)
+				return -ENOMEM;
+			m->id = ids;
+			if (!(fs = realloc(m->f, cap * sizeof(*fs))))
+				return -ENOMEM;
+			m->f = fs;
+			m->cap = cap;
+		}
+		m->id[m->n] = id;
+		m->f[m->n++] = f;
+	}
+	if (r.bad)
+		return ch_fail(s, -EIO, "query frames: malformed answer");
+	return frame_map_index(m);
+}
+
+/* The stacks `where` names that stack_frames holds: each one's frames looked up
+ * in frames, then emitted. A stack naming a frame that frames lacks fails the
+ * query (-EIO): the GC never deletes a frame a stored stack names. */
+static int fetch_v7(struct ch_store *s, const char *where, struct ch_stack_sum *sums, size_t n,
+		    struct frame *frames, store_stack_fn cb, void *ctx)
+{
+	struct id_lists l = { 0 };
+	struct frame_map m = { 0 };
+	size_t i, k;
+	int err;
+
+	err = read_id_lists(s, where, &l);
+	if (err || !l.n)
+		goto out;
+	if ((err = read_frames(s, where, &m)))
+		goto out;
+	for (i = 0; i < l.n && !err; i++) {
+		for (k = 0; k < l.nf[i]; k++) {
+			uint64_t fid = l.fids[l.off[i] + k];
+			size_t slot = frame_slot(&m, fid);
+
+			if (!m.slot[slot]) {
+				err = ch_fail(s, -EIO,
+					      "stack %" PRIu64 " names frame %" PRIu64
+					      ", which frames does not hold",
+					      l.ids[i], fid);
+				goto out;
+			}
+			frames[k] = m.f[m.slot[slot] - 1];
+		}
+		err = emit(s, sums, n, l.ids[i], frames, l.nf[i], &l.fids[l.off[i]], cb, ctx);
+	}
+out:
+	id_lists_free(&l);
+	frame_map_free(&m);
+	return err;
+}
+
+/* ---- before version 7: 001's stacks -------------------------------------- */
+
+/* A stacks row's arrays (after its id: kinds, names, files, lines) into frames,
+ * the strings borrowed from r's buffer. Returns the number of frames, or 0 with
+ * r->bad set when the row is malformed or has no frames or too many. */
+static size_t read_row_frames(struct ch_rbuf *r, struct frame *frames)
+{
+	uint64_t k, nf = ch_r_varint(r);
+
+	if (!nf || nf > CH_MAX_FRAMES) {
+		r->bad = true;
+		return 0;
+	}
+	for (k = 0; k < nf; k++)
+		if ((frames[k].kind = (uint32_t)ch_r_uint(r, 1)) >= FRAME_KIND_NR)
+			r->bad = true;
+	if (ch_r_varint(r) != nf)
+		r->bad = true;
+	for (k = 0; k < nf && !r->bad; k++)
+		frames[k].name = ch_r_str(r, &frames[k].name_len);
+	if (ch_r_varint(r) != nf)
+		r->bad = true;
+	for (k = 0; k < nf && !r->bad; k++)
+		frames[k].file = ch_r_str(r, &frames[k].file_len);
+	if (ch_r_varint(r) != nf)
+		r->bad = true;
+	for (k = 0; k < nf && !r->bad; k++)
+		frames[k].line = (uint32_t)ch_r_uint(r, 4);
+	return r->bad ? 0 : (size_t)nf;
+}
+
+static int fetch_legacy(struct ch_store *s, const char *where, struct ch_stack_sum *sums, size_t n,
+			struct frame *frames, store_stack_fn cb, void *ctx)
+{
+	struct ch_rbuf r;
+	int err;
+
+	err = ask(s, "query stacks",
+		  "SELECT id, kinds, names, files, lines FROM stacks WHERE id IN (%s) "
+		  "LIMIT 1 BY id FORMAT RowBinary",
+		  where, &r);
+	if (err)
+		return err;
+	while (r.p < r.end && !r.bad && !err) {
+		uint64_t id = ch_r_uint(&r, 8);
+		size_t nf = read_row_frames(&r, frames);
+
+		if (!nf)
+			return ch_fail(s, -EIO, "stack %" PRIu64 ": malformed or no frames", id);
+		err = emit(s, sums, n, id, frames, nf, NULL, cb, ctx);
+	}
+	return err;
+}
+
+/* ---- the three sources in turn -------------------------------------------- */
+
+/* Into where: the ids of the sums still to emit as a list when at most
+ * CH_FRAMES_BY_LIST, else the plan's stacks again. Returns how many remain. */
+static size_t write_where(struct ch_wbuf *where, const struct ch_stack_sum *sums, size_t n,
+			  const char *plan)
+{
+	size_t i, left = 0;
+
+	where->len = 0;
+	for (i = 0; i < n; i++)
+		left += sums[i].count != 0;
+	if (left > CH_FRAMES_BY_LIST) {
+		ch_w_text(where, "SELECT stack FROM %s", plan);
+		return left;
+	}
+	for (i = 0, left = 0; i < n; i++)
+		if (sums[i].count)
+			ch_w_text(where, "%s%" PRIu64, left++ ? "," : "", sums[i].id);
+	return left;
+}
+
+int ch_stacks_emit(struct ch_store *s, struct ch_stack_sum *sums, size_t n, const char *plan,
+		   store_stack_fn cb, void *ctx)
+{
+	struct ch_wbuf where = { 0 };
+	struct frame *frames;
+	size_t i, nf;
+	int err = 0;
+
+	frames = calloc(CH_MAX_FRAMES, sizeof(*frames));
+	if (!frames)
+		return -ENOMEM;
+	for (i = 0; i < n && !err; i++)
+		if (sums[i].count && ch_frames_get(s, sums[i].id, frames, &nf)) {
+			err = cb(ctx, frames, nf, sums[i].count);
+			sums[i].count = 0;
+		}
+	/* sorted only now, for the fetched rows' lookups: 81 k sums of a day take
+	 * some ms to sort, a warm graph needs none */
+	if (!err && write_where(&where, sums, n, plan))
+		qsort(sums, n, sizeof(*sums), sum_cmp);
+	if (!err && where.len && !(err = where.err))
+		err = fetch_v7(s, where.p, sums, n, frames, cb, ctx);
+	if (!err && write_where(&where, sums, n, plan) && !(err = where.err))
+		err = fetch_legacy(s, where.p, sums, n, frames, cb, ctx);
+	free(frames);
+	free(where.p);
+	return err;
+}
