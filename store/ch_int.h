@@ -164,6 +164,15 @@ static inline int64_t ch_partition_last(int64_t p, int64_t len)
 {
 	return p >= 0 ? (p + 1) * len - 1 : p * len;
 }
+
+/* Whether p can be a partition of len-second starts: every start is within
+ * +-STORE_MAX_ABS_WINDOW, so one past that is a server's answer gone wrong, and
+ * its bounds above would overflow. */
+static inline bool ch_partition_sane(int64_t p, int64_t len)
+{
+	return len > 0 && p >= -(STORE_MAX_ABS_WINDOW / len) - 1 &&
+	       p <= STORE_MAX_ABS_WINDOW / len + 1;
+}
 /* The raw and minute tiers' tables (006_layout.sql; 002's `raw` and `minute`
  * before, emptied into these by ch_layout.c), and the time chunk that leads each
  * one's ORDER BY key after the type: intDiv(start, CHUNK). A read of a range

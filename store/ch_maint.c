@@ -308,7 +308,9 @@ static int drop_below(struct ch_store *s, const char *table, const char *col, in
 	while (r.p < r.end && !r.bad && n <= *budget) {
 		int64_t p = (int64_t)ch_r_uint(&r, 8);
 
-		if (!r.bad && ch_partition_last(p, len) < cut)
+		if (!ch_partition_sane(p, len))
+			r.bad = true;
+		else if (!r.bad && ch_partition_last(p, len) < cut)
 			parts[n++] = p;
 	}
 	if (r.bad)

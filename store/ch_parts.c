@@ -51,7 +51,8 @@ static int table_tier(const char *name, size_t n)
 	return -1;
 }
 
-/* A partition's value as system.parts writes it ("493012", "-7"), or false. */
+/* A partition's value as system.parts writes it ("493012", "-7"), or false
+ * (also for an hour no window can be in: ch_partition_sane()). */
 static bool parse_hour(const char *p, size_t n, int64_t *out)
 {
 	char buf[24], *end;
@@ -62,7 +63,7 @@ static bool parse_hour(const char *p, size_t n, int64_t *out)
 	buf[n] = '\0';
 	errno = 0;
 	*out = strtoll(buf, &end, 10);
-	return !errno && *end == '\0';
+	return !errno && *end == '\0' && ch_partition_sane(*out, CH_PARTITION_SECONDS);
 }
 
 int ch_parts_read(struct ch_store *s, struct ch_parts *out)
