@@ -114,8 +114,9 @@ static const char *const check_tables[] = { CH_RAW_TABLE, CH_MINUTE_TABLE, "hour
 /* What the store can verify of itself: every table present; the watermarks in
  * order (nothing built above what its finer tier is built over, no tier dropped
  * above where the next one is built, no build above its claim); and every stack
- * and label set a raw, minute or hour row names stored in its dictionary (a
- * scan of the tiers' id columns: not for every scrape). */
+ * and label set a raw, minute or hour row names stored in its dictionary, and
+ * every frame those stacks name (007_frames.sql) in `frames` (a scan of the
+ * tiers' id columns: not for every scrape). */
 int ch_check(struct store *base)
 {
 	struct ch_store *s = ch_of(base);
@@ -123,7 +124,7 @@ int ch_check(struct store *base)
 	struct ch_tiers t;
 	struct ch_answer a;
 	struct ch_rbuf r;
-	uint64_t n, stacks, labelsets;
+	uint64_t n, stacks, labelsets, frames;
 	size_t i;
 	int err;
 
@@ -177,20 +178,26 @@ int ch_check(struct store *base)
 		  "labelset FROM (SELECT labelset FROM " CH_RAW_TABLE
 		  " UNION ALL SELECT labelset FROM " CH_MINUTE_TABLE
 		  " UNION ALL SELECT labelset FROM hour)) WHERE labelset NOT IN (SELECT id FROM "
-		  "labelsets)) FORMAT RowBinary");
+		  "labelsets)), (SELECT count() FROM (SELECT DISTINCT arrayJoin(frames) AS f "
+		  "FROM stack_frames WHERE id IN (SELECT stack FROM " CH_RAW_TABLE
+		  " UNION ALL SELECT stack FROM " CH_MINUTE_TABLE
+		  " UNION ALL SELECT stack FROM hour)) WHERE f NOT IN (SELECT id FROM frames)) "
+		  "FORMAT RowBinary");
 	err = ch_run_sql(s, "check", &sql, &a);
 	if (err)
 		goto out;
 	r = ch_answer_reader(&a);
 	stacks = ch_r_uint(&r, 8);
 	labelsets = ch_r_uint(&r, 8);
+	frames = ch_r_uint(&r, 8);
 	if (r.bad)
 		err = ch_fail(s, -EIO, "check: malformed answer");
-	else if (stacks || labelsets)
+	else if (stacks || labelsets || frames)
 		err = ch_fail(s, -EIO,
 			      "check: %" PRIu64 " stacks and %" PRIu64
-			      " label sets that samples name are not stored",
-			      stacks, labelsets);
+			      " label sets that samples name are not stored, nor %" PRIu64
+			      " frames that their stacks name",
+			      stacks, labelsets, frames);
 out:
 	free(sql.p);
 	return err;

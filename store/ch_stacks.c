@@ -240,14 +240,18 @@ static int read_frames(struct ch_store *s, const char *where, struct frame_map *
 }
 
 /* The stacks `where` names that stack_frames holds: each one's frames looked up
- * in frames, then emitted. A stack naming a frame that frames lacks fails the
- * query (-EIO): the GC never deletes a frame a stored stack names. */
+ * in frames, then emitted. The two reads are two queries: a stack whose frame
+ * the second did not return (its samples dropped by retention in between, the
+ * frames read by the plan's stacks again) is read again by its id once (retry),
+ * then left out, as a stack found nowhere is (store__check() reports a stack
+ * naming a frame that is not stored). */
 static int fetch_v7(struct ch_store *s, const char *where, struct ch_stack_sum *sums, size_t n,
-		    struct frame *frames, store_stack_fn cb, void *ctx)
+		    struct frame *frames, store_stack_fn cb, void *ctx, bool retry)
 {
+	struct ch_wbuf again = { 0 };
 	struct id_lists l = { 0 };
 	struct frame_map m = { 0 };
-	size_t i, k;
+	size_t i, k, nagain = 0;
 	int err;
 
 	err = read_id_lists(s, where, &l);
@@ -257,21 +261,27 @@ static int fetch_v7(struct ch_store *s, const char *where, struct ch_stack_sum *
 		goto out;
 	for (i = 0; i < l.n && !err; i++) {
 		for (k = 0; k < l.nf[i]; k++) {
-			uint64_t fid = l.fids[l.off[i] + k];
-			size_t slot = frame_slot(&m, fid);
+			size_t slot = frame_slot(&m, l.fids[l.off[i] + k]);
 
-			if (!m.slot[slot]) {
-				err = ch_fail(s, -EIO,
-					      "stack %" PRIu64 " names frame %" PRIu64
-					      ", which frames does not hold",
-					      l.ids[i], fid);
-				goto out;
-			}
+			if (!m.slot[slot])
+				break;
 			frames[k] = m.f[m.slot[slot] - 1];
 		}
-		err = emit(s, sums, n, l.ids[i], frames, l.nf[i], &l.fids[l.off[i]], cb, ctx);
+		if (k == l.nf[i])
+			err = emit(s, sums, n, l.ids[i], frames, l.nf[i], &l.fids[l.off[i]], cb,
+				   ctx);
+		else if (retry && nagain < CH_FRAMES_BY_LIST)
+			ch_w_text(&again, "%s%" PRIu64, nagain++ ? "," : "", l.ids[i]);
+	}
+	if (!err && nagain && !(err = again.err)) {
+		id_lists_free(&l); /* m's strings are the answer's: the next query's */
+		frame_map_free(&m);
+		memset(&l, 0, sizeof(l));
+		memset(&m, 0, sizeof(m));
+		err = fetch_v7(s, again.p, sums, n, frames, cb, ctx, false);
 	}
 out:
+	free(again.p);
 	id_lists_free(&l);
 	frame_map_free(&m);
 	return err;
@@ -374,7 +384,7 @@ int ch_stacks_emit(struct ch_store *s, struct ch_stack_sum *sums, size_t n, cons
 	if (!err && write_where(&where, sums, n, plan))
 		qsort(sums, n, sizeof(*sums), sum_cmp);
 	if (!err && where.len && !(err = where.err))
-		err = fetch_v7(s, where.p, sums, n, frames, cb, ctx);
+		err = fetch_v7(s, where.p, sums, n, frames, cb, ctx, true);
 	if (!err && write_where(&where, sums, n, plan) && !(err = where.err))
 		err = fetch_legacy(s, where.p, sums, n, frames, cb, ctx);
 	free(frames);

@@ -156,6 +156,7 @@ static void test_gc_of_rows_before_004(void **state)
 	assert_int_equal(number(sql), 0);
 	assert_int_equal(number("SELECT uniqExact(id) FROM " DB ".stacks"), 3);
 	assert_int_equal(number("SELECT uniqExact(id) FROM " DB ".stack_frames"), 2);
+	assert_int_equal(number("SELECT uniqExact(id) FROM " DB ".frames"), 4);
 	assert_int_equal(number("SELECT uniqExact(id) FROM " DB ".labelsets"), 3);
 
 	/* past the grace period: the unused ones go, the used ones stay */
@@ -167,8 +168,9 @@ static void test_gc_of_rows_before_004(void **state)
 	assert_int_equal(number("SELECT uniqExact(id) FROM " DB ".stack_frames"), 1);
 	assert_int_equal(number("SELECT count() FROM " DB ".stack_frames WHERE id = 14"), 0);
 	assert_int_equal(number("SELECT uniqExact(id) FROM " DB ".labelsets"), 1);
-	/* a pass after the stacks' deletion: the frame only stack 14 named goes,
-	 * `main`, which the used stack names too, stays */
+	/* by the pass after the stacks' deletion at the latest (the same pass when
+	 * their mutation ran before its look at frames): the frame only stack 14
+	 * named goes, `main`, which the used stack names too, stays */
 	maintain_all(s, later + 301);
 	mutations_done();
 	assert_int_equal(number("SELECT count() FROM " DB ".frames WHERE id = 99"), 0);
