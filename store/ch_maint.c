@@ -105,6 +105,11 @@ out:
 	return err;
 }
 
+/* SQL of the ids (column col) that the raw, minute and hour tiers name. */
+#define TIER_IDS(col)                                                                              \
+	"SELECT " col " FROM " CH_RAW_TABLE " UNION ALL SELECT " col " FROM " CH_MINUTE_TABLE      \
+	" UNION ALL SELECT " col " FROM hour"
+
 /* The tables this build reads and writes. */
 static const char *const check_tables[] = { CH_RAW_TABLE, CH_MINUTE_TABLE, "hour",   "tiers",
 					    "seen",	  "counts",	   "stacks", "labelsets",
@@ -169,20 +174,15 @@ int ch_check(struct store *base)
 			goto out;
 		}
 	sql.len = 0;
-	ch_w_text(&sql,
-		  "SELECT (SELECT count() FROM (SELECT DISTINCT stack FROM (SELECT stack "
-		  "FROM " CH_RAW_TABLE " UNION ALL SELECT stack FROM " CH_MINUTE_TABLE
-		  " UNION ALL SELECT stack FROM hour)) WHERE "
-		  "stack NOT IN (SELECT id FROM stacks) AND stack NOT IN (SELECT id FROM "
-		  "stack_frames)), (SELECT count() FROM (SELECT DISTINCT "
-		  "labelset FROM (SELECT labelset FROM " CH_RAW_TABLE
-		  " UNION ALL SELECT labelset FROM " CH_MINUTE_TABLE
-		  " UNION ALL SELECT labelset FROM hour)) WHERE labelset NOT IN (SELECT id FROM "
-		  "labelsets)), (SELECT count() FROM (SELECT DISTINCT arrayJoin(frames) AS f "
-		  "FROM stack_frames WHERE id IN (SELECT stack FROM " CH_RAW_TABLE
-		  " UNION ALL SELECT stack FROM " CH_MINUTE_TABLE
-		  " UNION ALL SELECT stack FROM hour)) WHERE f NOT IN (SELECT id FROM frames)) "
-		  "FORMAT RowBinary");
+	ch_w_text(
+		&sql,
+		"SELECT (SELECT count() FROM (SELECT DISTINCT stack FROM (%s)) WHERE stack NOT IN "
+		"(SELECT id FROM stacks) AND stack NOT IN (SELECT id FROM stack_frames)), "
+		"(SELECT count() FROM (SELECT DISTINCT labelset FROM (%s)) WHERE labelset NOT IN "
+		"(SELECT id FROM labelsets)), (SELECT count() FROM (SELECT DISTINCT "
+		"arrayJoin(frames) AS f FROM stack_frames WHERE id IN (%s)) WHERE f NOT IN "
+		"(SELECT id FROM frames)) FORMAT RowBinary",
+		TIER_IDS("stack"), TIER_IDS("labelset"), TIER_IDS("stack"));
 	err = ch_run_sql(s, "check", &sql, &a);
 	if (err)
 		goto out;
