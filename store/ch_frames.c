@@ -39,12 +39,15 @@ struct islots {
 	size_t cap; /* a power of two, or 0 */
 };
 
+/* A stack: its frame indices are refs[off .. off + n). One 16-byte slot, so a
+ * look-up misses the CPU's cache once, not once for each field. */
+struct cstack {
+	uint64_t id; /* 0: empty */
+	uint32_t off, n;
+};
+
 struct ch_frames_cache {
-	/* stacks: open addressing by id (0 empty); a stack's frame indices are
-	 * refs[off .. off + n) */
-	uint64_t id[CH_FRAMES_CACHE_SLOTS];
-	uint32_t off[CH_FRAMES_CACHE_SLOTS];
-	uint32_t n[CH_FRAMES_CACHE_SLOTS];
+	struct cstack stacks[CH_FRAMES_CACHE_SLOTS]; /* open addressing by id */
 	size_t nstacks;
 	uint32_t *refs;
 	size_t nrefs, refcap;
@@ -83,7 +86,7 @@ static size_t held(const struct ch_frames_cache *c)
 
 static void empty(struct ch_frames_cache *c)
 {
-	memset(c->id, 0, sizeof(c->id));
+	memset(c->stacks, 0, sizeof(c->stacks));
 	c->nstacks = c->nrefs = c->nframes = c->nstrs = c->used = 0;
 	if (c->frame_slots.v)
 		memset(c->frame_slots.v, 0, c->frame_slots.cap * sizeof(uint32_t));
@@ -257,23 +260,40 @@ static size_t stack_slot(const struct ch_frames_cache *c, uint64_t id)
 {
 	size_t i = (size_t)ch_hash_final(id) & (CH_FRAMES_CACHE_SLOTS - 1);
 
-	while (c->id[i] && c->id[i] != id)
+	while (c->stacks[i].id && c->stacks[i].id != id)
 		i = (i + 1) & (CH_FRAMES_CACHE_SLOTS - 1);
 	return i;
+}
+
+void ch_frames_prefetch(const struct ch_store *s, uint64_t id, bool refs)
+{
+	const struct ch_frames_cache *c = s->frames;
+	const struct cstack *st;
+
+	if (!c)
+		return;
+	st = &c->stacks[(size_t)ch_hash_final(id) & (CH_FRAMES_CACHE_SLOTS - 1)];
+	if (!refs)
+		__builtin_prefetch(st);
+	else if (st->id == id)
+		__builtin_prefetch(c->refs + st->off);
 }
 
 bool ch_frames_get(const struct ch_store *s, uint64_t id, struct frame *frames, size_t *nframes)
 {
 	const struct ch_frames_cache *c = s->frames;
-	size_t i, k;
+	const struct cstack *st;
+	const uint32_t *refs;
+	size_t k;
 
 	if (!c || !id)
 		return false;
-	i = stack_slot(c, id);
-	if (c->id[i] != id)
+	st = &c->stacks[stack_slot(c, id)];
+	if (st->id != id)
 		return false;
-	for (k = 0; k < c->n[i]; k++) {
-		const struct cframe *f = &c->frames[c->refs[c->off[i] + k]];
+	refs = c->refs + st->off;
+	for (k = 0; k < st->n; k++) {
+		const struct cframe *f = &c->frames[refs[k]];
 
 		frames[k] = (struct frame){
 			.kind = f->kind,
@@ -284,7 +304,7 @@ bool ch_frames_get(const struct ch_store *s, uint64_t id, struct frame *frames, 
 			.file_len = c->strs[f->file].len,
 		};
 	}
-	*nframes = c->n[i];
+	*nframes = st->n;
 	return true;
 }
 
@@ -292,13 +312,13 @@ void ch_frames_put(struct ch_store *s, uint64_t id, const struct frame *frames, 
 		   const uint64_t *fids)
 {
 	struct ch_frames_cache *c = s->frames;
-	size_t i, k, refs;
+	size_t k, refs;
 
 	if (!id || !nframes || nframes > CH_MAX_FRAMES)
 		return;
 	if (!c && !(c = s->frames = calloc(1, sizeof(*c))))
 		return; /* a cache is an optimization: no memory, no cache */
-	if (c->id[stack_slot(c, id)] == id)
+	if (c->stacks[stack_slot(c, id)].id == id)
 		return; /* held already: the same frames */
 	/* room for the stack's references and, at worst, new frames and strings */
 	if (c->nstacks >= CH_FRAMES_CACHE_SLOTS / 4 * 3 ||
@@ -316,10 +336,7 @@ void ch_frames_put(struct ch_store *s, uint64_t id, const struct frame *frames, 
 			return; /* without memory: the stack is not kept (refs not taken) */
 		c->refs[refs + k] = f;
 	}
-	i = stack_slot(c, id);
-	c->id[i] = id;
-	c->off[i] = (uint32_t)refs;
-	c->n[i] = (uint32_t)nframes;
+	c->stacks[stack_slot(c, id)] = (struct cstack){ id, (uint32_t)refs, (uint32_t)nframes };
 	c->nrefs = refs + nframes;
 	c->nstacks++;
 }
