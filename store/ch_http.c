@@ -17,9 +17,12 @@ struct ch_http {
 	char *base; /* "http://host:port/?database=DB&" */
 	char *user; /* NULL: the server's default user */
 	char *password;
-	char *buf; /* the last answer */
+	char *buf; /* the last answer read whole */
 	size_t len, cap;
-	int overflow; /* the answer passed CH_HTTP_MAX_RESPONSE */
+	int overflow;	       /* the answer passed CH_HTTP_MAX_RESPONSE */
+	ch_http_sink_fn *sink; /* a streamed query's: its 200 answer goes here */
+	void *sink_ctx;
+	int sink_err; /* what the sink returned when it stopped the answer */
 	char errmsg[512];
 };
 
@@ -27,7 +30,13 @@ static size_t gather(char *data, size_t size, size_t n, void *ctx)
 {
 	struct ch_http *h = ctx;
 	size_t add = size * n;
+	long status = 0;
 
+	if (h->sink && curl_easy_getinfo(h->curl, CURLINFO_RESPONSE_CODE, &status) == CURLE_OK &&
+	    status == 200) {
+		h->sink_err = h->sink(h->sink_ctx, data, add);
+		return h->sink_err ? 0 : add; /* 0: curl stops, CURLE_WRITE_ERROR */
+	}
 	if (add > CH_HTTP_MAX_RESPONSE - h->len) {
 		h->overflow = 1;
 		return 0; /* curl stops: CURLE_WRITE_ERROR */
@@ -152,7 +161,9 @@ static int errno_of_curl(CURLcode rc)
 	}
 }
 
-int ch_http__query(struct ch_http *h, const char *sql, const void *body, size_t len,
+/* One request: an answer read whole into h->buf, or (h->sink set) a 200
+ * answer passed to the sink and any other read whole. */
+static int perform(struct ch_http *h, const char *sql, const void *body, size_t len,
 		   struct ch_answer *ans)
 {
 	struct curl_slist *headers = NULL;
@@ -163,8 +174,9 @@ int ch_http__query(struct ch_http *h, const char *sql, const void *body, size_t 
 
 	h->len = 0;
 	h->overflow = 0;
+	h->sink_err = 0;
 	h->errmsg[0] = '\0';
-	if (h->buf)
+	if (h->buf && !h->sink)
 		h->buf[0] = '\0';
 	curl_easy_reset(h->curl);
 	if (body) {
@@ -199,7 +211,10 @@ int ch_http__query(struct ch_http *h, const char *sql, const void *body, size_t 
 	}
 	rc = curl_easy_perform(h->curl);
 	if (rc != CURLE_OK) {
-		if (h->overflow) {
+		if (h->sink_err) {
+			snprintf(h->errmsg, sizeof(h->errmsg), "the answer's reader stopped it");
+			err = h->sink_err;
+		} else if (h->overflow) {
 			snprintf(h->errmsg, sizeof(h->errmsg), "answer longer than %u bytes",
 				 CH_HTTP_MAX_RESPONSE);
 			err = -E2BIG;
@@ -232,6 +247,24 @@ out:
 	curl_slist_free_all(headers);
 	curl_free(q);
 	free(url);
+	return err;
+}
+
+int ch_http__query(struct ch_http *h, const char *sql, const void *body, size_t len,
+		   struct ch_answer *ans)
+{
+	h->sink = NULL;
+	return perform(h, sql, body, len, ans);
+}
+
+int ch_http__query_stream(struct ch_http *h, const char *sql, ch_http_sink_fn *sink, void *ctx)
+{
+	int err;
+
+	h->sink = sink;
+	h->sink_ctx = ctx;
+	err = perform(h, sql, NULL, 0, NULL);
+	h->sink = NULL;
 	return err;
 }
 

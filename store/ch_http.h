@@ -2,8 +2,8 @@
  * server's HTTP interface, a query per request. A query without a body is sent as
  * the POST body; a query with a body (an INSERT ... FORMAT RowBinary) goes in the
  * URL and the body is the data. Answers are read into a buffer capped at
- * CH_HTTP_MAX_RESPONSE bytes. Errors are negative errno, ClickHouse's own
- * message ("Code: 60, e.displayText() = DB::Exception: ...") kept for
+ * CH_HTTP_MAX_RESPONSE bytes, or streamed to a reader's function. Errors are negative errno,
+ * ClickHouse's own message ("Code: 60, e.displayText() = DB::Exception: ...") kept for
  * ch_http__errmsg(). Not thread-safe: one client per store.
  */
 #ifndef SMOLDER_STORE_CH_HTTP_H
@@ -47,6 +47,20 @@ void ch_http__free(struct ch_http *h);
  * past CH_HTTP_MAX_RESPONSE); -ENOMEM; -EIO (anything else). */
 int ch_http__query(struct ch_http *h, const char *sql, const void *body, size_t len,
 		   struct ch_answer *ans);
+
+/* Takes a streamed answer's bytes as they arrive: 0 to go on, or a negative
+ * errno to stop it there. */
+typedef int ch_http_sink_fn(void *ctx, const char *data, size_t len);
+
+/* Runs sql as ch_http__query() does without a body, but a 200 answer goes to
+ * sink as it arrives, in pieces of any size, instead of into the client's
+ * buffer: it costs no memory here, however long (bounded by
+ * CH_HTTP_TIMEOUT_S, not CH_HTTP_MAX_RESPONSE). The last answer read whole stays
+ * where it was, so a reader may stream one query while it still uses the answer
+ * of the one before. Any other answer is read whole, as ch_http__query() does
+ * (then that buffer is overwritten). Returns ch_http__query()'s errors, or
+ * what sink returned when it stopped the answer. */
+int ch_http__query_stream(struct ch_http *h, const char *sql, ch_http_sink_fn *sink, void *ctx);
 
 /* The last error's text ("" if none), borrowed until the next request. */
 const char *ch_http__errmsg(const struct ch_http *h);

@@ -65,55 +65,6 @@ static int ask(struct ch_store *s, const char *what, const char *fmt, const char
 
 /* ---- version 7: stack_frames and frames ---------------------------------- */
 
-/* The stack_frames rows of one answer: stack i's frame ids are
- * fids[off[i] .. off[i] + nf[i]). */
-struct id_lists {
-	uint64_t *ids, *fids;
-	uint32_t *off, *nf;
-	size_t n, cap, nfids, fcap;
-};
-
-static void id_lists_free(struct id_lists *l)
-{
-	free(l->ids);
-	free(l->fids);
-	free(l->off);
-	free(l->nf);
-}
-
-/* Room for one more stack of nf frames; 0 or -ENOMEM. */
-static int id_lists_grow(struct id_lists *l, size_t nf)
-{
-	if (l->n == l->cap) {
-		size_t cap = l->cap ? 2 * l->cap : 1024;
-		uint64_t *ids = realloc(l->ids, cap * sizeof(*ids));
-		uint32_t *off, *nfs;
-
-		if (!ids)
-			return -ENOMEM;
-		l->ids = ids;
-		if (!(off = realloc(l->off, cap * sizeof(*off))))
-			return -ENOMEM;
-		l->off = off;
-		if (!(nfs = realloc(l->nf, cap * sizeof(*nfs))))
-			return -ENOMEM;
-		l->nf = nfs;
-		l->cap = cap;
-	}
-	if (l->nfids + nf > l->fcap) {
-		size_t cap = l->fcap ? 2 * l->fcap : 16384;
-		uint64_t *f;
-
-		while (cap < l->nfids + nf)
-			cap *= 2;
-		if (!(f = realloc(l->fids, cap * sizeof(*f))))
-			return -ENOMEM;
-		l->fids = f;
-		l->fcap = cap;
-	}
-	return 0;
-}
-
 /* The frames rows of one answer by id: open addressing over v (index + 1, 0
  * empty), the strings borrowed from the answer. */
 struct frame_map {
@@ -156,40 +107,6 @@ static int frame_map_index(struct frame_map *m)
 		if (!m->slot[k]) /* a copy not yet merged: the same frame */
 			m->slot[k] = (uint32_t)(i + 1);
 	}
-	return 0;
-}
-
-/* Reads the stack_frames rows of the stacks `where` names into l. */
-static int read_id_lists(struct ch_store *s, const char *where, struct id_lists *l)
-{
-	struct ch_rbuf r;
-	int err;
-
-	err = ask(s, "query stacks",
-		  "SELECT id, frames FROM stack_frames WHERE id IN (%s) LIMIT 1 BY id "
-		  "FORMAT RowBinary",
-		  where, &r);
-	if (err)
-		return err;
-	while (r.p < r.end && !r.bad) {
-		uint64_t id = ch_r_uint(&r, 8), nf = ch_r_varint(&r), k;
-
-		if (!nf || nf > CH_MAX_FRAMES || nf > (uint64_t)(r.end - r.p) / 8) {
-			r.bad = true;
-			break;
-		}
-		if (l->nfids + nf > UINT32_MAX)
-			return ch_fail(s, -E2BIG, "query stacks: %zu frame references", l->nfids);
-		if ((err = id_lists_grow(l, (size_t)nf)))
-			return err;
-		l->ids[l->n] = id;
-		l->off[l->n] = (uint32_t)l->nfids;
-		l->nf[l->n++] = (uint32_t)nf;
-		for (k = 0; k < nf; k++)
-			l->fids[l->nfids++] = ch_r_uint(&r, 8);
-	}
-	if (r.bad)
-		return ch_fail(s, -EIO, "query stacks: malformed stack_frames answer");
 	return 0;
 }
 
@@ -242,50 +159,156 @@ static int read_frames(struct ch_store *s, const char *where, struct frame_map *
 	return frame_map_index(m);
 }
 
-/* The stacks `where` names that stack_frames holds: each one's frames looked up
- * in frames, then emitted. The two reads are two queries: a stack whose frame
- * the second did not return (its samples dropped by retention in between, the
- * frames read by the plan's stacks again) is read again by its id once (retry),
- * then left out, as a stack found nowhere is (store__check() reports a stack
- * naming a frame that is not stored). */
+/* A stack_frames row at most: its id, its frames' count (a varint), their ids. */
+#define SF_ROW_MAX (8 + 10 + 8 * CH_MAX_FRAMES)
+
+/* A stack_frames answer read as it streams in (ch_http__query_stream()): each
+ * whole row is emitted as it arrives, and a row split between two pieces waits
+ * in carry. The day's 81 k stacks are 22 MB of frame ids: read whole and
+ * copied, they were the first call's largest memory (docs/benchmarks.md
+ * "Session 14"). */
+struct sf_reader {
+	struct ch_store *s;
+	const struct frame_map *m; /* the frames, by id */
+	struct ch_stack_sum *sums;
+	size_t n;
+	struct frame *frames; /* CH_MAX_FRAMES: a row's frames */
+	store_stack_fn cb;
+	void *ctx;
+	struct ch_wbuf *again; /* the ids of stacks with a frame m lacks */
+	size_t nagain;
+	bool retry;
+	int err; /* the first error: it stops the answer */
+	uint64_t fids[CH_MAX_FRAMES];
+	size_t clen;
+	uint8_t carry[SF_ROW_MAX];
+};
+
+static int sf_malformed(struct sf_reader *x)
+{
+	return x->err = ch_fail(x->s, -EIO, "query stacks: malformed stack_frames answer");
+}
+
+/* Emits the row at p (len bytes available) when it is whole: returns its
+ * length, or 0 when it is not whole yet or x->err is set. */
+static size_t sf_row(struct sf_reader *x, const uint8_t *p, size_t len)
+{
+	struct ch_rbuf r = { .p = p, .end = p + len };
+	uint64_t id = ch_r_uint(&r, 8), nf = ch_r_varint(&r), k;
+	size_t head = (size_t)(r.p - p);
+
+	if (r.bad) {
+		if (len >= 8 + 10)
+			sf_malformed(x);
+		return 0; /* else the count is still arriving */
+	}
+	if (!nf || nf > CH_MAX_FRAMES) {
+		sf_malformed(x);
+		return 0;
+	}
+	if (nf > (len - head) / 8)
+		return 0;
+	for (k = 0; k < nf; k++) {
+		size_t slot = frame_slot(x->m, x->fids[k] = ch_r_uint(&r, 8));
+
+		if (!x->m->slot[slot])
+			break;
+		x->frames[k] = x->m->f[x->m->slot[slot] - 1];
+	}
+	if (k == nf)
+		x->err = emit(x->s, x->sums, x->n, id, x->frames, nf, x->fids, x->cb, x->ctx);
+	else if (x->retry && x->nagain < CH_FRAMES_BY_LIST)
+		ch_w_text(x->again, "%s%" PRIu64, x->nagain++ ? "," : "", id);
+	return x->err ? 0 : head + 8 * (size_t)nf;
+}
+
+/* ch_http_sink_fn: the answer's next piece, row by row. */
+static int sf_sink(void *ctx, const char *data, size_t len)
+{
+	struct sf_reader *x = ctx;
+	const uint8_t *p = (const uint8_t *)data;
+	size_t used, take;
+
+	while (len && !x->err) {
+		if (x->clen) { /* complete the row in carry first */
+			take = len < sizeof(x->carry) - x->clen ? len : sizeof(x->carry) - x->clen;
+			memcpy(x->carry + x->clen, p, take);
+			used = sf_row(x, x->carry, x->clen + take);
+			if (!used) {
+				x->clen += take; /* all of this piece: still not whole */
+				if (!x->err && x->clen == sizeof(x->carry))
+					sf_malformed(x);
+				break;
+			}
+			/* the row ended inside this piece: the rest is read in place */
+			p += used - x->clen;
+			len -= used - x->clen;
+			x->clen = 0;
+			continue;
+		}
+		used = sf_row(x, p, len);
+		if (!used) {
+			if (!x->err) { /* a row's start: shorter than SF_ROW_MAX */
+				memcpy(x->carry, p, len);
+				x->clen = len;
+			}
+			break;
+		}
+		p += used;
+		len -= used;
+	}
+	return x->err;
+}
+
+/* The stacks `where` names that stack_frames holds: their frames read first
+ * (each once), then their rows streamed and each stack emitted as it comes. A
+ * stack whose frame the frames query did not return (its samples dropped by
+ * retention in between: both read by the plan's stacks) is read again by its
+ * id once (retry), then left out, as a stack found nowhere is
+ * (store__check() reports a stack naming a frame that is not stored). */
 static int fetch_v7(struct ch_store *s, const char *where, struct ch_stack_sum *sums, size_t n,
 		    struct frame *frames, store_stack_fn cb, void *ctx, bool retry)
 {
-	struct ch_wbuf again = { 0 };
-	struct id_lists l = { 0 };
+	struct ch_wbuf again = { 0 }, sql = { 0 };
 	struct frame_map m = { 0 };
-	size_t i, k, nagain = 0;
+	struct sf_reader *x = NULL;
 	int err;
 
-	err = read_id_lists(s, where, &l);
-	if (err || !l.n)
+	/* no frames: no stack of version 7 among them (an older database) */
+	if ((err = read_frames(s, where, &m)) || !m.n)
 		goto out;
-	if ((err = read_frames(s, where, &m)))
+	if (!(x = malloc(sizeof(*x)))) {
+		err = -ENOMEM;
 		goto out;
-	for (i = 0; i < l.n && !err; i++) {
-		for (k = 0; k < l.nf[i]; k++) {
-			size_t slot = frame_slot(&m, l.fids[l.off[i] + k]);
-
-			if (!m.slot[slot])
-				break;
-			frames[k] = m.f[m.slot[slot] - 1];
-		}
-		if (k == l.nf[i])
-			err = emit(s, sums, n, l.ids[i], frames, l.nf[i], &l.fids[l.off[i]], cb,
-				   ctx);
-		else if (retry && nagain < CH_FRAMES_BY_LIST)
-			ch_w_text(&again, "%s%" PRIu64, nagain++ ? "," : "", l.ids[i]);
 	}
-	if (!err && nagain && !(err = again.err)) {
-		id_lists_free(&l); /* m's strings are the answer's: the next query's */
-		frame_map_free(&m);
-		memset(&l, 0, sizeof(l));
+	*x = (struct sf_reader){ .s = s,
+				 .m = &m,
+				 .sums = sums,
+				 .n = n,
+				 .frames = frames,
+				 .cb = cb,
+				 .ctx = ctx,
+				 .again = &again,
+				 .retry = retry };
+	ch_w_text(&sql,
+		  "SELECT id, frames FROM stack_frames WHERE id IN (%s) LIMIT 1 BY id "
+		  "FORMAT RowBinary",
+		  where);
+	/* m's strings are in the frames' answer, which a streamed one leaves be */
+	err = sql.err ?: ch_http__query_stream(s->http, sql.p, sf_sink, x);
+	if (err && err != x->err)
+		err = ch_fail(s, err, "query stacks: %s", ch_http__errmsg(s->http));
+	if (!err && x->clen)
+		err = sf_malformed(x); /* the answer ended inside a row */
+	if (!err && x->nagain && !(err = again.err)) {
+		frame_map_free(&m); /* its strings are the answer's: the next query's */
 		memset(&m, 0, sizeof(m));
 		err = fetch_v7(s, again.p, sums, n, frames, cb, ctx, false);
 	}
 out:
+	free(x);
+	free(sql.p);
 	free(again.p);
-	id_lists_free(&l);
 	frame_map_free(&m);
 	return err;
 }

@@ -912,6 +912,85 @@ static void test_frames_cache(void **state)
 	store__close(s);
 }
 
+/* Deep stacks: stack i is DS_DEPTH(i) frames, "d<k % 50>" at depth k and
+ * "leaf<i>" last, counted i % 5 + 1 times; one is BATCH_MAX_STACK_DEPTH deep. */
+#define DS_STACKS   240
+#define DS_DEPTH(i) ((i) == 7 ? BATCH_MAX_STACK_DEPTH : (i)*37 % 300 + 2)
+
+struct ds_got {
+	uint64_t count[DS_STACKS];
+	int bad; /* callbacks whose frames are not a stack of the test */
+};
+
+static int ds_collect(void *ctx, const struct frame *frames, size_t nframes, uint64_t count)
+{
+	struct ds_got *g = ctx;
+	char want[32], leaf[32] = "";
+	unsigned i, k;
+
+	if (nframes && frames[nframes - 1].name_len < sizeof(leaf))
+		memcpy(leaf, frames[nframes - 1].name, frames[nframes - 1].name_len);
+	if (sscanf(leaf, "leaf%u", &i) != 1 || i >= DS_STACKS || nframes != DS_DEPTH(i)) {
+		g->bad++;
+		return 0;
+	}
+	for (k = 0; k + 1 < nframes; k++) {
+		snprintf(want, sizeof(want), "d%u", k % 50);
+		if (frames[k].name_len != strlen(want) ||
+		    memcmp(frames[k].name, want, strlen(want))) {
+			g->bad++;
+			return 0;
+		}
+	}
+	g->count[i] += count;
+	return 0;
+}
+
+/* A flame graph read afresh streams the stacks' stack_frames rows (ch_stacks.c):
+ * rows of up to 4 KB (BATCH_MAX_STACK_DEPTH frame ids) split anywhere between
+ * the answer's pieces (some 300 KB in all) still give each stack whole, with its
+ * count (the test's own reckoning). */
+static void test_frames_streamed(void **state)
+{
+	static char text[BATCH_MAX_STACK_DEPTH * 8];
+	struct store_query q = { .from = 100000, .to = 100010 };
+	const char *k = "", *v = NULL;
+	struct batch_builder *bb;
+	struct ds_got *g;
+	struct store *w, *s;
+	struct batch *b;
+	unsigned i, d;
+	size_t len;
+	bool dup;
+
+	(void)state;
+	ch_skip_unless_available();
+	assert_int_equal(batch_builder__new("agent1", "host1", "cpu", &bb), 0);
+	for (i = 0; i < DS_STACKS; i++) {
+		for (d = 0, len = 0; d + 1 < DS_DEPTH(i); d++)
+			len += (size_t)snprintf(text + len, sizeof(text) - len, "d%u;", d % 50);
+		snprintf(text + len, sizeof(text) - len, "leaf%u", i);
+		assert_int_equal(batch_builder__add(bb, &k, &v, 0, text, i % 5 + 1), 0);
+	}
+	assert_int_equal(batch_builder__finish(bb, 1, 100000, 10, 1000000, &b), 0);
+	batch_builder__free(bb);
+	w = open_db("deep");
+	assert_int_equal(store__ingest(w, b, &dup), 0);
+	batch__free(b);
+	store__close(w);
+	g = calloc(1, sizeof(*g));
+	assert_non_null(g);
+	s = open_db("deep"); /* a cold cache: every stack from the server */
+	assert_int_equal(store__query_stacks(s, &q, ds_collect, g), 0);
+	assert_int_equal(g->bad, 0);
+	for (i = 0; i < DS_STACKS; i++)
+		if (g->count[i] != i % 5 + 1)
+			fail_msg("stack %u (%u frames): %" PRIu64 " samples, want %u", i,
+				 DS_DEPTH(i), g->count[i], i % 5 + 1);
+	store__close(s);
+	free(g);
+}
+
 /* What a flame graph of many stacks gave: callbacks and samples, and those of
  * one-frame stacks named old<N>. */
 struct fo_got {
@@ -1302,6 +1381,7 @@ int main(void)
 		cmocka_unit_test(test_check),
 		cmocka_unit_test(test_frames_cache),
 		cmocka_unit_test(test_frames_once),
+		cmocka_unit_test(test_frames_streamed),
 		cmocka_unit_test(test_parts),
 		cmocka_unit_test(test_minutes_merged),
 		cmocka_unit_test(test_layout_migration),
