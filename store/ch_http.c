@@ -227,14 +227,15 @@ static int perform(struct ch_http *h, const char *sql, const void *body, size_t 
 	}
 	curl_easy_getinfo(h->curl, CURLINFO_RESPONSE_CODE, &status);
 	if (status != 200) {
-		const char *c = h->buf ? strstr(h->buf, "Code: ") : NULL;
+		/* h->len, not h->buf: a streamed query leaves the last answer there */
+		const char *c = h->len ? strstr(h->buf, "Code: ") : NULL;
 		long code = c ? strtol(c + 6, NULL, 10) : 0;
 		size_t n = h->len;
 
 		while (n && (h->buf[n - 1] == '\n' || h->buf[n - 1] == '\r'))
 			n--;
 		snprintf(h->errmsg, sizeof(h->errmsg), "clickhouse: HTTP %ld: %.*s", status,
-			 (int)(n < 400 ? n : 400), h->buf ? h->buf : "");
+			 (int)(n < 400 ? n : 400), h->len ? h->buf : "");
 		err = status == 401 || status == 403 ? -EACCES : errno_of_code(code);
 		goto out;
 	}
