@@ -256,9 +256,15 @@ static uint32_t intern_frame(struct ch_frames_cache *c, const struct frame *f, u
 	return v;
 }
 
+/* Where stack id's probe starts. */
+static size_t home_slot(uint64_t id)
+{
+	return (size_t)ch_hash_final(id) & (CH_FRAMES_CACHE_SLOTS - 1);
+}
+
 static size_t stack_slot(const struct ch_frames_cache *c, uint64_t id)
 {
-	size_t i = (size_t)ch_hash_final(id) & (CH_FRAMES_CACHE_SLOTS - 1);
+	size_t i = home_slot(id);
 
 	while (c->stacks[i].id && c->stacks[i].id != id)
 		i = (i + 1) & (CH_FRAMES_CACHE_SLOTS - 1);
@@ -272,7 +278,7 @@ void ch_frames_prefetch(const struct ch_store *s, uint64_t id, bool refs)
 
 	if (!c)
 		return;
-	st = &c->stacks[(size_t)ch_hash_final(id) & (CH_FRAMES_CACHE_SLOTS - 1)];
+	st = &c->stacks[home_slot(id)];
 	if (!refs)
 		__builtin_prefetch(st);
 	else if (st->id == id)

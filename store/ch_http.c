@@ -161,10 +161,10 @@ static int errno_of_curl(CURLcode rc)
 	}
 }
 
-/* One request: an answer read whole into h->buf, or (h->sink set) a 200
- * answer passed to the sink and any other read whole. */
+/* One request: an answer read whole into h->buf, or (sink not NULL) a 200
+ * answer passed to sink and any other read whole. */
 static int perform(struct ch_http *h, const char *sql, const void *body, size_t len,
-		   struct ch_answer *ans)
+		   ch_http_sink_fn *sink, void *sink_ctx, struct ch_answer *ans)
 {
 	struct curl_slist *headers = NULL;
 	char *url = NULL, *q = NULL;
@@ -174,6 +174,8 @@ static int perform(struct ch_http *h, const char *sql, const void *body, size_t 
 
 	h->len = 0;
 	h->overflow = 0;
+	h->sink = sink;
+	h->sink_ctx = sink_ctx;
 	h->sink_err = 0;
 	h->errmsg[0] = '\0';
 	if (h->buf && !h->sink)
@@ -254,19 +256,12 @@ out:
 int ch_http__query(struct ch_http *h, const char *sql, const void *body, size_t len,
 		   struct ch_answer *ans)
 {
-	h->sink = NULL;
-	return perform(h, sql, body, len, ans);
+	return perform(h, sql, body, len, NULL, NULL, ans);
 }
 
 int ch_http__query_stream(struct ch_http *h, const char *sql, ch_http_sink_fn *sink, void *ctx)
 {
-	int err;
-
-	h->sink = sink;
-	h->sink_ctx = ctx;
-	err = perform(h, sql, NULL, 0, NULL);
-	h->sink = NULL;
-	return err;
+	return perform(h, sql, NULL, 0, sink, ctx, NULL);
 }
 
 const char *ch_http__errmsg(const struct ch_http *h)

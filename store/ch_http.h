@@ -2,9 +2,10 @@
  * server's HTTP interface, a query per request. A query without a body is sent as
  * the POST body; a query with a body (an INSERT ... FORMAT RowBinary) goes in the
  * URL and the body is the data. Answers are read into a buffer capped at
- * CH_HTTP_MAX_RESPONSE bytes, or streamed to a reader's function. Errors are negative errno,
- * ClickHouse's own message ("Code: 60, e.displayText() = DB::Exception: ...") kept for
- * ch_http__errmsg(). Not thread-safe: one client per store.
+ * CH_HTTP_MAX_RESPONSE bytes, or streamed to a reader's function. Errors are
+ * negative errno, ClickHouse's own message ("Code: 60, e.displayText() =
+ * DB::Exception: ...") kept for ch_http__errmsg(). Not thread-safe: one client
+ * per store.
  */
 #ifndef SMOLDER_STORE_CH_HTTP_H
 #define SMOLDER_STORE_CH_HTTP_H
