@@ -218,12 +218,17 @@ int ch_tiers_raise(struct ch_store *s, const char *name, int tier, int64_t v);
 int ch_tiers_build(struct ch_store *s, int tier, int64_t from, int64_t to);
 /* Counts tier's buckets starting in [from, to) into `counts` (stats): the
  * distinct (label set, stack) and label sets of all their rows, read as the
- * largest count per bucket. ch_tiers_build() calls it for the buckets it built;
+ * largest count per bucket; then sums them per (type, label set) into tier's
+ * totals table (timelines). ch_tiers_build() calls it for the buckets it built;
  * a late batch whose own rows (src) went into a built bucket, for that one. */
 int ch_tiers_count(struct ch_store *s, int tier, int64_t from, int64_t to);
 /* The table and start column of a tier. */
 const char *ch_tier_table(int tier);
 const char *ch_tier_column(int tier);
+/* The totals of tier 1 or 2 (008_totals.sql: a bucket's sum per type and label
+ * set, for timelines), partitioned by day; NULL for the raw tier. */
+#define CH_TOTALS_PARTITION_SECONDS 86400
+const char *ch_totals_table(int tier);
 /* Appends tier's chunk condition for rows starting in [from, to) (" AND
  * intDiv(col, C) >= intDiv(toInt64(from), C) AND intDiv(col, C) <=
  * intDiv(toInt64(to - 1), C)", the key's own expression, so that the primary key
@@ -284,6 +289,17 @@ int ch_parts_run(struct ch_store *s, int (*read)(void *ctx, struct ch_parts *par
  * NULL) lets be read plainly, which it marks used. */
 void ch_w_spans(struct ch_wbuf *w, const struct store_query *q, bool typed, int tier,
 		const int64_t *from, const int64_t *to, size_t n, struct ch_parts *parts);
+/* Appends the SELECT of tier's (1 or 2) totals of q's selection starting in any
+ * of n intervals [from[i], to[i]): columns t (the start) and v, one row per (start,
+ * type, label set), copies collapsed (FINAL). */
+void ch_w_totals(struct ch_wbuf *w, const struct store_query *q, int tier, const int64_t *from,
+		 const int64_t *to, size_t n);
+/* Appends two scalar subqueries (UInt64) for the same intervals: the distinct
+ * (start, type, label set) of tier's totals, and the label sets `counts` names
+ * in tier's buckets there. The totals answer for the intervals when both are
+ * equal and not 0 (008_totals.sql). */
+void ch_w_totals_check(struct ch_wbuf *w, int tier, const int64_t *from, const int64_t *to,
+		       size_t n);
 /* Appends "(span UNION ALL span ...)": the rows that answer [q->from, q->to) by
  * the plan of store/tiers.c over the watermarks read now, each span by
  * ch_w_spans(). Returns 0 or -errno. */

@@ -111,9 +111,11 @@ out:
 	" UNION ALL SELECT " col " FROM hour"
 
 /* The tables this build reads and writes. */
-static const char *const check_tables[] = { CH_RAW_TABLE, CH_MINUTE_TABLE, "hour",   "tiers",
-					    "seen",	  "counts",	   "stacks", "labelsets",
-					    "ingested",	  "stack_frames",  "frames" };
+static const char *const check_tables[] = { CH_RAW_TABLE,   CH_MINUTE_TABLE, "hour",
+					    "tiers",	    "seen",	     "counts",
+					    "stacks",	    "labelsets",     "ingested",
+					    "stack_frames", "frames",	     "totals_minute",
+					    "totals_hour" };
 #define CHECK_NTABLES (sizeof(check_tables) / sizeof(check_tables[0]))
 
 /* What the store can verify of itself: every table present; the watermarks in
@@ -338,7 +340,8 @@ static int drop_below(struct ch_store *s, const char *table, const char *col, in
 /* Retention per tier: tier T's partitions (hours) below its cut are dropped, the
  * cut being now - T's retention, for raw rows and minutes never above the next
  * tier's built_T+1 (a tier goes only where the next one is built), rounded down to
- * an hour; kept_T is raised to the cut once all of them are gone. The `ingested`
+ * an hour; kept_T is raised to the cut once all of them are gone, and the minute
+ * and hour tiers' totals (days) with them. The `ingested`
  * rows (days) go with the hour rows: their (agent, seq) are then forgotten. */
 static int retention(struct ch_store *s, struct ch_tiers *t, int64_t now, bool *more)
 {
@@ -360,6 +363,10 @@ static int retention(struct ch_store *s, struct ch_tiers *t, int64_t now, bool *
 			continue;
 		done = drop_below(s, ch_tier_table(tier), ch_tier_column(tier),
 				  CH_PARTITION_SECONDS, cut, &budget);
+		/* the tier's totals: the days all below the cut (008_totals.sql) */
+		if (done > 0 && ch_totals_table(tier))
+			done = drop_below(s, ch_totals_table(tier), "start",
+					  CH_TOTALS_PARTITION_SECONDS, cut, &budget);
 		if (done < 0)
 			return done;
 		if (!done) {

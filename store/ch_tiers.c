@@ -26,6 +26,7 @@ static const char *const tier_table[STORE_NTIERS] = { CH_RAW_TABLE, CH_MINUTE_TA
 static const int64_t tier_chunk[STORE_NTIERS] = { CH_RAW_CHUNK_SECONDS, CH_MINUTE_CHUNK_SECONDS,
 						  0 };
 static const char *const tier_column[STORE_NTIERS] = { "window_start", "start", "start" };
+static const char *const totals_table[STORE_NTIERS] = { NULL, "totals_minute", "totals_hour" };
 
 const char *ch_tier_table(int tier)
 {
@@ -35,6 +36,11 @@ const char *ch_tier_table(int tier)
 const char *ch_tier_column(int tier)
 {
 	return tier_column[tier];
+}
+
+const char *ch_totals_table(int tier)
+{
+	return totals_table[tier];
 }
 
 void ch_w_chunk(struct ch_wbuf *w, int tier, int64_t from, int64_t to)
@@ -162,6 +168,20 @@ int ch_tiers_count(struct ch_store *s, int tier, int64_t from, int64_t to)
 	ch_w_chunk(&sql, tier, from, to); /* the key narrows the read */
 	ch_w_text(&sql, " GROUP BY start");
 	err = ch_run_sql(s, "rollup counts", &sql, NULL);
+	if (err)
+		goto out;
+	/* the totals: every stack and src of a (start, type, label set), copies
+	 * collapsed (FINAL), the sum saturated as reads saturate (ch_r_sum()) */
+	sql.len = 0;
+	ch_w_text(&sql,
+		  "INSERT INTO %s (start, type, labelset, value) SELECT start, type, labelset, "
+		  "if(sum(toFloat64(value)) >= 9.2e18, toUInt64(%" PRId64 "), sum(value)) "
+		  "FROM %s FINAL WHERE start >= %" PRId64 " AND start < %" PRId64,
+		  totals_table[tier], INT64_MAX, tier_table[tier], from, to);
+	ch_w_chunk(&sql, tier, from, to);
+	ch_w_text(&sql, " GROUP BY start, type, labelset");
+	err = ch_run_sql(s, "rollup totals", &sql, NULL);
+out:
 	free(sql.p);
 	return err;
 }
@@ -295,6 +315,39 @@ void ch_w_spans(struct ch_wbuf *w, const struct store_query *q, bool typed, int 
 		ch_w_text(w, ")");
 		ch_w_selection(w, q, typed);
 	}
+}
+
+/* Appends "(col >= from AND col < to) OR ..." of n intervals. */
+static void w_ranges(struct ch_wbuf *w, const char *col, const int64_t *from, const int64_t *to,
+		     size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		ch_w_text(w, "%s(%s >= %" PRId64 " AND %s < %" PRId64 ")", i ? " OR " : "", col,
+			  from[i], col, to[i]);
+}
+
+void ch_w_totals(struct ch_wbuf *w, const struct store_query *q, int tier, const int64_t *from,
+		 const int64_t *to, size_t n)
+{
+	ch_w_text(w, "SELECT start AS t, value AS v FROM %s FINAL WHERE (", totals_table[tier]);
+	w_ranges(w, "start", from, to, n);
+	ch_w_text(w, ")");
+	ch_w_selection(w, q, true);
+}
+
+void ch_w_totals_check(struct ch_wbuf *w, int tier, const int64_t *from, const int64_t *to,
+		       size_t n)
+{
+	ch_w_text(w, "(SELECT uniqExact(start, type, labelset) FROM %s WHERE ", totals_table[tier]);
+	w_ranges(w, "start", from, to, n);
+	ch_w_text(w,
+		  "), (SELECT sum(b) FROM (SELECT max(blocks) AS b FROM counts WHERE tier = %d "
+		  "AND (",
+		  tier);
+	w_ranges(w, "bucket", from, to, n);
+	ch_w_text(w, ") GROUP BY bucket))");
 }
 
 int ch_tiers_plan_input(struct ch_store *s, struct store_tiers *st)

@@ -238,6 +238,32 @@ static void test_layout_keys(void **state)
 	assert_non_null(strstr(o.text, want));
 }
 
+/* Schema 8's totals tables have the names the store's rollups write and its
+ * timelines read (ch_totals_table()), and the day partitions its retention
+ * drops (CH_TOTALS_PARTITION_SECONDS). */
+static void test_totals_tables(void **state)
+{
+	char want[256];
+	const char *f;
+	int tier;
+
+	(void)state;
+	assert_true(ch_nmigrations >= 8);
+	f = ch_migrations[8 - 1];
+	assert_null(ch_totals_table(0));
+	for (tier = 1; tier <= 2; tier++) {
+		snprintf(want, sizeof(want), "CREATE TABLE IF NOT EXISTS %s (\n\tstart Int64,",
+			 ch_totals_table(tier));
+		assert_non_null(strstr(f, want));
+	}
+	snprintf(want, sizeof(want),
+		 "ENGINE = ReplacingMergeTree(value) PARTITION BY intDiv(start, %d)\n"
+		 "ORDER BY (type, start, labelset);",
+		 CH_TOTALS_PARTITION_SECONDS);
+	assert_non_null(strstr(f, want));
+	assert_non_null(strstr(strstr(f, want) + 1, want)); /* both tables */
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -248,6 +274,7 @@ int main(void)
 		cmocka_unit_test(test_error_stops),
 		cmocka_unit_test(test_statement_cap),
 		cmocka_unit_test(test_layout_keys),
+		cmocka_unit_test(test_totals_tables),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

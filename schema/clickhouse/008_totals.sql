@@ -1,0 +1,45 @@
+-- smolder's ClickHouse schema, version 8: each rollup bucket's total per label
+-- set, for timelines (docs/clickhouse.md "Timelines"; docs/benchmarks.md
+-- "Session 15: timelines"). Same rules as 001, and the cluster forms of
+-- store/ch_schema.h.
+--
+-- A timeline sums a bucket's rows over every stack: the bench's day at 5-minute
+-- steps read 3.5 M minute rows (some 2,400 stacks a minute) to give 288 numbers,
+-- 210-350 ms against SQLite's 1.5 ms, which keeps a total per (bucket, label
+-- set) in its block index. These tables hold the same: one row per (type,
+-- start, label set) of a tier's bucket, value the sum of its rows' values over
+-- every stack and src (saturated at INT64_MAX, as reads saturate).
+--
+-- Written by the store's rollup build with the bucket's `counts` row (005), by
+-- an INSERT ... SELECT over the tier's rows (FINAL), again whenever the bucket
+-- is built again (a late batch): a bucket's sums only grow, so
+-- ReplacingMergeTree(value) keeps the largest, as the tiers do, and reads
+-- collapse copies with FINAL. Not materialized views, for 002's reason: a view
+-- adds every insert, and a bucket built twice would count twice.
+--
+-- A timeline uses a tier's totals over its range only when they have as many
+-- rows as that range's `counts` rows name (distinct label sets per bucket);
+-- else it sums the tier's rows as before. So a database upgraded from version 7
+-- (nothing is copied: its buckets have no totals) and buckets built by a
+-- collector of version 7 during a rolling upgrade answer correctly, from the
+-- tier's rows, until retention ages those buckets out.
+--
+-- Partitioned by day, not by hour as the tiers: a day's timeline reads one or
+-- two partitions, and FINAL over 24 hourly partitions took 27-48 ms against
+-- 8-20 ms over one. Retention drops a day once the tier's cut passed all of it;
+-- reads never go below the tier's kept_T, so the day's rest is never read.
+CREATE TABLE IF NOT EXISTS totals_minute (
+	start Int64,
+	type String,
+	labelset UInt64,
+	value UInt64
+) ENGINE = ReplacingMergeTree(value) PARTITION BY intDiv(start, 86400)
+ORDER BY (type, start, labelset);
+
+CREATE TABLE IF NOT EXISTS totals_hour (
+	start Int64,
+	type String,
+	labelset UInt64,
+	value UInt64
+) ENGINE = ReplacingMergeTree(value) PARTITION BY intDiv(start, 86400)
+ORDER BY (type, start, labelset);
