@@ -260,9 +260,63 @@ struct series_read {
 	struct ch_store *s;
 	const struct store_query *q;
 	const struct ivals *reads; /* per tier */
+	bool totals[STORE_NTIERS]; /* the tier's totals answer its reads */
 	struct tier_rows tr[STORE_NTIERS];
 	size_t nall; /* rows of every tier */
 };
+
+/* v's intervals as two arrays (at most CH_SERIES_MAX_INTERVALS). */
+static void ivals_split(const struct ivals *v, int64_t *from, int64_t *to)
+{
+	size_t i;
+
+	for (i = 0; i < v->n; i++) {
+		from[i] = v->v[i].from;
+		to[i] = v->v[i].to;
+	}
+}
+
+/* Which rollup tiers' totals answer x's reads (one query for both): where
+ * they hold as many rows as `counts` names label sets, every bucket there was
+ * totalled when it was last built (008_totals.sql); else the tier's rows are
+ * read. */
+static int totals_usable(struct series_read *x)
+{
+	int64_t from[CH_SERIES_MAX_INTERVALS], to[CH_SERIES_MAX_INTERVALS];
+	struct ch_wbuf sql = { 0 };
+	struct ch_answer a;
+	struct ch_rbuf r;
+	bool any = false;
+	int err = 0, tier;
+
+	ch_w_text(&sql, "SELECT ");
+	for (tier = TIER_MINUTE; tier < STORE_NTIERS; tier++) {
+		if (!x->reads[tier].n)
+			continue;
+		ivals_split(&x->reads[tier], from, to);
+		ch_w_text(&sql, "%s", any ? ", " : "");
+		ch_w_totals_check(&sql, tier, from, to, x->reads[tier].n);
+		any = true;
+	}
+	ch_w_text(&sql, " FORMAT RowBinary");
+	if (!any || (err = ch_run_sql(x->s, "query series", &sql, &a)))
+		goto out;
+	r = ch_answer_reader(&a);
+	for (tier = TIER_MINUTE; tier < STORE_NTIERS; tier++) {
+		uint64_t have, want;
+
+		if (!x->reads[tier].n)
+			continue;
+		have = ch_r_uint(&r, 8);
+		want = ch_r_uint(&r, 8);
+		x->totals[tier] = !r.bad && want && have == want;
+	}
+	if (r.bad)
+		err = ch_fail(x->s, -EIO, "query series: malformed answer");
+out:
+	free(sql.p);
+	return err;
+}
 
 static void series_rows_free(struct series_read *x)
 {
@@ -308,7 +362,6 @@ static int read_series_rows(void *ctx, struct ch_parts *parts)
 	struct ch_answer a;
 	struct ch_rbuf r;
 	bool any = false;
-	size_t i;
 	int err = 0, tier;
 
 	series_rows_free(x);
@@ -318,13 +371,13 @@ static int read_series_rows(void *ctx, struct ch_parts *parts)
 
 		if (!v->n)
 			continue;
-		for (i = 0; i < v->n; i++) {
-			from[i] = v->v[i].from;
-			to[i] = v->v[i].to;
-		}
+		ivals_split(v, from, to);
 		ch_w_text(&sql, "%sSELECT toUInt8(%d) AS tier, t, v FROM (",
 			  any ? " UNION ALL " : "", tier);
-		ch_w_spans(&sql, x->q, true, tier, from, to, v->n, parts);
+		if (x->totals[tier])
+			ch_w_totals(&sql, x->q, tier, from, to, v->n);
+		else
+			ch_w_spans(&sql, x->q, true, tier, from, to, v->n, parts);
 		ch_w_text(&sql, ")");
 		any = true;
 	}
@@ -384,6 +437,7 @@ int ch_query_series(struct store *base, const struct store_query *q, int64_t ste
 	if (err)
 		return err;
 	err = series_reads(&st, q, step, reads);
+	err = err ?: totals_usable(&x);
 	err = err ?: ch_parts_run(s, read_series_rows, &x);
 	if (err || !x.nall)
 		goto out;
