@@ -173,18 +173,21 @@ static inline bool ch_partition_sane(int64_t p, int64_t len)
 	return len > 0 && p >= -(STORE_MAX_ABS_WINDOW / len) - 1 &&
 	       p <= STORE_MAX_ABS_WINDOW / len + 1;
 }
-/* The raw and minute tiers' tables (006_layout.sql; 002's `raw` and `minute`
- * before, emptied into these by ch_layout.c), and the time chunk that leads each
- * one's ORDER BY key after the type: intDiv(start, CHUNK). A read of a range
- * states the chunk condition as the key writes it (ch_w_chunk()), else 18.16
- * reads the whole partition. tests/unit/test_ch_schema.c checks these against
- * the schema file. `hour` keeps 002's table. */
-#define CH_RAW_TABLE		"samples_raw"
+/* The raw and minute tiers' tables (009_batches.sql and 006_layout.sql; 002's
+ * `raw` and `minute`, then 006's samples_raw before, emptied into these by
+ * ch_layout.c), and the time chunk that leads each one's ORDER BY key after the
+ * type: intDiv(start, CHUNK). A read of a range states the chunk condition as
+ * the key writes it (ch_w_chunk()), else 18.16 reads the whole partition.
+ * tests/unit/test_ch_schema.c checks these against the schema files. `hour`
+ * keeps 002's table. */
+#define CH_RAW_TABLE		"raw_batches"
 #define CH_MINUTE_TABLE		"samples_minute"
 #define CH_RAW_CHUNK_SECONDS	300
 #define CH_MINUTE_CHUNK_SECONDS 600
-/* The schema version whose open moves 002's rows into 006's tables. */
-#define CH_LAYOUT_VERSION 6
+/* The schema versions whose open moves rows into new tables: 6 moves 002's into
+ * 006's, 9 moves 006's raw rows into 009's (ch_layout.c). */
+#define CH_LAYOUT_VERSION  6
+#define CH_BATCHES_VERSION 9
 /* `ingested` (001) is partitioned by day. */
 #define CH_INGESTED_PARTITION_SECONDS 86400
 /* Minute buckets one store__maintain() call builds at most, per max_rows rows of
@@ -309,15 +312,17 @@ int ch_w_plan(struct ch_store *s, struct ch_wbuf *w, const struct store_query *q
  * sets or stacks have rows (copies do not change that). */
 int ch_w_plan_rows(struct ch_store *s, struct ch_wbuf *w, const struct store_query *q, bool typed);
 
-/* ---- the layout of schema 6 (ch_layout.c; schema/clickhouse/006_layout.sql) --- */
+/* ---- the layouts of schemas 6 and 9 (ch_layout.c; 006_layout.sql, 009_batches.sql) */
 
-/* Moves every row of 002's `raw` and `minute` into CH_RAW_TABLE and
- * CH_MINUTE_TABLE, partition by partition: a copy (INSERT ... SELECT) then the
- * old partition dropped. Resumable: a run stopped anywhere leaves each old row
- * in the old table, the new one, or both (copies that reads and merges
- * collapse), and the next run goes on. Nothing to do (two reads) when the old
- * tables are empty. 0 or -errno. */
-int ch_layout_migrate(struct ch_store *s);
+/* Moves every row of the tables a schema up to version left behind into the
+ * tables that replaced them: for 6, 002's `raw` and `minute` into 006's
+ * samples_raw and CH_MINUTE_TABLE; for 9, samples_raw into CH_RAW_TABLE. Each
+ * partition by partition: a copy (INSERT ... SELECT) then the old partition
+ * dropped. Resumable: a run stopped anywhere leaves each old row in the old
+ * table, the new one, or both (copies that reads and merges collapse), and the
+ * next run goes on. Nothing to do (a read per old table) when they are empty.
+ * 0 or -errno. */
+int ch_layout_migrate(struct ch_store *s, int64_t version);
 
 /* ---- the frames cache (ch_frames.c) ---------------------------------------- */
 

@@ -1,20 +1,24 @@
-/* The ClickHouse store's move to the layout of schema 6 (ch_int.h;
- * schema/clickhouse/006_layout.sql): the rows of 002's `raw` and `minute`
- * tables, ordered by start, copied into CH_RAW_TABLE and CH_MINUTE_TABLE,
- * ordered by time chunk, label set and stack. store/clickhouse.c runs it on a
- * writer's open, before it records version 6 (readers refuse the database until
- * then), and again on every writer's open after (rows an older collector still
- * wrote; two reads of empty tables when there are none).
+/* The ClickHouse store's moves of rows into the tables that replaced theirs
+ * (ch_int.h): schema 6's layout (006_layout.sql) takes the rows of 002's `raw`
+ * and `minute`, ordered by start, into samples_raw and CH_MINUTE_TABLE, ordered
+ * by time chunk, label set and stack; schema 9's (009_batches.sql) takes
+ * samples_raw's into CH_RAW_TABLE, ordered by time chunk, label set and batch.
+ * store/clickhouse.c runs the moves of a version on a writer's open, before it
+ * records that version (readers refuse the database until then), and again on
+ * every writer's open after (rows an older collector still wrote; a read of
+ * each empty old table when there are none).
  *
  * Partition by partition (an hour of starts): INSERT INTO new (cols) SELECT cols
  * FROM old WHERE intDiv(start, 3600) = p, then ALTER TABLE <ch_alter_target(old)>
  * DROP PARTITION p. The copy comes first, so a run stopped anywhere loses no
  * row: a partition copied but not dropped is copied again by the next run, and
  * its rows then have copies in the new table, equal by its ORDER BY key (the
- * old key's columns plus a function of the start), which every read collapses
- * (FINAL) and merges make one row, as for a batch inserted twice. On a cluster
- * the copy goes through the Distributed tables (each row to the shard of its new
- * key) and the drop to every shard's old T_local.
+ * old key's columns, in another order, plus a function of the start), which
+ * every read collapses (FINAL) and merges make one row, as for a batch inserted
+ * twice. Moves run in version order, so a version 5 database's raw rows go on
+ * through samples_raw. On a cluster the copy goes through the Distributed
+ * tables (each row to the shard of its new key) and the drop to every shard's
+ * old T_local.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -28,13 +32,17 @@
 #define LAYOUT_MAX_PARTITIONS 4096
 
 struct layout_move {
+	int64_t version; /* the schema that made the move */
 	const char *from, *to, *col, *cols;
 };
 
+#define RAW_COLS "window_start, type, labelset, stack, agent, seq, value"
+
 static const struct layout_move layout_moves[] = {
-	{ "raw", CH_RAW_TABLE, "window_start",
-	  "window_start, type, labelset, stack, agent, seq, value" },
-	{ "minute", CH_MINUTE_TABLE, "start", "start, type, labelset, stack, src, value" },
+	{ CH_LAYOUT_VERSION, "raw", "samples_raw", "window_start", RAW_COLS },
+	{ CH_LAYOUT_VERSION, "minute", CH_MINUTE_TABLE, "start",
+	  "start, type, labelset, stack, src, value" },
+	{ CH_BATCHES_VERSION, "samples_raw", CH_RAW_TABLE, "window_start", RAW_COLS },
 };
 
 /* Copies partition p of m->from into m->to, then drops it from m->from. */
@@ -98,14 +106,14 @@ static int move_table(struct ch_store *s, const struct layout_move *m)
 	return err ? err : (int)n;
 }
 
-int ch_layout_migrate(struct ch_store *s)
+int ch_layout_migrate(struct ch_store *s, int64_t version)
 {
 	size_t i;
 	int n = 0;
 
 	for (i = 0; i < sizeof(layout_moves) / sizeof(layout_moves[0]) && n >= 0; i++)
-		do
-			n = move_table(s, &layout_moves[i]);
-		while (n == LAYOUT_MAX_PARTITIONS);
+		while (layout_moves[i].version <= version &&
+		       (n = move_table(s, &layout_moves[i])) == LAYOUT_MAX_PARTITIONS)
+			;
 	return n < 0 ? n : 0;
 }

@@ -14,13 +14,14 @@
  * Open applies the numbered schema files (schema/clickhouse/NNN_*.sql, embedded
  * as ch_migrations[]) that the database's schema_migrations table does not list,
  * through ch_schema__run() (as written on one server, rewritten on a cluster),
- * and version 6 moves the raw and minute rows into its tables (ch_layout.c).
+ * and versions 6 and 9 move the raw and minute rows into their tables
+ * (ch_layout.c).
  * The rest of the contract: ch_ingest.c (content ids, batches stored once however
  * often their rows are inserted, the ingest cache), ch_read.c (queries; with
  * ch_stacks.c, the frames a flame graph fetches, and ch_frames.c, the cache of
  * those),
  * ch_tiers.c (minute and hour rollups built inside ClickHouse), ch_layout.c (the
- * move to schema 6's tables), ch_gc.c (the
+ * moves to schema 6's and 9's tables), ch_gc.c (the
  * dictionary GC), ch_maint.c (stats, check, retention per tier), ch_stackref.c
  * (stacks by content id, the fleet wire); ch_int.h is what they share.
  * docs/clickhouse.md says what is not done yet. Not thread-safe: one HTTP
@@ -242,15 +243,15 @@ static int run_schema(struct ch_store *s, const char *db, const char *text)
 	return err;
 }
 
-/* Applies schema file index, then moves the rows its version moves (6: the
- * layout, ch_layout.c), then records its version: a move stopped midway is run
- * again by the next open, and readers refuse the database until it is done. */
+/* Applies schema file index, then moves the rows its version moves (6 and 9:
+ * ch_layout.c), then records its version: a move stopped midway is run again
+ * by the next open, and readers refuse the database until it is done. */
 static int apply_migration(struct ch_store *s, const char *db, size_t index)
 {
 	int err = run_schema(s, db, ch_migrations[index]);
 
-	if (!err && index + 1 == CH_LAYOUT_VERSION)
-		err = ch_layout_migrate(s);
+	if (!err && (index + 1 == CH_LAYOUT_VERSION || index + 1 == CH_BATCHES_VERSION))
+		err = ch_layout_migrate(s, (int64_t)index + 1);
 	if (!err) {
 		char sql[96];
 
@@ -315,9 +316,9 @@ static int ch_open(const char *location, const struct store_options *opts, struc
 		err = -EPROTO;
 		goto out_close;
 	}
-	/* rows a collector of an older version wrote into 002's tables since */
+	/* rows a collector of an older version wrote into replaced tables since */
 	if (!opts->read_only && s->version >= CH_LAYOUT_VERSION)
-		err = ch_layout_migrate(s);
+		err = ch_layout_migrate(s, s->version);
 	for (i = (size_t)s->version; i < ch_nmigrations && !err; i++)
 		err = apply_migration(s, loc.db, i);
 	if (err)

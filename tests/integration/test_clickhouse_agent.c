@@ -53,7 +53,7 @@ static long long stored_samples(const struct chsrv *srv)
 {
 	/* each batch's row once however often it was inserted, as the store reads */
 	char *a =
-		ch_query(srv, "SELECT sum(v) FROM (SELECT any(value) AS v FROM smolder.samples_raw "
+		ch_query(srv, "SELECT sum(v) FROM (SELECT any(value) AS v FROM smolder.raw_batches "
 			      "GROUP BY type, window_start, labelset, stack, agent, seq)");
 	long long v = strtoll(a, NULL, 10);
 

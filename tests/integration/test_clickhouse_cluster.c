@@ -145,16 +145,16 @@ static void test_cluster_two_shards(void **state)
 
 	/* on both shards, and all of them through either server */
 	for (i = 0; i < 2; i++)
-		rows[i] = query_number(&srv[i], "SELECT count() FROM smolder.samples_raw_local");
-	all = query_number(&srv[1], "SELECT count() FROM smolder.samples_raw");
+		rows[i] = query_number(&srv[i], "SELECT count() FROM smolder.raw_batches_local");
+	all = query_number(&srv[1], "SELECT count() FROM smolder.raw_batches");
 	print_message("sample rows: %llu on shard 1, %llu on shard 2, %llu through the "
 		      "Distributed table\n",
 		      rows[0], rows[1], all);
 	assert_true(rows[0] > 0);
 	assert_true(rows[1] > 0);
 	assert_int_equal(rows[0] + rows[1], all);
-	assert_int_equal(query_number(&srv[0], "SELECT count() FROM smolder.samples_raw"), all);
-	assert_int_equal(query_number(&srv[0], "SELECT sum(value) FROM smolder.samples_raw"), want);
+	assert_int_equal(query_number(&srv[0], "SELECT count() FROM smolder.raw_batches"), all);
+	assert_int_equal(query_number(&srv[0], "SELECT sum(value) FROM smolder.raw_batches"), want);
 
 	a = flame(sq.port);
 	b = flame(cc[0].port);

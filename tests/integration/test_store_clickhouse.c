@@ -4,10 +4,10 @@
  * idempotency on (agent, seq), the location and credentials checks,
  * retention by whole hours per tier, exactly once, the ingest cache, check,
  * the flame graph's frames cache (store/ch_frames.c), stacks stored as their
- * frames' ids and those stored before (store/ch_stacks.c), and the move of a version 5
- * database's rows into schema 6's tables (store/ch_layout.c), whole and stopped
- * midway. The conformance suite on ClickHouse is
- * test_store_clickhouse_conformance.c.
+ * frames' ids and those stored before (store/ch_stacks.c), and the moves of a
+ * version 5 database's rows into schema 6's and 9's tables (store/ch_layout.c),
+ * whole and stopped midway, and of a version 8 database's raw rows. The conformance suite on
+ * ClickHouse is test_store_clickhouse_conformance.c.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -665,7 +665,7 @@ static int parts_probe_read(void *ctx, struct ch_parts *parts)
 	x->sum[x->calls] = plan_sum(x->s, parts, &x->plain[x->calls]);
 	if (!x->calls++) {
 		snprintf(sql, sizeof(sql),
-			 "INSERT INTO samples_raw SELECT * FROM samples_raw WHERE "
+			 "INSERT INTO raw_batches SELECT * FROM raw_batches WHERE "
 			 "intDiv(window_start, 3600) = %" PRId64,
 			 PARTS_HOUR / 3600);
 		ch_sql(x->db, sql);
@@ -696,7 +696,7 @@ static void test_parts(void **state)
 	(void)state;
 	ch_skip_unless_available();
 	s = x.s = open_db("parts");
-	ch_sql("parts", "SYSTEM STOP MERGES samples_raw");
+	ch_sql("parts", "SYSTEM STOP MERGES raw_batches");
 	for (i = 0; i < 3; i++) {
 		b = make_batch("agent1", (uint64_t)i + 1, PARTS_HOUR + i * 3600 + 100, "cpu", t[i],
 			       1);
@@ -706,7 +706,7 @@ static void test_parts(void **state)
 	}
 	/* the middle hour's rows twice: two parts */
 	snprintf(sql, sizeof(sql),
-		 "INSERT INTO samples_raw SELECT * FROM samples_raw WHERE intDiv(window_start, "
+		 "INSERT INTO raw_batches SELECT * FROM raw_batches WHERE intDiv(window_start, "
 		 "3600) = %" PRId64,
 		 h0 + 1);
 	ch_sql("parts", sql);
@@ -735,7 +735,7 @@ static void test_parts(void **state)
 	/* the store's own reads: each copy once */
 	query_text(s, PARTS_HOUR, PARTS_HOUR + 3 * 3600, NULL, NULL, NULL, got, sizeof(got));
 	assert_string_equal(got, "app;main;one 5\napp;main;three 11\napp;main;two 7\n");
-	ch_sql("parts", "SYSTEM START MERGES samples_raw");
+	ch_sql("parts", "SYSTEM START MERGES raw_batches");
 	store__close(s);
 }
 
@@ -1012,7 +1012,7 @@ static int fo_collect(void *ctx, const struct frame *frames, size_t nframes, uin
 }
 
 /* A label set test_frames_once's batch stored. */
-#define FO_LS "(SELECT any(labelset) FROM samples_raw WHERE agent = 'agent1')"
+#define FO_LS "(SELECT any(labelset) FROM raw_batches WHERE agent = 'agent1')"
 
 /* Schema 7 stores a stack as its frames' ids and each frame once
  * (007_frames.sql): the rows an ingest writes, against the test's own stacks;
@@ -1055,7 +1055,7 @@ static void test_frames_once(void **state)
 	 * batch (FO_LS: the id is a 20-digit number, so SQL finds it) */
 	ch_sql("fonce", "INSERT INTO stacks VALUES (4242, [0, 0], ['old', 'frame'], ['', ''], "
 			"[0, 0])");
-	ch_sql("fonce", "INSERT INTO samples_raw SELECT 100010, 'cpu', " FO_LS
+	ch_sql("fonce", "INSERT INTO raw_batches SELECT 100010, 'cpu', " FO_LS
 			", 4242, 'old', 1, 9 FROM system.one");
 	s = open_db("fonce"); /* a cache of its own: every stack fetched */
 	query_text(s, 0, 200000, NULL, NULL, NULL, text, sizeof(text));
@@ -1066,7 +1066,7 @@ static void test_frames_once(void **state)
 	ch_sql("fonce",
 	       "INSERT INTO stacks SELECT 5000 + number, [0], "
 	       "[concat('old', toString(number))], [''], [0] FROM system.numbers LIMIT 1100");
-	ch_sql("fonce", "INSERT INTO samples_raw SELECT 100020, 'cpu', " FO_LS
+	ch_sql("fonce", "INSERT INTO raw_batches SELECT 100020, 'cpu', " FO_LS
 			", 5000 + number, 'old', 2, 1 FROM system.numbers LIMIT 1100");
 	s = open_db("fonce");
 	assert_int_equal(store__query_stacks(s, &q, fo_collect, &g), 0);
@@ -1081,9 +1081,9 @@ static void test_frames_once(void **state)
 	if (store__check(w))
 		fail_msg("check: %s", store__errmsg(w));
 	ch_sql("fonce", "INSERT INTO stack_frames VALUES (9000, [123])");
-	ch_sql("fonce", "INSERT INTO samples_raw SELECT 100030, 'cpu', " FO_LS
+	ch_sql("fonce", "INSERT INTO raw_batches SELECT 100030, 'cpu', " FO_LS
 			", 9000, 'old', 3, 1 FROM system.one");
-	ch_sql("fonce", "INSERT INTO samples_raw SELECT 100030, 'cpu', " FO_LS
+	ch_sql("fonce", "INSERT INTO raw_batches SELECT 100030, 'cpu', " FO_LS
 			", 4242, 'old', 3, 2 FROM system.one");
 	s = open_db("fonce");
 	q.from = 100030;
@@ -1115,7 +1115,7 @@ static void test_check(void **state)
 	while (more)
 		assert_int_equal(store__maintain(s, 100000 + 7200, 0, &more), 0);
 	assert_int_equal(store__check(s), 0);
-	ch_sql("chk", "INSERT INTO samples_raw VALUES (100010, 'cpu', 77, 12345, 'x', 1, 1)");
+	ch_sql("chk", "INSERT INTO raw_batches VALUES (100010, 'cpu', 77, 12345, 'x', 1, 1)");
 	assert_int_equal(store__check(s), -EIO);
 	print_message("check: %s\n", store__errmsg(s));
 	assert_non_null(strstr(store__errmsg(s), "1 stacks and 1 label sets"));
@@ -1245,25 +1245,29 @@ static int layout_statement(void *ctx, const char *sql)
 	return 0;
 }
 
-/* Makes database db what a collector of version 5 left with ref's data: schema
- * files 001-005 applied as that build did (as written, on one server), their
- * versions recorded, then every table's rows from ref, the raw and minute rows
- * into 002's `raw` and `minute`, the stacks into 001's `stacks` (so the answers
- * compared read them there: store/ch_stacks.c's path for stacks stored before
- * 007). */
-static void layout_make_v5(const char *db, const char *ref)
+/* Makes database db what a collector of version (5 or 8) left with ref's data:
+ * schema files 001 to version applied as that build did (as written, on one
+ * server), their versions recorded, then every table's rows from ref. For 5:
+ * the raw and minute rows into 002's `raw` and `minute`, the stacks into 001's
+ * `stacks` (so the answers compared read them there: store/ch_stacks.c's path
+ * for stacks stored before 007). For 8: the raw rows into 006's samples_raw, the
+ * rest into the tables of the same names. */
+static void layout_make(const char *db, const char *ref, size_t version)
 {
 	static const char *const same[] = { "hour",   "tiers",	   "seen",
 					    "counts", "labelsets", "ingested" };
-	struct ch_schema_target t = { db, "", ch_migrations, CH_LAYOUT_VERSION - 1 };
+	static const char *const same8[] = { "stack_frames", "frames", CH_MINUTE_TABLE,
+					     "totals_minute", "totals_hour" };
+	struct ch_schema_target t = { db, "", ch_migrations, version };
 	char sql[1024];
 	size_t i;
 
+	assert_true(version == CH_LAYOUT_VERSION - 1 || version == CH_BATCHES_VERSION - 1);
 	snprintf(sql, sizeof(sql), "CREATE DATABASE %s", db);
 	ch_sql("default", sql);
 	ch_sql(db, "CREATE TABLE schema_migrations (version UInt32) ENGINE = MergeTree() "
 		   "ORDER BY version");
-	for (i = 0; i + 1 < CH_LAYOUT_VERSION; i++) {
+	for (i = 0; i < version; i++) {
 		assert_int_equal(
 			ch_schema__run(&t, ch_migrations[i], layout_statement, (void *)db, NULL, 0),
 			0);
@@ -1274,6 +1278,20 @@ static void layout_make_v5(const char *db, const char *ref)
 		snprintf(sql, sizeof(sql), "INSERT INTO %s.%s SELECT * FROM %s.%s", db, same[i],
 			 ref, same[i]);
 		ch_sql(db, sql);
+	}
+	if (version == CH_BATCHES_VERSION - 1) {
+		for (i = 0; i < sizeof(same8) / sizeof(same8[0]); i++) {
+			snprintf(sql, sizeof(sql), "INSERT INTO %s.%s SELECT * FROM %s.%s", db,
+				 same8[i], ref, same8[i]);
+			ch_sql(db, sql);
+		}
+		snprintf(sql, sizeof(sql),
+			 "INSERT INTO %s.samples_raw (window_start, type, labelset, stack, agent, "
+			 "seq, value) SELECT window_start, type, labelset, stack, agent, seq, "
+			 "value FROM %s." CH_RAW_TABLE,
+			 db, ref);
+		ch_sql(db, sql);
+		return;
 	}
 	/* ref's stacks (007's stack_frames and frames) as 001's rows, frames in
 	 * order: the tuples (position, kind, name, file, line) sorted */
@@ -1302,8 +1320,10 @@ static void layout_make_v5(const char *db, const char *ref)
 }
 
 /* A version 5 database opened by this build: its rows are moved into schema 6's
- * tables before the open returns, and every answer equals the answers of the
- * same data stored by this build (the reference); the old tables are left empty.
+ * tables, and its raw rows on into schema 9's, before the open returns, and
+ * every answer equals the answers of the same data stored by this build (the
+ * reference); the old tables are left empty. Likewise a version 8 database,
+ * whose raw rows are in 006's table.
  * Then a move stopped midway (the old `minute` made a view, so that its first
  * partition is copied but cannot be dropped: the state a collector killed
  * between a copy and its drop leaves): the open fails, a reader refuses the
@@ -1324,11 +1344,11 @@ static void test_layout_migration(void **state)
 	layout_answers(s, want, sizeof(want));
 	store__close(s);
 	assert_true(ch_number("lref", "SELECT uniqExact(intDiv(window_start, 3600)) FROM "
-				      "samples_raw") == 3);
+				      "raw_batches") == 3);
 	assert_true(ch_number("lref", "SELECT uniqExact(intDiv(start, 3600)) FROM "
 				      "samples_minute") == 3);
 
-	layout_make_v5("lv5", "lref");
+	layout_make("lv5", "lref", CH_LAYOUT_VERSION - 1);
 	assert_true(ch_number("lv5", "SELECT count() FROM raw") > 0);
 	s = open_db("lv5");
 	assert_int_equal(store__schema_version(s, &v), 0);
@@ -1337,12 +1357,26 @@ static void test_layout_migration(void **state)
 	assert_string_equal(got, want);
 	assert_int_equal(ch_number("lv5", "SELECT count() FROM raw"), 0);
 	assert_int_equal(ch_number("lv5", "SELECT count() FROM minute"), 0);
-	assert_int_equal(ch_number("lv5", "SELECT count() FROM samples_raw FINAL"),
-			 ch_number("lref", "SELECT count() FROM samples_raw FINAL"));
+	assert_int_equal(ch_number("lv5", "SELECT count() FROM samples_raw"), 0);
+	assert_int_equal(ch_number("lv5", "SELECT count() FROM raw_batches FINAL"),
+			 ch_number("lref", "SELECT count() FROM raw_batches FINAL"));
+	store__close(s);
+
+	/* version 8: the raw rows in 006's samples_raw, moved into 009's table */
+	layout_make("lv8", "lref", CH_BATCHES_VERSION - 1);
+	assert_true(ch_number("lv8", "SELECT count() FROM samples_raw") > 0);
+	s = open_db("lv8");
+	assert_int_equal(store__schema_version(s, &v), 0);
+	assert_int_equal(v, (int64_t)ch_nmigrations);
+	layout_answers(s, got, sizeof(got));
+	assert_string_equal(got, want);
+	assert_int_equal(ch_number("lv8", "SELECT count() FROM samples_raw"), 0);
+	assert_int_equal(ch_number("lv8", "SELECT count() FROM raw_batches FINAL"),
+			 ch_number("lref", "SELECT count() FROM raw_batches FINAL"));
 	store__close(s);
 
 	/* stopped between a copy and its drop, then run again */
-	layout_make_v5("lstop", "lref");
+	layout_make("lstop", "lref", CH_LAYOUT_VERSION - 1);
 	read_only_table("lstop", "minute");
 	ch_location(&srv, "lstop", loc, sizeof(loc));
 	s = NULL;

@@ -200,40 +200,41 @@ static void test_statement_cap(void **state)
 	free(big);
 }
 
-/* Schema 6's raw and minute tables have the names and the chunk expressions
- * (intDiv(start, CHUNK) right after the type) that the store's queries write
- * (ch_w_chunk()): a read whose condition is not the key's own expression scans
- * the partition. On a cluster the key, nested parentheses and all, is the
- * sharding key. */
+/* The raw table (schema 9) and the minute table (schema 6) have the names and
+ * the chunk expressions (intDiv(start, CHUNK) right after the type) that the
+ * store's queries write (ch_w_chunk()): a read whose condition is not the key's
+ * own expression scans the partition. On a cluster the key, nested parentheses
+ * and all, is the sharding key. */
 static void test_layout_keys(void **state)
 {
-	const char *f;
+	const char *raw, *minute;
 	char want[256];
 	struct out o = { 0 };
 	struct ch_schema_target t = { "db", "c1", ch_migrations, ch_nmigrations };
 
 	(void)state;
-	assert_true(ch_nmigrations >= CH_LAYOUT_VERSION);
-	f = ch_migrations[CH_LAYOUT_VERSION - 1];
+	assert_true(ch_nmigrations >= CH_BATCHES_VERSION);
+	raw = ch_migrations[CH_BATCHES_VERSION - 1];
+	minute = ch_migrations[CH_LAYOUT_VERSION - 1];
 	snprintf(want, sizeof(want), "CREATE TABLE IF NOT EXISTS %s (\n\twindow_start Int64,",
 		 CH_RAW_TABLE);
-	assert_non_null(strstr(f, want));
+	assert_non_null(strstr(raw, want));
 	snprintf(want, sizeof(want),
-		 "ORDER BY (type, intDiv(window_start, %d), labelset, stack, window_start, agent, "
-		 "seq);",
+		 "ORDER BY (type, intDiv(window_start, %d), labelset, window_start, agent, seq, "
+		 "stack);",
 		 CH_RAW_CHUNK_SECONDS);
-	assert_non_null(strstr(f, want));
+	assert_non_null(strstr(raw, want));
 	snprintf(want, sizeof(want), "CREATE TABLE IF NOT EXISTS %s (\n\tstart Int64,",
 		 CH_MINUTE_TABLE);
-	assert_non_null(strstr(f, want));
+	assert_non_null(strstr(minute, want));
 	snprintf(want, sizeof(want),
 		 "ORDER BY (type, intDiv(start, %d), labelset, stack, start, src);",
 		 CH_MINUTE_CHUNK_SECONDS);
-	assert_non_null(strstr(f, want));
-	assert_int_equal(ch_schema__run(&t, f, collect, &o, NULL, 0), 0);
+	assert_non_null(strstr(minute, want));
+	assert_int_equal(ch_schema__run(&t, raw, collect, &o, NULL, 0), 0);
 	snprintf(want, sizeof(want),
 		 "ENGINE = Distributed(c1, db, %s_local, sipHash64(type, intDiv(window_start, "
-		 "%d), labelset, stack, window_start, agent, seq))",
+		 "%d), labelset, window_start, agent, seq, stack))",
 		 CH_RAW_TABLE, CH_RAW_CHUNK_SECONDS);
 	assert_non_null(strstr(o.text, want));
 }
