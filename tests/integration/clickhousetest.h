@@ -437,4 +437,20 @@ static inline char *ch_query(const struct chsrv *c, const char *sql)
 	return body;
 }
 
+/* Runs sql on c, its answer discarded. */
+static inline void ch_exec(const struct chsrv *c, const char *sql)
+{
+	free(ch_query(c, sql));
+}
+
+/* The number sql (a one-row, one-column query such as a count()) answers on c. */
+static inline uint64_t ch_query_number(const struct chsrv *c, const char *sql)
+{
+	char *body = ch_query(c, sql);
+	uint64_t v = strtoull(body, NULL, 10);
+
+	free(body);
+	return v;
+}
+
 #endif

@@ -77,15 +77,6 @@ static uint64_t folded_total(const char *folded)
 	return total;
 }
 
-static unsigned long long query_number(const struct chsrv *c, const char *sql)
-{
-	char *a = ch_query(c, sql);
-	unsigned long long v = strtoull(a, NULL, 10);
-
-	free(a);
-	return v;
-}
-
 static void start_or_fail(struct coll *c, const char *const *extra, const char *what)
 {
 	if (coll_start(c, "127.0.0.1:0", extra)) {
@@ -145,16 +136,17 @@ static void test_cluster_two_shards(void **state)
 
 	/* on both shards, and all of them through either server */
 	for (i = 0; i < 2; i++)
-		rows[i] = query_number(&srv[i], "SELECT count() FROM smolder.raw_batches_local");
-	all = query_number(&srv[1], "SELECT count() FROM smolder.raw_batches");
+		rows[i] = ch_query_number(&srv[i], "SELECT count() FROM smolder.raw_batches_local");
+	all = ch_query_number(&srv[1], "SELECT count() FROM smolder.raw_batches");
 	print_message("sample rows: %llu on shard 1, %llu on shard 2, %llu through the "
 		      "Distributed table\n",
 		      rows[0], rows[1], all);
 	assert_true(rows[0] > 0);
 	assert_true(rows[1] > 0);
 	assert_int_equal(rows[0] + rows[1], all);
-	assert_int_equal(query_number(&srv[0], "SELECT count() FROM smolder.raw_batches"), all);
-	assert_int_equal(query_number(&srv[0], "SELECT sum(value) FROM smolder.raw_batches"), want);
+	assert_int_equal(ch_query_number(&srv[0], "SELECT count() FROM smolder.raw_batches"), all);
+	assert_int_equal(ch_query_number(&srv[0], "SELECT sum(value) FROM smolder.raw_batches"),
+			 want);
 
 	a = flame(sq.port);
 	b = flame(cc[0].port);

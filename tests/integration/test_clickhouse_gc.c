@@ -40,28 +40,13 @@ static int group_teardown(void **state)
 	return 0;
 }
 
-/* A one-row, one-number answer of sql. */
-static uint64_t number(const char *sql)
-{
-	char *body = ch_query(&srv, sql);
-	uint64_t v = strtoull(body, NULL, 10);
-
-	free(body);
-	return v;
-}
-
-static void run(const char *sql)
-{
-	free(ch_query(&srv, sql));
-}
-
 /* Waits until the database's mutations are applied (a bounded poll). */
 static void mutations_done(void)
 {
 	uint64_t deadline = test_now_ms() + MUTATIONS_MS;
 
-	while (number("SELECT count() FROM system.mutations WHERE database = '" DB
-		      "' AND is_done = 0")) {
+	while (ch_query_number(&srv, "SELECT count() FROM system.mutations WHERE database = '" DB
+				     "' AND is_done = 0")) {
 		if (test_now_ms() > deadline)
 			fail_msg("mutations not applied within %d ms", MUTATIONS_MS);
 		usleep(50 * 1000);
@@ -128,53 +113,60 @@ static void test_gc_of_rows_before_004(void **state)
 	batch_builder__free(bb);
 	assert_int_equal(store__ingest(s, b, &dup), 0);
 	batch__free(b);
-	run("INSERT INTO " DB ".stacks (id, kinds, names, files, lines) VALUES "
-	    "(11, [0, 0], ['app', 'old_1'], ['', ''], [0, 0]), "
-	    "(12, [0, 0], ['app', 'old_2'], ['', ''], [0, 0]), "
-	    "(13, [0], ['old_3'], [''], [0])");
-	run("INSERT INTO " DB ".labelsets (id, lkeys, lvalues) VALUES "
-	    "(21, ['service'], ['old_1']), (22, ['pid'], ['7'])");
+	ch_exec(&srv, "INSERT INTO " DB ".stacks (id, kinds, names, files, lines) VALUES "
+		      "(11, [0, 0], ['app', 'old_1'], ['', ''], [0, 0]), "
+		      "(12, [0, 0], ['app', 'old_2'], ['', ''], [0, 0]), "
+		      "(13, [0], ['old_3'], [''], [0])");
+	ch_exec(&srv, "INSERT INTO " DB ".labelsets (id, lkeys, lvalues) VALUES "
+		      "(21, ['service'], ['old_1']), (22, ['pid'], ['7'])");
 	/* and, as version 7 stores them, a stack no tier uses whose frames are
 	 * the used stack's `main` and a frame of its own */
 	snprintf(sql, sizeof(sql),
 		 "INSERT INTO " DB ".stack_frames (id, frames) SELECT 14, [any(id), 99] FROM " DB
 		 ".frames WHERE name = 'main'");
-	run(sql);
-	run("INSERT INTO " DB
-	    ".frames (id, kind, name, file, line) VALUES (99, 0, 'old_4', '', 0)");
-	run("TRUNCATE TABLE " DB ".seen");
-	assert_int_equal(number("SELECT uniqExact(id) FROM " DB ".stack_frames"), 2);
-	assert_int_equal(number("SELECT uniqExact(id) FROM " DB ".frames"), 4);
-	assert_int_equal(number("SELECT uniqExact(id) FROM " DB ".stacks"), 3);
-	assert_int_equal(number("SELECT uniqExact(id) FROM " DB ".labelsets"), 3);
+	ch_exec(&srv, sql);
+	ch_exec(&srv, "INSERT INTO " DB
+		      ".frames (id, kind, name, file, line) VALUES (99, 0, 'old_4', '', 0)");
+	ch_exec(&srv, "TRUNCATE TABLE " DB ".seen");
+	assert_int_equal(ch_query_number(&srv, "SELECT uniqExact(id) FROM " DB ".stack_frames"), 2);
+	assert_int_equal(ch_query_number(&srv, "SELECT uniqExact(id) FROM " DB ".frames"), 4);
+	assert_int_equal(ch_query_number(&srv, "SELECT uniqExact(id) FROM " DB ".stacks"), 3);
+	assert_int_equal(ch_query_number(&srv, "SELECT uniqExact(id) FROM " DB ".labelsets"), 3);
 
 	/* the first pass: a `seen` row for each, at its now; nothing deleted */
 	maintain_all(s, now);
 	mutations_done();
-	assert_int_equal(number("SELECT uniqExact(kind, id) FROM " DB ".seen"), 5 + 3);
+	assert_int_equal(ch_query_number(&srv, "SELECT uniqExact(kind, id) FROM " DB ".seen"),
+			 5 + 3);
 	snprintf(sql, sizeof(sql), "SELECT countIf(at != %" PRId64 ") FROM " DB ".seen", now);
-	assert_int_equal(number(sql), 0);
-	assert_int_equal(number("SELECT uniqExact(id) FROM " DB ".stacks"), 3);
-	assert_int_equal(number("SELECT uniqExact(id) FROM " DB ".stack_frames"), 2);
-	assert_int_equal(number("SELECT uniqExact(id) FROM " DB ".frames"), 4);
-	assert_int_equal(number("SELECT uniqExact(id) FROM " DB ".labelsets"), 3);
+	assert_int_equal(ch_query_number(&srv, sql), 0);
+	assert_int_equal(ch_query_number(&srv, "SELECT uniqExact(id) FROM " DB ".stacks"), 3);
+	assert_int_equal(ch_query_number(&srv, "SELECT uniqExact(id) FROM " DB ".stack_frames"), 2);
+	assert_int_equal(ch_query_number(&srv, "SELECT uniqExact(id) FROM " DB ".frames"), 4);
+	assert_int_equal(ch_query_number(&srv, "SELECT uniqExact(id) FROM " DB ".labelsets"), 3);
 
 	/* past the grace period: the unused ones go, the used ones stay */
 	maintain_all(s, later);
 	mutations_done();
-	assert_int_equal(number("SELECT count() FROM " DB ".stacks WHERE id IN (11, 12, 13)"), 0);
-	assert_int_equal(number("SELECT count() FROM " DB ".labelsets WHERE id IN (21, 22)"), 0);
-	assert_int_equal(number("SELECT count() FROM " DB ".stacks"), 0);
-	assert_int_equal(number("SELECT uniqExact(id) FROM " DB ".stack_frames"), 1);
-	assert_int_equal(number("SELECT count() FROM " DB ".stack_frames WHERE id = 14"), 0);
-	assert_int_equal(number("SELECT uniqExact(id) FROM " DB ".labelsets"), 1);
+	assert_int_equal(
+		ch_query_number(&srv, "SELECT count() FROM " DB ".stacks WHERE id IN (11, 12, 13)"),
+		0);
+	assert_int_equal(
+		ch_query_number(&srv, "SELECT count() FROM " DB ".labelsets WHERE id IN (21, 22)"),
+		0);
+	assert_int_equal(ch_query_number(&srv, "SELECT count() FROM " DB ".stacks"), 0);
+	assert_int_equal(ch_query_number(&srv, "SELECT uniqExact(id) FROM " DB ".stack_frames"), 1);
+	assert_int_equal(
+		ch_query_number(&srv, "SELECT count() FROM " DB ".stack_frames WHERE id = 14"), 0);
+	assert_int_equal(ch_query_number(&srv, "SELECT uniqExact(id) FROM " DB ".labelsets"), 1);
 	/* by the pass after the stacks' deletion at the latest (the same pass when
 	 * their mutation ran before its look at frames): the frame only stack 14
 	 * named goes, `main`, which the used stack names too, stays */
 	maintain_all(s, later + 301);
 	mutations_done();
-	assert_int_equal(number("SELECT count() FROM " DB ".frames WHERE id = 99"), 0);
-	assert_int_equal(number("SELECT uniqExact(id) FROM " DB ".frames"), 3);
+	assert_int_equal(ch_query_number(&srv, "SELECT count() FROM " DB ".frames WHERE id = 99"),
+			 0);
+	assert_int_equal(ch_query_number(&srv, "SELECT uniqExact(id) FROM " DB ".frames"), 3);
 	assert_int_equal(store__query_stacks(s, &q, collect, &g), 0);
 	assert_int_equal(g.calls, 1);
 	assert_string_equal(g.text, "app;main;used");

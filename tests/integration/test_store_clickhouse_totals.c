@@ -163,21 +163,6 @@ static void assert_series_equal(const struct series *got, const struct series *w
 	}
 }
 
-/* A number ClickHouse answers (a count()). */
-static uint64_t ch_count(const char *sql)
-{
-	char *body = ch_query(&srv, sql);
-	uint64_t v = strtoull(body, NULL, 10);
-
-	free(body);
-	return v;
-}
-
-static void ch_exec(const char *sql)
-{
-	free(ch_query(&srv, sql));
-}
-
 /* Whether the database's totals of tier (its table) agree with `counts`: the
  * condition under which a timeline reads them (store/ch_read.c). */
 static bool totals_agree(const char *db, const char *table, int tier)
@@ -189,7 +174,7 @@ static bool totals_agree(const char *db, const char *table, int tier)
 		 "SELECT sum(r) FROM (SELECT max(blocks) AS r FROM %s.counts WHERE tier = %d "
 		 "GROUP BY bucket)",
 		 db, tier);
-	return ch_count(a) == ch_count(b) && ch_count(b) > 0;
+	return ch_query_number(&srv, a) == ch_query_number(&srv, b) && ch_query_number(&srv, b) > 0;
 }
 
 static int group_setup(void **state)
@@ -232,8 +217,9 @@ static void test_totals_answer(void **state)
 		ingest_window(s, k);
 	maintain_all(s, DAY0 + 4 * 3600);
 	/* the minimum before comparing: every bucket totalled, in agreement */
-	assert_int_equal(ch_count("SELECT count() FROM tot.totals_minute FINAL"), 2 * NWINDOWS);
-	assert_int_equal(ch_count("SELECT count() FROM tot.totals_hour FINAL"), 2 * 3);
+	assert_int_equal(ch_query_number(&srv, "SELECT count() FROM tot.totals_minute FINAL"),
+			 2 * NWINDOWS);
+	assert_int_equal(ch_query_number(&srv, "SELECT count() FROM tot.totals_hour FINAL"), 2 * 3);
 	assert_true(totals_agree("tot", "totals_minute", 1));
 	assert_true(totals_agree("tot", "totals_hour", 2));
 
@@ -257,13 +243,13 @@ static void test_totals_answer(void **state)
 		 " AND labelset IN (SELECT id "
 		 "FROM tot.labelsets WHERE has(lvalues, 'web'))",
 		 m);
-	ch_exec(sql);
+	ch_exec(&srv, sql);
 	snprintf(sql, sizeof(sql),
 		 "INSERT INTO tot.totals_hour SELECT start, type, labelset, value + 50 FROM "
 		 "tot.totals_hour FINAL WHERE start = %" PRId64 " AND labelset IN (SELECT id FROM "
 		 "tot.labelsets WHERE has(lvalues, 'db'))",
 		 h);
-	ch_exec(sql);
+	ch_exec(&srv, sql);
 	series_of(s, 300, NULL, &got);
 	series_want(300, NULL, NWINDOWS, 0, 0, m, 1000, &want);
 	assert_series_equal(&got, &want);
@@ -276,7 +262,7 @@ static void test_totals_answer(void **state)
 	 * the hour tier's totals still answer */
 	snprintf(sql, sizeof(sql),
 		 "INSERT INTO tot.totals_minute VALUES (%" PRId64 ", 'cpu', 12345, 7)", m);
-	ch_exec(sql);
+	ch_exec(&srv, sql);
 	series_of(s, 300, NULL, &got);
 	series_want(300, NULL, NWINDOWS, 0, 0, 0, 0, &want);
 	assert_series_equal(&got, &want);
@@ -303,10 +289,11 @@ static void test_totals_late(void **state)
 	for (int k = 0; k < NWINDOWS; k++)
 		ingest_window(s, k);
 	maintain_all(s, DAY0 + 4 * 3600);
-	assert_int_equal(ch_count("SELECT count() FROM late.totals_minute FINAL"), 2 * NWINDOWS);
+	assert_int_equal(ch_query_number(&srv, "SELECT count() FROM late.totals_minute FINAL"),
+			 2 * NWINDOWS);
 
 	ingest(s, window_batch("agent3", 1, at, "late", st, c, 1));
-	assert_int_equal(ch_count("SELECT count() FROM late.totals_minute FINAL"),
+	assert_int_equal(ch_query_number(&srv, "SELECT count() FROM late.totals_minute FINAL"),
 			 2 * NWINDOWS + 1);
 	assert_true(totals_agree("late", "totals_minute", 1));
 	assert_true(totals_agree("late", "totals_hour", 2));
@@ -337,15 +324,16 @@ static void test_totals_retention(void **state)
 		ingest(s, window_batch("agent1", (uint64_t)d + 1, DAY0 + d * 86400 + 600, "web", st,
 				       c, 1));
 	maintain_all(s, DAY0 + 4 * 86400 + 43200);
-	assert_int_equal(ch_count("SELECT count() FROM ret.totals_minute FINAL"), 4);
-	assert_int_equal(ch_count("SELECT count() FROM ret.totals_hour FINAL"), 4);
+	assert_int_equal(ch_query_number(&srv, "SELECT count() FROM ret.totals_minute FINAL"), 4);
+	assert_int_equal(ch_query_number(&srv, "SELECT count() FROM ret.totals_hour FINAL"), 4);
 	store__close(s);
 
 	s = open_db("ret", &cut);
 	maintain_all(s, DAY0 + 4 * 86400 + 43200);
-	assert_int_equal(ch_count("SELECT count() FROM ret.totals_minute FINAL"), 2);
-	assert_int_equal(ch_count("SELECT count() FROM ret.totals_hour FINAL"), 2);
-	assert_int_equal(ch_count("SELECT min(start) FROM ret.totals_hour"), DAY0 + 2 * 86400);
+	assert_int_equal(ch_query_number(&srv, "SELECT count() FROM ret.totals_minute FINAL"), 2);
+	assert_int_equal(ch_query_number(&srv, "SELECT count() FROM ret.totals_hour FINAL"), 2);
+	assert_int_equal(ch_query_number(&srv, "SELECT min(start) FROM ret.totals_hour"),
+			 DAY0 + 2 * 86400);
 	store__close(s);
 }
 
