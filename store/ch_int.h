@@ -200,17 +200,32 @@ static inline bool ch_partition_sane(int64_t p, int64_t len)
 /* The watermarks (max(value) per name of `tiers`), INT64_MIN when never set;
  * claim[0] and built[0] are INT64_MAX (raw rows are there once inserted). Each
  * is only ever raised: claim_T before tier T's buckets below it are built,
- * built_T after; kept_T once tier T's partitions below it are dropped. */
+ * built_T after; kept_T once tier T's partitions below it are dropped.
+ * totals_T (tiers 1 and 2) is written once, when schema 8 is applied
+ * (ch_tiers_mark_totals()): buckets starting at or above it were claimed by
+ * builds that write totals; INT64_MIN (never set) means none were. */
 struct ch_tiers {
 	int64_t claim[3];
 	int64_t built[3];
 	int64_t kept[3];
+	int64_t totals[3];
 };
 
 int ch_tiers_read(struct ch_store *s, struct ch_tiers *t);
 struct store_tiers;
-/* The watermarks read now as store_plan()'s input (store/store_int.h). */
+/* The watermarks read now as store_plan()'s input (store/store_int.h); t's as
+ * the same. */
 int ch_tiers_plan_input(struct ch_store *s, struct store_tiers *st);
+void ch_tiers_to_plan(const struct ch_tiers *t, struct store_tiers *st);
+/* The schema version that adds the totals tables (008_totals.sql). */
+#define CH_TOTALS_VERSION 8
+/* Writes totals_1 and totals_2 as schema 8 is applied: each tier's claim_T
+ * then (buckets below it may have been built without totals: by a build of
+ * version 7 or older, which may also have left no `counts` row), or
+ * -STORE_MAX_ABS_WINDOW for a tier never claimed. Applied again (an open
+ * stopped before it recorded version 8, collectors starting together), the
+ * largest is read: a later claim, still safe. 0 or -errno. */
+int ch_tiers_mark_totals(struct ch_store *s);
 /* Raises the watermark name_tier ("claim", "built", "kept") to v (a row of
  * `tiers`; a lower v changes nothing, since reads take the largest). */
 int ch_tiers_raise(struct ch_store *s, const char *name, int tier, int64_t v);

@@ -276,22 +276,38 @@ static void ivals_split(const struct ivals *v, int64_t *from, int64_t *to)
 	}
 }
 
-/* Which rollup tiers' totals answer x's reads (one query for both): where
- * they hold as many rows as `counts` names label sets, every bucket there was
- * totalled when it was last built (008_totals.sql); else the tier's rows are
- * read. */
-static int totals_usable(struct series_read *x)
+/* Whether tier's reads all start at or above its totals_T (t): every bucket
+ * there was claimed by a build that writes totals. */
+static bool totals_cover(const struct ch_tiers *t, const struct ivals *v, int tier)
+{
+	size_t i;
+
+	if (t->totals[tier] == INT64_MIN)
+		return false;
+	for (i = 0; i < v->n; i++)
+		if (v->v[i].from < t->totals[tier])
+			return false;
+	return true;
+}
+
+/* Which rollup tiers' totals answer x's reads (one query for both): where all
+ * the reads are above the tier's totals_T, and the totals there hold as many
+ * rows as `counts` names label sets (a bucket built by a collector of version
+ * 7 during an upgrade has neither), every bucket was totalled when it was last
+ * built (008_totals.sql); else the tier's rows are read. */
+static int totals_usable(struct series_read *x, const struct ch_tiers *t)
 {
 	int64_t from[CH_SERIES_MAX_INTERVALS], to[CH_SERIES_MAX_INTERVALS];
 	struct ch_wbuf sql = { 0 };
 	struct ch_answer a;
 	struct ch_rbuf r;
-	bool any = false;
+	bool any = false, ask[STORE_NTIERS] = { false };
 	int err = 0, tier;
 
 	ch_w_text(&sql, "SELECT ");
 	for (tier = TIER_MINUTE; tier < STORE_NTIERS; tier++) {
-		if (!x->reads[tier].n)
+		ask[tier] = x->reads[tier].n && totals_cover(t, &x->reads[tier], tier);
+		if (!ask[tier])
 			continue;
 		ivals_split(&x->reads[tier], from, to);
 		ch_w_text(&sql, "%s", any ? ", " : "");
@@ -305,7 +321,7 @@ static int totals_usable(struct series_read *x)
 	for (tier = TIER_MINUTE; tier < STORE_NTIERS; tier++) {
 		uint64_t have, want;
 
-		if (!x->reads[tier].n)
+		if (!ask[tier])
 			continue;
 		have = ch_r_uint(&r, 8);
 		want = ch_r_uint(&r, 8);
@@ -423,6 +439,7 @@ int ch_query_series(struct store *base, const struct store_query *q, int64_t ste
 	const struct tier_rows *tr = x.tr;
 	struct store_span sp[STORE_PLAN_MAX_SPANS];
 	struct store_tiers st;
+	struct ch_tiers t;
 	int64_t *all = NULL, last = 0;
 	size_t nall, i, k;
 	bool have = false;
@@ -433,11 +450,12 @@ int ch_query_series(struct store *base, const struct store_query *q, int64_t ste
 	err = check_query(s, q);
 	if (err || q->from >= q->to)
 		return err;
-	err = ch_tiers_plan_input(s, &st);
+	err = ch_tiers_read(s, &t);
 	if (err)
 		return err;
+	ch_tiers_to_plan(&t, &st);
 	err = series_reads(&st, q, step, reads);
-	err = err ?: totals_usable(&x);
+	err = err ?: totals_usable(&x, &t);
 	err = err ?: ch_parts_run(s, read_series_rows, &x);
 	if (err || !x.nall)
 		goto out;

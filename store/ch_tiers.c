@@ -70,7 +70,7 @@ int ch_tiers_read(struct ch_store *s, struct ch_tiers *t)
 	int err, i;
 
 	for (i = 0; i < STORE_NTIERS; i++)
-		t->claim[i] = t->built[i] = t->kept[i] = INT64_MIN;
+		t->claim[i] = t->built[i] = t->kept[i] = t->totals[i] = INT64_MIN;
 	t->claim[0] = t->built[0] = INT64_MAX; /* raw rows are there once inserted */
 	err = ch_run(s, "tiers",
 		     "SELECT name, max(value) FROM tiers GROUP BY name FORMAT RowBinary", NULL, 0,
@@ -93,6 +93,8 @@ int ch_tiers_read(struct ch_store *s, struct ch_tiers *t)
 			t->built[k] = v;
 		else if (n == 6 && !memcmp(name, "kept", 4))
 			t->kept[k] = v;
+		else if (n == 8 && !memcmp(name, "totals", 6) && k)
+			t->totals[k] = v;
 	}
 	return r.bad ? ch_fail(s, -EIO, "tiers: malformed answer") : 0;
 }
@@ -350,19 +352,36 @@ void ch_w_totals_check(struct ch_wbuf *w, int tier, const int64_t *from, const i
 	ch_w_text(w, ") GROUP BY bucket))");
 }
 
+void ch_tiers_to_plan(const struct ch_tiers *t, struct store_tiers *st)
+{
+	int i;
+
+	for (i = 0; i < STORE_NTIERS; i++) {
+		st->built_before[i] = t->built[i];
+		st->kept_from[i] = t->kept[i];
+	}
+}
+
 int ch_tiers_plan_input(struct ch_store *s, struct store_tiers *st)
 {
 	struct ch_tiers t;
-	int err, i;
+	int err = ch_tiers_read(s, &t);
 
-	err = ch_tiers_read(s, &t);
-	if (err)
-		return err;
-	for (i = 0; i < STORE_NTIERS; i++) {
-		st->built_before[i] = t.built[i];
-		st->kept_from[i] = t.kept[i];
-	}
-	return 0;
+	if (!err)
+		ch_tiers_to_plan(&t, st);
+	return err;
+}
+
+int ch_tiers_mark_totals(struct ch_store *s)
+{
+	struct ch_tiers t;
+	int err = ch_tiers_read(s, &t), tier;
+
+	for (tier = TIER_MINUTE; tier < STORE_NTIERS && !err; tier++)
+		err = ch_tiers_raise(s, "totals", tier,
+				     t.claim[tier] == INT64_MIN ? -STORE_MAX_ABS_WINDOW
+								: t.claim[tier]);
+	return err;
 }
 
 int ch_w_plan(struct ch_store *s, struct ch_wbuf *w, const struct store_query *q, bool typed,

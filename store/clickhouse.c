@@ -244,14 +244,17 @@ static int run_schema(struct ch_store *s, const char *db, const char *text)
 }
 
 /* Applies schema file index, then moves the rows its version moves (6 and 9:
- * ch_layout.c), then records its version: a move stopped midway is run again
- * by the next open, and readers refuse the database until it is done. */
+ * ch_layout.c) or marks where the totals start (8: ch_tiers_mark_totals()),
+ * then records its version: a step stopped midway is run again by the next
+ * open, and readers refuse the database until it is done. */
 static int apply_migration(struct ch_store *s, const char *db, size_t index)
 {
 	int err = run_schema(s, db, ch_migrations[index]);
 
 	if (!err && (index + 1 == CH_LAYOUT_VERSION || index + 1 == CH_BATCHES_VERSION))
 		err = ch_layout_migrate(s, (int64_t)index + 1);
+	if (!err && index + 1 == CH_TOTALS_VERSION)
+		err = ch_tiers_mark_totals(s);
 	if (!err) {
 		char sql[96];
 

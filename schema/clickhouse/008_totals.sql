@@ -17,12 +17,15 @@
 -- collapse copies with FINAL. Not materialized views, for 002's reason: a view
 -- adds every insert, and a bucket built twice would count twice.
 --
--- A timeline uses a tier's totals over its range only when they have as many
--- rows as that range's `counts` rows name (distinct label sets per bucket);
--- else it sums the tier's rows as before. So a database upgraded from version 7
--- (nothing is copied: its buckets have no totals) and buckets built by a
--- collector of version 7 during a rolling upgrade answer correctly, from the
--- tier's rows, until retention ages those buckets out.
+-- A timeline uses a tier's totals over its range only when the range starts at
+-- or above the tier's `totals_T` watermark, which the collector that applies
+-- this file writes in `tiers` (the tier's claim_T then: buckets below it may
+-- have been built without totals, and before 005 without `counts` rows), and
+-- the totals there have as many rows as that range's `counts` rows name
+-- (distinct label sets per bucket: a bucket built by a collector of version 7
+-- still running has neither); else it sums the tier's rows as before. So an
+-- upgraded database answers correctly, from the tier's rows, for ranges that
+-- reach below the mark, until retention ages those buckets out.
 --
 -- Partitioned by day, not by hour as the tiers: a day's timeline reads one or
 -- two partitions, and FINAL over 24 hourly partitions took 27-48 ms against

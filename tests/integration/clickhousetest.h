@@ -406,11 +406,11 @@ static inline void ch_start_cluster(struct chsrv *c, size_t n, const struct zksr
 		}
 }
 
-/* Runs sql on c's HTTP interface; returns its answer (free it), failing the test
- * on an error. */
-static inline char *ch_query(const struct chsrv *c, const char *sql)
+/* Runs sql on c's HTTP interface, in database db unless NULL; returns its
+ * answer (free it), failing the test on an error. */
+static inline char *ch_query_db(const struct chsrv *c, const char *db, const char *sql)
 {
-	char url[64], *body = NULL;
+	char url[192], *body = NULL;
 	size_t len = 0;
 	FILE *mem = open_memstream(&body, &len);
 	CURL *h = curl_easy_init();
@@ -419,7 +419,8 @@ static inline char *ch_query(const struct chsrv *c, const char *sql)
 
 	assert_non_null(mem);
 	assert_non_null(h);
-	snprintf(url, sizeof(url), "http://127.0.0.1:%u/", c->http_port);
+	snprintf(url, sizeof(url), "http://127.0.0.1:%u/%s%s", c->http_port, db ? "?database=" : "",
+		 db ? db : "");
 	curl_easy_setopt(h, CURLOPT_URL, url);
 	curl_easy_setopt(h, CURLOPT_POSTFIELDS, sql);
 	curl_easy_setopt(h, CURLOPT_TIMEOUT, 60L);
@@ -435,6 +436,12 @@ static inline char *ch_query(const struct chsrv *c, const char *sql)
 		fail_msg("ClickHouse on %u: %s: %s %ld %s", c->http_port, sql,
 			 curl_easy_strerror(rc), status, body ? body : "");
 	return body;
+}
+
+/* The same in the server's default database. */
+static inline char *ch_query(const struct chsrv *c, const char *sql)
+{
+	return ch_query_db(c, NULL, sql);
 }
 
 /* Runs sql on c, its answer discarded. */

@@ -2,8 +2,10 @@
  * against a private clickhouse-server (clickhousetest.h): a timeline's buckets
  * equal the test's own sums of what it ingested, whether the tiers' totals
  * answer (shown by planting a larger total, which the answer then carries) or
- * the tiers' rows do (totals that disagree with `counts`); a late batch's
- * rebuilt bucket totalled again; retention dropping the totals' days.
+ * the tiers' rows do (totals that disagree with `counts`, or a range reaching
+ * below where schema 8 found buckets already built, in a database upgraded
+ * from before schema 5); a late batch's rebuilt bucket totalled again;
+ * retention dropping the totals' days.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -14,6 +16,8 @@
 #include <cmocka.h>
 
 #include "common/batch.h"
+#include "store/ch_int.h"
+#include "store/ch_schema.h"
 #include "store/store.h"
 #include "testutil.h"
 #include "integration/clickhousetest.h"
@@ -106,11 +110,12 @@ static int series_cb(void *ctx, int64_t start, uint64_t count)
 	return 0;
 }
 
-/* The timeline of [DAY0, DAY0 + 3 h) at step, of pod=pod or of all. */
-static void series_of(struct store *s, int64_t step, const char *pod, struct series *out)
+/* The timeline of [from, DAY0 + 3 h) at step, of pod=pod or of all. */
+static void series_from(struct store *s, int64_t from, int64_t step, const char *pod,
+			struct series *out)
 {
 	const char *key = "pod";
-	struct store_query q = { .from = DAY0, .to = DAY0 + 3 * 3600 };
+	struct store_query q = { .from = from, .to = DAY0 + 3 * 3600 };
 
 	if (pod) {
 		q.keys = &key;
@@ -119,6 +124,11 @@ static void series_of(struct store *s, int64_t step, const char *pod, struct ser
 	}
 	memset(out, 0, sizeof(*out));
 	assert_int_equal(store__query_series(s, &q, step, series_cb, out), 0);
+}
+
+static void series_of(struct store *s, int64_t step, const char *pod, struct series *out)
+{
+	series_from(s, DAY0, step, pod, out);
 }
 
 /* The same from the test's own counts (windows [0, nwin), plus extra at
@@ -274,12 +284,13 @@ static void test_totals_answer(void **state)
 
 /* A late batch (its minute and hour already built) builds them again, and their
  * totals with them: a new label set's row is added, the bucket's sum grows,
- * and the totals still agree with counts and answer. */
+ * and the totals still agree with counts and answer; then a late batch of a
+ * label set its bucket already has, which only grows that total. */
 static void test_totals_late(void **state)
 {
 	static const char *const st[] = { "late;main;work" };
-	static const uint64_t c[] = { 40 };
-	const int64_t at = window_at(5) + 10;
+	static const uint64_t c[] = { 40 }, c2[] = { 25 };
+	const int64_t at = window_at(5) + 10, at2 = window_at(9) + 10;
 	struct series got, want;
 	struct store *s;
 
@@ -302,6 +313,17 @@ static void test_totals_late(void **state)
 	assert_series_equal(&got, &want);
 	series_of(s, 3600, NULL, &got);
 	series_want(3600, NULL, NWINDOWS, at, 40, 0, 0, &want);
+	assert_series_equal(&got, &want);
+
+	/* a late batch of a label set the bucket has: no new row, the total grows */
+	ingest(s, window_batch("agent4", 1, at2, "web", st, c2, 1));
+	assert_int_equal(ch_query_number(&srv, "SELECT count() FROM late.totals_minute FINAL"),
+			 2 * NWINDOWS + 1);
+	series_of(s, 300, NULL, &got);
+	series_want(300, NULL, NWINDOWS, at, 40, at2, 25, &want);
+	assert_series_equal(&got, &want);
+	series_of(s, 3600, NULL, &got);
+	series_want(3600, NULL, NWINDOWS, at, 40, at2, 25, &want);
 	assert_series_equal(&got, &want);
 	store__close(s);
 }
@@ -337,12 +359,130 @@ static void test_totals_retention(void **state)
 	store__close(s);
 }
 
+/* ---- a database upgraded from before schema 8 ----------------------------- */
+
+extern const char *const ch_migrations[]; /* build/gen/ch_migrations.c */
+
+static int run_in(void *db, const char *sql)
+{
+	free(ch_query_db(&srv, db, sql));
+	return 0;
+}
+
+/* Makes database db what a collector of version 7, first installed before
+ * schema 5, left with ref's data: schema files 001-007 applied as written,
+ * their versions recorded, every table's rows from ref but `counts` and the
+ * totals (005 copied nothing into `counts`: older buckets have no row there),
+ * the raw rows in 006's samples_raw. */
+static void make_v7(const char *db, const char *ref)
+{
+	static const char *const same[] = { "hour",	"tiers",  "seen",	  "labelsets",
+					    "ingested", "frames", "stack_frames", CH_MINUTE_TABLE };
+	struct ch_schema_target t = { db, "", ch_migrations, CH_TOTALS_VERSION - 1 };
+	char sql[512];
+	size_t i;
+
+	snprintf(sql, sizeof(sql), "CREATE DATABASE %s", db);
+	ch_exec(&srv, sql);
+	free(ch_query_db(&srv, db,
+			 "CREATE TABLE schema_migrations (version UInt32) ENGINE = MergeTree() "
+			 "ORDER BY version"));
+	for (i = 0; i + 1 < CH_TOTALS_VERSION; i++) {
+		assert_int_equal(ch_schema__run(&t, ch_migrations[i], run_in, (void *)db, NULL, 0),
+				 0);
+		snprintf(sql, sizeof(sql), "INSERT INTO %s.schema_migrations VALUES (%zu)", db,
+			 i + 1);
+		ch_exec(&srv, sql);
+	}
+	for (i = 0; i < sizeof(same) / sizeof(same[0]); i++) {
+		snprintf(sql, sizeof(sql), "INSERT INTO %s.%s SELECT * FROM %s.%s", db, same[i],
+			 ref, same[i]);
+		ch_exec(&srv, sql);
+	}
+	snprintf(sql, sizeof(sql),
+		 "INSERT INTO %s.samples_raw (window_start, type, labelset, stack, agent, seq, "
+		 "value) SELECT window_start, type, labelset, stack, agent, seq, value FROM "
+		 "%s." CH_RAW_TABLE,
+		 db, ref);
+	ch_exec(&srv, sql);
+}
+
+/* A database upgraded from there: its old buckets have tier rows but neither
+ * totals nor `counts` rows, so totals and `counts` agree over the new buckets
+ * alone. A timeline that reaches below where schema 8 marked the totals'
+ * start (totals_T) reads the tiers' rows and counts every window; one above
+ * it reads the totals (a planted larger total shows). */
+static void test_totals_upgrade(void **state)
+{
+	const int half = NWINDOWS / 2;
+	const int64_t m = window_at(NWINDOWS - 2) - window_at(NWINDOWS - 2) % 60,
+		      from = DAY0 + 2 * 3600;
+	struct series got, want;
+	struct store *s;
+	char sql[512];
+	size_t i, n;
+
+	(void)state;
+	ch_skip_unless_available();
+	s = open_db("uref", NULL);
+	for (int k = 0; k < half; k++)
+		ingest_window(s, k);
+	maintain_all(s, window_at(half));
+	store__close(s);
+	make_v7("up7", "uref");
+	assert_true(ch_query_number(&srv, "SELECT count() FROM up7.samples_minute") > 0);
+	assert_int_equal(ch_query_number(&srv, "SELECT count() FROM up7.counts"), 0);
+
+	s = open_db("up7", NULL);
+	for (int k = half; k < NWINDOWS; k++)
+		ingest_window(s, k);
+	maintain_all(s, DAY0 + 4 * 3600);
+	/* the minimum before comparing: the new buckets totalled, in agreement
+	 * with `counts`, the old ones not */
+	n = ch_query_number(&srv, "SELECT count() FROM up7.totals_minute FINAL");
+	assert_true(n >= 2 * (size_t)(NWINDOWS - half) - 2 && n < 2 * NWINDOWS);
+	assert_true(totals_agree("up7", "totals_minute", 1));
+	assert_true(totals_agree("up7", "totals_hour", 2));
+
+	series_of(s, 300, NULL, &got);
+	series_want(300, NULL, NWINDOWS, 0, 0, 0, 0, &want);
+	assert_true(want.n >= 20);
+	assert_series_equal(&got, &want);
+	series_of(s, 3600, NULL, &got);
+	series_want(3600, NULL, NWINDOWS, 0, 0, 0, 0, &want);
+	assert_int_equal(want.n, 3);
+	assert_series_equal(&got, &want);
+
+	/* above the mark the totals answer: a planted larger total shows there,
+	 * and not in the timeline that reaches below it */
+	snprintf(sql, sizeof(sql),
+		 "INSERT INTO up7.totals_minute SELECT start, type, labelset, value + 1000 "
+		 "FROM up7.totals_minute FINAL WHERE start = %" PRId64,
+		 m);
+	ch_exec(&srv, sql);
+	series_from(s, from, 300, NULL, &got);
+	series_want(300, NULL, NWINDOWS, 0, 0, m, 1000 * 2, &want);
+	for (i = n = 0; i < want.n; i++)
+		if (want.start[i] >= from) {
+			want.start[n] = want.start[i];
+			want.count[n++] = want.count[i];
+		}
+	want.n = n;
+	assert_true(want.n >= 2);
+	assert_series_equal(&got, &want);
+	series_of(s, 300, NULL, &got);
+	series_want(300, NULL, NWINDOWS, 0, 0, 0, 0, &want);
+	assert_series_equal(&got, &want);
+	store__close(s);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_totals_answer),
 		cmocka_unit_test(test_totals_late),
 		cmocka_unit_test(test_totals_retention),
+		cmocka_unit_test(test_totals_upgrade),
 	};
 
 	curl_global_init(CURL_GLOBAL_DEFAULT);
