@@ -173,6 +173,20 @@ static void assert_series_equal(const struct series *got, const struct series *w
 	}
 }
 
+/* Compares the store's timeline of [DAY0, DAY0 + 3 h) at step with the test's
+ * own (series_want() of every window, with its extra and bump), once the
+ * test's has at least min points. */
+static void check_series(struct store *s, int64_t step, const char *pod, size_t min,
+			 int64_t extra_at, uint64_t extra, int64_t bump_at, uint64_t bump)
+{
+	struct series got, want;
+
+	series_want(step, pod, NWINDOWS, extra_at, extra, bump_at, bump, &want);
+	assert_true(want.n >= min);
+	series_of(s, step, pod, &got);
+	assert_series_equal(&got, &want);
+}
+
 /* Whether the database's totals of tier (its table) agree with `counts`: the
  * condition under which a timeline reads them (store/ch_read.c). */
 static bool totals_agree(const char *db, const char *table, int tier)
@@ -215,7 +229,6 @@ static struct store *open_db(const char *db, const struct store_options *o)
  * until a tier's totals disagree with `counts`, when its rows answer again. */
 static void test_totals_answer(void **state)
 {
-	struct series got, want;
 	const int64_t m = window_at(3) - (window_at(3) % 60), h = DAY0 + 3600;
 	struct store *s;
 	char sql[512];
@@ -233,17 +246,9 @@ static void test_totals_answer(void **state)
 	assert_true(totals_agree("tot", "totals_minute", 1));
 	assert_true(totals_agree("tot", "totals_hour", 2));
 
-	series_of(s, 300, NULL, &got);
-	series_want(300, NULL, NWINDOWS, 0, 0, 0, 0, &want);
-	assert_true(want.n >= 20);
-	assert_series_equal(&got, &want);
-	series_of(s, 300, "web", &got);
-	series_want(300, "web", NWINDOWS, 0, 0, 0, 0, &want);
-	assert_series_equal(&got, &want);
-	series_of(s, 3600, "db", &got);
-	series_want(3600, "db", NWINDOWS, 0, 0, 0, 0, &want);
-	assert_int_equal(want.n, 3);
-	assert_series_equal(&got, &want);
+	check_series(s, 300, NULL, 20, 0, 0, 0, 0);
+	check_series(s, 300, "web", 1, 0, 0, 0, 0);
+	check_series(s, 3600, "db", 3, 0, 0, 0, 0);
 
 	/* a larger copy of one minute's and one hour's total: reads keep the
 	 * largest, so an answer from the totals carries it */
@@ -260,12 +265,8 @@ static void test_totals_answer(void **state)
 		 "tot.labelsets WHERE has(lvalues, 'db'))",
 		 h);
 	ch_exec(&srv, sql);
-	series_of(s, 300, NULL, &got);
-	series_want(300, NULL, NWINDOWS, 0, 0, m, 1000, &want);
-	assert_series_equal(&got, &want);
-	series_of(s, 3600, NULL, &got);
-	series_want(3600, NULL, NWINDOWS, 0, 0, h, 50, &want);
-	assert_series_equal(&got, &want);
+	check_series(s, 300, NULL, 1, 0, 0, m, 1000);
+	check_series(s, 3600, NULL, 1, 0, 0, h, 50);
 
 	/* a minute total of a label set no bucket has: the minute tier's totals
 	 * disagree with counts, so its rows answer (the planted 1000 is gone);
@@ -273,12 +274,8 @@ static void test_totals_answer(void **state)
 	snprintf(sql, sizeof(sql),
 		 "INSERT INTO tot.totals_minute VALUES (%" PRId64 ", 'cpu', 12345, 7)", m);
 	ch_exec(&srv, sql);
-	series_of(s, 300, NULL, &got);
-	series_want(300, NULL, NWINDOWS, 0, 0, 0, 0, &want);
-	assert_series_equal(&got, &want);
-	series_of(s, 3600, NULL, &got);
-	series_want(3600, NULL, NWINDOWS, 0, 0, h, 50, &want);
-	assert_series_equal(&got, &want);
+	check_series(s, 300, NULL, 1, 0, 0, 0, 0);
+	check_series(s, 3600, NULL, 1, 0, 0, h, 50);
 	store__close(s);
 }
 
@@ -291,7 +288,6 @@ static void test_totals_late(void **state)
 	static const char *const st[] = { "late;main;work" };
 	static const uint64_t c[] = { 40 }, c2[] = { 25 };
 	const int64_t at = window_at(5) + 10, at2 = window_at(9) + 10;
-	struct series got, want;
 	struct store *s;
 
 	(void)state;
@@ -308,23 +304,15 @@ static void test_totals_late(void **state)
 			 2 * NWINDOWS + 1);
 	assert_true(totals_agree("late", "totals_minute", 1));
 	assert_true(totals_agree("late", "totals_hour", 2));
-	series_of(s, 300, NULL, &got);
-	series_want(300, NULL, NWINDOWS, at, 40, 0, 0, &want);
-	assert_series_equal(&got, &want);
-	series_of(s, 3600, NULL, &got);
-	series_want(3600, NULL, NWINDOWS, at, 40, 0, 0, &want);
-	assert_series_equal(&got, &want);
+	check_series(s, 300, NULL, 1, at, 40, 0, 0);
+	check_series(s, 3600, NULL, 1, at, 40, 0, 0);
 
 	/* a late batch of a label set the bucket has: no new row, the total grows */
 	ingest(s, window_batch("agent4", 1, at2, "web", st, c2, 1));
 	assert_int_equal(ch_query_number(&srv, "SELECT count() FROM late.totals_minute FINAL"),
 			 2 * NWINDOWS + 1);
-	series_of(s, 300, NULL, &got);
-	series_want(300, NULL, NWINDOWS, at, 40, at2, 25, &want);
-	assert_series_equal(&got, &want);
-	series_of(s, 3600, NULL, &got);
-	series_want(3600, NULL, NWINDOWS, at, 40, at2, 25, &want);
-	assert_series_equal(&got, &want);
+	check_series(s, 300, NULL, 1, at, 40, at2, 25);
+	check_series(s, 3600, NULL, 1, at, 40, at2, 25);
 	store__close(s);
 }
 
@@ -444,14 +432,8 @@ static void test_totals_upgrade(void **state)
 	assert_true(totals_agree("up7", "totals_minute", 1));
 	assert_true(totals_agree("up7", "totals_hour", 2));
 
-	series_of(s, 300, NULL, &got);
-	series_want(300, NULL, NWINDOWS, 0, 0, 0, 0, &want);
-	assert_true(want.n >= 20);
-	assert_series_equal(&got, &want);
-	series_of(s, 3600, NULL, &got);
-	series_want(3600, NULL, NWINDOWS, 0, 0, 0, 0, &want);
-	assert_int_equal(want.n, 3);
-	assert_series_equal(&got, &want);
+	check_series(s, 300, NULL, 20, 0, 0, 0, 0);
+	check_series(s, 3600, NULL, 3, 0, 0, 0, 0);
 
 	/* above the mark the totals answer: a planted larger total shows there,
 	 * and not in the timeline that reaches below it */
@@ -470,9 +452,7 @@ static void test_totals_upgrade(void **state)
 	want.n = n;
 	assert_true(want.n >= 2);
 	assert_series_equal(&got, &want);
-	series_of(s, 300, NULL, &got);
-	series_want(300, NULL, NWINDOWS, 0, 0, 0, 0, &want);
-	assert_series_equal(&got, &want);
+	check_series(s, 300, NULL, 1, 0, 0, 0, 0);
 	store__close(s);
 }
 
