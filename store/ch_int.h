@@ -145,6 +145,11 @@ uint64_t ch_r_uint(struct ch_rbuf *r, int bytes);
 uint64_t ch_r_varint(struct ch_rbuf *r);
 const char *ch_r_str(struct ch_rbuf *r, size_t *len); /* borrowed from the answer */
 double ch_r_f64(struct ch_rbuf *r);
+/* A sum read as (UInt64 sum, Float64 sum) saturates at INT64_MAX where the
+ * float reaches CH_SUM_SATURATED (a UInt64 sum wraps; the float's rounding is
+ * far smaller than the gap to 2^63); the totals' INSERT (ch_tiers_count())
+ * saturates with the same bound in SQL. */
+#define CH_SUM_SATURATED 9.2e18
 uint64_t ch_r_sum(struct ch_rbuf *r);
 
 /* ---- tiers (ch_tiers.c; schema/clickhouse/002_tiers.sql) -------------------- */

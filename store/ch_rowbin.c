@@ -195,5 +195,5 @@ uint64_t ch_r_sum(struct ch_rbuf *r)
 	uint64_t u = ch_r_uint(r, 8);
 	double f = ch_r_f64(r);
 
-	return f >= 9.2e18 || u > INT64_MAX ? INT64_MAX : u;
+	return f >= CH_SUM_SATURATED || u > INT64_MAX ? INT64_MAX : u;
 }

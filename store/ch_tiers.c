@@ -177,9 +177,9 @@ int ch_tiers_count(struct ch_store *s, int tier, int64_t from, int64_t to)
 	sql.len = 0;
 	ch_w_text(&sql,
 		  "INSERT INTO %s (start, type, labelset, value) SELECT start, type, labelset, "
-		  "if(sum(toFloat64(value)) >= 9.2e18, toUInt64(%" PRId64 "), sum(value)) "
+		  "if(sum(toFloat64(value)) >= %.17g, toUInt64(%" PRId64 "), sum(value)) "
 		  "FROM %s FINAL WHERE start >= %" PRId64 " AND start < %" PRId64,
-		  totals_table[tier], INT64_MAX, tier_table[tier], from, to);
+		  totals_table[tier], CH_SUM_SATURATED, INT64_MAX, tier_table[tier], from, to);
 	ch_w_chunk(&sql, tier, from, to);
 	ch_w_text(&sql, " GROUP BY start, type, labelset");
 	err = ch_run_sql(s, "rollup totals", &sql, NULL);
