@@ -20,6 +20,10 @@
 #include <netinet/in.h>
 #include <sys/socket.h>
 
+#include "store/ch_schema.h"
+
+extern const char *const ch_migrations[]; /* build/gen/ch_migrations.c */
+
 #define CH_START_MS 60000 /* start-up bound: ~2.4 s here, far more on a loaded host */
 #define CH_STOP_MS  60000 /* a clean stop flushes its parts */
 #define CH_ATTEMPTS 3	  /* a free port taken by someone else before the server binds it */
@@ -450,14 +454,63 @@ static inline void ch_exec(const struct chsrv *c, const char *sql)
 	free(ch_query(c, sql));
 }
 
-/* The number sql (a one-row, one-column query such as a count()) answers on c. */
-static inline uint64_t ch_query_number(const struct chsrv *c, const char *sql)
+/* The number sql (a one-row, one-column query such as a count()) answers on c
+ * in database db unless NULL; fails the test when the answer is not a number. */
+static inline uint64_t ch_query_number_db(const struct chsrv *c, const char *db, const char *sql)
 {
-	char *body = ch_query(c, sql);
-	uint64_t v = strtoull(body, NULL, 10);
+	char *body = ch_query_db(c, db, sql);
+	uint64_t v;
 
+	if (!body || body[0] < '0' || body[0] > '9')
+		fail_msg("%s: not a number: %s", sql, body ? body : "");
+	v = strtoull(body, NULL, 10);
 	free(body);
 	return v;
+}
+
+static inline uint64_t ch_query_number(const struct chsrv *c, const char *sql)
+{
+	return ch_query_number_db(c, NULL, sql);
+}
+
+/* Schema files ch_schema__run() applies for ch_make_at_version(): each
+ * statement in database ctx->db of ctx->c. */
+struct ch_old_db {
+	const struct chsrv *c;
+	const char *db;
+};
+
+static inline int ch_old_statement(void *ctx, const char *sql)
+{
+	const struct ch_old_db *o = ctx;
+
+	free(ch_query_db(o->c, o->db, sql));
+	return 0;
+}
+
+/* Makes database db on c what a collector of schema version left, without its
+ * rows: schema files 001 to version applied as that build did (as written, on
+ * one server), their versions recorded in schema_migrations. For the upgrade
+ * tests, which then fill it. */
+static inline void ch_make_at_version(const struct chsrv *c, const char *db, size_t version)
+{
+	struct ch_schema_target t = { db, "", ch_migrations, version };
+	struct ch_old_db o = { c, db };
+	char sql[256];
+	size_t i;
+
+	snprintf(sql, sizeof(sql), "CREATE DATABASE %s", db);
+	ch_exec(c, sql);
+	free(ch_query_db(c, db,
+			 "CREATE TABLE schema_migrations (version UInt32) ENGINE = MergeTree() "
+			 "ORDER BY version"));
+	for (i = 0; i < version; i++) {
+		assert_int_equal(
+			ch_schema__run(&t, ch_migrations[i], ch_old_statement, &o, NULL, 0), 0);
+		snprintf(sql, sizeof(sql), "INSERT INTO %s.schema_migrations VALUES (%zu)", db,
+			 i + 1);
+		ch_exec(c, sql);
+	}
 }
 
 #endif

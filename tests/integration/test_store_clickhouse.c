@@ -382,50 +382,13 @@ static void test_retention_per_tier(void **state)
  * the tables, to make a store's request fail midway. */
 static void ch_sql(const char *db, const char *sql)
 {
-	char url[160], body[16] = "";
-	CURL *h = curl_easy_init();
-	long status = 0;
-	CURLcode rc;
-
-	assert_non_null(h);
-	snprintf(url, sizeof(url), "http://127.0.0.1:%u/?database=%s", srv.http_port, db);
-	curl_easy_setopt(h, CURLOPT_URL, url);
-	curl_easy_setopt(h, CURLOPT_POSTFIELDS, sql);
-	curl_easy_setopt(h, CURLOPT_TIMEOUT, 30L);
-	curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
-	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, ch_discard);
-	curl_easy_setopt(h, CURLOPT_WRITEDATA, (void *)body);
-	rc = curl_easy_perform(h);
-	if (rc == CURLE_OK)
-		curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
-	curl_easy_cleanup(h);
-	if (rc != CURLE_OK || status != 200)
-		fail_msg("%s: curl %d, HTTP %ld", sql, (int)rc, status);
+	free(ch_query_db(&srv, db, sql));
 }
 
 /* The number a one-number query answers (count() of a table). */
 static uint64_t ch_number(const char *db, const char *sql)
 {
-	char url[160], body[16] = "";
-	CURL *h = curl_easy_init();
-	long status = 0;
-	CURLcode rc;
-
-	assert_non_null(h);
-	snprintf(url, sizeof(url), "http://127.0.0.1:%u/?database=%s", srv.http_port, db);
-	curl_easy_setopt(h, CURLOPT_URL, url);
-	curl_easy_setopt(h, CURLOPT_POSTFIELDS, sql);
-	curl_easy_setopt(h, CURLOPT_TIMEOUT, 30L);
-	curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
-	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, ch_discard);
-	curl_easy_setopt(h, CURLOPT_WRITEDATA, (void *)body);
-	rc = curl_easy_perform(h);
-	if (rc == CURLE_OK)
-		curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
-	curl_easy_cleanup(h);
-	if (rc != CURLE_OK || status != 200 || body[0] < '0' || body[0] > '9')
-		fail_msg("%s: curl %d, HTTP %ld, %s", sql, (int)rc, status, body);
-	return strtoull(body, NULL, 10);
+	return ch_query_number_db(&srv, db, sql);
 }
 
 /* The ingest cache: a store inserts a stack's or label set's rows (and its seen
@@ -1239,12 +1202,6 @@ static void layout_answers(struct store *s, char *out, size_t len)
 	assert_int_equal(store__check(s), 0);
 }
 
-static int layout_statement(void *ctx, const char *sql)
-{
-	ch_sql(ctx, sql);
-	return 0;
-}
-
 /* Makes database db what a collector of version (5 or 8) left with ref's data:
  * schema files 001 to version applied as that build did (as written, on one
  * server), their versions recorded, then every table's rows from ref. For 5:
@@ -1258,22 +1215,11 @@ static void layout_make(const char *db, const char *ref, size_t version)
 					    "counts", "labelsets", "ingested" };
 	static const char *const same8[] = { "stack_frames", "frames", CH_MINUTE_TABLE,
 					     "totals_minute", "totals_hour" };
-	struct ch_schema_target t = { db, "", ch_migrations, version };
 	char sql[1024];
 	size_t i;
 
 	assert_true(version == CH_LAYOUT_VERSION - 1 || version == CH_BATCHES_VERSION - 1);
-	snprintf(sql, sizeof(sql), "CREATE DATABASE %s", db);
-	ch_sql("default", sql);
-	ch_sql(db, "CREATE TABLE schema_migrations (version UInt32) ENGINE = MergeTree() "
-		   "ORDER BY version");
-	for (i = 0; i < version; i++) {
-		assert_int_equal(
-			ch_schema__run(&t, ch_migrations[i], layout_statement, (void *)db, NULL, 0),
-			0);
-		snprintf(sql, sizeof(sql), "INSERT INTO schema_migrations VALUES (%zu)", i + 1);
-		ch_sql(db, sql);
-	}
+	ch_make_at_version(&srv, db, version);
 	for (i = 0; i < sizeof(same) / sizeof(same[0]); i++) {
 		snprintf(sql, sizeof(sql), "INSERT INTO %s.%s SELECT * FROM %s.%s", db, same[i],
 			 ref, same[i]);

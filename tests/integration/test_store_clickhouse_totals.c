@@ -17,7 +17,6 @@
 
 #include "common/batch.h"
 #include "store/ch_int.h"
-#include "store/ch_schema.h"
 #include "store/store.h"
 #include "testutil.h"
 #include "integration/clickhousetest.h"
@@ -349,14 +348,6 @@ static void test_totals_retention(void **state)
 
 /* ---- a database upgraded from before schema 8 ----------------------------- */
 
-extern const char *const ch_migrations[]; /* build/gen/ch_migrations.c */
-
-static int run_in(void *db, const char *sql)
-{
-	free(ch_query_db(&srv, db, sql));
-	return 0;
-}
-
 /* Makes database db what a collector of version 7, first installed before
  * schema 5, left with ref's data: schema files 001-007 applied as written,
  * their versions recorded, every table's rows from ref but `counts` and the
@@ -366,22 +357,10 @@ static void make_v7(const char *db, const char *ref)
 {
 	static const char *const same[] = { "hour",	"tiers",  "seen",	  "labelsets",
 					    "ingested", "frames", "stack_frames", CH_MINUTE_TABLE };
-	struct ch_schema_target t = { db, "", ch_migrations, CH_TOTALS_VERSION - 1 };
 	char sql[512];
 	size_t i;
 
-	snprintf(sql, sizeof(sql), "CREATE DATABASE %s", db);
-	ch_exec(&srv, sql);
-	free(ch_query_db(&srv, db,
-			 "CREATE TABLE schema_migrations (version UInt32) ENGINE = MergeTree() "
-			 "ORDER BY version"));
-	for (i = 0; i + 1 < CH_TOTALS_VERSION; i++) {
-		assert_int_equal(ch_schema__run(&t, ch_migrations[i], run_in, (void *)db, NULL, 0),
-				 0);
-		snprintf(sql, sizeof(sql), "INSERT INTO %s.schema_migrations VALUES (%zu)", db,
-			 i + 1);
-		ch_exec(&srv, sql);
-	}
+	ch_make_at_version(&srv, db, CH_TOTALS_VERSION - 1);
 	for (i = 0; i < sizeof(same) / sizeof(same[0]); i++) {
 		snprintf(sql, sizeof(sql), "INSERT INTO %s.%s SELECT * FROM %s.%s", db, same[i],
 			 ref, same[i]);
