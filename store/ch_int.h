@@ -29,9 +29,10 @@
 #define CH_CACHE_SLOTS (1u << 18)
 /* A store's cache of stacks' frames for its flame graphs (ch_frames.c, interned:
  * some 4 bytes a frame of a stack, 190 bytes a stack of the busy host): bytes
- * and stacks held at most (three quarters of the slots, 16 bytes each, 4 MiB),
- * emptied when either would be passed: a day of the busy host, 83,251 stacks,
- * fits. */
+ * and stacks held at most (three quarters of the slots, 20 bytes each with
+ * their rank, 5 MiB), emptied when either would be passed: a day of the busy
+ * host, 83,251 stacks, fits. A ranking (ch_frames_rank()) holds a second copy
+ * of the stacks' references for as long as it copies them. */
 #define CH_FRAMES_CACHE_BYTES (32u << 20)
 #define CH_FRAMES_CACHE_SLOTS (1u << 18)
 /* A flame graph fetches the frames of at most this many uncached stacks by a list
@@ -346,13 +347,31 @@ int ch_layout_migrate(struct ch_store *s, int64_t version);
 
 /* ---- the frames cache (ch_frames.c) ---------------------------------------- */
 
-/* Whether stack id's frames are cached: then in frames[0 .. *nframes) (at most
- * CH_MAX_FRAMES), their strings valid until the next put or free. */
-bool ch_frames_get(const struct ch_store *s, uint64_t id, struct frame *frames, size_t *nframes);
-/* Starts loading stack id's slot (refs false) or, once that is loaded, its frame
- * references (refs true) into the CPU's cache, for a ch_frames_get() of it a
- * few stacks later: a warm day's graph looks up 81 k stacks at random. */
-void ch_frames_prefetch(const struct ch_store *s, uint64_t id, bool refs);
+/* A cached stack a flame graph hands out: its slot (ch_frames_find() - 1) and
+ * its sum, not 0; rank is ch_frames_handout()'s. */
+struct ch_handout {
+	uint32_t slot, rank;
+	uint64_t count;
+};
+
+/* Stack id's slot in the cache + 1, or 0 when its frames are not cached. */
+uint32_t ch_frames_find(const struct ch_store *s, uint64_t id);
+/* Starts loading stack id's slot into the CPU's cache, for a ch_frames_find()
+ * of it a few stacks later: a warm day's graph looks up 81 k stacks at random. */
+void ch_frames_prefetch(const struct ch_store *s, uint64_t id);
+/* Calls cb for each of h's n stacks (found with no put since) with its frames
+ * (in frames, CH_MAX_FRAMES of scratch; strings valid until the next put) and
+ * count, in handout order, which h is sorted into: stacks that share outer
+ * frames one after another, as SQLite's reads hand them out (store/read.c), so
+ * only the frames after the shared ones are written and a flame tree finds the
+ * shared ones on the path it just walked. Stops at cb's first non-zero return. */
+int ch_frames_handout(struct ch_store *s, struct ch_handout *h, size_t n, struct frame *frames,
+		      store_stack_fn cb, void *ctx);
+/* Ranks every cached stack in handout order, so that a handout of them sorts by
+ * rank and not by their frames, when the stacks put since the last ranking are
+ * half the cache or more: a read that fetched many calls it. Without memory,
+ * nothing is ranked (handouts sort by frames). */
+void ch_frames_rank(struct ch_store *s);
 /* Keeps stack id's frames (copied); without memory, keeps nothing. fids, when
  * not NULL, are the frames' content ids (007_frames.sql): a frame the cache
  * knows by its id is taken without hashing its strings. */

@@ -18,7 +18,7 @@
 #include "common/frame.h"
 #include "store/ch_int.h"
 
-/* How many stacks ahead the cache's slots are prefetched. */
+/* How many stacks ahead the cache's slots are looked up after a prefetch. */
 #define CH_PREFETCH_AHEAD 8
 
 static int sum_cmp(const void *a, const void *b)
@@ -393,31 +393,42 @@ int ch_stacks_emit(struct ch_store *s, struct ch_stack_sum *sums, size_t n, cons
 		   store_stack_fn cb, void *ctx)
 {
 	struct ch_wbuf where = { 0 };
+	struct ch_handout *h;
 	struct frame *frames;
-	size_t i, nf;
+	size_t i, nh = 0, fetched;
+	uint32_t slot;
 	int err = 0;
 
 	frames = calloc(CH_MAX_FRAMES, sizeof(*frames));
-	if (!frames)
-		return -ENOMEM;
-	for (i = 0; i < n && !err; i++) {
+	h = malloc((n ? n : 1) * sizeof(*h));
+	if (!frames || !h) {
+		err = -ENOMEM;
+		goto out;
+	}
+	/* the cached ones first, in handout order (ch_frames.c) */
+	for (i = 0; i < n; i++) {
 		if (i + CH_PREFETCH_AHEAD < n)
-			ch_frames_prefetch(s, sums[i + CH_PREFETCH_AHEAD].id, false);
-		if (i + CH_PREFETCH_AHEAD / 2 < n)
-			ch_frames_prefetch(s, sums[i + CH_PREFETCH_AHEAD / 2].id, true);
-		if (sums[i].count && ch_frames_get(s, sums[i].id, frames, &nf)) {
-			err = cb(ctx, frames, nf, sums[i].count);
+			ch_frames_prefetch(s, sums[i + CH_PREFETCH_AHEAD].id);
+		if (sums[i].count && (slot = ch_frames_find(s, sums[i].id))) {
+			h[nh++] = (struct ch_handout){ .slot = slot - 1, .count = sums[i].count };
 			sums[i].count = 0;
 		}
 	}
+	err = ch_frames_handout(s, h, nh, frames, cb, ctx);
 	/* sorted only now, for the fetched rows' lookups: 81 k sums of a day take
 	 * some ms to sort, a warm graph needs none */
-	if (!err && write_where(&where, sums, n, plan))
+	fetched = err ? 0 : write_where(&where, sums, n, plan);
+	if (fetched)
 		qsort(sums, n, sizeof(*sums), sum_cmp);
 	if (!err && where.len && !(err = where.err))
 		err = fetch_v7(s, where.p, sums, n, frames, cb, ctx, true);
 	if (!err && write_where(&where, sums, n, plan) && !(err = where.err))
 		err = fetch_legacy(s, where.p, sums, n, frames, cb, ctx);
+	/* a read that fetched many ranks them for the next */
+	if (!err && fetched)
+		ch_frames_rank(s);
+out:
+	free(h);
 	free(frames);
 	free(where.p);
 	return err;

@@ -909,49 +909,89 @@ static int ds_collect(void *ctx, const struct frame *frames, size_t nframes, uin
 	return 0;
 }
 
-/* A flame graph read afresh streams the stacks' stack_frames rows (ch_stacks.c):
- * rows of up to 4 KB (BATCH_MAX_STACK_DEPTH frame ids) split anywhere between
- * the answer's pieces (some 300 KB in all) still give each stack whole, with its
- * count (the test's own reckoning). */
-static void test_frames_streamed(void **state)
+/* Stacks [DS_SECOND, DS_STACKS) are in the test's second window. */
+#define DS_SECOND  220
+#define DS_WINDOW1 INT64_C(100000)
+#define DS_WINDOW2 INT64_C(100010)
+
+/* The batch of window `start`: deep stacks [lo, hi). */
+static struct batch *ds_batch(int64_t start, unsigned lo, unsigned hi)
 {
 	static char text[BATCH_MAX_STACK_DEPTH * 8];
-	struct store_query q = { .from = 100000, .to = 100010 };
 	const char *k = "", *v = NULL;
 	struct batch_builder *bb;
-	struct ds_got *g;
-	struct store *w, *s;
 	struct batch *b;
 	unsigned i, d;
 	size_t len;
-	bool dup;
 
-	(void)state;
-	ch_skip_unless_available();
 	assert_int_equal(batch_builder__new("agent1", "host1", "cpu", &bb), 0);
-	for (i = 0; i < DS_STACKS; i++) {
+	for (i = lo; i < hi; i++) {
 		for (d = 0, len = 0; d + 1 < DS_DEPTH(i); d++)
 			len += (size_t)snprintf(text + len, sizeof(text) - len, "d%u;", d % 50);
 		snprintf(text + len, sizeof(text) - len, "leaf%u", i);
 		assert_int_equal(batch_builder__add(bb, &k, &v, 0, text, i % 5 + 1), 0);
 	}
-	assert_int_equal(batch_builder__finish(bb, 1, 100000, 10, 1000000, &b), 0);
+	assert_int_equal(batch_builder__finish(bb, (uint64_t)start, start, 10, 1000000, &b), 0);
 	batch_builder__free(bb);
+	return b;
+}
+
+/* A flame graph of [from, to) from s: stacks [lo, hi) whole, each with its
+ * count (the test's own reckoning), no other. */
+static void ds_check(struct store *s, int64_t from, int64_t to, unsigned lo, unsigned hi)
+{
+	struct store_query q = { .from = from, .to = to };
+	struct ds_got *g = calloc(1, sizeof(*g));
+	unsigned i;
+
+	assert_non_null(g);
+	assert_int_equal(store__query_stacks(s, &q, ds_collect, g), 0);
+	assert_int_equal(g->bad, 0);
+	for (i = 0; i < DS_STACKS; i++) {
+		uint64_t want = i >= lo && i < hi ? i % 5 + 1 : 0;
+
+		if (g->count[i] != want)
+			fail_msg("stack %u (%u frames): %" PRIu64 " samples, want %" PRIu64
+				 " ([%" PRId64 ", %" PRId64 "))",
+				 i, DS_DEPTH(i), g->count[i], want, from, to);
+	}
+	free(g);
+}
+
+/* A flame graph read afresh streams the stacks' stack_frames rows (ch_stacks.c):
+ * rows of up to 4 KB (BATCH_MAX_STACK_DEPTH frame ids) split anywhere between
+ * the answer's pieces (some 300 KB in all) still give each stack whole, with its
+ * count (the test's own reckoning). Read again from the cache (ch_frames.c),
+ * stacks sharing outer frames come one after another and only the frames
+ * after the shared ones are written: each is still whole, whichever way the
+ * handout was sorted (by rank, by frames, ranked anew). */
+static void test_frames_streamed(void **state)
+{
+	struct store *w, *s;
+	struct batch *b;
+	bool dup;
+
+	(void)state;
+	ch_skip_unless_available();
 	w = open_db("deep");
+	b = ds_batch(DS_WINDOW1, 0, DS_SECOND);
+	assert_int_equal(store__ingest(w, b, &dup), 0);
+	batch__free(b);
+	b = ds_batch(DS_WINDOW2, DS_SECOND, DS_STACKS);
 	assert_int_equal(store__ingest(w, b, &dup), 0);
 	batch__free(b);
 	store__close(w);
-	g = calloc(1, sizeof(*g));
-	assert_non_null(g);
-	s = open_db("deep"); /* a cold cache: every stack from the server */
-	assert_int_equal(store__query_stacks(s, &q, ds_collect, g), 0);
-	assert_int_equal(g->bad, 0);
-	for (i = 0; i < DS_STACKS; i++)
-		if (g->count[i] != i % 5 + 1)
-			fail_msg("stack %u (%u frames): %" PRIu64 " samples, want %u", i,
-				 DS_DEPTH(i), g->count[i], i % 5 + 1);
+	s = open_db("deep");
+	/* a cold cache: every stack from the server, then all ranked */
+	ds_check(s, DS_WINDOW1, DS_WINDOW1 + 10, 0, DS_SECOND);
+	/* 220 by rank from the cache, 20 fetched (not ranked: under half) */
+	ds_check(s, DS_WINDOW1, DS_WINDOW2 + 10, 0, DS_STACKS);
+	/* the 20 unranked: sorted by their frames */
+	ds_check(s, DS_WINDOW2, DS_WINDOW2 + 10, DS_SECOND, DS_STACKS);
+	/* every one, 20 unranked: the cache ranked anew */
+	ds_check(s, DS_WINDOW1, DS_WINDOW2 + 10, 0, DS_STACKS);
+	ds_check(s, DS_WINDOW1, DS_WINDOW2 + 10, 0, DS_STACKS);
 	store__close(s);
-	free(g);
 }
 
 /* What a flame graph of many stacks gave: callbacks and samples, and those of
