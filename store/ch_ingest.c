@@ -6,7 +6,8 @@
  * INSERT ... FORMAT RowBinary (one part per table per call, not per batch); a
  * batch whose minute bucket a rollup has claimed (a late one) has that bucket and
  * its hour built again; last the `ingested` rows of all. Ids are content
- * hashes, so any collector computes the same ones without a round trip (a stack
+ * hashes, so any collector computes the same ones without a round trip (a
+ * stack's is not hashed again for a stack the store met before: ch_ids.c; a stack
  * is stored as its frames' ids, each frame once a call: 007_frames.sql), and a
  * store remembers those it inserted (its ingest cache) so that a call inserts
  * only the dictionary rows that are new to it (or not refreshed for half the
@@ -24,26 +25,6 @@
 #include "common/frame.h"
 #include "store/block.h"
 #include "store/ch_int.h"
-
-/* ---- content ids ---------------------------------------------------------- */
-
-/* The content ids (ch_hash_bytes(), ch_int.h): the same on every collector and
- * every build (the ids are stored). 64 bits: a collision is unlikely below
- * billions of stacks, not impossible (docs/clickhouse.md). */
-static uint64_t hash_u64(uint64_t h, uint64_t v)
-{
-	uint8_t b[8];
-	int i;
-
-	for (i = 0; i < 8; i++)
-		b[i] = (uint8_t)(v >> (8 * i));
-	return ch_hash_bytes(h, b, 8);
-}
-
-static uint64_t hash_str(uint64_t h, const char *s, size_t n)
-{
-	return ch_hash_bytes(hash_u64(h, n), s, n);
-}
 
 /* ---- ingest --------------------------------------------------------------- */
 
@@ -112,46 +93,6 @@ static int check_batch(struct ch_store *s, const struct batch *b, const int64_t 
 	return 0;
 }
 
-/* A batch frame's name or file as stored: through frame_sanitize() when needed. */
-static const char *stored_text(const char *t, char *buf, size_t *len)
-{
-	size_t n = strlen(t);
-
-	if (frame_is_clean(t, n)) {
-		*len = n;
-		return t;
-	}
-	*len = frame_sanitize(t, n, buf);
-	return buf;
-}
-
-/* One frame's part of a content id: a stack's id hashes each of its frames so,
- * and a frame's own id is this from CH_HASH_SEED (007_frames.sql). */
-static uint64_t hash_frame(uint64_t h, uint32_t kind, uint32_t line, const char *name, size_t nl,
-			   const char *file, size_t fl)
-{
-	return hash_str(hash_str(hash_u64(hash_u64(h, kind), line), name, nl), file, fl);
-}
-
-/* Stack i's content id: its frames, root first. */
-static uint64_t stack_id(const struct batch *b, uint32_t i)
-{
-	char nbuf[FRAME_MAX_NAME_LEN + 1], fbuf[FRAME_MAX_NAME_LEN + 1];
-	const struct batch_stack *st = &b->stacks[i];
-	uint64_t h = CH_HASH_SEED;
-	uint32_t j;
-
-	for (j = 0; j < st->nframes; j++) {
-		const struct batch_frame *f = &b->frames[st->frames[j]];
-		size_t nl, fl;
-		const char *name = stored_text(batch_str(b, f->name), nbuf, &nl);
-		const char *file = stored_text(batch_str(b, f->file), fbuf, &fl);
-
-		h = hash_frame(h, f->kind, f->line, name, nl, file, fl);
-	}
-	return ch_hash_final(h);
-}
-
 /* The frames ids a call has written rows of: open addressing, 0 empty. */
 struct fid_set {
 	uint64_t *v;
@@ -203,10 +144,10 @@ static int stack_rows(const struct batch *b, uint32_t i, uint64_t id, struct ch_
 	for (j = 0; j < st->nframes; j++) {
 		const struct batch_frame *f = &b->frames[st->frames[j]];
 		size_t nl, fl;
-		const char *name = stored_text(batch_str(b, f->name), nbuf, &nl);
-		const char *file = stored_text(batch_str(b, f->file), fbuf, &fl);
+		const char *name = ch_stored_text(batch_str(b, f->name), nbuf, &nl);
+		const char *file = ch_stored_text(batch_str(b, f->file), fbuf, &fl);
 		uint64_t fid = ch_hash_final(
-			hash_frame(CH_HASH_SEED, f->kind, f->line, name, nl, file, fl));
+			ch_frame_hash(CH_HASH_SEED, f->kind, f->line, name, nl, file, fl));
 		int fresh = fid_add(done, fid);
 
 		if (fresh < 0)
@@ -247,8 +188,8 @@ static uint64_t labelset_row(const struct batch *b, uint32_t i, const char *type
 		pairs[n++] = (struct pair){ STORE_TYPE_LABEL, type };
 	qsort(pairs, n, sizeof(*pairs), pair_cmp);
 	for (k = 0; k < n; k++) {
-		h = hash_str(h, pairs[k].key, strlen(pairs[k].key));
-		h = hash_str(h, pairs[k].value, strlen(pairs[k].value));
+		h = ch_hash_str(h, pairs[k].key, strlen(pairs[k].key));
+		h = ch_hash_str(h, pairs[k].value, strlen(pairs[k].value));
 	}
 	h = ch_hash_final(h);
 	ch_w_uint(w, h, 8);
@@ -481,24 +422,25 @@ static int add_batch(struct ch_store *s, const struct batch *b, const int64_t *n
 	at = now ? *now : b->window_start;
 	if (at < 0)
 		at = 0;
-	/* the stacks in use, each once, their rows unless this store inserted them
-	 * lately */
-	for (i = 0; i < b->nsamples; i++) {
-		uint32_t k = b->samples[i].stack;
-
-		if (seen[k])
+	/* the stacks in use, their ids (the memo's, ch_ids.c), their rows unless this
+	 * store inserted them lately */
+	for (i = 0; i < b->nsamples; i++)
+		seen[b->samples[i].stack] = 1;
+	err = ch_ids_stacks(&s->ids, b, seen, stack_ids);
+	if (err)
+		goto out;
+	for (i = 0; i < b->nstacks; i++) {
+		if (!seen[i])
 			continue;
-		seen[k] = 1;
-		stack_ids[k] = stack_id(b, k);
-		if (!cache_fresh(s, stack_ids[k], at)) {
-			err = stack_rows(b, k, stack_ids[k], &w->stack_frames, &w->frames,
+		if (!cache_fresh(s, stack_ids[i], at)) {
+			err = stack_rows(b, i, stack_ids[i], &w->stack_frames, &w->frames,
 					 &w->fids);
 			if (err)
 				goto out;
 			ch_w_uint(&w->seen, CH_SEEN_STACK, 1);
-			ch_w_uint(&w->seen, stack_ids[k], 8);
+			ch_w_uint(&w->seen, stack_ids[i], 8);
 			ch_w_uint(&w->seen, (uint64_t)at, 8);
-			cache_put(s, stack_ids[k], at);
+			cache_put(s, stack_ids[i], at);
 		}
 	}
 	for (i = 0; i < b->nlabelsets; i++) {
@@ -634,10 +576,10 @@ int ch_store__ingest_many(struct store *base, const struct batch *const *bs, siz
 		if (!*o[i].type)
 			o[i].type = STORE_TYPE_CPU;
 		o[i].agent = batch_str(b, b->agent_id);
-		o[i].src =
-			ch_hash_final(hash_u64(
-				hash_str(CH_HASH_SEED, o[i].agent, strlen(o[i].agent)), b->seq)) |
-			1;
+		o[i].src = ch_hash_final(ch_hash_u64(
+				   ch_hash_str(CH_HASH_SEED, o[i].agent, strlen(o[i].agent)),
+				   b->seq)) |
+			   1;
 		o[i].store = true;
 	}
 	err = find_duplicates(s, bs, o, n, res);

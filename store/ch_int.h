@@ -42,6 +42,17 @@
 /* A cluster's name (?cluster=NAME) is an identifier written into SQL unquoted. */
 #define CH_CLUSTER_MAX 64
 
+struct store_intern;
+/* The ingest's memo of stacks' content ids (ch_ids.c): zero-initialize, set cap
+ * (bytes; 0: STORE_INTERN_DEFAULT_CAP, store/intern.h) before the first call;
+ * ch_ids_free() frees it. */
+struct ch_ids {
+	struct store_intern *in; /* NULL until the first call */
+	size_t cap;
+	int64_t next;	       /* the next number handed out */
+	uint64_t hits, misses; /* stacks found, stacks hashed */
+};
+
 struct ch_store {
 	struct store base;
 	struct ch_http *http;
@@ -62,6 +73,7 @@ struct ch_store {
 	 * dictionary row and its seen row only for an id not here or seen more than
 	 * CH_SEEN_REFRESH_SECONDS before. Inline, so the handle's free frees it; the
 	 * pages are touched only by a writer that ingests. */
+	struct ch_ids ids; /* ch_ids.c: the ingest's memo of stacks' content ids */
 	struct {
 		uint64_t id[CH_CACHE_SLOTS];
 		int64_t at[CH_CACHE_SLOTS];
@@ -90,6 +102,41 @@ static inline uint64_t ch_hash_final(uint64_t h)
 	h = (h ^ (h >> 27)) * UINT64_C(0x94d049bb133111eb);
 	return h ^ (h >> 31);
 }
+
+/* v's 8 bytes, little-endian; a string as its length then its bytes. */
+static inline uint64_t ch_hash_u64(uint64_t h, uint64_t v)
+{
+	uint8_t b[8];
+	int i;
+
+	for (i = 0; i < 8; i++)
+		b[i] = (uint8_t)(v >> (8 * i));
+	return ch_hash_bytes(h, b, 8);
+}
+
+static inline uint64_t ch_hash_str(uint64_t h, const char *s, size_t n)
+{
+	return ch_hash_bytes(ch_hash_u64(h, n), s, n);
+}
+
+/* ---- content ids (ch_ids.c) ----------------------------------------------------- */
+
+/* A batch frame's name or file as stored: t itself, or frame_sanitize()'s copy
+ * of it in buf (FRAME_MAX_NAME_LEN + 1 bytes). *len set. */
+const char *ch_stored_text(const char *t, char *buf, size_t *len);
+/* One frame's part of a content id: a stack's id hashes each of its frames so,
+ * root first, from CH_HASH_SEED; a frame's own id is this from CH_HASH_SEED,
+ * finalized (007_frames.sql). name and file as stored. */
+uint64_t ch_frame_hash(uint64_t h, uint32_t kind, uint32_t line, const char *name, size_t nl,
+		       const char *file, size_t fl);
+/* Stack i of b's content id, from its texts (the definition; b checked). */
+uint64_t ch_stack_id(const struct batch *b, uint32_t i);
+
+/* ids[i] = ch_stack_id(b, i) for every stack of b (checked) with used[i] set
+ * (used NULL: all), from the memo where it holds the stack. Returns 0, -EINVAL
+ * (a cap out of range) or -ENOMEM (ids then partly written). */
+int ch_ids_stacks(struct ch_ids *m, const struct batch *b, const uint8_t *used, uint64_t *ids);
+void ch_ids_free(struct ch_ids *m);
 
 static inline struct ch_store *ch_of(struct store *s)
 {

@@ -345,6 +345,7 @@ static void ch_close(struct store *base)
 
 	ch_http__free(s->http);
 	ch_frames_free(s);
+	ch_ids_free(&s->ids);
 	free(s);
 }
 

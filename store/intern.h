@@ -54,6 +54,11 @@ struct store_intern_stats {
  * written only on success. */
 int store_intern_new(size_t cap, struct store_intern **out);
 
+/* Frees the cache (NULL is fine): store__close(). store_intern_reset() empties
+ * it after a rollback (ids it learnt there were never committed). */
+void store_intern_free(struct store_intern *in);
+void store_intern_reset(struct store_intern *in);
+
 /* The hash of (kind, key[0..len)), for the calls below. */
 uint64_t store_intern_hash(const struct store_intern *in, int kind, const void *key, size_t len);
 

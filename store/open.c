@@ -15,6 +15,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "store/intern.h"
 #include "store/store_int.h"
 
 /* Generated from schema/[0-9]*.sql by schema/embed.sh. */

@@ -122,11 +122,8 @@ int sqlite_store__schema_version(struct store *s, int64_t *version);
 int sqlite_store__check(struct store *s);
 int sqlite_store__maintain(struct store *s, int64_t now, size_t max_rows, bool *more);
 
-/* The caches' destructors (ingest.c, read.c), called by store__close(); NULL is
- * fine. store_intern_reset() empties ingest's caches after a rollback (ids they
- * learnt in it were never committed). */
-void store_intern_free(struct store_intern *in);
-void store_intern_reset(struct store_intern *in);
+/* The read cache's destructor (read.c), called by store__close(); NULL is fine.
+ * Ingest's caches have theirs in store/intern.h. */
 void store_read_cache_free(struct store_read_cache *rc);
 
 /* Test hooks of read.c's cache (tests/unit/test_store_read.c): its size in bytes,
