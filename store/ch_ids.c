@@ -7,17 +7,19 @@
  * costs a multiply per byte of text, some 2 KB a stack of the busy host: most
  * of a collector's CPU per sample row (docs/benchmarks.md, session 17). A
  * window's batch names mostly stacks that earlier windows named, but by
- * batch-local indices, so the memo interns exact keys (store/intern.h) at three
+ * batch-local indices, so the memo interns exact keys (store/intern.h) at two
  * levels, each a batch's item at most once:
  *
- *   a string's bytes                  -> a number
- *   a frame: kind, line, the numbers of its name and file -> a number
- *   a stack: the numbers of its frames, root first        -> its content id
+ *   a string's bytes                                  -> a number
+ *   a stack: each frame's kind, line, and the numbers
+ *            of its name and file, root first         -> its content id
  *
  * Numbers are handed out from one counter and never reused, so a key built from
  * numbers learnt before the memo emptied itself (its cap) still means exactly
  * one content: a miss, never a wrong id. Keys are compared whole (no fingerprint
  * that an agent could collide), and the table's hash is seeded per process.
+ * Lookups go a chunk at a time with their memory prefetched: they are cache
+ * misses, and were most of the memo's cost one at a time.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -73,6 +75,16 @@ uint64_t ch_stack_id(const struct batch *b, uint32_t i)
 
 /* ---- the memo ----------------------------------------------------------------- */
 
+/* Keys looked up at a time: their slots, then their keys, are prefetched before
+ * the first is compared, so the cache misses of a chunk overlap (a batch of the
+ * busy host looks up ~2,000 strings and ~1,300 stacks, most of them misses in a
+ * table of megabytes). 256 slots and keys stay within L1/L2. */
+#define CHUNK 256
+/* The most bytes of stack keys one chunk builds: a frame is at most 1 + 3 x 10
+ * bytes of varints, but a real one some 7 bytes (a stack of the busy host ~230). */
+#define CHUNK_KEY_BYTES (1u << 20)
+#define FRAME_KEY_MAX	31
+
 /* A LEB128 varint of v at p; returns the end. */
 static uint8_t *put_varint(uint8_t *p, uint64_t v)
 {
@@ -84,56 +96,95 @@ static uint8_t *put_varint(uint8_t *p, uint64_t v)
 	return p;
 }
 
-/* The number of a key, a new one when the memo does not hold it (and the key
- * then added: a failure to add empties the memo, which costs only misses). */
-static int64_t number_of(struct ch_ids *m, int kind, const void *key, size_t len)
-{
-	uint64_t h = store_intern_hash(m->in, kind, key, len);
-	int64_t n;
-
-	if (store_intern_find_hashed(m->in, kind, key, len, h, &n, NULL))
-		return n;
-	n = m->next++;
-	(void)store_intern_add(m->in, kind, key, len, h, n, 0);
-	return n;
-}
-
-/* Per-batch numbers of strings and frames, 0 until looked up. */
-struct batch_numbers {
-	int64_t *str, *frame;
+/* n keys of one kind: their bytes, hashes, what the memo holds for them. */
+struct chunk {
+	const void *key[CHUNK];
+	size_t len[CHUNK];
+	uint64_t hash[CHUNK];
+	uint32_t item[CHUNK]; /* the batch's string or stack */
+	size_t n;
 };
 
-static int64_t string_number(struct ch_ids *m, const struct batch *b, struct batch_numbers *bn,
-			     uint32_t i)
+static void chunk_prefetch(struct ch_ids *m, struct chunk *c, int kind)
 {
-	if (!bn->str[i]) {
-		const char *t = batch_text(b, i);
+	size_t k;
 
-		bn->str[i] = number_of(m, INTERN_TEXT, t, strlen(t));
+	for (k = 0; k < c->n; k++) {
+		c->hash[k] = store_intern_hash(m->in, kind, c->key[k], c->len[k]);
+		store_intern_prefetch(m->in, c->hash[k], 0);
 	}
-	return bn->str[i];
+	for (k = 0; k < c->n; k++)
+		store_intern_prefetch(m->in, c->hash[k], 1);
 }
 
-static int64_t frame_number(struct ch_ids *m, const struct batch *b, struct batch_numbers *bn,
-			    uint32_t i)
+/* The numbers of the strings of c (into num[], by string index): the memo's, or
+ * new ones from the counter, added (a failure to add empties the memo, which
+ * costs only misses). */
+static void number_strings(struct ch_ids *m, struct chunk *c, int64_t *num)
 {
-	if (!bn->frame[i]) {
-		const struct batch_frame *f = &b->frames[i];
-		uint8_t key[1 + 4 + 2 * 10], *p = key;
+	size_t k;
+
+	chunk_prefetch(m, c, INTERN_TEXT);
+	for (k = 0; k < c->n; k++) {
+		int64_t n;
+
+		if (!store_intern_find_hashed(m->in, INTERN_TEXT, c->key[k], c->len[k], c->hash[k],
+					      &n, NULL)) {
+			n = m->next++;
+			(void)store_intern_add(m->in, INTERN_TEXT, c->key[k], c->len[k], c->hash[k],
+					       n, 0);
+		}
+		num[c->item[k]] = n;
+	}
+	c->n = 0;
+}
+
+/* The ids of the stacks of c: the memo's, or ch_stack_id()'s, added. */
+static void identify_stacks(struct ch_ids *m, const struct batch *b, struct chunk *c, uint64_t *ids)
+{
+	size_t k;
+
+	chunk_prefetch(m, c, INTERN_STACK);
+	for (k = 0; k < c->n; k++) {
+		int64_t n, id;
+
+		if (store_intern_find_hashed(m->in, INTERN_STACK, c->key[k], c->len[k], c->hash[k],
+					     &n, &id)) {
+			ids[c->item[k]] = (uint64_t)id;
+			m->hits++;
+			continue;
+		}
+		ids[c->item[k]] = ch_stack_id(b, c->item[k]);
+		m->misses++;
+		(void)store_intern_add(m->in, INTERN_STACK, c->key[k], c->len[k], c->hash[k],
+				       m->next++, (int64_t)ids[c->item[k]]);
+	}
+	c->n = 0;
+}
+
+/* Stack i's key into p: each frame's kind, line and its strings' numbers. */
+static uint8_t *stack_key(const struct batch *b, uint32_t i, const int64_t *num, uint8_t *p)
+{
+	const struct batch_stack *st = &b->stacks[i];
+	uint32_t j;
+
+	for (j = 0; j < st->nframes; j++) {
+		const struct batch_frame *f = &b->frames[st->frames[j]];
 
 		*p++ = (uint8_t)f->kind;
-		memcpy(p, &(uint32_t){ f->line }, 4); /* the memo is per process: host order */
-		p = put_varint(p + 4, (uint64_t)string_number(m, b, bn, f->name));
-		p = put_varint(p, (uint64_t)string_number(m, b, bn, f->file));
-		bn->frame[i] = number_of(m, INTERN_FRAME, key, (size_t)(p - key));
+		p = put_varint(p, f->line);
+		p = put_varint(p, (uint64_t)num[f->name]);
+		p = put_varint(p, (uint64_t)num[f->file]);
 	}
-	return bn->frame[i];
+	return p;
 }
 
 int ch_ids_stacks(struct ch_ids *m, const struct batch *b, const uint8_t *used, uint64_t *ids)
 {
-	uint8_t key[BATCH_MAX_STACK_DEPTH * 10];
-	struct batch_numbers bn;
+	struct chunk *c = NULL;
+	uint8_t *keys = NULL;
+	int64_t *num = NULL; /* strings' numbers; 0: not needed */
+	size_t used_bytes = 0;
 	uint32_t i, j;
 	int err = 0;
 
@@ -143,37 +194,52 @@ int ch_ids_stacks(struct ch_ids *m, const struct batch *b, const uint8_t *used, 
 			return err;
 		m->next = 1;
 	}
-	bn.str = calloc(b->nstrings ? b->nstrings : 1, sizeof(*bn.str));
-	bn.frame = calloc(b->nframes ? b->nframes : 1, sizeof(*bn.frame));
-	if (!bn.str || !bn.frame) {
+	c = calloc(1, sizeof(*c));
+	keys = malloc(CHUNK_KEY_BYTES);
+	num = calloc(b->nstrings ? b->nstrings : 1, sizeof(*num));
+	if (!c || !keys || !num) {
 		err = -ENOMEM;
 		goto out;
 	}
+	/* the strings the stacks name (marked -1), then numbered a chunk at a time */
+	for (i = 0; i < b->nstacks; i++)
+		for (j = 0; (!used || used[i]) && j < b->stacks[i].nframes; j++) {
+			const struct batch_frame *f = &b->frames[b->stacks[i].frames[j]];
+
+			num[f->name] = num[f->file] = -1;
+		}
+	for (i = 0; i < b->nstrings; i++) {
+		if (!num[i])
+			continue;
+		c->key[c->n] = batch_text(b, i);
+		c->len[c->n] = strlen(c->key[c->n]);
+		c->item[c->n++] = i;
+		if (c->n == CHUNK)
+			number_strings(m, c, num);
+	}
+	number_strings(m, c, num);
+	/* the stacks' keys, a chunk of them at a time */
 	for (i = 0; i < b->nstacks; i++) {
-		const struct batch_stack *st = &b->stacks[i];
-		uint8_t *p = key;
-		uint64_t h;
-		int64_t n, id;
+		uint8_t *end;
 
 		if (used && !used[i])
 			continue;
-		for (j = 0; j < st->nframes; j++)
-			p = put_varint(p, (uint64_t)frame_number(m, b, &bn, st->frames[j]));
-		h = store_intern_hash(m->in, INTERN_STACK, key, (size_t)(p - key));
-		if (store_intern_find_hashed(m->in, INTERN_STACK, key, (size_t)(p - key), h, &n,
-					     &id)) {
-			ids[i] = (uint64_t)id;
-			m->hits++;
-			continue;
+		if (c->n == CHUNK ||
+		    used_bytes + (size_t)b->stacks[i].nframes * FRAME_KEY_MAX > CHUNK_KEY_BYTES) {
+			identify_stacks(m, b, c, ids);
+			used_bytes = 0;
 		}
-		ids[i] = ch_stack_id(b, i);
-		m->misses++;
-		(void)store_intern_add(m->in, INTERN_STACK, key, (size_t)(p - key), h, m->next++,
-				       (int64_t)ids[i]);
+		end = stack_key(b, i, num, keys + used_bytes);
+		c->key[c->n] = keys + used_bytes;
+		c->len[c->n] = (size_t)(end - (keys + used_bytes));
+		c->item[c->n++] = i;
+		used_bytes += c->len[c->n - 1];
 	}
+	identify_stacks(m, b, c, ids);
 out:
-	free(bn.str);
-	free(bn.frame);
+	free(c);
+	free(keys);
+	free(num);
 	return err;
 }
 
