@@ -389,6 +389,7 @@ static struct fixture fx;
 static char *truth_text; /* the last workload's truth, freed by the next run */
 static char *err_text;	 /* the last agent's stderr, the same */
 static void sides_free(void);
+static void aliases_free(void);
 
 static int group_setup(void **state)
 {
@@ -413,6 +414,7 @@ static int group_teardown(void **state)
 	free(truth_text);
 	free(err_text);
 	sides_free();
+	aliases_free();
 	if (!getenv("SMOLDER_KEEP"))
 		test_rm_rf(fx.dir);
 	return 0;
@@ -595,6 +597,131 @@ static bool is_entry(const char *name)
 	       strncmp(name, "__libc_start_main", 17) == 0;
 }
 
+/* libc's aliases: names that start at one address (its .dynsym and libc6-dbg's
+ * .symtab, read by readelf, not by the agent's symbolizer) are one function, and
+ * perf and the agent may each show a different one: __memcpy_avx512_unaligned_erms
+ * and __memmove_avx512_unaligned_erms are one body, and which one perf picks
+ * differed between two machines with the same packages. Both sides are compared by
+ * the address's name with the fewest leading underscores, then the shortest, then
+ * the first in byte order. Loaded by the first comparison, freed by the teardown. */
+struct alias {
+	char *name, *canon; /* canon points into another entry's name, or its own */
+};
+
+static struct alias *aliases; /* sorted by name */
+static size_t naliases;
+
+struct sym_at {
+	unsigned long long addr;
+	char *name;
+};
+
+static int rank_name(const char *a, const char *b)
+{
+	size_t ua = strspn(a, "_"), ub = strspn(b, "_");
+
+	if (ua != ub)
+		return ua < ub ? -1 : 1;
+	if (strlen(a) != strlen(b))
+		return strlen(a) < strlen(b) ? -1 : 1;
+	return strcmp(a, b);
+}
+
+static int cmp_sym_at(const void *pa, const void *pb)
+{
+	const struct sym_at *a = pa, *b = pb;
+
+	if (a->addr != b->addr)
+		return a->addr < b->addr ? -1 : 1;
+	return rank_name(a->name, b->name);
+}
+
+static int cmp_alias(const void *pa, const void *pb)
+{
+	return strcmp(((const struct alias *)pa)->name, ((const struct alias *)pb)->name);
+}
+
+/* Adds the sized FUNC symbols readelf lists for file (none when it is absent). */
+static void syms_read(const char *file, struct sym_at **syms, size_t *n, size_t *cap)
+{
+	char cmd[PATH_MAX + 64], line[1024], type[32], name[512];
+	unsigned long long addr, size;
+	FILE *p;
+
+	snprintf(cmd, sizeof(cmd), "readelf -sW '%s' 2>/dev/null", file);
+	p = popen(cmd, "r");
+	assert_non_null(p);
+	while (fgets(line, sizeof(line), p)) {
+		if (sscanf(line, " %*u: %llx %lli %31s %*s %*s %*s %511s", &addr, &size, type,
+			   name) != 4 ||
+		    strcmp(type, "FUNC") != 0 || size == 0)
+			continue;
+		name[strcspn(name, "@")] = '\0'; /* "memcpy@@GLIBC_2.14" */
+		if (*n == *cap) {
+			*cap = *cap ? *cap * 2 : 4096;
+			*syms = realloc(*syms, *cap * sizeof(**syms));
+			assert_non_null(*syms);
+		}
+		(*syms)[*n].addr = addr;
+		(*syms)[(*n)++].name = strdup(name);
+	}
+	pclose(p);
+}
+
+static void aliases_load(void)
+{
+	char libc[PATH_MAX], dbg[PATH_MAX], *notes, *id;
+	struct sym_at *syms = NULL;
+	size_t n = 0, cap = 0, i, first = 0;
+	int status;
+
+	if (aliases)
+		return;
+	assert_non_null(realpath("/lib/x86_64-linux-gnu/libc.so.6", libc));
+	syms_read(libc, &syms, &n, &cap);
+	notes = test_shell(fx.dir, &status, "readelf -n '%s'", libc);
+	if (notes && (id = strstr(notes, "Build ID: "))) {
+		id += strlen("Build ID: ");
+		id[strspn(id, "0123456789abcdef")] = '\0';
+		snprintf(dbg, sizeof(dbg), "/usr/lib/debug/.build-id/%.2s/%s.debug", id, id + 2);
+		syms_read(dbg, &syms, &n, &cap);
+	}
+	free(notes);
+	assert_true(n > 1000); /* libc has thousands of functions */
+	qsort(syms, n, sizeof(*syms), cmp_sym_at);
+	aliases = calloc(n, sizeof(*aliases));
+	assert_non_null(aliases);
+	for (i = 0; i < n; i++) {
+		if (syms[i].addr != syms[first].addr)
+			first = i;
+		aliases[i].name = syms[i].name;
+		aliases[i].canon = syms[first].name;
+	}
+	naliases = n;
+	free(syms);
+	qsort(aliases, naliases, sizeof(*aliases), cmp_alias);
+}
+
+static void aliases_free(void)
+{
+	size_t i;
+
+	for (i = 0; i < naliases; i++)
+		free(aliases[i].name);
+	free(aliases);
+	aliases = NULL;
+	naliases = 0;
+}
+
+static const char *alias_of(const char *name)
+{
+	struct alias key = { (char *)name, NULL };
+	const struct alias *a =
+		naliases ? bsearch(&key, aliases, naliases, sizeof(*aliases), cmp_alias) : NULL;
+
+	return a ? a->canon : name;
+}
+
 /* A libc name as both sides can agree on it: perf names a function by the symbol
  * libc6-dbg gives it (__GI___libc_read), the agent may pick an alias at the same
  * address (read, __libc_read): "__GI_" and then leading underscores and "libc_" go. */
@@ -626,8 +753,11 @@ static void side_add(struct side *sd, char **frames, size_t n, uint64_t count)
 	for (i = 0; i < n; i++) {
 		canon(frames[i], names[i], sizeof(names[i]));
 		entry = entry || is_entry(names[i]);
-		if (!is_entry(names[i]))
-			memmove(names[i], alias_free(names[i]), strlen(alias_free(names[i])) + 1);
+		if (!is_entry(names[i])) {
+			const char *a = alias_free(alias_of(names[i]));
+
+			memmove(names[i], a, strlen(a) + 1);
+		}
 		for (j = 0; j < i && strcmp(names[j], names[i]) != 0; j++)
 			;
 		if (j == i)
@@ -789,6 +919,7 @@ static void compare_with_perf(const char *tag, char *const argv[], const char *c
 	assert_true(test_wait_cpu(prog, test_proc_cpu_ticks(prog), 10, 10000));
 	snprintf(pid, sizeof(pid), "%d", (int)prog);
 	sides_free();
+	aliases_load();
 	rec = perf_record(pid, pdata, perr, "99", "dwarf,65528");
 	agent = start_agent_on(out, err, pid);
 	wait_cpu_seconds(prog, test_proc_cpu_ticks(prog), 8);
