@@ -43,6 +43,8 @@ const char collector_usage[] =
 	"      --request-timeout DUR time for a request's headers and body (default 30s)\n"
 	"      --max-response-mb N   size cap of one query's answer (default 64)\n"
 	"      --max-queued-queries N  queries waiting for a worker; 503 past it (default 32)\n"
+	"      --ingest-linger-ms N  hold a store call open up to N ms for more batches\n"
+	"                            while they keep arriving (default 50; 0: off)\n"
 	"      --tls-cert F          serve https with this PEM certificate (chain)...\n"
 	"      --tls-key F           ... and its PEM private key (TLS 1.2 and 1.3)\n"
 	"      --tls-client-ca F     require a client certificate signed by this PEM CA\n"
@@ -65,6 +67,7 @@ const struct option collector_long_options[] = {
 	{ "request-timeout", required_argument, NULL, COLLECTOR_OPT_REQUEST_TIMEOUT },
 	{ "max-response-mb", required_argument, NULL, COLLECTOR_OPT_MAX_RESPONSE_MB },
 	{ "max-queued-queries", required_argument, NULL, COLLECTOR_OPT_MAX_QUEUED_QUERIES },
+	{ "ingest-linger-ms", required_argument, NULL, COLLECTOR_OPT_INGEST_LINGER_MS },
 	{ "tls-cert", required_argument, NULL, COLLECTOR_OPT_TLS_CERT },
 	{ "tls-key", required_argument, NULL, COLLECTOR_OPT_TLS_KEY },
 	{ "tls-client-ca", required_argument, NULL, COLLECTOR_OPT_TLS_CLIENT_CA },
@@ -230,6 +233,13 @@ int collector_args__set(struct collector_args *a, int opt, const char *arg, char
 			return reason_fail(err, errlen, -EINVAL,
 					   "--max-queued-queries wants 1 to 4096, got '%s'", arg);
 		a->o.max_queued_queries = (unsigned)n;
+		break;
+	case COLLECTOR_OPT_INGEST_LINGER_MS:
+		if (!parse_count(arg, 0, COLLECTOR_MAX_INGEST_LINGER_MS, &n))
+			return reason_fail(err, errlen, -EINVAL,
+					   "--ingest-linger-ms wants 0 to %d, got '%s'",
+					   COLLECTOR_MAX_INGEST_LINGER_MS, arg);
+		a->o.ingest_linger_ms = (unsigned)n;
 		break;
 	default:
 		return reason_fail(err, errlen, -EINVAL, "unknown option code %d", opt);

@@ -182,6 +182,7 @@ void collector_options__defaults(struct collector_options *o)
 		.request_timeout = COLLECTOR_DEFAULT_REQUEST_TIMEOUT,
 		.max_response = COLLECTOR_DEFAULT_MAX_RESPONSE,
 		.max_queued_queries = COLLECTOR_DEFAULT_MAX_QUEUED_QUERIES,
+		.ingest_linger_ms = COLLECTOR_DEFAULT_INGEST_LINGER_MS,
 	};
 }
 
@@ -524,6 +525,7 @@ static enum MHD_Result metrics(struct collector *c, struct MHD_Connection *conn)
 	m.ingest_calls = is.calls;
 	m.ingest_call_batches = is.batches;
 	m.ingest_waiting = (unsigned)is.waiting;
+	m.ingest_lingered = is.lingered;
 	out = open_memstream(&buf, &len);
 	if (!out)
 		return MHD_NO;
@@ -1069,7 +1071,8 @@ int collector__start(const struct collector_options *o, struct collector **out)
 	err = queries__new(THREADS, o->max_queued_queries, &c->queries);
 	if (err)
 		goto out_readers;
-	err = ingestq__new(INGEST_MAX_BATCHES, INGEST_MAX_CALL_BYTES, INGEST_MAX_QUEUED,
+	err = ingestq__new(&(struct ingestq_limits){ INGEST_MAX_BATCHES, INGEST_MAX_CALL_BYTES,
+						     INGEST_MAX_QUEUED, o->ingest_linger_ms },
 			   store_batches, c, &c->ingestq);
 	if (err)
 		goto out_queries;

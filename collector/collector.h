@@ -83,6 +83,17 @@ struct store;
  * than left to time out. */
 #define COLLECTOR_DEFAULT_MAX_QUEUED_QUERIES 32
 
+/* Milliseconds the ingest writer holds a store call open for more batches while
+ * they keep arriving, when senders are concurrent (collector/ingestq.h, Linger).
+ * An agent sends a window every 10 s with a 30 s timeout, so 50 ms is invisible
+ * to it; on ClickHouse, where a call's cost is mostly fixed (~7 requests, a part
+ * per table), it took the bench's calls from ~3 batches to 11-13 and the
+ * server's CPU per row down 2.5x (docs/benchmarks.md, session 17). A lone sender never
+ * waits. At most COLLECTOR_MAX_INGEST_LINGER_MS: a second is already a twentieth
+ * of the agent's timeout per call. */
+#define COLLECTOR_DEFAULT_INGEST_LINGER_MS 50
+#define COLLECTOR_MAX_INGEST_LINGER_MS	   1000
+
 struct collector_options {
 	const char *db_path;		  /* SQLite file (":memory:" for tests) */
 	const char *listen;		  /* HOST:PORT; port 0 picks a free one */
@@ -101,6 +112,7 @@ struct collector_options {
 	unsigned request_timeout;	  /* seconds for a request's headers and body */
 	size_t max_response;		  /* bytes of one query's answer */
 	unsigned max_queued_queries;	  /* queries waiting for a query worker */
+	unsigned ingest_linger_ms;	  /* see COLLECTOR_DEFAULT_INGEST_LINGER_MS; 0: off */
 	const char *tls_cert;		  /* PEM certificate (chain) file: serve https */
 	const char *tls_key;		  /* its PEM private key file */
 	const char *tls_client_ca;	  /* PEM CA file: every request must present a

@@ -17,6 +17,15 @@
  * ingestq__submit() refuses more at once (-EAGAIN): a burst costs a refusal (the
  * agent keeps the batch and retries), not an unbounded queue of decoded batches.
  *
+ * Linger: jobs that arrive together make bigger calls only if they are queued
+ * before the writer takes its group, and a writer that is idle takes the first
+ * job at once. So when the previous call took two jobs or more (senders are
+ * concurrent), the writer holds a new group open while jobs keep arriving: it
+ * takes it once none has arrived for a tenth of linger, once it has held it for
+ * linger, or once the caps are met. A lone sender (each call one job) never
+ * waits; linger 0 turns it off. On ClickHouse a call's cost is mostly per call
+ * (~7 requests, a part per table): docs/benchmarks.md "Session 17".
+ *
  * Shutdown: ingestq__stop() refuses new jobs, lets the call under way finish,
  * answers the waiting jobs without storing them (abandoned: the store function
  * is not called; their answer is the caller's `abandoned` one, see below) and
@@ -54,10 +63,16 @@ typedef void (*ingestq_store_fn)(void *ctx, struct ingestq_job **jobs, size_t n)
 
 struct ingestq;
 
-/* Starts the writer. Every bound above 0, else -EINVAL; -ENOMEM, or the -errno of
- * pthread_create(). */
-int ingestq__new(size_t max_batches, size_t max_bytes, size_t max_queued, ingestq_store_fn store,
-		 void *ctx, struct ingestq **out);
+/* The bounds above; linger_ms 0 turns lingering off. */
+struct ingestq_limits {
+	size_t max_batches, max_bytes, max_queued;
+	unsigned linger_ms;
+};
+
+/* Starts the writer. Every bound but linger above 0, else -EINVAL; -ENOMEM, or the
+ * -errno of pthread_create(). */
+int ingestq__new(const struct ingestq_limits *lim, ingestq_store_fn store, void *ctx,
+		 struct ingestq **out);
 
 /* Suspends j->conn (when not NULL) and queues j. To be called from
  * libmicrohttpd's access handler for j->conn, on a daemon started with
@@ -68,11 +83,13 @@ int ingestq__submit(struct ingestq *q, struct ingestq_job *j);
 
 /* Counters, as one snapshot. */
 struct ingestq_stats {
-	size_t waiting;	  /* jobs queued now, not yet in a store call */
-	uint64_t calls;	  /* store calls made */
-	uint64_t batches; /* jobs in them */
-	size_t largest;	  /* the most jobs one call took */
-	bool stopping;	  /* ingestq__stop() was called */
+	size_t waiting;	   /* jobs queued now, not yet in a store call */
+	uint64_t calls;	   /* store calls made */
+	uint64_t batches;  /* jobs in them */
+	size_t largest;	   /* the most jobs one call took */
+	uint64_t lingered; /* calls whose group the writer held open (Linger) */
+	bool lingering;	   /* the writer holds a group open now */
+	bool stopping;	   /* ingestq__stop() was called */
 };
 void ingestq__stats(struct ingestq *q, struct ingestq_stats *st);
 

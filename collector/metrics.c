@@ -78,11 +78,15 @@ int metrics_write(FILE *out, const struct metrics *m, const struct store_stats *
 		"calls took.\n"
 		"# TYPE smolder_ingest_store_call_batches_total counter\n"
 		"smolder_ingest_store_call_batches_total %llu\n"
+		"# HELP smolder_ingest_store_calls_lingered_total Store calls the ingest writer "
+		"held open for more batches (--ingest-linger-ms).\n"
+		"# TYPE smolder_ingest_store_calls_lingered_total counter\n"
+		"smolder_ingest_store_calls_lingered_total %llu\n"
 		"# HELP smolder_ingest_waiting Batches waiting for the ingest writer.\n"
 		"# TYPE smolder_ingest_waiting gauge\n"
 		"smolder_ingest_waiting %u\n",
 		(unsigned long long)m->ingest_calls, (unsigned long long)m->ingest_call_batches,
-		m->ingest_waiting);
+		(unsigned long long)m->ingest_lingered, m->ingest_waiting);
 	fprintf(out, "# HELP smolder_ingest_seconds Time to decode and store a batch.\n"
 		     "# TYPE smolder_ingest_seconds histogram\n");
 	for (i = 0; i <= METRICS_NBUCKETS; i++) {

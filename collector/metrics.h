@@ -45,8 +45,9 @@ struct metrics {
 	 * id, full stacks remembered by id, ids unknown to the store (409) */
 	uint64_t stacks_full, stacks_by_id, stacks_remembered, stack_ids_unknown;
 	/* group commit (collector/ingestq.h): store calls of the ingest writer, the
-	 * batches they took, batches waiting for it now (gauge) */
-	uint64_t ingest_calls, ingest_call_batches;
+	 * batches they took, the calls it held open for more (Linger), batches
+	 * waiting for it now (gauge) */
+	uint64_t ingest_calls, ingest_call_batches, ingest_lingered;
 	unsigned ingest_waiting;
 };
 

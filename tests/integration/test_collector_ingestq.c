@@ -5,12 +5,18 @@
  * into the next call, in submission order; a call takes at most max_batches
  * jobs and max_bytes of them (a larger job alone); past max_queued waiting jobs a
  * submit is refused at once; stopping lets the call under way finish, answers the
- * waiting jobs abandoned without storing them, and refuses new ones. The HTTP
+ * waiting jobs abandoned without storing them, and refuses new ones. Linger: a
+ * lone sender never waits; after a call of two jobs the writer holds the next
+ * group open (stats say so: the test waits for that, not for time) until the
+ * caps are met, a tenth of the linger passes without a new job, or the queue
+ * stops; lingers of an hour make a writer that missed one of those ends fail
+ * the test's deadline rather than pass late. The HTTP
  * side (suspend, resume, the answers) is test_collector_api's and
  * test_collector's: every ingest there goes through this queue.
  */
 #include <pthread.h>
 #include <sched.h>
+#include <time.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -120,17 +126,82 @@ static void submit_all(struct ingestq *q, struct tjob *js, size_t from, size_t t
 	}
 }
 
-/* A queue of those caps whose writer is held inside the store call of its first
- * job, js[0] (bytes as given): what is submitted next waits. */
-static struct ingestq *start_held(struct rec *r, size_t max_batches, size_t max_bytes,
-				  size_t max_queued, struct tjob *js, size_t bytes)
+/* wait_done() that fails the test after seconds: for the ends of a linger, which
+ * a writer that missed them would reach only after the linger (an hour). */
+static void wait_done_within(struct ingestq *q, struct tjob *js, size_t n, int seconds)
 {
+	struct ingestq_stats st;
+	time_t until = time(NULL) + seconds;
+	size_t i;
+
+	for (;;) {
+		ingestq__stats(q, &st);
+		for (i = 0; i < n && js[i].base.done; i++)
+			;
+		if (i == n)
+			return;
+		assert_true(time(NULL) < until);
+		nanosleep(&(struct timespec){ 0, 1000000 }, NULL); /* polling, 1 ms */
+	}
+}
+
+/* Waits until the writer holds a group open (lingers). */
+static void wait_lingering(struct ingestq *q)
+{
+	struct ingestq_stats st;
+
+	do {
+		sched_yield();
+		ingestq__stats(q, &st);
+	} while (!st.lingering);
+}
+
+static void hold(struct rec *r)
+{
+	pthread_mutex_lock(&r->lock);
+	r->hold = true;
+	pthread_mutex_unlock(&r->lock);
+}
+
+/* A queue of those caps (and linger, ms) whose writer is held inside the store
+ * call of its first job, js[0] (bytes as given): what is submitted next waits. */
+static struct ingestq *start_held_linger(struct rec *r, size_t max_batches, size_t max_bytes,
+					 size_t max_queued, unsigned linger_ms, struct tjob *js,
+					 size_t bytes)
+{
+	struct ingestq_limits lim = { max_batches, max_bytes, max_queued, linger_ms };
 	struct ingestq *q;
 
 	rec_init(r);
-	assert_int_equal(ingestq__new(max_batches, max_bytes, max_queued, store, r, &q), 0);
+	assert_int_equal(ingestq__new(&lim, store, r, &q), 0);
 	submit_all(q, js, 0, 1, bytes);
 	wait_inside(r);
+	return q;
+}
+
+static struct ingestq *start_held(struct rec *r, size_t max_batches, size_t max_bytes,
+				  size_t max_queued, struct tjob *js, size_t bytes)
+{
+	return start_held_linger(r, max_batches, max_bytes, max_queued, 0, js, bytes);
+}
+
+#define HOUR_MS 3600000u
+
+/* A queue lingering up to linger_ms, after a call of two jobs (js[1], js[2],
+ * which waited behind js[0]'s call): its next group lingers. */
+static struct ingestq *start_after_pair(struct rec *r, size_t max_batches, unsigned linger_ms,
+					struct tjob *js)
+{
+	struct ingestq *q = start_held_linger(r, max_batches, 1 << 20, 100, linger_ms, js, 1);
+	struct ingestq_stats st;
+
+	submit_all(q, js, 1, 3, 1);
+	release(r);
+	wait_done(q, js, 3);
+	assert_int_equal(r->ncalls, 2);
+	assert_int_equal(r->sizes[1], 2);
+	ingestq__stats(q, &st);
+	assert_int_equal(st.lingered, 0); /* the call after one job did not wait */
 	return q;
 }
 
@@ -255,9 +326,108 @@ static void test_stop(void **state)
 	assert_int_equal(r.ncalls, 1);
 	ingestq__stop(q); /* again: nothing */
 	ingestq__free(q);
-	assert_int_equal(ingestq__new(0, 1, 1, store, &r, &q), -EINVAL);
-	assert_int_equal(ingestq__new(1, 0, 1, store, &r, &q), -EINVAL);
-	assert_int_equal(ingestq__new(1, 1, 0, store, &r, &q), -EINVAL);
+	assert_int_equal(ingestq__new(&(struct ingestq_limits){ 0, 1, 1, 0 }, store, &r, &q),
+			 -EINVAL);
+	assert_int_equal(ingestq__new(&(struct ingestq_limits){ 1, 0, 1, 0 }, store, &r, &q),
+			 -EINVAL);
+	assert_int_equal(ingestq__new(&(struct ingestq_limits){ 1, 1, 0, 0 }, store, &r, &q),
+			 -EINVAL);
+	assert_int_equal(ingestq__new(NULL, store, &r, &q), -EINVAL);
+}
+
+/* A lone sender, each job submitted after the previous one is done, never
+ * waits, however long the linger. */
+static void test_linger_lone_sender(void **state)
+{
+	struct ingestq_limits lim = { 64, 1 << 20, 100, HOUR_MS };
+	struct ingestq_stats st;
+	struct tjob js[5];
+	struct ingestq *q;
+	struct rec r;
+
+	(void)state;
+	rec_init(&r);
+	r.hold = false;
+	assert_int_equal(ingestq__new(&lim, store, &r, &q), 0);
+	for (size_t i = 0; i < 5; i++) {
+		submit_all(q, js, i, i + 1, 1);
+		wait_done_within(q, &js[i], 1, 60);
+	}
+	ingestq__stats(q, &st);
+	assert_int_equal(st.calls, 5);
+	assert_int_equal(st.lingered, 0);
+	ingestq__free(q);
+}
+
+/* After a call of two, the writer holds the next group open: the jobs that
+ * arrive meanwhile join it, and reaching max_batches ends the linger (an hour
+ * long) at once. */
+static void test_linger_groups_to_cap(void **state)
+{
+	struct ingestq_stats st;
+	struct tjob js[11];
+	struct ingestq *q;
+	struct rec r;
+
+	(void)state;
+	q = start_after_pair(&r, 8, HOUR_MS, js);
+	submit_all(q, js, 3, 4, 1);
+	wait_lingering(q);
+	assert_false(js[3].base.done);
+	submit_all(q, js, 4, 11, 1); /* eight waiting: the cap */
+	wait_done_within(q, js, 11, 60);
+	assert_int_equal(r.ncalls, 3);
+	assert_int_equal(r.sizes[2], 8);
+	for (size_t i = 0; i < 11; i++)
+		assert_int_equal(r.ids[i], (int)i);
+	ingestq__stats(q, &st);
+	assert_int_equal(st.lingered, 1);
+	assert_false(st.lingering);
+	ingestq__free(q);
+}
+
+/* With no new job for a tenth of the linger, the writer takes what it holds
+ * (here after 6 s of a 60 s linger: the deadline is between the two). */
+static void test_linger_quiet_ends_it(void **state)
+{
+	struct ingestq_stats st;
+	struct tjob js[4];
+	struct ingestq *q;
+	struct rec r;
+
+	(void)state;
+	q = start_after_pair(&r, 64, 60000, js);
+	submit_all(q, js, 3, 4, 1);
+	wait_lingering(q);
+	wait_done_within(q, js, 4, 40);
+	assert_int_equal(r.ncalls, 3);
+	assert_int_equal(r.sizes[2], 1);
+	ingestq__stats(q, &st);
+	assert_int_equal(st.lingered, 1);
+	ingestq__free(q);
+}
+
+/* Stopping ends a linger at once: the job held is answered abandoned. */
+static void test_linger_stop(void **state)
+{
+	struct timespec until;
+	struct tjob js[4];
+	struct ingestq *q;
+	pthread_t t;
+	struct rec r;
+
+	(void)state;
+	q = start_after_pair(&r, 64, HOUR_MS, js);
+	hold(&r);
+	submit_all(q, js, 3, 4, 1);
+	wait_lingering(q);
+	assert_int_equal(pthread_create(&t, NULL, stopper, q), 0);
+	clock_gettime(CLOCK_REALTIME, &until);
+	until.tv_sec += 60;
+	assert_int_equal(pthread_timedjoin_np(t, NULL, &until), 0);
+	assert_true(js[3].base.done && js[3].base.abandoned && !js[3].stored);
+	assert_int_equal(r.ncalls, 2);
+	ingestq__free(q);
 }
 
 int main(void)
@@ -267,6 +437,10 @@ int main(void)
 		cmocka_unit_test(test_byte_cap),
 		cmocka_unit_test(test_queue_cap),
 		cmocka_unit_test(test_stop),
+		cmocka_unit_test(test_linger_lone_sender),
+		cmocka_unit_test(test_linger_groups_to_cap),
+		cmocka_unit_test(test_linger_quiet_ends_it),
+		cmocka_unit_test(test_linger_stop),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

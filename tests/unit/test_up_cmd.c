@@ -24,6 +24,7 @@ static void test_defaults(void **state)
 	assert_false(u.help);
 	assert_string_equal(u.collector.o.db_path, "smolder.db");
 	assert_string_equal(u.collector.o.listen, "127.0.0.1:7171");
+	assert_int_equal(u.collector.o.ingest_linger_ms, 50);
 	assert_int_equal(u.agent.frequency, 99);
 	assert_null(u.agent.collector);
 	up_args__free(&u);
@@ -49,6 +50,8 @@ static void test_mixed_options(void **state)
 			 "-vv",
 			 "--max-body-mb",
 			 "2",
+			 "--ingest-linger-ms",
+			 "0",
 			 NULL };
 	struct up_args u;
 	char err[300] = "";
@@ -62,6 +65,7 @@ static void test_mixed_options(void **state)
 	assert_string_equal(u.collector.o.ingest_token, "t1");
 	assert_true(u.collector.o.insecure);
 	assert_int_equal(u.collector.o.max_body, 2u << 20);
+	assert_int_equal(u.collector.o.ingest_linger_ms, 0);
 	assert_int_equal(u.agent.frequency, 49);
 	assert_int_equal(u.agent.npids, 1);
 	assert_int_equal(u.agent.pids[0], 7);
@@ -87,6 +91,9 @@ static void test_errors(void **state)
 		{ { "--retention", "xx" },
 		  "smolder: --retention wants a duration like 14d, got 'xx'" },
 		{ { "--max-body-mb", "0" }, "smolder: --max-body-mb wants 1 to 1024" },
+		{ { "--ingest-linger-ms", "1001" },
+		  "smolder: --ingest-linger-ms wants 0 to 1000, got '1001'" },
+		{ { "--ingest-linger-ms", "-1" }, "smolder: --ingest-linger-ms wants 0 to 1000" },
 		/* a collector error wins over an agent error before it */
 		{ { "--frobnicate", "--retention", "xx" }, "smolder: --retention wants" },
 		{ { "-F", "0", "--max-body-mb", "abc" }, "smolder: --max-body-mb wants" },
