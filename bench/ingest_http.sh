@@ -1,14 +1,24 @@
 #!/bin/bash
-# Issue 15's ingest goal over HTTP (docs/benchmarks.md, session 11): a private
-# clickhouse-server (data under DIR, the ports given), NCOLL collectors of the
-# smolder binary given on it, and build/bench/ingest_http posting HOSTS x WINDOWS
-# windows of the busy host from CONNS connections; it prints rows/s of wall time
-# and per CPU second of the collectors and of the server. Everything it started
-# is stopped at the end (the server's data dir is removed).
+# Issue 15's ingest goal over HTTP (docs/benchmarks.md, sessions 11 and 17):
+# NCOLL collectors of the smolder binary given on one ClickHouse, and
+# build/bench/ingest_http posting HOSTS x WINDOWS windows of the busy host from
+# CONNS connections; it prints rows/s of wall time and per CPU second of the
+# collectors and of the server. Everything it started is stopped at the end.
 #
 #   bench/ingest_http.sh SMOLDER NCOLL WINDOWS HOSTS CONNS [HTTP_PORT TCP_PORT DIR [BENCH]]
 #
+# By default it starts a private clickhouse-server (data under DIR, the ports
+# given) and removes DIR at the end. With CH=clickhouse://HOST:PORT/DATABASE and
+# CH_PID=PID (the server's, for its CPU) it uses that running server instead, a
+# new DATABASE a run: on ext4, a server whose data directory was just made where
+# a previous run's files were deleted spends most of its CPU in the kernel finding
+# free inodes (find_inode_bit, recently_deleted), 3-5x the server's CPU of a warm
+# one (session 17), so repeated runs are measured on a server that stays up.
+# COLLECTOR_ARGS (words) are added to each collector's command line.
+#
 # e.g. bench/ingest_http.sh build/smolder 2 360 4 32 28323 29300 /tmp/gcommit-ch
+#      CH=clickhouse://127.0.0.1:28123/run1 CH_PID=$(cat /tmp/ch/pid) \
+#        bench/ingest_http.sh build/smolder 2 90 4 32
 set -euo pipefail
 bin=$1 ncoll=$2 windows=$3 hosts=$4 conns=$5
 hport=${6:-28323} tport=${7:-29300} dir=${8:-/tmp/smolder-ingest-http-ch}
@@ -18,10 +28,12 @@ pids=()
 cleanup() {
 	for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
 	for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
-	rm -rf "$dir"
+	[ -n "${CH:-}" ] || rm -rf "$dir"
 }
 trap cleanup EXIT
 
+# the private server (the body is not indented: its here-documents)
+start_server() {
 rm -rf "$dir"
 mkdir -p "$dir"/{data,tmp,user_files,format_schemas}
 cat >"$dir/config.xml" <<XML
@@ -57,10 +69,23 @@ for _ in $(seq 300); do
 	curl -sf "http://127.0.0.1:$hport/ping" >/dev/null && break
 	sleep 0.1
 done
+}
+if [ -n "${CH:-}" ]; then
+	if [ -z "${CH_PID:-}" ] || ! kill -0 "$CH_PID"; then
+		echo "CH_PID: the running server's pid" >&2
+		exit 2
+	fi
+	mkdir -p "$dir" # the collectors' logs
+	db=$CH srv=$CH_PID
+else
+	start_server
+	db=clickhouse://127.0.0.1:$hport/bench
+fi
 urls=() cpids=()
 for i in $(seq "$ncoll"); do
 	port=$((hport + 100 + i))
-	"$bin" collector --db "clickhouse://127.0.0.1:$hport/bench" --listen "127.0.0.1:$port" \
+	# shellcheck disable=SC2086 # COLLECTOR_ARGS are words
+	"$bin" collector ${COLLECTOR_ARGS:-} --db "$db" --listen "127.0.0.1:$port" \
 		>"$dir/collector$i.log" 2>&1 &
 	pids+=("$!")
 	cpids+=("$!")
