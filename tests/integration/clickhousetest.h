@@ -4,13 +4,13 @@
  * zstd for every part as docs/clickhouse.md advises) and starts Debian's
  * clickhouse-server on it, waiting on GET /ping with a deadline; ch_stop() sends
  * SIGTERM to it (a registered child, tests/testutil.h) and checks that it exited
- * 0; ch_halt() and ch_restart() stop it and start it again on its data and ports
- * (a server down and back). zk_start() and ch_start_cluster() make a cluster:
- * Debian's ZooKeeper and servers that shard one cluster between them, each in a
- * directory of its own. No system service is touched. A test calls
- * ch_skip_unless_available() first: it skips, with the reason printed, only when
- * clickhouse-server is not installed (deploy/debian-deps.sh installs it).
- * Include <cmocka.h> and testutil.h first.
+ * 0 (or aborted while shutting down: ch_halt()); ch_halt() and ch_restart()
+ * stop it and start it again on its data and ports (a server down and back).
+ * zk_start() and ch_start_cluster() make a cluster: Debian's ZooKeeper and
+ * servers that shard one cluster between them, each in a directory of its own.
+ * No system service is touched. A test calls ch_skip_unless_available() first: it
+ * skips, with the reason printed, only when clickhouse-server is not installed
+ * (deploy/debian-deps.sh installs it). Include <cmocka.h> and testutil.h first.
  */
 #ifndef SMOLDER_CLICKHOUSETEST_H
 #define SMOLDER_CLICKHOUSETEST_H
@@ -190,7 +190,12 @@ static inline void ch_start(struct chsrv *c)
 }
 
 /* SIGTERM, a bounded wait, exit status 0; keeps its directory (its data), for
- * ch_restart(). */
+ * ch_restart(). One exception: an abort (SIGABRT) while it shuts down is
+ * reported and accepted. ClickHouse before 21.9 can end in std::terminate when
+ * writing to a connection fails during its shutdown (its pull request 28761);
+ * 18.16 did so here in one of nine runs of a test whose agents were sending.
+ * What the tests assert is what its data holds when it is back, which an abort
+ * makes harder, not easier. Any other signal or exit status fails the test. */
 static inline void ch_halt(struct chsrv *c)
 {
 	int status;
@@ -200,7 +205,13 @@ static inline void ch_halt(struct chsrv *c)
 	test_kill(c->pid, SIGTERM);
 	status = test_wait(c->pid, CH_STOP_MS);
 	c->pid = 0;
-	if (!WIFEXITED(status) || WEXITSTATUS(status)) {
+	if (WIFSIGNALED(status) && WTERMSIG(status) == SIGABRT) {
+		print_message("  clickhouse-server aborted while shutting down (a known bug of "
+			      "ClickHouse before 21.9); its stderr and error log:\n");
+		test_print_log("clickhouse-server stderr", c->err);
+		test_print_log("clickhouse-server error log", c->log);
+	} else if (!WIFEXITED(status) || WEXITSTATUS(status)) {
+		test_print_log("clickhouse-server stderr", c->err);
 		test_print_log("clickhouse-server error log", c->log);
 		fail_msg("clickhouse-server did not exit cleanly on SIGTERM: status %#x", status);
 	}
