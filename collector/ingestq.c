@@ -96,9 +96,10 @@ static size_t take(struct ingestq *q)
 
 	while (q->head && n < q->max_batches && (!n || q->head->bytes <= q->max_bytes - bytes)) {
 		struct ingestq_job *j = q->head;
+		size_t jb = job_bytes(q, j);
 
-		bytes += job_bytes(q, j);
-		q->waiting_bytes -= job_bytes(q, j);
+		bytes += jb;
+		q->waiting_bytes -= jb;
 		q->head = j->next;
 		j->next = NULL;
 		q->group[n++] = j;
