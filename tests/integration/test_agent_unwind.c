@@ -600,8 +600,8 @@ static bool is_entry(const char *name)
 /* libc's aliases: names that start at one address (its .dynsym and libc6-dbg's
  * .symtab, read by readelf, not by the agent's symbolizer) are one function, and
  * perf and the agent may each show a different one: __memcpy_avx512_unaligned_erms
- * and __memmove_avx512_unaligned_erms are one body, and which one perf picks
- * differed between two machines with the same packages. Both sides are compared by
+ * and __memmove_avx512_unaligned_erms are one body, and perf picked the first
+ * on a CI machine and the second here. Both sides are compared by
  * the address's name with the fewest leading underscores, then the shortest, then
  * the first in byte order. Loaded by the first comparison, freed by the teardown. */
 struct alias {
