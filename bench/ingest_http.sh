@@ -14,7 +14,15 @@
 # a previous run's files were deleted spends most of its CPU in the kernel finding
 # free inodes (find_inode_bit, recently_deleted), 3-5x the server's CPU of a warm
 # one (session 17), so repeated runs are measured on a server that stays up.
-# COLLECTOR_ARGS (words) are added to each collector's command line.
+# COLLECTOR_ARGS (words) are added to each collector's command line; beyond 64
+# CONNS, give them --max-connections-per-ip (every connection comes from
+# 127.0.0.1, as from a proxy).
+#
+# The server's data should be on a filesystem with a journal, as a production
+# server's is: ext4 without one checks each free inode it considers against
+# recent deletes (fs/ext4/ialloc.c, find_inode_bit), and ClickHouse makes and
+# deletes a part's files at every insert and merge, so such a server spent a
+# quarter of its CPU there (session 18). The script warns when it finds that.
 #
 # e.g. bench/ingest_http.sh build/smolder 2 360 4 32 28323 29300 /tmp/gcommit-ch
 #      CH=clickhouse://127.0.0.1:28123/run1 CH_PID=$(cat /tmp/ch/pid) \
@@ -81,6 +89,17 @@ else
 	start_server
 	db=clickhouse://127.0.0.1:$hport/bench
 fi
+# journal_check DIR: warns when DIR is on ext4 without a journal (see above)
+journal_check() {
+	local src
+	[ "$(findmnt -no FSTYPE --target "$1" 2>/dev/null)" = ext4 ] || return 0
+	src=$(findmnt -no SOURCE --target "$1")
+	if ! compgen -G "/proc/fs/jbd2/${src##*/}-*" >/dev/null; then
+		echo "ingest_http.sh: warning: $1 is on ext4 without a journal ($src):" \
+			"the server's CPU is not what a production server spends" >&2
+	fi
+}
+[ -n "${CH:-}" ] || journal_check "$dir"
 urls=() cpids=()
 for i in $(seq "$ncoll"); do
 	port=$((hport + 100 + i))
@@ -95,6 +114,13 @@ for i in $(seq "$ncoll"); do
 		sleep 0.1
 	done
 done
+if [ -n "${CH:-}" ]; then # the server's data directory, now that the tables are made
+	where=${CH#clickhouse://}
+	path=$(curl -sf "http://${where%%/*}/?database=${where#*/}" --data-binary \
+		"SELECT data_path FROM system.tables WHERE database = currentDatabase() LIMIT 1") ||
+		true
+	[ -z "$path" ] || journal_check "$path"
+fi
 "$bench" "$windows" "$hosts" "$conns" "$(IFS=,; echo "${urls[*]}")" \
 	"$(IFS=,; echo "${cpids[*]}")" "$srv"
 for u in "${urls[@]}"; do

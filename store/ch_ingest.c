@@ -363,7 +363,7 @@ static int find_duplicates(struct ch_store *s, const struct batch *const *bs, st
 		ch_w_quoted(&sql, o[i].agent);
 		ch_w_text(&sql, ", %" PRIu64 ")", bs[i]->seq);
 	}
-	ch_w_text(&sql, ") FORMAT RowBinary");
+	ch_w_text(&sql, ")" CH_LOOKUP_SETTINGS " FORMAT RowBinary");
 	err = k ? ch_run_sql(s, "ingest", &sql, &a) : 0;
 	free(sql.p);
 	if (err || !k)

@@ -44,7 +44,8 @@ static int lookup(struct ch_store *s, int64_t now, struct store_stackref *refs, 
 			ch_w_text(&sql, "\\x%02x", refs[i].id[k]);
 		ch_w_text(&sql, "'");
 	}
-	ch_w_text(&sql, ") ORDER BY last_used DESC LIMIT 1 BY id FORMAT RowBinary");
+	ch_w_text(&sql,
+		  ") ORDER BY last_used DESC LIMIT 1 BY id" CH_LOOKUP_SETTINGS " FORMAT RowBinary");
 	if (!asked) {
 		free(sql.p);
 		return 0;

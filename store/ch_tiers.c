@@ -73,8 +73,9 @@ int ch_tiers_read(struct ch_store *s, struct ch_tiers *t)
 		t->claim[i] = t->built[i] = t->kept[i] = t->totals[i] = INT64_MIN;
 	t->claim[0] = t->built[0] = INT64_MAX; /* raw rows are there once inserted */
 	err = ch_run(s, "tiers",
-		     "SELECT name, max(value) FROM tiers GROUP BY name FORMAT RowBinary", NULL, 0,
-		     &a);
+		     "SELECT name, max(value) FROM tiers GROUP BY name" CH_LOOKUP_SETTINGS
+		     " FORMAT RowBinary",
+		     NULL, 0, &a);
 	if (err)
 		return err;
 	r = ch_answer_reader(&a);
