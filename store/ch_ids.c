@@ -162,30 +162,109 @@ static void identify_stacks(struct ch_ids *m, const struct batch *b, struct chun
 	c->n = 0;
 }
 
-/* Stack i's key into p: each frame's kind, line and its strings' numbers. */
-static uint8_t *stack_key(const struct batch *b, uint32_t i, const int64_t *num, uint8_t *p)
+/* The frames' parts of the stacks' keys: each frame's kind, line and the numbers
+ * of its name and file, made once a batch (a batch's stacks name each of its
+ * frames some ten times). Frame k's part is bytes[off[k], off[k + 1]); empty
+ * for a frame no stack in use names. */
+struct parts {
+	uint8_t *bytes;
+	uint32_t *off;
+};
+
+static size_t varint_len(uint64_t v)
+{
+	size_t n = 1;
+
+	while (v >= 0x80) {
+		v >>= 7;
+		n++;
+	}
+	return n;
+}
+
+/* Makes p from the strings' numbers (num[s] != 0 for each string of a frame
+ * needed) and need[] (NULL: every frame). */
+static int parts_make(const struct batch *b, const uint8_t *need, const int64_t *num,
+		      struct parts *p)
+{
+	size_t total = 0;
+	uint32_t k;
+
+	p->bytes = NULL;
+	p->off = malloc(((size_t)b->nframes + 1) * sizeof(*p->off));
+	if (!p->off)
+		return -ENOMEM;
+	for (k = 0; k < b->nframes; k++) {
+		const struct batch_frame *f = &b->frames[k];
+
+		p->off[k] = (uint32_t)total;
+		if (!need || need[k])
+			total += 1 + varint_len(f->line) + varint_len((uint64_t)num[f->name]) +
+				 varint_len((uint64_t)num[f->file]);
+	}
+	p->off[b->nframes] = (uint32_t)total;
+	p->bytes = malloc(total ? total : 1);
+	if (!p->bytes)
+		return -ENOMEM;
+	for (k = 0; k < b->nframes; k++) {
+		const struct batch_frame *f = &b->frames[k];
+		uint8_t *q = p->bytes + p->off[k];
+
+		if (need && !need[k])
+			continue;
+		*q++ = (uint8_t)f->kind;
+		q = put_varint(q, f->line);
+		q = put_varint(q, (uint64_t)num[f->name]);
+		(void)put_varint(q, (uint64_t)num[f->file]);
+	}
+	return 0;
+}
+
+/* Stack i's key into q: its frames' parts, root first. */
+static uint8_t *stack_key(const struct batch *b, uint32_t i, const struct parts *p, uint8_t *q)
 {
 	const struct batch_stack *st = &b->stacks[i];
 	uint32_t j;
 
 	for (j = 0; j < st->nframes; j++) {
-		const struct batch_frame *f = &b->frames[st->frames[j]];
+		const uint32_t k = st->frames[j];
+		const size_t n = p->off[k + 1] - p->off[k];
 
-		*p++ = (uint8_t)f->kind;
-		p = put_varint(p, f->line);
-		p = put_varint(p, (uint64_t)num[f->name]);
-		p = put_varint(p, (uint64_t)num[f->file]);
+		memcpy(q, p->bytes + p->off[k], n);
+		q += n;
 	}
-	return p;
+	return q;
+}
+
+/* The frames that the stacks in use name (*need, NULL when every stack is in
+ * use: then every frame is taken as needed, which costs at most the numbers of
+ * some strings no stack names). */
+static int frames_needed(const struct batch *b, const uint8_t *used, uint8_t **need)
+{
+	uint32_t i, j;
+
+	*need = NULL;
+	for (i = 0; used && i < b->nstacks && used[i]; i++)
+		;
+	if (!used || i == b->nstacks)
+		return 0;
+	*need = calloc(b->nframes ? b->nframes : 1, 1);
+	if (!*need)
+		return -ENOMEM;
+	for (i = 0; i < b->nstacks; i++)
+		for (j = 0; used[i] && j < b->stacks[i].nframes; j++)
+			(*need)[b->stacks[i].frames[j]] = 1;
+	return 0;
 }
 
 int ch_ids_stacks(struct ch_ids *m, const struct batch *b, const uint8_t *used, uint64_t *ids)
 {
+	struct parts parts = { 0 };
 	struct chunk *c = NULL;
-	uint8_t *keys = NULL;
+	uint8_t *keys = NULL, *need = NULL;
 	int64_t *num = NULL; /* strings' numbers; 0: not needed */
 	size_t used_bytes = 0;
-	uint32_t i, j;
+	uint32_t i;
 	int err = 0;
 
 	if (!m->in) {
@@ -201,13 +280,14 @@ int ch_ids_stacks(struct ch_ids *m, const struct batch *b, const uint8_t *used, 
 		err = -ENOMEM;
 		goto out;
 	}
-	/* the strings the stacks name (marked -1), then numbered a chunk at a time */
-	for (i = 0; i < b->nstacks; i++)
-		for (j = 0; (!used || used[i]) && j < b->stacks[i].nframes; j++) {
-			const struct batch_frame *f = &b->frames[b->stacks[i].frames[j]];
-
-			num[f->name] = num[f->file] = -1;
-		}
+	err = frames_needed(b, used, &need);
+	if (err)
+		goto out;
+	/* the strings of the frames needed (marked -1), then numbered a chunk at a
+	 * time */
+	for (i = 0; i < b->nframes; i++)
+		if (!need || need[i])
+			num[b->frames[i].name] = num[b->frames[i].file] = -1;
 	for (i = 0; i < b->nstrings; i++) {
 		if (!num[i])
 			continue;
@@ -218,6 +298,9 @@ int ch_ids_stacks(struct ch_ids *m, const struct batch *b, const uint8_t *used, 
 			number_strings(m, c, num);
 	}
 	number_strings(m, c, num);
+	err = parts_make(b, need, num, &parts);
+	if (err)
+		goto out;
 	/* the stacks' keys, a chunk of them at a time */
 	for (i = 0; i < b->nstacks; i++) {
 		uint8_t *end;
@@ -229,7 +312,7 @@ int ch_ids_stacks(struct ch_ids *m, const struct batch *b, const uint8_t *used, 
 			identify_stacks(m, b, c, ids);
 			used_bytes = 0;
 		}
-		end = stack_key(b, i, num, keys + used_bytes);
+		end = stack_key(b, i, &parts, keys + used_bytes);
 		c->key[c->n] = keys + used_bytes;
 		c->len[c->n] = (size_t)(end - (keys + used_bytes));
 		c->item[c->n++] = i;
@@ -237,6 +320,9 @@ int ch_ids_stacks(struct ch_ids *m, const struct batch *b, const uint8_t *used, 
 	}
 	identify_stacks(m, b, c, ids);
 out:
+	free(parts.bytes);
+	free(parts.off);
+	free(need);
 	free(c);
 	free(keys);
 	free(num);

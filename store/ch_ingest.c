@@ -131,9 +131,11 @@ static int fid_add(struct fid_set *t, uint64_t id)
 
 /* Stack i's stack_frames row (id, its frames' ids) into sf, and into fr the
  * frames rows (id, kind, name, file, line) of its frames that the call has not
- * written yet (done). 0 or -ENOMEM. */
-static int stack_rows(const struct batch *b, uint32_t i, uint64_t id, struct ch_wbuf *sf,
-		      struct ch_wbuf *fr, struct fid_set *done)
+ * written yet (done). fid[] holds the ids of b's frames computed so far (0: not
+ * yet): a batch's new stacks share most of their frames, each hashed once.
+ * 0 or -ENOMEM. */
+static int stack_rows(const struct batch *b, uint32_t i, uint64_t id, uint64_t *fid,
+		      struct ch_wbuf *sf, struct ch_wbuf *fr, struct fid_set *done)
 {
 	char nbuf[FRAME_MAX_NAME_LEN + 1], fbuf[FRAME_MAX_NAME_LEN + 1];
 	const struct batch_stack *st = &b->stacks[i];
@@ -142,20 +144,29 @@ static int stack_rows(const struct batch *b, uint32_t i, uint64_t id, struct ch_
 	ch_w_uint(sf, id, 8);
 	ch_w_varint(sf, st->nframes);
 	for (j = 0; j < st->nframes; j++) {
-		const struct batch_frame *f = &b->frames[st->frames[j]];
+		const uint32_t k = st->frames[j];
+		const struct batch_frame *f = &b->frames[k];
+		const char *name, *file;
 		size_t nl, fl;
-		const char *name = ch_stored_text(batch_str(b, f->name), nbuf, &nl);
-		const char *file = ch_stored_text(batch_str(b, f->file), fbuf, &fl);
-		uint64_t fid = ch_hash_final(
-			ch_frame_hash(CH_HASH_SEED, f->kind, f->line, name, nl, file, fl));
-		int fresh = fid_add(done, fid);
+		int fresh;
 
-		if (fresh < 0)
+		if (fid[k]) { /* hashed, and its row written or known, for this batch */
+			ch_w_uint(sf, fid[k], 8);
+			continue;
+		}
+		name = ch_stored_text(batch_str(b, f->name), nbuf, &nl);
+		file = ch_stored_text(batch_str(b, f->file), fbuf, &fl);
+		fid[k] = ch_hash_final(
+			ch_frame_hash(CH_HASH_SEED, f->kind, f->line, name, nl, file, fl));
+		fresh = fid_add(done, fid[k]);
+		if (fresh < 0) {
+			fid[k] = 0;
 			return fresh;
-		ch_w_uint(sf, fid, 8);
+		}
+		ch_w_uint(sf, fid[k], 8);
 		if (!fresh)
 			continue;
-		ch_w_uint(fr, fid, 8);
+		ch_w_uint(fr, fid[k], 8);
 		ch_w_uint(fr, f->kind, 1);
 		ch_w_str(fr, name, nl);
 		ch_w_str(fr, file, fl);
@@ -401,7 +412,7 @@ static int add_batch(struct ch_store *s, const struct batch *b, const int64_t *n
 		     struct bodies *w)
 {
 	struct pair pairs[BATCH_MAX_LABELS + 1];
-	uint64_t *stack_ids, *ls_ids;
+	uint64_t *stack_ids, *ls_ids, *fid = NULL;
 	struct row *rows;
 	uint8_t *seen;
 	int64_t at;
@@ -433,8 +444,11 @@ static int add_batch(struct ch_store *s, const struct batch *b, const int64_t *n
 		if (!seen[i])
 			continue;
 		if (!cache_fresh(s, stack_ids[i], at)) {
-			err = stack_rows(b, i, stack_ids[i], &w->stack_frames, &w->frames,
-					 &w->fids);
+			if (!fid)
+				fid = calloc(b->nframes ? b->nframes : 1, sizeof(*fid));
+			err = fid ? stack_rows(b, i, stack_ids[i], fid, &w->stack_frames,
+					       &w->frames, &w->fids)
+				  : -ENOMEM;
 			if (err)
 				goto out;
 			ch_w_uint(&w->seen, CH_SEEN_STACK, 1);
@@ -492,6 +506,7 @@ static int add_batch(struct ch_store *s, const struct batch *b, const int64_t *n
 	o->nrows = nrows;
 	rows = NULL;
 out:
+	free(fid);
 	free(rows);
 	free(seen);
 	free(stack_ids);

@@ -252,7 +252,7 @@ static void test_memo_smallest_cap(void **state)
 
 /* A batch by hand, as a hostile or odd agent may send it: one text at two
  * indices, texts split differently between name and file, frames that differ
- * only by line or kind; used[] leaves stacks out. */
+ * only by line, kind or file; used[] leaves stacks out. */
 static void test_memo_odd_batch(void **state)
 {
 	char *strings[] = { "", "ab", "c", "a", "bc", "ab", "c", "x\x01\xffy" };
@@ -264,35 +264,40 @@ static void test_memo_odd_batch(void **state)
 		{ FRAME_PYTHON, 1, 2, 4 },  /* 4: 1 but the line */
 		{ FRAME_NATIVE, 1, 2, 3 },  /* 5: 1 but the kind */
 		{ FRAME_PYTHON, 7, 2, 3 },  /* 6: a name stored sanitized */
+		{ FRAME_PYTHON, 1, 4, 3 },  /* 7: 1 but the file */
 	};
-	uint32_t f[][3] = { { 0, 1 }, { 0, 2 }, { 0, 3 }, { 0, 4 }, { 0, 5 }, { 0, 6, 2 } };
-	struct batch_stack stacks[6];
+	uint32_t f[][3] = {
+		{ 0, 1 }, { 0, 2 }, { 0, 3 }, { 0, 4 }, { 0, 5 }, { 0, 6, 2 }, { 0, 7 }
+	};
+	struct batch_stack stacks[7];
 	struct batch b = { .strings = strings,
 			   .nstrings = 8,
 			   .frames = frames,
-			   .nframes = 7,
+			   .nframes = 8,
 			   .stacks = stacks,
-			   .nstacks = 6 };
-	uint8_t used[6] = { 1, 1, 1, 1, 1, 0 };
-	uint64_t ids[6], again[6];
+			   .nstacks = 7 };
+	uint8_t used[7] = { 1, 1, 1, 1, 1, 0, 1 };
+	uint64_t ids[7], again[7];
 	struct ch_ids m = { 0 };
 
 	(void)state;
-	for (int i = 0; i < 6; i++)
+	for (int i = 0; i < 7; i++)
 		stacks[i] = (struct batch_stack){ f[i], i == 5 ? 3 : 2 };
 	memset(ids, 0xab, sizeof(ids));
 	assert_int_equal(ch_ids_stacks(&m, &b, used, ids), 0);
-	for (int i = 0; i < 5; i++)
-		assert_true(ids[i] == reference_id(&b, (uint32_t)i));
+	for (int i = 0; i < 7; i++)
+		if (i != 5)
+			assert_true(ids[i] == reference_id(&b, (uint32_t)i));
 	assert_true(ids[5] == 0xababababababababull); /* not used: not written */
-	assert_true(ids[0] != ids[1] && ids[0] == ids[2] && ids[0] != ids[3] && ids[0] != ids[4]);
+	assert_true(ids[0] != ids[1] && ids[0] == ids[2] && ids[0] != ids[3] && ids[0] != ids[4] &&
+		    ids[0] != ids[6] && ids[1] != ids[6]);
 	/* stack 2 is stack 0's content at other indices: found, not hashed */
-	assert_int_equal(m.misses, 4);
+	assert_int_equal(m.misses, 5);
 	assert_int_equal(m.hits, 1);
 	assert_int_equal(ch_ids_stacks(&m, &b, NULL, again), 0);
-	for (int i = 0; i < 6; i++)
+	for (int i = 0; i < 7; i++)
 		assert_true(again[i] == reference_id(&b, (uint32_t)i));
-	assert_int_equal(m.misses, 5);
+	assert_int_equal(m.misses, 6);
 	ch_ids_free(&m);
 }
 
