@@ -447,6 +447,81 @@ static void test_ingest_cache(void **state)
 	store__close(s);
 }
 
+/* A server-wide count of system.events (0 while the event never happened). */
+static uint64_t ch_event(const char *name)
+{
+	char sql[160];
+
+	snprintf(sql, sizeof(sql), "SELECT sum(value) FROM system.events WHERE event = '%s'", name);
+	return ch_query_number(&srv, sql);
+}
+
+/* A call's raw rows reach ClickHouse in raw_batches' key order, so that it
+ * stores the block without sorting it (MergeTreeDataWriterBlocksAlreadySorted,
+ * counted by 18.16 and later). The call's batches come in (agent, seq) order,
+ * as `ingested` is keyed, but with their windows falling, over two 5-minute
+ * chunks, and each names every label set: written batch after batch, the raw
+ * rows would be out of order twice over. Its stacks and label sets are stored
+ * by an earlier call (of an earlier window: the ingest cache writes a later
+ * batch's again), so this one inserts exactly two blocks (raw_batches and
+ * ingested, each within one partition), and both must be found sorted. */
+#define SORTED_HOUR INT64_C(1700006400) /* an hour's start */
+
+static void test_raw_rows_sorted(void **state)
+{
+	static const struct tuple t[] = {
+		{ "pod=web", "app;main;work", 5 },
+		{ "pod=db", "db;main;query", 7 },
+		{ "pod=api", "api;main;serve", 2 },
+		{ "pod=web", "app;main;gc", 1 },
+	};
+	static const struct {
+		const char *agent;
+		uint64_t seq;
+		int64_t window;
+	} order[] = {
+		{ "agent-a", 1, SORTED_HOUR + 620 }, { "agent-a", 2, SORTED_HOUR + 310 },
+		{ "agent-b", 1, SORTED_HOUR + 300 }, { "agent-b", 2, SORTED_HOUR + 10 },
+		{ "agent-c", 7, SORTED_HOUR + 0 },
+	};
+	enum { N = sizeof(order) / sizeof(order[0]) };
+	struct store_ingest_result res[N];
+	const struct batch *bs[N];
+	struct batch *b[N], *warm;
+	uint64_t blocks, sorted;
+	struct store *s;
+	char text[256];
+	size_t i;
+
+	(void)state;
+	ch_skip_unless_available();
+	s = open_db("sorted");
+	warm = make_batch("agent-w", 1, SORTED_HOUR - 600, "cpu", t, 4);
+	assert_int_equal(store__ingest(s, warm, NULL), 0);
+	batch__free(warm);
+	for (i = 0; i < N; i++) {
+		b[i] = make_batch(order[i].agent, order[i].seq, order[i].window, "cpu", t, 4);
+		bs[i] = b[i];
+	}
+	blocks = ch_event("MergeTreeDataWriterBlocks");
+	sorted = ch_event("MergeTreeDataWriterBlocksAlreadySorted");
+	assert_int_equal(store__ingest_many(s, bs, N, NULL, res), 0);
+	for (i = 0; i < N; i++) {
+		assert_int_equal(res[i].err, 0);
+		assert_false(res[i].duplicate);
+		batch__free(b[i]);
+	}
+	assert_int_equal(ch_event("MergeTreeDataWriterBlocks") - blocks, 2);
+	assert_int_equal(ch_event("MergeTreeDataWriterBlocksAlreadySorted") - sorted, 2);
+	/* and the rows are all there: the hour has five batches of each tuple, the
+	 * table those and the first call's */
+	query_text(s, SORTED_HOUR, SORTED_HOUR + 3600, NULL, NULL, NULL, text, sizeof(text));
+	assert_string_equal(text, "api;main;serve 10\napp;main;gc 5\napp;main;work 25\n"
+				  "db;main;query 35\n");
+	assert_int_equal(ch_number("sorted", "SELECT count() FROM " CH_RAW_TABLE), 6 * 4);
+	store__close(s);
+}
+
 /* Makes inserts into table t fail while reads of it still answer: t becomes a
  * view of itself (a view takes no INSERT), until writable(). */
 static void read_only_table(const char *db, const char *t)
@@ -1398,6 +1473,7 @@ int main(void)
 		cmocka_unit_test(test_retention_per_tier),
 		cmocka_unit_test(test_exactly_once),
 		cmocka_unit_test(test_ingest_cache),
+		cmocka_unit_test(test_raw_rows_sorted),
 		cmocka_unit_test(test_check),
 		cmocka_unit_test(test_frames_cache),
 		cmocka_unit_test(test_frames_once),
