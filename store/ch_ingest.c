@@ -546,49 +546,78 @@ static void raw_row(struct ch_wbuf *w, const struct raw_run *r, const struct row
 	ch_w_uint(w, row->count, 8);
 }
 
+/* A heap of runs by (label set of their next row, place in the batch order). */
+static bool run_before(const struct raw_run *r, size_t x, size_t y)
+{
+	const uint64_t lx = r[x].o->rows[r[x].at].ls, ly = r[y].o->rows[r[y].at].ls;
+
+	return lx != ly ? lx < ly : x < y;
+}
+
+static void heap_down(const struct raw_run *r, size_t *h, size_t n, size_t i)
+{
+	for (;;) {
+		size_t m = i, c = 2 * i + 1, t;
+
+		if (c < n && run_before(r, h[c], h[m]))
+			m = c;
+		if (c + 1 < n && run_before(r, h[c + 1], h[m]))
+			m = c + 1;
+		if (m == i)
+			return;
+		t = h[i];
+		h[i] = h[m];
+		h[m] = t;
+		i = m;
+	}
+}
+
 /* The raw rows of the batches stored, into w in raw_batches' key order, so
  * that ClickHouse finds the block sorted and does not sort it (18.16 and later
  * check: MergeTreeDataWriterBlocksAlreadySorted). The batches are ordered by
- * the key's other columns; in each run of one (type, chunk), label sets are
- * taken smallest first, and each batch in turn gives its rows of that label
- * set, which its own order (row_cmp) has together and by stack. Any order
+ * the key's other columns; in each run of one (type, chunk) a heap merges them
+ * by label set: the batch first in that order among those whose next row has
+ * the smallest label set gives its rows of that label set, which its own order
+ * (row_cmp) has together and by stack. Each such stretch costs a heap step, so
+ * a call costs its rows plus (batches x label sets) x log(batches). Any order
  * stores the same rows: this one only spares the server a sort. */
 static int raw_rows(const struct batch *const *bs, const struct one *o, size_t n, struct ch_wbuf *w)
 {
 	struct raw_run *r = calloc(n ? n : 1, sizeof(*r));
+	size_t *h = calloc(n ? n : 1, sizeof(*h));
 	size_t i, k = 0, from, to;
 
-	if (!r)
+	if (!r || !h) {
+		free(r);
+		free(h);
 		return -ENOMEM;
+	}
 	for (i = 0; i < n; i++)
 		if (o[i].store && o[i].nrows)
 			r[k++] = (struct raw_run){ &o[i], bs[i], 0 };
 	qsort(r, k, sizeof(*r), raw_run_cmp);
 	for (from = 0; from < k; from = to) {
 		const int64_t chunk = r[from].b->window_start / CH_RAW_CHUNK_SECONDS;
+		size_t nh = 0;
 
-		for (to = from + 1; to < k && !strcmp(r[to].o->type, r[from].o->type) &&
-				    r[to].b->window_start / CH_RAW_CHUNK_SECONDS == chunk;
+		for (to = from; to < k && !strcmp(r[to].o->type, r[from].o->type) &&
+				r[to].b->window_start / CH_RAW_CHUNK_SECONDS == chunk;
 		     to++)
-			;
-		for (;;) {
-			bool any = false;
-			uint64_t ls = 0;
+			h[nh++] = to; /* every run has a row: nrows > 0 */
+		for (i = nh / 2; i-- > 0;)
+			heap_down(r, h, nh, i);
+		while (nh) {
+			struct raw_run *t = &r[h[0]];
+			const uint64_t ls = t->o->rows[t->at].ls;
 
-			for (i = from; i < to; i++)
-				if (r[i].at < r[i].o->nrows &&
-				    (!any || r[i].o->rows[r[i].at].ls < ls)) {
-					ls = r[i].o->rows[r[i].at].ls;
-					any = true;
-				}
-			if (!any)
-				break;
-			for (i = from; i < to; i++)
-				for (; r[i].at < r[i].o->nrows && r[i].o->rows[r[i].at].ls == ls;
-				     r[i].at++)
-					raw_row(w, &r[i], &r[i].o->rows[r[i].at]);
+			for (; t->at < t->o->nrows && t->o->rows[t->at].ls == ls; t->at++)
+				raw_row(w, t, &t->o->rows[t->at]);
+			if (t->at == t->o->nrows)
+				h[0] = h[--nh];
+			heap_down(r, h, nh, 0);
 		}
 	}
+	free(h);
 	free(r);
 	return 0;
 }
