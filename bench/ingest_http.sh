@@ -10,10 +10,8 @@
 # By default it starts a private clickhouse-server (data under DIR, the ports
 # given) and removes DIR at the end. With CH=clickhouse://HOST:PORT/DATABASE and
 # CH_PID=PID (the server's, for its CPU) it uses that running server instead, a
-# new DATABASE a run: on ext4, a server whose data directory was just made where
-# a previous run's files were deleted spends most of its CPU in the kernel finding
-# free inodes (find_inode_bit, recently_deleted), 3-5x the server's CPU of a warm
-# one (session 17), so repeated runs are measured on a server that stays up.
+# new DATABASE a run, so that repeated runs are measured on one server that
+# stays up, as a fleet's does.
 # COLLECTOR_ARGS (words) are added to each collector's command line; beyond 64
 # CONNS, give them --max-connections-per-ip (every connection comes from
 # 127.0.0.1, as from a proxy).

@@ -459,7 +459,7 @@ static uint64_t ch_event(const char *name)
 /* A call's raw rows reach ClickHouse in raw_batches' key order, so that it
  * stores the block without sorting it (MergeTreeDataWriterBlocksAlreadySorted,
  * counted by 18.16 and later). The call's batches come in (agent, seq) order,
- * as `ingested` is keyed, but with their windows falling, over two 5-minute
+ * as `ingested` is keyed, but with their windows falling, over three 5-minute
  * chunks, and each names every label set: written batch after batch, the raw
  * rows would be out of order twice over. Its stacks and label sets are stored
  * by an earlier call (of an earlier window: the ingest cache writes a later
