@@ -165,7 +165,8 @@ static void identify_stacks(struct ch_ids *m, const struct batch *b, struct chun
 /* The frames' parts of the stacks' keys: each frame's kind, line and the numbers
  * of its name and file, made once a batch (a batch's stacks name each of its
  * frames some ten times). Frame k's part is bytes[off[k], off[k + 1]); empty
- * for a frame no stack in use names. */
+ * for a frame no stack in use names. At most FRAME_KEY_MAX bytes a frame and
+ * BATCH_MAX_FRAMES frames: the offsets fit in 32 bits. */
 struct parts {
 	uint8_t *bytes;
 	uint32_t *off;

@@ -513,20 +513,29 @@ out:
 struct raw_run {
 	const struct one *o;
 	const struct batch *b;
-	size_t at; /* the next of o's rows */
+	size_t at;		    /* the next of o's rows */
+	size_t type_len, agent_len; /* of o's type and agent, every row's */
 };
 
-static int raw_run_cmp(const void *x, const void *y)
+/* The key's first columns: type, then the window's chunk. */
+static int raw_group_cmp(const struct raw_run *a, const struct raw_run *b)
 {
-	const struct raw_run *a = x, *b = y;
 	const int64_t ca = a->b->window_start / CH_RAW_CHUNK_SECONDS,
 		      cb = b->b->window_start / CH_RAW_CHUNK_SECONDS;
 	int c = strcmp(a->o->type, b->o->type);
 
 	if (c)
 		return c;
-	if (ca != cb)
-		return ca < cb ? -1 : 1;
+	return ca < cb ? -1 : ca > cb;
+}
+
+static int raw_run_cmp(const void *x, const void *y)
+{
+	const struct raw_run *a = x, *b = y;
+	int c = raw_group_cmp(a, b);
+
+	if (c)
+		return c;
 	if (a->b->window_start != b->b->window_start)
 		return a->b->window_start < b->b->window_start ? -1 : 1;
 	c = strcmp(a->o->agent, b->o->agent);
@@ -538,10 +547,10 @@ static int raw_run_cmp(const void *x, const void *y)
 static void raw_row(struct ch_wbuf *w, const struct raw_run *r, const struct row *row)
 {
 	ch_w_uint(w, (uint64_t)r->b->window_start, 8);
-	ch_w_str(w, r->o->type, strlen(r->o->type));
+	ch_w_str(w, r->o->type, r->type_len);
 	ch_w_uint(w, row->ls, 8);
 	ch_w_uint(w, row->stack, 8);
-	ch_w_str(w, r->o->agent, strlen(r->o->agent));
+	ch_w_str(w, r->o->agent, r->agent_len);
 	ch_w_uint(w, r->b->seq, 8);
 	ch_w_uint(w, row->count, 8);
 }
@@ -594,15 +603,13 @@ static int raw_rows(const struct batch *const *bs, const struct one *o, size_t n
 	}
 	for (i = 0; i < n; i++)
 		if (o[i].store && o[i].nrows)
-			r[k++] = (struct raw_run){ &o[i], bs[i], 0 };
+			r[k++] = (struct raw_run){ &o[i], bs[i], 0, strlen(o[i].type),
+						   strlen(o[i].agent) };
 	qsort(r, k, sizeof(*r), raw_run_cmp);
 	for (from = 0; from < k; from = to) {
-		const int64_t chunk = r[from].b->window_start / CH_RAW_CHUNK_SECONDS;
 		size_t nh = 0;
 
-		for (to = from; to < k && !strcmp(r[to].o->type, r[from].o->type) &&
-				r[to].b->window_start / CH_RAW_CHUNK_SECONDS == chunk;
-		     to++)
+		for (to = from; to < k && !raw_group_cmp(&r[to], &r[from]); to++)
 			h[nh++] = to; /* every run has a row: nrows > 0 */
 		for (i = nh / 2; i-- > 0;)
 			heap_down(r, h, nh, i);
