@@ -22,6 +22,7 @@
 #include "agent/metrics.h"
 #include "agent/symbols/elfsyms.h"
 #include "common/folded.h"
+#include "common/outfile.h"
 #include "common/frame.h"
 #include "agent/symbols/ksyms.h"
 #include "agent/symbols/procmaps.h"
@@ -72,7 +73,10 @@ struct agent {
 	struct unwinder *unwind;      /* NULL with --unwind fp */
 	struct folded *window;	      /* stacks of the window being drained */
 	struct folded *run;	      /* every stack of the run so far: with --output FILE only */
-	FILE *out;		      /* stdout when output is "-", else NULL */
+	FILE *out;		      /* where each window is printed: stdout for "-", or a
+				       * character device or FIFO given as --output; else NULL */
+	bool out_owned;		      /* out was opened here (not stdout): closed at the end */
+	char *out_path;		      /* a regular --output file, replaced after every window */
 	struct batch_builder *bb;     /* with --collector: this window's batch */
 	struct batch_builder *bb_off; /* with --collector and --off-cpu: its off-CPU batch */
 	struct sender *sender;
@@ -617,11 +621,11 @@ static int end_window(struct agent *a)
 	a->window_start = (int64_t)(realtime_ns() / 1000000000ull);
 	if (a->out)
 		err = folded__write(a->window, a->out);
-	else if (a->opts->output)
-		err = folded__write_file(a->run, a->opts->output);
+	else if (a->out_path)
+		err = folded__write_file(a->run, a->out_path);
 	if (err)
-		log_error("agent: failed to write %s: %s", a->out ? "stdout" : a->opts->output,
-			  strerror(-err));
+		log_error("agent: failed to write %s: %s", a->out ? a->opts->output : a->out_path,
+			  outfile_strerror(err));
 	proc_cache__end_window(a->procs);
 	if (a->labels)
 		label_cache__end_window(a->labels);
@@ -629,6 +633,35 @@ static int end_window(struct agent *a)
 		unwinder__end_window(a->unwind, on_mappings_changed, a);
 	if (a->py)
 		pytrack__end_window(a->py);
+	return err;
+}
+
+/* Decides where --output goes before anything is sampled (common/outfile.h): "-"
+ * is stdout; a character device or FIFO is written in place, each window as it
+ * ends, like stdout; a new path or a regular file is replaced atomically after
+ * every window with the whole run. Anything else is refused with the reason. */
+static int open_output(struct agent *a)
+{
+	const char *path = a->opts->output;
+	struct outfile_plan plan;
+	int err;
+
+	if (!path)
+		return 0;
+	if (strcmp(path, "-") == 0) {
+		a->out = stdout;
+		return 0;
+	}
+	err = outfile_plan__make(path, &plan);
+	if (!err && plan.in_place) {
+		err = outfile_open_in_place(plan.path, &a->out);
+		a->out_owned = !err;
+		outfile_plan__clear(&plan);
+	} else if (!err) {
+		a->out_path = plan.path; /* taken over */
+	}
+	if (err)
+		log_error("agent: cannot write --output %s: %s", path, outfile_strerror(err));
 	return err;
 }
 
@@ -731,7 +764,7 @@ static int open_all(struct agent *a)
 	err = elfsyms_cache__new(MAX_CACHED_FILES, MAX_CACHED_BYTES, &a->files);
 	err = err ?: proc_cache__new(a->files, KEEP_EXITED_WINDOWS, &a->procs);
 	err = err ?: folded__new(&a->window);
-	if (!err && o->output && strcmp(o->output, "-") != 0)
+	if (!err && a->out_path)
 		err = folded__new(&a->run);
 	if (err)
 		return err;
@@ -848,6 +881,9 @@ static void close_all(struct agent *a)
 	sampler__free(a->sampler);
 	folded__free(a->run);
 	folded__free(a->window);
+	if (a->out_owned && fclose(a->out))
+		log_error("agent: failed to write %s: %s", a->opts->output, strerror(errno));
+	free(a->out_path);
 	proc_cache__free(a->procs);
 	elfsyms_cache__free(a->files);
 	ksyms__free(a->ksyms);
@@ -867,10 +903,10 @@ int agent_run(const struct agent_options *o)
 	sigaction(SIGINT, &sa, NULL); /* no SA_RESTART: the poll returns at once */
 	sigaction(SIGTERM, &sa, NULL);
 	signal(SIGPIPE, SIG_IGN);
-	a.out = o->output && strcmp(o->output, "-") == 0 ? stdout : NULL;
 	curl_global_init(CURL_GLOBAL_DEFAULT);
 
-	err = o->metrics ? open_metrics(&a) : 0;
+	err = open_output(&a);
+	err = err ?: o->metrics ? open_metrics(&a) : 0;
 	err = err ?: open_all(&a);
 	if (err) {
 		if (err == -EPERM)

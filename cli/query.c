@@ -18,6 +18,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/outfile.h"
 #include "common/token.h"
 #include "query/query.h"
 #include "query/timeparse.h"
@@ -37,7 +38,8 @@ static const char common_help[] =
 	"  --db PATH          read a store file directly, read-only (never created)\n"
 	"  --token-file F     query token for --url, read from F (default $SMOLDER_TOKEN_FILE)\n"
 	"  --token T          the token itself (discouraged: other users see it in ps)\n"
-	"  -o FILE            write to FILE (default stdout)\n"
+	"  -o FILE            write to FILE, replaced whole once the answer is complete; a\n"
+	"                     device or FIFO (/dev/null) is written in place (default stdout)\n"
 	"\n"
 	"times: 2026-11-30T23:44:47Z, 2026-11-30T23:44:47+01:00, 2026-11-30 23:44[:47]\n"
 	"(no zone: local time, per TZ; one that does not exist when clocks go forward is\n"
@@ -367,6 +369,8 @@ int query_main(int argc, char **argv)
 	bool has_format = false, token_given = false;
 	const struct command *cmd;
 	FILE *out = stdout;
+	struct outfile_plan plan = { 0 };
+	struct outfile_tmp tmp = { 0 };
 	int i, ret = 2;
 
 	for (c = 0; c < sizeof(cmds) / sizeof(cmds[0]) && strcmp(argv[0], cmds[c].cmd); c++)
@@ -466,10 +470,21 @@ int query_main(int argc, char **argv)
 		}
 		token = file_token;
 	}
-	if (output && !(out = fopen(output, "we"))) {
-		fprintf(stderr, "smolder: cannot write %s: %s\n", output, strerror(errno));
-		ret = 1;
-		goto out;
+	if (output) { /* a file is replaced whole once the answer is in; a device in place */
+		int err = outfile_plan__make(output, &plan);
+
+		if (!err && plan.in_place)
+			err = outfile_open_in_place(plan.path, &out);
+		else if (!err)
+			err = outfile_replace_begin(plan.path, &tmp);
+		if (err) {
+			fprintf(stderr, "smolder: cannot write %s: %s\n", output,
+				outfile_strerror(err));
+			ret = 1;
+			goto out;
+		}
+		if (tmp.f)
+			out = tmp.f;
 	}
 	if (db) {
 		enum query_kind kind = cmd->kind;
@@ -482,11 +497,20 @@ int query_main(int argc, char **argv)
 		ret = run_url(url, token, cmd->path, &p, out);
 		curl_global_cleanup();
 	}
-	if (out != stdout && fclose(out) && !ret) {
+	if (tmp.f) {
+		int err = outfile_replace_end(&tmp, plan.path, ret == 0);
+
+		if (err) {
+			fprintf(stderr, "smolder: cannot write %s: %s\n", output,
+				outfile_strerror(err));
+			ret = 1;
+		}
+	} else if (out != stdout && fclose(out) && !ret) {
 		fprintf(stderr, "smolder: cannot write %s\n", output);
 		ret = 1;
 	}
 out:
+	outfile_plan__clear(&plan);
 	free(file_token);
 	for (k = 0; k < nstrings; k++)
 		free(strings[k]);

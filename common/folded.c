@@ -2,6 +2,7 @@
  * folded.h for the format. */
 #include "common/folded.h"
 #include "common/frame.h"
+#include "common/outfile.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -209,40 +210,13 @@ int folded__write(const struct folded *f, FILE *out)
 
 int folded__write_file(const struct folded *f, const char *path)
 {
-	size_t len = strlen(path);
-	char *tmp = malloc(len + 16);
-	FILE *out = NULL;
-	int fd, err;
+	struct outfile_tmp t;
+	int err = outfile_replace_begin(path, &t);
 
-	if (!tmp)
-		return -ENOMEM;
-	snprintf(tmp, len + 16, "%s.tmpXXXXXX", path);
-	fd = mkstemp(tmp);
-	if (fd < 0) {
-		err = -errno;
-		goto out_free;
-	}
-	out = fdopen(fd, "w");
-	if (!out) {
-		err = -errno;
-		close(fd);
-		goto out_unlink;
-	}
-	err = folded__write(f, out);
-	if (!err && fchmod(fileno(out), 0644))
-		err = -errno;
-	if (!err && fsync(fileno(out)))
-		err = -errno;
-	if (fclose(out) && !err)
-		err = -errno;
-	if (!err && rename(tmp, path))
-		err = -errno;
-out_unlink:
 	if (err)
-		unlink(tmp);
-out_free:
-	free(tmp);
-	return err;
+		return err;
+	err = folded__write(f, t.f);
+	return outfile_replace_end(&t, path, err == 0) ?: err;
 }
 
 int folded__read(struct folded *f, FILE *in, size_t *bad_line)

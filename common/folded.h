@@ -67,7 +67,9 @@ int folded__sorted(const struct folded *f, struct folded_ref **out, size_t *n);
 int folded__write(const struct folded *f, FILE *out);
 
 /* Writes the stacks to path atomically (temporary file, fsync, rename), so readers
- * see either the previous complete file or the new one. */
+ * see either the previous complete file or the new one. path must be absent or a
+ * regular file (common/outfile.h decides that for -o): anything else there (a
+ * device, FIFO, link or directory) is never renamed over, -EEXIST. 0 or -errno. */
 int folded__write_file(const struct folded *f, const char *path);
 
 /* Parses folded text, adding every line to f. Blank lines are skipped; a line

@@ -14,7 +14,9 @@
 # teardown, which cmocka 1.1 does not reflect in its exit status) and skips, and
 # prints each skip with the "skipping ..." reason the test printed. A binary that exits
 # non-zero without a counted failure (a crash, a sanitizer report, a failed group
-# fixture, a timeout) or that reports no test at all counts as one failure.
+# fixture, a timeout) or that reports no test at all counts as one failure, and so
+# does one after which /dev/null or another standard device node is no longer a
+# character device.
 #
 # The last line is exactly "tests: N passed, N failed, N skipped" (CI parses it);
 # the exit status is 0 only with no failure and at least one pass.
@@ -157,6 +159,14 @@ for t in "${tests[@]}"; do
 	elif ((p + f + s == 0)); then
 		why="no test ran"
 	fi
+	# No test may write over, rename onto or remove a device node: the binary that
+	# did is named here (a root agent once renamed its -o file over /dev/null)
+	for node in /dev/null /dev/zero /dev/full /dev/random /dev/urandom; do
+		if [[ ! -c $node ]]; then
+			why="${why:+$why; }$node is no longer a character device after it"
+			break
+		fi
+	done
 	if [[ -n $why ]] && ((f == 0)); then
 		failed=$((failed + 1)) # nothing counted it yet
 	fi

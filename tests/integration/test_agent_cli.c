@@ -6,7 +6,7 @@
  * block per window as it ends, `--python off`, `--python-depth`, `--max-stacks`
  * losses counted rather than silent, `--bpf-stats`, and the folded output's
  * granularity: Python frames by function by default, with their lines under
- * `--lines`.
+ * `--lines`; `-o` onto a device or FIFO written in place, never replaced.
  *
  * Needs root (CAP_BPF, CAP_PERFMON); skipped with a reason otherwise. The Python
  * tests use /usr/bin/python3 and are skipped when it is missing.
@@ -20,6 +20,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 
 #include <cmocka.h>
 
@@ -786,6 +787,84 @@ static void test_bpf_stats(void **state)
 	free(text);
 }
 
+/* -o onto special files, as root: a character device (1:3, made with mknod in the
+ * test's directory) and a FIFO with a reader get each window's stacks written in
+ * place and stay what they were (the agent once renamed a file over -o, which
+ * turned `-o /dev/null` into a regular file for the whole host); a FIFO without a
+ * reader and a directory are refused at start with the reason, before sampling.
+ * Minimum: the FIFO's reader sees samples of the workload's burn_a. */
+static void test_output_special_files(void **state)
+{
+	char dev[128], fifo[128], err[128], pid[16], buf[65536], *text;
+	const char *const refused[][2] = { { "nofifo", "is a FIFO with no reader" },
+					   { "", "is a directory" } };
+	struct folded *f;
+	struct stat st;
+	size_t used = 0;
+	ssize_t n;
+	pid_t work, agent;
+	int fd, status;
+
+	(void)state;
+	need_root();
+	path_in_tmp(dev, sizeof(dev), "null");
+	path_in_tmp(fifo, sizeof(fifo), "out.fifo");
+	path_in_tmp(err, sizeof(err), "special.err");
+	assert_int_equal(mknod(dev, S_IFCHR | 0666, makedev(1, 3)), 0);
+	assert_int_equal(mkfifo(fifo, 0600), 0);
+	fd = open(fifo, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+	assert_true(fd >= 0);
+	work = start_workload(shapes_bin, "1", "/dev/null");
+	snprintf(pid, sizeof(pid), "%d", (int)work);
+
+	for (int i = 0; i < 2; i++) {
+		const char *args[] = { "agent",	     "--pid", pid,  "--window",	    "1",
+				       "--duration", "2",     "-o", i ? fifo : dev, NULL };
+
+		agent = smolder_spawn("/dev/null", err, args);
+		text = child_exited_cleanly(agent, err, 60000);
+		free(text);
+	}
+	while ((n = read(fd, buf + used, sizeof(buf) - 1 - used)) > 0)
+		used += (size_t)n;
+	buf[used] = '\0';
+	close(fd);
+	stop_workload(work);
+
+	assert_int_equal(lstat(dev, &st), 0);
+	assert_true(S_ISCHR(st.st_mode));
+	assert_true(st.st_rdev == makedev(1, 3));
+	assert_int_equal(lstat(fifo, &st), 0);
+	assert_true(S_ISFIFO(st.st_mode));
+	f = parse_folded_text(buf);
+	print_message("the FIFO's reader got %zu bytes, %llu samples\n", used,
+		      (unsigned long long)folded__total(f));
+	assert_true(samples_with_frame(f, "burn_a") > 0);
+	folded__free(f);
+
+	/* refused before sampling, with the reason, and nothing made at the path */
+	path_in_tmp(fifo, sizeof(fifo), "nofifo");
+	assert_int_equal(mkfifo(fifo, 0600), 0);
+	for (size_t i = 0; i < 2; i++) {
+		char path[128];
+
+		path_in_tmp(path, sizeof(path), refused[i][0]);
+		const char *args[] = { "agent", "--pid", "1", "--duration", "2", "-o", path, NULL };
+
+		agent = smolder_spawn("/dev/null", err, args);
+		status = test_wait(agent, 30000);
+		text = test_read_file(err);
+		print_message("-o %s: %s", path, text);
+		assert_true(WIFEXITED(status) && WEXITSTATUS(status) != 0);
+		assert_non_null(strstr(text, refused[i][1]));
+		assert_null(strstr(text, "smolder: sampling"));
+		test_assert_no_sanitizer_report("agent", err);
+		free(text);
+	}
+	assert_int_equal(lstat(fifo, &st), 0);
+	assert_true(S_ISFIFO(st.st_mode));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -797,6 +876,7 @@ int main(void)
 		cmocka_unit_test_teardown(test_lines, teardown),
 		cmocka_unit_test_teardown(test_max_stacks, teardown),
 		cmocka_unit_test_teardown(test_bpf_stats, teardown),
+		cmocka_unit_test_teardown(test_output_special_files, teardown),
 	};
 
 	if (getenv("SMOLDER_TEST_FILTER")) /* e.g. "test_python_*": run only those */

@@ -85,7 +85,7 @@ static void stop_agent(pid_t agent, const char *err_path)
  * samples are exactly the collector's stored ones, and its exit summary's. */
 static void test_samples_match_collector(void **state)
 {
-	char url[64], err_path[128], spool[128], work_pid[16], bound[256], *text, *p;
+	char url[64], err_path[128], out_path[128], spool[128], work_pid[16], bound[256], *text, *p;
 	long long samples1, samples2, recorded, stored, windows, spooled;
 	struct coll c;
 	unsigned port;
@@ -98,10 +98,11 @@ static void test_samples_match_collector(void **state)
 	snprintf(work_pid, sizeof(work_pid), "%d", (int)work);
 	snprintf(url, sizeof(url), "http://127.0.0.1:%u", c.port);
 	snprintf(err_path, sizeof(err_path), "%s/match.err", dir);
+	snprintf(out_path, sizeof(out_path), "%s/match.folded", dir);
 	snprintf(spool, sizeof(spool), "%s/match-spool", dir);
-	agent = start_agent("/dev/null", err_path, "--pid", work_pid, "--window", "1",
-			    "--collector", url, "--spool-dir", spool, "--retry-base-ms", "50",
-			    "--metrics", "0", NULL);
+	agent = start_agent(out_path, err_path, "--pid", work_pid, "--window", "1", "--collector",
+			    url, "--spool-dir", spool, "--retry-base-ms", "50", "--metrics", "0",
+			    NULL);
 	port = agent_metrics_port(agent, err_path, WAIT_MS);
 
 	listeners(port, bound, sizeof(bound));
@@ -163,7 +164,7 @@ static unsigned closed_port(int *fd)
  * bytes move, nothing is sent; a collector started on that port gets them all. */
 static void test_collector_down(void **state)
 {
-	char url[64], err_path[128], spool[128], listen[32];
+	char url[64], err_path[128], out_path[128], spool[128], listen[32];
 	long long retries, pending, bytes, spooled;
 	struct coll c;
 	unsigned port, cport;
@@ -175,10 +176,10 @@ static void test_collector_down(void **state)
 	cport = closed_port(&fd);
 	snprintf(url, sizeof(url), "http://127.0.0.1:%u", cport);
 	snprintf(err_path, sizeof(err_path), "%s/down.err", dir);
+	snprintf(out_path, sizeof(out_path), "%s/down.folded", dir);
 	snprintf(spool, sizeof(spool), "%s/down-spool", dir);
-	agent = start_agent("/dev/null", err_path, "--pid", "1", "--window", "1", "--collector",
-			    url, "--spool-dir", spool, "--retry-base-ms", "20", "--metrics", "0",
-			    NULL);
+	agent = start_agent(out_path, err_path, "--pid", "1", "--window", "1", "--collector", url,
+			    "--spool-dir", spool, "--retry-base-ms", "20", "--metrics", "0", NULL);
 	port = agent_metrics_port(agent, err_path, WAIT_MS);
 	retries = metric_wait_at_least(port, "smolder_agent_send_retries_total", 3, WAIT_MS);
 	pending = metric_wait_at_least(port, "smolder_agent_spool_batches", 2, WAIT_MS);
@@ -206,7 +207,7 @@ static void test_collector_down(void **state)
  * every IPv4 address), with a warning; --bpf-stats adds the programs' runs. */
 static void test_endpoint(void **state)
 {
-	char err_path[128], bound[256], *text;
+	char err_path[128], out_path[128], bound[256], *text;
 	struct reply r;
 	unsigned port;
 	pid_t agent;
@@ -214,7 +215,8 @@ static void test_endpoint(void **state)
 	(void)state;
 	need_root();
 	snprintf(err_path, sizeof(err_path), "%s/endpoint.err", dir);
-	agent = start_agent("/dev/null", err_path, "--pid", "1", "--metrics", "0.0.0.0:0",
+	snprintf(out_path, sizeof(out_path), "%s/endpoint.folded", dir);
+	agent = start_agent(out_path, err_path, "--pid", "1", "--metrics", "0.0.0.0:0",
 			    "--bpf-stats", NULL);
 	port = agent_metrics_port(agent, err_path, WAIT_MS);
 	listeners(port, bound, sizeof(bound));

@@ -20,6 +20,8 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
 
 #include <cmocka.h>
 #include <curl/curl.h>
@@ -759,6 +761,58 @@ static void test_pprof_by_go(void **state)
 	}
 }
 
+/* -o onto a character device (1:3, made in the test's directory) writes the answer
+ * in place and leaves the node a device; -o onto a regular file whose query fails
+ * (a garbage range) leaves the previous file whole. */
+static void test_output_targets(void **state)
+{
+	char dev[192], prev[192], errp[208], *text, *argv[16];
+	struct stat st;
+	enum mode m;
+	pid_t pid;
+	int status;
+	FILE *f;
+
+	(void)state;
+	if (!test_is_root()) {
+		print_message("skipping: mknod of a character device needs root\n");
+		skip();
+	}
+	snprintf(dev, sizeof(dev), "%s/null", srv.dir);
+	assert_int_equal(mknod(dev, S_IFCHR | 0666, makedev(1, 3)), 0);
+	for (m = BY_URL; m <= BY_DB; m++) {
+		cli(m, out_path("top-dev.stdout", m), "top", "--format", "json", "-o", dev,
+		    "--from", ts(t0), "--to", ts(t0 + 60), NULL);
+		assert_int_equal(lstat(dev, &st), 0);
+		assert_true(S_ISCHR(st.st_mode) && st.st_rdev == makedev(1, 3));
+
+		snprintf(prev, sizeof(prev), "%s", out_path("previous.json", m));
+		f = fopen(prev, "w");
+		assert_non_null(f);
+		fputs("previous\n", f);
+		assert_int_equal(fclose(f), 0);
+		snprintf(errp, sizeof(errp), "%s.err", prev);
+		argv[0] = bin;
+		argv[1] = "top";
+		argv[2] = "-o";
+		argv[3] = prev;
+		argv[4] = "--from";
+		argv[5] = ts(t0 + 60);
+		argv[6] = "--to";
+		argv[7] = ts(t0); /* before from: refused */
+		argv[8] = (char *)mode_name[m];
+		argv[9] = m == BY_URL ? url : srv.db;
+		argv[10] = NULL;
+		pid = test_spawn(argv, "/dev/null", errp);
+		status = test_wait(pid, 60000);
+		assert_true(WIFEXITED(status) && WEXITSTATUS(status) != 0);
+		test_assert_no_sanitizer_report("top", errp);
+		text = test_read_file(prev);
+		assert_string_equal(text, "previous\n");
+		free(text);
+	}
+}
+
 /* The collector stops on SIGTERM with status 0 and no sanitizer report. */
 static void test_collector_stops_clean(void **state)
 {
@@ -769,13 +823,10 @@ static void test_collector_stops_clean(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_ingest),
-		cmocka_unit_test(test_flame_folded),
-		cmocka_unit_test(test_top_json),
-		cmocka_unit_test(test_series_json),
-		cmocka_unit_test(test_diff_folded),
-		cmocka_unit_test(test_pprof_by_go),
-		cmocka_unit_test(test_collector_stops_clean),
+		cmocka_unit_test(test_ingest),	       cmocka_unit_test(test_flame_folded),
+		cmocka_unit_test(test_top_json),       cmocka_unit_test(test_series_json),
+		cmocka_unit_test(test_diff_folded),    cmocka_unit_test(test_pprof_by_go),
+		cmocka_unit_test(test_output_targets), cmocka_unit_test(test_collector_stops_clean),
 	};
 
 	return cmocka_run_group_tests(tests, group_setup, group_teardown);

@@ -97,7 +97,7 @@ static void health_wait(unsigned port, long want)
 
 static void test_agent_spools_while_clickhouse_is_down(void **state)
 {
-	char url[64], err_path[128], spool[128], work_pid[16], loc[128];
+	char url[64], err_path[128], out_path[128], spool[128], work_pid[16], loc[128];
 	const char *extra[] = { "--db", loc, NULL };
 	long long retries, pending, spooled, recorded, stored, acked, windows;
 	struct chsrv srv;
@@ -118,10 +118,11 @@ static void test_agent_spools_while_clickhouse_is_down(void **state)
 	snprintf(work_pid, sizeof(work_pid), "%d", (int)work);
 	snprintf(url, sizeof(url), "http://127.0.0.1:%u", c.port);
 	snprintf(err_path, sizeof(err_path), "%s/agent.err", dir);
+	snprintf(out_path, sizeof(out_path), "%s/agent.folded", dir);
 	snprintf(spool, sizeof(spool), "%s/spool", dir);
-	agent = start_agent("/dev/null", err_path, "--pid", work_pid, "--window", "1",
-			    "--collector", url, "--spool-dir", spool, "--retry-base-ms", "50",
-			    "--metrics", "0", NULL);
+	agent = start_agent(out_path, err_path, "--pid", work_pid, "--window", "1", "--collector",
+			    url, "--spool-dir", spool, "--retry-base-ms", "50", "--metrics", "0",
+			    NULL);
 	aport = agent_metrics_port(agent, err_path, WAIT_MS);
 	metric_wait_at_least(aport, "smolder_agent_batches_sent_total", 3, WAIT_MS);
 
