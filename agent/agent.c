@@ -18,6 +18,7 @@
 #include <bpf/libbpf.h>
 #include <curl/curl.h>
 
+#include "agent/caps.h"
 #include "agent/labels.h"
 #include "agent/metrics.h"
 #include "agent/symbols/elfsyms.h"
@@ -768,14 +769,25 @@ static int open_all(struct agent *a)
 		err = folded__new(&a->run);
 	if (err)
 		return err;
+	err = sampler__open(&so, &a->sampler);
+	if (err)
+		return err;
+	if (o->bpf_stats && (err = sampler__enable_stats(a->sampler)))
+		log_warn("agent: failed to enable BPF statistics: %s", strerror(-err));
+	if (o->collector && (err = open_shipping(a))) /* creates the spool directory */
+		return err;
+	/* everything that needs more than the five is done, and no thread runs yet:
+	 * what reads the processes' files and memory from here on cannot use the rest */
+	err = caps__drop_to_needed(a->out_path != NULL);
+	if (err) {
+		log_error("agent: failed to drop capabilities: %s", strerror(-err));
+		return err;
+	}
 	for (i = 0; i < o->npids; i++) {
 		err = proc_cache__snapshot(a->procs, o->pids[i]);
 		if (err == -ESRCH)
 			log_warn("agent: process %u does not exist (yet)", o->pids[i]);
 	}
-	err = sampler__open(&so, &a->sampler);
-	if (err)
-		return err;
 	if (!o->unwind_fp) {
 		err = unwinder__new(a->sampler, &a->unwind);
 		if (err)
@@ -783,10 +795,8 @@ static int open_all(struct agent *a)
 		for (i = 0; i < o->npids; i++)
 			unwinder__publish(a->unwind, o->pids[i]);
 	}
-	if (o->collector && (err = open_shipping(a)))
+	if (a->sender && (err = sender__start(a->sender)))
 		return err;
-	if (o->bpf_stats && (err = sampler__enable_stats(a->sampler)))
-		log_warn("agent: failed to enable BPF statistics: %s", strerror(-err));
 	if (o->python) {
 		err = pytrack__new(a->sampler, &a->py);
 		if (err)
@@ -906,8 +916,8 @@ int agent_run(const struct agent_options *o)
 	curl_global_init(CURL_GLOBAL_DEFAULT);
 
 	err = open_output(&a);
-	err = err ?: o->metrics ? open_metrics(&a) : 0;
 	err = err ?: open_all(&a);
+	err = err ?: o->metrics ? open_metrics(&a) : 0;
 	if (err) {
 		if (err == -EPERM)
 			log_error("agent: not permitted to load BPF: run as root or with "

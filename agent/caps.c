@@ -1,4 +1,5 @@
-/* The agent's capability check at start: see caps.h. */
+/* The agent's capabilities: checked at start, dropped to what it needs once its BPF
+ * objects are loaded; see caps.h. */
 #include "agent/caps.h"
 
 #include <errno.h>
@@ -6,8 +7,14 @@
 #include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <linux/capability.h>
 
 /* Numbers from linux/capability.h (stable ABI). */
+#define CAP_DAC_OVERRIDE_BIT	1
 #define CAP_DAC_READ_SEARCH_BIT 2
 #define CAP_SYS_PTRACE_BIT	19
 #define CAP_SYS_ADMIN_BIT	21
@@ -77,4 +84,63 @@ int caps__check(const char *status_path, char *why, size_t whylen)
 		 "(deploy/systemd/smolder-agent.service)",
 		 missing);
 	return -EPERM;
+}
+
+/* The highest capability number this kernel knows. */
+static int last_cap(void)
+{
+	FILE *f = fopen("/proc/sys/kernel/cap_last_cap", "re");
+	int last = 40; /* CAP_CHECKPOINT_RESTORE, the last one of Linux 5.9 to 6.x */
+
+	if (f) {
+		if (fscanf(f, "%d", &last) != 1 || last < 0 || last > 63)
+			last = 40;
+		fclose(f);
+	}
+	return last;
+}
+
+int caps__drop_to_needed(bool keep_dac_override)
+{
+	struct __user_cap_header_struct hdr = { .version = _LINUX_CAPABILITY_VERSION_3 };
+	struct __user_cap_data_struct data[2];
+	uint64_t permitted, effective, keep = 0;
+	size_t i;
+	int cap, last;
+
+	if (syscall(SYS_capget, &hdr, data))
+		return -errno;
+	permitted = (uint64_t)data[0].permitted | (uint64_t)data[1].permitted << 32;
+	effective = (uint64_t)data[0].effective | (uint64_t)data[1].effective << 32;
+	for (i = 0; i < sizeof(needed) / sizeof(needed[0]); i++)
+		keep |= UINT64_C(1) << needed[i].bit;
+	if (!(permitted & (UINT64_C(1) << CAP_BPF_BIT)) ||
+	    !(permitted & (UINT64_C(1) << CAP_PERFMON_BIT)))
+		keep |= UINT64_C(1) << CAP_SYS_ADMIN_BIT;
+	if (keep_dac_override)
+		keep |= UINT64_C(1) << CAP_DAC_OVERRIDE_BIT;
+	keep &= permitted;
+
+	if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0))
+		return -errno;
+	/* the bounding set first: dropping from it needs CAP_SETPCAP, about to go */
+	if (effective & (UINT64_C(1) << CAP_SETPCAP)) {
+		last = last_cap();
+		for (cap = 0; cap <= last; cap++) {
+			if ((keep & (UINT64_C(1) << cap)) ||
+			    prctl(PR_CAPBSET_READ, cap, 0, 0, 0) != 1)
+				continue;
+			if (prctl(PR_CAPBSET_DROP, cap, 0, 0, 0))
+				return -errno;
+		}
+	}
+	for (i = 0; i < 2; i++) {
+		data[i].effective = data[i].permitted = (uint32_t)(keep >> (32 * i));
+		data[i].inheritable = 0;
+	}
+	if (syscall(SYS_capset, &hdr, data))
+		return -errno;
+	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0))
+		return -errno;
+	return 0;
 }

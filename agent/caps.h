@@ -12,6 +12,7 @@
 #ifndef SMOLDER_AGENT_CAPS_H
 #define SMOLDER_AGENT_CAPS_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -20,5 +21,18 @@
  * every missing capability and what it is for, or -errno when the set cannot be
  * read. */
 int caps__check(const char *status_path, char *why, size_t whylen);
+
+/* Drops every capability but the five above from the calling thread's effective,
+ * permitted and inheritable sets, clears its ambient set, removes the rest from its
+ * bounding set (when it holds CAP_SETPCAP) and sets no_new_privs, so that nothing
+ * it or a thread it starts later does (parsing a hostile binary, say) can use
+ * CAP_SYS_ADMIN, CAP_DAC_OVERRIDE or any other, nor regain them through execve.
+ * Called once the BPF objects are loaded and attached, before any other thread
+ * starts: capabilities are per thread, and threads started earlier keep theirs.
+ * CAP_SYS_ADMIN is kept only when it stands in for a missing CAP_BPF or
+ * CAP_PERFMON; CAP_DAC_OVERRIDE only with keep_dac_override (the agent writing a
+ * folded file where root was asked to). A capability not held stays not held.
+ * Returns 0 or -errno from capget, capset or prctl. */
+int caps__drop_to_needed(bool keep_dac_override);
 
 #endif

@@ -53,6 +53,7 @@ struct sender {
 	int dirfd; /* the spool, opened once and checked: every file is reached through it */
 	uid_t uid; /* the owner every spool file must have: our effective uid */
 	pthread_t thread;
+	bool started; /* the thread runs (sender__start) */
 	pthread_mutex_t lock;
 	pthread_cond_t wake;	/* new batch, or stop */
 	pthread_cond_t drained; /* the spool became empty */
@@ -674,13 +675,6 @@ int sender__new(const struct sender_options *o, struct sender **out)
 	pthread_mutex_init(&s->lock, NULL);
 	pthread_cond_init(&s->wake, NULL);
 	pthread_cond_init(&s->drained, NULL);
-	err = -pthread_create(&s->thread, NULL, sender_thread, s);
-	if (err) {
-		pthread_cond_destroy(&s->drained);
-		pthread_cond_destroy(&s->wake);
-		pthread_mutex_destroy(&s->lock);
-		goto out_free;
-	}
 	*out = s;
 	return 0;
 
@@ -771,6 +765,14 @@ int sender__flush(struct sender *s, unsigned timeout_ms)
 	return n ? -ETIMEDOUT : 0;
 }
 
+int sender__start(struct sender *s)
+{
+	int err = -pthread_create(&s->thread, NULL, sender_thread, s);
+
+	s->started = !err;
+	return err;
+}
+
 void sender__free(struct sender *s)
 {
 	if (!s)
@@ -779,7 +781,8 @@ void sender__free(struct sender *s)
 	s->stop = true;
 	pthread_cond_broadcast(&s->wake);
 	pthread_mutex_unlock(&s->lock);
-	pthread_join(s->thread, NULL);
+	if (s->started)
+		pthread_join(s->thread, NULL);
 	pthread_cond_destroy(&s->drained);
 	pthread_cond_destroy(&s->wake);
 	pthread_mutex_destroy(&s->lock);

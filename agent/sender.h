@@ -66,11 +66,16 @@ struct sender_stats {
 
 struct sender;
 
-/* Starts the sender thread; batches already in the spool are sent first.
- * Returns 0 or -errno: -EPERM for a spool directory that is not ours alone (the
- * reason is logged), -EINVAL for an empty token, -errno when the directory could
- * not be created or opened, ... */
+/* Opens the spool (creating its directory) and sets up the sender; nothing is
+ * sent until sender__start(). Returns 0 or -errno: -EPERM for a spool directory
+ * that is not ours alone (the reason is logged), -EINVAL for an empty token,
+ * -errno when the directory could not be created or opened, ... */
 int sender__new(const struct sender_options *o, struct sender **out);
+
+/* Starts the sender thread; batches already in the spool are sent first. Apart
+ * from new, so the agent can create its spool directory before it drops
+ * capabilities and start the thread after (agent/caps.h). 0 or -errno. */
+int sender__start(struct sender *s);
 
 /* Spools one encoded batch (copied). Returns 0 or -errno (disk full, ...). */
 int sender__submit(struct sender *s, uint64_t seq, const void *body, size_t len);

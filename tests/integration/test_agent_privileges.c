@@ -15,7 +15,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <dirent.h>
 #include <limits.h>
+#include <signal.h>
 #include <math.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -255,10 +257,123 @@ static void test_each_capability_needed(void **state)
 	}
 }
 
+/* A thread's capability sets and no_new_privs, from /proc/PID/task/TID/status. */
+struct thread_caps {
+	unsigned long long inh, prm, eff, bnd, amb;
+	int nnp;
+};
+
+static void read_thread_caps(const char *status_path, struct thread_caps *c)
+{
+	char *text = test_read_file(status_path), *p;
+	static const struct {
+		const char *key;
+		size_t off;
+	} keys[] = {
+		{ "CapInh:", offsetof(struct thread_caps, inh) },
+		{ "CapPrm:", offsetof(struct thread_caps, prm) },
+		{ "CapEff:", offsetof(struct thread_caps, eff) },
+		{ "CapBnd:", offsetof(struct thread_caps, bnd) },
+		{ "CapAmb:", offsetof(struct thread_caps, amb) },
+	};
+
+	assert_non_null(text);
+	for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
+		p = strstr(text, keys[i].key);
+		if (!p)
+			fail_msg("%s: no %s", status_path, keys[i].key);
+		*(unsigned long long *)((char *)c + keys[i].off) =
+			strtoull(p + strlen(keys[i].key), NULL, 16);
+	}
+	p = strstr(text, "NoNewPrivs:");
+	assert_non_null(p);
+	c->nnp = atoi(p + strlen("NoNewPrivs:"));
+	free(text);
+}
+
+/* As root, the agent drops to the five capabilities it needs once its BPF objects
+ * are loaded, in every thread (the main loop, the unwind table builder, the
+ * sender, the metrics endpoint), with its bounding and ambient sets cleared of the
+ * rest and no_new_privs set, so a hostile binary that subverts the symbolizer
+ * cannot use CAP_SYS_ADMIN or CAP_DAC_OVERRIDE, nor regain them by execve. With
+ * --output FILE it keeps CAP_DAC_OVERRIDE as well, to write where it was asked.
+ * Reference: capability numbers from linux/capability.h. Minimum: 4 threads seen
+ * (main, builder, sender, metrics), and the profile of the run still has samples. */
+static void test_root_agent_drops_capabilities(void **state)
+{
+	const unsigned long long five = 1ull << 2 /* DAC_READ_SEARCH */ |
+					1ull << 19 /* SYS_PTRACE */ | 1ull << 34 /* SYSLOG */ |
+					1ull << 38 /* PERFMON */ | 1ull << 39 /* BPF */;
+	const unsigned long long dac_override = 1ull << 1;
+
+	(void)state;
+	if (!test_is_root()) {
+		print_message("skipping: needs root\n");
+		skip();
+	}
+	for (int to_file = 0; to_file < 2; to_file++) {
+		char bin[256], out[128], err[128], spool[128], task[64], status_path[336];
+		unsigned long long want = five | (to_file ? dac_override : 0);
+		char *argv[] = { test_build_path(bin, sizeof(bin), "asan/smolder"),
+				 "agent",
+				 "--pid",
+				 "1",
+				 "--metrics",
+				 "0",
+				 "--collector",
+				 "http://127.0.0.1:1",
+				 "--spool-dir",
+				 spool,
+				 "--output",
+				 to_file ? out : "-",
+				 NULL };
+		struct dirent *e;
+		size_t threads = 0;
+		pid_t a;
+		DIR *d;
+
+		snprintf(out, sizeof(out), "%s/drop-%d.folded", dir, to_file);
+		snprintf(err, sizeof(err), "%s/drop-%d.err", dir, to_file);
+		snprintf(spool, sizeof(spool), "%s/drop-spool-%d", dir, to_file);
+		a = test_spawn(argv, to_file ? NULL : out, err);
+		if (!test_wait_for_child_text(a, err, "smolder: sampling", 60000)) {
+			test_print_log("agent", err);
+			fail_msg("the agent did not start sampling");
+		}
+		snprintf(task, sizeof(task), "/proc/%d/task", (int)a);
+		d = opendir(task);
+		assert_non_null(d);
+		while ((e = readdir(d))) {
+			struct thread_caps c;
+
+			if (e->d_name[0] == '.')
+				continue;
+			snprintf(status_path, sizeof(status_path), "%s/%s/status", task, e->d_name);
+			read_thread_caps(status_path, &c);
+			print_message(
+				"  %s thread %s: eff %llx prm %llx bnd %llx amb %llx inh %llx "
+				"nnp %d\n",
+				to_file ? "-o FILE" : "-o -", e->d_name, c.eff, c.prm, c.bnd, c.amb,
+				c.inh, c.nnp);
+			assert_true(c.eff == want);
+			assert_true(c.prm == want);
+			assert_true(c.bnd == want);
+			assert_true(c.amb == 0 && c.inh == 0);
+			assert_int_equal(c.nnp, 1);
+			threads++;
+		}
+		closedir(d);
+		assert_true(threads >= 4);
+		test_stop_checked("agent", a, SIGINT, err, 60000);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_teardown(test_each_capability_needed, test_teardown_children),
+		cmocka_unit_test_teardown(test_root_agent_drops_capabilities,
+					  test_teardown_children),
 		cmocka_unit_test_teardown(test_same_profile_without_root, test_teardown_children),
 	};
 
