@@ -26,12 +26,19 @@
  * download SVG and folded; a bad
  * filter in the URL shows the API's error; the token dialog (a wrong token is
  * refused, the right one kept for the tab).
+ *
+ * What is drawn is judged from screenshots of the canvas (png.js), not from the
+ * page's record alone: every wide frame's box in its colour and its name in ink,
+ * the highlight's magenta on the picked function's frames only, the diff's red
+ * and blue, and the selection's flame graph against a reference screenshot
+ * (tests/browser/ref/) within 1 % of its pixels.
  */
 'use strict';
 
 const fs = require('fs');
 const path = require('path');
 const { check, counts, launch } = require('./harness');
+const png = require('./png');
 
 const want = JSON.parse(fs.readFileSync(process.argv[2], 'utf8'));
 const STEP_MS = 15000; /* bound on one wait for the page */
@@ -114,6 +121,84 @@ async function shot(page, name) {
   await page.screenshot({ path: path.join(want.shots, name + '.png'), fullPage: true });
 }
 
+/* ---- what a person sees: pixels of a screenshot, not the page's own record ---- */
+
+/* the RGB of a CSS colour as this browser resolves it */
+async function cssRgb(page, colour) {
+  return page.evaluate((c) => {
+    const cv = document.createElement('canvas');
+    cv.width = cv.height = 1;
+    const x = cv.getContext('2d');
+    x.fillStyle = c;
+    x.fillRect(0, 0, 1, 1);
+    return [...x.getImageData(0, 0, 1, 1).data.slice(0, 3)];
+  }, colour);
+}
+
+/* A screenshot of the flame graph's canvas, decoded (coordinates in CSS pixels:
+ * the context's scale factor is 1). */
+async function flameShot(page) {
+  return png.decode(await page.locator('#flame').screenshot());
+}
+
+/* Pixels far from colour c in a frame's name area (its left 48 px, the middle of
+ * its row), where the name's glyphs are drawn. */
+function ink(img, f, c) {
+  let n = 0;
+  for (let y = f.y + 4; y < f.y + 14; y++)
+    for (let x = f.x + 3; x < f.x + Math.min(f.w - 3, 51); x++)
+      if (png.distance(img.px(x, y), c) > 80) n++;
+  return n;
+}
+
+/* The share of a frame's box (inside its outline) that is within 12 of colour c. */
+function filled(img, f, c) {
+  let n = 0, all = 0;
+  for (let y = f.y + 3; y < f.y + 15; y++)
+    for (let x = f.x + 3; x < f.x + f.w - 3; x++, all++)
+      if (png.distance(img.px(x, y), c) <= 12) n++;
+  return all ? n / all : 0;
+}
+
+/* Every frame at least 40 px wide shows its colour on the screen (most of its
+ * box: the name and an outline cover the rest), and every frame at least 120 px
+ * wide shows its name (ink in the name area). Minimum: 8 boxes and 3 names looked
+ * at. Returns the screenshot. */
+async function checkDrawn(page, label) {
+  const img = await flameShot(page), fr = await frames(page);
+  const wrong = [], blank = [];
+  let boxes = 0, names = 0;
+  for (const f of fr) {
+    if (f.w < 40) continue;
+    const want = await cssRgb(page, f.fill), share = filled(img, f, want);
+    boxes++;
+    if (share < 0.5) wrong.push([f.name, want, img.px(f.x + f.w / 2, f.y + 9), share]);
+    if (f.w < 120) continue;
+    names++;
+    if (ink(img, f, want) < 10) blank.push(f.name);
+  }
+  check(boxes >= 8 && wrong.length === 0, label + ': each frame\'s box shows its colour on the screen (' + boxes + ')',
+    [boxes, wrong.slice(0, 5)]);
+  check(names >= 3 && blank.length === 0, label + ': each wide frame shows its name (' + names + ')', [names, blank]);
+  return img;
+}
+
+/* The screenshot against the reference in tests/browser/ref/NAME.png: at most 1 %
+ * of the pixels may differ by more than 48 in a channel (text antialiasing, a
+ * font hinting change). SMOLDER_UI_REFS=write makes the reference instead. */
+function checkReference(img, buf, name) {
+  const ref = path.join(__dirname, 'ref', name + '.png');
+  if (process.env.SMOLDER_UI_REFS === 'write') {
+    fs.mkdirSync(path.dirname(ref), { recursive: true });
+    fs.writeFileSync(ref, buf);
+    console.log('measure - wrote the reference ' + ref);
+    return;
+  }
+  const share = png.differing(png.decode(fs.readFileSync(ref)), img, 48);
+  check(share <= 0.01, name + ': the screen matches the reference within 1 % of its pixels',
+    (100 * share).toFixed(2) + ' %');
+}
+
 async function main() {
   const browser = await launch();
   const context = await browser.newContext({ viewport: { width: 1440, height: 900 }, acceptDownloads: true });
@@ -141,6 +226,9 @@ async function main() {
     check(root && root.total === want.total, 'flame: the root frame has the total', root && root.total);
     check(/samples/.test(await page.textContent('#summary')), 'flame: the summary names samples');
     check(/^selected /.test(await page.textContent('#selinfo')), 'timeline: the selection is shown');
+    const selBuf = await page.locator('#flame').screenshot();
+    checkReference(png.decode(selBuf), selBuf, 'selection-flame');
+    await checkDrawn(page, 'selection');
 
     /* ---- top table ---- */
     const first = await page.$eval('#top tbody tr', (tr) => ({ name: tr.dataset.name, self: tr.cells[0].textContent }));
@@ -168,6 +256,14 @@ async function main() {
     let lit = (await frames(page)).filter((f) => f.highlighted);
     check(lit.length >= 1 && lit.every((f) => f.name === want.top.name), 'top: a click highlights the function in the graph',
       lit.map((f) => f.name));
+    {
+      /* on the screen: the function's frames in the highlight colour, none else */
+      const img = await flameShot(page), hl = await cssRgb(page, '#e040fb');
+      const on = lit.filter((f) => f.w >= 8).map((f) => filled(img, f, hl));
+      const off = (await frames(page)).filter((f) => !f.highlighted && f.w >= 40).map((f) => filled(img, f, hl));
+      check(on.length >= 1 && on.every((v) => v >= 0.5) && off.length >= 5 && off.every((v) => v === 0),
+        'top: on the screen the highlighted frames, and only they, are magenta', [on, off]);
+    }
     /* the sandwich of the picked function: the spike's function is a leaf called
      * by handle only, so its callers are handle, main, app and its callees none */
     await page.click('#sandwich');
@@ -300,6 +396,11 @@ async function main() {
     const mf = (await frames(page)).find((f) => f.name === want.mover.name);
     const c = mf && rgb(mf.fill);
     check(c && c[0] > c[2] + 40, 'compare: the mover\'s frame is red', mf && mf.fill);
+    {
+      const img = await checkDrawn(page, 'compare');
+      const p = mf && img.px(mf.x + mf.w - 4, mf.y + 3);
+      check(p && p[0] > p[2] + 40 && p[0] > p[1] + 20, 'compare: on the screen the mover\'s frame is red', p);
+    }
     await shot(page, '3-compare');
 
     /* ---- compare two selections over the same range ---- */
@@ -332,6 +433,12 @@ async function main() {
     const pf = await frames(page), dbf = pf.find((f) => f.name === 'db'), appf = pf.find((f) => f.name === 'app');
     check(dbf && appf && rgb(dbf.fill)[2] > rgb(dbf.fill)[0] + 40 && rgb(appf.fill)[0] > rgb(appf.fill)[2] + 40,
       'compare selections: the baseline\'s process blue, the comparison\'s red', [dbf && dbf.fill, appf && appf.fill]);
+    {
+      const img = await checkDrawn(page, 'compare selections');
+      const b = dbf && img.px(dbf.x + dbf.w - 4, dbf.y + 3), r = appf && img.px(appf.x + appf.w - 4, appf.y + 3);
+      check(b && r && b[2] > b[0] + 40 && r[0] > r[2] + 40,
+        'compare selections: on the screen the baseline\'s process blue, the comparison\'s red', [b, r]);
+    }
     await shot(page, '3a-compare-selections');
     check(errors.length === 0, 'no console error, exception or failed request', errors);
 
