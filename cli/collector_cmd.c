@@ -21,9 +21,13 @@ const char collector_usage[] =
 	"collectors).\n"
 	"\n"
 	"      --db PATH|URL         SQLite file (PATH or sqlite:PATH, default smolder.db)\n"
-	"                            or clickhouse://HOST:PORT/DATABASE[?OPTS] (its HTTP\n"
-	"                            port); OPTS: credentials=FILE (user:password),\n"
-	"                            cluster=NAME (schema ON CLUSTER), joined by &\n"
+	"                            or clickhouse[+https]://HOST:PORT/DATABASE[?OPTS]\n"
+	"                            (its HTTP port, or with +https its https_port, the\n"
+	"                            certificate verified); OPTS: credentials=FILE\n"
+	"                            (user:password), ca=FILE (PEM CA of the https\n"
+	"                            server; default: the system's CAs), cluster=NAME\n"
+	"                            (schema ON CLUSTER), plaintext=1 (allow credentials\n"
+	"                            over http to a host not loopback), joined by &\n"
 	"      --listen HOST:PORT    address to serve (default 127.0.0.1:7171; port 0: any)\n"
 	"      --ingest-token T      token agents must send (Authorization: Bearer)\n"
 	"      --ingest-token-file F read it from F\n"
@@ -257,8 +261,16 @@ void collector_args__free(struct collector_args *a)
 int collector_args__start(const struct collector_args *a, struct collector **out)
 {
 	int64_t ret, minute, raw;
+	char why[768];
 	int err;
 
+	/* before anything is opened or bound: a location refused is a usage error */
+	err = store__check_location(a->o.db_path, why, sizeof(why));
+	if (err) {
+		fprintf(stderr, "smolder: refusing to start the collector with --db %s: %s\n",
+			a->o.db_path, why);
+		return err == -EPERM || err == -EPROTONOSUPPORT ? err : -EINVAL;
+	}
 	if (!collector_options__retentions(&a->o, &ret, &minute, &raw)) {
 		fprintf(stderr,
 			"smolder: refusing to start the collector: each tier must be kept at "

@@ -187,8 +187,12 @@ static void print_help(const struct command *c, FILE *f)
 }
 
 /* The one-line message and exit status of a store that cannot be opened. */
-static int open_failed(const char *db, int err)
+static int open_failed(const char *db, int err, const char *why)
 {
+	if (why[0]) { /* the backend said why: the guesses below are SQLite's */
+		fprintf(stderr, "smolder: cannot open the store %s: %s\n", db, why);
+		return 1;
+	}
 	switch (err) {
 	case -ENOENT:
 		fprintf(stderr,
@@ -243,10 +247,10 @@ static int run_db(const char *db, enum query_kind kind, struct query_args *p, FI
 		fprintf(stderr, "smolder: %s\n", why);
 		return 2;
 	}
-	err = store__open(db, &so, &s);
+	err = store__open_why(db, &so, &s, why, sizeof(why));
 	if (err) {
 		query_free(&q);
-		return open_failed(db, err);
+		return open_failed(db, err, why);
 	}
 	err = query_check_keys(s, &q, why, sizeof(why));
 	if (err) {

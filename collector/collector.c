@@ -1059,9 +1059,12 @@ int collector__start(const struct collector_options *o, struct collector **out)
 		log_error("collector: %s", why);
 		goto out_free;
 	}
-	err = store__open(o->db_path, &so, &c->store);
-	if (err)
+	err = store__open_why(o->db_path, &so, &c->store, why, sizeof(why));
+	if (err) {
+		if (why[0])
+			log_error("collector: cannot open the store %s: %s", o->db_path, why);
 		goto out_free;
+	}
 	/* after the writer: it made the file and applied the migrations */
 	if (is_shared(o->db_path)) {
 		err = readers__new(o->db_path, THREADS, &c->readers);

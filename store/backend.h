@@ -20,9 +20,17 @@
 
 struct store_backend {
 	const char *name; /* the location's scheme: "sqlite" */
+	/* "NAME+VARIANT:..." names this backend too (clickhouse+https:); the
+	 * backend then gets "+VARIANT:..." as its location. */
+	bool scheme_variants;
+	/* store__check_location(): location as open() gets it; NULL: any is
+	 * accepted until open(). */
+	int (*check_location)(const char *location, char *why, size_t len);
 	/* location is what follows "scheme:" (for SQLite, a path or ":memory:"); opts
-	 * is never NULL and its retentions are set and in order. */
-	int (*open)(const char *location, const struct store_options *opts, struct store **out);
+	 * is never NULL and its retentions are set and in order. On failure the
+	 * reason may go to why (len bytes, 0: none), left as it is otherwise. */
+	int (*open)(const char *location, const struct store_options *opts, struct store **out,
+		    char *why, size_t len);
 	void (*close)(struct store *s);
 	const char *(*errmsg)(const struct store *s);
 	/* store__ingest() (now NULL) and store__ingest_at() (*now). */

@@ -1,7 +1,10 @@
 /* The ClickHouse store's HTTP client (store/ch_http.h): libcurl's easy interface
- * on one handle, so that requests reuse the connection; every answer is bounded
- * (CH_HTTP_MAX_RESPONSE) and every request timed out (CH_HTTP_*_TIMEOUT_S), and
- * ClickHouse's exception codes become negative errno.
+ * on one handle, so that requests reuse the connection (and its TLS session);
+ * every answer is bounded (CH_HTTP_MAX_RESPONSE) and every request timed out
+ * (CH_HTTP_*_TIMEOUT_S), and ClickHouse's exception codes become negative errno.
+ * Over https, libcurl verifies the server's certificate chain and name before
+ * the request (and its Authorization header) is sent; only one protocol is
+ * allowed per client, so a redirect cannot turn https into http.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -14,8 +17,10 @@
 
 struct ch_http {
 	CURL *curl;
-	char *base; /* "http://host:port/?database=DB&" */
-	char *user; /* NULL: the server's default user */
+	char *base; /* "http[s]://host:port/?database=DB&" */
+	bool https;
+	char *ca_file; /* https: the PEM CAs trusted; NULL: the system's store */
+	char *user;    /* NULL: the server's default user */
 	char *password;
 	char *buf; /* the last answer read whole */
 	size_t len, cap;
@@ -24,6 +29,7 @@ struct ch_http {
 	void *sink_ctx;
 	int sink_err; /* what the sink returned when it stopped the answer */
 	char errmsg[512];
+	char curlerr[CURL_ERROR_SIZE]; /* libcurl's detail of the last failure */
 };
 
 static size_t gather(char *data, size_t size, size_t n, void *ctx)
@@ -59,30 +65,34 @@ static size_t gather(char *data, size_t size, size_t n, void *ctx)
 	return add;
 }
 
-int ch_http__new(const char *host, unsigned port, const char *database, const char *settings,
-		 const char *user, const char *password, struct ch_http **out)
+int ch_http__new(const struct ch_http_server *srv, const char *database, const char *settings,
+		 struct ch_http **out)
 {
 	struct ch_http *h;
 	char *db = NULL;
 	int err = -ENOMEM;
 
-	if (!host || !*host || !port || port > 65535 || !out)
+	if (!srv || !srv->host || !*srv->host || !srv->port || srv->port > 65535 || !out ||
+	    (srv->ca_file && !srv->https))
 		return -EINVAL;
 	h = calloc(1, sizeof(*h));
 	if (!h)
 		return -ENOMEM;
+	h->https = srv->https;
 	h->curl = curl_easy_init();
 	if (!h->curl)
 		goto out_free;
 	if (database && !(db = curl_easy_escape(h->curl, database, 0)))
 		goto out_free;
-	if (asprintf(&h->base, "http://%s:%u/?%s%s%s%s%s", host, port, db ? "database=" : "",
-		     db ? db : "", db ? "&" : "", settings ? settings : "",
-		     settings ? "&" : "") < 0) {
+	if (asprintf(&h->base, "%s://%s:%u/?%s%s%s%s%s", srv->https ? "https" : "http", srv->host,
+		     srv->port, db ? "database=" : "", db ? db : "", db ? "&" : "",
+		     settings ? settings : "", settings ? "&" : "") < 0) {
 		h->base = NULL;
 		goto out_free;
 	}
-	if ((user && !(h->user = strdup(user))) || (password && !(h->password = strdup(password))))
+	if ((srv->user && !(h->user = strdup(srv->user))) ||
+	    (srv->password && !(h->password = strdup(srv->password))) ||
+	    (srv->ca_file && !(h->ca_file = strdup(srv->ca_file))))
 		goto out_free;
 	curl_free(db);
 	*out = h;
@@ -101,6 +111,7 @@ void ch_http__free(struct ch_http *h)
 		curl_easy_cleanup(h->curl);
 	free(h->base);
 	free(h->user);
+	free(h->ca_file);
 	if (h->password)
 		explicit_bzero(h->password, strlen(h->password));
 	free(h->password);
@@ -156,6 +167,8 @@ static int errno_of_curl(CURLcode rc)
 		return -ECONNRESET;
 	case CURLE_OUT_OF_MEMORY:
 		return -ENOMEM;
+	case CURLE_PEER_FAILED_VERIFICATION: /* the chain, the name or the dates */
+		return -EKEYREJECTED;
 	default:
 		return -EIO;
 	}
@@ -205,7 +218,18 @@ static int perform(struct ch_http *h, const char *sql, const void *body, size_t 
 	curl_easy_setopt(h->curl, CURLOPT_CONNECTTIMEOUT, (long)CH_HTTP_CONNECT_TIMEOUT_S);
 	curl_easy_setopt(h->curl, CURLOPT_TIMEOUT, (long)CH_HTTP_TIMEOUT_S);
 	curl_easy_setopt(h->curl, CURLOPT_NOSIGNAL, 1L);
-	curl_easy_setopt(h->curl, CURLOPT_PROTOCOLS_STR, "http");
+	curl_easy_setopt(h->curl, CURLOPT_ERRORBUFFER, h->curlerr);
+	h->curlerr[0] = '\0';
+	curl_easy_setopt(h->curl, CURLOPT_PROTOCOLS_STR, h->https ? "https" : "http");
+	if (h->https) { /* libcurl's defaults, stated: a change of them must not pass */
+		curl_easy_setopt(h->curl, CURLOPT_SSL_VERIFYPEER, 1L);
+		curl_easy_setopt(h->curl, CURLOPT_SSL_VERIFYHOST, 2L);
+		curl_easy_setopt(h->curl, CURLOPT_SSLVERSION, (long)CURL_SSLVERSION_TLSv1_2);
+		if (h->ca_file) { /* these CAs only, not the system's directory too */
+			curl_easy_setopt(h->curl, CURLOPT_CAINFO, h->ca_file);
+			curl_easy_setopt(h->curl, CURLOPT_CAPATH, NULL);
+		}
+	}
 	if (h->user) {
 		curl_easy_setopt(h->curl, CURLOPT_HTTPAUTH, (long)CURLAUTH_BASIC);
 		curl_easy_setopt(h->curl, CURLOPT_USERNAME, h->user);
@@ -221,9 +245,14 @@ static int perform(struct ch_http *h, const char *sql, const void *body, size_t 
 				 CH_HTTP_MAX_RESPONSE);
 			err = -E2BIG;
 		} else {
-			snprintf(h->errmsg, sizeof(h->errmsg), "clickhouse: %s",
-				 curl_easy_strerror(rc));
 			err = errno_of_curl(rc);
+			snprintf(h->errmsg, sizeof(h->errmsg), "clickhouse: %s%s",
+				 h->curlerr[0] ? h->curlerr : curl_easy_strerror(rc),
+				 err == -EKEYREJECTED
+					 ? " (the server's certificate is not trusted: name its CA "
+					   "with ca=FILE in the location; its name must match the "
+					   "location's host)"
+					 : "");
 		}
 		goto out;
 	}

@@ -10,6 +10,7 @@
 #ifndef SMOLDER_STORE_CH_HTTP_H
 #define SMOLDER_STORE_CH_HTTP_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -30,22 +31,39 @@ struct ch_answer {
 	size_t len;
 };
 
-/* A client for http://host:port/ (host a name or an IPv4 literal), sending every
+/* Where a client connects and who it says it is. */
+struct ch_http_server {
+	const char *host;     /* a name or an IPv4 literal */
+	unsigned port;	      /* 1..65535 */
+	bool https;	      /* https://, the certificate verified; else http:// */
+	const char *ca_file;  /* https: PEM CAs trusted instead of the system's; NULL: system's */
+	const char *user;     /* NULL: ClickHouse's "default" user */
+	const char *password; /* NULL: none */
+};
+
+/* A client for srv (http://host:port/ or https://host:port/), sending every
  * query with database set as the session's default (NULL: none), the settings
  * (NULL: none; "name=value&name=value", URL-safe, e.g. a cluster's
- * insert_distributed_sync=1) and user/password (NULL: ClickHouse's "default"
- * user) by HTTP basic authentication. Returns 0, -EINVAL or -ENOMEM; *out
- * written only on success. */
-int ch_http__new(const char *host, unsigned port, const char *database, const char *settings,
-		 const char *user, const char *password, struct ch_http **out);
+ * insert_distributed_sync=1) and srv's user and password by HTTP basic
+ * authentication. Over https the server's certificate must chain to a CA of
+ * ca_file (or of the system's store, /etc/ssl/certs) and name host (TLS 1.2 at
+ * least); nothing, credentials included, is sent before it is verified. The
+ * client does not judge whether plain http is acceptable: the store's location
+ * rules do (store/clickhouse.c). srv's strings are copied. Returns 0, -EINVAL or
+ * -ENOMEM; *out written only on success. */
+int ch_http__new(const struct ch_http_server *srv, const char *database, const char *settings,
+		 struct ch_http **out);
 void ch_http__free(struct ch_http *h);
 
 /* Runs sql (one statement) with body (len bytes, NULL: none) as its data. *ans
  * (may be NULL) gets the answer. Returns 0; -ECONNREFUSED, -ETIMEDOUT,
  * -EHOSTUNREACH (no server), -ECONNRESET (the server closed the connection
- * without an answer: it is stopping); -EACCES (authentication); -ENOENT (unknown database,
- * table or column); -EINVAL (a statement ClickHouse refuses); -E2BIG (an answer
- * past CH_HTTP_MAX_RESPONSE); -ENOMEM; -EIO (anything else). */
+ * without an answer: it is stopping); -EKEYREJECTED (https: the server's
+ * certificate was not verified: an unknown CA, another host's name, expired);
+ * -EACCES (authentication); -ENOENT (unknown database, table or column);
+ * -EINVAL (a statement ClickHouse refuses); -E2BIG (an answer past
+ * CH_HTTP_MAX_RESPONSE); -ENOMEM; -EIO (anything else, a TLS handshake that
+ * failed for another reason included, such as https to an http port). */
 int ch_http__query(struct ch_http *h, const char *sql, const void *body, size_t len,
 		   struct ch_answer *ans);
 

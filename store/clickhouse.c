@@ -1,12 +1,18 @@
 /* The ClickHouse backend of the store: its location, credentials, schema and
  * handle (store.h is the contract, store/backend.h the table this file fills,
  * docs/clickhouse.md the user's view). Location:
- * "clickhouse://HOST:PORT/DATABASE[?cluster=NAME][&credentials=FILE]" (options in
- * any order), HOST:PORT the server's HTTP interface, DATABASE created when
- * missing, FILE one line "user:password" kept secret by PostgreSQL's rule for key
- * files (ours with mode 0600 or stricter, or root's with 0640 or stricter;
+ * "clickhouse[+https]://HOST:PORT/DATABASE[?OPTION[&OPTION]...]", OPTION one of
+ * cluster=NAME, credentials=FILE, ca=FILE, plaintext=1 (in any order, each at
+ * most once). HOST:PORT is the server's HTTP interface, or with +https its https
+ * one (https_port), whose certificate must chain to a CA of ca=FILE (PEM; else
+ * of the system's store) and name HOST. DATABASE is created when missing. FILE
+ * is one line "user:password" kept secret by PostgreSQL's rule for key files
+ * (ours with mode 0600 or stricter, or root's with 0640 or stricter;
  * credentials never come from argv); no FILE is ClickHouse's "default" user
- * without a password. NAME is a cluster of the server's remote_servers: the
+ * without a password. Credentials never go in clear to another machine: plain
+ * http with credentials=FILE is refused (-EPERM, before the file is read or a
+ * connection made) unless HOST is loopback (localhost, 127.0.0.0/8) or the
+ * location says plaintext=1. NAME is a cluster of the server's remote_servers: the
  * database and schema are then made ON CLUSTER, each table T as T_local
  * (Replicated) under a Distributed T (ch_schema.h), and every query runs with
  * CH_CLUSTER_SETTINGS.
@@ -27,15 +33,18 @@
  * docs/clickhouse.md says what is not done yet. Not thread-safe: one HTTP
  * connection per store.
  */
+#include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "common/reason.h"
 #include "store/ch_int.h"
 #include "store/ch_schema.h"
 
@@ -53,8 +62,11 @@ extern const size_t ch_nmigrations;
 struct ch_location {
 	char host[256];
 	unsigned port;
+	bool https;
+	bool plaintext; /* plaintext=1: credentials over http to any host */
 	char db[CH_DB_MAX + 1];
 	char credentials[4096];		  /* a path, or "" */
+	char ca[4096];			  /* https: a path, or "": the system's CAs */
 	char cluster[CH_CLUSTER_MAX + 1]; /* "" : one server */
 };
 
@@ -77,9 +89,23 @@ static size_t ident_len(const char *p, size_t max)
 	return n && n <= max && !(p[0] >= '0' && p[0] <= '9') ? n : 0;
 }
 
-/* "//HOST:PORT/DATABASE[?OPTION[&OPTION]]" (what follows "clickhouse:"), each
- * OPTION "credentials=FILE" or "cluster=NAME", at most once each. FILE runs to
- * the next '&' (a path with '&' cannot be named). */
+/* A path option's value at p ("FILE" up to the next '&': a path with '&'
+ * cannot be named) into out; its length, or 0 when empty or too long. */
+static size_t path_option(const char *p, char *out, size_t len)
+{
+	size_t n = strcspn(p, "&");
+
+	if (!n || n >= len)
+		return 0;
+	memcpy(out, p, n);
+	out[n] = '\0';
+	return n;
+}
+
+/* "[+https:]//HOST:PORT/DATABASE[?OPTION[&OPTION]]" (what follows
+ * "clickhouse"'s ':', or "clickhouse" when a '+' follows it), each OPTION
+ * "credentials=FILE", "cluster=NAME", "ca=FILE" or "plaintext=1", at most once
+ * each. Syntax only: the rules are check_location()'s. */
 static int parse_location(const char *loc, struct ch_location *out)
 {
 	const char *p = loc, *h, *d;
@@ -88,6 +114,10 @@ static int parse_location(const char *loc, struct ch_location *out)
 	size_t n;
 
 	memset(out, 0, sizeof(*out));
+	if (!strncasecmp(p, "+https:", 7)) {
+		out->https = true;
+		p += 7;
+	}
 	if (strncmp(p, "//", 2))
 		return -EINVAL;
 	h = p += 2;
@@ -117,22 +147,84 @@ static int parse_location(const char *loc, struct ch_location *out)
 		p++;
 		if (!strncmp(p, "credentials=", 12) && !out->credentials[0]) {
 			p += 12;
-			n = strcspn(p, "&");
-			if (!n || n >= sizeof(out->credentials))
-				return -EINVAL;
-			memcpy(out->credentials, p, n);
+			n = path_option(p, out->credentials, sizeof(out->credentials));
+		} else if (!strncmp(p, "ca=", 3) && !out->ca[0]) {
+			p += 3;
+			n = path_option(p, out->ca, sizeof(out->ca));
+		} else if (!strncmp(p, "plaintext=1", 11) && !out->plaintext) {
+			out->plaintext = true;
+			n = 11;
 		} else if (!strncmp(p, "cluster=", 8) && !out->cluster[0]) {
 			p += 8;
 			n = ident_len(p, CH_CLUSTER_MAX);
-			if (!n || (p[n] && p[n] != '&'))
-				return -EINVAL;
-			memcpy(out->cluster, p, n);
+			if (n)
+				memcpy(out->cluster, p, n);
 		} else {
-			return -EINVAL;
+			n = 0;
 		}
+		if (!n || (p[n] && p[n] != '&'))
+			return -EINVAL;
 		p += n;
 	} while (*p == '&');
 	return *p ? -EINVAL : 0;
+}
+
+/* Whether host is this machine by its name alone, without asking a resolver:
+ * "localhost" (libcurl answers it with a loopback address itself) or an IPv4
+ * literal in 127.0.0.0/8. Any other name may resolve anywhere. */
+static bool is_loopback_host(const char *host)
+{
+	struct in_addr a;
+
+	if (!strcasecmp(host, "localhost"))
+		return true;
+	return inet_pton(AF_INET, host, &a) == 1 && (ntohl(a.s_addr) >> 24) == 127;
+}
+
+/* parse_location() and the rules that need neither a file nor the network:
+ * ca= only over https, plaintext=1 only over http, and credentials over plain
+ * http only to a loopback host or with plaintext=1 (-EPERM). why says what is
+ * wrong. */
+static int check_location(const char *location, struct ch_location *loc, char *why, size_t len)
+{
+	if (parse_location(location, loc))
+		return reason_fail(why, len, -EINVAL,
+				   "not a ClickHouse location: want "
+				   "clickhouse[+https]://HOST:PORT/DATABASE[?OPTIONS], OPTIONS "
+				   "cluster=NAME, credentials=FILE, ca=FILE (with +https), "
+				   "plaintext=1, each at most once, joined by &");
+	if (loc->ca[0] && !loc->https)
+		return reason_fail(why, len, -EINVAL,
+				   "ca=%s names the CA of an https server: the location must "
+				   "start with clickhouse+https://",
+				   loc->ca);
+	if (loc->plaintext && loc->https)
+		return reason_fail(why, len, -EINVAL,
+				   "plaintext=1 and clickhouse+https:// contradict each other");
+	if (loc->credentials[0] && !loc->https && !loc->plaintext && !is_loopback_host(loc->host))
+		return reason_fail(why, len, -EPERM,
+				   "refusing to send the ClickHouse credentials of %s in clear "
+				   "(http) to %s, which is not a loopback address: use "
+				   "clickhouse+https://%s:HTTPS_PORT/... (ca=FILE for a private "
+				   "CA), or add plaintext=1 to the location to send them in clear",
+				   loc->credentials, loc->host, loc->host);
+	return 0;
+}
+
+/* Whether the CA file of an https location can be used: a regular file we can
+ * read (libcurl would otherwise fail every request with a vaguer message). */
+static int check_ca_file(const char *path, char *why, size_t len)
+{
+	struct stat st;
+	int fd = open(path, O_RDONLY | O_CLOEXEC), err = -errno;
+
+	if (fd < 0)
+		return reason_fail(why, len, err, "ca=%s: %s", path, strerror(-err));
+	err = 0;
+	if (fstat(fd, &st) || !S_ISREG(st.st_mode))
+		err = reason_fail(why, len, -EINVAL, "ca=%s: not a regular file", path);
+	close(fd);
+	return err;
 }
 
 /* Whether a credentials file's owner and mode keep it secret, PostgreSQL's rule
@@ -265,11 +357,19 @@ static int apply_migration(struct ch_store *s, const char *db, size_t index)
 	return err;
 }
 
-static int ch_open(const char *location, const struct store_options *opts, struct store **out);
 static void ch_close(struct store *base);
 
-static int ch_open(const char *location, const struct store_options *opts, struct store **out)
+static int ch_check_location(const char *location, char *why, size_t len)
 {
+	struct ch_location loc;
+
+	return check_location(location, &loc, why, len);
+}
+
+static int ch_open(const char *location, const struct store_options *opts, struct store **out,
+		   char *why, size_t whylen)
+{
+	struct ch_http_server srv = { 0 };
 	struct ch_location loc;
 	struct ch_store *s;
 	char *user = NULL, *password = NULL, sql[256];
@@ -277,11 +377,22 @@ static int ch_open(const char *location, const struct store_options *opts, struc
 	size_t i;
 	int err;
 
-	err = parse_location(location, &loc);
+	err = check_location(location, &loc, why, whylen);
+	if (!err && loc.ca[0])
+		err = check_ca_file(loc.ca, why, whylen);
 	if (err)
 		return err;
 	if (loc.credentials[0] && (err = read_credentials(loc.credentials, &user, &password)))
-		return err;
+		return reason_fail(why, whylen, err,
+				   err == -EACCES
+					   ? "credentials=%s: others may read or write it "
+					     "(want ours with mode 0600, or root's with 0640, "
+					     "or stricter)"
+				   : err == -EINVAL ? "credentials=%s: not one line user:password"
+						    : "credentials=%s: cannot be read",
+				   loc.credentials);
+	srv = (struct ch_http_server){ loc.host, loc.port, loc.https, loc.ca[0] ? loc.ca : NULL,
+				       user,	 password };
 	s = calloc(1, sizeof(*s));
 	if (!s) {
 		err = -ENOMEM;
@@ -292,7 +403,7 @@ static int ch_open(const char *location, const struct store_options *opts, struc
 	snprintf(s->cluster, sizeof(s->cluster), "%s", loc.cluster);
 	settings = loc.cluster[0] ? CH_CLUSTER_SETTINGS : NULL;
 	if (!opts->read_only) { /* the database first: a session cannot default to a missing one */
-		err = ch_http__new(loc.host, loc.port, NULL, settings, user, password, &s->http);
+		err = ch_http__new(&srv, NULL, settings, &s->http);
 		if (err)
 			goto out_close;
 		snprintf(sql, sizeof(sql), "CREATE DATABASE IF NOT EXISTS %s%s%s", loc.db,
@@ -303,7 +414,7 @@ static int ch_open(const char *location, const struct store_options *opts, struc
 		if (err)
 			goto out_close;
 	}
-	err = ch_http__new(loc.host, loc.port, loc.db, settings, user, password, &s->http);
+	err = ch_http__new(&srv, loc.db, settings, &s->http);
 	if (err)
 		goto out_close;
 	if (!opts->read_only)
@@ -316,7 +427,9 @@ static int ch_open(const char *location, const struct store_options *opts, struc
 		goto out_close;
 	if (s->version > (int64_t)ch_nmigrations ||
 	    (opts->read_only && s->version != (int64_t)ch_nmigrations)) {
-		err = -EPROTO;
+		err = ch_fail(s, -EPROTO,
+			      "the database is at schema version %lld, this build's is %zu",
+			      (long long)s->version, ch_nmigrations);
 		goto out_close;
 	}
 	/* rows a collector of an older version wrote into replaced tables since */
@@ -330,6 +443,8 @@ static int ch_open(const char *location, const struct store_options *opts, struc
 	*out = &s->base;
 	goto out_creds;
 out_close:
+	if (s->errmsg[0])
+		reason_fail(why, whylen, err, "%s", s->errmsg);
 	ch_close(&s->base);
 out_creds:
 	if (password)
@@ -370,6 +485,8 @@ static int ch_schema_version(struct store *base, int64_t *version)
 }
 const struct store_backend store_clickhouse_backend = {
 	.name = "clickhouse",
+	.scheme_variants = true,
+	.check_location = ch_check_location,
 	.open = ch_open,
 	.close = ch_close,
 	.errmsg = ch_errmsg,

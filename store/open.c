@@ -475,9 +475,18 @@ const char *sqlite_store__errmsg(const struct store *base)
 	return s ? s->errmsg : "";
 }
 
+/* The table's open: SQLite's refusals are its errno (store.h), no reason. */
+static int sqlite_open(const char *path, const struct store_options *opts, struct store **out,
+		       char *why, size_t len)
+{
+	(void)why;
+	(void)len;
+	return sqlite_store__open(path, opts, out);
+}
+
 const struct store_backend store_sqlite_backend = {
 	.name = "sqlite",
-	.open = sqlite_store__open,
+	.open = sqlite_open,
 	.close = sqlite_store__close,
 	.errmsg = sqlite_store__errmsg,
 	.ingest = sqlite_store__ingest,

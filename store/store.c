@@ -1,15 +1,15 @@
 /* The dispatcher of store.h: store__open() picks the backend from the location
- * ("sqlite:PATH" or a plain path is the SQLite store, "clickhouse://..." the ClickHouse one; a
- * URL of another scheme is -EPROTONOSUPPORT), applies the options'
- * defaults and checks them once for every backend, and every other call is forwarded to the table
- * of the store's backend (store/backend.h), after the NULL checks the contract promises. No backend
- * code lives here.
+ * ("sqlite:PATH" or a plain path is the SQLite store, "clickhouse[+https]://..." the ClickHouse
+ * one; a URL of another scheme is -EPROTONOSUPPORT), applies the options' defaults and checks them
+ * once for every backend, and every other call is forwarded to the table of the store's backend
+ * (store/backend.h), after the NULL checks the contract promises. No backend code lives here.
  */
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
 #include <strings.h>
 
+#include "common/reason.h"
 #include "store/backend.h"
 
 static const struct store_backend *const backends[] = {
@@ -19,8 +19,10 @@ static const struct store_backend *const backends[] = {
 
 /* The backend a location names, and *rest, what the backend opens: "NAME:REST"
  * with NAME a backend's name (case-insensitive) names it and REST is opened;
- * "SCHEME://..." with an unknown SCHEME is -EPROTONOSUPPORT. Anything else is a
- * path of the SQLite store, ":memory:" and "data:1.db" included. */
+ * "NAME+VARIANT:REST" names a backend with scheme_variants, which opens
+ * "+VARIANT:REST"; "SCHEME://..." with an unknown SCHEME is -EPROTONOSUPPORT.
+ * Anything else is a path of the SQLite store, ":memory:" and "data:1.db"
+ * included. */
 static int pick_backend(const char *location, const struct store_backend **out, const char **rest)
 {
 	size_t n = strspn(location, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
@@ -32,10 +34,17 @@ static int pick_backend(const char *location, const struct store_backend **out, 
 	if (!n || location[n] != ':')
 		return 0;
 	for (i = 0; i < sizeof(backends) / sizeof(backends[0]); i++) {
-		if (strlen(backends[i]->name) == n &&
-		    !strncasecmp(location, backends[i]->name, n)) {
+		size_t len = strlen(backends[i]->name);
+
+		if (len == n && !strncasecmp(location, backends[i]->name, n)) {
 			*out = backends[i];
 			*rest = location + n + 1;
+			return 0;
+		}
+		if (backends[i]->scheme_variants && len + 1 < n && location[len] == '+' &&
+		    !strncasecmp(location, backends[i]->name, len)) {
+			*out = backends[i];
+			*rest = location + len;
 			return 0;
 		}
 	}
@@ -65,17 +74,43 @@ int store__resolve_options(const struct store_options *in, struct store_options 
 	return 0;
 }
 
-int store__open(const char *location, const struct store_options *opts, struct store **out)
+int store__check_location(const char *location, char *why, size_t len)
+{
+	const struct store_backend *be;
+	const char *rest;
+
+	if (why && len)
+		why[0] = '\0';
+	if (!location)
+		return -EINVAL;
+	if (pick_backend(location, &be, &rest))
+		return reason_fail(why, len, -EPROTONOSUPPORT,
+				   "no store backend serves %s: it takes " STORE_LOCATION_FORMS,
+				   location);
+	return be->check_location ? be->check_location(rest, why, len) : 0;
+}
+
+int store__open_why(const char *location, const struct store_options *opts, struct store **out,
+		    char *why, size_t len)
 {
 	const struct store_backend *be;
 	struct store_options o;
 	const char *rest;
 	int err;
 
+	if (why && len)
+		why[0] = '\0';
+	else
+		len = 0;
 	if (!location || !out)
 		return -EINVAL;
 	err = pick_backend(location, &be, &rest) ?: store__resolve_options(opts, &o);
-	return err ? err : be->open(rest, &o, out);
+	return err ? err : be->open(rest, &o, out, why, len);
+}
+
+int store__open(const char *location, const struct store_options *opts, struct store **out)
+{
+	return store__open_why(location, opts, out, NULL, 0);
 }
 
 void store__close(struct store *s)

@@ -74,12 +74,16 @@ int store__resolve_options(const struct store_options *opts, struct store_option
 
 /* The locations store__open() takes, for people: help texts and refusals. */
 #define STORE_LOCATION_FORMS                                                                       \
-	"a path, sqlite:PATH, or "                                                                 \
-	"clickhouse://HOST:PORT/DATABASE[?cluster=NAME][&credentials=FILE]"
+	"a path, sqlite:PATH, or clickhouse[+https]://HOST:PORT/DATABASE[?OPTIONS] "               \
+	"(OPTIONS: cluster=NAME, credentials=FILE, ca=FILE, plaintext=1, joined by &)"
 
 /* Opens the store at location: "sqlite:PATH" or a plain PATH is the SQLite backend
- * (store/backend.h); "clickhouse://HOST:PORT/DATABASE[?cluster=NAME][&credentials=FILE]"
- * (options in any order) is the ClickHouse backend (store/clickhouse.c, docs/clickhouse.md); a URL
+ * (store/backend.h); "clickhouse[+https]://HOST:PORT/DATABASE[?OPTIONS]", OPTIONS
+ * cluster=NAME, credentials=FILE, ca=FILE and plaintext=1 in any order, is the
+ * ClickHouse backend (store/clickhouse.c, docs/clickhouse.md): +https verifies the
+ * server's certificate (against ca=FILE, else the system's CAs) and its name;
+ * credentials over plain http to a host that is not loopback are -EPERM unless
+ * plaintext=1, and a failed verification is -EKEYREJECTED. A URL
  * of another scheme is -EPROTONOSUPPORT. The options' defaults and order are checked here for every
  * backend. What follows is the SQLite backend's behaviour. It opens (creating if needed) the
  * database at PATH, ":memory:" for a private in-memory one, and applies pending migrations (each in
@@ -103,6 +107,19 @@ int store__resolve_options(const struct store_options *opts, struct store_option
  * store__maintain) fails with -EROFS. Its page cache is SQLite's default cache_size,
  * about 2 MB, whatever the file's size. */
 int store__open(const char *location, const struct store_options *opts, struct store **out);
+
+/* store__open(), and when it fails, one line saying why in why (len bytes,
+ * truncated; "" when the backend has nothing to add to the errno, as SQLite). */
+int store__open_why(const char *location, const struct store_options *opts, struct store **out,
+		    char *why, size_t len);
+
+/* The checks of location that store__open() makes before it reads a file or
+ * connects: its form, and ClickHouse's rule for credentials over plain http.
+ * For a program that should refuse a location at start, before it serves.
+ * Returns 0, -EINVAL (not a location of its backend), -EPROTONOSUPPORT (no
+ * backend), or -EPERM (credentials would travel in clear); why (len bytes) says
+ * what is wrong. */
+int store__check_location(const char *location, char *why, size_t len);
 
 /* Closes the database and frees the store. Accepts NULL. */
 void store__close(struct store *s);

@@ -2,7 +2,8 @@
  * (data, tmp and user files under a fresh temporary directory, listen_host
  * 127.0.0.1, free HTTP and TCP ports, a default user allowed from 127.0.0.1 only,
  * zstd for every part as docs/clickhouse.md advises) and starts Debian's
- * clickhouse-server on it, waiting on GET /ping with a deadline; ch_stop() sends
+ * clickhouse-server on it (ch_start_with(): an https_port too, on a certificate
+ * the test made, and more users), waiting on GET /ping with a deadline; ch_stop() sends
  * SIGTERM to it (a registered child, tests/testutil.h) and checks that it exited
  * 0 (or aborted while shutting down: ch_halt()); ch_halt() and ch_restart()
  * stop it and start it again on its data and ports (a server down and back).
@@ -34,6 +35,7 @@ struct chsrv {
 	char log[300]; /* its error log */
 	pid_t pid;
 	unsigned http_port, tcp_port;
+	unsigned https_port;	   /* ch_start_with() with a certificate only */
 	unsigned interserver_port; /* a cluster's server (ch_start_cluster) only */
 };
 
@@ -95,8 +97,9 @@ static inline bool ch_ping(unsigned http_port)
 	return status == 200 && !strncmp(body, "Ok.", 3);
 }
 
-/* Writes c's config.xml and users.xml; extra (may be "") goes inside <yandex>. */
-static inline void ch_write_configs(struct chsrv *c, const char *extra)
+/* Writes c's config.xml and users.xml; extra (may be "") goes inside <yandex>,
+ * users (may be "") inside users.xml's <users>, beside the default user. */
+static inline void ch_write_configs_users(struct chsrv *c, const char *extra, const char *users)
 {
 	char path[320];
 	FILE *f;
@@ -126,14 +129,20 @@ static inline void ch_write_configs(struct chsrv *c, const char *extra)
 	snprintf(path, sizeof(path), "%.255s/users.xml", c->dir);
 	f = fopen(path, "w");
 	assert_non_null(f);
-	fputs("<?xml version=\"1.0\"?>\n<yandex>\n"
-	      "  <profiles><default><max_memory_usage>1000000000</max_memory_usage></default>"
-	      "</profiles>\n"
-	      "  <users><default><password></password><networks><ip>127.0.0.1</ip></networks>"
-	      "<profile>default</profile><quota>default</quota></default></users>\n"
-	      "  <quotas><default></default></quotas>\n</yandex>\n",
-	      f);
+	fprintf(f,
+		"<?xml version=\"1.0\"?>\n<yandex>\n"
+		"  <profiles><default><max_memory_usage>1000000000</max_memory_usage></default>"
+		"</profiles>\n"
+		"  <users><default><password></password><networks><ip>127.0.0.1</ip></networks>"
+		"<profile>default</profile><quota>default</quota></default>%s</users>\n"
+		"  <quotas><default></default></quotas>\n</yandex>\n",
+		users);
 	assert_int_equal(fclose(f), 0);
+}
+
+static inline void ch_write_configs(struct chsrv *c, const char *extra)
+{
+	ch_write_configs_users(c, extra, "");
 }
 
 /* Starts clickhouse-server on c's config (written already) and waits for /ping.
@@ -165,10 +174,13 @@ static inline bool ch_spawn(struct chsrv *c)
 	return false;
 }
 
-/* Starts a private server, or fails the test with its log. Call
- * ch_skip_unless_available() first. */
-static inline void ch_start(struct chsrv *c)
+/* Starts a private server, also serving https on c->https_port with the PEM
+ * certificate (chain) cert and its key when cert is not NULL, with users (may
+ * be "") beside the default one; or fails the test with its log. */
+static inline void ch_start_with(struct chsrv *c, const char *cert, const char *key,
+				 const char *users)
 {
+	char extra[2048] = "";
 	int attempt;
 
 	memset(c, 0, sizeof(*c));
@@ -180,13 +192,37 @@ static inline void ch_start(struct chsrv *c)
 		do
 			c->tcp_port = test_free_port();
 		while (c->tcp_port == c->http_port);
-		ch_write_configs(c, "");
+		if (cert) {
+			do
+				c->https_port = test_free_port();
+			while (c->https_port == c->http_port || c->https_port == c->tcp_port);
+			/* the server's side only: no client certificate asked for */
+			snprintf(extra, sizeof(extra),
+				 "  <https_port>%u</https_port>\n"
+				 "  <openSSL><server><certificateFile>%s</certificateFile>"
+				 "<privateKeyFile>%s</privateKeyFile>"
+				 "<verificationMode>none</verificationMode>"
+				 "<loadDefaultCAFile>false</loadDefaultCAFile>"
+				 "<cacheSessions>true</cacheSessions>"
+				 "<disableProtocols>sslv2,sslv3,tlsv1,tlsv1_1</disableProtocols>"
+				 "<preferServerCiphers>true</preferServerCiphers>"
+				 "</server></openSSL>\n",
+				 c->https_port, cert, key);
+		}
+		ch_write_configs_users(c, extra, users);
 		if (ch_spawn(c))
 			return;
 	}
 	test_print_log("clickhouse-server stderr", c->err);
 	test_print_log("clickhouse-server error log", c->log);
 	fail_msg("clickhouse-server did not answer /ping (%d attempts)", CH_ATTEMPTS);
+}
+
+/* Starts a private server, or fails the test with its log. Call
+ * ch_skip_unless_available() first. */
+static inline void ch_start(struct chsrv *c)
+{
+	ch_start_with(c, NULL, NULL, "");
 }
 
 /* SIGTERM, a bounded wait, exit status 0; keeps its directory (its data), for

@@ -254,7 +254,9 @@ static void test_clickhouse_down_and_back(void **state)
 /* `smolder collector --help` names both stores and the location's options; a
  * ClickHouse location the store cannot parse is refused at start with a message
  * that names --db and the forms it takes (it used to name tokens, limits,
- * --listen and TLS files only). No server needed: parsing comes first. */
+ * --listen and TLS files only); one that would send credentials in clear to a
+ * host that is not loopback is refused naming the two ways out (https, or
+ * plaintext=1). No server needed: these checks come first. */
 static void test_cli_speaks_of_clickhouse(void **state)
 {
 	static const char *const bad[] = { "clickhouse://127.0.0.1:8123/db?bogus=1",
@@ -273,9 +275,11 @@ static void test_cli_speaks_of_clickhouse(void **state)
 	assert_non_null(out);
 	assert_non_null(
 		strstr(out, "stores them in SQLite (one file, the\ndefault) or ClickHouse"));
-	assert_non_null(strstr(out, "clickhouse://HOST:PORT/DATABASE[?OPTS]"));
+	assert_non_null(strstr(out, "clickhouse[+https]://HOST:PORT/DATABASE[?OPTS]"));
 	assert_non_null(strstr(out, "cluster=NAME"));
 	assert_non_null(strstr(out, "credentials=FILE"));
+	assert_non_null(strstr(out, "ca=FILE"));
+	assert_non_null(strstr(out, "plaintext=1"));
 	free(out);
 	test_rm_rf(dir);
 	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
@@ -285,10 +289,23 @@ static void test_cli_speaks_of_clickhouse(void **state)
 		assert_true(WIFEXITED(c.status) && WEXITSTATUS(c.status) != 0);
 		out = test_read_file(c.err);
 		assert_non_null(out);
-		if (!strstr(out, "or a --db location that is not one of a path, sqlite:PATH, or "
-				 "clickhouse://") ||
-		    !strstr(out, bad[i]))
+		if (!strstr(out, "refusing to start the collector with --db ") ||
+		    !strstr(out, "clickhouse[+https]://HOST:PORT/DATABASE") || !strstr(out, bad[i]))
 			fail_msg("refusal of --db %s: %s", bad[i], out);
+		free(out);
+	}
+	{
+		const char *extra[] = { "--db",
+					"clickhouse://ch.invalid:8123/db?credentials=/nonexistent",
+					NULL };
+
+		assert_int_not_equal(coll_start(&c, "127.0.0.1:0", extra), 0);
+		assert_true(WIFEXITED(c.status) && WEXITSTATUS(c.status) != 0);
+		out = test_read_file(c.err);
+		assert_non_null(out);
+		if (!strstr(out, "in clear") || !strstr(out, "plaintext=1") ||
+		    !strstr(out, "clickhouse+https://ch.invalid"))
+			fail_msg("refusal of credentials over http: %s", out);
 		free(out);
 	}
 }
