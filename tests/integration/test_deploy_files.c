@@ -18,7 +18,17 @@
  *     stateless replicas (no volume), its location's credentials a file of a
  *     Secret mounted read-only with mode 0440 under an fsGroup (what the store's
  *     credentials rule accepts), readiness on /healthz but not liveness (it says
- *     degraded while ClickHouse is away), a disruption budget, the same Service.
+ *     degraded while ClickHouse is away), a disruption budget, the same Service;
+ *   - TLS everywhere a secret travels: the agent's --collector is https:// with
+ *     --ca-file mounted from a ConfigMap or Secret, the collector has --tls-cert
+ *     and --tls-key from a Secret (the key 0440) and probes over HTTPS, no
+ *     container argument holds an http:// URL, the ClickHouse location is
+ *     clickhouse+https:// with its ca= mounted and no plaintext=1, and every
+ *     Secret and ConfigMap mounted is one a manifest's header or docs/deploy.md
+ *     says how to create;
+ *   - collector.yaml's header is true: its openssl commands, run as written,
+ *     make a certificate the collector serves and a client holding only the CA
+ *     accepts for the Service's name (and refuses for another).
  * The expected sets are written here from the issue, not read from the files.
  */
 #include <limits.h>
@@ -29,11 +39,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cmocka.h>
+#include <curl/curl.h>
 
 #include "testutil.h"
+#include "integration/collectortest.h"
 
 #define AGENT_CAPS	       "CAP_BPF CAP_DAC_READ_SEARCH CAP_PERFMON CAP_SYSLOG CAP_SYS_PTRACE"
 #define MAX_AGENT_EXPOSURE     5.0 /* measured 3.9 */
@@ -233,7 +246,7 @@ static void test_sysusers(void **state)
 
 /* The manifests' checks, in Python over python3-yaml's parse; prints "ok N". */
 static const char manifest_checks[] =
-	"import sys, yaml\n"
+	"import re, sys, yaml\n"
 	"n = 0\n"
 	"def check(cond, what):\n"
 	"    global n\n"
@@ -293,7 +306,7 @@ static const char manifest_checks[] =
 	"    check('httpGet' not in c['livenessProbe'], 'ClickHouse: liveness is not the degraded "
 	"health')\n"
 	"    db = [a for a in c['args'] if a.startswith('--db=')]\n"
-	"    check(len(db) == 1 and db[0].startswith('--db=clickhouse://'), 'ClickHouse "
+	"    check(len(db) == 1 and db[0].startswith('--db=clickhouse'), 'ClickHouse "
 	"location')\n"
 	"    check('?credentials=' in db[0], 'ClickHouse credentials from a file')\n"
 	"    cred = db[0].split('credentials=')[1].split('&')[0]\n"
@@ -311,6 +324,53 @@ static const char manifest_checks[] =
 	"svc = docs[('Service', 'smolder-collector')]['spec']\n"
 	"check(svc['ports'][0]['port'] == 7171, 'service port')\n"
 	"check(svc['selector'] == st['selector']['matchLabels'], 'service selects the collector')\n"
+	"# TLS: no token or password in clear. A file an argument names, mounted from\n"
+	"# a volume of the pod: that volume.\n"
+	"def source(ps, c, path):\n"
+	"    d, f = path.rsplit('/', 1)\n"
+	"    m = [m for m in c['volumeMounts'] if m['mountPath'] == d]\n"
+	"    check(len(m) == 1 and m[0].get('readOnly') is True, path + ' mounted read-only')\n"
+	"    v = [v for v in ps['volumes'] if v['name'] == m[0]['name']][0]\n"
+	"    src = v.get('secret') or v.get('configMap')\n"
+	"    check(src is not None and any(i['path'] == f for i in src['items']), path + ' from a "
+	"Secret or ConfigMap')\n"
+	"    return v\n"
+	"def arg(c, name):\n"
+	"    v = [a.split('=', 1)[1] for a in c['args'] if a.startswith(name + '=')]\n"
+	"    check(len(v) == 1, c['name'] + ' has ' + name)\n"
+	"    return v[0]\n"
+	"check(arg(a, '--collector').startswith('https://'), 'agent sends its token over https')\n"
+	"source(ds, a, arg(a, '--token-file'))\n"
+	"source(ds, a, arg(a, '--ca-file'))\n"
+	"source(ps, c, arg(c, '--tls-cert'))\n"
+	"key = source(ps, c, arg(c, '--tls-key'))\n"
+	"check('secret' in key and key['secret']['defaultMode'] == 0o440, 'TLS key from a Secret, "
+	"0440')\n"
+	"check(c['readinessProbe']['httpGet'].get('scheme') == 'HTTPS', 'readiness over https')\n"
+	"check('httpGet' not in c['livenessProbe'] or c['livenessProbe']['httpGet'].get('scheme') "
+	"== 'HTTPS', 'liveness over https')\n"
+	"check(svc['ports'][0]['targetPort'] == c['ports'][0]['name'] == 'https', 'the Service "
+	"port is https')\n"
+	"for d in docs.values():\n"
+	"    for k in d.get('spec', {}).get('template', {}).get('spec', {}).get('containers', "
+	"[]):\n"
+	"        for x in k.get('args', []):\n"
+	"            check('http://' not in x, k['name'] + ': no plain http URL: ' + x)\n"
+	"if ('Deployment', 'smolder-collector') in docs:\n"
+	"    check(db[0].startswith('--db=clickhouse+https://'), 'ClickHouse over https')\n"
+	"    check('plaintext=1' not in db[0], 'ClickHouse credentials never in clear')\n"
+	"    source(ps, c, db[0].split('ca=')[1].split('&')[0])\n"
+	"# every Secret and ConfigMap mounted is one that a manifest's header or\n"
+	"# docs/deploy.md says how to create\n"
+	"text = ''.join(open(f).read() for f in sys.argv[1:] + ['docs/deploy.md'])\n"
+	"made = set(re.findall(r'create secret (?:generic|tls) ([a-z0-9-]+)', text) + "
+	"re.findall(r'create configmap ([a-z0-9-]+)', text))\n"
+	"for d in docs.values():\n"
+	"    for v in d.get('spec', {}).get('template', {}).get('spec', {}).get('volumes', []):\n"
+	"        name = (v.get('secret') or {}).get('secretName') or (v.get('configMap') or "
+	"{}).get('name')\n"
+	"        if name:\n"
+	"            check(name in made, 'how to create ' + name + ' is written')\n"
 	"print('ok', n)\n";
 
 /* Each collector variant beside the agent: SQLite (one StatefulSet replica) and
@@ -337,9 +397,102 @@ static void test_k8s_manifests(void **state)
 		print_message("  %s: %s", variants[i], out ? out : "(no output)\n");
 		assert_int_equal(status, 0);
 		assert_non_null(strstr(out, "ok "));
-		assert_true(strtol(strstr(out, "ok ") + 3, NULL, 10) >= 25);
+		assert_true(strtol(strstr(out, "ok ") + 3, NULL, 10) >= 45);
 		free(out);
 	}
+}
+
+static size_t discard(char *data, size_t size, size_t n, void *ctx)
+{
+	(void)data;
+	(void)ctx;
+	return size * n;
+}
+
+/* GET https://NAME:port/healthz, NAME resolved to 127.0.0.1, verified against
+ * ca: curl's result, *status the HTTP status. */
+static CURLcode get_healthz_as(const char *name, unsigned port, const char *ca, long *status)
+{
+	char url[160], resolve[160], errbuf[CURL_ERROR_SIZE] = "";
+	struct curl_slist *r;
+	CURL *h = curl_easy_init();
+	CURLcode rc;
+
+	assert_non_null(h);
+	snprintf(url, sizeof(url), "https://%s:%u/healthz", name, port);
+	snprintf(resolve, sizeof(resolve), "%s:%u:127.0.0.1", name, port);
+	r = curl_slist_append(NULL, resolve);
+	assert_non_null(r);
+	curl_easy_setopt(h, CURLOPT_URL, url);
+	curl_easy_setopt(h, CURLOPT_RESOLVE, r);
+	curl_easy_setopt(h, CURLOPT_CAINFO, ca);
+	curl_easy_setopt(h, CURLOPT_CAPATH, NULL);
+	curl_easy_setopt(h, CURLOPT_TIMEOUT, 10L);
+	curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+	curl_easy_setopt(h, CURLOPT_NOPROXY, "*");
+	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, discard);
+	curl_easy_setopt(h, CURLOPT_ERRORBUFFER, errbuf);
+	*status = 0;
+	rc = curl_easy_perform(h);
+	if (rc == CURLE_OK)
+		curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, status);
+	else
+		print_message("  %s: %s\n", url, errbuf);
+	curl_easy_cleanup(h);
+	curl_slist_free_all(r);
+	return rc;
+}
+
+/* collector.yaml's header is true: its openssl commands, run as written, make a
+ * CA and a certificate that the collector serves with --tls-cert/--tls-key and
+ * that a client holding only ca.crt (the agents' --ca-file) accepts for the
+ * Service's name, and refuses for another name. */
+static void test_k8s_tls_commands(void **state)
+{
+	char *yaml, *line, *save = NULL, *out, tls[160], cert[200], key[200], ca[200];
+	const char *extra[] = { "--tls-cert", cert, "--tls-key", key, NULL };
+	struct coll c;
+	long status;
+	int ran = 0, st;
+
+	(void)state;
+	if (access("/usr/bin/openssl", X_OK)) {
+		print_message("skipping: openssl missing (make deps installs it)\n");
+		skip();
+	}
+	coll_env();
+	snprintf(tls, sizeof(tls), "%s/tls", dir);
+	assert_int_equal(mkdir(tls, 0700), 0);
+	yaml = test_read_file("deploy/k8s/collector.yaml");
+	assert_non_null(yaml);
+	for (line = strtok_r(yaml, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+		if (strncmp(line, "#   openssl ", 12) && strncmp(line, "#   printf ", 11))
+			continue;
+		out = test_shell(dir, &st, "cd '%s' && (%s)", tls, line + 4);
+		if (st != 0)
+			fail_msg("collector.yaml's '%s': status %d: %s", line + 4, st,
+				 out ? out : "");
+		free(out);
+		ran++;
+	}
+	free(yaml);
+	assert_true(ran >= 4); /* CA, key and request, names, signature */
+	snprintf(cert, sizeof(cert), "%s/tls.crt", tls);
+	snprintf(key, sizeof(key), "%s/tls.key", tls);
+	snprintf(ca, sizeof(ca), "%s/ca.crt", tls);
+	if (coll_start(&c, "127.0.0.1:0", extra)) {
+		test_print_log("collector", c.err);
+		fail_msg("the collector did not start on collector.yaml's certificate");
+	}
+	assert_int_equal(get_healthz_as("smolder-collector.smolder.svc", c.port, ca, &status),
+			 CURLE_OK);
+	assert_int_equal(status, 200);
+	assert_int_equal(
+		get_healthz_as("smolder-collector.smolder.svc.cluster.local", c.port, ca, &status),
+		CURLE_OK);
+	assert_int_equal(get_healthz_as("smolder-collector.other.svc", c.port, ca, &status),
+			 CURLE_PEER_FAILED_VERIFICATION);
+	coll_stop(&c);
 }
 
 int main(void)
@@ -348,6 +501,7 @@ int main(void)
 		cmocka_unit_test(test_systemd_units),
 		cmocka_unit_test(test_sysusers),
 		cmocka_unit_test(test_k8s_manifests),
+		cmocka_unit_test_teardown(test_k8s_tls_commands, coll_teardown),
 	};
 
 	return cmocka_run_group_tests(tests, group_setup, group_teardown);
