@@ -11,7 +11,8 @@
  *     CAs do not know this CA), the rogue CA, and the right CA but another name
  *     (127.0.0.1, which the certificate does not name); the collector refuses to
  *     start, saying so, and does not listen;
- *   - https to the plain HTTP port fails the handshake (-EIO), never falls back.
+ *   - https to the plain HTTP port fails the handshake (-EIO, or -ETIMEDOUT
+ *     when the server waits for a request line), never falls back.
  * Plain http with credentials to a host that is not loopback is refused before
  * any connection: tests/unit/test_ch_location.c (no such host is needed).
  */
@@ -196,10 +197,16 @@ static void test_untrusted_certificate_refused(void **state)
 		assert_ptr_equal(s, (struct store *)&s);
 		print_message("  %s: %s\n", cases[i].what, why);
 	}
-	/* https to the plain port: the handshake fails, nothing falls back to http */
+	/* https to the plain port: the handshake fails, nothing falls back to http.
+	 * How depends on the ClientHello's random bytes: with a line end in them
+	 * ClickHouse answers 400 in clear (-EIO, a TLS error), else it waits for
+	 * the rest of a request line until the handshake's bound
+	 * (CH_HTTP_CONNECT_TIMEOUT_S: -ETIMEDOUT). */
 	snprintf(loc, sizeof(loc), "clickhouse+https://localhost:%u/tls?ca=%s&credentials=%s",
 		 srv.http_port, ca, cred);
-	assert_int_equal(store__open_why(loc, NULL, &s, why, sizeof(why)), -EIO);
+	err = store__open_why(loc, NULL, &s, why, sizeof(why));
+	if (err != -EIO && err != -ETIMEDOUT)
+		fail_msg("https to the http port: %d %s, want -EIO or -ETIMEDOUT", err, why);
 	assert_ptr_equal(s, (struct store *)&s);
 }
 
