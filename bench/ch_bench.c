@@ -20,7 +20,8 @@
  *     ch_frames.c), two warm calls and a timeline; medians over RUNS runs.
  *
  *   build/bench/ch_bench [-r] [-n RUNS] [-g GROUP] CH_LOCATION [WINDOWS] [DIR]
- * CH_LOCATION is clickhouse://HOST:PORT/DATABASE of a server the caller started;
+ * CH_LOCATION is clickhouse[+https]://HOST:PORT/DATABASE[?OPTIONS] of a server the
+ * caller started (docs/clickhouse.md, "Location and credentials" and "TLS");
  * WINDOWS defaults to 360 (an hour; 8640 is a day); DIR (default /tmp) holds the
  * SQLite file; RUNS defaults to 3. GROUP (default 1) ingests the windows GROUP
  * at a time through store__ingest_many(), as the collector's writer does when
@@ -37,6 +38,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -292,8 +294,8 @@ static void print_reads(const char *what, const struct reads *sq, const struct r
 
 static void usage(void)
 {
-	fprintf(stderr, "usage: ch_bench [-r] [-n RUNS] [-g GROUP] clickhouse://HOST:PORT/DATABASE "
-			"[WINDOWS] [DIR]\n");
+	fprintf(stderr, "usage: ch_bench [-r] [-n RUNS] [-g GROUP] "
+			"clickhouse[+https]://HOST:PORT/DATABASE[?OPTIONS] [WINDOWS] [DIR]\n");
 	exit(2);
 }
 
@@ -320,7 +322,7 @@ int main(int argc, char **argv)
 		else
 			usage();
 	}
-	if (optind >= argc || strncmp(argv[optind], "clickhouse://", 13) || !runs ||
+	if (optind >= argc || strncasecmp(argv[optind], "clickhouse", 10) || !runs ||
 	    runs > MAX_RUNS || !group || group > STORE_INGEST_MANY_MAX)
 		usage();
 	location = argv[optind];
