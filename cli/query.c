@@ -189,7 +189,8 @@ static void print_help(const struct command *c, FILE *f)
 /* The one-line message and exit status of a store that cannot be opened. */
 static int open_failed(const char *db, int err, const char *why)
 {
-	if (why[0]) { /* the backend said why: the guesses below are SQLite's */
+	/* the backend said why: the guesses below but -EPROTO's are SQLite's */
+	if (why[0] && err != -EPROTO) {
 		fprintf(stderr, "smolder: cannot open the store %s: %s\n", db, why);
 		return 1;
 	}
