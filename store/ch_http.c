@@ -3,8 +3,8 @@
  * every answer is bounded (CH_HTTP_MAX_RESPONSE) and every request timed out
  * (CH_HTTP_*_TIMEOUT_S), and ClickHouse's exception codes become negative errno.
  * Over https, libcurl verifies the server's certificate chain and name before
- * the request (and its Authorization header) is sent; only one protocol is
- * allowed per client, so a redirect cannot turn https into http.
+ * the request (and its Authorization header) is sent. Redirects are not
+ * followed, and a client allows its one protocol only.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -174,6 +174,22 @@ static int errno_of_curl(CURLcode rc)
 	}
 }
 
+/* Whether rc is a failure of TLS (the handshake, a certificate, the CA file). */
+static bool is_tls_error(CURLcode rc)
+{
+	switch (rc) {
+	case CURLE_PEER_FAILED_VERIFICATION:
+	case CURLE_SSL_CONNECT_ERROR:
+	case CURLE_SSL_CACERT_BADFILE:
+	case CURLE_SSL_CERTPROBLEM:
+	case CURLE_SSL_CIPHER:
+	case CURLE_SSL_ISSUER_ERROR:
+		return true;
+	default:
+		return false;
+	}
+}
+
 /* One request: an answer read whole into h->buf, or (sink not NULL) a 200
  * answer passed to sink and any other read whole. */
 static int perform(struct ch_http *h, const char *sql, const void *body, size_t len,
@@ -246,8 +262,11 @@ static int perform(struct ch_http *h, const char *sql, const void *body, size_t 
 			err = -E2BIG;
 		} else {
 			err = errno_of_curl(rc);
+			/* libcurl's detail for TLS only: the others' name the server's
+			 * address, and this message reaches /healthz */
 			snprintf(h->errmsg, sizeof(h->errmsg), "clickhouse: %s%s",
-				 h->curlerr[0] ? h->curlerr : curl_easy_strerror(rc),
+				 is_tls_error(rc) && h->curlerr[0] ? h->curlerr
+								   : curl_easy_strerror(rc),
 				 err == -EKEYREJECTED
 					 ? " (the server's certificate is not trusted: name its CA "
 					   "with ca=FILE in the location; its name must match the "
