@@ -62,6 +62,7 @@ struct agent_options {
 	int verbose;		    /* -v, repeatable */
 	bool include_idle;	    /* --include-idle */
 	bool thread_labels;	    /* --thread-labels: a "thread" label (agent/labels.h) */
+	bool plaintext;		    /* --plaintext: a token may go over http to any host */
 	bool bpf_stats;		    /* --bpf-stats: report BPF run time */
 	uint32_t max_stacks;	    /* --max-stacks; 0: sized from window and CPUs */
 	bool python;		    /* --python on|off (default on) */

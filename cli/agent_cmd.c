@@ -6,6 +6,7 @@
 
 #include "bpf/python.h"
 #include "common/reason.h"
+#include "common/address.h"
 #include "common/token.h"
 
 #include <errno.h>
@@ -40,6 +41,8 @@ const char agent_options_usage[] =
 	"  -c, --collector URL   send each window to a collector (http:// or https://)\n"
 	"      --token T         bearer token for the collector's ingest endpoint\n"
 	"      --token-file F    read the token from F\n"
+	"      --plaintext       allow the token over http:// to a collector that is not\n"
+	"                        loopback (refused otherwise: it would travel in clear)\n"
 	"      --ca-file F       CA bundle to verify an https collector\n"
 	"      --cert F          client certificate (PEM) for a collector that asks...\n"
 	"      --key F           ... and its PEM private key\n"
@@ -105,6 +108,7 @@ const struct option agent_long_options[] = {
 	{ "off-cpu-probability", required_argument, NULL, AGENT_OPT_OFF_CPU_PROBABILITY },
 	{ "off-cpu-max-keys", required_argument, NULL, AGENT_OPT_OFF_CPU_MAX_KEYS },
 	{ "thread-labels", no_argument, NULL, AGENT_OPT_THREAD_LABELS },
+	{ "plaintext", no_argument, NULL, AGENT_OPT_PLAINTEXT },
 	{ NULL, 0, NULL, 0 },
 };
 
@@ -311,6 +315,9 @@ int agent_options__set(struct agent_options *o, int opt, const char *arg, char *
 	case AGENT_OPT_THREAD_LABELS:
 		o->thread_labels = true;
 		break;
+	case AGENT_OPT_PLAINTEXT:
+		o->plaintext = true;
+		break;
 	case AGENT_OPT_MAX_STACKS:
 		if (parse_uint(arg, 1024, 1u << 22, &v))
 			rc = reason_fail(err, errlen, -EINVAL,
@@ -442,6 +449,27 @@ int agent_options__set(struct agent_options *o, int opt, const char *arg, char *
 	return rc;
 }
 
+/* A token goes over plain http only to a loopback collector (by its name alone,
+ * common/address.h), or with --plaintext: anyone on the path could read it and
+ * forge the host's profiles. */
+static int check_plaintext(const struct agent_options *o, char *err, size_t errlen)
+{
+	char host[256];
+
+	if (!o->token || !o->collector || o->plaintext || strncmp(o->collector, "http://", 7))
+		return 0;
+	if (address_url_host(o->collector, host, sizeof(host)))
+		return reason_fail(err, errlen, -EINVAL, "--collector: no host in '%s'",
+				   o->collector);
+	if (address_is_loopback_name(host))
+		return 0;
+	return reason_fail(err, errlen, -EPERM,
+			   "--collector %s: the token would travel in clear to %s, which is not "
+			   "loopback: use https:// (and --ca-file), or --plaintext on a network "
+			   "you trust",
+			   o->collector, host);
+}
+
 /* --output defaults to "-", except with a collector: then folded output only when
  * asked for. */
 int agent_options__finish(struct agent_options *o)
@@ -484,6 +512,8 @@ int agent_options__parse(int argc, char **argv, struct agent_options *o, char *e
 		rc = agent_options__finish(o);
 	if (!rc && !o->cert_file != !o->key_file)
 		rc = reason_fail(err, errlen, -EINVAL, "--cert and --key go together");
+	if (!rc)
+		rc = check_plaintext(o, err, errlen);
 	if (!rc && o->thread_labels && !o->collector)
 		rc = reason_fail(err, errlen, -EINVAL,
 				 "--thread-labels labels the batches sent to a collector: it needs "

@@ -6,6 +6,7 @@
 #include <netdb.h>
 #include <stdio.h>
 #include <string.h>
+#include <strings.h>
 
 bool address_is_loopback(const struct sockaddr *sa)
 {
@@ -36,5 +37,59 @@ int address_resolve(const char *listen, struct sockaddr_storage *ss)
 		return -EINVAL;
 	memcpy(ss, res->ai_addr, res->ai_addrlen);
 	freeaddrinfo(res);
+	return 0;
+}
+
+bool address_is_loopback_name(const char *host)
+{
+	struct in_addr a;
+	struct in6_addr a6;
+	char v6[INET6_ADDRSTRLEN + 2];
+	size_t n = strlen(host);
+
+	if (!strcasecmp(host, "localhost"))
+		return true;
+	if (inet_pton(AF_INET, host, &a) == 1)
+		return (ntohl(a.s_addr) >> 24) == 127;
+	if (n >= 2 && host[0] == '[' && host[n - 1] == ']' && n - 2 < sizeof(v6)) {
+		snprintf(v6, sizeof(v6), "%.*s", (int)(n - 2), host + 1);
+		host = v6;
+	}
+	return inet_pton(AF_INET6, host, &a6) == 1 && IN6_IS_ADDR_LOOPBACK(&a6);
+}
+
+int address_url_host(const char *url, char *host, size_t len)
+{
+	const char *p, *end, *at;
+	size_t n;
+
+	if (!strncmp(url, "http://", 7))
+		p = url + 7;
+	else if (!strncmp(url, "https://", 8))
+		p = url + 8;
+	else
+		return -EINVAL;
+	end = p + strcspn(p, "/?#");
+	at = memchr(p, '@', (size_t)(end - p));
+	if (at)
+		p = at + 1;
+	if (*p == '[') {
+		const char *close = memchr(p, ']', (size_t)(end - p));
+
+		if (!close)
+			return -EINVAL;
+		p++;
+		end = close;
+	} else {
+		const char *colon = memchr(p, ':', (size_t)(end - p));
+
+		if (colon)
+			end = colon;
+	}
+	n = (size_t)(end - p);
+	if (!n || n >= len)
+		return -EINVAL;
+	memcpy(host, p, n);
+	host[n] = '\0';
 	return 0;
 }

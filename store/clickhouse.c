@@ -44,6 +44,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "common/address.h"
 #include "common/reason.h"
 #include "store/ch_int.h"
 #include "store/ch_schema.h"
@@ -169,18 +170,6 @@ static int parse_location(const char *loc, struct ch_location *out)
 	return *p ? -EINVAL : 0;
 }
 
-/* Whether host is this machine by its name alone, without asking a resolver:
- * "localhost" (libcurl answers it with a loopback address itself) or an IPv4
- * literal in 127.0.0.0/8. Any other name may resolve anywhere. */
-static bool is_loopback_host(const char *host)
-{
-	struct in_addr a;
-
-	if (!strcasecmp(host, "localhost"))
-		return true;
-	return inet_pton(AF_INET, host, &a) == 1 && (ntohl(a.s_addr) >> 24) == 127;
-}
-
 /* parse_location() and the rules that need neither a file nor the network:
  * ca= only over https, plaintext=1 only over http, and credentials over plain
  * http only to a loopback host or with plaintext=1 (-EPERM). why says what is
@@ -201,7 +190,8 @@ static int check_location(const char *location, struct ch_location *loc, char *w
 	if (loc->plaintext && loc->https)
 		return reason_fail(why, len, -EINVAL,
 				   "plaintext=1 and clickhouse+https:// contradict each other");
-	if (loc->credentials[0] && !loc->https && !loc->plaintext && !is_loopback_host(loc->host))
+	if (loc->credentials[0] && !loc->https && !loc->plaintext &&
+	    !address_is_loopback_name(loc->host))
 		return reason_fail(why, len, -EPERM,
 				   "refusing to send the ClickHouse credentials of %s in clear "
 				   "(http) to %s, which is not a loopback address: use "

@@ -337,6 +337,62 @@ static void test_token_file(void **state)
 	}
 }
 
+/* A token goes over plain http only to a collector loopback by its name, or with
+ * --plaintext; https goes anywhere. Look-alike names are not loopback. */
+static void test_token_in_clear(void **state)
+{
+	static const struct {
+		const char *url;
+		bool plaintext;
+		int want;
+	} cases[] = {
+		{ "http://127.0.0.1:7171", false, 0 },
+		{ "http://127.9.8.7:7171/", false, 0 },
+		{ "http://localhost:7171", false, 0 },
+		{ "http://[::1]:7171", false, 0 },
+		{ "https://collector.example:7171", false, 0 },
+		{ "http://collector.example:7171", true, 0 },
+		{ "http://collector.example:7171", false, -EPERM },
+		{ "http://10.0.0.5:7171", false, -EPERM },
+		{ "http://localhost.example.com:7171", false, -EPERM },
+		{ "http://127.0.0.1.example.com:7171", false, -EPERM },
+		{ "http://127.0.0.1@collector.example:7171", false, -EPERM },
+		{ "http://[::2]:7171", false, -EPERM },
+		{ "http://:7171", false, -EINVAL },
+	};
+	size_t i;
+
+	(void)state;
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		char *argv[] = {
+			"agent",   "--collector", (char *)cases[i].url,
+			"--token", "t0k3n-1",	  cases[i].plaintext ? "--plaintext" : NULL,
+			NULL
+		};
+		int argc = cases[i].plaintext ? 6 : 5;
+		struct agent_options o;
+		char err[256] = "";
+		int rc = agent_options__parse(argc, argv, &o, err, sizeof(err));
+
+		print_message("%s%s: %d %s\n", cases[i].url,
+			      cases[i].plaintext ? " --plaintext" : "", rc, err);
+		assert_int_equal(rc, cases[i].want);
+		if (rc == -EPERM)
+			assert_non_null(strstr(err, "in clear"));
+		if (!rc)
+			agent_options__free(&o);
+	}
+	/* no token: nothing secret travels, any host */
+	{
+		char *argv[] = { "agent", "--collector", "http://collector.example:7171", NULL };
+		struct agent_options o;
+		char err[256] = "";
+
+		assert_int_equal(agent_options__parse(ARGC(argv), argv, &o, err, sizeof(err)), 0);
+		agent_options__free(&o);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -348,6 +404,7 @@ int main(void)
 		cmocka_unit_test(test_too_many_pids),
 		cmocka_unit_test(test_too_many_labels),
 		cmocka_unit_test(test_token_file),
+		cmocka_unit_test(test_token_in_clear),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
