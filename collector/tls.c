@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include <gnutls/gnutls.h>
+#include <gnutls/x509.h>
 
 #include "common/reason.h"
 
@@ -92,19 +93,60 @@ void tls__free(struct tls_files *t)
 	t->cert = t->key = t->client_ca = NULL;
 }
 
+/* Whether the DER certificate cert lists the TLS client purpose (clientAuth) in
+ * its extended key usage. A certificate without that extension is refused too:
+ * RFC 5280 reads it as "any purpose", so a CA's server certificates would pass
+ * for clients. */
+static bool is_client_cert(const gnutls_datum_t *cert)
+{
+	gnutls_x509_crt_t crt;
+	char oid[128];
+	size_t size;
+	unsigned i;
+	bool ok = false;
+	int rc;
+
+	if (gnutls_x509_crt_init(&crt) < 0)
+		return false;
+	if (gnutls_x509_crt_import(crt, cert, GNUTLS_X509_FMT_DER) < 0)
+		goto out;
+	for (i = 0;; i++) {
+		size = sizeof(oid);
+		rc = gnutls_x509_crt_get_key_purpose_oid(crt, i, oid, &size, NULL);
+		if (rc == GNUTLS_E_SHORT_MEMORY_BUFFER)
+			continue; /* not one we know, whatever it is */
+		if (rc < 0)
+			break;
+		if (strcmp(oid, GNUTLS_KP_TLS_WWW_CLIENT) == 0) {
+			ok = true;
+			break;
+		}
+	}
+out:
+	gnutls_x509_crt_deinit(crt);
+	return ok;
+}
+
 bool tls__client_verified(struct MHD_Connection *conn)
 {
 	const union MHD_ConnectionInfo *info =
 		MHD_get_connection_info(conn, MHD_CONNECTION_INFO_GNUTLS_SESSION);
+	/* the chain is checked for the client purpose too (an intermediate CA
+	 * restricted to other purposes cannot vouch for a client) */
+	gnutls_typed_vdata_st purpose = { GNUTLS_DT_KEY_PURPOSE_OID,
+					  (unsigned char *)GNUTLS_KP_TLS_WWW_CLIENT, 0 };
+	const gnutls_datum_t *certs;
 	gnutls_session_t session;
-	unsigned status = 1;
+	unsigned status = 1, n = 0;
 
 	if (!info || !info->tls_session)
 		return false;
 	session = (gnutls_session_t)info->tls_session;
 	/* no certificate at all is an error here too (GNUTLS_E_NO_CERTIFICATE_FOUND) */
 	if (gnutls_certificate_type_get(session) != GNUTLS_CRT_X509 ||
-	    gnutls_certificate_verify_peers2(session, &status) != GNUTLS_E_SUCCESS)
+	    gnutls_certificate_verify_peers(session, &purpose, 1, &status) != GNUTLS_E_SUCCESS ||
+	    status != 0)
 		return false;
-	return status == 0;
+	certs = gnutls_certificate_get_peers(session, &n);
+	return certs && n && is_client_cert(&certs[0]);
 }

@@ -2,7 +2,8 @@
  * files read once at start, and the check of a connection's client certificate.
  * libmicrohttpd serves TLS through GnuTLS (MHD_USE_TLS with the files in memory);
  * with a client CA it only *asks* for a client certificate, so every request is
- * checked here against that CA before anything else is done with it.
+ * checked here against that CA, and for the client purpose, before anything
+ * else is done with it.
  *
  * Protocols: TLS 1.2 and 1.3 only (TLS_PRIORITIES): 1.0 and 1.1 are deprecated
  * (RFC 8996) and every agent's libcurl speaks 1.2.
@@ -40,7 +41,10 @@ int tls__load(const char *cert_path, const char *key_path, const char *client_ca
 void tls__free(struct tls_files *t);
 
 /* Whether the client of conn presented a certificate that the daemon's client CA
- * verifies (GnuTLS checks the chain, the dates and the signatures). */
+ * verifies (GnuTLS checks the chain, the dates and the signatures) and that is a
+ * client's: its extended key usage lists TLS Web Client Authentication
+ * (clientAuth). A certificate without extended key usage, or with serverAuth
+ * only (a server certificate of the same CA), is refused. */
 bool tls__client_verified(struct MHD_Connection *conn);
 
 #endif

@@ -1,8 +1,10 @@
 /* The collector serving TLS itself (--tls-cert/--tls-key, collector/tls.h), and
  * client certificates (--tls-client-ca, agent --cert/--key). Every certificate is
  * made here with the openssl command: a CA, the collector's certificate for
- * localhost and 127.0.0.1 signed by it, a client certificate signed by it, and a
- * rogue CA with a client certificate of its own. Checked, over real sockets:
+ * localhost and 127.0.0.1 signed by it, a client certificate signed by it
+ * (extended key usage clientAuth), and a rogue CA with a client certificate of its
+ * own; besides, two certificates of the right CA that are not clients': one with
+ * serverAuth only, one without extended key usage. Checked, over real sockets:
  *   - https with the CA answers, and a batch posted over it is stored and read
  *     back; plain http to the same port gets no HTTP answer; a client without
  *     the CA refuses the certificate; a client limited to TLS 1.1 is refused;
@@ -10,6 +12,9 @@
  *     ingest then stores nothing, counted from the store afterwards), a
  *     certificate of the right CA gets through; the real agent with --cert/--key
  *     delivers its windows, and without them delivers nothing;
+ *   - a certificate of the right CA made for a server (serverAuth only), or
+ *     without extended key usage, presented as a client's gets 403 and stores
+ *     nothing;
  *   - start-up refusals name their reason: a cert without its key, a client CA
  *     without a cert, a missing file, a file over the cap, a key that is not one.
  * Every collector stops cleanly with no sanitizer report (coll_stop).
@@ -33,6 +38,7 @@
 
 static char dir[64];
 static char ca[128], cert[128], key[128], ccert[128], ckey[128], rcert[128], rkey[128];
+static char scert[128], skey[128], ncert[128], nkey[128];
 
 /* Runs a shell command in dir, or fails. */
 static void sh(const char *fmt, ...)
@@ -68,14 +74,23 @@ static int group_setup(void **state)
 	   "-out server.csr && printf 'subjectAltName=DNS:localhost,IP:127.0.0.1\\n' > san && "
 	   "openssl x509 -req -in server.csr -CA ca.pem -CAkey ca.key -CAcreateserial "
 	   "-days 2 -extfile san -out server.pem");
+	sh("printf 'extendedKeyUsage=clientAuth\\n' > client-eku && "
+	   "printf 'extendedKeyUsage=serverAuth\\n' > server-eku");
 	sh("openssl req -newkey rsa:2048 -nodes -subj /CN=agent-1 -keyout client.key "
 	   "-out client.csr && openssl x509 -req -in client.csr -CA ca.pem -CAkey ca.key "
-	   "-CAcreateserial -days 2 -out client.pem");
+	   "-CAcreateserial -days 2 -extfile client-eku -out client.pem");
 	sh("openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj /CN=rogue-ca "
 	   "-keyout rogue-ca.key -out rogue-ca.pem && openssl req -newkey rsa:2048 -nodes "
 	   "-subj /CN=agent-1 -keyout rogue.key -out rogue.csr && openssl x509 -req -in "
-	   "rogue.csr -CA rogue-ca.pem -CAkey rogue-ca.key -CAcreateserial -days 2 -out "
-	   "rogue.pem");
+	   "rogue.csr -CA rogue-ca.pem -CAkey rogue-ca.key -CAcreateserial -days 2 "
+	   "-extfile client-eku -out rogue.pem");
+	/* of the right CA, but not clients': a server's, and one without EKU */
+	sh("openssl req -newkey rsa:2048 -nodes -subj /CN=agent-1 -keyout srvauth.key "
+	   "-out srvauth.csr && openssl x509 -req -in srvauth.csr -CA ca.pem -CAkey ca.key "
+	   "-CAcreateserial -days 2 -extfile server-eku -out srvauth.pem");
+	sh("openssl req -newkey rsa:2048 -nodes -subj /CN=agent-1 -keyout noeku.key "
+	   "-out noeku.csr && openssl x509 -req -in noeku.csr -CA ca.pem -CAkey ca.key "
+	   "-CAcreateserial -days 2 -out noeku.pem");
 	snprintf(ca, sizeof(ca), "%s/ca.pem", dir);
 	snprintf(cert, sizeof(cert), "%s/server.pem", dir);
 	snprintf(key, sizeof(key), "%s/server.key", dir);
@@ -83,6 +98,10 @@ static int group_setup(void **state)
 	snprintf(ckey, sizeof(ckey), "%s/client.key", dir);
 	snprintf(rcert, sizeof(rcert), "%s/rogue.pem", dir);
 	snprintf(rkey, sizeof(rkey), "%s/rogue.key", dir);
+	snprintf(scert, sizeof(scert), "%s/srvauth.pem", dir);
+	snprintf(skey, sizeof(skey), "%s/srvauth.key", dir);
+	snprintf(ncert, sizeof(ncert), "%s/noeku.pem", dir);
+	snprintf(nkey, sizeof(nkey), "%s/noeku.key", dir);
 	return 0;
 }
 
@@ -227,6 +246,40 @@ static void test_client_certificates(void **state)
 	coll_stop(&c);
 }
 
+/* A certificate the client CA signed is not enough: it must be made for a client
+ * (extended key usage clientAuth). A server's certificate of the same CA, or one
+ * without extended key usage, is refused like no certificate, and an ingest
+ * with it stores nothing. */
+static void test_client_certificate_purpose(void **state)
+{
+	const char *extra[] = { "--tls-cert", cert, "--tls-key", key, "--tls-client-ca", ca, NULL };
+	struct tls_client good = { .ca = ca, .cert = ccert, .key = ckey };
+	struct tls_client server = { .ca = ca, .cert = scert, .key = skey };
+	struct tls_client noeku = { .ca = ca, .cert = ncert, .key = nkey };
+	struct reply r;
+	struct coll c;
+
+	(void)state;
+	if (coll_start(&c, "127.0.0.1:0", extra)) {
+		test_print_log("collector", c.err);
+		fail_msg("the mTLS collector did not start");
+	}
+	r = tls_request(c.port, "/healthz", &server, NULL, 0, NULL);
+	assert_int_equal(r.status, 403);
+	assert_non_null(r.body);
+	assert_non_null(strstr(r.body, "client certificate"));
+	free(r.body);
+	assert_int_equal(tls_status(c.port, "/api/v1/labels", &server), 403);
+	assert_int_equal(tls_status(c.port, "/healthz", &noeku), 403);
+	assert_int_equal(post_one(c.port, &server, 1, 5), 403);
+	assert_int_equal(post_one(c.port, &noeku, 2, 5), 403);
+	/* the client's certificate passes, and nothing of the refused was stored */
+	assert_int_equal(tls_status(c.port, "/healthz", &good), 200);
+	assert_int_equal(post_one(c.port, &good, 3, 13), 200);
+	assert_int_equal(stored_samples(c.port, &good), 13);
+	coll_stop(&c);
+}
+
 /* "collector: N batches sent" from an agent's log. */
 static long long batches_sent(const char *err_path)
 {
@@ -333,6 +386,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_teardown(test_https, coll_teardown),
 		cmocka_unit_test_teardown(test_client_certificates, coll_teardown),
+		cmocka_unit_test_teardown(test_client_certificate_purpose, coll_teardown),
 		cmocka_unit_test_teardown(test_agent_client_certificate, coll_teardown),
 		cmocka_unit_test_teardown(test_start_refusals, coll_teardown),
 	};
