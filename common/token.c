@@ -1,4 +1,4 @@
-/* Token files; see token.h. */
+/* Token checks, token files and token comparison; see token.h. */
 #include "common/token.h"
 #include "common/reason.h"
 
@@ -44,4 +44,31 @@ int token_check(const char *token, const char *what, char *why, size_t whylen)
 					   "characters",
 					   what);
 	return 0;
+}
+
+int token_key__set(struct token_key *k, const char *token)
+{
+	if (token_check(token, "token", NULL, 0))
+		return -EINVAL;
+	memset(k, 0, sizeof(*k));
+	k->len = strlen(token);
+	memcpy(k->bytes, token, k->len);
+	return 0;
+}
+
+bool token_key__matches(const struct token_key *k, const char *given)
+{
+	size_t glen = strnlen(given, TOKEN_MAX_LEN + 1), i;
+	unsigned diff = 0;
+
+	if (glen > TOKEN_MAX_LEN)
+		return false;
+	/* All TOKEN_MAX_LEN bytes, given padded with zeros like the key: a token holds
+	 * no NUL, so a given shorter or longer than the token differs in a byte, and
+	 * the loop never stops early. The lengths are compared besides, without a
+	 * branch. The only branch (i < glen) depends on the client's own length. */
+	for (i = 0; i < TOKEN_MAX_LEN; i++)
+		diff |= (unsigned)((i < glen ? (unsigned char)given[i] : 0u) ^ k->bytes[i]);
+	diff |= (unsigned)(glen ^ k->len);
+	return diff == 0;
 }
