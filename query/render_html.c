@@ -14,7 +14,9 @@
 
 #define TIP_LINES 5 /* source lines a tooltip lists, by total: the hot one and a few */
 
+/* The text of the page's <style> element, newline first as it is written. */
 static const char page_css[] =
+	"\n"
 	"body { font: 13px sans-serif; margin: 12px; }\n"
 	"h1 { font-size: 18px; margin: 0 0 8px; }\n"
 	"#bar { margin-bottom: 8px; }\n"
@@ -60,7 +62,9 @@ static const char page_css[] =
 	".sw.dn { background: rgb(60,60,255); }\n"
 	".sw.eq { background: rgb(255,255,255); }\n";
 
+/* The text of the page's <script> element, newline first as it is written. */
 static const char page_js[] =
+	"\n"
 	"(function () {\n"
 	"'use strict';\n"
 	"var data = JSON.parse(document.getElementById('data').textContent);\n"
@@ -398,6 +402,16 @@ static int write_movers(FILE *out, const struct flame *f)
 	return 0;
 }
 
+const char *render_html_inline_style(void)
+{
+	return page_css;
+}
+
+const char *render_html_inline_script(void)
+{
+	return page_js;
+}
+
 int render_html(const struct flame *f, const struct render_html_options *o, FILE *out)
 {
 	const char *title = o && o->title ? o->title : "smolder flame graph";
@@ -410,7 +424,7 @@ int render_html(const struct flame *f, const struct render_html_options *o, FILE
 	fputs("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<title>",
 	      out);
 	html_escape(out, title);
-	fputs("</title>\n<style>\n", out);
+	fputs("</title>\n<style>", out);
 	fputs(page_css, out);
 	fputs("</style>\n</head>\n<body>\n<h1>", out);
 	html_escape(out, title);
@@ -450,7 +464,7 @@ int render_html(const struct flame *f, const struct render_html_options *o, FILE
 	fprintf(out, ",\"diff\":%s,\"period\":%llu,\"tree\":", diff ? "true" : "false",
 		(unsigned long long)(o ? o->period_ns : 0));
 	write_node(out, flame__root(f), diff ? 1 : 0);
-	fputs("}</script>\n<script>\n", out);
+	fputs("}</script>\n<script>", out);
 	fputs(page_js, out);
 	fputs("</script>\n</body>\n</html>\n", out);
 	return ferror(out) ? -EIO : 0;

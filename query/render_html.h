@@ -58,4 +58,11 @@ struct render_html_options {
  * partial page). Does not modify f. */
 int render_html(const struct flame *f, const struct render_html_options *o, FILE *out);
 
+/* The exact text of the page's one <style> and one executable <script> element:
+ * static, the same for every page, so that a server can allow them by hash in a
+ * Content-Security-Policy (collector/exports.h). Every other script element holds
+ * JSON, which no browser runs. */
+const char *render_html_inline_style(void);
+const char *render_html_inline_script(void);
+
 #endif

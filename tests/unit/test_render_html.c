@@ -4,8 +4,10 @@
  * placeholder runs travel in the JSON, the diff page leads with its legend and
  * movers table (order and numbers checked against hand-computed ones), and when
  * chromium is installed the page runs headless without JS errors, builds its
- * top-functions table (before/after/delta columns in a diff) and opens a deep
- * graph as an icicle, a shallow one as a flame graph. */
+ * top-functions table (before/after/delta columns in a diff), opens a deep
+ * graph as an icicle, a shallow one as a flame graph, and runs under the
+ * Content-Security-Policy the collector serves it with (its inline script and
+ * style allowed by hash, collector/exports.h). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -13,6 +15,7 @@
 
 #include <cmocka.h>
 
+#include "collector/exports.h"
 #include "flametest.h"
 #include "query/flame.h"
 #include "query/render_html.h"
@@ -303,20 +306,34 @@ static void test_diff_movers(void **state)
 }
 
 /* Runs the page for f and o in headless chromium (an 800 x 600 window) and returns
- * the DOM its script built; fails on any console message or uncaught exception. */
-static char *dom_of(const struct flame *f, const struct render_html_options *o)
+ * the DOM its script built; fails on any console message (a policy's refusal is
+ * one) or uncaught exception. csp (NULL: none) is put in a <meta> element as the
+ * page's Content-Security-Policy, as a server's header would be. */
+static char *dom_of_csp(const struct flame *f, const struct render_html_options *o, const char *csp)
 {
 	char dir[64], page[128], cmd[1024], dom_path[160], err_path[160], *dom, *err, *line;
-	FILE *fp;
+	char *html = NULL, *head;
+	size_t len = 0;
+	FILE *fp, *mem = open_memstream(&html, &len);
 
+	assert_non_null(mem);
+	assert_int_equal(render_html(f, o, mem), 0);
+	assert_int_equal(fclose(mem), 0);
+	head = strstr(html, "<head>\n");
+	assert_non_null(head);
+	head += strlen("<head>\n");
 	assert_non_null(test_mkdtemp(dir, sizeof(dir)));
 	snprintf(page, sizeof(page), "%s/page.html", dir);
 	snprintf(dom_path, sizeof(dom_path), "%s/dom.html", dir);
 	snprintf(err_path, sizeof(err_path), "%s/stderr.txt", dir);
 	fp = fopen(page, "w");
 	assert_non_null(fp);
-	assert_int_equal(render_html(f, o, fp), 0);
+	fwrite(html, 1, (size_t)(head - html), fp);
+	if (csp)
+		fprintf(fp, "<meta http-equiv=\"Content-Security-Policy\" content=\"%s\">\n", csp);
+	fputs(head, fp);
 	assert_int_equal(fclose(fp), 0);
+	free(html);
 	snprintf(cmd, sizeof(cmd),
 		 "timeout 120 chromium --headless --no-sandbox --disable-gpu "
 		 "--disable-background-networking --disable-component-update --disable-sync "
@@ -336,6 +353,11 @@ static char *dom_of(const struct flame *f, const struct render_html_options *o)
 	free(err);
 	test_rm_rf(dir);
 	return dom;
+}
+
+static char *dom_of(const struct flame *f, const struct render_html_options *o)
+{
+	return dom_of_csp(f, o, NULL);
 }
 
 static void run_chromium(bool diff, const char *want)
@@ -394,6 +416,43 @@ static void test_page_runs_in_chromium(void **state)
 	flame__free(f);
 }
 
+/* The collector serves the page with a policy that allows only its inline script
+ * and style, by hash (collector/exports.h): the page must run under it, the flame
+ * graph and the top table drawn, no refusal logged. (frame-ancestors is left out:
+ * a <meta> policy cannot carry it, and chromium says so on the console.) */
+static void test_page_runs_under_its_policy(void **state)
+{
+	struct render_html_options o = { .diff = true };
+	char csp[512], *cut;
+	struct exports e;
+	uint64_t t0, t1;
+	struct flame *f;
+	char *dom;
+
+	(void)state;
+	if (access("/usr/bin/chromium", X_OK) != 0) {
+		printf("note: /usr/bin/chromium not installed; skipping the headless run\n");
+		skip();
+	}
+	assert_int_equal(exports__init(&e), 0);
+	assert_null(strstr(e.html_csp, "unsafe"));
+	snprintf(csp, sizeof(csp), "%s", e.html_csp);
+	cut = strstr(csp, "frame-ancestors 'none'; ");
+	assert_non_null(cut);
+	memmove(cut, cut + strlen("frame-ancestors 'none'; "),
+		strlen(cut + strlen("frame-ancestors 'none'; ")) + 1);
+	f = make_flame(false, &t0, &t1);
+	dom = dom_of_csp(f, NULL, csp);
+	assert_non_null(strstr(dom, "<td class=\"fn\">bar</td>"));
+	free(dom);
+	flame__free(f);
+	f = make_flame(true, &t0, &t1);
+	dom = dom_of_csp(f, &o, csp);
+	assert_non_null(strstr(dom, "<td class=\"fn\">work (app.py:12)</td>"));
+	free(dom);
+	flame__free(f);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -404,6 +463,7 @@ int main(void)
 		cmocka_unit_test(test_lines_and_repeat),
 		cmocka_unit_test(test_diff_movers),
 		cmocka_unit_test(test_page_runs_in_chromium),
+		cmocka_unit_test(test_page_runs_under_its_policy),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
