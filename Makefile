@@ -296,6 +296,7 @@ $(BUILD)/fuzz/seeds: $(wildcard fuzz/seeds/*/* tests/data/wire/* tests/data/gold
 	$(Q)cp fuzz/seeds/block/* $@/fuzz_block/
 	$(Q)cp fuzz/seeds/labels/* $@/fuzz_labels/
 	$(Q)cp fuzz/seeds/ch_answers/* $@/fuzz_ch_answers/
+	$(Q)cp fuzz/seeds/access/* $@/fuzz_access/
 	$(Q)cat /proc/self/cgroup > $@/fuzz_labels/self
 	$(Q)for py in $(PYTHONS); do $$py fuzz/seeds_python.py $@/fuzz_python || exit 1; done
 

@@ -47,7 +47,7 @@ bool access_parse_host(const char *s, size_t len, struct access_host *h)
 				return false;
 			port = port * 10 + (*p - '0');
 		}
-		if (port > 65535) /* 0 is a listen port's "any"; never a Host's match */
+		if (port > 65535) /* 0 is a listen port's "any" */
 			return false;
 	}
 	for (i = 0; i < n; i++) {
@@ -118,7 +118,6 @@ int access__init(struct access *a, const char *listen, bool check_host, bool tls
 	if (!access_parse_host(listen, strlen(listen), &a->listen) || a->listen.port < 0)
 		return reason_fail(why, whylen, -EINVAL, "--listen %s: not HOST:PORT", listen);
 	a->listen_any = ip_literal(a->listen.name, ip) && ip_is_any(ip);
-	atomic_store(&a->port, (uint16_t)a->listen.port); /* 0: set once bound */
 	if (nallow > ACCESS_MAX_ALLOW_HOSTS)
 		return reason_fail(why, whylen, -EINVAL, "at most %d --allow-host names",
 				   ACCESS_MAX_ALLOW_HOSTS);
@@ -132,15 +131,9 @@ int access__init(struct access *a, const char *listen, bool check_host, bool tls
 	return 0;
 }
 
-void access__set_port(struct access *a, uint16_t port)
-{
-	atomic_store(&a->port, port);
-}
-
 /* Whether the Host header h names the collector (access.h). */
 static bool host_ok(const struct access *a, const struct access_host *h)
 {
-	uint16_t port = atomic_load(&a->port);
 	int eff = h->port >= 0 ? h->port : a->tls ? DEFAULT_HTTPS : DEFAULT_HTTP;
 	unsigned char ip[16];
 	bool literal = ip_literal(h->name, ip);
@@ -150,8 +143,6 @@ static bool host_ok(const struct access *a, const struct access_host *h)
 		if (same_name(h->name, a->allow[i].name) &&
 		    (a->allow[i].port < 0 || a->allow[i].port == eff))
 			return true;
-	if (!port || eff != port)
-		return false;
 	if (strcmp(h->name, "localhost") == 0 || (literal && ip_is_loopback(ip)))
 		return true;
 	if (literal && a->listen_any)

@@ -3,18 +3,21 @@
  * the API through the operator's browser. Decided from a request's Host and Origin
  * headers, before anything else is done with it; CORS is never offered.
  *
- * Host check (rules.check_host: the collector has not both tokens; with both, a
- * page that rebinds a name to the collector still lacks the tokens): the Host
- * header must name the collector, i.e. be one of
+ * Host check (check_host: the collector has not both tokens; with both, a page
+ * that rebinds a name to the collector still lacks the tokens): the Host header
+ * must name the collector, i.e. its host be
  *   - "localhost", a loopback IP literal (127.0.0.0/8, [::1]) or the listen
- *     address's own host, with the listen port;
- *   - any IP literal with the listen port when the listen address is a wildcard
- *     (0.0.0.0, [::]): every local address is the listen address then;
- *   - an allowed name (--allow-host NAME, any port; NAME:PORT, that port).
- * A port-less Host counts as the scheme's default port (80, 443), as browsers
- * send it. A rebinding page's requests carry the attacker's name in Host, which is
- * none of these. A request without Host (HTTP/1.0) passes: every browser sends
- * one.
+ *     address's own host;
+ *   - any IP literal when the listen address is a wildcard (0.0.0.0, [::]):
+ *     every local address is the listen address then;
+ *   - an allowed name (--allow-host NAME, any port; NAME:PORT, that port only, a
+ *     port-less Host counting as the scheme's default, 80 or 443).
+ * A rebinding page's requests carry the attacker's name in Host, which is none
+ * of these: the name is what tells them apart. The port of the collector's own
+ * names is not checked: a browser only sends a loopback name to a loopback
+ * socket, whatever port a relay or proxy (socat, ssh -L, a TLS terminator) put
+ * in between, and a page of another local origin is the Origin check's. A
+ * request without Host (HTTP/1.0) passes: every browser sends one.
  *
  * Origin check (every /api/ endpoint and /metrics, tokens or not): a request with
  * an Origin header passes only when that origin is the collector's own, i.e. its
@@ -28,7 +31,6 @@
 #ifndef SMOLDER_COLLECTOR_ACCESS_H
 #define SMOLDER_COLLECTOR_ACCESS_H
 
-#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -67,10 +69,6 @@ struct access {
  * parse, more than ACCESS_MAX_ALLOW_HOSTS names) with the reason in why. */
 int access__init(struct access *a, const char *listen, bool check_host, bool tls,
 		 const char *const *allow, size_t nallow, char *why, size_t whylen);
-
-/* The port actually bound, when the listen port was 0; until it is set every
- * Host fails the Host check (nobody can know the port before then anyway). */
-void access__set_port(struct access *a, uint16_t port);
 
 /* The verdict on a request to url with the headers host and origin (NULL: not
  * sent). A refusal's one-line reason is in why. Thread-safe (reads a only). */
