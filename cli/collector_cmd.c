@@ -34,6 +34,9 @@ const char collector_usage[] =
 	"      --query-token T       token queries must send\n"
 	"      --query-token-file F  read it from F\n"
 	"      --insecure            allow a non-loopback address without both tokens\n"
+	"      --allow-host NAME     answer requests whose Host is NAME (or NAME:PORT)\n"
+	"                            besides the listen address; without both tokens\n"
+	"                            others get 421 (DNS rebinding); repeatable, up to 16\n"
 	"      --retention DUR       keep hour rollups (everything) this long: 30m, 12h,\n"
 	"                            30d (default 30d)\n"
 	"      --minute-retention DUR  keep minute rollups this long (default 14d, at\n"
@@ -75,6 +78,7 @@ const struct option collector_long_options[] = {
 	{ "tls-cert", required_argument, NULL, COLLECTOR_OPT_TLS_CERT },
 	{ "tls-key", required_argument, NULL, COLLECTOR_OPT_TLS_KEY },
 	{ "tls-client-ca", required_argument, NULL, COLLECTOR_OPT_TLS_CLIENT_CA },
+	{ "allow-host", required_argument, NULL, COLLECTOR_OPT_ALLOW_HOST },
 	{ "help", no_argument, NULL, 'h' },
 	{ NULL, 0, NULL, 0 },
 };
@@ -141,6 +145,20 @@ int collector_args__set(struct collector_args *a, int opt, const char *arg, char
 	case COLLECTOR_OPT_TLS_CLIENT_CA:
 		a->o.tls_client_ca = arg;
 		break;
+	case COLLECTOR_OPT_ALLOW_HOST: {
+		struct access_host h;
+
+		if (a->o.nallow_hosts == ACCESS_MAX_ALLOW_HOSTS)
+			return reason_fail(err, errlen, -EINVAL, "at most %d --allow-host names",
+					   ACCESS_MAX_ALLOW_HOSTS);
+		if (!access_parse_host(arg, strlen(arg), &h))
+			return reason_fail(err, errlen, -EINVAL,
+					   "--allow-host wants NAME or NAME:PORT (IPv6 in "
+					   "brackets), got '%.64s'",
+					   arg);
+		a->o.allow_hosts[a->o.nallow_hosts++] = arg;
+		break;
+	}
 	case COLLECTOR_OPT_INGEST_TOKEN:
 		if (token_check(arg, "--ingest-token", err, errlen))
 			return -EINVAL;

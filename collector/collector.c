@@ -16,10 +16,11 @@
  * connection, and a sweep that shuts down the socket of a request that took
  * longer than request_timeout to arrive (both in conns.h); the request line and
  * headers within MHD_MEMORY bytes; query parameters counted before
- * libmicrohttpd parses them; method, route, token and "no body" decided from the
- * headers; the ingest body within max_body; a query answer within max_response,
- * rendered into a capped buffer that is handed to libmicrohttpd without a copy.
- * The Prometheus text of /metrics is metrics.c's; the web UI at "/" is ui.c's. */
+ * libmicrohttpd parses them; the client certificate, Host and Origin
+ * (access.h), method, route, token and "no body" decided from the headers; the
+ * ingest body within max_body; a query answer within max_response, rendered
+ * into a capped buffer that is handed to libmicrohttpd without a copy. The
+ * Prometheus text of /metrics is metrics.c's; the web UI at "/" is ui.c's. */
 #include "collector/collector.h"
 #include "query/query.h"
 
@@ -41,7 +42,9 @@
 #include "common/log.h"
 #include "common/token.h"
 #include "common/wire.h"
+#include "collector/access.h"
 #include "collector/conns.h"
+#include "collector/exports.h"
 #include "collector/gzip.h"
 #include "collector/ingestq.h"
 #include "collector/metrics.h"
@@ -101,6 +104,11 @@ struct collector {
 	atomic_uint reading;	 /* queries reading the store now */
 	struct MHD_Daemon *daemon;
 	struct tls_files tls; /* all NULL: plain HTTP */
+	struct access access; /* the Host and Origin checks */
+	struct exports exports;
+	/* the tokens as compared; NULL when none is required */
+	struct token_key ingest_key, query_key;
+	const struct token_key *ingest_tok, *query_tok;
 	uint16_t port;
 	time_t maintain_logged; /* when a maintenance error was last logged */
 	/* The store could not be reached at the last ingest or maintenance (a
@@ -139,6 +147,11 @@ struct query_job {
 	unsigned status;  /* 200, or the error's with why */
 	char why[256];
 	bool done; /* the worker stored its answer */
+
+	/* an export's (exports.h): its format's download, NULL for other answers, and
+	 * the file's name */
+	const struct exports_download *download;
+	char filename[96];
 };
 
 /* An ingest batch handed to the writer (ingestq.h): decoded, checked and its
@@ -212,6 +225,7 @@ static enum MHD_Result respond_mode(struct MHD_Connection *conn, unsigned status
 	}
 	conns__clock(conn, false);
 	MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, type);
+	exports__add_headers(NULL, r, NULL, NULL);
 	ret = MHD_queue_response(conn, status, r);
 	MHD_destroy_response(r);
 	return ret;
@@ -269,25 +283,18 @@ static void note_store(struct collector *c, int err)
 	}
 }
 
-/* Compares without leaking where they differ. */
-static bool token_ok(struct MHD_Connection *conn, const char *want)
+/* Whether conn's bearer token is want (NULL: none required), compared in a time
+ * that tells neither where a guess differs nor how long the token is. */
+static bool token_ok(struct MHD_Connection *conn, const struct token_key *want)
 {
 	const char *auth =
 		MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION);
-	size_t i, n;
-	unsigned char diff = 0;
 
 	if (!want)
 		return true;
 	if (!auth || strncasecmp(auth, "Bearer ", 7) != 0) /* the scheme is case-insensitive */
 		return false;
-	auth += 7;
-	n = strlen(want);
-	if (strlen(auth) != n)
-		return false;
-	for (i = 0; i < n; i++)
-		diff |= (unsigned char)(auth[i] ^ want[i]);
-	return diff == 0;
+	return token_key__matches(want, auth + 7);
 }
 
 static void count_reject(struct collector *c, enum metrics_reject why)
@@ -682,6 +689,7 @@ static enum MHD_Result query_answered(struct MHD_Connection *conn, struct reques
 	}
 	conns__clock(conn, false);
 	MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, j->type);
+	exports__add_headers(&j->c->exports, resp, j->download, j->filename);
 	/* the answer depends on Accept-Encoding whether or not this one was gzipped */
 	MHD_add_response_header(resp, MHD_HTTP_HEADER_VARY, "Accept-Encoding");
 	if (j->gzipped)
@@ -726,6 +734,11 @@ static enum MHD_Result query(struct collector *c, struct MHD_Connection *conn, c
 				     why[0] ? why : strerror(-err));
 	}
 	j->c = c;
+	j->download = exports_find(j->q.format);
+	if (j->download)
+		exports_filename(j->filename, sizeof(j->filename), j->download, kind == QUERY_DIFF,
+				 kind == QUERY_DIFF ? j->q.after_from : j->q.from,
+				 kind == QUERY_DIFF ? j->q.after_to : j->q.to);
 	j->gzip = gzip__accepted(MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
 							     MHD_HTTP_HEADER_ACCEPT_ENCODING));
 	j->base.run = run_query;
@@ -776,7 +789,7 @@ static enum MHD_Result ingest_headers(struct collector *c, struct MHD_Connection
 
 	if (strcmp(method, "POST") != 0)
 		return respond_error(conn, MHD_HTTP_METHOD_NOT_ALLOWED, "POST only");
-	if (!token_ok(conn, c->opts.ingest_token)) {
+	if (!token_ok(conn, c->ingest_tok)) {
 		count_reject(c, REJECT_AUTH);
 		return respond_error(conn, MHD_HTTP_UNAUTHORIZED, "missing or wrong token");
 	}
@@ -810,12 +823,34 @@ static enum MHD_Result other_headers(struct collector *c, struct MHD_Connection 
 	if (has_body(conn))
 		return respond_error(conn, MHD_HTTP_CONTENT_TOO_LARGE,
 				     "this endpoint takes no request body");
-	if (guarded && !token_ok(conn, c->opts.query_token))
+	if (guarded && !token_ok(conn, c->query_tok))
 		return respond_error(conn, MHD_HTTP_UNAUTHORIZED, "missing or wrong token");
 	if (r->too_many_args)
 		return respond_error(conn, MHD_HTTP_BAD_REQUEST,
 				     "too many parameters (at most 64)");
 	return MHD_YES; /* answered on the next call, which keeps the connection alive */
+}
+
+/* The Host and Origin checks (access.h); a refusal is answered and counted here.
+ * Returns whether the request may go on. */
+static bool access_ok(struct collector *c, struct MHD_Connection *conn, const char *url)
+{
+	const char *host = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_HOST);
+	const char *origin = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Origin");
+	char why[256];
+	enum access_verdict v = access__check(&c->access, url, host, origin, why, sizeof(why));
+
+	if (v == ACCESS_OK)
+		return true;
+	pthread_mutex_lock(&c->lock);
+	if (v == ACCESS_BAD_HOST)
+		c->m.refused_host++;
+	else
+		c->m.refused_origin++;
+	pthread_mutex_unlock(&c->lock);
+	/* 421 Misdirected Request: the name is not this server's */
+	respond_error(conn, v == ACCESS_BAD_HOST ? 421 : MHD_HTTP_FORBIDDEN, why);
+	return false;
 }
 
 static enum MHD_Result handle(void *cls, struct MHD_Connection *conn, const char *url,
@@ -838,6 +873,8 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *conn, const char
 					     "a client certificate signed by the collector's "
 					     "client CA is required");
 		}
+		if (!access_ok(c, conn, url))
+			return MHD_YES; /* answered; a body is never stored */
 		r->is_ingest = strcmp(url, "/api/v1/ingest") == 0;
 		return r->is_ingest ? ingest_headers(c, conn, method)
 				    : other_headers(c, conn, url, method, r);
@@ -1054,6 +1091,19 @@ int collector__start(const struct collector_options *o, struct collector **out)
 		return -ENOMEM;
 	c->opts = *o;
 	pthread_mutex_init(&c->lock, NULL);
+	/* check_options() made sure the tokens are valid */
+	if (o->ingest_token && !token_key__set(&c->ingest_key, o->ingest_token))
+		c->ingest_tok = &c->ingest_key;
+	if (o->query_token && !token_key__set(&c->query_key, o->query_token))
+		c->query_tok = &c->query_key;
+	/* with both tokens a rebinding page cannot use the API anyway: no Host check */
+	err = access__init(&c->access, o->listen, !c->ingest_tok || !c->query_tok, !!o->tls_cert,
+			   o->allow_hosts, o->nallow_hosts, why, sizeof(why));
+	err = err ?: exports__init(&c->exports);
+	if (err) {
+		log_error("collector: %s", why[0] ? why : "cannot hash the HTML export's script");
+		goto out_free;
+	}
 	err = tls__load(o->tls_cert, o->tls_key, o->tls_client_ca, &c->tls, why, sizeof(why));
 	if (err) {
 		log_error("collector: %s", why);
@@ -1143,6 +1193,8 @@ out_close:
 	store__close(c->store);
 out_free:
 	tls__free(&c->tls);
+	explicit_bzero(&c->ingest_key, sizeof(c->ingest_key));
+	explicit_bzero(&c->query_key, sizeof(c->query_key));
 	pthread_mutex_destroy(&c->lock);
 	free(c);
 	return err;
@@ -1169,6 +1221,8 @@ void collector__stop(struct collector *c)
 	readers__free(c->readers);
 	store__close(c->store);
 	tls__free(&c->tls);
+	explicit_bzero(&c->ingest_key, sizeof(c->ingest_key));
+	explicit_bzero(&c->query_key, sizeof(c->query_key));
 	pthread_mutex_destroy(&c->lock);
 	free(c);
 }

@@ -46,7 +46,13 @@
  *
  * Security: without tokens only a loopback listen address is accepted, unless
  * `insecure` is set. A token must be a non-empty word of printable characters
- * (token_check, common/token.h). Tokens compare in constant time.
+ * (token_check, common/token.h). Tokens compare in a time independent of their
+ * content and length (token_key, common/token.h). Without both tokens a request
+ * whose Host header does not name the collector is refused (421, DNS
+ * rebinding); with or without tokens, a request to the API or /metrics from a
+ * foreign Origin is refused (403): collector/access.h. Every answer carries
+ * X-Content-Type-Options: nosniff and a Content-Security-Policy, exports are
+ * attachments (collector/exports.h).
  */
 #ifndef SMOLDER_COLLECTOR_H
 #define SMOLDER_COLLECTOR_H
@@ -54,6 +60,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+
+#include "collector/access.h"
 
 struct store;
 
@@ -117,6 +125,10 @@ struct collector_options {
 	const char *tls_key;		  /* its PEM private key file */
 	const char *tls_client_ca;	  /* PEM CA file: every request must present a
 					   * client certificate it signed (collector/tls.h) */
+	/* names the Host check admits besides the listen address (--allow-host,
+	 * collector/access.h): "NAME" or "NAME:PORT" */
+	const char *allow_hosts[ACCESS_MAX_ALLOW_HOSTS];
+	size_t nallow_hosts;
 };
 
 struct collector;
@@ -131,8 +143,9 @@ bool collector_options__retentions(const struct collector_options *o, int64_t *r
 
 /* Opens the store (the writer, then the queries' readers) and starts serving.
  * Returns 0, -EINVAL (bad listen address, a token that is set but not valid, a
- * zero limit, retentions out of order), -EPERM (non-loopback without both tokens and not insecure),
- * -EADDRINUSE, a store error (store__open), or another -errno. */
+ * zero limit, retentions out of order, an --allow-host that does not parse), -EPERM (non-loopback
+ * without both tokens and not insecure), -EADDRINUSE, a store error (store__open), or another
+ * -errno. */
 int collector__start(const struct collector_options *o, struct collector **out);
 
 /* Stops serving (in-flight requests finish) and closes the store. Accepts NULL. */

@@ -70,6 +70,13 @@ int metrics_write(FILE *out, const struct metrics *m, const struct store_stats *
 		fprintf(out, "smolder_batches_rejected_total{reason=\"%s\"} %llu\n",
 			reject_names[i], (unsigned long long)m->rejected[i]);
 	fprintf(out,
+		"# HELP smolder_requests_refused_total Requests refused for a Host that is not "
+		"the collector's (421) or a foreign Origin (403).\n"
+		"# TYPE smolder_requests_refused_total counter\n"
+		"smolder_requests_refused_total{reason=\"host\"} %llu\n"
+		"smolder_requests_refused_total{reason=\"origin\"} %llu\n",
+		(unsigned long long)m->refused_host, (unsigned long long)m->refused_origin);
+	fprintf(out,
 		"# HELP smolder_ingest_store_calls_total Store calls of the ingest writer, each "
 		"taking the batches that waited (group commit).\n"
 		"# TYPE smolder_ingest_store_calls_total counter\n"

@@ -2,7 +2,8 @@
  * samples and duplicates ingested, ingests refused by reason, the ingest latency
  * histogram, answers refused for their size, failed maintenance steps, the queries
  * reading the store, waiting for a worker and refused for the queue, the ingest
- * writer's store calls and the batches they took (group commit), beside
+ * writer's store calls and the batches they took (group commit), requests
+ * refused for their Host or Origin (access.h), beside
  * the store's size (store__stats) and the connection registry's counters
  * (conns.h). A plain struct: the collector guards it with its own lock and
  * hands metrics_write() a copy.
@@ -49,6 +50,9 @@ struct metrics {
 	 * waiting for it now (gauge) */
 	uint64_t ingest_calls, ingest_call_batches, ingest_lingered;
 	unsigned ingest_waiting;
+	/* requests refused by the Host check (421) and the Origin check (403),
+	 * collector/access.h */
+	uint64_t refused_host, refused_origin;
 };
 
 /* Counts one ingest that took seconds in the latency histogram. */

@@ -18,7 +18,8 @@
  * (pages rendered by the C test with a sampling period and a per-line breakdown)
  * show CPU time and share beside samples, the hottest line, and a placeholder
  * run as "[unknown] ×128". No console error and no uncaught exception on any
- * page.
+ * page. Each export served by the collector is an attachment with nosniff and its
+ * policy; the HTML runs under its policy (asSaved).
  *
  * Chromium is /usr/bin/chromium (playwright-core downloads none); Playwright gives
  * it a fresh temporary profile and passes --headless and --no-sandbox itself.
@@ -57,9 +58,34 @@ async function open(browser, url, errors, label) {
     else errors.push(label + ': console: ' + m.text() + ' (' + m.location().url + ')');
   });
   page.on('pageerror', (e) => errors.push(label + ': exception: ' + e.message));
+  if (url.startsWith('http')) await asSaved(page, url, label);
   const resp = await page.goto(url, { waitUntil: 'load' });
   check(resp && resp.status() === 200, label + ': served with 200', resp && resp.status());
   return page;
+}
+
+/* The collector serves exports as attachments (Content-Disposition), which a
+ * browser saves instead of showing: the page is opened as the saved file would be,
+ * after checking the headers it came with. The HTML keeps the collector's
+ * Content-Security-Policy (its script and style allowed by hash): it must run
+ * under it. The SVG's policy allows no script on the collector's origin, and a
+ * saved file has no policy: it is opened without. */
+async function asSaved(page, url, label) {
+  const svg = /[?&]format=svg/.test(url);
+  await page.route(url, async (route) => {
+    const r = await route.fetch();
+    const h = r.headers();
+    const csp = h['content-security-policy'] || '';
+    check(/^attachment; filename="smolder-(flamegraph|diff)-\d+-\d+\.(html|svg)"$/.test(h['content-disposition'] || ''),
+      label + ': served as an attachment', h['content-disposition']);
+    check(h['x-content-type-options'] === 'nosniff', label + ': served with nosniff', h['x-content-type-options']);
+    check(svg ? !/script-src/.test(csp) && /default-src 'none'/.test(csp)
+              : /script-src 'sha256-[A-Za-z0-9+/]+=*';/.test(csp) && !/unsafe/.test(csp),
+      label + ': served with its policy', csp);
+    delete h['content-disposition'];
+    if (svg) delete h['content-security-policy'];
+    await route.fulfill({ response: r, headers: h });
+  });
 }
 
 /* ---- HTML -------------------------------------------------------------------- */

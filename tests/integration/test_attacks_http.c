@@ -1187,10 +1187,13 @@ static void test_query_args(void **state)
 			for (k = 2; k < counts[i]; k++)
 				n += (size_t)snprintf(req + n, cap - n, "&w%zu=x", k);
 			n += (size_t)snprintf(req + n, cap - n,
-					      " HTTP/1.1\r\nHost: a\r\nAuthorization: Bearer " QTOK
-					      "\r\nConnection: close\r\n\r\n");
+					      " HTTP/1.1\r\nHost: 127.0.0.1:%u\r\nAuthorization: "
+					      "Bearer " QTOK "\r\nConnection: close\r\n\r\n",
+					      c.port);
 		} else { /* 2000 headers: libmicrohttpd's own 431 */
-			n = (size_t)snprintf(req, cap, "GET /healthz HTTP/1.1\r\nHost: a\r\n");
+			n = (size_t)snprintf(req, cap,
+					     "GET /healthz HTTP/1.1\r\nHost: 127.0.0.1:%u\r\n",
+					     c.port);
 			for (k = 0; k < 2000; k++)
 				n += (size_t)snprintf(req + n, cap - n, "X%zu: y\r\n", k);
 			n += (size_t)snprintf(req + n, cap - n, "\r\n");
@@ -1223,6 +1226,162 @@ static void test_query_args(void **state)
 	coll_stop(&c);
 }
 
+/* ---- 6. DNS rebinding and cross-origin requests ------------------------------- */
+
+/* One request over a raw socket with the given Host, Origin (NULL: none) and
+ * bearer token (NULL: none); body (when not NULL) is posted as a wire batch.
+ * Returns the answer (read until the collector closes). */
+static struct raw_reply raw_exchange(unsigned port, const char *line, const char *host,
+				     const char *origin, const char *token, const void *body,
+				     size_t len)
+{
+	char head[1024];
+	struct raw_reply r = { 0 };
+	int n, fd = raw_connect(port, NULL);
+
+	assert_true(fd >= 0);
+	n = snprintf(head, sizeof(head), "%s HTTP/1.1\r\nHost: %s\r\nConnection: close\r\n", line,
+		     host);
+	if (origin)
+		n += snprintf(head + n, sizeof(head) - (size_t)n, "Origin: %s\r\n", origin);
+	if (token)
+		n += snprintf(head + n, sizeof(head) - (size_t)n, "Authorization: Bearer %s\r\n",
+			      token);
+	if (body)
+		n += snprintf(head + n, sizeof(head) - (size_t)n,
+			      "Content-Type: " WIRE_CONTENT_TYPE "\r\nContent-Encoding: zstd\r\n"
+			      "Content-Length: %zu\r\n",
+			      len);
+	n += snprintf(head + n, sizeof(head) - (size_t)n, "\r\n");
+	assert_true(n < (int)sizeof(head));
+	if (raw_send(fd, head, (size_t)n, 5000) && (!body || raw_send(fd, body, len, 5000)))
+		r = raw_read(fd, 30000, true);
+	close(fd);
+	return r;
+}
+
+/* A wire batch of one stack of comm=rebind, count samples. */
+static void rebind_batch(uint64_t seq, uint64_t count, void **body, size_t *len)
+{
+	const char *keys[] = { "comm" }, *values[] = { "rebind" };
+	struct batch_builder *bb;
+	struct batch *b;
+
+	assert_int_equal(batch_builder__new("rebind-agent", "h", "cpu", &bb), 0);
+	assert_int_equal(batch_builder__add(bb, keys, values, 1, "rebind;main;work", count), 0);
+	assert_int_equal(batch_builder__finish(bb, seq, (int64_t)time(NULL) / 10 * 10 - 10, 10,
+					       PERIOD_NS, &b),
+			 0);
+	batch_builder__free(bb);
+	assert_int_equal(wire_encode(b, 3, body, len), 0);
+	batch__free(b);
+}
+
+/* The status of ingesting batch seq (count samples) and of GET /api/v1/labels,
+ * both with host and origin; a refusal's text must give its reason. */
+static void expect_both(unsigned port, const char *host, const char *origin, const char *token,
+			uint64_t seq, uint64_t count, int want)
+{
+	const char *reason = want == 421 ? "not this collector's address" : "cross-origin";
+	struct raw_reply r;
+	void *body;
+	size_t len;
+
+	rebind_batch(seq, count, &body, &len);
+	r = raw_exchange(port, "POST /api/v1/ingest", host, origin, token, body, len);
+	free(body);
+	if (r.status != want || (want != 200 && !strstr(r.text, reason)))
+		fail_msg("ingest with Host %s, Origin %s: %d\n%s", host, origin ? origin : "-",
+			 r.status, r.text);
+	r = raw_exchange(port, "GET /api/v1/labels?from=-1h", host, origin, token, NULL, 0);
+	if (r.status != want || (want != 200 && !strstr(r.text, reason)) ||
+	    (want == 200 && !strstr(r.text, "comm")))
+		fail_msg("labels with Host %s, Origin %s: %d\n%s", host, origin ? origin : "-",
+			 r.status, r.text);
+}
+
+/* The samples of comm=rebind stored, read as a plain client would. */
+static long long rebind_samples(unsigned port, const char *token)
+{
+	struct reply r =
+		http_get(port, "/api/v1/top?from=-1h&where=comm=rebind&format=json", token);
+	const char *p = r.body ? strstr(r.body, "\"total\":") : NULL;
+	long long v = p ? strtoll(p + 8, NULL, 10) : -1;
+
+	assert_int_equal(r.status, 200);
+	free(r.body);
+	return v;
+}
+
+/* A page the operator visits, whose name the attacker rebinds to 127.0.0.1, sends
+ * its requests with its own name in Host; a page of another origin sends its
+ * Origin. A tokenless collector on loopback (the default, `make run`, the Debian
+ * unit) must answer neither: 421 for the foreign Host, 403 for the foreign
+ * Origin, on ingest and on the API, nothing stored, each refusal counted in
+ * /metrics. Its own names without Origin (agents, curl) and its own origin are
+ * answered. With both tokens (and the token sent) the Host check is off, the
+ * Origin check is not. */
+static void test_rebinding(void **state)
+{
+	const char *extra[] = { "--ingest-token", ITOK, "--query-token", QTOK, NULL };
+	char own[64], own_origin[80], own_local[64];
+	struct raw_reply r;
+	struct coll c;
+	void *body;
+	size_t len;
+
+	(void)state;
+	assert_int_equal(coll_start(&c, "127.0.0.1:0", NULL), 0);
+	snprintf(own, sizeof(own), "127.0.0.1:%u", c.port);
+	snprintf(own_local, sizeof(own_local), "localhost:%u", c.port);
+	snprintf(own_origin, sizeof(own_origin), "http://127.0.0.1:%u", c.port);
+	/* the request: a rebound name and a foreign origin */
+	expect_both(c.port, "rebind.attacker.example", "http://rebind.attacker.example", NULL, 1, 5,
+		    421);
+	expect_both(c.port, "rebind.attacker.example", NULL, NULL, 2, 5, 421);
+	/* the attacker's page on the collector's port */
+	snprintf(own_local, sizeof(own_local), "rebind.attacker.example:%u", c.port);
+	expect_both(c.port, own_local, NULL, NULL, 3, 5, 421);
+	/* the right Host, a foreign Origin (a page that knows the address) */
+	expect_both(c.port, own, "http://evil.example", NULL, 4, 5, 403);
+	expect_both(c.port, own, "null", NULL, 5, 5, 403);
+	/* nothing of those was stored */
+	assert_int_equal(rebind_samples(c.port, NULL), 0);
+	assert_int_equal(metric_value(c.port, "smolder_requests_refused_total{reason=\"host\"}"),
+			 6);
+	assert_int_equal(metric_value(c.port, "smolder_requests_refused_total{reason=\"origin\"}"),
+			 4);
+	/* the collector's own names, without Origin and with its own */
+	expect_both(c.port, own, NULL, NULL, 6, 7, 200);
+	snprintf(own_local, sizeof(own_local), "localhost:%u", c.port);
+	expect_both(c.port, own_local, NULL, NULL, 7, 11, 200);
+	expect_both(c.port, own, own_origin, NULL, 8, 13, 200);
+	assert_int_equal(rebind_samples(c.port, NULL), 7 + 11 + 13);
+	coll_stop(&c);
+
+	/* both tokens: a rebound name with the tokens is served (the page has no
+	 * tokens to send); a foreign Origin is refused even with them */
+	assert_int_equal(coll_start(&c, "127.0.0.1:0", extra), 0);
+	snprintf(own, sizeof(own), "127.0.0.1:%u", c.port);
+	rebind_batch(1, 3, &body, &len);
+	r = raw_exchange(c.port, "POST /api/v1/ingest", "rebind.attacker.example", NULL, ITOK, body,
+			 len);
+	assert_int_equal(r.status, 200);
+	r = raw_exchange(c.port, "POST /api/v1/ingest", own, "http://evil.example", ITOK, body,
+			 len);
+	if (r.status != 403 || !strstr(r.text, "cross-origin"))
+		fail_msg("ingest with the token from a foreign origin: %d\n%s", r.status, r.text);
+	free(body);
+	r = raw_exchange(c.port, "GET /api/v1/labels?from=-1h", "rebind.attacker.example", NULL,
+			 QTOK, NULL, 0);
+	assert_int_equal(r.status, 200);
+	r = raw_exchange(c.port, "GET /api/v1/labels?from=-1h", own, "http://evil.example", QTOK,
+			 NULL, 0);
+	assert_int_equal(r.status, 403);
+	assert_int_equal(rebind_samples(c.port, QTOK), 3);
+	coll_stop(&c);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1236,6 +1395,7 @@ int main(void)
 		cmocka_unit_test_teardown(test_metrics_token, coll_teardown),
 		cmocka_unit_test_teardown(test_empty_tokens, coll_teardown),
 		cmocka_unit_test_teardown(test_query_args, coll_teardown),
+		cmocka_unit_test_teardown(test_rebinding, coll_teardown),
 	};
 
 	coll_env();

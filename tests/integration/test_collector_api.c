@@ -25,6 +25,8 @@
 #include <cmocka.h>
 #include <curl/curl.h>
 
+#include <gnutls/crypto.h>
+#include <gnutls/gnutls.h>
 #include <zlib.h>
 
 #include "collectortest.h"
@@ -1581,20 +1583,28 @@ static void *querier_run(void *arg)
 struct raw_reply {
 	struct reply r;
 	char encoding[64], vary[64];
+	/* the security headers (collector/exports.h) */
+	char csp[512], nosniff[32], disposition[160];
 };
 
 static size_t raw_header(char *data, size_t size, size_t n, void *ctx)
 {
 	struct raw_reply *rr = ctx;
 	size_t len = size * n;
-	char line[256];
+	char line[600];
 
-	snprintf(line, sizeof(line), "%.*s", (int)(len < 255 ? len : 255), data);
+	snprintf(line, sizeof(line), "%.*s", (int)(len < 599 ? len : 599), data);
 	line[strcspn(line, "\r\n")] = '\0';
 	if (!strncasecmp(line, "Content-Encoding: ", 18))
 		snprintf(rr->encoding, sizeof(rr->encoding), "%.63s", line + 18);
 	if (!strncasecmp(line, "Vary: ", 6))
 		snprintf(rr->vary, sizeof(rr->vary), "%.63s", line + 6);
+	if (!strncasecmp(line, "Content-Security-Policy: ", 25))
+		snprintf(rr->csp, sizeof(rr->csp), "%.511s", line + 25);
+	if (!strncasecmp(line, "X-Content-Type-Options: ", 24))
+		snprintf(rr->nosniff, sizeof(rr->nosniff), "%.31s", line + 24);
+	if (!strncasecmp(line, "Content-Disposition: ", 21))
+		snprintf(rr->disposition, sizeof(rr->disposition), "%.159s", line + 21);
 	return len;
 }
 
@@ -1727,6 +1737,117 @@ static void test_answers_gzip(void **state)
 	coll_stop(&c);
 }
 
+/* ---- security headers of answers and exports ------------------------------------- */
+
+/* "'sha256-BASE64'" of the text between open (its last occurrence) and the next
+ * "</", computed here with GnuTLS's own base64, not the collector's encoder. */
+static void inline_hash(const char *body, const char *open, char *out, size_t len)
+{
+	const char *p = body, *q, *end;
+	unsigned char d[32];
+	gnutls_datum_t in, b64;
+
+	for (q = strstr(body, open); q; q = strstr(q + 1, open))
+		p = q;
+	assert_ptr_not_equal(p, body);
+	p += strlen(open);
+	end = strstr(p, "</");
+	assert_non_null(end);
+	assert_int_equal(gnutls_hash_fast(GNUTLS_DIG_SHA256, p, (size_t)(end - p), d), 0);
+	in = (gnutls_datum_t){ d, sizeof(d) };
+	assert_int_equal(gnutls_base64_encode2(&in, &b64), 0);
+	snprintf(out, len, "'sha256-%.*s'", (int)b64.size, (const char *)b64.data);
+	gnutls_free(b64.data);
+}
+
+/* Every export (html, svg, pprof, folded, speedscope, of a flame graph and a
+ * diff) is an attachment named smolder-KIND-FROM-TO.EXT with nosniff and a
+ * policy: the HTML export's allows exactly the hashes of the inline script and
+ * style it was sent with, the SVG's no script at all. The UI's JSON answers stay
+ * inline, and every answer (also an error, /healthz) carries nosniff and a
+ * policy that runs nothing. */
+static void test_export_headers(void **state)
+{
+	static const char *const formats[][2] = { { "html", "html" },
+						  { "svg", "svg" },
+						  { "pprof", "pb.gz" },
+						  { "folded", "folded" },
+						  { "speedscope", "speedscope.json" } };
+	char path[512], want[256], script[80], style[80];
+	long long from, to;
+	struct raw_reply rr;
+	struct coll c;
+	size_t i, k;
+
+	(void)state;
+	q_start(&c);
+	from = (long long)q_t0;
+	to = (long long)(q_t0 + 10 * Q_NWIN);
+	for (k = 0; k < 2; k++)
+		for (i = 0; i < sizeof(formats) / sizeof(formats[0]); i++) {
+			if (k && strcmp(formats[i][0], "pprof") == 0)
+				continue; /* a diff has no pprof */
+			if (k && strcmp(formats[i][0], "speedscope") == 0)
+				continue;
+			if (k)
+				snprintf(path, sizeof(path),
+					 "/api/v1/diff?format=%s&before_from=%lld&before_to=%lld&"
+					 "after_from=%lld&after_to=%lld",
+					 formats[i][0], from, from + 40, from + 40, to);
+			else
+				snprintf(path, sizeof(path),
+					 "/api/v1/flamegraph?format=%s&from=%lld&to=%lld",
+					 formats[i][0], from, to);
+			rr = get_encoded(c.port, path, NULL);
+			if (rr.r.status != 200 || rr.r.len < 100)
+				fail_msg("%s: %ld, %zu bytes", path, rr.r.status, rr.r.len);
+			snprintf(want, sizeof(want),
+				 "attachment; filename=\"smolder-%s-%lld-%lld.%s\"",
+				 k ? "diff" : "flamegraph", k ? from + 40 : from, to,
+				 formats[i][1]);
+			assert_string_equal(rr.disposition, want);
+			assert_string_equal(rr.nosniff, "nosniff");
+			assert_non_null(strstr(rr.csp, "default-src 'none'"));
+			assert_non_null(strstr(rr.csp, "frame-ancestors 'none'"));
+			if (strcmp(formats[i][0], "html") == 0) {
+				/* the page runs: its script and style are allowed by hash,
+				 * nothing else is */
+				inline_hash(rr.r.body, "<script>", script, sizeof(script));
+				inline_hash(rr.r.body, "<style>", style, sizeof(style));
+				snprintf(want, sizeof(want), "script-src %s;", script);
+				if (!strstr(rr.csp, want))
+					fail_msg("%s: policy '%s' lacks %s", path, rr.csp, want);
+				snprintf(want, sizeof(want), "style-src %s;", style);
+				if (!strstr(rr.csp, want))
+					fail_msg("%s: policy '%s' lacks %s", path, rr.csp, want);
+				assert_null(strstr(rr.csp, "unsafe"));
+			} else {
+				assert_null(strstr(rr.csp, "script-src"));
+			}
+			if (strcmp(formats[i][0], "svg") == 0)
+				assert_non_null(strstr(rr.csp, "style-src 'unsafe-inline'"));
+			free(rr.r.body);
+		}
+	/* the UI's own answers: inline, nosniff, a policy that runs nothing */
+	snprintf(path, sizeof(path), "/api/v1/flamegraph?from=%lld&to=%lld", from, to);
+	rr = get_encoded(c.port, path, NULL);
+	assert_int_equal(rr.r.status, 200);
+	assert_string_equal(rr.disposition, "");
+	assert_string_equal(rr.nosniff, "nosniff");
+	assert_non_null(strstr(rr.csp, "default-src 'none'"));
+	free(rr.r.body);
+	rr = get_encoded(c.port, "/api/v1/flamegraph?format=nope", NULL);
+	assert_int_equal(rr.r.status, 400);
+	assert_string_equal(rr.disposition, "");
+	assert_string_equal(rr.nosniff, "nosniff");
+	free(rr.r.body);
+	rr = get_encoded(c.port, "/healthz", NULL);
+	assert_int_equal(rr.r.status, 200);
+	assert_string_equal(rr.nosniff, "nosniff");
+	free(rr.r.body);
+	coll_stop(&c);
+}
+
 /* Three threads post distinct batches (and re-send some) while two query every
  * endpoint: no 5xx, every query answer holds whole batches only, and afterwards
  * every acknowledged batch is there exactly once. */
@@ -1851,6 +1972,7 @@ int main(void)
 		cmocka_unit_test_teardown(test_diff_formats, coll_teardown),
 		cmocka_unit_test_teardown(test_pprof_keeps_lines, coll_teardown),
 		cmocka_unit_test_teardown(test_answers_gzip, coll_teardown),
+		cmocka_unit_test_teardown(test_export_headers, coll_teardown),
 		cmocka_unit_test_teardown(test_concurrent_ingest_and_queries, coll_teardown),
 	};
 	int rc;

@@ -73,15 +73,19 @@ static size_t on_data(char *data, size_t size, size_t n, void *ctx)
 	return len;
 }
 
-/* GET url; returns the HTTP status (0: no answer) and the body in *body. */
-static long http_get(const char *url, char **body)
+/* GET url; returns the HTTP status (0: no answer) and the body in *body. resolve
+ * (NULL: none) is a "NAME:PORT:ADDRESS" curl takes as the name's DNS answer, as
+ * a rebinding attacker's DNS would give it. */
+static long http_get_resolved(const char *url, const char *resolve, char **body)
 {
 	struct reply r = { calloc(1, 1), 0 };
+	struct curl_slist *names = resolve ? curl_slist_append(NULL, resolve) : NULL;
 	CURL *c = curl_easy_init();
 	long status = 0;
 
 	assert_non_null(c);
 	assert_non_null(r.text);
+	curl_easy_setopt(c, CURLOPT_RESOLVE, names);
 	curl_easy_setopt(c, CURLOPT_URL, url);
 	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_data);
 	curl_easy_setopt(c, CURLOPT_WRITEDATA, &r);
@@ -89,8 +93,14 @@ static long http_get(const char *url, char **body)
 	if (curl_easy_perform(c) == CURLE_OK)
 		curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
 	curl_easy_cleanup(c);
+	curl_slist_free_all(names);
 	*body = r.text;
 	return status;
+}
+
+static long http_get(const char *url, char **body)
+{
+	return http_get_resolved(url, NULL, body);
 }
 
 static int tally_cb(void *ctx, const char *stack, uint64_t count)
@@ -147,7 +157,7 @@ static void check_share(const char *name, uint64_t seen, uint64_t total, double 
 static void test_up_end_to_end(void **state)
 {
 	char db[128], spool[128], err[128], truth_path[128], folded_path[128], cli_err[128];
-	char url[256], pid[16], *text, *body, *truth, *p, *mp;
+	char url[256], resolve[96], pid[16], *text, *body, *truth, *p, *mp;
 	char *shapes_argv[] = { NULL, "1", NULL }, shapes_bin[256];
 	uint64_t live[4] = { 0 }, stored[4], deadline;
 	struct summary s;
@@ -227,6 +237,19 @@ static void test_up_end_to_end(void **state)
 	print_message("maintenance: %.40s\n", mp ? mp + 1 : "(no metric)");
 	assert_non_null(mp);
 	assert_true(strtoull(mp + strlen("\nsmolder_maintenance_runs_total "), NULL, 10) >= 1);
+	free(body);
+
+	/* up's collector is `smolder collector`'s, Host check included: a name
+	 * rebound to 127.0.0.1 gets neither the UI's data nor the UI */
+	snprintf(url, sizeof(url), "http://rebind.attacker.example:%u/api/v1/labels", port);
+	snprintf(resolve, sizeof(resolve), "rebind.attacker.example:%u:127.0.0.1", port);
+	status = http_get_resolved(url, resolve, &body);
+	print_message("rebound name: HTTP %ld %s", status, body ? body : "");
+	assert_int_equal(status, 421);
+	free(body);
+	snprintf(url, sizeof(url), "http://rebind.attacker.example:%u/", port);
+	status = http_get_resolved(url, resolve, &body);
+	assert_int_equal(status, 421);
 	free(body);
 
 	test_kill(up, SIGTERM);
