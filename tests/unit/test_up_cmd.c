@@ -52,6 +52,9 @@ static void test_mixed_options(void **state)
 			 "2",
 			 "--ingest-linger-ms",
 			 "0",
+			 "--allow-host",
+			 "prof.example.com",
+			 "--allow-host=[::1]:8443",
 			 NULL };
 	struct up_args u;
 	char err[300] = "";
@@ -66,6 +69,9 @@ static void test_mixed_options(void **state)
 	assert_true(u.collector.o.insecure);
 	assert_int_equal(u.collector.o.max_body, 2u << 20);
 	assert_int_equal(u.collector.o.ingest_linger_ms, 0);
+	assert_int_equal(u.collector.o.nallow_hosts, 2);
+	assert_string_equal(u.collector.o.allow_hosts[0], "prof.example.com");
+	assert_string_equal(u.collector.o.allow_hosts[1], "[::1]:8443");
 	assert_int_equal(u.agent.frequency, 49);
 	assert_int_equal(u.agent.npids, 1);
 	assert_int_equal(u.agent.pids[0], 7);
@@ -94,6 +100,8 @@ static void test_errors(void **state)
 		{ { "--ingest-linger-ms", "1001" },
 		  "smolder: --ingest-linger-ms wants 0 to 1000, got '1001'" },
 		{ { "--ingest-linger-ms", "-1" }, "smolder: --ingest-linger-ms wants 0 to 1000" },
+		{ { "--allow-host", "a b" }, "smolder: --allow-host wants NAME or NAME:PORT" },
+		{ { "--allow-host", "x:99999" }, "smolder: --allow-host wants NAME or NAME:PORT" },
 		/* a collector error wins over an agent error before it */
 		{ { "--frobnicate", "--retention", "xx" }, "smolder: --retention wants" },
 		{ { "-F", "0", "--max-body-mb", "abc" }, "smolder: --max-body-mb wants" },
