@@ -13,8 +13,9 @@
  *
  * Defence against clients that are not agents, in the order a request meets it:
  * connection caps (in all, per address) checked as libmicrohttpd starts each
- * connection, and a sweep that shuts down the socket of a request that took
- * longer than request_timeout to arrive (both in conns.h); the request line and
+ * connection, eviction of a waiting connection when the table is full, and a
+ * sweep that shuts down the socket of a request that took longer than
+ * request_timeout to arrive (all in conns.h); the request line and
  * headers within MHD_MEMORY bytes; query parameters counted before
  * libmicrohttpd parses them; the client certificate, Host and Origin
  * (access.h), method, route, token and "no body" decided from the headers; the
@@ -72,7 +73,8 @@
  * 32 KiB is its default, stated here because it is a limit we promise. */
 #define MHD_MEMORY (32u << 10)
 /* Connections libmicrohttpd itself admits beyond max_connections: ours are
- * refused after it started them, so it needs room for those being closed. */
+ * refused or evicted after it started them (conns.h), so it needs room for those
+ * being closed. */
 #define MHD_SLACK	     64
 #define MAINTAIN_LOG_SECONDS 60 /* at most one maintenance error logged a minute */
 #define KEEP_SECONDS	     10 /* housekeeping period: the agents' window length */
@@ -223,7 +225,7 @@ static enum MHD_Result respond_mode(struct MHD_Connection *conn, unsigned status
 			free(body);
 		return MHD_NO;
 	}
-	conns__clock(conn, false);
+	conns__phase(conn, CONNS_SENDING);
 	MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, type);
 	exports__add_headers(NULL, r, NULL, NULL);
 	ret = MHD_queue_response(conn, status, r);
@@ -687,7 +689,7 @@ static enum MHD_Result query_answered(struct MHD_Connection *conn, struct reques
 		free(buf);
 		return MHD_NO;
 	}
-	conns__clock(conn, false);
+	conns__phase(conn, CONNS_SENDING);
 	MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, j->type);
 	exports__add_headers(&j->c->exports, resp, j->download, j->filename);
 	/* the answer depends on Accept-Encoding whether or not this one was gzipped */
@@ -865,6 +867,7 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *conn, const char
 		return MHD_NO;
 	if (!r->headers_seen) { /* headers only: refuse early what would be refused anyway */
 		r->headers_seen = true;
+		conns__phase(conn, CONNS_BUSY);
 		/* with --tls-client-ca, nothing without a certificate that CA signed */
 		if (c->tls.client_ca && !tls__client_verified(conn)) {
 			r->is_ingest = false; /* a body is never stored */
@@ -935,7 +938,7 @@ static void *uri_seen(void *cls, const char *uri, struct MHD_Connection *conn)
 	const char *p;
 
 	(void)cls;
-	(void)conn;
+	conns__phase(conn, CONNS_HEADERS);
 	if (!r)
 		return NULL;
 	if (q && q[1]) {
@@ -956,7 +959,7 @@ static void request_done(void *cls, struct MHD_Connection *conn, void **req_cls,
 
 	(void)cls;
 	(void)code;
-	conns__clock(conn, true); /* the next request's time starts now, idle time included */
+	conns__phase(conn, CONNS_IDLE); /* the next request's time starts now, idle included */
 	if (r) {
 		free(r->body);
 		if (r->job) /* never while suspended: the worker resumed it */

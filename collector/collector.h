@@ -36,8 +36,9 @@
  * and no byte of it is kept. Method, route and token are checked from the headers
  * for every endpoint, before any body is read.
  *
- * Limits (the defaults below, each with its reason): open connections in all and
- * per client address (past them a new connection is closed at once), the time a
+ * Limits (the defaults below, each with its reason): open connections in all
+ * (past it a new one evicts one that is only waiting, conns.h) and per client
+ * address (past it a new connection is closed at once), the time a
  * request may take to arrive (headers and body, idle time included), the request
  * line and headers (libmicrohttpd's per-connection memory: 431 or 414 past it),
  * query parameters (QUERY_MAX_ARGS: 400 past it), the ingest body (max_body), a
@@ -67,12 +68,14 @@ struct store;
 
 /* Open connections at once: each costs a descriptor and up to MAX_HEADER_BYTES of
  * libmicrohttpd's memory; 512 stay below the usual soft limit of 1024 descriptors
- * with room for the database, and hold 16 MiB of connection memory. */
+ * with room for the database, and hold 16 MiB of connection memory. When every
+ * slot is taken a new connection evicts one that is only waiting (conns.h). */
 #define COLLECTOR_DEFAULT_MAX_CONNECTIONS 512
-/* Open connections from one client address: an agent keeps one and a browser six,
- * so 64 leaves room for agents behind one NAT while one address cannot take more
- * than an eighth of the total. Behind a proxy every client has the proxy's
- * address: raise it to max_connections there. */
+/* Open connections from one client address (an IPv6 /64 counts as one address,
+ * conns.h): an agent keeps one and a browser six, so 64 leaves room for agents
+ * behind one NAT while one address cannot take more than an eighth of the total.
+ * Behind a proxy every client has the proxy's address: raise it to
+ * max_connections there. */
 #define COLLECTOR_DEFAULT_MAX_CONNECTIONS_PER_IP 64
 /* Seconds a request may take to arrive, headers and body, counted from the
  * connection's start or the end of the previous request on a keep-alive

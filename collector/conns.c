@@ -1,17 +1,22 @@
-/* The registry of live connections: caps checked as each connection starts, and
- * the sweep that cuts a request taking longer than request_timeout to arrive. The
- * contract, and why shutting down another thread's descriptor is safe, are in
- * conns.h. One doubly linked list of every open connection, refused ones
- * included (they are few and short-lived): a cap check walks it, which costs at
- * most max_connections + libmicrohttpd's slack comparisons per new connection. */
+/* The registry of live connections: caps checked as each connection starts,
+ * eviction when the table is full, and the sweep that cuts a request taking
+ * longer than request_timeout to arrive. The contract, the eviction order and
+ * why shutting down another thread's descriptor is safe are in conns.h.
+ *
+ * Structures: every registered connection is on one list (the sweep walks it);
+ * each one holding a slot is also on the queue of its phase, in the order it
+ * entered it, so a victim is the head of the first non-empty queue (O(1)); and
+ * it counts in its address group, a hash table of groups with at least one
+ * slot, seeded at random (a chain is at most as long as the connections open,
+ * so colliding groups cost no more than a walk of the list). */
 #include "collector/conns.h"
 
-#include <arpa/inet.h>
 #include <errno.h>
+#include <netinet/in.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
+#include <sys/random.h>
 #include <time.h>
 
 /* Period of the sweep at most, and at least (a tenth of the timeout, so a short
@@ -21,18 +26,31 @@
 
 const char *const conns_refuse_names[CONNS_REFUSE_NR] = { "max_connections",
 							  "max_connections_per_ip" };
+const char *const conns_phase_names[CONNS_PHASE_NR] = { "headers", "idle", "sending", "busy" };
+
+/* An address group with at least one slot, in a hash chain. */
+struct group {
+	struct group *next;
+	struct conns_group key;
+	unsigned n; /* slots held */
+};
 
 /* One open connection, from libmicrohttpd's STARTED notification to its CLOSED
  * one (see conns.h for why its fd is always an open socket). */
 struct live {
-	struct live *prev, *next;
+	struct live *prev, *next;   /* every registered connection */
+	struct live *qprev, *qnext; /* the queue of its phase, while it holds a slot */
 	struct conns *owner;
+	struct group *group; /* non-NULL while it holds a slot */
 	int fd;
-	struct sockaddr_storage addr;
+	enum conns_phase phase;
 	uint64_t since_ms; /* start of the request being received (or awaited) */
 	bool armed;	   /* receiving a request: request_timeout applies */
-	bool refused;	   /* over a connection cap: shut down, not counted */
-	bool cut;	   /* shut down by the sweep */
+};
+
+struct queue {
+	struct live *head, *tail;
+	unsigned n;
 };
 
 struct conns {
@@ -42,9 +60,13 @@ struct conns {
 	pthread_cond_t wake;
 	pthread_t sweeper;
 	bool stopping;
-	struct live *live; /* open connections */
-	unsigned nlive;	   /* of them not refused */
-	uint64_t refused[CONNS_REFUSE_NR], timed_out;
+	struct live *live;		    /* registered connections */
+	unsigned nlive;			    /* of them holding a slot */
+	struct queue queue[CONNS_PHASE_NR]; /* the ones holding a slot, by phase */
+	struct group **groups;		    /* hash table of address groups */
+	size_t ngroups_mask;		    /* its size - 1, a power of two */
+	uint64_t seed;			    /* of the hash */
+	uint64_t refused[CONNS_REFUSE_NR], evicted[CONNS_PHASE_NR], timed_out;
 };
 
 static uint64_t now_ms(void)
@@ -55,30 +77,150 @@ static uint64_t now_ms(void)
 	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
 }
 
-static bool same_address(const struct sockaddr_storage *a, const struct sockaddr_storage *b)
+void conns_group_of(const struct sockaddr *sa, struct conns_group *out)
 {
-	if (a->ss_family != b->ss_family)
-		return false;
-	if (a->ss_family == AF_INET)
-		return ((const struct sockaddr_in *)a)->sin_addr.s_addr ==
-		       ((const struct sockaddr_in *)b)->sin_addr.s_addr;
-	if (a->ss_family == AF_INET6)
-		return memcmp(&((const struct sockaddr_in6 *)a)->sin6_addr,
-			      &((const struct sockaddr_in6 *)b)->sin6_addr,
-			      sizeof(struct in6_addr)) == 0;
-	return true; /* another family: one bucket */
+	const struct in6_addr *a6;
+
+	memset(out, 0, sizeof(*out));
+	if (!sa)
+		return;
+	if (sa->sa_family == AF_INET) {
+		out->family = AF_INET;
+		memcpy(out->addr, &((const struct sockaddr_in *)sa)->sin_addr, 4);
+	} else if (sa->sa_family == AF_INET6) {
+		a6 = &((const struct sockaddr_in6 *)sa)->sin6_addr;
+		if (IN6_IS_ADDR_V4MAPPED(a6)) {
+			out->family = AF_INET;
+			memcpy(out->addr, &a6->s6_addr[12], 4);
+		} else {
+			out->family = AF_INET6;
+			memcpy(out->addr, a6->s6_addr, 8); /* the /64 */
+		}
+	}
 }
 
-/* Registers a new connection, or shuts it down when it is over a cap (then it
- * stays registered, as refused, until libmicrohttpd closes it). */
+/* ---- address groups ----------------------------------------------------------- */
+
+/* FNV-1a from a random basis, folded: attackers do not see it, and a collision
+ * only lengthens a chain (see the top of the file). */
+static size_t group_hash(const struct conns *c, const struct conns_group *k)
+{
+	const uint8_t *p = (const uint8_t *)k;
+	uint64_t h = c->seed;
+	size_t i;
+
+	for (i = 0; i < sizeof(*k); i++)
+		h = (h ^ p[i]) * 0x100000001b3ull;
+	return (size_t)(h ^ (h >> 32)) & c->ngroups_mask;
+}
+
+static struct group *group_find(const struct conns *c, const struct conns_group *k)
+{
+	struct group *g;
+
+	for (g = c->groups[group_hash(c, k)]; g; g = g->next)
+		if (memcmp(&g->key, k, sizeof(*k)) == 0)
+			return g;
+	return NULL;
+}
+
+static struct group *group_add(struct conns *c, const struct conns_group *k)
+{
+	struct group *g = calloc(1, sizeof(*g));
+	size_t h = group_hash(c, k);
+
+	if (!g)
+		return NULL;
+	g->key = *k;
+	g->next = c->groups[h];
+	c->groups[h] = g;
+	return g;
+}
+
+static void group_put(struct conns *c, struct group *g)
+{
+	struct group **p;
+
+	if (--g->n)
+		return;
+	for (p = &c->groups[group_hash(c, &g->key)]; *p != g; p = &(*p)->next)
+		;
+	*p = g->next;
+	free(g);
+}
+
+/* ---- phase queues ------------------------------------------------------------- */
+
+static void enqueue(struct conns *c, struct live *l, enum conns_phase phase)
+{
+	struct queue *q = &c->queue[phase];
+
+	l->phase = phase;
+	l->qnext = NULL;
+	l->qprev = q->tail;
+	if (q->tail)
+		q->tail->qnext = l;
+	else
+		q->head = l;
+	q->tail = l;
+	q->n++;
+}
+
+static void dequeue(struct conns *c, struct live *l)
+{
+	struct queue *q = &c->queue[l->phase];
+
+	if (l->qprev)
+		l->qprev->qnext = l->qnext;
+	else
+		q->head = l->qnext;
+	if (l->qnext)
+		l->qnext->qprev = l->qprev;
+	else
+		q->tail = l->qprev;
+	l->qprev = l->qnext = NULL;
+	q->n--;
+}
+
+/* Gives up l's slot (it is being shut down, or closed): off its queue and its
+ * group, no longer counted open. Called with the lock held. */
+static void release(struct conns *c, struct live *l)
+{
+	if (!l->group)
+		return;
+	dequeue(c, l);
+	group_put(c, l->group);
+	l->group = NULL;
+	c->nlive--;
+}
+
+/* The connection to shut down for a new one (conns.h, Eviction), or NULL when
+ * every connection is busy. */
+static struct live *victim(struct conns *c)
+{
+	static const enum conns_phase order[] = { CONNS_HEADERS, CONNS_IDLE, CONNS_SENDING };
+	size_t i;
+
+	for (i = 0; i < sizeof(order) / sizeof(order[0]); i++)
+		if (c->queue[order[i]].head)
+			return c->queue[order[i]].head;
+	return NULL;
+}
+
+/* ---- notifications ------------------------------------------------------------ */
+
+/* Registers a new connection in CONNS_HEADERS, evicting another when the table
+ * is full, or shuts it down when it is over a cap (then it stays registered,
+ * holding no slot, until libmicrohttpd closes it). */
 static void started(struct conns *c, struct MHD_Connection *conn, void **ctx)
 {
 	const union MHD_ConnectionInfo *fd =
 		MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
 	const union MHD_ConnectionInfo *sa =
 		MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
-	struct live *l = calloc(1, sizeof(*l)), *p;
-	unsigned same = 0;
+	struct live *l = calloc(1, sizeof(*l)), *v = NULL;
+	struct conns_group key;
+	struct group *g;
 	int why = -1;
 
 	if (!fd) {
@@ -91,31 +233,37 @@ static void started(struct conns *c, struct MHD_Connection *conn, void **ctx)
 	}
 	l->owner = c;
 	l->fd = fd->connect_fd;
-	if (sa && sa->client_addr)
-		memcpy(&l->addr, sa->client_addr,
-		       sa->client_addr->sa_family == AF_INET6 ? sizeof(struct sockaddr_in6)
-							      : sizeof(struct sockaddr_in));
 	l->since_ms = now_ms();
 	l->armed = true;
+	conns_group_of(sa ? sa->client_addr : NULL, &key);
 	pthread_mutex_lock(&c->lock);
-	for (p = c->live; p; p = p->next)
-		same += !p->refused && same_address(&p->addr, &l->addr);
-	if (c->nlive >= c->max)
-		why = CONNS_REFUSE_TOTAL;
-	else if (same >= c->max_per_ip)
+	g = group_find(c, &key);
+	if (g && g->n >= c->max_per_ip)
 		why = CONNS_REFUSE_PER_IP;
+	else if (c->nlive >= c->max && !(v = victim(c)))
+		why = CONNS_REFUSE_TOTAL;
+	else if (!g && !(g = group_add(c, &key)))
+		why = CONNS_REFUSE_TOTAL; /* out of memory */
 	if (why >= 0) {
-		l->refused = true;
 		c->refused[why]++;
 	} else {
+		if (v) {
+			/* under the lock: v's descriptor cannot be closed meanwhile */
+			c->evicted[v->phase]++;
+			release(c, v);
+			shutdown(v->fd, SHUT_RDWR); /* its thread reads EOF and closes it */
+		}
+		g->n++;
+		l->group = g;
 		c->nlive++;
+		enqueue(c, l, CONNS_HEADERS);
 	}
 	l->next = c->live;
 	if (c->live)
 		c->live->prev = l;
 	c->live = l;
 	pthread_mutex_unlock(&c->lock);
-	if (l->refused)
+	if (why >= 0)
 		shutdown(l->fd, SHUT_RDWR); /* libmicrohttpd reads EOF and closes it */
 	*ctx = l;
 }
@@ -127,14 +275,13 @@ static void closed(struct conns *c, void **ctx)
 	if (!l)
 		return;
 	pthread_mutex_lock(&c->lock);
+	release(c, l);
 	if (l->prev)
 		l->prev->next = l->next;
 	else
 		c->live = l->next;
 	if (l->next)
 		l->next->prev = l->prev;
-	if (!l->refused)
-		c->nlive--;
 	pthread_mutex_unlock(&c->lock);
 	free(l);
 	*ctx = NULL;
@@ -149,15 +296,45 @@ void conns__notify(void *cls, struct MHD_Connection *conn, void **ctx,
 		closed(cls, ctx);
 }
 
-void conns__clock(struct MHD_Connection *conn, bool armed)
+static struct live *live_of(struct MHD_Connection *conn)
 {
 	const union MHD_ConnectionInfo *i =
 		MHD_get_connection_info(conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
-	struct live *l;
 
-	if (!i || !i->socket_context)
+	return i ? i->socket_context : NULL;
+}
+
+void conns__phase(struct MHD_Connection *conn, enum conns_phase phase)
+{
+	struct live *l = live_of(conn);
+	struct conns *c;
+
+	if (!l)
 		return;
-	l = i->socket_context;
+	c = l->owner;
+	pthread_mutex_lock(&c->lock);
+	if (phase == CONNS_SENDING)
+		l->armed = false;
+	if (phase == CONNS_IDLE) {
+		l->armed = true;
+		l->since_ms = now_ms();
+	}
+	/* a new connection's request line keeps its place: its header time started
+	 * with the connection */
+	if (l->group && l->phase != phase) {
+		dequeue(c, l);
+		enqueue(c, l, phase);
+	}
+	l->phase = phase;
+	pthread_mutex_unlock(&c->lock);
+}
+
+void conns__clock(struct MHD_Connection *conn, bool armed)
+{
+	struct live *l = live_of(conn);
+
+	if (!l)
+		return;
 	pthread_mutex_lock(&l->owner->lock);
 	l->armed = armed;
 	if (armed)
@@ -182,9 +359,9 @@ static void *sweep(void *arg)
 	while (!c->stopping) {
 		now = now_ms();
 		for (l = c->live; l; l = l->next) {
-			if (l->armed && !l->refused && !l->cut && now - l->since_ms > c->limit_ms) {
+			if (l->armed && l->group && now - l->since_ms > c->limit_ms) {
+				release(c, l);
 				shutdown(l->fd, SHUT_RDWR);
-				l->cut = true;
 				c->timed_out++;
 			}
 		}
@@ -202,6 +379,7 @@ int conns__new(unsigned max, unsigned max_per_ip, unsigned request_timeout, stru
 {
 	pthread_condattr_t ca;
 	struct conns *c;
+	size_t n = 16;
 	int err;
 
 	if (!max || !max_per_ip || !request_timeout)
@@ -209,6 +387,17 @@ int conns__new(unsigned max, unsigned max_per_ip, unsigned request_timeout, stru
 	c = calloc(1, sizeof(*c));
 	if (!c)
 		return -ENOMEM;
+	while (n < max) /* about one group per connection at most */
+		n *= 2;
+	c->groups = calloc(n, sizeof(*c->groups));
+	if (!c->groups) {
+		err = -ENOMEM;
+		goto out_free;
+	}
+	c->ngroups_mask = n - 1;
+	if (getrandom(&c->seed, sizeof(c->seed), GRND_NONBLOCK) != sizeof(c->seed))
+		c->seed = now_ms() ^ (uint64_t)(uintptr_t)c; /* no entropy yet: still unseen */
+	c->seed ^= 0xcbf29ce484222325ull;
 	c->max = max;
 	c->max_per_ip = max_per_ip;
 	c->limit_ms = (uint64_t)request_timeout * 1000;
@@ -219,13 +408,15 @@ int conns__new(unsigned max, unsigned max_per_ip, unsigned request_timeout, stru
 	pthread_condattr_destroy(&ca);
 	err = -pthread_create(&c->sweeper, NULL, sweep, c);
 	if (err)
-		goto out_free;
+		goto out_destroy;
 	*out = c;
 	return 0;
 
-out_free:
+out_destroy:
 	pthread_cond_destroy(&c->wake);
 	pthread_mutex_destroy(&c->lock);
+out_free:
+	free(c->groups);
 	free(c);
 	return err;
 }
@@ -241,14 +432,20 @@ void conns__free(struct conns *c)
 	pthread_join(c->sweeper, NULL);
 	pthread_cond_destroy(&c->wake);
 	pthread_mutex_destroy(&c->lock);
+	free(c->groups); /* every group went with its last connection */
 	free(c);
 }
 
 void conns__stats(struct conns *c, struct conns_stats *out)
 {
+	int i;
+
 	pthread_mutex_lock(&c->lock);
 	out->open = c->nlive;
+	for (i = 0; i < CONNS_PHASE_NR; i++)
+		out->in_phase[i] = c->queue[i].n;
 	memcpy(out->refused, c->refused, sizeof(out->refused));
+	memcpy(out->evicted, c->evicted, sizeof(out->evicted));
 	out->timed_out = c->timed_out;
 	pthread_mutex_unlock(&c->lock);
 }

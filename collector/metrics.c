@@ -157,6 +157,19 @@ int metrics_write(FILE *out, const struct metrics *m, const struct store_stats *
 		"# TYPE smolder_connections_open gauge\n"
 		"smolder_connections_open %u\n",
 		cs->open);
+	fprintf(out, "# HELP smolder_connections_phase Connections open, by where their request "
+		     "is.\n"
+		     "# TYPE smolder_connections_phase gauge\n");
+	for (i = 0; i < CONNS_PHASE_NR; i++)
+		fprintf(out, "smolder_connections_phase{phase=\"%s\"} %u\n", conns_phase_names[i],
+			cs->in_phase[i]);
+	fprintf(out, "# HELP smolder_connections_evicted_total Connections shut down to make "
+		     "room for a new one with every slot taken, by their phase.\n"
+		     "# TYPE smolder_connections_evicted_total counter\n");
+	for (i = 0; i < CONNS_PHASE_NR; i++)
+		if (i != CONNS_BUSY) /* never evicted */
+			fprintf(out, "smolder_connections_evicted_total{phase=\"%s\"} %llu\n",
+				conns_phase_names[i], (unsigned long long)cs->evicted[i]);
 	fprintf(out, "# HELP smolder_connections_refused_total Connections closed at once, "
 		     "by the cap they were over.\n"
 		     "# TYPE smolder_connections_refused_total counter\n");

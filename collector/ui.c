@@ -63,7 +63,7 @@ enum MHD_Result ui_respond(struct MHD_Connection *conn, const struct ui_asset *a
 						    MHD_RESPMEM_PERSISTENT);
 	if (!r)
 		return MHD_NO;
-	conns__clock(conn, false); /* answered: sending is bounded by the idle timeout */
+	conns__phase(conn, CONNS_SENDING); /* sending is bounded by the idle timeout */
 	add_headers(r, a);
 	if (!fresh) {
 		MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, a->type);
