@@ -1078,7 +1078,7 @@ int collector__start(const struct collector_options *o, struct collector **out)
 	struct MHD_OptionItem tls_opts[5];
 	struct collector *c;
 	char why[512] = "";
-	unsigned flags;
+	unsigned flags, max_conns = o->max_connections;
 	size_t ntls = 0;
 	int err;
 
@@ -1132,8 +1132,16 @@ int collector__start(const struct collector_options *o, struct collector **out)
 			   store_batches, c, &c->ingestq);
 	if (err)
 		goto out_queries;
-	err = conns__new(o->max_connections, o->max_connections_per_ip, o->request_timeout,
-			 &c->conns);
+	err = conns_fit_fd_limit(&max_conns, MHD_SLACK);
+	if (err) {
+		log_error("collector: failed to make room for connections: %s", strerror(-err));
+		goto out_ingestq;
+	}
+	if (max_conns < o->max_connections)
+		log_warn("collector: the descriptor limit (RLIMIT_NOFILE) holds %u of "
+			 "--max-connections %u: raise its hard limit (LimitNOFILE=)",
+			 max_conns, o->max_connections);
+	err = conns__new(max_conns, o->max_connections_per_ip, o->request_timeout, &c->conns);
 	if (err)
 		goto out_ingestq;
 	err = keeper_start(c);
@@ -1164,8 +1172,8 @@ int collector__start(const struct collector_options *o, struct collector **out)
 		request_done, c, MHD_OPTION_NOTIFY_CONNECTION, conns__notify, c->conns,
 		MHD_OPTION_URI_LOG_CALLBACK, uri_seen, c, MHD_OPTION_CONNECTION_TIMEOUT,
 		(unsigned)IDLE_TIMEOUT, MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)MHD_MEMORY,
-		MHD_OPTION_CONNECTION_LIMIT, o->max_connections + MHD_SLACK, MHD_OPTION_ARRAY,
-		tls_opts, MHD_OPTION_END);
+		MHD_OPTION_CONNECTION_LIMIT, max_conns + MHD_SLACK, MHD_OPTION_ARRAY, tls_opts,
+		MHD_OPTION_END);
 	if (!c->daemon) {
 		/* MHD keeps bind()'s errno (EADDRINUSE, EADDRNOTAVAIL, EACCES...); a
 		 * certificate or key GnuTLS cannot use leaves errno as it was */

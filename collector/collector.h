@@ -66,14 +66,17 @@
 
 struct store;
 
-/* Open connections at once: each costs a descriptor and up to MAX_HEADER_BYTES of
- * libmicrohttpd's memory; 512 stay below the usual soft limit of 1024 descriptors
- * with room for the database, and hold 16 MiB of connection memory. When every
- * slot is taken a new connection evicts one that is only waiting (conns.h). */
-#define COLLECTOR_DEFAULT_MAX_CONNECTIONS 512
+/* Open connections at once: an agent keeps one open between its uploads, so a
+ * fleet of thousands needs thousands. Each costs a descriptor (the collector
+ * raises its soft RLIMIT_NOFILE to fit, conns.h) and libmicrohttpd's memory
+ * pool (MHD_MEMORY, 32 KiB, zeroed after every request, so an idle keep-alive
+ * connection holds all of it): 33 KiB of RSS each measured (bench/conns_rss.sh),
+ * 132 MiB for 4096. When every slot is taken a new connection evicts one that
+ * is only waiting (conns.h), so the cap bounds memory, not who is served. */
+#define COLLECTOR_DEFAULT_MAX_CONNECTIONS 4096
 /* Open connections from one client address (an IPv6 /64 counts as one address,
  * conns.h): an agent keeps one and a browser six, so 64 leaves room for agents
- * behind one NAT while one address cannot take more than an eighth of the total.
+ * behind one NAT while one address cannot take more than a 64th of the total.
  * Behind a proxy every client has the proxy's address: raise it to
  * max_connections there. */
 #define COLLECTOR_DEFAULT_MAX_CONNECTIONS_PER_IP 64

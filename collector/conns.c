@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
+#include <sys/resource.h>
 #include <time.h>
 
 /* Period of the sweep at most, and at least (a tenth of the timeout, so a short
@@ -97,6 +98,27 @@ void conns_group_of(const struct sockaddr *sa, struct conns_group *out)
 			memcpy(out->addr, a6->s6_addr, 8); /* the /64 */
 		}
 	}
+}
+
+int conns_fit_fd_limit(unsigned *max, unsigned slack)
+{
+	rlim_t need = (rlim_t)*max + slack + CONNS_FD_RESERVE;
+	struct rlimit rl, up;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl))
+		return -errno;
+	if (rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur < need && rl.rlim_cur < rl.rlim_max) {
+		up.rlim_max = rl.rlim_max;
+		up.rlim_cur = need < rl.rlim_max ? need : rl.rlim_max;
+		if (!setrlimit(RLIMIT_NOFILE, &up))
+			rl.rlim_cur = up.rlim_cur;
+	}
+	if (rl.rlim_cur == RLIM_INFINITY || rl.rlim_cur >= need)
+		return 0;
+	if (rl.rlim_cur <= (rlim_t)slack + CONNS_FD_RESERVE)
+		return -EMFILE;
+	*max = (unsigned)(rl.rlim_cur - slack - CONNS_FD_RESERVE);
+	return 0;
 }
 
 /* ---- address groups ----------------------------------------------------------- */

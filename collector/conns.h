@@ -91,6 +91,19 @@ struct conns_group {
 
 void conns_group_of(const struct sockaddr *sa, struct conns_group *out);
 
+/* Descriptors the collector keeps open besides its connections: the listening
+ * socket, libmicrohttpd's epoll and wake-up descriptors (two per thread), the
+ * SQLite writer and readers (three files each), a ClickHouse client's sockets,
+ * the log. 128 is over twice what they take. */
+#define CONNS_FD_RESERVE 128
+
+/* Makes room for *max connections plus slack more (libmicrohttpd's) within
+ * RLIMIT_NOFILE: raises the soft limit towards the hard one as far as
+ * *max + slack + CONNS_FD_RESERVE needs, and when the hard limit is lower,
+ * lowers *max to what fits. Returns 0 (*max unchanged or lowered), -EMFILE when
+ * not even one connection fits, or getrlimit()'s -errno. */
+int conns_fit_fd_limit(unsigned *max, unsigned slack);
+
 struct conns;
 
 /* Makes an empty registry with these caps (each above 0) and starts its sweep
