@@ -70,8 +70,8 @@ struct store;
  * fleet of thousands needs thousands. Each costs a descriptor (the collector
  * raises its soft RLIMIT_NOFILE to fit, conns.h) and libmicrohttpd's memory
  * pool (MHD_MEMORY, 32 KiB, zeroed after every request, so an idle keep-alive
- * connection holds all of it): 33 KiB of RSS each measured (bench/conns_rss.sh),
- * 132 MiB for 4096. When every slot is taken a new connection evicts one that
+ * connection holds all of it): 32.6 KiB of RSS each measured
+ * (bench/conns_rss.sh), 130 MiB for 4096. When every slot is taken a new connection evicts one that
  * is only waiting (conns.h), so the cap bounds memory, not who is served. */
 #define COLLECTOR_DEFAULT_MAX_CONNECTIONS 4096
 /* Open connections from one client address (an IPv6 /64 counts as one address,

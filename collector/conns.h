@@ -18,11 +18,13 @@
  *   3. else the connection whose answer was queued the longest ago and is still
  *      being sent (CONNS_SENDING: a client that does not read its answer).
  * A connection whose headers arrived and whose request is still arriving (a
- * body: only an authenticated ingest gets that far) or being worked on (a query
- * or an ingest waiting for its worker) is never evicted (CONNS_BUSY): when every
- * connection is busy, the new one is refused (max_connections). Busy ones are
- * bounded by the request timeout (a body) and by the query and ingest queues
- * (work), so a client without a token cannot make them fill the table.
+ * body: only an ingest whose headers passed the token check gets that far) or
+ * being worked on (a query or an ingest waiting for its worker) is never evicted
+ * (CONNS_BUSY): when every connection is busy, the new one is refused
+ * (max_connections). Busy ones are bounded by the request timeout (a body) and
+ * by the query and ingest queues (work), so a client without a token cannot
+ * make them fill the table. A keep-alive connection counts as idle until its
+ * next request line has arrived.
  *
  * The request clock: the time a request may take to arrive (request_timeout
  * seconds, headers and body, idle time before it included). A thread sweeps the
