@@ -173,114 +173,89 @@ static int first_start(struct sqlite_store *s, int tier, int64_t from, int64_t t
 	return step_min(s, st, out);
 }
 
-/* One label set's merge of a bucket's blocks. */
-struct group {
-	int64_t labelset_id;
-	struct block_merge *m;
+/* A bucket's entries while its blocks are read: (label set, stack, value) in one
+ * flat vector, sorted and summed in place whenever it doubled since the last time
+ * (compact()). Memory follows the distinct pairs of the bucket, 20 bytes or so a
+ * pair, whatever the number of label sets: a hash table per label set took 16 KiB
+ * for each, 2 GB for a minute of 120 k label sets of one agent's flood. */
+struct pairs {
+	struct block_lentry *e;
+	size_t n, cap;
+	size_t compacted; /* n after the last compact() */
 };
 
-/* The group of labelset_id in g[0..*ng), sorted by label set, made when missing. */
-static int group_of(struct group **g, size_t *ng, size_t *cap, int64_t labelset_id,
-		    struct group **out)
+/* Sorts p in the encoder's order and sums equal (label set, stack) pairs,
+ * saturating at INT64_MAX; pairs that sum to 0 go (they add nothing). */
+static void compact(struct pairs *p)
 {
-	size_t lo = 0, hi = *ng, mid;
-	int err;
+	size_t i, k = 0;
 
-	while (lo < hi) {
-		mid = lo + (hi - lo) / 2;
-		if ((*g)[mid].labelset_id < labelset_id)
-			lo = mid + 1;
+	qsort(p->e, p->n, sizeof(*p->e), block__cmp_lentry);
+	for (i = 0; i < p->n; i++) {
+		if (k && !block__cmp_lentry(&p->e[k - 1], &p->e[i]))
+			p->e[k - 1].value = p->e[k - 1].value > INT64_MAX - p->e[i].value
+						    ? INT64_MAX
+						    : p->e[k - 1].value + p->e[i].value;
 		else
-			hi = mid;
+			p->e[k++] = p->e[i];
 	}
-	if (lo < *ng && (*g)[lo].labelset_id == labelset_id) {
-		*out = &(*g)[lo];
-		return 0;
-	}
-	err = array_grow((void **)g, cap, *ng + 1, sizeof(**g));
-	if (err)
-		return err;
-	memmove(*g + lo + 1, *g + lo, (*ng - lo) * sizeof(**g));
-	(*g)[lo] = (struct group){ .labelset_id = labelset_id };
-	(*ng)++;
-	err = block_merge__new(0, &(*g)[lo].m);
-	if (err) { /* take the empty group out again */
-		memmove(*g + lo, *g + lo + 1, (*ng - lo - 1) * sizeof(**g));
-		(*ng)--;
-		return err;
-	}
-	*out = &(*g)[lo];
-	return 0;
+	for (i = p->n = 0; i < k; i++)
+		if (p->e[i].value)
+			p->e[p->n++] = p->e[i];
+	p->compacted = p->n;
 }
 
-/* Adds a block of sections (version 2: a window's, a minute bucket's) or of one
- * label set (version 1: an hour's, a minute's of 005-009, a raw one of 005-007;
- * label set key) to the groups of its sections' label sets. */
-static int add_window(struct sqlite_store *s, struct block_reader **rd, const uint8_t *data,
-		      size_t len, int64_t key, struct group **g, size_t *ng, size_t *cap,
-		      struct block_entry **ents, size_t *ecap)
+/* Appends every section of a block of sections (version 2: a window's, a minute
+ * bucket's) or of one label set (version 1: an hour's, a minute's of 005-009, a
+ * raw one of 005-007; label set key) to p. */
+static int add_window(struct block_reader **rd, const uint8_t *data, size_t len, int64_t key,
+		      struct pairs *p)
 {
-	const struct block_section *sec;
-	struct group *gr;
-	size_t nsec, i, n;
+	size_t first = p->n, i;
 	int err;
 
-	(void)s;
 	if (!*rd) {
 		err = block_reader__new(rd);
 		if (err)
 			return err;
 	}
-	err = block_reader__open(*rd, data, len);
+	err = block_reader__open(*rd, data, len)
+		      ?: block_reader__decode_all(*rd, key, &p->e, &p->n, &p->cap);
 	if (err)
 		return err;
-	sec = block_reader__sections(*rd, &nsec);
-	for (i = 0; i < nsec; i++) {
-		int64_t ls = sec[i].labelset_id ? sec[i].labelset_id : key;
-
-		if (ls < 1)
+	for (i = first; i < p->n; i++)
+		if (p->e[i].labelset_id < 1 || p->e[i].value < 0)
 			return -EINVAL;
-		if (sec[i].count > *ecap) {
-			struct block_entry *ne = realloc(*ents, sec[i].count * sizeof(*ne));
-
-			if (!ne)
-				return -ENOMEM;
-			*ents = ne;
-			*ecap = sec[i].count;
-		}
-		err = block_reader__decode(*rd, i, *ents, *ecap, &n);
-		if (!err)
-			err = group_of(g, ng, cap, ls, &gr);
-		if (!err)
-			err = block_merge__add_entries(gr->m, *ents, n);
-		if (err)
-			return err;
-	}
+	/* the same pairs come every window: summing them keeps p near the distinct
+	 * pairs; 4096 spares a sort for a small bucket */
+	if (p->n > 4096 && p->n >= 2 * p->compacted)
+		compact(p);
 	return 0;
 }
 
-/* Writes the groups g[0..ng) (ascending label sets) as the one block of tier's
- * bucket at b, a section each (schema/010_minute_blocks.sql). */
-static int write_sections(struct sqlite_store *s, int tier, int64_t b, const struct group *g,
-			  size_t ng)
+/* Writes p (compacted) as tier's blocks of the bucket at b: the minute tier's one
+ * block of a section per label set (schema/010_minute_blocks.sql), the hour
+ * tier's block per label set. */
+static int write_bucket(struct sqlite_store *s, int tier, int64_t b, const struct pairs *p)
 {
-	struct block_lentry *le = NULL;
 	struct block_entry *e = NULL;
-	size_t n = 0, cap = 0, k, i;
+	size_t i = 0, j, n, cap = 0;
 	int err = 0;
 
-	for (i = 0; !err && i < ng; i++) {
-		err = block_merge__entries(g[i].m, &e, &k);
+	if (store_tier_sections(tier))
+		return store_bucket_add(s, tier, b, p->e, p->n);
+	while (!err && i < p->n) {
+		for (j = i, n = 0; j < p->n && p->e[j].labelset_id == p->e[i].labelset_id; j++) {
+			err = array_grow((void **)&e, &cap, n + 1, sizeof(*e));
+			if (err)
+				break;
+			e[n++] = (struct block_entry){ p->e[j].id, p->e[j].value };
+		}
 		if (!err)
-			err = array_grow((void **)&le, &cap, n + k, sizeof(*le));
-		for (size_t j = 0; !err && j < k; j++)
-			le[n++] = (struct block_lentry){ g[i].labelset_id, e[j].id, e[j].value };
-		free(e);
-		e = NULL;
+			err = store_block_add(s, tier, b, p->e[i].labelset_id, e, n);
+		i = j;
 	}
-	if (!err)
-		err = store_bucket_add(s, tier, b, le, n);
-	free(le);
+	free(e);
 	return err;
 }
 
@@ -291,10 +266,8 @@ static int write_sections(struct sqlite_store *s, int tier, int64_t b, const str
  * the blocks read. */
 static int rollup_bucket(struct sqlite_store *s, int tier, int64_t b, int64_t len, int64_t *nread)
 {
-	struct group *g = NULL;
-	struct block_entry *e = NULL, *ents = NULL;
+	struct pairs p = { 0 };
 	struct block_reader *rd = NULL;
-	size_t ng = 0, cap = 0, ecap = 0, n, i;
 	sqlite3_stmt *st = NULL;
 	int err;
 
@@ -316,8 +289,8 @@ static int rollup_bucket(struct sqlite_store *s, int tier, int64_t b, int64_t le
 		size_t dlen = (size_t)sqlite3_column_bytes(st, 1);
 
 		/* a block of sections (a window's, a minute bucket's) or of one label
-		 * set (ls): each section goes to its label set's group */
-		err = add_window(s, &rd, data, dlen, ls, &g, &ng, &cap, &ents, &ecap);
+		 * set (ls): each section's pairs go to p */
+		err = add_window(&rd, data, dlen, ls, &p);
 		if (err) {
 			err = err == -ENOMEM ? err
 					     : store_fail(s, -EIO,
@@ -329,19 +302,11 @@ static int rollup_bucket(struct sqlite_store *s, int tier, int64_t b, int64_t le
 		(*nread)++;
 	}
 	store_done(st);
-	if (!err && store_tier_sections(tier))
-		err = write_sections(s, tier, b, g, ng);
-	for (i = 0; !err && !store_tier_sections(tier) && i < ng; i++) {
-		err = block_merge__entries(g[i].m, &e, &n);
-		if (!err)
-			err = store_block_add(s, tier, b, g[i].labelset_id, e, n);
-		free(e);
-		e = NULL;
+	if (!err) {
+		compact(&p);
+		err = write_bucket(s, tier, b, &p);
 	}
-	for (i = 0; i < ng; i++)
-		block_merge__free(g[i].m);
-	free(g);
-	free(ents);
+	free(p.e);
 	block_reader__free(rd);
 	return err < 0 ? err : 0;
 }
