@@ -167,8 +167,10 @@ struct flame {
 	size_t nwide, widecap;
 	struct chunk *arena; /* newest chunk first */
 	size_t nextchunk;
-	bool finished; /* ranked and sorted */
-	bool twins;    /* two texts are equal but for their kind */
+	size_t arena_bytes; /* the chunks' sizes added up (flame__bytes) */
+	uint64_t idmax;	    /* the largest id below ID_DIRECT seen (flame__bytes) */
+	bool finished;	    /* ranked and sorted */
+	bool twins;	    /* two texts are equal but for their kind */
 	/* the public tree, made by flame__finish */
 	struct flame_node *pub;
 	struct flame_node **pubkids;
@@ -210,6 +212,7 @@ static void *arena_alloc(struct flame *f, size_t size)
 			return NULL;
 		c->size = want;
 		c->used = 0;
+		f->arena_bytes += sizeof(*c) + want;
 		if (f->nextchunk < ARENA_MAX && want == f->nextchunk)
 			f->nextchunk *= 2;
 		/* a big one-off block goes behind the current chunk, which keeps its room */
@@ -1023,6 +1026,8 @@ static inline int id_info(struct flame *f, const struct frame *fr, uint64_t id, 
 			return -ENOMEM; /* a billion texts: not to be packed with the flag */
 		*ph = frame_is_placeholder(fr);
 		f->idirect[id] = ((*text << 1) | *ph) + 1;
+		if (id > f->idmax)
+			f->idmax = id;
 		return 0;
 	}
 	err = id_slot(f, fr, id, &e);
@@ -1270,6 +1275,33 @@ uint64_t flame__total(const struct flame *f, unsigned side)
 size_t flame__size(const struct flame *f)
 {
 	return f->nnodes;
+}
+
+size_t flame__bytes(const struct flame *f)
+{
+	size_t b;
+
+	if (!f)
+		return 0;
+	b = sizeof(*f) + f->nodes_cap * sizeof(*f->nodes) + f->cnt1_cap * sizeof(*f->cnt1) +
+	    f->textcap * sizeof(*f->texts) + f->ttcap * sizeof(*f->ttable) +
+	    f->fentcap * sizeof(*f->fents) + f->ftcap * sizeof(*f->ftable) +
+	    f->tcap * sizeof(*f->table) + f->llcap * sizeof(*f->lline) +
+	    (f->lccap[0] + f->lccap[1]) * sizeof(*f->lcnt[0]) + f->widecap * sizeof(*f->wide) +
+	    f->imcap * sizeof(*f->imap) + f->keycap + f->arena_bytes;
+	/* the id array's pages touched: store ids are dense from 1 */
+	if (f->idirect)
+		b += (size_t)f->idmax * sizeof(*f->idirect);
+	if (f->pub)
+		b += flame__public_bytes(f);
+	return b;
+}
+
+size_t flame__public_bytes(const struct flame *f)
+{
+	return f ? f->nnodes * (sizeof(*f->pub) + sizeof(*f->pubkids)) +
+			       f->nlines * sizeof(*f->publines)
+		 : 0;
 }
 
 bool flame__has_twins(const struct flame *f)

@@ -129,6 +129,15 @@ uint64_t flame__total(const struct flame *f, unsigned side);
 /* Number of nodes, root included. */
 size_t flame__size(const struct flame *f);
 
+/* What the tree holds, in bytes, about (the tables' and arrays' capacities, the
+ * arena's chunks, the pages of the id array in use, the public tree once made):
+ * what a caller counts against a memory budget after each add. O(1). */
+size_t flame__bytes(const struct flame *f);
+
+/* What flame__finish() would add for the public tree, in bytes: known before it
+ * allocates, so a budget can refuse it first. */
+size_t flame__public_bytes(const struct flame *f);
+
 /* ---- the compact reading (after flame__finish or flame__finish_lean) ---------- */
 
 /* Node id 0 is the root; a node's children are a list (child, then next) in the

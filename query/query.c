@@ -33,10 +33,32 @@ static struct store_query store_query(int64_t from, int64_t to, const struct que
 				     .type = type };
 }
 
+/* A flame tree's store query with the stacks q's memory budget allows: a store
+ * holds about QUERY_STACK_BYTES a distinct stack while it merges and hands them
+ * out. */
+static struct store_query stacks_query(const struct query *q, int64_t from, int64_t to,
+				       const struct query_where *w)
+{
+	struct store_query sq = store_query(from, to, w, q->type);
+
+	if (q->max_memory)
+		sq.max_stacks = q->max_memory / QUERY_STACK_BYTES ?: 1;
+	return sq;
+}
+
 struct side {
 	struct flame *f;
 	unsigned side;
+	size_t max_memory; /* the query's (0: none) */
+	size_t nstacks;	   /* handed to the tree so far, both sides */
 };
+
+/* Whether the tree and the stacks handed so far are over s's budget. */
+static bool over_budget(const struct side *s, size_t more)
+{
+	return s->max_memory &&
+	       flame__bytes(s->f) + s->nstacks * QUERY_STACK_BYTES + more > s->max_memory;
+}
 
 /* Called through store_stack_ids: with the store's frame ids, which the tree
  * keys frames on. */
@@ -44,8 +66,12 @@ static int add_stack(void *ctx, const struct frame *frames, const uint64_t *ids,
 		     uint64_t count)
 {
 	struct side *s = ctx;
+	int err = flame__add_frames_ids(s->f, frames, ids, nframes, count, s->side);
 
-	return flame__add_frames_ids(s->f, frames, ids, nframes, count, s->side);
+	s->nstacks++;
+	/* checked after each stack: a stack adds at most its frames' nodes and
+	 * texts, so the query stops within a stack of its budget */
+	return err ?: over_budget(s, 0) ? -ENOBUFS : 0;
 }
 
 /* The formats rendered from the compact tree alone (flame__view). */
@@ -58,7 +84,7 @@ static bool lean_format(const char *format)
 static int load_flame(struct store *st, const struct query *q, struct flame **out)
 {
 	struct store_query sq;
-	struct side s;
+	struct side s = { .max_memory = q->max_memory };
 	struct store_stack_ids with_ids = { add_stack, &s };
 	/* pprof always keeps lines: its readers aggregate by function themselves */
 	bool lines = q->lines || strcmp(q->format, "pprof") == 0;
@@ -68,14 +94,14 @@ static int load_flame(struct store *st, const struct query *q, struct flame **ou
 		return err;
 	if (q->kind == QUERY_DIFF) {
 		s.side = 0;
-		sq = store_query(q->before_from, q->before_to, &q->before_where, q->type);
+		sq = stacks_query(q, q->before_from, q->before_to, &q->before_where);
 		err = store__query_stacks(st, &sq, store_stack_ids, &with_ids);
 		s.side = 1;
-		sq = store_query(q->after_from, q->after_to, &q->after_where, q->type);
+		sq = stacks_query(q, q->after_from, q->after_to, &q->after_where);
 		err = err ?: store__query_stacks(st, &sq, store_stack_ids, &with_ids);
 	} else {
 		s.side = 0;
-		sq = store_query(q->from, q->to, &q->where, q->type);
+		sq = stacks_query(q, q->from, q->to, &q->where);
 		err = store__query_stacks(st, &sq, store_stack_ids, &with_ids);
 	}
 	/* JSON and folded read the compact tree; the others, and folded of a tree
@@ -83,7 +109,7 @@ static int load_flame(struct store *st, const struct query *q, struct flame **ou
 	err = err ?: flame__finish_lean(s.f);
 	if (!err && (q->kind == QUERY_TOP || !lean_format(q->format) ||
 		     (strcmp(q->format, "folded") == 0 && flame__has_twins(s.f))))
-		err = flame__finish(s.f);
+		err = over_budget(&s, flame__public_bytes(s.f)) ? -ENOBUFS : flame__finish(s.f);
 	if (err) {
 		flame__free(s.f);
 		return err;
@@ -530,6 +556,12 @@ int query_load(struct store *st, const struct query *q, size_t max_bytes, struct
 		reason_fail(why, whylen, err,
 			    "more than %zu MiB of label names: narrow the time range",
 			    max_bytes >> 20);
+	else if (err == -ENOBUFS)
+		reason_fail(why, whylen, err,
+			    "the query needs more than its %zu %s of working memory: narrow the "
+			    "time range or select fewer labels with where=",
+			    q->max_memory >> 20 ? q->max_memory >> 20 : q->max_memory >> 10,
+			    q->max_memory >> 20 ? "MiB" : "KiB");
 	else if (err)
 		reason_fail(why, whylen, err, "query failed: %s",
 			    err == -EINVAL ? store__errmsg(st) : strerror(-err));

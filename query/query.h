@@ -71,6 +71,10 @@ struct query {
 	bool lines;			      /* granularity=line: a line is part of a frame */
 	size_t max_nodes;		      /* json flame graphs: at most this many nodes
 					       * (render_json_tree); 0: all */
+	size_t max_memory;		      /* bytes of working memory of a flame graph,
+					       * diff or top (the store's stacks, the tree);
+					       * 0: no budget. Not a parameter: set by the
+					       * caller (the collector's --query-memory-mb) */
 	const char *type;		      /* type=: STORE_TYPE_CPU or "offcpu"; NULL: cpu */
 	char *owned[2 * QUERY_MAX_WHERE * 3]; /* strings split out of where=K=V */
 	size_t nowned;
@@ -131,13 +135,22 @@ int query_check_keys(struct store *s, const struct query *q, char *why, size_t w
  * hundreds of times larger than what was read). */
 struct query_answer;
 
+/* What a store holds for each distinct stack while it merges and hands them out
+ * (SQLite's hash slot at half load, its entry and handout: 64 bytes; ClickHouse's
+ * sums and answer rows less), counted against q->max_memory. */
+#define QUERY_STACK_BYTES 64
+
 /* Reads what q needs from s into *out (the flame tree of flamegraph, diff and
  * top; the points of series, at most one per step; the names of labels). Calls on
  * s must be serialized by the caller, as for every store call. max_bytes caps the
  * label names kept in memory (0: no cap); the other answers are bounded by what
- * is stored and by query_parse()'s caps. q must outlive *out. Returns 0, -E2BIG
- * (past max_bytes), -EINVAL, -ENOMEM or a store error, with a one-line reason in
- * why; *out is written only on success. */
+ * is stored and by query_parse()'s caps. q->max_memory (when set) bounds a flame
+ * tree's working memory: the store is asked for at most max_memory /
+ * QUERY_STACK_BYTES distinct stacks, and the tree (flame__bytes) plus the stacks
+ * handed out are checked after each stack and before the public tree is made, so
+ * the query stops before it spends the budget. q must outlive *out. Returns 0,
+ * -E2BIG (past max_bytes), -ENOBUFS (past q->max_memory), -EINVAL, -ENOMEM or a
+ * store error, with a one-line reason in why; *out is written only on success. */
 int query_load(struct store *s, const struct query *q, size_t max_bytes, struct query_answer **out,
 	       char *why, size_t whylen);
 

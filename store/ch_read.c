@@ -40,7 +40,8 @@ static int check_query(struct ch_store *s, const struct store_query *q)
 
 /* The stacks' sums over the plan (plan: its SQL), in the answer's order, into
  * *out (*n). */
-static int stack_sums(struct ch_store *s, const char *plan, struct ch_stack_sum **out, size_t *n)
+static int stack_sums(struct ch_store *s, const char *plan, size_t max, struct ch_stack_sum **out,
+		      size_t *n)
 {
 	struct ch_stack_sum *sums = NULL;
 	struct ch_wbuf sql = { 0 };
@@ -50,14 +51,22 @@ static int stack_sums(struct ch_store *s, const char *plan, struct ch_stack_sum 
 	int err;
 
 	*n = 0;
-	ch_w_text(&sql,
-		  "SELECT stack, sum(v), sum(toFloat64(v)) FROM %s GROUP BY stack "
-		  "FORMAT RowBinary",
-		  plan);
+	/* a memory budget (max): the server sends one row past it at most */
+	ch_w_text(&sql, "SELECT stack, sum(v), sum(toFloat64(v)) FROM %s GROUP BY stack ", plan);
+	if (max)
+		ch_w_text(&sql, "LIMIT %zu ", max + 1);
+	ch_w_text(&sql, "FORMAT RowBinary");
 	if ((err = ch_run_sql(s, "query stacks", &sql, &a)))
 		goto out;
 	r = ch_answer_reader(&a);
 	while (r.p < r.end && !r.bad) {
+		if (max && *n == max) {
+			err = ch_fail(
+				s, -ENOBUFS,
+				"query stacks: more than %zu stacks (the query's memory budget)",
+				max);
+			goto out;
+		}
 		if (*n == BLOCK_MERGE_MAX_IDS) {
 			err = ch_fail(s, -E2BIG, "query stacks: more than %u stacks",
 				      BLOCK_MERGE_MAX_IDS);
@@ -109,7 +118,7 @@ static int read_sums(void *ctx, struct ch_parts *parts)
 	x->sums = NULL;
 	x->n = 0;
 	err = ch_w_plan(x->s, &x->plan, x->q, true, parts);
-	return err ?: stack_sums(x->s, x->plan.p, &x->sums, &x->n);
+	return err ?: stack_sums(x->s, x->plan.p, x->q->max_stacks, &x->sums, &x->n);
 }
 
 int ch_query_stacks(struct store *base, const struct store_query *q, store_stack_fn cb, void *ctx)

@@ -670,6 +670,13 @@ static int merge_blocks(struct sqlite_store *s, const struct store_query *q, str
 				err = store_fail(s, -E2BIG,
 						 "more than %u distinct stacks in a query",
 						 BLOCK_MERGE_MAX_IDS);
+			/* the merge's table grows with its distinct stacks: a block adds
+			 * at most its entries past the budget */
+			if (!err && q->max_stacks && block_merge__count(m) > q->max_stacks)
+				err = store_fail(s, -ENOBUFS,
+						 "more than %zu distinct stacks in a query (its "
+						 "memory budget)",
+						 q->max_stacks);
 			if (err)
 				break;
 		}

@@ -223,10 +223,13 @@ struct store_query {
 	const char *const *keys;   /* nlabels label keys */
 	const char *const *values; /* nlabels label values */
 	size_t nlabels;
-	const char *type; /* the profile type; NULL: STORE_TYPE_CPU. store__windows() is
-			   * per window and records the CPU profile's batches only (their
-			   * periods): it honours a type other than cpu as a selection
-			   * (the windows where such a label set has a block) */
+	const char *type;  /* the profile type; NULL: STORE_TYPE_CPU. store__windows() is
+			    * per window and records the CPU profile's batches only (their
+			    * periods): it honours a type other than cpu as a selection
+			    * (the windows where such a label set has a block) */
+	size_t max_stacks; /* store__query_stacks(): more distinct stacks than this
+			    * fail with -ENOBUFS before they are all held (a
+			    * query's memory budget); 0: no cap but the store's own */
 };
 
 /* Called once per distinct stack: its nframes frames (common/frame.h), root first,
@@ -265,8 +268,9 @@ int store_stack_ids(void *ctx, const struct frame *frames, size_t nframes, uint6
  * C; the stacks' frames come from a per-connection cache (64 MiB at most). Sums saturate at
  * INT64_MAX: no data makes a query fail. Returns 0, cb's nonzero return, -EINVAL, -ENOMEM, -EIO (a
  * stored block that does not decode, named in store__errmsg()), -E2BIG (more than
- * BLOCK_MERGE_MAX_IDS distinct stacks in one answer) or a translated SQLite
- * error. */
+ * BLOCK_MERGE_MAX_IDS distinct stacks in one answer), -ENOBUFS (more than
+ * q->max_stacks, found while merging, before the stacks are resolved or handed
+ * out) or a translated SQLite error. */
 int store__query_stacks(struct store *s, const struct store_query *q, store_stack_fn cb, void *ctx);
 
 /* Called once per time bucket with samples, in time order: the bucket's start
