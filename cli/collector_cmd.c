@@ -8,6 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "collector/cardinality.h"
 #include "common/log.h"
 #include "common/reason.h"
 #include "query/timeparse.h"
@@ -53,6 +54,12 @@ const char collector_usage[] =
 	"      --request-timeout DUR time for a request's headers and body (default 30s)\n"
 	"      --max-response-mb N   size cap of one query's answer (default 64)\n"
 	"      --max-queued-queries N  queries waiting for a worker; 503 past it (default 32)\n"
+	"      --query-memory-mb N   working memory of one flame graph, diff or top query;\n"
+	"                            422 past it (default 128)\n"
+	"      --agent-labelsets-per-min N  new label sets one agent may send a minute;\n"
+	"                            429 past it (default 10000)\n"
+	"      --agent-stacks-per-min N  new stacks one agent may send in full a minute;\n"
+	"                            429 past it (default 100000)\n"
 	"      --ingest-linger-ms N  hold a store call open up to N ms for more batches\n"
 	"                            while they keep arriving (default 50; 0: off)\n"
 	"      --tls-cert F          serve https with this PEM certificate (chain)...\n"
@@ -82,6 +89,10 @@ const struct option collector_long_options[] = {
 	{ "tls-key", required_argument, NULL, COLLECTOR_OPT_TLS_KEY },
 	{ "tls-client-ca", required_argument, NULL, COLLECTOR_OPT_TLS_CLIENT_CA },
 	{ "allow-host", required_argument, NULL, COLLECTOR_OPT_ALLOW_HOST },
+	{ "query-memory-mb", required_argument, NULL, COLLECTOR_OPT_QUERY_MEMORY_MB },
+	{ "agent-labelsets-per-min", required_argument, NULL,
+	  COLLECTOR_OPT_AGENT_LABELSETS_PER_MIN },
+	{ "agent-stacks-per-min", required_argument, NULL, COLLECTOR_OPT_AGENT_STACKS_PER_MIN },
 	{ "help", no_argument, NULL, 'h' },
 	{ NULL, 0, NULL, 0 },
 };
@@ -250,6 +261,26 @@ int collector_args__set(struct collector_args *a, int opt, const char *arg, char
 			return reason_fail(err, errlen, -EINVAL,
 					   "--max-response-mb wants 1 to 4096, got '%s'", arg);
 		a->o.max_response = (size_t)n << 20;
+		break;
+	case COLLECTOR_OPT_QUERY_MEMORY_MB:
+		/* 64 GiB: past any machine a collector runs on */
+		if (!parse_count(arg, 1, 65536, &n))
+			return reason_fail(err, errlen, -EINVAL,
+					   "--query-memory-mb wants 1 to 65536, got '%s'", arg);
+		a->o.query_memory = (size_t)n << 20;
+		break;
+	case COLLECTOR_OPT_AGENT_LABELSETS_PER_MIN:
+	case COLLECTOR_OPT_AGENT_STACKS_PER_MIN:
+		if (!parse_count(arg, 1, CARDINALITY_MAX_PER_MIN, &n))
+			return reason_fail(err, errlen, -EINVAL, "--%s wants 1 to %u, got '%s'",
+					   opt == COLLECTOR_OPT_AGENT_STACKS_PER_MIN
+						   ? "agent-stacks-per-min"
+						   : "agent-labelsets-per-min",
+					   CARDINALITY_MAX_PER_MIN, arg);
+		if (opt == COLLECTOR_OPT_AGENT_STACKS_PER_MIN)
+			a->o.stacks_per_min = (uint32_t)n;
+		else
+			a->o.labelsets_per_min = (uint32_t)n;
 		break;
 	case COLLECTOR_OPT_MAX_QUEUED_QUERIES:
 		/* each waiting query holds its parsed parameters only; the cap bounds the

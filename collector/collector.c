@@ -44,6 +44,7 @@
 #include "common/token.h"
 #include "common/wire.h"
 #include "collector/access.h"
+#include "collector/cardinality.h"
 #include "collector/conns.h"
 #include "collector/exports.h"
 #include "collector/gzip.h"
@@ -99,11 +100,12 @@ struct collector {
 	struct store *store;  /* the writer: ingest, maintenance, /metrics */
 	pthread_mutex_t lock; /* guards store and m */
 	struct metrics m;
-	struct readers *readers; /* queries' own stores; NULL for ":memory:" */
-	struct conns *conns;	 /* connection caps and the request-time sweep */
-	struct queries *queries; /* the workers that run queries (queries.h) */
-	struct ingestq *ingestq; /* the ingest writer and its queue (ingestq.h) */
-	atomic_uint reading;	 /* queries reading the store now */
+	struct readers *readers;  /* queries' own stores; NULL for ":memory:" */
+	struct conns *conns;	  /* connection caps and the request-time sweep */
+	struct queries *queries;  /* the workers that run queries (queries.h) */
+	struct ingestq *ingestq;  /* the ingest writer and its queue (ingestq.h) */
+	struct cardinality *card; /* per-agent budgets of new label sets and stacks */
+	atomic_uint reading;	  /* queries reading the store now */
 	struct MHD_Daemon *daemon;
 	struct tls_files tls; /* all NULL: plain HTTP */
 	struct access access; /* the Host and Origin checks */
@@ -198,6 +200,9 @@ void collector_options__defaults(struct collector_options *o)
 		.max_response = COLLECTOR_DEFAULT_MAX_RESPONSE,
 		.max_queued_queries = COLLECTOR_DEFAULT_MAX_QUEUED_QUERIES,
 		.ingest_linger_ms = COLLECTOR_DEFAULT_INGEST_LINGER_MS,
+		.query_memory = COLLECTOR_DEFAULT_QUERY_MEMORY,
+		.labelsets_per_min = CARDINALITY_DEFAULT_LABELSETS_PER_MIN,
+		.stacks_per_min = CARDINALITY_DEFAULT_STACKS_PER_MIN,
 	};
 }
 
@@ -424,6 +429,16 @@ static enum MHD_Result ingest(struct collector *c, struct MHD_Connection *conn, 
 	}
 	for (i = 0; i < b->nsamples; i++)
 		samples += b->samples[i].count;
+	/* before anything of it reaches the store (stack ids are remembered below) */
+	err = cardinality__admit(c->card, b, (int64_t)time(NULL), why, sizeof(why));
+	if (err) {
+		batch__free(b);
+		if (err == -ENOMEM)
+			return respond_error(conn, MHD_HTTP_SERVICE_UNAVAILABLE,
+					     "out of memory: retry later");
+		count_reject(c, REJECT_CARDINALITY);
+		return respond_error(conn, MHD_HTTP_TOO_MANY_REQUESTS, why);
+	}
 
 	/* wire format 3: claimed ids checked and remembered, refs resolved; the
 	 * store (and its lock) only for a batch that carries ids or refs */
@@ -616,6 +631,7 @@ static void run_query(struct queries_job *base, bool abandoned)
 	int err = -ESHUTDOWN;
 
 	j->w.max = c->opts.max_response;
+	j->q.max_memory = c->opts.query_memory;
 	if (!abandoned)
 		err = load(c, &j->q, &answer, j->why, sizeof(j->why));
 	if (!err) {
@@ -660,6 +676,16 @@ static void run_query(struct queries_job *base, bool abandoned)
 			 "answer larger than the collector's cap (%zu MiB, --max-response-mb): "
 			 "narrow the time range or select fewer labels with where=",
 			 c->opts.max_response >> 20);
+		j->status = MHD_HTTP_UNPROCESSABLE_CONTENT;
+	} else if (err == -ENOBUFS) {
+		pthread_mutex_lock(&c->lock);
+		c->m.queries_over_memory++;
+		pthread_mutex_unlock(&c->lock);
+		snprintf(j->why, sizeof(j->why),
+			 "the query needs more working memory than the collector's budget "
+			 "(%zu MiB, --query-memory-mb): narrow the time range or select fewer "
+			 "labels with where=",
+			 c->opts.query_memory >> 20);
 		j->status = MHD_HTTP_UNPROCESSABLE_CONTENT;
 	} else if (err == -ESHUTDOWN) {
 		snprintf(j->why, sizeof(j->why), "the collector is stopping: retry");
@@ -998,7 +1024,7 @@ static int check_options(const struct collector_options *o)
 	    (o->query_token && token_check(o->query_token, "query token", NULL, 0)))
 		return -EINVAL; /* an empty token must never pass for a token */
 	if (!o->max_connections || !o->max_connections_per_ip || !o->request_timeout ||
-	    !o->max_response || !o->max_body || !o->max_queued_queries)
+	    !o->max_response || !o->max_body || !o->max_queued_queries || !o->query_memory)
 		return -EINVAL;
 	return 0;
 }
@@ -1107,6 +1133,9 @@ int collector__start(const struct collector_options *o, struct collector **out)
 		log_error("collector: %s", why[0] ? why : "cannot hash the HTML export's script");
 		goto out_free;
 	}
+	err = cardinality__new(o->labelsets_per_min, o->stacks_per_min, &c->card);
+	if (err)
+		goto out_free;
 	err = tls__load(o->tls_cert, o->tls_key, o->tls_client_ca, &c->tls, why, sizeof(why));
 	if (err) {
 		log_error("collector: %s", why);
@@ -1206,6 +1235,7 @@ out_free:
 	tls__free(&c->tls);
 	explicit_bzero(&c->ingest_key, sizeof(c->ingest_key));
 	explicit_bzero(&c->query_key, sizeof(c->query_key));
+	cardinality__free(c->card);
 	pthread_mutex_destroy(&c->lock);
 	free(c);
 	return err;
@@ -1234,6 +1264,7 @@ void collector__stop(struct collector *c)
 	tls__free(&c->tls);
 	explicit_bzero(&c->ingest_key, sizeof(c->ingest_key));
 	explicit_bzero(&c->query_key, sizeof(c->query_key));
+	cardinality__free(c->card);
 	pthread_mutex_destroy(&c->lock);
 	free(c);
 }

@@ -90,6 +90,14 @@ struct store;
  * draw; a larger answer is refused with a hint to narrow the query. The collector
  * renders at most one answer per query worker (4) at a time. */
 #define COLLECTOR_DEFAULT_MAX_RESPONSE (64u << 20)
+/* Bytes of working memory of one flame graph, diff or top query (the store's
+ * distinct stacks and the flame tree, query.h's max_memory): past it the query
+ * stops and is refused with 422. A day of the busy host's flame graph takes about
+ * 70 MB (a 60 MB tree of 650 k nodes, docs/benchmarks.md, and 89 k stacks); 128
+ * MiB leaves it room. The 4 query workers at the budget (512 MiB) with the 4
+ * readers' frame caches (64 MiB each) and the ~40 MB at rest stay under the 1 Gi
+ * of deploy/k8s. */
+#define COLLECTOR_DEFAULT_QUERY_MEMORY (128u << 20)
 /* Queries waiting for one of the 4 query workers (beyond the 4 running): each
  * holds a suspended connection and its parsed query (a few KiB). 32 is several
  * browsers' dashboards at once (a browser sends six), and 8 turns of every
@@ -127,6 +135,10 @@ struct collector_options {
 	size_t max_response;		  /* bytes of one query's answer */
 	unsigned max_queued_queries;	  /* queries waiting for a query worker */
 	unsigned ingest_linger_ms;	  /* see COLLECTOR_DEFAULT_INGEST_LINGER_MS; 0: off */
+	size_t query_memory;		  /* bytes of one query's working memory */
+	uint32_t labelsets_per_min;	  /* new label sets an agent may send a minute */
+	uint32_t stacks_per_min;	  /* new full stacks an agent may send a minute
+					   * (collector/cardinality.h) */
 	const char *tls_cert;		  /* PEM certificate (chain) file: serve https */
 	const char *tls_key;		  /* its PEM private key file */
 	const char *tls_client_ca;	  /* PEM CA file: every request must present a

@@ -5,7 +5,7 @@
 #include <errno.h>
 
 static const char *const reject_names[REJECT_NR] = {
-	"auth", "media_type", "too_large", "malformed", "store", "queue_full",
+	"auth", "media_type", "too_large", "malformed", "store", "queue_full", "cardinality",
 };
 
 static const double latency_buckets[METRICS_NBUCKETS] = { 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05,
@@ -188,6 +188,12 @@ int metrics_write(FILE *out, const struct metrics *m, const struct store_stats *
 		"# TYPE smolder_query_answers_too_large_total counter\n"
 		"smolder_query_answers_too_large_total %llu\n",
 		(unsigned long long)m->answers_too_large);
+	fprintf(out,
+		"# HELP smolder_query_over_memory_total Queries refused because they needed "
+		"more working memory than the query memory budget.\n"
+		"# TYPE smolder_query_over_memory_total counter\n"
+		"smolder_query_over_memory_total %llu\n",
+		(unsigned long long)m->queries_over_memory);
 	fprintf(out,
 		"# HELP smolder_maintenance_runs_total Store maintenance steps run.\n"
 		"# TYPE smolder_maintenance_runs_total counter\n"

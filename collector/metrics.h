@@ -24,7 +24,9 @@ enum metrics_reject {
 	REJECT_TOO_LARGE,
 	REJECT_MALFORMED,
 	REJECT_STORE,
-	REJECT_BUSY, /* the ingest queue full (collector/ingestq.h) */
+	REJECT_BUSY,	    /* the ingest queue full (collector/ingestq.h) */
+	REJECT_CARDINALITY, /* an agent's budget of new label sets or stacks
+			     * (collector/cardinality.h) */
 	REJECT_NR,
 };
 
@@ -36,12 +38,13 @@ struct metrics {
 	uint64_t rejected[REJECT_NR];
 	uint64_t latency_counts[METRICS_NBUCKETS + 1]; /* last: +Inf */
 	double latency_sum;
-	uint64_t answers_too_large;  /* queries refused for max_response */
-	uint64_t maintenance_runs;   /* store__maintain() calls */
-	uint64_t maintenance_errors; /* store__maintain() failures */
-	unsigned queries_reading;    /* gauge: queries reading the store now */
-	uint64_t queries_refused;    /* queries refused: max_queued_queries waiting */
-	unsigned queries_waiting;    /* gauge: queries waiting for a worker */
+	uint64_t answers_too_large;   /* queries refused for max_response */
+	uint64_t queries_over_memory; /* queries refused for query_memory */
+	uint64_t maintenance_runs;    /* store__maintain() calls */
+	uint64_t maintenance_errors;  /* store__maintain() failures */
+	unsigned queries_reading;     /* gauge: queries reading the store now */
+	uint64_t queries_refused;     /* queries refused: max_queued_queries waiting */
+	unsigned queries_waiting;     /* gauge: queries waiting for a worker */
 	/* the fleet wire (collector/stackrefs.h): stacks received in full and by
 	 * id, full stacks remembered by id, ids unknown to the store (409) */
 	uint64_t stacks_full, stacks_by_id, stacks_remembered, stack_ids_unknown;
