@@ -1115,6 +1115,43 @@ static int collect_text(void *ctx, const char *text)
 
 /* The timeline: samples per step-long bucket, against sums computed here from
  * the generated tuples; and the label keys and values of a range. */
+static int count_calls(void *ctx, const struct frame *frames, size_t nframes, uint64_t count)
+{
+	(void)frames;
+	(void)nframes;
+	(void)count;
+	(*(size_t *)ctx)++;
+	return 0;
+}
+
+/* A query's stack cap (a memory budget, store_query's max_stacks): one stack
+ * fewer than the range holds fails with -ENOBUFS before any stack is handed out;
+ * as many as it holds answer them all. */
+static void test_max_stacks(void **state)
+{
+	struct fixture *fx = *state;
+	struct store_query q = { .from = 0, .to = INT64_MAX };
+	struct tuple *t;
+	struct store *s;
+	size_t n, all = 0, calls = 0;
+
+	make_stack_pool();
+	t = gen_tuples(1000, 8, 60, &n);
+	s = open_backend(fx, NULL);
+	ingest_tuples(s, t, n);
+	assert_int_equal(store__query_stacks(s, &q, count_calls, &all), 0);
+	assert_true(all > 1);
+	q.max_stacks = all - 1;
+	assert_int_equal(store__query_stacks(s, &q, count_calls, &calls), -ENOBUFS);
+	assert_int_equal(calls, 0);
+	assert_non_null(strstr(store__errmsg(s), "memory budget"));
+	q.max_stacks = all;
+	assert_int_equal(store__query_stacks(s, &q, count_calls, &calls), 0);
+	assert_int_equal(calls, all);
+	close_checked(s);
+	free(t);
+}
+
 static void test_series_and_labels(void **state)
 {
 	struct fixture *fx = *state;
@@ -2979,6 +3016,7 @@ int main(void)
 		BOTH(test_maintain),
 		BOTH(test_size),
 		BOTH(test_series_and_labels),
+		BOTH(test_max_stacks),
 		BOTH(test_hostile_names),
 		BOTH(test_window_bounds),
 		/* these plant rows or read the file through a second connection */
