@@ -55,7 +55,7 @@ const char collector_usage[] =
 	"      --max-response-mb N   size cap of one query's answer (default 64)\n"
 	"      --max-queued-queries N  queries waiting for a worker; 503 past it (default 32)\n"
 	"      --query-memory-mb N   working memory of one flame graph, diff or top query;\n"
-	"                            422 past it (default 128)\n"
+	"                            422 past it (default 160)\n"
 	"      --agent-labelsets-per-min N  new label sets one agent may send a minute;\n"
 	"                            429 past it (default 10000)\n"
 	"      --agent-stacks-per-min N  new stacks one agent may send in full a minute;\n"

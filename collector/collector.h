@@ -92,12 +92,14 @@ struct store;
 #define COLLECTOR_DEFAULT_MAX_RESPONSE (64u << 20)
 /* Bytes of working memory of one flame graph, diff or top query (the store's
  * distinct stacks and the flame tree, query.h's max_memory): past it the query
- * stops and is refused with 422. A day of the busy host's flame graph takes about
- * 70 MB (a 60 MB tree of 650 k nodes, docs/benchmarks.md, and 89 k stacks); 128
- * MiB leaves it room. The 4 query workers at the budget (512 MiB) with the 4
- * readers' frame caches (64 MiB each) and the ~40 MB at rest stay under the 1 Gi
- * of deploy/k8s. */
-#define COLLECTOR_DEFAULT_QUERY_MEMORY (128u << 20)
+ * stops and is refused with 422. The 4 query workers at the budget (640 MiB) with
+ * the 4 readers' frame caches (64 MiB each) and the ~40 MB at rest stay under the
+ * 1 Gi of deploy/k8s. A day of the busy host (bench/gen.h, 655 k nodes at function
+ * granularity) counts 82 MB of compact tree and 6 MB of stacks: its JSON flame
+ * graph and folded text answer; its SVG, HTML, text, pprof, speedscope and top
+ * also make the public tree (110 MB more, about 200 MB in all) and need
+ * --query-memory-mb 224 or so. */
+#define COLLECTOR_DEFAULT_QUERY_MEMORY (160u << 20)
 /* Queries waiting for one of the 4 query workers (beyond the 4 running): each
  * holds a suspended connection and its parsed query (a few KiB). 32 is several
  * browsers' dashboards at once (a browser sends six), and 8 turns of every
