@@ -40,8 +40,8 @@
 #define ITOK	  "ingest-tok-1"
 #define QTOK	  "query-tok-2"
 
-#define HEALTHZ "GET /healthz HTTP/1.1\r\nHost: a\r\n\r\n"
-#define METRICS "GET /metrics HTTP/1.1\r\nHost: a\r\nAuthorization: Bearer " QTOK "\r\n\r\n"
+#define HEALTHZ "GET /healthz HTTP/1.1\r\nHost: localhost\r\n\r\n"
+#define METRICS "GET /metrics HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer " QTOK "\r\n\r\n"
 #define PARTIAL "GET /healthz HTTP/1.1\r\nX-Slow: " /* headers that never end */
 
 #define WAIT_MS 10000 /* bound on what the collector does at once */
@@ -287,9 +287,10 @@ static void test_all_busy_refused(void **state)
 				"--request-timeout",
 				"120s",
 				NULL };
-	const char *head = "POST /api/v1/ingest HTTP/1.1\r\nHost: a\r\nAuthorization: Bearer " ITOK
-			   "\r\nContent-Type: " WIRE_CONTENT_TYPE "\r\nContent-Encoding: zstd\r\n"
-			   "Content-Length: 1000\r\nExpect: 100-continue\r\n\r\n";
+	const char *head =
+		"POST /api/v1/ingest HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer " ITOK
+		"\r\nContent-Type: " WIRE_CONTENT_TYPE "\r\nContent-Encoding: zstd\r\n"
+		"Content-Length: 1000\r\nExpect: 100-continue\r\n\r\n";
 	struct rawsock_answer a;
 	struct coll c;
 	uint64_t deadline;
@@ -378,7 +379,8 @@ static void test_ipv6_prefix_in_netns(void **state)
 	free(a.body);
 	if (a.status != 200)
 		fail_msg("GET /healthz from another /64: status %d", a.status);
-	assert_true(rawsock_send(other, "GET /metrics HTTP/1.1\r\nHost: a\r\n\r\n", WAIT_MS));
+	assert_true(
+		rawsock_send(other, "GET /metrics HTTP/1.1\r\nHost: localhost\r\n\r\n", WAIT_MS));
 	a = rawsock_read(other, WAIT_MS);
 	assert_int_equal(a.status, 200);
 	assert_int_equal(rawsock_metric(a.body, "smolder_connections_refused_total{reason="
