@@ -187,7 +187,7 @@ static void test_diff(void **state)
 	static const uint64_t bc[] = { 10, 60, 30 };
 	static const char *const after[] = { "p;main;grew", "p;main;shrank", "p;main;same",
 					     "p;new" };
-	static const uint64_t ac[] = { 40, 20, 30, 10 };
+	static const uint64_t ac[] = { 80, 40, 60, 20 }; /* total 200: unequal sides */
 	struct render_text_options o = { .diff = true };
 	struct flame *f = tree(before, bc, 3, 0, NULL);
 	char *text, *tree_part;

@@ -9,7 +9,8 @@
  * Batches go in through store__ingest(); the rollups and the retention cuts are
  * made here with the store's own primitives (store_block_add, store_set_built_before,
  * store_set_kept_from: store/store_int.h), so these tests read exactly the tier
- * states they set, whatever store__maintain() does.
+ * states they set, whatever store__maintain() does; test_maintain_same_answer
+ * builds them with store__maintain() and holds its tiers to the raw answer.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -322,6 +323,118 @@ static void test_rollups_same_answer(void **state)
 	assert_int_equal(got.total, raw_total(T0, T0 + 7200, NULL));
 	assert_int_equal(got.n, 5);
 	answer_free(&got);
+	for (size_t i = 0; i < nr; i++)
+		for (int c = 0; c < 3; c++)
+			answer_free(&raw[i][c]);
+	store__close(s);
+}
+
+/* The sum of every value in tier's blocks starting in [from, to), read with the
+ * block codec, not with the store's reads. */
+static uint64_t tier_sum(struct store *s, int tier, int64_t from, int64_t to)
+{
+	sqlite3_stmt *st = NULL;
+	uint64_t sum = 0;
+
+	assert_int_equal(sqlite3_prepare_v2(sqlite_store_of(s)->db,
+					    "SELECT bi.labelset_id, b.data FROM block_index bi "
+					    "JOIN blocks b ON b.id = bi.block_id WHERE tier = ?1 "
+					    "AND start >= ?2 AND start < ?3",
+					    -1, &st, NULL),
+			 SQLITE_OK);
+	sqlite3_bind_int(st, 1, tier);
+	sqlite3_bind_int64(st, 2, from);
+	sqlite3_bind_int64(st, 3, to);
+	while (sqlite3_step(st) == SQLITE_ROW) {
+		struct block_lentry *le = NULL;
+		size_t n =
+			block_rows(sqlite3_column_blob(st, 1), (size_t)sqlite3_column_bytes(st, 1),
+				   sqlite3_column_int64(st, 0), &le);
+
+		for (size_t i = 0; i < n; i++)
+			sum += le[i].value;
+		free(le);
+	}
+	sqlite3_finalize(st);
+	return sum;
+}
+
+/* Answers from the tiers up to top only: the finer tiers' watermarks as they are,
+ * the coarser ones' cleared (the plan then never reads them); restored after. */
+static void query_tiers(struct store *s, int top, int64_t from, int64_t to, const char *comm,
+			struct answer *a)
+{
+	struct sqlite_store *ss = sqlite_store_of(s);
+	struct store_tiers t;
+
+	assert_int_equal(store_read_tiers(ss, &t), 0);
+	for (int tier = top + 1; tier <= TIER_HOUR; tier++)
+		assert_int_equal(store_set_built_before(ss, tier, INT64_MIN), 0);
+	assert_int_equal(query(s, from, to, comm, a), 0);
+	for (int tier = top + 1; tier <= TIER_HOUR; tier++)
+		assert_int_equal(store_set_built_before(ss, tier, t.built_before[tier]), 0);
+}
+
+/* store__maintain() builds the minute and hour rollups (the builder the other
+ * tests stand in for): every tier's blocks sum to the raw total, and every range
+ * answers the same from the raw windows, from raw and minutes, and from all three
+ * tiers; the timelines too. A maintain that builds nothing fails here. */
+static void test_maintain_same_answer(void **state)
+{
+	static struct series sraw, sgot;
+	struct answer raw[10][3], got;
+	const char *comms[] = { NULL, "api", "db" };
+	struct store *s = fixture();
+	size_t nr = sizeof(edges) / sizeof(edges[0]);
+	const uint64_t all = raw_total(T0, T0 + 3 * 3600, NULL);
+	struct store_tiers t;
+	bool more = true;
+	int steps = 0;
+
+	(void)state;
+	for (size_t i = 0; i < nr; i++)
+		for (int c = 0; c < 3; c++)
+			assert_int_equal(query(s, edges[i][0], edges[i][1], comms[c], &raw[i][c]),
+					 0);
+	assert_true(raw[0][0].total > 4000); /* a stated minimum */
+	assert_int_equal(raw[0][0].total, all);
+	series(s, T0, T0 + 3 * 3600, 60, NULL, &sraw);
+	assert_int_equal(sraw.n, 180);
+
+	/* an hour past the data: every minute and hour bucket is due, and the raw
+	 * windows are younger than the raw retention (one day) */
+	while (more) {
+		assert_int_equal(store__maintain(s, T0 + 4 * 3600, 1000, &more), 0);
+		assert_true(++steps < 10000);
+	}
+	assert_int_equal(store_read_tiers(sqlite_store_of(s), &t), 0);
+	assert_true(t.built_before[TIER_MINUTE] >= T0 + 3 * 3600);
+	assert_true(t.built_before[TIER_HOUR] >= T0 + 3 * 3600);
+	assert_true(t.kept_from[TIER_RAW] <= T0);
+
+	/* each tier holds every sample once, and each bucket its raw windows' */
+	assert_int_equal(tier_sum(s, TIER_RAW, INT64_MIN, INT64_MAX), all);
+	assert_int_equal(tier_sum(s, TIER_MINUTE, INT64_MIN, INT64_MAX), all);
+	assert_int_equal(tier_sum(s, TIER_HOUR, INT64_MIN, INT64_MAX), all);
+	for (int64_t h = T0; h < T0 + 3 * 3600; h += 3600)
+		assert_int_equal(tier_sum(s, TIER_HOUR, h, h + 1), raw_total(h, h + 3600, NULL));
+	for (int64_t m = T0; m < T0 + 3 * 3600; m += 60)
+		assert_int_equal(tier_sum(s, TIER_MINUTE, m, m + 1), raw_total(m, m + 60, NULL));
+
+	for (int top = TIER_RAW; top <= TIER_HOUR; top++)
+		for (size_t i = 0; i < nr; i++)
+			for (int c = 0; c < 3; c++) {
+				query_tiers(s, top, edges[i][0], edges[i][1], comms[c], &got);
+				assert_same(&raw[i][c], &got);
+				answer_free(&got);
+			}
+	/* all three tiers: the same timeline */
+	series(s, T0, T0 + 3 * 3600, 60, NULL, &sgot);
+	assert_int_equal(sgot.n, sraw.n);
+	for (size_t k = 0; k < sgot.n; k++) {
+		assert_int_equal(sgot.start[k], sraw.start[k]);
+		assert_int_equal(sgot.count[k], sraw.count[k]);
+	}
 	for (size_t i = 0; i < nr; i++)
 		for (int c = 0; c < 3; c++)
 			answer_free(&raw[i][c]);
@@ -689,6 +802,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_rollups_same_answer),
+		cmocka_unit_test(test_maintain_same_answer),
 		cmocka_unit_test(test_coarse_edges),
 		cmocka_unit_test(test_series),
 		cmocka_unit_test(test_labels),

@@ -17,6 +17,7 @@
 #include <cmocka.h>
 
 #include "common/batch.h"
+#include "common/frame.h"
 #include "store/store_int.h"
 #include "testutil.h"
 
@@ -170,14 +171,35 @@ static void test_many_periods(void **state)
 	store__close(s);
 }
 
-/* Whether store__maintain() built minute rollups (interim: until maintain.c builds
- * them, the tests of what rollups make of the windows are skipped). */
+/* Whether store__maintain() built minute rollups: the tests below fail when it
+ * builds none (a rollup never built is a bug, not a reason to skip). */
 static bool rollups_built(struct store *s)
 {
 	struct store_tiers t;
 
 	assert_int_equal(store_read_tiers(sqlite_store_of(s), &t), 0);
 	return t.built_before[TIER_MINUTE] != INT64_MIN;
+}
+
+static int add_count(void *ctx, const struct frame *frames, size_t nframes, uint64_t count)
+{
+	(void)frames;
+	(void)nframes;
+	*(uint64_t *)ctx += count;
+	return 0;
+}
+
+/* The samples of [from, to), of comm when not NULL. */
+static uint64_t total(struct store *s, int64_t from, int64_t to, const char *comm)
+{
+	const char *keys[] = { "comm" }, *values[] = { comm };
+	struct store_query q = {
+		.from = from, .to = to, .keys = keys, .values = values, .nlabels = comm ? 1 : 0
+	};
+	uint64_t n = 0;
+
+	assert_int_equal(store__query_stacks(s, &q, add_count, &n), 0);
+	return n;
 }
 
 /* Rollups: once the raw windows of a minute bucket are gone (raw retention), its
@@ -202,6 +224,9 @@ static void test_rollup(void **state)
 	w = windows(s, 1200, 1320);
 	assert_int_equal(w.nwindows, 12);
 	assert_int_equal(w.max_seconds, 10);
+	/* the raw sums: a's 12 batches of 2 + 2, b's 2 batches of 2 + 2 */
+	assert_int_equal(total(s, 1200, 1320, NULL), 12 * 4 + 2 * 4);
+	assert_int_equal(total(s, 1200, 1320, "db"), 12 * 2 + 2 * 2);
 
 	/* at now = 1500 the minute buckets before 1380 are built (they ended
 	 * STORE_ROLLUP_DELAY_SECONDS ago) and the raw windows before 1380 are older than
@@ -210,11 +235,18 @@ static void test_rollup(void **state)
 		assert_int_equal(store__maintain(s, 1500, 3, &more), 0);
 		assert_true(++steps < 1000);
 	}
-	if (!rollups_built(s)) { /* interim, until maintain.c builds rollups */
-		store__close(s);
-		print_message("skipping: store__maintain() builds no rollups yet (interim)\n");
-		skip();
+	assert_true(rollups_built(s));
+	/* the raw windows are gone (kept_from past 1320): the minutes answer alone,
+	 * with the raw sums */
+	{
+		struct store_tiers tiers;
+
+		assert_int_equal(store_read_tiers(sqlite_store_of(s), &tiers), 0);
+		assert_true(tiers.kept_from[TIER_RAW] >= 1320);
 	}
+	assert_int_equal(total(s, 1200, 1320, NULL), 12 * 4 + 2 * 4);
+	assert_int_equal(total(s, 1200, 1320, "db"), 12 * 2 + 2 * 2);
+	assert_int_equal(total(s, 1260, 1320, "api"), 7 * 2); /* b at 1300 too */
 	/* [1200, 1260) and [1260, 1320) merged: one row per period, 60 s long */
 	w = windows(s, 1200, 1320);
 	assert_int_equal(w.nwindows, 2);
@@ -266,11 +298,7 @@ static void test_retention(void **state)
 	}
 	/* the last step may have built a bucket that is older than retention */
 	assert_int_equal(store__maintain(s, 11800, 0, &more), 0);
-	if (!rollups_built(s)) { /* interim, until maintain.c builds rollups */
-		store__close(s);
-		print_message("skipping: store__maintain() builds no rollups yet (interim)\n");
-		skip();
-	}
+	assert_true(rollups_built(s));
 	/* retention cut at 10800: windows before it are gone */
 	w = windows(s, 0, 10800);
 	assert_int_equal(w.nwindows, 0);
