@@ -202,8 +202,8 @@ const char *ch_r_str(struct ch_rbuf *r, size_t *len); /* borrowed from the answe
 double ch_r_f64(struct ch_rbuf *r);
 /* A sum read as (UInt64 sum, Float64 sum) saturates at INT64_MAX where the
  * float reaches CH_SUM_SATURATED (a UInt64 sum wraps; the float's rounding is
- * far smaller than the gap to 2^63); the totals' INSERT (ch_tiers_count())
- * saturates with the same bound in SQL. */
+ * far smaller than the gap to 2^63); the rollups' and the totals' INSERTs
+ * (ch_tiers_build(), ch_tiers_count()) saturate with the same bound in SQL. */
 #define CH_SUM_SATURATED 9.2e18
 uint64_t ch_r_sum(struct ch_rbuf *r);
 

@@ -115,7 +115,8 @@ int ch_tiers_raise(struct ch_store *s, const char *name, int tier, int64_t v)
 }
 
 /* The rows of tier - 1 starting in [from, to) summed into tier's buckets: each
- * batch's raw row (or each finer rollup row of one src) once, then summed. */
+ * batch's raw row (or each finer rollup row of one src) once, then summed, the
+ * sum saturated as reads saturate (ch_r_sum(): a UInt64 sum wraps). */
 int ch_tiers_build(struct ch_store *s, int tier, int64_t from, int64_t to)
 {
 	const int64_t len = store_tier_seconds(tier);
@@ -130,10 +131,11 @@ int ch_tiers_build(struct ch_store *s, int tier, int64_t from, int64_t to)
 	ch_w_text(&sql,
 		  "INSERT INTO %s (start, type, labelset, stack, src, value) "
 		  "SELECT toInt64(%s - ((%s %% %" PRId64 ") + %" PRId64 ") %% %" PRId64
-		  ") AS b, type, labelset, stack, toUInt64(0), sum(value) FROM %s FINAL WHERE "
-		  "%s >= %" PRId64 " AND %s < %" PRId64,
-		  tier_table[tier], col, col, len, len, len, tier_table[tier - 1], col, from, col,
-		  to);
+		  ") AS b, type, labelset, stack, toUInt64(0), if(sum(toFloat64(value)) >= "
+		  "%.17g, toUInt64(%" PRId64 "), sum(value)) FROM %s FINAL WHERE %s >= %" PRId64
+		  " AND %s < %" PRId64,
+		  tier_table[tier], col, col, len, len, len, CH_SUM_SATURATED, INT64_MAX,
+		  tier_table[tier - 1], col, from, col, to);
 	ch_w_chunk(&sql, tier - 1, from, to);
 	ch_w_text(&sql, " GROUP BY b, type, labelset, stack");
 	err = ch_run_sql(s, tier == TIER_MINUTE ? "rollup minutes" : "rollup hours", &sql, NULL);

@@ -46,7 +46,8 @@ static const struct {
 } skips[] = {
 	{ "test_jit_frames", "SQLite's own: downgrades a SQLite file with the sqlite3 tool" },
 	{ "test_migrations", "SQLite's own: reads and writes PRAGMA user_version of the file" },
-	{ "test_count_overflow", "SQLite's own: plants values through a sqlite3 connection" },
+	{ "test_count_overflow", "SQLite's own: plants values through a sqlite3 connection "
+				 "(test_store_clickhouse_saturate plants them over HTTP)" },
 	{ "test_maintain_steps_independent", "SQLite's own: plants a SQLite trigger" },
 	{ "test_stats_counter", "SQLite's own: reads the state table through sqlite3" },
 	{ "test_file_modes", "SQLite's own: the database file's mode" },
