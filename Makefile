@@ -298,6 +298,12 @@ $(BUILD)/fuzz/seeds: $(wildcard fuzz/seeds/*/* tests/data/wire/* tests/data/gold
 	$(Q)cp fuzz/seeds/ch_answers/* $@/fuzz_ch_answers/
 	$(Q)cp fuzz/seeds/access/* $@/fuzz_access/
 	$(Q)cat /proc/self/cgroup > $@/fuzz_labels/self
+	$(Q)cp fuzz/seeds/pyproc/* $(BUILD)/workloads/shapes $@/fuzz_pyproc/
+	$(Q)cat /proc/self/maps > $@/fuzz_pyproc/self-maps
+	$(Q)cp fuzz/seeds/procstat/* $@/fuzz_procstat/
+	$(Q)cat /proc/self/stat > $@/fuzz_procstat/self-stat
+	$(Q)cat /proc/self/status > $@/fuzz_procstat/self-status
+	$(Q)cp fuzz/seeds/routes/* $@/fuzz_routes/
 	$(Q)for py in $(PYTHONS); do $$py fuzz/seeds_python.py $@/fuzz_python || exit 1; done
 
 # Runs each target for $(1) seconds on a corpus of its own; fails on any crash.

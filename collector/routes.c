@@ -4,8 +4,8 @@
 #include <stdio.h>
 #include <string.h>
 
-static enum MHD_Result collect_arg(void *cls, enum MHD_ValueKind kind, const char *key,
-				   const char *value)
+enum MHD_Result route_args__collect(void *cls, enum MHD_ValueKind kind, const char *key,
+				    const char *value)
 {
 	struct route_args *a = cls;
 
@@ -49,8 +49,7 @@ const char *route_args__name_at(void *ctx, size_t i)
 	return i < a->n ? a->keys[i] : NULL;
 }
 
-/* Maps a path under /api/v1/ to a query; labels/NAME/values sets a->label. */
-static bool route(const char *url, struct route_args *a, enum query_kind *kind)
+bool route_path(const char *url, struct route_args *a, enum query_kind *kind)
 {
 	static const struct {
 		const char *path;
@@ -87,9 +86,9 @@ bool route_request(struct MHD_Connection *conn, const char *url, enum query_kind
 		   struct route_args *a)
 {
 	*a = (struct route_args){ 0 };
-	if (!route(url, a, kind))
+	if (!route_path(url, a, kind))
 		return false;
-	MHD_get_connection_values(conn, MHD_GET_ARGUMENT_KIND, collect_arg, a);
+	MHD_get_connection_values(conn, MHD_GET_ARGUMENT_KIND, route_args__collect, a);
 	if (strcmp(url, "/api/v1/folded") == 0) { /* the first query API: folded only */
 		if (a->n == QUERY_MAX_ARGS) {
 			a->too_many = true;

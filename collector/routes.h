@@ -31,6 +31,16 @@ struct route_args {
 bool route_request(struct MHD_Connection *conn, const char *url, enum query_kind *kind,
 		   struct route_args *a);
 
+/* The pieces of route_request(), pure, exposed for fuzz/fuzz_routes.c: the query
+ * url names (a path under /api/v1/; labels/NAME/values sets a->label, zeroed by
+ * the caller with the rest of *a, to NAME of at most 255 bytes), false when
+ * none; and libmicrohttpd's MHD_KeyValueIterator that adds one query-string
+ * argument (key and value borrowed) to a struct route_args (cls), skipping an
+ * empty piece and refusing (MHD_NO, too_many) the one past QUERY_MAX_ARGS. */
+bool route_path(const char *url, struct route_args *a, enum query_kind *kind);
+enum MHD_Result route_args__collect(void *cls, enum MHD_ValueKind kind, const char *key,
+				    const char *value);
+
 /* query_param_fn and query_name_fn over a struct route_args (ctx). The NAME of
  * labels/NAME/values is the first name parameter. */
 const char *route_args__get(void *ctx, const char *name, size_t i);

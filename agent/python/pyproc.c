@@ -17,6 +17,7 @@
 #define MAX_MAPS_LINE (PATH_MAX + 256)
 
 enum { SYM_RUNTIME, SYM_CODE_TYPE, SYM_NONE, SYM_VERSION, SYM_NR };
+_Static_assert(SYM_NR == PYPROC_NSYMS, "struct pyproc_elf_facts holds every symbol");
 
 static const char *const wanted_symbols[SYM_NR] = {
 	[SYM_RUNTIME] = "_PyRuntime",
@@ -25,14 +26,7 @@ static const char *const wanted_symbols[SYM_NR] = {
 	[SYM_VERSION] = "Py_Version",
 };
 
-/* What one ELF file says: its type, first load address and the symbols above. */
-struct elf_facts {
-	bool is_exec;	      /* ET_EXEC: addresses are absolute */
-	uint64_t first_vaddr; /* lowest PT_LOAD p_vaddr, page-aligned */
-	uint64_t sym[SYM_NR]; /* st_value, 0 when absent */
-};
-
-static void scan_symtab(Elf *elf, Elf_Scn *scn, GElf_Shdr *sh, struct elf_facts *f)
+static void scan_symtab(Elf *elf, Elf_Scn *scn, GElf_Shdr *sh, struct pyproc_elf_facts *f)
 {
 	Elf_Data *data = elf_getdata(scn, NULL);
 	size_t i, n, k;
@@ -54,26 +48,17 @@ static void scan_symtab(Elf *elf, Elf_Scn *scn, GElf_Shdr *sh, struct elf_facts 
 	}
 }
 
-static int read_elf_facts(const char *path, struct elf_facts *f)
+int pyproc_elf_facts(Elf *elf, struct pyproc_elf_facts *f)
 {
 	GElf_Ehdr eh;
 	GElf_Phdr ph;
 	GElf_Shdr sh;
 	Elf_Scn *scn = NULL;
 	size_t i, nph;
-	Elf *elf;
-	int fd, err = 0;
 
 	memset(f, 0, sizeof(*f));
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	elf_version(EV_CURRENT);
-	elf = elf_begin(fd, ELF_C_READ, NULL);
-	if (!elf || !gelf_getehdr(elf, &eh) || elf_getphdrnum(elf, &nph)) {
-		err = -ENOEXEC;
-		goto out_close;
-	}
+	if (!elf || !gelf_getehdr(elf, &eh) || elf_getphdrnum(elf, &nph))
+		return -ENOEXEC;
 	f->is_exec = eh.e_type == ET_EXEC;
 	f->first_vaddr = UINT64_MAX;
 	for (i = 0; i < nph; i++)
@@ -84,7 +69,21 @@ static int read_elf_facts(const char *path, struct elf_facts *f)
 		if (gelf_getshdr(scn, &sh) &&
 		    (sh.sh_type == SHT_DYNSYM || sh.sh_type == SHT_SYMTAB))
 			scan_symtab(elf, scn, &sh, f);
-out_close:
+	return 0;
+}
+
+static int read_elf_facts(const char *path, struct pyproc_elf_facts *f)
+{
+	Elf *elf;
+	int fd, err;
+
+	memset(f, 0, sizeof(*f));
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	elf_version(EV_CURRENT);
+	elf = elf_begin(fd, ELF_C_READ, NULL);
+	err = pyproc_elf_facts(elf, f);
 	elf_end(elf);
 	close(fd);
 	return err;
@@ -113,7 +112,6 @@ static unsigned version_from_name(const char *path)
 uint64_t pyproc_start_time(pid_t pid)
 {
 	char path[64], buf[1024], *p;
-	unsigned long long start = 0;
 	FILE *f;
 
 	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
@@ -122,7 +120,15 @@ uint64_t pyproc_start_time(pid_t pid)
 		return 0;
 	p = fgets(buf, sizeof(buf), f);
 	fclose(f);
-	if (!p || !(p = strrchr(buf, ')')))
+	return p ? pyproc_parse_start_time(buf) : 0;
+}
+
+uint64_t pyproc_parse_start_time(const char *stat)
+{
+	unsigned long long start = 0;
+	const char *p = strrchr(stat, ')');
+
+	if (!p)
 		return 0;
 	/* field 22, the 20th after the ")" that ends comm */
 	if (sscanf(p + 2,
@@ -133,11 +139,23 @@ uint64_t pyproc_start_time(pid_t pid)
 	return start;
 }
 
+int pyproc_parse_maps_line(const char *line, uint64_t *start, char file[PATH_MAX])
+{
+	unsigned long long lo, hi, offset;
+
+	if (sscanf(line, "%llx-%llx %*s %llx %*s %*u %4095[^\n]", &lo, &hi, &offset, file) != 4 ||
+	    offset != 0 || file[0] != '/' || !pyproc_is_python_path(file))
+		return -EINVAL;
+	*start = lo;
+	return 0;
+}
+
 /* Finds the mapped file that defines _PyRuntime: its path, load bias and facts. */
-static int find_runtime_module(pid_t pid, struct pyproc *p, uint64_t *bias, struct elf_facts *f)
+static int find_runtime_module(pid_t pid, struct pyproc *p, uint64_t *bias,
+			       struct pyproc_elf_facts *f)
 {
 	char path[64], line[MAX_MAPS_LINE], file[PATH_MAX], open_path[PATH_MAX + 64];
-	unsigned long long start, end, offset;
+	uint64_t start;
 	char tried[4][PATH_MAX] = { "" };
 	int ntried = 0, i, err = -ENOENT;
 	FILE *maps;
@@ -149,9 +167,7 @@ static int find_runtime_module(pid_t pid, struct pyproc *p, uint64_t *bias, stru
 	while (fgets(line, sizeof(line), maps)) {
 		bool seen = false;
 
-		if (sscanf(line, "%llx-%llx %*s %llx %*s %*u %4095[^\n]", &start, &end, &offset,
-			   file) != 4 ||
-		    offset != 0 || file[0] != '/' || !pyproc_is_python_path(file))
+		if (pyproc_parse_maps_line(line, &start, file))
 			continue;
 		for (i = 0; i < ntried; i++)
 			seen |= strcmp(tried[i], file) == 0;
@@ -209,7 +225,7 @@ static int load_offsets(pid_t pid, unsigned version, uint64_t runtime, struct py
 int pyproc__inspect(pid_t pid, struct pyproc **out)
 {
 	struct pyproc *p = calloc(1, sizeof(*p));
-	struct elf_facts f;
+	struct pyproc_elf_facts f;
 	uint64_t bias = 0;
 	uint32_t hex = 0;
 	unsigned version;

@@ -42,4 +42,34 @@ bool pyproc_is_python_path(const char *path);
 /* Start time of pid from /proc/PID/stat, or 0 when it is gone. */
 uint64_t pyproc_start_time(pid_t pid);
 
+/* The parsers pyproc__inspect() runs on what a process controls, exposed for
+ * tests and fuzz/fuzz_pyproc.c. */
+
+/* Field 22 (starttime) of a /proc/PID/stat text (NUL-terminated, comm may hold
+ * spaces and ')'), or 0 when the text is malformed. */
+uint64_t pyproc_parse_start_time(const char *stat);
+
+/* One /proc/PID/maps line (NUL-terminated): 0 with *start and file (a
+ * NUL-terminated absolute path) set when it maps a python* or libpython3.* file
+ * from offset 0; -EINVAL otherwise (file's contents then unspecified). */
+int pyproc_parse_maps_line(const char *line, uint64_t *start, char file[PATH_MAX]);
+
+struct Elf; /* libelf's */
+
+#define PYPROC_NSYMS 4
+
+/* What one ELF file says: its type, first load address and the symbols
+ * discovery needs. */
+struct pyproc_elf_facts {
+	bool is_exec;		    /* ET_EXEC: addresses are absolute */
+	uint64_t first_vaddr;	    /* lowest PT_LOAD p_vaddr, page-aligned */
+	uint64_t sym[PYPROC_NSYMS]; /* st_value of _PyRuntime, PyCode_Type, _Py_NoneStruct,
+				     * Py_Version; 0 when absent */
+};
+
+/* Reads *f from elf (libelf's, any image: a file the process maps, which its
+ * owner controls). Returns 0, or -ENOEXEC when elf is NULL or has no readable
+ * ELF or program headers; *f is zeroed first either way. */
+int pyproc_elf_facts(struct Elf *elf, struct pyproc_elf_facts *f);
+
 #endif

@@ -393,9 +393,7 @@ const char *perfmap__lookup(struct perfmap *m, uint64_t addr)
  * effective uids, from /proc/PID/status. */
 static int read_status(uint32_t pid, uint32_t *nspid, uint32_t *ruid, uint32_t *euid)
 {
-	char path[64], buf[STATUS_MAX], *p, *q;
-	bool have_pid = false, have_uid = false;
-	unsigned long v;
+	char path[64], buf[STATUS_MAX];
 	ssize_t n;
 	int fd;
 
@@ -408,6 +406,17 @@ static int read_status(uint32_t pid, uint32_t *nspid, uint32_t *ruid, uint32_t *
 	if (n <= 0)
 		return -ESRCH;
 	buf[n] = '\0';
+	return perfmap_parse_status(buf, pid, nspid, ruid, euid);
+}
+
+int perfmap_parse_status(const char *buf, uint32_t pid, uint32_t *nspid, uint32_t *ruid,
+			 uint32_t *euid)
+{
+	bool have_pid = false, have_uid = false;
+	const char *p;
+	char *q, *end;
+	unsigned long v;
+
 	*nspid = pid; /* kernels before 4.1 have no NSpid: no namespaces to cross */
 	p = strstr(buf, "\nNSpid:");
 	if (p) {
@@ -428,8 +437,8 @@ static int read_status(uint32_t pid, uint32_t *nspid, uint32_t *ruid, uint32_t *
 		unsigned long r, e;
 
 		r = strtoul(p + strlen("\nUid:"), &q, 10);
-		e = strtoul(q, &p, 10);
-		if (p != q && r <= UINT32_MAX && e <= UINT32_MAX) {
+		e = strtoul(q, &end, 10);
+		if (end != q && r <= UINT32_MAX && e <= UINT32_MAX) {
 			*ruid = (uint32_t)r;
 			*euid = (uint32_t)e;
 			have_uid = true;

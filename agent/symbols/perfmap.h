@@ -62,6 +62,14 @@ struct perfmap_stats {
 	uint64_t restarts;	 /* maps read again from the start (shrunk or replaced) */
 };
 
+/* The pid the process knows itself by (the last number of the NSpid line; pid
+ * when there is none) and its real and effective uids (the Uid line's first two)
+ * from a /proc/PID/status text (NUL-terminated; the Name line is the process's
+ * own). Returns 0, or -EINVAL when an NSpid line holds no number or the Uid line
+ * is missing or malformed. Pure: exposed for the fuzzer and the tests. */
+int perfmap_parse_status(const char *status, uint32_t pid, uint32_t *nspid, uint32_t *ruid,
+			 uint32_t *euid);
+
 /* One line, as perfmap_parse_line() reads it. */
 struct perfmap_line {
 	uint64_t start, size;

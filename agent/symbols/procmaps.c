@@ -178,11 +178,9 @@ size_t proc_cache__size(const struct proc_cache *pc)
 /* Reads field 22 (starttime) of /proc/PID/stat. -ESRCH when the process is gone. */
 static int read_start_time(uint32_t pid, uint64_t *start_time)
 {
-	char path[64], buf[1024], *p;
-	unsigned long long v;
+	char path[64], buf[1024];
 	size_t n;
 	FILE *f;
-	int i;
 
 	snprintf(path, sizeof(path), "/proc/%" PRIu32 "/stat", pid);
 	f = fopen(path, "re");
@@ -191,8 +189,17 @@ static int read_start_time(uint32_t pid, uint64_t *start_time)
 	n = fread(buf, 1, sizeof(buf) - 1, f);
 	fclose(f);
 	buf[n] = '\0';
+	return procmaps_parse_start_time(buf, start_time);
+}
+
+int procmaps_parse_start_time(const char *stat, uint64_t *start_time)
+{
+	unsigned long long v;
+	const char *p;
+	int i;
+
 	/* comm (field 2) may hold spaces and parentheses: fields resume after the last ')' */
-	p = strrchr(buf, ')');
+	p = strrchr(stat, ')');
 	if (!p)
 		return -ESRCH; /* an empty read: the process went away */
 	p++;

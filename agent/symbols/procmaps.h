@@ -68,6 +68,12 @@ struct procmaps_line {
  * for the fuzzer and the tests. */
 int procmaps_parse_line(const char *line, struct procmaps_line *out);
 
+/* Field 22 (starttime) of a /proc/PID/stat text (NUL-terminated; comm, which the
+ * process names, may hold spaces and ')'). Returns 0 with *start_time set, -ESRCH
+ * for a text with no ')' (an empty read: the process went away), or -EINVAL.
+ * Pure: exposed for the fuzzer and the tests. */
+int procmaps_parse_start_time(const char *stat, uint64_t *start_time);
+
 /* files is borrowed and must outlive the cache. */
 int proc_cache__new(struct elfsyms_cache *files, unsigned keep_windows, struct proc_cache **out);
 void proc_cache__free(struct proc_cache *pc);
