@@ -203,6 +203,8 @@ int procmaps_parse_start_time(const char *stat, uint64_t *start_time)
 	if (!p)
 		return -ESRCH; /* an empty read: the process went away */
 	p++;
+	if (*p != ' ')
+		return -EINVAL;	   /* a text cut after comm: no field to skip to */
 	for (i = 3; i < 22; i++) { /* skip fields 3 to 21 */
 		p = strchr(p + 1, ' ');
 		if (!p)
