@@ -128,8 +128,8 @@ uint64_t pyproc_parse_start_time(const char *stat)
 	unsigned long long start = 0;
 	const char *p = strrchr(stat, ')');
 
-	if (!p)
-		return 0;
+	if (!p || p[1] != ' ')
+		return 0; /* no comm, or a text cut after it: no field 3 */
 	/* field 22, the 20th after the ")" that ends comm */
 	if (sscanf(p + 2,
 		   "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d %*d %*d "
