@@ -69,6 +69,16 @@ static inline uint64_t test_now_ms(void)
 	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
 }
 
+/* This process's CPU time (every thread, user and system) in ms: a bound on work
+ * done that a loaded machine does not stretch, as it stretches test_now_ms(). */
+static inline uint64_t test_cpu_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
 /* Creates a fresh directory under /tmp; the path is written to buf. */
 /* This process's peak RSS (VmHWM of /proc/self/status) in KiB. */
 static inline uint64_t test_peak_rss_kib(void)
@@ -99,16 +109,30 @@ static inline bool test_reset_peak_rss(void)
 	return ok;
 }
 
+/* The prefix of every directory test_mkdtemp() makes: test_rm_rf() removes
+ * nothing else. */
+#define TEST_TMP_PREFIX "/tmp/smolder-test-"
+
 static inline char *test_mkdtemp(char *buf, size_t len)
 {
-	snprintf(buf, len, "/tmp/smolder-test-XXXXXX");
+	snprintf(buf, len, TEST_TMP_PREFIX "XXXXXX");
 	return mkdtemp(buf);
 }
 
+/* Removes dir and everything in it: a directory test_mkdtemp() made or a path
+ * inside one. Any other path (another prefix, "..", a quote, too long) fails
+ * the test and removes nothing. */
 static inline void test_rm_rf(const char *dir)
 {
+	const size_t n = strlen(TEST_TMP_PREFIX);
 	char cmd[512];
 
+	if (!dir || strncmp(dir, TEST_TMP_PREFIX, n) != 0 || strlen(dir) < n + 6 ||
+	    strcspn(dir + n, "/") < 6 || (dir[n + 6] && dir[n + 6] != '/') || strstr(dir, "/..") ||
+	    strchr(dir, '\'') || strlen(dir) + 16 > sizeof(cmd))
+		fail_msg("test_rm_rf: refusing %s: not under a test's own " TEST_TMP_PREFIX
+			 "XXXXXX directory",
+			 dir ? dir : "(null)");
 	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
 	if (system(cmd) != 0)
 		fprintf(stderr, "warning: could not remove %s\n", dir);
@@ -227,18 +251,18 @@ static inline int test_teardown_children(void **state)
 	return 0;
 }
 
-/* Starts argv[0] in a process group of its own, stdin from /dev/null, stdout to
- * out_path and stderr to err_path (NULL: inherit), and registers it (see the top of
- * this file). Returns its pid (> 0); any failure (missing binary, unwritable output
- * file, too many children) fails the test with the reason. */
-static inline pid_t test_spawn(char *const argv[], const char *out_path, const char *err_path)
+/* Starts argv[0] in a process group of its own, stdin from in_fd (< 0: /dev/null;
+ * the caller keeps in_fd), stdout to out_path and stderr to err_path (NULL:
+ * inherit), and registers it (see the top of this file). Returns its pid (> 0);
+ * any failure (missing binary, unwritable output file, too many children) fails
+ * the test with the reason. */
+static inline pid_t test_spawn_stdin(char *const argv[], int in_fd, const char *out_path,
+				     const char *err_path)
 {
-	static const char *const steps[] = { "setpgid",
-					     "prctl",
-					     "open /dev/null",
-					     "open the stdout file",
-					     "open the stderr file",
-					     "execv" };
+	static const char *const steps[] = {
+		"setpgid", "prctl", "open stdin", "open the stdout file", "open the stderr file",
+		"execv"
+	};
 	struct test_children *tc = test_children();
 	int fds[2], report[2] = { 0, 0 };
 	pid_t parent = getpid(), pid;
@@ -267,7 +291,8 @@ static inline pid_t test_spawn(char *const argv[], const char *out_path, const c
 		if (getppid() != parent) /* the test died before prctl: nobody to report to */
 			_exit(127);
 		step = 2;
-		if ((fd = open("/dev/null", O_RDONLY)) < 0 || dup2(fd, 0) < 0)
+		if (in_fd >= 0 ? dup2(in_fd, 0) < 0
+			       : (fd = open("/dev/null", O_RDONLY)) < 0 || dup2(fd, 0) < 0)
 			goto child_fail;
 		step = 3;
 		if (out_path && ((fd = open(out_path, O_WRONLY | O_CREAT | O_TRUNC, 0644)) < 0 ||
@@ -305,6 +330,12 @@ static inline pid_t test_spawn(char *const argv[], const char *out_path, const c
 	if (!tc->atexit_set)
 		tc->atexit_set = atexit(test_kill_children) == 0;
 	return pid;
+}
+
+/* test_spawn_stdin() with stdin from /dev/null. */
+static inline pid_t test_spawn(char *const argv[], const char *out_path, const char *err_path)
+{
+	return test_spawn_stdin(argv, -1, out_path, err_path);
 }
 
 /* Sends sig to pid. Fails the test instead when pid is not a child test_spawn()

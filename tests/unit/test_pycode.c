@@ -25,7 +25,6 @@
 #include <inttypes.h>
 #include <limits.h>
 #include <signal.h>
-#include <spawn.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -93,8 +92,8 @@ static void target_stop(struct target *t)
 		close(t->cmd_fd);
 	t->cmd_fd = -1;
 	if (t->pid > 0) {
-		kill(t->pid, SIGKILL);
-		waitpid(t->pid, NULL, 0);
+		test_kill(t->pid, SIGKILL);
+		test_wait(t->pid, WAIT_MS);
 		t->pid = 0;
 	}
 	target_free_recs(t);
@@ -134,6 +133,7 @@ static bool wait_ready(struct target *t, int n)
 		if (count_in_file(t->out, "\nready\n") >= n)
 			return true;
 		if (waitpid(t->pid, NULL, WNOHANG) == t->pid) {
+			test_child_forget(t->pid);
 			t->pid = 0;
 			return false;
 		}
@@ -258,7 +258,6 @@ static struct target *target_start(const char *python)
 {
 	struct target *t = calloc(1, sizeof(*t));
 	char src[PATH_MAX], link[192], *text;
-	posix_spawn_file_actions_t fa;
 	char *argv[] = { (char *)python, "-I", link, NULL };
 	int fds[2];
 
@@ -273,12 +272,8 @@ static struct target *target_start(const char *python)
 	snprintf(t->err, sizeof(t->err), "%s/err", t->dir);
 	assert_int_equal(symlink(src, link), 0);
 	assert_int_equal(pipe2(fds, O_CLOEXEC), 0);
-	posix_spawn_file_actions_init(&fa);
-	posix_spawn_file_actions_adddup2(&fa, fds[0], 0);
-	posix_spawn_file_actions_addopen(&fa, 1, t->out, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-	posix_spawn_file_actions_addopen(&fa, 2, t->err, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-	assert_int_equal(posix_spawn(&t->pid, python, &fa, NULL, argv, environ), 0);
-	posix_spawn_file_actions_destroy(&fa);
+	/* registered, killed with the test binary (test_spawn_stdin) */
+	t->pid = test_spawn_stdin(argv, fds[0], t->out, t->err);
 	close(fds[0]);
 	t->cmd_fd = fds[1];
 	if (!wait_ready(t, 1)) {
@@ -547,8 +542,8 @@ static void check_interpreter(const char *python, unsigned minor)
 	r = find_rec(t, "module_func");
 	assert_int_equal(
 		frame_name(g_cache, pid, &o, r->code_type, r->addr, 0, 0, buf, sizeof(buf)), 0);
-	kill(t->pid, SIGKILL);
-	waitpid(t->pid, NULL, 0);
+	test_kill(t->pid, SIGKILL);
+	assert_int_not_equal(test_wait(t->pid, WAIT_MS), -1);
 	t->pid = 0;
 	assert_int_equal(
 		frame_name(g_cache, pid, &o, r->code_type, r->addr, 0, 0, buf, sizeof(buf)), 0);
