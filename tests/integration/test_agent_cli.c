@@ -736,7 +736,8 @@ static void test_max_stacks(void **state)
 	 * losses (kernel stacks) are at most one per sample that was in the kernel. */
 	assert_true(small.without_user > 0);
 	/* the minimum before the ratio: 2048 samples over 4096 paths need ~1600
-	 * stacks, so several hundred samples find the 1024-entry map full */
+	 * stacks, so hundreds of samples at least find the 1024-entry map full
+	 * (17245 of 18429 in a 12 s run) */
 	assert_true(s_small.stack_full >= 100);
 	assert_true(small.without_user <= s_small.stack_full);
 	assert_true(small.without_user >= s_small.stack_full / 2);
