@@ -30,6 +30,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "agent/python/pyproc.h"
 #include "agent/symbols/elfsyms.h"
 #include "agent/symbols/procmaps.h"
 #include "testutil.h"
@@ -708,10 +709,68 @@ static void test_parse_line(void **state)
 	assert_int_equal(procmaps_parse_line("", &pl), -EINVAL);
 }
 
+/* A copy of text whose NUL is the last byte before a page with no access: a read
+ * past the end, even from libc's own code, is a SIGSEGV. Free with guard_free(). */
+static char *guarded(const char *text, void **map)
+{
+	long page = sysconf(_SC_PAGESIZE);
+	size_t len = strlen(text) + 1;
+	char *m = mmap(NULL, (size_t)page * 2, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+		       -1, 0);
+
+	assert_true(m != MAP_FAILED && len <= (size_t)page);
+	assert_int_equal(mprotect(m + page, (size_t)page, PROT_NONE), 0);
+	memcpy(m + page - len, text, len);
+	*map = m;
+	return m + page - len;
+}
+
+static void guard_free(void *map)
+{
+	munmap(map, (size_t)sysconf(_SC_PAGESIZE) * 2);
+}
+
+/* Field 22 of /proc/PID/stat, by procmaps' parser and pyproc's: a comm with
+ * spaces and ')', this process's own stat, and texts cut short, each placed
+ * before an inaccessible page (guarded()): a read past its end crashes (found by
+ * fuzz_procstat). */
+static void test_parse_start_time(void **state)
+{
+	static const char *const cut[] = { "7)", "1 (a) ", "1 (a) S 1 2", "(" };
+	char *self = test_read_file("/proc/self/stat"), *t;
+	uint64_t v = 0;
+
+	(void)state;
+	t = strdup("4242 (py) thon) 3) S 1 4242 4242 0 -1 4194560 3162 0 0 0 12 4 0 0 20 0 1 0 "
+		   "987654 23351296 2304");
+	assert_int_equal(procmaps_parse_start_time(t, &v), 0);
+	assert_int_equal(v, 987654);
+	assert_int_equal(pyproc_parse_start_time(t), 987654);
+	free(t);
+	assert_non_null(self);
+	assert_int_equal(procmaps_parse_start_time(self, &v), 0);
+	assert_true(v > 0);
+	assert_int_equal(pyproc_parse_start_time(self), v);
+	free(self);
+	for (size_t i = 0; i < sizeof(cut) / sizeof(cut[0]); i++) {
+		void *map;
+
+		t = guarded(cut[i], &map);
+		assert_int_equal(procmaps_parse_start_time(t, &v),
+				 strchr(t, ')') ? -EINVAL : -ESRCH);
+		assert_int_equal(pyproc_parse_start_time(t), 0);
+		guard_free(map);
+	}
+	t = strdup("");
+	assert_int_equal(procmaps_parse_start_time(t, &v), -ESRCH); /* the process went away */
+	free(t);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_parse_line),
+		cmocka_unit_test(test_parse_start_time),
 		cmocka_unit_test(test_self),
 		cmocka_unit_test(test_child_after_exit),
 		cmocka_unit_test(test_child_exiting),
