@@ -14,13 +14,14 @@
 #include <linux/capability.h>
 
 /* Numbers from linux/capability.h (stable ABI). */
-#define CAP_DAC_OVERRIDE_BIT	1
-#define CAP_DAC_READ_SEARCH_BIT 2
-#define CAP_SYS_PTRACE_BIT	19
-#define CAP_SYS_ADMIN_BIT	21
-#define CAP_SYSLOG_BIT		34
-#define CAP_PERFMON_BIT		38
-#define CAP_BPF_BIT		39
+#define CAP_DAC_OVERRIDE_BIT	   1
+#define CAP_DAC_READ_SEARCH_BIT	   2
+#define CAP_SYS_PTRACE_BIT	   19
+#define CAP_SYS_ADMIN_BIT	   21
+#define CAP_SYSLOG_BIT		   34
+#define CAP_PERFMON_BIT		   38
+#define CAP_BPF_BIT		   39
+#define CAP_CHECKPOINT_RESTORE_BIT 40
 
 static const struct {
 	int bit;
@@ -117,6 +118,10 @@ int caps__drop_to_needed(bool keep_dac_override)
 	if (!(permitted & (UINT64_C(1) << CAP_BPF_BIT)) ||
 	    !(permitted & (UINT64_C(1) << CAP_PERFMON_BIT)))
 		keep |= UINT64_C(1) << CAP_SYS_ADMIN_BIT;
+	/* /proc/PID/map_files, the very file a process maps when its path has been
+	 * replaced or deleted, is open to CAP_CHECKPOINT_RESTORE (or CAP_SYS_ADMIN)
+	 * alone: kept when held, being far narrower than CAP_SYS_ADMIN */
+	keep |= UINT64_C(1) << CAP_CHECKPOINT_RESTORE_BIT;
 	if (keep_dac_override)
 		keep |= UINT64_C(1) << CAP_DAC_OVERRIDE_BIT;
 	keep &= permitted;

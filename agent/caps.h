@@ -22,7 +22,9 @@
  * read. */
 int caps__check(const char *status_path, char *why, size_t whylen);
 
-/* Drops every capability but the five above from the calling thread's effective,
+/* Drops every capability but the five above (and CAP_CHECKPOINT_RESTORE when held:
+ * it opens /proc/PID/map_files, the file a process maps after its path changed)
+ * from the calling thread's effective,
  * permitted and inheritable sets, clears its ambient set, removes the rest from its
  * bounding set (when it holds CAP_SETPCAP) and sets no_new_privs, so that nothing
  * it or a thread it starts later does (parsing a hostile binary, say) can use

@@ -296,7 +296,8 @@ static void read_thread_caps(const char *status_path, struct thread_caps *c)
  * sender, the metrics endpoint), with its bounding and ambient sets cleared of the
  * rest and no_new_privs set, so a hostile binary that subverts the symbolizer
  * cannot use CAP_SYS_ADMIN or CAP_DAC_OVERRIDE, nor regain them by execve. With
- * --output FILE it keeps CAP_DAC_OVERRIDE as well, to write where it was asked.
+ * --output FILE it keeps CAP_DAC_OVERRIDE as well, to write where it was asked;
+ * CAP_CHECKPOINT_RESTORE it keeps for /proc/PID/map_files.
  * Reference: capability numbers from linux/capability.h. Minimum: 4 threads seen
  * (main, builder, sender, metrics), and the profile of the run still has samples. */
 static void test_root_agent_drops_capabilities(void **state)
@@ -305,6 +306,8 @@ static void test_root_agent_drops_capabilities(void **state)
 					1ull << 19 /* SYS_PTRACE */ | 1ull << 34 /* SYSLOG */ |
 					1ull << 38 /* PERFMON */ | 1ull << 39 /* BPF */;
 	const unsigned long long dac_override = 1ull << 1;
+	/* kept when held, for /proc/PID/map_files (a root agent holds it) */
+	const unsigned long long checkpoint_restore = 1ull << 40;
 
 	(void)state;
 	if (!test_is_root()) {
@@ -313,7 +316,7 @@ static void test_root_agent_drops_capabilities(void **state)
 	}
 	for (int to_file = 0; to_file < 2; to_file++) {
 		char bin[256], out[128], err[128], spool[128], task[64], status_path[336];
-		unsigned long long want = five | (to_file ? dac_override : 0);
+		unsigned long long want = five | checkpoint_restore | (to_file ? dac_override : 0);
 		char *argv[] = { test_build_path(bin, sizeof(bin), "asan/smolder"),
 				 "agent",
 				 "--pid",
