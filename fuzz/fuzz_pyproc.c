@@ -14,6 +14,7 @@
 #include <libelf.h>
 
 #include "agent/python/pyproc.h"
+#include "agent/symbols/procmaps.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -41,7 +42,7 @@ static void check_elf(const uint8_t *data, size_t size)
 static void check_maps(const uint8_t *data, size_t size)
 {
 	char *text = malloc(size + 1), *line, *save = NULL, file[PATH_MAX];
-	uint64_t start;
+	struct procmaps_line pl;
 
 	if (!text)
 		return;
@@ -50,7 +51,7 @@ static void check_maps(const uint8_t *data, size_t size)
 	for (line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
 		size_t n;
 
-		if (pyproc_parse_maps_line(line, &start, file))
+		if (pyproc_parse_maps_line(line, &pl, file))
 			continue;
 		n = strnlen(file, sizeof(file));
 		assert(n < sizeof(file) && n <= strlen(line));

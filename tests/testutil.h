@@ -377,6 +377,42 @@ static inline int test_wait(pid_t pid, unsigned timeout_ms)
 	return -1;
 }
 
+/* Runs fn(arg) in a forked child (a process group of its own, registered like
+ * test_spawn's, killed if the test dies) and waits up to timeout_ms: returns
+ * fn's result (0 to 125), or -1 when the child did not finish in time (it is
+ * killed) or died otherwise. For code under test that may block for good, such
+ * as an open() that waits on a FIFO: the test then fails instead of hanging.
+ * fn runs in a copy of the test's memory: it reports through its result only. */
+static inline int test_call_bounded(const char *name, int (*fn)(void *), void *arg,
+				    unsigned timeout_ms)
+{
+	struct test_children *tc = test_children();
+	pid_t pid;
+	int status;
+
+	if (tc->n == TEST_MAX_CHILDREN)
+		fail_msg("cannot fork %s: %d children already registered", name, TEST_MAX_CHILDREN);
+	fflush(NULL);
+	pid = fork();
+	if (pid < 0)
+		fail_msg("cannot fork %s: %s", name, strerror(errno));
+	if (pid == 0) {
+		if (setpgid(0, 0) || prctl(PR_SET_PDEATHSIG, SIGKILL))
+			_exit(126);
+		_exit(fn(arg) & 0x7f);
+	}
+	tc->c[tc->n].pid = pid;
+	tc->c[tc->n].keep = false;
+	snprintf(tc->c[tc->n].name, sizeof(tc->c[tc->n].name), "%s", name);
+	tc->n++;
+	if (!tc->atexit_set)
+		tc->atexit_set = atexit(test_kill_children) == 0;
+	status = test_wait(pid, timeout_ms);
+	if (status == -1 || !WIFEXITED(status))
+		return -1;
+	return WEXITSTATUS(status);
+}
+
 /* Reads a whole file into a NUL-terminated malloc'd buffer; NULL on error. */
 static inline char *test_read_file(const char *path)
 {

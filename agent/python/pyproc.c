@@ -1,4 +1,6 @@
-/* CPython discovery in a live process; see pyproc.h. */
+/* CPython discovery in a live process; see pyproc.h. The candidate files are
+ * opened as the very files the process maps (procfile.h), so a process cannot
+ * make the agent read another file, nor wait on a FIFO, through its paths. */
 #include "agent/python/pyproc.h"
 
 #include <errno.h>
@@ -13,6 +15,8 @@
 #include <unistd.h>
 
 #include "agent/python/procmem.h"
+#include "agent/symbols/procfile.h"
+#include "agent/symbols/procmaps.h"
 
 #define MAX_MAPS_LINE (PATH_MAX + 256)
 
@@ -72,20 +76,17 @@ int pyproc_elf_facts(Elf *elf, struct pyproc_elf_facts *f)
 	return 0;
 }
 
-static int read_elf_facts(const char *path, struct pyproc_elf_facts *f)
+/* Reads the facts of the ELF file open at fd. */
+static int read_elf_facts(int fd, struct pyproc_elf_facts *f)
 {
 	Elf *elf;
-	int fd, err;
+	int err;
 
 	memset(f, 0, sizeof(*f));
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
 	elf_version(EV_CURRENT);
 	elf = elf_begin(fd, ELF_C_READ, NULL);
 	err = pyproc_elf_facts(elf, f);
 	elf_end(elf);
-	close(fd);
 	return err;
 }
 
@@ -139,49 +140,70 @@ uint64_t pyproc_parse_start_time(const char *stat)
 	return start;
 }
 
-int pyproc_parse_maps_line(const char *line, uint64_t *start, char file[PATH_MAX])
+int pyproc_parse_maps_line(const char *line, struct procmaps_line *pl, char file[PATH_MAX])
 {
-	unsigned long long lo, hi, offset;
-
-	if (sscanf(line, "%llx-%llx %*s %llx %*s %*u %4095[^\n]", &lo, &hi, &offset, file) != 4 ||
-	    offset != 0 || file[0] != '/' || !pyproc_is_python_path(file))
+	if (procmaps_parse_line(line, pl) || pl->offset != 0 || pl->path[0] != '/' ||
+	    pl->path_len >= PATH_MAX)
 		return -EINVAL;
-	*start = lo;
-	return 0;
+	memcpy(file, pl->path, pl->path_len);
+	file[pl->path_len] = '\0';
+	return pyproc_is_python_path(file) ? 0 : -EINVAL;
+}
+
+/* Reads the facts of the file pid maps at pl: the very file mapped
+ * (procfile_open_mapped), never another one its path may name now. */
+static int mapped_facts(int root, pid_t pid, const struct procmaps_line *pl, const char *file,
+			struct pyproc_elf_facts *f)
+{
+	struct procfile_map m = { .path = file,
+				  .start = pl->start,
+				  .end = pl->end,
+				  .id = { pl->dev, pl->inode },
+				  .deleted = pl->deleted };
+	int fd = procfile_open_mapped(root, (uint32_t)pid, &m), err;
+
+	if (fd < 0)
+		return fd;
+	err = read_elf_facts(fd, f);
+	close(fd);
+	return err;
 }
 
 /* Finds the mapped file that defines _PyRuntime: its path, load bias and facts. */
 static int find_runtime_module(pid_t pid, struct pyproc *p, uint64_t *bias,
 			       struct pyproc_elf_facts *f)
 {
-	char path[64], line[MAX_MAPS_LINE], file[PATH_MAX], open_path[PATH_MAX + 64];
-	uint64_t start;
+	char path[64], line[MAX_MAPS_LINE], file[PATH_MAX];
 	char tried[4][PATH_MAX] = { "" };
-	int ntried = 0, i, err = -ENOENT;
+	int ntried = 0, i, root, err = -ENOENT;
+	struct procmaps_line pl;
 	FILE *maps;
 
 	snprintf(path, sizeof(path), "/proc/%d/maps", (int)pid);
 	maps = fopen(path, "re");
 	if (!maps)
 		return errno == ENOENT ? -ESRCH : -errno;
+	root = procfile_root((uint32_t)pid);
 	while (fgets(line, sizeof(line), maps)) {
 		bool seen = false;
 
-		if (pyproc_parse_maps_line(line, &start, file))
+		if (pyproc_parse_maps_line(line, &pl, file))
 			continue;
 		for (i = 0; i < ntried; i++)
 			seen |= strcmp(tried[i], file) == 0;
 		if (seen || ntried == 4)
 			continue;
 		snprintf(tried[ntried++], sizeof(tried[0]), "%s", file);
-		snprintf(open_path, sizeof(open_path), "/proc/%d/root%s", (int)pid, file);
-		if (read_elf_facts(open_path, f) || !f->sym[SYM_RUNTIME] || !f->sym[SYM_CODE_TYPE])
+		if (mapped_facts(root, pid, &pl, file, f) || !f->sym[SYM_RUNTIME] ||
+		    !f->sym[SYM_CODE_TYPE])
 			continue;
-		*bias = f->is_exec ? 0 : start - f->first_vaddr;
+		*bias = f->is_exec ? 0 : pl.start - f->first_vaddr;
 		snprintf(p->module, sizeof(p->module), "%s", file);
 		err = 0;
 		break;
 	}
+	if (root >= 0)
+		close(root);
 	fclose(maps);
 	return err;
 }

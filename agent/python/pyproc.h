@@ -49,10 +49,13 @@ uint64_t pyproc_start_time(pid_t pid);
  * spaces and ')'), or 0 when the text is malformed. */
 uint64_t pyproc_parse_start_time(const char *stat);
 
-/* One /proc/PID/maps line (NUL-terminated): 0 with *start and file (a
- * NUL-terminated absolute path) set when it maps a python* or libpython3.* file
- * from offset 0; -EINVAL otherwise (file's contents then unspecified). */
-int pyproc_parse_maps_line(const char *line, uint64_t *start, char file[PATH_MAX]);
+struct procmaps_line; /* agent/symbols/procmaps.h */
+
+/* One /proc/PID/maps line (NUL-terminated), through procmaps_parse_line(): 0 with
+ * *pl (borrowing line) and file (a NUL-terminated copy of its absolute path) set
+ * when it maps a python* or libpython3.* file from offset 0; -EINVAL otherwise
+ * (pl's and file's contents then unspecified). */
+int pyproc_parse_maps_line(const char *line, struct procmaps_line *pl, char file[PATH_MAX]);
 
 struct Elf; /* libelf's */
 

@@ -1,9 +1,13 @@
 /* Separate debug files and MiniDebugInfo for stripped ELF files; see debuginfo.h
- * for the search order and what is trusted. The debug file itself is parsed by
- * elfsyms, which takes its .symtab and keeps the original file's segments (a debug
- * file's section addresses match the original's; its code is not there).
+ * for the search order and what is trusted. Every candidate is opened through
+ * procfile (procfile.h): under the debug root from the agent's own root, beside
+ * the binary from the process's root with no link allowed, and a regular file
+ * before anything is read. The debug file itself is parsed by elfsyms, which
+ * takes its .symtab and keeps the original file's segments (a debug file's
+ * section addresses match the original's; its code is not there).
  */
 #include "agent/symbols/debuginfo.h"
+#include "agent/symbols/procfile.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -153,7 +157,8 @@ out:
 	return ok;
 }
 
-static int open_by_build_id(const char *root, const struct debuginfo_ids *ids)
+/* <debug_root>/.build-id/xx/yyyy.debug: the host's own tree. */
+static int open_by_build_id(const char *debug_root, const struct debuginfo_ids *ids)
 {
 	char path[PATH_MAX], *p;
 	size_t i;
@@ -161,72 +166,58 @@ static int open_by_build_id(const char *root, const struct debuginfo_ids *ids)
 
 	if (ids->build_id_len < 2)
 		return -1;
-	n = snprintf(path, sizeof(path), "%s/.build-id/%02x/", root, ids->build_id[0]);
+	n = snprintf(path, sizeof(path), "%s/.build-id/%02x/", debug_root, ids->build_id[0]);
 	if (n < 0 || (size_t)n + 2 * ids->build_id_len + 7 > sizeof(path))
 		return -1;
 	p = path + n;
 	for (i = 1; i < ids->build_id_len; i++, p += 2)
 		sprintf(p, "%02x", ids->build_id[i]);
 	strcpy(p, ".debug");
-	return open(path, O_RDONLY | O_CLOEXEC);
+	return procfile_open(PROCFILE_OWN_ROOT, path, 0, NULL);
 }
 
-/* The directory of path as the process sees it ("/proc/PID/root" dropped) into
- * dir, and whether files beside the binary may be searched at all. */
-static bool binary_dir(const char *path, char *dir, size_t cap, size_t *skip)
+/* The directory of path (as the process sees it) into dir; false when path has
+ * none, or one with "." or ".." components. */
+static bool binary_dir(const char *path, char *dir, size_t cap)
 {
-	const char *slash = strrchr(path, '/'), *p;
+	const char *slash = strrchr(path, '/');
 	size_t len;
 
-	*skip = 0;
-	if (!slash || slash == path)
+	if (!slash || slash == path || path[0] != '/')
 		return false;
 	len = (size_t)(slash - path);
 	if (len >= cap)
 		return false;
 	memcpy(dir, path, len);
 	dir[len] = '\0';
-	if (!strncmp(dir, "/proc/", 6)) {
-		p = dir + 6;
-		while (*p >= '0' && *p <= '9')
-			p++;
-		if (strncmp(p, "/root/", 6) && strcmp(p, "/root"))
-			return false; /* /proc/PID/map_files/ and the like: no directory */
-		*skip = (size_t)(p + 5 - dir);
-	}
 	return !strstr(dir, "/../") && !strstr(dir, "/./");
 }
 
+/* name or sub/name in the binary's directory dirfd, no link on the way. */
 static int open_beside(int dirfd, const char *sub, const char *name)
 {
-	int subfd, fd;
+	char rel[NAME_MAX + 16];
 
-	if (!sub)
-		return openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-	subfd = openat(dirfd, sub, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	if (subfd < 0)
-		return -1;
-	fd = openat(subfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-	close(subfd);
-	return fd;
+	snprintf(rel, sizeof(rel), "%s%s%s", sub ? sub : "", sub ? "/" : "", name);
+	return procfile_open(dirfd, rel, PROCFILE_NO_SYMLINKS, NULL);
 }
 
-int debuginfo_open(const char *path, const char *root, const struct debuginfo_ids *ids, int *fd)
+int debuginfo_open(int root, const char *path, const char *debug_root,
+		   const struct debuginfo_ids *ids, int *fd)
 {
 	char dir[PATH_MAX], full[PATH_MAX];
 	const char *base;
-	size_t skip;
 	int dirfd, f, n;
 
-	f = open_by_build_id(root, ids);
+	f = open_by_build_id(debug_root, ids);
 	if (accept(f, ids, BY_BUILD_ID))
 		goto found;
-	if (!ids->link[0] || !binary_dir(path, dir, sizeof(dir), &skip))
+	if (!ids->link[0] || !path || !binary_dir(path, dir, sizeof(dir)))
 		return -ENOENT;
 	base = strrchr(path, '/') + 1;
 	if (!strcmp(base, ids->link))
 		return -ENOENT; /* the binary itself */
-	dirfd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	dirfd = procfile_open_dir(root, dir, 0);
 	if (dirfd >= 0) {
 		f = open_beside(dirfd, NULL, ids->link);
 		if (!accept(f, ids, BY_LINK)) {
@@ -238,10 +229,10 @@ int debuginfo_open(const char *path, const char *root, const struct debuginfo_id
 		if (f >= 0)
 			goto found;
 	}
-	n = snprintf(full, sizeof(full), "%s%s/%s", root, dir + skip, ids->link);
+	n = snprintf(full, sizeof(full), "%s%s/%s", debug_root, dir, ids->link);
 	if (n < 0 || (size_t)n >= sizeof(full))
 		return -ENOENT;
-	f = open(full, O_RDONLY | O_CLOEXEC);
+	f = procfile_open(PROCFILE_OWN_ROOT, full, 0, NULL);
 	if (!accept(f, ids, BY_LINK))
 		return -ENOENT;
 found:

@@ -3,15 +3,20 @@
  * MiniDebugInfo embedded in the file (.gnu_debugdata, an xz-compressed ELF).
  *
  * What is trusted: the debug root (default /usr/lib/debug) is the agent's own,
- * root-owned directory, so paths under it are followed like any system path. The
- * binary is not trusted (any process may map any file): its build id is only ever
- * used hex-encoded, and its debuglink name is refused when it holds '/' or "..",
- * is empty, or is longer than NAME_MAX. Files next to the binary (its directory and
- * its .debug/ subdirectory) are opened one component at a time with O_NOFOLLOW,
- * so a link planted there cannot lead the root agent elsewhere. A candidate must be
- * a regular file of at most DEBUGINFO_MAX_FILE bytes; one found by build id must
- * carry the same build id, one found by debuglink the CRC32 the link names (and the
- * same build id when both files have one). Only symbols are read from it.
+ * root-owned directory, so paths under it are resolved from the agent's root and
+ * followed like any system path, never through the process's root. The binary
+ * is not trusted (any process may map any file): its build id is only ever used
+ * hex-encoded, and its debuglink name is refused when it holds '/' or "..", is
+ * empty, or is longer than NAME_MAX. Files next to the binary (its directory and
+ * its .debug/ subdirectory) are reached through the process's root
+ * (procfile.h: its directory resolved in that root, the file below it with no
+ * symbolic link at all), so a link planted there cannot lead the root agent
+ * elsewhere. Every candidate is opened through procfile, which refuses anything
+ * but a regular file (a FIFO named by the debuglink, a device) before it is
+ * opened for reading; it must be at most DEBUGINFO_MAX_FILE bytes; one found by
+ * build id must carry the same build id, one found by debuglink the CRC32 the
+ * link names (and the same build id when both files have one). Only symbols are
+ * read from it.
  */
 #ifndef SMOLDER_DEBUGINFO_H
 #define SMOLDER_DEBUGINFO_H
@@ -48,14 +53,15 @@ struct debuginfo_ids {
  * (zeroed first). Malformed or refused ones are left empty; never fails. */
 void debuginfo_read_ids(Elf *elf, struct debuginfo_ids *ids);
 
-/* Finds and opens the separate debug file of the binary at path whose ids are ids:
- * <root>/.build-id/xx/yyyy.debug, then the debuglink name in the binary's
- * directory, its .debug/ subdirectory and <root>/<directory>/. A path of the form
- * /proc/PID/root/... names <directory> without that prefix; one under
- * /proc/PID/map_files/ has no directory to search. Returns 0 with *fd open
- * (O_RDONLY, the caller closes it), -ENOENT when no acceptable file exists, or
- * -ENOMEM. */
-int debuginfo_open(const char *path, const char *root, const struct debuginfo_ids *ids, int *fd);
+/* Finds and opens the separate debug file of the binary at path (absolute, as the
+ * process whose root directory is root sees it; root is procfile_root()'s
+ * descriptor, or PROCFILE_OWN_ROOT) whose ids are ids:
+ * <debug_root>/.build-id/xx/yyyy.debug, then the debuglink name in the binary's
+ * directory, its .debug/ subdirectory and <debug_root>/<directory>/. path NULL:
+ * by build id only. Returns 0 with *fd open (O_RDONLY, the caller closes it),
+ * -ENOENT when no acceptable file exists, or -ENOMEM. */
+int debuginfo_open(int root, const char *path, const char *debug_root,
+		   const struct debuginfo_ids *ids, int *fd);
 
 /* Decompresses elf's .gnu_debugdata. Returns 0 with *image (malloc'd, caller
  * frees) and *size, -ENOENT when there is none, -E2BIG past DEBUGINFO_MAX_MINI,

@@ -20,6 +20,7 @@
 #include "agent/symbols/debuginfo.h"
 #include "agent/symbols/demangle.h"
 #include "agent/symbols/plt.h"
+#include "agent/symbols/procfile.h"
 #include "agent/symbols/symrank.h"
 #include "agent/unwind/cfi.h"
 
@@ -108,6 +109,13 @@ struct elfsyms_cache {
 	size_t parsed;
 	uint64_t tick;
 	char *debug_root; /* where separate debug files are looked for; NULL: nowhere */
+};
+
+/* Where a file came from, for its separate debug file (debuginfo_open). */
+struct origin {
+	int root;		/* the process's root (procfile_root()) or PROCFILE_OWN_ROOT */
+	const char *path;	/* the file's path as that root sees it, NULL if unknown */
+	const char *debug_root; /* NULL: no debug file is looked for */
 };
 
 /* Orders candidates by address, the preferred alias first (see symrank.h); a
@@ -567,17 +575,17 @@ static int add_plt(Elf *elf, struct loader *l)
  * are skipped (the file still gets .dynsym and PLT names) but for -ENOMEM. What
  * they hold stays open (dbg_elf and dbg_fd, or mini_elf and mini) until the
  * table is built. */
-static int add_outside(Elf *elf, const char *path, const char *root, struct loader *l,
-		       Elf **dbg_elf, int *dbg_fd, Elf **mini_elf, void **mini)
+static int add_outside(Elf *elf, const struct origin *o, struct loader *l, Elf **dbg_elf,
+		       int *dbg_fd, Elf **mini_elf, void **mini)
 {
 	struct debuginfo_ids ids;
 	bool found = false;
 	size_t size;
 	int err;
 
-	if (path && root) {
+	if (o && o->debug_root) {
 		debuginfo_read_ids(elf, &ids);
-		if (debuginfo_open(path, root, &ids, dbg_fd) == 0) {
+		if (debuginfo_open(o->root, o->path, o->debug_root, &ids, dbg_fd) == 0) {
 			*dbg_elf = elf_begin(*dbg_fd, ELF_C_READ, NULL);
 			if (*dbg_elf && elf_kind(*dbg_elf) == ELF_K_ELF) {
 				err = add_symtabs(*dbg_elf, l, true, &found);
@@ -606,8 +614,8 @@ static int add_outside(Elf *elf, const char *path, const char *root, struct load
 	return 0;
 }
 
-/* Parses elf; path and root (both or neither) let separate debug files be found. */
-static int parse_elf(Elf *elf, const char *path, const char *root, struct elfsyms **out)
+/* Parses elf; o (or NULL) lets separate debug files be found. */
+static int parse_elf(Elf *elf, const struct origin *o, struct elfsyms **out)
 {
 	struct loader l = { 0 };
 	Elf *dbg_elf = NULL, *mini_elf = NULL;
@@ -636,7 +644,7 @@ static int parse_elf(Elf *elf, const char *path, const char *root, struct elfsym
 	if (err)
 		goto out_free_syms;
 	if (!has_symtab) {
-		err = add_outside(elf, path, root, &l, &dbg_elf, &dbg_fd, &mini_elf, &mini);
+		err = add_outside(elf, o, &l, &dbg_elf, &dbg_fd, &mini_elf, &mini);
 		if (err)
 			goto out_free_syms;
 	}
@@ -664,7 +672,7 @@ out_free_syms:
 	return err;
 }
 
-static int from_fd(int fd, const char *path, const char *root, struct elfsyms **out)
+static int from_fd(int fd, const struct origin *o, struct elfsyms **out)
 {
 	Elf *elf;
 	int err;
@@ -674,14 +682,14 @@ static int from_fd(int fd, const char *path, const char *root, struct elfsyms **
 	elf = elf_begin(fd, ELF_C_READ, NULL);
 	if (!elf)
 		return -ENOEXEC;
-	err = parse_elf(elf, path, root, out);
+	err = parse_elf(elf, o, out);
 	elf_end(elf);
 	return err;
 }
 
 int elfsyms__from_fd(int fd, struct elfsyms **out)
 {
-	return from_fd(fd, NULL, NULL, out);
+	return from_fd(fd, NULL, out);
 }
 
 int elfsyms__from_memory(const void *image, size_t size, struct elfsyms **out)
@@ -707,7 +715,7 @@ int elfsyms__from_memory(const void *image, size_t size, struct elfsyms **out)
 		err = -ENOEXEC;
 		goto out_free_copy;
 	}
-	err = parse_elf(elf, NULL, NULL, out);
+	err = parse_elf(elf, NULL, out);
 	elf_end(elf);
 out_free_copy:
 	free(copy);
@@ -853,25 +861,20 @@ static void cache_evict(struct elfsyms_cache *c)
 	}
 }
 
-int elfsyms_cache__get(struct elfsyms_cache *c, const char *path, struct elfsyms **out)
+int elfsyms_cache__get_fd(struct elfsyms_cache *c, int fd, int root, const char *path,
+			  struct elfsyms **out)
 {
+	struct origin o = { .root = root, .path = path, .debug_root = c->debug_root };
 	struct cache_entry *ent;
 	struct cache_key key;
 	struct elfsyms *e;
 	struct stat st;
-	int fd, err;
+	int err;
 
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
+	if (fstat(fd, &st))
 		return -errno;
-	if (fstat(fd, &st)) {
-		err = -errno;
-		goto out_close;
-	}
-	if (!S_ISREG(st.st_mode)) {
-		err = -ENOEXEC;
-		goto out_close;
-	}
+	if (!S_ISREG(st.st_mode))
+		return -ENOEXEC;
 	memset(&key, 0, sizeof(key));
 	key.dev = st.st_dev;
 	key.ino = st.st_ino;
@@ -883,13 +886,12 @@ int elfsyms_cache__get(struct elfsyms_cache *c, const char *path, struct elfsyms
 	if (ent) {
 		ent->last_used = ++c->tick;
 		*out = elfsyms__get(ent->syms);
-		err = 0;
-		goto out_close;
+		return 0;
 	}
 
-	err = from_fd(fd, path, c->debug_root, &e);
+	err = from_fd(fd, &o, &e);
 	if (err)
-		goto out_close;
+		return err;
 	ent = calloc(1, sizeof(*ent));
 	if (!ent) {
 		err = -ENOMEM;
@@ -908,14 +910,22 @@ int elfsyms_cache__get(struct elfsyms_cache *c, const char *path, struct elfsyms
 	c->parsed++;
 	*out = elfsyms__get(e); /* taken before evicting, so the new file stays */
 	cache_evict(c);
-	close(fd);
 	return 0;
 
 out_free_ent:
 	free(ent);
 out_put_syms:
 	elfsyms__put(e);
-out_close:
+	return err;
+}
+
+int elfsyms_cache__get(struct elfsyms_cache *c, const char *path, struct elfsyms **out)
+{
+	int fd = procfile_open(PROCFILE_OWN_ROOT, path, 0, NULL), err;
+
+	if (fd < 0)
+		return fd == -EINVAL ? -ENOEXEC : fd;
+	err = elfsyms_cache__get_fd(c, fd, PROCFILE_OWN_ROOT, path, out);
 	close(fd);
 	return err;
 }

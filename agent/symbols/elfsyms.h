@@ -11,8 +11,10 @@
  * .symtab and .dynsym; `name@plt` for the PLT stubs (x86-64, named by the
  * relocation of the GOT slot each stub jumps through); and, for a file without
  * .symtab, the .symtab of its separate debug file (found by build id, then by
- * .gnu_debuglink, under the cache's debug root: see debuginfo.h for what is
- * trusted) or else of its MiniDebugInfo (.gnu_debugdata). C++ and Rust names are
+ * .gnu_debuglink, under the cache's debug root or beside the file in its
+ * process's root: see debuginfo.h for what is trusted) or else of its
+ * MiniDebugInfo (.gnu_debugdata). This module opens no file of a process itself:
+ * the caller hands it a descriptor procfile.h opened. C++ and Rust names are
  * demangled once, when the file is parsed, without parameter lists (demangle.h).
  *
  * The cache keys files by (device, inode, size, mtime), so thousands of processes
@@ -96,11 +98,21 @@ void elfsyms_cache__free(struct elfsyms_cache *c);
  * when the binary is parsed again (evicted, or replaced). 0 or -ENOMEM. */
 int elfsyms_cache__set_debug_root(struct elfsyms_cache *c, const char *root);
 
-/* Returns the symbols of the file at path (with its debug file, see above),
- * parsing it unless a file with the same (dev, inode, size, mtime) is cached.
- * *out gets a new reference (elfsyms__put it). Returns 0 or -errno (-ENOENT,
- * -EACCES, -ENOEXEC also for a file that is not a regular file, ...). References
- * handed out stay valid after the cache is freed. */
+/* Returns the symbols of the file open at fd (regular, read with pread; not
+ * kept), parsing it unless a file with the same (dev, inode, size, mtime) is
+ * cached. root and path say where it came from, for its separate debug file
+ * (debuginfo_open): the process's root directory (procfile_root()) or
+ * PROCFILE_OWN_ROOT, and the path as that root sees it (NULL: by build id only).
+ * *out gets a new reference (elfsyms__put it). Returns 0 or -errno (-ENOEXEC
+ * also for a file that is not a regular file, ...). References handed out stay
+ * valid after the cache is freed. */
+int elfsyms_cache__get_fd(struct elfsyms_cache *c, int fd, int root, const char *path,
+			  struct elfsyms **out);
+
+/* elfsyms_cache__get_fd() of the file at path in the agent's own root, opened
+ * through procfile (only a regular file is opened: -ENOEXEC for anything else;
+ * -ENOENT, -EACCES, ...). For trusted paths and tests: a process's files are
+ * opened with procfile_open_mapped(). */
 int elfsyms_cache__get(struct elfsyms_cache *c, const char *path, struct elfsyms **out);
 
 /* Number of distinct files parsed since creation (for tests and stats). */

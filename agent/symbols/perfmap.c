@@ -12,14 +12,13 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
-#include <linux/openat2.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
+#include "agent/symbols/procfile.h"
 #include "common/array.h"
 #include "common/log.h"
 
@@ -447,27 +446,20 @@ int perfmap_parse_status(const char *buf, uint32_t pid, uint32_t *nspid, uint32_
 	return have_uid ? 0 : -EINVAL;
 }
 
-/* Opens tmp/perf-NSPID.map under the process's root without following a symlink
- * anywhere on the way (openat2), or at least not at the last component. */
+/* Opens /tmp/perf-NSPID.map in the process's root with no symbolic link on the
+ * way, and only if it is a regular file (procfile.h). */
 static int open_map(uint32_t pid, uint32_t nspid)
 {
-	struct open_how how = { .flags = O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC,
-				.resolve = RESOLVE_IN_ROOT | RESOLVE_NO_SYMLINKS |
-					   RESOLVE_NO_MAGICLINKS };
-	char root[64], rel[64];
-	int dfd, fd, err;
+	char rel[64];
+	int root, fd;
 
-	snprintf(root, sizeof(root), "/proc/%" PRIu32 "/root", pid);
-	snprintf(rel, sizeof(rel), "tmp/perf-%" PRIu32 ".map", nspid);
-	dfd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
-	if (dfd < 0)
-		return errno == ENOENT ? -ESRCH : -errno;
-	fd = (int)syscall(SYS_openat2, dfd, rel, &how, sizeof(how));
-	if (fd < 0 && errno == ENOSYS)
-		fd = openat(dfd, rel, (int)how.flags);
-	err = fd < 0 ? -errno : fd;
-	close(dfd);
-	return err;
+	snprintf(rel, sizeof(rel), "/tmp/perf-%" PRIu32 ".map", nspid);
+	root = procfile_root(pid);
+	if (root < 0)
+		return root;
+	fd = procfile_open(root, rel, PROCFILE_NO_SYMLINKS, NULL);
+	close(root);
+	return fd;
 }
 
 /* Counts a refusal or failure, and logs it when it differs from the last one of
@@ -501,14 +493,12 @@ int perfmap__refresh(struct perfmap *m, struct perfmap_stats *st)
 		return refused(m, fd, &st->absent, "no map");
 	if (fd == -ELOOP || fd == -EXDEV)
 		return refused(m, fd, &st->symlink, "a symlink on its path");
+	if (fd == -EINVAL)
+		return refused(m, fd, &st->not_regular, "not a regular file");
 	if (fd < 0)
 		return refused(m, fd, &st->other_errors, strerror(-fd));
 	if (fstat(fd, &sb)) {
 		err = refused(m, -errno, &st->other_errors, "fstat failed");
-		goto out_close;
-	}
-	if (!S_ISREG(sb.st_mode)) {
-		err = refused(m, -EINVAL, &st->not_regular, "not a regular file");
 		goto out_close;
 	}
 	if (sb.st_uid != euid && sb.st_uid != ruid) {

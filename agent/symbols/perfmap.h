@@ -9,11 +9,13 @@
  * PID is the process's pid in its own pid namespace (the last field of NSpid in
  * /proc/PID/status), and /tmp is the process's own (/proc/PID/root/tmp), so
  * processes in containers get names too. The root agent must not be made to read
- * another file through this path, so the file is opened without following any
- * symlink (openat2 RESOLVE_NO_SYMLINKS|RESOLVE_IN_ROOT from the process's root; on
- * kernels without openat2, O_NOFOLLOW on the last component), O_NONBLOCK (a FIFO
- * does not block) and must be a regular file owned by the process's effective or
- * real uid. Each refusal is counted in struct perfmap_stats and logged at debug.
+ * another file through this path, so the file is opened through procfile.h with
+ * no symbolic link anywhere on the way (openat2 RESOLVE_NO_SYMLINKS |
+ * RESOLVE_IN_ROOT from the process's root; on kernels without openat2, a walk
+ * with O_NOFOLLOW at every component), only if it is a regular file (a FIFO is
+ * never opened for reading), and must be owned by the process's effective or
+ * real uid. Each refusal is counted in struct perfmap_stats (and, but for the
+ * owner, in procfile's counters) and logged at debug.
  *
  * The map is read incrementally: a refresh reads only the bytes appended since the
  * last one (JITs append), and keeps a partial last line for the next refresh. A

@@ -32,6 +32,7 @@
 
 #include "agent/symbols/elfsyms.h"
 #include "agent/symbols/perfmap.h"
+#include "agent/symbols/procfile.h"
 #include "common/array.h"
 
 #define MAX_MAPPINGS	   65536	    /* executable mappings accepted per process */
@@ -282,31 +283,40 @@ static bool ends_with(const char *s, size_t len, const char *suffix)
 	return len >= n && !memcmp(s + len - n, suffix, n);
 }
 
-/* Symbols of a file mapping: through the process's root first (its mount
- * namespace), then through map_files, which also reaches deleted files. Returns 0
- * with *out set (NULL: the file was reached but does not parse), or -errno when
- * the file could not be reached (the process is gone, mostly). */
+/* Symbols of a file mapping: the very file mapped (procfile_open_mapped: through
+ * the process's root, its mount namespace, then through map_files, which also
+ * reaches deleted files). Returns 0 with *out set (NULL: the file was reached but
+ * does not parse), or -errno when the file could not be reached (the process is
+ * gone, mostly) or was refused. */
 static int map_symbols(struct proc_cache *pc, uint32_t pid, const struct mapping *m,
 		       const char *path, struct elfsyms **out)
 {
-	char buf[PATH_MAX + 64];
-	int n, err = -ENOENT;
+	struct procfile_map pm = {
+		.path = path,
+		.start = m->start,
+		.end = m->end,
+		.id = { m->dev, m->ino },
+		.deleted = m->deleted,
+	};
+	int root, fd, err;
 
 	*out = NULL;
 	pc->st.file_opens++;
-	if (!m->deleted) {
-		n = snprintf(buf, sizeof(buf), "/proc/%" PRIu32 "/root%s", pid, path);
-		if (n > 0 && (size_t)n < sizeof(buf)) {
-			err = elfsyms_cache__get(pc->files, buf, out);
-			if (!err || err == -ENOEXEC || err == -E2BIG)
-				return 0; /* opened; the same bytes will not parse elsewhere */
-		}
+	root = procfile_root(pid);
+	if (root == -ESRCH)
+		return root;
+	fd = procfile_open_mapped(root, pid, &pm);
+	if (fd < 0) {
+		err = fd;
+		goto out_close_root;
 	}
-	snprintf(buf, sizeof(buf), "/proc/%" PRIu32 "/map_files/%" PRIx64 "-%" PRIx64, pid,
-		 m->start, m->end);
-	err = elfsyms_cache__get(pc->files, buf, out);
-	if (!err || err == -ENOEXEC || err == -E2BIG)
-		return 0;
+	err = elfsyms_cache__get_fd(pc->files, fd, root, path, out);
+	if (err == -ENOEXEC || err == -E2BIG)
+		err = 0; /* opened; the same bytes will not parse elsewhere */
+	close(fd);
+out_close_root:
+	if (root >= 0)
+		close(root);
 	return err;
 }
 
@@ -315,14 +325,19 @@ static int map_symbols(struct proc_cache *pc, uint32_t pid, const struct mapping
 static int own_root_symbols(struct proc_cache *pc, const struct mapping *m, const char *path,
 			    struct elfsyms **out)
 {
-	struct stat sb;
+	struct procfile_id id = { m->dev, m->ino };
+	int fd, err;
 
 	*out = NULL;
-	if (m->deleted || stat(path, &sb) || (uint64_t)sb.st_ino != m->ino ||
-	    (uint64_t)sb.st_dev != m->dev)
+	if (m->deleted)
 		return -ENOENT;
+	fd = procfile_open(PROCFILE_OWN_ROOT, path, 0, &id);
+	if (fd < 0)
+		return fd;
 	pc->st.file_opens++;
-	return elfsyms_cache__get(pc->files, path, out);
+	err = elfsyms_cache__get_fd(pc->files, fd, PROCFILE_OWN_ROOT, path, out);
+	close(fd);
+	return err;
 }
 
 /* Finds the symbols of a file mapping on its first use. A file any process mapped

@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "agent/sampler.h"
+#include "agent/symbols/procfile.h"
 #include "agent/symbols/procmaps.h"
 #include "agent/unwind/cfi.h"
 #include "agent/unwind/pool.h"
@@ -453,37 +454,22 @@ bool unwinder__remap(struct unwinder *u, uint32_t pid)
 	return changed;
 }
 
-/* Opens the file behind f the way the process sees it, and checks that it is the
- * very file mapped: a regular file with the maps line's device and inode. */
+/* Opens the file behind f: the very file mapped (procfile_open_mapped: a regular
+ * file with the maps line's device and inode, through the process's root, then
+ * its map_files). */
 static int open_mapped(const struct ufile *f)
 {
-	char path[PATH_MAX + 64];
-	struct stat sb;
-	int fd = -1, n, attempt;
+	struct procfile_map m = { .path = f->path,
+				  .start = f->start,
+				  .end = f->end,
+				  .id = { f->key.dev, f->key.ino },
+				  .deleted = f->deleted || !f->path };
+	int root = procfile_root(f->pid), fd;
 
-	for (attempt = 0; attempt < 2; attempt++) {
-		if (attempt == 0) {
-			if (f->deleted || !f->path)
-				continue;
-			n = snprintf(path, sizeof(path), "/proc/%" PRIu32 "/root%s", f->pid,
-				     f->path);
-			if (n < 0 || (size_t)n >= sizeof(path))
-				continue;
-		} else {
-			snprintf(path, sizeof(path),
-				 "/proc/%" PRIu32 "/map_files/%" PRIx64 "-%" PRIx64, f->pid,
-				 f->start, f->end);
-		}
-		fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-		if (fd < 0)
-			continue;
-		if (!fstat(fd, &sb) && S_ISREG(sb.st_mode) && (uint64_t)sb.st_dev == f->key.dev &&
-		    (uint64_t)sb.st_ino == f->key.ino)
-			return fd;
-		close(fd);
-		fd = -1;
-	}
-	return -ESRCH;
+	fd = procfile_open_mapped(root, f->pid, &m);
+	if (root >= 0)
+		close(root);
+	return fd < 0 ? -ESRCH : fd;
 }
 
 /* Turns the builder's rows (offsets from its base vaddr) into file offsets, using

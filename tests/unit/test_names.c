@@ -27,6 +27,7 @@
 #include "agent/symbols/debuginfo.h"
 #include "agent/symbols/demangle.h"
 #include "agent/symbols/elfsyms.h"
+#include "agent/symbols/procfile.h"
 #include "testutil.h"
 
 /* A namespace, a class template, overloads and a static function; noinline and
@@ -117,6 +118,26 @@ static struct elfsyms *load_cached(const char *path, const char *root)
 	assert_int_equal(elfsyms_cache__set_debug_root(c, root), 0);
 	assert_int_equal(elfsyms_cache__get(c, path, &e), 0);
 	elfsyms_cache__free(c);
+	return e;
+}
+
+/* Symbols of path as process pid sees it, opened as the agent opens it: through
+ * the process's root, with debug files under root (NULL: none). */
+static struct elfsyms *load_in_root(pid_t pid, const char *path, const char *root)
+{
+	struct elfsyms_cache *c;
+	struct elfsyms *e = NULL;
+	int proot = procfile_root((uint32_t)pid), fd;
+
+	assert_true(proot >= 0);
+	fd = procfile_open(proot, path, 0, NULL);
+	assert_true(fd >= 0);
+	assert_int_equal(elfsyms_cache__new(16, SIZE_MAX, &c), 0);
+	assert_int_equal(elfsyms_cache__set_debug_root(c, root), 0);
+	assert_int_equal(elfsyms_cache__get_fd(c, fd, proot, path, &e), 0);
+	elfsyms_cache__free(c);
+	close(fd);
+	close(proot);
 	return e;
 }
 
@@ -614,7 +635,7 @@ static void test_debug_by_build_id(void **state)
 
 static void test_debug_by_debuglink(void **state)
 {
-	char dir[128], root[160], linked[192], proc_path[256];
+	char dir[128], root[160], linked[192];
 	struct elfsyms *e;
 
 	(void)state;
@@ -652,10 +673,9 @@ static void test_debug_by_debuglink(void **state)
 	expect_statics(dir, "prog", e, true);
 	elfsyms__put(e);
 
-	/* the agent opens files as /proc/PID/root/<path>: <root>/<dir>/ is the
-	 * directory as the process sees it, without that prefix */
-	snprintf(proc_path, sizeof(proc_path), "/proc/%d/root%s", (int)getpid(), linked);
-	e = load_cached(proc_path, root);
+	/* the agent opens a process's files through its root (/proc/PID/root):
+	 * <root>/<dir>/ is the directory as the process sees it */
+	e = load_in_root(getpid(), linked, root);
 	assert_true(elfsyms__sources(e) & ELFSYMS_SRC_DEBUG_FILE);
 	expect_statics(dir, "prog", e, true);
 	elfsyms__put(e);
@@ -676,6 +696,70 @@ static void test_debug_by_debuglink(void **state)
 	e = load_cached(linked, root);
 	assert_int_equal(elfsyms__sources(e) & ELFSYMS_SRC_DEBUG_FILE, 0);
 	elfsyms__put(e);
+}
+
+struct fifo_case {
+	const char *linked, *root;
+};
+
+/* In a child (test_call_bounded): loads the binary with FIFOs where its debug
+ * files would be. 0 when it returned with no debug file, every FIFO refused and
+ * counted; 1 to 3 name what went wrong. */
+static int load_past_fifos(void *arg)
+{
+	const struct fifo_case *fc = arg;
+	struct procfile_stats before, after;
+	struct elfsyms_cache *c;
+	struct elfsyms *e = NULL;
+	int proot, fd, ret = 0;
+
+	procfile_stats(&before);
+	if (elfsyms_cache__new(16, SIZE_MAX, &c) || elfsyms_cache__set_debug_root(c, fc->root))
+		return 3;
+	/* as the agent opens a process's binary: through its root */
+	proot = procfile_root((uint32_t)getpid());
+	fd = procfile_open(proot, fc->linked, 0, NULL);
+	if (fd < 0 || elfsyms_cache__get_fd(c, fd, proot, fc->linked, &e))
+		ret = 3;
+	else if (elfsyms__sources(e) & ELFSYMS_SRC_DEBUG_FILE)
+		ret = 1;
+	procfile_stats(&after);
+	/* four FIFOs: by build id, beside the binary, in .debug/, under the root */
+	if (!ret && after.not_regular - before.not_regular != 4)
+		ret = 2;
+	elfsyms__put(e);
+	elfsyms_cache__free(c);
+	return ret;
+}
+
+/* A debuglink (and a build id) naming a FIFO: opened for reading, the FIFO would
+ * hold the agent's only symbolizing thread until a writer came, for every
+ * process on the host. Each is refused as no regular file, and counted. */
+static void test_debug_fifo(void **state)
+{
+	char dir[128], root[160], hex[128];
+	struct fifo_case fc;
+	char linked[192];
+	int ret;
+
+	(void)state;
+	snprintf(dir, sizeof(dir), "%s/fifo", tmp);
+	snprintf(root, sizeof(root), "%s/fifo/debugroot", tmp);
+	sh("mkdir -p %s", root);
+	build_split(dir, "prog", "");
+	snprintf(linked, sizeof(linked), "%s/prog.linked", dir);
+	sh("cd %s && objcopy --add-gnu-debuglink=prog.debug prog.stripped prog.linked && "
+	   "rm prog.debug && mkfifo prog.debug && mkdir .debug && mkfifo .debug/prog.debug",
+	   dir);
+	build_id_hex(linked, hex, sizeof(hex));
+	sh("mkdir -p %s%s %s/.build-id/%.2s && mkfifo %s%s/prog.debug %s/.build-id/%.2s/%s.debug",
+	   root, dir, root, hex, root, dir, root, hex, hex + 2);
+
+	fc = (struct fifo_case){ .linked = linked, .root = root };
+	ret = test_call_bounded("load_past_fifos", load_past_fifos, &fc, 20000);
+	if (ret == -1)
+		fail_msg("symbolizing a binary whose debug files are FIFOs did not return in 20 s");
+	assert_int_equal(ret, 0);
 }
 
 /* Debian's libc has only .dynsym; libc6-dbg puts its .symtab under
@@ -813,6 +897,7 @@ int main(void)
 		cmocka_unit_test(test_plt_irelative),
 		cmocka_unit_test(test_debug_by_build_id),
 		cmocka_unit_test(test_debug_by_debuglink),
+		cmocka_unit_test_teardown(test_debug_fifo, test_teardown_children),
 		cmocka_unit_test(test_libc_dbg),
 		cmocka_unit_test(test_minidebuginfo),
 		cmocka_unit_test(test_minidebuginfo_bomb),
