@@ -26,6 +26,7 @@
 #include "common/outfile.h"
 #include "common/frame.h"
 #include "agent/symbols/ksyms.h"
+#include "agent/symbols/procfile.h"
 #include "agent/symbols/procmaps.h"
 #include "agent/python/pyproc.h"
 #include "agent/python/pytrack.h"
@@ -444,6 +445,18 @@ static void print_unwind(struct agent *a, const uint64_t *loss)
 		 us.rows_total, us.files, us.procs, (unsigned long long)us.dropped_maps);
 }
 
+/* The files opened on processes' behalf (procfile.h), and each refusal. */
+static void print_files(void)
+{
+	struct procfile_stats fs;
+
+	procfile_stats(&fs);
+	log_info("smolder: files: %llu opened for processes, refused: not a regular file %llu, "
+		 "not the mapped file %llu, a link %llu",
+		 (unsigned long long)fs.opened, (unsigned long long)fs.not_regular,
+		 (unsigned long long)fs.not_mapped, (unsigned long long)fs.link);
+}
+
 /* What the label cache read, and with --thread-labels what it folded. */
 static void print_labels(struct agent *a)
 {
@@ -480,8 +493,10 @@ static void print_stats(struct agent *a, double seconds, const char *what)
 			 (unsigned long long)a->truncated);
 	if (a->py && strcmp(what, "total") == 0)
 		pytrack__print_summary(a->py, stderr);
-	if (strcmp(what, "total") == 0)
+	if (strcmp(what, "total") == 0) {
 		proc_cache__print_jit_summary(a->procs, stderr);
+		print_files();
+	}
 	if (a->labels && strcmp(what, "total") == 0)
 		print_labels(a);
 	if (a->opts->off_cpu)
@@ -837,6 +852,7 @@ static void publish_metrics(struct agent *a)
 	if (a->unwind)
 		unwinder__stats(a->unwind, &s.unwind);
 	proc_cache__stats(a->procs, &s.procs);
+	procfile_stats(&s.files);
 	s.bpf_stats =
 		a->opts->bpf_stats && !sampler__prog_stats(a->sampler, &s.bpf_run_ns, &s.bpf_runs,
 							   &s.offcpu_run_ns, &s.offcpu_runs);

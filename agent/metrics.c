@@ -192,6 +192,21 @@ static void write_perf_maps(FILE *out, const struct perfmap_stats *j)
 		"Perf maps read again from the start (shrunk or replaced).", j->restarts);
 }
 
+static void write_files(FILE *out, const struct procfile_stats *f)
+{
+	counter(out, "smolder_agent_files_opened_total",
+		"Files opened on processes' behalf (binaries, libraries, debug files, perf maps).",
+		f->opened);
+	header(out, "smolder_agent_files_refused_total", "counter",
+	       "Files a process's paths led to that were not opened, by reason.");
+	fprintf(out,
+		"smolder_agent_files_refused_total{reason=\"not_regular\"} %llu\n"
+		"smolder_agent_files_refused_total{reason=\"not_mapped\"} %llu\n"
+		"smolder_agent_files_refused_total{reason=\"link\"} %llu\n",
+		(unsigned long long)f->not_regular, (unsigned long long)f->not_mapped,
+		(unsigned long long)f->link);
+}
+
 static void write_shipping(FILE *out, const struct agent_metrics_snapshot *s)
 {
 	const struct sender_stats *st = &s->sender;
@@ -256,6 +271,7 @@ int agent_metrics_write(FILE *out, const struct agent_metrics_snapshot *s)
 		if (s->unwinding)
 			write_unwind(out, &s->unwind);
 		write_perf_maps(out, &s->procs.jit);
+		write_files(out, &s->files);
 		if (s->shipping)
 			write_shipping(out, s);
 		if (s->bpf_stats)

@@ -1,7 +1,8 @@
 /* The agent's own Prometheus endpoint (`smolder agent --metrics [ADDR:]PORT`):
  * GET /metrics answers, in the Prometheus text format 0.0.4, what the agent prints
  * at exit and more: samples counted and recorded, every loss counter of the BPF
- * program, the unwinder's and the perf maps' refusals and caps, the spool (bytes
+ * program, the unwinder's and the perf maps' refusals and caps, the files opened
+ * for processes and those refused (procfile.h), the spool (bytes
  * and batches), batches spooled, sent, retried, rejected and dropped, the BPF
  * programs' run time (--bpf-stats), and the process's own CPU seconds, resident
  * memory and build.
@@ -26,6 +27,7 @@
 #include <stdio.h>
 
 #include "agent/sender.h"
+#include "agent/symbols/procfile.h"
 #include "agent/symbols/procmaps.h"
 #include "agent/unwind/unwinder.h"
 #include "bpf/profile.h"
@@ -60,6 +62,7 @@ struct agent_metrics_snapshot {
 	bool unwinding;			     /* --unwind cfi: the unwinder's figures hold */
 	struct unwinder_stats unwind;	     /* unwinder__stats */
 	struct proc_cache_stats procs;	     /* proc_cache__stats: perf maps (JIT) among them */
+	struct procfile_stats files;	     /* procfile_stats: files opened for processes */
 	bool bpf_stats;			     /* --bpf-stats: the programs' run time holds */
 	uint64_t bpf_run_ns, bpf_runs;	     /* the sampling program's (sampler__prog_stats) */
 	uint64_t offcpu_run_ns, offcpu_runs; /* the off-CPU programs' */

@@ -242,6 +242,9 @@ static void test_published_values(void **state)
 	s.unwinding = true;
 	s.unwind.loaded = 9;
 	s.procs.jit.wrong_owner = 4;
+	s.files = (struct procfile_stats){
+		.opened = 40, .not_regular = 2, .not_mapped = 6, .link = 1
+	};
 	s.bpf_stats = true;
 	s.bpf_runs = 77;
 	s.bpf_run_ns = 1500000000;
@@ -264,6 +267,10 @@ static void test_published_values(void **state)
 	assert_true(metric(body, "smolder_agent_unwind_tables_loaded_total") == 9);
 	assert_true(metric(body, "smolder_agent_perf_maps_refused_total{reason=\"wrong_owner\"}") ==
 		    4);
+	assert_true(metric(body, "smolder_agent_files_opened_total") == 40);
+	assert_true(metric(body, "smolder_agent_files_refused_total{reason=\"not_regular\"}") == 2);
+	assert_true(metric(body, "smolder_agent_files_refused_total{reason=\"not_mapped\"}") == 6);
+	assert_true(metric(body, "smolder_agent_files_refused_total{reason=\"link\"}") == 1);
 	assert_true(metric(body, "smolder_agent_bpf_runs_total{program=\"cpu\"}") == 77);
 	assert_true(metric(body, "smolder_agent_bpf_run_seconds_total{program=\"cpu\"}") == 1.5);
 	/* every counter of the BPF program is there, once: 19 losses and 7 others */
