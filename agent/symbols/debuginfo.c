@@ -190,7 +190,10 @@ static bool binary_dir(const char *path, char *dir, size_t cap)
 		return false;
 	memcpy(dir, path, len);
 	dir[len] = '\0';
-	return !strstr(dir, "/../") && !strstr(dir, "/./");
+	/* <debug_root><dir> must stay under the debug root: no "." or ".." at all */
+	return !strstr(dir, "/../") && !strstr(dir, "/./") &&
+	       strcmp(dir + (len >= 3 ? len - 3 : 0), "/..") &&
+	       strcmp(dir + (len >= 2 ? len - 2 : 0), "/.");
 }
 
 /* name or sub/name in the binary's directory dirfd, no link on the way. */

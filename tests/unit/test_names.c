@@ -698,6 +698,43 @@ static void test_debug_by_debuglink(void **state)
 	elfsyms__put(e);
 }
 
+/* The binary's directory names a directory under the debug root: one that
+ * ends in ".." would lead out of it (<root>/.. is the root's parent). */
+static void test_debug_dir_dotdot(void **state)
+{
+	char dir[128], root[160], linked[192];
+	struct debuginfo_ids ids;
+	int fd = -1, bin;
+	Elf *elf;
+
+	(void)state;
+	snprintf(dir, sizeof(dir), "%s/dotdot", tmp);
+	snprintf(root, sizeof(root), "%s/dotdot/debugroot", tmp);
+	sh("mkdir -p %s", root);
+	build_split(dir, "prog", "");
+	snprintf(linked, sizeof(linked), "%s/prog.linked", dir);
+	/* prog.debug lies in the debug root's parent, <root>/.. */
+	sh("cd %s && objcopy --add-gnu-debuglink=prog.debug prog.stripped prog.linked", dir);
+	bin = open(linked, O_RDONLY);
+	assert_true(bin >= 0);
+	elf_version(EV_CURRENT);
+	elf = elf_begin(bin, ELF_C_READ, NULL);
+	assert_non_null(elf);
+	debuginfo_read_ids(elf, &ids);
+	elf_end(elf);
+	close(bin);
+	assert_string_equal(ids.link, "prog.debug");
+	/* "/.." as the binary's directory: <root>/../prog.debug is not searched */
+	assert_int_equal(debuginfo_open(PROCFILE_OWN_ROOT, "/../prog.linked", root, &ids, &fd),
+			 -ENOENT);
+	assert_int_equal(debuginfo_open(PROCFILE_OWN_ROOT, "/./../prog.linked", root, &ids, &fd),
+			 -ENOENT);
+	/* the same file through a directory that stays under the root is found */
+	sh("mkdir -p %s/sub && cp %s/prog.debug %s/sub/", root, dir, root);
+	assert_int_equal(debuginfo_open(PROCFILE_OWN_ROOT, "/sub/prog.linked", root, &ids, &fd), 0);
+	close(fd);
+}
+
 struct fifo_case {
 	const char *linked, *root;
 };
@@ -897,6 +934,7 @@ int main(void)
 		cmocka_unit_test(test_plt_irelative),
 		cmocka_unit_test(test_debug_by_build_id),
 		cmocka_unit_test(test_debug_by_debuglink),
+		cmocka_unit_test(test_debug_dir_dotdot),
 		cmocka_unit_test_teardown(test_debug_fifo, test_teardown_children),
 		cmocka_unit_test(test_libc_dbg),
 		cmocka_unit_test(test_minidebuginfo),
