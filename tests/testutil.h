@@ -611,6 +611,17 @@ static inline bool test_wait_cpu(pid_t pid, long long from, long long ticks, uns
 	return false;
 }
 
+/* Skips the running test, printing its reason in the one form tests/run.sh lists
+ * (and CI's allow-list names): "skipping: REASON". The arguments are printf's,
+ * without a newline. */
+#define test_skip(...)                                                                             \
+	do {                                                                                       \
+		print_message("skipping: ");                                                       \
+		print_message(__VA_ARGS__);                                                        \
+		print_message("\n");                                                               \
+		skip();                                                                            \
+	} while (0)
+
 static inline bool test_is_root(void)
 {
 	return geteuid() == 0;

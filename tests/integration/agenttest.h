@@ -100,8 +100,7 @@ static __attribute__((unused)) void agent_group_teardown(const char *dir)
 static __attribute__((unused)) void need_root(void)
 {
 	if (!test_is_root()) {
-		print_message("skipping: needs root for BPF\n");
-		skip();
+		test_skip("needs root for BPF");
 	}
 }
 

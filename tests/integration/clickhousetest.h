@@ -58,9 +58,8 @@ static inline const char *ch_server_path(void)
 #define ch_skip_unless_available()                                                                 \
 	do {                                                                                       \
 		if (!ch_server_path()) {                                                           \
-			print_message("skipped: clickhouse-server is not installed "               \
-				      "(deploy/debian-deps.sh installs it)\n");                    \
-			skip();                                                                    \
+			test_skip("clickhouse-server is not installed "                            \
+				  "(deploy/debian-deps.sh installs it)");                          \
 		}                                                                                  \
 	} while (0)
 
@@ -318,10 +317,8 @@ struct zksrv {
 #define zk_skip_unless_available()                                                                 \
 	do {                                                                                       \
 		if (access(ZK_JAR, R_OK) || access(ZK_JAVA, X_OK)) {                               \
-			print_message("skipped: ZooKeeper (" ZK_JAR ") or " ZK_JAVA                \
-				      " is not installed (deploy/debian-deps.sh installs "         \
-				      "zookeeper)\n");                                             \
-			skip();                                                                    \
+			test_skip("ZooKeeper (" ZK_JAR ") or " ZK_JAVA                             \
+				  " is not installed (deploy/debian-deps.sh installs zookeeper)"); \
 		}                                                                                  \
 	} while (0)
 

@@ -59,8 +59,7 @@ static void test_short_lived_names_kept(void **state)
 
 	(void)state;
 	if (!test_is_root()) {
-		print_message("skipping: needs root for BPF\n");
-		skip();
+		test_skip("needs root for BPF");
 	}
 	assert_non_null(test_mkdtemp(dir, sizeof(dir)));
 	test_build_path(churn, sizeof(churn), "workloads/churn");

@@ -63,8 +63,7 @@ static int teardown(void **state)
 static void need_root(void)
 {
 	if (!test_is_root()) {
-		print_message("skipping: needs root for BPF\n");
-		skip();
+		test_skip("needs root for BPF");
 	}
 }
 
@@ -72,8 +71,7 @@ static void need_python(void)
 {
 	need_root();
 	if (access(PYTHON, X_OK)) {
-		print_message("skipping: no %s\n", PYTHON);
-		skip();
+		test_skip("no %s", PYTHON);
 	}
 }
 

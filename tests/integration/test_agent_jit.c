@@ -135,8 +135,7 @@ static void test_node(void **state)
 
 	NEED_ROOT(fx);
 	if (access(NODE, X_OK)) {
-		print_message("skipping: no %s\n", NODE);
-		skip();
+		test_skip("no %s", NODE);
 	}
 	snprintf(script, sizeof(script), "%s/shape.js", fx->dir);
 	snprintf(logfile, sizeof(logfile), "--logfile=%s/v8.log", fx->dir);
@@ -427,8 +426,7 @@ static void run_python_perf(struct fixture *fx, const char *version)
 	char *text;
 
 	if (!test_pyenv_python(version, python, sizeof(python))) {
-		print_message("skipping: no CPython %s under pyenv\n", version);
-		skip();
+		test_skip("no CPython %s under pyenv", version);
 	}
 	assert_non_null(realpath("tests/workloads/pyshapes.py", script));
 	snprintf(out, sizeof(out), "%s/py%s.folded", fx->dir, version);

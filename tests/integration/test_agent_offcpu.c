@@ -495,8 +495,7 @@ static void run_python(void **state, const char *version)
 		snprintf(python, sizeof(python), "/usr/bin/python3");
 	if (strcmp(version, "debian") ? !test_pyenv_python(version, python, sizeof(python))
 				      : access(python, X_OK) != 0) {
-		print_message("skipping CPython %s: not installed on this machine\n", version);
-		skip();
+		test_skip("CPython %s: not installed on this machine", version);
 	}
 	snprintf(run, sizeof(run), "py%s", version);
 	snprintf(script, sizeof(script), "%s/offcpu_%s.py", tmpdir, version);

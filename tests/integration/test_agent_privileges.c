@@ -170,8 +170,7 @@ static void test_same_profile_without_root(void **state)
 
 	(void)state;
 	if (!test_is_root() || access("/usr/bin/setpriv", X_OK)) {
-		print_message("skipping: needs root and setpriv to hand out capabilities\n");
-		skip();
+		test_skip("needs root and setpriv to hand out capabilities");
 	}
 	/* the tests run from the source tree (tests/run.sh) */
 	assert_non_null(realpath("tests/workloads/pyshapes.py", script));
@@ -225,8 +224,7 @@ static void test_each_capability_needed(void **state)
 
 	(void)state;
 	if (!test_is_root() || access("/usr/bin/setpriv", X_OK)) {
-		print_message("skipping: needs root and setpriv to hand out capabilities\n");
-		skip();
+		test_skip("needs root and setpriv to hand out capabilities");
 	}
 	for (i = 0; i < 5; i++) {
 		for (j = 0, len = 0, set[0] = '\0'; j < 5; j++)
@@ -311,8 +309,7 @@ static void test_root_agent_drops_capabilities(void **state)
 
 	(void)state;
 	if (!test_is_root()) {
-		print_message("skipping: needs root\n");
-		skip();
+		test_skip("needs root");
 	}
 	for (int to_file = 0; to_file < 2; to_file++) {
 		char bin[256], out[128], err[128], spool[128], task[64], status_path[336];

@@ -133,8 +133,7 @@ static void test_python_interleave(void **state)
 
 	need_root();
 	if (!in->path[0]) {
-		print_message("skipping CPython %s: not installed on this machine\n", in->label);
-		skip();
+		test_skip("CPython %s: not installed on this machine", in->label);
 	}
 	assert_non_null(realpath("tests/workloads/pyinterleave.py", script));
 	snprintf(out, sizeof(out), "%s/py%s.folded", tmpdir, in->label);

@@ -86,12 +86,10 @@ static const struct interp *need(void **state)
 	const struct interp *in = *state;
 
 	if (!test_is_root()) {
-		print_message("skipping: needs root for BPF\n");
-		skip();
+		test_skip("needs root for BPF");
 	}
 	if (!in->path[0]) {
-		print_message("skipping CPython %s: not installed on this machine\n", in->label);
-		skip();
+		test_skip("CPython %s: not installed on this machine", in->label);
 	}
 	return in;
 }

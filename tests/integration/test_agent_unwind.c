@@ -1400,9 +1400,7 @@ static void test_library_after_jit(void **state)
 	}
 	if (WIFEXITED(status) && WEXITSTATUS(status) == 3) {
 		stop_host_agent(agent, err);
-		print_message("skipping: no hand-written JIT code for this architecture "
-			      "(x86-64 only)\n");
-		skip();
+		test_skip("no hand-written JIT code for this architecture (x86-64 only)");
 	}
 	assert_int_equal(status, 0);
 	stop_host_agent(agent, err);

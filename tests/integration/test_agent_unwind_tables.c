@@ -301,9 +301,7 @@ static void test_eviction_under_small_cap(void **state)
 	NEED_ROOT(fx);
 	for (i = 0; i < 2; i++)
 		if (!test_pyenv_python(versions[i], py[i], sizeof(py[i]))) {
-			fprintf(stderr, "skipping: CPython %s not installed under pyenv\n",
-				versions[i]);
-			skip();
+			test_skip("CPython %s not installed under pyenv", versions[i]);
 		}
 	snprintf(path, sizeof(path), "%s/prog", fx->dir);
 	snprintf(out, sizeof(out), "%s/evict.folded", fx->dir);

@@ -409,8 +409,7 @@ static void test_ipv6_prefix(void **state)
 
 	(void)state;
 	if (!test_is_root()) {
-		print_message("skipped: a network namespace needs root\n");
-		skip();
+		test_skip("a network namespace needs root");
 	}
 	assert_true(n > 0);
 	self[n] = '\0';

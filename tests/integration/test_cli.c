@@ -775,8 +775,7 @@ static void test_output_targets(void **state)
 
 	(void)state;
 	if (!test_is_root()) {
-		print_message("skipping: mknod of a character device needs root\n");
-		skip();
+		test_skip("mknod of a character device needs root");
 	}
 	snprintf(dev, sizeof(dev), "%s/null", srv.dir);
 	assert_int_equal(mknod(dev, S_IFCHR | 0666, makedev(1, 3)), 0);

@@ -102,8 +102,7 @@ static int teardown(void **state)
 #define skip_unless_root()                                                                         \
 	do {                                                                                       \
 		if (!test_is_root()) {                                                             \
-			print_message("skipped: needs root (files of other owners, setresuid)\n"); \
-			skip();                                                                    \
+			test_skip("needs root (files of other owners, setresuid)");                \
 		}                                                                                  \
 	} while (0)
 

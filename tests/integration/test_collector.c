@@ -341,8 +341,7 @@ static void test_round_trip(void **state)
 
 	(void)state;
 	if (!test_is_root()) {
-		print_message("skipping: needs root for BPF\n");
-		skip();
+		test_skip("needs root for BPF");
 	}
 	snprintf(db, sizeof(db), "%s/rt.db", dir);
 	snprintf(out, sizeof(out), "%s/rt.folded", dir);
@@ -394,8 +393,7 @@ static void test_window_in_parts(void **state)
 
 	(void)state;
 	if (!test_is_root()) {
-		print_message("skipping: needs root for BPF\n");
-		skip();
+		test_skip("needs root for BPF");
 	}
 	snprintf(db, sizeof(db), "%s/parts.db", dir);
 	snprintf(out, sizeof(out), "%s/parts.folded", dir);
@@ -467,8 +465,7 @@ static void test_collector_down_then_back(void **state)
 
 	(void)state;
 	if (!test_is_root()) {
-		print_message("skipping: needs root for BPF\n");
-		skip();
+		test_skip("needs root for BPF");
 	}
 	snprintf(db, sizeof(db), "%s/down.db", dir);
 	snprintf(out, sizeof(out), "%s/down.folded", dir);
@@ -770,8 +767,7 @@ static void test_restart_replays_spool(void **state)
 
 	(void)state;
 	if (!test_is_root()) {
-		print_message("skipping: needs root for BPF\n");
-		skip();
+		test_skip("needs root for BPF");
 	}
 	snprintf(db, sizeof(db), "%s/replay.db", dir);
 	snprintf(out1, sizeof(out1), "%s/replay1.folded", dir);
@@ -836,12 +832,10 @@ static void test_https_with_ca_file(void **state)
 
 	(void)state;
 	if (!test_is_root()) {
-		print_message("skipping: needs root for BPF\n");
-		skip();
+		test_skip("needs root for BPF");
 	}
 	if (access("/usr/bin/socat", X_OK) || access("/usr/bin/openssl", X_OK)) {
-		print_message("skipping: socat or openssl missing\n");
-		skip();
+		test_skip("socat or openssl missing");
 	}
 	snprintf(db, sizeof(db), "%s/tls.db", dir);
 	snprintf(cert, sizeof(cert), "%s/cert.pem", dir);

@@ -170,8 +170,7 @@ static void test_systemd_units(void **state)
 
 	(void)state;
 	if (access("/usr/bin/systemd-analyze", X_OK)) {
-		print_message("skipping: systemd-analyze missing (package systemd)\n");
-		skip();
+		test_skip("systemd-analyze missing (package systemd)");
 	}
 	a = install_unit("smolder-agent.service", agent, sizeof(agent));
 	c = install_unit("smolder-collector.service", coll, sizeof(coll));
@@ -226,8 +225,7 @@ static void test_sysusers(void **state)
 
 	(void)state;
 	if (access("/usr/bin/systemd-sysusers", X_OK)) {
-		print_message("skipping: systemd-sysusers missing (package systemd)\n");
-		skip();
+		test_skip("systemd-sysusers missing (package systemd)");
 	}
 	assert_non_null(getcwd(cwd, sizeof(cwd)));
 	out = test_shell(dir, &status,
@@ -462,8 +460,7 @@ static void test_k8s_tls_commands(void **state)
 
 	(void)state;
 	if (access("/usr/bin/openssl", X_OK)) {
-		print_message("skipping: openssl missing (make deps installs it)\n");
-		skip();
+		test_skip("openssl missing (make deps installs it)");
 	}
 	coll_env();
 	snprintf(tls, sizeof(tls), "%s/tls", dir);

@@ -276,8 +276,7 @@ static void test_agent_ids_and_new_store(void **state)
 
 	(void)state;
 	if (!test_is_root()) {
-		print_message("skipping: needs root for BPF\n");
-		skip();
+		test_skip("needs root for BPF");
 	}
 	snprintf(out, sizeof(out), "%s/agent.folded", dir);
 	snprintf(err, sizeof(err), "%s/agent.err", dir);

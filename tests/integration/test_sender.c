@@ -273,8 +273,7 @@ static int teardown(void **state)
 static void need_root(void)
 {
 	if (!test_is_root()) {
-		print_message("skipping: needs root for BPF\n");
-		skip();
+		test_skip("needs root for BPF");
 	}
 }
 

@@ -168,8 +168,7 @@ static void test_up_end_to_end(void **state)
 
 	(void)state;
 	if (!test_is_root()) {
-		print_message("skipping: needs root for BPF\n");
-		skip();
+		test_skip("needs root for BPF");
 	}
 	snprintf(db, sizeof(db), "%s/up.db", tmpdir);
 	snprintf(spool, sizeof(spool), "%s/spool", tmpdir);

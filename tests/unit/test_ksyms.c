@@ -240,15 +240,11 @@ static void test_real_kallsyms(void **state)
 	int err;
 
 	(void)state;
-	if (geteuid() != 0) {
-		skip();
-		return;
-	}
+	if (geteuid() != 0)
+		test_skip("reading kernel addresses from /proc/kallsyms needs root");
 	err = ksyms__load("/proc/kallsyms", &k);
-	if (err == -EPERM) {
-		skip();
-		return;
-	}
+	if (err == -EPERM)
+		test_skip("/proc/kallsyms refused: %s", strerror(-err));
 	assert_int_equal(err, 0);
 	assert_true(ksyms__count(k) > 1000);
 	for (i = 0; i < sizeof(wanted) / sizeof(wanted[0]); i++) {

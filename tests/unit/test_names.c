@@ -320,8 +320,7 @@ static void test_demangle_rust_binary(void **state)
 
 	(void)state;
 	if (system("command -v rustc > /dev/null || test -x \"$HOME/.cargo/bin/rustc\"")) {
-		print_message("skipping: no rustc\n");
-		skip();
+		test_skip("no rustc");
 	}
 	snprintf(src, sizeof(src), "%s/r.rs", tmp);
 	snprintf(legacy, sizeof(legacy), "%s/r_legacy", tmp);

@@ -84,9 +84,8 @@ static void test_write_file_never_renames_over_nodes(void **state)
 
 	(void)state;
 	if (!test_is_root()) {
-		print_message("skipping: mknod of a character device needs root\n");
 		folded__free(f);
-		skip();
+		test_skip("mknod of a character device needs root");
 	}
 	assert_non_null(test_mkdtemp(dir, sizeof(dir)));
 	snprintf(dev, sizeof(dev), "%s/null", dir);
@@ -128,8 +127,7 @@ static void test_plan_by_kind(void **state)
 
 	(void)state;
 	if (!test_is_root()) {
-		print_message("skipping: mknod of device nodes needs root\n");
-		skip();
+		test_skip("mknod of device nodes needs root");
 	}
 	assert_non_null(test_mkdtemp(dir, sizeof(dir)));
 

@@ -320,7 +320,7 @@ static void test_refresh_refuses(void **state)
 
 	(void)state;
 	if (!test_is_root())
-		skip();
+		test_skip("a perf map owned by another user needs root");
 	fd = mkstemp(secret);
 	assert_true(fd >= 0);
 	assert_int_equal(write(fd, "1000 10 secret\n", 15), 15);

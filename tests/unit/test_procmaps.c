@@ -450,7 +450,7 @@ static void test_deleted_library(void **state)
 	(void)state;
 	if (geteuid() != 0) { /* map_files needs CAP_SYS_ADMIN or CAP_CHECKPOINT_RESTORE */
 		fixture_free(f);
-		skip();
+		test_skip("/proc/PID/map_files needs root");
 		return;
 	}
 	child_start(lib_deleted, &c);
@@ -544,7 +544,7 @@ static void test_pid_reuse(void **state)
 		child_kill(&b); /* another process took the pid first */
 	}
 	fixture_free(f);
-	skip();
+	test_skip("another process kept taking the pid first");
 }
 
 /* Finds name in the vDSO's dynamic symbols by reading its headers in memory, and
@@ -592,7 +592,7 @@ static void test_vdso(void **state)
 	(void)state;
 	if (!a) {
 		fixture_free(f);
-		skip();
+		test_skip("no __vdso_clock_gettime in this process's vDSO");
 		return;
 	}
 	/* the address really is the vDSO's clock_gettime */

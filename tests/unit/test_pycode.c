@@ -614,8 +614,7 @@ static void test_pyenv(unsigned minor)
 	}
 	globfree(&g);
 	if (!n) {
-		print_message("    no CPython 3.%u matches %s: skipped\n", minor, pattern);
-		skip();
+		test_skip("no CPython 3.%u matches %s", minor, pattern);
 	}
 }
 
@@ -653,8 +652,7 @@ static void test_debian_py311(void **state)
 {
 	(void)state;
 	if (access("/usr/bin/python3.11", X_OK)) {
-		print_message("    /usr/bin/python3.11 absent: skipped\n");
-		skip();
+		test_skip("/usr/bin/python3.11 absent");
 	}
 	check_interpreter("/usr/bin/python3.11", 11);
 }
@@ -706,8 +704,7 @@ static void test_lru(void **state)
 
 	(void)state;
 	if (!python) {
-		print_message("    no CPython found: skipped\n");
-		skip();
+		test_skip("no CPython found");
 	}
 	assert_int_equal(py_offsets__from_table(PY_VERSION_CODE(3, minor), &o), 0);
 	t = target_start(python);

@@ -66,9 +66,8 @@ static void check_version(unsigned minor)
 	int err;
 
 	if (!test_is_root() || !find_python(minor, python, sizeof(python))) {
-		print_message("skipping CPython 3.%u: %s\n", minor,
-			      test_is_root() ? "not installed" : "needs root");
-		skip();
+		test_skip("CPython 3.%u: %s", minor,
+			  test_is_root() ? "not installed" : "needs root");
 	}
 	assert_non_null(test_mkdtemp(dir, sizeof(dir)));
 	snprintf(out, sizeof(out), "%s/out", dir);
@@ -236,8 +235,7 @@ static void check_headers(unsigned minor)
 	int st;
 
 	if (!find_python(minor, python, sizeof(python))) {
-		print_message("skipping CPython 3.%u: not installed\n", minor);
-		skip();
+		test_skip("CPython 3.%u: not installed", minor);
 	}
 	assert_non_null(test_mkdtemp(dir, sizeof(dir)));
 	snprintf(out, sizeof(out), "%s/out", dir);

@@ -384,9 +384,7 @@ static void test_page_runs_in_chromium(void **state)
 
 	(void)state;
 	if (access("/usr/bin/chromium", X_OK) != 0) {
-		printf("note: /usr/bin/chromium not installed (package chromium); skipping the "
-		       "headless run\n");
-		skip();
+		test_skip("/usr/bin/chromium not installed (package chromium)");
 	}
 	/* bar has the most self samples on side 0; work on side 1 */
 	run_chromium(false, "<td class=\"fn\">bar</td>");
@@ -431,8 +429,7 @@ static void test_page_runs_under_its_policy(void **state)
 
 	(void)state;
 	if (access("/usr/bin/chromium", X_OK) != 0) {
-		printf("note: /usr/bin/chromium not installed; skipping the headless run\n");
-		skip();
+		test_skip("/usr/bin/chromium not installed (package chromium)");
 	}
 	assert_int_equal(exports__init(&e), 0);
 	assert_null(strstr(e.html_csp, "unsafe"));

@@ -2996,8 +2996,7 @@ static void test_late_counts_past_retention(void **state)
 /* A test the other backend leaves out: its state is the reason. */
 static void skipped(void **state)
 {
-	print_message("skipping: %s\n", (const char *)*state);
-	skip();
+	test_skip("%s", (const char *)*state);
 }
 #define STORE_TEST_ONE(fn, fx)                                                                     \
 	{                                                                                          \
