@@ -3,7 +3,7 @@
  * Linux, so bind() before connect() makes a client look like another host),
  * half-sent requests, keep-alive connections held open across steps, and seeing
  * whether the collector closed a connection. Included after <cmocka.h> and
- * testutil.h by one test file each, so everything is static.
+ * testutil.h by each test file that needs them, so everything is static.
  */
 #ifndef SMOLDER_RAWSOCK_H
 #define SMOLDER_RAWSOCK_H
@@ -66,19 +66,19 @@ static inline int rawsock_connect(unsigned port, const char *src)
 	return rawsock_connect_to("127.0.0.1", port, src);
 }
 
-/* Sends all of text, waiting (bounded) while the socket is full; false when the
- * peer closed or reset the connection, or the bound passed. */
-static inline bool rawsock_send(int fd, const char *text, unsigned timeout_ms)
+/* Sends len bytes of data, waiting (bounded) while the socket is full; false when
+ * the peer closed or reset the connection, or the bound passed. */
+static inline bool rawsock_send_bytes(int fd, const void *data, size_t len, unsigned timeout_ms)
 {
 	uint64_t deadline = test_now_ms() + timeout_ms;
 	struct pollfd pf = { .fd = fd, .events = POLLOUT };
-	size_t len = strlen(text);
+	const char *p = data;
 	ssize_t n;
 
 	while (len) {
-		n = send(fd, text, len, MSG_NOSIGNAL);
+		n = send(fd, p, len, MSG_NOSIGNAL);
 		if (n > 0) {
-			text += n;
+			p += n;
 			len -= (size_t)n;
 			continue;
 		}
@@ -89,6 +89,12 @@ static inline bool rawsock_send(int fd, const char *text, unsigned timeout_ms)
 		poll(&pf, 1, 50);
 	}
 	return true;
+}
+
+/* Sends all of text; see rawsock_send_bytes(). */
+static inline bool rawsock_send(int fd, const char *text, unsigned timeout_ms)
+{
+	return rawsock_send_bytes(fd, text, strlen(text), timeout_ms);
 }
 
 /* Whether the peer closed or reset the connection (without waiting). */

@@ -43,6 +43,7 @@
 #include <curl/curl.h>
 
 #include "collectortest.h"
+#include "rawsock.h"
 #include "common/batch.h"
 #include "common/wire.h"
 #include "testutil.h"
@@ -52,55 +53,6 @@
 #define QTOK	  "query-tok-2"
 
 /* ---- raw sockets -------------------------------------------------------------- */
-
-/* A TCP connection to 127.0.0.1:port from address src (NULL: any), non-blocking
- * after connect; -1 on failure. */
-static int raw_connect(unsigned port, const char *src)
-{
-	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port) };
-	struct sockaddr_in from = { .sin_family = AF_INET };
-	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-
-	if (fd < 0)
-		return -1;
-	inet_pton(AF_INET, "127.0.0.1", &sa.sin_addr);
-	if (src && (inet_pton(AF_INET, src, &from.sin_addr) != 1 ||
-		    bind(fd, (struct sockaddr *)&from, sizeof(from)))) {
-		close(fd);
-		return -1;
-	}
-	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa))) {
-		close(fd);
-		return -1;
-	}
-	fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
-	return fd;
-}
-
-/* Sends all of data, waiting (bounded) while the socket is full; false when the
- * peer closed or reset the connection, or the bound passed. */
-static bool raw_send(int fd, const void *data, size_t len, unsigned timeout_ms)
-{
-	uint64_t deadline = test_now_ms() + timeout_ms;
-	const char *p = data;
-	struct pollfd pf = { .fd = fd, .events = POLLOUT };
-	ssize_t n;
-
-	while (len) {
-		n = send(fd, p, len, MSG_NOSIGNAL);
-		if (n > 0) {
-			p += n;
-			len -= (size_t)n;
-			continue;
-		}
-		if (n < 0 && errno != EAGAIN && errno != EINTR)
-			return false;
-		if (test_now_ms() >= deadline)
-			return false;
-		poll(&pf, 1, 50);
-	}
-	return true;
-}
 
 /* What came back on a connection within a bound: the HTTP status of the first
  * response line (0: none), whether the peer closed, and the text read. */
@@ -144,15 +96,6 @@ static struct raw_reply raw_read(int fd, unsigned timeout_ms, bool until_closed)
 	return r;
 }
 
-/* Whether the peer closed or reset the connection (without waiting). */
-static bool peer_closed(int fd)
-{
-	char c;
-	ssize_t n = recv(fd, &c, 1, MSG_PEEK | MSG_DONTWAIT);
-
-	return n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR);
-}
-
 /* The collector's peak resident memory in KiB (VmHWM), -1 when unreadable. */
 static long vm_hwm_kb(pid_t pid)
 {
@@ -190,18 +133,18 @@ static void *body_attacker(void *arg)
 	static const char zeros[BODY_CHUNK];
 	struct raw_reply r;
 	size_t sent = 0;
-	int fd = raw_connect(a->port, NULL);
+	int fd = rawsock_connect(a->port, NULL);
 
 	if (fd < 0)
 		return NULL;
-	if (!raw_send(fd, a->request, strlen(a->request), 5000)) {
+	if (!rawsock_send_bytes(fd, a->request, strlen(a->request), 5000)) {
 		close(fd);
 		return NULL;
 	}
 	r = raw_read(fd, 2000, false);
 	a->answered_early = r.status != 0;
 	a->status = r.status;
-	while (sent < BODY_BYTES && raw_send(fd, zeros, BODY_CHUNK, BODY_SEND_MS))
+	while (sent < BODY_BYTES && rawsock_send_bytes(fd, zeros, BODY_CHUNK, BODY_SEND_MS))
 		sent += BODY_CHUNK;
 	if (!a->status)
 		a->status = raw_read(fd, 30000, false).status;
@@ -270,9 +213,9 @@ static void test_no_body_before_auth(void **state)
 		fail_msg("peak RSS grew by %ld KiB: bodies were buffered", after - before);
 
 	for (i = 0; i < sizeof(more) / sizeof(more[0]); i++) {
-		fd = raw_connect(c.port, NULL);
+		fd = rawsock_connect(c.port, NULL);
 		assert_true(fd >= 0);
-		assert_true(raw_send(fd, more[i], strlen(more[i]), 5000));
+		assert_true(rawsock_send_bytes(fd, more[i], strlen(more[i]), 5000));
 		r = raw_read(fd, 5000, false);
 		if (r.status != 413 || !strstr(r.text, "no request body"))
 			fail_msg("%s: %d %s", more[i], r.status, r.text);
@@ -327,13 +270,13 @@ static void test_slowloris(void **state)
 
 	/* the attack: every socket sends the start of a request, then a byte a tick */
 	for (i = 0; i < LORIS_SOCKETS; i++) {
-		fds[i] = raw_connect(c.port, "127.0.0.2");
+		fds[i] = rawsock_connect(c.port, "127.0.0.2");
 		if (fds[i] < 0)
 			fail_msg("socket %zu: cannot connect from 127.0.0.2: %s", i,
 				 strerror(errno));
 		opened[i] = test_now_ms();
 		closed_at[i] = 0;
-		raw_send(fds[i], "GET /healthz HTTP/1.1\r\nX-Slow: ", 31, 1000);
+		rawsock_send_bytes(fds[i], "GET /healthz HTTP/1.1\r\nX-Slow: ", 31, 1000);
 	}
 
 	/* while it lasts, a user from 127.0.0.1 is served */
@@ -364,7 +307,7 @@ static void test_slowloris(void **state)
 		for (i = 0; i < LORIS_SOCKETS; i++) {
 			if (closed_at[i])
 				continue;
-			if (peer_closed(fds[i]) || send(fds[i], &one, 1, MSG_NOSIGNAL) < 0) {
+			if (rawsock_closed(fds[i]) || send(fds[i], &one, 1, MSG_NOSIGNAL) < 0) {
 				closed_at[i] = test_now_ms();
 				close(fds[i]);
 				continue;
@@ -404,7 +347,7 @@ static void test_slowloris(void **state)
 
 	/* a trickled ingest body is cut the same way */
 	snprintf(pending, sizeof(pending), "%d", 1000);
-	fd = raw_connect(c.port, NULL);
+	fd = rawsock_connect(c.port, NULL);
 	assert_true(fd >= 0);
 	t0 = test_now_ms();
 	{
@@ -415,7 +358,7 @@ static void test_slowloris(void **state)
 			 "\r\nContent-Type: " WIRE_CONTENT_TYPE
 			 "\r\nContent-Encoding: zstd\r\nContent-Length: %s\r\n\r\n",
 			 pending);
-		assert_true(raw_send(fd, head, strlen(head), 5000));
+		assert_true(rawsock_send_bytes(fd, head, strlen(head), 5000));
 	}
 	for (;;) {
 		r = raw_read(fd, LORIS_TICK_MS, false);
@@ -529,8 +472,8 @@ static void *amp_querier(void *arg)
 		 q->path, amp_range_of(q->path));
 	q->start_ms = test_now_ms();
 	for (i = 0; i < q->rounds; i++) {
-		fd = raw_connect(q->port, NULL);
-		if (fd < 0 || !raw_send(fd, req, strlen(req), 5000)) {
+		fd = rawsock_connect(q->port, NULL);
+		if (fd < 0 || !rawsock_send_bytes(fd, req, strlen(req), 5000)) {
 			q->status = -1;
 		} else {
 			r = raw_read(fd, 60000, true);
@@ -732,9 +675,9 @@ static void *load_querier(void *arg)
 	q->shortest_ms = UINT64_MAX;
 	for (i = 0; i < q->rounds; i++) {
 		t0 = test_now_ms();
-		fd = raw_connect(q->port, NULL);
+		fd = rawsock_connect(q->port, NULL);
 		q->status = -1;
-		if (fd >= 0 && raw_send(fd, q->request, strlen(q->request), 5000)) {
+		if (fd >= 0 && rawsock_send_bytes(fd, q->request, strlen(q->request), 5000)) {
 			q->sent = true;
 			q->status = raw_read(fd, 60000, true).status;
 		}
@@ -913,9 +856,9 @@ static void load_send(unsigned port, const char *request, int *fds, uint64_t *se
 	unsigned i;
 
 	for (i = 0; i < n; i++) {
-		fds[i] = raw_connect(port, NULL);
+		fds[i] = rawsock_connect(port, NULL);
 		assert_true(fds[i] >= 0);
-		assert_true(raw_send(fds[i], request, strlen(request), 5000));
+		assert_true(rawsock_send_bytes(fds[i], request, strlen(request), 5000));
 		if (sent_ms)
 			sent_ms[i] = test_now_ms();
 	}
@@ -1198,10 +1141,10 @@ static void test_query_args(void **state)
 				n += (size_t)snprintf(req + n, cap - n, "X%zu: y\r\n", k);
 			n += (size_t)snprintf(req + n, cap - n, "\r\n");
 		}
-		fd = raw_connect(c.port, NULL);
+		fd = rawsock_connect(c.port, NULL);
 		assert_true(fd >= 0);
 		t0 = test_now_ms();
-		assert_true(raw_send(fd, req, n, 5000));
+		assert_true(rawsock_send_bytes(fd, req, n, 5000));
 		rr = raw_read(fd, 30000, true);
 		t = test_now_ms() - t0;
 		close(fd);
@@ -1237,7 +1180,7 @@ static struct raw_reply raw_exchange(unsigned port, const char *line, const char
 {
 	char head[1024];
 	struct raw_reply r = { 0 };
-	int n, fd = raw_connect(port, NULL);
+	int n, fd = rawsock_connect(port, NULL);
 
 	assert_true(fd >= 0);
 	n = snprintf(head, sizeof(head), "%s HTTP/1.1\r\nHost: %s\r\nConnection: close\r\n", line,
@@ -1254,7 +1197,8 @@ static struct raw_reply raw_exchange(unsigned port, const char *line, const char
 			      len);
 	n += snprintf(head + n, sizeof(head) - (size_t)n, "\r\n");
 	assert_true(n < (int)sizeof(head));
-	if (raw_send(fd, head, (size_t)n, 5000) && (!body || raw_send(fd, body, len, 5000)))
+	if (rawsock_send_bytes(fd, head, (size_t)n, 5000) &&
+	    (!body || rawsock_send_bytes(fd, body, len, 5000)))
 		r = raw_read(fd, 30000, true);
 	close(fd);
 	return r;
