@@ -7,7 +7,6 @@
  * with a printed reason. */
 #include <glob.h>
 #include <limits.h>
-#include <spawn.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -132,23 +131,12 @@ static void test_cpython_debian(void **s)
 	check_version(0);
 }
 
-/* Runs argv (looked up in PATH) with stdout and stderr to files, for up to
- * timeout_ms; returns the wait status, or -1. */
+/* Runs argv (argv[0] a path) with stdout and stderr to files, for up to
+ * timeout_ms, as a registered child (test_spawn: its own process group, killed
+ * with the test); returns the wait status, or -1. */
 static int run(char *const argv[], const char *out, const char *err, unsigned timeout_ms)
 {
-	posix_spawn_file_actions_t fa;
-	pid_t pid;
-	int rc;
-
-	posix_spawn_file_actions_init(&fa);
-	posix_spawn_file_actions_addopen(&fa, 1, out, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-	posix_spawn_file_actions_addopen(&fa, 2, err, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-	rc = posix_spawnp(&pid, argv[0], &fa, NULL, argv, environ);
-	posix_spawn_file_actions_destroy(&fa);
-	if (rc)
-		return -1;
-	assert_true(pid > 0);
-	return test_wait(pid, timeout_ms);
+	return test_wait(test_spawn(argv, out, err), timeout_ms);
 }
 
 /* The fields of struct py_offsets that are offsets or sizes, under the names
@@ -265,7 +253,7 @@ static void check_headers(unsigned minor)
 	snprintf(so, sizeof(so), "%s/_smolder_offsets.so", dir);
 	{
 		char i0[PATH_MAX + 2], i1[PATH_MAX + 2];
-		char *argv[] = { "cc",
+		char *argv[] = { "/usr/bin/cc",
 				 "-shared",
 				 "-fPIC",
 				 "-O0",
