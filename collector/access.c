@@ -10,6 +10,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "common/address.h"
 #include "common/reason.h"
 
 #define DEFAULT_HTTP  80
@@ -81,14 +82,6 @@ static bool ip_literal(const char *name, unsigned char out[16])
 	return inet_pton(AF_INET6, name, out) == 1;
 }
 
-static bool ip_is_loopback(const unsigned char ip[16])
-{
-	static const unsigned char mapped[12] = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff };
-	static const unsigned char one[16] = { [15] = 1 };
-
-	return (memcmp(ip, mapped, 12) == 0 && ip[12] == 127) || memcmp(ip, one, 16) == 0;
-}
-
 static bool ip_is_any(const unsigned char ip[16])
 {
 	static const unsigned char mapped_any[16] = { [10] = 0xff, [11] = 0xff };
@@ -143,7 +136,7 @@ static bool host_ok(const struct access *a, const struct access_host *h)
 		if (same_name(h->name, a->allow[i].name) &&
 		    (a->allow[i].port < 0 || a->allow[i].port == eff))
 			return true;
-	if (strcmp(h->name, "localhost") == 0 || (literal && ip_is_loopback(ip)))
+	if (address_is_loopback_name(h->name))
 		return true;
 	if (literal && a->listen_any)
 		return true;

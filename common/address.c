@@ -55,7 +55,9 @@ bool address_is_loopback_name(const char *host)
 		snprintf(v6, sizeof(v6), "%.*s", (int)(n - 2), host + 1);
 		host = v6;
 	}
-	return inet_pton(AF_INET6, host, &a6) == 1 && IN6_IS_ADDR_LOOPBACK(&a6);
+	if (inet_pton(AF_INET6, host, &a6) != 1)
+		return false;
+	return IN6_IS_ADDR_LOOPBACK(&a6) || (IN6_IS_ADDR_V4MAPPED(&a6) && a6.s6_addr[12] == 127);
 }
 
 int address_url_host(const char *url, char *host, size_t len)

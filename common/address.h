@@ -17,8 +17,8 @@ bool address_is_loopback(const struct sockaddr *sa);
 
 /* Whether host names this machine by its text alone, without asking a resolver
  * (any other name may resolve anywhere): "localhost", an IPv4 literal in
- * 127.0.0.0/8, or "::1" (bracketed or not). The rule for where a secret may go
- * over plain http. */
+ * 127.0.0.0/8, or "::1" or an IPv4-mapped one of 127.0.0.0/8 (bracketed or not). The rule for where
+ * a secret may go over plain http. */
 bool address_is_loopback_name(const char *host);
 
 /* The host of an http:// or https:// URL ("http://[::1]:7171/x" gives "::1"),
