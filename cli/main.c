@@ -14,7 +14,7 @@ static const char usage[] =
 	"\n"
 	"commands:\n"
 	"  agent     sample CPUs with eBPF: folded stacks, or batches to a collector\n"
-	"  collector receive batches over HTTP and store them in SQLite\n"
+	"  collector receive batches over HTTP, store them in SQLite or ClickHouse\n"
 	"  up        collector and agent in one process, on ./smolder.db\n"
 	"  flame     flame graph of a time range: json folded svg html pprof speedscope\n"
 	"  diff      differential flame graph of two ranges or label sets\n"

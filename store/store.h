@@ -1,25 +1,28 @@
-/* The profile store's contract, whatever the backend (store/backend.h; the SQLite
- * backend is described here where behaviour is the backend's own). The profile
- * store: aggregated stack samples of many agents in one SQLite database
- * (the dictionaries are described at the top of schema/001_init.sql, the profile
- * blocks and their tiers at the top of schema/005_blocks.sql). The collector
- * ingests decoded batches, one transaction a call (store__ingest_many: the
- * batches that arrived together, a savepoint each), and queries stacks summed over a
- * time range and a label selection, merged from the blocks in C; store__maintain()
- * builds the minute and hour rollups and applies each tier's retention in small
- * steps between ingests.
+/* The profile store's contract, whatever the backend: aggregated stack samples of
+ * many agents, kept in SQLite (one database file; the default) or in a ClickHouse
+ * server or cluster (several collectors on one database). store/backend.h is the
+ * table a backend fills, store/store.c the dispatcher; tests/unit/test_store.c is
+ * the conformance suite both backends run; docs/store.md describes both designs.
+ * The collector ingests decoded batches (store__ingest_many: the batches that
+ * arrived together in one call), and queries stacks summed over a time range and a
+ * label selection; store__maintain() builds the minute and hour rollups and applies
+ * each tier's retention in small steps between ingests. Where a comment below
+ * describes the SQLite backend's own behaviour it says so (its dictionaries are
+ * described at the top of its first migration, its blocks and tiers at the top of
+ * the blocks migration).
  *
- * Errors: every function returns 0 or -errno. SQLite errors are translated: -EIO
+ * Errors: every function returns 0 or -errno. Backend errors are translated: -EIO
  * (I/O error, corruption, not a database), -ENOSPC (disk full), -EBUSY (locked by
  * another connection past the busy timeout), -ENOMEM, -EROFS (read-only), -EACCES,
  * -EINVAL (bad argument or a batch that breaks a constraint), -ERANGE (a batch's
  * window outside the accepted range), -EPROTO (a database written by a newer
- * smolder). The last SQLite message is kept for the log, see
- * store__errmsg(). A store never prints.
+ * smolder). The backend's last message (SQLite's, or ClickHouse's answer) is kept
+ * for the log, see store__errmsg(). A store never prints.
  *
- * Thread-safety: a struct store is one connection with cached statements; calls on
- * one store must be serialized. Several stores (threads or processes) may open the
- * same file; writers then wait up to the busy timeout. A reader (read_only in
+ * Thread-safety: a struct store is one connection (SQLite's, with cached statements,
+ * or one HTTP connection to ClickHouse); calls on one store must be serialized.
+ * Several stores (threads or processes) may open the same location; SQLite writers
+ * then wait up to the busy timeout. A SQLite reader (read_only in
  * struct store_options) reads a snapshot of the file's last commit, in WAL mode:
  * it neither waits for a writer nor makes one wait, so a server reads on readers
  * of its own while one writer ingests.
