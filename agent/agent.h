@@ -31,7 +31,8 @@
 
 /* Off-CPU profiles (--off-cpu). Off by default: the programs run on every context
  * switch of the host, not 99 times a second, so their cost follows the workload's
- * switch rate (measured in bench/offcpu_cost.sh, docs/benchmarks.md). */
+ * switch rate (measured by bench/offcpu_cost.sh; see docs/benchmarks.md
+ * "Off-CPU profiles against bpftrace"). */
 #define AGENT_OFFCPU_DEFAULT false
 /* Waits shorter than this are not recorded: at 1 ms the walks are bounded by
  * 1000 per second per thread, and shorter waits (a futex handoff, a runqueue

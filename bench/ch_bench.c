@@ -1,8 +1,8 @@
-/* The ClickHouse store beside the SQLite store on the same data (issue 15's
- * "Measure"): the busy host of bench/gen.h (the mix of store_bench.c: 1980 samples
- * per 10 s window, 40 processes, stacks drifting) for WINDOWS windows, ingested
- * through store__ingest() into each backend, then store__maintain() until every
- * rollup is built, then the answers timed. Figures per backend:
+/* The ClickHouse store beside the SQLite store on the same data
+ * (docs/benchmarks.md "ClickHouse"): the busy host of bench/gen.h (the mix of store_bench.c: 1980
+ * samples per 10 s window, 40 processes, stacks drifting) for WINDOWS windows, ingested through
+ * store__ingest() into each backend, then store__maintain() until every rollup is built, then the
+ * answers timed. Figures per backend:
  *   - ingest: sample rows (a batch's (label set, stack) entries) per second of
  *     wall time and per second of this process's CPU (the collector's share; the
  *     ClickHouse server's own CPU is not counted), and the requests' wall time;
@@ -25,7 +25,7 @@
  * WINDOWS defaults to 360 (an hour; 8640 is a day); DIR (default /tmp) holds the
  * SQLite file; RUNS defaults to 3. GROUP (default 1) ingests the windows GROUP
  * at a time through store__ingest_many(), as the collector's writer does when
- * GROUP batches wait (session 11, group commit); 1 is one store__ingest() a
+ * GROUP batches wait (group commit); 1 is one store__ingest() a
  * window. Without -r the database must be new (the store
  * creates it) and the SQLite file is DIR/ch_bench.PID.db, deleted at the end.
  * With -r (reuse) the SQLite file is DIR/ch_bench.WINDOWS.db and both are kept: a

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The agent under process churn against bpftrace counting the same stacks, both
-# measured over the same period (issue 9).
+# measured over the same period.
 #
 #   bash bench/churn.sh [SECONDS] [RATE]      (defaults 20 and 200; root; after `make`)
 #

@@ -52,9 +52,8 @@ static void make_stack(unsigned proc, unsigned k, unsigned *seed, char *out, siz
 
 /* Window w of host `host` (0-based) with nsamples samples, starting at
  * GEN_T0 + 10 w. Its seq is what an agent gives it (agent/agent.c): the wall
- * clock in ns when the window ends, here up to 50 ms late. Until session 14 it
- * was 1000 + w, which ClickHouse's raw rows (a seq each) compress 0.3 B a row
- * better than real seqs (docs/benchmarks.md "Session 14"). */
+ * clock in ns when the window ends, here up to 50 ms late: not 1000 + w, which
+ * ClickHouse's raw rows (a seq each) would compress better than real seqs. */
 #define GEN_SEQ(w)                                                                                 \
 	((uint64_t)(GEN_T0 + 10 * (int64_t)(w) + 10) * 1000000000u + (w)*2654435761u % 50000000u)
 static struct batch *make_window(unsigned w, unsigned host, unsigned nsamples, unsigned *seed)

@@ -1,4 +1,4 @@
-/* Issue 15's ingest goal over HTTP (docs/benchmarks.md, session 11): the busy
+/* The ClickHouse ingest goal over HTTP (docs/benchmarks.md "ClickHouse"): the busy
  * host of bench/gen.h, HOSTS hosts of WINDOWS windows each (at most 359: their
  * windows moved to the next hour, see main()), encoded first as
  * an agent would send them, then POSTed to the collectors given (batch i to

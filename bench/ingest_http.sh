@@ -1,5 +1,5 @@
 #!/bin/bash
-# Issue 15's ingest goal over HTTP (docs/benchmarks.md, sessions 11, 17, 18):
+# The ClickHouse ingest goal over HTTP (docs/benchmarks.md "ClickHouse"):
 # NCOLL collectors of the smolder binary given on one ClickHouse, and
 # build/bench/ingest_http posting HOSTS x WINDOWS windows of the busy host from
 # CONNS connections; it prints rows/s of wall time and per CPU second of the
@@ -20,10 +20,10 @@
 # server's is: ext4 without one checks each free inode it considers against
 # recent deletes (fs/ext4/ialloc.c, find_inode_bit), and ClickHouse makes and
 # deletes a part's files at every insert and merge, so such a server spent 16 %
-# of its CPU there (session 18). The script warns when it finds that.
+# of its CPU there. The script warns when it finds that.
 #
-# e.g. bench/ingest_http.sh build/smolder 2 360 4 32 28323 29300 /tmp/gcommit-ch
-#      CH=clickhouse://127.0.0.1:28123/run1 CH_PID=$(cat /tmp/ch/pid) \
+# e.g. bench/ingest_http.sh build/smolder 2 360 4 32 28323 29300 DIR
+#      CH=clickhouse://127.0.0.1:28123/run1 CH_PID=SERVER_PID \
 #        bench/ingest_http.sh build/smolder 2 90 4 32
 set -euo pipefail
 bin=$1 ncoll=$2 windows=$3 hosts=$4 conns=$5

@@ -1,4 +1,4 @@
-/* Soak bench for the collector (issue 9): one release collector, fed by many
+/* Soak bench for the collector: one release collector, fed by many
  * simulated agents over real HTTP while queries run, watched for memory growth,
  * lost or doubled batches and ingest latency.
  *
@@ -69,7 +69,7 @@
 #define STOP_MS	       30000 /* bound on its clean stop */
 #define HTTP_TIMEOUT_S 30    /* bound on one request */
 /* RSS is "flat" when its least-squares slope over the second half of the run is
- * under this: the 108 MB in 8 min of issue 9 is 13 MB/min; 0.25 MB/min is 15 MB an
+ * under this: a per-query leak shows as many MB/min; 0.25 MB/min is 15 MB an
  * hour, below what a slow leak of per-batch state (a few hundred bytes per batch
  * at 20 batches/s, 0.3 MB/min and up) would show, above allocator noise. */
 #define SLOPE_TOLERANCE_MB_MIN 0.25

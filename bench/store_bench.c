@@ -1,12 +1,11 @@
-/* The block store against its peer, the row-per-stack store it replaced (issue 12's
- * "Measure"): the same generated data filled, in the same run, into (a) the store
- * of store/store.h (store__ingest, then store__maintain until the minute and hour
- * rollups are built) and (b) the peer, the design of schema/001 recreated here in
- * plain SQL (the dictionaries, and samples(window_start, labelset_id, stack_id,
- * value) WITHOUT ROWID, one upsert per (window, label set, stack) as the old ingest
- * did), answering with the old read path: a SQL GROUP BY over the range, then one
- * stack-frames and one frame-text lookup per stack and frame. Figures, new against
- * peer and their ratio:
+/* The block store against its peer, the row-per-stack store it replaced
+ * (docs/benchmarks.md "Query latency (SQLite)"): the same generated data filled, in the same run,
+ * into (a) the store of store/store.h (store__ingest, then store__maintain until the minute and
+ * hour rollups are built) and (b) the peer, the design of schema/001 recreated here in plain SQL
+ * (the dictionaries, and samples(window_start, labelset_id, stack_id, value) WITHOUT ROWID, one
+ * upsert per (window, label set, stack) as the old ingest did), answering with the old read path: a
+ * SQL GROUP BY over the range, then one stack-frames and one frame-text lookup per stack and frame.
+ * Figures, new against peer and their ratio:
  *   - the flame graph of 24 h of the busy host: new through query_run() (the query
  *     layer the collector runs: load + render) in folded and json; the peer
  *     through its SQL and lookups, rendered as folded lines with frame_format()

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The web UI's figures (issue 13's "Measure", docs/ui.md): the release collector
+# The web UI's figures (docs/benchmarks.md "The web UI"): the release collector
 # serves a stored day of the busy host (build/bench/ui_day) and
 # tests/browser/ui_bench.js, in headless Chromium, times the navigation to the
 # first painted flame graph of the last 24 h, the flame graph's draw, and a zoom's

@@ -1,7 +1,7 @@
 /* Fills a store file with the last 24 hours of bench/gen.h's busy host (8,640
  * windows of 1,980 samples, 40 processes), shifted to end now, with every rollup
  * built: the stored day that bench/ui_bench.sh serves to the web UI to time its
- * first flame graph (issue 13's "Measure").
+ * first flame graph (docs/benchmarks.md "The web UI").
  *
  *   build/bench/ui_day DB    (about a minute; DB is replaced)
  */

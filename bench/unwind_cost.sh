@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # What the BPF program costs per sample when it walks user stacks by CFI tables,
 # against today's frame-pointer walk (bpf_get_stack), at stack depths 10, 30 and
-# 100 (issue 10), all in one run.
+# 100, all in one run.
 #
 #   bash bench/unwind_cost.sh [SECONDS] [ROUNDS] [DEPTHS]
 #                             (defaults 20, 2, "10 30 100"; root; after `make`)

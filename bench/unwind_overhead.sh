@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Whole-host agent CPU in steady state, process + BPF, with CFI unwinding and with
 # frame pointers only, beside bpftrace counting the same stacks, all three in the
-# same run on a busy host (issue 10).
+# same run on a busy host.
 #
 #   bash bench/unwind_overhead.sh [SECONDS] [WARMUP]   (defaults 60 and 25; root;
 #                                                       after `make`; KEEP=1 keeps

@@ -1,4 +1,4 @@
-/* Unwind table memory and build time (issue 10): the rows the agent would load into
+/* Unwind table memory and build time: the rows the agent would load into
  * the kernel for every distinct executable file mapped on this host right now, and
  * how long building one file's table takes, cold and warm.
  *

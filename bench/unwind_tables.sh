@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Unwind table memory and build times (issue 10), with build/bench/unwind_tables:
+# Unwind table memory and build times, with build/bench/unwind_tables:
 #   - the rows of every distinct executable file mapped on this host now;
 #   - the time to build the tables of libc and of the libpythons here (pyenv's
 #     3.11 and 3.12 shared libpython, Debian's /usr/bin/python3.11, which has

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# `smolder up` memory over time (issue 9): runs smolder on this host beside about ten
+# `smolder up` memory over time: runs smolder on this host beside about ten
 # processes a new user would have (two Python services, a C program, gzip started
 # every 3 s), samples the smolder process's memory every 10 s from /proc, and prints
 # a table and the RSS slope over the second half of the run.

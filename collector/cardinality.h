@@ -26,7 +26,7 @@
 
 #include "common/batch.h"
 
-/* Defaults per agent and minute. A busy host (docs/benchmarks.md, bench/gen.h)
+/* Defaults per agent and minute. A busy host (bench/gen.h's mix)
  * sends about 1,350 distinct stacks a window, 85 k new stacks a day, and a label
  * set per service, container, pod or (--thread-labels) thread: some hundreds,
  * thousands at most. An agent's first minute sends all its stacks in full (and

@@ -1039,10 +1039,11 @@ static bool is_shared(const char *path)
 /* Every KEEP_SECONDS until the collector stops: a bounded step of store
  * maintenance, then malloc_trim(0). The trim hands back the pages of answers
  * freed once sent (in the serving threads' arenas, held in place by a few
- * long-lived blocks among them; without it `smolder up` queried every 10 s grew
- * from 13 MB to 160 MB in 5 minutes, docs/benchmarks.md). Here rather than in a
- * front end, so that every one gets it: `smolder up` used to run no maintenance
- * at all, its database growing past any retention. */
+ * long-lived blocks among them; without it a collector queried every 10 s keeps
+ * the peak of every answer: bench/up_rss.sh, docs/benchmarks.md "`smolder up`
+ * memory over time"). Here rather than in a front end, so that every one gets
+ * it, `smolder up` included: without maintenance a database grows past any
+ * retention. */
 static void *housekeep(void *arg)
 {
 	struct collector *c = arg;

@@ -110,9 +110,9 @@ struct store;
 /* Milliseconds the ingest writer holds a store call open for more batches while
  * they keep arriving, when senders are concurrent (collector/ingestq.h, Linger).
  * An agent sends a window every 10 s with a 30 s timeout, so 50 ms is invisible
- * to it; on ClickHouse, where a call's cost is mostly fixed (~7 requests, a part
- * per table), it took the bench's calls from 3-4 batches to 11-14 and the
- * server's CPU per row down 2.5x (docs/benchmarks.md, session 17). A lone
+ * to it; on ClickHouse, where a call's cost is mostly fixed (a few requests, a
+ * part per table), it makes calls of many more batches and lowers the server's
+ * CPU per row (bench/ingest_http.sh, docs/benchmarks.md "ClickHouse"). A lone
  * sender never waits. At most COLLECTOR_MAX_INGEST_LINGER_MS: a second is already a twentieth
  * of the agent's timeout per call. */
 #define COLLECTOR_DEFAULT_INGEST_LINGER_MS 50

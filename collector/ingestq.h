@@ -24,7 +24,8 @@
  * takes it once none has arrived for a tenth of linger, once it has held it for
  * linger, or once the caps are met. A lone sender (each call one job) never
  * waits; linger 0 turns it off. On ClickHouse a call's cost is mostly per call
- * (~7 requests, a part per table): docs/benchmarks.md "Session 17".
+ * (a few requests, a part per table): measured by bench/ingest_http.sh, see
+ * docs/benchmarks.md "ClickHouse".
  *
  * Shutdown: ingestq__stop() refuses new jobs, lets the call under way finish,
  * answers the waiting jobs without storing them (abandoned: the store function

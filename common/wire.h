@@ -23,8 +23,8 @@
  * unpacked message, built after the decompressed buffer is freed). The collector
  * decodes on 4 threads at once, and the goal is a peak RSS under 256 MB whatever
  * is sent: 4 x (16 + 8 + 32) MiB = 224 MiB, plus the process itself. A real
- * window's batch is about 60 KB compressed and a few hundred KB decompressed
- * (docs/benchmarks.md). protobuf-c takes about 14 x the protobuf's size for wire
+ * window's batch is tens of KB compressed and a few hundred KB decompressed
+ * (bench/ingest_bench). protobuf-c takes about 14 x the protobuf's size for wire
  * format version 1 (a 780 KB batch of 20 000 distinct samples unpacks into 11 MB),
  * so 32 MiB holds about 55 000 distinct (label set, stack) samples in one window:
  * every sample distinct on 55 CPUs at 99 Hz for 10 s. Version 2's columns take

@@ -3,7 +3,7 @@
 -- Until 008 a raw block held one window and label set: about 34 entries, too few
 -- for zstd to pay, each with its own blocks row and block_index row (23 B), so the
 -- raw tier took 2.6 B a (window, label set, stack) row of payload and ~0.8 B of
--- index and page overhead (docs/benchmarks.md). From 008 an agent's batch is one raw
+-- index and page overhead (bench/store_bench when 008 was written). From 008 an agent's batch is one raw
 -- block of its window (store/block.h, version 2): a directory of its label sets
 -- (each one's entry count, total and bytes), then each label set's section of
 -- (stack id, value) pairs, the whole zstd-compressed when it pays. A label selection

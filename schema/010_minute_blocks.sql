@@ -3,8 +3,8 @@
 -- Until 010 the minute tier held one block (store/block.h, version 1) per 60 s
 -- bucket and label set: for the busy host's day 57,640 blocks of ~60 entries,
 -- ~9.5 MB with their block_index rows, about 0.8 B a (window, label set, stack)
--- row (docs/benchmarks.md, session 9; 1,441 blocks after 010, the file 0.21 B a
--- row smaller: session 10). From 010 a minute bucket is one block in the
+-- row (bench/store_bench when 010 was written, and 1,441 blocks after it, the file
+-- 0.21 B a row smaller). From 010 a minute bucket is one block in the
 -- window format of 008 (version 2): a directory of its label sets (each one's
 -- entry count, total and bytes), then each label set's section of (stack id,
 -- value) pairs, one zstd frame over both. A label selection inflates the block once

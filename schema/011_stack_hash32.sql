@@ -3,7 +3,7 @@
 -- 007 gave every stack a 64-bit FNV-1a hash of its blob, found through the
 -- stacks_hash index. SQLite stores an integer in the fewest bytes that hold it, so
 -- a 64-bit hash took 8 bytes in the row and 8 more in the index: for the busy
--- host's day (83 k stacks, docs/benchmarks.md, session 10) 0.67 MB, 0.06 B a
+-- host's day (83 k stacks, bench/store_bench when 011 was written) 0.67 MB, 0.06 B a
 -- stored (window, label set, stack) row. The hash only picks the candidate rows
 -- whose blobs ingest then compares with its own (a collision costs one more blob
 -- comparison, never a wrong id), so 32 bits do the same work: from 011,

@@ -4,7 +4,7 @@
  * parses the location given to store__open(), fills in and checks the options
  * every backend shares, and forwards each call to the table of the store's
  * backend. The backends: SQLite (store/open.c and its neighbours, store_int.h)
- * and a ClickHouse server (store/clickhouse.c, issue 15; its conformance run is
+ * and a ClickHouse server (store/clickhouse.c; its conformance run is
  * tests/integration/test_store_clickhouse_conformance.c).
  *
  * A backend's handle starts with struct store, so that the table's functions get

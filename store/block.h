@@ -49,7 +49,7 @@
  * sections it selects (block_reader below): the others are skipped by their byte
  * counts. One frame for the whole window (not one per section): the window's ~36
  * sections of ~34 entries each compress to under a byte per entry together, where
- * a section alone is too small for zstd to pay (see docs/benchmarks.md).
+ * a section alone is too small for zstd to pay (bench/block_bench).
  * The encoder compresses only when the plain payload is at least
  * BLOCK_ZSTD_MIN_PAYLOAD bytes and the frame is smaller than the plain payload
  * (measured in bench/block_bench.c on the bench mix: zstd saves nothing up to

@@ -25,9 +25,8 @@
  * its stacks once, after a read that fetched most of them (or when a handout
  * of half the cache meets stacks put since), and lays their references out in
  * rank order; a warm handout then places its stacks by rank in one pass and
- * reads the references from one end to the other. The bench's warm day: the
- * client's CPU time 16-24 ms to 9-10 a graph, the query layer's JSON graph
- * 324-386 ms to 206-276 (docs/benchmarks.md "Session 16").
+ * reads the references from one end to the other, which roughly halves a warm
+ * graph's client CPU (bench/ch_bench; docs/benchmarks.md "ClickHouse").
  */
 #include <errno.h>
 #include <stdlib.h>

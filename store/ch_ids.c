@@ -4,8 +4,8 @@
  *
  * The id is stored (every tier's `stack` column), so it must stay what it is:
  * FNV-1a over each frame's (kind, line, name, file), root first. Computing it
- * costs a multiply per byte of text, some 2 KB a stack of the busy host: most
- * of a collector's CPU per sample row (docs/benchmarks.md, session 17). A
+ * costs a multiply per byte of text, some 2 KB a stack of the busy host: without
+ * the memo, most of a collector's CPU per sample row (bench/ch_bench). A
  * window's batch names mostly stacks that earlier windows named, but by
  * batch-local indices, so the memo interns exact keys (store/intern.h) at two
  * levels, each a batch's item at most once:

@@ -42,9 +42,8 @@
 /* The end of a SELECT that ingest runs for a few rows (the duplicate check, stack
  * refs, the tiers' watermarks): one thread. 18.16 starts max_threads new
  * threads (one a core) for every SELECT and ends them after it, which costs more
- * than such a look-up: the duplicate check of 13 batches took the server 2.5-2.7
- * ms of CPU with the default and 1.6-1.8 ms with one thread; a bare SELECT 1 over
- * HTTP takes ~1 ms (docs/benchmarks.md, "Session 18"). */
+ * than such a look-up: on one thread the duplicate check of a call costs the
+ * server about a third less CPU (bench/ingest_http.sh). */
 #define CH_LOOKUP_SETTINGS " SETTINGS max_threads = 1"
 /* A cluster's name (?cluster=NAME) is an identifier written into SQL unquoted. */
 #define CH_CLUSTER_MAX 64

@@ -164,9 +164,8 @@ static int read_frames(struct ch_store *s, const char *where, struct frame_map *
 
 /* A stack_frames answer read as it streams in (ch_http__query_stream()): each
  * whole row is emitted as it arrives, and a row split between two pieces waits
- * in carry. The day's 81 k stacks are 22 MB of frame ids: read whole and
- * copied, they were the first call's largest memory (docs/benchmarks.md
- * "Session 14"). */
+ * in carry. A busy host's day of stacks is tens of MB of frame ids: read whole
+ * and copied, they would be the first call's largest memory. */
 struct sf_reader {
 	struct ch_store *s;
 	const struct frame_map *m; /* the frames, by id */

@@ -30,7 +30,7 @@
  * moves to schema 6's and 9's tables), ch_gc.c (the
  * dictionary GC), ch_maint.c (stats, check, retention per tier), ch_stackref.c
  * (stacks by content id, the fleet wire); ch_int.h is what they share.
- * docs/clickhouse.md says what is not done yet. Not thread-safe: one HTTP
+ * docs/store.md describes the design and its known limits. Not thread-safe: one HTTP
  * connection per store.
  */
 #include <arpa/inet.h>

@@ -20,7 +20,8 @@
  * (schema/010_minute_blocks.sql): a minute rollup splits each raw block of its
  * bucket into its sections, merges them by label set and writes the bucket's one
  * block; an hour rollup splits its minute blocks the same way and writes a block
- * per label set (the hour tier is small: docs/benchmarks.md, session 10).
+ * per label set (the hour tier is small: one block per bucket would save next to
+ * nothing, bench/store_bench).
  */
 #include <errno.h>
 #include <inttypes.h>

@@ -231,7 +231,8 @@ static void stack_hash_fn(sqlite3_context *ctx, int argc, sqlite3_value **argv)
  * block (schema/008_window_blocks.sql) is one window's batch, about 2.4 KB for
  * the busy host of bench/gen.h, and SQLite keeps a row that fits a page whole on
  * one page: at 4096 bytes one such block took a page, 40 % of the blocks table
- * slack; 16 KiB pages hold six (docs/benchmarks.md, session 9). */
+ * slack; 16 KiB pages hold six (bench/store_bench; docs/benchmarks.md "Store
+ * bytes (SQLite)"). */
 #define STORE_PAGE_SIZE "16384"
 
 /* smolder_block_labelsets(data): the label set ids of a block's sections (a

@@ -24,7 +24,7 @@
    * day of a busy host is 650 k frames, 85 MB of JSON, of which only 344 are half a
    * pixel wide or more on a 1440 px canvas (narrower ones are not drawn); the
    * 2,000 heaviest hold every frame down to 0.39 px there, are 1.2 MB of JSON and
-   * parse and draw in 40 ms where 20,000 took 310 ms (docs/ui.md). What an answer
+   * parse and draw many times faster than 20,000 (bench/ui_bench.sh). What an answer
    * left out is drawn hatched; a zoom into it asks for more (autoDetail), and
    * "More detail" asks again for DETAIL_STEP times more
    * frames (20,000 frames of that day are 10.5 MB of JSON; past the collector's

@@ -1,5 +1,5 @@
 -- smolder's ClickHouse schema, version 2: exactly-once samples and the rollup
--- tiers (docs/clickhouse.md, "Tiers" and "Exactly once"). Same rules as 001: every
+-- tiers (docs/store.md, "ClickHouse"). Same rules as 001: every
 -- statement idempotent, only SQL that 18.16 and current releases accept.
 --
 -- Exactly once. A batch's rows may be inserted twice: two collectors given the

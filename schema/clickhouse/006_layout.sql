@@ -1,7 +1,7 @@
 -- smolder's ClickHouse schema, version 6: the raw and minute tiers in tables
 -- ordered stack-major within a time chunk, for their bytes on disk
--- (docs/clickhouse.md "Tables"; docs/benchmarks.md "Session 11: ClickHouse
--- bytes"). Same rules as 001, and the cluster forms of store/ch_schema.h.
+-- (docs/store.md "ClickHouse", measured by bench/ch_bench). Same rules as
+-- 001, and the cluster forms of store/ch_schema.h.
 --
 -- 002's `raw` and `minute` were ordered (type, start, label set, stack, ...): the
 -- rows of one window side by side, so the `stack` column (random 64-bit content
@@ -14,7 +14,7 @@
 -- 18.16 does not derive it from a condition on window_start alone), so a
 -- 2-minute read of raw rows reads its one or two 5-minute chunks, not the hour's
 -- partition. Longer chunks compress a little better (10 minutes: 3 % less raw)
--- but make short reads read more; measured in docs/benchmarks.md. Chunks: CH_RAW_CHUNK_SECONDS and CH_MINUTE_CHUNK_SECONDS
+-- but make short reads read more (bench/ch_bench). Chunks: CH_RAW_CHUNK_SECONDS and CH_MINUTE_CHUNK_SECONDS
 -- (store/ch_int.h; tests/unit/test_ch_schema.c checks they match these keys).
 -- The engines, partitions (by hour), columns and collapsing rules are 002's: the
 -- ORDER BY key still holds (window, label set, stack, agent, seq) for raw and

@@ -1,6 +1,6 @@
 -- smolder's ClickHouse schema, version 7: each frame stored once, a stack as
--- the list of its frames' ids (docs/clickhouse.md "Tables"; docs/benchmarks.md
--- "Session 13: frames stored once"). Same rules as 001.
+-- the list of its frames' ids (docs/store.md "ClickHouse", measured by
+-- bench/ch_bench). Same rules as 001.
 --
 -- 001's `stacks` row holds every frame's strings, so a flame graph's first call
 -- fetched them all: the bench's day, 88 k stacks of some 30 frames, 93 MB of

@@ -1,6 +1,6 @@
 -- smolder's ClickHouse schema, version 8: each rollup bucket's total per label
--- set, for timelines (docs/clickhouse.md "Timelines"; docs/benchmarks.md
--- "Session 15: timelines"). Same rules as 001, and the cluster forms of
+-- set, for timelines (docs/store.md "ClickHouse", measured by bench/ch_bench).
+-- Same rules as 001, and the cluster forms of
 -- store/ch_schema.h.
 --
 -- A timeline sums a bucket's rows over every stack: the bench's day at 5-minute

@@ -1,7 +1,7 @@
 -- smolder's ClickHouse schema, version 9: the raw tier ordered by batch within
--- a time chunk and label set, for its bytes on disk (docs/clickhouse.md
--- "Tables"; docs/benchmarks.md "Session 15: raw rows by batch"). Same rules
--- as 001, and the cluster forms of store/ch_schema.h.
+-- a time chunk and label set, for its bytes on disk (docs/store.md
+-- "ClickHouse", measured by bench/ch_bench). Same rules as 001, and the
+-- cluster forms of store/ch_schema.h.
 --
 -- 006's samples_raw was ordered (type, chunk, label set, stack, window_start,
 -- agent, seq): a stack's rows side by side, so its id repeated, but every row

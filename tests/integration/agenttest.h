@@ -173,7 +173,7 @@ static __attribute__((unused)) void agent_wait_sampling(pid_t agent, const char 
 /* Waits for the agent to end by itself (--duration) and asserts exit status 0 and
  * a log free of sanitizer reports. An agent still running at the deadline has
  * its threads' stacks printed (eu-stack, elfutils, when installed): a hang at
- * exit was seen once (session 13) and not reproduced. */
+ * exit was seen once and not reproduced. */
 static void agent_exited_cleanly(pid_t agent, const char *err_path, unsigned timeout_ms)
 {
 	int status = test_wait(agent, timeout_ms);

@@ -1,4 +1,4 @@
-/* End-to-end test of `smolder agent` under process churn (issue 9): the sanitized
+/* End-to-end test of `smolder agent` under process churn: the sanitized
  * agent samples every process while tests/workloads/churn.c starts 100 short-lived
  * processes per second, every 5th of which names itself "churnkid" and burns
  * 30 ms in churn_burn() before it exits, long before the agent drains the window.

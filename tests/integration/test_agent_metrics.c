@@ -1,4 +1,4 @@
-/* The agent's own /metrics (issue 16), scraped over HTTP from the real agent while
+/* The agent's own /metrics, scraped over HTTP from the real agent while
  * it profiles a known workload (tests/workloads/shapes) and ships to a real
  * collector: the samples counters rise, and once the workload is gone and the
  * spool is empty the agent's recorded samples equal what the collector stored

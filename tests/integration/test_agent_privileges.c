@@ -1,4 +1,4 @@
-/* The agent without root (issue 16): run as the user nobody holding exactly the
+/* The agent without root: run as the user nobody holding exactly the
  * capabilities deploy/systemd/smolder-agent.service grants (CAP_BPF CAP_PERFMON
  * CAP_SYS_PTRACE CAP_DAC_READ_SEARCH CAP_SYSLOG, ambient, through setpriv), it gets
  * the same profile as an agent running as root at the same time on the same

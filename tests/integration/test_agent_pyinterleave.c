@@ -1,5 +1,5 @@
 /* End-to-end tests of Python frames interleaved with native ones on interpreters
- * without frame pointers (issue 10): the pyenv builds 3.9 to 3.13 and Debian's
+ * without frame pointers: the pyenv builds 3.9 to 3.13 and Debian's
  * python3, none built with frame pointers. tests/workloads/pyinterleave.py has a
  * Python function call C (libc's qsort through ctypes; sorted() with a key) that
  * calls back into Python; in the agent's folded output the C frames must stand

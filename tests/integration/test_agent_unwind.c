@@ -1,4 +1,4 @@
-/* End-to-end tests of native unwinding without frame pointers (issue 10), on the
+/* End-to-end tests of native unwinding without frame pointers, on the
  * real kernel with the sanitized agent:
  *
  *   - workloads of known shape built -O2 -fomit-frame-pointer, through a .so of

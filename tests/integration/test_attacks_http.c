@@ -1,4 +1,4 @@
-/* The collector's HTTP front door under a hostile client (issue 9), each attack
+/* The collector's HTTP front door under a hostile client, each attack
  * reproduced against the real `smolder collector` over real sockets:
  *
  *   - bodies before authentication: many connections each POST 16 MiB to /healthz

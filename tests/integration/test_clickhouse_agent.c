@@ -1,5 +1,5 @@
 /* A real agent, its spool, a collector on ClickHouse, and ClickHouse going away
- * and coming back (issue 15): the agent profiles a known workload
+ * and coming back: the agent profiles a known workload
  * (tests/workloads/shapes) and ships every second; the ClickHouse server is
  * stopped (SIGTERM, exit status 0) and started again on its data. While it is
  * down the collector's /healthz says degraded (503) and its ingest answers 503,
@@ -11,7 +11,7 @@
  * The server is stopped between batches: the agent is paused (SIGSTOP) until
  * ClickHouse holds exactly what the collector acknowledged, then resumed once
  * the server is down. A server failing between the inserts of one batch is the
- * store's exactly-once question (docs/clickhouse.md "Not done yet"), not this
+ * store's exactly-once question (docs/store.md "ClickHouse"), not this
  * test's. Needs root (BPF); skipped with a reason otherwise.
  */
 #include <setjmp.h>

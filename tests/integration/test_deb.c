@@ -1,4 +1,4 @@
-/* The Debian package (`make deb`, debian/; issue 16), built once by the Makefile as a
+/* The Debian package (`make deb`, debian/), built once by the Makefile as a
  * prerequisite of `make check` and inspected here with the tools that read it:
  *   - lintian reports no error on it (its warnings are printed; docs/deploy.md
  *     says why each stays);

@@ -1,9 +1,8 @@
-/* The deploy case of issue 11, generated and profiled by the real agent into a
- * real collector: a Python service (handle_request -> parse, validate, render,
- * encode, each a busy loop of a fixed number of iterations, so each has a known
- * share of the CPU) is profiled for a few CPU-seconds ("before"); then the same
- * file is rewritten with 11 lines inserted above the hot functions and one
- * function, render, made twice as costly ("after"), and profiled again. The
+/* The deploy case (what got slower after a deploy?), generated and profiled by the real agent into
+ * a real collector: a Python service (handle_request -> parse, validate, render, encode, each a
+ * busy loop of a fixed number of iterations, so each has a known share of the CPU) is profiled for
+ * a few CPU-seconds ("before"); then the same file is rewritten with 11 lines inserted above the
+ * hot functions and one function, render, made twice as costly ("after"), and profiled again. The
  * collector's diff, at function granularity (the default), must match every hot
  * function on both sides and show render as the one mover; with granularity=line
  * the same diff has the shifted functions on one side only, as every diff did

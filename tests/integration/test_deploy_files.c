@@ -1,5 +1,5 @@
 /* The files of deploy/ that a fleet installs (docs/deploy.md), checked by the tools
- * that read them, against the least privilege issue 16 asks for:
+ * that read them, against least privilege:
  *   - the systemd units pass `systemd-analyze verify` (with ExecStart pointed at the
  *     built binary), the agent's hold exactly CAP_BPF CAP_PERFMON CAP_SYS_PTRACE
  *     CAP_DAC_READ_SEARCH CAP_SYSLOG (ambient and bounding), with

@@ -3,8 +3,8 @@
  * a fixed, generated set of batches, and compared byte for byte with
  * tests/data/golden/<case>.
  *
- * The golden files were written by the code as it was before the layout change of
- * issue 8 (query/ module, one frame grammar), so they are a reference from outside
+ * The golden files were written by the code as it was before the query/ module and
+ * the one frame grammar existed, so they are a reference from outside
  * the code under test: a refactor that changes one byte of any answer fails here.
  * When an answer changes on purpose, regenerate them with
  *   SMOLDER_GOLDEN_UPDATE=1 build/asan/tests/test_golden

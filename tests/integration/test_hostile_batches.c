@@ -1,4 +1,4 @@
-/* Hostile batches against the real collector (issue 9, items 3, 5, 8): what an
+/* Hostile batches against the real collector: what an
  * attacker can POST to /api/v1/ingest must neither take the collector's memory
  * nor break a query afterwards.
  *

@@ -1,4 +1,4 @@
-/* End-to-end tests of the context every answer carries (issue 11): a real
+/* End-to-end tests of the context every answer carries: a real
  * collector, batches posted with known sampling periods and windows, and answers
  * whose figures are checked against what was posted: the JSON meta's totals and
  * CPU seconds (samples x period), the effective range (the stored windows', not

@@ -1,4 +1,4 @@
-/* Issue 11: a mistake in a query is refused with a reason, never answered with
+/* A mistake in a query is refused with a reason, never answered with
  * a confident wrong answer and exit 0. Each case runs through the CLI in both of
  * its modes (--url against the real sanitized collector, --db on that
  * collector's store file, read-only) and through HTTP directly, and asserts the
@@ -535,8 +535,8 @@ static void test_help(void **state)
 
 /* On a terminal, flame and diff ask for the text tree, not JSON (600 KB on one
  * line); -o or --format say otherwise. python3's pty module gives the terminal.
- * Until format text exists (another branch of issue 11) the collector refuses
- * it by name: either way the answer is not JSON. */
+ * Where the collector has no text format it refuses it by name: either way the
+ * answer is not JSON. */
 static void test_terminal_default(void **state)
 {
 	char pty_out[256], pty_err[256], *text;

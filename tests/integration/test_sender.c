@@ -5,7 +5,7 @@
  * with the wire codec when it is a batch), which answer. The tests check backoff
  * on 5xx and 429 (growing gaps between the retries, delivery once the server
  * recovers), delete-and-count on other 4xx, and the spool's size cap dropping the
- * oldest batches, and the spool's trust rules (issue 9): a spool directory not
+ * oldest batches, and the spool's trust rules: a spool directory not
  * the agent's alone is refused, files planted in it are never posted. The
  * references are the server's own log and files the test wrote into the spool.
  *
@@ -689,7 +689,7 @@ static void expect_refused(const char *name, const char *spool, const char *want
 	free(text);
 }
 
-/* Issue 9: a spool the agent does not own alone is refused at start, before any
+/* A spool the agent does not own alone is refused at start, before any
  * batch is read from it or written to it: a directory owned by another user
  * (nobody, uid 65534, mode 0700), one of ours with mode 0777 (anyone could plant
  * files), one with mode 0770 (the group could), and a symlink to a directory of
@@ -725,7 +725,7 @@ static void test_spool_not_ours_refused(void **state)
 	assert_int_equal(server_count(), 0);
 }
 
-/* Issue 9's attack: files planted in the spool under batch names are never read
+/* The spool attack: files planted in the spool under batch names are never read
  * or posted: a symlink to a root-only file (the agent runs as root and would
  * follow it), a hard link to it (a regular file of ours, but with two links), and
  * a FIFO (opening it would block the sender). The agent logs each one, removes the

@@ -33,8 +33,8 @@ static bool conf_elsewhere(const char *name);
 /* test_size's bound on database bytes per new sample row: SQLite's block store
  * takes about 2.5 (bound 4). ClickHouse here, columns of (window, type, label set,
  * stack, value) compressed per part, measured 8.1 to 8.3 on 18.16 with the 200
- * parts of the test's 200 inserts not merged yet; the issue's goal (no more than
- * SQLite) is not met yet (docs/clickhouse.md). */
+ * parts of the test's 200 inserts not merged yet: unmerged parts, not what a
+ * merged database takes (bench/ch_bench; docs/benchmarks.md "ClickHouse"). */
 #define SAMPLE_ROW_MAX_BYTES 12
 
 #include "unit/test_store.c"

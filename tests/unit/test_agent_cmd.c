@@ -279,7 +279,7 @@ static void test_too_many_labels(void **state)
 
 /* --token-file: the first line without its line end; empty, whitespace-only and
  * missing files are refused with a reason (an empty file once read uninitialized
- * memory; a whitespace-only one was sent as the token, issue 9). */
+ * memory; a whitespace-only one was sent as the token). */
 static void test_token_file(void **state)
 {
 	char dir[64], good[128], empty[128], missing[128], blank[128], err[256];

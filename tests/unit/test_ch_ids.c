@@ -2,7 +2,7 @@
  * miss, equals the stored definition computed here on its own (FNV-1a over each
  * frame's kind, line, name and file as 8-byte little-endian numbers and
  * length-prefixed texts, root first, then the SplitMix64 finalizer:
- * docs/clickhouse.md "Ids"), whatever the batch-local indices. Batches name the
+ * docs/store.md "ClickHouse"), whatever the batch-local indices. Batches name the
  * same stacks in other orders (hits), strings repeat within a batch, texts that
  * only their boundaries tell apart, texts stored sanitized; a memo at the
  * smallest cap empties itself in the middle of batches and must still be exact.

@@ -374,7 +374,7 @@ static void test_child_exiting(void **state)
 	fixture_free(f);
 }
 
-/* Issue 9: a snapshot opens no file; symbols are loaded at the first address that
+/* A snapshot opens no file; symbols are loaded at the first address that
  * resolves into a file, and a second process mapping the same file finds them by
  * (device, inode) without opening it, even after it exited (its map_files and
  * root are gone). Index entries unused for 6 windows are dropped. */

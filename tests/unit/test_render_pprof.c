@@ -1,8 +1,8 @@
 /* Unit tests of the pprof export's arithmetic on stored and parsed values
  * (query/render_pprof.h): counts times the period, and query times in seconds
- * turned into the Profile's nanoseconds, saturate instead of overflowing (issue 9,
- * item 8: `from * 1e9` overflowed for a query time past 2^63 / 1e9 s, which UBSan
- * reports and which wrapped to a negative time). And Python lines: a by-line tree
+ * turned into the Profile's nanoseconds, saturate instead of overflowing
+ * (a plain `from * 1e9` overflows for a query time past 2^63 / 1e9 s, which
+ * UBSan reports and which wraps to a negative time). And Python lines: a by-line tree
  * (what queries render pprof from) gives each Python Location one Line with the
  * real line number, and two lines of one function share its Function (name and
  * filename), so pprof's readers aggregate by function; a function-level tree's

@@ -1208,7 +1208,7 @@ static void test_series_and_labels(void **state)
 	free(t);
 }
 
-/* ---- issue 9: what arrives on the wire is not trusted ---------------------- */
+/* ---- what arrives on the wire is not trusted ------------------------------- */
 
 /* Runs sql on the file at path through a connection of the test's own. */
 static void sql_exec(const char *path, const char *sql)
@@ -1282,7 +1282,7 @@ static int check_clean(void *ctx, const struct frame *frames, size_t nframes, ui
 	return 0;
 }
 
-/* Issue 9, item 5: frame names of 4 096 ';', a newline, a whole forged folded
+/* Frame names of 4 096 ';', a newline, a whole forged folded
  * line, and a 2 000-byte UTF-8 name are stored sanitized and cut, so the stack
  * stays three frames and one line whatever its names. */
 static void test_hostile_names(void **state)
@@ -1548,7 +1548,7 @@ static void assert_one_count(struct store *s, int64_t from, int64_t to, uint64_t
 			 from, to, want, c.stacks, c.count);
 }
 
-/* Issue 9, item 3: counts of 2^62 are refused at ingest, and blocks that hold sums
+/* Counts of 2^62 are refused at ingest, and blocks that hold sums
  * past INT64_MAX (planted through SQLite, as many capped batches could make them)
  * neither fail a query nor stop maintenance: sums saturate, in the raw windows, in
  * the rollups built from them, and in a late batch added to a saturated block. */
@@ -1624,7 +1624,7 @@ static void test_count_overflow(void **state)
 	close_checked(s);
 }
 
-/* Issue 9, item 4: rollups and retention are separate transactions. A trigger
+/* Rollups and retention are separate transactions. A trigger
  * planted in the file makes every retention of raw windows fail; the rollups are
  * still built, and the error names the failure; once the trigger is gone,
  * retention catches up. */
@@ -1682,7 +1682,7 @@ static void test_maintain_steps_independent(void **state)
 	close_checked(s);
 }
 
-/* Issue 9, item 8: windows outside [now - retention, now + 1 h] are refused with
+/* Windows outside [now - retention, now + 1 h] are refused with
  * -ERANGE and the bounds; both edges are in. store__ingest() refuses only the
  * absurd (+-9e18). */
 static void test_window_bounds(void **state)
@@ -1738,7 +1738,7 @@ static void test_window_bounds(void **state)
 	close_checked(s);
 }
 
-/* Issue 9, item 8: the row count /metrics reads is kept by triggers, and the
+/* The row count /metrics reads is kept by triggers, and the
  * block counts per tier are block_index's, exact across ingest, rollups and
  * retention. */
 static void test_stats_counter(void **state)
@@ -1782,7 +1782,7 @@ static void test_stats_counter(void **state)
 	free(t);
 }
 
-/* Issue 9, item 8: a new database and its -wal and -shm are 0600 whatever the
+/* A new database and its -wal and -shm are 0600 whatever the
  * umask. */
 static void test_file_modes(void **state)
 {
@@ -1929,7 +1929,7 @@ static void test_reader(void **state)
 	assert_null(r);
 }
 
-/* ---- issue 11: labels and label values honour the selection ---------------- */
+/* ---- labels and label values honour the selection -------------------------- */
 
 /* The sorted distinct keys (key NULL) or values of key among the label sets of
  * the tuples in q's range that hold q's labels, computed from the tuples. */
@@ -1975,7 +1975,7 @@ static void assert_texts_equal(const struct texts *got, const struct texts *want
 }
 
 /* store__labels and store__label_values with a selection answer only for the
- * label sets it picks (before issue 11 they took no selection at all), against
+ * label sets it picks, against
  * what the tuples say; a selection nothing holds answers nothing. And
  * store__label_key_used, the cheap probe of one key in a range. */
 static void test_labels_where(void **state)
@@ -2047,7 +2047,7 @@ static void test_labels_where(void **state)
 	free(t);
 }
 
-/* ---- issue 12: tiers (raw windows, minute and hour rollups) ------------------ */
+/* ---- tiers (raw windows, minute and hour rollups) ---------------------------- */
 
 /* Three hours and more of 10 s windows, two agents, 3 tuples an agent and window,
  * starting 1230 s before an hour (TIER_H1) and 30 s into a minute, ending inside
@@ -2249,7 +2249,7 @@ static struct store *tier_store(struct fixture *fx, const struct store_options *
 	return s;
 }
 
-/* Issue 12: a query whose edges fall inside an hour and inside a minute, on
+/* A query whose edges fall inside an hour and inside a minute, on
  * boundaries, empty or one window, answered from hour and minute rollups and raw
  * windows at its edges, equals the same query over the raw windows; timelines at
  * every step too; and so for label selections. */
@@ -2278,7 +2278,7 @@ static void test_tier_edges(void **state)
 	free(t);
 }
 
-/* Issue 12: batches of windows below the rollup watermarks (an agent back from an
+/* Batches of windows below the rollup watermarks (an agent back from an
  * outage) are in every answer, those answered by hour and minute blocks too, and a
  * maintenance run after them counts nothing twice. */
 static void test_late_batches(void **state)
@@ -2324,7 +2324,7 @@ static void test_late_batches(void **state)
 	free(t);
 }
 
-/* Issue 12, minute blocks of sections (schema/010): late batches below the minute
+/* Minute blocks of sections (schema/010): late batches below the minute
  * watermark into a built minute bucket holding other label sets (a label set it
  * lacks, then one label set twice with the same stack: one section, summed), and
  * into a built bucket that had no data (a new block): every answer and selection
@@ -2402,7 +2402,7 @@ static struct tuple *retained_tuples(const struct tuple *t, size_t n, const stru
 	return r;
 }
 
-/* Issue 12: retention per tier. With raw windows kept 1 h, minutes 2 h and hours
+/* Retention per tier. With raw windows kept 1 h, minutes 2 h and hours
  * 3 h, 10 minutes after the data: the oldest raw windows are gone (fewer raw
  * blocks, kept_from[0] set) and ranges there are answered by minute buckets
  * counted by their start, older ones by hour buckets, the oldest by nothing; later
@@ -2473,7 +2473,7 @@ static void test_retention_tiers(void **state)
 	free(t);
 }
 
-/* Issue 12: a SIGKILL at a random moment of a rollup. A child builds the rollups
+/* A SIGKILL at a random moment of a rollup. A child builds the rollups
  * of the tier data in small steps, telling the parent after each; the parent kills
  * it after a random number of steps (it is then in the middle of the next). The
  * file then passes integrity_check, answers every range as the tuples say (each
@@ -2527,7 +2527,7 @@ static void test_kill_during_rollup(void **state)
 	free(t);
 }
 
-/* Issue 12: the dictionaries stay bounded by what is retained. A new process
+/* The dictionaries stay bounded by what is retained. A new process
  * (label set pid=<h>) with a new stack every hour for 8 days, retentions of 1, 1
  * and 2 days: some 2 days of label sets, stacks and their frames and strings are
  * left of the 192 made (and a slack of an hour or two, schema/006_gc.sql), every
@@ -2580,7 +2580,7 @@ static void test_dictionary_gc(void **state)
 	close_checked(s);
 }
 
-/* Issue 15, group commit: store__ingest_many() answers each batch as
+/* Group commit: store__ingest_many() answers each batch as
  * store__ingest() one by one would (the expected answers are computed here from
  * the cases' own (agent, seq) and refusals, never by the store): new batches,
  * above and below the rollup watermarks (late), a duplicate of an earlier call,
@@ -2695,7 +2695,7 @@ static void test_ingest_many(void **state)
 	close_checked(s);
 }
 
-/* ---- issue 15: windows and stats past the raw windows' retention ---------- */
+/* ---- windows and stats past the raw windows' retention -------------------- */
 
 /* Four hours of windows 300 s apart (20 s into a minute): agent "agent-a"
  * (labelsets[1], 99 Hz) in each, "agent-b" (labelsets[5], 49 Hz) in every other;
@@ -2905,7 +2905,7 @@ static void old_check_all(struct store *s, const struct old_batch *ob, size_t n,
 	assert_int_equal(old_check_windows(s, ob, n, st, m + 1, m + 60), 0);
 }
 
-/* Issue 15: store__windows() past the raw windows' retention reports the minute
+/* store__windows() past the raw windows' retention reports the minute
  * and hour buckets that hold the samples, as the tiers kept there do, on every
  * backend (ClickHouse reported no windows once its `ingested` rows were gone with
  * the raw ones); and so after late batches below the raw and the minute
@@ -2929,7 +2929,7 @@ static void test_windows_past_retention(void **state)
 	close_checked(s);
 }
 
-/* Issue 15: a late batch below the raw windows' retention adds a minute bucket
+/* A late batch below the raw windows' retention adds a minute bucket
  * (and a label set to its hour); one below the minute retention adds a label set
  * to an hour bucket: stats count both (ClickHouse's rows added with src were not
  * counted), the raw rows' counts stay, and the answers hold them. */
@@ -3034,8 +3034,8 @@ int main(void)
 		FILE_ONLY(test_stats_counter),
 		FILE_ONLY(test_file_modes),
 		FILE_ONLY(test_reader),
-		BOTH(test_labels_where), /* issue 11 */
-		/* issue 12: tiers */
+		BOTH(test_labels_where), /* labels honour the selection */
+		/* tiers */
 		BOTH(test_tier_edges),
 		BOTH(test_late_batches),
 		BOTH(test_late_minute_sections),
@@ -3043,9 +3043,9 @@ int main(void)
 		FILE_ONLY(test_kill_during_rollup),
 		BOTH(test_profile_types),
 		BOTH(test_dictionary_gc),
-		/* issue 15: group commit */
+		/* group commit */
 		BOTH(test_ingest_many),
-		/* issue 15: windows and stats past the raw retention */
+		/* windows and stats past the raw retention */
 		BOTH(test_windows_past_retention),
 		BOTH(test_late_counts_past_retention),
 	};

@@ -706,7 +706,7 @@ static int collect(void *ctx, const struct frame *frames, size_t nframes, uint64
 
 /* End to end through store__query_stacks() after a failed batch, a late batch and
  * a second store: the store's own reader agrees with the blocks. Needs the block
- * reader (store/read.c of issue 12). */
+ * reader (store/read.c). */
 static void test_query_end_to_end(void **state)
 {
 	struct fx *fx = *state;

@@ -761,7 +761,7 @@ static void *column_bomb(unsigned field, size_t n, size_t *len)
 	return body;
 }
 
-/* Issue 9, item 3: a few KB of zstd holding empty sub-messages, each of which
+/* An unpack bomb: a few KB of zstd holding empty sub-messages, each of which
  * protobuf-c turns into a struct, a pointer and an allocation: 1.19 GB for 11 KB
  * under the former budget (8 x message + 64 MiB). The prescan now bounds what
  * unpacking takes from the counts and refuses before allocating. */

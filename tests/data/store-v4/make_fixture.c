@@ -5,9 +5,9 @@
  * answered on it (see README). Kept as the record of how the fixture was made:
  * against a later store it writes the later format.
  *
- *   cc -std=c17 -D_GNU_SOURCE -I. -o /tmp/make_fixture tests/data/store-v4/make_fixture.c \
+ *   cc -std=c17 -D_GNU_SOURCE -I. -o build/make_fixture tests/data/store-v4/make_fixture.c \
  *      build/rel/libsmolder.a $(pkg-config --libs sqlite3 libzstd) -lm
- *   /tmp/make_fixture tests/data/store-v4/store-v4.db
+ *   build/make_fixture tests/data/store-v4/store-v4.db
  *
  * Data: bench/gen.h's mix, 2 hosts x 90 windows of 10 s (15 minutes from
  * GEN_T0) at 40 samples a window, then maintenance at GEN_T0 + 1200 with

@@ -2,9 +2,9 @@
  * block per window and label set), for the test of migration 008. Built and run
  * once against commit 26c28c8, the last commit of that format (see README).
  *
- *   cc -std=c17 -D_GNU_SOURCE -I. -o /tmp/make_fixture tests/data/store-v7/make_fixture.c \
+ *   cc -std=c17 -D_GNU_SOURCE -I. -o build/make_fixture tests/data/store-v7/make_fixture.c \
  *      build/rel/libsmolder.a $(pkg-config --libs sqlite3 libzstd protobuf-c) -lm
- *   /tmp/make_fixture tests/data/store-v7/store-v7.db
+ *   build/make_fixture tests/data/store-v7/store-v7.db
  *
  * Data: bench/gen.h's mix, 2 hosts x 400 windows of 10 s from GEN_T0 at 40
  * samples a window, maintenance at GEN_T0 + 4200 (minute rollups built to about
