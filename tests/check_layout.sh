@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The layout rules that `ls` promises (README "Layout"), checked on the sources:
+# The layout rules that `ls` promises (docs/architecture.md "Folder map"), checked on the sources:
 #   - the includes between folders form no cycle;
 #   - agent/ and collector/ are included by cli/ alone (tests/ and bench/ aside);
 #   - only store/ includes <sqlite3.h>, and the rest reach it through store/store.h;
