@@ -1,5 +1,5 @@
-/* End-to-end tests of the agent options and summary lines that README.md promises
- * ("Using the agent"): the sanitized `smolder agent` samples workloads of known
+/* End-to-end tests of the agent options (smolder agent --help) and summary lines
+ * (README.md, "Using the agent"): the sanitized `smolder agent` samples workloads of known
  * shape (tests/workloads/shapes.c, fanout.c, pyshapes.py) on the real kernel, and
  * each test checks what the option changes against what the workload is known to
  * do: the last partial window drained on SIGINT and SIGTERM, `-o -` printing one

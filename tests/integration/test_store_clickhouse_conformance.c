@@ -3,7 +3,7 @@
  * fresh database per test on a private clickhouse-server (clickhousetest.h).
  * Tests that are SQLite's own (they read or plant rows through sqlite3, check
  * file modes, WAL readers or a SIGKILL during a SQLite rollup) are listed in
- * skips[] with the reason, printed when skipped; docs/clickhouse.md says the same.
+ * skips[] with the reason, printed when skipped; docs/store.md says the same.
  */
 #include <setjmp.h>
 #include <stdarg.h>
