@@ -438,11 +438,25 @@ int query_main(int argc, char **argv)
 			if (timeparse(strings[nstrings++], 0, &t)) {
 				fprintf(stderr,
 					"smolder %s: --since wants a duration like 5m or 1h30m "
-					"(for a time, use --from), got '%s'\n",
+					"(for a time, use --from; a unit is "
+					"required: " TIMEPARSE_DURATION_FORMS "), got '%s'\n",
 					cmd->cmd, v);
 				goto out;
 			}
 			ok = query_args__add(&p, "from", strings[nstrings - 1]);
+		} else if (!strcmp(o, "--step")) {
+			/* the API also takes plain seconds (programs send them); a person's
+			 * "--step 5" may mean minutes, so here a unit is required */
+			int64_t d;
+
+			if (timeparse_duration(v, &d)) {
+				fprintf(stderr,
+					"smolder %s: --step wants a duration with its unit "
+					"(" TIMEPARSE_DURATION_FORMS "), got '%s'\n",
+					cmd->cmd, v);
+				goto out;
+			}
+			ok = query_args__add(&p, "step", v);
 		} else if (!strcmp(o, "--before") || !strcmp(o, "--after"))
 			ok = nstrings < QUERY_MAX_ARGS && (strings[nstrings++] = strdup(v)) &&
 			     add_range(&p, o + 2, strings[nstrings - 1]);

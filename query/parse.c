@@ -3,6 +3,7 @@
  * query does not take, a single-valued one given twice, a missing diff range, a
  * bad value), and the check of a selection's label keys against a store; see
  * query.h. */
+#include <ctype.h>
 #include <errno.h>
 #include <stdbool.h>
 #include <stdlib.h>
@@ -107,6 +108,26 @@ static int parse_time_param(query_param_fn param, void *ctx, const char *name, i
 				   "%s: '%.64s' is not a time (forms: " TIMEPARSE_FORMS ")", name,
 				   v);
 	}
+}
+
+/* The API's step: a duration, or plain seconds as programs send it (the web UI,
+ * Prometheus-style clients). The CLI refuses a bare number itself: a person typing
+ * "--step 5" may mean minutes. */
+static bool parse_step(const char *v, int64_t *out)
+{
+	char *end;
+	long long n;
+
+	if (!timeparse_duration(v, out))
+		return true;
+	if (!isdigit((unsigned char)v[0]))
+		return false;
+	errno = 0;
+	n = strtoll(v, &end, 10);
+	if (errno || *end || n <= 0 || n > 100LL * 365 * 86400)
+		return false;
+	*out = n;
+	return true;
 }
 
 static int parse_range(query_param_fn param, void *ctx, const char *from_name, const char *to_name,
@@ -261,7 +282,7 @@ int query_parse(struct query *q, enum query_kind kind, const struct query_params
 	}
 	if (kind == QUERY_SERIES) {
 		v = param(ctx, "step", 0);
-		if (v && timeparse_duration(v, &q->step)) {
+		if (v && !parse_step(v, &q->step)) {
 			err = reason_fail(why, whylen, -EINVAL,
 					  "step wants a duration (" TIMEPARSE_DURATION_FORMS
 					  "), got '%.32s'",

@@ -10,8 +10,10 @@
 
 #define MAX_SECONDS (INT64_C(1) << 40) /* ~35 000 years: far past any sane range */
 
-/* Reads a compound duration ("1h30m", "90", "2d12h") up to the end of s into
- * *out, allowing 0 when zero_ok. */
+/* Reads a compound duration ("1h30m", "90s", "2d12h") up to the end of s into
+ * *out. Every number has its unit: "5" alone could mean seconds or minutes, so it
+ * is refused. zero_ok allows a zero total, and then a bare "0" (nothing to
+ * misread). */
 static int duration(const char *s, bool zero_ok, int64_t *out)
 {
 	static const struct {
@@ -35,13 +37,14 @@ static int duration(const char *s, bool zero_ok, int64_t *out)
 				return -EINVAL;
 		}
 		if (*p == '\0' && p == s + strspn(s, "0123456789")) {
-			unit = 1; /* plain seconds, the whole string */
+			if (!zero_ok || v != 0)
+				return -EINVAL; /* a bare number: which unit? */
 		} else {
 			for (u = next; u < sizeof(units) / sizeof(units[0]) && units[u].c != *p;
 			     u++)
 				;
 			if (u == sizeof(units) / sizeof(units[0]))
-				return -EINVAL; /* unknown unit, or one out of order */
+				return -EINVAL; /* no unit, an unknown one, or one out of order */
 			unit = units[u].secs;
 			next = u + 1;
 			p++;

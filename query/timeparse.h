@@ -16,8 +16,9 @@
  * twice (the hour repeated when clocks go back) is the earlier of the two.
  *
  * Durations (timeparse_duration, and the part after '-' of a relative time, where
- * it may be 0): a positive number with units w (7 days), d, h, m, s, largest first, each at most
- * once, or plain seconds: 90, 90s, 15m, 1h30m, 2d12h, 1w. */
+ * it may be 0): a positive number with units w (7 days), d, h, m, s, largest first,
+ * each at most once: 90s, 15m, 1h30m, 2d12h, 1w. A bare number ("5": seconds? minutes?)
+ * is refused, but for the zero offset "now-0". */
 #ifndef SMOLDER_TIMEPARSE_H
 #define SMOLDER_TIMEPARSE_H
 

@@ -382,6 +382,7 @@ static void test_time_forms(void **state)
 	expect_http(path, 200, "\"total\":10");
 	expect_http("/api/v1/top?from=yesterday", 400,
 		    "from: 'yesterday' is not a time (forms: 2026-11-30T23:44:47Z");
+	expect_http("/api/v1/top?from=-5", 400, "from: '-5' is not a time (forms: ");
 	for (m = BY_URL; m <= BY_DB; m++) {
 		r = cli(m, "top", "--since", "-1h", "--format", "json");
 		if (r.code != 0 || !strstr(r.out, "\"total\":10"))
@@ -397,8 +398,16 @@ static void test_time_forms(void **state)
 		/* a time given to --since is refused as such (it became '-now-5m') */
 		expect(cli(m, "flame", "--since", "now-5m"), 2,
 		       "smolder flame: --since wants a duration like 5m or 1h30m (for a time, use "
-		       "--from), got 'now-5m'",
+		       "--from; a unit is required: 90s, 15m, 1h30m, 2d12h, 1w), got 'now-5m'",
 		       "--since now-5m");
+		/* a bare number could be seconds or minutes: refused, with the forms */
+		expect(cli(m, "top", "--since", "5"), 2,
+		       "--since wants a duration like 5m or 1h30m (for a time, use --from; a unit "
+		       "is required",
+		       "--since 5");
+		expect(cli(m, "series", "--since", "1h", "--step", "20"), 2,
+		       "smolder series: --step wants a duration with its unit (90s, 15m",
+		       "--step 20");
 		expect(cli(m, "top", "--since", "2026-11-30"), 2,
 		       "--since wants a duration like 5m or 1h30m", "--since 2026-11-30");
 		/* a zero offset is now, as now-0 is (-0s was refused) */

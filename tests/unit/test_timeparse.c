@@ -71,12 +71,30 @@ static void test_unix_and_relative(void **state)
 	assert_int_equal(t, now - 86400);
 	assert_int_equal(timeparse("-30s", now, &t), 0);
 	assert_int_equal(t, now - 30);
-	assert_int_equal(timeparse("-45", now, &t), 0); /* plain seconds */
-	assert_int_equal(t, now - 45);
 	assert_int_equal(timeparse_duration("14d", &t), 0);
 	assert_int_equal(t, 14 * 86400);
-	assert_int_equal(timeparse_duration("90", &t), 0);
-	assert_int_equal(t, 90);
+}
+
+/* A bare number in a duration could mean seconds or minutes: refused, in
+ * relative times too; only the zero offset ("now-0", "-0") needs no unit. */
+static void test_bare_numbers(void **state)
+{
+	const int64_t now = 1764382440;
+	int64_t t = 7;
+
+	(void)state;
+	assert_int_equal(timeparse("-45", now, &t), -EINVAL);
+	assert_int_equal(timeparse("now-5", now, &t), -EINVAL);
+	assert_int_equal(timeparse("now+5", now, &t), -EINVAL);
+	assert_int_equal(timeparse("-1h30", now, &t), -EINVAL);
+	assert_int_equal(timeparse_duration("90", &t), -EINVAL);
+	assert_int_equal(timeparse_duration("5", &t), -EINVAL);
+	assert_int_equal(timeparse_duration("0", &t), -EINVAL);
+	assert_int_equal(t, 7);
+	assert_int_equal(timeparse("-0", now, &t), 0);
+	assert_int_equal(t, now);
+	assert_int_equal(timeparse("1764382000", now, &t), 0); /* a time, not a duration */
+	assert_int_equal(t, 1764382000);
 }
 
 static void test_refusals(void **state)
@@ -299,7 +317,7 @@ int main(void)
 		cmocka_unit_test(test_compound),     cmocka_unit_test(test_round_trips),
 		cmocka_unit_test(test_zone_offsets), cmocka_unit_test(test_dst),
 		cmocka_unit_test(test_rfc3339),	     cmocka_unit_test(test_unix_and_relative),
-		cmocka_unit_test(test_refusals),
+		cmocka_unit_test(test_refusals),     cmocka_unit_test(test_bare_numbers),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
