@@ -186,6 +186,39 @@ static void print_help(const struct command *c, FILE *f)
 	fprintf(f, c->help, c->kind == QUERY_DIFF ? common_help : range_help, common_help);
 }
 
+/* The reason a collector gave for a refusal, as a sentence: the string of its
+ * {"error":"..."} body unescaped, or else the body's first line (a proxy's
+ * page, say), control characters dropped. */
+static void http_reason(const char *body, size_t len, char *out, size_t size)
+{
+	static const char key[] = "{\"error\":\"";
+	size_t i = 0, n = 0;
+	bool json = len >= sizeof(key) - 1 && !memcmp(body, key, sizeof(key) - 1);
+
+	if (json)
+		i = sizeof(key) - 1;
+	for (; i < len && n + 1 < size; i++) {
+		char ch = body[i];
+
+		if (json && ch == '"')
+			break;
+		if (json && ch == '\\' && i + 1 < len) {
+			ch = body[++i];
+			if (ch == 'n' || ch == 't' || ch == 'r')
+				ch = ' ';
+			else if (ch == 'u') /* the collector escapes none; a proxy might */
+				ch = '?', i += i + 4 < len ? 4 : 0;
+		} else if (!json && ch == '\n') {
+			break;
+		}
+		if ((unsigned char)ch >= 0x20 && ch != 0x7f)
+			out[n++] = ch;
+	}
+	out[n] = '\0';
+	if (!n)
+		snprintf(out, size, "the collector gave no reason");
+}
+
 /* The one-line message and exit status of a store that cannot be opened. */
 static int open_failed(const char *db, int err, const char *why)
 {
@@ -333,8 +366,13 @@ static int run_url(const char *base, const char *token, const char *path, struct
 	}
 	curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
 	if (status != 200) {
-		fprintf(stderr, "smolder: HTTP %ld: %.*s%s", status, (int)len, buf,
-			len && buf[len - 1] == '\n' ? "" : "\n");
+		char why[512];
+
+		http_reason(buf, len, why, sizeof(why));
+		if (status == 400) /* the query was refused: as --db says it */
+			fprintf(stderr, "smolder: %s\n", why);
+		else
+			fprintf(stderr, "smolder: %s (HTTP %ld from %s)\n", why, status, base);
 		ret = status == 400 ? 2 : 1;
 		goto out;
 	}
