@@ -136,7 +136,7 @@ check-docs:
 
 run: deps
 	$(Q)$(MAKE) all
-	$(Q)bash deploy/run.sh $(BUILD)/smolder
+	$(Q)bash deploy/run.sh $(BUILD)/smolder $(ARGS)
 
 bench: deps
 	$(Q)$(MAKE) all $(WORKLOADS) $(BENCHES)

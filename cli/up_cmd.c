@@ -149,15 +149,20 @@ static int ship_to(struct up_args *u, const char *url)
 	return err;
 }
 
-void up_query_hint(const struct up_args *u, unsigned port, char *buf, size_t len)
+const char *up_self(const char *invoked_as)
+{
+	return invoked_as && strchr(invoked_as, '/') ? invoked_as : "smolder";
+}
+
+void up_query_hint(const struct up_args *u, const char *self, unsigned port, char *buf, size_t len)
 {
 	const char *file = u->query_token_file;
 	size_t n;
 
 	n = (size_t)snprintf(buf, len,
-			     "smolder: query with: SMOLDER_URL=http://127.0.0.1:%u smolder flame "
+			     "smolder: query with: SMOLDER_URL=http://127.0.0.1:%u %s flame "
 			     "--since 5m",
-			     port);
+			     port, self);
 	if (u->collector.o.query_token && n < len)
 		snprintf(buf + n, len - n,
 			 "\nsmolder: queries need the query token: add SMOLDER_TOKEN_FILE=%s",
@@ -193,7 +198,7 @@ int up_main(int argc, char **argv)
 	err = ship_to(&u, url);
 	log_info("up: collector on %s (port %u), database %s", u.collector.o.listen,
 		 collector__port(c), u.collector.o.db_path);
-	up_query_hint(&u, collector__port(c), hint, sizeof(hint));
+	up_query_hint(&u, up_self(program_invocation_name), collector__port(c), hint, sizeof(hint));
 	fprintf(stderr, "%s\n", hint);
 	if (!err)
 		err = agent_run(&u.agent);

@@ -27,10 +27,15 @@ int up_args__parse(int argc, char **argv, struct up_args *u, char *err, size_t e
 void up_args__free(struct up_args *u);
 
 /* The lines `smolder up` prints at start so that queries find it: "smolder:
- * query with: SMOLDER_URL=http://127.0.0.1:PORT smolder flame --since 5m", and
- * when a query token is set, a second line naming SMOLDER_TOKEN_FILE (the file
- * given with --query-token-file, else a placeholder). Always NUL-terminated. */
-void up_query_hint(const struct up_args *u, unsigned port, char *buf, size_t len);
+ * query with: SMOLDER_URL=http://127.0.0.1:PORT SELF flame --since 5m", SELF being
+ * the command that runs this smolder (up_self()), and when a query token is set, a
+ * second line naming SMOLDER_TOKEN_FILE (the file given with --query-token-file,
+ * else a placeholder). Always NUL-terminated. */
+void up_query_hint(const struct up_args *u, const char *self, unsigned port, char *buf, size_t len);
+
+/* How the user ran smolder, to repeat in a hint: the path when it was run by one
+ * (build/smolder), else "smolder" (found on PATH). */
+const char *up_self(const char *invoked_as);
 
 /* `smolder up`: parses argv, starts the collector, runs the agent until it stops.
  * Returns the exit status: 0, or 1 (bad usage too). */

@@ -157,7 +157,7 @@ static void check_share(const char *name, uint64_t seen, uint64_t total, double 
 static void test_up_end_to_end(void **state)
 {
 	char db[128], spool[128], err[128], truth_path[128], folded_path[128], cli_err[128];
-	char url[256], resolve[96], pid[16], *text, *body, *truth, *p, *mp;
+	char url[600], self[256], resolve[96], pid[16], *text, *body, *truth, *p, *mp;
 	char *shapes_argv[] = { NULL, "1", NULL }, shapes_bin[256];
 	uint64_t live[4] = { 0 }, stored[4], deadline;
 	struct summary s;
@@ -194,10 +194,12 @@ static void test_up_end_to_end(void **state)
 	port = (unsigned)strtoul(p + 6, NULL, 10);
 	free(text);
 	assert_true(port > 0 && port < 65536);
-	/* the query command it prints names that port (queries went to 7171) */
+	/* the query command it prints names that port (queries went to 7171) and
+	 * the smolder that was run, by its path (it is not on PATH) */
+	test_build_path(self, sizeof(self), "asan/smolder");
 	snprintf(url, sizeof(url),
-		 "smolder: query with: SMOLDER_URL=http://127.0.0.1:%u smolder flame --since 5m",
-		 port);
+		 "smolder: query with: SMOLDER_URL=http://127.0.0.1:%u %s flame --since 5m", port,
+		 self);
 	assert_true(test_wait_for_text(err, url, 30000));
 
 	snprintf(url, sizeof(url), "http://127.0.0.1:%u/healthz", port);

@@ -164,14 +164,18 @@ static void test_query_hint(void **state)
 
 	(void)state;
 	assert_int_equal(up_args__parse(ARGC(plain), plain, &u, err, sizeof(err)), 0);
-	up_query_hint(&u, 7272, hint, sizeof(hint));
+	up_query_hint(&u, up_self("smolder"), 7272, hint, sizeof(hint));
 	assert_string_equal(hint, "smolder: query with: SMOLDER_URL=http://127.0.0.1:7272 "
 				  "smolder flame --since 5m");
+	/* run by a path (make run's build/smolder), the hint repeats that path */
+	up_query_hint(&u, up_self("build/smolder"), 7272, hint, sizeof(hint));
+	assert_string_equal(hint, "smolder: query with: SMOLDER_URL=http://127.0.0.1:7272 "
+				  "build/smolder flame --since 5m");
 	up_args__free(&u);
 	/* /dev/null holds no token: refused by the parser, no hint to give */
 	assert_int_equal(up_args__parse(ARGC(file), file, &u, err, sizeof(err)), -EINVAL);
 	assert_int_equal(up_args__parse(ARGC(token), token, &u, err, sizeof(err)), 0);
-	up_query_hint(&u, 40000, hint, sizeof(hint));
+	up_query_hint(&u, "smolder", 40000, hint, sizeof(hint));
 	assert_non_null(strstr(hint, "SMOLDER_URL=http://127.0.0.1:40000 smolder flame"));
 	assert_non_null(strstr(hint, "\nsmolder: queries need the query token: add "
 				     "SMOLDER_TOKEN_FILE=FILE"));
@@ -189,7 +193,7 @@ static void test_query_hint(void **state)
 		fputs("tok-2\n", f);
 		fclose(f);
 		assert_int_equal(up_args__parse(ARGC(real), real, &u, err, sizeof(err)), 0);
-		up_query_hint(&u, 7171, hint, sizeof(hint));
+		up_query_hint(&u, "smolder", 7171, hint, sizeof(hint));
 		snprintf(want, sizeof(want), "SMOLDER_TOKEN_FILE=%s", path);
 		assert_non_null(strstr(hint, want));
 		up_args__free(&u);
