@@ -356,8 +356,6 @@ struct named_keys {
 };
 
 struct key_check {
-	const struct named_keys *w;
-	bool found[QUERY_MAX_WHERE + 1];
 	char list[160];
 	size_t off, nkeys;
 };
@@ -365,12 +363,10 @@ struct key_check {
 static int see_key(void *ctx, const char *key)
 {
 	struct key_check *kc = ctx;
-	size_t i, n = strlen(key);
+	size_t n = strlen(key);
 
 	if (++kc->nkeys > MAX_CHECKED_KEYS)
 		return 1;
-	for (i = 0; i < kc->w->n; i++)
-		kc->found[i] |= strcmp(kc->w->keys[i], key) == 0;
 	if (kc->off + n + 6 < sizeof(kc->list)) {
 		kc->off += (size_t)snprintf(kc->list + kc->off, sizeof(kc->list) - kc->off, "%s%s",
 					    kc->off ? ", " : "", key);
@@ -381,7 +377,19 @@ static int see_key(void *ctx, const char *key)
 	return 0;
 }
 
-/* Checks w's keys, and extra (when not NULL), against the keys in [from, to). */
+/* The whole of time a store can hold: timeparse's bounds. */
+#define ALL_TIME_FROM 0
+#define ALL_TIME_TO   (INT64_C(1) << 40)
+
+static int probe_failed(struct store *s, int err, char *why, size_t len)
+{
+	return reason_fail(why, len, err, "query failed: %s",
+			   err == -EINVAL ? store__errmsg(s) : strerror(-err));
+}
+
+/* Checks w's keys, and extra (when not NULL): a key no label set in [from, to)
+ * has is a typo only if none in the whole store has it either; a key in use at
+ * other times makes an empty answer ("nothing"), not a refusal ("wrong"). */
 static int check_range_keys(struct store *s, int64_t from, int64_t to,
 			    const struct query_where *where, const char *extra, char *why,
 			    size_t len)
@@ -389,39 +397,41 @@ static int check_range_keys(struct store *s, int64_t from, int64_t to,
 	struct store_query sq = { .from = from, .to = to };
 	struct named_keys all = { .n = where->n };
 	const struct named_keys *w = &all;
-	struct key_check kc = { .w = w };
+	struct key_check kc = { 0 };
+	const char *scope = "in range";
 	size_t i;
 	int err;
 
 	memcpy(all.keys, where->keys, where->n * sizeof(where->keys[0]));
 	if (extra)
 		all.keys[all.n++] = extra;
-	if (!w->n)
-		return 0;
-	/* the usual case, every key in use: one cheap probe per key */
+	/* the usual case, every key in use in the range: one cheap probe per key */
 	for (i = 0; i < w->n; i++) {
 		err = store__label_key_used(s, w->keys[i], from, to);
+		if (err == 0) /* not in the range: anywhere at all? */
+			err = store__label_key_used(s, w->keys[i], ALL_TIME_FROM, ALL_TIME_TO);
 		if (err < 0)
-			return reason_fail(why, len, err, "query failed: %s",
-					   err == -EINVAL ? store__errmsg(s) : strerror(-err));
+			return probe_failed(s, err, why, len);
 		if (!err)
 			break;
 	}
 	if (i == w->n)
 		return 0;
-	/* a key not in use: the keys that are, for the reason */
+	/* a key nobody has: the keys that are, for the reason (the range's, or the
+	 * store's when the range holds none) */
 	err = store__labels(s, &sq, see_key, &kc);
+	if (!err && kc.nkeys == 0) {
+		scope = "stored";
+		sq.from = ALL_TIME_FROM;
+		sq.to = ALL_TIME_TO;
+		err = store__labels(s, &sq, see_key, &kc);
+	}
 	if (err == 1 || kc.nkeys == 0)
-		return 0; /* too many keys to tell, or no data: an empty answer is right */
+		return 0; /* too many keys to tell, or an empty store: the answer is empty */
 	if (err)
-		return reason_fail(why, len, err, "query failed: %s",
-				   err == -EINVAL ? store__errmsg(s) : strerror(-err));
-	for (i = 0; i < w->n; i++)
-		if (!kc.found[i])
-			return reason_fail(why, len, -EINVAL,
-					   "unknown label key '%.64s' (keys in range: %s)",
-					   w->keys[i], kc.list);
-	return 0;
+		return probe_failed(s, err, why, len);
+	return reason_fail(why, len, -EINVAL, "unknown label key '%.64s' (keys %s: %s)", w->keys[i],
+			   scope, kc.list);
 }
 
 int query_check_keys(struct store *s, const struct query *q, char *why, size_t whylen)

@@ -120,13 +120,15 @@ int query_parse(struct query *q, enum query_kind kind, const struct query_params
 void query_free(struct query *q);
 
 /* Checks q's where keys (diff: each side's, in its range) and labels/NAME/values'
- * NAME against the label keys of the label sets with samples in q's range: one
- * store probe per key (store__label_key_used: about one row when the key is in
- * use), and only when one is not, a read of the keys in use for the reason (at
- * most 1024 looked at; past that the check passes). Returns 0 when every key is
- * in use or the range has no data at all (its answer is empty, rightly),
- * -EINVAL with "unknown label key 'srvice' (keys in range: comm, exe, ...)" in
- * why, or a store error. Calls on s must be serialized, as for query_load(). */
+ * NAME: a key no label set with samples in q's range has, and none in the whole
+ * store either, is a typo: -EINVAL with "unknown label key 'srvice' (keys in
+ * range: comm, exe, ...)" (or "keys stored:" when the range is empty) in why. A
+ * key in use at other times is not: the answer is empty ("nothing", exit 0, as
+ * against "wrong", exit 2). Costs one store probe per key (store__label_key_used:
+ * about one row when the key is in use), two for a key not in the range, and a
+ * read of the keys for the reason (at most 1024 looked at; past that the check
+ * passes). Returns 0, -EINVAL or a store error. Calls on s must be serialized,
+ * as for query_load(). */
 int query_check_keys(struct store *s, const struct query *q, char *why, size_t whylen);
 
 /* A query's answer in memory: what query_load() read from the store, ready for
