@@ -262,6 +262,39 @@ static void cpu_cell(const struct query_context *c, uint64_t samples, char *buf,
 		snprintf(buf, len, s >= 100 ? "%.0fs" : s >= 10 ? "%.1fs" : "%.2fs", s);
 }
 
+/* Nanoseconds for a table column, one word with its unit: "850us", "12.3ms",
+ * "4.20s", "1234s" (seconds past a minute: sums stay comparable by eye). */
+static void time_cell(uint64_t ns, char *buf, size_t len)
+{
+	double v = (double)ns;
+
+	if (ns < 1000)
+		snprintf(buf, len, "%lluns", (unsigned long long)ns);
+	else if (ns < 1000000)
+		snprintf(buf, len, v >= 1e5 ? "%.0fus" : "%.1fus", v / 1e3);
+	else if (ns < 1000000000)
+		snprintf(buf, len, v >= 1e8 ? "%.0fms" : "%.1fms", v / 1e6);
+	else
+		snprintf(buf, len, v >= 1e11 ? "%.0fs" : v >= 1e10 ? "%.1fs" : "%.2fs", v / 1e9);
+}
+
+/* Off-CPU values are nanoseconds: columns named by their unit, as times. */
+static void out_top_offcpu(const struct flame_function *fns, size_t n, uint64_t total, FILE *out)
+{
+	char self[32], all[32];
+	size_t i;
+
+	fprintf(out, "%10s %7s %10s %7s  %s\n", "SELF_TIME", "SELF%", "TOTAL_TIME", "TOTAL%",
+		"FUNCTION");
+	for (i = 0; i < n; i++) {
+		time_cell(fns[i].self, self, sizeof(self));
+		time_cell(fns[i].total, all, sizeof(all));
+		fprintf(out, "%10s %6.2f%% %10s %6.2f%%  %s\n", self,
+			total ? 100.0 * (double)fns[i].self / (double)total : 0.0, all,
+			total ? 100.0 * (double)fns[i].total / (double)total : 0.0, fns[i].name);
+	}
+}
+
 static int out_top_table(const struct query_answer *a, FILE *out)
 {
 	uint64_t total = flame__total(a->tree, 0);
@@ -273,6 +306,11 @@ static int out_top_table(const struct query_answer *a, FILE *out)
 	if (err)
 		return err;
 	query_context__header(&a->ctx, out);
+	if (query_context__offcpu(&a->ctx)) {
+		out_top_offcpu(fns, n, total, out);
+		free(fns);
+		return ferror(out) ? -EIO : 0;
+	}
 	fprintf(out, "%8s %9s %7s %8s %9s %7s  %s\n", "SELF", "SELF_CPU", "SELF%", "TOTAL",
 		"TOTAL_CPU", "TOTAL%", "FUNCTION");
 	for (i = 0; i < n; i++) {
@@ -367,7 +405,13 @@ static void write_point(struct series_ctx *c, int64_t t, uint64_t count)
 	} else {
 		if (!gmtime_r(&tt, &tm) || !strftime(when, sizeof(when), "%Y-%m-%d %H:%M:%S", &tm))
 			snprintf(when, sizeof(when), "@%lld", (long long)t);
-		if (c->c->no_cpu)
+		if (query_context__offcpu(c->c)) {
+			char off[32];
+
+			time_cell(count, off, sizeof(off));
+			fprintf(c->out, "%-19s %10s %8.3f\n", when, off,
+				(double)count / 1e9 / (double)c->q->step);
+		} else if (c->c->no_cpu)
 			fprintf(c->out, "%-19s %10llu %8s\n", when, (unsigned long long)count, "-");
 		else
 			fprintf(c->out, "%-19s %10llu %8.3f\n", when, (unsigned long long)count,
@@ -402,9 +446,15 @@ static int write_series(const struct query_answer *a, FILE *out, bool json)
 			a->meta, (long long)q->from, (long long)q->to, (long long)q->step);
 	} else {
 		query_context__header(&a->ctx, out);
-		fprintf(out, "# step %lld s; CORES = samples x period / step\n",
-			(long long)q->step);
-		fprintf(out, "%-19s %10s %8s\n", "TIME (UTC)", "SAMPLES", "CORES");
+		if (query_context__offcpu(&a->ctx)) {
+			fprintf(out, "# step %lld s; WAITING = time off CPU / step (threads)\n",
+				(long long)q->step);
+			fprintf(out, "%-19s %10s %8s\n", "TIME (UTC)", "OFF_CPU", "WAITING");
+		} else {
+			fprintf(out, "# step %lld s; CORES = samples x period / step\n",
+				(long long)q->step);
+			fprintf(out, "%-19s %10s %8s\n", "TIME (UTC)", "SAMPLES", "CORES");
+		}
 	}
 	for (i = 0; i < a->npoints; i++)
 		series_point(&c, a->points[i].bucket, a->points[i].count);

@@ -325,12 +325,63 @@ static void test_empty_selection(void **state)
 	free(body);
 }
 
+/* Off-CPU values are nanoseconds: the top and series tables name their columns
+ * by that unit and print times ("1.23s", "45.0ms"), never raw nanoseconds that
+ * break the columns, nor "samples" or "CPU". */
+static void test_offcpu_units(void **state)
+{
+	static const uint64_t waits[] = { 1234567890, 45000000 }; /* ns: 1.23 s, 45 ms */
+	static const char *const stacks[] = { "api;main;wait_io", "api;main;wait_lock" };
+	const char *keys[] = { "comm" }, *values[] = { "api" };
+	const int64_t w = t0 + 300;
+	struct batch_builder *bb;
+	char want[128], *body, *line;
+	struct batch *b;
+	int s;
+
+	(void)state;
+	assert_int_equal(batch_builder__new("off", "ctxhost", "offcpu", &bb), 0);
+	for (s = 0; s < 2; s++)
+		assert_int_equal(batch_builder__add(bb, keys, values, 1, stacks[s], waits[s]), 0);
+	assert_int_equal(batch_builder__finish(bb, 1, w, 10, 1, &b), 0);
+	assert_int_equal(post_batch(c.port, NULL, b, NULL), 200);
+	batch__free(b);
+	batch_builder__free(bb);
+
+	body = get("/api/v1/top?type=offcpu&format=table&from=%lld&to=%lld", (long long)w,
+		   (long long)w + 10);
+	assert_has(body, " SELF_TIME   SELF% TOTAL_TIME  TOTAL%  FUNCTION\n");
+	/* the minimum seen: both functions' rows, with their times */
+	snprintf(want, sizeof(want), "%10.2fs %6.2f%%", (double)waits[0] / 1e9,
+		 100.0 * (double)waits[0] / (double)(waits[0] + waits[1]));
+	assert_has(body, want);
+	snprintf(want, sizeof(want), "%9.1fms %6.2f%%", (double)waits[1] / 1e6,
+		 100.0 * (double)waits[1] / (double)(waits[0] + waits[1]));
+	assert_has(body, want);
+	if (strstr(body, "1234567890") || strstr(body, "SELF_CPU") || strstr(body, "SAMPLES"))
+		fail_msg("off-CPU top shows samples or raw nanoseconds:\n%s", body);
+	/* every row's function starts in one column */
+	for (line = strstr(body, "\n SELF_TIME"); line && line[1]; line = strchr(line + 1, '\n'))
+		if (line[1] != '#' && strlen(line + 1) > 44 && line[1 + 38] != ' ')
+			fail_msg("a row out of line: %.80s", line + 1);
+	free(body);
+
+	body = get("/api/v1/series?type=offcpu&format=table&from=%lld&to=%lld&step=10s",
+		   (long long)w, (long long)w + 10);
+	assert_has(body, "TIME (UTC)             OFF_CPU  WAITING\n");
+	snprintf(want, sizeof(want), "%9.2fs %8.3f\n", (double)(waits[0] + waits[1]) / 1e9,
+		 (double)(waits[0] + waits[1]) / 1e9 / 10);
+	assert_has(body, want);
+	free(body);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_meta),	       cmocka_unit_test(test_titles),
 		cmocka_unit_test(test_mixed_periods),  cmocka_unit_test(test_series),
 		cmocka_unit_test(test_unknown_period), cmocka_unit_test(test_empty_selection),
+		cmocka_unit_test(test_offcpu_units),
 	};
 
 	return cmocka_run_group_tests(tests, group_setup, group_teardown);
