@@ -125,6 +125,9 @@ static const struct command {
 	  "\n"
 	  "%s"
 	  "  --step DUR         bucket length (default range/60, at least 10s)\n"
+	  "  --function RE      also each step's samples whose stack holds a function\n"
+	  "                     matching RE (POSIX extended, anywhere in the name) and\n"
+	  "                     their share: a spike in what the CPU does, not how much\n"
 	  "  --format F         table (default), json\n"
 	  "  --type T           the profile type: cpu (default) or offcpu (agents with\n"
 	  "                     --off-cpu on: nanoseconds threads spent waiting)\n"
@@ -133,6 +136,7 @@ static const struct command {
 	  "examples:\n"
 	  "  smolder series --since 1h\n"
 	  "  smolder series --since 1d --step 1h --where service=api\n"
+	  "  smolder series --since 1h --function '^validate$' --where service=api\n"
 	  "  smolder series --from 2026-11-30 --to 2026-12-01 --step 30m --format json\n" },
 	{ "labels", "/api/v1/labels", QUERY_LABELS,
 	  "usage: smolder labels [options]\n"
@@ -174,6 +178,7 @@ static const struct option {
 	{ "--limit", "limit", true, K(QUERY_TOP) },
 	{ "--sort", "sort", true, K(QUERY_TOP) },
 	{ "--step", "step", true, K(QUERY_SERIES) },
+	{ "--function", "function", true, K(QUERY_SERIES) },
 	{ "--name", "name", true, K(QUERY_LABELS) },
 	{ "--before", NULL, true, K(QUERY_DIFF) },
 	{ "--after", NULL, true, K(QUERY_DIFF) },

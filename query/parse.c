@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "common/reason.h"
+#include "query/fnseries.h"
 #include "query/query.h"
 #include "query/query_int.h"
 #include "query/timeparse.h"
@@ -45,7 +46,7 @@ static const struct {
 	[QUERY_TOP] = { "top", (const char *const[]){ "from", "to", "where", "type", "format",
 						      "granularity", "limit", "sort", NULL } },
 	[QUERY_SERIES] = { "series", (const char *const[]){ "from", "to", "where", "type", "format",
-							    "step", NULL } },
+							    "step", "function", NULL } },
 	[QUERY_LABELS] = { "labels",
 			   (const char *const[]){ "from", "to", "where", "format", NULL } },
 	[QUERY_LABEL_VALUES] = { "label values", (const char *const[]){ "name", "from", "to",
@@ -297,6 +298,20 @@ int query_parse(struct query *q, enum query_kind kind, const struct query_params
 					  "step too small: more than %d points", QUERY_MAX_POINTS);
 			goto out;
 		}
+		v = param(ctx, "function", 0);
+		if (v) {
+			if ((q->to - q->from + q->step - 1) / q->step > FNSERIES_MAX_POINTS) {
+				err = reason_fail(why, whylen, -EINVAL,
+						  "step too small for a function's timeline: more "
+						  "than %d points (each reads its stacks)",
+						  FNSERIES_MAX_POINTS);
+				goto out;
+			}
+			err = fnseries__compile(v, &q->function_re, why, whylen);
+			if (err)
+				goto out;
+			q->function = v;
+		}
 	}
 	if (kind == QUERY_LABEL_VALUES) {
 		q->label = param(ctx, "name", 0);
@@ -339,6 +354,10 @@ const char *query_args__get(void *ctx, const char *name, size_t i)
 void query_free(struct query *q)
 {
 	size_t i;
+
+	if (q->function)
+		regfree(&q->function_re);
+	q->function = NULL;
 
 	for (i = 0; i < q->nowned; i++)
 		free(q->owned[i]);

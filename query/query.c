@@ -12,6 +12,7 @@
 
 #include "common/reason.h"
 #include "query/flame.h"
+#include "query/fnseries.h"
 #include "query/query_int.h"
 #include "query/render_folded.h"
 #include "query/render_html.h"
@@ -126,6 +127,7 @@ static int load_flame(struct store *st, const struct query *q, struct flame **ou
 struct series_point {
 	int64_t bucket;
 	uint64_t count;
+	uint64_t matched; /* function=: the samples of matching stacks */
 };
 
 struct query_answer {
@@ -346,7 +348,7 @@ struct series_ctx {
 };
 
 /* Keeps one point of the store's series; at most one per step of the range. */
-static int keep_point(void *ctx, int64_t bucket, uint64_t count)
+static int keep_fn_point(void *ctx, int64_t bucket, uint64_t count, uint64_t matched)
 {
 	struct query_answer *a = ctx;
 	struct series_point *p;
@@ -362,8 +364,13 @@ static int keep_point(void *ctx, int64_t bucket, uint64_t count)
 		a->points = p;
 		a->points_cap = cap;
 	}
-	a->points[a->npoints++] = (struct series_point){ bucket, count };
+	a->points[a->npoints++] = (struct series_point){ bucket, count, matched };
 	return 0;
+}
+
+static int keep_point(void *ctx, int64_t bucket, uint64_t count)
+{
+	return keep_fn_point(ctx, bucket, count, 0);
 }
 
 /* Keeps one label name, up to max_bytes of them in all. */
@@ -391,17 +398,43 @@ static int keep_name(void *ctx, const char *text)
 	return 0;
 }
 
-/* JSON: [epoch, samples]; table: UTC time, samples, CPU cores over the step
- * (samples x period / step; "-" when the period is mixed or unknown). */
-static void write_point(struct series_ctx *c, int64_t t, uint64_t count)
+/* The matching samples' part of a step's, in percent (0 for an empty step). */
+static double share(uint64_t matched, uint64_t count)
+{
+	return count ? 100.0 * (double)matched / (double)count : 0.0;
+}
+
+/* JSON: [epoch, samples] (function=: [epoch, samples, matching]); table: UTC
+ * time, samples, CPU cores over the step (samples x period / step; "-" when the
+ * period is mixed or unknown), and with function= the matching samples and
+ * their share. */
+static void write_point(struct series_ctx *c, int64_t t, uint64_t count, uint64_t matched)
 {
 	char when[32];
 	struct tm tm;
 	time_t tt = (time_t)t;
 
-	if (c->json) {
+	if (c->json && c->q->function) {
+		fprintf(c->out, "%s[%lld,%llu,%llu]", c->first ? "" : ",", (long long)t,
+			(unsigned long long)count, (unsigned long long)matched);
+	} else if (c->json) {
 		fprintf(c->out, "%s[%lld,%llu]", c->first ? "" : ",", (long long)t,
 			(unsigned long long)count);
+	} else if (c->q->function) {
+		if (!gmtime_r(&tt, &tm) || !strftime(when, sizeof(when), "%Y-%m-%d %H:%M:%S", &tm))
+			snprintf(when, sizeof(when), "@%lld", (long long)t);
+		if (query_context__offcpu(c->c)) {
+			char off[32], hit[32];
+
+			time_cell(count, off, sizeof(off));
+			time_cell(matched, hit, sizeof(hit));
+			fprintf(c->out, "%-19s %10s %10s %6.2f%%\n", when, off, hit,
+				share(matched, count));
+		} else {
+			fprintf(c->out, "%-19s %10llu %10llu %6.2f%%\n", when,
+				(unsigned long long)count, (unsigned long long)matched,
+				share(matched, count));
+		}
 	} else {
 		if (!gmtime_r(&tt, &tm) || !strftime(when, sizeof(when), "%Y-%m-%d %H:%M:%S", &tm))
 			snprintf(when, sizeof(when), "@%lld", (long long)t);
@@ -421,13 +454,13 @@ static void write_point(struct series_ctx *c, int64_t t, uint64_t count)
 }
 
 /* Buckets with no samples are written as zeros: a gap is information. */
-static int series_point(void *ctx, int64_t bucket, uint64_t count)
+static int series_point(void *ctx, int64_t bucket, uint64_t count, uint64_t matched)
 {
 	struct series_ctx *c = ctx;
 
 	for (; c->next < bucket; c->next += c->q->step)
-		write_point(c, c->next, 0);
-	write_point(c, bucket, count);
+		write_point(c, c->next, 0, 0);
+	write_point(c, bucket, count, matched);
 	c->next = bucket + c->q->step;
 	return 0;
 }
@@ -442,8 +475,22 @@ static int write_series(const struct query_answer *a, FILE *out, bool json)
 	size_t i;
 
 	if (c.json) {
-		fprintf(out, "{\"meta\":%s,\"from\":%lld,\"to\":%lld,\"step\":%lld,\"points\":[",
-			a->meta, (long long)q->from, (long long)q->to, (long long)q->step);
+		fprintf(out, "{\"meta\":%s,\"from\":%lld,\"to\":%lld,\"step\":%lld,", a->meta,
+			(long long)q->from, (long long)q->to, (long long)q->step);
+		if (q->function) {
+			fputs("\"function\":", out);
+			render_json_string(out, q->function);
+			fputs(",", out);
+		}
+		fputs("\"points\":[", out);
+	} else if (q->function) {
+		bool off = query_context__offcpu(&a->ctx);
+
+		query_context__header(&a->ctx, out);
+		fprintf(out, "# step %lld s; MATCHED: stacks with a function matching /%s/\n",
+			(long long)q->step, q->function);
+		fprintf(out, "%-19s %10s %10s %7s\n", "TIME (UTC)", off ? "OFF_CPU" : "SAMPLES",
+			"MATCHED", "SHARE");
 	} else {
 		query_context__header(&a->ctx, out);
 		if (query_context__offcpu(&a->ctx)) {
@@ -457,9 +504,9 @@ static int write_series(const struct query_answer *a, FILE *out, bool json)
 		}
 	}
 	for (i = 0; i < a->npoints; i++)
-		series_point(&c, a->points[i].bucket, a->points[i].count);
+		series_point(&c, a->points[i].bucket, a->points[i].count, a->points[i].matched);
 	for (; !err && c.next < q->to; c.next += q->step)
-		write_point(&c, c.next, 0);
+		write_point(&c, c.next, 0, 0);
 	if (c.json)
 		fprintf(out, "]}\n");
 	return err ?: (ferror(out) ? -EIO : 0);
@@ -588,8 +635,10 @@ int query_load(struct store *st, const struct query *q, size_t max_bytes, struct
 		err = load_flame(st, q, &a->tree);
 		break;
 	case QUERY_SERIES:
-		sq = store_query(q->from, q->to, &q->where, q->type);
-		err = store__query_series(st, &sq, q->step, keep_point, a);
+		sq = stacks_query(q, q->from, q->to, &q->where);
+		err = q->function
+			      ? fnseries__load(st, &sq, q->step, &q->function_re, keep_fn_point, a)
+			      : store__query_series(st, &sq, q->step, keep_point, a);
 		break;
 	case QUERY_LABELS:
 		sq = store_query(q->from, q->to, &q->where, q->type);

@@ -26,6 +26,7 @@
 #ifndef SMOLDER_QUERY_H
 #define SMOLDER_QUERY_H
 
+#include <regex.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -76,6 +77,9 @@ struct query {
 					       * 0: no budget. Not a parameter: set by the
 					       * caller (the collector's --query-memory-mb) */
 	const char *type;		      /* type=: STORE_TYPE_CPU or "offcpu"; NULL: cpu */
+	const char *function;		      /* series: function=REGEX (fnseries.h); NULL:
+					       * the selection's total alone */
+	regex_t function_re;		      /* function compiled; query_free() frees it */
 	char *owned[2 * QUERY_MAX_WHERE * 3]; /* strings split out of where=K=V */
 	size_t nowned;
 };

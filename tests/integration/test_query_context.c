@@ -375,13 +375,92 @@ static void test_offcpu_units(void **state)
 	free(body);
 }
 
+/* A spike that changes what the CPU does, not how much: six windows of 100
+ * samples each, validate's part 10, 10, 90, 90, 10, 10. The plain series is flat;
+ * function=^validate$ gives each step's matching samples, in steps of the posted
+ * windows, and a pattern matches anywhere in a name. */
+static void test_function_series(void **state)
+{
+	static const uint64_t validate[] = { 10, 10, 90, 90, 10, 10 };
+	static const char *const stacks[] = { "api;main;validate", "api;main;serve" };
+	const char *keys[] = { "comm" }, *values[] = { "fnapi" };
+	const int64_t w0 = t0 + 600;
+	char want[128], *body;
+	struct reply r;
+	int w;
+
+	(void)state;
+	for (w = 0; w < 6; w++) {
+		struct batch_builder *bb;
+		struct batch *b;
+
+		assert_int_equal(batch_builder__new("fn", "ctxhost", "cpu", &bb), 0);
+		assert_int_equal(batch_builder__add(bb, keys, values, 1, stacks[0], validate[w]),
+				 0);
+		assert_int_equal(
+			batch_builder__add(bb, keys, values, 1, stacks[1], 100 - validate[w]), 0);
+		assert_int_equal(
+			batch_builder__finish(bb, (uint64_t)w + 1, w0 + 10 * w, 10, HZ99, &b), 0);
+		assert_int_equal(post_batch(c.port, NULL, b, NULL), 200);
+		batch__free(b);
+		batch_builder__free(bb);
+	}
+	body = get("/api/v1/series?format=json&from=%lld&to=%lld&step=10s&where=comm=fnapi",
+		   (long long)w0, (long long)w0 + 60);
+	for (w = 0; w < 6; w++) { /* flat: the spike is not in the total */
+		snprintf(want, sizeof(want), "[%lld,100]", (long long)(w0 + 10 * w));
+		assert_has(body, want);
+	}
+	free(body);
+	body = get("/api/v1/series?format=json&from=%lld&to=%lld&step=10s&where=comm=fnapi"
+		   "&function=%%5Evalidate%%24",
+		   (long long)w0, (long long)w0 + 60);
+	assert_has(body, "\"function\":\"^validate$\"");
+	for (w = 0; w < 6; w++) {
+		snprintf(want, sizeof(want), "[%lld,100,%llu]", (long long)(w0 + 10 * w),
+			 (unsigned long long)validate[w]);
+		assert_has(body, want);
+	}
+	free(body);
+	/* anywhere in the name; the process frame (fnapi) is not a function */
+	body = get("/api/v1/series?format=table&from=%lld&to=%lld&step=20s&where=comm=fnapi"
+		   "&function=lid",
+		   (long long)w0, (long long)w0 + 60);
+	assert_has(body, "TIME (UTC)             SAMPLES    MATCHED   SHARE\n");
+	assert_has(body, "        200        180  90.00%\n");
+	free(body);
+	body = get("/api/v1/series?format=json&from=%lld&to=%lld&step=10s&function=fnapi",
+		   (long long)w0, (long long)w0 + 20);
+	snprintf(want, sizeof(want), "[%lld,100,0]", (long long)w0);
+	assert_has(body, want);
+	free(body);
+
+	/* refusals, each with its reason */
+	r = http_get(c.port, "/api/v1/series?function=%28", NULL);
+	if (r.status != 400 || !strstr(r.body, "is not a regular expression"))
+		fail_msg("function=(: %ld %s", r.status, r.body);
+	free(r.body);
+	r = http_get(c.port, "/api/v1/series?function=%28a%29%5C1", NULL);
+	if (r.status != 400 || !strstr(r.body, "back-references"))
+		fail_msg("function=(a)\\1: %ld %s", r.status, r.body);
+	free(r.body);
+	r = http_get(c.port, "/api/v1/series?from=-1d&step=10s&function=a", NULL);
+	if (r.status != 400 || !strstr(r.body, "more than 2000 points"))
+		fail_msg("a function over 8,640 steps: %ld %s", r.status, r.body);
+	free(r.body);
+	r = http_get(c.port, "/api/v1/top?function=a", NULL);
+	if (r.status != 400 || !strstr(r.body, "unknown parameter 'function'"))
+		fail_msg("top?function=: %ld %s", r.status, r.body);
+	free(r.body);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_meta),	       cmocka_unit_test(test_titles),
 		cmocka_unit_test(test_mixed_periods),  cmocka_unit_test(test_series),
 		cmocka_unit_test(test_unknown_period), cmocka_unit_test(test_empty_selection),
-		cmocka_unit_test(test_offcpu_units),
+		cmocka_unit_test(test_offcpu_units),   cmocka_unit_test(test_function_series),
 	};
 
 	return cmocka_run_group_tests(tests, group_setup, group_teardown);

@@ -405,6 +405,15 @@ static void test_time_forms(void **state)
 		r = cli(m, "series", "--since", "1h30m", "--step", "1h", "--format", "json");
 		assert_int_equal(r.code, 0);
 		run_free(&r);
+		/* a function's timeline: of the 10 samples, "api;main;b;c"'s 3 hold c */
+		r = cli(m, "series", "--since", "1h", "--step", "1h", "--function", "^c$",
+			"--format", "json");
+		if (r.code != 0 || !strstr(r.out, ",10,3]") ||
+		    !strstr(r.out, "\"function\":\"^c$\""))
+			fail_msg("series --function ^c$: exit %d %s %s", r.code, r.out, r.err);
+		run_free(&r);
+		expect(cli(m, "series", "--since", "1h", "--function", "a\\1"), 2,
+		       "function: back-references (\\1) are not taken", "--function a\\1");
 		/* a time given to --since is refused as such (it became '-now-5m') */
 		expect(cli(m, "flame", "--since", "now-5m"), 2,
 		       "smolder flame: --since wants a duration like 5m or 1h30m (for a time, use "

@@ -1,0 +1,39 @@
+/* A function's timeline: for each step of a series' range, the samples of its
+ * selection and those whose stack holds a frame whose function name matches a
+ * pattern (series function=REGEX): the line that shows a spike which changes
+ * what the CPU does without changing how much. A library: no I/O. */
+#ifndef SMOLDER_FNSERIES_H
+#define SMOLDER_FNSERIES_H
+
+#include <regex.h>
+#include <stdint.h>
+
+#include "store/store.h"
+
+/* Longest pattern accepted, in bytes: a function name with room for anchors and
+ * alternatives; the pattern comes from the network. */
+#define FNSERIES_MAX_PATTERN 256
+
+/* Series buckets a function timeline reads stacks for: each is a stacks query of
+ * its own (a plain series reads block totals only), so the answer's cost grows
+ * with them; a day at 60 s steps is 1,440. */
+#define FNSERIES_MAX_POINTS 2000
+
+/* Compiles pattern (POSIX extended, matched anywhere in a function's name, case
+ * sensitive) into re. Refused with -EINVAL and a reason: longer than
+ * FNSERIES_MAX_PATTERN, a back-reference (\1..\9: exponential to match), or
+ * what regcomp() refuses. On success the caller regfree()s re. */
+int fnseries__compile(const char *pattern, regex_t *re, char *why, size_t whylen);
+
+/* Called for each bucket with samples, in time order: the bucket's start, its
+ * samples, and those of them in stacks with a matching frame. Non-zero stops. */
+typedef int (*fnseries_point_fn)(void *ctx, int64_t bucket, uint64_t total, uint64_t matched);
+
+/* Reads q's range [q->from, q->to) bucket by bucket (step seconds) and calls cb
+ * for each bucket with samples. The process frame (a stack's root) is not
+ * matched: the where=comm=... selection is for that. Returns 0, cb's nonzero
+ * return, -ENOMEM, or a store error (-ENOBUFS past q->max_stacks in a bucket). */
+int fnseries__load(struct store *st, const struct store_query *q, int64_t step, const regex_t *re,
+		   fnseries_point_fn cb, void *ctx);
+
+#endif
