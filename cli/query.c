@@ -128,6 +128,8 @@ static const struct command {
 	  "  --function RE      also each step's samples whose stack holds a function\n"
 	  "                     matching RE (POSIX extended, anywhere in the name) and\n"
 	  "                     their share: a spike in what the CPU does, not how much\n"
+	  "  --breakdown N      instead, the N (1-20) heaviest functions by self samples\n"
+	  "                     and each one's share per step: what changed, unnamed\n"
 	  "  --format F         table (default), json\n"
 	  "  --type T           the profile type: cpu (default) or offcpu (agents with\n"
 	  "                     --off-cpu on: nanoseconds threads spent waiting)\n"
@@ -179,6 +181,7 @@ static const struct option {
 	{ "--sort", "sort", true, K(QUERY_TOP) },
 	{ "--step", "step", true, K(QUERY_SERIES) },
 	{ "--function", "function", true, K(QUERY_SERIES) },
+	{ "--breakdown", "breakdown", true, K(QUERY_SERIES) },
 	{ "--name", "name", true, K(QUERY_LABELS) },
 	{ "--before", NULL, true, K(QUERY_DIFF) },
 	{ "--after", NULL, true, K(QUERY_DIFF) },

@@ -80,47 +80,80 @@ int fnseries__compile(const char *pattern, regex_t *re, char *why, size_t whylen
 	return 0;
 }
 
-/* Frame ids seen, and whether each matched: open addressing, ids + 1 as keys (0
- * is empty), grown at half full. */
-struct seen {
+/* Frame id -> a small value (whether it matched; a breakdown's group), so a
+ * frame is looked at once per answer: open addressing, ids + 1 as keys (0 is
+ * empty), grown at half full. */
+struct idmap {
 	uint64_t *keys;
-	uint8_t *matched;
+	uint32_t *vals;
 	size_t cap, n;
 };
 
-static int seen_grow(struct seen *s)
+static size_t idmap_slot(const uint64_t *keys, size_t cap, uint64_t key)
 {
-	size_t cap = s->cap ? s->cap * 2 : 1024, i, j;
-	uint64_t *keys = calloc(cap, sizeof(*keys));
-	uint8_t *matched = calloc(cap, 1);
+	size_t j = (size_t)(key * 0x9e3779b97f4a7c15ull) & (cap - 1);
 
-	if (!keys || !matched) {
+	while (keys[j] && keys[j] != key)
+		j = (j + 1) & (cap - 1);
+	return j;
+}
+
+static int idmap_grow(struct idmap *m)
+{
+	size_t cap = m->cap ? m->cap * 2 : 1024, i, j;
+	uint64_t *keys = calloc(cap, sizeof(*keys));
+	uint32_t *vals = calloc(cap, sizeof(*vals));
+
+	if (!keys || !vals) {
 		free(keys);
-		free(matched);
+		free(vals);
 		return -ENOMEM;
 	}
-	for (i = 0; i < s->cap; i++) {
-		if (!s->keys[i])
+	for (i = 0; i < m->cap; i++) {
+		if (!m->keys[i])
 			continue;
-		for (j = s->keys[i] * 0x9e3779b97f4a7c15ull & (cap - 1); keys[j];
-		     j = (j + 1) & (cap - 1))
-			;
-		keys[j] = s->keys[i];
-		matched[j] = s->matched[i];
+		j = idmap_slot(keys, cap, m->keys[i]);
+		keys[j] = m->keys[i];
+		vals[j] = m->vals[i];
 	}
-	free(s->keys);
-	free(s->matched);
-	s->keys = keys;
-	s->matched = matched;
-	s->cap = cap;
+	free(m->keys);
+	free(m->vals);
+	m->keys = keys;
+	m->vals = vals;
+	m->cap = cap;
 	return 0;
+}
+
+/* The value of id in *val: 1 found, 0 not (then idmap_put() may add it at the
+ * slot returned in *slot), -ENOMEM. */
+static int idmap_get(struct idmap *m, uint64_t id, uint32_t *val, size_t *slot)
+{
+	if (2 * (m->n + 1) > m->cap && idmap_grow(m))
+		return -ENOMEM;
+	*slot = idmap_slot(m->keys, m->cap, id + 1);
+	if (!m->keys[*slot])
+		return 0;
+	*val = m->vals[*slot];
+	return 1;
+}
+
+static void idmap_put(struct idmap *m, size_t slot, uint64_t id, uint32_t val)
+{
+	m->keys[slot] = id + 1;
+	m->vals[slot] = val;
+	m->n++;
+}
+
+static void idmap_free(struct idmap *m)
+{
+	free(m->keys);
+	free(m->vals);
 }
 
 struct fn_ctx {
 	const regex_t *re;
-	struct seen seen;
+	struct idmap seen;
 	uint64_t total, matched;
-	int err;
 };
 
 static bool name_matches(const regex_t *re, const struct frame *f)
@@ -136,20 +169,20 @@ static bool name_matches(const regex_t *re, const struct frame *f)
 /* Whether frame f (id, or no id: NULL ids) matches, remembered by id. */
 static int frame_matches(struct fn_ctx *c, const struct frame *f, const uint64_t *id)
 {
-	size_t j;
+	uint32_t v = 0;
+	size_t slot;
+	int found;
 
 	if (!id)
 		return name_matches(c->re, f);
-	if (2 * (c->seen.n + 1) > c->seen.cap && seen_grow(&c->seen))
-		return -ENOMEM;
-	for (j = (*id + 1) * 0x9e3779b97f4a7c15ull & (c->seen.cap - 1); c->seen.keys[j];
-	     j = (j + 1) & (c->seen.cap - 1))
-		if (c->seen.keys[j] == *id + 1)
-			return c->seen.matched[j];
-	c->seen.keys[j] = *id + 1;
-	c->seen.matched[j] = name_matches(c->re, f);
-	c->seen.n++;
-	return c->seen.matched[j];
+	found = idmap_get(&c->seen, *id, &v, &slot);
+	if (found < 0)
+		return found;
+	if (!found) {
+		v = name_matches(c->re, f);
+		idmap_put(&c->seen, slot, *id, v);
+	}
+	return (int)v;
 }
 
 static int add_stack(void *ctx, const struct frame *frames, const uint64_t *ids, size_t nframes,
@@ -217,7 +250,226 @@ int fnseries__load(struct store *st, const struct store_query *q, int64_t step, 
 			err = cb(ctx, b.starts[i], c.total, c.matched);
 	}
 	free(b.starts);
-	free(c.seen.keys);
-	free(c.seen.matched);
+	idmap_free(&c.seen);
+	return err;
+}
+
+/* ---- breakdown ------------------------------------------------------------- */
+
+/* Functions by text: group i has texts[i] and self[i]; the index maps a text's
+ * hash to i + 1 (open addressing, grown at half full). */
+struct groups {
+	char **texts;
+	uint64_t *self;
+	size_t n, cap;
+	uint32_t *index;
+	size_t index_cap;
+};
+
+static uint64_t text_hash(const char *t)
+{
+	uint64_t h = 0xcbf29ce484222325ull;
+
+	for (; *t; t++)
+		h = (h ^ (unsigned char)*t) * 0x100000001b3ull;
+	return h;
+}
+
+static int groups_reindex(struct groups *g)
+{
+	size_t cap = g->index_cap ? g->index_cap * 2 : 1024, i, j;
+	uint32_t *index = calloc(cap, sizeof(*index));
+
+	if (!index)
+		return -ENOMEM;
+	for (i = 0; i < g->n; i++) {
+		for (j = text_hash(g->texts[i]) & (cap - 1); index[j]; j = (j + 1) & (cap - 1))
+			;
+		index[j] = (uint32_t)i + 1;
+	}
+	free(g->index);
+	g->index = index;
+	g->index_cap = cap;
+	return 0;
+}
+
+/* The group of text, added when new: its index, or -ENOMEM. */
+static long groups_find(struct groups *g, const char *text)
+{
+	size_t j;
+	void *p;
+
+	if (2 * (g->n + 1) > g->index_cap && groups_reindex(g))
+		return -ENOMEM;
+	for (j = text_hash(text) & (g->index_cap - 1); g->index[j];
+	     j = (j + 1) & (g->index_cap - 1))
+		if (!strcmp(g->texts[g->index[j] - 1], text))
+			return (long)g->index[j] - 1;
+	if (g->n == g->cap) {
+		size_t cap = g->cap ? g->cap * 2 : 256;
+
+		if (!(p = realloc(g->texts, cap * sizeof(*g->texts))))
+			return -ENOMEM;
+		g->texts = p;
+		if (!(p = realloc(g->self, cap * sizeof(*g->self))))
+			return -ENOMEM;
+		g->self = p;
+		g->cap = cap;
+	}
+	if (!(g->texts[g->n] = strdup(text)))
+		return -ENOMEM;
+	g->self[g->n] = 0;
+	g->index[j] = (uint32_t)g->n + 1;
+	return (long)g->n++;
+}
+
+static void groups_free(struct groups *g)
+{
+	size_t i;
+
+	for (i = 0; i < g->n; i++)
+		free(g->texts[i]);
+	free(g->texts);
+	free(g->self);
+	free(g->index);
+}
+
+struct mix_ctx {
+	struct groups g;
+	struct idmap group_of;	/* leaf frame id -> group */
+	const uint32_t *column; /* pass 2: group -> column + 1 (0: not followed) */
+	uint64_t *counts;	/* pass 2: this step's k columns */
+	uint64_t total;
+};
+
+static uint64_t sat_add(uint64_t a, uint64_t b)
+{
+	return b > UINT64_MAX - a ? UINT64_MAX : a + b;
+}
+
+/* The group of a stack's leaf: a function, its lines merged; -ENOMEM. */
+static long leaf_group(struct mix_ctx *c, const struct frame *leaf, const uint64_t *id)
+{
+	char text[2 * FRAME_MAX_NAME_LEN + 32];
+	struct frame f = *leaf;
+	uint32_t v = 0;
+	size_t slot = 0;
+	long g;
+	int found = id ? idmap_get(&c->group_of, *id, &v, &slot) : 0;
+
+	if (found)
+		return found < 0 ? found : (long)v;
+	if (f.kind == FRAME_PYTHON)
+		f.line = FRAME_NO_LINE;
+	frame_format(&f, text, sizeof(text));
+	g = groups_find(&c->g, text);
+	if (g >= 0 && id)
+		idmap_put(&c->group_of, slot, *id, (uint32_t)g);
+	return g;
+}
+
+static int mix_add(void *ctx, const struct frame *frames, const uint64_t *ids, size_t nframes,
+		   uint64_t count)
+{
+	struct mix_ctx *c = ctx;
+	long g;
+
+	c->total = sat_add(c->total, count);
+	if (nframes < 2) /* the process frame alone: no function */
+		return 0;
+	g = leaf_group(c, &frames[nframes - 1], ids ? &ids[nframes - 1] : NULL);
+	if (g < 0)
+		return (int)g;
+	if (!c->column)
+		c->g.self[g] = sat_add(c->g.self[g], count);
+	else if (c->column[g])
+		c->counts[c->column[g] - 1] = sat_add(c->counts[c->column[g] - 1], count);
+	return 0;
+}
+
+/* Groups by self samples, heaviest first (ties: by text), for qsort_r(). */
+static int by_self(const void *a, const void *b, void *ctx)
+{
+	const struct groups *g = ctx;
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+
+	if (g->self[x] != g->self[y])
+		return g->self[x] < g->self[y] ? 1 : -1;
+	return strcmp(g->texts[x], g->texts[y]);
+}
+
+void fnseries_mix__free(struct fnseries_mix *m)
+{
+	size_t i;
+
+	for (i = 0; m->names && i < m->k; i++)
+		free(m->names[i]);
+	free(m->names);
+	free(m->buckets);
+	free(m->totals);
+	free(m->counts);
+	*m = (struct fnseries_mix){ 0 };
+}
+
+int fnseries__load_mix(struct store *st, const struct store_query *q, int64_t step, size_t k,
+		       struct fnseries_mix *out)
+{
+	struct mix_ctx c = { 0 };
+	struct store_stack_ids with_ids = { mix_add, &c };
+	struct buckets b = { 0 };
+	struct store_query bq = *q;
+	uint32_t *order = NULL, *column = NULL;
+	size_t i;
+	int err;
+
+	*out = (struct fnseries_mix){ 0 };
+	/* pass 1: self samples of every function over the whole range */
+	err = store__query_stacks(st, q, store_stack_ids, &with_ids);
+	err = err ?: store__query_series(st, q, step, keep_bucket, &b);
+	if (err)
+		goto out;
+	order = malloc((c.g.n ?: 1) * sizeof(*order));
+	column = calloc(c.g.n ?: 1, sizeof(*column));
+	out->names = calloc(k ?: 1, sizeof(*out->names));
+	out->buckets = malloc((b.n ?: 1) * sizeof(*out->buckets));
+	out->totals = malloc((b.n ?: 1) * sizeof(*out->totals));
+	out->counts = calloc((b.n ?: 1) * (k ?: 1), sizeof(*out->counts));
+	if (!order || !column || !out->names || !out->buckets || !out->totals || !out->counts) {
+		err = -ENOMEM;
+		goto out;
+	}
+	for (i = 0; i < c.g.n; i++)
+		order[i] = (uint32_t)i;
+	qsort_r(order, c.g.n, sizeof(*order), by_self, &c.g);
+	for (i = 0; i < k && i < c.g.n && c.g.self[order[i]]; i++) {
+		column[order[i]] = (uint32_t)i + 1;
+		out->names[i] = c.g.texts[order[i]];
+		c.g.texts[order[i]] = NULL; /* moved */
+		out->k++;
+	}
+	/* pass 2: step by step, the followed functions' self samples */
+	c.column = column;
+	for (i = 0; !err && i < b.n; i++) {
+		bq.from = b.starts[i];
+		bq.to = b.starts[i] + step < q->to ? b.starts[i] + step : q->to;
+		c.total = 0;
+		c.counts = out->counts + out->npoints * out->k;
+		err = store__query_stacks(st, &bq, store_stack_ids, &with_ids);
+		if (!err && c.total) {
+			out->buckets[out->npoints] = b.starts[i];
+			out->totals[out->npoints++] = c.total;
+		}
+	}
+out:
+	for (i = 0; i < c.g.n; i++)
+		free(c.g.texts[i]);
+	c.g.n = 0;
+	groups_free(&c.g);
+	idmap_free(&c.group_of);
+	free(order);
+	free(column);
+	free(b.starts);
+	if (err)
+		fnseries_mix__free(out);
 	return err;
 }

@@ -43,4 +43,28 @@ typedef int (*fnseries_point_fn)(void *ctx, int64_t bucket, uint64_t total, uint
 int fnseries__load(struct store *st, const struct store_query *q, int64_t step, const regex_t *re,
 		   fnseries_point_fn cb, void *ctx);
 
+/* The most functions a breakdown follows: one row each in the UI's view. */
+#define FNSERIES_MAX_BREAKDOWN 20
+
+/* A breakdown ("what changed"): the k functions with the most self samples over
+ * the range (a function at function granularity: a Python frame's qualname and
+ * file, its lines merged) and, per step with samples, each one's self samples and
+ * the step's total: where the CPU time goes, step by step, without knowing a
+ * name. Arrays owned by the struct (fnseries_mix__free). */
+struct fnseries_mix {
+	size_t k;	  /* functions followed: at most the k asked, fewer if fewer exist */
+	char **names;	  /* k frame texts (common/frame.h), heaviest first */
+	size_t npoints;	  /* steps with samples */
+	int64_t *buckets; /* npoints step starts, in time order */
+	uint64_t *totals; /* npoints step totals */
+	uint64_t *counts; /* npoints x k self samples, step by step */
+};
+
+/* Reads q's range twice: once for the k heaviest functions by self samples, then
+ * step by step (as fnseries__load) for their self samples. Returns 0, -ENOMEM or
+ * a store error; on error *out holds nothing. */
+int fnseries__load_mix(struct store *st, const struct store_query *q, int64_t step, size_t k,
+		       struct fnseries_mix *out);
+void fnseries_mix__free(struct fnseries_mix *m);
+
 #endif

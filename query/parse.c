@@ -45,8 +45,9 @@ static const struct {
 							"granularity", "max_nodes", NULL } },
 	[QUERY_TOP] = { "top", (const char *const[]){ "from", "to", "where", "type", "format",
 						      "granularity", "limit", "sort", NULL } },
-	[QUERY_SERIES] = { "series", (const char *const[]){ "from", "to", "where", "type", "format",
-							    "step", "function", NULL } },
+	[QUERY_SERIES] = { "series",
+			   (const char *const[]){ "from", "to", "where", "type", "format", "step",
+						  "function", "breakdown", NULL } },
 	[QUERY_LABELS] = { "labels",
 			   (const char *const[]){ "from", "to", "where", "format", NULL } },
 	[QUERY_LABEL_VALUES] = { "label values", (const char *const[]){ "name", "from", "to",
@@ -298,15 +299,37 @@ int query_parse(struct query *q, enum query_kind kind, const struct query_params
 					  "step too small: more than %d points", QUERY_MAX_POINTS);
 			goto out;
 		}
-		v = param(ctx, "function", 0);
+		v = param(ctx, "breakdown", 0);
 		if (v) {
-			if ((q->to - q->from + q->step - 1) / q->step > FNSERIES_MAX_POINTS) {
+			char *end;
+			unsigned long n = strtoul(v, &end, 10);
+
+			if (!isdigit((unsigned char)*v) || *end || n < 1 ||
+			    n > FNSERIES_MAX_BREAKDOWN) {
 				err = reason_fail(why, whylen, -EINVAL,
-						  "step too small for a function's timeline: more "
-						  "than %d points (each reads its stacks)",
-						  FNSERIES_MAX_POINTS);
+						  "breakdown wants a number of functions, 1 to %d, "
+						  "got '%.32s'",
+						  FNSERIES_MAX_BREAKDOWN, v);
 				goto out;
 			}
+			if (param(ctx, "function", 0)) {
+				err = reason_fail(why, whylen, -EINVAL,
+						  "breakdown and function are two views: give one");
+				goto out;
+			}
+			q->breakdown = n;
+		}
+		v = param(ctx, "function", 0);
+		if ((v || q->breakdown) &&
+		    (q->to - q->from + q->step - 1) / q->step > FNSERIES_MAX_POINTS) {
+			err = reason_fail(why, whylen, -EINVAL,
+					  "step too small for a %s: more than %d points (each "
+					  "reads its stacks)",
+					  v ? "function's timeline" : "breakdown",
+					  FNSERIES_MAX_POINTS);
+			goto out;
+		}
+		if (v) {
 			err = fnseries__compile(v, &q->function_re, why, whylen);
 			if (err)
 				goto out;

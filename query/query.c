@@ -137,6 +137,7 @@ struct query_answer {
 	char title[1024], subtitle[1024];
 	struct flame *tree;	     /* flamegraph, diff, top */
 	struct series_point *points; /* series: buckets with samples, in time order */
+	struct fnseries_mix mix;     /* series with breakdown= */
 	size_t npoints, points_cap;
 	char *names; /* labels: NUL-terminated names, one after another */
 	size_t names_len, names_cap, nnames;
@@ -512,14 +513,93 @@ static int write_series(const struct query_answer *a, FILE *out, bool json)
 	return err ?: (ferror(out) ? -EIO : 0);
 }
 
+/* One step of a breakdown: JSON [t, total, c1, .., ck]; table: UTC time, the
+ * step's samples (off-CPU: time) and each function's share of it. */
+static void write_mix_point(const struct query_answer *a, FILE *out, bool json, int64_t t,
+			    uint64_t total, const uint64_t *counts)
+{
+	size_t k = a->mix.k, j;
+	char when[32], off[32];
+	time_t tt = (time_t)t;
+	struct tm tm;
+
+	if (json) {
+		fprintf(out, "[%lld,%llu", (long long)t, (unsigned long long)total);
+		for (j = 0; j < k; j++)
+			fprintf(out, ",%llu", (unsigned long long)(counts ? counts[j] : 0));
+		fputs("]", out);
+		return;
+	}
+	if (!gmtime_r(&tt, &tm) || !strftime(when, sizeof(when), "%Y-%m-%d %H:%M:%S", &tm))
+		snprintf(when, sizeof(when), "@%lld", (long long)t);
+	if (query_context__offcpu(&a->ctx)) {
+		time_cell(total, off, sizeof(off));
+		fprintf(out, "%-19s %10s", when, off);
+	} else {
+		fprintf(out, "%-19s %10llu", when, (unsigned long long)total);
+	}
+	for (j = 0; j < k; j++)
+		fprintf(out, " %6.1f%%", share(counts ? counts[j] : 0, total));
+	fputs("\n", out);
+}
+
+/* A breakdown: the followed functions named once (JSON "breakdown", the table's
+ * "# F1 = ..." lines), then every step, empty ones as zeros. */
+static int write_mix(const struct query_answer *a, FILE *out, bool json)
+{
+	const struct query *q = a->q;
+	const struct fnseries_mix *m = &a->mix;
+	bool off = query_context__offcpu(&a->ctx);
+	size_t i = 0, j;
+	int64_t t;
+
+	if (json) {
+		fprintf(out, "{\"meta\":%s,\"from\":%lld,\"to\":%lld,\"step\":%lld,\"breakdown\":[",
+			a->meta, (long long)q->from, (long long)q->to, (long long)q->step);
+		for (j = 0; j < m->k; j++) {
+			fputs(j ? "," : "", out);
+			render_json_string(out, m->names[j]);
+		}
+		fputs("],\"points\":[", out);
+	} else {
+		query_context__header(&a->ctx, out);
+		fprintf(out,
+			"# step %lld s; F1..F%zu: the heaviest functions by self %s, each one's "
+			"share of the step\n",
+			(long long)q->step, m->k, off ? "time off CPU" : "samples");
+		for (j = 0; j < m->k; j++)
+			fprintf(out, "# F%zu = %s\n", j + 1, m->names[j]);
+		fprintf(out, "%-19s %10s", "TIME (UTC)", off ? "OFF_CPU" : "SAMPLES");
+		for (j = 0; j < m->k; j++) {
+			char col[24];
+
+			snprintf(col, sizeof(col), "F%zu", j + 1);
+			fprintf(out, " %7s", col);
+		}
+		fputs("\n", out);
+	}
+	for (t = q->from; t < q->to; t += q->step) {
+		bool here = i < m->npoints && m->buckets[i] == t;
+
+		if (json && t != q->from)
+			fputs(",", out);
+		write_mix_point(a, out, json, t, here ? m->totals[i] : 0,
+				here ? m->counts + i * m->k : NULL);
+		i += here;
+	}
+	if (json)
+		fputs("]}\n", out);
+	return ferror(out) ? -EIO : 0;
+}
+
 static int out_series_table(const struct query_answer *a, FILE *out)
 {
-	return write_series(a, out, false);
+	return a->q->breakdown ? write_mix(a, out, false) : write_series(a, out, false);
 }
 
 static int out_series_json(const struct query_answer *a, FILE *out)
 {
-	return write_series(a, out, true);
+	return a->q->breakdown ? write_mix(a, out, true) : write_series(a, out, true);
 }
 
 struct labels_ctx {
@@ -636,9 +716,14 @@ int query_load(struct store *st, const struct query *q, size_t max_bytes, struct
 		break;
 	case QUERY_SERIES:
 		sq = stacks_query(q, q->from, q->to, &q->where);
-		err = q->function
-			      ? fnseries__load(st, &sq, q->step, &q->function_re, keep_fn_point, a)
-			      : store__query_series(st, &sq, q->step, keep_point, a);
+		if (q->breakdown)
+			err = fnseries__load_mix(st, &sq, q->step, q->breakdown, &a->mix);
+		else if (q->function)
+			err = fnseries__load(st, &sq, q->step, &q->function_re, keep_fn_point, a);
+		else
+			err = store__query_series(st, &sq, q->step, keep_point, a);
+		for (size_t i = 0; !err && i < a->mix.npoints; i++) /* the context's totals */
+			err = keep_point(a, a->mix.buckets[i], a->mix.totals[i]);
 		break;
 	case QUERY_LABELS:
 		sq = store_query(q->from, q->to, &q->where, q->type);
@@ -691,6 +776,7 @@ void query_answer__free(struct query_answer *a)
 	flame__free(a->tree);
 	free(a->meta);
 	free(a->points);
+	fnseries_mix__free(&a->mix);
 	free(a->names);
 	free(a);
 }

@@ -80,6 +80,9 @@ struct query {
 	const char *function;		      /* series: function=REGEX (fnseries.h); NULL:
 					       * the selection's total alone */
 	regex_t function_re;		      /* function compiled; query_free() frees it */
+	size_t breakdown;		      /* series: breakdown=N, the N heaviest
+					       * functions' self samples per step
+					       * (fnseries.h); 0: none */
 	char *owned[2 * QUERY_MAX_WHERE * 3]; /* strings split out of where=K=V */
 	size_t nowned;
 };

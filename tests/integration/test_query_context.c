@@ -435,7 +435,35 @@ static void test_function_series(void **state)
 	assert_has(body, want);
 	free(body);
 
+	/* the breakdown names the heaviest functions by self samples (serve 380,
+	 * validate 220) and gives each one's samples per step: the swap shows */
+	body = get("/api/v1/series?format=json&from=%lld&to=%lld&step=10s&where=comm=fnapi"
+		   "&breakdown=2",
+		   (long long)w0, (long long)w0 + 60);
+	assert_has(body, "\"breakdown\":[\"serve\",\"validate\"]");
+	for (w = 0; w < 6; w++) {
+		snprintf(want, sizeof(want), "[%lld,100,%llu,%llu]", (long long)(w0 + 10 * w),
+			 (unsigned long long)(100 - validate[w]), (unsigned long long)validate[w]);
+		assert_has(body, want);
+	}
+	free(body);
+	body = get("/api/v1/series?format=table&from=%lld&to=%lld&step=20s&where=comm=fnapi"
+		   "&breakdown=5",
+		   (long long)w0, (long long)w0 + 60);
+	assert_has(body, "# F1 = serve\n# F2 = validate\n");
+	assert_has(body, "TIME (UTC)             SAMPLES      F1      F2\n");
+	assert_has(body, "        200   10.0%   90.0%\n");
+	free(body);
+
 	/* refusals, each with its reason */
+	r = http_get(c.port, "/api/v1/series?breakdown=21", NULL);
+	if (r.status != 400 || !strstr(r.body, "breakdown wants a number of functions, 1 to 20"))
+		fail_msg("breakdown=21: %ld %s", r.status, r.body);
+	free(r.body);
+	r = http_get(c.port, "/api/v1/series?breakdown=2&function=a", NULL);
+	if (r.status != 400 || !strstr(r.body, "two views"))
+		fail_msg("breakdown and function: %ld %s", r.status, r.body);
+	free(r.body);
 	r = http_get(c.port, "/api/v1/series?function=%28", NULL);
 	if (r.status != 400 || !strstr(r.body, "is not a regular expression"))
 		fail_msg("function=(: %ld %s", r.status, r.body);
