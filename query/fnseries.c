@@ -261,6 +261,8 @@ int fnseries__load(struct store *st, const struct store_query *q, int64_t step, 
 struct groups {
 	char **texts;
 	uint64_t *self;
+	uint32_t *kinds;
+	size_t *name_lens;
 	size_t n, cap;
 	uint32_t *index;
 	size_t index_cap;
@@ -293,8 +295,8 @@ static int groups_reindex(struct groups *g)
 	return 0;
 }
 
-/* The group of text, added when new: its index, or -ENOMEM. */
-static long groups_find(struct groups *g, const char *text)
+/* The group of text (f's), added when new: its index, or -ENOMEM. */
+static long groups_find(struct groups *g, const char *text, const struct frame *f)
 {
 	size_t j;
 	void *p;
@@ -314,11 +316,19 @@ static long groups_find(struct groups *g, const char *text)
 		if (!(p = realloc(g->self, cap * sizeof(*g->self))))
 			return -ENOMEM;
 		g->self = p;
+		if (!(p = realloc(g->kinds, cap * sizeof(*g->kinds))))
+			return -ENOMEM;
+		g->kinds = p;
+		if (!(p = realloc(g->name_lens, cap * sizeof(*g->name_lens))))
+			return -ENOMEM;
+		g->name_lens = p;
 		g->cap = cap;
 	}
 	if (!(g->texts[g->n] = strdup(text)))
 		return -ENOMEM;
 	g->self[g->n] = 0;
+	g->kinds[g->n] = f->kind;
+	g->name_lens[g->n] = f->name_len < strlen(text) ? f->name_len : strlen(text);
 	g->index[j] = (uint32_t)g->n + 1;
 	return (long)g->n++;
 }
@@ -331,6 +341,8 @@ static void groups_free(struct groups *g)
 		free(g->texts[i]);
 	free(g->texts);
 	free(g->self);
+	free(g->kinds);
+	free(g->name_lens);
 	free(g->index);
 }
 
@@ -362,7 +374,7 @@ static long leaf_group(struct mix_ctx *c, const struct frame *leaf, const uint64
 	if (f.kind == FRAME_PYTHON)
 		f.line = FRAME_NO_LINE;
 	frame_format(&f, text, sizeof(text));
-	g = groups_find(&c->g, text);
+	g = groups_find(&c->g, text, &f);
 	if (g >= 0 && id)
 		idmap_put(&c->group_of, slot, *id, (uint32_t)g);
 	return g;
@@ -405,6 +417,8 @@ void fnseries_mix__free(struct fnseries_mix *m)
 	for (i = 0; m->names && i < m->k; i++)
 		free(m->names[i]);
 	free(m->names);
+	free(m->kinds);
+	free(m->name_lens);
 	free(m->buckets);
 	free(m->totals);
 	free(m->counts);
@@ -431,10 +445,13 @@ int fnseries__load_mix(struct store *st, const struct store_query *q, int64_t st
 	order = malloc((c.g.n ?: 1) * sizeof(*order));
 	column = calloc(c.g.n ?: 1, sizeof(*column));
 	out->names = calloc(k ?: 1, sizeof(*out->names));
+	out->kinds = calloc(k ?: 1, sizeof(*out->kinds));
+	out->name_lens = calloc(k ?: 1, sizeof(*out->name_lens));
 	out->buckets = malloc((b.n ?: 1) * sizeof(*out->buckets));
 	out->totals = malloc((b.n ?: 1) * sizeof(*out->totals));
 	out->counts = calloc((b.n ?: 1) * (k ?: 1), sizeof(*out->counts));
-	if (!order || !column || !out->names || !out->buckets || !out->totals || !out->counts) {
+	if (!order || !column || !out->names || !out->kinds || !out->name_lens || !out->buckets ||
+	    !out->totals || !out->counts) {
 		err = -ENOMEM;
 		goto out;
 	}
@@ -444,6 +461,8 @@ int fnseries__load_mix(struct store *st, const struct store_query *q, int64_t st
 	for (i = 0; i < k && i < c.g.n && c.g.self[order[i]]; i++) {
 		column[order[i]] = (uint32_t)i + 1;
 		out->names[i] = c.g.texts[order[i]];
+		out->kinds[i] = c.g.kinds[order[i]];
+		out->name_lens[i] = c.g.name_lens[order[i]];
 		c.g.texts[order[i]] = NULL; /* moved */
 		out->k++;
 	}

@@ -52,12 +52,14 @@ int fnseries__load(struct store *st, const struct store_query *q, int64_t step, 
  * the step's total: where the CPU time goes, step by step, without knowing a
  * name. Arrays owned by the struct (fnseries_mix__free). */
 struct fnseries_mix {
-	size_t k;	  /* functions followed: at most the k asked, fewer if fewer exist */
-	char **names;	  /* k frame texts (common/frame.h), heaviest first */
-	size_t npoints;	  /* steps with samples */
-	int64_t *buckets; /* npoints step starts, in time order */
-	uint64_t *totals; /* npoints step totals */
-	uint64_t *counts; /* npoints x k self samples, step by step */
+	size_t k;	   /* functions followed: at most the k asked, fewer if fewer exist */
+	char **names;	   /* k frame texts (common/frame.h), heaviest first */
+	uint32_t *kinds;   /* k frame kinds (enum frame_kind) */
+	size_t *name_lens; /* k lengths of the function name, a prefix of the text */
+	size_t npoints;	   /* steps with samples */
+	int64_t *buckets;  /* npoints step starts, in time order */
+	uint64_t *totals;  /* npoints step totals */
+	uint64_t *counts;  /* npoints x k self samples, step by step */
 };
 
 /* Reads q's range twice: once for the k heaviest functions by self samples, then

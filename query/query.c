@@ -557,8 +557,12 @@ static int write_mix(const struct query_answer *a, FILE *out, bool json)
 		fprintf(out, "{\"meta\":%s,\"from\":%lld,\"to\":%lld,\"step\":%lld,\"breakdown\":[",
 			a->meta, (long long)q->from, (long long)q->to, (long long)q->step);
 		for (j = 0; j < m->k; j++) {
-			fputs(j ? "," : "", out);
+			fputs(j ? ",{\"name\":" : "{\"name\":", out);
+			render_json_string_n(out, m->names[j], m->name_lens[j]);
+			fprintf(out, ",\"kind\":\"%s\",\"text\":",
+				render_json_kind((uint8_t)m->kinds[j]));
 			render_json_string(out, m->names[j]);
+			fputs("}", out);
 		}
 		fputs("],\"points\":[", out);
 	} else {

@@ -156,7 +156,7 @@ void render_json_string(FILE *out, const char *s)
 	render_json_string_n(out, s, strlen(s));
 }
 
-static const char *kind_name(uint8_t kind)
+const char *render_json_kind(uint8_t kind)
 {
 	switch (kind) {
 	case FLAME_ROOT:
@@ -291,7 +291,7 @@ static int write_names(struct tree_writer *w)
 	for (id = 0; id < n; id++) {
 		w->name_off[id] = b->flushed + b->len;
 		text = flame__text(w->f, id, &tlen, &k);
-		kind = kind_name((uint8_t)k);
+		kind = render_json_kind((uint8_t)k);
 		jb_string(b, text, tlen);
 		JB_LIT(b, ",\"kind\":\"");
 		jb_put(b, kind, strlen(kind));
@@ -448,7 +448,7 @@ int render_json_top(const struct flame_function *fns, size_t n, uint64_t total, 
 		fprintf(out,
 			",\"kind\":\"%s\",\"self\":%llu,\"total\":%llu,\"self_pct\":%.4f,"
 			"\"total_pct\":%.4f",
-			kind_name(fns[i].kind), (unsigned long long)fns[i].self,
+			render_json_kind(fns[i].kind), (unsigned long long)fns[i].self,
 			(unsigned long long)fns[i].total, 100.0 * share(fns[i].self, total),
 			100.0 * share(fns[i].total, total));
 		for (k = 0; k < fns[i].nlines; k++)

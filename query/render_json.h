@@ -68,6 +68,10 @@ int render_json_top(const struct flame_function *fns, size_t n, uint64_t total, 
 /* Writes s as a quoted JSON string, escaped as described above. */
 void render_json_string(FILE *out, const char *s);
 
+/* The name the JSON answers give a frame kind: "native", "kernel", "python",
+ * "process", "jit" (and "root" for the tree's root). */
+const char *render_json_kind(uint8_t kind);
+
 /* The same for the first len bytes of s (which need not be NUL-terminated). */
 void render_json_string_n(FILE *out, const char *s, size_t len);
 

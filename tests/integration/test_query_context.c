@@ -382,7 +382,9 @@ static void test_offcpu_units(void **state)
 static void test_function_series(void **state)
 {
 	static const uint64_t validate[] = { 10, 10, 90, 90, 10, 10 };
-	static const char *const stacks[] = { "api;main;validate", "api;main;serve" };
+	/* validate is Python, on two lines: a breakdown merges them */
+	static const char *const stacks[] = { "api;main;validate (app.py:12)",
+					      "api;main;validate (app.py:13)", "api;main;serve" };
 	const char *keys[] = { "comm" }, *values[] = { "fnapi" };
 	const int64_t w0 = t0 + 600;
 	char want[128], *body;
@@ -395,10 +397,10 @@ static void test_function_series(void **state)
 		struct batch *b;
 
 		assert_int_equal(batch_builder__new("fn", "ctxhost", "cpu", &bb), 0);
-		assert_int_equal(batch_builder__add(bb, keys, values, 1, stacks[0], validate[w]),
-				 0);
 		assert_int_equal(
-			batch_builder__add(bb, keys, values, 1, stacks[1], 100 - validate[w]), 0);
+			batch_builder__add(bb, keys, values, 1, stacks[w % 2], validate[w]), 0);
+		assert_int_equal(
+			batch_builder__add(bb, keys, values, 1, stacks[2], 100 - validate[w]), 0);
 		assert_int_equal(
 			batch_builder__finish(bb, (uint64_t)w + 1, w0 + 10 * w, 10, HZ99, &b), 0);
 		assert_int_equal(post_batch(c.port, NULL, b, NULL), 200);
@@ -440,7 +442,9 @@ static void test_function_series(void **state)
 	body = get("/api/v1/series?format=json&from=%lld&to=%lld&step=10s&where=comm=fnapi"
 		   "&breakdown=2",
 		   (long long)w0, (long long)w0 + 60);
-	assert_has(body, "\"breakdown\":[\"serve\",\"validate\"]");
+	assert_has(body, "\"breakdown\":[{\"name\":\"serve\",\"kind\":\"native\",\"text\":"
+			 "\"serve\"},{\"name\":\"validate\",\"kind\":\"python\",\"text\":"
+			 "\"validate (app.py)\"}]");
 	for (w = 0; w < 6; w++) {
 		snprintf(want, sizeof(want), "[%lld,100,%llu,%llu]", (long long)(w0 + 10 * w),
 			 (unsigned long long)(100 - validate[w]), (unsigned long long)validate[w]);
@@ -450,7 +454,7 @@ static void test_function_series(void **state)
 	body = get("/api/v1/series?format=table&from=%lld&to=%lld&step=20s&where=comm=fnapi"
 		   "&breakdown=5",
 		   (long long)w0, (long long)w0 + 60);
-	assert_has(body, "# F1 = serve\n# F2 = validate\n");
+	assert_has(body, "# F1 = serve\n# F2 = validate (app.py)\n");
 	assert_has(body, "TIME (UTC)             SAMPLES      F1      F2\n");
 	assert_has(body, "        200   10.0%   90.0%\n");
 	free(body);
