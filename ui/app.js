@@ -44,7 +44,7 @@
   const state = {
     range: '1h', from: 0, to: 0, sel: null, base: null, where: [], bwhere: [], awhere: [],
     type: 'cpu', mode: 'flame', icicle: true, q: '', zoom: [], fn: '', sort: 'self',
-    target: 'base', sandwich: false, nodes: MAX_NODES,
+    target: 'base', sandwich: false, nodes: MAX_NODES, mix: false,
   };
 
   function pair(s) {
@@ -52,12 +52,14 @@
     return m && +m[2] > +m[1] ? [+m[1], +m[2]] : null;
   }
 
+  let rangeDefaulted = false; /* the page was opened without a range */
   function readHash() {
     const p = new URLSearchParams(location.hash.slice(1));
     state.range = QUICK[p.get('range')] ? p.get('range') : '';
     state.from = +p.get('from') || 0;
     state.to = +p.get('to') || 0;
-    if (!state.range && !(state.to > state.from)) state.range = '1h';
+    rangeDefaulted = !state.range && !(state.to > state.from);
+    if (rangeDefaulted) state.range = '1h';
     state.sel = pair(p.get('sel'));
     state.base = pair(p.get('base'));
     const kv = (k) => p.getAll(k).filter((w) => /^[^=]+=/.test(w));
@@ -74,6 +76,7 @@
     state.fn = p.get('fn') || '';
     state.sort = p.get('sort') || 'self';
     state.sandwich = p.get('sandwich') === '1';
+    state.mix = p.get('mix') === '1';
   }
 
   function hashOf(s, absolute) {
@@ -99,6 +102,7 @@
     if (s.fn) p.set('fn', s.fn);
     if (s.sort !== 'self') p.set('sort', s.sort);
     if (s.sandwich && s.fn) p.set('sandwich', '1');
+    if (s.mix) p.set('mix', '1');
     return '#' + p.toString();
   }
 
@@ -142,6 +146,42 @@
   function fmtRange(r) {
     const a = fmtTime(r[0]), b = fmtTime(r[1]);
     return a + ' \u2013 ' + (a.slice(0, 10) === b.slice(0, 10) ? b.slice(11) : b);
+  }
+
+  /* A duration in nanoseconds, as a person reads it: 850 µs, 12.3 ms, 4.2 s,
+   * 3.5 min, 2.1 h. */
+  function fmtNs(ns) {
+    const s = ns / 1e9;
+    if (s >= 7200) return (s / 3600).toFixed(1) + ' h';
+    if (s >= 120) return (s / 60).toFixed(1) + ' min';
+    if (s >= 1) return s.toFixed(s >= 10 ? 1 : 2) + ' s';
+    if (s >= 1e-3) return (s * 1e3).toFixed(s >= 1e-2 ? 0 : 1) + ' ms';
+    return (s * 1e6).toFixed(0) + ' \u00b5s';
+  }
+
+  /* A value of the current profile type with its unit: samples for cpu, time
+   * for offcpu (its values are nanoseconds waited). */
+  function fmtValue(v, type) {
+    return type === 'offcpu' ? fmtNs(v) : fmtCount(v) + ' samples';
+  }
+
+  /* The timeline's y axis: short labels that fit its 56 px (12k, 3.4M; off-CPU
+   * as times). */
+  function fmtAxis(v, type) {
+    if (type === 'offcpu') return v ? fmtNs(v) : '0';
+    const a = Math.abs(v);
+    if (a >= 1e9) return (v / 1e9).toFixed(1) + 'G';
+    if (a >= 1e6) return (v / 1e6).toFixed(1) + 'M';
+    if (a >= 1e4) return (v / 1e3).toFixed(0) + 'k';
+    return String(Math.round(v * 100) / 100);
+  }
+
+  /* A function name as a pattern the series API matches against names
+   * (POSIX extended): the name itself, anchored; a long name by its first 100
+   * characters (the API takes patterns up to 256 bytes). */
+  function fnPattern(name) {
+    const esc = (t) => t.replace(/[\\^$.|?*+()[\]{}]/g, '\\$&');
+    return name.length > 100 ? '^' + esc(name.slice(0, 100)) : '^' + esc(name) + '$';
   }
 
   /* ---- API ------------------------------------------------------------------ */
@@ -285,58 +325,187 @@
       cursor: { drag: { x: true, y: false, setScale: false }, points: { show: false } },
       select: { show: true },
       series: [{}, {
-        label: 'samples', stroke: css('--accent'), fill: css('--accent-fill'), width: 1.5,
+        label: 'all', stroke: css('--accent'), fill: css('--accent-fill'), width: 1.5,
+        paths: uPlot.paths.stepped({ align: 1 }),
+      }, {
+        label: 'function', stroke: css('--fn-line'), width: 2,
         paths: uPlot.paths.stepped({ align: 1 }),
       }],
       axes: [
         { stroke: css('--fg-dim'), grid: { stroke: css('--grid'), width: 1 }, ticks: { show: false } },
-        { stroke: css('--fg-dim'), grid: { stroke: css('--grid'), width: 1 }, ticks: { show: false }, size: 56 },
+        { stroke: css('--fg-dim'), grid: { stroke: css('--grid'), width: 1 }, ticks: { show: false }, size: 56,
+          values: (u, vals) => vals.map((v) => fmtAxis(v, state.type)) },
       ],
       hooks: { setSelect: [onSelect], draw: [drawBands] },
     };
-    return new uPlot(opts, [[], []], $('timeline'));
+    return new uPlot(opts, [[], [], []], $('timeline'));
   }
 
   async function refreshSeries() {
     const r = timeRange(state), step = stepFor(r[1] - r[0]);
     /* bucket edges on multiples of the step, so a window is never split */
     const from = Math.floor(r[0] / step) * step, to = Math.ceil(r[1] / step) * step;
+    /* the picked function's line over the total: one query gives both */
+    const fn = state.fn && state.mode !== 'diff' ? state.fn : '';
     const url = query('/api/v1/series', [['format', 'json'], ['from', from], ['to', to],
-      ['step', step], ['type', state.type], ...whereParams(state)]);
+      ['step', step], ['type', state.type], ...whereParams(state),
+      ...(fn ? [['function', fnPattern(fn)]] : [])]);
     busy(1);
     try {
       const s = await getJson(url);
       series = s;
       const xs = s.points.map((p) => p[0]), ys = s.points.map((p) => p[1]);
+      const fs = s.points.map((p) => (fn ? p[2] : null));
       /* a last point at the end, so the last step is drawn as wide as the others */
       if (xs.length) {
         xs.push(s.to);
         ys.push(ys[ys.length - 1]);
+        fs.push(fs[fs.length - 1]);
       }
-      plot.setData([xs, ys]);
+      plot.setData([xs, ys, fs]);
       plot.setScale('x', { min: from, max: to });
       let peak = -1;
       s.points.forEach((p, i) => {
         if (peak < 0 || p[1] > s.points[peak][1]) peak = i;
       });
       const info = $('peak');
+      $('timeline').dataset.fn = fn;
       if (peak >= 0 && s.points[peak][1] > 0) {
-        info.textContent = fmtCount(s.meta.total) + ' samples \u00b7 peak ' + fmtCount(s.points[peak][1]) +
+        let text = fmtValue(s.meta.total, s.meta.type) + ' \u00b7 peak ' + fmtValue(s.points[peak][1], s.meta.type) +
           ' at ' + fmtTime(s.points[peak][0]) + ' (step ' + s.step + ' s)';
+        if (fn) {
+          /* the step where the function's share is highest, among steps with samples */
+          let best = -1;
+          s.points.forEach((p, i) => {
+            if (p[1] && (best < 0 || p[2] / p[1] > s.points[best][2] / s.points[best][1])) best = i;
+          });
+          const b = s.points[best], all = s.points.reduce((n, p) => n + p[2], 0);
+          text += ' \u00b7 ' + fn + ': ' + fmtPct(all / s.meta.total) + ' overall, ' +
+            fmtPct(b[2] / b[1]) + ' at ' + fmtTime(b[0]);
+        }
+        info.textContent = text;
         info.dataset.peakT = s.points[peak][0];
         info.dataset.peak = s.points[peak][1];
       } else {
         info.textContent = 'no samples in this range' + (s.meta.empty_reason ? ': ' + s.meta.empty_reason : '');
+        delete info.dataset.peak;
         delete info.dataset.peakT;
       }
       info.dataset.step = s.step;
       $('timeline').dataset.from = from;
       $('timeline').dataset.to = to;
+      if (firstSeries) {
+        firstSeries = false;
+        if (fitYoungStore(s)) return;
+      }
     } catch (e) {
       showError('timeline', e);
     } finally {
       busy(-1);
     }
+    refreshMix(from, to, step);
+  }
+
+  /* The first timeline of a page opened on the default range: when all the
+   * store's samples in it are in its last 15 minutes (a young store), the view
+   * narrows to 15 minutes rather than show a blank hour. True when it did. */
+  let firstSeries = true;
+  function fitYoungStore(s) {
+    if (!rangeDefaulted || state.range !== '1h') return false;
+    const first = s.points.find((p) => p[1] > 0);
+    if (!first || first[0] < s.to - QUICK['15m']) return false;
+    state.range = '15m';
+    changed(false);
+    return true;
+  }
+
+  /* ---- what changed: the heaviest functions' shares, step by step ------------ */
+  const MIX_FUNCTIONS = 8, MIX_ROW = 18, MIX_LABEL = 220;
+  let mix = null;
+
+  async function refreshMix(from, to, step) {
+    const box = $('mix-box');
+    box.hidden = !state.mix || state.mode === 'diff';
+    $('mix-toggle').setAttribute('aria-pressed', state.mix ? 'true' : 'false');
+    if (box.hidden) return;
+    const url = query('/api/v1/series', [['format', 'json'], ['from', from], ['to', to],
+      ['step', step], ['type', state.type], ...whereParams(state), ['breakdown', MIX_FUNCTIONS]]);
+    if (mix && mix.url === url) { /* a redraw: the same answer */
+      drawMix();
+      return;
+    }
+    box.dataset.state = 'loading';
+    try {
+      mix = await getJson(url);
+      mix.url = url;
+      drawMix();
+      box.dataset.state = 'ready';
+    } catch (e) {
+      showError('what changed', e);
+    }
+  }
+
+  /* One row per function, one cell per step, as wide as the timeline's steps
+   * above it; a cell's strength is the function's share of that step. */
+  function drawMix() {
+    const c = $('mix');
+    if (!mix || !plot) return;
+    const dpr = window.devicePixelRatio || 1, w = $('timeline').clientWidth || 800;
+    const rows = mix.breakdown.length, h = Math.max(rows, 1) * MIX_ROW;
+    c.style.width = w + 'px';
+    c.style.height = h + 'px';
+    c.width = Math.round(w * dpr);
+    c.height = Math.round(h * dpr);
+    const ctx = c.getContext('2d');
+    ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
+    ctx.clearRect(0, 0, w, h);
+    ctx.font = '12px system-ui, sans-serif';
+    ctx.textBaseline = 'middle';
+    const left = plot.bbox.left / dpr, width = plot.bbox.width / dpr;
+    const x = (t) => left + ((t - mix.from) / (mix.to - mix.from)) * width;
+    const accent = css('--accent'), fg = css('--fg-dim');
+    mix.breakdown.forEach((f, r) => {
+      const y = r * MIX_ROW;
+      ctx.fillStyle = f.name === state.fn ? css('--fg') : fg;
+      ctx.save();
+      ctx.beginPath();
+      ctx.rect(0, y, Math.max(left - 6, 0), MIX_ROW);
+      ctx.clip();
+      ctx.textAlign = 'right';
+      ctx.fillText(f.text, Math.max(left - 6, 0), y + MIX_ROW / 2);
+      ctx.restore();
+      ctx.fillStyle = accent;
+      for (const p of mix.points) {
+        if (!p[1]) continue;
+        ctx.globalAlpha = Math.min(1, p[2 + r] / p[1]);
+        const a = x(p[0]), b = x(p[0] + mix.step);
+        ctx.fillRect(a, y + 1, Math.max(b - a, 1), MIX_ROW - 2);
+      }
+      ctx.globalAlpha = 1;
+    });
+    if (!rows) {
+      ctx.fillStyle = fg;
+      ctx.fillText('no samples in this range', left, MIX_ROW / 2);
+    }
+  }
+
+  /* the row under a click on the mix: its function, picked */
+  function mixRowAt(e) {
+    if (!mix) return null;
+    const r = Math.floor((e.clientY - $('mix').getBoundingClientRect().top) / MIX_ROW);
+    return mix.breakdown[r] || null;
+  }
+
+  /* One click from a selection: compare it with the range just before it, of
+   * the same length. */
+  function compareWithPrevious() {
+    const r = state.sel;
+    if (!r) return;
+    state.mode = 'diff';
+    state.base = [r[0] - (r[1] - r[0]), r[0]];
+    state.fn = '';
+    setTarget('after');
+    changed(false);
   }
 
   /* ---- label filters -------------------------------------------------------- */
@@ -477,6 +646,14 @@
     refreshProfile();
   }
 
+  /* A graph taller than its box opens on its root: the bottom of a flame graph
+   * (the top of an icicle), where the wide frames are, not on an empty corner
+   * of narrow tips. */
+  function showRoot() {
+    const box = $('canvas-box');
+    box.scrollTop = state.icicle ? 0 : box.scrollHeight;
+  }
+
   function setSummary(text, empty) {
     $('summary').textContent = text;
     $('empty').hidden = !empty;
@@ -517,6 +694,7 @@
       flame.icicle = state.icicle;
       flame.setData(tree, diff);
       flame.zoomTo(state.zoom, true);
+      showRoot();
       const m = tree.meta;
       let top = null;
       if (diff) {
@@ -662,9 +840,10 @@
       tr.tabIndex = 0;
       tr.dataset.name = r.name;
       if (r.name === state.fn) tr.classList.add('picked');
-      tr.insertCell().textContent = fmtCount(r.self);
+      const cell = (v) => (state.type === 'offcpu' ? fmtNs(v) : fmtCount(v));
+      tr.insertCell().textContent = cell(r.self);
       tr.insertCell().textContent = r.self_pct.toFixed(2) + '%';
-      tr.insertCell().textContent = fmtCount(r.total);
+      tr.insertCell().textContent = cell(r.total);
       tr.insertCell().textContent = r.total_pct.toFixed(2) + '%';
       const c = tr.insertCell();
       c.textContent = r.name;
@@ -680,6 +859,7 @@
     renderTop();
     applyHighlight();
     renderSandwich();
+    refreshSeries(); /* its line over the timeline */
   }
 
   /* callers (root fn at the bottom, its callers above) and callees (fn on top) of
@@ -766,6 +946,7 @@
     }
     $('selinfo').textContent = s.join(' \u00b7 ');
     $('clearsel').hidden = !state.sel && !state.base;
+    $('compare-prev').hidden = !state.sel || state.mode === 'diff';
     $('compare').setAttribute('aria-pressed', state.mode === 'diff' ? 'true' : 'false');
     $('compare-targets').hidden = state.mode !== 'diff';
     $('flip').textContent = state.icicle ? 'Flame' : 'Icicle';
@@ -877,6 +1058,16 @@
     });
     for (const r of document.querySelectorAll('input[name=target]'))
       r.addEventListener('change', () => setTarget(r.value));
+    $('compare-prev').addEventListener('click', compareWithPrevious);
+    $('mix-toggle').addEventListener('click', () => {
+      state.mix = !state.mix;
+      writeHash();
+      refreshSeries();
+    });
+    $('mix').addEventListener('click', (e) => {
+      const f = mixRowAt(e);
+      if (f) pickFunction(f.name);
+    });
     $('clearsel').addEventListener('click', () => {
       state.sel = null;
       state.base = null;
@@ -889,6 +1080,7 @@
       writeHash();
       renderRangeInfo();
       flame.draw();
+      showRoot();
     });
     let typing = 0;
     $('search').addEventListener('input', () => {
@@ -951,7 +1143,10 @@
     });
     new ResizeObserver(() => {
       const w = $('timeline').clientWidth;
-      if (plot && w && Math.abs(plot.width - w) > 1) plot.setSize({ width: w, height: 150 });
+      if (plot && w && Math.abs(plot.width - w) > 1) {
+        plot.setSize({ width: w, height: 150 });
+        drawMix();
+      }
     }).observe($('timeline'));
   }
 
