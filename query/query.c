@@ -138,6 +138,8 @@ struct query_answer {
 	struct flame *tree;	     /* flamegraph, diff, top */
 	struct series_point *points; /* series: buckets with samples, in time order */
 	struct fnseries_mix mix;     /* series with breakdown= */
+	int64_t step;		     /* series: q->step, or the shortest window's
+				      * length when that is longer (step_text()) */
 	size_t npoints, points_cap;
 	char *names; /* labels: NUL-terminated names, one after another */
 	size_t names_len, names_cap, nnames;
@@ -343,6 +345,7 @@ static int out_top_json(const struct query_answer *a, FILE *out)
 struct series_ctx {
 	const struct query *q;
 	const struct query_context *c;
+	int64_t step; /* the answer's (query_answer.step) */
 	FILE *out;
 	int64_t next; /* the next bucket to write */
 	bool json, first;
@@ -399,6 +402,41 @@ static int keep_name(void *ctx, const char *text)
 	return 0;
 }
 
+/* A series' step: the one asked, raised to the shortest stored window's length
+ * in range when that is longer. A step shorter than a window cannot be honest:
+ * the window's samples all fall into the step it starts in, and that step's
+ * CPU time over its length reads as several times the host's cores (1 s steps
+ * over 10 s windows showed 19.9 cores on a 2-core host). */
+static int series_step(struct store *st, const struct store_query *sq, int64_t asked, int64_t *step)
+{
+	struct store_windows w;
+	int err = store__windows(st, sq, &w);
+
+	*step = asked;
+	if (!err && w.nwindows && w.min_seconds > asked)
+		*step = w.min_seconds;
+	return err;
+}
+
+/* The step for a header: JSON '"step":10,' (and '"requested_step":1,' when
+ * raised); text "10 s", or "10 s (raised from 1 s: ...)". */
+static void step_text(const struct query_answer *a, bool json, char *buf, size_t len)
+{
+	long long step = (long long)a->step, asked = (long long)a->q->step;
+
+	if (json && step != asked)
+		snprintf(buf, len, "\"step\":%lld,\"requested_step\":%lld,", step, asked);
+	else if (json)
+		snprintf(buf, len, "\"step\":%lld,", step);
+	else if (step != asked)
+		snprintf(buf, len,
+			 "%lld s (raised from %lld s: no step is shorter than the windows, "
+			 "%lld s here)",
+			 step, asked, step);
+	else
+		snprintf(buf, len, "%lld s", step);
+}
+
 /* The matching samples' part of a step's, in percent (0 for an empty step). */
 static double share(uint64_t matched, uint64_t count)
 {
@@ -444,12 +482,12 @@ static void write_point(struct series_ctx *c, int64_t t, uint64_t count, uint64_
 
 			time_cell(count, off, sizeof(off));
 			fprintf(c->out, "%-19s %10s %8.3f\n", when, off,
-				(double)count / 1e9 / (double)c->q->step);
+				(double)count / 1e9 / (double)c->step);
 		} else if (c->c->no_cpu)
 			fprintf(c->out, "%-19s %10llu %8s\n", when, (unsigned long long)count, "-");
 		else
 			fprintf(c->out, "%-19s %10llu %8.3f\n", when, (unsigned long long)count,
-				query_context__cpu_seconds(c->c, count) / (double)c->q->step);
+				query_context__cpu_seconds(c->c, count) / (double)c->step);
 	}
 	c->first = false;
 }
@@ -459,25 +497,31 @@ static int series_point(void *ctx, int64_t bucket, uint64_t count, uint64_t matc
 {
 	struct series_ctx *c = ctx;
 
-	for (; c->next < bucket; c->next += c->q->step)
+	for (; c->next < bucket; c->next += c->step)
 		write_point(c, c->next, 0, 0);
 	write_point(c, bucket, count, matched);
-	c->next = bucket + c->q->step;
+	c->next = bucket + c->step;
 	return 0;
 }
 
 static int write_series(const struct query_answer *a, FILE *out, bool json)
 {
 	const struct query *q = a->q;
-	struct series_ctx c = {
-		.q = q, .c = &a->ctx, .out = out, .next = q->from, .first = true, .json = json
-	};
+	struct series_ctx c = { .q = q,
+				.c = &a->ctx,
+				.step = a->step,
+				.out = out,
+				.next = q->from,
+				.first = true,
+				.json = json };
+	char step[160];
 	int err = 0;
 	size_t i;
 
+	step_text(a, json, step, sizeof(step));
 	if (c.json) {
-		fprintf(out, "{\"meta\":%s,\"from\":%lld,\"to\":%lld,\"step\":%lld,", a->meta,
-			(long long)q->from, (long long)q->to, (long long)q->step);
+		fprintf(out, "{\"meta\":%s,\"from\":%lld,\"to\":%lld,%s", a->meta,
+			(long long)q->from, (long long)q->to, step);
 		if (q->function) {
 			fputs("\"function\":", out);
 			render_json_string(out, q->function);
@@ -488,25 +532,23 @@ static int write_series(const struct query_answer *a, FILE *out, bool json)
 		bool off = query_context__offcpu(&a->ctx);
 
 		query_context__header(&a->ctx, out);
-		fprintf(out, "# step %lld s; MATCHED: stacks with a function matching /%s/\n",
-			(long long)q->step, q->function);
+		fprintf(out, "# step %s; MATCHED: stacks with a function matching /%s/\n", step,
+			q->function);
 		fprintf(out, "%-19s %10s %10s %7s\n", "TIME (UTC)", off ? "OFF_CPU" : "SAMPLES",
 			"MATCHED", "SHARE");
 	} else {
 		query_context__header(&a->ctx, out);
 		if (query_context__offcpu(&a->ctx)) {
-			fprintf(out, "# step %lld s; WAITING = time off CPU / step (threads)\n",
-				(long long)q->step);
+			fprintf(out, "# step %s; WAITING = time off CPU / step (threads)\n", step);
 			fprintf(out, "%-19s %10s %8s\n", "TIME (UTC)", "OFF_CPU", "WAITING");
 		} else {
-			fprintf(out, "# step %lld s; CORES = samples x period / step\n",
-				(long long)q->step);
+			fprintf(out, "# step %s; CORES = samples x period / step\n", step);
 			fprintf(out, "%-19s %10s %8s\n", "TIME (UTC)", "SAMPLES", "CORES");
 		}
 	}
 	for (i = 0; i < a->npoints; i++)
 		series_point(&c, a->points[i].bucket, a->points[i].count, a->points[i].matched);
-	for (; !err && c.next < q->to; c.next += q->step)
+	for (; !err && c.next < q->to; c.next += a->step)
 		write_point(&c, c.next, 0, 0);
 	if (c.json)
 		fprintf(out, "]}\n");
@@ -550,12 +592,14 @@ static int write_mix(const struct query_answer *a, FILE *out, bool json)
 	const struct query *q = a->q;
 	const struct fnseries_mix *m = &a->mix;
 	bool off = query_context__offcpu(&a->ctx);
+	char step[160];
 	size_t i = 0, j;
 	int64_t t;
 
+	step_text(a, json, step, sizeof(step));
 	if (json) {
-		fprintf(out, "{\"meta\":%s,\"from\":%lld,\"to\":%lld,\"step\":%lld,\"breakdown\":[",
-			a->meta, (long long)q->from, (long long)q->to, (long long)q->step);
+		fprintf(out, "{\"meta\":%s,\"from\":%lld,\"to\":%lld,%s\"breakdown\":[", a->meta,
+			(long long)q->from, (long long)q->to, step);
 		for (j = 0; j < m->k; j++) {
 			fputs(j ? ",{\"name\":" : "{\"name\":", out);
 			render_json_string_n(out, m->names[j], m->name_lens[j]);
@@ -568,9 +612,9 @@ static int write_mix(const struct query_answer *a, FILE *out, bool json)
 	} else {
 		query_context__header(&a->ctx, out);
 		fprintf(out,
-			"# step %lld s; F1..F%zu: the heaviest functions by self %s, each one's "
+			"# step %s; F1..F%zu: the heaviest functions by self %s, each one's "
 			"share of the step\n",
-			(long long)q->step, m->k, off ? "time off CPU" : "samples");
+			step, m->k, off ? "time off CPU" : "samples");
 		for (j = 0; j < m->k; j++)
 			fprintf(out, "# F%zu = %s\n", j + 1, m->names[j]);
 		fprintf(out, "%-19s %10s", "TIME (UTC)", off ? "OFF_CPU" : "SAMPLES");
@@ -582,7 +626,7 @@ static int write_mix(const struct query_answer *a, FILE *out, bool json)
 		}
 		fputs("\n", out);
 	}
-	for (t = q->from; t < q->to; t += q->step) {
+	for (t = q->from; t < q->to; t += a->step) {
 		bool here = i < m->npoints && m->buckets[i] == t;
 
 		if (json && t != q->from)
@@ -720,12 +764,15 @@ int query_load(struct store *st, const struct query *q, size_t max_bytes, struct
 		break;
 	case QUERY_SERIES:
 		sq = stacks_query(q, q->from, q->to, &q->where);
+		err = series_step(st, &sq, q->step, &a->step);
+		if (err)
+			break;
 		if (q->breakdown)
-			err = fnseries__load_mix(st, &sq, q->step, q->breakdown, &a->mix);
+			err = fnseries__load_mix(st, &sq, a->step, q->breakdown, &a->mix);
 		else if (q->function)
-			err = fnseries__load(st, &sq, q->step, &q->function_re, keep_fn_point, a);
+			err = fnseries__load(st, &sq, a->step, &q->function_re, keep_fn_point, a);
 		else
-			err = store__query_series(st, &sq, q->step, keep_point, a);
+			err = store__query_series(st, &sq, a->step, keep_point, a);
 		for (size_t i = 0; !err && i < a->mix.npoints; i++) /* the context's totals */
 			err = keep_point(a, a->mix.buckets[i], a->mix.totals[i]);
 		break;

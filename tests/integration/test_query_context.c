@@ -268,6 +268,28 @@ static void test_series(void **state)
 	snprintf(want, sizeof(want), "[%lld,%llu]", (long long)t0, (unsigned long long)first);
 	assert_has(body, want);
 	free(body);
+
+	/* a step shorter than the windows is raised to their length, and says so:
+	 * 1 s steps put each 10 s window's samples into one step in ten, ten times
+	 * the CPU it used */
+	body = get("/api/v1/series?format=json&from=%lld&to=%lld&step=1s&where=comm=api",
+		   (long long)t0, (long long)t0 + 30);
+	assert_has(body, "\"step\":10,\"requested_step\":1,");
+	for (int w = 0; w < 3; w++) {
+		snprintf(want, sizeof(want), "[%lld,%llu]", (long long)t0 + 10 * w,
+			 (unsigned long long)posted(0, w, w + 1));
+		assert_has(body, want);
+	}
+	free(body);
+	body = get("/api/v1/series?format=table&from=%lld&to=%lld&step=1s&where=comm=api",
+		   (long long)t0, (long long)t0 + 30);
+	assert_has(body, "# step 10 s (raised from 1 s: no step is shorter than the windows, 10 s "
+			 "here); CORES");
+	utc(t0, true, when, sizeof(when));
+	snprintf(want, sizeof(want), "%-19s %10llu %8.3f\n", when,
+		 (unsigned long long)posted(0, 0, 1), (double)posted(0, 0, 1) * HZ99 / 1e9 / 10);
+	assert_has(body, want);
+	free(body);
 }
 
 /* Samples whose windows have no row (stored before migration 004 kept periods):
