@@ -7,7 +7,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/frame.h"
 #include "query/movers.h"
+#include "query/shortname.h"
 
 struct text {
 	const struct flame *f;
@@ -62,9 +64,16 @@ static const char *kind_mark(uint32_t kind)
 }
 
 /* A name with control bytes as '?': frame names are sanitized when stored, but a
- * terminal is no place to trust that. */
-static void put_name(FILE *out, const char *s)
+ * terminal is no place to trust that. A native name's template arguments are
+ * collapsed (query/shortname.h): the JSON and the exports keep them. */
+static void put_name(FILE *out, const char *s, uint8_t kind)
 {
+	char buf[FRAME_MAX_NAME_LEN + 8];
+
+	if (kind == FRAME_NATIVE) {
+		shortname(s, buf, sizeof(buf));
+		s = buf;
+	}
 	for (; *s; s++)
 		fputc((unsigned char)*s < 0x20 || *s == 0x7f ? '?' : *s, out);
 }
@@ -94,7 +103,7 @@ static void put_node(struct text *t, const struct flame_node *n)
 			100 * share(n->self[0], t->root[0]), cpu);
 	}
 	fprintf(t->out, "%*s", (int)(2 * (n->depth < 40 ? n->depth : 40)), "");
-	put_name(t->out, n->name);
+	put_name(t->out, n->name, n->frame.kind);
 	if (n->repeat > 1)
 		fprintf(t->out, " \u00d7%" PRIu32, n->repeat);
 	fprintf(t->out, "%s\n", n->parent ? kind_mark(n->frame.kind) : "");
@@ -164,7 +173,7 @@ static int movers(struct text *t)
 	for (k = 0; k < n && k < t->o->movers; k++) {
 		fprintf(t->out, "%7.1f%% %7.1f%% %+7.1fpp  ", 100 * m[k].before, 100 * m[k].after,
 			100 * m[k].delta);
-		put_name(t->out, m[k].name);
+		put_name(t->out, m[k].name, m[k].kind);
 		fprintf(t->out, "%s\n", kind_mark(m[k].kind));
 	}
 	if (n > k)

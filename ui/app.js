@@ -14,7 +14,7 @@
 
 (function () {
   /* flame.js's, once it ran (main): this file runs first (see the end) */
-  let FlameGraph, fmtCount, fmtPct;
+  let FlameGraph, fmtCount, fmtPct, shortName;
   const QUICK = { '15m': 900, '1h': 3600, '6h': 21600, '24h': 86400, '7d': 604800 };
   /* series steps, seconds: the smallest giving at most MAX_POINTS points */
   const STEPS = [10, 20, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200, 21600, 86400];
@@ -846,7 +846,8 @@
       tr.insertCell().textContent = cell(r.total);
       tr.insertCell().textContent = r.total_pct.toFixed(2) + '%';
       const c = tr.insertCell();
-      c.textContent = r.name;
+      c.textContent = shortName(r.name, r.kind);
+      c.title = r.name;
       c.className = 'fn kind-' + r.kind;
     }
     $('top-count').textContent = rows.length + ' of ' + topRows.length + ' functions';
@@ -918,7 +919,8 @@
       tr.insertCell().textContent = (100 * r.sa).toFixed(2) + '%';
       tr.insertCell().textContent = (r.d >= 0 ? '+' : '') + (100 * r.d).toFixed(2) + ' pp';
       const c = tr.insertCell();
-      c.textContent = r.name;
+      c.textContent = shortName(r.name, r.kind);
+      c.title = r.name;
       c.className = 'fn kind-' + r.kind;
     }
     if (!moverRows.length) {
@@ -1157,7 +1159,7 @@
   }
 
   function main() {
-    ({ FlameGraph, fmtCount, fmtPct } = window.SmolderFlame);
+    ({ FlameGraph, fmtCount, fmtPct, shortName } = window.SmolderFlame);
     readHash();
     flame = new FlameGraph($('flame'), $('tip'), $('crumbs'), (path) => {
       state.zoom = path;

@@ -65,6 +65,44 @@
     return (s * 1000).toFixed(1) + ' ms';
   }
 
+  /* A native name as a person reads it: template arguments collapsed
+   * (std::__introsort_loop<\u2026>), a Rust qualified path's brackets kept, operator
+   * names left alone; the rule of query/shortname.c. The full name is in the
+   * tooltip, the JSON and the exports. */
+  function shortName(name, kind) {
+    if (kind !== 'native' || name.indexOf('<') < 0) return name;
+    const opAt = (i) => {
+      let k = i;
+      while (k > 0 && '<>=-!'.includes(name[k - 1])) k--;
+      if (k > 0 && name[k - 1] === ' ' && name.slice(0, k - 1).endsWith('operator')) k--;
+      return name.slice(0, k).endsWith('operator');
+    };
+    const opens = (i) => {
+      const p = i ? name[i - 1] : '';
+      if (/[A-Za-z0-9_]/.test(p)) return true;
+      return p === ' ' && i >= 2 && '<>='.includes(name[i - 2]) && opAt(i - 1);
+    };
+    const closing = (i) => {
+      let depth = 0;
+      for (; i < name.length; i++) {
+        if (name[i] === '<' && !opAt(i)) depth++;
+        else if (name[i] === '>' && name[i - 1] !== '-' && !opAt(i) && --depth === 0) return i + 1;
+      }
+      return 0;
+    };
+    let out = '', start = 0, i = 0;
+    while (i < name.length) {
+      const end = name[i] === '<' && !opAt(i) && opens(i) ? closing(i) : 0;
+      if (!end) {
+        i++;
+        continue;
+      }
+      out += name.slice(start, i) + '<\u2026>';
+      i = start = end;
+    }
+    return out + name.slice(start);
+  }
+
   function escapeHtml(s) {
     return String(s).replace(/[&<>"']/g, (c) => '&#' + c.charCodeAt(0) + ';');
   }
@@ -259,8 +297,10 @@
       });
     }
 
-    label(i) {
-      return this.repeat[i] > 1 ? this.name[i] + ' \u00d7' + this.repeat[i] : this.name[i];
+    /* a frame's name as drawn (short: shortName()); full, for the tooltip */
+    label(i, full) {
+      const name = full ? this.name[i] : shortName(this.name[i], this.kind[i]);
+      return this.repeat[i] > 1 ? name + ' \u00d7' + this.repeat[i] : name;
     }
 
     /* marks the nodes pred(name, kind) accepts; returns {samples, share} of the
@@ -481,7 +521,7 @@
 
     tipHtml(i) {
       const rows = [];
-      rows.push('<b>' + escapeHtml(this.label(i)) + '</b> <span class="kind">' + escapeHtml(this.kind[i]) + '</span>');
+      rows.push('<b>' + escapeHtml(this.label(i, true)) + '</b> <span class="kind">' + escapeHtml(this.kind[i]) + '</span>');
       if (this.diff) {
         const b = this.before[i], a = this.after[i], B = this.sides[0], A = this.sides[1];
         const sb = B ? b.total / B : 0, sa = A ? a.total / A : 0;
@@ -629,5 +669,5 @@
     }
   }
 
-  window.SmolderFlame = { FlameGraph, fmtCount, fmtPct, fmtSeconds, escapeHtml };
+  window.SmolderFlame = { FlameGraph, fmtCount, fmtPct, fmtSeconds, escapeHtml, shortName };
 })();

@@ -139,6 +139,15 @@ function lineTop(img, x0, x1, height, c, tol) {
     check(st.base && st.base[0] === want.spike[0] - len && st.base[1] === want.spike[0] &&
       st.sel[0] === want.spike[0], 'compare with previous: the baseline is the ' + len + ' s just before', st);
 
+    /* the page shortens native names as the C rule does (query/shortname.c) */
+    const got = await page.evaluate((pairs) => pairs.map(([n]) => window.SmolderFlame.shortName(n, 'native')),
+      want.short);
+    const wrong = want.short.filter(([, s], i) => got[i] !== s).map(([n, s]) => [n, s, got[want.short.indexOf(n)]]);
+    check(want.short.length >= 8 && wrong.length === 0, 'names: shortened as query/shortname.c does (' +
+      want.short.length + ')', wrong);
+    check(await page.evaluate(() => window.SmolderFlame.shortName('a<b>', 'python')) === 'a<b>',
+      'names: only native ones are shortened');
+
     /* off-CPU: times, not "samples", and a table whose function column is in view */
     await page.goto(want.offcpu_url, { waitUntil: 'load' });
     await page.waitForFunction(() => document.getElementById('flame-box').dataset.state === 'ready');

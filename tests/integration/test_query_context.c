@@ -508,6 +508,46 @@ static void test_function_series(void **state)
 	free(r.body);
 }
 
+/* A C++ name's template arguments are collapsed where a person reads (the top
+ * table, the text tree), kept whole in JSON. */
+static void test_template_names(void **state)
+{
+	static const char full[] = "std::__introsort_loop<__gnu_cxx::__normal_iterator<int*, "
+				   "std::vector<int, std::allocator<int> > >, long>";
+	const char *keys[] = { "comm" }, *values[] = { "cxx" };
+	const int64_t w = t0 + 900;
+	struct batch_builder *bb;
+	char stack[256], *body;
+	struct batch *b;
+
+	(void)state;
+	snprintf(stack, sizeof(stack), "cxx;main;%s", full);
+	assert_int_equal(batch_builder__new("cxx", "ctxhost", "cpu", &bb), 0);
+	assert_int_equal(batch_builder__add(bb, keys, values, 1, stack, 40), 0);
+	assert_int_equal(batch_builder__finish(bb, 1, w, 10, HZ99, &b), 0);
+	assert_int_equal(post_batch(c.port, NULL, b, NULL), 200);
+	batch__free(b);
+	batch_builder__free(bb);
+
+	body = get("/api/v1/top?format=table&from=%lld&to=%lld&where=comm=cxx", (long long)w,
+		   (long long)w + 10);
+	assert_has(body, "  std::__introsort_loop<\u2026>\n");
+	if (strstr(body, "normal_iterator"))
+		fail_msg("the table shows template arguments:\n%s", body);
+	free(body);
+	body = get("/api/v1/flamegraph?format=text&from=%lld&to=%lld&where=comm=cxx", (long long)w,
+		   (long long)w + 10);
+	assert_has(body, "std::__introsort_loop<\u2026>");
+	free(body);
+	body = get("/api/v1/top?format=json&from=%lld&to=%lld&where=comm=cxx", (long long)w,
+		   (long long)w + 10);
+	/* whole ('<' and '>' escaped as JSON may, for HTML's sake) */
+	assert_has(body, "std::__introsort_loop\\u003c__gnu_cxx::__normal_iterator\\u003cint*, "
+			 "std::vector\\u003cint, std::allocator\\u003cint\\u003e \\u003e \\u003e, "
+			 "long\\u003e\"");
+	free(body);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -515,6 +555,7 @@ int main(void)
 		cmocka_unit_test(test_mixed_periods),  cmocka_unit_test(test_series),
 		cmocka_unit_test(test_unknown_period), cmocka_unit_test(test_empty_selection),
 		cmocka_unit_test(test_offcpu_units),   cmocka_unit_test(test_function_series),
+		cmocka_unit_test(test_template_names),
 	};
 
 	return cmocka_run_group_tests(tests, group_setup, group_teardown);
