@@ -1,11 +1,12 @@
-/* The agent's main loop: windows, symbolization into folded stacks, output and the
+/* The agent's main loop: windows, symbolization into stacks of frames, output and the
  * end-of-run summary; see agent.h. With --off-cpu each window ships two batches:
  * profile type "cpu" (samples) and "offcpu" (nanoseconds waited, scaled by
  * 1/--off-cpu-probability, with period 1 ns so that value x period is a time as
- * for CPU samples); the local folded output holds CPU samples only. A sample's stack is built once,
- * with Python lines, for the batch; the local folded output is function-level unless --lines: that
- * text is the same stack read back through the frame grammar with each Python frame's line left
- * out, exactly what a collector's function view shows for it. */
+ * for CPU samples); the local folded output holds CPU samples only. A sample's stack
+ * is built once, as frames with Python lines (agent/framestack.h), and goes to the
+ * batch as frames; folded text is made from it only for --output, function-level
+ * unless --lines (each Python frame's line left out: what a collector's function
+ * view shows for it). */
 #include "agent/agent.h"
 
 #include <errno.h>
@@ -19,6 +20,7 @@
 #include <curl/curl.h>
 
 #include "agent/caps.h"
+#include "agent/framestack.h"
 #include "agent/labels.h"
 #include "agent/metrics.h"
 #include "agent/symbols/elfsyms.h"
@@ -91,10 +93,11 @@ struct agent {
 	const char *values[MAX_SERIES_LABELS];
 	size_t nfixed; /* labels the same for every sample (host, --label) */
 	uint64_t windows;
-	size_t most_stacks; /* distinct stacks of the largest window */
-	uint64_t truncated; /* stacks too long for a folded line */
-	uint64_t drained;   /* samples read from the counts maps */
-	uint64_t offcpu_ns; /* off-CPU nanoseconds read (scaled) */
+	size_t most_stacks;   /* distinct stacks of the largest window */
+	size_t window_stacks; /* stacks in this window's CPU batches so far */
+	uint64_t truncated;   /* samples whose stack was cut (framestack.h, folded line) */
+	uint64_t drained;     /* samples read from the counts maps */
+	uint64_t offcpu_ns;   /* off-CPU nanoseconds read (scaled) */
 
 	struct label_cache *labels;	/* with --collector: per-process labels */
 	bool label_given[NPROC_LABELS]; /* that key came with --label: it wins */
@@ -191,7 +194,7 @@ static void on_event(void *ctx, const struct profile_event *ev)
 /* Kernel stack ips are leaf first; the leaf is the sampled ip, the others are
  * return addresses, looked up one byte earlier so a call that ends a function
  * resolves to the caller, not to whatever follows it. */
-static void push_kernel(struct agent *a, struct folded_stack *st, const __u64 *ips, size_t n)
+static void push_kernel(struct agent *a, struct frame_stack *st, const __u64 *ips, size_t n)
 {
 	char fallback[32];
 	const char *name;
@@ -207,7 +210,7 @@ static void push_kernel(struct agent *a, struct folded_stack *st, const __u64 *i
 			name = fallback;
 		}
 		fr = frame_make(FRAME_KERNEL, name, NULL, 0);
-		folded_stack__push(st, &fr);
+		frame_stack__push(st, &fr);
 	}
 }
 
@@ -228,7 +231,7 @@ static void name_user(struct agent *a, uint32_t pid, const __u64 *ips, size_t n)
 /* Pushes user_names[hi] down to user_names[lo] (root-ward to leaf-ward). CPython's
  * perf trampolines are left out: the Python frames they stand for come from the
  * Python walker. */
-static void push_user(struct folded_stack *st, size_t hi_excl, size_t lo)
+static void push_user(struct frame_stack *st, size_t hi_excl, size_t lo)
 {
 	struct frame fr;
 	size_t i;
@@ -238,7 +241,7 @@ static void push_user(struct folded_stack *st, size_t hi_excl, size_t lo)
 			continue;
 		fr = frame_make(user_codes[i] == PROC_CACHE_JIT ? FRAME_JIT : FRAME_NATIVE,
 				user_names[i], NULL, 0);
-		folded_stack__push(st, &fr);
+		frame_stack__push(st, &fr);
 	}
 }
 
@@ -259,7 +262,7 @@ static bool is_eval_frame(const char *name)
  * whose native stack beyond the sampled instruction is unreliable) the Python
  * frames come first, then the native frames above the innermost evaluation frame,
  * or just the sampled leaf. whole: the walk used tables all the way. */
-static void push_python(struct agent *a, struct folded_stack *st, const struct py_stack *py,
+static void push_python(struct agent *a, struct frame_stack *st, const struct py_stack *py,
 			size_t n, bool whole)
 {
 	size_t ev[PROFILE_MAX_DEPTH], starts[PY_MAX_DEPTH], nev = 0, ngroups, nuser, g, i;
@@ -297,31 +300,12 @@ static void push_python(struct agent *a, struct folded_stack *st, const struct p
 
 static int ship_batch(struct agent *a, struct batch_builder *bb, bool last);
 
-/* in's frames into out, Python frames without their line ("f (a.py)"). out's
- * text is never longer than in's, so nothing is cut that in kept. */
-static void strip_lines(const char *in, struct folded_stack *out)
-{
-	const char *p, *semi;
-	struct frame fr;
-
-	folded_stack__reset(out);
-	for (p = in;; p = semi + 1) {
-		semi = strchrnul(p, ';');
-		frame_parse(p, (size_t)(semi - p), p == in, &fr);
-		if (fr.kind == FRAME_PYTHON)
-			fr.line = FRAME_NO_LINE;
-		folded_stack__push(out, &fr);
-		if (!*semi)
-			break;
-	}
-	out->truncated = 0;
-}
-
-/* Adds one stack to bb with the sample's series labels; ships bb when it reached
- * --batch-max-kb. tcomm: the thread's name (PROFILE_COMM_LEN bytes, zeros without
- * --thread-labels). Errors are logged: sampling goes on. */
+/* Adds one stack's frames to bb with the sample's series labels; ships bb when it
+ * reached --batch-max-kb. tcomm: the thread's name (PROFILE_COMM_LEN bytes, zeros
+ * without --thread-labels). Errors are logged: sampling goes on. */
 static int add_to_batch(struct agent *a, struct batch_builder *bb, uint32_t pid_num,
-			const char *comm, const char *tcomm, const char *stack, uint64_t value)
+			const char *comm, const char *tcomm, const struct frame_stack *st,
+			uint64_t value)
 {
 	char pid[16];
 	const char *exe = proc_cache__exe(a->procs, pid_num), *v[NPROC_LABELS];
@@ -342,7 +326,7 @@ static int add_to_batch(struct agent *a, struct batch_builder *bb, uint32_t pid_
 	for (i = 0; i < NPROC_LABELS; i++)
 		if (v[i][0] && !a->label_given[i])
 			a->keys[n] = proc_label_keys[i], a->values[n++] = v[i];
-	err = batch_builder__add(bb, a->keys, a->values, n, stack, value);
+	err = batch_builder__add_frames(bb, a->keys, a->values, n, st->frames, st->nframes, value);
 	if (err)
 		log_warn("agent: failed to add a sample to the batch: %s", strerror(-err));
 	if (batch_builder__wire_bytes(bb) >= a->batch_max)
@@ -353,24 +337,24 @@ static int add_to_batch(struct agent *a, struct batch_builder *bb, uint32_t pid_
 static int on_sample(void *ctx, const struct sampler_sample *s)
 {
 	struct agent *a = ctx;
-	static struct folded_stack st; /* 16 KiB: off the stack; one drain at a time */
-	static struct folded_stack fn; /* st at function granularity */
+	static struct frame_stack st;  /* 36 KiB: off the stack; one drain at a time */
+	static struct folded_stack fn; /* st's text for --output */
 	char comm[PROFILE_COMM_LEN + 1];
 
 	memcpy(comm, s->key->comm, PROFILE_COMM_LEN);
 	comm[PROFILE_COMM_LEN] = '\0';
-	folded_stack__reset(&st);
-	folded_stack__push_native(&st, comm[0] ? comm : "[unknown]"); /* the process: first */
+	frame_stack__reset(&st);
+	frame_stack__push_native(&st, comm[0] ? comm : "[unknown]"); /* the process: first */
 	name_user(a, s->key->pid, s->ustack, s->udepth);
 	if (a->unwind) {
 		unwinder__touch(a->unwind, s->key->pid, s->ustack, s->udepth);
 		/* Where the walk ended early, say so where the missing frames would be. */
 		if (s->uflags & PROFILE_STACK_TRUNCATED)
-			folded_stack__push_native(&st, "[truncated]");
+			frame_stack__push_native(&st, "[truncated]");
 		else if (s->uflags & PROFILE_STACK_NO_TABLE)
-			folded_stack__push_native(&st, "[no unwind table]");
+			frame_stack__push_native(&st, "[no unwind table]");
 		else if (s->uflags & PROFILE_STACK_CUT)
-			folded_stack__push_native(&st, "[incomplete]");
+			frame_stack__push_native(&st, "[incomplete]");
 	}
 	if (s->py && a->py && pytrack__user_frames(s->py))
 		push_python(a, &st, s->py, s->udepth,
@@ -386,16 +370,19 @@ static int on_sample(void *ctx, const struct sampler_sample *s)
 		a->offcpu_ns += ns;
 		if (!a->bb_off)
 			return 0;
-		return add_to_batch(a, a->bb_off, s->key->pid, comm, s->key->tcomm, st.buf, ns);
+		return add_to_batch(a, a->bb_off, s->key->pid, comm, s->key->tcomm, &st, ns);
 	}
-	if (st.truncated)
-		a->truncated += s->count;
 	a->drained += s->count;
 	if (a->bb)
-		add_to_batch(a, a->bb, s->key->pid, comm, s->key->tcomm, st.buf, s->count);
-	if (a->opts->lines || !a->opts->output) /* no folded output: no need */
-		return folded__add(a->window, st.buf, s->count);
-	strip_lines(st.buf, &fn);
+		add_to_batch(a, a->bb, s->key->pid, comm, s->key->tcomm, &st, s->count);
+	if (!a->window) { /* no folded output: no text */
+		if (st.truncated)
+			a->truncated += s->count;
+		return 0;
+	}
+	frame_stack__fold(&st, a->opts->lines, &fn);
+	if (fn.truncated)
+		a->truncated += s->count;
 	return folded__add(a->window, fn.buf, s->count);
 }
 
@@ -596,6 +583,8 @@ static int ship_batch(struct agent *a, struct batch_builder *bb, bool last)
 				    bb == a->bb ? 1000000000ull / a->opts->frequency : 1, &b);
 	if (!last)
 		a->parts++;
+	if (!err && bb == a->bb)
+		a->window_stacks += b->nstacks;
 	if (!err)
 		err = wire_encode(b, ZSTD_LEVEL, &body, &len);
 	if (!err)
@@ -613,15 +602,15 @@ static int ship_batch(struct agent *a, struct batch_builder *bb, bool last)
 
 static int end_window(struct agent *a)
 {
+	size_t stacks;
 	int err;
 
-	folded__clear(a->window);
+	if (a->window)
+		folded__clear(a->window);
 	err = sampler__drain(a->sampler, on_sample, a);
 	if (err)
 		return err;
 	a->windows++;
-	if (folded__size(a->window) > a->most_stacks)
-		a->most_stacks = folded__size(a->window);
 	/* the whole run is kept only to be rewritten to a file: an always-on agent
 	 * that ships or prints windows holds one window, not every stack it saw */
 	if (a->run) {
@@ -634,6 +623,12 @@ static int end_window(struct agent *a)
 		ship_batch(a, a->bb, true);
 	if (a->bb_off)
 		ship_batch(a, a->bb_off, true);
+	/* distinct stacks: of the folded output, else of the window's CPU batches
+	 * (summed over its parts) */
+	stacks = a->window ? folded__size(a->window) : a->window_stacks;
+	if (stacks > a->most_stacks)
+		a->most_stacks = stacks;
+	a->window_stacks = 0;
 	a->window_start = (int64_t)(realtime_ns() / 1000000000ull);
 	if (a->out)
 		err = folded__write(a->window, a->out);
@@ -779,7 +774,8 @@ static int open_all(struct agent *a)
 		log_warn("agent: failed to load /proc/kallsyms: %s", strerror(-err));
 	err = elfsyms_cache__new(MAX_CACHED_FILES, MAX_CACHED_BYTES, &a->files);
 	err = err ?: proc_cache__new(a->files, KEEP_EXITED_WINDOWS, &a->procs);
-	err = err ?: folded__new(&a->window);
+	if (!err && o->output) /* folded text only for --output */
+		err = folded__new(&a->window);
 	if (!err && a->out_path)
 		err = folded__new(&a->run);
 	if (err)

@@ -1,5 +1,5 @@
 /* Batches (see batch.h): validation, the folded-text view of a stack, and the
- * builder that turns the agent's folded stacks into dictionary form. The builder
+ * builder that turns the agent's stacks of frames into dictionary form. The builder
  * keeps one uthash table per dictionary (strings, frames, stacks, label sets and
  * (label set, stack) samples), keyed by the bytes of the entry itself, so each
  * distinct entry is stored once. Hash entries point into the batch being built;

@@ -121,10 +121,13 @@ void batch__free(struct batch *b);
  * why (e.g. "sample 12: stack 90 out of range (40 stacks)"). */
 int batch__validate(const struct batch *b, char *why, size_t len);
 
-/* Builds one batch per window from stacks of frames (or their folded text, read
- * with frame_parse()), interning every string, frame, stack, label set and (label
- * set, stack) sample so each is stored once; batch__stack_text() prints a stack
- * back with frame_format(), the same text. After an
+/* Builds one batch per window from stacks of frames, interning every string,
+ * frame, stack, label set and (label set, stack) sample so each is stored once.
+ * The agent adds frames (batch_builder__add_frames), so every frame keeps the kind
+ * it was sampled with; folded text (batch_builder__add, read with frame_parse())
+ * is for stacks written as text by hand (tests, benchmarks, fuzz seeds), where a
+ * name that reads as another kind's text takes that kind (common/frame.h).
+ * batch__stack_text() prints a stack back with frame_format(). After an
  * -EINVAL or -ENOMEM from add or counter the builder may hold unused dictionary
  * entries but stays valid and usable. Not thread-safe. */
 struct batch_builder;
@@ -136,14 +139,15 @@ int batch_builder__new(const char *agent_id, const char *host, const char *profi
 void batch_builder__free(struct batch_builder *bb);
 
 /* Adds count samples of one stack, given as folded text ("comm;f1;f2", root
- * first; the first frame is the process name) under the labels (nlabels key/value
- * pairs, any order, keys unique). Returns 0, -EINVAL (a cap exceeded, empty
- * stack, duplicate key) or -ENOMEM. */
+ * first; the first frame is the process name; each frame read by frame_parse())
+ * under the labels (nlabels key/value pairs, any order, keys unique). Returns 0,
+ * -EINVAL (a cap exceeded, empty stack, duplicate key) or -ENOMEM. */
 int batch_builder__add(struct batch_builder *bb, const char *const *keys, const char *const *values,
 		       size_t nlabels, const char *folded_stack, uint64_t count);
 
-/* The same for a stack of nframes frames, root first; frames[0] is the process
- * (its kind is taken as FRAME_PROCESS) and no other frame is. Returns 0, -EINVAL
+/* The same for a stack of nframes frames, root first, stored with their kinds as
+ * given (no text is made or read); frames[0] is the process (its kind is taken as
+ * FRAME_PROCESS) and no other frame is. The strings are copied. Returns 0, -EINVAL
  * (a cap exceeded, no frames, a kind out of range, duplicate key) or -ENOMEM. */
 int batch_builder__add_frames(struct batch_builder *bb, const char *const *keys,
 			      const char *const *values, size_t nlabels, const struct frame *frames,

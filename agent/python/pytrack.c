@@ -12,8 +12,7 @@
 
 #include <uthash.h>
 
-#include "common/folded.h"
-#include "common/frame.h"
+#include "agent/framestack.h"
 #include "common/frame.h"
 #include "agent/python/pycode.h"
 #include "agent/python/pyproc.h"
@@ -334,7 +333,7 @@ size_t pytrack__groups(const struct py_stack *st, size_t *starts, size_t max)
 }
 
 void pytrack__push_frames(struct pytrack *t, const struct py_stack *st, size_t from, size_t to,
-			  struct folded_stack *out)
+			  struct frame_stack *out)
 {
 	const struct tracked *e = find(t, st->pid);
 	size_t user = 0;
@@ -342,9 +341,9 @@ void pytrack__push_frames(struct pytrack *t, const struct py_stack *st, size_t f
 	int err;
 
 	if (from == 0 && (st->flags & PY_STACK_TRUNCATED))
-		folded_stack__push_native(out, "[python: truncated]");
+		frame_stack__push_native(out, "[python: truncated]");
 	else if (from == 0 && (st->flags & PY_STACK_READ_FAULT))
-		folded_stack__push_native(out, "[python: unreadable]");
+		frame_stack__push_native(out, "[python: unreadable]");
 	for (i = st->depth < PY_MAX_DEPTH ? st->depth : PY_MAX_DEPTH; i-- > 0;) {
 		const struct py_frame *f = &st->frames[i];
 
@@ -358,7 +357,7 @@ void pytrack__push_frames(struct pytrack *t, const struct py_stack *st, size_t f
 				: -ESRCH;
 			if (err && !e)
 				t->frame = frame_make(FRAME_NATIVE, PYCODE_PLACEHOLDER, NULL, 0);
-			folded_stack__push(out, &t->frame);
+			frame_stack__push(out, &t->frame);
 		}
 		user++;
 	}

@@ -26,7 +26,7 @@
 
 struct sampler;
 struct pytrack;
-struct folded_stack;
+struct frame_stack;
 
 int pytrack__new(struct sampler *sampler, struct pytrack **out);
 void pytrack__free(struct pytrack *t);
@@ -53,11 +53,11 @@ void pytrack__new_stack(struct pytrack *t, uint32_t pid, uint64_t key);
 /* Number of Python frames of st that will be pushed (shim frames excluded). */
 size_t pytrack__user_frames(const struct py_stack *st);
 
-/* Appends the frames of Python stack st, root first, as "qualname (file:line)".
- * Frames [from, to) counted in user frames from the root (see
+/* Appends the frames of Python stack st, root first, as Python frames (qualname,
+ * file, line). Frames [from, to) counted in user frames from the root (see
  * pytrack__user_frames), so callers can interleave native frames. */
 void pytrack__push_frames(struct pytrack *t, const struct py_stack *st, size_t from, size_t to,
-			  struct folded_stack *out);
+			  struct frame_stack *out);
 
 /* Number of evaluation-loop groups in st, root first, and the user-frame index
  * where group g (0 = outermost) starts. Frames of one group were run by one C
