@@ -1,6 +1,6 @@
-/* The agent's main loop: windows, symbolization into stacks of frames, output and the
- * end-of-run summary; see agent.h. With --off-cpu each window ships two batches:
- * profile type "cpu" (samples) and "offcpu" (nanoseconds waited, scaled by
+/* The agent's main loop: windows, symbolization into stacks of frames, output and
+ * shipping; the report it logs is agent/report.c's. See agent.h. With --off-cpu each window ships
+ * two batches: profile type "cpu" (samples) and "offcpu" (nanoseconds waited, scaled by
  * 1/--off-cpu-probability, with period 1 ns so that value x period is a time as
  * for CPU samples); the local folded output holds CPU samples only. A sample's stack
  * is built once, as frames with Python lines (agent/framestack.h), and goes to the
@@ -23,6 +23,7 @@
 #include "agent/framestack.h"
 #include "agent/labels.h"
 #include "agent/metrics.h"
+#include "agent/report.h"
 #include "agent/symbols/elfsyms.h"
 #include "common/folded.h"
 #include "common/outfile.h"
@@ -386,133 +387,6 @@ static int on_sample(void *ctx, const struct sampler_sample *s)
 	return folded__add(a->window, fn.buf, s->count);
 }
 
-static void print_loss(const uint64_t *loss)
-{
-	log_info("smolder: losses: kernel stack unreadable %llu, user stack unreadable %llu, "
-		 "stack map full %llu, counts map full %llu, process events dropped %llu",
-		 (unsigned long long)loss[PROFILE_LOSS_KSTACK_FAULT],
-		 (unsigned long long)loss[PROFILE_LOSS_USTACK_FAULT],
-		 (unsigned long long)loss[PROFILE_LOSS_STACK_FULL],
-		 (unsigned long long)loss[PROFILE_LOSS_COUNTS_FULL],
-		 (unsigned long long)loss[PROFILE_LOSS_EVENTS_FULL]);
-	if (loss[PROFILE_LOSS_PY_SAMPLES])
-		log_info("smolder: python: %llu samples, thread state not found %llu, "
-			 "frame unreadable %llu, truncated %llu, python stack map full %llu",
-			 (unsigned long long)loss[PROFILE_LOSS_PY_SAMPLES],
-			 (unsigned long long)loss[PROFILE_LOSS_PY_NO_TSTATE],
-			 (unsigned long long)loss[PROFILE_LOSS_PY_READ_FAULT],
-			 (unsigned long long)loss[PROFILE_LOSS_PY_TRUNCATED],
-			 (unsigned long long)loss[PROFILE_LOSS_PY_STACK_FULL]);
-}
-
-/* The CFI walk's tallies and the tables behind them. */
-static void print_unwind(struct agent *a, const uint64_t *loss)
-{
-	struct unwinder_stats us;
-
-	if (!a->unwind)
-		return;
-	unwinder__stats(a->unwind, &us);
-	log_info("smolder: unwinding: frames by table %llu, by frame pointer %llu, stacks "
-		 "with no unwind table %llu, of which process not published %llu, cut %llu, "
-		 "truncated %llu",
-		 (unsigned long long)loss[PROFILE_LOSS_UNWIND_TABLE_FRAMES],
-		 (unsigned long long)loss[PROFILE_LOSS_UNWIND_FP_FRAMES],
-		 (unsigned long long)loss[PROFILE_LOSS_UNWIND_NO_TABLE],
-		 (unsigned long long)loss[PROFILE_LOSS_UNWIND_NO_PROC],
-		 (unsigned long long)loss[PROFILE_LOSS_UNWIND_CUT],
-		 (unsigned long long)loss[PROFILE_LOSS_UNWIND_TRUNCATED]);
-	log_info("smolder: unwind tables: %llu loaded (%.1f ms building), %llu evicted, "
-		 "%llu moved, %llu without CFI, %llu failed, %llu too big, %llu put off (no "
-		 "room); %u of %u rows in use, %u files, %u processes, %llu mappings dropped",
-		 (unsigned long long)us.loaded, (double)us.build_ns / 1e6,
-		 (unsigned long long)us.evicted, (unsigned long long)us.moved,
-		 (unsigned long long)us.no_cfi, (unsigned long long)us.failed,
-		 (unsigned long long)us.too_big, (unsigned long long)us.no_room, us.rows_used,
-		 us.rows_total, us.files, us.procs, (unsigned long long)us.dropped_maps);
-}
-
-/* The files opened on processes' behalf (procfile.h), and each refusal. */
-static void print_files(void)
-{
-	struct procfile_stats fs;
-
-	procfile_stats(&fs);
-	log_info("smolder: files: %llu opened for processes, refused: not a regular file %llu, "
-		 "not the mapped file %llu, a link %llu",
-		 (unsigned long long)fs.opened, (unsigned long long)fs.not_regular,
-		 (unsigned long long)fs.not_mapped, (unsigned long long)fs.link);
-}
-
-/* What the label cache read, and with --thread-labels what it folded. */
-static void print_labels(struct agent *a)
-{
-	struct label_cache_stats ls;
-	char threads[160] = "";
-
-	label_cache__stats(a->labels, &ls);
-	if (a->opts->thread_labels)
-		snprintf(threads, sizeof(threads),
-			 "; thread names past %d per process: %llu samples labelled "
-			 "thread=" LABELS_THREAD_OTHER,
-			 LABELS_THREADS_MAX, (unsigned long long)ls.threads_folded);
-	log_info("smolder: labels: %llu processes read, %llu gone before they could be, "
-		 "%llu read again for want of cache room%s",
-		 (unsigned long long)ls.reads, (unsigned long long)ls.gone,
-		 (unsigned long long)ls.uncached, threads);
-}
-
-static void print_stats(struct agent *a, double seconds, const char *what)
-{
-	uint64_t loss[PROFILE_LOSS_NR] = { 0 }, run_ns = 0, run_cnt = 0, off_ns = 0, off_cnt = 0;
-
-	sampler__read_loss(a->sampler, loss);
-	log_info("smolder: %s: %.1f s, %llu samples (%.1f/s) on %u CPUs, %llu recorded, "
-		 "%zu distinct stacks in the largest window, %llu windows",
-		 what, seconds, (unsigned long long)loss[PROFILE_LOSS_SAMPLES],
-		 seconds > 0 ? (double)loss[PROFILE_LOSS_SAMPLES] / seconds : 0.0,
-		 sampler__ncpus(a->sampler), (unsigned long long)a->drained, a->most_stacks,
-		 (unsigned long long)a->windows);
-	print_loss(loss);
-	print_unwind(a, loss);
-	if (a->truncated)
-		log_warn("smolder: %llu samples had stacks too long for one line (truncated)",
-			 (unsigned long long)a->truncated);
-	if (a->py && strcmp(what, "total") == 0)
-		pytrack__print_summary(a->py, stderr);
-	if (strcmp(what, "total") == 0) {
-		proc_cache__print_jit_summary(a->procs, stderr);
-		print_files();
-	}
-	if (a->labels && strcmp(what, "total") == 0)
-		print_labels(a);
-	if (a->opts->off_cpu)
-		log_info("smolder: off-cpu: %.3f s recorded in %llu waits, %llu shorter than "
-			 "%u us; losses: waits not timed (map full) %llu, waits dropped (map "
-			 "full) %llu, without user stack %llu, without kernel stack %llu; CPU "
-			 "samples skipped during a walk %llu",
-			 (double)a->offcpu_ns / 1e9,
-			 (unsigned long long)loss[PROFILE_LOSS_OFFCPU_INTERVALS],
-			 (unsigned long long)loss[PROFILE_LOSS_OFFCPU_SHORT],
-			 a->opts->off_cpu_min_us,
-			 (unsigned long long)loss[PROFILE_LOSS_OFFCPU_START_FULL],
-			 (unsigned long long)(loss[PROFILE_LOSS_OFFCPU_COUNTS_FULL] +
-					      loss[PROFILE_LOSS_OFFCPU_PENDING_FULL]),
-			 (unsigned long long)loss[PROFILE_LOSS_OFFCPU_NO_USER],
-			 (unsigned long long)loss[PROFILE_LOSS_OFFCPU_SWAPPED],
-			 (unsigned long long)loss[PROFILE_LOSS_OFFCPU_NESTED]);
-	if (a->opts->bpf_stats &&
-	    !sampler__prog_stats(a->sampler, &run_ns, &run_cnt, &off_ns, &off_cnt) && run_cnt)
-		log_info("smolder: bpf: %llu program runs, %.0f ns mean, %.3f s total",
-			 (unsigned long long)run_cnt, (double)run_ns / (double)run_cnt,
-			 (double)run_ns / 1e9);
-	if (a->opts->bpf_stats && off_cnt)
-		log_info("smolder: bpf: off-cpu: %llu context switches, %.0f ns mean per switch "
-			 "(both programs), %.3f s total",
-			 (unsigned long long)off_cnt, (double)off_ns / (double)off_cnt,
-			 (double)off_ns / 1e9);
-}
-
 static uint64_t realtime_ns(void)
 {
 	struct timespec ts;
@@ -821,15 +695,11 @@ static int open_all(struct agent *a)
 	return 0;
 }
 
-/* --metrics: hands the endpoint a copy of the counters, at most every
- * AGENT_METRICS_PUBLISH_MS (agent/metrics.h: it never waits on a scrape). */
-static void publish_metrics(struct agent *a)
+/* The agent's counters now: what --metrics publishes and the report prints. */
+static void take_snapshot(struct agent *a, struct agent_metrics_snapshot *out)
 {
 	struct agent_metrics_snapshot s = { 0 };
-	uint64_t now = now_ns();
 
-	if (!a->metrics || now < a->metrics_next)
-		return;
 	s.ncpus = sampler__ncpus(a->sampler);
 	s.windows = a->windows;
 	s.most_stacks = a->most_stacks;
@@ -852,8 +722,43 @@ static void publish_metrics(struct agent *a)
 	s.bpf_stats =
 		a->opts->bpf_stats && !sampler__prog_stats(a->sampler, &s.bpf_run_ns, &s.bpf_runs,
 							   &s.offcpu_run_ns, &s.offcpu_runs);
+	*out = s;
+}
+
+/* --metrics: hands the endpoint a copy of the counters, at most every
+ * AGENT_METRICS_PUBLISH_MS (agent/metrics.h: it never waits on a scrape). */
+static void publish_metrics(struct agent *a)
+{
+	struct agent_metrics_snapshot s;
+	uint64_t now = now_ns();
+
+	if (!a->metrics || now < a->metrics_next)
+		return;
+	take_snapshot(a, &s);
 	if (agent_metrics__publish(a->metrics, &s))
 		a->metrics_next = now + AGENT_METRICS_PUBLISH_MS * 1000000ull;
+}
+
+/* Logs the report (agent/report.h): what "window" (-v) or "total" (at exit). */
+static void print_stats(struct agent *a, double seconds, const char *what)
+{
+	struct agent_metrics_snapshot s;
+	struct agent_report r = {
+		.what = what,
+		.seconds = seconds,
+		.s = &s,
+		.off_cpu = a->opts->off_cpu,
+		.off_cpu_min_us = a->opts->off_cpu_min_us,
+		.has_labels = a->labels != NULL,
+		.thread_labels = a->opts->thread_labels,
+		.py = a->py,
+		.procs = a->procs,
+	};
+
+	take_snapshot(a, &s);
+	if (a->labels)
+		label_cache__stats(a->labels, &r.labels);
+	agent_report__print(&r);
 }
 
 /* --metrics: starts the endpoint before the BPF programs load, so a busy port
@@ -884,15 +789,7 @@ static void close_all(struct agent *a)
 		if (sender__flush(a->sender, FLUSH_MS))
 			log_warn("agent: collector unreachable: unsent batches stay in the spool");
 		sender__stats(a->sender, &st);
-		log_info("smolder: collector: %llu batches sent, %llu duplicates, %llu retries, "
-			 "%llu rejected, %llu dropped from the spool, %llu pending",
-			 (unsigned long long)st.sent, (unsigned long long)st.duplicates,
-			 (unsigned long long)st.retries, (unsigned long long)st.rejected,
-			 (unsigned long long)st.dropped, (unsigned long long)st.pending);
-		if (a->parts)
-			log_info("smolder: collector: %llu batches shipped before their window "
-				 "ended, over --batch-max-kb %zu",
-				 (unsigned long long)a->parts, a->batch_max >> 10);
+		agent_report__shipping(&st, a->parts, a->batch_max);
 	}
 	sender__free(a->sender);
 	label_cache__free(a->labels);

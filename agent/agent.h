@@ -1,6 +1,7 @@
 /* The agent's sampling loop. Opens the sampler, snapshots processes as the kernel
  * announces them, and at the end of every window drains the counts, symbolizes them
- * into folded stacks and writes them out or ships them to a collector.
+ * into stacks of frames (agent/framestack.h) and ships them to a collector as
+ * frames, or prints them as folded text (--output).
  *
  * The options are plain data: cli/agent_cmd.c fills them from the command line
  * (`smolder agent`, `smolder up`); the comment of each field names its option. */

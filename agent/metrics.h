@@ -52,7 +52,7 @@ struct agent_metrics_snapshot {
 	uint64_t windows;		     /* windows drained */
 	uint64_t most_stacks;		     /* distinct stacks of the largest window */
 	uint64_t recorded;		     /* CPU samples drained into the windows' output */
-	uint64_t truncated;		     /* of those, with a stack too long for one line */
+	uint64_t truncated;		     /* of those, with a stack cut (agent/framestack.h) */
 	uint64_t offcpu_ns;		     /* off-CPU nanoseconds drained (scaled) */
 	bool shipping;			     /* --collector: the batch and sender figures hold */
 	uint64_t batches_spooled;	     /* batches handed to the spool */
