@@ -73,8 +73,8 @@ SKELS     := $(patsubst bpf/%.bpf.c,$(BUILD)/bpf/%.skel.h,$(BPF_SRCS))
 PROTOS    := $(wildcard schema/*.proto)
 PROTO_C   := $(patsubst schema/%.proto,$(BUILD)/gen/%.pb-c.c,$(PROTOS))
 PROTO_H   := $(PROTO_C:.c=.h)
-# the store's SQL migrations (schema/NNN_*.sql), embedded as C strings
-MIGRATIONS := $(sort $(wildcard schema/[0-9]*.sql))
+# the store's SQL migrations (schema/sqlite/NNN_*.sql), embedded as C strings
+MIGRATIONS := $(sort $(wildcard schema/sqlite/[0-9]*.sql))
 # the web UI (ui/, docs/ui.md), embedded as C arrays by ui/embed.sh: the page, its
 # scripts and styles, and the vendored uPlot with its license
 UI_FILES  := ui/index.html $(sort $(wildcard ui/*.js ui/*.css)) ui/vendor/uPlot.iife.min.js \
@@ -205,17 +205,20 @@ $(BUILD)/asan/%.o: %.c | $(GENERATED)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(ASAN_CFLAGS) -c $< -o $@
 
+# The libraries are thin archives (ar T): members are named by their path, so that
+# objects of the same name in different folders (store/sqlite/gc.o and
+# store/clickhouse/gc.o) are two members, each replaced only by itself.
 $(BUILD)/rel/libsmolder.a: $(REL_OBJS)
 	$(call msg,AR,$@)
-	$(Q)rm -f $@ && ar rcs $@ $^
+	$(Q)rm -f $@ && ar rcsT $@ $^
 
 $(BUILD)/asan/libsmolder.a: $(ASAN_OBJS)
 	$(call msg,AR,$@)
-	$(Q)rm -f $@ && ar rcs $@ $^
+	$(Q)rm -f $@ && ar rcsT $@ $^
 
 $(BUILD)/asan/libsmolder-cli.a: $(patsubst %.c,$(BUILD)/asan/%.o,$(CLI_SRCS))
 	$(call msg,AR,$@)
-	$(Q)rm -f $@ && ar rcs $@ $^
+	$(Q)rm -f $@ && ar rcsT $@ $^
 
 $(BUILD)/smolder: $(patsubst %.c,$(BUILD)/rel/%.o,$(MAIN_SRCS)) $(BUILD)/rel/libsmolder.a
 	$(call msg,LD,$@)
@@ -278,7 +281,7 @@ $(BUILD)/fuzz/obj/%.o: %.c | $(GENERATED)
 
 $(BUILD)/fuzz/libsmolder.a: $(FUZZ_OBJS)
 	$(call msg,AR,$@)
-	$(Q)rm -f $@ && ar rcs $@ $^
+	$(Q)rm -f $@ && ar rcsT $@ $^
 
 $(BUILD)/fuzz/fuzz_%: fuzz/fuzz_%.c $(BUILD)/fuzz/libsmolder.a
 	$(call msg,FUZZ,$@)

@@ -17,7 +17,7 @@
  *     hour-aligned hour inside the range when it holds one: each read run opens
  *     a reader (read_only) and times the flame graph's first call (the store's
  *     caches empty: the ClickHouse store keeps the frames of the stacks it read,
- *     ch_frames.c), two warm calls and a timeline; medians over RUNS runs.
+ *     clickhouse/frames.c), two warm calls and a timeline; medians over RUNS runs.
  *
  *   build/bench/ch_bench [-r] [-n RUNS] [-g GROUP] CH_LOCATION [WINDOWS] [DIR]
  * CH_LOCATION is clickhouse[+https]://HOST:PORT/DATABASE[?OPTIONS] of a server the

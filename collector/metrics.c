@@ -136,7 +136,7 @@ int metrics_write(FILE *out, const struct metrics *m, const struct store_stats *
 		if (st->kept_from[i] != INT64_MIN)
 			fprintf(out, "smolder_store_kept_from_seconds{tier=\"%s\"} %lld\n",
 				tier_names[i], (long long)st->kept_from[i]);
-	/* the dictionary GC (schema/006_gc.sql): sizes that plateau, rows collected */
+	/* the dictionary GC (schema/sqlite/006_gc.sql): sizes that plateau, rows collected */
 	fprintf(out,
 		"# HELP smolder_store_dictionary_rows Rows of the store's dictionaries, by "
 		"dictionary.\n"

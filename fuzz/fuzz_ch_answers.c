@@ -1,5 +1,5 @@
 /* Fuzz target: the ClickHouse store's reading of its server's answers
- * (store/ch_*.c): what a compromised or broken ClickHouse could send the
+ * (store/clickhouse/*.c): what a compromised or broken ClickHouse could send the
  * collector. The target is a fake ClickHouse, a libmicrohttpd server on
  * loopback, and one ClickHouse store (clickhouse://127.0.0.1:PORT/fz) opened
  * against it once. The input is the answers, one per request: each a status
@@ -26,7 +26,7 @@
 
 #include "common/batch.h"
 #include "common/frame.h"
-#include "store/ch_int.h"
+#include "store/clickhouse/handle.h"
 #include "store/store.h"
 
 int LLVMFuzzerInitialize(int *argc, char ***argv);

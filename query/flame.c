@@ -24,7 +24,7 @@
  *   looked at (the last add's path, runs and line entries up to there stand), and
  *   an id's key (text id, placeholder or not) is made once, found again in a flat
  *   array (ids below ID_DIRECT) or a table; stacks handed out sorted by their
- *   frames (store/read.c) then cost about one lookup per node of the tree.
+ *   frames (store/sqlite/read.c) then cost about one lookup per node of the tree.
  * At function granularity a Python frame's key is its text without the line
  * ("q (f.py)"), and the line goes to the node's breakdown: a block of a pool,
  * sorted by line, found by binary search (see LINE_CLASSES). A run of equal

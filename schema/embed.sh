@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Turns numbered SQL migrations (applied in order) into a C array for a store
 # backend: PREFIX_migrations[] and PREFIX_nmigrations. The SQLite store's are
-# schema/NNN_*.sql (prefix store), the ClickHouse store's schema/clickhouse/NNN_*.sql
+# schema/sqlite/NNN_*.sql (prefix store), the ClickHouse store's schema/clickhouse/NNN_*.sql
 # (prefix ch). Usage: embed.sh PREFIX FILE... > OUT.c
 set -euo pipefail
 prefix=$1

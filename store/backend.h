@@ -3,13 +3,13 @@
  * test_store.c is its conformance suite) as a table of functions; store/store.c
  * parses the location given to store__open(), fills in and checks the options
  * every backend shares, and forwards each call to the table of the store's
- * backend. The backends: SQLite (store/open.c and its neighbours, store_int.h)
- * and a ClickHouse server (store/clickhouse.c; its conformance run is
+ * backend. The backends: SQLite (store/sqlite/open.c and its neighbours, sqlite/db.h)
+ * and a ClickHouse server (store/clickhouse/clickhouse.c; its conformance run is
  * tests/integration/test_store_clickhouse_conformance.c).
  *
  * A backend's handle starts with struct store, so that the table's functions get
  * back their own struct from the pointer the caller holds (a cast: see
- * sqlite_store_of() in store_int.h). Arguments are checked by the dispatcher
+ * sqlite_store_of() in sqlite/db.h). Arguments are checked by the dispatcher
  * where the contract says -EINVAL for NULL, so a backend sees a non-NULL store and
  * its options with the defaults already applied and in order.
  */
@@ -64,16 +64,16 @@ struct store {
 	const struct store_backend *backend;
 };
 
-extern const struct store_backend store_sqlite_backend;	    /* store/open.c */
-extern const struct store_backend store_clickhouse_backend; /* store/clickhouse.c */
+extern const struct store_backend store_sqlite_backend;	    /* store/sqlite/open.c */
+extern const struct store_backend store_clickhouse_backend; /* store/clickhouse/clickhouse.c */
 
-/* The backends' store__stackrefs(): store/stackref.c (SQLite) and
- * store/ch_stackref.c (ClickHouse). */
+/* The backends' store__stackrefs(): store/sqlite/stackref.c (SQLite) and
+ * store/clickhouse/stackref.c (ClickHouse). */
 int sqlite_store__stackrefs(struct store *s, int64_t now, struct store_stackref *refs, size_t n);
 int ch_store__stackrefs(struct store *s, int64_t now, struct store_stackref *refs, size_t n);
 
-/* The backends' store__ingest_many(): store/ingest.c (SQLite) and
- * store/ch_ingest.c (ClickHouse). */
+/* The backends' store__ingest_many(): store/sqlite/ingest.c (SQLite) and
+ * store/clickhouse/ingest.c (ClickHouse). */
 int sqlite_store__ingest_many(struct store *s, const struct batch *const *batches, size_t n,
 			      const int64_t *now, struct store_ingest_result *results);
 int ch_store__ingest_many(struct store *s, const struct batch *const *batches, size_t n,

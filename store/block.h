@@ -24,8 +24,8 @@
  * Nothing may follow the payload. An empty block is 4 bytes (01 00 00 00).
  *
  * Format, version 2: a window's block, one section per label set (the raw tier,
- * schema/008_window_blocks.sql; and the minute tier, one block per 60 s bucket,
- * schema/010_minute_blocks.sql):
+ * schema/sqlite/008_window_blocks.sql; and the minute tier, one block per 60 s bucket,
+ * schema/sqlite/010_minute_blocks.sql):
  *
  *   byte    version   BLOCK_VERSION_SECTIONS (2)
  *   byte    flags     as version 1

@@ -10,14 +10,14 @@
 #include <sys/random.h>
 
 #include "store/intern.h"
-#include "store/store_int.h"
+#include "store/sqlite/db.h"
 
 #define MIN_SLOTS 64 /* 1.5 KiB: below STORE_INTERN_MIN_CAP */
 
 struct slot {
 	uint64_t hash;
 	int64_t id;   /* 0: empty (dictionary ids start at 1) */
-	int64_t seen; /* stacks and label sets: last_seen (schema/006_gc.sql) */
+	int64_t seen; /* stacks and label sets: last_seen (schema/sqlite/006_gc.sql) */
 	uint32_t off, len;
 };
 

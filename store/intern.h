@@ -1,11 +1,11 @@
 /* Private to store/: the in-memory caches of dictionary ids that ingest (ingest.c)
  * puts in front of the SELECT-then-INSERT on strings, frames, stacks and label sets
- * (schema/001_init.sql). One flat open-addressing hash table maps (kind, key bytes)
+ * (schema/sqlite/001_init.sql). One flat open-addressing hash table maps (kind, key bytes)
  * to the id the table gave, and for stacks and label sets the last_seen ingest knows
- * the row has (schema/006_gc.sql: it raises it at most once an hour); keys are kept
+ * the row has (schema/sqlite/006_gc.sql: it raises it at most once an hour); keys are kept
  * in one arena. A hit is trusted because a committed id is never renumbered and
  * never deleted while the cache may hold it: what a transaction learnt is dropped
- * when it rolls back (store_intern_reset, declared in store_int.h with
+ * when it rolls back (store_intern_reset, declared in sqlite/db.h with
  * store_intern_free), and everything when the dictionary GC deleted rows since the
  * cache was filled (store_intern_sync, on state.gc_epoch).
  *

@@ -37,7 +37,7 @@
 struct batch;
 struct store;
 
-/* How long each tier is kept (schema/005_blocks.sql): the windows as the agents
+/* How long each tier is kept (schema/sqlite/005_blocks.sql): the windows as the agents
  * sent them a day (last night's spike at full resolution), minute rollups two
  * weeks (a 2-minute range anywhere in them), hour rollups a month (trends). */
 #define STORE_DEFAULT_RETENTION_SECONDS	       (30 * 24 * 3600)
@@ -83,7 +83,7 @@ int store__resolve_options(const struct store_options *opts, struct store_option
 /* Opens the store at location: "sqlite:PATH" or a plain PATH is the SQLite backend
  * (store/backend.h); "clickhouse[+https]://HOST:PORT/DATABASE[?OPTIONS]", OPTIONS
  * cluster=NAME, credentials=FILE, ca=FILE and plaintext=1 in any order, is the
- * ClickHouse backend (store/clickhouse.c, docs/clickhouse.md): +https verifies the
+ * ClickHouse backend (store/clickhouse/clickhouse.c, docs/clickhouse.md): +https verifies the
  * server's certificate (against ca=FILE, else the system's CAs) and its name;
  * credentials over plain http to a host that is not loopback are -EPERM unless
  * plaintext=1, and a failed verification is -EKEYREJECTED. A URL
@@ -265,12 +265,12 @@ int store_stack_ids(void *ctx, const struct frame *frames, size_t nframes, uint6
 
 /* Runs q, calling cb for each stack with a nonzero sum, in no particular order
  * (the SQLite backend hands out stacks that share outer frames one after
- * another: see store/read.c). The callback must not call into s. The answer is the raw windows'
- * wherever they are kept (rollups are used only for buckets that lie inside [from, to)); where they
- * are gone, a rollup bucket counts whole when its start is in [from, to). The blocks are merged in
- * C; the stacks' frames come from a per-connection cache (64 MiB at most). Sums saturate at
- * INT64_MAX: no data makes a query fail. Returns 0, cb's nonzero return, -EINVAL, -ENOMEM, -EIO (a
- * stored block that does not decode, named in store__errmsg()), -E2BIG (more than
+ * another: see store/sqlite/read.c). The callback must not call into s. The answer is the raw
+ * windows' wherever they are kept (rollups are used only for buckets that lie inside [from, to));
+ * where they are gone, a rollup bucket counts whole when its start is in [from, to). The blocks are
+ * merged in C; the stacks' frames come from a per-connection cache (64 MiB at most). Sums saturate
+ * at INT64_MAX: no data makes a query fail. Returns 0, cb's nonzero return, -EINVAL, -ENOMEM, -EIO
+ * (a stored block that does not decode, named in store__errmsg()), -E2BIG (more than
  * BLOCK_MERGE_MAX_IDS distinct stacks in one answer), -ENOBUFS (more than
  * q->max_stacks, found while merging, before the stacks are resolved or handed
  * out) or a translated SQLite error. */
@@ -319,14 +319,14 @@ struct store_stats {
 	uint64_t db_bytes;	 /* page_count * page_size */
 	uint64_t blocks[3];	 /* block rows per tier: raw, minute, hour (a count(*)
 				  * of block_index's range per tier) */
-	int64_t built_before[3]; /* [1], [2]: rollup watermarks (schema/005), INT64_MIN
+	int64_t built_before[3]; /* [1], [2]: rollup watermarks (schema/sqlite/005), INT64_MIN
 				  * when none; [0] unused (INT64_MIN) */
 	int64_t kept_from[3];	 /* per tier: blocks older are gone, INT64_MIN: none */
 };
 
 /* Fills st. Cheap enough for every scrape: a few one-row reads (the sample row
  * count is kept by triggers, the dictionary sizes are row counts kept in state,
- * schema/006_gc.sql) and a
+ * schema/sqlite/006_gc.sql) and a
  * count of block_index per tier (a few bytes a block), no block read.
  * Returns 0 or a translated SQLite error. */
 int store__stats(struct store *s, struct store_stats *st);
@@ -338,10 +338,10 @@ int store__schema_version(struct store *s, int64_t *version);
  * damage (the first report is then in store__errmsg()), or a translated error. */
 int store__check(struct store *s);
 
-/* ---- windows: what a stored range covers (store/windows.c) -------------------
+/* ---- windows: what a stored range covers (store/sqlite/windows.c) -------------------
  *
  * Each batch's window length and sampling period are kept per stored window
- * (schema/004_windows.sql), so that an answer can state the time it really covers
+ * (schema/sqlite/004_windows.sql), so that an answer can state the time it really covers
  * (queries select whole windows: a window counts when its start is in [from, to))
  * and turn samples into CPU time (samples x period). */
 
@@ -381,10 +381,10 @@ int store__windows(struct store *s, const struct store_query *q, struct store_wi
  *   retention  deletes each tier's blocks older than its retention, but never
  *              those the next tier is not built over yet; the windows rows of raw
  *              windows deleted become one row per minute bucket, those of minute
- *              buckets one per hour (schema/004); the (agent, seq) of batches
+ *              buckets one per hour (schema/sqlite/004); the (agent, seq) of batches
  *              older than the raw retention are forgotten;
  *   gc         deletes the dictionary rows (label sets, stacks, frames, strings)
- *              no block uses any more (schema/006_gc.sql), at most 4 x 64 rows a
+ *              no block uses any more (schema/sqlite/006_gc.sql), at most 4 x 64 rows a
  *              call; ids are never given out again.
  * Together they touch at most about max_rows blocks (0 means 2000), so ingest
  * waits for at most one bounded call. *more is true when work remains: call again

@@ -1,10 +1,10 @@
--- smolder's ClickHouse schema, version 1 (store/clickhouse.c applies it on open,
+-- smolder's ClickHouse schema, version 1 (store/clickhouse/clickhouse.c applies it on open,
 -- one statement per request, in the location's database; every statement is
 -- idempotent, so collectors starting together may all apply it). Only SQL that
 -- both Debian 12's ClickHouse 18.16 and current releases accept: no TTL clause, no
 -- LowCardinality, engines in the "ENGINE = X() PARTITION BY ... ORDER BY ..." form.
 --
--- Ids are content hashes computed by the collector (store/clickhouse.c:
+-- Ids are content hashes computed by the collector (store/clickhouse/clickhouse.c:
 -- hash64 of a stack's sanitized frames, of a label set's sorted pairs), so that
 -- every collector gives the same stack the same id and a batch stored through any
 -- collector refers to the same dictionary rows; the dictionaries are

@@ -1,5 +1,5 @@
 -- smolder's ClickHouse schema, stacks by content id (the fleet wire, wire format 3:
--- schema/smolder.proto; store__stackrefs in store/store.h; store/ch_stackref.c).
+-- schema/smolder.proto; store__stackrefs in store/store.h; store/clickhouse/stackref.c).
 -- Numbered after 002, written beside it. Only SQL that 18.16 and current releases
 -- accept, as 001.
 --

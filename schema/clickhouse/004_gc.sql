@@ -1,6 +1,6 @@
 -- smolder's ClickHouse schema, version 4 (3 is the cluster's): when each stack
 -- and label set was last seen by an ingest, for the dictionary GC
--- (store/ch_gc.c, docs/store.md "ClickHouse"). Same rules as 001.
+-- (store/clickhouse/gc.c, docs/store.md "ClickHouse"). Same rules as 001.
 --
 -- A row (kind, id, at): kind 0 a stack, 1 a label set; at the ingest's time (the
 -- batch's receive time, or its window's start for store__ingest()), clamped to

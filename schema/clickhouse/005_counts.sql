@@ -5,7 +5,7 @@
 -- One row per (tier, bucket): tier 0 the raw rows of a minute bucket, tier 1 a
 -- minute's rollup rows, tier 2 an hour's; rows the distinct (start, label set,
 -- stack) in it (stats.sample_rows for tier 0), blocks the distinct (start, label
--- set) (stats.blocks). Written by the store's rollup build (store/ch_tiers.c)
+-- set) (stats.blocks). Written by the store's rollup build (store/clickhouse/tiers.c)
 -- after the bucket's rows, again when a late batch makes it build a bucket
 -- again: counts only grow, ReplacingMergeTree(rows) keeps the largest and reads
 -- take max per bucket. stats add the raw rows not yet built over (at or after

@@ -1,7 +1,7 @@
 -- smolder's ClickHouse schema, version 6: the raw and minute tiers in tables
 -- ordered stack-major within a time chunk, for their bytes on disk
 -- (docs/store.md "ClickHouse", measured by bench/ch_bench). Same rules as
--- 001, and the cluster forms of store/ch_schema.h.
+-- 001, and the cluster forms of store/clickhouse/schema.h.
 --
 -- 002's `raw` and `minute` were ordered (type, start, label set, stack, ...): the
 -- rows of one window side by side, so the `stack` column (random 64-bit content
@@ -15,7 +15,7 @@
 -- 2-minute read of raw rows reads its one or two 5-minute chunks, not the hour's
 -- partition. Longer chunks compress a little better (10 minutes: 3 % less raw)
 -- but make short reads read more (bench/ch_bench). Chunks: CH_RAW_CHUNK_SECONDS and CH_MINUTE_CHUNK_SECONDS
--- (store/ch_int.h; tests/unit/test_ch_schema.c checks they match these keys).
+-- (store/clickhouse/handle.h; tests/unit/test_ch_schema.c checks they match these keys).
 -- The engines, partitions (by hour), columns and collapsing rules are 002's: the
 -- ORDER BY key still holds (window, label set, stack, agent, seq) for raw and
 -- (start, label set, stack, src) for minute, plus the chunk, a function of the
@@ -26,7 +26,7 @@
 -- A database of version 5 has its rows in 002's `raw` and `minute`: the
 -- collector's open copies them here partition by partition (INSERT INTO
 -- samples_raw SELECT ... FROM raw WHERE intDiv(window_start, 3600) = p, then
--- ALTER TABLE raw DROP PARTITION p; store/ch_layout.c) before it records version
+-- ALTER TABLE raw DROP PARTITION p; store/clickhouse/layout.c) before it records version
 -- 6, and readers refuse the database until then. A copy made twice (a run
 -- stopped between a copy and its drop, then run again) collapses like any
 -- batch inserted twice. The old tables stay, empty.

@@ -8,14 +8,14 @@
 -- (root first) and a frame is one row; SQLite's dictionary has the same shape.
 --
 -- frames: id a 64-bit content hash of (kind, line, name, file) computed by the
--- collector (store/ch_ingest.c), the frame's kind, name, file and line as
+-- collector (store/clickhouse/ingest.c), the frame's kind, name, file and line as
 -- common/frame.h's struct frame. stack_frames: a stack's id (the same content
 -- id as 001's, which the tiers' `stack` columns name) and its frames' ids.
 -- Both collapse equal rows (ReplacingMergeTree by id): every ingest that stores
 -- a stack inserts its stack_frames row, then the rows of its frames, copies of
 -- the same content. The dictionary GC deletes a stack's rows from both
 -- `stacks` and `stack_frames`, and frames that no stack_frames row names
--- (store/ch_gc.c).
+-- (store/clickhouse/gc.c).
 --
 -- `stacks` stays: collectors of version 7 no longer write it, and read a stack
 -- there only when stack_frames does not hold it (one stored before 7, or by a

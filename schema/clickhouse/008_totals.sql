@@ -1,7 +1,7 @@
 -- smolder's ClickHouse schema, version 8: each rollup bucket's total per label
 -- set, for timelines (docs/store.md "ClickHouse", measured by bench/ch_bench).
 -- Same rules as 001, and the cluster forms of
--- store/ch_schema.h.
+-- store/clickhouse/schema.h.
 --
 -- A timeline sums a bucket's rows over every stack: the bench's day at 5-minute
 -- steps read 3.5 M minute rows (some 2,400 stacks a minute) to give 288 numbers,

@@ -1,7 +1,7 @@
 -- smolder's ClickHouse schema, version 9: the raw tier ordered by batch within
 -- a time chunk and label set, for its bytes on disk (docs/store.md
 -- "ClickHouse", measured by bench/ch_bench). Same rules as 001, and the
--- cluster forms of store/ch_schema.h.
+-- cluster forms of store/clickhouse/schema.h.
 --
 -- 006's samples_raw was ordered (type, chunk, label set, stack, window_start,
 -- agent, seq): a stack's rows side by side, so its id repeated, but every row
@@ -19,7 +19,7 @@
 --
 -- A database of version 8 has its raw rows in samples_raw: the collector's open
 -- copies them here partition by partition, then drops the partition there
--- (store/ch_layout.c, as for 006), before it records version 9; readers refuse
+-- (store/clickhouse/layout.c, as for 006), before it records version 9; readers refuse
 -- the database until then. samples_raw stays, empty.
 CREATE TABLE IF NOT EXISTS raw_batches (
 	window_start Int64,

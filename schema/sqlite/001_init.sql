@@ -25,11 +25,11 @@
 -- resolution flag, and a merged row is never merged again. Retention deletes rows
 -- whose window_start is older than the retention period, and the ingested rows of
 -- such windows. Dictionary rows were never deleted until migration 006
--- (schema/006_gc.sql: dictionary garbage collection).
+-- (schema/sqlite/006_gc.sql: dictionary garbage collection).
 --
 -- Values are 64-bit signed integers, CHECKed to stay integers: SQLite turns an
 -- overflowing integer sum into a REAL, and the CHECK turns that into an error.
--- The store's upserts therefore saturate at INT64_MAX instead (store/open.c), and
+-- The store's upserts therefore saturate at INT64_MAX instead (store/sqlite/open.c), and
 -- queries sum with a saturating aggregate, so no data makes a write or a query fail.
 
 CREATE TABLE strings (

@@ -15,7 +15,7 @@
 --
 -- A query for [from, to) takes the hour blocks of the hours that lie inside the
 -- range, minute blocks inside what is left, and raw windows only at the edges
--- (store/tiers.c, store_plan): about 24 blocks per label set for a day, and the
+-- (store/sqlite/tiers.c, store_plan): about 24 blocks per label set for a day, and the
 -- same answer as the raw windows, since a window counts when its start is in the
 -- range and a bucket holds exactly the windows that start in it. Where the raw
 -- windows of an edge are gone (older than raw_retention), the edge is answered by
@@ -40,7 +40,7 @@
 -- The raw entries ((window, label set, stack) rows of the old design) are counted
 -- in state.sample_rows by triggers on block_index, so /metrics stays one row read.
 -- The old samples rows are converted into raw blocks by the store in C after this
--- migration (store/migrate.c), a window per step, each step deleting the rows it
+-- migration (store/sqlite/migrate.c), a window per step, each step deleting the rows it
 -- converted in the same transaction (so a killed conversion resumes where it
 -- stopped), and the table is dropped when empty. A reader refuses a file whose
 -- conversion is not finished.

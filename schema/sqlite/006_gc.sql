@@ -3,7 +3,7 @@
 -- Until 006 the dictionaries (strings, frames, stacks, label sets; 001) only grew:
 -- pid churn makes a new label set per process and new stacks every day, long after
 -- retention dropped the blocks that used them. From 006 maintenance deletes what no
--- block can use any more (store/gc.c), in this model:
+-- block can use any more (store/sqlite/gc.c), in this model:
 --
 --   stacks, labelsets  last_seen: a window start (data time, as block starts). Ingest
 --                      sets it to the batch's window_start when it makes the row,
@@ -28,7 +28,7 @@
 -- a row is gone only after everything that used it (a SIGKILL leaves counts that
 -- match the rows left). The row with the largest id of each table is never deleted,
 -- so INTEGER PRIMARY KEY (max + 1) never gives an id twice: an id, once given, means
--- one content forever, and a cache of id -> content (store/read.c) never goes stale.
+-- one content forever, and a cache of id -> content (store/sqlite/read.c) never goes stale.
 -- A cache of content -> id (store/intern.c) would hand out a deleted id, so every GC
 -- transaction that deletes adds one to state.gc_epoch, which ingest reads in its
 -- transaction and empties its cache on a change (another process's GC included).
@@ -40,7 +40,7 @@
 -- no longer the count), kept by ingest (one UPDATE per batch, with state.batches:
 -- triggers would cost one per row) and by GC's steps; state.gc_deleted counts the
 -- rows GC deleted. Existing rows: the counts are set here; last_seen and refs by the
--- store in C at the next writer's open (store/gc.c, store_gc_init: refs from the
+-- store in C at the next writer's open (store/sqlite/gc.c, store_gc_init: refs from the
 -- blobs, every last_seen the newest block start, so old rows are collected once
 -- retention passes it), while state.gc_pending is 1; GC waits for it. That is one
 -- transaction, computed from scratch: a decode of every stack and an UPDATE of every

@@ -5,12 +5,12 @@
 -- busy host's day of bench/store_bench, 83 k stacks). From 007 the table has no
 -- constraint on the blob; stacks.hash holds a 64-bit hash of it and an index on
 -- the hash (8 bytes a row instead of the blob) finds the candidates. Ingest
--- (store/ingest.c) looks a stack up by its hash and compares the blob of each row
+-- (store/sqlite/ingest.c) looks a stack up by its hash and compares the blob of each row
 -- of that hash with its own, so two blobs of one hash (a collision) are two rows,
 -- each found by its content; the blob stays unique because only ingest inserts,
 -- and only after that lookup found no row, under the write lock.
 --
--- The hash (store_int.h, store_stack_hash) is FNV-1a of 64 bits over the blob's
+-- The hash (sqlite/db.h, store_stack_hash) is FNV-1a of 64 bits over the blob's
 -- bytes, as a signed integer (the bits of the unsigned value). It is part of the
 -- format: it never changes, since rows keep it.
 --

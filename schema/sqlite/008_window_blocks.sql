@@ -19,7 +19,7 @@
 -- one block per bucket and label set (version 1), labelset_id the label set.
 --
 -- The existing raw blocks are converted by the store in C after the migrations
--- (store/migrate.c): window by window, ascending, a window's version 1 blocks
+-- (store/sqlite/migrate.c): window by window, ascending, a window's version 1 blocks
 -- (labelset_id > 0) become one version 2 block and are deleted in the same
 -- transaction, several windows a transaction. state.convert_008 is the start from
 -- which windows are still to convert (NULL once done), so a killed conversion

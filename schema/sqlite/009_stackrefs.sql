@@ -12,11 +12,11 @@
 -- references' pages only ever hold small rows (shrinking a big row in place left
 -- its pages nearly empty). A look-up rebuilds the bytes from stacks, frames and
 -- strings. checked: the stack was not in the dictionary when looked for (its
--- batch was refused); the id keeps its bytes. store/stackref.c has the rules
+-- batch was refused); the id keeps its bytes. store/sqlite/stackref.c has the rules
 -- (dictionary GC, forgetting).
 --
 -- last_used: unix seconds of the last batch that named the id (set at most once
--- an hour, STACKREF_TOUCH_SECONDS in store/stackref.c, so a look-up seldom
+-- an hour, STACKREF_TOUCH_SECONDS in store/sqlite/stackref.c, so a look-up seldom
 -- writes); an id unused for the store's retention is deleted, a few at each
 -- store__stackrefs() call (the indexes on last_used find them), and its agents
 -- then send that stack in full again (answered 409 first: docs/collector.md).

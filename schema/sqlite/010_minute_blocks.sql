@@ -13,13 +13,13 @@
 -- block_index keeps one row per minute block, labelset_id -1 (no label set: the
 -- bucket's block; its label sets are in its directory), total and entries the
 -- whole block's, so a timeline without a label selection still sums
--- block_index.total. Rollups write it whole (store/maintain.c), a late batch
+-- block_index.total. Rollups write it whole (store/sqlite/maintain.c), a late batch
 -- below the minute watermark merges its label sets' sections into it
--- (store_bucket_add() in store/tiers.c). Hour blocks are unchanged: one per
+-- (store_bucket_add() in store/sqlite/tiers.c). Hour blocks are unchanged: one per
 -- bucket and label set (version 1), labelset_id the label set.
 --
 -- The existing minute blocks are converted by the store in C after the
--- migrations (store/migrate.c), as 008's raw blocks were: bucket by bucket,
+-- migrations (store/sqlite/migrate.c), as 008's raw blocks were: bucket by bucket,
 -- ascending, a bucket's version 1 blocks (labelset_id > 0) become its one version 2
 -- block and are deleted in the same transaction, several buckets a transaction.
 -- state.convert_010 is the start from which buckets are still to convert (NULL

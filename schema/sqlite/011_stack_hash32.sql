@@ -7,7 +7,7 @@
 -- stored (window, label set, stack) row. The hash only picks the candidate rows
 -- whose blobs ingest then compares with its own (a collision costs one more blob
 -- comparison, never a wrong id), so 32 bits do the same work: from 011,
--- store_stack_hash() (store/store_int.h) is the 64-bit FNV-1a folded to 32 bits
+-- store_stack_hash() (store/sqlite/db.h) is the 64-bit FNV-1a folded to 32 bits
 -- (high half XOR low half, as a signed integer: 4 bytes in the row and the index).
 --
 -- Every row's hash is computed again with smolder_stack_hash(), the function the

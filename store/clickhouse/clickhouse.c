@@ -14,22 +14,22 @@
  * connection made) unless HOST is loopback (localhost, 127.0.0.0/8) or the
  * location says plaintext=1. NAME is a cluster of the server's remote_servers: the
  * database and schema are then made ON CLUSTER, each table T as T_local
- * (Replicated) under a Distributed T (ch_schema.h), and every query runs with
+ * (Replicated) under a Distributed T (clickhouse/schema.h), and every query runs with
  * CH_CLUSTER_SETTINGS.
  *
  * Open applies the numbered schema files (schema/clickhouse/NNN_*.sql, embedded
  * as ch_migrations[]) that the database's schema_migrations table does not list,
  * through ch_schema__run() (as written on one server, rewritten on a cluster),
  * and versions 6 and 9 move the raw and minute rows into their tables
- * (ch_layout.c).
- * The rest of the contract: ch_ingest.c (content ids, batches stored once however
- * often their rows are inserted, the ingest cache), ch_read.c (queries; with
- * ch_stacks.c, the frames a flame graph fetches, and ch_frames.c, the cache of
+ * (clickhouse/layout.c).
+ * The rest of the contract: clickhouse/ingest.c (content ids, batches stored once however
+ * often their rows are inserted, the ingest cache), clickhouse/read.c (queries; with
+ * clickhouse/stacks.c, the frames a flame graph fetches, and clickhouse/frames.c, the cache of
  * those),
- * ch_tiers.c (minute and hour rollups built inside ClickHouse), ch_layout.c (the
- * moves to schema 6's and 9's tables), ch_gc.c (the
- * dictionary GC), ch_maint.c (stats, check, retention per tier), ch_stackref.c
- * (stacks by content id, the fleet wire); ch_int.h is what they share.
+ * clickhouse/tiers.c (minute and hour rollups built inside ClickHouse), clickhouse/layout.c (the
+ * moves to schema 6's and 9's tables), clickhouse/gc.c (the
+ * dictionary GC), clickhouse/maint.c (stats, check, retention per tier), clickhouse/stackref.c
+ * (stacks by content id, the fleet wire); clickhouse/handle.h is what they share.
  * docs/store.md describes the design and its known limits. Not thread-safe: one HTTP
  * connection per store.
  */
@@ -46,8 +46,8 @@
 
 #include "common/address.h"
 #include "common/reason.h"
-#include "store/ch_int.h"
-#include "store/ch_schema.h"
+#include "store/clickhouse/handle.h"
+#include "store/clickhouse/schema.h"
 
 extern const char *const ch_migrations[]; /* build/gen/ch_migrations.c */
 extern const size_t ch_nmigrations;
@@ -312,7 +312,7 @@ static int run_statement(void *ctx, const char *sql)
 }
 
 /* Runs text (a schema file, or one statement ending in ';') on the server or, in
- * the cluster form (ch_schema.h), on the cluster. */
+ * the cluster form (clickhouse/schema.h), on the cluster. */
 static int run_schema(struct ch_store *s, const char *db, const char *text)
 {
 	struct ch_schema_target t = { db, s->cluster, ch_migrations, ch_nmigrations };
@@ -326,7 +326,7 @@ static int run_schema(struct ch_store *s, const char *db, const char *text)
 }
 
 /* Applies schema file index, then moves the rows its version moves (6 and 9:
- * ch_layout.c) or marks where the totals start (8: ch_tiers_mark_totals()),
+ * clickhouse/layout.c) or marks where the totals start (8: ch_tiers_mark_totals()),
  * then records its version: a step stopped midway is run again by the next
  * open, and readers refuse the database until it is done. */
 static int apply_migration(struct ch_store *s, const char *db, size_t index)

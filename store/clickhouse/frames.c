@@ -1,7 +1,7 @@
-/* The ClickHouse store's cache of stacks' frames for its reads (ch_int.h): the
- * frames of the stacks that a flame graph fetched (ch_stacks.c), kept by stack id so
+/* The ClickHouse store's cache of stacks' frames for its reads (clickhouse/handle.h): the
+ * frames of the stacks that a flame graph fetched (clickhouse/stacks.c), kept by stack id so
  * that the next flame graph fetches only the stacks it has not seen. A stack's id
- * is a content hash of its frames (ch_ingest.c), so a cached stack is never
+ * is a content hash of its frames (clickhouse/ingest.c), so a cached stack is never
  * stale: the dictionary GC may delete the row and an ingest insert it again, with
  * the same frames under the same id.
  *
@@ -17,7 +17,7 @@
  * pass either is emptied first. Allocated at the first put, freed with the store.
  *
  * A flame graph's cached stacks are handed out as SQLite's reads hand theirs
- * out (store/read.c): sorted by their frames from the root, so that stacks
+ * out (store/sqlite/read.c): sorted by their frames from the root, so that stacks
  * sharing outer frames come one after another, only the frames after the
  * shared ones are written into the caller's array (half of the day's), and
  * the caller's flame tree finds the shared ones on the path it just walked.
@@ -33,7 +33,7 @@
 #include <string.h>
 
 #include "common/frame.h"
-#include "store/ch_int.h"
+#include "store/clickhouse/handle.h"
 
 /* An interned frame: its strings as indices of the string table. */
 struct cframe {

@@ -1,11 +1,10 @@
-/* Private to the ClickHouse store (store/clickhouse.c opens it; ch_ingest.c,
- * ch_read.c and ch_maint.c implement the rest of the contract; ch_tiers.c the
- * rollup tiers' watermarks, builds and read plans; ch_parts.c which partitions
- * a read takes without FINAL; ch_frames.c the reads' cache
- * of stacks' frames; ch_rowbin.c the pieces they share; ch_http.c talks to the
- * server). The handle, the error and
- * request helpers, and the buffers that write RowBinary bodies and SQL text and
- * read RowBinary answers. docs/clickhouse.md is the user's view.
+/* Private to the ClickHouse store (store/clickhouse/clickhouse.c opens it; clickhouse/ingest.c,
+ * clickhouse/read.c and clickhouse/maint.c implement the rest of the contract; clickhouse/tiers.c
+ * the rollup tiers' watermarks, builds and read plans; clickhouse/parts.c which partitions a read
+ * takes without FINAL; clickhouse/frames.c the reads' cache of stacks' frames; clickhouse/rowbin.c
+ * the pieces they share; clickhouse/http.c talks to the server). The handle, the error and request
+ * helpers, and the buffers that write RowBinary bodies and SQL text and read RowBinary answers.
+ * docs/clickhouse.md is the user's view.
  */
 #ifndef SMOLDER_STORE_CH_INT_H
 #define SMOLDER_STORE_CH_INT_H
@@ -16,7 +15,7 @@
 
 #include "common/batch.h"
 #include "store/backend.h"
-#include "store/ch_http.h"
+#include "store/clickhouse/http.h"
 
 /* Frames of one stored stack read back: BATCH_MAX_STACK_DEPTH is the most ingest
  * stores; a row with more is damage (-EIO). */
@@ -27,7 +26,7 @@
  * when three quarters full, so a busy fleet's distinct stacks beyond some 190 000
  * only cost their rows being inserted again. */
 #define CH_CACHE_SLOTS (1u << 18)
-/* A store's cache of stacks' frames for its flame graphs (ch_frames.c, interned:
+/* A store's cache of stacks' frames for its flame graphs (clickhouse/frames.c, interned:
  * some 4 bytes a frame of a stack, 190 bytes a stack of the busy host): bytes
  * and stacks held at most (three quarters of the slots, 20 bytes each with
  * their rank, 5 MiB), emptied when either would be passed: a day of the busy
@@ -49,7 +48,7 @@
 #define CH_CLUSTER_MAX 64
 
 struct store_intern;
-/* The ingest's memo of stacks' content ids (ch_ids.c): zero-initialize, set cap
+/* The ingest's memo of stacks' content ids (clickhouse/ids.c): zero-initialize, set cap
  * (bytes; 0: STORE_INTERN_DEFAULT_CAP, store/intern.h) before the first call;
  * ch_ids_free() frees it. */
 struct ch_ids {
@@ -71,15 +70,15 @@ struct ch_store {
 	 * ch_alter_target(T). system.* tables describe one node only. */
 	char cluster[CH_CLUSTER_MAX + 1];
 	char errmsg[768];
-	int64_t gc_after;      /* ch_gc.c: the next GC pass runs at a maintain of now >= this */
-	uint64_t parts_reread; /* ch_parts.c: reads made again with FINAL everywhere */
-	struct ch_frames_cache *frames; /* ch_frames.c; NULL until a read fills it */
-	/* ch_ingest.c: the stacks and label sets this store inserted (open addressing
+	int64_t gc_after; /* clickhouse/gc.c: the next GC pass runs at a maintain of now >= this */
+	uint64_t parts_reread; /* clickhouse/parts.c: reads made again with FINAL everywhere */
+	struct ch_frames_cache *frames; /* clickhouse/frames.c; NULL until a read fills it */
+	/* clickhouse/ingest.c: the stacks and label sets this store inserted (open addressing
 	 * by id, 0 empty), with the `seen` time written: a batch inserts a
 	 * dictionary row and its seen row only for an id not here or seen more than
 	 * CH_SEEN_REFRESH_SECONDS before. Inline, so the handle's free frees it; the
 	 * pages are touched only by a writer that ingests. */
-	struct ch_ids ids; /* ch_ids.c: the ingest's memo of stacks' content ids */
+	struct ch_ids ids; /* clickhouse/ids.c: the ingest's memo of stacks' content ids */
 	struct {
 		uint64_t id[CH_CACHE_SLOTS];
 		int64_t at[CH_CACHE_SLOTS];
@@ -89,8 +88,8 @@ struct ch_store {
 
 /* FNV-1a over the bytes (from CH_HASH_SEED, or a hash so far), then
  * ch_hash_final(), a SplitMix64 finalizer, to spread them: the content ids of
- * stacks and label sets (ch_ingest.c: the same on every collector and every
- * build, the ids are stored) and the frames cache's own tables (ch_frames.c). */
+ * stacks and label sets (clickhouse/ingest.c: the same on every collector and every
+ * build, the ids are stored) and the frames cache's own tables (clickhouse/frames.c). */
 #define CH_HASH_SEED UINT64_C(0xcbf29ce484222325)
 
 static inline uint64_t ch_hash_bytes(uint64_t h, const void *d, size_t n)
@@ -125,7 +124,7 @@ static inline uint64_t ch_hash_str(uint64_t h, const char *s, size_t n)
 	return ch_hash_bytes(ch_hash_u64(h, n), s, n);
 }
 
-/* ---- content ids (ch_ids.c) ----------------------------------------------------- */
+/* ---- content ids (clickhouse/ids.c) ----------------------------------------------------- */
 
 /* A batch frame's name or file as stored: t itself, or frame_sanitize()'s copy
  * of it in buf (FRAME_MAX_NAME_LEN + 1 bytes). *len set. */
@@ -206,7 +205,7 @@ double ch_r_f64(struct ch_rbuf *r);
 #define CH_SUM_SATURATED 9.2e18
 uint64_t ch_r_sum(struct ch_rbuf *r);
 
-/* ---- tiers (ch_tiers.c; schema/clickhouse/002_tiers.sql) -------------------- */
+/* ---- tiers (clickhouse/tiers.c; schema/clickhouse/002_tiers.sql) -------------------- */
 
 /* Every tier table is partitioned by hour of its rows' starts: retention drops
  * whole partitions of this length. */
@@ -234,7 +233,7 @@ static inline bool ch_partition_sane(int64_t p, int64_t len)
 }
 /* The raw and minute tiers' tables (009_batches.sql and 006_layout.sql; 002's
  * `raw` and `minute`, then 006's samples_raw before, emptied into these by
- * ch_layout.c), and the time chunk that leads each one's ORDER BY key after the
+ * clickhouse/layout.c), and the time chunk that leads each one's ORDER BY key after the
  * type: intDiv(start, CHUNK). A read of a range states the chunk condition as
  * the key writes it (ch_w_chunk()), else 18.16 reads the whole partition.
  * tests/unit/test_ch_schema.c checks these against the schema files. `hour`
@@ -244,7 +243,7 @@ static inline bool ch_partition_sane(int64_t p, int64_t len)
 #define CH_RAW_CHUNK_SECONDS	300
 #define CH_MINUTE_CHUNK_SECONDS 600
 /* The schema versions whose open moves rows into new tables: 6 moves 002's into
- * 006's, 9 moves 006's raw rows into 009's (ch_layout.c). */
+ * 006's, 9 moves 006's raw rows into 009's (clickhouse/layout.c). */
 #define CH_LAYOUT_VERSION  6
 #define CH_BATCHES_VERSION 9
 /* `ingested` (001) is partitioned by day. */
@@ -272,7 +271,7 @@ struct ch_tiers {
 
 int ch_tiers_read(struct ch_store *s, struct ch_tiers *t);
 struct store_tiers;
-/* The watermarks read now as store_plan()'s input (store/store_int.h); t's as
+/* The watermarks read now as store_plan()'s input (store/sqlite/db.h); t's as
  * the same. */
 int ch_tiers_plan_input(struct ch_store *s, struct store_tiers *st);
 void ch_tiers_to_plan(const struct ch_tiers *t, struct store_tiers *st);
@@ -318,7 +317,7 @@ int64_t ch_floor(int64_t v, int64_t len);
 /* Appends q's selection (" AND type = ... AND labelset IN (...)"; the type only
  * when typed). */
 void ch_w_selection(struct ch_wbuf *w, const struct store_query *q, bool typed);
-/* ---- partitions of one part (ch_parts.c) ------------------------------------ */
+/* ---- partitions of one part (clickhouse/parts.c) ------------------------------------ */
 
 /* Partitions of one part a read knows of at most (system.parts' answer is cut
  * there; the others are read with FINAL): a year of the hour tier and two weeks
@@ -378,7 +377,7 @@ void ch_w_totals(struct ch_wbuf *w, const struct store_query *q, int tier, const
 void ch_w_totals_check(struct ch_wbuf *w, int tier, const int64_t *from, const int64_t *to,
 		       size_t n);
 /* Appends "(span UNION ALL span ...)": the rows that answer [q->from, q->to) by
- * the plan of store/tiers.c over the watermarks read now, each span by
+ * the plan of store/sqlite/tiers.c over the watermarks read now, each span by
  * ch_w_spans(). Returns 0 or -errno. */
 int ch_w_plan(struct ch_store *s, struct ch_wbuf *w, const struct store_query *q, bool typed,
 	      struct ch_parts *parts);
@@ -386,7 +385,7 @@ int ch_w_plan(struct ch_store *s, struct ch_wbuf *w, const struct store_query *q
  * sets or stacks have rows (copies do not change that). */
 int ch_w_plan_rows(struct ch_store *s, struct ch_wbuf *w, const struct store_query *q, bool typed);
 
-/* ---- the layouts of schemas 6 and 9 (ch_layout.c; 006_layout.sql, 009_batches.sql) */
+/* ---- the layouts of schemas 6 and 9 (clickhouse/layout.c; 006_layout.sql, 009_batches.sql) */
 
 /* Moves every row of the tables a schema up to version left behind into the
  * tables that replaced them: for 6, 002's `raw` and `minute` into 006's
@@ -398,7 +397,7 @@ int ch_w_plan_rows(struct ch_store *s, struct ch_wbuf *w, const struct store_que
  * 0 or -errno. */
 int ch_layout_migrate(struct ch_store *s, int64_t version);
 
-/* ---- the frames cache (ch_frames.c) ---------------------------------------- */
+/* ---- the frames cache (clickhouse/frames.c) ---------------------------------------- */
 
 /* A cached stack a flame graph hands out: its slot (ch_frames_find() - 1) and
  * its sum, not 0; rank is ch_frames_handout()'s. */
@@ -415,7 +414,7 @@ void ch_frames_prefetch(const struct ch_store *s, uint64_t id);
 /* Calls cb for each of h's n stacks (found with no put since) with its frames
  * (in frames, CH_MAX_FRAMES of scratch; strings valid until the next put) and
  * count, in handout order, which h is sorted into: stacks that share outer
- * frames one after another, as SQLite's reads hand them out (store/read.c), so
+ * frames one after another, as SQLite's reads hand them out (store/sqlite/read.c), so
  * only the frames after the shared ones are written and a flame tree finds the
  * shared ones on the path it just walked. Stops at cb's first non-zero return. */
 int ch_frames_handout(struct ch_store *s, struct ch_handout *h, size_t n, struct frame *frames,
@@ -432,7 +431,7 @@ void ch_frames_put(struct ch_store *s, uint64_t id, const struct frame *frames, 
 		   const uint64_t *fids);
 void ch_frames_free(struct ch_store *s);
 
-/* ---- a flame graph's stacks (ch_stacks.c; schema/clickhouse/007_frames.sql) -- */
+/* ---- a flame graph's stacks (clickhouse/stacks.c; schema/clickhouse/007_frames.sql) -- */
 
 /* A stack's sum over a read. */
 struct ch_stack_sum {
@@ -448,7 +447,7 @@ struct ch_stack_sum {
 int ch_stacks_emit(struct ch_store *s, struct ch_stack_sum *sums, size_t n, const char *plan,
 		   store_stack_fn cb, void *ctx);
 
-/* ---- dictionary GC (ch_gc.c; schema/clickhouse/004_gc.sql) ------------------- */
+/* ---- dictionary GC (clickhouse/gc.c; schema/clickhouse/004_gc.sql) ------------------- */
 
 /* A stack or label set last seen (004's `seen`) this long before a GC's now is
  * deleted when no raw, minute or hour row uses it. Longer than any ingest takes

@@ -1,4 +1,4 @@
-/* The ClickHouse store's HTTP client (store/ch_http.h): libcurl's easy interface
+/* The ClickHouse store's HTTP client (store/clickhouse/http.h): libcurl's easy interface
  * on one handle, so that requests reuse the connection (and its TLS session);
  * every answer is bounded (CH_HTTP_MAX_RESPONSE) and every request timed out
  * (CH_HTTP_*_TIMEOUT_S), and ClickHouse's exception codes become negative errno.
@@ -13,7 +13,7 @@
 
 #include <curl/curl.h>
 
-#include "store/ch_http.h"
+#include "store/clickhouse/http.h"
 
 struct ch_http {
 	CURL *curl;

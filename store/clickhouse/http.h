@@ -49,7 +49,7 @@ struct ch_http_server {
  * ca_file (or of the system's store, /etc/ssl/certs) and name host (TLS 1.2 at
  * least); nothing, credentials included, is sent before it is verified. The
  * client does not judge whether plain http is acceptable: the store's location
- * rules do (store/clickhouse.c). srv's strings are copied. Returns 0, -EINVAL or
+ * rules do (store/clickhouse/clickhouse.c). srv's strings are copied. Returns 0, -EINVAL or
  * -ENOMEM; *out written only on success. */
 int ch_http__new(const struct ch_http_server *srv, const char *database, const char *settings,
 		 struct ch_http **out);

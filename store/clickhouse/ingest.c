@@ -1,4 +1,4 @@
-/* The ClickHouse store's ingest (ch_int.h), a call of one batch or of many
+/* The ClickHouse store's ingest (clickhouse/handle.h), a call of one batch or of many
  * (store__ingest_many, the collector's group commit): each batch checked as
  * SQLite checks it (a refused one is left out alone), the (agent, seq) of all
  * looked up in `ingested` in one SELECT (a duplicate writes nothing), then the
@@ -7,11 +7,11 @@
  * batch whose minute bucket a rollup has claimed (a late one) has that bucket and
  * its hour built again; last the `ingested` rows of all. Ids are content
  * hashes, so any collector computes the same ones without a round trip (a
- * stack's is not hashed again for a stack the store met before: ch_ids.c; a stack
+ * stack's is not hashed again for a stack the store met before: clickhouse/ids.c; a stack
  * is stored as its frames' ids, each frame once a call: 007_frames.sql), and a
  * store remembers those it inserted (its ingest cache) so that a call inserts
  * only the dictionary rows that are new to it (or not refreshed for half the
- * GC's grace period: ch_gc.c). Raw rows carry (agent, seq): a batch inserted
+ * GC's grace period: clickhouse/gc.c). Raw rows carry (agent, seq): a batch inserted
  * twice (two collectors racing, a retry after a failure midway) is counted once
  * by every read (002_tiers.sql).
  */
@@ -24,7 +24,7 @@
 #include "common/batch.h"
 #include "common/frame.h"
 #include "store/block.h"
-#include "store/ch_int.h"
+#include "store/clickhouse/handle.h"
 
 /* ---- ingest --------------------------------------------------------------- */
 
@@ -434,7 +434,7 @@ static int add_batch(struct ch_store *s, const struct batch *b, const int64_t *n
 	at = now ? *now : b->window_start;
 	if (at < 0)
 		at = 0;
-	/* the stacks in use, their ids (the memo's, ch_ids.c), their rows unless this
+	/* the stacks in use, their ids (the memo's, clickhouse/ids.c), their rows unless this
 	 * store inserted them lately */
 	for (i = 0; i < b->nsamples; i++)
 		seen[b->samples[i].stack] = 1;
@@ -630,7 +630,7 @@ static int raw_rows(const struct batch *const *bs, const struct one *o, size_t n
 }
 
 /* The inserts of one call, each one INSERT for every batch stored: seen first
- * (the GC spares what it names: ch_gc.c), then the dictionaries (a sample never
+ * (the GC spares what it names: clickhouse/gc.c), then the dictionaries (a sample never
  * names a stack or label set not stored), the raw rows, the late batches'
  * rollups (one read of the watermarks after the raw rows), and `ingested` last: a
  * batch is a duplicate only once all of it is stored. */
@@ -648,7 +648,7 @@ static int insert_all(struct ch_store *s, const struct batch *const *bs, const s
 			     w->seen.len, NULL);
 	/* a stack's row before its frames' rows: a GC that deletes a frame no stack
 	 * names spares one that a stack stored before its ALTER names, and a frame
-	 * row inserted after the ALTER is not in the parts it rewrites (ch_gc.c) */
+	 * row inserted after the ALTER is not in the parts it rewrites (clickhouse/gc.c) */
 	if (!err && w->stack_frames.len)
 		err = ch_run(s, "ingest stacks", "INSERT INTO stack_frames FORMAT RowBinary",
 			     w->stack_frames.p, w->stack_frames.len, NULL);

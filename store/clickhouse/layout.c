@@ -1,9 +1,9 @@
 /* The ClickHouse store's moves of rows into the tables that replaced theirs
- * (ch_int.h): schema 6's layout (006_layout.sql) takes the rows of 002's `raw`
+ * (clickhouse/handle.h): schema 6's layout (006_layout.sql) takes the rows of 002's `raw`
  * and `minute`, ordered by start, into samples_raw and CH_MINUTE_TABLE, ordered
  * by time chunk, label set and stack; schema 9's (009_batches.sql) takes
  * samples_raw's into CH_RAW_TABLE, ordered by time chunk, label set and batch.
- * store/clickhouse.c runs the moves of a version on a writer's open, before it
+ * store/clickhouse/clickhouse.c runs the moves of a version on a writer's open, before it
  * records that version (readers refuse the database until then), and again on
  * every writer's open after (rows an older collector still wrote; a read of
  * each empty old table when there are none).
@@ -25,7 +25,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "store/ch_int.h"
+#include "store/clickhouse/handle.h"
 
 /* Partitions of one table listed by one read (an hour each: 24 raw and 336
  * minute ones at the default retentions); more are listed again once moved. */
@@ -52,7 +52,7 @@ static int move_partition(struct ch_store *s, const struct layout_move *m, int64
 	char target[128];
 	int err;
 
-	/* FINAL: the new part holds one row per key (ch_parts.c reads it plainly) */
+	/* FINAL: the new part holds one row per key (clickhouse/parts.c reads it plainly) */
 	ch_w_text(&sql,
 		  "INSERT INTO %s (%s) SELECT %s FROM %s FINAL WHERE intDiv(%s, %d) = %" PRId64,
 		  m->to, m->cols, m->cols, m->from, m->col, CH_PARTITION_SECONDS, p);

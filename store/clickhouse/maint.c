@@ -1,7 +1,7 @@
-/* The ClickHouse store's stats, check and maintenance (ch_int.h): rollups of
- * minute and hour buckets built in ClickHouse (ch_tiers.c), a bounded number per
+/* The ClickHouse store's stats, check and maintenance (clickhouse/handle.h): rollups of
+ * minute and hour buckets built in ClickHouse (clickhouse/tiers.c), a bounded number per
  * call, retention per tier by whole hours' partitions (ALTER TABLE ... DROP
- * PARTITION), a bounded number per call, and the dictionary GC (ch_gc.c).
+ * PARTITION), a bounded number per call, and the dictionary GC (clickhouse/gc.c).
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -12,8 +12,8 @@
 #include "common/batch.h"
 #include "common/frame.h"
 #include "store/block.h"
-#include "store/ch_int.h"
-#include "store/store_int.h"
+#include "store/clickhouse/handle.h"
+#include "store/sqlite/db.h"
 
 /* ---- stats, check, maintain ------------------------------------------------ */
 
@@ -208,7 +208,7 @@ out:
 /* The minute rows of the hours [from, to) are complete once their hour buckets
  * are built: each hour's partition of them is merged into one part now (OPTIMIZE
  * ... FINAL), where the background merges may leave two or three, so that a
- * read whose edge lies in such an hour takes it without FINAL (ch_parts.c). An
+ * read whose edge lies in such an hour takes it without FINAL (clickhouse/parts.c). An
  * optimization only: on a cluster (reads take FINAL there), for a partition of
  * one part already (OPTIMIZE would write it again), and when the merge fails
  * (merges stopped by the operator), nothing is done. */
@@ -235,11 +235,11 @@ static void merge_minutes(struct ch_store *s, int64_t from, int64_t to)
 }
 
 /* One bounded rollup step of tier (1: minute, 2: hour): its buckets from the
- * first one with rows at or after built_T (and kept_T: the plan of store/tiers.c
+ * first one with rows at or after built_T (and kept_T: the plan of store/sqlite/tiers.c
  * reads no tier below its kept_from, but the hour tier everywhere below, so none
  * is built there), at most nbuckets, below limit. An empty stretch is passed over
  * at once. claim_T is raised before the build and
- * built_T after (ch_int.h). */
+ * built_T after (clickhouse/handle.h). */
 static int rollup_step(struct ch_store *s, struct ch_tiers *t, int tier, int64_t limit,
 		       int64_t nbuckets, bool *more)
 {
@@ -389,7 +389,7 @@ static int retention(struct ch_store *s, struct ch_tiers *t, int64_t now, bool *
 			*more = true;
 	}
 	/* a batch's `ingested` row is its window in store__windows() as long as any
-	 * tier keeps its samples (ch_read.c): it goes with the hour tier's rows */
+	 * tier keeps its samples (clickhouse/read.c): it goes with the hour tier's rows */
 	if (!err && t->kept[2] != INT64_MIN && budget) {
 		done = drop_below(s, "ingested", "window_start", CH_INGESTED_PARTITION_SECONDS,
 				  ch_floor(t->kept[2], CH_INGESTED_PARTITION_SECONDS), &budget);
@@ -398,7 +398,7 @@ static int retention(struct ch_store *s, struct ch_tiers *t, int64_t now, bool *
 		if (!done)
 			*more = true;
 	}
-	/* stacks by content id (ch_stackref.c): a day's partition of ids last used
+	/* stacks by content id (clickhouse/stackref.c): a day's partition of ids last used
 	 * before the retention; an id in use was inserted again within the hour */
 	if (!err && budget) {
 		done = drop_below(
@@ -413,8 +413,8 @@ static int retention(struct ch_store *s, struct ch_tiers *t, int64_t now, bool *
 	return err;
 }
 
-/* Rollups, retention, then the dictionary GC (ch_gc.c), each bounded; every step runs even when an
- * earlier one failed, and the first error is the result. */
+/* Rollups, retention, then the dictionary GC (clickhouse/gc.c), each bounded; every step runs even
+ * when an earlier one failed, and the first error is the result. */
 int ch_maintain(struct store *base, int64_t now, size_t max_rows, bool *more)
 {
 	struct ch_store *s = ch_of(base);

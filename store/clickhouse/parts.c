@@ -1,4 +1,4 @@
-/* Which hours of the tier tables a read may take without FINAL (ch_int.h).
+/* Which hours of the tier tables a read may take without FINAL (clickhouse/handle.h).
  *
  * A FINAL read merges the parts of what it reads as it goes, to collapse a
  * batch's copies (002_tiers.sql), and 18.16 does that merge in one thread: on the
@@ -25,8 +25,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "store/ch_int.h"
-#include "store/store_int.h"
+#include "store/clickhouse/handle.h"
+#include "store/sqlite/db.h"
 
 static int part_cmp(const void *pa, const void *pb)
 {

@@ -1,9 +1,9 @@
-/* The ClickHouse store's reads (ch_int.h): stacks, series, labels and windows of
+/* The ClickHouse store's reads (clickhouse/handle.h): stacks, series, labels and windows of
  * a range and selection, summed in ClickHouse over the spans of the tiers' plan
- * (ch_w_plan(), ch_tiers.c; each span a FINAL read, which collapses a batch's
- * copies, but of the partitions that hold one part, which have none: ch_parts.c,
+ * (ch_w_plan(), clickhouse/tiers.c; each span a FINAL read, which collapses a batch's
+ * copies, but of the partitions that hold one part, which have none: clickhouse/parts.c,
  * which reads again with FINAL when one changed meanwhile) and read back as
- * RowBinary; query_stacks has ch_stacks.c add the sums' frames (the store's
+ * RowBinary; query_stacks has clickhouse/stacks.c add the sums' frames (the store's
  * cache's, then the others fetched); a timeline reads each tier only where its
  * buckets' plans do, then plans each of its buckets in C over per-tier sums, as
  * the SQLite store does.
@@ -17,8 +17,8 @@
 #include "common/batch.h"
 #include "common/frame.h"
 #include "store/block.h"
-#include "store/ch_int.h"
-#include "store/store_int.h"
+#include "store/clickhouse/handle.h"
+#include "store/sqlite/db.h"
 
 /* ---- queries -------------------------------------------------------------- */
 
@@ -130,7 +130,7 @@ int ch_query_stacks(struct store *base, const struct store_query *q, store_stack
 	err = check_query(s, q);
 	if (err || q->from >= q->to)
 		return err;
-	/* one plan for both: the stacks summed, then (ch_stacks.c) the frames of
+	/* one plan for both: the stacks summed, then (clickhouse/stacks.c) the frames of
 	 * those the cache lacks */
 	err = ch_parts_run(s, read_sums, &x);
 	if (!err && x.n)
@@ -632,10 +632,10 @@ static void windows_tier(struct ch_wbuf *w, const struct store_query *q, int tie
 	*any = true;
 }
 
-/* The windows as SQLite's windows table has them (store/windows.c): a batch's own
+/* The windows as SQLite's windows table has them (store/sqlite/windows.c): a batch's own
  * window where raw windows are kept (at or after kept_0), its minute bucket where
  * only minutes are (60 s long), its hour where only hours are, none below kept_2;
- * `ingested` keeps a row per batch for as long as the hour tier (ch_maint.c), and
+ * `ingested` keeps a row per batch for as long as the hour tier (clickhouse/maint.c), and
  * each row counts at the start it has there. With a selection or another type,
  * the starts where a selected label set has rows in the tier kept there. */
 int ch_windows(struct store *base, const struct store_query *q, struct store_windows *out)

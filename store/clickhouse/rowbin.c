@@ -1,4 +1,4 @@
-/* The ClickHouse store's shared pieces (ch_int.h): errors kept for
+/* The ClickHouse store's shared pieces (clickhouse/handle.h): errors kept for
  * store__errmsg(), one request, and the buffers that write RowBinary bodies and
  * SQL text and read RowBinary answers.
  */
@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "store/ch_int.h"
+#include "store/clickhouse/handle.h"
 
 int ch_fail(struct ch_store *s, int err, const char *fmt, ...)
 {

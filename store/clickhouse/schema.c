@@ -1,12 +1,12 @@
 /* The ClickHouse schema's statements on one server or rewritten for a cluster
- * (ch_schema.h says the rules). A small reader of the few forms a schema file
+ * (clickhouse/schema.h says the rules). A small reader of the few forms a schema file
  * uses: keywords matched case-insensitively with any white space between them,
  * identifiers [A-Za-z_][A-Za-z0-9_]*, parentheses balanced outside quoted
  * strings. It is not a SQL parser: a statement of another form is refused on a
  * cluster rather than guessed at, so a new schema file that needs one fails the
  * cluster test first.
  */
-#include "store/ch_schema.h"
+#include "store/clickhouse/schema.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -17,7 +17,7 @@
 #include <string.h>
 #include <strings.h>
 
-#include "store/ch_int.h"
+#include "store/clickhouse/handle.h"
 
 #define NAME_MAX_LEN 64 /* an identifier of the schema: a table, view or column name */
 
@@ -367,7 +367,8 @@ static int run_on_cluster(const struct ch_schema_target *t, const char *sql, ch_
 		}
 	} else {
 		err = set_why(why, whylen,
-			      "a statement the cluster layout does not know (ch_schema.h lists the "
+			      "a statement the cluster layout does not know (clickhouse/schema.h "
+			      "lists the "
 			      "forms): %.80s",
 			      skip_ws(sql));
 	}

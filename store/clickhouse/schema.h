@@ -1,5 +1,5 @@
 /* The ClickHouse schema's statements as a server or a cluster runs them
- * (store/clickhouse.c applies them on open; docs/store.md "ClickHouse" states the
+ * (store/clickhouse/clickhouse.c applies them on open; docs/store.md "ClickHouse" states the
  * rules, docs/clickhouse.md "Cluster" is the operator's view). A schema file
  * (schema/clickhouse/NNN_*.sql) is written for one server; on a cluster
  * (clickhouse://...?cluster=NAME) each statement is rewritten here, in this one place, so every

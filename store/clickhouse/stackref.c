@@ -12,10 +12,10 @@
 #include <string.h>
 
 #include "store/backend.h"
-#include "store/ch_int.h"
+#include "store/clickhouse/handle.h"
 
 #define CH_STACKREF_CHUNK 1024 /* ids per look-up: 1024 x 70 bytes of SQL */
-#define CH_STACKREF_TOUCH 3600 /* as store/stackref.c's STACKREF_TOUCH_SECONDS */
+#define CH_STACKREF_TOUCH 3600 /* as store/sqlite/stackref.c's STACKREF_TOUCH_SECONDS */
 
 /* RowBinary of one row: id FixedString(16), bytes String, last_used Int64. */
 static void row(struct ch_wbuf *w, const uint8_t *id, const void *bytes, size_t len, int64_t now)

@@ -1,5 +1,5 @@
-/* The frames of a flame graph's stacks (ch_int.h, ch_stacks_emit()): the
- * store's cache first (ch_frames.c), then the others from stack_frames and
+/* The frames of a flame graph's stacks (clickhouse/handle.h, ch_stacks_emit()): the
+ * store's cache first (clickhouse/frames.c), then the others from stack_frames and
  * frames (schema/clickhouse/007_frames.sql: a stack its frames' ids, each frame
  * once), then those still missing from 001's `stacks`, which holds the stacks
  * stored before version 7 (or by a collector of version 6 during an upgrade).
@@ -16,7 +16,7 @@
 #include <string.h>
 
 #include "common/frame.h"
-#include "store/ch_int.h"
+#include "store/clickhouse/handle.h"
 
 /* How many stacks ahead the cache's slots are looked up after a prefetch. */
 #define CH_PREFETCH_AHEAD 8
@@ -404,7 +404,7 @@ int ch_stacks_emit(struct ch_store *s, struct ch_stack_sum *sums, size_t n, cons
 		err = -ENOMEM;
 		goto out;
 	}
-	/* the cached ones first, in handout order (ch_frames.c) */
+	/* the cached ones first, in handout order (clickhouse/frames.c) */
 	for (i = 0; i < n; i++) {
 		if (i + CH_PREFETCH_AHEAD < n)
 			ch_frames_prefetch(s, sums[i + CH_PREFETCH_AHEAD].id);

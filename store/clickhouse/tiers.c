@@ -1,10 +1,10 @@
-/* The ClickHouse store's tiers (ch_int.h; schema/clickhouse/002_tiers.sql, the
+/* The ClickHouse store's tiers (clickhouse/handle.h; schema/clickhouse/002_tiers.sql, the
  * raw and minute tables of 006_layout.sql): the
  * watermarks in the `tiers` table, the rollups built inside ClickHouse (minute
  * buckets from raw rows, hour buckets from minute rows, each an INSERT ... SELECT
  * over a FINAL read, which collapses a batch inserted twice before summing), and
  * the SQL of one span of a read plan (FINAL too). The plan itself is the SQLite
- * store's (store_plan(), store/tiers.c), so both backends answer a range from the
+ * store's (store_plan(), store/sqlite/tiers.c), so both backends answer a range from the
  * same tiers. Every read of a raw or minute range states the range's time chunks
  * as the table's key writes them (ch_w_chunk()), so the primary key narrows it.
  */
@@ -14,8 +14,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "store/ch_int.h"
-#include "store/store_int.h"
+#include "store/clickhouse/handle.h"
+#include "store/sqlite/db.h"
 
 /* A watermark is stored as its bits with the top one flipped (002_tiers.sql). */
 #define TIER_BIAS (UINT64_C(1) << 63)
@@ -308,7 +308,7 @@ void ch_w_spans(struct ch_wbuf *w, const struct store_query *q, bool typed, int 
 	/* The plain half, then the FINAL one: FINAL's merge on read collapses rows
 	 * equal by the ORDER BY key, a batch's (agent, seq) or a rollup's src
 	 * included, keeping the largest value (002_tiers.sql); a partition of one
-	 * part holds no such rows (ch_parts.c). */
+	 * part holds no such rows (clickhouse/parts.c). */
 	for (half = 0; half < 2; half++) {
 		if (!ranges[half])
 			continue;

@@ -1,7 +1,7 @@
 /* Private to store/: what the pieces of the SQLite profile store share, included by
  * the .c files of store/ only (the public contract is store.h; the storage model is
- * described at the top of schema/001_init.sql, schema/005_blocks.sql,
- * schema/008_window_blocks.sql and schema/010_minute_blocks.sql). It holds
+ * described at the top of schema/sqlite/001_init.sql, schema/sqlite/005_blocks.sql,
+ * schema/sqlite/008_window_blocks.sql and schema/sqlite/010_minute_blocks.sql). It holds
  * struct sqlite_store (one connection, with every statement prepared once and cached),
  * the statement and error helpers of open.c, the tiers and block helpers of
  * tiers.c, the hooks of the per-connection caches, and the varint and floor_div
@@ -10,13 +10,13 @@
  *   ingest.c    batches into raw blocks (and built rollups, for late ones)
  *   intern.c    ingest's in-memory caches of dictionary ids (store/intern.h)
  *   read.c      stacks and timelines of a range and selection, labels
- *   windows.c   each stored window's length and period (schema/004_windows.sql)
+ *   windows.c   each stored window's length and period (schema/sqlite/004_windows.sql)
  *   tiers.c     the tiers' watermarks, the query plan over tiers, adding to a block
  *   maintain.c  rollups, retention per tier, stats
  *   migrate.c   the conversions of 004's samples rows into raw blocks, of
- *               005-007's raw blocks into window blocks (schema/008) and of
- *               005-009's minute blocks into bucket blocks (schema/010)
- *   gc.c        the dictionaries' garbage collection (schema/006_gc.sql)
+ *               005-007's raw blocks into window blocks (schema/sqlite/008) and of
+ *               005-009's minute blocks into bucket blocks (schema/sqlite/010)
+ *   gc.c        the dictionaries' garbage collection (schema/sqlite/006_gc.sql)
  *   block.c     the block codec (no SQLite)
  *   store.c     the dispatcher of store.h over the backends (store/backend.h)
  * Only store/ includes <sqlite3.h>.
@@ -38,7 +38,7 @@
 /* The most bytes one uint64_t takes as a varint. */
 #define VARINT_MAX 10
 
-/* stacks.hash of a stack's blob (schema/007_stack_hash.sql, 011_stack_hash32.sql):
+/* stacks.hash of a stack's blob (schema/sqlite/007_stack_hash.sql, 011_stack_hash32.sql):
  * FNV-1a of 64 bits folded to 32 (high half XOR low half), as a signed integer so
  * that SQLite stores it in 4 bytes. Part of the file format: never change it
  * without a migration that rewrites every row's. */
@@ -135,7 +135,7 @@ int store_read_cache_set_cap(struct sqlite_store *s, size_t cap);
  * slot every call) on first use and cached until store__close(). */
 int store_slot_stmt(struct sqlite_store *s, int slot, const char *sql, sqlite3_stmt **out);
 
-/* ---- tiers (tiers.c; schema/005_blocks.sql) ---------------------------------- */
+/* ---- tiers (tiers.c; schema/sqlite/005_blocks.sql) ---------------------------------- */
 
 #define STORE_NTIERS 3
 enum store_tier { TIER_RAW = 0, TIER_MINUTE = 1, TIER_HOUR = 2 };
@@ -144,8 +144,8 @@ enum store_tier { TIER_RAW = 0, TIER_MINUTE = 1, TIER_HOUR = 2 };
 int64_t store_tier_seconds(int tier);
 
 /* Whether tier's blocks hold a section per label set (store/block.h, version 2):
- * raw blocks, a window's batch each (schema/008_window_blocks.sql), and minute
- * blocks, one per bucket (schema/010_minute_blocks.sql); their block_index key is
+ * raw blocks, a window's batch each (schema/sqlite/008_window_blocks.sql), and minute
+ * blocks, one per bucket (schema/sqlite/010_minute_blocks.sql); their block_index key is
  * no label set but -1, -2, ... Hour blocks are one per bucket and label set
  * (version 1, keyed by the label set). */
 static inline bool store_tier_sections(int tier)
@@ -153,7 +153,7 @@ static inline bool store_tier_sections(int tier)
 	return tier == TIER_RAW || tier == TIER_MINUTE;
 }
 
-/* The watermarks of state (schema/005): built_before[t] for t >= 1, every bucket of
+/* The watermarks of state (schema/sqlite/005): built_before[t] for t >= 1, every bucket of
  * tier t starting below it is built (INT64_MIN: none; built_before[0] is
  * INT64_MAX: raw windows are there as soon as they are ingested); kept_from[t],
  * tier t's blocks starting below it are gone or being deleted (INT64_MIN: none
@@ -198,7 +198,7 @@ size_t store_plan(const struct store_tiers *t, int64_t from, int64_t to,
 int store_block_add(struct sqlite_store *s, int tier, int64_t start, int64_t labelset_id,
 		    const struct block_entry *e, size_t n);
 
-/* The block_index key of a minute bucket's one block (schema/010_minute_blocks.sql). */
+/* The block_index key of a minute bucket's one block (schema/sqlite/010_minute_blocks.sql). */
 #define STORE_BUCKET_KEY (-1)
 
 /* Adds e (n entries of any label sets, any order, duplicates summed, values
@@ -212,7 +212,7 @@ int store_bucket_add(struct sqlite_store *s, int tier, int64_t start, const stru
 		     size_t n);
 
 /* Writes e (n entries of any label sets, any order, duplicates summed) as a new raw
- * block of the window at start (schema/008_window_blocks.sql: its block_index key
+ * block of the window at start (schema/sqlite/008_window_blocks.sql: its block_index key
  * one below the window's smallest). In the caller's transaction; n == 0 does
  * nothing. Returns 0, -EINVAL (a value <= 0 or label set id < 1), -ENOMEM, or a
  * translated SQLite error. */
@@ -237,15 +237,15 @@ int store_blocks_pending(struct sqlite_store *s, int tier);
 
 /* Converts tier's blocks of one label set each into blocks of sections: for
  * TIER_RAW 005-007's raw blocks (one per window and label set) into version 2
- * window blocks (schema/008_window_blocks.sql), for TIER_MINUTE 005-009's minute
- * blocks into one block per bucket (schema/010_minute_blocks.sql); a start a step,
+ * window blocks (schema/sqlite/008_window_blocks.sql), for TIER_MINUTE 005-009's minute
+ * blocks into one block per bucket (schema/sqlite/010_minute_blocks.sql); a start a step,
  * several starts a transaction that deletes the blocks it converted and moves
  * state.convert_008 (convert_010): a killed conversion resumes. Called by
  * store__open() for a writer after store_convert_samples(), raw first. Returns 0,
  * -EINVAL (another tier) or -errno. */
 int store_convert_blocks(struct sqlite_store *s, int tier);
 
-/* ---- dictionary garbage collection (gc.c; schema/006_gc.sql) ---------------- */
+/* ---- dictionary garbage collection (gc.c; schema/sqlite/006_gc.sql) ---------------- */
 
 /* Ingest raises a stack's or label set's last_seen only when a batch's window is
  * more than this past it: at most one UPDATE per row and hour, and GC keeps what

@@ -1,5 +1,5 @@
 /* The dictionaries' garbage collection (the model is at the top of
- * schema/006_gc.sql): label sets and stacks whose last_seen is older than the
+ * schema/sqlite/006_gc.sql): label sets and stacks whose last_seen is older than the
  * oldest block (minus the slack), then frames and strings nobody refers to (refs =
  * 0), a bounded number of rows per step, each step its own IMMEDIATE transaction
  * that keeps the refs of what the deleted rows held exact and adds one to
@@ -15,7 +15,7 @@
 #include <string.h>
 
 #include "common/array.h"
-#include "store/store_int.h"
+#include "store/sqlite/db.h"
 
 /* Rows deleted per step (transaction) at most, whatever maintenance's budget, so a
  * call collects at most 4 x 64 rows: a stack costs a read of its blob and one

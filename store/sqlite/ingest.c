@@ -4,18 +4,18 @@
  * the unique key followed by an INSERT when missing, so a failure anywhere rolls
  * back everything the batch touched (and empties the caches, which may have learnt
  * ids of the rolled-back rows). Stacks and label sets are stored as varint blobs of
- * ids (see schema/001_init.sql); a stack is found by the hash of its blob and a
- * comparison of the blobs of that hash (schema/007_stack_hash.sql). For the dictionary GC
- * (schema/006_gc.sql) a new stack, frame or label set adds one to the refs of the frames or strings
- * it holds, a stack or label set carries the last window it was seen in (raised at most once an
- * hour: the caches keep it), and the transaction starts by reading state.gc_epoch, emptying the
- * caches when a GC deleted rows since they were filled. The samples are grouped by label set into
- * one raw block of the batch's window, a section per label set (store_raw_block_add(),
- * schema/008_window_blocks.sql); a late batch,
+ * ids (see schema/sqlite/001_init.sql); a stack is found by the hash of its blob and a
+ * comparison of the blobs of that hash (schema/sqlite/007_stack_hash.sql). For the dictionary GC
+ * (schema/sqlite/006_gc.sql) a new stack, frame or label set adds one to the refs of the frames or
+ * strings it holds, a stack or label set carries the last window it was seen in (raised at most
+ * once an hour: the caches keep it), and the transaction starts by reading state.gc_epoch, emptying
+ * the caches when a GC deleted rows since they were filled. The samples are grouped by label set
+ * into one raw block of the batch's window, a section per label set (store_raw_block_add(),
+ * schema/sqlite/008_window_blocks.sql); a late batch,
  * whose window lies under a rollup watermark, is added to the built minute and hour blocks over it
  * as well, and where the raw tier (or the minute tier) is already deleted there, only to the
- * rollups (schema/005_blocks.sql). Each batch also upserts one row of windows (its window's length
- * and sampling period, schema/004_windows.sql), at the bucket it was stored in.
+ * rollups (schema/sqlite/005_blocks.sql). Each batch also upserts one row of windows (its window's
+ * length and sampling period, schema/sqlite/004_windows.sql), at the bucket it was stored in.
  *
  * Nothing from the wire is trusted: frame names and files are stored sanitized
  * and cut (frame_sanitize), so no stored frame can forge the folded grammar;
@@ -32,7 +32,7 @@
 #include "common/batch.h"
 #include "common/frame.h"
 #include "store/intern.h"
-#include "store/store_int.h"
+#include "store/sqlite/db.h"
 
 /* This file's cached statements (store_slot_stmt), from SLOT_INGEST. */
 enum {
@@ -69,9 +69,9 @@ static const char *const sql_of[] = {
 					"AND file = ?3 AND line = ?4",
 	[ST_FRAME_PUT_ - SLOT_INGEST] = "INSERT INTO frames (kind, name, file, line) "
 					"VALUES (?1, ?2, ?3, ?4)",
-	/* stacks and label sets: ?2 their last_seen (schema/006_gc.sql) */
+	/* stacks and label sets: ?2 their last_seen (schema/sqlite/006_gc.sql) */
 	/* stacks by the hash of their blob, each candidate's blob compared
-	 * (schema/007_stack_hash.sql) */
+	 * (schema/sqlite/007_stack_hash.sql) */
 	[ST_STACK_GET_ - SLOT_INGEST] = "SELECT id, last_seen, frames FROM stacks WHERE hash = ?3",
 	[ST_STACK_PUT_ - SLOT_INGEST] = "INSERT INTO stacks (frames, last_seen, hash) "
 					"VALUES (?1, ?2, ?3)",
@@ -81,7 +81,7 @@ static const char *const sql_of[] = {
 				      "labelset_id) VALUES (?1, ?2, ?3)",
 	[ST_INGESTED_PUT_ - SLOT_INGEST] = "INSERT INTO ingested (agent, seq, window_start) "
 					   "VALUES (?1, ?2, ?3)",
-	/* schema/004_windows.sql: one upsert per batch */
+	/* schema/sqlite/004_windows.sql: one upsert per batch */
 	[ST_WINDOW_ADD_ - SLOT_INGEST] = "INSERT INTO windows (window_start, period_ns, seconds, "
 					 "batches) VALUES (?1, ?2, ?3, 1) ON CONFLICT DO UPDATE "
 					 "SET batches = batches + 1",
@@ -108,7 +108,7 @@ static int stmt(struct sqlite_store *s, int slot, sqlite3_stmt **out)
 	return store_slot_stmt(s, slot, sql_of[slot - SLOT_INGEST], out);
 }
 
-/* The refs a batch's new rows add (schema/006_gc.sql), summed per id and written
+/* The refs a batch's new rows add (schema/sqlite/006_gc.sql), summed per id and written
  * once per id at the end of the batch (flush_refs): a batch's new stacks share
  * most of their frames, so this writes each frame's refs once instead of once per
  * occurrence (the refs cost about 6 % of ingest, bench/ingest_bench). An
@@ -498,7 +498,7 @@ static int intern_frame(struct sqlite_store *s, struct ingest *in, uint32_t i, i
 	if (!err)
 		err = lookup_sql(s, in, &k, hash, ST_FRAME_GET_, ST_FRAME_PUT_, bind_frame, &fk,
 				 &in->frame[i], &inserted);
-	/* a new frame holds its name and file (schema/006_gc.sql) */
+	/* a new frame holds its name and file (schema/sqlite/006_gc.sql) */
 	if (!err && inserted)
 		err = refs_add(&in->str_refs, fk.v[1]) ?: refs_add(&in->str_refs, fk.v[2]);
 	if (err)
@@ -708,7 +708,7 @@ static int check_window(struct sqlite_store *s, const struct batch *b, bool boun
 	return 0;
 }
 
-/* Where a batch of window ws goes (schema/005_blocks.sql): into tier t's block
+/* Where a batch of window ws goes (schema/sqlite/005_blocks.sql): into tier t's block
  * at start[t] when into[t]; the windows row at win_start, win_seconds long. */
 struct dest {
 	bool into[STORE_NTIERS];
@@ -879,9 +879,9 @@ static int lentries(const struct ingest *in, const struct block_entry *e, const 
 }
 
 /* Adds the batch to the blocks d names: one raw block of its window with a section
- * per label set (schema/008_window_blocks.sql), and for a late batch its entries to
+ * per label set (schema/sqlite/008_window_blocks.sql), and for a late batch its entries to
  * the built rollups: all at once to the minute bucket's one block of sections
- * (schema/010_minute_blocks.sql: one decode and encode a batch, not one a label
+ * (schema/sqlite/010_minute_blocks.sql: one decode and encode a batch, not one a label
  * set), each label set's to its hour block. Two label set indices of a batch with
  * one id (the same labels sent twice) are summed, by the encoder in the raw and
  * minute blocks and by store_block_add() in an hour's. */
@@ -1004,7 +1004,7 @@ static int ingest_locked(struct sqlite_store *s, struct ingest *in, bool *duplic
 	if (err)
 		goto out_free;
 
-	/* The window's length and period (schema/004_windows.sql): one upsert per
+	/* The window's length and period (schema/sqlite/004_windows.sql): one upsert per
 	 * batch, at the bucket that holds it where its finer tiers are gone. The CPU
 	 * profile's batches only: the table is per window, not per type, and another
 	 * type's "period" (offcpu's 1 ns) would make every CPU answer's periods

@@ -1,5 +1,5 @@
 /* Stats, schema version, integrity check, and maintenance over the tiers of
- * profile blocks (schema/005_blocks.sql): the minute and hour rollups, built bucket
+ * profile blocks (schema/sqlite/005_blocks.sql): the minute and hour rollups, built bucket
  * by bucket, oldest first, and each tier's retention, cut bucket by bucket of the
  * next tier and only where that tier is built. Every step is its own IMMEDIATE
  * transaction that moves a watermark (state.built_before_1/_2, kept_from_0/1/2)
@@ -7,17 +7,17 @@
  * that answers as before or as after the step; a call touches about max_rows
  * blocks, so an ingest waits for at most one bounded call.
  *
- * The windows rows (schema/004_windows.sql) follow the tiers: when a tier's cut
+ * The windows rows (schema/sqlite/004_windows.sql) follow the tiers: when a tier's cut
  * passes a bucket of the next tier, the rows of the windows in it become one row
  * per (bucket, period) of the bucket's length (raw windows -> minutes, minutes ->
  * hours), and rows below the hour tier's cut are deleted. The (agent, seq) rows of
  * batches whose window is older than the raw retention are deleted: the dedupe
  * horizon of a retried batch is the raw retention. Last, the dictionary rows no
- * block can use any more are collected (store/gc.c, schema/006_gc.sql).
+ * block can use any more are collected (store/sqlite/gc.c, schema/sqlite/006_gc.sql).
  *
- * A raw block is a window's, a section per label set (schema/008_window_blocks.sql),
+ * A raw block is a window's, a section per label set (schema/sqlite/008_window_blocks.sql),
  * and a minute block a bucket's, a section per label set too
- * (schema/010_minute_blocks.sql): a minute rollup splits each raw block of its
+ * (schema/sqlite/010_minute_blocks.sql): a minute rollup splits each raw block of its
  * bucket into its sections, merges them by label set and writes the bucket's one
  * block; an hour rollup splits its minute blocks the same way and writes a block
  * per label set (the hour tier is small: one block per bucket would save next to
@@ -31,10 +31,10 @@
 #include <string.h>
 
 #include "common/array.h"
-#include "store/store_int.h"
+#include "store/sqlite/db.h"
 
 /* Blocks read or deleted per call when max_rows is 0: a minute rollup of 100 agents
- * reads 600 raw blocks (one per batch, schema/008_window_blocks.sql), so a default
+ * reads 600 raw blocks (one per batch, schema/sqlite/008_window_blocks.sql), so a default
  * call builds a few minutes or deletes 2000 blocks, some tens of ms. */
 #define MAINTAIN_DEFAULT_BLOCKS 2000
 
@@ -235,7 +235,7 @@ static int add_window(struct block_reader **rd, const uint8_t *data, size_t len,
 }
 
 /* Writes p (compacted) as tier's blocks of the bucket at b: the minute tier's one
- * block of a section per label set (schema/010_minute_blocks.sql), the hour
+ * block of a section per label set (schema/sqlite/010_minute_blocks.sql), the hour
  * tier's block per label set. */
 static int write_bucket(struct sqlite_store *s, int tier, int64_t b, const struct pairs *p)
 {

@@ -1,6 +1,6 @@
 /* The conversions run by store__open() for a writer after the migrations, in this
  * order. First, migration 004's samples rows (one per window, label set and stack)
- * into raw profile blocks (schema/005_blocks.sql): window by window, the smallest
+ * into raw profile blocks (schema/sqlite/005_blocks.sql): window by window, the smallest
  * window_start first, its rows, grouped by label set, become the raw blocks of
  * (window_start, label set) and are deleted in the same transaction, several
  * windows a transaction up to CONVERT_ROWS rows, so a process killed anywhere
@@ -10,7 +10,7 @@
  * is empty it is dropped (its triggers with it); state.sample_rows stays right
  * throughout, since samples' triggers take one off per row deleted and
  * block_index's add a block's entries, which are its rows. Then migrations 008's
- * and 010's (schema/008_window_blocks.sql, schema/010_minute_blocks.sql): blocks
+ * and 010's (schema/sqlite/008_window_blocks.sql, schema/sqlite/010_minute_blocks.sql): blocks
  * of one label set into blocks of a section per label set (store/block.h, version
  * 2), 005-007's raw blocks into one block per window and 005-009's minute blocks
  * into one block per bucket, start by start ascending from state.convert_008
@@ -23,7 +23,7 @@
 #include <stdlib.h>
 
 #include "common/array.h"
-#include "store/store_int.h"
+#include "store/sqlite/db.h"
 
 /* Rows converted per transaction (at least one window): a few ms each, so a big
  * 004 file (a day of a busy host is 11.7 M rows) commits its progress often and a

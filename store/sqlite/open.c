@@ -1,5 +1,5 @@
 /* Opening and closing the SQLite profile store, and what every other piece of store/
- * builds on: the migrations (schema/NNN_*.sql, embedded at build time), the cache
+ * builds on: the migrations (schema/sqlite/NNN_*.sql, embedded at build time), the cache
  * of prepared statements with their SQL, the saturating sum every query uses, and
  * the translation of SQLite results into 0/-errno with the last message kept for
  * store__errmsg(). One connection per struct sqlite_store; every statement is prepared
@@ -16,9 +16,9 @@
 #include <unistd.h>
 
 #include "store/intern.h"
-#include "store/store_int.h"
+#include "store/sqlite/db.h"
 
-/* Generated from schema/[0-9]*.sql by schema/embed.sh. */
+/* Generated from schema/sqlite/[0-9]*.sql by schema/embed.sh. */
 extern const char *const store_migrations[];
 extern const size_t store_nmigrations;
 
@@ -228,7 +228,7 @@ static void stack_hash_fn(sqlite3_context *ctx, int argc, sqlite3_value **argv)
 }
 
 /* The page size of a new database file (an existing one keeps its own): a raw
- * block (schema/008_window_blocks.sql) is one window's batch, about 2.4 KB for
+ * block (schema/sqlite/008_window_blocks.sql) is one window's batch, about 2.4 KB for
  * the busy host of bench/gen.h, and SQLite keeps a row that fits a page whole on
  * one page: at 4096 bytes one such block took a page, 40 % of the blocks table
  * slack; 16 KiB pages hold six (bench/store_bench; docs/benchmarks.md "Store

@@ -1,4 +1,4 @@
-/* Reads over profile blocks (schema/005_blocks.sql): stacks summed over a time range
+/* Reads over profile blocks (schema/sqlite/005_blocks.sql): stacks summed over a time range
  * and a label selection, the per-bucket timeline of the same selection, and the
  * label keys and values in use. Every read runs in one read transaction, so the
  * tiers' watermarks and the blocks are one snapshot; store_plan() (tiers.c) splits
@@ -6,10 +6,10 @@
  * block_index's primary key (tier, start), the label selection narrowing an
  * hour's blocks by labelset_id before any block is read. A raw block is a
  * window's and a minute block a bucket's, a section per label set
- * (schema/008_window_blocks.sql, schema/010_minute_blocks.sql): the selection is a
+ * (schema/sqlite/008_window_blocks.sql, schema/sqlite/010_minute_blocks.sql): the selection is a
  * set of label set ids in C (struct ls_filter) and only its sections are decoded;
  * labels and label_key_used list such a block's label sets in SQL through
- * smolder_block_labelsets() (store/open.c).
+ * smolder_block_labelsets() (store/sqlite/open.c).
  *
  * Stacks: the blocks of every span are added to one block_merge (store/block.h),
  * in C: no SQL GROUP BY. The merged stack ids are handed out as frames
@@ -20,7 +20,7 @@
  * in (query/flame.c finds them on the path of the last stack); with the frames'
  * dictionary ids to a caller that asks for them (store_stack_ids in store.h,
  * defined here beside the one backend that has ids). It needs no
- * invalidation although the dictionary GC deletes rows (schema/006_gc.sql): an id
+ * invalidation although the dictionary GC deletes rows (schema/sqlite/006_gc.sql): an id
  * is never given twice (GC never deletes a table's largest id, and SQLite gives
  * max + 1), so a cached id's content is the content it had; and a deleted id is
  * used by no block of any snapshot that can still be read after the deletion (GC
@@ -43,7 +43,7 @@
 #include "common/array.h"
 #include "common/batch.h"
 #include "common/frame.h"
-#include "store/store_int.h"
+#include "store/sqlite/db.h"
 
 /* The read cache's memory cap: 64 MiB. A day of the busy host (bench mix) holds
  * about 89 k distinct stacks of about 25 frames, some 20 MiB of stack entries and
@@ -384,7 +384,7 @@ static void bind_span(sqlite3_stmt *st, int tier, int64_t from, int64_t to)
 
 /* ---- a selection as a set of label set ids ---------------------------------- */
 
-/* Raw and minute blocks hold a section per label set (schema/008, 010), so a span
+/* Raw and minute blocks hold a section per label set (schema/sqlite/008, 010), so a span
  * of them is selected in C: the label sets of q (negate: all but those of
  * ids), sorted. */
 struct ls_filter {
@@ -1101,7 +1101,7 @@ static int spans_sql(struct sqlite_store *s, int64_t from, int64_t to, char **ou
 	if (!sql)
 		return -ENOMEM;
 	sql[0] = '\0';
-	/* a raw or minute block's label sets are its sections' (schema/008, 010) */
+	/* a raw or minute block's label sets are its sections' (schema/sqlite/008, 010) */
 	for (i = 0; i < n; i++)
 		len += (size_t)snprintf(
 			sql + len, cap - len,
@@ -1241,7 +1241,7 @@ int sqlite_store__label_key_used(struct store *base, const char *key, int64_t fr
 	n = store_plan(&t, from, to, sp);
 	/* EXISTS stops at the first block of a label set with the key: one row for a
 	 * key every label set has, the spans' index rows only when none has it */
-	/* a raw or minute block's label sets are its sections' (schema/008, 010):
+	/* a raw or minute block's label sets are its sections' (schema/sqlite/008, 010):
 	 * its key is negative */
 	err = store_slot_stmt(
 		s, ST_R_KEY_USED,

@@ -1,5 +1,5 @@
 /* The SQLite store's stacks by content id (store__stackrefs in store.h; the tables
- * are schema/009_stackrefs.sql). A remembered id first goes to stackrefs_pending
+ * are schema/sqlite/009_stackrefs.sql). A remembered id first goes to stackrefs_pending
  * with the stack's canonical bytes (common/stackid.h) as the collector gave them:
  * the collector remembers a batch's full stacks before it ingests the batch, so
  * the stack is not in the dictionary yet. Later calls move it to stackrefs as a
@@ -31,7 +31,7 @@
 #include "common/frame.h"
 #include "common/stackid.h"
 #include "store/backend.h"
-#include "store/store_int.h"
+#include "store/sqlite/db.h"
 
 /* last_used is written only when it is this much older than now: an id named by
  * every window costs one write an hour, not one a batch, and the GC may keep an

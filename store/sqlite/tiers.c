@@ -1,9 +1,9 @@
-/* The tiers of profile blocks (schema/005_blocks.sql): their watermarks in state,
+/* The tiers of profile blocks (schema/sqlite/005_blocks.sql): their watermarks in state,
  * the plan that answers a range from the coarsest blocks that lie inside it, and
  * the ways any piece of the store adds samples to a block: as a new raw block of a
- * window with a section per label set (schema/008_window_blocks.sql), merged into
+ * window with a section per label set (schema/sqlite/008_window_blocks.sql), merged into
  * a minute bucket's one block with a section per label set
- * (schema/010_minute_blocks.sql), and merged into an hour bucket's block of one
+ * (schema/sqlite/010_minute_blocks.sql), and merged into an hour bucket's block of one
  * label set.
  */
 #include <errno.h>
@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "store/store_int.h"
+#include "store/sqlite/db.h"
 
 /* Stored starts are within +-STORE_MAX_ABS_WINDOW; a query's ends are clamped to
  * this first, so rounding them to a bucket can never overflow. */
@@ -271,7 +271,7 @@ int store_raw_block_add(struct sqlite_store *s, int64_t start, const struct bloc
 					  "a raw block entry of value %" PRId64
 					  ", label set %" PRId64,
 					  e[i].value, e[i].labelset_id);
-	/* the window's next place: one below its smallest (schema/008) */
+	/* the window's next place: one below its smallest (schema/sqlite/008) */
 	err = store_slot_stmt(s, ST_RAW_NEXT,
 			      "SELECT min(labelset_id) FROM block_index WHERE tier = 0 AND "
 			      "start = ?1 AND labelset_id < 0",
@@ -441,7 +441,7 @@ int store_block_add(struct sqlite_store *s, int tier, int64_t start, int64_t lab
 			return store_fail(s, -EINVAL, "a block entry of value %" PRId64,
 					  e[i].value);
 	if (tier != TIER_RAW && store_tier_sections(tier)) {
-		/* the bucket's one block, this label set's section (schema/010) */
+		/* the bucket's one block, this label set's section (schema/sqlite/010) */
 		struct block_lentry *le;
 
 		if (labelset_id < 1)

@@ -1,6 +1,6 @@
 /* What a stored range covers: the first and last window, their lengths and the
  * sampling periods of the windows in [from, to), read from the windows table that
- * ingest and maintenance keep (schema/004_windows.sql). The query engine turns
+ * ingest and maintenance keep (schema/sqlite/004_windows.sql). The query engine turns
  * this into an answer's context: the effective range after snapping to whole
  * windows, and CPU time from samples when one period was used throughout. A
  * label selection keeps the windows where a selected label set has a block at the
@@ -8,7 +8,7 @@
  * retention merged its windows, a minute or hour bucket's): seeks on block_index's
  * primary key (tier, start, labelset_id), per window and selected label set, for
  * the hour tier, and the directories of the raw and minute blocks at the start
- * (schema/008_window_blocks.sql, schema/010_minute_blocks.sql).
+ * (schema/sqlite/008_window_blocks.sql, schema/sqlite/010_minute_blocks.sql).
  */
 #include <errno.h>
 #include <stdio.h>
@@ -16,7 +16,7 @@
 #include <string.h>
 
 #include "common/batch.h"
-#include "store/store_int.h"
+#include "store/sqlite/db.h"
 
 /* The windows queries, cached as such without a label selection; with one, its
  * clause goes before the tail. */
@@ -44,7 +44,7 @@ enum {
 
 /* With a selection: only the windows where a selected label set has a block at
  * their start, in any tier: an hour's found by seeks on block_index's primary
- * key, a raw or minute one (a window's or bucket's, schema/008, 010) by its
+ * key, a raw or minute one (a window's or bucket's, schema/sqlite/008, 010) by its
  * sections. The selected set (labels from ?3 on) is written twice. */
 static const char sel_head[] = " AND (EXISTS (SELECT 1 FROM block_index b WHERE b.tier = 2 "
 			       "AND b.start = w.window_start AND b.labelset_id IN (";

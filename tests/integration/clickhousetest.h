@@ -21,7 +21,7 @@
 #include <netinet/in.h>
 #include <sys/socket.h>
 
-#include "store/ch_schema.h"
+#include "store/clickhouse/schema.h"
 
 extern const char *const ch_migrations[]; /* build/gen/ch_migrations.c */
 

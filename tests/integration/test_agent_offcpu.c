@@ -258,7 +258,7 @@ static void run_totals(const char *run, const char *n, const char *ms, const cha
 /* The json answers' context (query/context.c): an off-CPU answer says its type and
  * unit and gives seconds off CPU equal to its total; a CPU answer of the same run
  * and range keeps its one period (the off-CPU batches of the same windows add no
- * period of theirs: schema/004's windows are the CPU profile's). */
+ * period of theirs: schema/sqlite/004's windows are the CPU profile's). */
 static void check_context(const char *run)
 {
 	char url[256];

@@ -1,5 +1,5 @@
 /* The ClickHouse store's credentials file, by PostgreSQL's rule for key files
- * (store/clickhouse.c is_secret_file()): owned by the user the store runs as with
+ * (store/clickhouse/clickhouse.c is_secret_file()): owned by the user the store runs as with
  * no group or other permission, or owned by root with at most group read (a
  * Kubernetes Secret mounted with fsGroup: root:GROUP 0440, reached through
  * symbolic links); anything else is -EACCES before any connection. Each case

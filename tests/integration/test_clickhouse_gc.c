@@ -1,5 +1,5 @@
 /* The ClickHouse store's dictionary GC of rows stored before schema 004
- * (store/ch_gc.c, docs/store.md "ClickHouse"), on a private
+ * (store/clickhouse/gc.c, docs/store.md "ClickHouse"), on a private
  * clickhouse-server (clickhousetest.h): stacks and label sets that have no `seen`
  * row (004's ingest wrote none) are given one by a maintenance pass, and a pass a
  * grace period later deletes the unused ones and keeps the used ones; the pass

@@ -1,4 +1,4 @@
-/* The ClickHouse store over https (clickhouse+https://, store/ch_http.c) against
+/* The ClickHouse store over https (clickhouse+https://, store/clickhouse/http.c) against
  * a private clickhouse-server serving its https_port on a certificate made here
  * with the openssl command: a CA, the server's certificate for the name
  * "localhost" only (not 127.0.0.1) signed by it, and a rogue CA. A user with a

@@ -655,7 +655,7 @@ static void test_retention_and_rollups(void **state)
 	assert_int_equal(metric_value(c.port, "smolder_samples_ingested_total"), sum);
 	/* After maintenance: raw entries (sample_rows) of the recent windows only;
 	 * minute blocks of the minute group's buckets and the recent windows' minutes,
-	 * one per bucket with a section per comm (schema/010_minute_blocks.sql); the
+	 * one per bucket with a section per comm (schema/sqlite/010_minute_blocks.sql); the
 	 * hour group's minute blocks gone once its hours are built. */
 	rows_after = (long long)M_NRECENT * M_NCOMM * M_NSTACK;
 	minutes = M_NBUCKET + m_minutes(win, krecent, M_NRECENT);

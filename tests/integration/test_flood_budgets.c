@@ -45,7 +45,7 @@
  * passes it. */
 #define QUERY_MEMORY_MB "32"
 /* What the release collector may reach: 4 queries at their budget, the 4 readers'
- * frame caches (64 MiB each, store/read.c) and 128 MiB for the rest (40 MB at
+ * frame caches (64 MiB each, store/sqlite/read.c) and 128 MiB for the rest (40 MB at
  * rest, the flood's ingest caches). */
 #define RSS_BOUND_KIB ((4u * 32 + 4 * 64 + 128) << 10)
 

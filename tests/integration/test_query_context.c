@@ -6,7 +6,7 @@
  * two agents at 99 Hz and 49 Hz (no CPU time, and the reason), and the series
  * table's readable times and CPU cores (samples x period / step).
  *
- * Before the store kept periods (schema/004_windows.sql) and query.c wrote the
+ * Before the store kept periods (schema/sqlite/004_windows.sql) and query.c wrote the
  * context, every one of these failed: no meta, titles "smolder", epochs in the
  * series table, no CPU figures.
  */

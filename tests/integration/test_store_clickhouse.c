@@ -1,11 +1,11 @@
-/* The ClickHouse store (store/clickhouse.c) against a private clickhouse-server
+/* The ClickHouse store (store/clickhouse/clickhouse.c) against a private clickhouse-server
  * (clickhousetest.h): the harness itself (start, /ping, stop with exit status 0),
  * a round trip (stacks, labels, series, windows, stats exactly as ingested),
  * idempotency on (agent, seq), the location and credentials checks,
  * retention by whole hours per tier, exactly once, the ingest cache, check,
- * the flame graph's frames cache (store/ch_frames.c), stacks stored as their
- * frames' ids and those stored before (store/ch_stacks.c), and the moves of a
- * version 5 database's rows into schema 6's and 9's tables (store/ch_layout.c),
+ * the flame graph's frames cache (store/clickhouse/frames.c), stacks stored as their
+ * frames' ids and those stored before (store/clickhouse/stacks.c), and the moves of a
+ * version 5 database's rows into schema 6's and 9's tables (store/clickhouse/layout.c),
  * whole and stopped midway, and of a version 8 database's raw rows. The conformance suite on
  * ClickHouse is test_store_clickhouse_conformance.c.
  */
@@ -19,10 +19,10 @@
 
 #include "common/batch.h"
 #include "common/frame.h"
-#include "store/ch_int.h"
-#include "store/ch_schema.h"
+#include "store/clickhouse/handle.h"
+#include "store/clickhouse/schema.h"
 #include "store/store.h"
-#include "store/store_int.h"
+#include "store/sqlite/db.h"
 #include "testutil.h"
 #include "integration/clickhousetest.h"
 
@@ -656,7 +656,7 @@ static void test_exactly_once(void **state)
 /* store__check() checks something real: a healthy store passes, before and
  * after its rollups; a sample naming a stack and a label set that are not stored
  * is found, and so is a watermark out of order (hours built above the minutes). */
-/* ---- partitions of one part (store/ch_parts.c) ------------------------------ */
+/* ---- partitions of one part (store/clickhouse/parts.c) ------------------------------ */
 
 #define PARTS_HOUR INT64_C(1700006400) /* an hour boundary */
 
@@ -836,7 +836,7 @@ static void test_minutes_merged(void **state)
 	store__close(s);
 }
 
-/* ---- the frames cache (store/ch_frames.c) ---------------------------------- */
+/* ---- the frames cache (store/clickhouse/frames.c) ---------------------------------- */
 
 #define FC_STACKS 1200 /* more than CH_FRAMES_BY_LIST (1024): both ways of fetching */
 #define FC_WINDOW INT64_C(1700003000)
@@ -1033,10 +1033,10 @@ static void ds_check(struct store *s, int64_t from, int64_t to, unsigned lo, uns
 	free(g);
 }
 
-/* A flame graph read afresh streams the stacks' stack_frames rows (ch_stacks.c):
+/* A flame graph read afresh streams the stacks' stack_frames rows (clickhouse/stacks.c):
  * rows of up to 4 KB (BATCH_MAX_STACK_DEPTH frame ids) split anywhere between
  * the answer's pieces (some 300 KB in all) still give each stack whole, with its
- * count (the test's own reckoning). Read again from the cache (ch_frames.c),
+ * count (the test's own reckoning). Read again from the cache (clickhouse/frames.c),
  * stacks sharing outer frames come one after another and only the frames
  * after the shared ones are written: each is still whole, whichever way the
  * handout was sorted (by rank, by frames, ranked anew). */
@@ -1321,7 +1321,7 @@ static void layout_answers(struct store *s, char *out, size_t len)
  * schema files 001 to version applied as that build did (as written, on one
  * server), their versions recorded, then every table's rows from ref. For 5:
  * the raw and minute rows into 002's `raw` and `minute`, the stacks into 001's
- * `stacks` (so the answers compared read them there: store/ch_stacks.c's path
+ * `stacks` (so the answers compared read them there: store/clickhouse/stacks.c's path
  * for stacks stored before 007). For 8: the raw rows into 006's samples_raw, the
  * rest into the tables of the same names. */
 static void layout_make(const char *db, const char *ref, size_t version)

@@ -1,5 +1,5 @@
-/* The ClickHouse store's saturating sums (ch_r_sum() in store/ch_rowbin.c, the
- * totals of store/ch_tiers.c) against a private clickhouse-server
+/* The ClickHouse store's saturating sums (ch_r_sum() in store/clickhouse/rowbin.c, the
+ * totals of store/clickhouse/tiers.c) against a private clickhouse-server
  * (clickhousetest.h): raw rows whose sum passes 2^64, so that a UInt64 sum wraps
  * to a small number, answer INT64_MAX (not the wrapped sum) in the stacks and
  * the timeline of the raw windows, of the minute and hour rollups that
@@ -19,7 +19,7 @@
 
 #include "common/batch.h"
 #include "common/frame.h"
-#include "store/ch_int.h"
+#include "store/clickhouse/handle.h"
 #include "store/store.h"
 #include "testutil.h"
 #include "integration/clickhousetest.h"

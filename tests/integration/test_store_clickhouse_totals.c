@@ -16,7 +16,7 @@
 #include <cmocka.h>
 
 #include "common/batch.h"
-#include "store/ch_int.h"
+#include "store/clickhouse/handle.h"
 #include "store/store.h"
 #include "testutil.h"
 #include "integration/clickhousetest.h"
@@ -187,7 +187,7 @@ static void check_series(struct store *s, int64_t step, const char *pod, size_t 
 }
 
 /* Whether the database's totals of tier (its table) agree with `counts`: the
- * condition under which a timeline reads them (store/ch_read.c). */
+ * condition under which a timeline reads them (store/clickhouse/read.c). */
 static bool totals_agree(const char *db, const char *table, int tier)
 {
 	char a[256], b[256];

@@ -1,4 +1,4 @@
-/* A check of the SQLite store's dictionaries against its blocks (schema/006_gc.sql),
+/* A check of the SQLite store's dictionaries against its blocks (schema/sqlite/006_gc.sql),
  * for the tests of the dictionary GC (test_store_gc.c, test_store_migrate.c): read
  * through a connection of its own, never through the store. Every stack id of
  * every block (decoded with store/block.h) and every label set of block_index
@@ -13,7 +13,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 
-#include "store/store_int.h" /* get_varint: the stacks' and label sets' varints */
+#include "store/sqlite/db.h" /* get_varint: the stacks' and label sets' varints */
 
 static int64_t dc_int(sqlite3 *db, const char *sql)
 {
@@ -83,7 +83,7 @@ static uint64_t dict_check(const char *path)
 		size_t n = 0, i;
 
 		if (lsid < 0) {
-			/* a window's raw block or a minute bucket's (schema/008, 010): its
+			/* a window's raw block or a minute bucket's (schema/sqlite/008, 010): its
 			 * sections' label sets */
 			struct block_reader *r = NULL;
 			const struct block_section *sec;

@@ -1,4 +1,4 @@
-/* store/ch_ids.c's memo of stacks' content ids: every id it hands out, hit or
+/* store/clickhouse/ids.c's memo of stacks' content ids: every id it hands out, hit or
  * miss, equals the stored definition computed here on its own (FNV-1a over each
  * frame's kind, line, name and file as 8-byte little-endian numbers and
  * length-prefixed texts, root first, then the SplitMix64 finalizer:
@@ -20,7 +20,7 @@
 
 #include "common/batch.h"
 #include "common/frame.h"
-#include "store/ch_int.h"
+#include "store/clickhouse/handle.h"
 #include "store/intern.h"
 
 #define NFUNCS	   90

@@ -1,4 +1,4 @@
-/* The ClickHouse store's location rules (store/clickhouse.c), which need no
+/* The ClickHouse store's location rules (store/clickhouse/clickhouse.c), which need no
  * server: the https form (clickhouse+https://, ca=FILE), and the refusal to send
  * credentials over plain http to a host that is not loopback unless the
  * location says plaintext=1. store__check_location() is asked directly (no file

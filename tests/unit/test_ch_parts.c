@@ -1,4 +1,4 @@
-/* store/ch_tiers.c's ch_w_spans() over partitions of one part (store/ch_parts.c):
+/* store/clickhouse/tiers.c's ch_w_spans() over partitions of one part (store/clickhouse/parts.c):
  * the SQL it writes is read back into its ranges and checked second by second
  * against what ClickHouse's partitioning says (intDiv(start, 3600), truncating
  * toward zero, computed here on its own): every second of the spans in exactly
@@ -19,8 +19,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "store/ch_int.h"
-#include "store/store_int.h"
+#include "store/clickhouse/handle.h"
+#include "store/sqlite/db.h"
 
 #define HOUR   INT64_C(3600)
 #define LO     (-4 * HOUR) /* the seconds checked: [LO, HI) */

@@ -750,7 +750,8 @@ static void test_jit_frames(void **state)
 	FILE *p;
 
 	snprintf(cmd, sizeof(cmd),
-		 "cat schema/001_init.sql schema/002_sample_rows.sql - <<'EOF' | sqlite3 %s\n"
+		 "cat schema/sqlite/001_init.sql schema/sqlite/002_sample_rows.sql - <<'EOF' | "
+		 "sqlite3 %s\n"
 		 "PRAGMA user_version = 2;\n"
 		 "INSERT INTO strings (id, text) VALUES (100, ''), (101, 'old_fn');\n"
 		 "INSERT INTO frames (id, kind, name, file, line) VALUES (7, 1, 101, 100, 0);\n"
@@ -806,7 +807,7 @@ static void test_duplicate(void **state)
 	assert_int_equal(st.batches, 2);
 #ifndef STORE_TEST_LOCATION
 	/* SQLite counts the entries of raw blocks: each agent's batch is a block of
-	 * its own (schema/008_window_blocks.sql), the same stack in both */
+	 * its own (schema/sqlite/008_window_blocks.sql), the same stack in both */
 	assert_int_equal(st.sample_rows, 2);
 #else
 	assert_int_equal(st.sample_rows, 1); /* one (window, label set, stack) row */
@@ -1482,7 +1483,7 @@ static void plant_value(const char *path, int tier, int64_t start, int64_t value
 		fail_msg("no block of tier %d at %" PRId64, tier, start);
 	id = sqlite3_column_int64(st, 0);
 	if (tier == 0) {
-		/* a window's block (schema/008): its one section */
+		/* a window's block (schema/sqlite/008): its one section */
 		struct block_reader *r = NULL;
 		struct block_lentry le[16];
 		const struct block_section *sec;
@@ -1594,7 +1595,7 @@ static void test_count_overflow(void **state)
 	while (more)
 		assert_int_equal(store__maintain(s, 3600 + 1000, 0, &more), 0);
 	assert_int_equal(store__stats(s, &st), 0);
-	/* raw: one block per batch (schema/008), two at 1040 */
+	/* raw: one block per batch (schema/sqlite/008), two at 1040 */
 	if (st.blocks[0] != 4 || st.blocks[1] != 1 || st.blocks[2] != 1)
 		fail_msg("rollups at 4600: blocks %" PRIu64 " raw, %" PRIu64 " minute, %" PRIu64
 			 " hour (expected 4, 1, 1); built before %" PRId64 ", %" PRId64,
@@ -2324,7 +2325,7 @@ static void test_late_batches(void **state)
 	free(t);
 }
 
-/* Minute blocks of sections (schema/010): late batches below the minute
+/* Minute blocks of sections (schema/sqlite/010): late batches below the minute
  * watermark into a built minute bucket holding other label sets (a label set it
  * lacks, then one label set twice with the same stack: one section, summed), and
  * into a built bucket that had no data (a new block): every answer and selection
@@ -2530,7 +2531,7 @@ static void test_kill_during_rollup(void **state)
 /* The dictionaries stay bounded by what is retained. A new process
  * (label set pid=<h>) with a new stack every hour for 8 days, retentions of 1, 1
  * and 2 days: some 2 days of label sets, stacks and their frames and strings are
- * left of the 192 made (and a slack of an hour or two, schema/006_gc.sql), every
+ * left of the 192 made (and a slack of an hour or two, schema/sqlite/006_gc.sql), every
  * retained hour answers its stack, and a process seen again is stored anew. */
 static void test_dictionary_gc(void **state)
 {

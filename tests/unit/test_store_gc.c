@@ -1,4 +1,4 @@
-/* The dictionary GC of the SQLite store (schema/006_gc.sql, store/gc.c): a long
+/* The dictionary GC of the SQLite store (schema/sqlite/006_gc.sql, store/sqlite/gc.c): a long
  * simulated churn (a new process, hence a new label set and new stacks, every
  * hour) keeps the dictionaries bounded by what the retained blocks use; answers
  * stay equal to this test's own sums; ids are never given twice; an ingest cache

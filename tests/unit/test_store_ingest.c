@@ -1,5 +1,5 @@
-/* Unit tests of the store's ingest (store/ingest.c, store/intern.c) on a real file:
- * what a batch writes into the profile blocks of schema/005_blocks.sql, read back
+/* Unit tests of the store's ingest (store/sqlite/ingest.c, store/intern.c) on a real file:
+ * what a batch writes into the profile blocks of schema/sqlite/005_blocks.sql, read back
  * here with sqlite3 and the block codec, independently of the store's own query
  * code (a dump of "tier start labels stack count" lines, every id resolved, so an
  * id that points to nothing fails the dump). The cases: a batch failing after it
@@ -7,9 +7,9 @@
  * what the rollback undid); two stores on one file with interleaved batches; a
  * late batch below the rollup watermarks; a window below the raw tier's
  * retention cut; the caches' memory cap; stack ids past a block's uint32; a
- * collision of stack hashes (schema/007_stack_hash.sql). The
+ * collision of stack hashes (schema/sqlite/007_stack_hash.sql). The
  * last test asks store__query_stacks() the same (it needs the block reader of
- * store/read.c).
+ * store/sqlite/read.c).
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -29,7 +29,7 @@
 #include "store/block.h"
 #include "store/intern.h"
 #include "store/store.h"
-#include "store/store_int.h"
+#include "store/sqlite/db.h"
 #include "testutil.h"
 
 #include "blockrows.h"
@@ -275,7 +275,7 @@ static char *dump(sqlite3 *db)
 	}
 	sqlite3_finalize(st);
 	/* one line per (tier, start, labels, stack): a window's raw blocks of several
-	 * batches (schema/008) may hold one stack each */
+	 * batches (schema/sqlite/008) may hold one stack each */
 	for (size_t i = 0; i < nlines; i++) {
 		size_t pl = (size_t)(strrchr(lines[i], ' ') - lines[i]);
 
@@ -574,7 +574,7 @@ static void test_label_sets_grouped(void **state)
 			    "0 1699999200 svc=b app;f0 5\n"
 			    "0 1699999200 svc=b app;f1 2\n"
 			    "0 1699999200 svc=c app;f0 3\n");
-	/* one raw block of the window, a section per label set (schema/008) */
+	/* one raw block of the window, a section per label set (schema/sqlite/008) */
 	assert_int_equal(query_int(fx->db, "SELECT count(*) FROM block_index"), 1);
 }
 
@@ -633,7 +633,7 @@ static void test_stack_id_cap(void **state)
 	check_ids(fx->db);
 }
 
-/* Stacks are found by the hash of their blob (schema/007_stack_hash.sql): a row
+/* Stacks are found by the hash of their blob (schema/sqlite/007_stack_hash.sql): a row
  * of another blob with the same hash (a collision, made here by hand) is not
  * taken for the stack, which gets its own row, found again by a fresh cache.
  * Trusting the hash alone stored "app;y" as the colliding row's "x;app". */
@@ -706,7 +706,7 @@ static int collect(void *ctx, const struct frame *frames, size_t nframes, uint64
 
 /* End to end through store__query_stacks() after a failed batch, a late batch and
  * a second store: the store's own reader agrees with the blocks. Needs the block
- * reader (store/read.c). */
+ * reader (store/sqlite/read.c). */
 static void test_query_end_to_end(void **state)
 {
 	struct fx *fx = *state;

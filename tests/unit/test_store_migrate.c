@@ -1,5 +1,5 @@
 /* Tests of the conversion of a 004 store (one samples row per window, label set
- * and stack) into profile blocks (store/migrate.c, schema/005_blocks.sql), on the
+ * and stack) into profile blocks (store/sqlite/migrate.c, schema/sqlite/005_blocks.sql), on the
  * fixture tests/data/store-v4/ (its README says what it holds and how expected/
  * was written by the old CLI): a copy is decompressed with libzstd, opened as a
  * writer (which migrates and converts it), and the real CLI

@@ -1,6 +1,6 @@
-/* Unit tests of store_plan() (store/tiers.c), the split of a query range over the
- * tiers of profile blocks (schema/005_blocks.sql), by brute force against a model:
- * random tier states that satisfy schema/005's invariants, raw windows every 10 s
+/* Unit tests of store_plan() (store/sqlite/tiers.c), the split of a query range over the
+ * tiers of profile blocks (schema/sqlite/005_blocks.sql), by brute force against a model:
+ * random tier states that satisfy schema/sqlite/005's invariants, raw windows every 10 s
  * over a few hours around them, random ranges (edges on and off minute and hour
  * boundaries, empty, reversed, huge, the INT64 extremes). For every window the
  * model says how often the spans count it: once when its start is in [from, to)
@@ -18,7 +18,7 @@
 
 #include <cmocka.h>
 
-#include "store/store_int.h"
+#include "store/sqlite/db.h"
 #include "testutil.h"
 
 #define BASE	 (INT64_C(1700000000) / 3600 * 3600) /* an hour boundary */
@@ -59,7 +59,7 @@ static int64_t some_time(void)
 	}
 }
 
-/* A state satisfying schema/005: built_before_t aligned to tier t's bucket,
+/* A state satisfying schema/sqlite/005: built_before_t aligned to tier t's bucket,
  * built_before_2 <= built_before_1; kept_from_t aligned to tier t+1's bucket (hours
  * for tier 2) and <= built_before_{t+1}; kept_from_0 >= kept_from_1 >= kept_from_2
  * when set, and a coarser tier is cut only after the finer one is. */

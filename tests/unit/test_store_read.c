@@ -1,4 +1,4 @@
-/* Unit tests of the store's reads over profile blocks (store/read.c): stacks,
+/* Unit tests of the store's reads over profile blocks (store/sqlite/read.c): stacks,
  * timelines and labels of a range answered from the raw windows and from minute and
  * hour rollups give the raw answer wherever raw windows are kept, and the
  * coarse-edge answer where they are gone; a malformed block is -EIO naming the
@@ -8,7 +8,7 @@
  *
  * Batches go in through store__ingest(); the rollups and the retention cuts are
  * made here with the store's own primitives (store_block_add, store_set_built_before,
- * store_set_kept_from: store/store_int.h), so these tests read exactly the tier
+ * store_set_kept_from: store/sqlite/db.h), so these tests read exactly the tier
  * states they set, whatever store__maintain() does; test_maintain_same_answer
  * builds them with store__maintain() and holds its tiers to the raw answer.
  */
@@ -26,7 +26,7 @@
 
 #include "common/batch.h"
 #include "common/frame.h"
-#include "store/store_int.h"
+#include "store/sqlite/db.h"
 
 #include "blockrows.h"
 #include "testutil.h"

@@ -1,8 +1,8 @@
-/* Tests of store__stackrefs() on the SQLite backend (store/stackref.c,
- * schema/009_stackrefs.sql): remembered ids are found with their bytes, unknown
+/* Tests of store__stackrefs() on the SQLite backend (store/sqlite/stackref.c,
+ * schema/sqlite/009_stackrefs.sql): remembered ids are found with their bytes, unknown
  * ids stay NULL, an id keeps its first bytes, the arguments' caps, and the GC: an
  * id unused for the retention is forgotten, one looked up or sent in full meanwhile
- * is kept. The same look-ups on a private ClickHouse server (store/ch_stackref.c,
+ * is kept. The same look-ups on a private ClickHouse server (store/clickhouse/stackref.c,
  * schema/clickhouse/003_stackrefs.sql), with more ids than one request asks for.
  */
 #include <setjmp.h>

@@ -1,4 +1,4 @@
-/* Unit tests of the store's windows table (schema/004_windows.sql) and of
+/* Unit tests of the store's windows table (schema/sqlite/004_windows.sql) and of
  * store__windows(): what ingest records per window (length, sampling period), what
  * the minute rollups make of a bucket's windows once its raw windows are gone, that
  * retention drops them with the blocks, what a range with mixed periods answers,
@@ -18,7 +18,7 @@
 
 #include "common/batch.h"
 #include "common/frame.h"
-#include "store/store_int.h"
+#include "store/sqlite/db.h"
 #include "testutil.h"
 
 #define HZ99 10101010ull /* 1e9 / 99 */
