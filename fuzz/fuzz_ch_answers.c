@@ -26,8 +26,9 @@
 
 #include "common/batch.h"
 #include "common/frame.h"
-#include "store/clickhouse/handle.h"
 #include "store/store.h"
+#include "store/clickhouse/frames.h"
+#include "store/clickhouse/handle.h"
 
 int LLVMFuzzerInitialize(int *argc, char ***argv);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);

@@ -1,17 +1,60 @@
 /* Private to store/: the backend interface behind store.h. A backend implements
  * the contract of store.h (its comments are the specification; tests/unit/
- * test_store.c is its conformance suite) as a table of functions; store/store.c
- * parses the location given to store__open(), fills in and checks the options
- * every backend shares, and forwards each call to the table of the store's
- * backend. The backends: SQLite (store/sqlite/open.c and its neighbours, sqlite/db.h)
- * and a ClickHouse server (store/clickhouse/clickhouse.c; its conformance run is
- * tests/integration/test_store_clickhouse_conformance.c).
+ * test_store.c is its conformance suite, and
+ * tests/integration/test_store_clickhouse_conformance.c runs it on ClickHouse) as
+ * a table of functions; store/store.c parses the location given to
+ * store__open(), fills in and checks the options every backend shares, and
+ * forwards each call to the table of the store's backend.
  *
  * A backend's handle starts with struct store, so that the table's functions get
  * back their own struct from the pointer the caller holds (a cast: see
- * sqlite_store_of() in sqlite/db.h). Arguments are checked by the dispatcher
- * where the contract says -EINVAL for NULL, so a backend sees a non-NULL store and
- * its options with the defaults already applied and in order.
+ * sqlite_store_of() in store/sqlite/db.h). Arguments are checked by the
+ * dispatcher where the contract says -EINVAL for NULL, so a backend sees a
+ * non-NULL store and its options with the defaults already applied and in order.
+ *
+ * The map of store/ (each X.c declares what it exports in X.h; a header without
+ * a .c holds only types, constants and inline functions). Outside store/, only
+ * store.h is included. The shared parts include neither backend folder, the
+ * backends include each other's nothing, and no piece's header leads back to a
+ * piece that uses it (tests/check_layout.sh checks all three).
+ *   store.h          the public contract
+ *   backend.h        this interface, and the backends' tables
+ *   store.c          the dispatcher of store.h over the backends
+ *   plan.c           the tiers (raw, minute, hour) and the plan of a range over them
+ *   varint.h         LEB128 varints of the encodings
+ *   intern.c         ingest's in-memory caches of dictionary ids (both backends)
+ *   block.c          the block codec (no SQLite)
+ * store/sqlite/, the SQLite store (schema/sqlite/NNN_*.sql):
+ *   open.c           open, close, migrations, SQL functions; store_sqlite_backend
+ *   db.c             the handle, statement caches, stepping, error translation
+ *   ingest.c         batches into raw blocks (and built rollups, for late ones)
+ *   read.c           stacks and timelines of a range and selection, labels
+ *   windows.c        each stored window's length and period
+ *   tiers.c          the tiers' watermarks, adding to a block
+ *   maintain.c       rollups, retention per tier, stats
+ *   migrate.c        the conversions of older layouts (004's samples rows, 005-007's
+ *                    raw blocks, 005-009's minute blocks)
+ *   gc.c             the dictionaries' garbage collection
+ *   stackref.c       store__stackrefs(): stacks sent as references
+ * store/clickhouse/, the ClickHouse store (schema/clickhouse/NNN_*.sql;
+ * docs/clickhouse.md):
+ *   clickhouse.c     open, close, location and options; store_clickhouse_backend
+ *   handle.h         the handle and the limits its pieces share
+ *   http.c           requests to the server (libcurl)
+ *   rowbin.c         errors, one request, RowBinary and SQL buffers
+ *   schema.c         the schema's statements, on one server or a cluster
+ *   layout.c         the moves of rows into the tables of schemas 6 and 9
+ *   ids.c            content ids of stacks, label sets and frames
+ *   ingest.c         batches into rows
+ *   tables.c         the tier tables: names, columns, chunks, partitions
+ *   tiers.c          rollup tiers: watermarks, builds, a read's SQL by the plan
+ *   parts.c          which partitions a read takes without FINAL
+ *   read.c           stacks, timelines, labels, windows
+ *   stacks.c         a flame graph's stacks: sums of ids to frames
+ *   frames.c         the reads' cache of stacks' frames
+ *   maint.c          rollups, retention, stats, checks
+ *   gc.c             the dictionaries' garbage collection
+ *   stackref.c       store__stackrefs()
  */
 #ifndef SMOLDER_STORE_BACKEND_H
 #define SMOLDER_STORE_BACKEND_H
@@ -66,17 +109,5 @@ struct store {
 
 extern const struct store_backend store_sqlite_backend;	    /* store/sqlite/open.c */
 extern const struct store_backend store_clickhouse_backend; /* store/clickhouse/clickhouse.c */
-
-/* The backends' store__stackrefs(): store/sqlite/stackref.c (SQLite) and
- * store/clickhouse/stackref.c (ClickHouse). */
-int sqlite_store__stackrefs(struct store *s, int64_t now, struct store_stackref *refs, size_t n);
-int ch_store__stackrefs(struct store *s, int64_t now, struct store_stackref *refs, size_t n);
-
-/* The backends' store__ingest_many(): store/sqlite/ingest.c (SQLite) and
- * store/clickhouse/ingest.c (ClickHouse). */
-int sqlite_store__ingest_many(struct store *s, const struct batch *const *batches, size_t n,
-			      const int64_t *now, struct store_ingest_result *results);
-int ch_store__ingest_many(struct store *s, const struct batch *const *batches, size_t n,
-			  const int64_t *now, struct store_ingest_result *results);
 
 #endif

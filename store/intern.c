@@ -10,7 +10,6 @@
 #include <sys/random.h>
 
 #include "store/intern.h"
-#include "store/sqlite/db.h"
 
 #define MIN_SLOTS 64 /* 1.5 KiB: below STORE_INTERN_MIN_CAP */
 
@@ -275,7 +274,7 @@ out_empty:
 	return err;
 }
 
-int store_intern_set_cap(struct sqlite_store *s, size_t cap)
+int store_intern_set_cap(struct store_intern **slot, size_t cap)
 {
 	struct store_intern *in = NULL;
 	int err;
@@ -283,19 +282,19 @@ int store_intern_set_cap(struct sqlite_store *s, size_t cap)
 	err = store_intern_new(cap, &in);
 	if (err)
 		return err;
-	if (s->intern)
-		in->st = s->intern->st;
+	if (*slot)
+		in->st = (*slot)->st;
 	in->st.cap = in->cap;
 	in->st.bytes = in->st.entries = 0;
-	store_intern_free(s->intern);
-	s->intern = in;
+	store_intern_free(*slot);
+	*slot = in;
 	return 0;
 }
 
-void store_intern_get_stats(const struct sqlite_store *s, struct store_intern_stats *out)
+void store_intern_get_stats(const struct store_intern *in, struct store_intern_stats *out)
 {
-	if (s->intern)
-		*out = s->intern->st;
+	if (in)
+		*out = in->st;
 	else
 		memset(out, 0, sizeof(*out));
 }

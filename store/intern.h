@@ -1,13 +1,14 @@
-/* Private to store/: the in-memory caches of dictionary ids that ingest (ingest.c)
- * puts in front of the SELECT-then-INSERT on strings, frames, stacks and label sets
- * (schema/sqlite/001_init.sql). One flat open-addressing hash table maps (kind, key bytes)
- * to the id the table gave, and for stacks and label sets the last_seen ingest knows
- * the row has (schema/sqlite/006_gc.sql: it raises it at most once an hour); keys are kept
+/* Private to store/: the in-memory caches of dictionary ids that the SQLite
+ * store's ingest (store/sqlite/ingest.c) puts in front of the SELECT-then-INSERT
+ * on strings, frames, stacks and label sets (schema/sqlite/001_init.sql); the
+ * ClickHouse store's memo of content ids (store/clickhouse/ids.c) is the same
+ * table. One flat open-addressing hash table maps (kind, key bytes) to the id the
+ * table gave, and for stacks and label sets the last_seen ingest knows the row
+ * has (schema/sqlite/006_gc.sql: it raises it at most once an hour); keys are kept
  * in one arena. A hit is trusted because a committed id is never renumbered and
  * never deleted while the cache may hold it: what a transaction learnt is dropped
- * when it rolls back (store_intern_reset, declared in sqlite/db.h with
- * store_intern_free), and everything when the dictionary GC deleted rows since the
- * cache was filled (store_intern_sync, on state.gc_epoch).
+ * when it rolls back (store_intern_reset), and everything when the dictionary GC
+ * deleted rows since the cache was filled (store_intern_sync, on state.gc_epoch).
  *
  * Memory is bounded: keys, slots and arena together stay under the cap (default
  * STORE_INTERN_DEFAULT_CAP); an add that would pass it empties the cache first,
@@ -20,7 +21,6 @@
 #include <stddef.h>
 #include <stdint.h>
 
-struct sqlite_store;
 struct store_intern;
 
 /* 64 MiB: the dictionaries a collector meets in a day of a dozen busy hosts
@@ -87,11 +87,12 @@ void store_intern_prefetch(const struct store_intern *in, uint64_t hash, int sta
 int store_intern_add(struct store_intern *in, int kind, const void *key, size_t len, uint64_t hash,
 		     int64_t id, int64_t seen);
 
-/* For tests and the bench: s's cache (made if missing) takes cap (0: the default;
- * emptied). Returns 0, -EINVAL or -ENOMEM. */
-int store_intern_set_cap(struct sqlite_store *s, size_t cap);
+/* For tests and the bench: the cache at *slot (made if NULL) is replaced by an
+ * empty one of cap (0: the default) that keeps its counters. Returns 0, -EINVAL
+ * or -ENOMEM (*slot unchanged then). */
+int store_intern_set_cap(struct store_intern **slot, size_t cap);
 
-/* s's cache's counters (all 0 when ingest has not made it yet). */
-void store_intern_get_stats(const struct sqlite_store *s, struct store_intern_stats *out);
+/* in's counters (all 0 for NULL: ingest has not made the cache yet). */
+void store_intern_get_stats(const struct store_intern *in, struct store_intern_stats *out);
 
 #endif

@@ -3,6 +3,10 @@
 #   - the includes between folders form no cycle;
 #   - agent/ and collector/ are included by cli/ alone (tests/ and bench/ aside);
 #   - only store/ includes <sqlite3.h>, and the rest reach it through store/store.h;
+#   - store/'s backends (store/sqlite/, store/clickhouse/) include nothing of each
+#     other, store/'s shared files include neither, and the pieces of store/ form no
+#     include cycle (a piece is X.c with its header X.h; store.h and backend.h,
+#     the contracts, are pieces of their own);
 #   - only cli/ parses argv;
 #   - the folded frame grammar has one parser and one printer (common/frame.c).
 # Prints each violation and exits 1 if there is any.
@@ -60,6 +64,59 @@ while read -r hit; do
 	fail "$hit: only store/store.h is the store's contract"
 done < <(grep -rnE '#include "store/' "${dirs[@]}" 2>/dev/null | grep -v '^store/' |
 	grep -v '#include "store/store.h"')
+
+# store/'s backend folders and its shared files
+backends=(sqlite clickhouse)
+while IFS=: read -r f _ inc; do
+	inc=${inc#*\"}
+	inc=${inc%\"*}
+	case $f in
+	store/*/*)
+		from=${f#store/}
+		from=${from%%/*}
+		for b in "${backends[@]}"; do
+			[[ $b != "$from" && $inc == store/$b/* ]] &&
+				fail "$f includes $inc (a backend includes nothing of another)"
+		done
+		;;
+	store/*)
+		[[ $inc == store/*/* ]] && fail "$f includes $inc (store/'s shared files include no backend)"
+		;;
+	esac
+done < <(grep -rnE '^#include "store/' --include='*.c' --include='*.h' store 2>/dev/null)
+
+# the pieces of store/ (X.c and X.h are the piece X; store/store.h and
+# store/backend.h are contracts, pieces of their own): piece -> pieces it includes
+piece() {
+	case $1 in
+	store/store.h | store/backend.h) p=$1 ;;
+	*) p=${1%.*} ;;
+	esac
+}
+declare -A pedges pstate
+while IFS=: read -r f _ inc; do
+	inc=${inc#*\"}
+	inc=${inc%\"*}
+	piece "$f"
+	a=$p
+	piece "$inc"
+	[[ $a == "$p" ]] || pedges[$a]+=" $p"
+done < <(grep -rnE '^#include "store/' --include='*.c' --include='*.h' store 2>/dev/null)
+pvisit() {
+	local d=$1 n
+	pstate[$d]=on
+	for n in ${pedges[$d]:-}; do
+		if [[ ${pstate[$n]:-} == on ]]; then
+			fail "include cycle in store/ through $d -> $n"
+		elif [[ -z ${pstate[$n]:-} ]]; then
+			pvisit "$n"
+		fi
+	done
+	pstate[$d]=done
+}
+for d in "${!pedges[@]}"; do
+	[[ -z ${pstate[$d]:-} ]] && pvisit "$d"
+done
 
 while read -r f; do
 	[[ $f == cli/* ]] || fail "$f parses argv (only cli/ may)"

@@ -15,7 +15,7 @@
 -- 2-minute read of raw rows reads its one or two 5-minute chunks, not the hour's
 -- partition. Longer chunks compress a little better (10 minutes: 3 % less raw)
 -- but make short reads read more (bench/ch_bench). Chunks: CH_RAW_CHUNK_SECONDS and CH_MINUTE_CHUNK_SECONDS
--- (store/clickhouse/handle.h; tests/unit/test_ch_schema.c checks they match these keys).
+-- (store/clickhouse/tables.h; tests/unit/test_ch_schema.c checks they match these keys).
 -- The engines, partitions (by hour), columns and collapsing rules are 002's: the
 -- ORDER BY key still holds (window, label set, stack, agent, seq) for raw and
 -- (start, label set, stack, src) for minute, plus the chunk, a function of the

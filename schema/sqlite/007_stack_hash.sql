@@ -10,7 +10,7 @@
 -- each found by its content; the blob stays unique because only ingest inserts,
 -- and only after that lookup found no row, under the write lock.
 --
--- The hash (sqlite/db.h, store_stack_hash) is FNV-1a of 64 bits over the blob's
+-- The hash (store/sqlite/db.h, store_stack_hash) is FNV-1a of 64 bits over the blob's
 -- bytes, as a signed integer (the bits of the unsigned value). It is part of the
 -- format: it never changes, since rows keep it.
 --

@@ -29,7 +29,8 @@
  * clickhouse/tiers.c (minute and hour rollups built inside ClickHouse), clickhouse/layout.c (the
  * moves to schema 6's and 9's tables), clickhouse/gc.c (the
  * dictionary GC), clickhouse/maint.c (stats, check, retention per tier), clickhouse/stackref.c
- * (stacks by content id, the fleet wire); clickhouse/handle.h is what they share.
+ * (stacks by content id, the fleet wire); store/clickhouse/handle.h and
+ * rowbin.h are what they share (the map of the pieces: store/backend.h).
  * docs/store.md describes the design and its known limits. Not thread-safe: one HTTP
  * connection per store.
  */
@@ -46,8 +47,20 @@
 
 #include "common/address.h"
 #include "common/reason.h"
+#include "store/backend.h"
+#include "store/clickhouse/frames.h"
 #include "store/clickhouse/handle.h"
+#include "store/clickhouse/http.h"
+#include "store/clickhouse/ids.h"
+#include "store/clickhouse/ingest.h"
+#include "store/clickhouse/layout.h"
+#include "store/clickhouse/maint.h"
+#include "store/clickhouse/read.h"
+#include "store/clickhouse/rowbin.h"
 #include "store/clickhouse/schema.h"
+#include "store/clickhouse/stackref.h"
+#include "store/clickhouse/tables.h"
+#include "store/clickhouse/tiers.h"
 
 extern const char *const ch_migrations[]; /* build/gen/ch_migrations.c */
 extern const size_t ch_nmigrations;
@@ -452,15 +465,6 @@ static void ch_close(struct store *base)
 	ch_frames_free(s);
 	ch_ids_free(&s->ids);
 	free(s);
-}
-
-const char *ch_alter_target(const struct ch_store *s, const char *t, char *buf, size_t len)
-{
-	if (s->cluster[0])
-		snprintf(buf, len, "%s_local ON CLUSTER %s", t, s->cluster);
-	else
-		snprintf(buf, len, "%s", t);
-	return buf;
 }
 
 static const char *ch_errmsg(const struct store *base)

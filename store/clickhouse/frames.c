@@ -1,4 +1,4 @@
-/* The ClickHouse store's cache of stacks' frames for its reads (clickhouse/handle.h): the
+/* The ClickHouse store's cache of stacks' frames for its reads (store/clickhouse/frames.h): the
  * frames of the stacks that a flame graph fetched (clickhouse/stacks.c), kept by stack id so
  * that the next flame graph fetches only the stacks it has not seen. A stack's id
  * is a content hash of its frames (clickhouse/ingest.c), so a cached stack is never
@@ -33,7 +33,9 @@
 #include <string.h>
 
 #include "common/frame.h"
+#include "store/clickhouse/frames.h"
 #include "store/clickhouse/handle.h"
+#include "store/clickhouse/ids.h"
 
 /* An interned frame: its strings as indices of the string table. */
 struct cframe {

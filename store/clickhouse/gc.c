@@ -1,4 +1,4 @@
-/* The ClickHouse store's dictionary GC (clickhouse/handle.h; schema/clickhouse/004_gc.sql):
+/* The ClickHouse store's dictionary GC (store/clickhouse/gc.h; schema/clickhouse/004_gc.sql):
  * stacks and label sets that no raw, minute or hour row uses any more and that no
  * ingest has seen for CH_GC_GRACE_SECONDS are deleted, CH_GC_MAX_IDS of each kind
  * a pass (a stack from `stacks` and `stack_frames`; then the frames that no
@@ -17,7 +17,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "store/clickhouse/gc.h"
 #include "store/clickhouse/handle.h"
+#include "store/clickhouse/http.h"
+#include "store/clickhouse/rowbin.h"
+#include "store/clickhouse/tables.h"
 
 static const struct {
 	const char *table, *column; /* the dictionary, and the tiers' column naming it */

@@ -1,4 +1,4 @@
-/* The content ids of the ClickHouse store's stacks (clickhouse/handle.h): the definition,
+/* The content ids of the ClickHouse store's stacks (store/clickhouse/ids.h): the definition,
  * which hashes every frame's texts, and the ingest's memo of it, which does not
  * hash them again for a stack it has met before.
  *
@@ -26,7 +26,7 @@
 #include <string.h>
 
 #include "common/frame.h"
-#include "store/clickhouse/handle.h"
+#include "store/clickhouse/ids.h"
 #include "store/intern.h"
 
 /* ---- the definition --------------------------------------------------------- */

@@ -1,4 +1,4 @@
-/* The ClickHouse store's ingest (clickhouse/handle.h), a call of one batch or of many
+/* The ClickHouse store's ingest (store/clickhouse/ingest.h), a call of one batch or of many
  * (store__ingest_many, the collector's group commit): each batch checked as
  * SQLite checks it (a refused one is left out alone), the (agent, seq) of all
  * looked up in `ingested` in one SELECT (a duplicate writes nothing), then the
@@ -23,8 +23,14 @@
 
 #include "common/batch.h"
 #include "common/frame.h"
-#include "store/block.h"
+#include "store/clickhouse/ingest.h"
+#include "store/clickhouse/gc.h"
 #include "store/clickhouse/handle.h"
+#include "store/clickhouse/http.h"
+#include "store/clickhouse/ids.h"
+#include "store/clickhouse/rowbin.h"
+#include "store/clickhouse/tables.h"
+#include "store/clickhouse/tiers.h"
 
 /* ---- ingest --------------------------------------------------------------- */
 

@@ -1,5 +1,5 @@
 /* The ClickHouse store's moves of rows into the tables that replaced theirs
- * (clickhouse/handle.h): schema 6's layout (006_layout.sql) takes the rows of 002's `raw`
+ * (store/clickhouse/layout.h): schema 6's layout (006_layout.sql) takes the rows of 002's `raw`
  * and `minute`, ordered by start, into samples_raw and CH_MINUTE_TABLE, ordered
  * by time chunk, label set and stack; schema 9's (009_batches.sql) takes
  * samples_raw's into CH_RAW_TABLE, ordered by time chunk, label set and batch.
@@ -25,7 +25,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "store/clickhouse/layout.h"
 #include "store/clickhouse/handle.h"
+#include "store/clickhouse/http.h"
+#include "store/clickhouse/rowbin.h"
+#include "store/clickhouse/tables.h"
 
 /* Partitions of one table listed by one read (an hour each: 24 raw and 336
  * minute ones at the default retentions); more are listed again once moved. */

@@ -1,4 +1,4 @@
-/* The ClickHouse store's stats, check and maintenance (clickhouse/handle.h): rollups of
+/* The ClickHouse store's stats, check and maintenance (store/clickhouse/maint.h): rollups of
  * minute and hour buckets built in ClickHouse (clickhouse/tiers.c), a bounded number per
  * call, retention per tier by whole hours' partitions (ALTER TABLE ... DROP
  * PARTITION), a bounded number per call, and the dictionary GC (clickhouse/gc.c).
@@ -11,9 +11,15 @@
 
 #include "common/batch.h"
 #include "common/frame.h"
-#include "store/block.h"
+#include "store/clickhouse/maint.h"
+#include "store/clickhouse/gc.h"
 #include "store/clickhouse/handle.h"
-#include "store/sqlite/db.h"
+#include "store/clickhouse/http.h"
+#include "store/clickhouse/parts.h"
+#include "store/clickhouse/rowbin.h"
+#include "store/clickhouse/tables.h"
+#include "store/clickhouse/tiers.h"
+#include "store/plan.h"
 
 /* ---- stats, check, maintain ------------------------------------------------ */
 
@@ -239,7 +245,7 @@ static void merge_minutes(struct ch_store *s, int64_t from, int64_t to)
  * reads no tier below its kept_from, but the hour tier everywhere below, so none
  * is built there), at most nbuckets, below limit. An empty stretch is passed over
  * at once. claim_T is raised before the build and
- * built_T after (clickhouse/handle.h). */
+ * built_T after (store/clickhouse/tiers.h). */
 static int rollup_step(struct ch_store *s, struct ch_tiers *t, int tier, int64_t limit,
 		       int64_t nbuckets, bool *more)
 {

@@ -1,4 +1,4 @@
-/* Which hours of the tier tables a read may take without FINAL (clickhouse/handle.h).
+/* Which hours of the tier tables a read may take without FINAL (store/clickhouse/parts.h).
  *
  * A FINAL read merges the parts of what it reads as it goes, to collapse a
  * batch's copies (002_tiers.sql), and 18.16 does that merge in one thread: on the
@@ -25,8 +25,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "store/clickhouse/parts.h"
 #include "store/clickhouse/handle.h"
-#include "store/sqlite/db.h"
+#include "store/clickhouse/http.h"
+#include "store/clickhouse/rowbin.h"
+#include "store/clickhouse/tables.h"
+#include "store/plan.h"
 
 static int part_cmp(const void *pa, const void *pb)
 {

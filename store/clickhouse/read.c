@@ -1,4 +1,4 @@
-/* The ClickHouse store's reads (clickhouse/handle.h): stacks, series, labels and windows of
+/* The ClickHouse store's reads (store/clickhouse/read.h): stacks, series, labels and windows of
  * a range and selection, summed in ClickHouse over the spans of the tiers' plan
  * (ch_w_plan(), clickhouse/tiers.c; each span a FINAL read, which collapses a batch's
  * copies, but of the partitions that hold one part, which have none: clickhouse/parts.c,
@@ -16,9 +16,16 @@
 
 #include "common/batch.h"
 #include "common/frame.h"
+#include "store/clickhouse/read.h"
 #include "store/block.h"
 #include "store/clickhouse/handle.h"
-#include "store/sqlite/db.h"
+#include "store/clickhouse/http.h"
+#include "store/clickhouse/parts.h"
+#include "store/clickhouse/rowbin.h"
+#include "store/clickhouse/stacks.h"
+#include "store/clickhouse/tables.h"
+#include "store/clickhouse/tiers.h"
+#include "store/plan.h"
 
 /* ---- queries -------------------------------------------------------------- */
 

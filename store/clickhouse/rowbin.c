@@ -1,6 +1,6 @@
-/* The ClickHouse store's shared pieces (clickhouse/handle.h): errors kept for
- * store__errmsg(), one request, and the buffers that write RowBinary bodies and
- * SQL text and read RowBinary answers.
+/* The ClickHouse store's shared pieces (store/clickhouse/rowbin.h): errors kept
+ * for store__errmsg(), one request, the table an ALTER names, and the buffers
+ * that write RowBinary bodies and SQL text and read RowBinary answers.
  */
 #include <errno.h>
 #include <stdarg.h>
@@ -8,7 +8,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "store/clickhouse/rowbin.h"
 #include "store/clickhouse/handle.h"
+#include "store/clickhouse/http.h"
 
 int ch_fail(struct ch_store *s, int err, const char *fmt, ...)
 {
@@ -196,4 +198,13 @@ uint64_t ch_r_sum(struct ch_rbuf *r)
 	double f = ch_r_f64(r);
 
 	return f >= CH_SUM_SATURATED || u > INT64_MAX ? INT64_MAX : u;
+}
+
+const char *ch_alter_target(const struct ch_store *s, const char *t, char *buf, size_t len)
+{
+	if (s->cluster[0])
+		snprintf(buf, len, "%s_local ON CLUSTER %s", t, s->cluster);
+	else
+		snprintf(buf, len, "%s", t);
+	return buf;
 }

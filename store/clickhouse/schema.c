@@ -6,7 +6,6 @@
  * cluster rather than guessed at, so a new schema file that needs one fails the
  * cluster test first.
  */
-#include "store/clickhouse/schema.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -17,7 +16,8 @@
 #include <string.h>
 #include <strings.h>
 
-#include "store/clickhouse/handle.h"
+#include "store/clickhouse/schema.h"
+#include "store/clickhouse/rowbin.h"
 
 #define NAME_MAX_LEN 64 /* an identifier of the schema: a table, view or column name */
 

@@ -11,8 +11,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "store/backend.h"
+#include "store/clickhouse/stackref.h"
 #include "store/clickhouse/handle.h"
+#include "store/clickhouse/http.h"
+#include "store/clickhouse/rowbin.h"
 
 #define CH_STACKREF_CHUNK 1024 /* ids per look-up: 1024 x 70 bytes of SQL */
 #define CH_STACKREF_TOUCH 3600 /* as store/sqlite/stackref.c's STACKREF_TOUCH_SECONDS */

@@ -1,4 +1,4 @@
-/* The frames of a flame graph's stacks (clickhouse/handle.h, ch_stacks_emit()): the
+/* The frames of a flame graph's stacks (store/clickhouse/stacks.h, ch_stacks_emit()): the
  * store's cache first (clickhouse/frames.c), then the others from stack_frames and
  * frames (schema/clickhouse/007_frames.sql: a stack its frames' ids, each frame
  * once), then those still missing from 001's `stacks`, which holds the stacks
@@ -16,7 +16,12 @@
 #include <string.h>
 
 #include "common/frame.h"
+#include "store/clickhouse/stacks.h"
+#include "store/clickhouse/frames.h"
 #include "store/clickhouse/handle.h"
+#include "store/clickhouse/http.h"
+#include "store/clickhouse/ids.h"
+#include "store/clickhouse/rowbin.h"
 
 /* How many stacks ahead the cache's slots are looked up after a prefetch. */
 #define CH_PREFETCH_AHEAD 8

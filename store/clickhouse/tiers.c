@@ -1,10 +1,10 @@
-/* The ClickHouse store's tiers (clickhouse/handle.h; schema/clickhouse/002_tiers.sql, the
+/* The ClickHouse store's tiers (store/clickhouse/tiers.h; schema/clickhouse/002_tiers.sql, the
  * raw and minute tables of 006_layout.sql): the
  * watermarks in the `tiers` table, the rollups built inside ClickHouse (minute
  * buckets from raw rows, hour buckets from minute rows, each an INSERT ... SELECT
  * over a FINAL read, which collapses a batch inserted twice before summing), and
- * the SQL of one span of a read plan (FINAL too). The plan itself is the SQLite
- * store's (store_plan(), store/sqlite/tiers.c), so both backends answer a range from the
+ * the SQL of one span of a read plan (FINAL too). The plan itself is shared with
+ * the SQLite store (store_plan(), store/plan.c), so both backends answer a range from the
  * same tiers. Every read of a raw or minute range states the range's time chunks
  * as the table's key writes them (ch_w_chunk()), so the primary key narrows it.
  */
@@ -14,38 +14,25 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "store/clickhouse/tiers.h"
 #include "store/clickhouse/handle.h"
-#include "store/sqlite/db.h"
+#include "store/clickhouse/http.h"
+#include "store/clickhouse/parts.h"
+#include "store/clickhouse/rowbin.h"
+#include "store/clickhouse/tables.h"
+#include "store/plan.h"
 
 /* A watermark is stored as its bits with the top one flipped (002_tiers.sql). */
 #define TIER_BIAS (UINT64_C(1) << 63)
 
-static const char *const tier_table[STORE_NTIERS] = { CH_RAW_TABLE, CH_MINUTE_TABLE, "hour" };
 /* The chunk that leads a tier table's key after the type (006_layout.sql), 0:
  * none (the hour tier's partitions each hold one start). */
 static const int64_t tier_chunk[STORE_NTIERS] = { CH_RAW_CHUNK_SECONDS, CH_MINUTE_CHUNK_SECONDS,
 						  0 };
-static const char *const tier_column[STORE_NTIERS] = { "window_start", "start", "start" };
-static const char *const totals_table[STORE_NTIERS] = { NULL, "totals_minute", "totals_hour" };
-
-const char *ch_tier_table(int tier)
-{
-	return tier_table[tier];
-}
-
-const char *ch_tier_column(int tier)
-{
-	return tier_column[tier];
-}
-
-const char *ch_totals_table(int tier)
-{
-	return totals_table[tier];
-}
 
 void ch_w_chunk(struct ch_wbuf *w, int tier, int64_t from, int64_t to)
 {
-	const char *col = tier_column[tier];
+	const char *col = ch_tier_column(tier);
 	const int64_t c = tier_chunk[tier];
 
 	/* intDiv is monotonic, so the chunks of [from, to - 1] hold every row of the
@@ -120,7 +107,7 @@ int ch_tiers_raise(struct ch_store *s, const char *name, int tier, int64_t v)
 int ch_tiers_build(struct ch_store *s, int tier, int64_t from, int64_t to)
 {
 	const int64_t len = store_tier_seconds(tier);
-	const char *col = tier_column[tier - 1];
+	const char *col = ch_tier_column(tier - 1);
 	struct ch_wbuf sql = { 0 };
 	int err;
 
@@ -134,8 +121,8 @@ int ch_tiers_build(struct ch_store *s, int tier, int64_t from, int64_t to)
 		  ") AS b, type, labelset, stack, toUInt64(0), if(sum(toFloat64(value)) >= "
 		  "%.17g, toUInt64(%" PRId64 "), sum(value)) FROM %s FINAL WHERE %s >= %" PRId64
 		  " AND %s < %" PRId64,
-		  tier_table[tier], col, col, len, len, len, CH_SUM_SATURATED, INT64_MAX,
-		  tier_table[tier - 1], col, from, col, to);
+		  ch_tier_table(tier), col, col, len, len, len, CH_SUM_SATURATED, INT64_MAX,
+		  ch_tier_table(tier - 1), col, from, col, to);
 	ch_w_chunk(&sql, tier - 1, from, to);
 	ch_w_text(&sql, " GROUP BY b, type, labelset, stack");
 	err = ch_run_sql(s, tier == TIER_MINUTE ? "rollup minutes" : "rollup hours", &sql, NULL);
@@ -169,7 +156,7 @@ int ch_tiers_count(struct ch_store *s, int tier, int64_t from, int64_t to)
 		  "INSERT INTO counts (tier, bucket, rows, blocks) SELECT toUInt8(%d), start, "
 		  "uniqExact(labelset, stack), uniqExact(labelset) FROM %s WHERE start >= %" PRId64
 		  " AND start < %" PRId64,
-		  tier, tier_table[tier], from, to);
+		  tier, ch_tier_table(tier), from, to);
 	ch_w_chunk(&sql, tier, from, to); /* the key narrows the read */
 	ch_w_text(&sql, " GROUP BY start");
 	err = ch_run_sql(s, "rollup counts", &sql, NULL);
@@ -182,7 +169,8 @@ int ch_tiers_count(struct ch_store *s, int tier, int64_t from, int64_t to)
 		  "INSERT INTO %s (start, type, labelset, value) SELECT start, type, labelset, "
 		  "if(sum(toFloat64(value)) >= %.17g, toUInt64(%" PRId64 "), sum(value)) "
 		  "FROM %s FINAL WHERE start >= %" PRId64 " AND start < %" PRId64,
-		  totals_table[tier], CH_SUM_SATURATED, INT64_MAX, tier_table[tier], from, to);
+		  ch_totals_table(tier), CH_SUM_SATURATED, INT64_MAX, ch_tier_table(tier), from,
+		  to);
 	ch_w_chunk(&sql, tier, from, to);
 	ch_w_text(&sql, " GROUP BY start, type, labelset");
 	err = ch_run_sql(s, "rollup totals", &sql, NULL);
@@ -273,8 +261,8 @@ static size_t w_split(struct ch_wbuf *w, struct ch_parts *p, int tier, int64_t f
 		if (here == plain) {
 			if (w) {
 				ch_w_text(w, "%s(%s >= %" PRId64 " AND %s < %" PRId64,
-					  k ? " OR " : "", tier_column[tier], a, tier_column[tier],
-					  b);
+					  k ? " OR " : "", ch_tier_column(tier), a,
+					  ch_tier_column(tier), b);
 				ch_w_chunk(w, tier, a, b);
 				ch_w_text(w, ")");
 				for (; x && e <= x; e++)
@@ -313,7 +301,7 @@ void ch_w_spans(struct ch_wbuf *w, const struct store_query *q, bool typed, int 
 		if (!ranges[half])
 			continue;
 		ch_w_text(w, "%sSELECT %s AS t, labelset, stack, value AS v FROM %s%s WHERE (",
-			  halves++ ? " UNION ALL " : "", tier_column[tier], tier_table[tier],
+			  halves++ ? " UNION ALL " : "", ch_tier_column(tier), ch_tier_table(tier),
 			  half ? " FINAL" : "");
 		for (i = 0, k = 0; i < n; i++)
 			k = w_split(w, p, tier, from[i], to[i], !half, k);
@@ -336,7 +324,7 @@ static void w_ranges(struct ch_wbuf *w, const char *col, const int64_t *from, co
 void ch_w_totals(struct ch_wbuf *w, const struct store_query *q, int tier, const int64_t *from,
 		 const int64_t *to, size_t n)
 {
-	ch_w_text(w, "SELECT start AS t, value AS v FROM %s FINAL WHERE (", totals_table[tier]);
+	ch_w_text(w, "SELECT start AS t, value AS v FROM %s FINAL WHERE (", ch_totals_table(tier));
 	w_ranges(w, "start", from, to, n);
 	ch_w_text(w, ")");
 	ch_w_selection(w, q, true);
@@ -345,7 +333,8 @@ void ch_w_totals(struct ch_wbuf *w, const struct store_query *q, int tier, const
 void ch_w_totals_check(struct ch_wbuf *w, int tier, const int64_t *from, const int64_t *to,
 		       size_t n)
 {
-	ch_w_text(w, "(SELECT uniqExact(start, type, labelset) FROM %s WHERE ", totals_table[tier]);
+	ch_w_text(w, "(SELECT uniqExact(start, type, labelset) FROM %s WHERE ",
+		  ch_totals_table(tier));
 	w_ranges(w, "start", from, to, n);
 	ch_w_text(w,
 		  "), (SELECT sum(b) FROM (SELECT max(blocks) AS b FROM counts WHERE tier = %d "

@@ -31,8 +31,14 @@
 #include "common/array.h"
 #include "common/batch.h"
 #include "common/frame.h"
+#include "store/sqlite/ingest.h"
+#include "store/block.h"
 #include "store/intern.h"
+#include "store/plan.h"
 #include "store/sqlite/db.h"
+#include "store/sqlite/gc.h"
+#include "store/sqlite/tiers.h"
+#include "store/varint.h"
 
 /* This file's cached statements (store_slot_stmt), from SLOT_INGEST. */
 enum {

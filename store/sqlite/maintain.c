@@ -31,7 +31,12 @@
 #include <string.h>
 
 #include "common/array.h"
+#include "store/sqlite/maintain.h"
+#include "store/block.h"
+#include "store/plan.h"
 #include "store/sqlite/db.h"
+#include "store/sqlite/gc.h"
+#include "store/sqlite/tiers.h"
 
 /* Blocks read or deleted per call when max_rows is 0: a minute rollup of 100 agents
  * reads 600 raw blocks (one per batch, schema/sqlite/008_window_blocks.sql), so a default

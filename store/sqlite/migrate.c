@@ -23,7 +23,11 @@
 #include <stdlib.h>
 
 #include "common/array.h"
+#include "store/sqlite/migrate.h"
+#include "store/block.h"
+#include "store/plan.h"
 #include "store/sqlite/db.h"
+#include "store/sqlite/tiers.h"
 
 /* Rows converted per transaction (at least one window): a few ms each, so a big
  * 004 file (a day of a busy host is 11.7 M rows) commits its progress often and a

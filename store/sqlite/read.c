@@ -43,7 +43,12 @@
 #include "common/array.h"
 #include "common/batch.h"
 #include "common/frame.h"
+#include "store/sqlite/read.h"
+#include "store/block.h"
+#include "store/plan.h"
 #include "store/sqlite/db.h"
+#include "store/sqlite/tiers.h"
+#include "store/varint.h"
 
 /* The read cache's memory cap: 64 MiB. A day of the busy host (bench mix) holds
  * about 89 k distinct stacks of about 25 frames, some 20 MiB of stack entries and

@@ -30,8 +30,9 @@
 
 #include "common/frame.h"
 #include "common/stackid.h"
-#include "store/backend.h"
+#include "store/sqlite/stackref.h"
 #include "store/sqlite/db.h"
+#include "store/varint.h"
 
 /* last_used is written only when it is this much older than now: an id named by
  * every window costs one write an hour, not one a batch, and the GC may keep an

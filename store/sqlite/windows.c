@@ -16,7 +16,9 @@
 #include <string.h>
 
 #include "common/batch.h"
+#include "store/sqlite/windows.h"
 #include "store/sqlite/db.h"
+#include "store/sqlite/read.h"
 
 /* The windows queries, cached as such without a label selection; with one, its
  * clause goes before the tail. */

@@ -19,12 +19,16 @@
 
 #include "common/batch.h"
 #include "common/frame.h"
-#include "store/clickhouse/handle.h"
-#include "store/clickhouse/schema.h"
 #include "store/store.h"
-#include "store/sqlite/db.h"
 #include "testutil.h"
 #include "integration/clickhousetest.h"
+#include "store/clickhouse/handle.h"
+#include "store/clickhouse/http.h"
+#include "store/clickhouse/parts.h"
+#include "store/clickhouse/rowbin.h"
+#include "store/clickhouse/tables.h"
+#include "store/clickhouse/tiers.h"
+#include "store/plan.h"
 
 static struct chsrv srv;
 

@@ -19,10 +19,10 @@
 
 #include "common/batch.h"
 #include "common/frame.h"
-#include "store/clickhouse/handle.h"
 #include "store/store.h"
 #include "testutil.h"
 #include "integration/clickhousetest.h"
+#include "store/clickhouse/tables.h"
 
 static struct chsrv srv;
 

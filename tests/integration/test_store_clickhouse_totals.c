@@ -16,10 +16,11 @@
 #include <cmocka.h>
 
 #include "common/batch.h"
-#include "store/clickhouse/handle.h"
 #include "store/store.h"
 #include "testutil.h"
 #include "integration/clickhousetest.h"
+#include "store/clickhouse/tables.h"
+#include "store/clickhouse/tiers.h"
 
 static struct chsrv srv;
 

@@ -13,7 +13,8 @@
 #include <stdint.h>
 #include <stdlib.h>
 
-#include "store/sqlite/db.h" /* get_varint: the stacks' and label sets' varints */
+#include "store/block.h"
+#include "store/varint.h"
 
 static int64_t dc_int(sqlite3 *db, const char *sql)
 {

@@ -23,8 +23,8 @@
 #include <cmocka.h>
 #include <zstd.h>
 
-#include "store/block.h"
 #include "testutil.h"
+#include "store/block.h"
 
 static uint64_t rng = 42;
 

@@ -20,7 +20,7 @@
 
 #include "common/batch.h"
 #include "common/frame.h"
-#include "store/clickhouse/handle.h"
+#include "store/clickhouse/ids.h"
 #include "store/intern.h"
 
 #define NFUNCS	   90

@@ -19,8 +19,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "store/clickhouse/handle.h"
-#include "store/sqlite/db.h"
+#include "store/clickhouse/parts.h"
+#include "store/clickhouse/rowbin.h"
+#include "store/clickhouse/tiers.h"
+#include "store/plan.h"
 
 #define HOUR   INT64_C(3600)
 #define LO     (-4 * HOUR) /* the seconds checked: [LO, HI) */

@@ -4,7 +4,7 @@
  * (tests/integration/test_clickhouse_cluster.c) runs the real schema on two
  * servers; this one pins each rule, the view and ALTER forms included, which the
  * schema does not use yet. Also: schema 6's keys hold the time chunks the store's
- * reads state (store/clickhouse/handle.h), and its cluster form shards by the whole key.
+ * reads state (store/clickhouse/tables.h), and its cluster form shards by the whole key.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -18,8 +18,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "store/clickhouse/handle.h"
 #include "store/clickhouse/schema.h"
+#include "store/clickhouse/tables.h"
 
 extern const char *const ch_migrations[]; /* build/gen/ch_migrations.c */
 extern const size_t ch_nmigrations;

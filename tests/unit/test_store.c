@@ -26,10 +26,10 @@
 #include <uthash.h>
 
 #include "common/batch.h"
-#include "store/block.h"
 #include "store/store.h"
 #include "killtest.h"
 #include "testutil.h"
+#include "store/block.h"
 
 /* ---- building batches by hand ------------------------------------------- */
 

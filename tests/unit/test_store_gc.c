@@ -20,7 +20,6 @@
 
 #include "common/batch.h"
 #include "common/frame.h"
-#include "store/block.h"
 #include "store/store.h"
 #include "killtest.h"
 #include "testutil.h"

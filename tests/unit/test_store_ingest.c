@@ -26,13 +26,14 @@
 
 #include "common/batch.h"
 #include "common/frame.h"
-#include "store/block.h"
-#include "store/intern.h"
 #include "store/store.h"
-#include "store/sqlite/db.h"
 #include "testutil.h"
 
 #include "blockrows.h"
+#include "store/block.h"
+#include "store/intern.h"
+#include "store/sqlite/db.h"
+#include "store/varint.h"
 
 #define T0 (INT64_C(1700000000) / 3600 * 3600) /* an hour's start */
 
@@ -474,14 +475,15 @@ static void test_cache_cap(void **state)
 
 	assert_int_equal(
 		ingest(fx->s, make("a0", 1, T0, "web", (const char *[]){ "app;x" }, one, 1)), 0);
-	store_intern_get_stats(sqlite_store_of(fx->s), &is);
+	store_intern_get_stats(sqlite_store_of(fx->s)->intern, &is);
 	assert_int_equal(is.cap, STORE_INTERN_DEFAULT_CAP);
 	assert_true(is.entries > 0 && is.bytes <= is.cap);
 	assert_int_equal(is.clears, 0);
 	exec(fx->db, "DELETE FROM block_index");
 
-	assert_int_equal(store_intern_set_cap(sqlite_store_of(fx->s), 1), -EINVAL);
-	assert_int_equal(store_intern_set_cap(sqlite_store_of(fx->s), STORE_INTERN_MIN_CAP), 0);
+	assert_int_equal(store_intern_set_cap(&sqlite_store_of(fx->s)->intern, 1), -EINVAL);
+	assert_int_equal(
+		store_intern_set_cap(&sqlite_store_of(fx->s)->intern, STORE_INTERN_MIN_CAP), 0);
 	for (int i = 0; i < 40; i++) {
 		/* long distinct names: a few fill the 4 KiB cap */
 		snprintf(names[i], sizeof(names[i]), "app;main;function_number_%02d_%040d", i, 0);
@@ -494,10 +496,10 @@ static void test_cache_cap(void **state)
 		assert_int_equal(ingest(fx->s, make("a2", (uint64_t)i + 1, T0 + 10 * (i % 3), "web",
 						    stacks, one, 1)),
 				 0);
-		store_intern_get_stats(sqlite_store_of(fx->s), &is);
+		store_intern_get_stats(sqlite_store_of(fx->s)->intern, &is);
 		assert_true(is.bytes <= STORE_INTERN_MIN_CAP);
 	}
-	store_intern_get_stats(sqlite_store_of(fx->s), &is);
+	store_intern_get_stats(sqlite_store_of(fx->s)->intern, &is);
 	assert_true(is.clears > 0);
 	check_ids(fx->db);
 	cat(&want, &wl, "%s", "");

@@ -30,12 +30,14 @@
 #include <sqlite3.h>
 #include <zstd.h>
 
-#include "store/block.h"
+#include "common/frame.h"
 #include "store/store.h"
 #include "testutil.h"
 
 #include "blockrows.h"
 #include "dictcheck.h"
+#include "store/block.h"
+#include "store/sqlite/db.h"
 
 #define FIXTURE	     "tests/data/store-v4/store-v4.db.zst"
 #define EXPECTED     "tests/data/store-v4/expected/"

@@ -18,8 +18,8 @@
 
 #include <cmocka.h>
 
-#include "store/sqlite/db.h"
 #include "testutil.h"
+#include "store/plan.h"
 
 #define BASE	 (INT64_C(1700000000) / 3600 * 3600) /* an hour boundary */
 #define DOMAIN_H 8				     /* hours of windows around BASE */

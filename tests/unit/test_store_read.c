@@ -8,7 +8,7 @@
  *
  * Batches go in through store__ingest(); the rollups and the retention cuts are
  * made here with the store's own primitives (store_block_add, store_set_built_before,
- * store_set_kept_from: store/sqlite/db.h), so these tests read exactly the tier
+ * store_set_kept_from: store/sqlite/tiers.h), so these tests read exactly the tier
  * states they set, whatever store__maintain() does; test_maintain_same_answer
  * builds them with store__maintain() and holds its tiers to the raw answer.
  */
@@ -26,10 +26,14 @@
 
 #include "common/batch.h"
 #include "common/frame.h"
-#include "store/sqlite/db.h"
 
 #include "blockrows.h"
 #include "testutil.h"
+#include "store/block.h"
+#include "store/plan.h"
+#include "store/sqlite/db.h"
+#include "store/sqlite/read.h"
+#include "store/sqlite/tiers.h"
 
 /* read.c's test hooks */
 

@@ -18,8 +18,10 @@
 
 #include "common/batch.h"
 #include "common/frame.h"
-#include "store/sqlite/db.h"
 #include "testutil.h"
+#include "store/plan.h"
+#include "store/sqlite/db.h"
+#include "store/sqlite/tiers.h"
 
 #define HZ99 10101010ull /* 1e9 / 99 */
 
