@@ -22,9 +22,11 @@
 #include "store/sqlite/db.h"
 #include "store/sqlite/gc.h"
 #include "store/sqlite/ingest.h"
+#include "store/sqlite/labels.h"
 #include "store/sqlite/maintain.h"
 #include "store/sqlite/migrate.h"
 #include "store/sqlite/read.h"
+#include "store/sqlite/series.h"
 #include "store/sqlite/stackref.h"
 #include "store/sqlite/windows.h"
 

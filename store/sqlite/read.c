@@ -1,8 +1,8 @@
-/* Reads over profile blocks (schema/sqlite/005_blocks.sql): stacks summed over a time range
- * and a label selection, the per-bucket timeline of the same selection, and the
- * label keys and values in use. Every read runs in one read transaction, so the
- * tiers' watermarks and the blocks are one snapshot; store_plan() (tiers.c) splits
- * the range into spans of one tier each, and a span's blocks are found by
+/* The SQLite store's flame graph reads over profile blocks
+ * (schema/sqlite/005_blocks.sql): stacks summed over a time range and a label
+ * selection (timelines are series.c, labels labels.c, selections select.c). Every read runs in one
+ * read transaction, so the tiers' watermarks and the blocks are one snapshot; store_plan()
+ * (tiers.c) splits the range into spans of one tier each, and a span's blocks are found by
  * block_index's primary key (tier, start), the label selection narrowing an
  * hour's blocks by labelset_id before any block is read. A raw block is a
  * window's and a minute block a bucket's, a section per label set
@@ -27,12 +27,6 @@
  * deletes only what no block uses, and a query reads blocks and dictionary rows
  * in one read transaction), so no query asks the cache for it again, and the entry
  * only takes room until the next clear. It is bounded by READ_CACHE_MAX_BYTES.
- *
- * Timelines: each bucket [from + k * step, + step) is planned on its own and its
- * spans' block_index.total summed, so no block is decoded and a rollup is used for
- * a bucket only when it lies inside it; raw and minute blocks under a selection
- * that does not keep every label set add their selected sections' totals from the
- * directory.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -47,6 +41,7 @@
 #include "store/block.h"
 #include "store/plan.h"
 #include "store/sqlite/db.h"
+#include "store/sqlite/select.h"
 #include "store/sqlite/tiers.h"
 #include "store/varint.h"
 
@@ -60,21 +55,6 @@
  * most about 1.5 times the cap plus one stack (the counted tables double, and are
  * at most half full: a table's growth is under half its entries' bytes). */
 #define READ_CACHE_MAX_BYTES (64u << 20)
-
-/* read.c's statements (SLOT_READ .. SLOT_READ + 15; windows.c takes the rest). */
-enum {
-	ST_R_BEGIN = SLOT_READ,
-	ST_R_COMMIT,
-	ST_R_STACK,
-	ST_R_FRAME,
-	ST_R_BLOCKS,
-	ST_R_TOTAL,
-	ST_R_NEXT,
-	ST_R_KEY_USED,
-	ST_R_RAW,
-	ST_R_RAW_TOTAL,
-	ST_R_TYPED,
-};
 
 /* One dictionary frame's own copies of its strings; the frame itself, pointing
  * into them, is in the cache's frame vector at index. */
@@ -221,256 +201,6 @@ int store_read_cache_set_cap(struct sqlite_store *s, size_t cap)
 	if (!err)
 		rc->cap = cap ? cap : READ_CACHE_MAX_BYTES;
 	return err;
-}
-
-/* ---- transactions and selections ----------------------------------------- */
-
-/* Starts a read transaction unless the caller has one open; *began says whether
- * read_end() must end it. */
-static int read_begin(struct sqlite_store *s, bool *began)
-{
-	sqlite3_stmt *st = NULL;
-	int err;
-
-	*began = false;
-	if (!sqlite3_get_autocommit(s->db))
-		return 0;
-	err = store_slot_stmt(s, ST_R_BEGIN, "BEGIN", &st);
-	if (err)
-		return err;
-	err = store_step(s, st);
-	if (err < 0)
-		return err;
-	*began = true;
-	return 0;
-}
-
-/* Ends what read_begin() started; returns err, or COMMIT's error when err is 0. */
-static int read_end(struct sqlite_store *s, bool began, int err)
-{
-	sqlite3_stmt *st = NULL;
-	int e;
-
-	if (!began)
-		return err;
-	e = store_slot_stmt(s, ST_R_COMMIT, "COMMIT", &st);
-	if (!e) {
-		e = store_step(s, st);
-		e = e < 0 ? e : 0;
-	}
-	if (e)
-		store_rollback(s);
-	return err ? err : e;
-}
-
-int store_check_query(struct sqlite_store *s, const struct store_query *q)
-{
-	size_t i;
-
-	if (!s || !q || (q->nlabels && (!q->keys || !q->values)))
-		return -EINVAL;
-	if (q->nlabels > QUERY_MAX_LABELS)
-		return store_fail(s, -EINVAL, "%zu labels in a query, at most %d", q->nlabels,
-				  QUERY_MAX_LABELS);
-	for (i = 0; i < q->nlabels; i++)
-		if (!q->keys[i] || !q->values[i])
-			return -EINVAL;
-	s->errmsg[0] = '\0';
-	return 0;
-}
-
-void store_type_query(const struct store_query *q, struct store_typed_query *t)
-{
-	t->q = *q;
-	t->cpu_only = !q->type || !*q->type || !strcmp(q->type, STORE_TYPE_CPU);
-	if (t->cpu_only)
-		return;
-	if (q->nlabels) {
-		memcpy(t->keys, q->keys, q->nlabels * sizeof(*t->keys));
-		memcpy(t->values, q->values, q->nlabels * sizeof(*t->values));
-	}
-	t->keys[q->nlabels] = STORE_TYPE_LABEL;
-	t->values[q->nlabels] = q->type;
-	t->q.keys = t->keys;
-	t->q.values = t->values;
-	t->q.nlabels = q->nlabels + 1;
-}
-
-/* The label sets of another type than cpu, excluded from a cpu query. */
-static const char not_typed[] = " AND labelset_id NOT IN (SELECT labelset_id FROM "
-				"labelset_labels WHERE key_id = (SELECT id FROM strings "
-				"WHERE text = '" STORE_TYPE_LABEL "'))";
-
-/* The label sets holding every label of q, as an SQL set: labels bound from
- * parameter first on, two each. */
-static const char sel_one[] = "SELECT labelset_id FROM labelset_labels "
-			      "WHERE key_id = (SELECT id FROM strings WHERE text = ?%d) "
-			      "AND value_id = (SELECT id FROM strings WHERE text = ?%d)";
-
-/* "<head> AND labelset_id IN (<t's label sets>)<tail>", or "<head><tail>" without
- * labels, with not_typed before the tail for a cpu query; labels bound from
- * parameter first on. */
-static char *build_sel_sql(const struct store_typed_query *t, int first, const char *head,
-			   const char *tail)
-{
-	size_t nlabels = t->q.nlabels, len, i;
-	size_t cap = strlen(head) + strlen(tail) + sizeof(not_typed) + 32 +
-		     nlabels * (sizeof(sel_one) + 32);
-	char *sql = malloc(cap);
-
-	if (!sql)
-		return NULL;
-	len = (size_t)snprintf(sql, cap, "%s%s", head, t->cpu_only ? not_typed : "");
-	if (nlabels) {
-		len += (size_t)snprintf(sql + len, cap - len, " AND labelset_id IN (");
-		for (i = 0; i < nlabels; i++) {
-			len += (size_t)snprintf(sql + len, cap - len, "%s", i ? " INTERSECT " : "");
-			len += (size_t)snprintf(sql + len, cap - len, sel_one, first + 2 * (int)i,
-						first + 2 * (int)i + 1);
-		}
-		len += (size_t)snprintf(sql + len, cap - len, ")");
-	}
-	snprintf(sql + len, cap - len, "%s", tail);
-	return sql;
-}
-
-static void bind_labels(sqlite3_stmt *st, const struct store_query *q, int first)
-{
-	for (size_t i = 0; i < q->nlabels; i++) {
-		sqlite3_bind_text(st, first + 2 * (int)i, q->keys[i], -1, SQLITE_STATIC);
-		sqlite3_bind_text(st, first + 2 * (int)i + 1, q->values[i], -1, SQLITE_STATIC);
-	}
-}
-
-/* A statement over block_index for one span (?1 tier, ?2 from, ?3 to) and q's
- * selection: cached in slot without labels, built (and *owned) with them. */
-static int prepare_span_stmt(struct sqlite_store *s, const struct store_query *q, int slot,
-			     const char *head, const char *tail, sqlite3_stmt **out, bool *owned)
-{
-	struct store_typed_query t;
-	char *sql;
-	int rc, err;
-
-	*owned = false;
-	store_type_query(q, &t);
-	sql = build_sel_sql(&t, 4, head, tail);
-	if (!sql)
-		return -ENOMEM;
-	if (!t.q.nlabels) {
-		/* the same text every call: head and tail are constants */
-		err = store_slot_stmt(s, slot, sql, out);
-		free(sql);
-		return err;
-	}
-	rc = sqlite3_prepare_v2(s->db, sql, -1, out, NULL);
-	free(sql);
-	if (rc != SQLITE_OK)
-		return store_sql_fail(s, rc);
-	*owned = true;
-	bind_labels(*out, &t.q, 4);
-	return 0;
-}
-
-static void span_stmt_done(sqlite3_stmt *st, bool owned)
-{
-	if (owned)
-		sqlite3_finalize(st);
-	else
-		store_done(st);
-}
-
-static void bind_span(sqlite3_stmt *st, int tier, int64_t from, int64_t to)
-{
-	sqlite3_reset(st);
-	sqlite3_bind_int(st, 1, tier);
-	sqlite3_bind_int64(st, 2, from);
-	sqlite3_bind_int64(st, 3, to);
-}
-
-/* ---- a selection as a set of label set ids ---------------------------------- */
-
-/* Raw and minute blocks hold a section per label set (schema/sqlite/008, 010), so a span
- * of them is selected in C: the label sets of q (negate: all but those of
- * ids), sorted. */
-struct ls_filter {
-	int64_t *ids;
-	size_t n, cap;
-	bool negate;
-};
-
-static bool filter_keeps(int64_t labelset_id, void *ctx)
-{
-	const struct ls_filter *f = ctx;
-	size_t lo = 0, hi = f->n, mid;
-
-	while (lo < hi) {
-		mid = lo + (hi - lo) / 2;
-		if (f->ids[mid] < labelset_id)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return (lo < f->n && f->ids[lo] == labelset_id) != f->negate;
-}
-
-/* Every label set passes (a cpu query without labels where no label set is typed). */
-static bool filter_all(const struct ls_filter *f)
-{
-	return f->negate && !f->n;
-}
-
-/* q's label sets: those holding its labels (and no type label for a cpu query);
- * for a cpu query without labels, every label set but the typed ones. */
-static int filter_make(struct sqlite_store *s, const struct store_query *q, struct ls_filter *f)
-{
-	struct store_typed_query t;
-	sqlite3_stmt *st = NULL;
-	bool owned = false;
-	char *sql = NULL;
-	int rc, err;
-
-	memset(f, 0, sizeof(*f));
-	store_type_query(q, &t);
-	if (!t.q.nlabels) {
-		f->negate = true;
-		err = store_slot_stmt(s, ST_R_TYPED,
-				      "SELECT labelset_id FROM labelset_labels WHERE key_id = "
-				      "(SELECT id FROM strings WHERE text = '" STORE_TYPE_LABEL
-				      "') ORDER BY 1",
-				      &st);
-		if (err)
-			return err;
-	} else {
-		sql = build_sel_sql(&t, 1,
-				    "SELECT labelset_id FROM (SELECT id AS labelset_id FROM "
-				    "labelsets) WHERE 1",
-				    " ORDER BY 1");
-		if (!sql)
-			return -ENOMEM;
-		rc = sqlite3_prepare_v2(s->db, sql, -1, &st, NULL);
-		free(sql);
-		if (rc != SQLITE_OK)
-			return store_sql_fail(s, rc);
-		owned = true;
-		bind_labels(st, &t.q, 1);
-	}
-	while ((err = store_step(s, st)) == 1) {
-		err = array_grow((void **)&f->ids, &f->cap, f->n + 1, sizeof(*f->ids));
-		if (err)
-			break;
-		f->ids[f->n++] = sqlite3_column_int64(st, 0);
-	}
-	if (owned)
-		sqlite3_finalize(st);
-	else if (err)
-		store_done(st);
-	return err < 0 ? err : 0;
-}
-
-static void filter_free(struct ls_filter *f)
-{
-	free(f->ids);
-	f->ids = NULL;
 }
 
 /* ---- stacks -------------------------------------------------------------- */
@@ -632,13 +362,13 @@ static int merge_blocks(struct sqlite_store *s, const struct store_query *q, str
 	for (i = 0; i < n; i++)
 		has_raw |= store_tier_sections(sp[i].tier);
 	if (has_raw)
-		err = filter_make(s, q, &f);
+		err = store_filter_make(s, q, &f);
 	if (!err)
-		err = prepare_span_stmt(s, q, ST_R_BLOCKS,
-					"SELECT bi.block_id, b.data, bi.start, bi.labelset_id "
-					"FROM block_index bi JOIN blocks b ON b.id = bi.block_id "
-					"WHERE bi.tier = ?1 AND bi.start >= ?2 AND bi.start < ?3",
-					"", &st, &owned);
+		err = store_span_stmt(s, q, ST_R_BLOCKS,
+				      "SELECT bi.block_id, b.data, bi.start, bi.labelset_id "
+				      "FROM block_index bi JOIN blocks b ON b.id = bi.block_id "
+				      "WHERE bi.tier = ?1 AND bi.start >= ?2 AND bi.start < ?3",
+				      "", &st, &owned);
 	if (!err)
 		err = store_slot_stmt(s, ST_R_RAW,
 				      "SELECT bi.block_id, b.data, bi.start, bi.labelset_id "
@@ -646,23 +376,24 @@ static int merge_blocks(struct sqlite_store *s, const struct store_query *q, str
 				      "WHERE bi.tier = ?1 AND bi.start >= ?2 AND bi.start < ?3",
 				      &raw);
 	if (err) {
-		filter_free(&f);
+		store_filter_free(&f);
 		if (st)
-			span_stmt_done(st, owned);
+			store_span_stmt_done(st, owned);
 		return err;
 	}
 	for (i = 0; i < n && !err; i++) {
 		/* raw and minute blocks: all of them, their sections selected in C */
 		sqlite3_stmt *cur = store_tier_sections(sp[i].tier) ? raw : st;
 
-		bind_span(cur, sp[i].tier, sp[i].from, sp[i].to);
+		store_bind_span(cur, sp[i].tier, sp[i].from, sp[i].to);
 		while ((err = store_step(s, cur)) == 1) {
 			const uint8_t *data = sqlite3_column_blob(cur, 1);
 			size_t len = (size_t)sqlite3_column_bytes(cur, 1);
 
 			err = cur == raw ? block_merge__add_sections(
 						   m, data, len,
-						   filter_all(&f) ? NULL : filter_keeps, &f)
+						   store_filter_all(&f) ? NULL : store_filter_keeps,
+						   &f)
 					 : block_merge__add(m, data, len);
 			if (err == -EINVAL)
 				err = store_fail(s, -EIO,
@@ -689,9 +420,9 @@ static int merge_blocks(struct sqlite_store *s, const struct store_query *q, str
 			break;
 		err = 0;
 	}
-	span_stmt_done(st, owned);
+	store_span_stmt_done(st, owned);
 	store_done(raw);
-	filter_free(&f);
+	store_filter_free(&f);
 	return err;
 }
 
@@ -810,7 +541,7 @@ int sqlite_store__query_stacks(struct store *base, const struct store_query *q, 
 	err = cache_get(s, &rc) ?: block_merge__new(0, &m);
 	if (err)
 		goto out;
-	err = read_begin(s, &began);
+	err = store_read_begin(s, &began);
 	if (err)
 		goto out;
 	err = merge_blocks(s, q, m) ?: block_merge__entries(m, &e, &ne);
@@ -869,7 +600,7 @@ int sqlite_store__query_stacks(struct store *base, const struct store_query *q, 
 				       : cb(ctx, frames, cs->n, h[k].count);
 		}
 	}
-	err = read_end(s, began, err);
+	err = store_read_end(s, began, err);
 out:
 	block_merge__free(m);
 	free(frames);
@@ -877,401 +608,4 @@ out:
 	free(h);
 	free(e);
 	return err;
-}
-
-/* ---- timelines ----------------------------------------------------------- */
-
-/* The earliest block start at or after t in any tier (for any label set), or
- * INT64_MAX: buckets before it are empty. */
-static int next_start(struct sqlite_store *s, int64_t t, int64_t *out)
-{
-	sqlite3_stmt *st = NULL;
-	int err;
-
-	err = store_slot_stmt(
-		s, ST_R_NEXT,
-		/* the aggregate min() skips the NULL of an empty tier */
-		"SELECT min(x) FROM (SELECT (SELECT start FROM block_index WHERE "
-		"tier = 0 AND start >= ?1 ORDER BY start LIMIT 1) AS x UNION ALL "
-		"SELECT (SELECT start FROM block_index WHERE tier = 1 AND start >= ?1 "
-		"ORDER BY start LIMIT 1) UNION ALL SELECT (SELECT start FROM "
-		"block_index WHERE tier = 2 AND start >= ?1 ORDER BY start LIMIT 1))",
-		&st);
-	if (err)
-		return err;
-	sqlite3_bind_int64(st, 1, t);
-	err = store_step(s, st);
-	if (err == 1)
-		*out = sqlite3_column_type(st, 0) == SQLITE_NULL ? INT64_MAX
-								 : sqlite3_column_int64(st, 0);
-	store_done(st);
-	return err < 0 ? err : 0;
-}
-
-static uint64_t sat_add(uint64_t a, int64_t v)
-{
-	if (v <= 0)
-		return a;
-	return a > (uint64_t)INT64_MAX - (uint64_t)v ? (uint64_t)INT64_MAX : a + (uint64_t)v;
-}
-
-struct point {
-	int64_t start;
-	uint64_t count;
-};
-
-/* The sum of a span of raw or minute blocks for f: block_index's totals when f keeps every
- * label set, else the totals of the sections f keeps from each block's directory
- * (inflated, no pair decoded). */
-static int raw_total(struct sqlite_store *s, const struct ls_filter *f, struct block_reader **rd,
-		     const struct store_span *sp, uint64_t *sum)
-{
-	const struct block_section *sec;
-	sqlite3_stmt *st = NULL;
-	size_t nsec, i;
-	int err;
-
-	if (filter_all(f)) {
-		err = store_slot_stmt(s, ST_R_RAW_TOTAL,
-				      "SELECT sat_sum(total) FROM block_index WHERE tier = ?1 AND "
-				      "start >= ?2 AND start < ?3",
-				      &st);
-		if (err)
-			return err;
-		bind_span(st, sp->tier, sp->from, sp->to);
-		err = store_step(s, st);
-		if (err == 1)
-			*sum = sat_add(*sum, sqlite3_column_int64(st, 0));
-		store_done(st);
-		return err < 0 ? err : 0;
-	}
-	if (!*rd) {
-		err = block_reader__new(rd);
-		if (err)
-			return err;
-	}
-	err = store_slot_stmt(s, ST_R_RAW,
-			      "SELECT bi.block_id, b.data, bi.start, bi.labelset_id "
-			      "FROM block_index bi JOIN blocks b ON b.id = bi.block_id "
-			      "WHERE bi.tier = ?1 AND bi.start >= ?2 AND bi.start < ?3",
-			      &st);
-	if (err)
-		return err;
-	bind_span(st, sp->tier, sp->from, sp->to);
-	while ((err = store_step(s, st)) == 1) {
-		err = block_reader__open(*rd, sqlite3_column_blob(st, 1),
-					 (size_t)sqlite3_column_bytes(st, 1));
-		if (err) {
-			err = err == -ENOMEM
-				      ? err
-				      : store_fail(s, -EIO,
-						   "block %" PRId64 " (tier %d, start %" PRId64
-						   ") does not decode",
-						   (int64_t)sqlite3_column_int64(st, 0), sp->tier,
-						   (int64_t)sqlite3_column_int64(st, 2));
-			break;
-		}
-		sec = block_reader__sections(*rd, &nsec);
-		for (i = 0; i < nsec; i++)
-			if (filter_keeps(sec[i].labelset_id, (void *)f))
-				*sum = sat_add(*sum, sec[i].total);
-	}
-	store_done(st);
-	return err < 0 ? err : 0;
-}
-
-/* The non-empty buckets of q into *out (time order). */
-static int series_points(struct sqlite_store *s, const struct store_query *q, int64_t step,
-			 struct point **out, size_t *nout, size_t *cap)
-{
-	struct store_span sp[STORE_PLAN_MAX_SPANS];
-	struct block_reader *rd = NULL;
-	struct ls_filter f = { 0 };
-	bool made = false;
-	struct store_tiers t;
-	sqlite3_stmt *st = NULL;
-	int64_t b, next = INT64_MIN;
-	bool owned = false;
-	int err;
-
-	err = store_read_tiers(s, &t);
-	if (err)
-		return err;
-	err = prepare_span_stmt(s, q, ST_R_TOTAL,
-				"SELECT sat_sum(total) FROM block_index "
-				"WHERE tier = ?1 AND start >= ?2 AND start < ?3",
-				"", &st, &owned);
-	if (err)
-		return err;
-	/* bucket ends in 128 bits: from + step may pass INT64_MAX */
-	for (b = q->from; b < q->to;) {
-		int64_t e = (__int128)b + step >= q->to ? q->to : b + step;
-		uint64_t sum = 0;
-		size_t n, i;
-
-		if (next < b) {
-			err = next_start(s, b, &next);
-			if (err)
-				break;
-		}
-		if (next >= e) { /* no block starts in this bucket: skip to next's */
-			if (next >= q->to)
-				break;
-			b = (int64_t)(b + ((__int128)next - b) / step * step); /* <= next */
-			continue;
-		}
-		n = store_plan(&t, b, e, sp);
-		for (i = 0; i < n; i++) {
-			if (store_tier_sections(sp[i].tier)) {
-				if (!made) {
-					err = filter_make(s, q, &f);
-					made = !err;
-				}
-				err = err ?: raw_total(s, &f, &rd, &sp[i], &sum);
-				if (err)
-					break;
-				continue;
-			}
-			bind_span(st, sp[i].tier, sp[i].from, sp[i].to);
-			err = store_step(s, st);
-			if (err < 0)
-				break;
-			sum = sat_add(sum, sqlite3_column_int64(st, 0));
-			sqlite3_reset(st);
-			err = 0;
-		}
-		if (err)
-			break;
-		if (sum) {
-			err = array_grow((void **)out, cap, *nout + 1, sizeof(**out));
-			if (err)
-				break;
-			(*out)[(*nout)++] = (struct point){ b, sum };
-		}
-		if (e >= q->to)
-			break;
-		b = e;
-	}
-	span_stmt_done(st, owned);
-	filter_free(&f);
-	block_reader__free(rd);
-	return err;
-}
-
-int sqlite_store__query_series(struct store *base, const struct store_query *q,
-			       int64_t step_seconds, store_series_fn cb, void *ctx)
-{
-	struct sqlite_store *s = sqlite_store_of(base);
-	struct point *pts = NULL;
-	size_t n = 0, cap = 0, i;
-	bool began = false;
-	int err;
-
-	if (!cb || step_seconds <= 0)
-		return -EINVAL;
-	err = store_check_query(s, q);
-	if (err || q->from >= q->to)
-		return err;
-	err = read_begin(s, &began);
-	if (err)
-		return err;
-	err = series_points(s, q, step_seconds, &pts, &n, &cap);
-	err = read_end(s, began, err);
-	for (i = 0; i < n && !err; i++)
-		err = cb(ctx, pts[i].start, pts[i].count);
-	free(pts);
-	return err;
-}
-
-/* ---- labels -------------------------------------------------------------- */
-
-/* "SELECT labelset_id FROM block_index WHERE <span> UNION ...": the label sets
- * with a block in the plan of [from, to); *empty when the plan has no span. The
- * spans' bounds are our own integers, written as literals. */
-static int spans_sql(struct sqlite_store *s, int64_t from, int64_t to, char **out, bool *empty)
-{
-	struct store_span sp[STORE_PLAN_MAX_SPANS];
-	struct store_tiers t;
-	size_t n, i, cap, len = 0;
-	char *sql;
-	int err;
-
-	err = store_read_tiers(s, &t);
-	if (err)
-		return err;
-	n = store_plan(&t, from, to, sp);
-	*empty = !n;
-	cap = 64 + n * 256;
-	sql = malloc(cap);
-	if (!sql)
-		return -ENOMEM;
-	sql[0] = '\0';
-	/* a raw or minute block's label sets are its sections' (schema/sqlite/008, 010) */
-	for (i = 0; i < n; i++)
-		len += (size_t)snprintf(
-			sql + len, cap - len,
-			store_tier_sections(sp[i].tier)
-				? "%sSELECT j.value AS labelset_id FROM block_index bi JOIN blocks "
-				  "b ON b.id = bi.block_id, "
-				  "json_each(smolder_block_labelsets(b.data)) "
-				  "j WHERE bi.tier = %d AND bi.start >= %" PRId64
-				  " AND bi.start < %" PRId64
-				: "%sSELECT labelset_id FROM block_index WHERE tier = %d AND "
-				  "start >= %" PRId64 " AND start < %" PRId64,
-			i ? " UNION " : "", sp[i].tier, sp[i].from, sp[i].to);
-	*out = sql;
-	return 0;
-}
-
-/* Runs a one-column text query over the label sets of q (with a block in [from,
- * to) and holding q's labels): outer is the query around them, "%s" where the set
- * of their ids goes; key, when not NULL, is bound as ?1. Rows are collected first
- * so the callback runs with no statement active. */
-static int label_query(struct sqlite_store *s, const struct store_query *q, const char *outer,
-		       const char *key, store_text_fn cb, void *ctx)
-{
-	char *spans = NULL, *head = NULL, *inner = NULL, *sql = NULL, **rows = NULL;
-	struct store_typed_query t;
-	sqlite3_stmt *st = NULL;
-	size_t n = 0, cap = 0, i;
-	bool began = false, empty = true;
-	int rc, err;
-
-	if (!cb)
-		return -EINVAL;
-	err = store_check_query(s, q);
-	if (err || q->from >= q->to)
-		return err;
-	err = read_begin(s, &began);
-	if (err)
-		return err;
-	err = spans_sql(s, q->from, q->to, &spans, &empty);
-	if (err || empty)
-		goto out_end;
-	err = -ENOMEM;
-	if (asprintf(&head, "SELECT labelset_id FROM (%s) WHERE 1", spans) < 0) {
-		head = NULL;
-		goto out_end;
-	}
-	store_type_query(q, &t);
-	inner = build_sel_sql(&t, 2, head, ""); /* ?1 is the key */
-	if (!inner || asprintf(&sql, outer, inner) < 0) {
-		sql = NULL;
-		goto out_end;
-	}
-	rc = sqlite3_prepare_v2(s->db, sql, -1, &st, NULL);
-	if (rc != SQLITE_OK) {
-		err = store_sql_fail(s, rc);
-		goto out_end;
-	}
-	bind_labels(st, &t.q, 2);
-	if (key)
-		sqlite3_bind_text(st, 1, key, -1, SQLITE_STATIC);
-	while ((err = store_step(s, st)) == 1) {
-		const char *text = (const char *)sqlite3_column_text(st, 0);
-
-		err = array_grow((void **)&rows, &cap, n + 1, sizeof(*rows));
-		if (err)
-			break;
-		rows[n] = strdup(text ? text : "");
-		if (!rows[n]) {
-			err = -ENOMEM;
-			break;
-		}
-		n++;
-	}
-	sqlite3_finalize(st);
-out_end:
-	err = read_end(s, began, err < 0 ? err : 0);
-	for (i = 0; i < n; i++) {
-		if (!err)
-			err = cb(ctx, rows[i]);
-		free(rows[i]);
-	}
-	free(rows);
-	free(spans);
-	free(head);
-	free(inner);
-	free(sql);
-	return err;
-}
-
-int sqlite_store__labels(struct store *base, const struct store_query *q, store_text_fn cb,
-			 void *ctx)
-{
-	struct sqlite_store *s = sqlite_store_of(base);
-	return label_query(s, q,
-			   "SELECT DISTINCT k.text FROM labelset_labels r "
-			   "JOIN strings k ON k.id = r.key_id "
-			   "WHERE r.labelset_id IN (%s) AND k.text <> '" STORE_TYPE_LABEL
-			   "' ORDER BY 1",
-			   NULL, cb, ctx);
-}
-
-int sqlite_store__label_values(struct store *base, const char *key, const struct store_query *q,
-			       store_text_fn cb, void *ctx)
-{
-	struct sqlite_store *s = sqlite_store_of(base);
-	if (!key)
-		return -EINVAL;
-	return label_query(s, q,
-			   "SELECT DISTINCT v.text FROM labelset_labels r "
-			   "JOIN strings v ON v.id = r.value_id "
-			   "WHERE r.key_id = (SELECT id FROM strings WHERE text = ?1) "
-			   "AND r.labelset_id IN (%s) ORDER BY 1",
-			   key, cb, ctx);
-}
-
-int sqlite_store__label_key_used(struct store *base, const char *key, int64_t from, int64_t to)
-{
-	struct sqlite_store *s = sqlite_store_of(base);
-	struct store_span sp[STORE_PLAN_MAX_SPANS];
-	struct store_tiers t;
-	sqlite3_stmt *st = NULL;
-	bool began = false;
-	size_t n, i;
-	int err;
-
-	if (!s || !key)
-		return -EINVAL;
-	s->errmsg[0] = '\0';
-	if (from >= to)
-		return 0;
-	err = read_begin(s, &began);
-	if (err)
-		return err;
-	err = store_read_tiers(s, &t);
-	if (err)
-		goto out;
-	n = store_plan(&t, from, to, sp);
-	/* EXISTS stops at the first block of a label set with the key: one row for a
-	 * key every label set has, the spans' index rows only when none has it */
-	/* a raw or minute block's label sets are its sections' (schema/sqlite/008, 010):
-	 * its key is negative */
-	err = store_slot_stmt(
-		s, ST_R_KEY_USED,
-		"SELECT EXISTS (SELECT 1 FROM block_index bi WHERE tier = ?1 AND "
-		"start >= ?2 AND start < ?3 AND (labelset_id IN (SELECT labelset_id "
-		"FROM labelset_labels WHERE key_id = (SELECT id FROM strings "
-		"WHERE text = ?4)) OR (labelset_id < 0 AND EXISTS (SELECT 1 FROM blocks b, "
-		"json_each(smolder_block_labelsets(b.data)) j WHERE b.id = "
-		"bi.block_id AND j.value IN (SELECT labelset_id FROM labelset_labels "
-		"WHERE key_id = (SELECT id FROM strings WHERE text = ?4))))))",
-		&st);
-	if (err)
-		goto out;
-	for (i = 0; i < n; i++) {
-		bind_span(st, sp[i].tier, sp[i].from, sp[i].to);
-		sqlite3_bind_text(st, 4, key, -1, SQLITE_STATIC);
-		err = store_step(s, st);
-		if (err == 1)
-			err = sqlite3_column_int(st, 0) ? 1 : 0;
-		else if (err == 0)
-			err = store_fail(s, -EIO, "no answer to EXISTS");
-		store_done(st);
-		if (err)
-			break;
-	}
-out:
-	return read_end(s, began, err < 0 ? err : 0) ?: (err > 0);
 }

@@ -18,7 +18,7 @@
 #include "common/batch.h"
 #include "store/sqlite/windows.h"
 #include "store/sqlite/db.h"
-#include "store/sqlite/read.h"
+#include "store/sqlite/select.h"
 
 /* The windows queries, cached as such without a label selection; with one, its
  * clause goes before the tail. */
