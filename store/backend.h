@@ -26,9 +26,12 @@
  *   block.c          the block codec (no SQLite)
  * store/sqlite/, the SQLite store (schema/sqlite/NNN_*.sql):
  *   open.c           open, close, migrations, SQL functions; store_sqlite_backend
- *   db.c             the handle, statement caches, stepping, error translation
+ *   db.c             the handle: statement caches, stepping, error translation
  *   ingest.c         batches into raw blocks (and built rollups, for late ones)
- *   read.c           stacks and timelines of a range and selection, labels
+ *   read.c           the stacks of a range and selection, and their frames' cache
+ *   series.c         timelines
+ *   labels.c         label keys and values in use
+ *   select.c         a query's checks, read transaction and label selection
  *   windows.c        each stored window's length and period
  *   tiers.c          the tiers' watermarks, adding to a block
  *   maintain.c       rollups, retention per tier, stats

@@ -1,6 +1,6 @@
 /* The read plan both store backends share (store/plan.h): which tier's blocks
  * answer each part of a query's range, from the watermarks of the tiers. No
- * backend code: the SQLite store (store/sqlite/read.c) and the ClickHouse store
+ * backend code: the SQLite store (store/sqlite/read.c, series.c) and the ClickHouse store
  * (store/clickhouse/tiers.c) read their watermarks and hand them in.
  */
 #include <stdint.h>

@@ -47,7 +47,7 @@ enum stmt_id {
  * (store_slot_stmt()): each module numbers its statements from its first slot. */
 enum store_slot {
 	SLOT_INGEST = 0,    /* ingest.c: 24 slots */
-	SLOT_READ = 24,	    /* read.c and windows.c: 24 */
+	SLOT_READ = 24,	    /* the reads (select.h) and windows.c: 24 */
 	SLOT_MAINTAIN = 48, /* maintain.c and migrate.c: 24 */
 	SLOT_TIERS = 72,    /* tiers.c: 8 */
 	SLOT_GC = 80,	    /* gc.c: 16 */

@@ -38,7 +38,7 @@ static uint64_t column_u64(sqlite3_stmt *st, int col)
 	return v > 0 ? (uint64_t)v : 0;
 }
 
-/* windows.c's statements, after read.c's. */
+/* windows.c's statements, after the reads' (store/sqlite/select.h). */
 enum {
 	ST_W_RANGE = SLOT_READ + 16,
 	ST_W_PERIODS,

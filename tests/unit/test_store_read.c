@@ -1,4 +1,5 @@
-/* Unit tests of the store's reads over profile blocks (store/sqlite/read.c): stacks,
+/* Unit tests of the store's reads over profile blocks (store/sqlite/read.c,
+ * series.c, labels.c): stacks,
  * timelines and labels of a range answered from the raw windows and from minute and
  * hour rollups give the raw answer wherever raw windows are kept, and the
  * coarse-edge answer where they are gone; a malformed block is -EIO naming the
