@@ -1,5 +1,5 @@
 /* Fuzz target: the ClickHouse store's reading of its server's answers
- * (store/clickhouse/*.c): what a compromised or broken ClickHouse could send the
+ * (the pieces of store/clickhouse/): what a compromised or broken ClickHouse could send the
  * collector. The target is a fake ClickHouse, a libmicrohttpd server on
  * loopback, and one ClickHouse store (clickhouse://127.0.0.1:PORT/fz) opened
  * against it once. The input is the answers, one per request: each a status

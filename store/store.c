@@ -134,11 +134,6 @@ int store__ingest_at(struct store *s, const struct batch *b, int64_t now, bool *
 	return s && b ? s->backend->ingest(s, b, &now, duplicate) : -EINVAL;
 }
 
-bool store__refused(int err)
-{
-	return err == -EINVAL || err == -ERANGE;
-}
-
 int store__ingest_many(struct store *s, const struct batch *const *batches, size_t n,
 		       const int64_t *now, struct store_ingest_result *results)
 {

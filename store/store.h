@@ -30,6 +30,7 @@
 #ifndef SMOLDER_STORE_H
 #define SMOLDER_STORE_H
 
+#include <errno.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -205,8 +206,12 @@ int store__ingest_many(struct store *s, const struct batch *const *batches, size
 		       const int64_t *now, struct store_ingest_result *results);
 
 /* Whether an ingest's error refuses the batch itself (-EINVAL, -ERANGE: the
- * sender must not send it again), not a failure of the store. */
-bool store__refused(int err);
+ * sender must not send it again), not a failure of the store. Inline, so that a
+ * backend asks it without calling back into the dispatcher. */
+static inline bool store__refused(int err)
+{
+	return err == -EINVAL || err == -ERANGE;
+}
 
 /* Profile types. Each batch names its own (profile_type: "cpu", later "offcpu");
  * the store keeps it as a label of the batch's label sets, STORE_TYPE_LABEL=type,
