@@ -1,8 +1,8 @@
 /* The block store against its peer, the row-per-stack store it replaced
  * (docs/benchmarks.md "Query latency (SQLite)"): the same generated data filled, in the same run,
  * into (a) the store of store/store.h (store__ingest, then store__maintain until the minute and
- * hour rollups are built) and (b) the peer, the design of schema/sqlite/001 recreated here in plain SQL
- * (the dictionaries, and samples(window_start, labelset_id, stack_id, value) WITHOUT ROWID, one
+ * hour rollups are built) and (b) the peer, the design of schema/sqlite/001 recreated here in plain
+ * SQL (the dictionaries, and samples(window_start, labelset_id, stack_id, value) WITHOUT ROWID, one
  * upsert per (window, label set, stack) as the old ingest did), answering with the old read path: a
  * SQL GROUP BY over the range, then one stack-frames and one frame-text lookup per stack and frame.
  * Figures, new against peer and their ratio:
