@@ -1,6 +1,6 @@
 /* Compression of the collector's answers for clients that accept gzip: the UI's
  * files (gzipped at build time, collector/ui.c) and the query API's answers
- * (gzipped by the query worker, collector/collector.c). A day's flame graph for
+ * (gzipped by the query worker, collector/api.c). A day's flame graph for
  * the UI is 1.2 MB of JSON and a folded day 68 MB; gzip takes them to about a
  * tenth, which is the difference between a second and a tenth on a 10 Mbit/s
  * link. Answers already compressed (pprof is gzip inside) are sent as they are.
