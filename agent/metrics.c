@@ -1,5 +1,5 @@
 /* The agent's /metrics endpoint: its Prometheus text and its libmicrohttpd server;
- * see metrics.h. Every metric has HELP and TYPE lines, counters end in _total,
+ * see metrics.h. Written through common/prom.h; counters end in _total,
  * units are in the names; the loss counters are one family labelled by reason,
  * named as in the exit summary. The process figures are the ones every Prometheus
  * client library exports (process_cpu_seconds_total, process_resident_memory_bytes),
@@ -18,6 +18,7 @@
 #include <microhttpd.h>
 
 #include "common/address.h"
+#include "common/prom.h"
 #include "common/version.h"
 
 struct agent_metrics {
@@ -78,206 +79,189 @@ static const struct loss_metric loss_metrics[PROFILE_LOSS_NR] = {
 };
 _Static_assert(PROFILE_LOSS_NR == 26, "profile_loss entries: name new ones in loss_metrics too");
 
-static void header(FILE *out, const char *name, const char *type, const char *help)
-{
-	fprintf(out, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
-}
-
-static void counter(FILE *out, const char *name, const char *help, uint64_t v)
-{
-	header(out, name, "counter", help);
-	fprintf(out, "%s %llu\n", name, (unsigned long long)v);
-}
-
-static void gauge(FILE *out, const char *name, const char *help, uint64_t v)
-{
-	header(out, name, "gauge", help);
-	fprintf(out, "%s %llu\n", name, (unsigned long long)v);
-}
-
 /* The process's own figures, read now. */
-static void write_process(FILE *out)
+static void write_process(struct prom *p)
 {
 	struct rusage ru;
 	long pages = 0, rss = 0;
 	FILE *f;
 
 	if (!getrusage(RUSAGE_SELF, &ru)) {
-		header(out, "process_cpu_seconds_total", "counter",
-		       "User and system CPU time the agent spent, in seconds.");
-		fprintf(out, "process_cpu_seconds_total %.3f\n",
-			(double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec / 1e6 +
-				(double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec / 1e6);
+		prom__family(p, "process_cpu_seconds_total", PROM_COUNTER,
+			     "User and system CPU time the agent spent, in seconds.");
+		prom__double(p, NULL, NULL, 3,
+			     (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec / 1e6 +
+				     (double)ru.ru_stime.tv_sec +
+				     (double)ru.ru_stime.tv_usec / 1e6);
 	}
 	f = fopen("/proc/self/statm", "re");
 	if (f && fscanf(f, "%ld %ld", &pages, &rss) == 2)
-		gauge(out, "process_resident_memory_bytes",
-		      "Resident memory of the agent, in bytes.",
-		      (uint64_t)rss * (uint64_t)sysconf(_SC_PAGESIZE));
+		prom__gauge(p, "process_resident_memory_bytes",
+			    "Resident memory of the agent, in bytes.",
+			    (uint64_t)rss * (uint64_t)sysconf(_SC_PAGESIZE));
 	if (f)
 		fclose(f);
-	header(out, "smolder_agent_build_info", "gauge", "The agent's build; the value is 1.");
-	fprintf(out, "smolder_agent_build_info{version=\"%s\"} 1\n", SMOLDER_VERSION);
+	prom__family(p, "smolder_agent_build_info", PROM_GAUGE,
+		     "The agent's build; the value is 1.");
+	prom__u64(p, "version", SMOLDER_VERSION, 1);
 }
 
-static void write_losses(FILE *out, const struct agent_metrics_snapshot *s)
+static void write_losses(struct prom *p, const struct agent_metrics_snapshot *s)
 {
 	size_t i;
 
-	header(out, "smolder_agent_losses_total", "counter",
-	       "Samples dropped or kept incomplete, and process events dropped, by reason "
-	       "(the exit summary's losses).");
+	prom__family(p, "smolder_agent_losses_total", PROM_COUNTER,
+		     "Samples dropped or kept incomplete, and process events dropped, by reason "
+		     "(the exit summary's losses).");
 	for (i = 0; i < PROFILE_LOSS_NR; i++)
 		if (loss_metrics[i].reason)
-			fprintf(out, "smolder_agent_losses_total{reason=\"%s\"} %llu\n",
-				loss_metrics[i].reason, (unsigned long long)s->loss[i]);
-	fprintf(out, "smolder_agent_losses_total{reason=\"folded_line_truncated\"} %llu\n",
-		(unsigned long long)s->truncated);
+			prom__u64(p, "reason", loss_metrics[i].reason, s->loss[i]);
+	prom__u64(p, "reason", "folded_line_truncated", s->truncated);
 	for (i = 0; i < PROFILE_LOSS_NR; i++)
 		if (loss_metrics[i].name)
-			counter(out, loss_metrics[i].name, loss_metrics[i].help, s->loss[i]);
+			prom__counter(p, loss_metrics[i].name, loss_metrics[i].help, s->loss[i]);
 }
 
-static void write_unwind(FILE *out, const struct unwinder_stats *u)
+static void write_unwind(struct prom *p, const struct unwinder_stats *u)
 {
-	counter(out, "smolder_agent_unwind_tables_loaded_total", "Unwind tables built and loaded.",
-		u->loaded);
-	counter(out, "smolder_agent_unwind_tables_evicted_total",
-		"Unwind tables evicted to make room.", u->evicted);
-	counter(out, "smolder_agent_unwind_tables_moved_total",
-		"Unwind tables moved to join free rows.", u->moved);
-	counter(out, "smolder_agent_unwind_tables_without_cfi_total",
-		"Files without CFI, walked by frame pointer.", u->no_cfi);
-	counter(out, "smolder_agent_unwind_tables_failed_total",
-		"Unwind table loads that failed (unreadable file, bad CFI).", u->failed);
-	counter(out, "smolder_agent_unwind_tables_too_big_total",
-		"Unwind tables larger than the whole pool (--unwind-table-mb).", u->too_big);
-	counter(out, "smolder_agent_unwind_tables_put_off_total",
-		"Unwind table loads put off: the tables in use fill the pool.", u->no_room);
-	counter(out, "smolder_agent_unwind_mappings_dropped_total",
-		"Mappings of a process past the unwinder's cap per process.", u->dropped_maps);
-	header(out, "smolder_agent_unwind_build_seconds_total", "counter",
-	       "Time spent building unwind tables, in seconds.");
-	fprintf(out, "smolder_agent_unwind_build_seconds_total %.6f\n", (double)u->build_ns / 1e9);
-	gauge(out, "smolder_agent_unwind_rows_used", "Rows of the loaded unwind tables.",
-	      u->rows_used);
-	gauge(out, "smolder_agent_unwind_rows", "Rows the unwind table pool holds.", u->rows_total);
-	gauge(out, "smolder_agent_unwind_files", "Files with an unwind table id now.", u->files);
-	gauge(out, "smolder_agent_unwind_processes", "Processes whose mappings are published now.",
-	      u->procs);
+	prom__counter(p, "smolder_agent_unwind_tables_loaded_total",
+		      "Unwind tables built and loaded.", u->loaded);
+	prom__counter(p, "smolder_agent_unwind_tables_evicted_total",
+		      "Unwind tables evicted to make room.", u->evicted);
+	prom__counter(p, "smolder_agent_unwind_tables_moved_total",
+		      "Unwind tables moved to join free rows.", u->moved);
+	prom__counter(p, "smolder_agent_unwind_tables_without_cfi_total",
+		      "Files without CFI, walked by frame pointer.", u->no_cfi);
+	prom__counter(p, "smolder_agent_unwind_tables_failed_total",
+		      "Unwind table loads that failed (unreadable file, bad CFI).", u->failed);
+	prom__counter(p, "smolder_agent_unwind_tables_too_big_total",
+		      "Unwind tables larger than the whole pool (--unwind-table-mb).", u->too_big);
+	prom__counter(p, "smolder_agent_unwind_tables_put_off_total",
+		      "Unwind table loads put off: the tables in use fill the pool.", u->no_room);
+	prom__counter(p, "smolder_agent_unwind_mappings_dropped_total",
+		      "Mappings of a process past the unwinder's cap per process.",
+		      u->dropped_maps);
+	prom__family(p, "smolder_agent_unwind_build_seconds_total", PROM_COUNTER,
+		     "Time spent building unwind tables, in seconds.");
+	prom__double(p, NULL, NULL, 6, (double)u->build_ns / 1e9);
+	prom__gauge(p, "smolder_agent_unwind_rows_used", "Rows of the loaded unwind tables.",
+		    u->rows_used);
+	prom__gauge(p, "smolder_agent_unwind_rows", "Rows the unwind table pool holds.",
+		    u->rows_total);
+	prom__gauge(p, "smolder_agent_unwind_files", "Files with an unwind table id now.",
+		    u->files);
+	prom__gauge(p, "smolder_agent_unwind_processes",
+		    "Processes whose mappings are published now.", u->procs);
 }
 
-static void write_perf_maps(FILE *out, const struct perfmap_stats *j)
+static void write_perf_maps(struct prom *p, const struct perfmap_stats *j)
 {
-	counter(out, "smolder_agent_perf_maps_read_total", "Perf maps (JIT symbols) read.",
-		j->opened);
-	header(out, "smolder_agent_perf_maps_refused_total", "counter",
-	       "Perf maps not read, by reason.");
-	fprintf(out,
-		"smolder_agent_perf_maps_refused_total{reason=\"symlink\"} %llu\n"
-		"smolder_agent_perf_maps_refused_total{reason=\"not_regular\"} %llu\n"
-		"smolder_agent_perf_maps_refused_total{reason=\"wrong_owner\"} %llu\n"
-		"smolder_agent_perf_maps_refused_total{reason=\"other_error\"} %llu\n",
-		(unsigned long long)j->symlink, (unsigned long long)j->not_regular,
-		(unsigned long long)j->wrong_owner, (unsigned long long)j->other_errors);
-	header(out, "smolder_agent_perf_maps_capped_total", "counter",
-	       "Perf maps read only up to a cap, by cap.");
-	fprintf(out,
-		"smolder_agent_perf_maps_capped_total{cap=\"bytes\"} %llu\n"
-		"smolder_agent_perf_maps_capped_total{cap=\"entries\"} %llu\n",
-		(unsigned long long)j->bytes_capped, (unsigned long long)j->entries_capped);
-	counter(out, "smolder_agent_perf_map_lines_malformed_total",
-		"Perf map lines skipped: malformed or too long.", j->malformed);
-	counter(out, "smolder_agent_perf_map_restarts_total",
-		"Perf maps read again from the start (shrunk or replaced).", j->restarts);
+	prom__counter(p, "smolder_agent_perf_maps_read_total", "Perf maps (JIT symbols) read.",
+		      j->opened);
+	prom__family(p, "smolder_agent_perf_maps_refused_total", PROM_COUNTER,
+		     "Perf maps not read, by reason.");
+	prom__u64(p, "reason", "symlink", j->symlink);
+	prom__u64(p, "reason", "not_regular", j->not_regular);
+	prom__u64(p, "reason", "wrong_owner", j->wrong_owner);
+	prom__u64(p, "reason", "other_error", j->other_errors);
+	prom__family(p, "smolder_agent_perf_maps_capped_total", PROM_COUNTER,
+		     "Perf maps read only up to a cap, by cap.");
+	prom__u64(p, "cap", "bytes", j->bytes_capped);
+	prom__u64(p, "cap", "entries", j->entries_capped);
+	prom__counter(p, "smolder_agent_perf_map_lines_malformed_total",
+		      "Perf map lines skipped: malformed or too long.", j->malformed);
+	prom__counter(p, "smolder_agent_perf_map_restarts_total",
+		      "Perf maps read again from the start (shrunk or replaced).", j->restarts);
 }
 
-static void write_files(FILE *out, const struct procfile_stats *f)
+static void write_files(struct prom *p, const struct procfile_stats *f)
 {
-	counter(out, "smolder_agent_files_opened_total",
-		"Files opened on processes' behalf (binaries, libraries, debug files, perf maps).",
-		f->opened);
-	header(out, "smolder_agent_files_refused_total", "counter",
-	       "Files a process's paths led to that were not opened, by reason.");
-	fprintf(out,
-		"smolder_agent_files_refused_total{reason=\"not_regular\"} %llu\n"
-		"smolder_agent_files_refused_total{reason=\"not_mapped\"} %llu\n"
-		"smolder_agent_files_refused_total{reason=\"link\"} %llu\n",
-		(unsigned long long)f->not_regular, (unsigned long long)f->not_mapped,
-		(unsigned long long)f->link);
+	prom__counter(p, "smolder_agent_files_opened_total",
+		      "Files opened on processes' behalf (binaries, libraries, debug files, perf "
+		      "maps).",
+		      f->opened);
+	prom__family(p, "smolder_agent_files_refused_total", PROM_COUNTER,
+		     "Files a process's paths led to that were not opened, by reason.");
+	prom__u64(p, "reason", "not_regular", f->not_regular);
+	prom__u64(p, "reason", "not_mapped", f->not_mapped);
+	prom__u64(p, "reason", "link", f->link);
 }
 
-static void write_shipping(FILE *out, const struct agent_metrics_snapshot *s)
+static void write_shipping(struct prom *p, const struct agent_metrics_snapshot *s)
 {
 	const struct sender_stats *st = &s->sender;
 
-	counter(out, "smolder_agent_batches_spooled_total",
-		"Batches written to the spool, to be sent.", s->batches_spooled);
-	counter(out, "smolder_agent_batches_failed_total",
-		"Batches lost before the spool (encoding failed, disk full).", s->batches_failed);
-	counter(out, "smolder_agent_batches_split_total",
-		"Batches shipped before their window ended, over --batch-max-kb.",
-		s->batches_parts);
-	counter(out, "smolder_agent_batches_sent_total", "Batches the collector stored.", st->sent);
-	counter(out, "smolder_agent_batches_duplicate_total",
-		"Batches the collector had already stored (a retry after a lost answer).",
-		st->duplicates);
-	counter(out, "smolder_agent_send_retries_total",
-		"Sends that failed (no connection, timeout, HTTP 5xx or 429) and will be "
-		"retried.",
-		st->retries);
-	counter(out, "smolder_agent_batches_rejected_total",
-		"Batches the collector refused for good (HTTP 4xx): deleted.", st->rejected);
-	counter(out, "smolder_agent_batches_dropped_total",
-		"Batches deleted unsent to keep the spool under --spool-max-mb.", st->dropped);
-	gauge(out, "smolder_agent_spool_batches", "Batches in the spool now.", st->pending);
-	gauge(out, "smolder_agent_spool_bytes", "Bytes of the batches in the spool now.",
-	      st->bytes);
+	prom__counter(p, "smolder_agent_batches_spooled_total",
+		      "Batches written to the spool, to be sent.", s->batches_spooled);
+	prom__counter(p, "smolder_agent_batches_failed_total",
+		      "Batches lost before the spool (encoding failed, disk full).",
+		      s->batches_failed);
+	prom__counter(p, "smolder_agent_batches_split_total",
+		      "Batches shipped before their window ended, over --batch-max-kb.",
+		      s->batches_parts);
+	prom__counter(p, "smolder_agent_batches_sent_total", "Batches the collector stored.",
+		      st->sent);
+	prom__counter(p, "smolder_agent_batches_duplicate_total",
+		      "Batches the collector had already stored (a retry after a lost answer).",
+		      st->duplicates);
+	prom__counter(p, "smolder_agent_send_retries_total",
+		      "Sends that failed (no connection, timeout, HTTP 5xx or 429) and will be "
+		      "retried.",
+		      st->retries);
+	prom__counter(p, "smolder_agent_batches_rejected_total",
+		      "Batches the collector refused for good (HTTP 4xx): deleted.", st->rejected);
+	prom__counter(p, "smolder_agent_batches_dropped_total",
+		      "Batches deleted unsent to keep the spool under --spool-max-mb.",
+		      st->dropped);
+	prom__gauge(p, "smolder_agent_spool_batches", "Batches in the spool now.", st->pending);
+	prom__gauge(p, "smolder_agent_spool_bytes", "Bytes of the batches in the spool now.",
+		    st->bytes);
 }
 
 /* --bpf-stats: what the summary's "bpf:" lines say, by program. */
-static void write_bpf(FILE *out, const struct agent_metrics_snapshot *s)
+static void write_bpf(struct prom *p, const struct agent_metrics_snapshot *s)
 {
-	header(out, "smolder_agent_bpf_runs_total", "counter",
-	       "Runs of the BPF programs (--bpf-stats), by program: cpu (sampling) or offcpu.");
-	fprintf(out,
-		"smolder_agent_bpf_runs_total{program=\"cpu\"} %llu\n"
-		"smolder_agent_bpf_runs_total{program=\"offcpu\"} %llu\n",
-		(unsigned long long)s->bpf_runs, (unsigned long long)s->offcpu_runs);
-	header(out, "smolder_agent_bpf_run_seconds_total", "counter",
-	       "Time the BPF programs ran (--bpf-stats), in seconds, by program.");
-	fprintf(out,
-		"smolder_agent_bpf_run_seconds_total{program=\"cpu\"} %.9f\n"
-		"smolder_agent_bpf_run_seconds_total{program=\"offcpu\"} %.9f\n",
-		(double)s->bpf_run_ns / 1e9, (double)s->offcpu_run_ns / 1e9);
+	prom__family(p, "smolder_agent_bpf_runs_total", PROM_COUNTER,
+		     "Runs of the BPF programs (--bpf-stats), by program: cpu (sampling) or "
+		     "offcpu.");
+	prom__u64(p, "program", "cpu", s->bpf_runs);
+	prom__u64(p, "program", "offcpu", s->offcpu_runs);
+	prom__family(p, "smolder_agent_bpf_run_seconds_total", PROM_COUNTER,
+		     "Time the BPF programs ran (--bpf-stats), in seconds, by program.");
+	prom__double(p, "program", "cpu", 9, (double)s->bpf_run_ns / 1e9);
+	prom__double(p, "program", "offcpu", 9, (double)s->offcpu_run_ns / 1e9);
 }
 
 int agent_metrics_write(FILE *out, const struct agent_metrics_snapshot *s)
 {
-	write_process(out);
+	struct prom p;
+
+	prom__init(&p, out);
+	write_process(&p);
 	if (s) {
-		gauge(out, "smolder_agent_cpus", "CPUs sampled.", s->ncpus);
-		counter(out, "smolder_agent_windows_total", "Windows drained.", s->windows);
-		gauge(out, "smolder_agent_largest_window_stacks",
-		      "Distinct stacks of the largest window so far.", s->most_stacks);
-		counter(out, "smolder_agent_samples_recorded_total",
-			"CPU samples drained into the windows' output (folded stacks, batches).",
-			s->recorded);
-		write_losses(out, s);
-		header(out, "smolder_agent_offcpu_seconds_total", "counter",
-		       "Off-CPU time recorded (scaled by 1/--off-cpu-probability), in seconds.");
-		fprintf(out, "smolder_agent_offcpu_seconds_total %.9f\n",
-			(double)s->offcpu_ns / 1e9);
+		prom__gauge(&p, "smolder_agent_cpus", "CPUs sampled.", s->ncpus);
+		prom__counter(&p, "smolder_agent_windows_total", "Windows drained.", s->windows);
+		prom__gauge(&p, "smolder_agent_largest_window_stacks",
+			    "Distinct stacks of the largest window so far.", s->most_stacks);
+		prom__counter(&p, "smolder_agent_samples_recorded_total",
+			      "CPU samples drained into the windows' output (folded stacks, "
+			      "batches).",
+			      s->recorded);
+		write_losses(&p, s);
+		prom__family(&p, "smolder_agent_offcpu_seconds_total", PROM_COUNTER,
+			     "Off-CPU time recorded (scaled by 1/--off-cpu-probability), in "
+			     "seconds.");
+		prom__double(&p, NULL, NULL, 9, (double)s->offcpu_ns / 1e9);
 		if (s->unwinding)
-			write_unwind(out, &s->unwind);
-		write_perf_maps(out, &s->procs.jit);
-		write_files(out, &s->files);
+			write_unwind(&p, &s->unwind);
+		write_perf_maps(&p, &s->procs.jit);
+		write_files(&p, &s->files);
 		if (s->shipping)
-			write_shipping(out, s);
+			write_shipping(&p, s);
 		if (s->bpf_stats)
-			write_bpf(out, s);
+			write_bpf(&p, s);
 	}
-	return ferror(out) ? -EIO : 0;
+	return prom__end(&p);
 }
 
 /* ---- the server --------------------------------------------------------------- */
