@@ -4,12 +4,14 @@
  * which draw the tree with absolutely positioned divs and build the top-functions
  * table. The page references no external resource. */
 #include "common/utf8.h"
+#include "query/markup.h"
 #include "query/movers.h"
 #include "query/render_html.h"
 #include "query/render_json.h"
 
 #include <errno.h>
 #include <stdlib.h>
+#include <stdint.h>
 #include <string.h>
 
 #define TIP_LINES 5 /* source lines a tooltip lists, by total: the hot one and a few */
@@ -273,45 +275,6 @@ static const char page_js[] =
 	"window.addEventListener('resize', draw);\n"
 	"})();\n";
 
-/* Writes s as HTML text or attribute value: markup characters as entities,
- * invalid UTF-8 and control characters (HTML's "noncharacters" among them) as
- * U+FFFD, so a frame name or a title is text whatever its bytes. */
-static void html_escape(FILE *out, const char *s)
-{
-	const unsigned char *p = (const unsigned char *)s;
-	uint32_t cp;
-	size_t n;
-
-	while (*p) {
-		n = utf8_decode(p, strnlen((const char *)p, 4), &cp);
-		p += n ? n : 1;
-		if (!n)
-			cp = UTF8_REPLACEMENT;
-		switch (cp) {
-		case '&':
-			fputs("&amp;", out);
-			continue;
-		case '<':
-			fputs("&lt;", out);
-			continue;
-		case '>':
-			fputs("&gt;", out);
-			continue;
-		case '"':
-			fputs("&quot;", out);
-			continue;
-		case '\'':
-			fputs("&#39;", out);
-			continue;
-		default:
-			break;
-		}
-		if (cp < 0x20 || (cp >= 0x7f && cp <= 0x9f) || cp == 0xfffe || cp == 0xffff)
-			cp = UTF8_REPLACEMENT;
-		utf8_put(out, cp);
-	}
-}
-
 /* The page's own kind codes ("k" in its data, read by its script): 0 root,
  * 1 process, 2 native, 3 kernel, 4 Python, 5 JIT; functions are the codes >= 2. */
 static unsigned page_kind(uint32_t kind)
@@ -388,7 +351,7 @@ static int write_movers(FILE *out, const struct flame *f)
 		      out);
 	for (i = 0; i < n; i++) {
 		fputs("<tr><td class=\"fn\">", out);
-		html_escape(out, m[i].name);
+		markup_escape(out, m[i].name, SIZE_MAX, MARKUP_HTML);
 		fprintf(out,
 			"</td><td class=\"num\">%.2f%%</td><td class=\"num\">%.2f%%</td>"
 			"<td class=\"num %s\">%+.2f pp</td></tr>\n",
@@ -423,15 +386,15 @@ int render_html(const struct flame *f, const struct render_html_options *o, FILE
 		return -EINVAL;
 	fputs("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<title>",
 	      out);
-	html_escape(out, title);
+	markup_escape(out, title, SIZE_MAX, MARKUP_HTML);
 	fputs("</title>\n<style>", out);
 	fputs(page_css, out);
 	fputs("</style>\n</head>\n<body>\n<h1>", out);
-	html_escape(out, title);
+	markup_escape(out, title, SIZE_MAX, MARKUP_HTML);
 	fputs("</h1>\n", out);
 	if (subtitle) {
 		fputs("<p id=\"subtitle\">", out);
-		html_escape(out, subtitle);
+		markup_escape(out, subtitle, SIZE_MAX, MARKUP_HTML);
 		fputs("</p>\n", out);
 	}
 	fputs("<div id=\"bar\"><input id=\"search\" type=\"search\" "

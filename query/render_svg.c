@@ -15,6 +15,7 @@
 
 #include <stdlib.h>
 
+#include "query/markup.h"
 #include "query/movers.h"
 #include "query/render_svg.h"
 #include "common/utf8.h"
@@ -54,44 +55,6 @@ static uint32_t next_cp(const unsigned char **p)
 
 	*p += n ? n : 1;
 	return n ? cp : UTF8_REPLACEMENT;
-}
-
-/* Writes s escaped as XML character data or attribute value. Invalid UTF-8 and
- * code points XML 1.0 forbids or discourages (C0 controls, including newline, DEL
- * and C1, U+FFFE/U+FFFF) become U+FFFD. At most max_cp code points are written
- * (SIZE_MAX: all). */
-static void xml_text(FILE *out, const char *s, size_t max_cp)
-{
-	const unsigned char *p = (const unsigned char *)s;
-	uint32_t cp;
-	size_t n = 0;
-
-	while (*p && n < max_cp) {
-		cp = next_cp(&p);
-		n++;
-		switch (cp) {
-		case '&':
-			fputs("&amp;", out);
-			continue;
-		case '<':
-			fputs("&lt;", out);
-			continue;
-		case '>':
-			fputs("&gt;", out);
-			continue;
-		case '"':
-			fputs("&quot;", out);
-			continue;
-		case '\'':
-			fputs("&apos;", out);
-			continue;
-		default:
-			break;
-		}
-		if (cp < 0x20 || (cp >= 0x7f && cp <= 0x9f) || cp == 0xfffe || cp == 0xffff)
-			cp = 0xfffd;
-		utf8_put(out, cp);
-	}
 }
 
 static size_t utf8_len(const char *s)
@@ -305,7 +268,7 @@ static int write_frame(struct svg *s, const struct flame_node *n, int depth, dou
 	color(s, n, rgb);
 
 	fputs("<g class=\"f\"><title>", s->out);
-	xml_text(s->out, label, SIZE_MAX);
+	markup_escape(s->out, label, SIZE_MAX, MARKUP_XML);
 	fputs(DASH, s->out);
 	put_figures(s, t, s->root[s->side]);
 	if (s->o->diff) {
@@ -324,9 +287,9 @@ static int write_frame(struct svg *s, const struct flame_node *n, int depth, dou
 	if (chars >= 3) {
 		len = utf8_len(label);
 		if (len <= chars) {
-			xml_text(s->out, label, SIZE_MAX);
+			markup_escape(s->out, label, SIZE_MAX, MARKUP_XML);
 		} else {
-			xml_text(s->out, label, chars - 2);
+			markup_escape(s->out, label, chars - 2, MARKUP_XML);
 			fputs("..", s->out);
 		}
 	}
@@ -485,9 +448,9 @@ static void write_diff_header(struct svg *s, unsigned width, unsigned y, const s
 			XPAD + 16, y + (unsigned)(i + 2) * LINE_H, 100.0 * m[i].delta,
 			100.0 * m[i].before, 100.0 * m[i].after);
 		if (utf8_len(m[i].name) <= chars) {
-			xml_text(s->out, m[i].name, SIZE_MAX);
+			markup_escape(s->out, m[i].name, SIZE_MAX, MARKUP_XML);
 		} else {
-			xml_text(s->out, m[i].name, chars - 2);
+			markup_escape(s->out, m[i].name, chars - 2, MARKUP_XML);
 			fputs("..", s->out);
 		}
 		fputs("</text>\n", s->out);
@@ -561,13 +524,13 @@ int render_svg(const struct flame *f, const struct render_svg_options *o, FILE *
 		"<rect x=\"0\" y=\"0\" width=\"%u\" height=\"%u\" fill=\"rgb(248,248,240)\"/>\n"
 		"<text id=\"title\" x=\"%u\" y=\"%d\">",
 		width, s.height, width / 2, FONT_SIZE * 2);
-	xml_text(out, title, SIZE_MAX);
+	markup_escape(out, title, SIZE_MAX, MARKUP_XML);
 	fputs("</text>\n", out);
 	y = FONT_SIZE * 2;
 	if (o->subtitle) {
 		y += LINE_H;
 		fprintf(out, "<text id=\"subtitle\" x=\"%u\" y=\"%u\">", width / 2, y);
-		xml_text(out, o->subtitle, SIZE_MAX);
+		markup_escape(out, o->subtitle, SIZE_MAX, MARKUP_XML);
 		fputs("</text>\n", out);
 	}
 	if (o->diff)
