@@ -79,7 +79,11 @@ MIGRATIONS := $(sort $(wildcard schema/sqlite/[0-9]*.sql))
 # scripts and styles, and the vendored uPlot with its license
 UI_FILES  := ui/index.html $(sort $(wildcard ui/*.js ui/*.css)) ui/vendor/uPlot.iife.min.js \
 	     ui/vendor/uPlot.min.css ui/vendor/uPlot.LICENSE
-GEN_C     := $(PROTO_C) $(BUILD)/gen/migrations.c $(BUILD)/gen/ui_assets.c
+# the HTML and SVG exports' scripts and styles (ui/export/), embedded as C strings
+# by ui/export/embed.sh (query/export_assets.h)
+EXPORT_FILES := ui/export/flame.css ui/export/flame.js ui/export/svg.js
+GEN_C     := $(PROTO_C) $(BUILD)/gen/migrations.c $(BUILD)/gen/ui_assets.c \
+	     $(BUILD)/gen/export_assets.c
 GENERATED := $(SKELS) $(PROTO_H) $(BUILD)/gen/migrations.c
 # the ClickHouse store's schema (schema/clickhouse/NNN_*.sql), embedded the same way
 CH_MIGRATIONS := $(sort $(wildcard schema/clickhouse/[0-9]*.sql))
@@ -194,6 +198,11 @@ $(BUILD)/gen/ui_assets.c: $(UI_FILES) ui/embed.sh
 	$(Q)mkdir -p $(@D)
 	$(Q)bash ui/embed.sh $(UI_FILES) > $@
 
+$(BUILD)/gen/export_assets.c: $(EXPORT_FILES) ui/export/embed.sh
+	$(call msg,GEN,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)bash ui/export/embed.sh $(EXPORT_FILES) > $@
+
 # ---- user space ------------------------------------------------------------
 $(BUILD)/rel/%.o: %.c | $(GENERATED)
 	$(call msg,CC,$@)
@@ -235,10 +244,10 @@ $(BUILD)/asan/smolder: $(patsubst %.c,$(BUILD)/asan/%.o,$(MAIN_SRCS)) $(BUILD)/a
 # listed in docs/deploy.md). Built once as a prerequisite of `make check`, where
 # tests/integration/test_deb.c inspects it. DEB_JOBS: its parallel make jobs.
 DEB_JOBS  ?= 2
-DEB_SRCS  := $(LIB_SRCS) $(MAIN_SRCS) $(BPF_SRCS) $(PROTOS) $(MIGRATIONS) $(CH_MIGRATIONS) $(UI_FILES) \
+DEB_SRCS  := $(LIB_SRCS) $(MAIN_SRCS) $(BPF_SRCS) $(PROTOS) $(MIGRATIONS) $(CH_MIGRATIONS) $(UI_FILES) $(EXPORT_FILES) \
 	     $(shell find $(LIB_DIRS) cli bpf -name '*.h') $(wildcard debian/* debian/source/*) \
 	     man/smolder.1 deploy/bash-completion/smolder $(wildcard deploy/systemd/* \
-	     deploy/default/*) Makefile schema/embed.sh ui/embed.sh
+	     deploy/default/*) Makefile schema/embed.sh ui/embed.sh ui/export/embed.sh
 
 deb: $(DEB)
 
