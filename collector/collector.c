@@ -153,11 +153,10 @@ static bool is_shared(const char *path)
 /* Every KEEP_SECONDS until the collector stops: a bounded step of store
  * maintenance, then malloc_trim(0). The trim hands back the pages of answers
  * freed once sent (in the serving threads' arenas, held in place by a few
- * long-lived blocks among them; without it a collector queried every 10 s keeps
- * the peak of every answer: bench/up_rss.sh, docs/benchmarks.md "`smolder up`
- * memory over time"). Here rather than in a front end, so that every one gets
- * it, `smolder up` included: without maintenance a database grows past any
- * retention. */
+ * long-lived blocks among them: without it a collector queried every 10 s grows
+ * by tens of MB a minute, bench/soak). Here rather than in a front end, so that
+ * every front end (`smolder collector`, `smolder up`) gets maintenance and its
+ * database stays within retention. */
 static void *housekeep(void *arg)
 {
 	struct collector *c = arg;
