@@ -117,8 +117,12 @@ struct batch {
 /* Frees everything a batch owns, and the batch. Accepts NULL. */
 void batch__free(struct batch *b);
 
-/* Checks every index and cap. Returns 0, or -EINVAL with a one-line reason in
- * why (e.g. "sample 12: stack 90 out of range (40 stacks)"). */
+/* The one check of a batch's properties: structure (arrays present, strings[0]
+ * empty, a non-empty agent_id), every index in range, every size and count under
+ * its BATCH_MAX_* cap, label keys sorted and unique. wire_decode() calls it on
+ * what it received, before anyone reads the batch; the store (store/store.c) on
+ * every batch before a backend sees it. Returns 0, or -EINVAL with a one-line
+ * reason in why (e.g. "sample 12: stack 90 out of range (40 stacks)"). */
 int batch__validate(const struct batch *b, char *why, size_t len);
 
 /* Builds one batch per window from stacks of frames, interning every string,

@@ -79,12 +79,17 @@ struct store_backend {
 		    char *why, size_t len);
 	void (*close)(struct store *s);
 	const char *(*errmsg)(const struct store *s);
-	/* store__ingest() (now NULL) and store__ingest_at() (*now). */
+	/* Makes msg what errmsg() answers: the reason of a batch store.c refused. */
+	void (*set_errmsg)(struct store *s, const char *msg);
+	/* store__ingest() (now NULL) and store__ingest_at() (*now), of a batch that
+	 * store.c checked (batch__validate(), no refs, no STORE_TYPE_LABEL label,
+	 * the window in range): a backend refuses only what its own limits cannot
+	 * hold, and says why at the check. */
 	int (*ingest)(struct store *s, const struct batch *b, const int64_t *now, bool *duplicate);
 	/* store__ingest_many(), arguments checked (n in 1..STORE_INGEST_MANY_MAX, no
-	 * NULL batch), every results[i] zeroed. On a store failure it returns the
-	 * error with the refused batches' results set; store.c gives the others the
-	 * failure. */
+	 * NULL batch, each batch checked as for ingest), every results[i] zeroed. On a store
+	 * failure it returns the error with the refused batches' results set; store.c gives the
+	 * others the failure. */
 	int (*ingest_many)(struct store *s, const struct batch *const *batches, size_t n,
 			   const int64_t *now, struct store_ingest_result *results);
 	int (*query_stacks)(struct store *s, const struct store_query *q, store_stack_fn cb,
@@ -108,6 +113,7 @@ struct store_backend {
 /* What every backend's handle starts with. */
 struct store {
 	const struct store_backend *backend;
+	int64_t retention_seconds; /* the options', set by store.c at open: its window check */
 };
 
 extern const struct store_backend store_sqlite_backend;	    /* store/sqlite/open.c */

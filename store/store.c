@@ -2,13 +2,20 @@
  * ("sqlite:PATH" or a plain path is the SQLite store, "clickhouse[+https]://..." the ClickHouse
  * one; a URL of another scheme is -EPROTONOSUPPORT), applies the options' defaults and checks them
  * once for every backend, and every other call is forwarded to the table of the store's backend
- * (store/backend.h), after the NULL checks the contract promises. No backend code lives here.
+ * (store/backend.h), after the NULL checks the contract promises. A batch to ingest is checked
+ * here, once for every backend: its window against the store's retention, then batch__validate()
+ * (every property of a batch, common/batch.h), then what the store's contract adds (no stack
+ * refs left, no label of the store's own key); a backend sees only batches that passed, and
+ * refuses only what its own limits cannot hold. No backend code lives here.
  */
 #include <errno.h>
+#include <inttypes.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
+#include "common/batch.h"
 #include "common/reason.h"
 #include "store/backend.h"
 
@@ -105,7 +112,10 @@ int store__open_why(const char *location, const struct store_options *opts, stru
 	if (!location || !out)
 		return -EINVAL;
 	err = pick_backend(location, &be, &rest) ?: store__resolve_options(opts, &o);
-	return err ? err : be->open(rest, &o, out, why, len);
+	err = err ?: be->open(rest, &o, out, why, len);
+	if (!err)
+		(*out)->retention_seconds = o.retention_seconds;
+	return err;
 }
 
 int store__open(const char *location, const struct store_options *opts, struct store **out)
@@ -124,20 +134,111 @@ const char *store__errmsg(const struct store *s)
 	return s ? s->backend->errmsg(s) : "";
 }
 
+/* Whether b may be handed to a backend: 0, or -ERANGE (a window outside
+ * [now - retention, now + STORE_MAX_FUTURE_SECONDS], or +-STORE_MAX_ABS_WINDOW
+ * without now) or -EINVAL (b fails batch__validate(), still names stacks by id, or
+ * uses the store's own label key), with the reason in why. The window goes first:
+ * a sender should drop a batch of a window the store no longer keeps, whatever
+ * else is wrong with it. */
+static int check_batch(const struct store *s, const struct batch *b, const int64_t *now, char *why,
+		       size_t len)
+{
+	int64_t lo = -STORE_MAX_ABS_WINDOW, hi = STORE_MAX_ABS_WINDOW;
+	uint32_t i, j;
+	int err;
+
+	if (now && *now > -STORE_MAX_ABS_WINDOW && *now < STORE_MAX_ABS_WINDOW) {
+		lo = *now - s->retention_seconds;
+		hi = *now + STORE_MAX_FUTURE_SECONDS;
+	}
+	if (b->window_start < lo || b->window_start > hi)
+		return reason_fail(why, len, -ERANGE,
+				   "window_start %" PRId64 " outside [%" PRId64 ", %" PRId64 "]%s",
+				   b->window_start, lo, hi,
+				   now ? " (now - retention, now + 1 h)" : "");
+	err = batch__validate(b, why, len);
+	if (err)
+		return err;
+	/* the collector resolves refs (stackid_resolve) before it stores a batch */
+	if (b->nrefs)
+		return reason_fail(why, len, -EINVAL, "%u stacks sent by id only, not resolved",
+				   b->nrefs);
+	for (i = 0; i < b->nlabelsets; i++)
+		for (j = 0; j < b->labelsets[i].nlabels; j++)
+			if (!strcmp(b->strings[b->labelsets[i].labels[j].key], STORE_TYPE_LABEL))
+				return reason_fail(why, len, -EINVAL,
+						   "label set %u: the key " STORE_TYPE_LABEL
+						   " is the store's (the batch's profile type)",
+						   i);
+	return 0;
+}
+
+static int ingest(struct store *s, const struct batch *b, const int64_t *now, bool *duplicate)
+{
+	char why[sizeof(((struct store_ingest_result *)0)->why)];
+	int err;
+
+	if (!s || !b)
+		return -EINVAL;
+	err = check_batch(s, b, now, why, sizeof(why));
+	if (err) {
+		if (duplicate)
+			*duplicate = false;
+		s->backend->set_errmsg(s, why);
+		return err;
+	}
+	return s->backend->ingest(s, b, now, duplicate);
+}
+
 int store__ingest(struct store *s, const struct batch *b, bool *duplicate)
 {
-	return s && b ? s->backend->ingest(s, b, NULL, duplicate) : -EINVAL;
+	return ingest(s, b, NULL, duplicate);
 }
 
 int store__ingest_at(struct store *s, const struct batch *b, int64_t now, bool *duplicate)
 {
-	return s && b ? s->backend->ingest(s, b, &now, duplicate) : -EINVAL;
+	return ingest(s, b, &now, duplicate);
+}
+
+/* The backend's store__ingest_many() of the batches that passed check_batch()
+ * (every one of batches[0..n), results[i] set for the others): when some are
+ * refused, the others are handed over in order and their results copied back. */
+static int ingest_passed(struct store *s, const struct batch *const *batches, size_t n,
+			 const int64_t *now, struct store_ingest_result *results, size_t refused)
+{
+	const struct batch **pass;
+	struct store_ingest_result *res;
+	size_t i, k = 0;
+	int err;
+
+	if (!refused)
+		return s->backend->ingest_many(s, batches, n, now, results);
+	if (refused == n)
+		return 0;
+	pass = malloc((n - refused) * sizeof(*pass));
+	res = calloc(n - refused, sizeof(*res));
+	if (!pass || !res) {
+		free(pass);
+		free(res);
+		s->backend->set_errmsg(s, "ingest: out of memory");
+		return -ENOMEM;
+	}
+	for (i = 0; i < n; i++)
+		if (!results[i].err)
+			pass[k++] = batches[i];
+	err = s->backend->ingest_many(s, pass, k, now, res);
+	for (i = 0, k = 0; i < n; i++)
+		if (!results[i].err)
+			results[i] = res[k++];
+	free(pass);
+	free(res);
+	return err;
 }
 
 int store__ingest_many(struct store *s, const struct batch *const *batches, size_t n,
 		       const int64_t *now, struct store_ingest_result *results)
 {
-	size_t i;
+	size_t i, refused = 0;
 	int err;
 
 	if (!s || (n && (!batches || !results)) || n > STORE_INGEST_MANY_MAX)
@@ -148,7 +249,12 @@ int store__ingest_many(struct store *s, const struct batch *const *batches, size
 	if (!n)
 		return 0;
 	memset(results, 0, n * sizeof(*results));
-	err = s->backend->ingest_many(s, batches, n, now, results);
+	for (i = 0; i < n; i++) {
+		results[i].err =
+			check_batch(s, batches[i], now, results[i].why, sizeof(results[i].why));
+		refused += results[i].err != 0;
+	}
+	err = ingest_passed(s, batches, n, now, results, refused);
 	/* a store failure: no batch not refused alone is acknowledged */
 	for (i = 0; err && i < n; i++) {
 		if (store__refused(results[i].err))

@@ -139,12 +139,13 @@ const char *store__errmsg(const struct store *s);
  * already built over it, and records (agent_id, seq). If (agent_id, seq) was
  * already stored, nothing is written and *duplicate is true. Returns 0 only after
  * the commit; on any error the transaction is rolled back, the database (and the
- * caches) as before, and the result is -EINVAL (an index out of range, a count of
- * 0 or above BATCH_MAX_COUNT), -ERANGE (a window_start beyond
- * +-STORE_MAX_ABS_WINDOW), -ENOSPC (the stack dictionary past UINT32_MAX ids, a
- * block's id width), or a translated SQLite error; the reason is in
- * store__errmsg(). The caller should validate b (batch__validate); the store
- * checks indices again but not every cap.
+ * caches) as before, and the result is -EINVAL (b fails batch__validate(), still
+ * names stacks by id only (refs), or has a label of the key STORE_TYPE_LABEL; or
+ * a backend's own limit: SQLite's seq at most INT64_MAX), -ERANGE (a
+ * window_start beyond +-STORE_MAX_ABS_WINDOW), -ENOSPC (the stack dictionary past
+ * UINT32_MAX ids, a block's id width), or a translated SQLite error; the reason is
+ * in store__errmsg(). Those checks of b are made once, before the backend sees
+ * it (store/store.c), the same for every backend.
  *
  * What is stored cannot break a query: a frame's name and file are stored
  * through frame_sanitize() (no ';', newline or control character; at most

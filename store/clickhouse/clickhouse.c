@@ -467,6 +467,11 @@ static void ch_close(struct store *base)
 	free(s);
 }
 
+static void ch_set_errmsg(struct store *base, const char *msg)
+{
+	ch_fail(ch_of(base), 0, "%s", msg);
+}
+
 static const char *ch_errmsg(const struct store *base)
 {
 	return ((const struct ch_store *)base)->errmsg;
@@ -484,6 +489,7 @@ const struct store_backend store_clickhouse_backend = {
 	.open = ch_open,
 	.close = ch_close,
 	.errmsg = ch_errmsg,
+	.set_errmsg = ch_set_errmsg,
 	.ingest = ch_ingest,
 	.ingest_many = ch_store__ingest_many,
 	.query_stacks = ch_query_stacks,

@@ -17,10 +17,12 @@
  * rollups (schema/sqlite/005_blocks.sql). Each batch also upserts one row of windows (its window's
  * length and sampling period, schema/sqlite/004_windows.sql), at the bucket it was stored in.
  *
- * Nothing from the wire is trusted: frame names and files are stored sanitized
- * and cut (frame_sanitize), so no stored frame can forge the folded grammar;
- * counts are bounded (BATCH_MAX_COUNT) and sums saturate; windows are bounded;
- * stack ids past UINT32_MAX (a block's id width) are refused.
+ * The batch has passed store.c's checks (store/backend.h: batch__validate(), no
+ * refs, the window in range), so every index is in range and every size under
+ * its cap here. Frame names and files are stored sanitized and cut
+ * (frame_sanitize), so no stored frame can forge the folded grammar; sums
+ * saturate. This backend refuses only what SQLite or its block format cannot
+ * hold: a seq past INT64_MAX and stack ids past UINT32_MAX (a block's id width).
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -364,9 +366,6 @@ static int intern_string(struct sqlite_store *s, struct ingest *in, uint32_t i, 
 {
 	int err;
 
-	if (i >= in->b->nstrings)
-		return store_fail(s, -EINVAL, "string %u out of range (%u strings)", i,
-				  in->b->nstrings);
 	if (in->str[i]) {
 		*id = in->str[i];
 		return 0;
@@ -384,12 +383,8 @@ static int intern_string(struct sqlite_store *s, struct ingest *in, uint32_t i, 
 static int intern_frame_text(struct sqlite_store *s, struct ingest *in, uint32_t i, int64_t *id)
 {
 	char clean[FRAME_MAX_NAME_LEN + 1];
-	const char *text;
+	const char *text = in->b->strings[i];
 
-	if (i >= in->b->nstrings)
-		return store_fail(s, -EINVAL, "string %u out of range (%u strings)", i,
-				  in->b->nstrings);
-	text = in->b->strings[i] ? in->b->strings[i] : "";
 	if (frame_is_clean(text, strlen(text)))
 		return intern_string(s, in, i, id);
 	frame_sanitize(text, strlen(text), clean);
@@ -474,19 +469,11 @@ static int intern_frame(struct sqlite_store *s, struct ingest *in, uint32_t i, i
 	bool inserted;
 	int err;
 
-	if (i >= in->b->nframes)
-		return store_fail(s, -EINVAL, "frame %u out of range (%u frames)", i,
-				  in->b->nframes);
 	if (in->frame[i]) {
 		*id = in->frame[i];
 		return 0;
 	}
 	f = &in->b->frames[i];
-	if (f->kind >= FRAME_KIND_NR)
-		return store_fail(s, -EINVAL, "frame %u: bad kind %u", i, f->kind);
-	if (f->name >= in->b->nstrings || f->file >= in->b->nstrings)
-		return store_fail(s, -EINVAL, "frame %u: string %u out of range (%u strings)", i,
-				  f->name >= in->b->nstrings ? f->name : f->file, in->b->nstrings);
 	if (in->fhash[i] && frame_key(in, f, kb, &k.len)) {
 		k.bytes = kb;
 		hash = in->fhash[i];
@@ -531,8 +518,6 @@ static int prepare_stack(struct sqlite_store *s, struct ingest *in, uint32_t i)
 	int err;
 
 	stk = &in->b->stacks[i];
-	if (!stk->nframes || stk->nframes > BATCH_MAX_STACK_DEPTH)
-		return store_fail(s, -EINVAL, "stack %u: %u frames", i, stk->nframes);
 	err = array_grow((void **)&in->blobs, &in->blobcap,
 			 in->blobused + (size_t)stk->nframes * VARINT_MAX, 1)
 		      ?: array_grow((void **)&in->pend, &in->pendcap, in->npend + 1,
@@ -543,7 +528,7 @@ static int prepare_stack(struct sqlite_store *s, struct ingest *in, uint32_t i)
 		uint32_t f = stk->frames[j];
 
 		/* most frames of a stack are interned already, by an earlier stack */
-		if (f < in->b->nframes && in->frame[f])
+		if (in->frame[f])
 			fid = in->frame[f];
 		else if ((err = intern_frame(s, in, f, &fid)))
 			return err;
@@ -622,28 +607,17 @@ static int intern_labelset(struct sqlite_store *s, struct ingest *in, uint32_t i
 	uint32_t j, n;
 	int err;
 
-	if (i >= in->b->nlabelsets)
-		return store_fail(s, -EINVAL, "label set %u out of range (%u label sets)", i,
-				  in->b->nlabelsets);
 	if (in->labelset[i]) {
 		*id = in->labelset[i];
 		return 0;
 	}
 	ls = &in->b->labelsets[i];
-	if (ls->nlabels > BATCH_MAX_LABELS)
-		return store_fail(s, -EINVAL, "label set %u: %u labels", i, ls->nlabels);
 	for (j = 0; j < ls->nlabels; j++) {
 		err = intern_string(s, in, ls->labels[j].key, &pairs[j].key);
 		if (!err)
 			err = intern_string(s, in, ls->labels[j].value, &pairs[j].value);
 		if (err)
 			return err;
-		if (in->b->strings[ls->labels[j].key] &&
-		    !strcmp(in->b->strings[ls->labels[j].key], STORE_TYPE_LABEL))
-			return store_fail(s, -EINVAL,
-					  "label set %u: the key " STORE_TYPE_LABEL
-					  " is the store's (the batch's profile type)",
-					  i);
 	}
 	n = ls->nlabels;
 	if (in->type_key) {
@@ -657,8 +631,6 @@ static int intern_labelset(struct sqlite_store *s, struct ingest *in, uint32_t i
 	if (err)
 		return err;
 	for (j = 0; j < n; j++) {
-		if (j && pairs[j].key == pairs[j - 1].key)
-			return store_fail(s, -EINVAL, "label set %u: duplicate key", i);
 		k.len += put_varint(s->buf + k.len, (uint64_t)pairs[j].key);
 		k.len += put_varint(s->buf + k.len, (uint64_t)pairs[j].value);
 	}
@@ -696,22 +668,6 @@ static int flush_refs(struct sqlite_store *s, const struct refs *r, int slot)
 		if (r->id[i])
 			err = run_ids(s, slot, r->id[i], r->n[i]);
 	return err;
-}
-
-/* Refuses a window outside [lo, hi] (-ERANGE, with the reason). */
-static int check_window(struct sqlite_store *s, const struct batch *b, bool bounded, int64_t now)
-{
-	int64_t lo = -STORE_MAX_ABS_WINDOW, hi = STORE_MAX_ABS_WINDOW;
-
-	if (bounded && now > -STORE_MAX_ABS_WINDOW && now < STORE_MAX_ABS_WINDOW) {
-		lo = now - s->opts.retention_seconds;
-		hi = now + STORE_MAX_FUTURE_SECONDS;
-	}
-	if (b->window_start < lo || b->window_start > hi)
-		return store_fail(
-			s, -ERANGE, "window_start %" PRId64 " outside [%" PRId64 ", %" PRId64 "]%s",
-			b->window_start, lo, hi, bounded ? " (now - retention, now + 1 h)" : "");
-	return 0;
 }
 
 /* Where a batch of window ws goes (schema/sqlite/005_blocks.sql): into tier t's block
@@ -772,17 +728,9 @@ static int intern_samples(struct sqlite_store *s, struct ingest *in, struct bloc
 	for (i = 0; i < b->nsamples; i++) {
 		const struct batch_sample *smp = &b->samples[i];
 
-		if (!smp->count || smp->count > BATCH_MAX_COUNT)
-			return store_fail(s, -EINVAL,
-					  "sample %u: count %" PRIu64 " out of range (1 to %" PRIu64
-					  ")",
-					  i, smp->count, BATCH_MAX_COUNT);
 		err = intern_labelset(s, in, smp->labelset, &ls_id);
 		if (err)
 			return err;
-		if (smp->stack >= b->nstacks)
-			return store_fail(s, -EINVAL, "stack %u out of range (%u stacks)",
-					  smp->stack, b->nstacks);
 		if (!in->stack[smp->stack]) {
 			err = prepare_stack(s, in, smp->stack);
 			if (!err && in->npend == STACK_CHUNK)
@@ -937,12 +885,8 @@ out:
 static int intern_type(struct sqlite_store *s, struct ingest *in)
 {
 	const struct batch *b = in->b;
-	const char *type;
+	const char *type = b->strings[b->profile_type];
 
-	if (b->profile_type >= b->nstrings)
-		return store_fail(s, -EINVAL, "profile type string %u out of range",
-				  b->profile_type);
-	type = b->strings[b->profile_type] ? b->strings[b->profile_type] : "";
 	if (!*type || !strcmp(type, STORE_TYPE_CPU))
 		return 0;
 	return intern_text(s, in, STORE_TYPE_LABEL, &in->type_key)
@@ -960,8 +904,7 @@ static int ingest_locked(struct sqlite_store *s, struct ingest *in, bool *duplic
 	const char *agent;
 	int err;
 
-	if (b->agent_id >= b->nstrings || !b->strings[b->agent_id])
-		return store_fail(s, -EINVAL, "agent id string %u out of range", b->agent_id);
+	/* SQLite's integers are signed 64-bit (ClickHouse's seq column is UInt64) */
 	if (b->seq > INT64_MAX)
 		return store_fail(s, -EINVAL, "seq %" PRIu64 " too large", b->seq);
 	agent = b->strings[b->agent_id];
@@ -1068,8 +1011,7 @@ static int run(struct sqlite_store *s, int slot)
 
 /* Stores b: in a transaction of its own, or (in_txn, store__ingest_many) in a
  * savepoint of the caller's, rolled back alone when b fails. */
-static int ingest(struct sqlite_store *s, const struct batch *b, bool bounded, int64_t now,
-		  bool *duplicate, bool in_txn)
+static int ingest(struct sqlite_store *s, const struct batch *b, bool *duplicate, bool in_txn)
 {
 	struct ingest in = { .b = b };
 	bool dup = false;
@@ -1080,14 +1022,6 @@ static int ingest(struct sqlite_store *s, const struct batch *b, bool bounded, i
 	if (!s || !b)
 		return -EINVAL;
 	s->errmsg[0] = '\0';
-	err = check_window(s, b, bounded, now);
-	if (err)
-		return err;
-	/* Hard caps before sizing the maps by them (batch__validate checks the rest). */
-	if (b->nstrings > BATCH_MAX_STRINGS || b->nframes > BATCH_MAX_FRAMES ||
-	    b->nstacks > BATCH_MAX_STACKS || b->nlabelsets > BATCH_MAX_LABELSETS ||
-	    b->nsamples > BATCH_MAX_SAMPLES)
-		return store_fail(s, -EINVAL, "batch over a size cap");
 	if (!s->intern) {
 		err = store_intern_new(0, &s->intern);
 		if (err)
@@ -1150,7 +1084,8 @@ int sqlite_store__ingest(struct store *base, const struct batch *b, const int64_
 {
 	struct sqlite_store *s = sqlite_store_of(base);
 
-	return ingest(s, b, now != NULL, now ? *now : 0, duplicate, false);
+	(void)now; /* store.c checked the window */
+	return ingest(s, b, duplicate, false);
 }
 
 /* store__ingest_many(): one transaction, each batch in a savepoint (a refused one
@@ -1163,10 +1098,11 @@ int sqlite_store__ingest_many(struct store *base, const struct batch *const *bat
 	size_t i;
 	int err;
 
+	(void)now; /* store.c checked the windows */
 	s->errmsg[0] = '\0';
 	err = store_run(s, ST_BEGIN);
 	for (i = 0; !err && i < n; i++) {
-		err = ingest(s, batches[i], now != NULL, now ? *now : 0, &res[i].duplicate, true);
+		err = ingest(s, batches[i], &res[i].duplicate, true);
 		if (err)
 			snprintf(res[i].why, sizeof(res[i].why), "%s", s->errmsg);
 		res[i].err = err;

@@ -340,6 +340,11 @@ static void sqlite_store__close(struct store *base)
 	free(s);
 }
 
+static void sqlite_store__set_errmsg(struct store *base, const char *msg)
+{
+	store_fail(sqlite_store_of(base), 0, "%s", msg);
+}
+
 static const char *sqlite_store__errmsg(const struct store *base)
 {
 	const struct sqlite_store *s = sqlite_store_of_const(base);
@@ -360,6 +365,7 @@ const struct store_backend store_sqlite_backend = {
 	.open = sqlite_open,
 	.close = sqlite_store__close,
 	.errmsg = sqlite_store__errmsg,
+	.set_errmsg = sqlite_store__set_errmsg,
 	.ingest = sqlite_store__ingest,
 	.ingest_many = sqlite_store__ingest_many,
 	.query_stacks = sqlite_store__query_stacks,

@@ -888,6 +888,127 @@ static void test_failed_ingest(void **state)
 	close_checked(s);
 }
 
+/* A batch that breaks one property of batch.h, the store's way: labels "a=1,b=2"
+ * on one stack, then the defect. */
+enum defect {
+	DUP_KEY,       /* two labels of one key */
+	UNSORTED,      /* keys out of order */
+	LONG_STRING,   /* a label value over BATCH_MAX_STRING_LEN */
+	MANY_COUNTERS, /* over BATCH_MAX_COUNTERS */
+	EMPTY_AGENT,   /* agent_id 0, the empty string */
+	UNRESOLVED,    /* a sample of a stack sent by id only */
+	NDEFECTS
+};
+
+static struct batch *defective_batch(enum defect d, uint64_t seq)
+{
+	struct batch_labelset *ls;
+	struct batch_label tmp;
+	struct batch *b;
+	struct tb tb;
+
+	tb_init(&tb, "agent-x", seq, 1000);
+	tb_add(&tb, "a=1,b=2", "app;main;work", 3);
+	b = tb_finish(&tb);
+	ls = &b->labelsets[0];
+	switch (d) {
+	case DUP_KEY:
+		ls->labels[1].key = ls->labels[0].key;
+		break;
+	case UNSORTED:
+		tmp = ls->labels[0];
+		ls->labels[0] = ls->labels[1];
+		ls->labels[1] = tmp;
+		break;
+	case LONG_STRING:
+		free(b->strings[ls->labels[1].value]);
+		b->strings[ls->labels[1].value] = calloc(BATCH_MAX_STRING_LEN + 2, 1);
+		assert_non_null(b->strings[ls->labels[1].value]);
+		memset(b->strings[ls->labels[1].value], 'v', BATCH_MAX_STRING_LEN + 1);
+		break;
+	case MANY_COUNTERS:
+		b->ncounters = BATCH_MAX_COUNTERS + 1;
+		b->counters = calloc(b->ncounters, sizeof(*b->counters));
+		assert_non_null(b->counters);
+		break;
+	case EMPTY_AGENT:
+		b->agent_id = 0;
+		break;
+	case UNRESOLVED:
+		b->nrefs = 1;
+		b->refs = calloc(1, sizeof(*b->refs));
+		assert_non_null(b->refs);
+		b->samples[0].stack = b->nstacks;
+		break;
+	case NDEFECTS:
+		break;
+	}
+	return b;
+}
+
+static void defective_free(struct batch *b)
+{
+	free(b->refs);
+	tbatch_free(b);
+}
+
+/* Every batch that breaks a property of batch.h (batch__validate) is refused
+ * (-EINVAL, with the reason) and stores nothing, alone or in a call of several,
+ * on every backend: the one validation before dispatch. Before it, ClickHouse
+ * stored duplicate label keys and SQLite and ClickHouse both stored unsorted
+ * keys, an over-long string, too many counters and an empty agent id. */
+static void test_refused_batches(void **state)
+{
+	static const char *const reasons[NDEFECTS] = {
+		[DUP_KEY] = "label set 0: keys not sorted or not unique",
+		[UNSORTED] = "label set 0: keys not sorted or not unique",
+		[LONG_STRING] = "longer than 4096 bytes",
+		[MANY_COUNTERS] = "65 counters over the cap of 64",
+		[EMPTY_AGENT] = "empty agent_id",
+		[UNRESOLVED] = "1 stacks sent by id only, not resolved",
+	};
+	struct fixture *fx = *state;
+	struct store_ingest_result res[2];
+	const struct batch *two[2];
+	struct store_stats before, after;
+	struct batch *b, *good;
+	struct store *s;
+	bool dup = true;
+	int d;
+
+	s = open_backend(fx, NULL);
+	good = one_batch("agent-g", 1, 1000, "k=v", "app;main", 1);
+	assert_int_equal(store__ingest(s, good, &dup), 0);
+	tbatch_free(good);
+	assert_int_equal(store__stats(s, &before), 0);
+	for (d = 0; d < NDEFECTS; d++) {
+		b = defective_batch((enum defect)d, 10 + (uint64_t)d);
+		dup = true;
+		if (store__ingest(s, b, &dup) != -EINVAL)
+			fail_msg("defect %d (%s): not refused alone", d, reasons[d]);
+		assert_false(dup);
+		if (!strstr(store__errmsg(s), reasons[d]))
+			fail_msg("defect %d: reason \"%s\" lacks \"%s\"", d, store__errmsg(s),
+				 reasons[d]);
+		/* in a call with the stored batch again: refused alone, the other
+		 * answered (a duplicate, so that nothing is stored by the call) */
+		good = one_batch("agent-g", 1, 1000, "k=v", "app;main", 1);
+		two[0] = b;
+		two[1] = good;
+		assert_int_equal(store__ingest_many(s, two, 2, NULL, res), 0);
+		if (res[0].err != -EINVAL || !strstr(res[0].why, reasons[d]))
+			fail_msg("defect %d: in a call of two: %d \"%s\"", d, res[0].err,
+				 res[0].why);
+		assert_int_equal(res[1].err, 0);
+		assert_true(res[1].duplicate);
+		tbatch_free(good);
+		defective_free(b);
+		assert_int_equal(store__stats(s, &after), 0);
+		assert_stats_equal(&before, &after);
+	}
+	close_checked(s);
+}
+
 /* Windows every 10 s from 10000 to 12190 (hours 7200 and 10800), default
  * retentions: nothing is due before a minute bucket ended
  * STORE_ROLLUP_DELAY_SECONDS ago; at 14400 + the delay every minute and both hour
@@ -1567,7 +1688,7 @@ static void test_count_overflow(void **state)
 	/* the recipe: two batches of 2^62 in one bucket */
 	b = one_batch("agent-o", 1, 1020, "k=v", "proc;f", UINT64_C(1) << 62);
 	assert_int_equal(store__ingest(s, b, &dup), -EINVAL);
-	assert_non_null(strstr(store__errmsg(s), "out of range"));
+	assert_non_null(strstr(store__errmsg(s), "count 4611686018427387904 over the cap"));
 	tbatch_free(b);
 	b = one_batch("agent-o", 1, 1020, "k=v", "proc;f", BATCH_MAX_COUNT);
 	assert_int_equal(store__ingest(s, b, &dup), 0);
@@ -3023,6 +3144,7 @@ int main(void)
 		BOTH(test_roundtrip),
 		BOTH(test_duplicate),
 		BOTH(test_failed_ingest),
+		BOTH(test_refused_batches),
 		BOTH(test_maintain),
 		BOTH(test_size),
 		BOTH(test_series_and_labels),
