@@ -84,9 +84,11 @@ int stackid_parse(const void *bytes, size_t len, struct frame *frames, size_t ma
 int stackid_compact(const struct batch *b, const uint8_t (*ids)[STACKID_LEN], const bool *by_ref,
 		    struct batch **out);
 
-/* A new, complete batch from b (valid) whose refs[i] has the canonical bytes
- * bytes[i] (lens[i] bytes; i < b->nrefs): b's stacks, then one per ref, so that
- * every sample index stays what it was. stack_ids are not kept. Returns 0,
+/* A new, complete batch from b (which must have passed batch__validate(), as
+ * wire_decode()'s output has: it is not checked again) whose refs[i] has the
+ * canonical bytes bytes[i] (lens[i] bytes; i < b->nrefs): b's stacks, then one
+ * per ref, so that every sample index stays what it was. stack_ids are not kept.
+ * The store validates the result before storing it. Returns 0,
  * -EINVAL (bytes that do not parse, a cap exceeded; a reason in why) or -ENOMEM;
  * *out written only on success. */
 int stackid_resolve(const struct batch *b, const void *const *bytes, const size_t *lens,

@@ -499,6 +499,54 @@ static void test_validate(void **state)
 		b->labelsets[0].labels[1] = t;
 		expect_invalid(b, "label set 0: keys not sorted or not unique");
 	}
+	/* and unique: two labels of one key text, in two strings */
+	{
+		const char *k[] = { "a", "b" }, *v[] = { "1", "2" };
+		struct batch_builder *bb = new_builder();
+
+		assert_int_equal(batch_builder__add(bb, k, v, 2, "p;f", 1), 0);
+		b = finish(bb);
+		batch_builder__free(bb);
+		free(b->strings[b->labelsets[0].labels[1].key]);
+		b->strings[b->labelsets[0].labels[1].key] = strdup("a");
+		expect_invalid(b, "label set 0: keys not sorted or not unique");
+	}
+	b = small_batch();
+	b->samples[0].count = BATCH_MAX_COUNT + 1;
+	expect_invalid(b, "sample 0: count 1099511627777 over the cap of 1099511627776");
+	b = small_batch();
+	free(b->strings[1]);
+	b->strings[1] = calloc(BATCH_MAX_STRING_LEN + 2, 1);
+	assert_non_null(b->strings[1]);
+	memset(b->strings[1], 'x', BATCH_MAX_STRING_LEN + 1);
+	expect_invalid(b, "string 1 longer than 4096 bytes");
+	b = small_batch();
+	free(b->strings[1]);
+	b->strings[1] = NULL;
+	expect_invalid(b, "string 1 missing");
+	b = small_batch();
+	b->profile_type = 99;
+	expect_invalid(b, "profile_type string 99 out of range");
+	b = small_batch();
+	b->agent_id = 99;
+	expect_invalid(b, "agent_id string 99 out of range");
+	/* a stack sent by id: its array present, and in the count of stacks */
+	b = small_batch();
+	b->nrefs = 1;
+	expect_invalid(b, "stack refs missing");
+	b = small_batch();
+	b->refs = calloc(1, sizeof(*b->refs));
+	assert_non_null(b->refs);
+	b->nrefs = BATCH_MAX_STACKS;
+	expect_invalid(b, "stacks over the cap of 1048576");
+	b = small_batch();
+	b->refs = calloc(1, sizeof(*b->refs));
+	assert_non_null(b->refs);
+	b->nrefs = 1;
+	b->samples[0].stack = 1; /* the ref: valid */
+	assert_int_equal(batch__validate(b, NULL, 0), 0);
+	b->samples[0].stack = 2;
+	expect_invalid(b, "sample 0: stack 2 out of range (2 stacks)");
 	/* a short why buffer is truncated, not overrun */
 	b = small_batch();
 	b->samples[0].count = 0;
