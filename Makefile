@@ -62,7 +62,7 @@ ASAN_CFLAGS = $(BASE_CFLAGS) -O1 $(SAN_FLAGS)
 
 # Every C source of the program, subfolders included; cli/ holds main() and the
 # subcommands' front ends (the only code that sees argv).
-LIB_DIRS  := common agent collector store query
+LIB_DIRS  := common wire agent collector store query
 LIB_SRCS  := $(sort $(shell find $(LIB_DIRS) -name '*.c' 2>/dev/null))
 MAIN_SRCS := $(wildcard cli/*.c)
 # the front ends without main(), archived for the tests of their option parsers

@@ -36,9 +36,9 @@
 #include "agent/sampler.h"
 #include "agent/sender.h"
 #include "agent/unwind/unwinder.h"
-#include "common/batch.h"
+#include "wire/batch.h"
 #include "common/log.h"
-#include "common/wire.h"
+#include "wire/wire.h"
 
 #define POLL_MS		    200 /* longest wait between checks of stop and window end */
 #define KEEP_EXITED_WINDOWS 2	/* windows a dead process's maps outlive it */

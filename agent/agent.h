@@ -21,7 +21,7 @@
 /* A window's samples are shipped in batches of at most this much protobuf (the
  * builder's bound, batch_builder__wire_bytes): 1 MiB of the most expensive shape
  * needs under 10 MiB of protobuf-c memory to decode, well inside the collector's
- * defaults (8 MiB decompressed, 32 MiB unpacked; common/wire.h), while a 2-CPU
+ * defaults (8 MiB decompressed, 32 MiB unpacked; wire/wire.h), while a 2-CPU
  * host's window is ~0.3 MiB and goes out whole. */
 #define AGENT_BATCH_MAX_KB 1024
 

@@ -17,7 +17,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "common/batch.h"
+#include "wire/batch.h"
 #include "common/frame.h"
 
 /* Frames of one stack: a batch's stack holds at most BATCH_MAX_STACK_DEPTH, and

@@ -21,8 +21,8 @@
 
 #include "common/array.h"
 #include "common/log.h"
-#include "common/stackid.h"
-#include "common/wire.h"
+#include "wire/stackid.h"
+#include "wire/wire.h"
 
 #define SPOOL_SUFFIX ".batch"
 #define TMP_PREFIX   ".tmp-"

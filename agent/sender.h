@@ -20,7 +20,7 @@
  *
  * Stacks by id (wire format 3, schema/smolder.proto): the spool holds every batch
  * with its stacks in full; when posting, the sender names by content id alone
- * (common/stackid.h) each stack that an earlier batch carried in full and that a
+ * (wire/stackid.h) each stack that an earlier batch carried in full and that a
  * collector answered 200 for (the acknowledged ids, kept in memory: an agent
  * restart forgets them and sends its first batch in full). A 409 (the collector's
  * store does not know some ids: a new or emptied store, another collector's

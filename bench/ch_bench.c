@@ -43,7 +43,7 @@
 #include <unistd.h>
 
 #include "bench/gen.h"
-#include "common/batch.h"
+#include "wire/batch.h"
 #include "common/frame.h"
 #include "store/store.h"
 

@@ -8,7 +8,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "common/batch.h"
+#include "wire/batch.h"
 
 #define NPROC		   40
 #define POOL		   60	/* stacks per process */

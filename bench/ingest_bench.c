@@ -29,9 +29,9 @@
 
 #include <zlib.h>
 
-#include "common/batch.h"
-#include "common/stackid.h"
-#include "common/wire.h"
+#include "wire/batch.h"
+#include "wire/stackid.h"
+#include "wire/wire.h"
 #include "profile.pb-c.h"
 #include "store/store.h"
 

@@ -24,8 +24,8 @@
 
 #include <curl/curl.h>
 
-#include "common/batch.h"
-#include "common/wire.h"
+#include "wire/batch.h"
+#include "wire/wire.h"
 #include "bench/gen.h"
 
 #define MAX_COLLECTORS 8

@@ -49,8 +49,8 @@
 
 #include <curl/curl.h>
 
-#include "common/batch.h"
-#include "common/wire.h"
+#include "wire/batch.h"
+#include "wire/wire.h"
 #include "store/store.h"
 
 #include "bench/gen.h"

@@ -48,9 +48,9 @@
 #include <sqlite3.h>
 
 #include "bench/gen.h"
-#include "common/batch.h"
+#include "wire/batch.h"
 #include "common/frame.h"
-#include "common/wire.h"
+#include "wire/wire.h"
 #include "query/query.h"
 #include "store/store.h"
 

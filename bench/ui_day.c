@@ -11,7 +11,7 @@
 #include <unistd.h>
 
 #include "bench/gen.h"
-#include "common/batch.h"
+#include "wire/batch.h"
 #include "store/store.h"
 
 #define WINDOWS 8640 /* 24 h of 10 s windows */

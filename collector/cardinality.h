@@ -24,7 +24,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "common/batch.h"
+#include "wire/batch.h"
 
 /* Defaults per agent and minute. A busy host (bench/gen.h's mix)
  * sends about 1,350 distinct stacks a window, 85 k new stacks a day, and a label

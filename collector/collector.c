@@ -39,7 +39,7 @@
 
 #include "common/address.h"
 #include "common/log.h"
-#include "common/wire.h"
+#include "wire/wire.h"
 #include "store/store.h"
 
 #define THREADS 4 /* serving threads, query workers and readers each */

@@ -15,8 +15,8 @@
 
 #include "collector/http.h"
 #include "collector/stackrefs.h"
-#include "common/batch.h"
-#include "common/wire.h"
+#include "wire/batch.h"
+#include "wire/wire.h"
 #include "store/store.h"
 
 /* Group commit (ingestq.h): batches one store call takes at most. A call's

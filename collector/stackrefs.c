@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "common/reason.h"
-#include "common/stackid.h"
+#include "wire/stackid.h"
 
 /* Checks the claimed ids of b's full stacks and remembers them. */
 static int remember(struct store *s, int64_t now, const struct batch *b, struct stackrefs_counts *n,

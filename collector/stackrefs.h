@@ -11,7 +11,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "common/batch.h"
+#include "wire/batch.h"
 #include "store/store.h"
 
 /* Unknown ids listed in a 409 answer at most: 64 x 35 bytes fit the agent's 4 KiB

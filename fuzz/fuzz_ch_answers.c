@@ -24,7 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "common/batch.h"
+#include "wire/batch.h"
 #include "common/frame.h"
 #include "store/store.h"
 #include "store/clickhouse/frames.h"

@@ -15,9 +15,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "common/batch.h"
-#include "common/stackid.h"
-#include "common/wire.h"
+#include "wire/batch.h"
+#include "wire/stackid.h"
+#include "wire/wire.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

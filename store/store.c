@@ -4,7 +4,7 @@
  * once for every backend, and every other call is forwarded to the table of the store's backend
  * (store/backend.h), after the NULL checks the contract promises. A batch to ingest is checked
  * here, once for every backend: its window against the store's retention, then batch__validate()
- * (every property of a batch, common/batch.h), then what the store's contract adds (no stack
+ * (every property of a batch, wire/batch.h), then what the store's contract adds (no stack
  * refs left, no label of the store's own key); a backend sees only batches that passed, and
  * refuses only what its own limits cannot hold. No backend code lives here.
  */
@@ -15,7 +15,7 @@
 #include <string.h>
 #include <strings.h>
 
-#include "common/batch.h"
+#include "wire/batch.h"
 #include "common/reason.h"
 #include "store/backend.h"
 

@@ -404,7 +404,7 @@ int store__maintain(struct store *s, int64_t now, size_t max_rows, bool *more);
 /* ---- stack references: the fleet wire's stacks by content id ----------------
  *
  * An agent sends a stack the collectors have already stored as its content id
- * alone (wire format 3, schema/smolder.proto; the id is common/stackid.h's hash
+ * alone (wire format 3, schema/smolder.proto; the id is wire/stackid.h's hash
  * of the stack's canonical bytes). The store remembers id -> canonical bytes, so
  * that any collector of a store resolves any agent's ids (stateless collectors
  * share only the store). The bytes are opaque here: the collector computes the
@@ -415,7 +415,7 @@ int store__maintain(struct store *s, int64_t now, size_t max_rows, bool *more);
 #define STORE_STACKREF_MAX_REFS (1u << 20)
 /* The most canonical bytes one stack takes: BATCH_MAX_STACK_DEPTH frames of two
  * strings of BATCH_MAX_STRING_LEN, each frame with its 9 bytes of header
- * (common/stackid.h, STACKID_MAX_BYTES, which a test holds equal). */
+ * (wire/stackid.h, STACKID_MAX_BYTES, which a test holds equal). */
 #define STORE_STACKREF_MAX_BYTES (512u * (9u + 2u * 4096u))
 
 struct store_stackref {

@@ -2,6 +2,8 @@
 # The layout rules that `ls` promises (docs/architecture.md "Folder map"), checked on the sources:
 #   - the includes between folders form no cycle;
 #   - agent/ and collector/ are included by cli/ alone (tests/ and bench/ aside);
+#   - wire/ (the wire codec, batches, content ids) includes common/ alone, and
+#     common/ does not include wire/;
 #   - only store/ includes <sqlite3.h>, and the rest reach it through store/store.h;
 #   - store/'s backends (store/sqlite/, store/clickhouse/) include nothing of each
 #     other, store/'s shared files include neither, and the pieces of store/ form no
@@ -13,7 +15,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
-dirs=(bpf common store query collector agent cli)
+dirs=(bpf common wire store query collector agent cli)
 bad=0
 fail() {
 	echo "layout: $*"
@@ -54,6 +56,13 @@ for d in "${dirs[@]}"; do
 			;;
 		esac
 	done
+done
+
+for n in ${edges[wire]:-}; do
+	[[ $n == common ]] || fail "wire/ includes $n/ (it may include common/ alone)"
+done
+for n in ${edges[common]:-}; do
+	[[ $n == wire ]] && fail "common/ includes wire/ (wire/ builds on common/, not the reverse)"
 done
 
 while read -r f; do

@@ -8,7 +8,7 @@
  * Folded text is read and written only through common/frame.h, so text ->
  * builder -> text is the identity.
  */
-#include "common/batch.h"
+#include "wire/batch.h"
 #include "common/array.h"
 #include "common/reason.h"
 

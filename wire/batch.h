@@ -1,5 +1,5 @@
 /* A batch: one window of one agent's samples in dictionary form. The agent builds
- * it, the wire codec (common/wire.h) encodes and decodes it, the store ingests it.
+ * it, the wire codec (wire/wire.h) encodes and decodes it, the store ingests it.
  *
  * Every cross reference is an index: frames, label keys and values name strings;
  * stacks name frames (root first); samples name a label set and a stack, or a
@@ -40,7 +40,7 @@
  * (--window) x about 30 000 CPUs = 1.08e12 < 2^40. Bounding it keeps the sums of
  * real data far from INT64_MAX (2^23 batches at the cap in one bucket). */
 #define BATCH_MAX_COUNT (UINT64_C(1) << 40)
-/* A stack's content id (common/stackid.h): 128 bits. */
+/* A stack's content id (wire/stackid.h): 128 bits. */
 #define BATCH_STACK_ID_LEN 16
 
 struct batch_frame {
@@ -98,7 +98,7 @@ struct batch {
 	uint32_t nsamples;
 	struct batch_counter *counters;
 	uint32_t ncounters;
-	/* Stacks sent by content id only (wire format 3, common/stackid.h): a
+	/* Stacks sent by content id only (wire format 3, wire/stackid.h): a
 	 * sample's stack s >= nstacks names refs[s - nstacks]; nstacks + nrefs is
 	 * at most BATCH_MAX_STACKS. A batch with refs is not complete: the
 	 * collector resolves them (stackid_resolve) before the store sees it. */
@@ -163,7 +163,7 @@ int batch_builder__counter(struct batch_builder *bb, const char *name, uint64_t 
 
 /* An upper bound on the size of the batch being built once encoded as protobuf
  * (before compression). A sender that must stay under a receiver's decoding
- * limits (common/wire.h) finishes the batch early and starts another when this
+ * limits (wire/wire.h) finishes the batch early and starts another when this
  * passes its budget. */
 size_t batch_builder__wire_bytes(const struct batch_builder *bb);
 

@@ -1,9 +1,9 @@
 /* Stacks' content ids and the two batch transforms of the fleet wire (see
  * stackid.h for the canonical form and why the hash is SHA-256). Both transforms
- * build a new batch in the decoder's layout (common/batch.h: strings in one pool,
+ * build a new batch in the decoder's layout (wire/batch.h: strings in one pool,
  * stacks' frames in another), sized exactly before anything is copied.
  */
-#include "common/stackid.h"
+#include "wire/stackid.h"
 #include "common/reason.h"
 
 #include <errno.h>

@@ -28,7 +28,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "common/batch.h"
+#include "wire/batch.h"
 
 #define STACKID_LEN BATCH_STACK_ID_LEN /* 16 bytes: 128 bits */
 /* Header bytes of one frame in the canonical form: kind 1, line 4, two lengths 2. */

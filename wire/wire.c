@@ -15,7 +15,7 @@
  * conversion to struct batch (any version, its strings and stack frames in two
  * pools) and batch__validate().
  */
-#include "common/wire.h"
+#include "wire/wire.h"
 #include "common/reason.h"
 
 #include <errno.h>

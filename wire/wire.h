@@ -1,4 +1,4 @@
-/* The wire codec: a struct batch (common/batch.h) to and from the body of an
+/* The wire codec: a struct batch (wire/batch.h) to and from the body of an
  * ingest request, a protobuf smolder.v1.Batch (schema/smolder.proto, which owns
  * the format) compressed as one zstd frame with its content size in the header.
  * The decoder is the collector's first line of defence: every size is checked
@@ -11,7 +11,7 @@
 
 #include <stddef.h>
 
-#include "common/batch.h"
+#include "wire/batch.h"
 
 #define WIRE_CONTENT_TYPE     "application/x-protobuf"
 #define WIRE_CONTENT_ENCODING "zstd"
@@ -73,7 +73,7 @@ int wire_encode_version(const struct batch *b, int zstd_level, unsigned version,
 
 /* Decodes body (len bytes, wire format version 1, 2 or 3) under lim (NULL: the
  * defaults). A version 3 batch may hold refs (stacks by id only): the caller
- * resolves them (common/stackid.h) before storing it. On success *out is a validated batch of
+ * resolves them (wire/stackid.h) before storing it. On success *out is a validated batch of
  * format version BATCH_FORMAT_VERSION; free it with batch__free(). Returns 0 or: -E2BIG   body,
  * declared or actual decompressed size, zstd window or the bound of the unpacked message over its
  * cap ("body too large", ...) -EINVAL  not zstd, truncated or corrupt zstd frame, data after the

@@ -4,7 +4,7 @@
 -- accept, as 001.
 --
 -- id: the 16-byte content id; bytes: the stack's canonical bytes
--- (common/stackid.h), from which the collector computed the id before inserting;
+-- (wire/stackid.h), from which the collector computed the id before inserting;
 -- last_used: unix seconds of the last batch that named the id. A use more than an
 -- hour after the row's last_used inserts the row again with the new time, so the
 -- newest row of an id is in the partition of the day it was last used; the rows

@@ -4,7 +4,7 @@
 -- An agent sends a stack the collectors have stored as its 16-byte content id
 -- alone; any collector of this store resolves the id here. The collector
 -- remembers a batch's full stacks (their ids checked against their canonical
--- bytes, common/stackid.h) before it ingests the batch, so a new id goes to
+-- bytes, wire/stackid.h) before it ingests the batch, so a new id goes to
 -- stackrefs_pending with its canonical bytes. A later call finds the stack's row
 -- in the dictionary, as ingest stored it, and moves the id to stackrefs as that
 -- reference: a day of the busy host's stacks is ~100 MB of canonical bytes, twice

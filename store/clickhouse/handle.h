@@ -12,7 +12,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "common/batch.h"
+#include "wire/batch.h"
 #include "store/backend.h"
 #include "store/clickhouse/ids.h"
 #include "store/store.h"

@@ -10,7 +10,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "common/batch.h"
+#include "wire/batch.h"
 
 struct store_intern;
 /* The ingest's memo of stacks' content ids (clickhouse/ids.c): zero-initialize, set cap

@@ -21,7 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "common/batch.h"
+#include "wire/batch.h"
 #include "common/frame.h"
 #include "store/clickhouse/ingest.h"
 #include "store/clickhouse/gc.h"

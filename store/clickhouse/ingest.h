@@ -7,7 +7,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "common/batch.h"
+#include "wire/batch.h"
 #include "store/store.h"
 
 int ch_ingest(struct store *base, const struct batch *b, const int64_t *now, bool *duplicate);

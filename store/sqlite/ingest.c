@@ -31,7 +31,7 @@
 #include <string.h>
 
 #include "common/array.h"
-#include "common/batch.h"
+#include "wire/batch.h"
 #include "common/frame.h"
 #include "store/sqlite/ingest.h"
 #include "store/block.h"

@@ -8,7 +8,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "common/batch.h"
+#include "wire/batch.h"
 #include "store/store.h"
 
 int sqlite_store__ingest(struct store *s, const struct batch *b, const int64_t *now,

@@ -35,7 +35,7 @@
 #include <string.h>
 
 #include "common/array.h"
-#include "common/batch.h"
+#include "wire/batch.h"
 #include "common/frame.h"
 #include "store/sqlite/read.h"
 #include "store/block.h"

@@ -11,7 +11,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "common/batch.h"
+#include "wire/batch.h"
 #include "store/sqlite/db.h"
 
 /* The most labels a query selects by. */

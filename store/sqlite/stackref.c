@@ -1,6 +1,6 @@
 /* The SQLite store's stacks by content id (store__stackrefs in store.h; the tables
  * are schema/sqlite/009_stackrefs.sql). A remembered id first goes to stackrefs_pending
- * with the stack's canonical bytes (common/stackid.h) as the collector gave them:
+ * with the stack's canonical bytes (wire/stackid.h) as the collector gave them:
  * the collector remembers a batch's full stacks before it ingests the batch, so
  * the stack is not in the dictionary yet. Later calls move it to stackrefs as a
  * reference to its row in `stacks` (resolve_pending, up to STACKREF_RESOLVE_ROWS a
@@ -29,7 +29,7 @@
 #include <string.h>
 
 #include "common/frame.h"
-#include "common/stackid.h"
+#include "wire/stackid.h"
 #include "store/sqlite/stackref.h"
 #include "store/sqlite/db.h"
 #include "store/varint.h"

@@ -15,7 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "common/batch.h"
+#include "wire/batch.h"
 #include "store/sqlite/windows.h"
 #include "store/sqlite/db.h"
 #include "store/sqlite/select.h"

@@ -14,8 +14,8 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "common/batch.h"
-#include "common/wire.h"
+#include "wire/batch.h"
+#include "wire/wire.h"
 #include "testutil.h"
 
 #define COLL_MAX       8     /* collectors one test may start */

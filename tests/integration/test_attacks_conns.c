@@ -32,7 +32,7 @@
 #include <curl/curl.h>
 
 #include "collectortest.h"
-#include "common/batch.h"
+#include "wire/batch.h"
 #include "rawsock.h"
 #include "testutil.h"
 

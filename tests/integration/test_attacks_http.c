@@ -44,8 +44,8 @@
 
 #include "collectortest.h"
 #include "rawsock.h"
-#include "common/batch.h"
-#include "common/wire.h"
+#include "wire/batch.h"
+#include "wire/wire.h"
 #include "testutil.h"
 
 #define PERIOD_NS 10101010 /* 99 Hz */

@@ -26,7 +26,7 @@
 
 #include "browsertest.h"
 #include "collectortest.h"
-#include "common/batch.h"
+#include "wire/batch.h"
 #include "flametest.h"
 #include "query/flame.h"
 #include "query/render_html.h"

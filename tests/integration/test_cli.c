@@ -27,8 +27,8 @@
 #include <curl/curl.h>
 #include <math.h>
 
-#include "common/batch.h"
-#include "common/wire.h"
+#include "wire/batch.h"
+#include "wire/wire.h"
 #include "collectortest.h"
 #include "testutil.h"
 #include "ext/gopprof.h"

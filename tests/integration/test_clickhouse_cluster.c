@@ -15,8 +15,8 @@
 
 #include <cmocka.h>
 
-#include "common/batch.h"
-#include "common/wire.h"
+#include "wire/batch.h"
+#include "wire/wire.h"
 #include "testutil.h"
 #include "integration/collectortest.h"
 #include "integration/clickhousetest.h"

@@ -26,9 +26,9 @@
 
 #include <cmocka.h>
 
-#include "common/batch.h"
+#include "wire/batch.h"
 #include "common/frame.h"
-#include "common/wire.h"
+#include "wire/wire.h"
 #include "store/store.h"
 #include "testutil.h"
 #include "integration/collectortest.h"

@@ -18,9 +18,9 @@
 #include <zstd.h>
 
 #include "agenttest.h"
-#include "common/batch.h"
+#include "wire/batch.h"
 #include "common/folded.h"
-#include "common/wire.h"
+#include "wire/wire.h"
 #include "smolder.pb-c.h"
 #include "testutil.h"
 

@@ -31,9 +31,9 @@
 
 #include "collectortest.h"
 #include "profile.pb-c.h"
-#include "common/batch.h"
+#include "wire/batch.h"
 #include "common/folded.h"
-#include "common/wire.h"
+#include "wire/wire.h"
 #include "testutil.h"
 
 #define PERIOD_NS 10101010 /* 99 Hz */

@@ -32,8 +32,8 @@
 
 #include "agenttest.h"
 #include "collectortest.h"
-#include "common/batch.h"
-#include "common/wire.h"
+#include "wire/batch.h"
+#include "wire/wire.h"
 #include "testutil.h"
 
 static char dir[64];

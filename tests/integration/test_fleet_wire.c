@@ -18,11 +18,11 @@
 
 #include "agenttest.h"
 #include "collectortest.h"
-#include "common/batch.h"
+#include "wire/batch.h"
 #include "common/folded.h"
 #include "common/frame.h"
-#include "common/stackid.h"
-#include "common/wire.h"
+#include "wire/stackid.h"
+#include "wire/wire.h"
 #include "store/store.h"
 #include "testutil.h"
 

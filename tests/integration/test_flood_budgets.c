@@ -30,8 +30,8 @@
 #include <cmocka.h>
 #include <curl/curl.h>
 
-#include "common/batch.h"
-#include "common/wire.h"
+#include "wire/batch.h"
+#include "wire/wire.h"
 #include "testutil.h"
 #include "collectortest.h"
 

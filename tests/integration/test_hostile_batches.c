@@ -28,9 +28,9 @@
 #include <curl/curl.h>
 #include <zstd.h>
 
-#include "common/batch.h"
+#include "wire/batch.h"
 #include "common/frame.h"
-#include "common/wire.h"
+#include "wire/wire.h"
 #include "smolder.pb-c.h"
 #include "testutil.h"
 #include "collectortest.h"

@@ -18,7 +18,7 @@
 #include <curl/curl.h>
 
 #include "collectortest.h"
-#include "common/batch.h"
+#include "wire/batch.h"
 #include "common/folded.h"
 #include "testutil.h"
 

@@ -20,7 +20,7 @@
 #include <sqlite3.h>
 
 #include "collectortest.h"
-#include "common/batch.h"
+#include "wire/batch.h"
 #include "testutil.h"
 
 #define HZ99 10101010ull /* 1e9 / 99 */

@@ -38,7 +38,7 @@
 #include <curl/curl.h>
 
 #include "collectortest.h"
-#include "common/batch.h"
+#include "wire/batch.h"
 #include "testutil.h"
 
 #define CLI_MS 60000 /* bound on one CLI run */

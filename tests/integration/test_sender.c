@@ -25,8 +25,8 @@
 #include <microhttpd.h>
 
 #include "childtest.h"
-#include "common/batch.h"
-#include "common/wire.h"
+#include "wire/batch.h"
+#include "wire/wire.h"
 #include "testutil.h"
 
 #define MAX_REQUESTS  512

@@ -17,7 +17,7 @@
 
 #include <cmocka.h>
 
-#include "common/batch.h"
+#include "wire/batch.h"
 #include "common/frame.h"
 #include "store/store.h"
 #include "testutil.h"

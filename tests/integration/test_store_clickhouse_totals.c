@@ -15,7 +15,7 @@
 
 #include <cmocka.h>
 
-#include "common/batch.h"
+#include "wire/batch.h"
 #include "store/store.h"
 #include "testutil.h"
 #include "integration/clickhousetest.h"

@@ -43,7 +43,7 @@
 #include "browsertest.h"
 #include "collectortest.h"
 #include "collector/ui.h"
-#include "common/batch.h"
+#include "wire/batch.h"
 #include "testutil.h"
 
 #define NODE_MS	   180000 /* bound on the whole browser run */

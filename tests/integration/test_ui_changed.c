@@ -22,7 +22,7 @@
 
 #include "browsertest.h"
 #include "collectortest.h"
-#include "common/batch.h"
+#include "wire/batch.h"
 #include "query/shortname.h"
 #include "testutil.h"
 

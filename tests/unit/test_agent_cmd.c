@@ -8,7 +8,7 @@
 #include <cmocka.h>
 
 #include "cli/agent_cmd.h"
-#include "common/batch.h"
+#include "wire/batch.h"
 #include "common/token.h"
 #include "testutil.h"
 

@@ -8,7 +8,7 @@
 
 #include <cmocka.h>
 
-#include "common/batch.h"
+#include "wire/batch.h"
 #include "testutil.h"
 
 static struct batch_builder *new_builder(void)

@@ -21,7 +21,7 @@
 #include <cmocka.h>
 
 #include "collector/cardinality.h"
-#include "common/batch.h"
+#include "wire/batch.h"
 #include "query/flame.h"
 #include "query/query.h"
 #include "store/store.h"

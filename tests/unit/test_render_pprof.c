@@ -23,7 +23,7 @@
 #include <cmocka.h>
 #include <zlib.h>
 
-#include "common/batch.h"
+#include "wire/batch.h"
 #include "common/frame.h"
 #include "query/flame.h"
 #include "query/query.h"

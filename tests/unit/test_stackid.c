@@ -1,4 +1,4 @@
-/* Unit tests of stacks' content ids (common/stackid.h): the id of known stacks
+/* Unit tests of stacks' content ids (wire/stackid.h): the id of known stacks
  * against vectors made outside the code (printf of the canonical bytes piped into
  * coreutils' sha256sum), ids that differ in any field, the agent's compaction and
  * the collector's resolution through the wire (format 3) giving back the same
@@ -11,9 +11,9 @@
 
 #include <cmocka.h>
 
-#include "common/batch.h"
-#include "common/stackid.h"
-#include "common/wire.h"
+#include "wire/batch.h"
+#include "wire/stackid.h"
+#include "wire/wire.h"
 #include "store/store.h"
 #include "testutil.h"
 

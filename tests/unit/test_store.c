@@ -3,7 +3,7 @@
  * store that open_backend() opens (the SQLite store on ":memory:" and on a file in
  * a fresh temporary directory). Batches are built by hand here from lists of
  * (label set, folded stack, count, window) tuples, so the test depends only on the
- * layout in common/batch.h; every expected answer is computed from the same tuples
+ * layout in wire/batch.h; every expected answer is computed from the same tuples
  * with a plain loop (never from the store) and compared with what the store
  * returns: exact round trips, range edges at every tier boundary (raw windows,
  * minute and hour rollups), label selection, late batches below a rollup
@@ -25,7 +25,7 @@
 #include <unistd.h>
 #include <uthash.h>
 
-#include "common/batch.h"
+#include "wire/batch.h"
 #include "store/store.h"
 #include "killtest.h"
 #include "testutil.h"

@@ -18,7 +18,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "common/batch.h"
+#include "wire/batch.h"
 #include "common/frame.h"
 #include "store/store.h"
 #include "killtest.h"

@@ -24,7 +24,7 @@
 #include <cmocka.h>
 #include <sqlite3.h>
 
-#include "common/batch.h"
+#include "wire/batch.h"
 #include "common/frame.h"
 #include "store/store.h"
 #include "testutil.h"

@@ -25,7 +25,7 @@
 
 #include <cmocka.h>
 
-#include "common/batch.h"
+#include "wire/batch.h"
 #include "common/frame.h"
 
 #include "blockrows.h"

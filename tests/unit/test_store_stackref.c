@@ -13,9 +13,9 @@
 #include <cmocka.h>
 #include <sqlite3.h>
 
-#include "common/batch.h"
+#include "wire/batch.h"
 #include "common/frame.h"
-#include "common/stackid.h"
+#include "wire/stackid.h"
 #include "store/store.h"
 #include "testutil.h"
 #include "integration/clickhousetest.h"

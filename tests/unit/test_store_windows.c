@@ -3,7 +3,7 @@
  * the minute rollups make of a bucket's windows once its raw windows are gone, that
  * retention drops them with the blocks, what a range with mixed periods answers,
  * and what a label selection keeps (windows with a selected label set's block at
- * their start). Batches are built with batch_builder (common/batch.h) on an
+ * their start). Batches are built with batch_builder (wire/batch.h) on an
  * in-memory store, and on a file for a reader.
  */
 #include <errno.h>
@@ -16,7 +16,7 @@
 
 #include <cmocka.h>
 
-#include "common/batch.h"
+#include "wire/batch.h"
 #include "common/frame.h"
 #include "testutil.h"
 #include "store/plan.h"

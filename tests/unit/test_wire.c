@@ -16,8 +16,8 @@
 #include <cmocka.h>
 #include <zstd.h>
 
-#include "common/batch.h"
-#include "common/wire.h"
+#include "wire/batch.h"
+#include "wire/wire.h"
 #include "smolder.pb-c.h"
 #include "testutil.h"
 #include "wirebomb.h"
