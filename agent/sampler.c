@@ -9,6 +9,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <bpf/bpf.h>
@@ -19,6 +20,13 @@
 
 #define DRAIN_BATCH	4096
 #define MAX_MAP_ENTRIES (1u << 22)
+/* Room for the verifier's log at level 4 (statistics) per program, allocated only
+ * under -vv: the statistics are three lines, but the kernel writes more on the
+ * way for a program with global functions (more than 16 KiB for the CFI walker),
+ * and a log that does not fit fails the load. */
+#define VERIFIER_LOG_SIZE (1 << 20)
+/* Programs of the object (profile, exec, exit, two off-CPU ones) and a margin. */
+#define MAX_PROGS 8
 
 struct sampler {
 	struct profile_bpf *skel;
@@ -37,6 +45,7 @@ struct sampler {
 	bool offcpu;
 	struct unwind_row *pool; /* unwind_rows, mapped; NULL under --unwind fp */
 	uint32_t pool_rows;
+	char (*vlogs)[VERIFIER_LOG_SIZE]; /* under -vv: each program's verifier statistics */
 };
 
 static uint32_t round_pow2(uint64_t n)
@@ -183,6 +192,92 @@ static int map_pool(struct sampler *s)
 	return 0;
 }
 
+/* Under -vv: asks the verifier for its statistics of each program (log level 4:
+ * cheap, no per-instruction log), so that they can be logged after the load. */
+static void ask_verifier_stats(struct sampler *s)
+{
+	struct bpf_program *p;
+	unsigned i = 0;
+
+	if (log_current_level < LOG_DEBUG)
+		return;
+	s->vlogs = calloc(MAX_PROGS, sizeof(*s->vlogs));
+	if (!s->vlogs)
+		return; /* only a debug figure lost */
+	bpf_object__for_each_program (p, s->skel->obj) {
+		if (i == MAX_PROGS)
+			break;
+		bpf_program__set_log_buf(p, s->vlogs[i++], VERIFIER_LOG_SIZE);
+		bpf_program__set_log_level(p, 4);
+	}
+}
+
+/* Logs, per loaded program, the instructions the verifier processed and its time. */
+static void log_verifier_stats(const struct sampler *s, uint64_t load_ns)
+{
+	struct bpf_program *p;
+	unsigned i = 0;
+
+	log_debug("sampler: BPF object loaded in %.1f ms", (double)load_ns / 1e6);
+	if (!s->vlogs)
+		return;
+	bpf_object__for_each_program (p, s->skel->obj) {
+		const char *t, *n;
+
+		if (i == MAX_PROGS)
+			break;
+		t = strstr(s->vlogs[i], "verification time ");
+		n = strstr(s->vlogs[i++], "processed ");
+		if (bpf_program__fd(p) < 0 || !t || !n)
+			continue;
+		log_debug("sampler: verifier: program %s: %lu insns, %lu us", bpf_program__name(p),
+			  strtoul(n + strlen("processed "), NULL, 10),
+			  strtoul(t + strlen("verification time "), NULL, 10));
+	}
+}
+
+/* Benches only: SMOLDER_BPF_SKIP, a comma-separated list of the parts of a sample
+ * the program leaves out (enum profile_skip), so that bench/bpf_parts.sh can tell
+ * what each part costs. Unknown names are ignored, with a warning. */
+static uint32_t bench_skip_from_env(void)
+{
+	static const struct {
+		const char *name;
+		uint32_t bit;
+	} parts[] = {
+		{ "comm", PROFILE_SKIP_COMM },	       { "kstack", PROFILE_SKIP_KSTACK },
+		{ "ustack", PROFILE_SKIP_USTACK },     { "store", PROFILE_SKIP_STORE },
+		{ "tables", PROFILE_SKIP_TABLES },     { "python", PROFILE_SKIP_PYTHON },
+		{ "announce", PROFILE_SKIP_ANNOUNCE }, { "count", PROFILE_SKIP_COUNT },
+	};
+	const char *env = getenv("SMOLDER_BPF_SKIP"), *p;
+	uint32_t bits = 0;
+	size_t i, n;
+
+	for (p = env; p && *p; p += n + (p[n] == ',')) {
+		n = strcspn(p, ",");
+		for (i = 0; i < sizeof(parts) / sizeof(parts[0]); i++)
+			if (strlen(parts[i].name) == n && !strncmp(p, parts[i].name, n))
+				break;
+		if (i < sizeof(parts) / sizeof(parts[0]))
+			bits |= parts[i].bit;
+		else if (n)
+			log_warn("sampler: SMOLDER_BPF_SKIP: unknown part '%.*s'", (int)n, p);
+	}
+	if (bits)
+		log_warn("sampler: SMOLDER_BPF_SKIP=%s: samples leave parts out (benches only)",
+			 env);
+	return bits;
+}
+
+static uint64_t monotonic_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
 static int handle_event(void *ctx, void *data, size_t size)
 {
 	struct sampler *s = ctx;
@@ -225,6 +320,7 @@ int sampler__open(const struct sampler_options *o, struct sampler **out)
 {
 	struct sampler *s;
 	int ncpus = libbpf_num_possible_cpus();
+	uint64_t t0;
 	int err;
 
 	if (!o->frequency || o->frequency > 100000 || ncpus <= 0 ||
@@ -249,6 +345,7 @@ int sampler__open(const struct sampler_options *o, struct sampler **out)
 	s->skel->rodata->python_enabled = o->python;
 	s->skel->rodata->py_depth = o->python ? o->py_depth : 1;
 	s->skel->rodata->unwind_cfi = !o->unwind_fp;
+	s->skel->rodata->bench_skip = bench_skip_from_env();
 	s->offcpu = o->off_cpu;
 	s->skel->rodata->offcpu_enabled = o->off_cpu;
 	if (o->off_cpu) {
@@ -263,11 +360,16 @@ int sampler__open(const struct sampler_options *o, struct sampler **out)
 	if (err)
 		goto out_free;
 
+	ask_verifier_stats(s);
+	t0 = monotonic_ns();
 	err = profile_bpf__load(s->skel);
 	if (err) {
 		log_error("sampler: failed to load BPF program: %s", strerror(-err));
 		goto out_free;
 	}
+	log_verifier_stats(s, monotonic_ns() - t0);
+	free(s->vlogs);
+	s->vlogs = NULL;
 	err = fill_pid_filter(s, o);
 	if (err)
 		goto out_free;
@@ -353,6 +455,7 @@ void sampler__free(struct sampler *s)
 	free(s->values);
 	free(s->stack_keys);
 	free(s->pybuf);
+	free(s->vlogs);
 	free(s);
 }
 

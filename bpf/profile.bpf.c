@@ -25,6 +25,7 @@ const volatile bool python_enabled = true;
 const volatile bool filter_pids = false;
 const volatile bool include_idle = false;
 const volatile bool thread_names = false; /* --thread-labels: profile_key.tcomm */
+const volatile __u32 bench_skip = 0;	  /* enum profile_skip: benches only */
 
 /* Flipped by the agent between windows (see profile.h). */
 __u32 active_buf = 0;
@@ -138,9 +139,12 @@ static __always_inline __u64 hash_stack(const struct profile_stack *st)
  * when it could not be recorded. */
 static __always_inline __u64 store_stack(void *stacks, struct profile_stack *st)
 {
-	__u64 key = hash_stack(st);
+	__u64 key;
 	long err;
 
+	if (bench_skip & PROFILE_SKIP_STORE)
+		return 1;
+	key = hash_stack(st);
 	if (bpf_map_lookup_elem(stacks, &key))
 		return key; /* the common case: a stack seen before in this window */
 	err = bpf_map_update_elem(stacks, &key, st, BPF_NOEXIST);
@@ -268,26 +272,33 @@ int profile_sample(struct bpf_perf_event_data *ctx)
 	task = bpf_get_current_task_btf();
 	key.pid = pid;
 	key.tid = tid;
-	BPF_CORE_READ_STR_INTO(&key.comm, task, group_leader, comm);
+	if (!(bench_skip & PROFILE_SKIP_COMM))
+		BPF_CORE_READ_STR_INTO(&key.comm, task, group_leader, comm);
 	if (thread_names)
 		bpf_get_current_comm(&key.tcomm, sizeof(key.tcomm));
 
 	/* Kernel part only when the CPU was in kernel mode (CPL 0). The context
 	 * allows only whole 8-byte loads of a register, hence volatile. */
-	if ((*(volatile __u64 *)&ctx->regs.cs & 3) == 0)
+	if ((*(volatile __u64 *)&ctx->regs.cs & 3) == 0 && !(bench_skip & PROFILE_SKIP_KSTACK))
 		key.kstack = record_stack(ctx, stacks, 0, PROFILE_LOSS_KSTACK_FAULT);
 
 	/* User part for any task with an address space: not kernel threads, nor a
 	 * task that has already released its memory on the way out (exit_mm). */
 	if (task->mm) {
-		key.ustack = unwind_cfi ? record_user_cfi(ctx, task, pid, stacks)
-					: record_stack(ctx, stacks, BPF_F_USER_STACK,
-						       PROFILE_LOSS_USTACK_FAULT);
-		if (python_enabled)
+		if (bench_skip & PROFILE_SKIP_USTACK)
+			;
+		else if (unwind_cfi)
+			key.ustack = record_user_cfi(ctx, task, pid, stacks);
+		else
+			key.ustack = record_stack(ctx, stacks, BPF_F_USER_STACK,
+						  PROFILE_LOSS_USTACK_FAULT);
+		if (python_enabled && !(bench_skip & PROFILE_SKIP_PYTHON))
 			key.pystack = py_record(task, pid, tid, pystacks);
-		note_process(pid);
+		if (!(bench_skip & PROFILE_SKIP_ANNOUNCE))
+			note_process(pid);
 	}
-	add_count(counts, &key, 1, PROFILE_LOSS_COUNTS_FULL);
+	if (!(bench_skip & PROFILE_SKIP_COUNT))
+		add_count(counts, &key, 1, PROFILE_LOSS_COUNTS_FULL);
 	return 0;
 }
 

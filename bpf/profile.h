@@ -174,6 +174,20 @@ enum profile_event_kind {
 	PROFILE_EVENT_UNWIND_REMAP = 5, /* an address outside pid's published mappings */
 };
 
+/* Bits of the rodata `bench_skip`: parts of a sample the program leaves out, so a
+ * bench can tell what each part costs (the difference of two runs). Never set in
+ * production: 0, and the verifier removes every test of it as dead code. */
+enum profile_skip {
+	PROFILE_SKIP_COMM = 1 << 0,	/* the process's name (profile_key.comm) */
+	PROFILE_SKIP_KSTACK = 1 << 1,	/* the kernel stack, read and stored */
+	PROFILE_SKIP_USTACK = 1 << 2,	/* the user stack, walked and stored */
+	PROFILE_SKIP_STORE = 1 << 3,	/* storing stacks: hash, lookup, insert */
+	PROFILE_SKIP_TABLES = 1 << 4,	/* CFI walk: no process lookup, frame pointers only */
+	PROFILE_SKIP_PYTHON = 1 << 5,	/* Python detection and walk */
+	PROFILE_SKIP_ANNOUNCE = 1 << 6, /* note_process: the seen_pids lookup */
+	PROFILE_SKIP_COUNT = 1 << 7,	/* adding the sample to the counts map */
+};
+
 struct profile_event {
 	__u32 kind; /* enum profile_event_kind */
 	__u32 pid;  /* tgid */

@@ -364,7 +364,8 @@ static __always_inline __u64 unwind_walk_store(struct unwind_walk *w, void *stac
 	st = bpf_map_lookup_elem(&scratch, &zero);
 	if (!st)
 		return 0;
-	w->proc = bpf_map_lookup_elem(&unwind_procs, &pid);
+	w->proc =
+		bench_skip & PROFILE_SKIP_TABLES ? NULL : bpf_map_lookup_elem(&unwind_procs, &pid);
 	if (!w->proc)
 		count_loss(PROFILE_LOSS_UNWIND_NO_PROC);
 	bpf_loop(PROFILE_MAX_DEPTH + 1, unwind_step, w, 0);
