@@ -48,14 +48,14 @@ struct {
 	__type(value, struct unwind_proc);
 } unwind_procs SEC(".maps");
 
-/* One walk's registers and tallies, on the program's stack, passed to each step. */
+/* One walk's registers and tallies, on the program's stack, passed to each step.
+ * Scalars only: unwind_frame() is checked once for any content. */
 struct unwind_walk {
 	__u64 pc, sp, bp;
-	struct unwind_proc *proc; /* the process's mappings, looked up once; NULL: none */
-	int last_map;		  /* index of the mapping of the last frame, or -1 */
-	__u32 last_file;	  /* the file, offset and row of the last table lookup: */
-	__u64 last_off;		  /* a recursion returns to the same place, frame after */
-	long last_row;		  /* frame (-1: none yet) */
+	int last_map;	 /* index of the mapping of the last frame, or -1 */
+	__u32 last_file; /* the file, offset and row of the last table lookup: */
+	__u64 last_off;	 /* a recursion returns to the same place, frame after */
+	long last_row;	 /* frame (-1: none yet) */
 	__u32 pid;
 	__u32 depth;
 	__u32 flags;	 /* enum profile_stack_flag */
@@ -245,19 +245,32 @@ static __always_inline long step_row(struct unwind_walk *w, const struct unwind_
 	return 0;
 }
 
-static long unwind_step(__u32 i, void *data)
+/* What bpf_loop passes to each step: the walk and the process's mappings, looked
+ * up once (NULL: none). */
+struct unwind_loop {
+	struct unwind_walk w;
+	struct unwind_proc *proc;
+};
+
+/* One frame of the walk: records w's pc in the scratch stack and steps to the
+ * caller. 0: go on; 1: the walk is over. A global function, so the verifier
+ * checks it once, with w and proc of any content, instead of once per iteration
+ * of bpf_loop until the walk's states converge (hundreds of thousands of
+ * instructions at every start). */
+__noinline long unwind_frame(struct unwind_walk *w, struct unwind_proc *proc)
 {
-	struct unwind_walk *w = data;
 	const struct unwind_mapping *m;
 	const struct unwind_row *row;
 	struct profile_stack *st;
-	struct unwind_proc *proc;
 	struct unwind_file *f;
-	__u32 zero = 0, d = w->depth, file;
+	__u32 zero = 0, d, file;
 	long ri;
 	__u64 pc;
 	int idx;
 
+	if (!w)
+		return 1;
+	d = w->depth;
 	if (!w->pc || w->pc >= UNWIND_USER_TOP)
 		return 1;
 	if (d >= PROFILE_MAX_DEPTH) {
@@ -271,7 +284,6 @@ static long unwind_step(__u32 i, void *data)
 	w->depth = d + 1;
 
 	pc = w->is_return ? w->pc - 1 : w->pc;
-	proc = w->proc;
 	if (!proc) {
 		w->flags |= PROFILE_STACK_NO_TABLE;
 		return step_frame_pointer(w);
@@ -331,6 +343,13 @@ static long unwind_step(__u32 i, void *data)
 	return step_row(w, row);
 }
 
+static long unwind_step(__u32 i, void *data)
+{
+	struct unwind_loop *l = data;
+
+	return unwind_frame(&l->w, l->proc) ? 1 : 0; /* a callback returns 0 or 1 */
+}
+
 static __always_inline void count_losses(__u32 which, __u64 n)
 {
 	__u64 *v = bpf_map_lookup_elem(&loss, &which);
@@ -356,19 +375,20 @@ static __always_inline bool task_user_regs(struct task_struct *task, struct unwi
 
 /* Walks from w's registers into the scratch stack and stores it in the window's
  * stack map. Returns its key, or 0 when it could not be recorded. */
-static __always_inline __u64 unwind_walk_store(struct unwind_walk *w, void *stacks)
+static __always_inline __u64 unwind_walk_store(struct unwind_loop *l, void *stacks)
 {
+	struct unwind_walk *w = &l->w;
 	struct profile_stack *st;
 	__u32 zero = 0, pid = w->pid;
 
 	st = bpf_map_lookup_elem(&scratch, &zero);
 	if (!st)
 		return 0;
-	w->proc =
+	l->proc =
 		bench_skip & PROFILE_SKIP_TABLES ? NULL : bpf_map_lookup_elem(&unwind_procs, &pid);
-	if (!w->proc)
+	if (!l->proc)
 		count_loss(PROFILE_LOSS_UNWIND_NO_PROC);
-	bpf_loop(PROFILE_MAX_DEPTH + 1, unwind_step, w, 0);
+	bpf_loop(PROFILE_MAX_DEPTH + 1, unwind_step, l, 0);
 	if (!w->depth) {
 		count_loss(PROFILE_LOSS_USTACK_FAULT);
 		return 0;
@@ -388,33 +408,45 @@ static __always_inline __u64 unwind_walk_store(struct unwind_walk *w, void *stac
 
 /* Walks the user stack of the sampled task into the scratch stack and stores it
  * in the window's stack map. Returns its key, or 0 when it could not be recorded. */
+/* A walk of pid, registers not yet set. Every byte written, padding too: the
+ * verifier lets unwind_frame() read only initialised stack. */
+static __always_inline void walk_init(struct unwind_loop *l, __u32 pid)
+{
+	__builtin_memset(l, 0, sizeof(*l));
+	l->w.pid = pid;
+	l->w.last_map = -1;
+	l->w.last_row = -1;
+}
+
 static __always_inline __u64 record_user_cfi(struct bpf_perf_event_data *ctx,
 					     struct task_struct *task, __u32 pid, void *stacks)
 {
-	struct unwind_walk w = { .pid = pid, .last_map = -1, .last_row = -1 };
+	struct unwind_loop l;
 
+	walk_init(&l, pid);
 	/* The user registers: the sampled ones when the CPU was in user mode, else
 	 * those saved on entry to the kernel. The context allows only whole 8-byte
 	 * loads of a register, hence volatile. */
 	if (*(volatile __u64 *)&ctx->regs.cs & 3) {
-		w.pc = *(volatile __u64 *)&ctx->regs.ip;
-		w.sp = *(volatile __u64 *)&ctx->regs.sp;
-		w.bp = *(volatile __u64 *)&ctx->regs.bp;
-	} else if (!task_user_regs(task, &w)) {
+		l.w.pc = *(volatile __u64 *)&ctx->regs.ip;
+		l.w.sp = *(volatile __u64 *)&ctx->regs.sp;
+		l.w.bp = *(volatile __u64 *)&ctx->regs.bp;
+	} else if (!task_user_regs(task, &l.w)) {
 		return 0; /* no user part, and no loss */
 	}
-	return unwind_walk_store(&w, stacks);
+	return unwind_walk_store(&l, stacks);
 }
 
 /* The same from a context that holds no user registers (off-CPU: a kprobe as the
  * thread is switched back in), from those it entered the kernel with. */
 static __always_inline __u64 record_user_cfi_task(struct task_struct *task, __u32 pid, void *stacks)
 {
-	struct unwind_walk w = { .pid = pid, .last_map = -1, .last_row = -1 };
+	struct unwind_loop l;
 
-	if (!task_user_regs(task, &w))
+	walk_init(&l, pid);
+	if (!task_user_regs(task, &l.w))
 		return 0;
-	return unwind_walk_store(&w, stacks);
+	return unwind_walk_store(&l, stacks);
 }
 
 #endif
