@@ -230,6 +230,14 @@ static void write_bpf(struct prom *p, const struct agent_metrics_snapshot *s)
 		     "Time the BPF programs ran (--bpf-stats), in seconds, by program.");
 	prom__double(p, "program", "cpu", 9, (double)s->bpf_run_ns / 1e9);
 	prom__double(p, "program", "offcpu", 9, (double)s->offcpu_run_ns / 1e9);
+	prom__family(p, "smolder_agent_bpf_ns_per_sample", PROM_GAUGE,
+		     "Mean time of a BPF program run since the start (--bpf-stats), in ns, by "
+		     "program: cpu, per sample (every CPU's timer tick, early returns for the idle "
+		     "task or other processes included); offcpu, per context switch.");
+	prom__double(p, "program", "cpu", 1,
+		     s->bpf_runs ? (double)s->bpf_run_ns / (double)s->bpf_runs : 0.0);
+	prom__double(p, "program", "offcpu", 1,
+		     s->offcpu_runs ? (double)s->offcpu_run_ns / (double)s->offcpu_runs : 0.0);
 }
 
 int agent_metrics_write(FILE *out, const struct agent_metrics_snapshot *s)

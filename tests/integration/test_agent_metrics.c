@@ -6,7 +6,8 @@
  * and the spool's batches and bytes move, and they drain once a collector comes
  * up; the endpoint answers GET /metrics alone; a bare port listens on 127.0.0.1
  * only (the bound address read from /proc/net/tcp), an address given explicitly
- * is used as given. Needs root (BPF); skipped with a reason otherwise.
+ * is used as given; with --bpf-stats the sampling program's mean time per sample
+ * is there and positive. Needs root (BPF); skipped with a reason otherwise.
  * The endpoint's limits are tests/unit/test_agent_metrics.c's. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -244,12 +245,47 @@ static void test_endpoint(void **state)
 	stop_agent(agent, err_path);
 }
 
+/* --bpf-stats on a busy workload: the sampling program's mean time per sample is
+ * on /metrics, positive and below a millisecond, once it has run a few hundred
+ * times (its time is measured by the kernel, which the agent keeps on by the
+ * statistics fd it took before dropping its capabilities). */
+static void test_bpf_ns_per_sample(void **state)
+{
+	char err_path[128], out_path[128], work_pid[16];
+	const char *name = "smolder_agent_bpf_ns_per_sample{program=\"cpu\"}";
+	long long runs, ns;
+	unsigned port;
+	pid_t work, agent;
+
+	(void)state;
+	need_root();
+	work = test_spawn((char *[]){ shapes, "1", NULL }, "/dev/null", NULL);
+	snprintf(work_pid, sizeof(work_pid), "%d", (int)work);
+	snprintf(err_path, sizeof(err_path), "%s/bpfns.err", dir);
+	snprintf(out_path, sizeof(out_path), "%s/bpfns.folded", dir);
+	agent = start_agent(out_path, err_path, "--pid", work_pid, "--frequency", "499", "--window",
+			    "1", "--metrics", "0", "--bpf-stats", NULL);
+	port = agent_metrics_port(agent, err_path, WAIT_MS);
+	metric_wait_at_least(port, "smolder_agent_samples_recorded_total", 200, WAIT_MS);
+	/* published once per window: wait for one with the runs in */
+	runs = metric_wait_at_least(port, "smolder_agent_bpf_runs_total{program=\"cpu\"}", 200,
+				    WAIT_MS);
+	ns = metric_value(port, name);
+	print_message("  %lld runs, %lld ns per sample\n", runs, ns);
+	assert_true(ns > 0);
+	assert_true(ns < 1000000);
+	stop_agent(agent, err_path);
+	test_kill(work, SIGTERM);
+	test_wait(work, WAIT_MS);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_teardown(test_samples_match_collector, teardown),
 		cmocka_unit_test_teardown(test_collector_down, teardown),
 		cmocka_unit_test_teardown(test_endpoint, teardown),
+		cmocka_unit_test_teardown(test_bpf_ns_per_sample, teardown),
 	};
 
 	if (getenv("SMOLDER_TEST_FILTER"))

@@ -4,6 +4,7 @@
  * snapshot's values, the process's own CPU and RSS), only GET /metrics answered,
  * and each limit: connections, request size, idle time. The real agent scraped
  * while it profiles is tests/integration/test_agent_metrics.c. */
+#include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -273,6 +274,10 @@ static void test_published_values(void **state)
 	assert_true(metric(body, "smolder_agent_files_refused_total{reason=\"link\"}") == 1);
 	assert_true(metric(body, "smolder_agent_bpf_runs_total{program=\"cpu\"}") == 77);
 	assert_true(metric(body, "smolder_agent_bpf_run_seconds_total{program=\"cpu\"}") == 1.5);
+	/* 1.5 s over 77 runs; no off-CPU run: 0, not a division by zero */
+	assert_true(fabs(metric(body, "smolder_agent_bpf_ns_per_sample{program=\"cpu\"}") -
+			 1500000000.0 / 77) < 0.1);
+	assert_true(metric(body, "smolder_agent_bpf_ns_per_sample{program=\"offcpu\"}") == 0);
 	/* every counter of the BPF program is there, once: 19 losses and 7 others */
 	for (i = 0; i < PROFILE_LOSS_NR; i++) {
 		char v[32];
