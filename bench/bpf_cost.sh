@@ -17,6 +17,8 @@
 #   bt      bpftrace 'profile:hz:HZ [/pid == PID/] { @[kstack, ustack, comm] = count(); }'
 #   btcomm  bpftrace 'profile:hz:HZ [/pid == PID/] { @[comm] = count(); }': the
 #           host's floor for a sampling program that records anything
+# (bpftrace sometimes ignores SIGINT on a loaded host; killed, it prints no counts,
+# and its cell of that round has no figure: "-" when no round has one)
 # Cells: for each round (rounds interleave, so a burst of load on this shared host
 # lands on one round of every cell, not on all rounds of one), each depth of
 # bench/deep.c (built -fno-omit-frame-pointer: fp, and -fomit-frame-pointer: nofp;
@@ -44,7 +46,7 @@
 # debug log gives, per program, the instructions the verifier processed and its
 # verification time, and the whole object's load time.
 #
-# PARTS=1: the same cells (no host cell), with the agent under --unwind cfi
+# PARTS=1: the same cells, with the agent under --unwind cfi
 # eleven times at once: whole, and once per part left out (SMOLDER_BPF_SKIP, see
 # enum profile_skip in bpf/profile.h; the verifier removes the part, nothing else
 # changes): comm, kstack, ustack, store (hashing and storing the kernel and user
@@ -233,9 +235,10 @@ record() {
 			per=$(awk -v a="$run_ns" -v b="$run_cnt" 'BEGIN { printf "%.0f", b ? a / b : 0 }')
 		else
 			f=$(cat "$tmp/f.$s")
+			# no sample counted (a bpftrace killed before it printed): no figure
 			per=$(awk -v a="$run_ns" -v b="$run_cnt" -v s="$samples" -v f="$f" '
 				BEGIN { if (s > b) s = b
-					printf "%.0f", s ? (a - (b - s) * f) / s : 0 }')
+					if (s) printf "%.0f", (a - (b - s) * f) / s; else print "nan" }')
 		fi
 		echo "$cell $s $round $per $frames" >>"$tmp/table"
 	done
@@ -265,17 +268,15 @@ for ((r = 1; r <= rounds; r++)); do
 			record "$b/$d" "$r"
 		done
 	done
-	if [[ -z ${PARTS:-} ]]; then
-		nice -n -10 "$build/bench/deep-fp" 30 &
-		w1=$!
-		nice -n -10 "$build/bench/deep-nofp" 30 &
-		w2=$!
-		pids+=($w1 $w2)
-		sample_all "" 99
-		kill "$w1" "$w2"
-		wait "$w1" "$w2" 2>/dev/null || true
-		record host "$r"
-	fi
+	nice -n -10 "$build/bench/deep-fp" 30 &
+	w1=$!
+	nice -n -10 "$build/bench/deep-nofp" 30 &
+	w2=$!
+	pids+=($w1 $w2)
+	sample_all "" 99
+	kill "$w1" "$w2"
+	wait "$w1" "$w2" 2>/dev/null || true
+	record host "$r"
 	echo "  round $r done, load $(cut -d' ' -f1-3 /proc/loadavg)" >&2
 done
 
@@ -285,9 +286,11 @@ import collections, statistics, sys
 rows = collections.OrderedDict()
 for line in open(sys.argv[1]):
     cell, s, _, per, fr = line.split()
-    rows.setdefault(cell, {}).setdefault(s, []).append(float(per))
+    v = rows.setdefault(cell, {}).setdefault(s, [])
+    if per != "nan":
+        v.append(float(per))
 parts = ["comm", "kstack", "ustack", "store", "tables", "python", "announce", "count"]
-med = lambda v: statistics.median(v)
+med = lambda v: statistics.median(v) if v else float("nan")
 print("where a sample's time goes, --unwind cfi, ns per sample (median of the rounds of")
 print("whole - without the part; fixed: with all of them left out; rest: whole - fixed - parts)")
 print("| cell | whole cfi | whole fp | " + " | ".join(parts) + " | fixed | rest |")
@@ -314,10 +317,14 @@ rows = collections.OrderedDict()
 frames = {}
 for line in open(sys.argv[1]):
     cell, s, _, per, fr = line.split()
-    rows.setdefault(cell, {}).setdefault(s, []).append(float(per))
+    v = rows.setdefault(cell, {}).setdefault(s, [])
+    if per != "nan":
+        v.append(float(per))
     if fr != "-":
         frames.setdefault((cell, s), []).append(float(fr))
 def fmt(v):
+    if not v:
+        return "-"
     return "%s [%s-%s]" % (f"{statistics.median(v):,.0f}", f"{min(v):,.0f}", f"{max(v):,.0f}")
 names = {"bt": "bt kstack+ustack+comm", "btcomm": "bt comm"}
 cols = [s for s in ("cfi", "fp", "cfi0", "fp0", "bt", "btcomm") if s in next(iter(rows.values()))]
@@ -328,7 +335,7 @@ print("| cell (build/depth) | " + " | ".join(names.get(s, s) for s in cols) + " 
       + " | ".join(s + "/bt" for s in ag) + " | frames " + "/".join(ag) + " |")
 print("| --- |" + " --: |" * (len(cols) + len(ag) + 1))
 for cell, d in rows.items():
-    bt = statistics.median(d["bt"])
+    bt = statistics.median(d["bt"]) if d["bt"] else 0
     r = lambda s: "%.2f" % (statistics.median(d[s]) / bt) if bt and cell != "idle" else ""
     fr = "/".join("%.1f" % statistics.median(frames[(cell, s)]) if (cell, s) in frames else "-"
                   for s in ag)
