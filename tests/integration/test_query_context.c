@@ -403,6 +403,16 @@ static void test_offcpu_units(void **state)
  * windows, and a pattern matches anywhere in a name. */
 static void test_function_series(void **state)
 {
+	static const struct {
+		const char *path, *reason;
+	} refused[] = {
+		{ "/api/v1/series?breakdown=21", "breakdown wants a number of functions, 1 to 20" },
+		{ "/api/v1/series?breakdown=2&function=a", "two views" },
+		{ "/api/v1/series?function=%28", "is not a regular expression" },
+		{ "/api/v1/series?function=%28a%29%5C1", "back-references" },
+		{ "/api/v1/series?from=-1d&step=10s&function=a", "more than 2000 points" },
+		{ "/api/v1/top?function=a", "unknown parameter 'function'" },
+	};
 	static const uint64_t validate[] = { 10, 10, 90, 90, 10, 10 };
 	/* validate is Python, on two lines: a breakdown merges them */
 	static const char *const stacks[] = { "api;main;validate (app.py:12)",
@@ -482,30 +492,13 @@ static void test_function_series(void **state)
 	free(body);
 
 	/* refusals, each with its reason */
-	r = http_get(c.port, "/api/v1/series?breakdown=21", NULL);
-	if (r.status != 400 || !strstr(r.body, "breakdown wants a number of functions, 1 to 20"))
-		fail_msg("breakdown=21: %ld %s", r.status, r.body);
-	free(r.body);
-	r = http_get(c.port, "/api/v1/series?breakdown=2&function=a", NULL);
-	if (r.status != 400 || !strstr(r.body, "two views"))
-		fail_msg("breakdown and function: %ld %s", r.status, r.body);
-	free(r.body);
-	r = http_get(c.port, "/api/v1/series?function=%28", NULL);
-	if (r.status != 400 || !strstr(r.body, "is not a regular expression"))
-		fail_msg("function=(: %ld %s", r.status, r.body);
-	free(r.body);
-	r = http_get(c.port, "/api/v1/series?function=%28a%29%5C1", NULL);
-	if (r.status != 400 || !strstr(r.body, "back-references"))
-		fail_msg("function=(a)\\1: %ld %s", r.status, r.body);
-	free(r.body);
-	r = http_get(c.port, "/api/v1/series?from=-1d&step=10s&function=a", NULL);
-	if (r.status != 400 || !strstr(r.body, "more than 2000 points"))
-		fail_msg("a function over 8,640 steps: %ld %s", r.status, r.body);
-	free(r.body);
-	r = http_get(c.port, "/api/v1/top?function=a", NULL);
-	if (r.status != 400 || !strstr(r.body, "unknown parameter 'function'"))
-		fail_msg("top?function=: %ld %s", r.status, r.body);
-	free(r.body);
+	for (size_t i = 0; i < sizeof(refused) / sizeof(refused[0]); i++) {
+		r = http_get(c.port, refused[i].path, NULL);
+		if (r.status != 400 || !r.body || !strstr(r.body, refused[i].reason))
+			fail_msg("%s: want 400 '%s', got %ld %s", refused[i].path,
+				 refused[i].reason, r.status, r.body ? r.body : "");
+		free(r.body);
+	}
 }
 
 /* A C++ name's template arguments are collapsed where a person reads (the top
