@@ -99,7 +99,7 @@ static int explain_empty(struct store *st, struct query_side *s, const char *typ
 }
 
 int query_context__load(struct store *st, const struct query *q, const uint64_t totals[2],
-			struct query_context *c)
+			const struct store_windows *known, struct query_context *c)
 {
 	struct store_windows all = { 0 };
 	unsigned i, j;
@@ -126,7 +126,10 @@ int query_context__load(struct store *st, const struct query *q, const uint64_t 
 					  .nlabels = s->where->n,
 					  .type = q->type };
 
-		err = store__windows(st, &sq, &s->w);
+		if (i == 0 && known)
+			s->w = *known, err = 0;
+		else
+			err = store__windows(st, &sq, &s->w);
 		if (!err && !s->total && s->where->n)
 			err = explain_empty(st, s, q->type);
 		if (err)
@@ -190,8 +193,7 @@ double query_context__cpu_seconds(const struct query_context *c, uint64_t sample
 
 /* ---- text pieces ---------------------------------------------------------- */
 
-/* "2026-11-30 23:44:50"; with date false only "23:44:50". */
-static void fmt_time(int64_t t, bool date, char *buf, size_t len)
+void query_context__utc(int64_t t, bool date, char *buf, size_t len)
 {
 	time_t tt = (time_t)t;
 	struct tm tm;
@@ -206,10 +208,10 @@ static void fmt_range(int64_t from, int64_t to, char *buf, size_t len)
 {
 	char a[48], b[48];
 
-	fmt_time(from, true, a, sizeof(a));
-	fmt_time(to, true, b, sizeof(b));
+	query_context__utc(from, true, a, sizeof(a));
+	query_context__utc(to, true, b, sizeof(b));
 	if (strncmp(a, b, 11) == 0 && strlen(a) == 19 && strlen(b) == 19)
-		fmt_time(to, false, b, sizeof(b));
+		query_context__utc(to, false, b, sizeof(b));
 	snprintf(buf, len, "%s\u2013%s UTC", a, b);
 }
 

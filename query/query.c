@@ -8,7 +8,6 @@
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "common/frame.h"
 #include "common/reason.h"
@@ -137,11 +136,12 @@ struct query_answer {
 	struct query_context ctx; /* range, selection, period, totals */
 	char *meta;		  /* ctx as JSON text (query_int.h) */
 	char title[1024], subtitle[1024];
-	struct flame *tree;	     /* flamegraph, diff, top */
-	struct series_point *points; /* series: buckets with samples, in time order */
-	struct fnseries_mix mix;     /* series with breakdown= */
-	int64_t step;		     /* series: q->step, or the shortest window's
-				      * length when that is longer (step_text()) */
+	struct flame *tree;	      /* flamegraph, diff, top */
+	struct series_point *points;  /* series: buckets with samples, in time order */
+	struct fnseries_mix mix;      /* series with breakdown= */
+	int64_t step;		      /* series: q->step, or the shortest window's
+				       * length when that is longer (step_text()) */
+	struct store_windows windows; /* series: the range's, read for the step */
 	size_t npoints, points_cap;
 	char *names; /* labels: NUL-terminated names, one after another */
 	size_t names_len, names_cap, nnames;
@@ -421,14 +421,14 @@ static int keep_name(void *ctx, const char *text)
  * the window's samples all fall into the step it starts in, and that step's
  * CPU time over its length reads as several times the host's cores (1 s steps
  * over 10 s windows showed 19.9 cores on a 2-core host). */
-static int series_step(struct store *st, const struct store_query *sq, int64_t asked, int64_t *step)
+static int series_step(struct store *st, const struct store_query *sq, int64_t asked,
+		       struct store_windows *w, int64_t *step)
 {
-	struct store_windows w;
-	int err = store__windows(st, sq, &w);
+	int err = store__windows(st, sq, w);
 
 	*step = asked;
-	if (!err && w.nwindows && w.min_seconds > asked)
-		*step = w.min_seconds;
+	if (!err && w->nwindows && w->min_seconds > asked)
+		*step = w->min_seconds;
 	return err;
 }
 
@@ -464,8 +464,6 @@ static double share(uint64_t matched, uint64_t count)
 static void write_point(struct series_ctx *c, int64_t t, uint64_t count, uint64_t matched)
 {
 	char when[32];
-	struct tm tm;
-	time_t tt = (time_t)t;
 
 	if (c->json && c->q->function) {
 		fprintf(c->out, "%s[%lld,%llu,%llu]", c->first ? "" : ",", (long long)t,
@@ -474,8 +472,7 @@ static void write_point(struct series_ctx *c, int64_t t, uint64_t count, uint64_
 		fprintf(c->out, "%s[%lld,%llu]", c->first ? "" : ",", (long long)t,
 			(unsigned long long)count);
 	} else if (c->q->function) {
-		if (!gmtime_r(&tt, &tm) || !strftime(when, sizeof(when), "%Y-%m-%d %H:%M:%S", &tm))
-			snprintf(when, sizeof(when), "@%lld", (long long)t);
+		query_context__utc(t, true, when, sizeof(when));
 		if (query_context__offcpu(c->c)) {
 			char off[32], hit[32];
 
@@ -489,8 +486,7 @@ static void write_point(struct series_ctx *c, int64_t t, uint64_t count, uint64_
 				share(matched, count));
 		}
 	} else {
-		if (!gmtime_r(&tt, &tm) || !strftime(when, sizeof(when), "%Y-%m-%d %H:%M:%S", &tm))
-			snprintf(when, sizeof(when), "@%lld", (long long)t);
+		query_context__utc(t, true, when, sizeof(when));
 		if (query_context__offcpu(c->c)) {
 			char off[32];
 
@@ -576,8 +572,6 @@ static void write_mix_point(const struct query_answer *a, FILE *out, bool json, 
 {
 	size_t k = a->mix.k, j;
 	char when[32], off[32];
-	time_t tt = (time_t)t;
-	struct tm tm;
 
 	if (json) {
 		fprintf(out, "[%lld,%llu", (long long)t, (unsigned long long)total);
@@ -586,8 +580,7 @@ static void write_mix_point(const struct query_answer *a, FILE *out, bool json, 
 		fputs("]", out);
 		return;
 	}
-	if (!gmtime_r(&tt, &tm) || !strftime(when, sizeof(when), "%Y-%m-%d %H:%M:%S", &tm))
-		snprintf(when, sizeof(when), "@%lld", (long long)t);
+	query_context__utc(t, true, when, sizeof(when));
 	if (query_context__offcpu(&a->ctx)) {
 		time_cell(total, off, sizeof(off));
 		fprintf(out, "%-19s %10s", when, off);
@@ -751,7 +744,9 @@ static int load_context(struct store *st, struct query_answer *a)
 					    ? UINT64_MAX
 					    : totals[0] + a->points[i].count;
 	}
-	err = query_context__load(st, a->q, totals, c);
+	/* a series read its windows for its step: the context takes them */
+	err = query_context__load(st, a->q, totals, a->q->kind == QUERY_SERIES ? &a->windows : NULL,
+				  c);
 	if (err)
 		return err;
 	query_context__title(c, a->title, sizeof(a->title));
@@ -778,7 +773,7 @@ int query_load(struct store *st, const struct query *q, size_t max_bytes, struct
 		break;
 	case QUERY_SERIES:
 		sq = stacks_query(q, q->from, q->to, &q->where);
-		err = series_step(st, &sq, q->step, &a->step);
+		err = series_step(st, &sq, q->step, &a->windows, &a->step);
 		if (err)
 			break;
 		if (q->breakdown)

@@ -51,10 +51,11 @@ struct query_context {
 };
 
 /* Fills c for q from the store's windows (store__windows per side) and the
- * answer's totals in samples (totals[1]: a diff's after side, else 0). Returns 0
- * or a store error. */
+ * answer's totals in samples (totals[1]: a diff's after side, else 0). known:
+ * side 0's windows when the caller has read them already (a series does, for its
+ * step), else NULL. Returns 0 or a store error. */
 int query_context__load(struct store *s, const struct query *q, const uint64_t totals[2],
-			struct query_context *c);
+			const struct store_windows *known, struct query_context *c);
 
 /* Whether the answer is of the offcpu type: values are nanoseconds off CPU, the
  * period is 1 ns, the JSON says "type":"offcpu","unit":"nanoseconds" and gives
@@ -76,6 +77,9 @@ void query_context__header(const struct query_context *c, FILE *out);
 
 /* The meta object above as malloc'd JSON text in *out. Returns 0 or -ENOMEM. */
 int query_context__json(const struct query_context *c, char **out);
+
+/* "2026-11-30 23:44:50" (UTC); with date false only "23:44:50". */
+void query_context__utc(int64_t t, bool date, char *buf, size_t len);
 
 /* 12345 as "12,345"; seconds as "124.7 s" (3 significant digits or so). */
 void query_context__count(uint64_t n, char *buf, size_t len);
