@@ -228,13 +228,23 @@ static int keep_bucket(void *ctx, int64_t bucket, uint64_t count)
 	return 0;
 }
 
+/* The stacks of the step starting at start (cut at q->to), to cb. */
+static int read_step(struct store *st, const struct store_query *q, int64_t start, int64_t step,
+		     struct store_stack_ids *cb)
+{
+	struct store_query bq = *q;
+
+	bq.from = start;
+	bq.to = start + step < q->to ? start + step : q->to;
+	return store__query_stacks(st, &bq, store_stack_ids, cb);
+}
+
 int fnseries__load(struct store *st, const struct store_query *q, int64_t step, const regex_t *re,
 		   fnseries_point_fn cb, void *ctx)
 {
 	struct fn_ctx c = { .re = re };
 	struct store_stack_ids with_ids = { add_stack, &c };
 	struct buckets b = { 0 };
-	struct store_query bq = *q;
 	size_t i;
 	int err;
 
@@ -242,10 +252,8 @@ int fnseries__load(struct store *st, const struct store_query *q, int64_t step, 
 	 * the empty ones */
 	err = store__query_series(st, q, step, keep_bucket, &b);
 	for (i = 0; !err && i < b.n; i++) {
-		bq.from = b.starts[i];
-		bq.to = b.starts[i] + step < q->to ? b.starts[i] + step : q->to;
 		c.total = c.matched = 0;
-		err = store__query_stacks(st, &bq, store_stack_ids, &with_ids);
+		err = read_step(st, q, b.starts[i], step, &with_ids);
 		if (!err && c.total)
 			err = cb(ctx, b.starts[i], c.total, c.matched);
 	}
@@ -431,7 +439,6 @@ int fnseries__load_mix(struct store *st, const struct store_query *q, int64_t st
 	struct mix_ctx c = { 0 };
 	struct store_stack_ids with_ids = { mix_add, &c };
 	struct buckets b = { 0 };
-	struct store_query bq = *q;
 	uint32_t *order = NULL, *column = NULL;
 	size_t i;
 	int err;
@@ -469,11 +476,9 @@ int fnseries__load_mix(struct store *st, const struct store_query *q, int64_t st
 	/* pass 2: step by step, the followed functions' self samples */
 	c.column = column;
 	for (i = 0; !err && i < b.n; i++) {
-		bq.from = b.starts[i];
-		bq.to = b.starts[i] + step < q->to ? b.starts[i] + step : q->to;
 		c.total = 0;
 		c.counts = out->counts + out->npoints * out->k;
-		err = store__query_stacks(st, &bq, store_stack_ids, &with_ids);
+		err = read_step(st, q, b.starts[i], step, &with_ids);
 		if (!err && c.total) {
 			out->buckets[out->npoints] = b.starts[i];
 			out->totals[out->npoints++] = c.total;
