@@ -285,20 +285,10 @@ static void time_cell(uint64_t ns, char *buf, size_t len)
 		snprintf(buf, len, v >= 1e11 ? "%.0fs" : v >= 1e10 ? "%.1fs" : "%.2fs", v / 1e9);
 }
 
-/* A function's name as a table shows it: a native name's template arguments
- * collapsed (query/shortname.h); the JSON keeps the full name. */
-static const char *table_name(const struct flame_function *f, char *buf, size_t len)
-{
-	if (f->kind != FRAME_NATIVE)
-		return f->name;
-	shortname(f->name, buf, len);
-	return buf;
-}
-
 /* Off-CPU values are nanoseconds: columns named by their unit, as times. */
 static void out_top_offcpu(const struct flame_function *fns, size_t n, uint64_t total, FILE *out)
 {
-	char self[32], all[32], name[FRAME_MAX_NAME_LEN + 8];
+	char self[32], all[32], name[SHORTNAME_BUF];
 	size_t i;
 
 	fprintf(out, "%10s %7s %10s %7s  %s\n", "SELF_TIME", "SELF%", "TOTAL_TIME", "TOTAL%",
@@ -309,7 +299,7 @@ static void out_top_offcpu(const struct flame_function *fns, size_t n, uint64_t 
 		fprintf(out, "%10s %6.2f%% %10s %6.2f%%  %s\n", self,
 			total ? 100.0 * (double)fns[i].self / (double)total : 0.0, all,
 			total ? 100.0 * (double)fns[i].total / (double)total : 0.0,
-			table_name(&fns[i], name, sizeof(name)));
+			shortname_of(fns[i].name, fns[i].kind, name, sizeof(name)));
 	}
 }
 
@@ -317,7 +307,7 @@ static int out_top_table(const struct query_answer *a, FILE *out)
 {
 	uint64_t total = flame__total(a->tree, 0);
 	struct flame_function *fns = NULL;
-	char self_cpu[32], total_cpu[32], name[FRAME_MAX_NAME_LEN + 8];
+	char self_cpu[32], total_cpu[32], name[SHORTNAME_BUF];
 	size_t n = 0, i;
 	int err = top_functions(a, &fns, &n);
 
@@ -339,7 +329,7 @@ static int out_top_table(const struct query_answer *a, FILE *out)
 			total ? 100.0 * (double)fns[i].self / (double)total : 0.0,
 			(unsigned long long)fns[i].total, total_cpu,
 			total ? 100.0 * (double)fns[i].total / (double)total : 0.0,
-			table_name(&fns[i], name, sizeof(name)));
+			shortname_of(fns[i].name, fns[i].kind, name, sizeof(name)));
 	}
 	free(fns);
 	return ferror(out) ? -EIO : 0;

@@ -68,13 +68,9 @@ static const char *kind_mark(uint32_t kind)
  * collapsed (query/shortname.h): the JSON and the exports keep them. */
 static void put_name(FILE *out, const char *s, uint8_t kind)
 {
-	char buf[FRAME_MAX_NAME_LEN + 8];
+	char buf[SHORTNAME_BUF];
 
-	if (kind == FRAME_NATIVE) {
-		shortname(s, buf, sizeof(buf));
-		s = buf;
-	}
-	for (; *s; s++)
+	for (s = shortname_of(s, kind, buf, sizeof(buf)); *s; s++)
 		fputc((unsigned char)*s < 0x20 || *s == 0x7f ? '?' : *s, out);
 }
 

@@ -59,6 +59,14 @@ static bool opens_arguments(const char *s, size_t i)
 	return p == ' ' && i >= 2 && strchr("<>=", s[i - 2]) && in_operator(s, i - 1);
 }
 
+const char *shortname_of(const char *name, unsigned kind, char *buf, size_t size)
+{
+	if (kind != FRAME_NATIVE)
+		return name;
+	shortname(name, buf, size);
+	return buf;
+}
+
 size_t shortname(const char *name, char *out, size_t size)
 {
 	size_t i = 0, start = 0, end, pos = 0;
