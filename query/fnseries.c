@@ -13,11 +13,24 @@
 
 #include "common/frame.h"
 
-/* The product of the pattern's counted repetitions' bounds ({m}, {m,}, {m,n}:
- * the larger number), saturated: regcomp() copies a repeated part that many
- * times, so nested ones multiply ("((a{100}){100}){100}" took 2.2 s and 206 MB,
- * one level more would take 100 times that). Counted over the whole pattern, not
- * only nested ones: an over-estimate, never an under-. */
+/* Where p points past a bracket expression starting at p ("[]a]" and "[^]a]"
+ * hold a ']'): its ']', or the string's end. */
+static const char *bracket_end(const char *p)
+{
+	p += 1 + (p[1] == '^');
+	p += *p == ']';
+	while (*p && *p != ']')
+		p++;
+	return p;
+}
+
+/* The product of the copies regcomp() makes of a pattern's repeated parts,
+ * saturated: a counted repetition ({m}, {m,}, {m,n}) copies its part as many
+ * times as its larger number, and a '+' copies its part once more (glibc reads
+ * a+ as aa*). Nested or stacked ones multiply: "((a{100}){100}){100}" took 2.2 s
+ * and 206 MB to compile, "v" and twenty '+' 2.2 s and 700 MB. Counted over the
+ * whole pattern, not only nested ones: an over-estimate, never an under-. A
+ * bracket expression's characters are literals and are skipped. */
 static unsigned long repeat_product(const char *p)
 {
 	unsigned long product = 1, m, n;
@@ -28,15 +41,77 @@ static unsigned long repeat_product(const char *p)
 			p++;
 			continue;
 		}
-		if (*p != '{' || !isdigit((unsigned char)p[1]))
+		if (*p == '[') {
+			p = bracket_end(p);
+			if (!*p)
+				break;
 			continue;
-		m = strtoul(p + 1, &end, 10);
-		n = *end == ',' && isdigit((unsigned char)end[1]) ? strtoul(end + 1, NULL, 10) : m;
-		n = n > m ? n : m;
+		}
+		if (*p == '+') {
+			n = 2;
+		} else if (*p == '{' && isdigit((unsigned char)p[1])) {
+			m = strtoul(p + 1, &end, 10);
+			n = *end == ',' && isdigit((unsigned char)end[1])
+				    ? strtoul(end + 1, NULL, 10)
+				    : m;
+			n = n > m ? n : m;
+		} else {
+			continue;
+		}
 		product = n && product > FNSERIES_MAX_REPEAT / n ? FNSERIES_MAX_REPEAT + 1
 								 : product * (n ? n : 1);
 	}
 	return product;
+}
+
+static bool is_repetition(const char *p)
+{
+	return *p == '*' || *p == '+' || *p == '?' || (*p == '{' && isdigit((unsigned char)p[1]));
+}
+
+/* Refuses repetitions of repetitions, stacked ("x?+", "v++") or nested ("(x?)+",
+ * "((a{10}){10}){10}"): glibc's regcomp() takes time exponential in them even
+ * within the copy bound ("((x?)?){125}+" ran over a minute, "x" and 40 '?' and
+ * four '+' too, found by fuzz_query). A repetition of one character, '.' or a
+ * bracket expression, and of a group without one inside, stays. */
+static bool nested_repetition(const char *p)
+{
+	bool inner[FNSERIES_MAX_PATTERN + 2] = { false }; /* group depth -> holds one */
+	enum { START, ATOM, CLOSE, REPEAT } prev = START;
+	bool closed_inner = false;
+	size_t depth = 0;
+
+	for (; *p; p++) {
+		if (*p == '\\' && p[1]) {
+			p++;
+			prev = ATOM;
+		} else if (*p == '[') {
+			p = bracket_end(p);
+			if (!*p)
+				break;
+			prev = ATOM;
+		} else if (*p == '(') {
+			inner[++depth] = false;
+			prev = START;
+		} else if (*p == ')' && depth) {
+			closed_inner = inner[depth--];
+			inner[depth] |= closed_inner;
+			prev = CLOSE;
+		} else if (*p == '|') {
+			prev = START;
+		} else if (is_repetition(p)) {
+			if (prev == REPEAT || (prev == CLOSE && closed_inner))
+				return true;
+			if (*p == '{')
+				while (p[1] && *p != '}')
+					p++;
+			inner[depth] = true;
+			prev = REPEAT;
+		} else {
+			prev = ATOM;
+		}
+	}
+	return false;
 }
 
 int fnseries__compile(const char *pattern, regex_t *re, char *why, size_t whylen)
@@ -64,8 +139,13 @@ int fnseries__compile(const char *pattern, regex_t *re, char *why, size_t whylen
 	}
 	if (repeat_product(pattern) > FNSERIES_MAX_REPEAT) {
 		snprintf(why, whylen,
-			 "function: counted repetitions ({n}) multiply to more than %d",
+			 "function: repetitions ({n}, +) multiply to more than %d copies",
 			 FNSERIES_MAX_REPEAT);
+		return -EINVAL;
+	}
+	if (nested_repetition(pattern)) {
+		snprintf(why, whylen,
+			 "function: a repetition of a repetition (x?+, (a+)*) is not taken");
 		return -EINVAL;
 	}
 	rc = regcomp(re, pattern, REG_EXTENDED | REG_NOSUB);

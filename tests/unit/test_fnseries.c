@@ -26,8 +26,22 @@ static int compile(const char *pattern, char *why, size_t len)
 static void test_accepted(void **state)
 {
 	static const char *const good[] = {
-		"^validate$",	     "json",	"std::.*sort", "\\{\\{closure\\}\\}",
-		"((a{10}){10}){10}", "a{1000}", "[{]",
+		"^validate$",
+		"json",
+		"std::.*sort",
+		"\\{\\{closure\\}\\}",
+		"a{1000}",
+		"[{]",
+		"(foo)?",
+		"(ab|cd)+x",
+		"a?b?c?",
+		"[+?*]+",
+		"(a{10}b)",
+		/* '+' in brackets or escaped is a literal; a few '+' are fine */
+		"[+++++++++++++++++]",
+		"[]+++++++++++]",
+		"\\+\\+\\+\\+\\+\\+\\+\\+\\+\\+\\+",
+		"operator\\+|a+b+c+",
 	};
 	char why[256] = "";
 	regex_t re;
@@ -54,6 +68,15 @@ static void test_refused(void **state)
 		{ "((a{100}){100}){100}", "multiply to more than 1000" },
 		{ "(a{1001})", "multiply to more than 1000" },
 		{ "a{2,}{501,}", "multiply to more than 1000" },
+		/* glibc reads a+ as aa*: stacked '+' double (a fuzzer's find) */
+		{ "(Xv++++++++++++++++++++", "multiply to more than 1000" },
+		{ "((a+)+)+(b+)+c+d+e+f+g+h+", "multiply to more than 1000" },
+		/* repetitions of repetitions: exponential in regcomp() within the bound */
+		{ "((a{10}){10}){10}", "a repetition of a repetition" },
+		{ "((x?)?){125}+", "a repetition of a repetition" },
+		{ "x????????????????????????????????????????++++", "a repetition of a repetition" },
+		{ "(x?)+", "a repetition of a repetition" },
+		{ "x*?", "a repetition of a repetition" },
 		{ "(", "is not a regular expression" },
 		{ "a{3,2}", "is not a regular expression" },
 	};
