@@ -1,0 +1,52 @@
+/* Profile types: the one table of what a profile measures. Every type has a name
+ * (what a batch's profile_type, the store's type label, a query's type= and the
+ * CLI's --type say), a unit (what one count of a sample is) and an aggregation
+ * (how a range answers: cumulative types sum their windows, gauges answer the
+ * average of their snapshots, never a sum of them). The agent sends cpu and
+ * offcpu; the collector's /ingest maps a pushed pprof's sample types onto the
+ * others. A name not in the table is not a type: the collector refuses it. */
+#ifndef SMOLDER_PTYPE_H
+#define SMOLDER_PTYPE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+enum ptype_unit {
+	PTYPE_UNIT_SAMPLES,	/* one stack seen once (a period_ns apart: CPU time) */
+	PTYPE_UNIT_NANOSECONDS, /* time */
+	PTYPE_UNIT_BYTES,	/* memory */
+	PTYPE_UNIT_OBJECTS,	/* allocated or live objects */
+	PTYPE_UNIT_COUNT,	/* events or things (contentions, goroutines) */
+};
+
+enum ptype_agg {
+	PTYPE_AGG_SUM,	   /* cumulative: a range answers the sum of its windows */
+	PTYPE_AGG_AVERAGE, /* gauge: each window is a snapshot; a range answers the
+			    * average of its snapshots */
+};
+
+struct ptype {
+	const char *name; /* "cpu", "inuse_space", ... */
+	enum ptype_unit unit;
+	enum ptype_agg agg;
+	const char *title; /* what a person reads: "CPU", "Heap in use" */
+};
+
+/* The type named name, or NULL when there is none (NULL or "" is not a name). */
+const struct ptype *ptype__find(const char *name);
+
+/* The i-th type of the table (i < ptype__count()), in a fixed order: cpu first. */
+const struct ptype *ptype__at(size_t i);
+size_t ptype__count(void);
+
+/* The unit's name as JSON and the docs say it: "samples", "nanoseconds", "bytes",
+ * "objects", "count". */
+const char *ptype__unit_name(enum ptype_unit unit);
+
+/* Whether a type is a gauge (answers averages). */
+static inline bool ptype__is_gauge(const struct ptype *t)
+{
+	return t && t->agg == PTYPE_AGG_AVERAGE;
+}
+
+#endif
