@@ -20,9 +20,11 @@
 #include <curl/curl.h>
 
 #include "agent/caps.h"
+#include "agent/drainer.h"
 #include "agent/framestack.h"
 #include "agent/labels.h"
 #include "agent/metrics.h"
+#include "agent/pending.h"
 #include "agent/report.h"
 #include "agent/symbols/elfsyms.h"
 #include "common/folded.h"
@@ -40,7 +42,7 @@
 #include "common/log.h"
 #include "wire/wire.h"
 
-#define POLL_MS		    200 /* longest wait between checks of stop and window end */
+#define POLL_MS		    200 /* longest wait between checks of stop and drained windows */
 #define KEEP_EXITED_WINDOWS 2	/* windows a dead process's maps outlive it */
 #define MAX_CACHED_FILES    4096
 /* Symbol tables kept, in bytes: ~80 KB per library here, but a big C++ or Rust
@@ -50,6 +52,12 @@
 #define MAX_SERIES_LABELS (4 + AGENT_MAX_LABELS + NPROC_LABELS)
 #define FLUSH_MS	  5000 /* how long the last batches may take to go out at exit */
 #define ZSTD_LEVEL	  3
+/* Pieces a window longer than its nominal length is shipped as, at most: its
+ * samples are spread evenly over pieces of about the nominal length (their time
+ * within it is unknown), so no step of a timeline holds more time than it
+ * covers. 360 pieces cover an hour's stall of 10 s windows; a longer one gets
+ * longer pieces, and a window costs at most 360 batches. */
+#define SPREAD_MAX_PIECES 360
 
 static volatile sig_atomic_t stop_requested;
 
@@ -85,10 +93,13 @@ struct agent {
 	struct batch_builder *bb;     /* with --collector: this window's batch */
 	struct batch_builder *bb_off; /* with --collector and --off-cpu: its off-CPU batch */
 	struct sender *sender;
-	int64_t window_start; /* unix seconds when the current window began */
-	uint64_t last_seq;    /* of the last batch: every batch's seq is larger */
-	uint64_t parts;	      /* batches shipped before their window ended (over the size) */
-	size_t batch_max;     /* bytes of protobuf per batch (--batch-max-kb) */
+	struct pending_queue *pending; /* windows drained, not yet shipped */
+	struct drainer *drainer;       /* closes windows on time (agent/drainer.h) */
+	int64_t window_start;	       /* unix seconds: the start of the window (piece) shipped */
+	uint32_t window_seconds;       /* its length in seconds, from the real clock */
+	uint64_t last_seq;	       /* of the last batch: every batch's seq is larger */
+	uint64_t parts;	  /* batches shipped before their window ended (over the size) */
+	size_t batch_max; /* bytes of protobuf per batch (--batch-max-kb) */
 	char host[256];
 	const char *keys[MAX_SERIES_LABELS]; /* series labels: built-in then --label */
 	const char *values[MAX_SERIES_LABELS];
@@ -431,8 +442,7 @@ static int ship_batch(struct agent *a, struct batch_builder *bb, bool last)
 		[PROFILE_LOSS_OFFCPU_INTERVALS] = "offcpu_intervals",
 		[PROFILE_LOSS_OFFCPU_SHORT] = "offcpu_intervals_under_minimum",
 	};
-	uint64_t loss[PROFILE_LOSS_NR] = { 0 }, seq = realtime_ns();
-	int64_t now = (int64_t)(seq / 1000000000ull);
+	uint64_t loss[PROFILE_LOSS_NR] = { 0 }, seq = realtime_ns(), dropped[2];
 	struct batch *b = NULL;
 	void *body = NULL;
 	size_t len = 0, i;
@@ -445,6 +455,9 @@ static int ship_batch(struct agent *a, struct batch_builder *bb, bool last)
 		sampler__read_loss(a->sampler, loss);
 		for (i = 0; i < PROFILE_LOSS_NR; i++)
 			batch_builder__counter(bb, loss_names[i], loss[i]);
+		pending_queue__dropped(a->pending, &dropped[0], &dropped[1]);
+		batch_builder__counter(bb, "loss_windows_dropped", dropped[0]);
+		batch_builder__counter(bb, "loss_samples_windows_dropped", dropped[1]);
 	} else if (last) { /* what the values were scaled from, to judge them by */
 		batch_builder__counter(bb, "offcpu_min_us", a->opts->off_cpu_min_us);
 		batch_builder__counter(bb, "offcpu_probability_ppm",
@@ -452,8 +465,7 @@ static int ship_batch(struct agent *a, struct batch_builder *bb, bool last)
 	}
 	/* off-CPU values are nanoseconds: a period of 1 ns makes value x period a
 	 * time, as samples x period is for CPU samples */
-	err = batch_builder__finish(bb, seq, a->window_start,
-				    (uint32_t)(now > a->window_start ? now - a->window_start : 1),
+	err = batch_builder__finish(bb, seq, a->window_start, a->window_seconds,
 				    bb == a->bb ? 1000000000ull / a->opts->frequency : 1, &b);
 	if (!last)
 		a->parts++;
@@ -474,16 +486,53 @@ static int ship_batch(struct agent *a, struct batch_builder *bb, bool last)
 	return err;
 }
 
-static int end_window(struct agent *a)
+/* How many pieces a window of len_ns is shipped as: one, unless it is more than
+ * half a window longer than nominal_ns (a drain that came late); then about one
+ * per nominal window it covers, at most SPREAD_MAX_PIECES. */
+static uint32_t window_pieces(uint64_t len_ns, uint64_t nominal_ns)
 {
+	uint64_t k;
+
+	if (!nominal_ns || len_ns <= nominal_ns + nominal_ns / 2)
+		return 1;
+	k = (len_ns + nominal_ns / 2) / nominal_ns;
+	return k > SPREAD_MAX_PIECES ? SPREAD_MAX_PIECES : (uint32_t)k;
+}
+
+/* Names the stacks of a drained window and ships it (with --collector), as one
+ * batch per profile type, or, when it covers more time than its nominal length,
+ * as consecutive pieces that split its time and its samples evenly, each
+ * stamped with its real start and length; then prints it (--output) and ends
+ * the window for the caches. */
+static int ship_window(struct agent *a, const struct pending_window *w)
+{
+	uint64_t len = w->end_ns - w->start_ns;
+	uint32_t k = window_pieces(len, (uint64_t)a->opts->window_sec * 1000000000ull), i;
 	size_t stacks;
-	int err;
+	int err = 0;
 
 	if (a->window)
 		folded__clear(a->window);
-	err = sampler__drain(a->sampler, on_sample, a);
-	if (err)
-		return err;
+	for (i = 0; i < k; i++) {
+		uint64_t from = w->start_ns + (uint64_t)((unsigned __int128)len * i / k);
+		uint64_t to = w->start_ns + (uint64_t)((unsigned __int128)len * (i + 1) / k);
+		int64_t s0 = (int64_t)(from / 1000000000ull), s1 = (int64_t)(to / 1000000000ull);
+
+		a->window_start = s0;
+		a->window_seconds = s1 > s0 ? (uint32_t)(s1 - s0) : 1;
+		err = pending_window__replay(w, i, k, on_sample, a);
+		if (err)
+			return err;
+		/* a spool error is logged; sampling goes on */
+		if (a->bb)
+			ship_batch(a, a->bb, true);
+		if (a->bb_off)
+			ship_batch(a, a->bb_off, true);
+	}
+	if (k > 1)
+		log_info("agent: a window of %.1f s (the drain came late) was shipped as %u "
+			 "pieces",
+			 (double)len / 1e9, k);
 	a->windows++;
 	/* the whole run is kept only to be rewritten to a file: an always-on agent
 	 * that ships or prints windows holds one window, not every stack it saw */
@@ -492,18 +541,12 @@ static int end_window(struct agent *a)
 		if (err)
 			return err;
 	}
-	/* a spool error is logged; sampling goes on */
-	if (a->bb)
-		ship_batch(a, a->bb, true);
-	if (a->bb_off)
-		ship_batch(a, a->bb_off, true);
 	/* distinct stacks: of the folded output, else of the window's CPU batches
 	 * (summed over its parts) */
 	stacks = a->window ? folded__size(a->window) : a->window_stacks;
 	if (stacks > a->most_stacks)
 		a->most_stacks = stacks;
 	a->window_stacks = 0;
-	a->window_start = (int64_t)(realtime_ns() / 1000000000ull);
 	if (a->out)
 		err = folded__write(a->window, a->out);
 	else if (a->out_path)
@@ -518,6 +561,23 @@ static int end_window(struct agent *a)
 		unwinder__end_window(a->unwind, on_mappings_changed, a);
 	if (a->py)
 		pytrack__end_window(a->py);
+	return err;
+}
+
+static void print_stats(struct agent *a, double seconds, const char *what);
+
+/* Ships every window drained so far, oldest first; -v prints each. */
+static int ship_pending(struct agent *a, uint64_t start)
+{
+	struct pending_window *w;
+	int err = 0;
+
+	while (!err && (w = pending_queue__pop(a->pending))) {
+		err = ship_window(a, w);
+		pending_window__free(w);
+		if (!err && a->opts->verbose)
+			print_stats(a, (double)(now_ns() - start) / 1e9, "window");
+	}
 	return err;
 }
 
@@ -614,7 +674,6 @@ static int open_shipping(struct agent *a)
 	if (err)
 		log_error("agent: failed to set up shipping to %s: %s", o->collector,
 			  strerror(-err));
-	a->window_start = (int64_t)(realtime_ns() / 1000000000ull);
 	return err;
 }
 
@@ -652,6 +711,7 @@ static int open_all(struct agent *a)
 		err = folded__new(&a->window);
 	if (!err && a->out_path)
 		err = folded__new(&a->run);
+	err = err ?: pending_queue__new(PENDING_WINDOWS_MAX, &a->pending);
 	if (err)
 		return err;
 	err = sampler__open(&so, &a->sampler);
@@ -791,6 +851,8 @@ static void close_all(struct agent *a)
 		sender__stats(a->sender, &st);
 		agent_report__shipping(&st, a->parts, a->batch_max);
 	}
+	drainer__free(a->drainer);
+	pending_queue__free(a->pending);
 	sender__free(a->sender);
 	label_cache__free(a->labels);
 	batch_builder__free(a->bb);
@@ -813,7 +875,7 @@ int agent_run(const struct agent_options *o)
 	struct agent a = { .opts = o,
 			   .batch_max = (size_t)(o->batch_max_kb ?: AGENT_BATCH_MAX_KB) << 10 };
 	uint64_t window_ns = (uint64_t)o->window_sec * 1000000000ull;
-	uint64_t start, now, next, deadline, wait_ms;
+	uint64_t start, now, deadline, wait_ms;
 	struct sigaction sa = { .sa_handler = on_signal };
 	int err, n;
 
@@ -834,26 +896,24 @@ int agent_run(const struct agent_options *o)
 		goto out;
 	}
 	start = now_ns();
-	next = start + window_ns;
 	deadline = o->duration_sec ? start + (uint64_t)o->duration_sec * 1000000000ull : UINT64_MAX;
+	err = drainer__start(a.sampler, window_ns, a.pending, &a.drainer);
+	if (err) {
+		log_error("agent: failed to start the window thread: %s", strerror(-err));
+		goto out;
+	}
 	log_info("smolder: sampling %s at %u Hz on %u CPUs, %u s windows%s",
 		 o->npids ? "the given processes" : "every process", o->frequency,
 		 sampler__ncpus(a.sampler), o->window_sec, o->off_cpu ? ", off-CPU waits too" : "");
 
 	while (!stop_requested) {
+		err = ship_pending(&a, start) ?: drainer__error(a.drainer);
+		if (err)
+			goto out;
 		now = now_ns();
 		if (now >= deadline)
 			break;
-		if (now >= next) {
-			err = end_window(&a);
-			if (err)
-				goto out;
-			if (o->verbose)
-				print_stats(&a, (double)(now_ns() - start) / 1e9, "window");
-			next += window_ns;
-			continue;
-		}
-		wait_ms = ((next < deadline ? next : deadline) - now) / 1000000 + 1;
+		wait_ms = (deadline - now) / 1000000 + 1;
 		n = sampler__poll_events(a.sampler, wait_ms < POLL_MS ? (int)wait_ms : POLL_MS,
 					 on_event, &a);
 		if (n < 0 && n != -EINTR) {
@@ -867,9 +927,13 @@ int agent_run(const struct agent_options *o)
 			unwinder__tick(a.unwind, on_mappings_changed, &a);
 		publish_metrics(&a);
 	}
-	/* Stop sampling first, so the last drain holds every counted sample. */
+	/* Stop the windows, then sampling, so the last drain holds every counted
+	 * sample: the partial last window. */
+	drainer__stop(a.drainer);
 	sampler__stop(a.sampler);
-	err = end_window(&a); /* the partial last window */
+	err = ship_pending(&a, start);
+	err = err ?: drainer__drain_now(a.drainer);
+	err = err ?: ship_pending(&a, start);
 	print_stats(&a, (double)(now_ns() - start) / 1e9, "total");
 out:
 	agent_metrics__stop(a.metrics);

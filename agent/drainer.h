@@ -1,0 +1,41 @@
+/* The thread that closes the agent's windows on time: at every window boundary
+ * (CLOCK_MONOTONIC) it drains the sampler's maps into a pending window
+ * (agent/pending.h) stamped with the real clock readings of this drain and the
+ * one before, and queues it. It only copies: naming the stacks and shipping
+ * them happen on the agent's main thread, so a slow symbolization, a blocked
+ * open of a process's file or a hung collector delays shipping, never a window
+ * boundary. A drain that comes late anyway (the agent was stopped, the host
+ * starved it) holds all the time since the one before, and says so by its
+ * clock readings; the next boundary is then one window after it.
+ *
+ * The sampler's drain is called only from this thread while it runs (the rest
+ * of the sampler stays the main thread's: sampler.h).
+ */
+#ifndef SMOLDER_DRAINER_H
+#define SMOLDER_DRAINER_H
+
+#include <stdint.h>
+
+#include "agent/pending.h"
+#include "agent/sampler.h"
+
+struct drainer;
+
+/* Starts the thread; the first window begins now. Returns 0 or -errno. */
+int drainer__start(struct sampler *s, uint64_t window_ns, struct pending_queue *q,
+		   struct drainer **out);
+
+/* Stops and joins the thread (a drain under way finishes first). */
+void drainer__stop(struct drainer *d);
+
+/* After drainer__stop(): drains once more, from the caller's thread, the window
+ * from the last drain to now, and queues it. Returns 0 or -errno. */
+int drainer__drain_now(struct drainer *d);
+
+/* The first error of a drain of the thread (it then stops draining), or 0. */
+int drainer__error(struct drainer *d);
+
+/* Frees d (stopping it first). NULL is ignored. */
+void drainer__free(struct drainer *d);
+
+#endif
