@@ -79,11 +79,14 @@ int pending_window__add(void *ctx, const struct sampler_sample *smp)
 	return 0;
 }
 
-/* count's share of piece i of n: floor(c (i+1) / n) - floor(c i / n) */
-static uint64_t share(uint64_t c, uint32_t i, uint32_t n)
+/* count c's share of piece i of n, with phase ph in [0, n): floor((c (i+1) + ph) /
+ * n) - floor((c i + ph) / n). The shares of the n pieces sum to c; the phase,
+ * different for each sample, spreads the remainders (a count of 1 among them)
+ * over the pieces instead of giving them all to the last. */
+static uint64_t share(uint64_t c, uint32_t i, uint32_t n, uint32_t ph)
 {
-	unsigned __int128 hi = (unsigned __int128)c * (i + 1) / n,
-			  lo = (unsigned __int128)c * i / n;
+	unsigned __int128 hi = ((unsigned __int128)c * (i + 1) + ph) / n;
+	unsigned __int128 lo = ((unsigned __int128)c * i + ph) / n;
 
 	return (uint64_t)(hi - lo);
 }
@@ -100,7 +103,9 @@ int pending_window__replay(const struct pending_window *w, uint32_t piece, uint3
 		return -EINVAL;
 	for (i = 0; i < w->n && !err; i++) {
 		const struct pending_sample *p = &w->s[i];
-		uint64_t count = npieces > 1 ? share(p->count, piece, npieces) : p->count;
+		uint64_t count = npieces > 1
+					 ? share(p->count, piece, npieces, (uint32_t)(i % npieces))
+					 : p->count;
 
 		if (!count)
 			continue;
