@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "collector/cardinality.h"
+#include "collector/stall.h"
 #include "common/log.h"
 #include "common/reason.h"
 #include "query/timeparse.h"
@@ -60,6 +61,11 @@ const char collector_usage[] =
 	"                            429 past it (default 10000)\n"
 	"      --agent-stacks-per-min N  new stacks one agent may send in full a minute;\n"
 	"                            429 past it (default 100000)\n"
+	"      --agent-window SEC    the agents' window length: /healthz answers 503\n"
+	"                            while an agent has sent nothing for\n"
+	"                            --stall-windows of them (default: off; 'up' sets\n"
+	"                            its agent's)\n"
+	"      --stall-windows N     windows of silence that make a stall (default 6)\n"
 	"      --ingest-linger-ms N  hold a store call open up to N ms for more batches\n"
 	"                            while they keep arriving (default 50; 0: off)\n"
 	"      --tls-cert F          serve https with this PEM certificate (chain)...\n"
@@ -93,6 +99,8 @@ const struct option collector_long_options[] = {
 	{ "agent-labelsets-per-min", required_argument, NULL,
 	  COLLECTOR_OPT_AGENT_LABELSETS_PER_MIN },
 	{ "agent-stacks-per-min", required_argument, NULL, COLLECTOR_OPT_AGENT_STACKS_PER_MIN },
+	{ "agent-window", required_argument, NULL, COLLECTOR_OPT_AGENT_WINDOW },
+	{ "stall-windows", required_argument, NULL, COLLECTOR_OPT_STALL_WINDOWS },
 	{ "help", no_argument, NULL, 'h' },
 	{ NULL, 0, NULL, 0 },
 };
@@ -281,6 +289,21 @@ int collector_args__set(struct collector_args *a, int opt, const char *arg, char
 			a->o.stacks_per_min = (uint32_t)n;
 		else
 			a->o.labelsets_per_min = (uint32_t)n;
+		break;
+	case COLLECTOR_OPT_AGENT_WINDOW:
+		/* the agent's own bound on --window */
+		if (!parse_count(arg, 1, 3600, &n))
+			return reason_fail(err, errlen, -EINVAL,
+					   "--agent-window wants 1 to 3600 (seconds), got '%s'",
+					   arg);
+		a->o.agent_window_sec = (uint32_t)n;
+		break;
+	case COLLECTOR_OPT_STALL_WINDOWS:
+		if (!parse_count(arg, 1, STALL_FORGET_WINDOWS - 1, &n))
+			return reason_fail(err, errlen, -EINVAL,
+					   "--stall-windows wants 1 to %d, got '%s'",
+					   STALL_FORGET_WINDOWS - 1, arg);
+		a->o.stall_windows = (unsigned)n;
 		break;
 	case COLLECTOR_OPT_MAX_QUEUED_QUERIES:
 		/* each waiting query holds its parsed parameters only; the cap bounds the

@@ -191,6 +191,10 @@ int up_main(int argc, char **argv)
 		fprintf(stderr, "smolder up: %s\n", why);
 		goto out;
 	}
+	/* /healthz says when its agent has sent nothing for a while */
+	if (!u.collector.o.agent_window_sec)
+		u.collector.o.agent_window_sec = u.agent.window_sec;
+	u.collector.o.expect_agent = true;
 	err = collector_args__start(&u.collector, &c);
 	if (err)
 		goto out;

@@ -208,6 +208,14 @@ static void keeper_stop(struct collector *c)
 	pthread_mutex_destroy(&c->keep_lock);
 }
 
+uint64_t collector_monotonic_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
 int collector__start(const struct collector_options *o, struct collector **out)
 {
 	struct store_options so = { .retention_seconds = o->retention_seconds,
@@ -248,6 +256,9 @@ int collector__start(const struct collector_options *o, struct collector **out)
 		goto out_free;
 	}
 	err = cardinality__new(o->labelsets_per_min, o->stacks_per_min, &c->card);
+	if (!err && o->agent_window_sec)
+		err = stall__new(o->agent_window_sec, o->stall_windows ?: STALL_WINDOWS,
+				 o->expect_agent, collector_monotonic_ns(), &c->stall);
 	if (err)
 		goto out_free;
 	err = tls__load(o->tls_cert, o->tls_key, o->tls_client_ca, &c->tls, why, sizeof(why));
@@ -348,6 +359,7 @@ out_free:
 	explicit_bzero(&c->ingest_key, sizeof(c->ingest_key));
 	explicit_bzero(&c->query_key, sizeof(c->query_key));
 	cardinality__free(c->card);
+	stall__free(c->stall);
 	pthread_mutex_destroy(&c->lock);
 	free(c);
 	return err;
@@ -377,6 +389,7 @@ void collector__stop(struct collector *c)
 	explicit_bzero(&c->ingest_key, sizeof(c->ingest_key));
 	explicit_bzero(&c->query_key, sizeof(c->query_key));
 	cardinality__free(c->card);
+	stall__free(c->stall);
 	pthread_mutex_destroy(&c->lock);
 	free(c);
 }

@@ -149,6 +149,11 @@ struct collector_options {
 	 * collector/access.h): "NAME" or "NAME:PORT" */
 	const char *allow_hosts[ACCESS_MAX_ALLOW_HOSTS];
 	size_t nallow_hosts;
+	/* the agents' window length in seconds: /healthz reports an agent silent
+	 * for stall_windows of them (collector/stall.h); 0: no agent is watched */
+	uint32_t agent_window_sec;
+	unsigned stall_windows; /* 0: STALL_WINDOWS */
+	bool expect_agent;	/* one agent is expected from the start (smolder up) */
 };
 
 struct collector;

@@ -23,6 +23,7 @@
 #include "collector/metrics.h"
 #include "collector/queries.h"
 #include "collector/readers.h"
+#include "collector/stall.h"
 #include "collector/tls.h"
 #include "common/token.h"
 
@@ -36,6 +37,7 @@ struct collector {
 	struct queries *queries;  /* the workers that run queries (queries.h) */
 	struct ingestq *ingestq;  /* the ingest writer and its queue (ingestq.h) */
 	struct cardinality *card; /* per-agent budgets of new label sets and stacks */
+	struct stall *stall;	  /* the agents' silences; NULL: none watched */
 	atomic_uint reading;	  /* queries reading the store now */
 	struct MHD_Daemon *daemon;
 	struct tls_files tls; /* all NULL: plain HTTP */
@@ -77,6 +79,9 @@ struct request {
 };
 
 /* ---- collector.c: the shared state ---- */
+
+/* CLOCK_MONOTONIC in ns: the stall watch's clock. */
+uint64_t collector_monotonic_ns(void);
 
 /* True for the errors of a store that is a server out of reach (ClickHouse down,
  * restarting, or its network gone), as opposed to a batch or a request it

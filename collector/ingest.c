@@ -118,6 +118,10 @@ static void store_batches(void *ctx, struct ingestq_job **jobs, size_t n)
 	for (i = 0; i < n; i++) {
 		struct ingest_job *j = (struct ingest_job *)jobs[i];
 
+		/* a batch the store took (or had): its agent is alive */
+		if (c->stall && !j->err)
+			stall__seen(c->stall, j->b->strings[j->b->agent_id],
+				    collector_monotonic_ns());
 		batch__free(j->b);
 		j->b = NULL;
 	}

@@ -12,10 +12,11 @@
 #include "store/store.h"
 
 /* GET /healthz: "ok" (200), or "degraded: the store is unreachable: WHY" (503)
- * while store_down holds. */
+ * while store_down holds, or "degraded: agent ID sent nothing for 60 s (6
+ * windows)" (503) while a watched agent is stalled (collector/stall.h). */
 enum MHD_Result status_health(struct collector *c, struct MHD_Connection *conn)
 {
-	char body[320];
+	char body[320], why[256];
 	bool down;
 
 	pthread_mutex_lock(&c->lock);
@@ -24,6 +25,11 @@ enum MHD_Result status_health(struct collector *c, struct MHD_Connection *conn)
 		snprintf(body, sizeof(body), "degraded: the store is unreachable: %s\n",
 			 c->store_why);
 	pthread_mutex_unlock(&c->lock);
+	if (!down && c->stall &&
+	    stall__check(c->stall, collector_monotonic_ns(), why, sizeof(why))) {
+		snprintf(body, sizeof(body), "degraded: %s\n", why);
+		down = true;
+	}
 	if (!down)
 		return http_respond(conn, MHD_HTTP_OK, "text/plain", "ok\n", 3);
 	return http_respond(conn, MHD_HTTP_SERVICE_UNAVAILABLE, "text/plain", body, strlen(body));
