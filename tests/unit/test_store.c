@@ -1221,6 +1221,56 @@ static int collect_series(void *ctx, int64_t bucket, uint64_t count)
 	return 0;
 }
 
+/* Windows of any length: a late window an agent shipped as pieces of its real
+ * time (7, 3 and 1 s here beside its nominal 10 s) and a long one sent whole
+ * (70 s) are stored with the length they were sent with (store__windows' min and
+ * max), and a timeline counts each where it starts, to the second: the pieces
+ * spread a stall's samples over the steps it covered. */
+static void test_window_lengths(void **state)
+{
+	static const struct {
+		int64_t start;
+		uint32_t seconds;
+		uint64_t count;
+	} w[] = {
+		{ 1000, 10, 1980 }, { 1010, 7, 1386 }, { 1017, 3, 594 }, { 1020, 1, 198 },
+		{ 1021, 1, 197 },   { 1022, 8, 1585 }, { 1030, 70, 13860 },
+	};
+	const size_t n = sizeof(w) / sizeof(w[0]);
+	struct store_query q = { .from = 1000, .to = 1100 };
+	struct store_windows got;
+	struct series sr = { 0 };
+	struct fixture *fx = *state;
+	struct store *s;
+	struct tb tb;
+	size_t i;
+
+	s = open_backend(fx, NULL);
+	for (i = 0; i < n; i++) {
+		struct batch *b;
+
+		tb_init(&tb, "agent-a", i + 1, w[i].start);
+		tb.b->window_seconds = w[i].seconds;
+		tb_add(&tb, "service=api", "app;main;work", w[i].count);
+		b = tb_finish(&tb);
+		assert_int_equal(store__ingest(s, b, NULL), 0);
+		tbatch_free(b);
+	}
+	assert_int_equal(store__windows(s, &q, &got), 0);
+	assert_int_equal(got.nwindows, n);
+	assert_int_equal(got.first_start, 1000);
+	assert_int_equal(got.last_end, 1100);
+	assert_int_equal(got.min_seconds, 1);
+	assert_int_equal(got.max_seconds, 70);
+	assert_int_equal(store__query_series(s, &q, 1, collect_series, &sr), 0);
+	assert_int_equal(sr.n, n);
+	for (i = 0; i < n; i++) {
+		assert_int_equal(sr.start[i], w[i].start);
+		assert_int_equal(sr.count[i], w[i].count);
+	}
+	close_checked(s);
+}
+
 struct texts {
 	char items[32][64];
 	size_t n;
@@ -3148,6 +3198,7 @@ int main(void)
 		BOTH(test_maintain),
 		BOTH(test_size),
 		BOTH(test_series_and_labels),
+		BOTH(test_window_lengths),
 		BOTH(test_max_stacks),
 		BOTH(test_hostile_names),
 		BOTH(test_window_bounds),
