@@ -88,7 +88,8 @@ static void test_stall_reported_and_spread(void **state)
 
 	(void)state;
 	need_root();
-	_Static_assert(STALL_WINDOWS_TEST < STALL_WINDOWS_STOPPED, "the stall is seen while it lasts");
+	_Static_assert(STALL_WINDOWS_TEST < STALL_WINDOWS_STOPPED,
+		       "the stall is seen while it lasts");
 	if (coll_start(&c, "127.0.0.1:0", extra)) {
 		test_print_log("collector", c.err);
 		fail_msg("the collector did not start");
@@ -160,8 +161,8 @@ static void test_stall_reported_and_spread(void **state)
 		      (double)most / FREQUENCY, nproc);
 	/* Minimum: the host busy at least a quarter of the stop, so a step holding
 	 * the stop whole would be over the cores. */
-	assert_true(stall_samples >= (unsigned long long)(nproc * FREQUENCY *
-							   STALL_WINDOWS_STOPPED / 4));
+	assert_true(stall_samples >=
+		    (unsigned long long)(nproc * FREQUENCY * STALL_WINDOWS_STOPPED / 4));
 	if ((double)most / FREQUENCY > (double)nproc * CORES_SLACK)
 		fail_msg("a 1 s step at %lld holds %llu samples: %.2f cores on a %ld-core host",
 			 most_t, most, (double)most / FREQUENCY, nproc);
