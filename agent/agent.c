@@ -52,12 +52,6 @@
 #define MAX_SERIES_LABELS (4 + AGENT_MAX_LABELS + NPROC_LABELS)
 #define FLUSH_MS	  5000 /* how long the last batches may take to go out at exit */
 #define ZSTD_LEVEL	  3
-/* Pieces a window longer than its nominal length is shipped as, at most: its
- * samples are spread evenly over pieces of about the nominal length (their time
- * within it is unknown), so no step of a timeline holds more time than it
- * covers. 360 pieces cover an hour's stall of 10 s windows; a longer one gets
- * longer pieces, and a window costs at most 360 batches. */
-#define SPREAD_MAX_PIECES 360
 
 static volatile sig_atomic_t stop_requested;
 
@@ -486,19 +480,6 @@ static int ship_batch(struct agent *a, struct batch_builder *bb, bool last)
 	return err;
 }
 
-/* How many pieces a window of len_ns is shipped as: one, unless it is more than
- * half a window longer than nominal_ns (a drain that came late); then about one
- * per nominal window it covers, at most SPREAD_MAX_PIECES. */
-static uint32_t window_pieces(uint64_t len_ns, uint64_t nominal_ns)
-{
-	uint64_t k;
-
-	if (!nominal_ns || len_ns <= nominal_ns + nominal_ns / 2)
-		return 1;
-	k = (len_ns + nominal_ns / 2) / nominal_ns;
-	return k > SPREAD_MAX_PIECES ? SPREAD_MAX_PIECES : (uint32_t)k;
-}
-
 /* Names the stacks of a drained window and ships it (with --collector), as one
  * batch per profile type, or, when it covers more time than its nominal length,
  * as consecutive pieces that split its time and its samples evenly, each
@@ -507,7 +488,7 @@ static uint32_t window_pieces(uint64_t len_ns, uint64_t nominal_ns)
 static int ship_window(struct agent *a, const struct pending_window *w)
 {
 	uint64_t len = w->end_ns - w->start_ns;
-	uint32_t k = window_pieces(len, (uint64_t)a->opts->window_sec * 1000000000ull), i;
+	uint32_t k = pending_window__pieces(w, (uint64_t)a->opts->window_sec * 1000000000ull), i;
 	size_t stacks;
 	int err = 0;
 

@@ -134,6 +134,16 @@ int pending_window__replay(const struct pending_window *w, uint32_t piece, uint3
 	return err;
 }
 
+uint32_t pending_window__pieces(const struct pending_window *w, uint64_t nominal_ns)
+{
+	uint64_t len = w->end_ns - w->start_ns, k;
+
+	if (!nominal_ns || len <= nominal_ns + nominal_ns / 2)
+		return 1;
+	k = (len + nominal_ns / 2) / nominal_ns;
+	return k > PENDING_SPREAD_MAX_PIECES ? PENDING_SPREAD_MAX_PIECES : (uint32_t)k;
+}
+
 size_t pending_window__size(const struct pending_window *w)
 {
 	return w->n;

@@ -22,6 +22,13 @@
  * queue full is dropped and counted (pending_queue__dropped). */
 #define PENDING_WINDOWS_MAX 4
 
+/* Pieces a window longer than its nominal length is shipped as, at most: its
+ * samples are spread evenly over pieces of about the nominal length (their time
+ * within it is unknown), so no step of a timeline holds more time than it
+ * covers. 360 pieces cover an hour's stall of 10 s windows; a longer one gets
+ * longer pieces, and a window costs at most 360 batches. */
+#define PENDING_SPREAD_MAX_PIECES 360
+
 struct pending_sample;
 
 struct pending_window {
@@ -49,6 +56,11 @@ int pending_window__add(void *ctx, const struct sampler_sample *smp);
  * skipped. A non-zero return of cb stops and is returned. */
 int pending_window__replay(const struct pending_window *w, uint32_t piece, uint32_t npieces,
 			   sampler_sample_fn cb, void *ctx);
+
+/* How many pieces w is shipped as: 1, unless it is more than half a window
+ * longer than nominal_ns (a drain that came late); then about one per nominal
+ * window it covers, at most PENDING_SPREAD_MAX_PIECES. */
+uint32_t pending_window__pieces(const struct pending_window *w, uint64_t nominal_ns);
 
 /* Count of samples (CPU and off-CPU entries) the window holds. */
 size_t pending_window__size(const struct pending_window *w);
