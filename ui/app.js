@@ -34,6 +34,15 @@
   const DETAIL_STEP = 10;
   const MAX_DETAIL = 10000000; /* the API's own upper bound of max_nodes */
   const TOKEN_KEY = 'smolder.token';
+  /* How often the page asks /healthz (no token, no store read): a collector
+   * watching its agents (smolder up does) says when one has sent nothing for 6
+   * windows, 60 s at the defaults; a check every 5 s shows it within a twelfth
+   * of that. */
+  const HEALTH_MS = 5000;
+  /* Rows of the top table added at a time: every function is in the table (a
+   * dispatcher whose time is all in its callees has 0 self and sorts last by
+   * self), the next TOP_CHUNK rows added as the last ones scroll into view. */
+  const TOP_CHUNK = 200;
   const $ = (id) => document.getElementById(id);
 
   /* ---- state <-> URL fragment --------------------------------------------- */
@@ -827,6 +836,9 @@
     out.dataset.share = r.share;
   }
 
+  /* The rows of the top table in their order, and how many are in the page. */
+  let topShown = [], topRendered = 0, topObserver = null;
+
   function renderTop() {
     const tbody = $('top').tBodies[0], f = $('top-filter').value.toLowerCase();
     const key = state.sort, dir = key === 'name' ? 1 : -1;
@@ -835,7 +847,19 @@
     for (const th of $('top').tHead.rows[0].cells)
       th.setAttribute('aria-sort', th.dataset.key === key ? (key === 'name' ? 'ascending' : 'descending') : 'none');
     tbody.textContent = '';
-    for (const r of rows.slice(0, 200)) {
+    topShown = rows;
+    topRendered = 0;
+    appendTopRows();
+    $('top-count').textContent = rows.length + ' of ' + topRows.length + ' functions';
+  }
+
+  /* Adds the next TOP_CHUNK rows; the last row, once it scrolls into view (the
+   * aside's or the page's scroll), adds the next ones. */
+  function appendTopRows() {
+    const tbody = $('top').tBodies[0];
+    const end = Math.min(topShown.length, topRendered + TOP_CHUNK);
+    if (topObserver) topObserver.disconnect();
+    for (const r of topShown.slice(topRendered, end)) {
       const tr = tbody.insertRow();
       tr.tabIndex = 0;
       tr.dataset.name = r.name;
@@ -850,7 +874,33 @@
       c.title = r.name;
       c.className = 'fn kind-' + r.kind;
     }
-    $('top-count').textContent = rows.length + ' of ' + topRows.length + ' functions';
+    topRendered = end;
+    if (end < topShown.length && tbody.rows.length) {
+      topObserver = topObserver || new IntersectionObserver((entries) => {
+        if (entries.some((e) => e.isIntersecting)) appendTopRows();
+      });
+      topObserver.observe(tbody.rows[tbody.rows.length - 1]);
+    }
+  }
+
+  /* /healthz: a banner while the collector says it is degraded (an agent that
+   * has sent nothing for a while, the store out of reach), gone when it is ok. */
+  async function checkHealth() {
+    let resp;
+    try {
+      resp = await fetch('/healthz', { cache: 'no-store' });
+    } catch (e) {
+      return; /* the collector unreachable: the queries say so */
+    }
+    const box = $('health');
+    if (resp.status === 503) {
+      const why = (await resp.text()).trim().replace(/^degraded: /, '');
+      box.textContent = 'Collector degraded: ' + why +
+        (/sent nothing/.test(why) ? '. Recent steps lack its samples: they are missing, not idle.' : '');
+      box.hidden = false;
+    } else if (resp.ok) {
+      box.hidden = true;
+    }
   }
 
   function pickFunction(name) {
@@ -1186,6 +1236,8 @@
     };
     if (first) first.then(rest, rest);
     else rest();
+    checkHealth();
+    setInterval(checkHealth, HEALTH_MS);
     /* the page's introspection, for tests and for people at the console */
     window.smolder = {
       state, permalink, frames: () => flame.frames(), movers: () => moverRows,

@@ -12,7 +12,8 @@
  * just before a selection is one click away ("Compare with previous"). Off-CPU
  * (nanoseconds waited, 163 s in one window) reads as times in the summary, the
  * timeline's peak and the top table, whose function column stays in view at
- * 1400 px.
+ * 1400 px. On a collector whose agent has sent nothing for a window, a banner
+ * in the error colours says so above the timeline, and goes once it sends.
  */
 'use strict';
 
@@ -169,6 +170,33 @@ function lineTop(img, x0, x1, height, c, tol) {
       [text.cells[0].text, text.cells[2].text]);
     check(fn.text === want.offcpu_fn && fn.right <= 1400 && fn.right - fn.left >= 200,
       'off-CPU: the function column is in view at 1400 px', fn);
+
+    /* a stalled agent: the banner, drawn, then gone once the agent sends */
+    await page.goto(want.quiet_url, { waitUntil: 'load' });
+    await page.waitForSelector('#health:not([hidden])');
+    const banner = await page.$eval('#health', (e) => {
+      const r = e.getBoundingClientRect();
+      return { text: e.textContent, left: r.left, top: r.top, width: r.width, height: r.height,
+        timeline: document.getElementById('timeline').getBoundingClientRect().top };
+    });
+    check(/agent quiet-agent sent nothing for \d+ s \(\d+ windows?\)/.test(banner.text),
+      'stall: the banner names the agent and its silence', banner.text);
+    const shotB = png.decode(await page.screenshot());
+    const errBg = await rgbOf(page, '--err-bg'), pageBg = await rgbOf(page, '--bg');
+    const drawn = strength(shotB, banner.left, banner.left + banner.width, banner.top,
+      banner.top + banner.height, errBg, pageBg);
+    check(banner.height > 0 && banner.top < banner.timeline && drawn > 0.5,
+      'stall: on the screen, a banner in the error colour above the timeline', [banner, drawn]);
+    const resp = await fetch(new URL('/api/v1/ingest', want.quiet_url), {
+      method: 'POST', body: fs.readFileSync(want.quiet_body),
+      headers: { 'Content-Type': want.quiet_type, 'Content-Encoding': 'zstd' },
+    });
+    check(resp.status === 200, 'stall: the agent sends again', resp.status);
+    await page.waitForSelector('#health', { state: 'hidden' });
+    check(await page.isHidden('#health'), 'stall: the banner is gone');
+    /* the 503s of /healthz were the answers looked for, not failures */
+    for (let i = errors.length - 1; i >= 0; i--)
+      if (/\/healthz|status of 503/.test(errors[i])) errors.splice(i, 1);
   } catch (e) {
     check(false, 'the script ran to its end', e.stack);
   }

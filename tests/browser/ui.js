@@ -462,6 +462,22 @@ async function main() {
     const wtop = await pp.$eval('#top tbody tr', (tr) => [tr.dataset.name, tr.cells[0].textContent]);
     check(wtop[0] === wd.fn && wtop[1].replace(/,/g, '') === String(wd.self),
       'pruned: the top table comes from /api/v1/top: ' + wd.fn + ' ' + wd.self, wtop);
+    /* every function is in the table, also past its first rows: main, whose
+     * samples are all in its callees, sorts last by self and is there once the
+     * table is scrolled to its end */
+    const listed = await pp.waitForFunction((n) => {
+      const a = document.querySelector('aside'), rows = document.querySelectorAll('#top tbody tr');
+      a.scrollTop = a.scrollHeight;
+      rows[rows.length - 1].scrollIntoView();
+      return rows.length === n;
+    }, wd.functions, { polling: 100 }).then(() => true, () => false);
+    const mainRow = await pp.$$eval('#top tbody tr', (rows) => rows.filter((r) => r.dataset.name === 'main')
+      .map((r) => [r.cells[0].textContent, r.cells[2].textContent, r.cells[3].textContent]));
+    check(listed && mainRow.length === 1 && mainRow[0][0] === '0' &&
+      mainRow[0][1].replace(/,/g, '') === String(wd.main_total) && mainRow[0][2] === '100.00%',
+      'top: all ' + wd.functions + ' functions listed, main among them (0 self, ' + wd.main_total + ' total)',
+      [await pp.$$eval('#top tbody tr', (rows) => rows.length), mainRow]);
+    await pp.$eval('aside', (a) => { a.scrollTop = 0; });
     await shot(pp, '4-pruned');
     check((await reloaded(pp, () => pp.click('#more-detail'))) === 'ready', 'pruned: More detail asks again');
     check((await pp.evaluate(() => window.smolder.state.nodes)) === wd.nodes * 10, 'pruned: ten times the frames');

@@ -11,6 +11,12 @@
  * that "Compare with previous" sets the 30 s before a selection as the baseline.
  * Which row is which is computed here from the posted counts (the heaviest by
  * self samples first), not read from the page.
+ *
+ * A second collector watches its agents (--agent-window 10 --stall-windows 1:
+ * a stall after 10 s of silence, longer than the page's 5 s between checks of
+ * /healthz) and holds one batch of agent "quiet-agent": a page opened on it
+ * shows the stall's banner, and the banner goes once the agent sends again (the
+ * script posts the second batch written here, as the agent would).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -130,7 +136,36 @@ static void write_short_names(FILE *f)
 	fputs("],", f);
 }
 
-static void write_expectations(const char *path, unsigned port, int64_t t0)
+/* A one-sample batch of agent "quiet-agent" in window t, with seq: posted now
+ * (seq 1), or encoded into path for the script to post (seq 2). */
+static void quiet_batch(unsigned port, const char *path, uint64_t seq, int64_t t)
+{
+	const char *keys[] = { "comm" }, *values[] = { "api" };
+	struct batch_builder *bb;
+	struct batch *b;
+	void *body;
+	size_t len;
+	FILE *f;
+
+	assert_int_equal(batch_builder__new("quiet-agent", "uihost", "cpu", &bb), 0);
+	assert_int_equal(batch_builder__add(bb, keys, values, 1, "api;main;idle", 1), 0);
+	assert_int_equal(batch_builder__finish(bb, seq, t, 1, 10101010, &b), 0);
+	if (!path) {
+		assert_int_equal(post_batch(port, NULL, b, NULL), 200);
+	} else {
+		assert_int_equal(wire_encode(b, 3, &body, &len), 0);
+		f = fopen(path, "wb");
+		assert_non_null(f);
+		assert_int_equal(fwrite(body, 1, len, f), len);
+		assert_int_equal(fclose(f), 0);
+		free(body);
+	}
+	batch__free(b);
+	batch_builder__free(bb);
+}
+
+static void write_expectations(const char *path, unsigned port, int64_t t0, unsigned quiet_port,
+			       const char *quiet_body)
 {
 	uint64_t self[NFN] = { 0 };
 	int order[NFN] = { 0, 1, 2 }, w, f, i, j;
@@ -158,19 +193,21 @@ static void write_expectations(const char *path, unsigned port, int64_t t0)
 		"],\"jumper\":\"validate\",\"steady\":\"serve\",\"step\":10,"
 		"\"spike\":[%lld,%lld],\"quiet\":[%lld,%lld],"
 		"\"offcpu_url\":\"http://127.0.0.1:%u/#from=%lld&to=%lld&type=offcpu\","
-		"\"offcpu_fn\":\"wait_io\"}\n",
+		"\"offcpu_fn\":\"wait_io\",\"quiet_url\":\"http://127.0.0.1:%u/#range=15m\","
+		"\"quiet_body\":\"%s\",\"quiet_type\":\"%s\"}\n",
 		(long long)t0 + 10 * SPIKE_WIN, (long long)t0 + 10 * (SPIKE_WIN + SPIKE_LEN),
 		(long long)t0 + 20, (long long)t0 + 10 * (SPIKE_WIN - 2), port, (long long)t0,
-		(long long)t0 + 10 * NWIN);
+		(long long)t0 + 10 * NWIN, quiet_port, quiet_body, WIRE_CONTENT_TYPE);
 	assert_int_equal(fclose(out), 0);
 }
 
 static void test_what_changed_in_chromium(void **state)
 {
-	char expect[160], out[160], err[160];
+	const char *watch[] = { "--agent-window", "10", "--stall-windows", "1", NULL };
+	char expect[160], out[160], err[160], quiet_body[160];
 	int64_t now = (int64_t)time(NULL), t0;
 	struct browser_run b;
-	struct coll c;
+	struct coll c, q;
 
 	(void)state;
 	browser_prepare(&b, "changed.js");
@@ -183,8 +220,13 @@ static void test_what_changed_in_chromium(void **state)
 	snprintf(expect, sizeof(expect), "%s/expect.json", c.dir);
 	snprintf(out, sizeof(out), "%s/node.out", c.dir);
 	snprintf(err, sizeof(err), "%s/node.err", c.dir);
-	write_expectations(expect, c.port, t0);
+	assert_int_equal(coll_start(&q, "127.0.0.1:0", watch), 0);
+	quiet_batch(q.port, NULL, 1, now - 5);
+	snprintf(quiet_body, sizeof(quiet_body), "%s/quiet.bin", c.dir);
+	quiet_batch(q.port, quiet_body, 2, now - 4);
+	write_expectations(expect, c.port, t0, q.port, quiet_body);
 	browser_run(&b, expect, out, err, NODE_MS, MIN_CHECKS);
+	coll_stop(&q);
 	coll_stop(&c);
 }
 
