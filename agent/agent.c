@@ -740,9 +740,11 @@ static int open_all(struct agent *a)
 static void take_snapshot(struct agent *a, struct agent_metrics_snapshot *out)
 {
 	struct agent_metrics_snapshot s = { 0 };
+	uint64_t dropped_samples;
 
 	s.ncpus = sampler__ncpus(a->sampler);
 	s.windows = a->windows;
+	pending_queue__dropped(a->pending, &s.windows_dropped, &dropped_samples);
 	s.most_stacks = a->most_stacks;
 	s.recorded = a->drained;
 	s.truncated = a->truncated;

@@ -249,6 +249,10 @@ int agent_metrics_write(FILE *out, const struct agent_metrics_snapshot *s)
 	if (s) {
 		prom__gauge(&p, "smolder_agent_cpus", "CPUs sampled.", s->ncpus);
 		prom__counter(&p, "smolder_agent_windows_total", "Windows drained.", s->windows);
+		prom__counter(&p, "smolder_agent_windows_dropped_total",
+			      "Windows drained but dropped: windows waiting to be shipped were at "
+			      "their bound.",
+			      s->windows_dropped);
 		prom__gauge(&p, "smolder_agent_largest_window_stacks",
 			    "Distinct stacks of the largest window so far.", s->most_stacks);
 		prom__counter(&p, "smolder_agent_samples_recorded_total",

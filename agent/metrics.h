@@ -50,6 +50,7 @@ struct agent_metrics_snapshot {
 	uint64_t loss[PROFILE_LOSS_NR];	     /* the BPF program's counters (sampler__read_loss) */
 	unsigned ncpus;			     /* CPUs sampled */
 	uint64_t windows;		     /* windows drained */
+	uint64_t windows_dropped;	     /* drained, then dropped: the queue was full */
 	uint64_t most_stacks;		     /* distinct stacks of the largest window */
 	uint64_t recorded;		     /* CPU samples drained into the windows' output */
 	uint64_t truncated;		     /* of those, with a stack cut (agent/framestack.h) */

@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "agent/pending.h"
 #include "agent/python/pytrack.h"
 #include "agent/symbols/procmaps.h"
 #include "common/log.h"
@@ -128,6 +129,10 @@ void agent_report__print(const struct agent_report *r)
 		 (unsigned long long)s->recorded, (unsigned long long)s->most_stacks,
 		 (unsigned long long)s->windows);
 	print_loss(s->loss);
+	if (s->windows_dropped)
+		log_warn("smolder: %llu windows dropped: the agent fell %d windows behind "
+			 "shipping them",
+			 (unsigned long long)s->windows_dropped, PENDING_WINDOWS_MAX);
 	print_unwind(s);
 	if (s->truncated)
 		log_warn("smolder: %llu samples had stacks too long for one line (truncated)",

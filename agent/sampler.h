@@ -6,7 +6,11 @@
  * addresses already looked up: CPU samples, then off-CPU nanoseconds. The only
  * user of libbpf.
  *
- * Single-threaded: every call on one sampler from one thread.
+ * Every call on one sampler from one thread, except sampler__drain(), which one
+ * other thread may make (agent/drainer.h): it uses only the drain's scratch, the
+ * retired maps and the atomic active_buf, which sampler__python_stack() reads
+ * atomically (a stack looked up in the buffer just retired is not found, as
+ * when it is already drained).
  */
 #ifndef SMOLDER_SAMPLER_H
 #define SMOLDER_SAMPLER_H
