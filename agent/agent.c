@@ -91,6 +91,8 @@ struct agent {
 	struct drainer *drainer;       /* closes windows on time (agent/drainer.h) */
 	int64_t window_start;	       /* unix seconds: the start of the window (piece) shipped */
 	uint32_t window_seconds;       /* its length in seconds, from the real clock */
+	int64_t window_end;	       /* window_start + window_seconds; 0 before the first */
+	uint64_t sampling_since;       /* CLOCK_REALTIME ns when the perf events were attached */
 	uint64_t last_seq;	       /* of the last batch: every batch's seq is larger */
 	uint64_t parts;	  /* batches shipped before their window ended (over the size) */
 	size_t batch_max; /* bytes of protobuf per batch (--batch-max-kb) */
@@ -497,10 +499,11 @@ static int ship_window(struct agent *a, const struct pending_window *w)
 	for (i = 0; i < k; i++) {
 		uint64_t from = w->start_ns + (uint64_t)((unsigned __int128)len * i / k);
 		uint64_t to = w->start_ns + (uint64_t)((unsigned __int128)len * (i + 1) / k);
-		int64_t s0 = (int64_t)(from / 1000000000ull), s1 = (int64_t)(to / 1000000000ull);
-
-		a->window_start = s0;
-		a->window_seconds = s1 > s0 ? (uint32_t)(s1 - s0) : 1;
+		pending_seconds(from, to, a->window_end, &a->window_start, &a->window_seconds);
+		a->window_end = a->window_start + a->window_seconds;
+		log_debug("agent: shipping [%.3f, %.3f) as window %lld, %u s (piece %u of %u)",
+			  (double)from / 1e9, (double)to / 1e9, (long long)a->window_start,
+			  a->window_seconds, i + 1, k);
 		err = pending_window__replay(w, i, k, on_sample, a);
 		if (err)
 			return err;
@@ -698,6 +701,7 @@ static int open_all(struct agent *a)
 	err = sampler__open(&so, &a->sampler);
 	if (err)
 		return err;
+	a->sampling_since = realtime_ns(); /* the first window's start */
 	if (o->bpf_stats && (err = sampler__enable_stats(a->sampler)))
 		log_warn("agent: failed to enable BPF statistics: %s", strerror(-err));
 	if (o->collector && (err = open_shipping(a))) /* creates the spool directory */
@@ -858,7 +862,7 @@ int agent_run(const struct agent_options *o)
 	struct agent a = { .opts = o,
 			   .batch_max = (size_t)(o->batch_max_kb ?: AGENT_BATCH_MAX_KB) << 10 };
 	uint64_t window_ns = (uint64_t)o->window_sec * 1000000000ull;
-	uint64_t start, now, deadline, wait_ms;
+	uint64_t start, now, deadline, wait_ms, stopped;
 	struct sigaction sa = { .sa_handler = on_signal };
 	int err, n;
 
@@ -880,7 +884,7 @@ int agent_run(const struct agent_options *o)
 	}
 	start = now_ns();
 	deadline = o->duration_sec ? start + (uint64_t)o->duration_sec * 1000000000ull : UINT64_MAX;
-	err = drainer__start(a.sampler, window_ns, a.pending, &a.drainer);
+	err = drainer__start(a.sampler, window_ns, a.sampling_since, a.pending, &a.drainer);
 	if (err) {
 		log_error("agent: failed to start the window thread: %s", strerror(-err));
 		goto out;
@@ -913,9 +917,10 @@ int agent_run(const struct agent_options *o)
 	/* Stop the windows, then sampling, so the last drain holds every counted
 	 * sample: the partial last window. */
 	drainer__stop(a.drainer);
+	stopped = realtime_ns();
 	sampler__stop(a.sampler);
 	err = ship_pending(&a, start);
-	err = err ?: drainer__drain_now(a.drainer);
+	err = err ?: drainer__drain_now(a.drainer, stopped);
 	err = err ?: ship_pending(&a, start);
 	print_stats(&a, (double)(now_ns() - start) / 1e9, "total");
 out:

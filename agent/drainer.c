@@ -17,6 +17,7 @@ struct drainer {
 	struct pending_queue *q;
 	uint64_t window_ns;
 	uint64_t last_real_ns; /* CLOCK_REALTIME of the last drain (or the start) */
+	uint64_t first_ns;     /* CLOCK_MONOTONIC of the first boundary */
 	pthread_t thread;
 	pthread_mutex_t lock;
 	pthread_cond_t cond;
@@ -32,10 +33,10 @@ static uint64_t clock_ns(clockid_t id)
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-/* One drain: [last drain, now) into a new pending window, queued. */
-static int drain_once(struct drainer *d)
+/* One drain: [last drain, end) into a new pending window, queued; end 0: now. */
+static int drain_once(struct drainer *d, uint64_t end)
 {
-	uint64_t now = clock_ns(CLOCK_REALTIME);
+	uint64_t now = end ? end : clock_ns(CLOCK_REALTIME);
 	struct pending_window *w;
 	int err;
 
@@ -58,7 +59,7 @@ static int drain_once(struct drainer *d)
 static void *run(void *arg)
 {
 	struct drainer *d = arg;
-	uint64_t next = clock_ns(CLOCK_MONOTONIC) + d->window_ns, now;
+	uint64_t next = d->first_ns, now;
 	struct timespec ts;
 	int err;
 
@@ -73,7 +74,7 @@ static void *run(void *arg)
 		if (now < next)
 			continue;
 		pthread_mutex_unlock(&d->lock);
-		err = drain_once(d);
+		err = drain_once(d, 0);
 		pthread_mutex_lock(&d->lock);
 		if (err) {
 			d->err = err;
@@ -89,11 +90,12 @@ static void *run(void *arg)
 	return NULL;
 }
 
-int drainer__start(struct sampler *s, uint64_t window_ns, struct pending_queue *q,
-		   struct drainer **out)
+int drainer__start(struct sampler *s, uint64_t window_ns, uint64_t since_real_ns,
+		   struct pending_queue *q, struct drainer **out)
 {
 	struct drainer *d = calloc(1, sizeof(*d));
 	pthread_condattr_t ca;
+	uint64_t elapsed;
 	int err;
 
 	if (!d)
@@ -101,7 +103,11 @@ int drainer__start(struct sampler *s, uint64_t window_ns, struct pending_queue *
 	d->sampler = s;
 	d->q = q;
 	d->window_ns = window_ns;
-	d->last_real_ns = clock_ns(CLOCK_REALTIME);
+	d->last_real_ns = since_real_ns;
+	/* the first window is a whole one from the start of sampling */
+	elapsed = clock_ns(CLOCK_REALTIME) - since_real_ns;
+	d->first_ns =
+		clock_ns(CLOCK_MONOTONIC) + window_ns - (elapsed < window_ns ? elapsed : window_ns);
 	pthread_mutex_init(&d->lock, NULL);
 	pthread_condattr_init(&ca);
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
@@ -131,11 +137,11 @@ void drainer__stop(struct drainer *d)
 	d->running = false;
 }
 
-int drainer__drain_now(struct drainer *d)
+int drainer__drain_now(struct drainer *d, uint64_t end_real_ns)
 {
 	if (d->running)
 		return -EBUSY;
-	return drain_once(d);
+	return drain_once(d, end_real_ns);
 }
 
 int drainer__error(struct drainer *d)

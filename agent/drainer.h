@@ -21,16 +21,19 @@
 
 struct drainer;
 
-/* Starts the thread; the first window begins now. Returns 0 or -errno. */
-int drainer__start(struct sampler *s, uint64_t window_ns, struct pending_queue *q,
-		   struct drainer **out);
+/* Starts the thread: the first window began at since_real_ns (CLOCK_REALTIME
+ * when sampling started: what the agent did after that is in it too) and ends
+ * window_ns after it (now, if that is past). Returns 0 or -errno. */
+int drainer__start(struct sampler *s, uint64_t window_ns, uint64_t since_real_ns,
+		   struct pending_queue *q, struct drainer **out);
 
 /* Stops and joins the thread (a drain under way finishes first). */
 void drainer__stop(struct drainer *d);
 
 /* After drainer__stop(): drains once more, from the caller's thread, the window
- * from the last drain to now, and queues it. Returns 0 or -errno. */
-int drainer__drain_now(struct drainer *d);
+ * from the last drain to end_real_ns (CLOCK_REALTIME when sampling stopped; 0:
+ * now), and queues it. Returns 0 or -errno. */
+int drainer__drain_now(struct drainer *d, uint64_t end_real_ns);
 
 /* The first error of a drain of the thread (it then stops draining), or 0. */
 int drainer__error(struct drainer *d);

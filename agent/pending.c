@@ -144,6 +144,20 @@ uint32_t pending_window__pieces(const struct pending_window *w, uint64_t nominal
 	return k > PENDING_SPREAD_MAX_PIECES ? PENDING_SPREAD_MAX_PIECES : (uint32_t)k;
 }
 
+void pending_seconds(uint64_t from_ns, uint64_t to_ns, int64_t prev_end, int64_t *start,
+		     uint32_t *seconds)
+{
+	int64_t s = (int64_t)((from_ns + 500000000ull) / 1000000000ull);
+	int64_t e = (int64_t)((to_ns + 500000000ull) / 1000000000ull);
+
+	if (s < prev_end)
+		s = prev_end;
+	if (e < s + 1)
+		e = s + 1;
+	*start = s;
+	*seconds = (uint32_t)(e - s);
+}
+
 size_t pending_window__size(const struct pending_window *w)
 {
 	return w->n;

@@ -62,6 +62,15 @@ int pending_window__replay(const struct pending_window *w, uint32_t piece, uint3
  * window it covers, at most PENDING_SPREAD_MAX_PIECES. */
 uint32_t pending_window__pieces(const struct pending_window *w, uint64_t nominal_ns);
 
+/* The whole seconds a window (or piece) of real time [from_ns, to_ns) is shipped
+ * as: its start rounded to the nearest second, but not before prev_end (the end
+ * of the one shipped before it; 0: none), and its end rounded, at least a second
+ * after its start. Windows then tile the timeline in whole seconds, no two in
+ * the same second, each within half a second of its real bounds while the
+ * drains keep time: a 1 s step holds one 1 s window, not two short ones. */
+void pending_seconds(uint64_t from_ns, uint64_t to_ns, int64_t prev_end, int64_t *start,
+		     uint32_t *seconds);
+
 /* Count of samples (CPU and off-CPU entries) the window holds. */
 size_t pending_window__size(const struct pending_window *w);
 

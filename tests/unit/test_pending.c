@@ -175,6 +175,37 @@ static void test_piece_count(void **state)
 	}
 }
 
+/* Whole seconds: rounded bounds, never before the previous window's end, at
+ * least 1 s; consecutive short windows do not share a second. */
+static void test_seconds(void **state)
+{
+	static const struct {
+		double from, to;
+		int64_t prev, start;
+		uint32_t seconds;
+	} cases[] = {
+		{ 100.4, 101.4, 0, 100, 1 },	 { 100.6, 101.6, 0, 101, 1 },
+		{ 100.98, 101.97, 0, 101, 1 },	 { 101.97, 102.4, 102, 102, 1 },
+		{ 351.05, 351.97, 351, 351, 1 }, { 351.97, 352.99, 352, 352, 1 },
+		{ 100.2, 160.7, 0, 100, 61 },	 { 100.2, 101.2, 102, 102, 1 },
+		{ 100.0, 100.0, 0, 100, 1 },
+	};
+	uint32_t seconds;
+	int64_t start;
+	size_t i;
+
+	(void)state;
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		pending_seconds((uint64_t)(cases[i].from * 1e9), (uint64_t)(cases[i].to * 1e9),
+				cases[i].prev, &start, &seconds);
+		if (start != cases[i].start || seconds != cases[i].seconds)
+			fail_msg("[%.2f, %.2f) after %lld: %lld, %u s; want %lld, %u s",
+				 cases[i].from, cases[i].to, (long long)cases[i].prev,
+				 (long long)start, seconds, (long long)cases[i].start,
+				 cases[i].seconds);
+	}
+}
+
 /* The queue keeps order, holds PENDING_WINDOWS_MAX windows, and a window pushed
  * past it is dropped (freed, counted with its CPU samples). */
 static void test_queue_bound(void **state)
@@ -211,9 +242,8 @@ static void test_queue_bound(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_copy_and_replay),
-		cmocka_unit_test(test_pieces),
-		cmocka_unit_test(test_piece_count),
+		cmocka_unit_test(test_copy_and_replay), cmocka_unit_test(test_pieces),
+		cmocka_unit_test(test_piece_count),	cmocka_unit_test(test_seconds),
 		cmocka_unit_test(test_queue_bound),
 	};
 
