@@ -11,6 +11,9 @@
  * length only scales both), in a 1 s timeline. The collector reports a stall
  * after STALL_WINDOWS_TEST windows, so it is seen halfway through the stop.
  *
+ * `smolder up` (its agent on its main thread, stopped alone) reports the stall
+ * on its own /healthz.
+ *
  * Needs root (the agent loads BPF); skipped with a reason otherwise.
  */
 #include <setjmp.h>
@@ -130,10 +133,10 @@ static void run_start(struct run *r, bool metrics)
 
 /* /healthz says 503 "... sent nothing for ..." before until_ms (the stall's
  * end), then, once resume() ended it, 200 again. */
-static void stall_reported(struct run *r, uint64_t until_ms, void (*resume)(pid_t))
+static void stall_reported(unsigned port, pid_t agent, uint64_t until_ms, void (*resume)(pid_t))
 {
 	long status;
-	char *body = health_until(r->c.port, 503, (unsigned)(until_ms - test_now_ms()), &status);
+	char *body = health_until(port, 503, (unsigned)(until_ms - test_now_ms()), &status);
 
 	print_message("  /healthz during the stall: %ld %s", status, body);
 	if (status != 503 || !strstr(body, "sent nothing for"))
@@ -142,8 +145,8 @@ static void stall_reported(struct run *r, uint64_t until_ms, void (*resume)(pid_
 	free(body);
 	while (test_now_ms() < until_ms) /* the stall's length: a duration, not a wait */
 		usleep(20000);
-	resume(r->agent);
-	body = health_until(r->c.port, 200, 10000, &status);
+	resume(agent);
+	body = health_until(port, 200, 10000, &status);
 	if (status != 200)
 		fail_msg("/healthz after the agent resumed: %ld %s", status, body);
 	free(body);
@@ -268,7 +271,8 @@ static void test_stalls(void **state)
 
 	print_message("  the main thread stopped for %d s\n", STALL_WINDOWS_STOPPED);
 	thread_stop(r.agent); /* the main thread's id is the process's */
-	stall_reported(&r, test_now_ms() + STALL_WINDOWS_STOPPED * 1000, thread_resume);
+	stall_reported(r.c.port, r.agent, test_now_ms() + STALL_WINDOWS_STOPPED * 1000,
+		       thread_resume);
 	dropped = metric_wait_at_least(mport, "smolder_agent_windows_dropped_total", 1, 30000);
 	/* at least the stop's windows past those held (more when the main thread,
 	 * on a busy host, was behind already, or falls behind 1 s windows again as
@@ -288,7 +292,7 @@ static void test_stalls(void **state)
 	print_message("  the agent stopped (SIGSTOP) for %d s\n", STALL_WINDOWS_STOPPED);
 	stop_at = (long long)time(NULL);
 	test_kill(r.agent, SIGSTOP);
-	stall_reported(&r, test_now_ms() + STALL_WINDOWS_STOPPED * 1000, sigcont);
+	stall_reported(r.c.port, r.agent, test_now_ms() + STALL_WINDOWS_STOPPED * 1000, sigcont);
 	cont_at = (long long)time(NULL);
 	/* the stop's window stored: every second of the stop and of the resumed
 	 * windows but one (its edge) with samples, as its pieces fill them (as one
@@ -306,10 +310,78 @@ static void test_stalls(void **state)
 	run_stop(&r);
 }
 
+/* `smolder up` whose agent (its main thread; the collector runs threads of its
+ * own) stops for STALL_WINDOWS_STOPPED windows: up's own /healthz says 503,
+ * naming the agent, while it lasts, and 200 after; up then stops cleanly. */
+static void test_up_stall(void **state)
+{
+	char dir[64], db[128], spool[128], err[160], bin[256], burn_bin[256], pid[16], *text, *p;
+	char *burn_argv[] = { NULL, "1", NULL };
+	unsigned port = 0;
+	long status;
+	pid_t up, burn;
+	int st;
+
+	(void)state;
+	need_root();
+	assert_non_null(test_mkdtemp(dir, sizeof(dir)));
+	coll_register_dir(dir);
+	snprintf(db, sizeof(db), "%s/up.db", dir);
+	snprintf(spool, sizeof(spool), "%s/spool", dir);
+	snprintf(err, sizeof(err), "%s/up.err", dir);
+	burn_argv[0] = test_build_path(burn_bin, sizeof(burn_bin), "workloads/shapes");
+	burn = test_spawn(burn_argv, "/dev/null", NULL);
+	assert_true(burn > 0);
+	snprintf(pid, sizeof(pid), "%d", (int)burn);
+	char *argv[] = { test_build_path(bin, sizeof(bin), "asan/smolder"),
+			 "up",
+			 "--db",
+			 db,
+			 "--listen",
+			 "127.0.0.1:0",
+			 "--spool-dir",
+			 spool,
+			 "--pid",
+			 pid,
+			 "--window",
+			 "1",
+			 "--stall-windows",
+			 "3",
+			 NULL };
+	up = test_spawn(argv, "/dev/null", err);
+	assert_true(test_wait_for_child_text(up, err, "(port ", 30000));
+	text = test_read_file(err);
+	p = text ? strstr(text, "(port ") : NULL;
+	if (p)
+		port = (unsigned)strtoul(p + 6, NULL, 10);
+	free(text);
+	assert_true(port > 0 && port < 65536);
+	/* its agent ships: ok (it is expected from the start, and would be
+	 * reported as "the agent" until its first batch) */
+	text = health_until(port, 200, 30000, &status);
+	if (status != 200)
+		fail_msg("up's /healthz before the stall: %ld %s", status, text);
+	free(text);
+	metric_wait_at_least(port, "smolder_batches_ingested_total", 2, 30000);
+
+	thread_stop(up); /* the agent's thread: up's main thread */
+	stall_reported(port, up, test_now_ms() + STALL_WINDOWS_STOPPED * 1000, thread_resume);
+	test_kill(up, SIGTERM);
+	st = test_wait(up, 30000);
+	if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
+		test_print_log("up", err);
+		fail_msg("smolder up exited with wait status %#x", st);
+	}
+	test_assert_no_sanitizer_report("up", err);
+	test_kill(burn, SIGTERM);
+	test_wait(burn, 10000);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_teardown(test_stalls, teardown),
+		cmocka_unit_test_teardown(test_up_stall, teardown),
 	};
 
 	if (getenv("SMOLDER_TEST_FILTER"))
