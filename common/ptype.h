@@ -43,6 +43,28 @@ size_t ptype__count(void);
  * "objects", "count". */
 const char *ptype__unit_name(enum ptype_unit unit);
 
+/* The aggregation's name as JSON says it: "sum" or "average". */
+const char *ptype__agg_name(enum ptype_agg agg);
+
+/* How ptype__format() writes a value. */
+enum ptype_style {
+	PTYPE_TEXT, /* for people: "200 MiB", "12.3 ms", "1,234 objects", "12,345 samples" */
+	PTYPE_CELL, /* one ASCII word for a table column, awk-readable: "200MiB",
+		     * "12.3ms", "850us", "1234" (samples, objects and count bare) */
+};
+
+/* value (a sum or, for a gauge, an average: fractional) in unit, humanised: time
+ * in ns, us, ms or s, memory in B, KiB, MiB, GiB or TiB (powers of 1024), about
+ * three significant digits; counts whole when whole. Writes at most len bytes
+ * (NUL included) into buf and returns buf. The UI's twin is fmtUnit() in
+ * ui/units.js: both follow this one rule. */
+char *ptype__format(enum ptype_unit unit, double value, enum ptype_style style, char *buf,
+		    size_t len);
+
+/* The names of every type, ", "-separated, in table order, into buf (len bytes,
+ * truncated): for a refusal's reason. Returns buf. */
+char *ptype__list(char *buf, size_t len);
+
 /* Whether a type is a gauge (answers averages). */
 static inline bool ptype__is_gauge(const struct ptype *t)
 {

@@ -18,6 +18,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "common/ptype.h"
 #include "query/query_int.h"
 #include "query/render_json.h"
 #include "store/store.h"
@@ -29,6 +30,7 @@ static const char *const no_data = "no samples in range";
 static const char *const unknown =
 	"sampling period unknown (windows stored before periods were kept): CPU time not shown";
 static const char *const mixed = "mixed sampling periods: CPU time not shown";
+static const char *const not_cpu = "not a CPU profile: values are in the type's unit";
 
 static void periods_text(const struct store_windows *w, char *buf, size_t len)
 {
@@ -107,6 +109,7 @@ int query_context__load(struct store *st, const struct query *q, const uint64_t 
 
 	memset(c, 0, sizeof(*c));
 	c->q = q;
+	c->type = q->ptype ? q->ptype : ptype__find(STORE_TYPE_CPU);
 	if (q->kind == QUERY_DIFF) {
 		c->nsides = 2;
 		c->side[0] = (struct query_side){ q->before_from, q->before_to, &q->before_where };
@@ -177,8 +180,20 @@ int query_context__load(struct store *st, const struct query *q, const uint64_t 
 		c->period_ns = c->pprof_period_ns = 1;
 		c->no_cpu = c->side[0].total || c->side[1].total ? NULL : no_data;
 		snprintf(c->periods, sizeof(c->periods), "waits in ns");
+	} else if (!query_context__cpu(c)) {
+		/* values are the type's unit (bytes, ns, objects): no period makes them
+		 * CPU time; pprof's period is 1 of the unit */
+		c->period_ns = 0;
+		c->pprof_period_ns = 1;
+		c->no_cpu = not_cpu;
+		snprintf(c->periods, sizeof(c->periods), "%s", ptype__unit_name(c->type->unit));
 	}
 	return 0;
+}
+
+bool query_context__cpu(const struct query_context *c)
+{
+	return !c->type || !strcmp(c->type->name, STORE_TYPE_CPU);
 }
 
 bool query_context__offcpu(const struct query_context *c)
@@ -253,8 +268,18 @@ static void fmt_where(const struct query_where *w, char *buf, size_t len)
 				      w->values[i]);
 }
 
-static const char *what(enum query_kind k, bool offcpu)
+static const char *what(enum query_kind k, bool offcpu, const struct ptype *t, char *buf,
+			size_t len)
 {
+	static const char *const suffix[] = { [QUERY_FLAMEGRAPH] = "flame graph",
+					      [QUERY_DIFF] = "diff",
+					      [QUERY_TOP] = "top functions",
+					      [QUERY_SERIES] = "over time" };
+
+	if (t && !offcpu && strcmp(t->name, STORE_TYPE_CPU) != 0 && k <= QUERY_SERIES) {
+		snprintf(buf, len, "%s %s", t->title, suffix[k]);
+		return buf;
+	}
 	switch (k) {
 	case QUERY_FLAMEGRAPH:
 		return offcpu ? "Off-CPU flame graph" : "CPU flame graph";
@@ -281,15 +306,15 @@ static void fmt_side(const struct query_side *s, char *buf, size_t len)
 
 void query_context__title(const struct query_context *c, char *buf, size_t len)
 {
-	char a[512], b[512];
+	char a[512], b[512], t[96];
+	const char *w = what(c->q->kind, query_context__offcpu(c), c->type, t, sizeof(t));
 
 	fmt_side(&c->side[0], a, sizeof(a));
 	if (c->nsides == 2) {
 		fmt_side(&c->side[1], b, sizeof(b));
-		snprintf(buf, len, "%s \u00b7 before: %s \u00b7 after: %s",
-			 what(c->q->kind, query_context__offcpu(c)), a, b);
+		snprintf(buf, len, "%s \u00b7 before: %s \u00b7 after: %s", w, a, b);
 	} else {
-		snprintf(buf, len, "%s \u00b7 %s", what(c->q->kind, query_context__offcpu(c)), a);
+		snprintf(buf, len, "%s \u00b7 %s", w, a);
 	}
 }
 
@@ -309,6 +334,12 @@ static void fmt_totals(const struct query_context *c, const struct query_side *s
 		if (span > 0 && o < len)
 			snprintf(buf + o, len - o, " (%.2f threads waiting avg)",
 				 secs / (double)span);
+		return;
+	}
+	if (!query_context__cpu(c)) { /* "200 MiB (average of snapshots)" */
+		ptype__format(c->type->unit, (double)s->total, PTYPE_TEXT, n, sizeof(n));
+		snprintf(buf, len, "%s%s", n,
+			 ptype__is_gauge(c->type) ? " (average of snapshots)" : "");
 		return;
 	}
 	query_context__count(s->total, n, sizeof(n));
@@ -349,7 +380,9 @@ void query_context__subtitle(const struct query_context *c, char *buf, size_t le
 {
 	char t[2][192], w[2][256], p[448];
 
-	if (c->no_cpu && c->no_cpu != no_data)
+	if (c->no_cpu == not_cpu)
+		snprintf(p, sizeof(p), "%s", c->type->title);
+	else if (c->no_cpu && c->no_cpu != no_data)
 		snprintf(p, sizeof(p), "%s (%s)", c->no_cpu, c->periods);
 	else if (c->no_cpu && c->side[0].empty_why[0])
 		snprintf(p, sizeof(p), "%s", c->side[0].empty_why);
@@ -435,14 +468,13 @@ int query_context__json(const struct query_context *c, char **out)
 
 	if (!f)
 		return -ENOMEM;
-	fputs(query_context__offcpu(c) ? "{\"type\":\"offcpu\",\"unit\":\"nanoseconds\""
-				       : "{\"type\":\"cpu\",\"unit\":\"samples\"",
-	      f);
+	fprintf(f, "{\"type\":\"%s\",\"unit\":\"%s\",\"aggregation\":\"%s\"", c->type->name,
+		ptype__unit_name(c->type->unit), ptype__agg_name(c->type->agg));
 	if (c->period_ns)
 		fprintf(f, ",\"period_ns\":%" PRIu64, c->period_ns);
 	else
 		fputs(",\"period_ns\":null", f);
-	if (c->no_cpu) {
+	if (c->no_cpu && c->no_cpu != not_cpu) {
 		fputs(",\"no_cpu_reason\":", f);
 		render_json_string(f, c->no_cpu);
 	}

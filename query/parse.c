@@ -9,16 +9,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/ptype.h"
 #include "common/reason.h"
 #include "query/fnseries.h"
 #include "query/query.h"
 #include "query/query_int.h"
 #include "query/timeparse.h"
 #include "store/store.h"
-
-/* The profile types agents send: cpu (samples) and, with --off-cpu, offcpu
- * (nanoseconds blocked; agent/agent.c). */
-#define TYPE_OFFCPU "offcpu"
 
 #define DEFAULT_RANGE 3600
 #define DEFAULT_LIMIT 50
@@ -230,12 +227,16 @@ int query_parse(struct query *q, enum query_kind kind, const struct query_params
 		goto out;
 	}
 	v = param(ctx, "type", 0);
-	if (v && strcmp(v, STORE_TYPE_CPU) != 0 && strcmp(v, TYPE_OFFCPU) != 0) {
-		err = reason_fail(why, whylen, -EINVAL,
-				  "unknown profile type '%.32s' (cpu or offcpu)", v);
+	q->ptype = ptype__find(v ? v : STORE_TYPE_CPU);
+	if (!q->ptype) {
+		char list[320];
+
+		err = reason_fail(why, whylen, -EINVAL, "unknown profile type '%.32s' (types: %s)",
+				  v, ptype__list(list, sizeof(list)));
 		goto out;
 	}
-	q->type = v && strcmp(v, STORE_TYPE_CPU) != 0 ? TYPE_OFFCPU : NULL;
+	/* the table's string, not the caller's: q outlives no parameter list */
+	q->type = strcmp(q->ptype->name, STORE_TYPE_CPU) != 0 ? q->ptype->name : NULL;
 	if (kind == QUERY_TOP && (v = param(ctx, "limit", 0))) {
 		char *end;
 		unsigned long n = strtoul(v, &end, 10);

@@ -4,7 +4,8 @@
  * format.
  *
  * Queries (kind) and their parameters
- *   flamegraph  from, to, where=K=V..., type=cpu|offcpu, granularity=function|line,
+ *   flamegraph  from, to, where=K=V..., type=NAME (a name of common/ptype.h's
+ *               table: cpu, the default, offcpu, inuse_space, ...), granularity=function|line,
  *               format=json|text|folded|svg|html|pprof|speedscope
  *   diff        before_from, before_to, after_from, after_to (all four required),
  *               where (both sides), before_where, after_where, granularity;
@@ -32,6 +33,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+struct ptype;
 struct store;
 struct query_format;
 
@@ -76,7 +78,10 @@ struct query {
 					       * diff or top (the store's stacks, the tree);
 					       * 0: no budget. Not a parameter: set by the
 					       * caller (the collector's --query-memory-mb) */
-	const char *type;		      /* type=: STORE_TYPE_CPU or "offcpu"; NULL: cpu */
+	const char *type;		      /* type=: the store's type (store_query.type);
+					       * NULL: cpu */
+	const struct ptype *ptype;	      /* type='s row of the table (never NULL after
+					       * query_parse: cpu by default) */
 	const char *function;		      /* series: function=REGEX (fnseries.h); NULL:
 					       * the selection's total alone */
 	regex_t function_re;		      /* function compiled; query_free() frees it */

@@ -6,9 +6,10 @@
  * format: SVG and HTML get it as title and subtitle (and the period), JSON as the
  * "meta" member, the tables and the text tree as two "# " lines before the table,
  * pprof its sampling period, speedscope the title as its name. The meta object:
- *   {"type":"cpu","unit":"samples","period_ns":N|null,  (offcpu: see
- *                                                      query_context__offcpu)
- *    "no_cpu_reason":"..." (only when CPU time is not shown),
+ *   {"type":"cpu","unit":"samples","aggregation":"sum"|"average" (common/ptype.h's
+ *    row of the type: a gauge's values are averages), "period_ns":N|null (offcpu: see
+ *    query_context__offcpu; the other types: null),
+ *    "no_cpu_reason":"..." (only when a cpu answer does not show CPU time),
  *    "periods":"99 Hz" (the distinct periods, readable),
  *    "granularity":"function"|"line" (null for series),
  *    "from":T,"to":T,"effective_from":T|null,"effective_to":T|null,
@@ -21,6 +22,7 @@
 
 #include <stdio.h>
 
+#include "common/ptype.h"
 #include "query/query.h"
 #include "store/store.h"
 
@@ -42,6 +44,7 @@ struct query_side {
 
 struct query_context {
 	const struct query *q;
+	const struct ptype *type;  /* q's type (cpu when q has none) */
 	struct query_side side[2]; /* side[1]: a diff's after */
 	unsigned nsides;
 	uint64_t period_ns;	  /* the one period of every window; 0 when mixed/unknown */
@@ -61,6 +64,11 @@ int query_context__load(struct store *s, const struct query *q, const uint64_t t
  * period is 1 ns, the JSON says "type":"offcpu","unit":"nanoseconds" and gives
  * "offcpu_seconds" instead of "cpu_seconds", the text says "s off CPU". */
 bool query_context__offcpu(const struct query_context *c);
+
+/* Whether the answer is of the cpu type: values are samples, a period makes them
+ * CPU time. Every other type but offcpu has no period (period_ns 0, pprof's 1,
+ * no_cpu set, "cpu_seconds":null) and states its totals in its unit. */
+bool query_context__cpu(const struct query_context *c);
 
 /* samples x period in seconds (0 when c->period_ns is 0). */
 double query_context__cpu_seconds(const struct query_context *c, uint64_t samples);

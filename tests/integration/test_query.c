@@ -20,6 +20,7 @@
 #include "collectortest.h"
 #include "wire/batch.h"
 #include "common/folded.h"
+#include "common/ptype.h"
 #include "testutil.h"
 
 #define NWIN	   6	/* windows of 10 s from t0 */
@@ -445,7 +446,10 @@ static void test_bad_queries(void **state)
 		  "23:44:47 (local), 2026-11-30, unix seconds, now, now-5m, -1h30m)" },
 		{ "/api/v1/flamegraph?format=gif", "unknown format 'gif' for this query" },
 		{ "/api/v1/top?format=svg", "unknown format 'svg' for this query" },
-		{ "/api/v1/flamegraph?type=wall", "unknown profile type 'wall' (cpu or offcpu)" },
+		{ "/api/v1/flamegraph?type=walltime",
+		  "unknown profile type 'walltime' (types: cpu, offcpu, process_cpu, wall, "
+		  "alloc_space, alloc_objects, inuse_space, inuse_objects, goroutines, "
+		  "mutex_delay, mutex_count, block_delay, block_count)" },
 		{ "/api/v1/flamegraph?where=novalue", "where wants KEY=VALUE, got 'novalue'" },
 		{ "/api/v1/flamegraph?where==x", "where wants KEY=VALUE, got '=x'" },
 		{ "/api/v1/series?step=0s",
@@ -474,6 +478,32 @@ static void test_bad_queries(void **state)
 		snprintf(want, sizeof(want), "{\"error\":\"%s\"}\n", bad[i].reason);
 		if (status != 400 || strcmp(body, want) != 0)
 			fail_msg("%s: want 400 %s got %ld %s", bad[i].path, want, status, body);
+		free(body);
+	}
+}
+
+/* Every type of the table is a type= the API takes (an empty answer for those
+ * nobody pushed here), and its meta names the type and the table's unit and
+ * aggregation. */
+static void test_every_type_accepted(void **state)
+{
+	char path[160], want[160];
+	long status;
+	size_t i;
+
+	(void)state;
+	for (i = 0; i < ptype__count(); i++) {
+		const struct ptype *t = ptype__at(i);
+		char *body;
+
+		snprintf(path, sizeof(path), "/api/v1/flamegraph?type=%s&from=%lld&to=%lld",
+			 t->name, (long long)t0, (long long)t0 + 10 * NWIN);
+		snprintf(want, sizeof(want),
+			 "{\"meta\":{\"type\":\"%s\",\"unit\":\"%s\",\"aggregation\":\"%s\"",
+			 t->name, ptype__unit_name(t->unit), ptype__agg_name(t->agg));
+		body = get(path, &status, NULL);
+		if (status != 200 || strncmp(body, want, strlen(want)) != 0)
+			fail_msg("%s: want 200 %s... got %ld %.200s", path, want, status, body);
 		free(body);
 	}
 }
@@ -603,6 +633,7 @@ int main(void)
 		cmocka_unit_test_teardown(test_diff, test_teardown_children),
 		cmocka_unit_test_teardown(test_labels, test_teardown_children),
 		cmocka_unit_test_teardown(test_bad_queries, test_teardown_children),
+		cmocka_unit_test_teardown(test_every_type_accepted, test_teardown_children),
 		cmocka_unit_test_teardown(test_max_nodes, test_teardown_children),
 		cmocka_unit_test_teardown(test_formats_and_hostile_names, test_teardown_children),
 		cmocka_unit_test_teardown(test_cli_db_and_url_agree, test_teardown_children),

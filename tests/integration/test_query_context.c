@@ -150,7 +150,8 @@ static void test_meta(void **state)
 	body = get("/api/v1/flamegraph?format=json&from=%lld&to=%lld&where=comm=api",
 		   (long long)t0 + 5, (long long)t0 + 25);
 	snprintf(want, sizeof(want),
-		 "\"meta\":{\"type\":\"cpu\",\"unit\":\"samples\",\"period_ns\":%llu,"
+		 "\"meta\":{\"type\":\"cpu\",\"unit\":\"samples\",\"aggregation\":\"sum\","
+		 "\"period_ns\":%llu,"
 		 "\"periods\":\"99 Hz\",\"granularity\":\"function\",\"from\":%lld,\"to\":%lld,"
 		 "\"effective_from\":%lld,\"effective_to\":%lld,\"where\":[\"comm=api\"],"
 		 "\"total\":%llu,\"cpu_seconds\":%.6f}",

@@ -56,12 +56,63 @@ static void test_gauges(void **state)
 	assert_string_equal(ptype__unit_name(ptype__find("inuse_space")->unit), "bytes");
 }
 
+static void expect(enum ptype_unit u, double v, enum ptype_style st, const char *want)
+{
+	char buf[64];
+
+	assert_string_equal(ptype__format(u, v, st, buf, sizeof(buf)), want);
+}
+
+/* One rule for every answer: time and memory scaled to three digits, counts whole
+ * with separators in text and bare in a table cell. */
+static void test_format(void **state)
+{
+	char small[6];
+
+	(void)state;
+	expect(PTYPE_UNIT_BYTES, 200.0 * 1024 * 1024, PTYPE_TEXT, "200 MiB");
+	expect(PTYPE_UNIT_BYTES, 200.0 * 1024 * 1024, PTYPE_CELL, "200MiB");
+	expect(PTYPE_UNIT_BYTES, 512, PTYPE_TEXT, "512 B");
+	expect(PTYPE_UNIT_BYTES, 1536, PTYPE_TEXT, "1.50 KiB");
+	expect(PTYPE_UNIT_BYTES, 1023.6 * 1024, PTYPE_TEXT, "1.00 MiB");
+	expect(PTYPE_UNIT_BYTES, 3.0 * 1024 * 1024 * 1024, PTYPE_TEXT, "3.00 GiB");
+	expect(PTYPE_UNIT_NANOSECONDS, 850, PTYPE_CELL, "850ns");
+	expect(PTYPE_UNIT_NANOSECONDS, 850000, PTYPE_CELL, "850us");
+	expect(PTYPE_UNIT_NANOSECONDS, 850000, PTYPE_TEXT, "850 \u00b5s");
+	expect(PTYPE_UNIT_NANOSECONDS, 12.34e6, PTYPE_TEXT, "12.3 ms");
+	expect(PTYPE_UNIT_NANOSECONDS, 4.2e9, PTYPE_CELL, "4.20s");
+	expect(PTYPE_UNIT_NANOSECONDS, 1234e9, PTYPE_CELL, "1234s");
+	expect(PTYPE_UNIT_SAMPLES, 12345, PTYPE_TEXT, "12,345 samples");
+	expect(PTYPE_UNIT_SAMPLES, 12345, PTYPE_CELL, "12345");
+	expect(PTYPE_UNIT_OBJECTS, 2.5, PTYPE_TEXT, "2.50 objects");
+	expect(PTYPE_UNIT_COUNT, 1000000, PTYPE_TEXT, "1,000,000");
+	expect(PTYPE_UNIT_COUNT, -1, PTYPE_TEXT, "0");
+	/* truncated, never overrun */
+	assert_string_equal(ptype__format(PTYPE_UNIT_BYTES, 1e15, PTYPE_TEXT, small, sizeof(small)),
+			    "909 T");
+}
+
+static void test_list(void **state)
+{
+	char buf[512], tiny[8];
+
+	(void)state;
+	ptype__list(buf, sizeof(buf));
+	assert_true(strncmp(buf, "cpu, offcpu, ", 13) == 0);
+	assert_non_null(strstr(buf, "inuse_space"));
+	assert_string_equal(ptype__list(tiny, sizeof(tiny)), "cpu, of");
+	assert_string_equal(ptype__agg_name(PTYPE_AGG_AVERAGE), "average");
+	assert_string_equal(ptype__agg_name(ptype__find("alloc_space")->agg), "sum");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_names_unique_and_found),
 		cmocka_unit_test(test_agent_types),
 		cmocka_unit_test(test_gauges),
+		cmocka_unit_test(test_format),
+		cmocka_unit_test(test_list),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
