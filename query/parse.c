@@ -320,6 +320,14 @@ int query_parse(struct query *q, enum query_kind kind, const struct query_params
 			}
 			q->breakdown = n;
 		}
+		if (ptype__is_gauge(q->ptype) &&
+		    (q->to - q->from + q->step - 1) / q->step > STORE_GAUGE_MAX_BUCKETS) {
+			err = reason_fail(why, whylen, -EINVAL,
+					  "step too small for a gauge (%s): more than %d points "
+					  "(each averages its snapshots)",
+					  q->ptype->name, STORE_GAUGE_MAX_BUCKETS);
+			goto out;
+		}
 		v = param(ctx, "function", 0);
 		if ((v || q->breakdown) &&
 		    (q->to - q->from + q->step - 1) / q->step > FNSERIES_MAX_POINTS) {

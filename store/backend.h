@@ -24,6 +24,7 @@
  *   varint.h         LEB128 varints of the encodings
  *   intern.c         ingest's in-memory caches of dictionary ids (both backends)
  *   block.c          the block codec (no SQLite)
+ *   gauge.c          a gauge type's range: each label set's mean of its snapshots
  * store/sqlite/, the SQLite store (schema/sqlite/NNN_*.sql):
  *   open.c           open, close, migrations, SQL functions; store_sqlite_backend
  *   db.c             the handle: statement caches, stepping, error translation

@@ -18,6 +18,7 @@
 #include "wire/batch.h"
 #include "common/reason.h"
 #include "store/backend.h"
+#include "store/gauge.h"
 
 static const struct store_backend *const backends[] = {
 	&store_sqlite_backend,
@@ -271,10 +272,57 @@ int store__query_stacks(struct store *s, const struct store_query *q, store_stac
 	return s && q && cb ? s->backend->query_stacks(s, q, cb, ctx) : -EINVAL;
 }
 
+static int add_count(void *ctx, const struct frame *frames, size_t nframes, uint64_t count)
+{
+	uint64_t *sum = ctx;
+
+	(void)frames;
+	(void)nframes;
+	*sum = count > UINT64_MAX - *sum ? UINT64_MAX : *sum + count;
+	return 0;
+}
+
+/* A gauge's timeline: each bucket's stacks read as a range of its own, so that a
+ * bucket answers the mean of its snapshots per label set (store/gauge.h), as a
+ * flame graph of that bucket would. */
+static int gauge_series(struct store *s, const struct store_query *q, int64_t step,
+			store_series_fn cb, void *ctx)
+{
+	struct store_query b = *q;
+	int64_t t;
+	int err = 0;
+
+	if (step <= 0 || q->from >= q->to)
+		return step <= 0 ? -EINVAL : 0;
+	if ((q->to - q->from) / step >= STORE_GAUGE_MAX_BUCKETS) {
+		char why[128];
+
+		snprintf(why, sizeof(why),
+			 "a gauge's timeline of more than %d steps: choose a longer step",
+			 STORE_GAUGE_MAX_BUCKETS);
+		s->backend->set_errmsg(s, why);
+		return -E2BIG;
+	}
+	for (t = q->from; t < q->to && !err; t += step) {
+		uint64_t sum = 0;
+
+		b.from = t;
+		b.to = q->to - t > step ? t + step : q->to;
+		err = s->backend->query_stacks(s, &b, add_count, &sum);
+		if (!err && sum)
+			err = cb(ctx, t, sum);
+	}
+	return err;
+}
+
 int store__query_series(struct store *s, const struct store_query *q, int64_t step_seconds,
 			store_series_fn cb, void *ctx)
 {
-	return s && q && cb ? s->backend->query_series(s, q, step_seconds, cb, ctx) : -EINVAL;
+	if (!s || !q || !cb)
+		return -EINVAL;
+	if (store_is_gauge(q))
+		return gauge_series(s, q, step_seconds, cb, ctx);
+	return s->backend->query_series(s, q, step_seconds, cb, ctx);
 }
 
 int store__labels(struct store *s, const struct store_query *q, store_text_fn cb, void *ctx)

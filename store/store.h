@@ -214,7 +214,8 @@ static inline bool store__refused(int err)
 	return err == -EINVAL || err == -ERANGE;
 }
 
-/* Profile types. Each batch names its own (profile_type: "cpu", later "offcpu");
+/* Profile types. Each batch names its own (profile_type: a name of
+ * common/ptype.h's table: "cpu", "offcpu", "inuse_space", ...);
  * the store keeps it as a label of the batch's label sets, STORE_TYPE_LABEL=type,
  * except for the CPU profile, whose label sets have no such label (as in every
  * store written before types were recorded), so that a series is of one type and
@@ -279,17 +280,33 @@ int store_stack_ids(void *ctx, const struct frame *frames, size_t nframes, uint6
  * (a stored block that does not decode, named in store__errmsg()), -E2BIG (more than
  * BLOCK_MERGE_MAX_IDS distinct stacks in one answer), -ENOBUFS (more than
  * q->max_stacks, found while merging, before the stacks are resolved or handed
- * out) or a translated SQLite error. */
+ * out) or a translated SQLite error.
+ *
+ * A gauge type (ptype__is_gauge(): inuse_space, inuse_objects, goroutines) is
+ * not summed over time: each window is a snapshot, and a stack's count is, per
+ * label set, the mean over that label set's snapshots in [from, to) (a stack
+ * absent from a snapshot counting 0 there, several batches of one window one
+ * snapshot), rounded, then summed over the label sets (store/gauge.h). Its raw
+ * windows are read wherever they are kept; past them a rollup bucket counts as
+ * its length / STORE_GAUGE_WINDOW_SECONDS snapshots. */
 int store__query_stacks(struct store *s, const struct store_query *q, store_stack_fn cb, void *ctx);
 
 /* Called once per time bucket with samples, in time order: the bucket's start
  * (from + k * step) and the sum of the windows that start in it. Non-zero stops. */
 typedef int (*store_series_fn)(void *ctx, int64_t bucket_start, uint64_t count);
 
+/* A gauge's timeline reads each step's stacks: at most this many steps, a flame
+ * graph's read each (query/fnseries.h's function timelines have the same
+ * bound). */
+#define STORE_GAUGE_MAX_BUCKETS 2000
+
 /* Samples per step-long bucket over [from, to) for q's label selection: the
  * timeline that finds a spike. Each bucket is planned as a range of its own and
  * summed from the blocks' totals (no block is read). Sums saturate at INT64_MAX.
- * Returns 0, cb's nonzero return, -EINVAL, or a translated SQLite error. */
+ * A gauge's bucket is its stacks' answer over the bucket (store__query_stacks: the
+ * mean of its snapshots), one stacks read a bucket, at most
+ * STORE_GAUGE_MAX_BUCKETS buckets (-E2BIG past them, with a reason).
+ * Returns 0, cb's nonzero return, -EINVAL, -E2BIG, or a translated SQLite error. */
 int store__query_series(struct store *s, const struct store_query *q, int64_t step_seconds,
 			store_series_fn cb, void *ctx);
 

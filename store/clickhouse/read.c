@@ -25,6 +25,7 @@
 #include "store/clickhouse/stacks.h"
 #include "store/clickhouse/tables.h"
 #include "store/clickhouse/tiers.h"
+#include "store/gauge.h"
 #include "store/plan.h"
 
 /* ---- queries -------------------------------------------------------------- */
@@ -47,8 +48,8 @@ static int check_query(struct ch_store *s, const struct store_query *q)
 
 /* The stacks' sums over the plan (plan: its SQL), in the answer's order, into
  * *out (*n). */
-static int stack_sums(struct ch_store *s, const char *plan, size_t max, struct ch_stack_sum **out,
-		      size_t *n)
+static int stack_sums(struct ch_store *s, const char *plan, bool gauge, size_t max,
+		      struct ch_stack_sum **out, size_t *n)
 {
 	struct ch_stack_sum *sums = NULL;
 	struct ch_wbuf sql = { 0 };
@@ -59,7 +60,19 @@ static int stack_sums(struct ch_store *s, const char *plan, size_t max, struct c
 
 	*n = 0;
 	/* a memory budget (max): the server sends one row past it at most */
-	ch_w_text(&sql, "SELECT stack, sum(v), sum(toFloat64(v)) FROM %s GROUP BY stack ", plan);
+	if (gauge) /* each label set's mean of its snapshots (store/gauge.h), rounded
+		    * per label set and stack as the SQLite store does */
+		ch_w_text(&sql,
+			  "SELECT stack, sum(a), sum(toFloat64(a)) FROM (SELECT x.stack AS stack, "
+			  "intDiv(x.s + intDiv(y.n, 2), y.n) AS a FROM (SELECT labelset, stack, "
+			  "sum(v) AS s FROM %s GROUP BY labelset, stack) AS x INNER JOIN (SELECT "
+			  "labelset, sum(w) AS n FROM (SELECT DISTINCT labelset, t, w FROM %s) "
+			  "GROUP BY labelset) AS y ON x.labelset = y.labelset) GROUP BY stack "
+			  "HAVING sum(a) > 0 ",
+			  plan, plan);
+	else
+		ch_w_text(&sql, "SELECT stack, sum(v), sum(toFloat64(v)) FROM %s GROUP BY stack ",
+			  plan);
 	if (max)
 		ch_w_text(&sql, "LIMIT %zu ", max + 1);
 	ch_w_text(&sql, "FORMAT RowBinary");
@@ -125,7 +138,9 @@ static int read_sums(void *ctx, struct ch_parts *parts)
 	x->sums = NULL;
 	x->n = 0;
 	err = ch_w_plan(x->s, &x->plan, x->q, true, parts);
-	return err ?: stack_sums(x->s, x->plan.p, x->q->max_stacks, &x->sums, &x->n);
+	return err
+		       ?: stack_sums(x->s, x->plan.p, store_is_gauge(x->q), x->q->max_stacks,
+				     &x->sums, &x->n);
 }
 
 int ch_query_stacks(struct store *base, const struct store_query *q, store_stack_fn cb, void *ctx)

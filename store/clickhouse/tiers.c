@@ -20,6 +20,7 @@
 #include "store/clickhouse/parts.h"
 #include "store/clickhouse/rowbin.h"
 #include "store/clickhouse/tables.h"
+#include "store/gauge.h"
 #include "store/plan.h"
 
 /* A watermark is stored as its bits with the top one flipped (002_tiers.sql). */
@@ -384,18 +385,31 @@ int ch_w_plan(struct ch_store *s, struct ch_wbuf *w, const struct store_query *q
 	size_t n, i;
 	int err;
 
+	bool gauge = typed && store_is_gauge(q);
+
 	err = ch_tiers_plan_input(s, &st);
 	if (err)
 		return err;
+	if (gauge)
+		store_gauge_tiers(&st);
 	n = store_plan(&st, q->from, q->to, sp);
 	ch_w_text(w, "(");
 	for (i = 0; i < n; i++) {
 		ch_w_text(w, "%s", i ? " UNION ALL " : "");
+		/* a gauge's rows say how many snapshots their start counts for */
+		if (gauge)
+			ch_w_text(w,
+				  "SELECT t, labelset, stack, v, toUInt64(%" PRIu64 ") AS w FROM (",
+				  store_gauge_snapshots(sp[i].tier));
 		ch_w_spans(w, q, typed, sp[i].tier, &sp[i].from, &sp[i].to, 1, parts);
+		if (gauge)
+			ch_w_text(w, ")");
 	}
 	if (!n) /* nothing: a source with no rows, of the same columns */
-		ch_w_text(w, "SELECT toInt64(0) AS t, toUInt64(0) AS labelset, toUInt64(0) AS "
-			     "stack, toUInt64(0) AS v FROM system.one WHERE 0");
+		ch_w_text(w,
+			  "SELECT toInt64(0) AS t, toUInt64(0) AS labelset, toUInt64(0) AS "
+			  "stack, toUInt64(0) AS v%s FROM system.one WHERE 0",
+			  gauge ? ", toUInt64(1) AS w" : "");
 	ch_w_text(w, ")");
 	return w->err;
 }

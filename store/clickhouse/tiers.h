@@ -99,7 +99,9 @@ void ch_w_totals_check(struct ch_wbuf *w, int tier, const int64_t *from, const i
 		       size_t n);
 /* Appends "(span UNION ALL span ...)": the rows that answer [q->from, q->to) by
  * the plan of store/sqlite/tiers.c over the watermarks read now, each span by
- * ch_w_spans(). Returns 0 or -errno. */
+ * ch_w_spans(). A typed plan of a gauge (store/gauge.h) is made over
+ * store_gauge_tiers() and its rows have a column more, w: the snapshots their
+ * start counts for. Returns 0 or -errno. */
 int ch_w_plan(struct ch_store *s, struct ch_wbuf *w, const struct store_query *q, bool typed,
 	      struct ch_parts *parts);
 /* The same plan with no FINAL anywhere: for a read that only asks which label

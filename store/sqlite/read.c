@@ -39,6 +39,7 @@
 #include "common/frame.h"
 #include "store/sqlite/read.h"
 #include "store/block.h"
+#include "store/gauge.h"
 #include "store/plan.h"
 #include "store/sqlite/db.h"
 #include "store/sqlite/select.h"
@@ -342,7 +343,44 @@ out_free_blob:
 	return err;
 }
 
-/* Adds the blocks of every span of q's plan to m. */
+/* A gauge's block (store/gauge.h): each selected section's pairs into g, with the
+ * snapshots its tier counts for; a version 1 block (an hour bucket of one label
+ * set) is of the label set its index row names. */
+static int add_gauge_block(struct gauge_sum *g, struct block_reader *rd, struct block_entry **ents,
+			   size_t *cap, const uint8_t *data, size_t len, int tier, int64_t start,
+			   int64_t row_labelset, struct ls_filter *f)
+{
+	const struct block_section *sec;
+	bool v1 = block__version(data, len) == BLOCK_VERSION;
+	size_t nsec, i, n;
+	int err = block_reader__open(rd, data, len);
+
+	if (err)
+		return err;
+	sec = block_reader__sections(rd, &nsec);
+	for (i = 0; i < nsec; i++) {
+		int64_t ls = v1 ? row_labelset : sec[i].labelset_id;
+
+		if (!v1 && f && !store_filter_all(f) && !store_filter_keeps(ls, f))
+			continue;
+		if (sec[i].count > *cap) {
+			struct block_entry *ne = realloc(*ents, sec[i].count * sizeof(*ne));
+
+			if (!ne)
+				return -ENOMEM;
+			*ents = ne;
+			*cap = sec[i].count;
+		}
+		err = block_reader__decode(rd, i, *ents, *cap, &n);
+		err = err ?: gauge_sum__add(g, ls, start, *ents, n, store_gauge_snapshots(tier));
+		if (err)
+			return err;
+	}
+	return 0;
+}
+
+/* Adds the blocks of every span of q's plan to m; a gauge's, each label set's
+ * mean of its snapshots (store/gauge.h). */
 static int merge_blocks(struct sqlite_store *s, const struct store_query *q, struct block_merge *m)
 {
 	struct store_span sp[STORE_PLAN_MAX_SPANS];
@@ -350,15 +388,24 @@ static int merge_blocks(struct sqlite_store *s, const struct store_query *q, str
 	struct store_tiers t;
 	sqlite3_stmt *st = NULL, *raw = NULL;
 	bool owned = false, has_raw = false;
-	size_t n, i;
+	struct gauge_sum *g = NULL;
+	struct block_reader *rd = NULL;
+	struct block_entry *gents = NULL;
+	size_t n, i, gcap = 0;
 	int err;
 
 	err = store_read_tiers(s, &t);
 	if (err)
 		return err;
+	if (store_is_gauge(q)) {
+		store_gauge_tiers(&t);
+		err = gauge_sum__new(&g) ?: block_reader__new(&rd);
+		if (err)
+			goto out_gauge;
+	}
 	n = store_plan(&t, q->from, q->to, sp);
 	if (!n)
-		return 0;
+		goto out_gauge;
 	for (i = 0; i < n; i++)
 		has_raw |= store_tier_sections(sp[i].tier);
 	if (has_raw)
@@ -379,7 +426,7 @@ static int merge_blocks(struct sqlite_store *s, const struct store_query *q, str
 		store_filter_free(&f);
 		if (st)
 			store_span_stmt_done(st, owned);
-		return err;
+		goto out_gauge;
 	}
 	for (i = 0; i < n && !err; i++) {
 		/* raw and minute blocks: all of them, their sections selected in C */
@@ -390,11 +437,19 @@ static int merge_blocks(struct sqlite_store *s, const struct store_query *q, str
 			const uint8_t *data = sqlite3_column_blob(cur, 1);
 			size_t len = (size_t)sqlite3_column_bytes(cur, 1);
 
-			err = cur == raw ? block_merge__add_sections(
-						   m, data, len,
-						   store_filter_all(&f) ? NULL : store_filter_keeps,
-						   &f)
-					 : block_merge__add(m, data, len);
+			if (g)
+				err = add_gauge_block(g, rd, &gents, &gcap, data, len, sp[i].tier,
+						      sqlite3_column_int64(cur, 2),
+						      sqlite3_column_int64(cur, 3),
+						      cur == raw ? &f : NULL);
+			else
+				err = cur == raw
+					      ? block_merge__add_sections(
+							m, data, len,
+							store_filter_all(&f) ? NULL
+									     : store_filter_keeps,
+							&f)
+					      : block_merge__add(m, data, len);
 			if (err == -EINVAL)
 				err = store_fail(s, -EIO,
 						 "block %" PRId64 " (tier %d, start %" PRId64
@@ -408,7 +463,8 @@ static int merge_blocks(struct sqlite_store *s, const struct store_query *q, str
 						 BLOCK_MERGE_MAX_IDS);
 			/* the merge's table grows with its distinct stacks: a block adds
 			 * at most its entries past the budget */
-			if (!err && q->max_stacks && block_merge__count(m) > q->max_stacks)
+			if (!err && q->max_stacks &&
+			    (g ? gauge_sum__count(g) : block_merge__count(m)) > q->max_stacks)
 				err = store_fail(s, -ENOBUFS,
 						 "more than %zu distinct stacks in a query (its "
 						 "memory budget)",
@@ -423,6 +479,12 @@ static int merge_blocks(struct sqlite_store *s, const struct store_query *q, str
 	store_span_stmt_done(st, owned);
 	store_done(raw);
 	store_filter_free(&f);
+	if (!err && g)
+		err = gauge_sum__finish(g, m);
+out_gauge:
+	gauge_sum__free(g);
+	block_reader__free(rd);
+	free(gents);
 	return err;
 }
 

@@ -26,6 +26,7 @@
 #define NWIN	   6	/* windows of 10 s from t0 */
 #define HOSTILE_AT 600	/* the hostile names' window, t0 + this */
 #define LATE_AT	   1200 /* the window labelled comm=cron, zone=eu */
+#define GAUGE_AT   1800 /* two windows of memory profiles, service=heapy */
 
 static struct coll srv; /* the collector of the whole group */
 static char bin[256];
@@ -85,6 +86,22 @@ static void ingest_one(uint64_t seq, int64_t start, const char **keys, const cha
 	assert_int_equal(batch_builder__new("gen", "genhost", "cpu", &bb), 0);
 	assert_int_equal(batch_builder__add(bb, keys, values, nlabels, stack, count), 0);
 	assert_int_equal(batch_builder__finish(bb, seq, start, 10, PERIOD_NS, &b), 0);
+	assert_int_equal(post_batch(srv.port, NULL, b, NULL), 200);
+	batch__free(b);
+	batch_builder__free(bb);
+}
+
+/* One batch of one stack of profile type type in the window at start. */
+static void ingest_typed(const char *type, uint64_t seq, int64_t start, const char *stack,
+			 uint64_t count)
+{
+	const char *keys[] = { "service" }, *values[] = { "heapy" };
+	struct batch_builder *bb;
+	struct batch *b;
+
+	assert_int_equal(batch_builder__new("gen", "genhost", type, &bb), 0);
+	assert_int_equal(batch_builder__add(bb, keys, values, 1, stack, count), 0);
+	assert_int_equal(batch_builder__finish(bb, seq, start, 10, 0, &b), 0);
 	assert_int_equal(post_batch(srv.port, NULL, b, NULL), 200);
 	batch__free(b);
 	batch_builder__free(bb);
@@ -508,6 +525,57 @@ static void test_every_type_accepted(void **state)
 	}
 }
 
+/* The JSON number after "key": in body (0 when absent). */
+static unsigned long long json_number(const char *body, const char *key)
+{
+	const char *p = strstr(body, key);
+
+	return p ? strtoull(p + strlen(key), NULL, 10) : 0;
+}
+
+/* A gauge over HTTP: two pushes of inuse_space, 100 MiB and 300 MiB on one
+ * stack in two windows of one label set, answer their mean, 200 MiB, in the
+ * flame graph's total, top's self and the series' one step over both windows;
+ * the same pushes as alloc_space sum to 400 MiB. */
+static void test_gauge_over_http(void **state)
+{
+	const unsigned long long mib = 1ull << 20;
+	long long a = t0 + GAUGE_AT, z = a + 20;
+	char path[256], *body;
+	long status;
+
+	(void)state;
+	ingest_typed("inuse_space", 700, a, "heapy;main;grow", 100 * mib);
+	ingest_typed("inuse_space", 701, a + 10, "heapy;main;grow", 300 * mib);
+	ingest_typed("alloc_space", 702, a, "heapy;main;grow", 100 * mib);
+	ingest_typed("alloc_space", 703, a + 10, "heapy;main;grow", 300 * mib);
+	snprintf(path, sizeof(path), "/api/v1/flamegraph?type=inuse_space&from=%lld&to=%lld", a, z);
+	body = get(path, &status, NULL);
+	assert_int_equal(status, 200);
+	assert_non_null(strstr(body, "\"unit\":\"bytes\",\"aggregation\":\"average\""));
+	assert_int_equal(json_number(body, "\"total\":"), 200 * mib);
+	free(body);
+	snprintf(path, sizeof(path), "/api/v1/top?type=inuse_space&from=%lld&to=%lld", a, z);
+	body = get(path, &status, NULL);
+	assert_int_equal(status, 200);
+	assert_int_equal(json_number(body, "\"name\":\"grow\",\"kind\":\"native\",\"self\":"),
+			 200 * mib);
+	free(body);
+	snprintf(path, sizeof(path),
+		 "/api/v1/series?type=inuse_space&from=%lld&to=%lld&step=20s&format=json", a, z);
+	body = get(path, &status, NULL);
+	assert_int_equal(status, 200);
+	snprintf(path, sizeof(path), "\"points\":[[%lld,%llu]]", a, 200 * mib);
+	if (!strstr(body, path))
+		fail_msg("series: want %s in %s", path, body);
+	free(body);
+	snprintf(path, sizeof(path), "/api/v1/flamegraph?type=alloc_space&from=%lld&to=%lld", a, z);
+	body = get(path, &status, NULL);
+	assert_int_equal(status, 200);
+	assert_int_equal(json_number(body, "\"total\":"), 400 * mib);
+	free(body);
+}
+
 /* Occurrences of needle in s. */
 static size_t occurrences(const char *s, const char *needle)
 {
@@ -634,6 +702,7 @@ int main(void)
 		cmocka_unit_test_teardown(test_labels, test_teardown_children),
 		cmocka_unit_test_teardown(test_bad_queries, test_teardown_children),
 		cmocka_unit_test_teardown(test_every_type_accepted, test_teardown_children),
+		cmocka_unit_test_teardown(test_gauge_over_http, test_teardown_children),
 		cmocka_unit_test_teardown(test_max_nodes, test_teardown_children),
 		cmocka_unit_test_teardown(test_formats_and_hostile_names, test_teardown_children),
 		cmocka_unit_test_teardown(test_cli_db_and_url_agree, test_teardown_children),

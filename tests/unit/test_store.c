@@ -1626,6 +1626,59 @@ static void test_profile_types(void **state)
 	close_checked(s);
 }
 
+#define MIB (UINT64_C(1) << 20)
+
+/* Gauges (store/gauge.h): two snapshots of inuse_space, 100 and 300 MiB on one
+ * stack of one label set, answer their mean, 200 MiB, not their sum; a stack in
+ * one snapshot of two counts half; a second label set's mean is added to it; a
+ * range of one window answers that snapshot; the same pushes as alloc_space (a
+ * cumulative type) sum. The timeline's bucket agrees (typed_sum), before and
+ * after the rollups are built over the windows. */
+static void test_gauge_types(void **state)
+{
+	struct fixture *fx = *state;
+	struct store *s = open_backend(fx, NULL);
+	static const char *const types[] = { "inuse_space", "alloc_space" };
+	uint64_t seq = 1;
+	bool dup, more;
+	struct batch *b;
+	size_t t;
+	int pass;
+
+	for (t = 0; t < 2; t++) {
+		b = typed_batch(types[t], seq++, 3600, "service=app", "app;main;alloc", 100 * MIB);
+		assert_int_equal(store__ingest(s, b, &dup), 0);
+		tbatch_free(b);
+		b = typed_batch(types[t], seq++, 3610, "service=app", "app;main;alloc", 300 * MIB);
+		assert_int_equal(store__ingest(s, b, &dup), 0);
+		tbatch_free(b);
+		b = typed_batch(types[t], seq++, 3610, "service=app", "app;main;cache", 50 * MIB);
+		assert_int_equal(store__ingest(s, b, &dup), 0);
+		tbatch_free(b);
+		b = typed_batch(types[t], seq++, 3610, "service=db", "db;main;alloc", 10 * MIB);
+		assert_int_equal(store__ingest(s, b, &dup), 0);
+		tbatch_free(b);
+	}
+	for (pass = 0; pass < 2; pass++) {
+		assert_int_equal(typed_sum(s, "inuse_space", "service", "app", 3600, 3620),
+				 200 * MIB + 25 * MIB);
+		assert_int_equal(typed_sum(s, "inuse_space", NULL, NULL, 3600, 3620),
+				 200 * MIB + 25 * MIB + 10 * MIB);
+		assert_int_equal(typed_sum(s, "inuse_space", NULL, NULL, 0, 1 << 30),
+				 200 * MIB + 25 * MIB + 10 * MIB);
+		assert_int_equal(typed_sum(s, "inuse_space", "service", "app", 3600, 3610),
+				 100 * MIB);
+		assert_int_equal(typed_sum(s, "alloc_space", "service", "app", 3600, 3620),
+				 450 * MIB);
+		assert_int_equal(typed_sum(s, "alloc_space", NULL, NULL, 0, 1 << 30), 460 * MIB);
+		/* the rollups sum the snapshots: a gauge's range still reads the raw ones */
+		do
+			assert_int_equal(store__maintain(s, 3 * 3600 + 600, 0, &more), 0);
+		while (more);
+	}
+	close_checked(s);
+}
+
 /* ---- SQLite backend only: rows planted through a second connection ---------- */
 
 /* Rewrites the raw block of (tier, start) (one label set there) so that each of
@@ -3216,6 +3269,7 @@ int main(void)
 		BOTH(test_retention_tiers),
 		FILE_ONLY(test_kill_during_rollup),
 		BOTH(test_profile_types),
+		BOTH(test_gauge_types),
 		BOTH(test_dictionary_gc),
 		/* group commit */
 		BOTH(test_ingest_many),
