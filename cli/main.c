@@ -1,5 +1,5 @@
 /* The smolder binary: dispatches to a subcommand: agent, collector, up, and the
- * queries (flame, diff, top, series, labels). */
+ * queries (flame, diff, top, series, labels, types). */
 #include <stdio.h>
 #include <string.h>
 
@@ -21,6 +21,7 @@ static const char usage[] =
 	"  top       functions by self and total samples\n"
 	"  series    samples per step over time, to find a spike\n"
 	"  labels    label keys, or the values of one (--name KEY)\n"
+	"  types     the profile types with data, with their units (what --type takes)\n"
 	"  version   print the version\n"
 	"\n"
 	"Run 'smolder <command> --help' for a command's options.\n"
@@ -43,7 +44,7 @@ int main(int argc, char **argv)
 	if (strcmp(argv[1], "up") == 0)
 		return up_main(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "flame") || !strcmp(argv[1], "diff") || !strcmp(argv[1], "top") ||
-	    !strcmp(argv[1], "series") || !strcmp(argv[1], "labels"))
+	    !strcmp(argv[1], "series") || !strcmp(argv[1], "labels") || !strcmp(argv[1], "types"))
 		return query_main(argc - 1, argv + 1);
 	if (strcmp(argv[1], "version") == 0 || strcmp(argv[1], "--version") == 0) {
 		printf("smolder %s\n", SMOLDER_VERSION);

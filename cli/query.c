@@ -1,4 +1,4 @@
-/* `smolder flame | diff | top | series | labels`: queries from the command line,
+/* `smolder flame | diff | top | series | labels | types`: queries from the command line,
  * against a collector (--url, HTTP; default $SMOLDER_URL, else
  * http://127.0.0.1:7171) or a store file directly (--db, opened read-only: a
  * query never creates or migrates a store). Both paths take the same parameters
@@ -26,8 +26,10 @@
 
 #define DEFAULT_URL "http://127.0.0.1:7171"
 
-#define K(k)	(1u << (k))
-#define ALL	(K(QUERY_FLAMEGRAPH) | K(QUERY_DIFF) | K(QUERY_TOP) | K(QUERY_SERIES) | K(QUERY_LABELS))
+#define K(k) (1u << (k))
+#define ALL                                                                                        \
+	(K(QUERY_FLAMEGRAPH) | K(QUERY_DIFF) | K(QUERY_TOP) | K(QUERY_SERIES) | K(QUERY_LABELS) |  \
+	 K(QUERY_TYPES))
 #define RANGED	(ALL & ~K(QUERY_DIFF))
 #define PROFILE (K(QUERY_FLAMEGRAPH) | K(QUERY_DIFF) | K(QUERY_TOP))
 
@@ -154,6 +156,19 @@ static const struct command {
 	  "  smolder labels --since 1h\n"
 	  "  smolder labels --name comm --since 15m\n"
 	  "  smolder labels --name pid --where comm=python3\n" },
+	{ "types", "/api/v1/types", QUERY_TYPES,
+	  "usage: smolder types [options]\n"
+	  "The profile types with data over a time range, among the label sets the\n"
+	  "selection (--where) picks: name (what --type takes), unit, aggregation (sum,\n"
+	  "or average for gauges: a range answers the mean of their snapshots) and title.\n"
+	  "\n"
+	  "%s"
+	  "  --format F         table (default), json\n"
+	  "%s"
+	  "\n"
+	  "examples:\n"
+	  "  smolder types --since 1h\n"
+	  "  smolder types --since 1d --where service=api --format json\n" },
 };
 
 /* The options: the parameter each sets (NULL: handled here), whether it takes a
@@ -518,7 +533,7 @@ int query_main(int argc, char **argv)
 		}
 	}
 	if (!has_format) {
-		if (cmd->kind == QUERY_TOP || cmd->kind == QUERY_SERIES)
+		if (cmd->kind == QUERY_TOP || cmd->kind == QUERY_SERIES || cmd->kind == QUERY_TYPES)
 			query_args__add(&p, "format", "table");
 		else if ((cmd->kind == QUERY_FLAMEGRAPH || cmd->kind == QUERY_DIFF) && !output &&
 			 isatty(STDOUT_FILENO))

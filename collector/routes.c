@@ -61,6 +61,7 @@ bool route_path(const char *url, struct route_args *a, enum query_kind *kind)
 		{ "/api/v1/top", QUERY_TOP },
 		{ "/api/v1/series", QUERY_SERIES },
 		{ "/api/v1/labels", QUERY_LABELS },
+		{ "/api/v1/types", QUERY_TYPES },
 	};
 	const char *p, *end;
 	size_t i;

@@ -32,6 +32,10 @@ struct ptype {
 	const char *title; /* what a person reads: "CPU", "Heap in use" */
 };
 
+/* The most types the table may hold: arrays indexed by a type's place (a query's
+ * listing) have this many entries. */
+#define PTYPE_MAX 32
+
 /* The type named name, or NULL when there is none (NULL or "" is not a name). */
 const struct ptype *ptype__find(const char *name);
 

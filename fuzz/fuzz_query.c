@@ -17,10 +17,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	static const enum query_kind kinds[] = {
-		QUERY_FLAMEGRAPH, QUERY_DIFF,	QUERY_TOP,
-		QUERY_SERIES,	  QUERY_LABELS, QUERY_LABEL_VALUES
-	};
+	static const enum query_kind kinds[] = { QUERY_FLAMEGRAPH, QUERY_DIFF,	 QUERY_TOP,
+						 QUERY_SERIES,	   QUERY_LABELS, QUERY_LABEL_VALUES,
+						 QUERY_TYPES };
 	char *text = malloc(size + 1), *save = NULL, *tok, why[256];
 	struct query_args p = { 0 };
 	int64_t t;

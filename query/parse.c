@@ -49,6 +49,7 @@ static const struct {
 			   (const char *const[]){ "from", "to", "where", "format", NULL } },
 	[QUERY_LABEL_VALUES] = { "label values", (const char *const[]){ "name", "from", "to",
 									"where", "format", NULL } },
+	[QUERY_TYPES] = { "types", (const char *const[]){ "from", "to", "where", "format", NULL } },
 };
 
 static bool is_multi(const char *name)

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "common/frame.h"
+#include "common/ptype.h"
 #include "common/reason.h"
 #include "query/flame.h"
 #include "query/fnseries.h"
@@ -143,7 +144,8 @@ struct query_answer {
 				       * length when that is longer (step_text()) */
 	struct store_windows windows; /* series: the range's, read for the step */
 	size_t npoints, points_cap;
-	char *names; /* labels: NUL-terminated names, one after another */
+	bool has_type[PTYPE_MAX]; /* types: the table's i-th type has data in range */
+	char *names;		  /* labels: NUL-terminated names, one after another */
 	size_t names_len, names_cap, nnames;
 	size_t max_bytes; /* cap on names_len; 0: none */
 };
@@ -678,6 +680,62 @@ static int out_labels(const struct query_answer *a, FILE *out)
 	return ferror(out) ? -EIO : 0;
 }
 
+/* types: the types with data, in the table's order; JSON objects or a table. */
+static int write_types(const struct query_answer *a, FILE *out, bool json)
+{
+	size_t i;
+	bool first = true;
+
+	if (json)
+		fputc('[', out);
+	else
+		fprintf(out, "%-14s %-12s %-12s %s\n", "TYPE", "UNIT", "AGGREGATION", "TITLE");
+	for (i = 0; i < ptype__count(); i++) {
+		const struct ptype *t = ptype__at(i);
+
+		if (!a->has_type[i])
+			continue;
+		if (json)
+			fprintf(out,
+				"%s{\"name\":\"%s\",\"unit\":\"%s\",\"aggregation\":\"%s\","
+				"\"title\":",
+				first ? "" : ",", t->name, ptype__unit_name(t->unit),
+				ptype__agg_name(t->agg));
+		else
+			fprintf(out, "%-14s %-12s %-12s %s\n", t->name, ptype__unit_name(t->unit),
+				ptype__agg_name(t->agg), t->title);
+		if (json) {
+			render_json_string(out, t->title);
+			fputc('}', out);
+		}
+		first = false;
+	}
+	if (json)
+		fputs("]\n", out);
+	return ferror(out) ? -EIO : 0;
+}
+
+static int out_types_json(const struct query_answer *a, FILE *out)
+{
+	return write_types(a, out, true);
+}
+
+static int out_types_table(const struct query_answer *a, FILE *out)
+{
+	return write_types(a, out, false);
+}
+
+/* Marks a type the store has data of (store__types). */
+static int keep_type(void *ctx, const char *name)
+{
+	struct query_answer *a = ctx;
+
+	for (size_t i = 0; i < ptype__count() && i < PTYPE_MAX; i++)
+		if (!strcmp(ptype__at(i)->name, name))
+			a->has_type[i] = true;
+	return 0;
+}
+
 #define KIND(k)	 (1u << (k))
 #define PROFILES (KIND(QUERY_FLAMEGRAPH) | KIND(QUERY_DIFF))
 #define TEXT	 "text/plain; charset=utf-8"
@@ -704,6 +762,8 @@ static const struct query_format formats[] = {
 	{ "json", KIND(QUERY_SERIES), JSON, out_series_json },
 	{ "table", KIND(QUERY_SERIES), TEXT, out_series_table },
 	{ "json", KIND(QUERY_LABELS) | KIND(QUERY_LABEL_VALUES), JSON, out_labels },
+	{ "json", KIND(QUERY_TYPES), JSON, out_types_json },
+	{ "table", KIND(QUERY_TYPES), TEXT, out_types_table },
 };
 
 const struct query_format *query_format__find(enum query_kind kind, const char *name)
@@ -783,8 +843,13 @@ int query_load(struct store *st, const struct query *q, size_t max_bytes, struct
 		sq = store_query(q->from, q->to, &q->where, q->type);
 		err = store__label_values(st, q->label, &sq, keep_name, a);
 		break;
+	case QUERY_TYPES:
+		sq = store_query(q->from, q->to, &q->where, NULL);
+		err = store__types(st, &sq, keep_type, a);
+		break;
 	}
-	if (!err && q->kind != QUERY_LABELS && q->kind != QUERY_LABEL_VALUES)
+	if (!err && q->kind != QUERY_LABELS && q->kind != QUERY_LABEL_VALUES &&
+	    q->kind != QUERY_TYPES)
 		err = load_context(st, a);
 	if (err == -E2BIG)
 		reason_fail(why, whylen, err,

@@ -15,6 +15,9 @@
  *   series      from, to, where, step (duration; default range/60, at least 10 s),
  *               format=json|table
  *   labels      from, to, where, format=json;  values of one label: name=KEY
+ *   types       from, to, where, format=json|table: the profile types with data
+ *               in the range and selection, each with its unit, aggregation and
+ *               title (common/ptype.h), in the table's order
  * Any other parameter, or a single-valued one given twice, is refused.
  * flamegraph, diff and top take granularity: function (the default) tells frames
  * apart by kind, name and file, and keeps a Python frame's line in its node's
@@ -44,6 +47,7 @@ enum query_kind {
 	QUERY_SERIES,
 	QUERY_LABELS,
 	QUERY_LABEL_VALUES,
+	QUERY_TYPES,
 };
 
 #define QUERY_MAX_WHERE 16

@@ -19,6 +19,7 @@
 #include "common/reason.h"
 #include "store/backend.h"
 #include "store/gauge.h"
+#include "common/ptype.h"
 
 static const struct store_backend *const backends[] = {
 	&store_sqlite_backend,
@@ -323,6 +324,37 @@ int store__query_series(struct store *s, const struct store_query *q, int64_t st
 	if (store_is_gauge(q))
 		return gauge_series(s, q, step_seconds, cb, ctx);
 	return s->backend->query_series(s, q, step_seconds, cb, ctx);
+}
+
+static int any_count(void *ctx, int64_t bucket_start, uint64_t count)
+{
+	(void)ctx;
+	(void)bucket_start;
+	return count ? 1 : 0;
+}
+
+int store__types(struct store *s, const struct store_query *q, store_text_fn cb, void *ctx)
+{
+	struct store_query t;
+	size_t i;
+	int err = 0;
+
+	if (!s || !q || !cb)
+		return -EINVAL;
+	if (q->from >= q->to)
+		return 0;
+	t = *q;
+	for (i = 0; i < ptype__count() && !err; i++) {
+		const char *name = ptype__at(i)->name;
+
+		/* the backend's own timeline in one bucket, from block totals: what
+		 * the type holds does not depend on how a range aggregates it */
+		t.type = strcmp(name, STORE_TYPE_CPU) ? name : NULL;
+		err = s->backend->query_series(s, &t, q->to - q->from, any_count, NULL);
+		if (err == 1)
+			err = cb(ctx, name);
+	}
+	return err;
 }
 
 int store__labels(struct store *s, const struct store_query *q, store_text_fn cb, void *ctx)

@@ -319,6 +319,13 @@ typedef int (*store_text_fn)(void *ctx, const char *text);
  * -EINVAL (as store__query_stacks) or a translated SQLite error. */
 int store__labels(struct store *s, const struct store_query *q, store_text_fn cb, void *ctx);
 
+/* The profile types (common/ptype.h's names, in the table's order) with samples
+ * in [q->from, q->to) in label sets that hold q's labels; q->type is ignored.
+ * Costs one timeline of one bucket a type (store__query_series' sums of block
+ * totals, whatever the type's aggregation). Returns 0, cb's nonzero return,
+ * -EINVAL or a translated backend error. */
+int store__types(struct store *s, const struct store_query *q, store_text_fn cb, void *ctx);
+
 /* Values of label key among the same label sets as store__labels(s, q). */
 int store__label_values(struct store *s, const char *key, const struct store_query *q,
 			store_text_fn cb, void *ctx);

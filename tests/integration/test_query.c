@@ -576,6 +576,43 @@ static void test_gauge_over_http(void **state)
 	free(body);
 }
 
+/* The types listing (GET /api/v1/types, `smolder types`): the types with data in
+ * the range and selection, in the table's order, each with its unit, aggregation
+ * and title; the CLI prints the same as a table, --db and --url alike. Runs
+ * after test_gauge_over_http, whose pushes it lists. */
+static void test_types_listing(void **state)
+{
+	static const char memory[] =
+		"[{\"name\":\"alloc_space\",\"unit\":\"bytes\",\"aggregation\":\"sum\","
+		"\"title\":\"Allocated bytes\"},{\"name\":\"inuse_space\",\"unit\":\"bytes\","
+		"\"aggregation\":\"average\",\"title\":\"Memory in use\"}]\n";
+	long long a = t0 + GAUGE_AT;
+	char cmd[2048], x[256], y[256], *tx, *ty;
+
+	(void)state;
+	assert_answer(memory, "/api/v1/types?from=%lld&to=%lld", a, a + 20);
+	assert_answer(memory, "/api/v1/types?from=0&to=4102444800&where=service=heapy");
+	assert_answer("[{\"name\":\"cpu\",\"unit\":\"samples\",\"aggregation\":\"sum\","
+		      "\"title\":\"CPU\"}]\n",
+		      "/api/v1/types?from=%lld&to=%lld", (long long)t0, (long long)t0 + 10 * NWIN);
+	assert_answer("[]\n", "/api/v1/types?from=%lld&to=%lld", a + 20, a + 30);
+	snprintf(x, sizeof(x), "%s/types-db.txt", srv.dir);
+	snprintf(y, sizeof(y), "%s/types-url.txt", srv.dir);
+	snprintf(cmd, sizeof(cmd),
+		 "'%s' types --db '%s' --from %lld --to %lld -o '%s' && '%s' types --url "
+		 "http://127.0.0.1:%u --from %lld --to %lld -o '%s'",
+		 bin, srv.db, a, a + 20, x, bin, srv.port, a, a + 20, y);
+	assert_int_equal(system(cmd), 0);
+	tx = test_read_file(x);
+	ty = test_read_file(y);
+	assert_string_equal(tx, "TYPE           UNIT         AGGREGATION  TITLE\n"
+				"alloc_space    bytes        sum          Allocated bytes\n"
+				"inuse_space    bytes        average      Memory in use\n");
+	assert_string_equal(tx, ty);
+	free(tx);
+	free(ty);
+}
+
 /* Occurrences of needle in s. */
 static size_t occurrences(const char *s, const char *needle)
 {
@@ -703,6 +740,7 @@ int main(void)
 		cmocka_unit_test_teardown(test_bad_queries, test_teardown_children),
 		cmocka_unit_test_teardown(test_every_type_accepted, test_teardown_children),
 		cmocka_unit_test_teardown(test_gauge_over_http, test_teardown_children),
+		cmocka_unit_test_teardown(test_types_listing, test_teardown_children),
 		cmocka_unit_test_teardown(test_max_nodes, test_teardown_children),
 		cmocka_unit_test_teardown(test_formats_and_hostile_names, test_teardown_children),
 		cmocka_unit_test_teardown(test_cli_db_and_url_agree, test_teardown_children),

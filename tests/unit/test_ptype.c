@@ -15,6 +15,7 @@ static void test_names_unique_and_found(void **state)
 {
 	(void)state;
 	assert_true(ptype__count() > 2);
+	assert_true(ptype__count() <= PTYPE_MAX);
 	for (size_t i = 0; i < ptype__count(); i++) {
 		const struct ptype *t = ptype__at(i);
 

@@ -1671,6 +1671,21 @@ static void test_gauge_types(void **state)
 		assert_int_equal(typed_sum(s, "alloc_space", "service", "app", 3600, 3620),
 				 450 * MIB);
 		assert_int_equal(typed_sum(s, "alloc_space", NULL, NULL, 0, 1 << 30), 460 * MIB);
+		/* the types listing: both, in the table's order, whatever the range's
+		 * tiers; none past them */
+		{
+			struct store_query all = { .from = 0, .to = 1 << 30 };
+			struct store_query later = { .from = 3620, .to = 1 << 30 };
+			struct texts names = { 0 };
+
+			assert_int_equal(store__types(s, &all, collect_text, &names), 0);
+			assert_int_equal(names.n, 2);
+			assert_string_equal(names.items[0], "alloc_space");
+			assert_string_equal(names.items[1], "inuse_space");
+			memset(&names, 0, sizeof(names));
+			assert_int_equal(store__types(s, &later, collect_text, &names), 0);
+			assert_int_equal(names.n, 0);
+		}
 		/* the rollups sum the snapshots: a gauge's range still reads the raw ones */
 		do
 			assert_int_equal(store__maintain(s, 3 * 3600 + 600, 0, &more), 0);
