@@ -216,10 +216,15 @@ static int out_pprof(const struct query_answer *a, FILE *out)
 				 "sampling period unknown: period is assumed %s", hz);
 		comments[1] = period;
 	}
-	err = query_context__offcpu(c)
-		      ? render_pprof_offcpu(a->tree, render_pprof_seconds_to_ns(q->from),
-					    render_pprof_duration_ns(q->from, q->to), comments, 1,
-					    &buf, &len)
+	/* a type other than cpu: its name and unit (pprof says "count" of objects) */
+	err = !query_context__cpu(c)
+		      ? render_pprof_typed(a->tree, c->type->name,
+					   c->type->unit == PTYPE_UNIT_OBJECTS
+						   ? "count"
+						   : ptype__unit_name(c->type->unit),
+					   render_pprof_seconds_to_ns(q->from),
+					   render_pprof_duration_ns(q->from, q->to), comments, 1,
+					   &buf, &len)
 		      : render_pprof_commented(a->tree, c->pprof_period_ns,
 					       render_pprof_seconds_to_ns(q->from),
 					       render_pprof_duration_ns(q->from, q->to), comments,

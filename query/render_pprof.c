@@ -340,12 +340,13 @@ static void pp_free(struct pp *p)
 	free(p->stacks);
 }
 
-/* render_pprof_commented(), or with offcpu the off-CPU profile: one sample type
- * offcpu/nanoseconds (the values as they are), period 1 ns. */
-static int encode(const struct flame *tree, bool offcpu, uint64_t period_ns, int64_t time_nanos,
-		  int64_t duration_nanos, const char *const *comments, size_t ncomments, void **out,
-		  size_t *len)
+/* render_pprof_commented(), or with type (not NULL) the profile of one sample
+ * type type/unit (the values as they are), period 1 of it. */
+static int encode(const struct flame *tree, const char *type, const char *unit, uint64_t period_ns,
+		  int64_t time_nanos, int64_t duration_nanos, const char *const *comments,
+		  size_t ncomments, void **out, size_t *len)
 {
+	bool typed = type != NULL;
 	Perftools__Profiles__Profile prof = PERFTOOLS__PROFILES__PROFILE__INIT;
 	Perftools__Profiles__ValueType vt[2], period_type, *vts[2];
 	int64_t empty, samples, count, cpu, ns, comm, comment[RENDER_PPROF_MAX_COMMENTS];
@@ -368,8 +369,10 @@ static int encode(const struct flame *tree, bool offcpu, uint64_t period_ns, int
 
 	if ((err = str_idx(&p, "", 0, &empty)) || (err = str_idx(&p, "samples", 7, &samples)) ||
 	    (err = str_idx(&p, "count", 5, &count)) ||
-	    (err = offcpu ? str_idx(&p, "offcpu", 6, &cpu) : str_idx(&p, "cpu", 3, &cpu)) ||
-	    (err = str_idx(&p, "nanoseconds", 11, &ns)) || (err = str_idx(&p, "comm", 4, &comm)))
+	    (err = typed ? str_idx(&p, type, strlen(type), &cpu) : str_idx(&p, "cpu", 3, &cpu)) ||
+	    (err = typed ? str_idx(&p, unit, strlen(unit), &ns)
+			 : str_idx(&p, "nanoseconds", 11, &ns)) ||
+	    (err = str_idx(&p, "comm", 4, &comm)))
 		goto out_free;
 	(void)empty;
 	for (i = 0; i < ncomments; i++) {
@@ -381,7 +384,7 @@ static int encode(const struct flame *tree, bool offcpu, uint64_t period_ns, int
 	for (i = 0; i < p.nstacks; i++) {
 		if (!p.stacks[i].count[0])
 			continue; /* only on the other side */
-		err = add_sample(&p, &p.stacks[i], period_ns, comm, offcpu);
+		err = add_sample(&p, &p.stacks[i], period_ns, comm, typed);
 		if (err)
 			goto out_free;
 	}
@@ -390,14 +393,14 @@ static int encode(const struct flame *tree, bool offcpu, uint64_t period_ns, int
 		perftools__profiles__value_type__init(&vt[i]);
 		vts[i] = &vt[i];
 	}
-	vt[0].type = offcpu ? cpu : samples; /* offcpu: "offcpu" */
-	vt[0].unit = offcpu ? ns : count;
+	vt[0].type = typed ? cpu : samples; /* typed: the type's name and unit */
+	vt[0].unit = typed ? ns : count;
 	vt[1].type = cpu;
 	vt[1].unit = ns;
 	perftools__profiles__value_type__init(&period_type);
 	period_type.type = cpu;
 	period_type.unit = ns;
-	prof.n_sample_type = offcpu ? 1 : 2;
+	prof.n_sample_type = typed ? 1 : 2;
 	prof.sample_type = vts;
 	prof.n_sample = p.nsmp;
 	prof.sample = p.smp;
@@ -453,19 +456,30 @@ int64_t render_pprof_duration_ns(int64_t from, int64_t to)
 int render_pprof(const struct flame *tree, uint64_t period_ns, int64_t time_nanos,
 		 int64_t duration_nanos, void **out, size_t *len)
 {
-	return encode(tree, false, period_ns, time_nanos, duration_nanos, NULL, 0, out, len);
+	return encode(tree, NULL, NULL, period_ns, time_nanos, duration_nanos, NULL, 0, out, len);
 }
 
 int render_pprof_commented(const struct flame *tree, uint64_t period_ns, int64_t time_nanos,
 			   int64_t duration_nanos, const char *const *comments, size_t ncomments,
 			   void **out, size_t *len)
 {
-	return encode(tree, false, period_ns, time_nanos, duration_nanos, comments, ncomments, out,
+	return encode(tree, NULL, NULL, period_ns, time_nanos, duration_nanos, comments, ncomments,
+		      out, len);
+}
+
+int render_pprof_typed(const struct flame *tree, const char *type, const char *unit,
+		       int64_t time_nanos, int64_t duration_nanos, const char *const *comments,
+		       size_t ncomments, void **out, size_t *len)
+{
+	if (!type || !*type || !unit || !*unit)
+		return -EINVAL;
+	return encode(tree, type, unit, 1, time_nanos, duration_nanos, comments, ncomments, out,
 		      len);
 }
 
 int render_pprof_offcpu(const struct flame *tree, int64_t time_nanos, int64_t duration_nanos,
 			const char *const *comments, size_t ncomments, void **out, size_t *len)
 {
-	return encode(tree, true, 1, time_nanos, duration_nanos, comments, ncomments, out, len);
+	return render_pprof_typed(tree, "offcpu", "nanoseconds", time_nanos, duration_nanos,
+				  comments, ncomments, out, len);
 }

@@ -3,7 +3,9 @@
  *
  * Mapping from a flame tree's stacks (side 0, in text order, so the output is a
  * pure function of the tree): every stack becomes one Sample with values
- * {count, count * period_ns} under sample types samples/count and cpu/nanoseconds.
+ * {count, count * period_ns} under sample types samples/count and cpu/nanoseconds
+ * (the CPU profile), or {value} under the one sample type of another profile type
+ * (render_pprof_typed: inuse_space/bytes, wall/nanoseconds, ...).
  * pprof has no process frames, so the first frame of a stack (the process name)
  * becomes the sample label "comm" (use `-tagfocus comm=NAME` to select one
  * process); the remaining frames become location ids, leaf first. One Location per
@@ -46,9 +48,16 @@ int render_pprof_commented(const struct flame *tree, uint64_t period_ns, int64_t
 			   int64_t duration_nanos, const char *const *comments, size_t ncomments,
 			   void **out, size_t *len);
 
-/* The off-CPU profile (values in nanoseconds blocked): one sample type,
- * offcpu/nanoseconds, the values as they are, period 1 ns; otherwise as
- * render_pprof_commented(). */
+/* A profile of one sample type type/unit (common/ptype.h's name, and its unit
+ * as pprof says it: "nanoseconds", "bytes", "count"), the values as they are,
+ * period 1 of type/unit and that type the default, so that `go tool pprof
+ * -sample_index=TYPE` finds it; otherwise as render_pprof_commented(). -EINVAL
+ * also for a NULL or empty type or unit. */
+int render_pprof_typed(const struct flame *tree, const char *type, const char *unit,
+		       int64_t time_nanos, int64_t duration_nanos, const char *const *comments,
+		       size_t ncomments, void **out, size_t *len);
+
+/* render_pprof_typed() of offcpu/nanoseconds (nanoseconds blocked). */
 int render_pprof_offcpu(const struct flame *tree, int64_t time_nanos, int64_t duration_nanos,
 			const char *const *comments, size_t ncomments, void **out, size_t *len);
 

@@ -148,6 +148,55 @@ static void test_offcpu_sample_type(void **state)
 	flame__free(tree);
 }
 
+/* Another profile type keeps its name and unit: inuse_space/bytes as the one
+ * sample type, the period's type and the default (what `go tool pprof
+ * -sample_index=inuse_space` looks for), the values as they are, period 1. */
+static void test_typed_sample_type(void **state)
+{
+	static const struct {
+		const char *type, *unit;
+	} types[] = { { "inuse_space", "bytes" },
+		      { "wall", "nanoseconds" },
+		      { "alloc_objects", "count" } };
+	struct frame fr[2] = { frame_make(FRAME_PROCESS, "p", NULL, 0),
+			       frame_make(FRAME_NATIVE, "grow", NULL, 0) };
+	Perftools__Profiles__Profile *p;
+	struct flame *tree = NULL;
+	size_t len = 0, raw_len, i;
+	void *gz = NULL;
+	uint8_t *raw;
+
+	(void)state;
+	assert_int_equal(flame__new(&tree), 0);
+	assert_int_equal(flame__add_frames(tree, fr, 2, 200u << 20, 0), 0);
+	flame__finish(tree);
+	for (i = 0; i < sizeof(types) / sizeof(types[0]); i++) {
+		assert_int_equal(render_pprof_typed(tree, types[i].type, types[i].unit, 0,
+						    1000000000, NULL, 0, &gz, &len),
+				 0);
+		raw = gunzip(gz, len, &raw_len);
+		p = perftools__profiles__profile__unpack(NULL, raw_len, raw);
+		assert_non_null(p);
+		assert_int_equal(p->n_sample_type, 1);
+		assert_string_equal(p->string_table[p->sample_type[0]->type], types[i].type);
+		assert_string_equal(p->string_table[p->sample_type[0]->unit], types[i].unit);
+		assert_string_equal(p->string_table[p->period_type->type], types[i].type);
+		assert_string_equal(p->string_table[p->period_type->unit], types[i].unit);
+		assert_int_equal(p->period, 1);
+		assert_string_equal(p->string_table[p->default_sample_type], types[i].type);
+		assert_int_equal(p->n_sample, 1);
+		assert_int_equal(p->sample[0]->n_value, 1);
+		assert_int_equal(p->sample[0]->value[0], 200 << 20);
+		perftools__profiles__profile__free_unpacked(p, NULL);
+		free(raw);
+		free(gz);
+	}
+	assert_int_equal(render_pprof_typed(tree, "", "bytes", 0, 1, NULL, 0, &gz, &len), -EINVAL);
+	assert_int_equal(render_pprof_typed(tree, "inuse_space", NULL, 0, 1, NULL, 0, &gz, &len),
+			 -EINVAL);
+	flame__free(tree);
+}
+
 /* The Line of the Location whose Function is (name, file); fails when none. */
 static int64_t line_of(const Perftools__Profiles__Profile *p, const char *name, const char *file,
 		       uint64_t *fn_id, size_t nth)
@@ -337,8 +386,9 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_seconds_to_ns),	   cmocka_unit_test(test_saturated_values),
-		cmocka_unit_test(test_offcpu_sample_type), cmocka_unit_test(test_python_lines),
-		cmocka_unit_test(test_comments),	   cmocka_unit_test(test_comment_limits),
+		cmocka_unit_test(test_offcpu_sample_type), cmocka_unit_test(test_typed_sample_type),
+		cmocka_unit_test(test_python_lines),	   cmocka_unit_test(test_comments),
+		cmocka_unit_test(test_comment_limits),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
