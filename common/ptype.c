@@ -58,6 +58,23 @@ const char *ptype__unit_name(enum ptype_unit unit)
 	return "count";
 }
 
+const char *ptype__unit_column(enum ptype_unit unit)
+{
+	switch (unit) {
+	case PTYPE_UNIT_SAMPLES:
+		return "SAMPLES";
+	case PTYPE_UNIT_NANOSECONDS:
+		return "TIME";
+	case PTYPE_UNIT_BYTES:
+		return "BYTES";
+	case PTYPE_UNIT_OBJECTS:
+		return "OBJECTS";
+	case PTYPE_UNIT_COUNT:
+		break;
+	}
+	return "COUNT";
+}
+
 const char *ptype__agg_name(enum ptype_agg agg)
 {
 	return agg == PTYPE_AGG_AVERAGE ? "average" : "sum";

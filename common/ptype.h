@@ -47,6 +47,10 @@ size_t ptype__count(void);
  * "objects", "count". */
 const char *ptype__unit_name(enum ptype_unit unit);
 
+/* The word a table column of values in unit is named by (CLI tables, the text
+ * tree): "SAMPLES", "TIME", "BYTES", "OBJECTS", "COUNT". */
+const char *ptype__unit_column(enum ptype_unit unit);
+
 /* The aggregation's name as JSON says it: "sum" or "average". */
 const char *ptype__agg_name(enum ptype_agg agg);
 

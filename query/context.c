@@ -353,15 +353,19 @@ static void fmt_totals(const struct query_context *c, const struct query_side *s
 		snprintf(buf + o, len - o, " (%.2f cores avg)", secs / (double)span);
 }
 
-/* "windows 23:40:00–23:45:10 (snapped to 10 s windows)", or "no windows". */
-static void fmt_windows(const struct query_side *s, char *buf, size_t len)
+/* "windows 23:40:00–23:45:10 (snapped to 10 s windows)", or "no windows". The
+ * store keeps the windows of the CPU profile's batches (store__windows): another
+ * type's windows are known only where an agent's CPU batches share them. */
+static void fmt_windows(const struct query_context *c, const struct query_side *s, char *buf,
+			size_t len)
 {
 	char range[128], lens[48];
 
 	if (!s->w.nwindows) {
 		snprintf(buf, len,
-			 s->total ? "windows unknown (stored before they were kept)"
-				  : "no stored windows in range");
+			 !s->total		 ? "no stored windows in range"
+			 : query_context__cpu(c) ? "windows unknown (stored before they were kept)"
+						 : "windows not kept for this type");
 		return;
 	}
 	fmt_range(s->w.first_start, s->w.last_end, range, sizeof(range));
@@ -393,10 +397,10 @@ void query_context__subtitle(const struct query_context *c, char *buf, size_t le
 	else
 		snprintf(p, sizeof(p), "%s", c->periods);
 	fmt_totals(c, &c->side[0], t[0], sizeof(t[0]));
-	fmt_windows(&c->side[0], w[0], sizeof(w[0]));
+	fmt_windows(c, &c->side[0], w[0], sizeof(w[0]));
 	if (c->nsides == 2) {
 		fmt_totals(c, &c->side[1], t[1], sizeof(t[1]));
-		fmt_windows(&c->side[1], w[1], sizeof(w[1]));
+		fmt_windows(c, &c->side[1], w[1], sizeof(w[1]));
 		snprintf(buf, len, "before: %s, %s \u00b7 after: %s, %s \u00b7 %s", t[0], w[0],
 			 t[1], w[1], p);
 	} else {

@@ -158,7 +158,8 @@ static int out_tree_json(const struct query_answer *a, FILE *out)
 static int out_text(const struct query_answer *a, FILE *out)
 {
 	struct render_text_options o = { .period_ns = a->ctx.period_ns,
-					 .diff = a->q->kind == QUERY_DIFF };
+					 .diff = a->q->kind == QUERY_DIFF,
+					 .type = query_context__cpu(&a->ctx) ? NULL : a->ctx.type };
 
 	query_context__header(&a->ctx, out);
 	return render_text(a->tree, &o, out);
@@ -276,35 +277,44 @@ static void cpu_cell(const struct query_context *c, uint64_t samples, char *buf,
 		snprintf(buf, len, s >= 100 ? "%.0fs" : s >= 10 ? "%.1fs" : "%.2fs", s);
 }
 
-/* Nanoseconds for a table column, one word with its unit: "850us", "12.3ms",
- * "4.20s", "1234s" (seconds past a minute: sums stay comparable by eye). */
-static void time_cell(uint64_t ns, char *buf, size_t len)
+/* A value of the answer's type for a table column, one ASCII word with its unit
+ * (ptype__format's cell: "850us", "12.3ms", "200MiB", "1234"), so that awk and
+ * sscanf read a row; the JSON formats give the exact numbers. */
+static void value_cell(const struct query_context *c, uint64_t v, char *buf, size_t len)
 {
-	double v = (double)ns;
-
-	if (ns < 1000)
-		snprintf(buf, len, "%lluns", (unsigned long long)ns);
-	else if (ns < 1000000)
-		snprintf(buf, len, v >= 1e5 ? "%.0fus" : "%.1fus", v / 1e3);
-	else if (ns < 1000000000)
-		snprintf(buf, len, v >= 1e8 ? "%.0fms" : "%.1fms", v / 1e6);
-	else
-		snprintf(buf, len, v >= 1e11 ? "%.0fs" : v >= 1e10 ? "%.1fs" : "%.2fs", v / 1e9);
+	ptype__format(c->type->unit, (double)v, PTYPE_CELL, buf, len);
 }
 
-/* Off-CPU values are nanoseconds: columns named by their unit, as times. */
-static void out_top_offcpu(const struct flame_function *fns, size_t n, uint64_t total, FILE *out)
+static const char *unit_column(const struct query_context *c)
 {
-	char self[32], all[32], name[SHORTNAME_BUF];
-	size_t i;
+	return ptype__unit_column(c->type->unit);
+}
 
-	fprintf(out, "%10s %7s %10s %7s  %s\n", "SELF_TIME", "SELF%", "TOTAL_TIME", "TOTAL%",
-		"FUNCTION");
+/* A series column of the type's values: SAMPLES, OFF_CPU (offcpu: time off CPU),
+ * else the unit's word. */
+static const char *series_column(const struct query_context *c)
+{
+	return query_context__offcpu(c) ? "OFF_CPU" : unit_column(c);
+}
+
+/* Types other than cpu: columns named by their unit (SELF_TIME, SELF_BYTES...),
+ * values humanised in it. */
+static void out_top_typed(const struct query_context *c, const struct flame_function *fns, size_t n,
+			  uint64_t total, FILE *out)
+{
+	char self[32], all[32], name[SHORTNAME_BUF], hs[32], ht[32];
+	size_t i;
+	int w;
+
+	snprintf(hs, sizeof(hs), "SELF_%s", unit_column(c));
+	snprintf(ht, sizeof(ht), "TOTAL_%s", unit_column(c));
+	w = (int)strlen(ht) > 10 ? (int)strlen(ht) : 10;
+	fprintf(out, "%*s %7s %*s %7s  %s\n", w, hs, "SELF%", w, ht, "TOTAL%", "FUNCTION");
 	for (i = 0; i < n; i++) {
-		time_cell(fns[i].self, self, sizeof(self));
-		time_cell(fns[i].total, all, sizeof(all));
-		fprintf(out, "%10s %6.2f%% %10s %6.2f%%  %s\n", self,
-			total ? 100.0 * (double)fns[i].self / (double)total : 0.0, all,
+		value_cell(c, fns[i].self, self, sizeof(self));
+		value_cell(c, fns[i].total, all, sizeof(all));
+		fprintf(out, "%*s %6.2f%% %*s %6.2f%%  %s\n", w, self,
+			total ? 100.0 * (double)fns[i].self / (double)total : 0.0, w, all,
 			total ? 100.0 * (double)fns[i].total / (double)total : 0.0,
 			shortname_of(fns[i].name, fns[i].kind, name, sizeof(name)));
 	}
@@ -321,8 +331,8 @@ static int out_top_table(const struct query_answer *a, FILE *out)
 	if (err)
 		return err;
 	query_context__header(&a->ctx, out);
-	if (query_context__offcpu(&a->ctx)) {
-		out_top_offcpu(fns, n, total, out);
+	if (!query_context__cpu(&a->ctx)) {
+		out_top_typed(&a->ctx, fns, n, total, out);
 		free(fns);
 		return ferror(out) ? -EIO : 0;
 	}
@@ -470,11 +480,11 @@ static void write_point(struct series_ctx *c, int64_t t, uint64_t count, uint64_
 			(unsigned long long)count);
 	} else if (c->q->function) {
 		query_context__utc(t, true, when, sizeof(when));
-		if (query_context__offcpu(c->c)) {
+		if (!query_context__cpu(c->c)) {
 			char off[32], hit[32];
 
-			time_cell(count, off, sizeof(off));
-			time_cell(matched, hit, sizeof(hit));
+			value_cell(c->c, count, off, sizeof(off));
+			value_cell(c->c, matched, hit, sizeof(hit));
 			fprintf(c->out, "%-19s %10s %10s %6.2f%%\n", when, off, hit,
 				share(matched, count));
 		} else {
@@ -487,9 +497,14 @@ static void write_point(struct series_ctx *c, int64_t t, uint64_t count, uint64_
 		if (query_context__offcpu(c->c)) {
 			char off[32];
 
-			time_cell(count, off, sizeof(off));
+			value_cell(c->c, count, off, sizeof(off));
 			fprintf(c->out, "%-19s %10s %8.3f\n", when, off,
 				(double)count / 1e9 / (double)c->step);
+		} else if (!query_context__cpu(c->c)) {
+			char v[32];
+
+			value_cell(c->c, count, v, sizeof(v));
+			fprintf(c->out, "%-19s %10s\n", when, v);
 		} else if (c->c->no_cpu)
 			fprintf(c->out, "%-19s %10llu %8s\n", when, (unsigned long long)count, "-");
 		else
@@ -536,18 +551,22 @@ static int write_series(const struct query_answer *a, FILE *out, bool json)
 		}
 		fputs("\"points\":[", out);
 	} else if (q->function) {
-		bool off = query_context__offcpu(&a->ctx);
-
 		query_context__header(&a->ctx, out);
 		fprintf(out, "# step %s; MATCHED: stacks with a function matching /%s/\n", step,
 			q->function);
-		fprintf(out, "%-19s %10s %10s %7s\n", "TIME (UTC)", off ? "OFF_CPU" : "SAMPLES",
+		fprintf(out, "%-19s %10s %10s %7s\n", "TIME (UTC)", series_column(&a->ctx),
 			"MATCHED", "SHARE");
 	} else {
 		query_context__header(&a->ctx, out);
 		if (query_context__offcpu(&a->ctx)) {
 			fprintf(out, "# step %s; WAITING = time off CPU / step (threads)\n", step);
 			fprintf(out, "%-19s %10s %8s\n", "TIME (UTC)", "OFF_CPU", "WAITING");
+		} else if (!query_context__cpu(&a->ctx)) {
+			fprintf(out, "# step %s; %s: %s\n", step, unit_column(&a->ctx),
+				ptype__is_gauge(a->ctx.type)
+					? "the mean of the step's snapshots, per label set, summed"
+					: "the step's sum");
+			fprintf(out, "%-19s %10s\n", "TIME (UTC)", unit_column(&a->ctx));
 		} else {
 			fprintf(out, "# step %s; CORES = samples x period / step\n", step);
 			fprintf(out, "%-19s %10s %8s\n", "TIME (UTC)", "SAMPLES", "CORES");
@@ -578,8 +597,8 @@ static void write_mix_point(const struct query_answer *a, FILE *out, bool json, 
 		return;
 	}
 	query_context__utc(t, true, when, sizeof(when));
-	if (query_context__offcpu(&a->ctx)) {
-		time_cell(total, off, sizeof(off));
+	if (!query_context__cpu(&a->ctx)) {
+		value_cell(&a->ctx, total, off, sizeof(off));
 		fprintf(out, "%-19s %10s", when, off);
 	} else {
 		fprintf(out, "%-19s %10llu", when, (unsigned long long)total);
@@ -595,7 +614,7 @@ static int write_mix(const struct query_answer *a, FILE *out, bool json)
 {
 	const struct query *q = a->q;
 	const struct fnseries_mix *m = &a->mix;
-	bool off = query_context__offcpu(&a->ctx);
+	bool off = query_context__offcpu(&a->ctx), cpu = query_context__cpu(&a->ctx);
 	char step[160];
 	size_t i = 0, j;
 	int64_t t;
@@ -618,10 +637,13 @@ static int write_mix(const struct query_answer *a, FILE *out, bool json)
 		fprintf(out,
 			"# step %s; F1..F%zu: the heaviest functions by self %s, each one's "
 			"share of the step\n",
-			step, m->k, off ? "time off CPU" : "samples");
+			step, m->k,
+			off   ? "time off CPU"
+			: cpu ? "samples"
+			      : ptype__unit_name(a->ctx.type->unit));
 		for (j = 0; j < m->k; j++)
 			fprintf(out, "# F%zu = %s\n", j + 1, m->names[j]);
-		fprintf(out, "%-19s %10s", "TIME (UTC)", off ? "OFF_CPU" : "SAMPLES");
+		fprintf(out, "%-19s %10s", "TIME (UTC)", series_column(&a->ctx));
 		for (j = 0; j < m->k; j++) {
 			char col[24];
 

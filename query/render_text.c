@@ -1,6 +1,8 @@
 /* The text tree of a flame tree for a terminal; see render_text.h. */
 #include "query/render_text.h"
 
+#include "common/ptype.h"
+
 #include <errno.h>
 #include <inttypes.h>
 #include <stdint.h>
@@ -85,7 +87,10 @@ static void put_node(struct text *t, const struct flame_node *n)
 
 		fprintf(t->out, "%7.1f%% %7.1f%% %+7.1fpp  ", b, a, a - b);
 	} else {
-		if (t->o->period_ns) {
+		if (t->o->type) {
+			ptype__format(t->o->type->unit, (double)n->total[0], PTYPE_CELL, cpu,
+				      sizeof(cpu));
+		} else if (t->o->period_ns) {
 			secs = (double)n->total[0] * (double)t->o->period_ns / 1e9;
 			snprintf(cpu, sizeof(cpu),
 				 secs >= 100  ? "%.0f s"
@@ -207,7 +212,8 @@ int render_text(const struct flame *f, const struct render_text_options *o, FILE
 	if (d.diff)
 		fprintf(out, "%8s %8s %9s  %s\n", "BEFORE%", "AFTER%", "DELTA", "FRAME");
 	else
-		fprintf(out, "%8s %8s %9s  %s\n", "TOTAL%", "SELF%", "CPU", "FRAME");
+		fprintf(out, "%8s %8s %9s  %s\n", "TOTAL%", "SELF%",
+			d.type ? ptype__unit_column(d.type->unit) : "CPU", "FRAME");
 	walk(&t, flame__root(f));
 	if (t.err)
 		return t.err;

@@ -10,8 +10,9 @@
  *     40.1%   40.1%    50.0 s      handle (app.py) [py]
  *      3.0%    3.0%    3.74 s        [unknown] ×128 [native]
  * CPU is the node's total samples x period ("-" when the period is 0: mixed or
- * unknown). Frames are marked by kind: [process], [py], [native], [kernel], [jit].
- * A placeholder frame that stood for a run of identical frames (the node's repeat
+ * unknown); a profile of another type has its unit's column instead (BYTES
+ * "200MiB", TIME "12.3ms", OBJECTS, COUNT). Frames are marked by kind: [process], [py], [native],
+ * [kernel], [jit]. A placeholder frame that stood for a run of identical frames (the node's repeat
  * > 1) is shown as "[unknown] ×N" (U+00D7).
  *
  * Diff: first a movers table, the functions whose share of samples (total,
@@ -39,13 +40,18 @@
 #define RENDER_TEXT_DEFAULT_MAX_LINES 200  /* a few screens */
 #define RENDER_TEXT_DEFAULT_MOVERS    15   /* rows of a diff's movers table */
 
+struct ptype;
+
 struct render_text_options {
-	uint64_t period_ns; /* sampling period for the CPU column; 0: not shown */
-	bool diff;	    /* both sides: movers table, then before/after tree */
-	double min_share;   /* 0: RENDER_TEXT_DEFAULT_MIN_SHARE; else in (0, 1] */
-	unsigned max_depth; /* 0: RENDER_TEXT_DEFAULT_MAX_DEPTH */
-	unsigned max_lines; /* 0: RENDER_TEXT_DEFAULT_MAX_LINES */
-	unsigned movers;    /* 0: RENDER_TEXT_DEFAULT_MOVERS */
+	uint64_t period_ns;	  /* sampling period for the CPU column; 0: not shown */
+	const struct ptype *type; /* a type other than cpu: its unit's column (BYTES,
+				   * TIME, ...) with the node's total humanised
+				   * (ptype__format) instead of CPU; NULL: CPU */
+	bool diff;		  /* both sides: movers table, then before/after tree */
+	double min_share;	  /* 0: RENDER_TEXT_DEFAULT_MIN_SHARE; else in (0, 1] */
+	unsigned max_depth;	  /* 0: RENDER_TEXT_DEFAULT_MAX_DEPTH */
+	unsigned max_lines;	  /* 0: RENDER_TEXT_DEFAULT_MAX_LINES */
+	unsigned movers;	  /* 0: RENDER_TEXT_DEFAULT_MOVERS */
 };
 
 /* Writes the text tree of f (after flame__finish) to out; o may be NULL for the

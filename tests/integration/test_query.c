@@ -569,6 +569,33 @@ static void test_gauge_over_http(void **state)
 	if (!strstr(body, path))
 		fail_msg("series: want %s in %s", path, body);
 	free(body);
+	/* tables and the text tree: columns named by the unit, values in MiB */
+	snprintf(path, sizeof(path), "/api/v1/top?type=inuse_space&from=%lld&to=%lld&format=table",
+		 a, z);
+	body = get(path, &status, NULL);
+	assert_int_equal(status, 200);
+	if (!strstr(body, "# Memory in use top functions") ||
+	    !strstr(body, "# 200 MiB (average of snapshots) \u00b7 Memory in use") ||
+	    !strstr(body, "SELF_BYTES   SELF% TOTAL_BYTES  TOTAL%  FUNCTION\n") ||
+	    !strstr(body, "     200MiB 100.00%      200MiB 100.00%  grow\n"))
+		fail_msg("top table of inuse_space:\n%s", body);
+	free(body);
+	snprintf(path, sizeof(path),
+		 "/api/v1/flamegraph?type=inuse_space&from=%lld&to=%lld&format=text", a, z);
+	body = get(path, &status, NULL);
+	assert_int_equal(status, 200);
+	if (!strstr(body, "  TOTAL%    SELF%     BYTES  FRAME\n") ||
+	    !strstr(body, "   0.0%    200MiB  all\n"))
+		fail_msg("text tree of inuse_space:\n%s", body);
+	free(body);
+	snprintf(path, sizeof(path),
+		 "/api/v1/series?type=inuse_space&from=%lld&to=%lld&step=10s&format=table", a, z);
+	body = get(path, &status, NULL);
+	assert_int_equal(status, 200);
+	if (!strstr(body, "TIME (UTC)               BYTES\n") || !strstr(body, "     100MiB\n") ||
+	    !strstr(body, "     300MiB\n"))
+		fail_msg("series table of inuse_space:\n%s", body);
+	free(body);
 	snprintf(path, sizeof(path), "/api/v1/flamegraph?type=alloc_space&from=%lld&to=%lld", a, z);
 	body = get(path, &status, NULL);
 	assert_int_equal(status, 200);
