@@ -65,7 +65,7 @@ enum ptype_style {
  * in ns, us, ms or s, memory in B, KiB, MiB, GiB or TiB (powers of 1024), about
  * three significant digits; counts whole when whole. Writes at most len bytes
  * (NUL included) into buf and returns buf. The UI's twin is fmtUnit() in
- * ui/units.js: both follow this one rule. */
+ * ui/flame.js: both follow this one rule. */
 char *ptype__format(enum ptype_unit unit, double value, enum ptype_style style, char *buf,
 		    size_t len);
 

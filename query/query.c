@@ -145,6 +145,7 @@ struct query_answer {
 	struct store_windows windows; /* series: the range's, read for the step */
 	size_t npoints, points_cap;
 	bool has_type[PTYPE_MAX]; /* types: the table's i-th type has data in range */
+	uint64_t gauge_total;	  /* series of a gauge: the range's mean (its total) */
 	char *names;		  /* labels: NUL-terminated names, one after another */
 	size_t names_len, names_cap, nnames;
 	size_t max_bytes; /* cap on names_len; 0: none */
@@ -396,6 +397,16 @@ static int keep_fn_point(void *ctx, int64_t bucket, uint64_t count, uint64_t mat
 static int keep_point(void *ctx, int64_t bucket, uint64_t count)
 {
 	return keep_fn_point(ctx, bucket, count, 0);
+}
+
+static int add_total(void *ctx, const struct frame *frames, size_t nframes, uint64_t count)
+{
+	uint64_t *sum = ctx;
+
+	(void)frames;
+	(void)nframes;
+	*sum = count > UINT64_MAX - *sum ? UINT64_MAX : *sum + count;
+	return 0;
 }
 
 /* Keeps one label name, up to max_bytes of them in all. */
@@ -815,6 +826,8 @@ static int load_context(struct store *st, struct query_answer *a)
 	if (a->tree) {
 		totals[0] = flame__total(a->tree, 0);
 		totals[1] = a->q->kind == QUERY_DIFF ? flame__total(a->tree, 1) : 0;
+	} else if (ptype__is_gauge(a->q->ptype)) {
+		totals[0] = a->gauge_total; /* not the sum of its steps' means */
 	} else {
 		for (i = 0; i < a->npoints; i++)
 			totals[0] = a->points[i].count > UINT64_MAX - totals[0]
@@ -861,6 +874,9 @@ int query_load(struct store *st, const struct query *q, size_t max_bytes, struct
 			err = store__query_series(st, &sq, a->step, keep_point, a);
 		for (size_t i = 0; !err && i < a->mix.npoints; i++) /* the context's totals */
 			err = keep_point(a, a->mix.buckets[i], a->mix.totals[i]);
+		/* a gauge's total is the range's mean, as a flame graph's of it */
+		if (!err && ptype__is_gauge(q->ptype))
+			err = store__query_stacks(st, &sq, add_total, &a->gauge_total);
 		break;
 	case QUERY_LABELS:
 		sq = store_query(q->from, q->to, &q->where, q->type);

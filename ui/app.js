@@ -14,7 +14,10 @@
 
 (function () {
   /* flame.js's, once it ran (main): this file runs first (see the end) */
-  let FlameGraph, fmtCount, fmtPct, shortName;
+  let FlameGraph, fmtCount, fmtPct, fmtUnit, shortName;
+  /* the unit of the values shown (the last answer's meta "unit": samples,
+   * nanoseconds, bytes, objects, count) */
+  let unit = 'samples';
   const QUICK = { '15m': 900, '1h': 3600, '6h': 21600, '24h': 86400, '7d': 604800 };
   /* series steps, seconds: the smallest giving at most MAX_POINTS points */
   const STEPS = [10, 20, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200, 21600, 86400];
@@ -157,32 +160,36 @@
     return a + ' \u2013 ' + (a.slice(0, 10) === b.slice(0, 10) ? b.slice(11) : b);
   }
 
-  /* A duration in nanoseconds, as a person reads it: 850 µs, 12.3 ms, 4.2 s,
-   * 3.5 min, 2.1 h. */
-  function fmtNs(ns) {
-    const s = ns / 1e9;
-    if (s >= 7200) return (s / 3600).toFixed(1) + ' h';
-    if (s >= 120) return (s / 60).toFixed(1) + ' min';
-    if (s >= 1) return s.toFixed(s >= 10 ? 1 : 2) + ' s';
-    if (s >= 1e-3) return (s * 1e3).toFixed(s >= 1e-2 ? 0 : 1) + ' ms';
-    return (s * 1e6).toFixed(0) + ' \u00b5s';
+  /* A value of the answer's profile type with its unit: "12,345 samples" for
+   * cpu, "12.3 ms", "200 MiB", "1,234 objects" (fmtUnit, flame.js). */
+  function fmtValue(v, u) {
+    return fmtUnit(v, u || 'samples');
   }
 
-  /* A value of the current profile type with its unit: samples for cpu, time
-   * for offcpu (its values are nanoseconds waited). */
-  function fmtValue(v, type) {
-    return type === 'offcpu' ? fmtNs(v) : fmtCount(v) + ' samples';
-  }
-
-  /* The timeline's y axis: short labels that fit its 56 px (12k, 3.4M; off-CPU
-   * as times). */
-  function fmtAxis(v, type) {
-    if (type === 'offcpu') return v ? fmtNs(v) : '0';
+  /* The timeline's y axis: short labels that fit its 56 px (12k, 3.4M; other
+   * units humanised: 12 ms, 200 MiB). */
+  function fmtAxis(v, u) {
+    if (u && u !== 'samples' && u !== 'objects' && u !== 'count') return v ? fmtUnit(v, u) : '0';
     const a = Math.abs(v);
     if (a >= 1e9) return (v / 1e9).toFixed(1) + 'G';
     if (a >= 1e6) return (v / 1e6).toFixed(1) + 'M';
     if (a >= 1e4) return (v / 1e3).toFixed(0) + 'k';
     return String(Math.round(v * 100) / 100);
+  }
+
+  /* A table cell of the answer's unit: a bare count for samples, else the value
+   * humanised ("200 MiB", "12.3 ms"). */
+  function fmtCell(v) {
+    return unit === 'samples' ? fmtCount(v) : fmtUnit(v, unit);
+  }
+
+  /* The top table's Self and Total headers: the unit when it is not samples. */
+  function renderTopHeads() {
+    const word = { nanoseconds: 'time', bytes: 'bytes', objects: 'objects', count: 'count' }[unit];
+    for (const th of $('top').tHead.rows[0].cells) {
+      const base = { self: 'Self', total: 'Total' }[th.dataset.key];
+      if (base) th.querySelector('button').textContent = word ? base + ' (' + word + ')' : base;
+    }
   }
 
   /* A function name as a pattern the series API matches against names
@@ -343,7 +350,7 @@
       axes: [
         { stroke: css('--fg-dim'), grid: { stroke: css('--grid'), width: 1 }, ticks: { show: false } },
         { stroke: css('--fg-dim'), grid: { stroke: css('--grid'), width: 1 }, ticks: { show: false }, size: 56,
-          values: (u, vals) => vals.map((v) => fmtAxis(v, state.type)) },
+          values: (u, vals) => vals.map((v) => fmtAxis(v, unit)) },
       ],
       hooks: { setSelect: [onSelect], draw: [drawBands] },
     };
@@ -363,6 +370,7 @@
     try {
       const s = await getJson(url);
       series = s;
+      unit = s.meta.unit || unit; /* the axis' labels */
       const xs = s.points.map((p) => p[0]), ys = s.points.map((p) => p[1]);
       const fs = s.points.map((p) => (fn ? p[2] : null));
       /* a last point at the end, so the last step is drawn as wide as the others */
@@ -380,7 +388,7 @@
       const info = $('peak');
       $('timeline').dataset.fn = fn;
       if (peak >= 0 && s.points[peak][1] > 0) {
-        let text = fmtValue(s.meta.total, s.meta.type) + ' \u00b7 peak ' + fmtValue(s.points[peak][1], s.meta.type) +
+        let text = fmtValue(s.meta.total, s.meta.unit) + ' \u00b7 peak ' + fmtValue(s.points[peak][1], s.meta.unit) +
           ' at ' + fmtTime(s.points[peak][0]) + ' (step ' + s.step + ' s)';
         if (fn) {
           /* the step where the function's share is highest, among steps with samples */
@@ -533,6 +541,28 @@
     }
   }
 
+  /* The profile selector: the types with data in the range and selection
+   * (/api/v1/types), each by its title (a gauge's marked: it shows averages);
+   * the type shown stays listed even when the range holds none of it. */
+  async function refreshTypes() {
+    const r = timeRange(state);
+    try {
+      const types = await getJson(query('/api/v1/types', [['from', r[0]], ['to', r[1]], ...whereParams(state)]));
+      const sel = $('ptype');
+      if (!types.some((t) => t.name === state.type))
+        types.unshift({ name: state.type, title: state.type === 'cpu' ? 'CPU' : state.type });
+      sel.textContent = '';
+      for (const t of types) {
+        const o = new Option(t.title + (t.aggregation === 'average' ? ' (average)' : ''), t.name);
+        if (t.unit) o.title = t.unit;
+        sel.appendChild(o);
+      }
+      sel.value = state.type;
+    } catch (e) {
+      showError('labels', e);
+    }
+  }
+
   async function refreshValues() {
     const key = $('fkey').value, sel = $('fval');
     sel.textContent = '';
@@ -615,7 +645,7 @@
     const p = tree.pruned;
     if (!p || !p.nodes) return '';
     return ' \u00b7 ' + fmtCount(p.nodes) + ' smallest frames not drawn (' +
-      (total ? ((100 * p.samples) / total).toFixed(1) : '0') + '% of samples)';
+      (total ? ((100 * p.samples) / total).toFixed(1) : '0') + '% of the total)';
   }
 
   /* Under the breadcrumb, when the answer was pruned (max_nodes) and the zoomed
@@ -631,7 +661,7 @@
       return;
     }
     const what = p.samples === null ? fmtPct(p.share) + ' of its width'
-      : fmtCount(p.samples) + ' samples (' + fmtPct(p.share) + ')';
+      : fmtValue(p.samples, unit) + ' (' + fmtPct(p.share) + ')';
     $('pruned-text').textContent = 'Pruned view: ' + what + ' under ' + p.name + ' in frames too small ' +
       'to be loaded (the ' + fmtCount(flame.pruned.max_nodes) + ' heaviest frames of ' +
       fmtCount(flame.pruned.max_nodes + flame.pruned.nodes) + ' are), drawn hatched.';
@@ -706,9 +736,11 @@
       showRoot();
       const m = tree.meta;
       let top = null;
+      unit = m.unit || 'samples';
+      renderTopHeads();
       if (diff) {
-        setSummary('before ' + fmtCount(m.before.total) + ' samples \u00b7 after ' + fmtCount(m.after.total) +
-          ' samples \u00b7 red grew, blue shrank (shares of each side)' +
+        setSummary('before ' + fmtValue(m.before.total, m.unit) + ' \u00b7 after ' + fmtValue(m.after.total, m.unit) +
+          ' \u00b7 red grew, blue shrank (shares of each side)' +
           prunedNote(tree, m.before.total + m.after.total),
         m.before.total + m.after.total ? '' : 'No samples in either range.');
         $('summary').dataset.total = m.after.total;
@@ -719,7 +751,9 @@
         const cpu = m.cpu_seconds !== null && m.cpu_seconds !== undefined && m.period_ns
           ? ' \u00b7 ' + m.cpu_seconds.toFixed(2) + ' s CPU' : '';
         const amount = m.type === 'offcpu' ? (m.total / 1e9).toFixed(2) + ' s off CPU'
-          : fmtCount(m.total) + ' samples' + cpu;
+          : m.unit && m.unit !== 'samples'
+            ? fmtValue(m.total, m.unit) + (m.aggregation === 'average' ? ' (average of snapshots)' : '')
+            : fmtCount(m.total) + ' samples' + cpu;
         setSummary(amount + ' \u00b7 ' + fmtRange([m.from, m.to]) +
           prunedNote(tree, m.total),
           m.total ? '' : 'No samples in this range' + (m.empty_reason ? ': ' + m.empty_reason : '.'));
@@ -831,7 +865,7 @@
       delete out.dataset.samples;
       return;
     }
-    out.textContent = 'Matched ' + label + ': ' + fmtCount(r.samples) + ' samples (' + fmtPct(r.share) + ')';
+    out.textContent = 'Matched ' + label + ': ' + fmtValue(r.samples, unit) + ' (' + fmtPct(r.share) + ')';
     out.dataset.samples = r.samples;
     out.dataset.share = r.share;
   }
@@ -864,7 +898,7 @@
       tr.tabIndex = 0;
       tr.dataset.name = r.name;
       if (r.name === state.fn) tr.classList.add('picked');
-      const cell = (v) => (state.type === 'offcpu' ? fmtNs(v) : fmtCount(v));
+      const cell = fmtCell;
       tr.insertCell().textContent = cell(r.self);
       tr.insertCell().textContent = r.self_pct.toFixed(2) + '%';
       tr.insertCell().textContent = cell(r.total);
@@ -1023,6 +1057,7 @@
     refreshProfile();
     refreshSeries();
     if (labelsToo) refreshLabels();
+    refreshTypes();
   }
 
   async function exportAs(format) {
@@ -1209,7 +1244,7 @@
   }
 
   function main() {
-    ({ FlameGraph, fmtCount, fmtPct, shortName } = window.SmolderFlame);
+    ({ FlameGraph, fmtCount, fmtPct, fmtUnit, shortName } = window.SmolderFlame);
     readHash();
     flame = new FlameGraph($('flame'), $('tip'), $('crumbs'), (path) => {
       state.zoom = path;
@@ -1233,6 +1268,7 @@
     const rest = () => {
       refreshSeries();
       refreshLabels();
+      refreshTypes();
     };
     if (first) first.then(rest, rest);
     else rest();

@@ -65,6 +65,30 @@
     return (s * 1000).toFixed(1) + ' ms';
   }
 
+  /* A value in a profile type's unit (the meta's "unit"), as a person reads it:
+   * time in ns, \u00b5s, ms or s, memory in B, KiB, MiB, GiB or TiB (powers of
+   * 1024), about three significant digits, counts whole with separators; the
+   * rule of common/ptype.c's ptype__format(), the C side's one formatter.
+   * "200 MiB", "12.3 ms", "1,234 objects", "12,345 samples". */
+  function fmtUnit(v, unit) {
+    const sig3 = (x) => x.toFixed(x >= 99.95 ? 0 : x >= 9.995 ? 1 : 2);
+    const count = (x) => (x < 1e6 && x !== Math.floor(x) ? sig3(x) : fmtCount(x));
+    v = v > 0 ? v : 0;
+    if (unit === 'nanoseconds') {
+      const steps = [[1e9, 's'], [1e6, 'ms'], [1e3, '\u00b5s']];
+      for (const [ns, name] of steps) if (v >= ns * 0.9995) return sig3(v / ns) + ' ' + name;
+      return v.toFixed(0) + ' ns';
+    }
+    if (unit === 'bytes') {
+      const names = ['B', 'KiB', 'MiB', 'GiB', 'TiB'];
+      let i = 0;
+      for (; i + 1 < names.length && v >= 1023.5; i++) v /= 1024;
+      return (i ? sig3(v) : v.toFixed(0)) + ' ' + names[i];
+    }
+    if (unit === 'samples' || unit === 'objects') return count(v) + ' ' + unit;
+    return count(v);
+  }
+
   /* A native name as a person reads it: template arguments collapsed
    * (std::__introsort_loop<\u2026>), a Rust qualified path's brackets kept, operator
    * names left alone; the rule of query/shortname.c. The full name is in the
@@ -137,6 +161,7 @@
       this.diff = diff;
       this.period = meta.period_ns || 0;
       this.offcpu = meta.type === 'offcpu'; /* values are nanoseconds blocked */
+      this.unit = meta.unit || 'samples'; /* what a value counts (common/ptype.h) */
       this.sides = diff ? [meta.before.total || 0, meta.after.total || 0] : null;
       /* a first walk counts the nodes, so that the columns are typed arrays of
        * their final size (a day's tree is 650,000 nodes) */
@@ -514,9 +539,12 @@
         (this.offcpu ? ' off CPU' : ' CPU') : '';
     }
 
-    /* "12,345 samples", or for off-CPU answers "1.2 s off CPU" (values in ns) */
+    /* "12,345 samples \u00b7 1.2 s CPU", for off-CPU answers "1.2 s off CPU" (values
+     * in ns), for other types the value in their unit ("200 MiB") */
     amount(v) {
-      return this.offcpu ? fmtSeconds(v / 1e9) + ' off CPU' : fmtCount(v) + ' samples' + this.cpu(v);
+      if (this.offcpu) return fmtSeconds(v / 1e9) + ' off CPU';
+      if (this.unit !== 'samples') return fmtUnit(v, this.unit);
+      return fmtCount(v) + ' samples' + this.cpu(v);
     }
 
     tipHtml(i) {
@@ -525,8 +553,9 @@
       if (this.diff) {
         const b = this.before[i], a = this.after[i], B = this.sides[0], A = this.sides[1];
         const sb = B ? b.total / B : 0, sa = A ? a.total / A : 0;
-        rows.push('Before: ' + fmtCount(b.total) + ' samples (' + fmtPct(sb) + '), self ' + fmtCount(b.self));
-        rows.push('After: ' + fmtCount(a.total) + ' samples (' + fmtPct(sa) + '), self ' + fmtCount(a.self));
+        const u = (v) => fmtUnit(v, this.unit);
+        rows.push('Before: ' + u(b.total) + ' (' + fmtPct(sb) + '), self ' + u(b.self));
+        rows.push('After: ' + u(a.total) + ' (' + fmtPct(sa) + '), self ' + u(a.self));
         rows.push('Change: ' + ((sa - sb) * 100 >= 0 ? '+' : '') + ((sa - sb) * 100).toFixed(2) + ' pp');
       } else {
         const T = this.rootTotal || 1, Z = this.total[this.zoom] || 1;
@@ -539,8 +568,8 @@
       if (lines && lines.length) {
         const tot = this.diff ? this.after[i].total + this.before[i].total : this.total[i];
         const sorted = lines.slice().sort((p, q) => q.total - p.total).slice(0, 5);
-        rows.push('<span class="lines">' + sorted.map((l) => 'line ' + l.line + ': ' + fmtCount(l.total) +
-          ' samples, ' + fmtPct(tot ? l.total / tot : 0)).join('<br>') + '</span>');
+        rows.push('<span class="lines">' + sorted.map((l) => 'line ' + l.line + ': ' + fmtUnit(l.total, this.unit) +
+          ', ' + fmtPct(tot ? l.total / tot : 0)).join('<br>') + '</span>');
       }
       rows.push('<span class="hint">click to zoom</span>');
       return rows.join('<br>');
@@ -652,7 +681,7 @@
       };
       finish(callers);
       finish(callees);
-      const meta = { period_ns: this.period };
+      const meta = { period_ns: this.period, type: this.offcpu ? 'offcpu' : undefined, unit: this.unit };
       callers.meta = meta;
       callees.meta = meta;
       return { callers, callees };
@@ -669,5 +698,5 @@
     }
   }
 
-  window.SmolderFlame = { FlameGraph, fmtCount, fmtPct, fmtSeconds, escapeHtml, shortName };
+  window.SmolderFlame = { FlameGraph, fmtCount, fmtPct, fmtSeconds, fmtUnit, escapeHtml, shortName };
 })();

@@ -171,6 +171,37 @@ function lineTop(img, x0, x1, height, c, tol) {
     check(fn.text === want.offcpu_fn && fn.right <= 1400 && fn.right - fn.left >= 200,
       'off-CPU: the function column is in view at 1400 px', fn);
 
+    /* memory in use: a gauge's mean in MiB everywhere a value is shown, and a
+     * selector of the types the range holds */
+    await page.goto(want.inuse_url, { waitUntil: 'load' });
+    /* the same page (the hash changed): each part is new once it names MiB */
+    await page.waitForFunction(() => document.getElementById('flame-box').dataset.state === 'ready');
+    for (const id of ['summary', 'peak'])
+      await page.waitForFunction((el) => /MiB/.test(document.getElementById(el).textContent), id).catch(() => {});
+    await page.waitForFunction(() => /MiB/.test(document.getElementById('top').tBodies[0].textContent)).catch(() => {});
+    /* the selector is rebuilt once the types' answer is in: wait for it, and
+     * judge what it holds below either way */
+    await page.waitForFunction((t) => [...document.getElementById('ptype').options].map((o) => o.value).join() === t,
+      want.types.join()).catch(() => {});
+    const mem = await page.evaluate(() => ({
+      summary: document.getElementById('summary').textContent,
+      peak: document.getElementById('peak').textContent,
+      cells: [...document.getElementById('top').tBodies[0].rows[0].cells].map((c) => c.textContent),
+      heads: [...document.getElementById('top').tHead.rows[0].cells].map((c) => c.textContent),
+      types: [...document.getElementById('ptype').options].map((o) => o.value),
+      picked: document.getElementById('ptype').value,
+    }));
+    check(mem.summary.startsWith(want.inuse_mean + ' (average') && !/samples/.test(mem.summary),
+      'memory: the summary is the snapshots\' mean in MiB', mem.summary);
+    check(mem.peak.startsWith(want.inuse_mean + ' \u00b7 peak 300 MiB'),
+      'memory: the timeline says the mean and its peak snapshot in MiB', mem.peak);
+    check(mem.cells[0] === want.inuse_mean && mem.cells[2] === want.inuse_mean,
+      'memory: the table\'s self and total are the mean in MiB', mem.cells);
+    check(mem.heads[0] === 'Self (bytes)' && mem.heads[2] === 'Total (bytes)',
+      'memory: the table\'s headers name the unit', mem.heads);
+    check(JSON.stringify(mem.types) === JSON.stringify(want.types) && mem.picked === 'inuse_space',
+      'the profile selector lists the types the range holds', mem.types);
+
     /* a stalled agent: the banner, drawn, then gone once the agent sends */
     await page.goto(want.quiet_url, { waitUntil: 'load' });
     await page.waitForSelector('#health:not([hidden])');

@@ -593,7 +593,7 @@ static void test_gauge_over_http(void **state)
 	body = get(path, &status, NULL);
 	assert_int_equal(status, 200);
 	if (!strstr(body, "TIME (UTC)               BYTES\n") || !strstr(body, "     100MiB\n") ||
-	    !strstr(body, "     300MiB\n"))
+	    !strstr(body, "     300MiB\n") || !strstr(body, "# 200 MiB (average of snapshots)"))
 		fail_msg("series table of inuse_space:\n%s", body);
 	free(body);
 	snprintf(path, sizeof(path), "/api/v1/flamegraph?type=alloc_space&from=%lld&to=%lld", a, z);

@@ -9,6 +9,9 @@
  * and serve's fades there, that a click on validate's row draws its line over the
  * timeline high over the spike and low elsewhere while the total stays level, and
  * that "Compare with previous" sets the 30 s before a selection as the baseline.
+ * Off-CPU and memory in use (a gauge of two snapshots) show their units: times,
+ * and the snapshots' mean in MiB in the summary, the peak, the top table and its
+ * headers; the profile selector lists the three types the range holds.
  * Which row is which is computed here from the posted counts (the heaviest by
  * self samples first), not read from the page.
  *
@@ -95,6 +98,29 @@ static void post_offcpu(unsigned port, int64_t t0)
 	assert_int_equal(post_batch(port, NULL, b, NULL), 200);
 	batch__free(b);
 	batch_builder__free(bb);
+}
+
+/* Two snapshots of memory in use, 100 MiB and 300 MiB in grow: a gauge, whose
+ * range the page must show as their mean, 200 MiB, in MiB, not as samples. */
+static void post_inuse(unsigned port, int64_t t0)
+{
+	const char *keys[] = { "comm" }, *values[] = { "api" };
+	uint64_t mib[2] = { 100, 300 };
+
+	for (int i = 0; i < 2; i++) {
+		struct batch_builder *bb;
+		struct batch *b;
+
+		assert_int_equal(batch_builder__new("ui-mem", "uihost", "inuse_space", &bb), 0);
+		assert_int_equal(
+			batch_builder__add(bb, keys, values, 1, "api;main;grow", mib[i] << 20), 0);
+		assert_int_equal(
+			batch_builder__finish(bb, (uint64_t)i + 1, t0 + 100 + 10 * i, 10, 0, &b),
+			0);
+		assert_int_equal(post_batch(port, NULL, b, NULL), 200);
+		batch__free(b);
+		batch_builder__free(bb);
+	}
 }
 
 /* Names the page must shorten as query/shortname.c does: the C rule is the
@@ -193,11 +219,15 @@ static void write_expectations(const char *path, unsigned port, int64_t t0, unsi
 		"],\"jumper\":\"validate\",\"steady\":\"serve\",\"step\":10,"
 		"\"spike\":[%lld,%lld],\"quiet\":[%lld,%lld],"
 		"\"offcpu_url\":\"http://127.0.0.1:%u/#from=%lld&to=%lld&type=offcpu\","
-		"\"offcpu_fn\":\"wait_io\",\"quiet_url\":\"http://127.0.0.1:%u/#range=15m\","
+		"\"offcpu_fn\":\"wait_io\","
+		"\"inuse_url\":\"http://127.0.0.1:%u/#from=%lld&to=%lld&type=inuse_space\","
+		"\"types\":[\"cpu\",\"offcpu\",\"inuse_space\"],\"inuse_mean\":\"200 MiB\","
+		"\"quiet_url\":\"http://127.0.0.1:%u/#range=15m\","
 		"\"quiet_body\":\"%s\",\"quiet_type\":\"%s\"}\n",
 		(long long)t0 + 10 * SPIKE_WIN, (long long)t0 + 10 * (SPIKE_WIN + SPIKE_LEN),
 		(long long)t0 + 20, (long long)t0 + 10 * (SPIKE_WIN - 2), port, (long long)t0,
-		(long long)t0 + 10 * NWIN, quiet_port, quiet_body, WIRE_CONTENT_TYPE);
+		(long long)t0 + 10 * NWIN, port, (long long)t0, (long long)t0 + 10 * NWIN, quiet_port,
+		quiet_body, WIRE_CONTENT_TYPE);
 	assert_int_equal(fclose(out), 0);
 }
 
@@ -215,8 +245,9 @@ static void test_what_changed_in_chromium(void **state)
 	assert_int_equal(coll_start(&c, "127.0.0.1:0", NULL), 0);
 	post_profile(c.port, t0);
 	post_offcpu(c.port, t0);
+	post_inuse(c.port, t0);
 	/* the minimum seen: every window stored */
-	assert_int_equal(metric_value(c.port, "smolder_batches_ingested_total"), NWIN + 1);
+	assert_int_equal(metric_value(c.port, "smolder_batches_ingested_total"), NWIN + 3);
 	snprintf(expect, sizeof(expect), "%s/expect.json", c.dir);
 	snprintf(out, sizeof(out), "%s/node.out", c.dir);
 	snprintf(err, sizeof(err), "%s/node.err", c.dir);
