@@ -1,5 +1,5 @@
 /* The query API (GET /api/v1/...: flamegraph, folded, diff, top, series,
- * labels): the handler parses a query (routes.h, query_parse) and refuses what
+ * labels, types): the handler parses a query (routes.h, query_parse) and refuses what
  * it must at once, then hands it to a query worker (queries.h) and suspends the
  * connection; the worker reads it on a reader store (readers.h; on the writer
  * under its lock for ":memory:"), renders it into a capped buffer, gzips it for

@@ -30,8 +30,8 @@
 static char dir[64], deb[PATH_MAX], root[128];
 
 /* The commands whose --help lists options ("up" lists those of agent and collector). */
-static const char *const commands[] = { "agent", "collector", "flame", "diff",
-					"top",	 "series",    "labels" };
+static const char *const commands[] = { "agent", "collector", "flame",	"diff",
+					"top",	 "series",    "labels", "types" };
 
 static int group_setup(void **state)
 {
