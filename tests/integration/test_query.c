@@ -596,6 +596,17 @@ static void test_gauge_over_http(void **state)
 	    !strstr(body, "     300MiB\n") || !strstr(body, "# 200 MiB (average of snapshots)"))
 		fail_msg("series table of inuse_space:\n%s", body);
 	free(body);
+	/* a diff of one type: each side its own range's mean */
+	snprintf(path, sizeof(path),
+		 "/api/v1/diff?type=inuse_space&before_from=%lld&before_to=%lld&after_from=%lld&"
+		 "after_to=%lld",
+		 a, a + 10, a, z);
+	body = get(path, &status, NULL);
+	assert_int_equal(status, 200);
+	assert_int_equal(json_number(body, "\"before\":{"), 0); /* sanity: a member */
+	if (!strstr(body, "\"total\":104857600") || !strstr(body, "\"total\":209715200"))
+		fail_msg("diff of inuse_space: want totals 100 MiB and 200 MiB in %.600s", body);
+	free(body);
 	snprintf(path, sizeof(path), "/api/v1/flamegraph?type=alloc_space&from=%lld&to=%lld", a, z);
 	body = get(path, &status, NULL);
 	assert_int_equal(status, 200);

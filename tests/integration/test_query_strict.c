@@ -550,14 +550,21 @@ static void test_help(void **state)
 	for (i = 0; i < sizeof(typed) / sizeof(typed[0]); i++) {
 		r = cli(-1, typed[i], "--help");
 		if (r.code != 0 ||
-		    !strstr(r.out, "--type T           the profile type: cpu (default) or offcpu"))
-			fail_msg("%s --help does not list --type with cpu and offcpu: %s", typed[i],
+		    !strstr(r.out, "--type T           the profile type: cpu (default), offcpu, "
+				   "wall, alloc_space,"))
+			fail_msg("%s --help does not list --type with its names: %s", typed[i],
 				 r.out);
 		run_free(&r);
 	}
 	r = cli(-1, "labels", "--help");
 	assert_int_equal(r.code, 0);
 	assert_null(strstr(r.out, "--type"));
+	run_free(&r);
+	/* types lists what --type takes, and takes none itself */
+	r = cli(-1, "types", "--help");
+	assert_int_equal(r.code, 0);
+	assert_non_null(strstr(r.out, "what --type takes"));
+	assert_null(strstr(r.out, "--type T"));
 	run_free(&r);
 }
 
