@@ -83,6 +83,8 @@ static int raw_total(struct sqlite_store *s, const struct ls_filter *f, struct b
 		store_done(st);
 		return err < 0 ? err : 0;
 	}
+	if (!f->negate && !f->n)
+		return 0; /* no label set is selected (a type nobody sent): nothing to read */
 	if (!*rd) {
 		err = block_reader__new(rd);
 		if (err)
