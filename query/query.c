@@ -176,6 +176,7 @@ static int out_svg(const struct query_answer *a, FILE *out)
 	struct render_svg_options o = { .title = a->title,
 					.subtitle = a->subtitle,
 					.period_ns = a->ctx.period_ns,
+					.type = query_context__cpu(&a->ctx) ? NULL : a->ctx.type,
 					.diff = a->q->kind == QUERY_DIFF };
 
 	return render_svg(a->tree, &o, out);
@@ -186,6 +187,9 @@ static int out_html(const struct query_answer *a, FILE *out)
 	struct render_html_options o = { .title = a->title,
 					 .subtitle = a->subtitle,
 					 .period_ns = a->ctx.period_ns,
+					 .unit = query_context__cpu(&a->ctx)
+							 ? NULL
+							 : ptype__unit_name(a->ctx.type->unit),
 					 .diff = a->q->kind == QUERY_DIFF };
 
 	return render_html(a->tree, &o, out);

@@ -166,8 +166,13 @@ int render_html(const struct flame *f, const struct render_html_options *o, FILE
 		render_json_string_n(out, subtitle, strlen(subtitle));
 	else
 		fputs("null", out);
-	fprintf(out, ",\"diff\":%s,\"period\":%llu,\"tree\":", diff ? "true" : "false",
+	fprintf(out, ",\"diff\":%s,\"period\":%llu,\"unit\":", diff ? "true" : "false",
 		(unsigned long long)(o ? o->period_ns : 0));
+	if (o && o->unit)
+		render_json_string_n(out, o->unit, strlen(o->unit));
+	else
+		fputs("null", out);
+	fputs(",\"tree\":", out);
 	write_node(out, flame__root(f), diff ? 1 : 0);
 	fputs("}</script>\n<script>", out);
 	fputs(export_flame_js, out);

@@ -51,6 +51,8 @@ struct render_html_options {
 			       * type, totals), escaped on output; NULL: none */
 	uint64_t period_ns;   /* sampling period, to show CPU time beside samples; 0: unknown */
 	bool diff;	      /* differential coloring from both sides of the tree */
+	const char *unit;     /* a type other than cpu: its unit's name (ptype__unit_name),
+			       * the page's values humanised in it; NULL: samples */
 };
 
 /* Writes the page for f (after flame__finish) to out; o may be NULL for defaults.

@@ -19,6 +19,8 @@
 #include "query/markup.h"
 #include "query/movers.h"
 #include "query/render_svg.h"
+
+#include "common/ptype.h"
 #include "common/utf8.h"
 
 #define FRAME_H	  16 /* px per frame row */
@@ -190,12 +192,26 @@ static void put_cpu(FILE *out, uint64_t n, uint64_t period_ns)
 		fprintf(out, "%.1f ms", sec * 1e3);
 }
 
-/* "1,234 samples, 12.5 s CPU, 38.20%": n of whole. */
+/* n in the answer's unit: "1,234 samples", or for another type "200 MiB". */
+static void put_value(const struct svg *s, uint64_t n)
+{
+	char buf[48];
+
+	if (s->o->type) {
+		fputs(ptype__format(s->o->type->unit, (double)n, PTYPE_TEXT, buf, sizeof(buf)),
+		      s->out);
+		return;
+	}
+	put_count(s->out, n);
+	fputs(" samples", s->out);
+}
+
+/* "1,234 samples, 12.5 s CPU, 38.20%" ("200 MiB, 38.20%"): n of whole. */
 static void put_figures(const struct svg *s, uint64_t n, uint64_t whole)
 {
-	put_count(s->out, n);
-	fputs(" samples, ", s->out);
-	if (s->o->period_ns) {
+	put_value(s, n);
+	fputs(", ", s->out);
+	if (s->o->period_ns && !s->o->type) {
 		put_cpu(s->out, n, s->o->period_ns);
 		fputs(" CPU, ", s->out);
 	}
@@ -234,9 +250,8 @@ static void put_lines(const struct svg *s, const struct flame_node *n)
 	for (k = 0; k < nk; k++) {
 		l = &n->lines[idx[k]];
 		fprintf(s->out, "\n  line %u: ", l->line);
-		put_count(s->out, l->total[s->side]);
-		fprintf(s->out, " samples, %.2f%%",
-			100.0 * share(l->total[s->side], n->total[s->side]));
+		put_value(s, l->total[s->side]);
+		fprintf(s->out, ", %.2f%%", 100.0 * share(l->total[s->side], n->total[s->side]));
 		if (s->o->diff) {
 			fputs(" (before ", s->out);
 			put_count(s->out, l->total[0]);
@@ -325,10 +340,10 @@ static void write_diff_header(struct svg *s, unsigned width, unsigned y, const s
 		"total; width follows after (",
 		XPAD, y - 10, XPAD + 16, y, XPAD + 60, y - 10, XPAD + 76, y, XPAD + 130, y - 10,
 		XPAD + 146, y, XPAD + 230, y);
-	put_count(s->out, s->root[1]);
-	fputs(" samples), before ", s->out);
-	put_count(s->out, s->root[0]);
-	fputs(" samples</text></g>\n", s->out);
+	put_value(s, s->root[1]);
+	fputs("), before ", s->out);
+	put_value(s, s->root[0]);
+	fputs("</text></g>\n", s->out);
 	if (!nm)
 		return;
 	fprintf(s->out,

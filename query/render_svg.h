@@ -60,13 +60,17 @@ enum render_svg_orientation {
 	RENDER_SVG_ICICLE, /* root at the top, growing down */
 };
 
+struct ptype;
+
 struct render_svg_options {
 	const char *title;    /* NULL: "Flame Graph", "Icicle Graph" or "Differential Flame Graph";
 			       * escaped on output */
 	const char *subtitle; /* one line of context under the title (range, selection,
 			       * type, totals), escaped on output; NULL: none */
 	uint64_t period_ns;   /* sampling period, to show CPU time beside samples; 0: unknown */
-	bool diff;	      /* widths from side 1, colors from the change between sides */
+	const struct ptype *type; /* a type other than cpu: values in its unit, humanised
+				   * ("200 MiB, 38.20%"); NULL: samples (and CPU time) */
+	bool diff;		  /* widths from side 1, colors from the change between sides */
 	enum render_svg_orientation orientation;
 	unsigned width; /* image width in px; 0: RENDER_SVG_DEFAULT_WIDTH */
 };

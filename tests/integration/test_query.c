@@ -596,6 +596,21 @@ static void test_gauge_over_http(void **state)
 	    !strstr(body, "     300MiB\n") || !strstr(body, "# 200 MiB (average of snapshots)"))
 		fail_msg("series table of inuse_space:\n%s", body);
 	free(body);
+	/* the SVG's tooltips and the HTML page's values in MiB too */
+	snprintf(path, sizeof(path),
+		 "/api/v1/flamegraph?type=inuse_space&from=%lld&to=%lld&format=svg", a, z);
+	body = get(path, &status, NULL);
+	assert_int_equal(status, 200);
+	if (!strstr(body, "200 MiB, 100.00%"))
+		fail_msg("svg of inuse_space: no 200 MiB tooltip");
+	assert_null(strstr(body, " samples, "));
+	free(body);
+	snprintf(path, sizeof(path),
+		 "/api/v1/flamegraph?type=inuse_space&from=%lld&to=%lld&format=html", a, z);
+	body = get(path, &status, NULL);
+	assert_int_equal(status, 200);
+	assert_non_null(strstr(body, "\"unit\":\"bytes\""));
+	free(body);
 	/* a diff of one type: each side its own range's mean */
 	snprintf(path, sizeof(path),
 		 "/api/v1/diff?type=inuse_space&before_from=%lld&before_to=%lld&after_from=%lld&"

@@ -3,6 +3,7 @@
 'use strict';
 var data = JSON.parse(document.getElementById('data').textContent);
 var root = data.tree, diff = data.diff, side = diff ? 1 : 0, PERIOD = data.period;
+var UNIT = data.unit; /* a type other than cpu: its unit (common/ptype.h); else null */
 var T0 = root.t[0], T1 = root.t[1], TOT = root.t[side];
 var chart = document.getElementById('chart'), tip = document.getElementById('tip');
 var search = document.getElementById('search');
@@ -26,8 +27,26 @@ function cpu(v) {
   return s >= 100 ? s.toFixed(0) + ' s' : s >= 10 ? s.toFixed(1) + ' s' :
     s >= 1 ? s.toFixed(2) + ' s' : (s * 1e3).toFixed(1) + ' ms';
 }
+/* v in the type's unit, as common/ptype.c's ptype__format() writes it: times
+   in ns, \u00b5s, ms or s, memory in B to TiB, counts with separators */
+function unit(v) {
+  var sig = function (x) { return x.toFixed(x >= 99.95 ? 0 : x >= 9.995 ? 1 : 2); };
+  var i, names;
+  if (UNIT === 'nanoseconds') {
+    var steps = [[1e9, 's'], [1e6, 'ms'], [1e3, '\u00b5s']];
+    for (i = 0; i < steps.length; i++) if (v >= steps[i][0] * 0.9995) return sig(v / steps[i][0]) + ' ' + steps[i][1];
+    return v + ' ns';
+  }
+  if (UNIT === 'bytes') {
+    names = ['B', 'KiB', 'MiB', 'GiB', 'TiB'];
+    for (i = 0; i + 1 < names.length && v >= 1023.5; i++) v /= 1024;
+    return (i ? sig(v) : String(v)) + ' ' + names[i];
+  }
+  return count(v) + (UNIT === 'objects' ? ' objects' : '');
+}
+function value(v) { return UNIT ? unit(v) : count(v) + ' samples'; }
 function figures(v, t) {
-  return count(v) + ' samples, ' + (PERIOD ? cpu(v) + ' CPU, ' : '') + pct(v, t);
+  return value(v) + ', ' + (PERIOD && !UNIT ? cpu(v) + ' CPU, ' : '') + pct(v, t);
 }
 function pp(d) { return (d >= 0 ? '+' : '') + (100 * d).toFixed(2) + ' pp'; }
 function disp(n) { return n.r ? n.n + ' \u00d7' + n.r : n.n; }
@@ -63,7 +82,7 @@ function label(n) {
   var s = disp(n) + ' \u2014 ' + figures(n.t[side], TOT);
   if (diff) s += '; before ' + figures(n.t[0], T0) + '; ' + pp(n.delta);
   (n.l || []).forEach(function (l) {
-    s += '\n  line ' + l[0] + ': ' + count(l[1 + side]) + ' samples, ' +
+    s += '\n  line ' + l[0] + ': ' + value(l[1 + side]) + ', ' +
       pct(l[1 + side], n.t[side]);
     if (diff) s += ' (before ' + count(l[1]) + ', ' + pct(l[1], n.t[0]) + ')';
   });
@@ -125,7 +144,7 @@ function report() {
     if (matches(n)) { m += n.t[side]; return; }
     for (var i = 0; i < n.c.length; i++) walk(n.c[i]);
   })(root);
-  matchEl.textContent = 'matched ' + m + ' samples (' + pct(m, TOT) + ')';
+  matchEl.textContent = 'matched ' + value(m) + ' (' + pct(m, TOT) + ')';
 }
 function quote(s) { return s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&'); }
 function find(name) { search.value = quote(name); search.dispatchEvent(new Event('input')); }
@@ -178,8 +197,8 @@ function topTable() {
       cell(tr, pct(e.t[0], T0), 'num'); cell(tr, pct(e.t[1], T1), 'num');
       cell(tr, pp((T1 ? e.t[1] / T1 : 0) - (T0 ? e.t[0] / T0 : 0)), 'num');
     } else {
-      cell(tr, count(e.s[0]), 'num'); cell(tr, pct(e.s[0], TOT), 'num');
-      cell(tr, count(e.t[0]), 'num'); cell(tr, pct(e.t[0], TOT), 'num');
+      cell(tr, UNIT ? unit(e.s[0]) : count(e.s[0]), 'num'); cell(tr, pct(e.s[0], TOT), 'num');
+      cell(tr, UNIT ? unit(e.t[0]) : count(e.t[0]), 'num'); cell(tr, pct(e.t[0], TOT), 'num');
     }
     tr.addEventListener('click', function () { find(e.n); });
     body.appendChild(tr);
@@ -188,7 +207,7 @@ function topTable() {
 [].forEach.call(document.querySelectorAll('#movers td.fn'), function (td) {
   td.addEventListener('click', function () { find(td.textContent); });
 });
-function side_total(t) { return count(t) + ' samples' + (PERIOD ? ', ' + cpu(t) + ' CPU' : ''); }
+function side_total(t) { return value(t) + (PERIOD && !UNIT ? ', ' + cpu(t) + ' CPU' : ''); }
 document.getElementById('total').textContent = diff ?
   'before ' + side_total(T0) + '; after ' + side_total(T1) : side_total(TOT);
 topTable();
