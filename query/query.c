@@ -243,7 +243,7 @@ static int out_pprof(const struct query_answer *a, FILE *out)
 
 static int out_speedscope(const struct query_answer *a, FILE *out)
 {
-	return render_speedscope(a->tree, a->title, out);
+	return render_speedscope_unit(a->tree, a->title, ptype__unit_name(a->ctx.type->unit), out);
 }
 
 /* Total descending, then self, then name: flame__top's order with total first. */

@@ -85,6 +85,11 @@ static void write_frame(FILE *out, const struct ss_frame *f)
 
 int render_speedscope(const struct flame *tree, const char *name, FILE *out)
 {
+	return render_speedscope_unit(tree, name, NULL, out);
+}
+
+int render_speedscope_unit(const struct flame *tree, const char *name, const char *unit, FILE *out)
+{
 	struct ss p = { 0 };
 	struct ss_frame *f, *tmp;
 	uint64_t total = 0;
@@ -96,6 +101,9 @@ int render_speedscope(const struct flame *tree, const char *name, FILE *out)
 		return -EINVAL;
 	if (!name)
 		name = "smolder";
+	/* the units speedscope knows that a profile type has; others stay "none" */
+	if (!unit || (strcmp(unit, "nanoseconds") != 0 && strcmp(unit, "bytes") != 0))
+		unit = "none";
 	err = flame__stacks(tree, &p.stacks, &p.nstacks);
 	for (i = 0; i < p.nstacks && !err; i++) {
 		total += p.stacks[i].count[0];
@@ -114,7 +122,7 @@ int render_speedscope(const struct flame *tree, const char *name, FILE *out)
 	}
 	fputs("]},\"profiles\":[{\"type\":\"sampled\",\"name\":", out);
 	render_json_string_n(out, name, strlen(name));
-	fprintf(out, ",\"unit\":\"none\",\"startValue\":0,\"endValue\":%llu,\"samples\":[",
+	fprintf(out, ",\"unit\":\"%s\",\"startValue\":0,\"endValue\":%llu,\"samples\":[", unit,
 		(unsigned long long)total);
 	for (i = 0, k = 0; i < p.nstacks; i++) {
 		const struct flame_stack *st = &p.stacks[i];

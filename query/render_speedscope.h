@@ -21,4 +21,9 @@
  * -ENOMEM or -EIO (a write failed; out holds a partial document). Reentrant. */
 int render_speedscope(const struct flame *tree, const char *name, FILE *out);
 
+/* render_speedscope() with the profile's unit: "nanoseconds" or "bytes" (a type's
+ * unit speedscope shows as time or memory), anything else (NULL, samples,
+ * objects, count) "none". */
+int render_speedscope_unit(const struct flame *tree, const char *name, const char *unit, FILE *out);
+
 #endif

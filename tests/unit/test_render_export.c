@@ -496,6 +496,35 @@ static void test_speedscope_empty(void **state)
 	tree_of(NULL);
 }
 
+/* A profile type's unit: the ones speedscope shows (time, memory) are said, the
+ * rest stay "none". */
+static void test_speedscope_unit(void **state)
+{
+	static const struct {
+		const char *unit, *want;
+	} cases[] = { { "bytes", "\"unit\":\"bytes\"" },
+		      { "nanoseconds", "\"unit\":\"nanoseconds\"" },
+		      { "objects", "\"unit\":\"none\"" },
+		      { NULL, "\"unit\":\"none\"" } };
+	struct folded *f;
+
+	(void)state;
+	assert_int_equal(folded__new(&f), 0);
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		char *buf = NULL;
+		size_t len = 0;
+		FILE *mem = open_memstream(&buf, &len);
+
+		assert_non_null(mem);
+		assert_int_equal(render_speedscope_unit(tree_of(f), NULL, cases[i].unit, mem), 0);
+		fclose(mem);
+		assert_non_null(strstr(buf, cases[i].want));
+		free(buf);
+	}
+	folded__free(f);
+	tree_of(NULL);
+}
+
 /* A tree of function granularity from stacks (side per entry), finished. */
 static struct flame *fn_tree(const char *const *stacks, const uint64_t *counts,
 			     const unsigned *sides, size_t n)
@@ -795,6 +824,7 @@ int main(void)
 		cmocka_unit_test(test_pprof_empty_and_errors),
 		cmocka_unit_test(test_speedscope_valid_json),
 		cmocka_unit_test(test_speedscope_empty),
+		cmocka_unit_test(test_speedscope_unit),
 		cmocka_unit_test(test_json_lines_and_repeat),
 		cmocka_unit_test(test_function_text_exports),
 		cmocka_unit_test(test_buffered_writers),
