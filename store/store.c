@@ -138,14 +138,16 @@ const char *store__errmsg(const struct store *s)
 
 /* Whether b may be handed to a backend: 0, or -ERANGE (a window outside
  * [now - retention, now + STORE_MAX_FUTURE_SECONDS], or +-STORE_MAX_ABS_WINDOW
- * without now) or -EINVAL (b fails batch__validate(), still names stacks by id, or
- * uses the store's own label key), with the reason in why. The window goes first:
+ * without now) or -EINVAL (b fails batch__validate(), still names stacks by id,
+ * uses the store's own label key, or has a profile type not in common/ptype.h's
+ * table), with the reason in why. The window goes first:
  * a sender should drop a batch of a window the store no longer keeps, whatever
  * else is wrong with it. */
 static int check_batch(const struct store *s, const struct batch *b, const int64_t *now, char *why,
 		       size_t len)
 {
 	int64_t lo = -STORE_MAX_ABS_WINDOW, hi = STORE_MAX_ABS_WINDOW;
+	const char *type;
 	uint32_t i, j;
 	int err;
 
@@ -161,6 +163,15 @@ static int check_batch(const struct store *s, const struct batch *b, const int64
 	err = batch__validate(b, why, len);
 	if (err)
 		return err;
+	/* a type not in the table could be stored but never asked for (type= takes
+	 * the table's names only): refused, as every other malformed batch */
+	type = b->strings[b->profile_type];
+	if (*type && !ptype__find(type)) {
+		char list[256];
+
+		return reason_fail(why, len, -EINVAL, "unknown profile type '%.32s' (types: %s)",
+				   type, ptype__list(list, sizeof(list)));
+	}
 	/* the collector resolves refs (stackid_resolve) before it stores a batch */
 	if (b->nrefs)
 		return reason_fail(why, len, -EINVAL, "%u stacks sent by id only, not resolved",

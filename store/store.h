@@ -140,7 +140,8 @@ const char *store__errmsg(const struct store *s);
  * already stored, nothing is written and *duplicate is true. Returns 0 only after
  * the commit; on any error the transaction is rolled back, the database (and the
  * caches) as before, and the result is -EINVAL (b fails batch__validate(), still
- * names stacks by id only (refs), or has a label of the key STORE_TYPE_LABEL; or
+ * names stacks by id only (refs), has a label of the key STORE_TYPE_LABEL, or a
+ * profile_type that is not a name of common/ptype.h's table ("" is cpu); or
  * a backend's own limit: SQLite's seq at most INT64_MAX), -ERANGE (a
  * window_start beyond +-STORE_MAX_ABS_WINDOW), -ENOSPC (the stack dictionary past
  * UINT32_MAX ids, a block's id width), or a translated SQLite error; the reason is

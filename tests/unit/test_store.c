@@ -1686,6 +1686,11 @@ static void test_gauge_types(void **state)
 			assert_int_equal(store__types(s, &later, collect_text, &names), 0);
 			assert_int_equal(names.n, 0);
 		}
+		/* a type not in the table: refused, nothing stored */
+		b = typed_batch("inuse-space", seq++, 3620, "service=app", "app;main;alloc", 1);
+		assert_int_equal(store__ingest(s, b, &dup), -EINVAL);
+		assert_non_null(strstr(store__errmsg(s), "unknown profile type 'inuse-space'"));
+		tbatch_free(b);
 		/* the rollups sum the snapshots: a gauge's range still reads the raw ones */
 		do
 			assert_int_equal(store__maintain(s, 3 * 3600 + 600, 0, &more), 0);
