@@ -163,10 +163,13 @@ static bool origin_ok(const struct access *a, const char *origin, const char *ho
 	       (o.port < 0 ? dflt : o.port) == (h.port < 0 ? dflt : h.port);
 }
 
-/* The paths a page of another origin must not drive: the API and the metrics. */
+/* The paths a page of another origin must not drive: the API, the metrics, and
+ * Pyroscope's /ingest (a form post needs no CORS preflight: without the check a
+ * page could push profiles to a collector without tokens). */
 static bool origin_guarded(const char *url)
 {
-	return strncmp(url, "/api/", 5) == 0 || strcmp(url, "/metrics") == 0;
+	return strncmp(url, "/api/", 5) == 0 || strcmp(url, "/metrics") == 0 ||
+	       strcmp(url, "/ingest") == 0;
 }
 
 enum access_verdict access__check(const struct access *a, const char *url, const char *host,

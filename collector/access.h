@@ -19,7 +19,7 @@
  * in between, and a page of another local origin is the Origin check's. A
  * request without Host (HTTP/1.0) passes: every browser sends one.
  *
- * Origin check (every /api/ endpoint and /metrics, tokens or not): a request with
+ * Origin check (every /api/ endpoint, /metrics and /ingest, tokens or not): a request with
  * an Origin header passes only when that origin is the collector's own, i.e. its
  * scheme is the collector's (http, or https when it serves TLS) and its host and
  * port are those of the request's Host header (which the Host check vouched for
