@@ -73,6 +73,7 @@ struct request {
 	bool too_big;
 	bool headers_seen; /* the handler has been called once */
 	bool is_ingest;
+	bool is_push;		 /* POST /ingest (pyroscope.c) */
 	bool too_many_args;	 /* more than QUERY_MAX_ARGS: not parsed, refused */
 	struct api_job *job;	 /* the pool's while the connection is suspended */
 	struct ingest_job *ijob; /* the ingest writer's while suspended */
@@ -123,6 +124,29 @@ enum MHD_Result ingest_check_headers(struct collector *c, struct MHD_Connection 
 enum MHD_Result ingest_handle(struct collector *c, struct MHD_Connection *conn, struct request *r);
 /* Frees a job left in a completed request (NULL: nothing). */
 void ingest_job__free(struct ingest_job *j);
+/* Hands bs[0..nb) (1 to PUSH_MAX_BATCHES batches of one request, checked and
+ * admitted; taken, also on failure) to the writer, which stores them in one
+ * store call, and suspends the connection; answer (malloc'd, taken; NULL: the
+ * agent's) is the 200's JSON body. bytes counts against a call's byte cap, start
+ * is when the handler began (ingest_now()). */
+struct batch;
+enum MHD_Result ingest_submit(struct collector *c, struct MHD_Connection *conn, struct request *r,
+			      struct batch **bs, size_t nb, uint64_t samples, size_t bytes,
+			      double start, char *answer);
+/* Queues the answer the writer stored in r's job (the handler's resumed call). */
+enum MHD_Result ingest_answered(struct MHD_Connection *conn, struct request *r);
+/* The monotonic clock ingest latencies are measured with, in seconds. */
+double ingest_now(void);
+
+/* ---- pyroscope.c: POST /ingest, Pyroscope's push API ---- */
+/* The checks from the headers: method, token (Bearer or Basic), format and
+ * Content-Encoding, Content-Length. MHD_YES when the request may go on. */
+enum MHD_Result pyroscope_check_headers(struct collector *c, struct MHD_Connection *conn,
+					const char *method);
+/* Answers r's body: refusals at once, else hands the push's batches to the
+ * writer (ingest_submit); called again once resumed, queues the answer. */
+enum MHD_Result pyroscope_handle(struct collector *c, struct MHD_Connection *conn,
+				 struct request *r);
 
 /* ---- api.c: the query API ---- */
 

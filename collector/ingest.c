@@ -16,6 +16,7 @@
 #include "collector/http.h"
 #include "collector/stackrefs.h"
 #include "wire/batch.h"
+#include "wire/push.h"
 #include "wire/wire.h"
 #include "store/store.h"
 
@@ -35,16 +36,27 @@
  * burst holds at most this many decoded batches, not one per connection. */
 #define INGEST_MAX_QUEUED (4 * INGEST_MAX_BATCHES)
 
-/* An ingest batch handed to the writer (ingestq.h): decoded, checked and its
- * stack refs resolved by the serving thread; the writer stores it with the
- * others of its call and keeps the answer here for the handler, called again
- * once the connection is resumed. */
+/* The batches one job may carry: an agent's ingest one, a Pyroscope push one per
+ * profile type (wire/push.h); a call of INGEST_MAX_BATCHES jobs stays within
+ * what one store call takes. */
+#define INGEST_JOB_MAX_BATCHES PUSH_MAX_BATCHES
+_Static_assert(INGEST_MAX_BATCHES *INGEST_JOB_MAX_BATCHES <= STORE_INGEST_MANY_MAX,
+	       "a call's batches fit one store__ingest_many()");
+
+/* An ingest handed to the writer (ingestq.h): its batches decoded, checked and
+ * their stack refs resolved by the serving thread; the writer stores them with
+ * the others of its call and keeps the answer here for the handler, called again
+ * once the connection is resumed. The batches of one job are one push: the
+ * answer is the first refusal of any of them, and they share their window and
+ * labels, which is what the store refuses a batch for. */
 struct ingest_job {
-	struct ingestq_job base; /* first: an ingestq_job is an ingest_job */
-	struct batch *b;	 /* freed by the writer once stored */
-	uint64_t samples;	 /* the sum of its counts */
-	double start;		 /* when its handler started, for the latency */
-	int err;		 /* the store's answer: 0 or -errno with why */
+	struct ingestq_job base;		  /* first: an ingestq_job is an ingest_job */
+	struct batch *bs[INGEST_JOB_MAX_BATCHES]; /* freed by the writer once stored */
+	size_t nb;
+	char *answer;	  /* the 200's body (malloc'd); NULL: the agent's */
+	uint64_t samples; /* the sum of its counts */
+	double start;	  /* when its handler started, for the latency */
+	int err;	  /* the store's answer: 0 or -errno with why */
 	bool duplicate;
 	char why[256];
 };
@@ -81,30 +93,55 @@ static enum MHD_Result ingest_ok(struct MHD_Connection *conn, bool duplicate)
 static void store_batches(void *ctx, struct ingestq_job **jobs, size_t n)
 {
 	struct collector *c = ctx;
-	const struct batch *bs[INGEST_MAX_BATCHES];
-	struct store_ingest_result res[INGEST_MAX_BATCHES];
+	const struct batch **bs;
+	struct store_ingest_result *res;
 	int64_t now = (int64_t)time(NULL);
-	size_t i;
+	size_t i, k, nb = 0;
 	int err;
 
 	for (i = 0; i < n; i++)
-		bs[i] = ((struct ingest_job *)jobs[i])->b;
-	pthread_mutex_lock(&c->lock);
-	/* windows outside [now - retention, now + 1 h] are refused (-ERANGE) */
-	err = store__ingest_many(c->store, bs, n, &now, res);
-	collector__note_store(c, err);
-	for (i = 0; i < n; i++) {
+		nb += ((struct ingest_job *)jobs[i])->nb;
+	bs = calloc(nb, sizeof(*bs));
+	res = calloc(nb, sizeof(*res));
+	if (!bs || !res) {
+		for (i = 0; i < n; i++) {
+			struct ingest_job *j = (struct ingest_job *)jobs[i];
+
+			j->err = -EBUSY;
+			snprintf(j->why, sizeof(j->why), "out of memory: retry later");
+		}
+		goto out_free;
+	}
+	for (i = 0, nb = 0; i < n; i++) {
 		struct ingest_job *j = (struct ingest_job *)jobs[i];
 
-		j->err = res[i].err;
-		j->duplicate = res[i].duplicate;
+		for (k = 0; k < j->nb; k++)
+			bs[nb++] = j->bs[k];
+	}
+	pthread_mutex_lock(&c->lock);
+	/* windows outside [now - retention, now + 1 h] are refused (-ERANGE) */
+	err = store__ingest_many(c->store, bs, nb, &now, res);
+	collector__note_store(c, err);
+	for (i = 0, nb = 0; i < n; i++) {
+		struct ingest_job *j = (struct ingest_job *)jobs[i];
+		const struct store_ingest_result *r = &res[nb];
+
+		j->duplicate = true;
+		for (k = 0; k < j->nb; k++) {
+			if (res[nb + k].err && !r->err)
+				r = &res[nb + k];
+			j->duplicate &= res[nb + k].duplicate;
+		}
+		nb += j->nb;
+		j->err = r->err;
+		j->duplicate &= !j->err;
 		if (store__refused(j->err)) {
 			/* the batch itself is refused (its reason): the sender must not
 			 * retry */
-			snprintf(j->why, sizeof(j->why), "%s", res[i].why);
+			snprintf(j->why, sizeof(j->why), "%s", r->why);
 			c->m.rejected[REJECT_MALFORMED]++;
 		} else if (j->err) {
-			snprintf(j->why, sizeof(j->why), "store: %.240s", res[i].why);
+			snprintf(j->why, sizeof(j->why), "store: %.240s", r->why);
 			c->m.rejected[REJECT_STORE]++;
 		} else if (j->duplicate) {
 			c->m.duplicates++;
@@ -115,20 +152,25 @@ static void store_batches(void *ctx, struct ingestq_job **jobs, size_t n)
 		metrics_observe_latency(&c->m, now_seconds() - j->start);
 	}
 	pthread_mutex_unlock(&c->lock);
+out_free:
 	for (i = 0; i < n; i++) {
 		struct ingest_job *j = (struct ingest_job *)jobs[i];
 
-		/* a batch the store took (or had): its agent is alive */
-		if (c->stall && !j->err)
-			stall__seen(c->stall, j->b->strings[j->b->agent_id],
+		/* an agent's batch the store took (or had): that agent is alive.
+		 * Pushes (answer set) are not watched: SDKs flush on their own
+		 * clocks, often a minute apart. */
+		if (c->stall && !j->err && !j->answer && j->nb)
+			stall__seen(c->stall, j->bs[0]->strings[j->bs[0]->agent_id],
 				    collector_monotonic_ns());
-		batch__free(j->b);
-		j->b = NULL;
+		for (k = 0; k < j->nb; k++)
+			batch__free(j->bs[k]);
+		j->nb = 0;
 	}
+	free(bs);
+	free(res);
 }
 
-/* Queues the answer the writer stored in r's job. */
-static enum MHD_Result ingest_answered(struct MHD_Connection *conn, struct request *r)
+enum MHD_Result ingest_answered(struct MHD_Connection *conn, struct request *r)
 {
 	struct ingest_job *j = r->ijob;
 
@@ -137,6 +179,9 @@ static enum MHD_Result ingest_answered(struct MHD_Connection *conn, struct reque
 					  "the collector is stopping: retry");
 	if (j->err)
 		return http_respond_error(conn, ingest_status(j->err), j->why);
+	if (j->answer)
+		return http_respond(conn, MHD_HTTP_OK, "application/json", j->answer,
+				    strlen(j->answer));
 	return ingest_ok(conn, j->duplicate);
 }
 
@@ -154,7 +199,6 @@ enum MHD_Result ingest_handle(struct collector *c, struct MHD_Connection *conn, 
 	char why[256] = "", *conflict = NULL;
 	struct stackrefs_counts refs = { 0 };
 	double start = now_seconds();
-	struct ingest_job *j;
 	enum MHD_Result ret;
 	uint64_t samples = 0;
 	bool locked;
@@ -231,22 +275,37 @@ enum MHD_Result ingest_handle(struct collector *c, struct MHD_Connection *conn, 
 		return http_respond_error(conn, ingest_status(err), why);
 	}
 
-	j = calloc(1, sizeof(*j));
+	return ingest_submit(c, conn, r, &b, 1, samples, r->len, start, NULL);
+}
+
+enum MHD_Result ingest_submit(struct collector *c, struct MHD_Connection *conn, struct request *r,
+			      struct batch **bs, size_t nb, uint64_t samples, size_t bytes,
+			      double start, char *answer)
+{
+	struct ingest_job *j = NULL;
+	size_t i;
+	int err;
+
+	if (nb && nb <= INGEST_JOB_MAX_BATCHES)
+		j = calloc(1, sizeof(*j));
 	if (!j) {
-		batch__free(b);
+		for (i = 0; i < nb; i++)
+			batch__free(bs[i]);
+		free(answer);
 		return http_respond_error(conn, MHD_HTTP_SERVICE_UNAVAILABLE,
 					  "out of memory: retry later");
 	}
-	*j = (struct ingest_job){ .base = { .conn = conn, .bytes = r->len },
-				  .b = b,
+	*j = (struct ingest_job){ .base = { .conn = conn, .bytes = bytes },
+				  .nb = nb,
+				  .answer = answer,
 				  .samples = samples,
 				  .start = start };
+	memcpy(j->bs, bs, nb * sizeof(*bs));
 	/* the request has arrived: the request clock stops while it waits */
 	conns__clock(conn, false);
 	err = ingestq__submit(c->ingestq, &j->base);
 	if (err) {
-		batch__free(b);
-		free(j);
+		ingest_job__free(j);
 		collector__count_reject(c, err == -EAGAIN ? REJECT_BUSY : REJECT_STORE);
 		return http_respond_error(conn, MHD_HTTP_SERVICE_UNAVAILABLE,
 					  err == -EAGAIN
@@ -256,6 +315,11 @@ enum MHD_Result ingest_handle(struct collector *c, struct MHD_Connection *conn, 
 	}
 	r->ijob = j; /* the writer's until it resumes the connection */
 	return MHD_YES;
+}
+
+double ingest_now(void)
+{
+	return now_seconds();
 }
 
 int ingest_start(struct collector *c)
@@ -292,7 +356,12 @@ enum MHD_Result ingest_check_headers(struct collector *c, struct MHD_Connection 
 
 void ingest_job__free(struct ingest_job *j)
 {
-	if (j) /* an abandoned job's batch was never stored */
-		batch__free(j->b);
+	size_t i;
+
+	if (j) { /* an abandoned job's batches were never stored */
+		for (i = 0; i < j->nb; i++)
+			batch__free(j->bs[i]);
+		free(j->answer);
+	}
 	free(j);
 }

@@ -1,8 +1,9 @@
 /* One request's way through the collector, as libmicrohttpd calls it: the
  * request line seen (request_begin: parameters counted before libmicrohttpd
  * parses them), the headers (the client certificate, Host and Origin,
- * access.h; method, route, token and "no body"; ingest_check_headers), the
- * body gathered up to max_body, then the route to its handler: ingest.c,
+ * access.h; method, route, token and "no body"; ingest_check_headers,
+ * pyroscope_check_headers), the body gathered up to max_body, then the route to
+ * its handler: ingest.c, pyroscope.c (POST /ingest),
  * status.c, the web UI's files (ui.h) or the query API (api.c); and the
  * request's end (request_done). Nothing of a refused request is read past its
  * headers. */
@@ -86,6 +87,9 @@ enum MHD_Result request_handle(void *cls, struct MHD_Connection *conn, const cha
 		if (!access_ok(c, conn, url))
 			return MHD_YES; /* answered; a body is never stored */
 		r->is_ingest = strcmp(url, "/api/v1/ingest") == 0;
+		r->is_push = strcmp(url, "/ingest") == 0;
+		if (r->is_push)
+			return pyroscope_check_headers(c, conn, method);
 		return r->is_ingest ? ingest_check_headers(c, conn, method)
 				    : other_headers(c, conn, url, method, r);
 	}
@@ -93,7 +97,7 @@ enum MHD_Result request_handle(void *cls, struct MHD_Connection *conn, const cha
 		size_t n = *upload_size;
 
 		*upload_size = 0;
-		if (!r->is_ingest) /* refused from the headers: never stored */
+		if (!r->is_ingest && !r->is_push) /* refused from the headers: never stored */
 			return MHD_YES;
 		if (r->too_big || r->len + n > c->opts.max_body) {
 			r->too_big = true; /* keep reading, store nothing */
@@ -120,6 +124,8 @@ enum MHD_Result request_handle(void *cls, struct MHD_Connection *conn, const cha
 
 	if (r->is_ingest)
 		return ingest_handle(c, conn, r);
+	if (r->is_push)
+		return pyroscope_handle(c, conn, r);
 	if (strcmp(url, "/healthz") == 0)
 		return status_health(c, conn);
 	if (strcmp(url, "/favicon.ico") == 0) /* browsers ask; no icon, and no error */
