@@ -320,6 +320,8 @@ $(BUILD)/fuzz/seeds: $(wildcard fuzz/seeds/*/* tests/data/wire/* tests/data/gold
 	$(Q)cat /proc/self/stat > $@/fuzz_procstat/self-stat
 	$(Q)cat /proc/self/status > $@/fuzz_procstat/self-status
 	$(Q)cp fuzz/seeds/routes/* $@/fuzz_routes/
+	$(Q)cp fuzz/seeds/push/* $@/fuzz_push/
+	$(Q)cp fuzz/seeds/pushreq/* $@/fuzz_pushreq/
 	$(Q)for py in $(PYTHONS); do $$py fuzz/seeds_python.py $@/fuzz_python || exit 1; done
 
 # Runs each target with the libFuzzer limit $(1) (-max_total_time=S or -runs=N) on a

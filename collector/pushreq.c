@@ -188,7 +188,7 @@ fail:
 
 int pushreq_time(const char *s, int64_t now_ns, int64_t *out_ns)
 {
-	uint64_t v = 0;
+	uint64_t v = 0, mult = 1;
 	size_t i, n;
 
 	if (!s || !*s || !strcmp(s, "now")) {
@@ -203,14 +203,15 @@ int pushreq_time(const char *s, int64_t now_ns, int64_t *out_ns)
 			return -EINVAL;
 		v = v * 10 + (uint64_t)(s[i] - '0');
 	}
-	if (v > (uint64_t)INT64_MAX)
-		return -EINVAL;
 	if (v < UINT64_C(100000000000))
-		v *= 1000000000u; /* seconds */
+		mult = 1000000000u; /* seconds */
 	else if (v < UINT64_C(100000000000000))
-		v *= 1000000u; /* milliseconds */
+		mult = 1000000u; /* milliseconds */
 	else if (v < UINT64_C(100000000000000000))
-		v *= 1000u; /* microseconds */
+		mult = 1000u;		    /* microseconds */
+	if (v > (uint64_t)INT64_MAX / mult) /* past 2262 */
+		return -EINVAL;
+	v *= mult;
 	*out_ns = (int64_t)v;
 	return 0;
 }
@@ -220,6 +221,8 @@ int pushreq_window(int64_t from_ns, int64_t until_ns, int64_t *start, uint32_t *
 {
 	int64_t s, len;
 
+	if (from_ns < 0)
+		return reason_fail(why, whylen, -EINVAL, "from before 1970");
 	if (until_ns < from_ns)
 		return reason_fail(why, whylen, -EINVAL, "until is before from");
 	s = from_ns / 1000000000;

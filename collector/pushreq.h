@@ -54,12 +54,12 @@ void pushreq_name__free(struct pushreq_name *n);
 /* A from or until value in unix nanoseconds: digits, read by magnitude as
  * seconds (below 1e11), milliseconds (below 1e14), microseconds (below 1e17) or
  * nanoseconds (the SDKs send each); "now" or NULL/"" is now_ns. Returns 0 or
- * -EINVAL. */
+ * -EINVAL (not digits, or past 2262, INT64_MAX nanoseconds). */
 int pushreq_time(const char *s, int64_t now_ns, int64_t *out_ns);
 
 /* The window of [from_ns, until_ns): *start its second, *seconds its length
- * rounded up, at least 1. Returns 0 or -EINVAL (until before from, or longer than
- * PUSHREQ_MAX_WINDOW_SECONDS) with the reason. */
+ * rounded up, at least 1. Returns 0 or -EINVAL (from before 1970, until before
+ * from, or longer than PUSHREQ_MAX_WINDOW_SECONDS) with the reason. */
 int pushreq_window(int64_t from_ns, int64_t until_ns, int64_t *start, uint32_t *seconds, char *why,
 		   size_t whylen);
 
