@@ -1,0 +1,346 @@
+/* Unit tests for the pieces of a Pyroscope push: the sample type mapping
+ * (wire/push.c), the name grammar, times and windows, the multipart splitter, the
+ * sample_type_config reader, Basic's password and the capped gunzip
+ * (collector/pushreq.c), each with the refusals their callers rely on; and folded
+ * text to a batch, with its caps. */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+#include <zlib.h>
+
+#include "collector/pushreq.h"
+#include "wire/push.h"
+
+static const char *map(const char *type, const char *unit, const char *display,
+		       const char *name_type, int *scaled)
+{
+	return push_map_sample_type(type, unit, display, name_type, scaled);
+}
+
+static void test_mapping(void **state)
+{
+	static const struct {
+		const char *type, *unit, *display, *name_type, *want;
+		int scaled;
+	} cases[] = {
+		{ "cpu", "nanoseconds", NULL, NULL, "process_cpu", 0 },
+		{ "samples", "count", NULL, NULL, "process_cpu", 1 },
+		{ "samples", "count", "cpu", NULL, "process_cpu", 1 },
+		{ "wall", "nanoseconds", NULL, NULL, "wall", 0 },
+		{ "wall", "count", NULL, NULL, NULL, 0 },
+		{ "alloc_objects", "count", NULL, NULL, "alloc_objects", 0 },
+		{ "alloc_space", "bytes", NULL, NULL, "alloc_space", 0 },
+		{ "inuse_space", "bytes", NULL, NULL, "inuse_space", 0 },
+		{ "inuse_space", "count", NULL, NULL, NULL, 0 },
+		{ "space", "bytes", NULL, NULL, "inuse_space", 0 },
+		{ "objects", "count", NULL, NULL, "inuse_objects", 0 },
+		{ "alloc-size", "bytes", NULL, NULL, "alloc_space", 0 },
+		{ "contentions", "count", NULL, NULL, "mutex_count", 0 },
+		{ "delay", "nanoseconds", NULL, NULL, "mutex_delay", 0 },
+		{ "contentions", "count", "block_count", NULL, "block_count", 0 },
+		{ "delay", "nanoseconds", "block_duration", NULL, "block_delay", 0 },
+		{ "delay", "nanoseconds", NULL, "block_duration", "block_delay", 0 },
+		{ "contentions", "count", NULL, "block_count", "block_count", 0 },
+		{ "lock-time", "nanoseconds", NULL, NULL, "mutex_delay", 0 },
+		{ "goroutine", "count", "goroutines", NULL, "goroutines", 0 },
+		{ "exception", "count", NULL, NULL, NULL, 0 },
+		{ "alloc_in_new_tlab_bytes", "bytes", NULL, NULL, NULL, 0 },
+	};
+	size_t i;
+	int scaled;
+
+	(void)state;
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		const char *got = map(cases[i].type, cases[i].unit, cases[i].display,
+				      cases[i].name_type, &scaled);
+
+		if (!cases[i].want ? got != NULL : !got || strcmp(got, cases[i].want))
+			fail_msg("%s/%s: %s, want %s", cases[i].type, cases[i].unit,
+				 got ? got : "NULL", cases[i].want ? cases[i].want : "NULL");
+		if (got)
+			assert_int_equal(scaled, cases[i].scaled);
+	}
+}
+
+static void test_name(void **state)
+{
+	struct pushreq_name n;
+	char why[256];
+
+	(void)state;
+	assert_int_equal(pushreq_name__parse(" shop.api.cpu { env = prod,__session_id__=9,"
+					     "region=eu, empty= ,}",
+					     &n, why, sizeof(why)),
+			 0);
+	assert_string_equal(n.service, "shop.api");
+	assert_string_equal(n.type, "cpu");
+	assert_int_equal(n.n, 3);
+	assert_string_equal(n.keys[0], "service");
+	assert_string_equal(n.keys[1], "env");
+	assert_string_equal(n.values[1], "prod");
+	assert_string_equal(n.keys[2], "region");
+	pushreq_name__free(&n);
+	/* a dot that is no type stays; service_name names the service */
+	assert_int_equal(pushreq_name__parse("my.app{service_name=checkout}", &n, why, sizeof(why)),
+			 0);
+	assert_string_equal(n.service, "checkout");
+	assert_string_equal(n.type, "");
+	assert_string_equal(n.values[0], "checkout");
+	assert_string_equal(n.keys[1], "app_name");
+	assert_string_equal(n.values[1], "my.app");
+	pushreq_name__free(&n);
+	assert_int_equal(pushreq_name__parse("", &n, why, sizeof(why)), -EINVAL);
+	assert_int_equal(pushreq_name__parse("a b", &n, why, sizeof(why)), -EINVAL);
+	assert_int_equal(pushreq_name__parse("a{k=v", &n, why, sizeof(why)), -EINVAL);
+	assert_int_equal(pushreq_name__parse("a{k=v}x", &n, why, sizeof(why)), -EINVAL);
+	assert_int_equal(pushreq_name__parse("a{k-x=v}", &n, why, sizeof(why)), -EINVAL);
+	assert_int_equal(pushreq_name__parse("a{service=x}", &n, why, sizeof(why)), -EINVAL);
+	assert_int_equal(pushreq_name__parse("a{k}", &n, why, sizeof(why)), -EINVAL);
+}
+
+/* 63 labels and the service pass; 64 and the service are one past the cap. */
+static void test_name_label_cap(void **state)
+{
+	char name[2048], *p, why[256];
+	struct pushreq_name n;
+	int k;
+
+	(void)state;
+	for (k = 63; k <= 64; k++) {
+		int i;
+
+		p = name + sprintf(name, "a{");
+		for (i = 0; i < k; i++)
+			p += sprintf(p, "k%d=v,", i);
+		sprintf(p, "}");
+		assert_int_equal(pushreq_name__parse(name, &n, why, sizeof(why)),
+				 k == 63 ? 0 : -EINVAL);
+		if (k == 63)
+			pushreq_name__free(&n);
+		else
+			assert_non_null(strstr(why, "over 64 labels"));
+	}
+}
+
+static void test_times(void **state)
+{
+	int64_t t, s;
+	uint32_t secs;
+	char why[256];
+
+	(void)state;
+	assert_int_equal(pushreq_time("1700000000", 5, &t), 0);
+	assert_int_equal(t, INT64_C(1700000000000000000));
+	assert_int_equal(pushreq_time("1700000000123", 5, &t), 0);
+	assert_int_equal(t, INT64_C(1700000000123000000));
+	assert_int_equal(pushreq_time("1700000000123456", 5, &t), 0);
+	assert_int_equal(t, INT64_C(1700000000123456000));
+	assert_int_equal(pushreq_time("1700000000123456789", 5, &t), 0);
+	assert_int_equal(t, INT64_C(1700000000123456789));
+	assert_int_equal(pushreq_time(NULL, 5, &t), 0);
+	assert_int_equal(t, 5);
+	assert_int_equal(pushreq_time("now", 6, &t), 0);
+	assert_int_equal(t, 6);
+	assert_int_equal(pushreq_time("-1", 5, &t), -EINVAL);
+	assert_int_equal(pushreq_time("now-1h", 5, &t), -EINVAL);
+	assert_int_equal(pushreq_time("17000056788", 5, &t), -EINVAL); /* 2508, in seconds */
+	assert_int_equal(pushreq_time("99999999999999999999", 5, &t), -EINVAL);
+	assert_int_equal(pushreq_window(INT64_C(1700000000500000000), INT64_C(1700000010200000000),
+					&s, &secs, why, sizeof(why)),
+			 0);
+	assert_int_equal(s, 1700000000);
+	assert_int_equal(secs, 11);
+	assert_int_equal(pushreq_window(10, 10, &s, &secs, why, sizeof(why)), 0);
+	assert_int_equal(secs, 1);
+	assert_int_equal(pushreq_window(20, 10, &s, &secs, why, sizeof(why)), -EINVAL);
+	assert_int_equal(pushreq_window(0, INT64_C(3601000000000), &s, &secs, why, sizeof(why)),
+			 -EINVAL);
+	assert_int_equal(pushreq_window(-5, 10, &s, &secs, why, sizeof(why)), -EINVAL);
+}
+
+static void test_multipart(void **state)
+{
+	static const char body[] =
+		"preamble\r\n--B\r\nContent-Disposition: form-data; name=\"profile\"; "
+		"filename=\"p\"\r\n\r\nPPROF\r\n--B\r\ncontent-disposition: form-data; "
+		"name=other\r\n\r\nx\r\n--B\r\nContent-Disposition: form-data; "
+		"name=\"sample_type_config\"\r\n\r\n{}\r\n--B--\r\n";
+	static const char twice[] = "--B\r\nContent-Disposition: form-data; name=profile\r\n\r\n"
+				    "a\r\n--B\r\nContent-Disposition: form-data; name=profile\r\n"
+				    "\r\nb\r\n--B--";
+	struct pushreq_form f;
+	char boundary[71], why[256];
+
+	(void)state;
+	assert_int_equal(pushreq_boundary("multipart/form-data; boundary=\"B\"", boundary), 0);
+	assert_string_equal(boundary, "B");
+	assert_int_equal(
+		pushreq_boundary("multipart/form-data; charset=x; boundary=abc; x=y", boundary), 0);
+	assert_string_equal(boundary, "abc");
+	assert_int_equal(pushreq_boundary("multipart/form-data", boundary), -EINVAL);
+	assert_int_equal(pushreq_boundary("text/plain; boundary=a", boundary), -EINVAL);
+	assert_int_equal(pushreq_multipart(body, strlen(body), "B", &f, why, sizeof(why)), 0);
+	assert_true(f.profile.present);
+	assert_int_equal(f.profile.len, 5);
+	assert_memory_equal(f.profile.data, "PPROF", 5);
+	assert_true(f.sample_type_config.present);
+	assert_int_equal(f.sample_type_config.len, 2);
+	assert_false(f.prev_profile.present);
+	/* no closing delimiter; a part named twice */
+	assert_int_equal(pushreq_multipart(body, strlen(body) - 10, "B", &f, why, sizeof(why)),
+			 -EINVAL);
+	assert_int_equal(pushreq_multipart(twice, strlen(twice), "B", &f, why, sizeof(why)),
+			 -EINVAL);
+	assert_non_null(strstr(why, "twice"));
+}
+
+static void test_sample_type_config(void **state)
+{
+	static const char cfg[] =
+		" {\"contentions\": {\"display-name\": \"block_count\", "
+		"\"units\": \"lock_samples\", \"cumulative\": false, \"x\": 1.5e3},"
+		" \"alloc_space\": {\"units\": \"bytes\"}, \"n\": null,"
+		" \"delay\": {\"display-name\": \"block_\\u0064uration\"}} ";
+	struct push_display d[PUSH_MAX_DISPLAY];
+	char why[256];
+	size_t n;
+
+	(void)state;
+	assert_int_equal(pushreq_sample_type_config(cfg, strlen(cfg), d, &n, why, sizeof(why)), 0);
+	assert_int_equal(n, 2);
+	assert_string_equal(d[0].type, "contentions");
+	assert_string_equal(d[0].name, "block_count");
+	assert_string_equal(d[1].type, "delay");
+	assert_string_equal(d[1].name, "block_?uration"); /* \u escapes are not names */
+	assert_int_equal(pushreq_sample_type_config("{}", 2, d, &n, why, sizeof(why)), 0);
+	assert_int_equal(n, 0);
+	assert_int_equal(
+		pushreq_sample_type_config("{\"a\":{\"b\":{}}}", 14, d, &n, why, sizeof(why)),
+		-EINVAL);
+	assert_int_equal(pushreq_sample_type_config("{\"a\":{}} x", 10, d, &n, why, sizeof(why)),
+			 -EINVAL);
+	assert_int_equal(pushreq_sample_type_config("[]", 2, d, &n, why, sizeof(why)), -EINVAL);
+}
+
+static void test_basic(void **state)
+{
+	char pass[32];
+
+	(void)state;
+	assert_int_equal(pushreq_basic_password("Basic dTpwdXNoLXRva2Vu", pass, sizeof(pass)), 0);
+	assert_string_equal(pass, "push-token");
+	assert_int_equal(pushreq_basic_password("Basic OnA=", pass, sizeof(pass)), 0);
+	assert_string_equal(pass, "p");
+	assert_int_equal(pushreq_basic_password("Bearer x", pass, sizeof(pass)), -EINVAL);
+	assert_int_equal(pushreq_basic_password("Basic dXNlcg==", pass, sizeof(pass)), -EINVAL);
+	assert_int_equal(pushreq_basic_password("Basic a=b", pass, sizeof(pass)), -EINVAL);
+	/* longer than the buffer */
+	assert_int_equal(pushreq_basic_password(
+				 "Basic OmFhYWFhYWFhYWFhYWFhYWFhYWFhYWFhYWFhYWFhYWFh", pass, 8),
+			 -EINVAL);
+}
+
+static void *gz(const void *in, size_t len, size_t *out)
+{
+	uLongf n = compressBound(len) + 32;
+	z_stream z = { 0 };
+	void *buf = malloc(n);
+
+	assert_non_null(buf);
+	assert_int_equal(deflateInit2(&z, 9, Z_DEFLATED, 31, 9, Z_DEFAULT_STRATEGY), Z_OK);
+	z.next_in = (Bytef *)in;
+	z.avail_in = (uInt)len;
+	z.next_out = buf;
+	z.avail_out = (uInt)n;
+	assert_int_equal(deflate(&z, Z_FINISH), Z_STREAM_END);
+	*out = z.total_out;
+	deflateEnd(&z);
+	return buf;
+}
+
+/* Output up to the cap is kept; one byte past it is -E2BIG; truncated and
+ * corrupt streams are -EINVAL. */
+static void test_gunzip(void **state)
+{
+	size_t len, glen, outlen;
+	char *in = malloc(1u << 20), why[256];
+	void *g, *out;
+
+	(void)state;
+	assert_non_null(in);
+	memset(in, 'x', 1u << 20);
+	len = 1u << 20;
+	g = gz(in, len, &glen);
+	assert_int_equal(pushreq_gunzip(g, glen, len, &out, &outlen, why, sizeof(why)), 0);
+	assert_int_equal(outlen, len);
+	assert_memory_equal(out, in, len);
+	free(out);
+	assert_int_equal(pushreq_gunzip(g, glen, len - 1, &out, &outlen, why, sizeof(why)), -E2BIG);
+	assert_non_null(strstr(why, "decompressed body over"));
+	assert_int_equal(pushreq_gunzip(g, glen - 9, len, &out, &outlen, why, sizeof(why)),
+			 -EINVAL);
+	((unsigned char *)g)[glen - 6] ^= 0x55; /* the CRC */
+	assert_int_not_equal(pushreq_gunzip(g, glen, len, &out, &outlen, why, sizeof(why)), 0);
+	assert_int_equal(pushreq_gunzip("xx", 2, len, &out, &outlen, why, sizeof(why)), -EINVAL);
+	free(g);
+	free(in);
+}
+
+static void test_folded(void **state)
+{
+	static const char *const keys[] = { "service" }, *const values[] = { "app" };
+	struct push_meta m = { .service = "app",
+			       .keys = keys,
+			       .values = values,
+			       .nlabels = 1,
+			       .agent_id = "pyroscope/app",
+			       .window_start = 1700000000,
+			       .window_seconds = 10,
+			       .seq = 7,
+			       .sample_rate = 50,
+			       .name_type = "" };
+	struct push_result r;
+	char why[256], text[256];
+
+	(void)state;
+	assert_int_equal(push_folded("a;b 2\na;c 0\n\n", 13, &m, &r, why, sizeof(why)), 0);
+	assert_int_equal(r.n, 1);
+	assert_string_equal(r.stored, "process_cpu");
+	assert_int_equal(r.batches[0]->nsamples, 1);
+	assert_int_equal(r.batches[0]->samples[0].count, 2 * 20000000); /* 50 Hz */
+	batch__stack_text(r.batches[0], r.batches[0]->samples[0].stack, text, sizeof(text));
+	assert_string_equal(text, "app;a;b");
+	push_result__clear(&r);
+	m.name_type = "inuse_space";
+	assert_int_equal(push_folded("a 5", 3, &m, &r, why, sizeof(why)), 0);
+	assert_string_equal(r.stored, "inuse_space");
+	assert_int_equal(r.batches[0]->samples[0].count, 5);
+	push_result__clear(&r);
+	assert_int_equal(push_folded("a;b\n", 4, &m, &r, why, sizeof(why)), -EINVAL);
+	assert_int_equal(push_folded(" 5\n", 3, &m, &r, why, sizeof(why)), -EINVAL);
+	assert_int_equal(push_folded("a -5\n", 5, &m, &r, why, sizeof(why)), -EINVAL);
+	assert_int_equal(push_folded("a 1099511627777\n", 16, &m, &r, why, sizeof(why)), -EINVAL);
+	assert_int_equal(r.n, 0);
+	m.name_type = "offcpu";
+	assert_int_equal(push_folded("a 1\n", 4, &m, &r, why, sizeof(why)), -EINVAL);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_mapping),	       cmocka_unit_test(test_name),
+		cmocka_unit_test(test_name_label_cap), cmocka_unit_test(test_times),
+		cmocka_unit_test(test_multipart),      cmocka_unit_test(test_sample_type_config),
+		cmocka_unit_test(test_basic),	       cmocka_unit_test(test_gunzip),
+		cmocka_unit_test(test_folded),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
