@@ -22,7 +22,8 @@
 #include "common/reason.h"
 #include "wire/push.h"
 
-#define ACCEPTED_FORMATS "format=pprof, folded or lines (or a multipart/form-data pprof)"
+#define ACCEPTED_FORMATS                                                                           \
+	"format=pprof, folded or lines (or a multipart/form-data pprof; Java's JFR is not read)"
 
 /* The formats of format=: pprof, folded text, or none (Pyroscope's default,
  * "groups", is folded text too). */
@@ -51,7 +52,7 @@ static bool push_token_ok(struct MHD_Connection *conn, const struct token_key *w
 enum MHD_Result pyroscope_check_headers(struct collector *c, struct MHD_Connection *conn,
 					const char *method)
 {
-	const char *cl, *ce, *format;
+	const char *cl, *ce, *format, *ct;
 
 	if (strcmp(method, "POST") != 0)
 		return http_respond_error(conn, MHD_HTTP_METHOD_NOT_ALLOWED, "POST only");
@@ -61,8 +62,14 @@ enum MHD_Result pyroscope_check_headers(struct collector *c, struct MHD_Connecti
 	}
 	format = MHD_lookup_connection_value(conn, MHD_GET_ARGUMENT_KIND, "format");
 	ce = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_ENCODING);
+	ct = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_TYPE);
+	/* Pyroscope reads these media types as its trie and tree formats, whatever
+	 * format= says */
+	if (!format && ct && !strncasecmp(ct, "binary/octet-stream+", 20) &&
+	    strncasecmp(ct + 20, "lines", 5))
+		format = ct + 20;
 	if (!format_ok(format) || (ce && strcasecmp(ce, "gzip") && strcasecmp(ce, "identity"))) {
-		char why[160];
+		char why[320];
 
 		snprintf(why, sizeof(why),
 			 "%s%.32s not accepted: " ACCEPTED_FORMATS
