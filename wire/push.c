@@ -19,9 +19,10 @@
 #include "profile.pb-c.h"
 
 /* Frame references over all batches of one push (the stacks' arrays, 4 bytes
- * each, once per smolder type): 16 M is 64 MiB, the most a push may make the
- * builders hold whatever its stacks are; a real push makes thousands. */
-#define PUSH_MAX_FRAME_REFS (16u << 20)
+ * each, once per smolder type): 4 M is 16 MiB, the most a push may make the
+ * builders hold whatever its stacks are, beside the 32 MiB of its unpacked pprof;
+ * a busy Go service's CPU push makes some hundred thousand. */
+#define PUSH_MAX_FRAME_REFS (4u << 20)
 /* Chunks of protobuf-c's arena. */
 #define ARENA_CHUNK (1u << 20)
 

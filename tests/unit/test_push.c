@@ -16,6 +16,7 @@
 #include <zlib.h>
 
 #include "collector/pushreq.h"
+#include "profile.pb-c.h"
 #include "wire/push.h"
 
 static const char *map(const char *type, const char *unit, const char *display,
@@ -332,6 +333,201 @@ static void test_folded(void **state)
 	assert_int_equal(push_folded("a 1\n", 4, &m, &r, why, sizeof(why)), -EINVAL);
 }
 
+/* ---- pprof caps: a profile of ntypes sample types (named from types[]),
+ * nsamples samples of the same depth locations, each location nlines lines,
+ * nmappings mappings ---- */
+
+struct shape {
+	size_t ntypes, nsamples, depth, nlines, nmappings;
+};
+
+static uint8_t *make_shape(const struct shape *sh, size_t *len)
+{
+	static const char *const names[] = {
+		"",
+		"nanoseconds",
+		"bytes",
+		"count",
+		"cpu",
+		"wall",
+		"alloc_objects",
+		"alloc_space",
+		"inuse_objects",
+		"inuse_space",
+		"contentions",
+		"delay",
+		"block_count",
+		"block_duration",
+		"goroutine",
+		"f",
+		"x",
+		"y",
+		"z",
+		"w",
+	};
+	/* type and unit string indices of the 11 mapped types, then unmapped ones */
+	static const int types[][2] = { { 4, 1 },  { 5, 1 },  { 6, 3 },	 { 7, 2 },  { 8, 3 },
+					{ 9, 2 },  { 10, 3 }, { 11, 1 }, { 12, 3 }, { 13, 1 },
+					{ 14, 3 }, { 16, 3 }, { 17, 3 }, { 18, 3 }, { 19, 3 },
+					{ 16, 2 }, { 17, 2 } };
+	Perftools__Profiles__Profile p = PERFTOOLS__PROFILES__PROFILE__INIT;
+	Perftools__Profiles__ValueType *vt = calloc(sh->ntypes, sizeof(*vt)), **vtp;
+	Perftools__Profiles__Function fn = PERFTOOLS__PROFILES__FUNCTION__INIT, *fnp = &fn;
+	Perftools__Profiles__Line ln = PERFTOOLS__PROFILES__LINE__INIT, **lnp;
+	Perftools__Profiles__Location *loc = calloc(sh->depth, sizeof(*loc)), **locp;
+	Perftools__Profiles__Mapping *map = calloc(sh->nmappings + 1, sizeof(*map)), **mapp;
+	Perftools__Profiles__Sample *s = calloc(sh->nsamples, sizeof(*s)), **sp;
+	uint64_t *ids = calloc(sh->depth, sizeof(*ids));
+	int64_t *vals = calloc(sh->ntypes, sizeof(*vals));
+	uint8_t *buf;
+	size_t i;
+
+	vtp = calloc(sh->ntypes, sizeof(*vtp));
+	lnp = calloc(sh->nlines, sizeof(*lnp));
+	locp = calloc(sh->depth, sizeof(*locp));
+	mapp = calloc(sh->nmappings + 1, sizeof(*mapp));
+	sp = calloc(sh->nsamples, sizeof(*sp));
+	assert_true(vt && loc && map && s && ids && vals && vtp && lnp && locp && mapp && sp);
+	assert_true(sh->ntypes <= sizeof(types) / sizeof(types[0]));
+	for (i = 0; i < sh->ntypes; i++) {
+		perftools__profiles__value_type__init(&vt[i]);
+		vt[i].type = types[i][0];
+		vt[i].unit = types[i][1];
+		vtp[i] = &vt[i];
+		vals[i] = 1;
+	}
+	fn.id = 1;
+	fn.name = 15;
+	ln.function_id = 1;
+	for (i = 0; i < sh->nlines; i++)
+		lnp[i] = &ln;
+	for (i = 0; i < sh->depth; i++) {
+		perftools__profiles__location__init(&loc[i]);
+		loc[i].id = i + 1;
+		loc[i].n_line = sh->nlines;
+		loc[i].line = lnp;
+		locp[i] = &loc[i];
+		ids[i] = i + 1;
+	}
+	for (i = 0; i < sh->nmappings; i++) {
+		perftools__profiles__mapping__init(&map[i]);
+		map[i].id = i + 1;
+		mapp[i] = &map[i];
+	}
+	for (i = 0; i < sh->nsamples; i++) {
+		perftools__profiles__sample__init(&s[i]);
+		s[i].n_location_id = sh->depth;
+		s[i].location_id = ids;
+		s[i].n_value = sh->ntypes;
+		s[i].value = vals;
+		sp[i] = &s[i];
+	}
+	p.n_sample_type = sh->ntypes;
+	p.sample_type = vtp;
+	p.n_sample = sh->nsamples;
+	p.sample = sp;
+	p.n_location = sh->depth;
+	p.location = locp;
+	p.n_function = 1;
+	p.function = &fnp;
+	p.n_mapping = sh->nmappings;
+	p.mapping = mapp;
+	p.n_string_table = sizeof(names) / sizeof(names[0]);
+	p.string_table = (char **)names;
+	*len = perftools__profiles__profile__get_packed_size(&p);
+	buf = malloc(*len + 1);
+	assert_non_null(buf);
+	assert_int_equal(perftools__profiles__profile__pack(&p, buf), *len);
+	free(vt);
+	free(loc);
+	free(map);
+	free(s);
+	free(ids);
+	free(vals);
+	free(vtp);
+	free(lnp);
+	free(locp);
+	free(mapp);
+	free(sp);
+	return buf;
+}
+
+/* Each cap of push_pprof() holds at its value and refuses one past it, with its
+ * reason; a stack deeper than BATCH_MAX_STACK_DEPTH is cut, not refused. */
+static void test_pprof_caps(void **state)
+{
+	static const char *const keys[] = { "service" }, *const values[] = { "app" };
+	const struct push_meta m = { .service = "app",
+				     .keys = keys,
+				     .values = values,
+				     .nlabels = 1,
+				     .agent_id = "pyroscope/app",
+				     .window_start = 1700000000,
+				     .window_seconds = 10,
+				     .name_type = "",
+				     .spy_name = "" };
+	static const struct {
+		struct shape ok, over;
+		const char *reason;
+	} caps[] = {
+		{ { 16, 1, 1, 1, 0 }, { 17, 1, 1, 1, 0 }, "17 sample types over the cap of 16" },
+		{ { 1, 1, 1, 64, 0 }, { 1, 1, 1, 65, 0 }, "65 lines over the cap of 64" },
+		{ { 1, 1, 4096, 1, 0 },
+		  { 1, 1, 4097, 1, 0 },
+		  "4097 locations over the cap of 4096" },
+		{ { 1, 1, 1, 1, 65536 }, { 1, 1, 1, 1, 65537 }, "65537 mappings over the cap" },
+		/* 11 mapped types x 511 frames (510 and the root) x 746 samples is under
+		 * 4 M frames; 747 past */
+		{ { 11, 746, 510, 1, 0 }, { 11, 747, 510, 1, 0 }, "frames in the push's stacks" },
+	};
+	struct push_result r;
+	char why[256];
+	size_t i, len;
+	uint8_t *pb;
+	int err;
+
+	(void)state;
+	for (i = 0; i < sizeof(caps) / sizeof(caps[0]); i++) {
+		pb = make_shape(&caps[i].ok, &len);
+		err = push_pprof(pb, len, &m, &r, why, sizeof(why));
+		if (err)
+			fail_msg("cap %zu at its value: %d %s", i, err, why);
+		push_result__clear(&r);
+		free(pb);
+		pb = make_shape(&caps[i].over, &len);
+		err = push_pprof(pb, len, &m, &r, why, sizeof(why));
+		if (err != -EINVAL || !strstr(why, caps[i].reason) || r.n)
+			fail_msg("cap %zu past it: %d '%s', want '%s'", i, err, why,
+				 caps[i].reason);
+		free(pb);
+	}
+	/* 4096 frames deep: cut to the leaf-most 510 under [truncated] */
+	pb = make_shape(&(struct shape){ 1, 1, 4096, 1, 0 }, &len);
+	assert_int_equal(push_pprof(pb, len, &m, &r, why, sizeof(why)), 0);
+	assert_int_equal(r.n, 1);
+	{
+		const struct batch *b = r.batches[0];
+		const struct batch_stack *st = &b->stacks[b->samples[0].stack];
+
+		assert_int_equal(st->nframes, BATCH_MAX_STACK_DEPTH);
+		assert_string_equal(b->strings[b->frames[st->frames[0]].name], "app");
+		assert_string_equal(b->strings[b->frames[st->frames[1]].name], "[truncated]");
+		assert_string_equal(b->strings[b->frames[st->frames[2]].name], "f");
+	}
+	push_result__clear(&r);
+	free(pb);
+	/* protobuf-c's memory: an arena of 1 MiB does not unpack 4096 x 64 lines */
+	{
+		struct push_meta small = m;
+
+		small.max_unpacked = 1u << 20;
+		pb = make_shape(&(struct shape){ 1, 1, 4096, 64, 0 }, &len);
+		assert_int_equal(push_pprof(pb, len, &small, &r, why, sizeof(why)), -E2BIG);
+		assert_non_null(strstr(why, "unpacking takes over 1 MiB"));
+		free(pb);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -339,7 +535,7 @@ int main(void)
 		cmocka_unit_test(test_name_label_cap), cmocka_unit_test(test_times),
 		cmocka_unit_test(test_multipart),      cmocka_unit_test(test_sample_type_config),
 		cmocka_unit_test(test_basic),	       cmocka_unit_test(test_gunzip),
-		cmocka_unit_test(test_folded),
+		cmocka_unit_test(test_folded),	       cmocka_unit_test(test_pprof_caps),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
