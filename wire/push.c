@@ -721,6 +721,22 @@ static int choose_types(struct pprof *pp, struct building *bd, struct push_resul
 	return 0;
 }
 
+/* The .NET SDK sends every function with id 0, one function per location, each
+ * line naming its location's id: the functions take their locations' ids, as
+ * Pyroscope's FixFunctionIDForBrokenDotnet does (0 is never a valid id). */
+static void fix_dotnet_ids(Perftools__Profiles__Profile *p)
+{
+	size_t i;
+
+	if (!p->n_function || p->n_function != p->n_location)
+		return;
+	for (i = 0; i < p->n_function; i++)
+		if (p->function[i]->id)
+			return;
+	for (i = 0; i < p->n_function; i++)
+		p->function[i]->id = p->location[i]->id;
+}
+
 int push_pprof(const void *pb, size_t len, const struct push_meta *m, struct push_result *out,
 	       char *why, size_t whylen)
 {
@@ -756,6 +772,7 @@ int push_pprof(const void *pb, size_t len, const struct push_meta *m, struct pus
 		err = reason_fail(why, whylen, -ENOMEM, "out of memory");
 		goto out_free;
 	}
+	fix_dotnet_ids(p);
 	pp->p = p;
 	pp->m = m;
 	pp->python = eq(m->spy_name, "pyspy");

@@ -27,6 +27,9 @@
  * whose smolder type another sample type of the push already gives (Go's
  * samples/count beside cpu/nanoseconds).
  *
+ * Functions all of id 0, one per location (the .NET SDK's), take their
+ * locations' ids, as Pyroscope reads them.
+ *
  * Stacks: pprof's are leaf first, a batch's root first; the root is a process
  * frame named after the application. A location's lines (inlining) become that
  * many frames, its last line the caller; a location without lines is its address,

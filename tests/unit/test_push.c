@@ -528,14 +528,87 @@ static void test_pprof_caps(void **state)
 	}
 }
 
+/* The .NET SDK's functions have id 0 and are named by their locations' ids. */
+static void test_pprof_dotnet_ids(void **state)
+{
+	static const char *const strs[] = { "", "cpu", "nanoseconds", "a", "b" };
+	static const char *const keys[] = { "service" }, *const values[] = { "app" };
+	const struct push_meta m = { .service = "app",
+				     .keys = keys,
+				     .values = values,
+				     .nlabels = 1,
+				     .agent_id = "pyroscope/app",
+				     .window_start = 1700000000,
+				     .window_seconds = 10,
+				     .name_type = "",
+				     .spy_name = "dotnetspy" };
+	Perftools__Profiles__Profile p = PERFTOOLS__PROFILES__PROFILE__INIT;
+	Perftools__Profiles__ValueType vt = PERFTOOLS__PROFILES__VALUE_TYPE__INIT, *vtp = &vt;
+	Perftools__Profiles__Function fn[2], *fnp[2] = { &fn[0], &fn[1] };
+	Perftools__Profiles__Line ln[2], *l0 = &ln[0], *l1 = &ln[1];
+	Perftools__Profiles__Location loc[2], *locp[2] = { &loc[0], &loc[1] };
+	Perftools__Profiles__Sample s = PERFTOOLS__PROFILES__SAMPLE__INIT, *sp = &s;
+	uint64_t ids[2] = { 5, 6 };
+	int64_t v = 42;
+	struct push_result r;
+	char why[256], text[64];
+	uint8_t buf[512];
+	size_t len, i;
+
+	(void)state;
+	for (i = 0; i < 2; i++) {
+		perftools__profiles__function__init(&fn[i]);
+		fn[i].name = (int64_t)(3 + i); /* id 0 */
+		perftools__profiles__line__init(&ln[i]);
+		ln[i].function_id = ids[i];
+		perftools__profiles__location__init(&loc[i]);
+		loc[i].id = ids[i];
+		loc[i].n_line = 1;
+	}
+	loc[0].line = &l0;
+	loc[1].line = &l1;
+	vt.type = 1;
+	vt.unit = 2;
+	s.n_location_id = 2;
+	s.location_id = ids;
+	s.n_value = 1;
+	s.value = &v;
+	p.n_sample_type = 1;
+	p.sample_type = &vtp;
+	p.n_sample = 1;
+	p.sample = &sp;
+	p.n_location = 2;
+	p.location = locp;
+	p.n_function = 2;
+	p.function = fnp;
+	p.n_string_table = 5;
+	p.string_table = (char **)strs;
+	len = perftools__profiles__profile__get_packed_size(&p);
+	assert_true(len <= sizeof(buf));
+	perftools__profiles__profile__pack(&p, buf);
+	if (push_pprof(buf, len, &m, &r, why, sizeof(why)))
+		fail_msg("%s", why);
+	assert_int_equal(r.n, 1);
+	batch__stack_text(r.batches[0], r.batches[0]->samples[0].stack, text, sizeof(text));
+	assert_string_equal(text, "app;b;a");
+	assert_int_equal(r.batches[0]->samples[0].count, 42);
+	push_result__clear(&r);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_mapping),	       cmocka_unit_test(test_name),
-		cmocka_unit_test(test_name_label_cap), cmocka_unit_test(test_times),
-		cmocka_unit_test(test_multipart),      cmocka_unit_test(test_sample_type_config),
-		cmocka_unit_test(test_basic),	       cmocka_unit_test(test_gunzip),
-		cmocka_unit_test(test_folded),	       cmocka_unit_test(test_pprof_caps),
+		cmocka_unit_test(test_mapping),
+		cmocka_unit_test(test_name),
+		cmocka_unit_test(test_name_label_cap),
+		cmocka_unit_test(test_times),
+		cmocka_unit_test(test_multipart),
+		cmocka_unit_test(test_sample_type_config),
+		cmocka_unit_test(test_basic),
+		cmocka_unit_test(test_gunzip),
+		cmocka_unit_test(test_folded),
+		cmocka_unit_test(test_pprof_caps),
+		cmocka_unit_test(test_pprof_dotnet_ids),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
