@@ -255,11 +255,10 @@ enum MHD_Result pyroscope_handle(struct collector *c, struct MHD_Connection *con
 		char *end;
 		unsigned long v = strtoul(rate, &end, 10);
 
-		if (*end || v == 0 || v > 1000000) {
-			ret = refuse(c, conn, -EINVAL, "sampleRate wants 1 to 1000000 (Hz)");
-			goto out_name;
-		}
-		m.sample_rate = (uint32_t)v;
+		/* as Pyroscope: 0 (pyroscope-go's mutex and block pushes send it) or
+		 * anything but 1 to 1000000 is the default, 100 Hz */
+		if (!*end && v >= 1 && v <= 1000000)
+			m.sample_rate = (uint32_t)v;
 	}
 	err = pushreq_window(from_ns, until_ns, &m.window_start, &m.window_seconds, why,
 			     sizeof(why));

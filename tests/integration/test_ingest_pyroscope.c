@@ -395,6 +395,7 @@ static void test_pprof_gzip_multipart(void **state)
 	size_t len, glen, flen = 0, i;
 	uint8_t *pb = make_pprof(S_SAMPLES, S_COUNT, S_CPU, S_NS, NULL, 0, &len);
 	uint8_t *gz = gzip_of(pb, len, &glen), *mpb, *mgz;
+	long long now;
 	char path[512], *form;
 	FILE *f;
 	struct reply r;
@@ -425,9 +426,15 @@ static void test_pprof_gzip_multipart(void **state)
 		"Content-Type: application/octet-stream\r\n\r\n%s\r\n--XyZ--\r\n",
 		cfg);
 	fclose(f);
-	for (i = 0; i < 2; i++) { /* the second is a retry: a duplicate */
-		r = push(c.port, ingest_path(path, sizeof(path), "svc", NULL), bearer(),
-			 "multipart/form-data; boundary=XyZ", NULL, form, flen);
+	/* as pyroscope-go sends its block pushes: sampleRate=0, times in ns */
+	now = (long long)time(NULL);
+	snprintf(path, sizeof(path),
+		 "/ingest?name=svc&from=%lld123456789&until=%lld123456789&sampleRate=0"
+		 "&spyName=gospy",
+		 now - 10, now);
+	for (i = 0; i < 2; i++) { /* the second is a retry, the same push: a duplicate */
+		r = push(c.port, path, bearer(), "multipart/form-data; boundary=XyZ", NULL, form,
+			 flen);
 		if (r.status != 200 ||
 		    !strstr(r.body, "\"stored\":[\"block_count\",\"block_delay\"]"))
 			fail_msg("multipart push %zu: %ld %s", i, r.status, r.body);
