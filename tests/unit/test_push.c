@@ -202,6 +202,39 @@ static void test_multipart(void **state)
 	assert_non_null(strstr(why, "twice"));
 }
 
+/* 16 parts pass and 17 are refused; a header block of 4 KiB passes and one byte
+ * more is refused. */
+static void test_multipart_caps(void **state)
+{
+	char *body = malloc(65536), why[256];
+	struct pushreq_form f;
+	size_t n, k;
+
+	(void)state;
+	assert_non_null(body);
+	for (k = PUSHREQ_MAX_PARTS; k <= PUSHREQ_MAX_PARTS + 1; k++) {
+		n = 0;
+		for (size_t i = 0; i < k; i++)
+			n += (size_t)sprintf(body + n,
+					     "--B\r\nContent-Disposition: form-data; "
+					     "name=p%zu\r\n\r\nx\r\n",
+					     i);
+		n += (size_t)sprintf(body + n, "--B--\r\n");
+		assert_int_equal(pushreq_multipart(body, n, "B", &f, why, sizeof(why)),
+				 k == PUSHREQ_MAX_PARTS ? 0 : -EINVAL);
+	}
+	assert_non_null(strstr(why, "over 16 parts"));
+	for (k = PUSHREQ_MAX_PART_HEADERS; k <= PUSHREQ_MAX_PART_HEADERS + 1; k++) {
+		n = (size_t)sprintf(body, "--B\r\n");
+		memset(body + n, 'h', k);
+		n += k;
+		n += (size_t)sprintf(body + n, "\r\n\r\nx\r\n--B--");
+		assert_int_equal(pushreq_multipart(body, n, "B", &f, why, sizeof(why)),
+				 k == PUSHREQ_MAX_PART_HEADERS ? 0 : -EINVAL);
+	}
+	free(body);
+}
+
 static void test_sample_type_config(void **state)
 {
 	static const char cfg[] =
@@ -228,6 +261,46 @@ static void test_sample_type_config(void **state)
 	assert_int_equal(pushreq_sample_type_config("{\"a\":{}} x", 10, d, &n, why, sizeof(why)),
 			 -EINVAL);
 	assert_int_equal(pushreq_sample_type_config("[]", 2, d, &n, why, sizeof(why)), -EINVAL);
+}
+
+/* 16 display names pass, 17 are refused; a name of 63 bytes passes, 64 are
+ * refused; a document over 64 KiB is refused before it is read. */
+static void test_sample_type_config_caps(void **state)
+{
+	struct push_display d[PUSH_MAX_DISPLAY];
+	char *doc = malloc(PUSHREQ_MAX_CONFIG + 2), why[256];
+	size_t n, len, k;
+
+	(void)state;
+	assert_non_null(doc);
+	for (k = PUSH_MAX_DISPLAY; k <= PUSH_MAX_DISPLAY + 1; k++) {
+		len = (size_t)sprintf(doc, "{");
+		for (size_t i = 0; i < k; i++)
+			len += (size_t)sprintf(doc + len, "%s\"t%zu\":{\"display-name\":\"n\"}",
+					       i ? "," : "", i);
+		len += (size_t)sprintf(doc + len, "}");
+		assert_int_equal(pushreq_sample_type_config(doc, len, d, &n, why, sizeof(why)),
+				 k == PUSH_MAX_DISPLAY ? 0 : -EINVAL);
+	}
+	for (k = 63; k <= 64; k++) {
+		len = (size_t)sprintf(doc, "{\"t\":{\"display-name\":\"");
+		memset(doc + len, 'n', k);
+		len += k;
+		len += (size_t)sprintf(doc + len, "\"}}");
+		assert_int_equal(pushreq_sample_type_config(doc, len, d, &n, why, sizeof(why)),
+				 k == 63 ? 0 : -EINVAL);
+	}
+	memset(doc, ' ', PUSHREQ_MAX_CONFIG + 1);
+	doc[0] = '{';
+	doc[PUSHREQ_MAX_CONFIG] = '}';
+	assert_int_equal(
+		pushreq_sample_type_config(doc, PUSHREQ_MAX_CONFIG + 1, d, &n, why, sizeof(why)),
+		-EINVAL);
+	assert_non_null(strstr(why, "over 65536 bytes"));
+	assert_int_equal(
+		pushreq_sample_type_config(doc, PUSHREQ_MAX_CONFIG - 1, d, &n, why, sizeof(why)),
+		-EINVAL); /* cut: no closing brace */
+	free(doc);
 }
 
 static void test_basic(void **state)
@@ -603,6 +676,8 @@ int main(void)
 		cmocka_unit_test(test_name_label_cap),
 		cmocka_unit_test(test_times),
 		cmocka_unit_test(test_multipart),
+		cmocka_unit_test(test_multipart_caps),
+		cmocka_unit_test(test_sample_type_config_caps),
 		cmocka_unit_test(test_sample_type_config),
 		cmocka_unit_test(test_basic),
 		cmocka_unit_test(test_gunzip),
