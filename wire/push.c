@@ -23,8 +23,10 @@
  * builders hold whatever its stacks are, beside the 32 MiB of its unpacked pprof;
  * a busy Go service's CPU push makes some hundred thousand. */
 #define PUSH_MAX_FRAME_REFS (4u << 20)
-/* Chunks of protobuf-c's arena. */
-#define ARENA_CHUNK (1u << 20)
+/* Chunks of protobuf-c's arena: the first small (an SDK's push unpacks into tens
+ * of KiB), each next one twice the last, up to 1 MiB. */
+#define ARENA_FIRST_CHUNK (16u << 10)
+#define ARENA_CHUNK	  (1u << 20)
 
 /* ---- protobuf-c's allocator: chunks up to a cap, freed whole ---------------- */
 
@@ -36,7 +38,7 @@ struct arena_chunk {
 
 struct arena {
 	struct arena_chunk *head;
-	size_t total, cap;
+	size_t total, cap, next; /* next: the next chunk's size */
 	bool over;
 };
 
@@ -54,7 +56,11 @@ static void *arena_alloc(void *data, size_t size)
 	}
 	need = size ? (size + al - 1) / al * al : al;
 	if (!c || c->cap - c->used < need) {
-		chunk = need > ARENA_CHUNK ? need : ARENA_CHUNK;
+		if (a->next < ARENA_FIRST_CHUNK)
+			a->next = ARENA_FIRST_CHUNK;
+		chunk = need > a->next ? need : a->next;
+		if (a->next < ARENA_CHUNK)
+			a->next *= 2;
 		if (chunk > a->cap - a->total) {
 			a->over = true;
 			return NULL;
@@ -419,10 +425,12 @@ struct pprof {
 	struct idx *locs, *fns, *maps;
 	const struct push_meta *m;
 	bool python;
-	/* a sample's frames, root first, and the text they borrow */
+	/* a sample's frames, root first, and the text they borrow when it is made
+	 * (addresses) or cleaned: allocated on first use, most pushes need none */
 	struct frame frames[BATCH_MAX_STACK_DEPTH];
 	char (*text)[FRAME_MAX_NAME_LEN + 32];
 	size_t ntext;
+	bool oom; /* text could not be allocated */
 	/* a sample's labels */
 	const char *keys[BATCH_MAX_LABELS], *values[BATCH_MAX_LABELS];
 };
@@ -511,22 +519,37 @@ static int check_profile(struct pprof *pp, char *why, size_t whylen)
 	return 0;
 }
 
-/* Text kept for one frame: s as it is when clean, else sanitized into the
+/* The next of the sample's text buffers (two a frame at most), NULL when they
+ * cannot be allocated (pp->oom). */
+static char *text_slot(struct pprof *pp)
+{
+	if (!pp->text && !pp->oom) {
+		pp->text = malloc(2 * BATCH_MAX_STACK_DEPTH * sizeof(*pp->text));
+		pp->oom = !pp->text;
+	}
+	if (!pp->text || pp->ntext == 2 * BATCH_MAX_STACK_DEPTH)
+		return NULL;
+	return pp->text[pp->ntext++];
+}
+
+/* Text kept for one frame: s as it is when clean, else sanitized into one of the
  * sample's text buffers. */
 static const char *keep(struct pprof *pp, const char *s, size_t *len)
 {
 	size_t n = strlen(s);
+	char *buf;
 
 	if (frame_is_clean(s, n)) {
 		*len = n;
 		return s;
 	}
-	if (pp->ntext == 2 * BATCH_MAX_STACK_DEPTH) { /* cannot happen: two a frame */
+	buf = text_slot(pp);
+	if (!buf) {
 		*len = 0;
 		return "";
 	}
-	*len = frame_sanitize(s, n, pp->text[pp->ntext]);
-	return pp->text[pp->ntext++];
+	*len = frame_sanitize(s, n, buf);
+	return buf;
 }
 
 /* The frames of one line (function, file, line) or of an address. */
@@ -559,8 +582,11 @@ static struct frame line_frame(struct pprof *pp, const Perftools__Profiles__Line
 static struct frame address_frame(struct pprof *pp, const Perftools__Profiles__Location *l)
 {
 	const Perftools__Profiles__Profile *p = pp->p;
-	char *buf = pp->text[pp->ntext++];
+	char *buf = text_slot(pp);
 	size_t k;
+
+	if (!buf)
+		return frame_make(FRAME_NATIVE, "[unknown]", NULL, 0);
 
 	if (l->mapping_id && idx_find(pp->maps, p->n_mapping, l->mapping_id, &k) &&
 	    *str(p, p->mapping[k]->filename)) {
@@ -766,9 +792,7 @@ int push_pprof(const void *pb, size_t len, const struct push_meta *m, struct pus
 		return reason_fail(why, whylen, -EINVAL, "malformed pprof");
 	}
 	pp = calloc(1, sizeof(*pp));
-	if (pp)
-		pp->text = calloc(2 * BATCH_MAX_STACK_DEPTH, sizeof(*pp->text));
-	if (!pp || !pp->text) {
+	if (!pp) {
 		err = reason_fail(why, whylen, -ENOMEM, "out of memory");
 		goto out_free;
 	}
@@ -807,6 +831,10 @@ int push_pprof(const void *pb, size_t len, const struct push_meta *m, struct pus
 					goto out_free;
 				}
 				nframes = sample_frames(pp, s);
+				if (pp->oom) {
+					err = reason_fail(why, whylen, -ENOMEM, "out of memory");
+					goto out_free;
+				}
 			}
 			err = add_stack(&bd, &bd.t[t], pp->keys, pp->values, (size_t)nl, pp->frames,
 					nframes, v, why, whylen);
