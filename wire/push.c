@@ -362,6 +362,14 @@ struct idx {
 	size_t i;
 };
 
+/* An id -> index table: ids 1..n in order (what every SDK writes) are looked up
+ * directly, any others through a sorted copy. */
+struct idmap {
+	struct idx *t; /* sorted; NULL when dense */
+	size_t n;
+	bool dense;
+};
+
 static int cmp_idx(const void *a, const void *b)
 {
 	const struct idx *x = a, *y = b;
@@ -369,36 +377,46 @@ static int cmp_idx(const void *a, const void *b)
 	return x->id < y->id ? -1 : x->id > y->id;
 }
 
-/* A sorted id -> index table (ids as given: unique or not). */
-static int idx_build(struct idx **out, size_t n, uint64_t (*id_at)(const void *, size_t),
+static int idx_build(struct idmap *m, size_t n, uint64_t (*id_at)(const void *, size_t),
 		     const void *arr)
 {
-	struct idx *t = n ? calloc(n, sizeof(*t)) : NULL;
 	size_t i;
 
-	if (n && !t)
+	m->n = n;
+	m->t = NULL;
+	m->dense = true;
+	for (i = 0; i < n && m->dense; i++)
+		m->dense = id_at(arr, i) == i + 1;
+	if (m->dense || !n)
+		return 0;
+	m->t = calloc(n, sizeof(*m->t));
+	if (!m->t)
 		return -ENOMEM;
 	for (i = 0; i < n; i++)
-		t[i] = (struct idx){ id_at(arr, i), i };
-	if (n)
-		qsort(t, n, sizeof(*t), cmp_idx);
-	*out = t;
+		m->t[i] = (struct idx){ id_at(arr, i), i };
+	qsort(m->t, n, sizeof(*m->t), cmp_idx);
 	return 0;
 }
 
-static bool idx_find(const struct idx *t, size_t n, uint64_t id, size_t *i)
+static bool idx_find(const struct idmap *m, uint64_t id, size_t *i)
 {
-	size_t lo = 0, hi = n;
+	size_t lo = 0, hi = m->n;
 
+	if (m->dense) {
+		if (id < 1 || id > m->n)
+			return false;
+		*i = (size_t)(id - 1);
+		return true;
+	}
 	while (lo < hi) {
 		size_t mid = lo + (hi - lo) / 2;
 
-		if (t[mid].id < id)
+		if (m->t[mid].id < id)
 			lo = mid + 1;
-		else if (t[mid].id > id)
+		else if (m->t[mid].id > id)
 			hi = mid;
 		else {
-			*i = t[mid].i;
+			*i = m->t[mid].i;
 			return true;
 		}
 	}
@@ -422,7 +440,7 @@ static uint64_t map_id(const void *a, size_t i)
 
 struct pprof {
 	const Perftools__Profiles__Profile *p;
-	struct idx *locs, *fns, *maps;
+	struct idmap locs, fns, maps;
 	const struct push_meta *m;
 	bool python;
 	/* a sample's frames, root first, and the text they borrow when it is made
@@ -476,12 +494,12 @@ static int check_profile(struct pprof *pp, char *why, size_t whylen)
 			return reason_fail(why, whylen, -EINVAL,
 					   "pprof: location %zu: %zu lines over the cap of %u", i,
 					   l->n_line, PUSH_MAX_LINES);
-		if (l->mapping_id && !idx_find(pp->maps, p->n_mapping, l->mapping_id, &k))
+		if (l->mapping_id && !idx_find(&pp->maps, l->mapping_id, &k))
 			return reason_fail(why, whylen, -EINVAL,
 					   "pprof: location %zu: mapping id %" PRIu64 " not found",
 					   i, l->mapping_id);
 		for (j = 0; j < l->n_line; j++)
-			if (!idx_find(pp->fns, p->n_function, l->line[j]->function_id, &k))
+			if (!idx_find(&pp->fns, l->line[j]->function_id, &k))
 				return reason_fail(why, whylen, -EINVAL,
 						   "pprof: location %zu: function id %" PRIu64
 						   " not found",
@@ -505,7 +523,7 @@ static int check_profile(struct pprof *pp, char *why, size_t whylen)
 					   "pprof: sample %zu: %zu locations over the cap of %u", i,
 					   s->n_location_id, PUSH_MAX_SAMPLE_LOCATIONS);
 		for (j = 0; j < s->n_location_id; j++)
-			if (!idx_find(pp->locs, p->n_location, s->location_id[j], &k))
+			if (!idx_find(&pp->locs, s->location_id[j], &k))
 				return reason_fail(why, whylen, -EINVAL,
 						   "pprof: sample %zu: location id %" PRIu64
 						   " not found",
@@ -561,7 +579,7 @@ static struct frame line_frame(struct pprof *pp, const Perftools__Profiles__Line
 	const char *name, *file;
 	size_t k = 0;
 
-	idx_find(pp->fns, p->n_function, ln->function_id, &k); /* checked */
+	idx_find(&pp->fns, ln->function_id, &k); /* checked */
 	fn = p->function[k];
 	name = str(p, fn->name);
 	if (!*name)
@@ -588,7 +606,7 @@ static struct frame address_frame(struct pprof *pp, const Perftools__Profiles__L
 	if (!buf)
 		return frame_make(FRAME_NATIVE, "[unknown]", NULL, 0);
 
-	if (l->mapping_id && idx_find(pp->maps, p->n_mapping, l->mapping_id, &k) &&
+	if (l->mapping_id && idx_find(&pp->maps, l->mapping_id, &k) &&
 	    *str(p, p->mapping[k]->filename)) {
 		const Perftools__Profiles__Mapping *mp = p->mapping[k];
 		const char *file = str(p, mp->filename), *base = strrchr(file, '/');
@@ -618,7 +636,7 @@ static size_t sample_frames(struct pprof *pp, const Perftools__Profiles__Sample 
 	for (i = 0; i < s->n_location_id && !cut; i++) {
 		const Perftools__Profiles__Location *l;
 
-		idx_find(pp->locs, pp->p->n_location, s->location_id[i], &k); /* checked */
+		idx_find(&pp->locs, s->location_id[i], &k); /* checked */
 		l = pp->p->location[k];
 		if (!l->n_line) {
 			if (n == max - 2) {
@@ -848,9 +866,9 @@ out_free:
 		push_result__clear(out);
 	building_free(&bd);
 	if (pp) {
-		free(pp->locs);
-		free(pp->fns);
-		free(pp->maps);
+		free(pp->locs.t);
+		free(pp->fns.t);
+		free(pp->maps.t);
 		free(pp->text);
 		free(pp);
 	}
