@@ -438,8 +438,15 @@ static uint64_t map_id(const void *a, size_t i)
 	return ((Perftools__Profiles__Mapping *const *)a)[i]->id;
 }
 
+struct fn_info {
+	const char *name, *file;
+	size_t name_len, file_len;
+	bool clean; /* name and file need no sanitizing */
+};
+
 struct pprof {
 	const Perftools__Profiles__Profile *p;
+	struct fn_info *fi; /* per function */
 	struct idmap locs, fns, maps;
 	const struct push_meta *m;
 	bool python;
@@ -571,26 +578,56 @@ static const char *keep(struct pprof *pp, const char *s, size_t *len)
 }
 
 /* The frames of one line (function, file, line) or of an address. */
-static struct frame line_frame(struct pprof *pp, const Perftools__Profiles__Line *ln)
+/* Every function's name (else its system name, else "[unknown]") and file, and
+ * whether they need no sanitizing: read once, not at every sample. */
+static int fn_infos(struct pprof *pp)
 {
 	const Perftools__Profiles__Profile *p = pp->p;
-	const Perftools__Profiles__Function *fn;
+	size_t i;
+
+	pp->fi = calloc(p->n_function ? p->n_function : 1, sizeof(*pp->fi));
+	if (!pp->fi)
+		return -ENOMEM;
+	for (i = 0; i < p->n_function; i++) {
+		const Perftools__Profiles__Function *fn = p->function[i];
+		struct fn_info *fi = &pp->fi[i];
+
+		fi->name = str(p, fn->name);
+		if (!*fi->name)
+			fi->name = str(p, fn->system_name);
+		if (!*fi->name)
+			fi->name = "[unknown]";
+		fi->file = str(p, fn->filename);
+		fi->name_len = strlen(fi->name);
+		fi->file_len = strlen(fi->file);
+		fi->clean = frame_is_clean(fi->name, fi->name_len) &&
+			    frame_is_clean(fi->file, fi->file_len);
+	}
+	return 0;
+}
+
+static struct frame line_frame(struct pprof *pp, const Perftools__Profiles__Line *ln)
+{
 	struct frame f = { .kind = FRAME_NATIVE, .file = "" };
-	const char *name, *file;
+	const struct fn_info *fi;
 	size_t k = 0;
 
 	idx_find(&pp->fns, ln->function_id, &k); /* checked */
-	fn = p->function[k];
-	name = str(p, fn->name);
-	if (!*name)
-		name = str(p, fn->system_name);
-	if (!*name)
-		name = "[unknown]";
-	file = str(p, fn->filename);
-	f.name = keep(pp, name, &f.name_len);
-	if (pp->python && *file) {
+	fi = &pp->fi[k];
+	if (fi->clean) {
+		f.name = fi->name;
+		f.name_len = fi->name_len;
+	} else {
+		f.name = keep(pp, fi->name, &f.name_len);
+	}
+	if (pp->python && fi->file_len) {
 		f.kind = FRAME_PYTHON;
-		f.file = keep(pp, file, &f.file_len);
+		if (fi->clean) {
+			f.file = fi->file;
+			f.file_len = fi->file_len;
+		} else {
+			f.file = keep(pp, fi->file, &f.file_len);
+		}
 		f.line = ln->line > 0 && ln->line < (int64_t)FRAME_NO_LINE ? (uint32_t)ln->line
 									   : FRAME_NO_LINE;
 	}
@@ -827,6 +864,10 @@ int push_pprof(const void *pb, size_t len, const struct push_meta *m, struct pus
 	err = check_profile(pp, why, whylen);
 	if (err)
 		goto out_free;
+	if (fn_infos(pp)) {
+		err = reason_fail(why, whylen, -ENOMEM, "out of memory");
+		goto out_free;
+	}
 	err = choose_types(pp, &bd, out);
 	if (err) {
 		err = reason_fail(why, whylen, err, "out of memory");
@@ -866,6 +907,7 @@ out_free:
 		push_result__clear(out);
 	building_free(&bd);
 	if (pp) {
+		free(pp->fi);
 		free(pp->locs.t);
 		free(pp->fns.t);
 		free(pp->maps.t);

@@ -601,10 +601,12 @@ static void test_pprof_caps(void **state)
 	}
 }
 
-/* The .NET SDK's functions have id 0 and are named by their locations' ids. */
-static void test_pprof_dotnet_ids(void **state)
+/* A pprof of one sample [a <- b] (leaf first), cpu/nanoseconds 42: functions of
+ * id fid (0: the .NET SDK's) in file (string 5, "" or a path), lines 12 and 0,
+ * locations 5 and 6. Returns the folded text of its stack under spy. */
+static void two_frames(uint64_t fid, const char *file, const char *spy, char *text, size_t len)
 {
-	static const char *const strs[] = { "", "cpu", "nanoseconds", "a", "b" };
+	const char *strs[] = { "", "cpu", "nanoseconds", "a", "b", file };
 	static const char *const keys[] = { "service" }, *const values[] = { "app" };
 	const struct push_meta m = { .service = "app",
 				     .keys = keys,
@@ -614,7 +616,7 @@ static void test_pprof_dotnet_ids(void **state)
 				     .window_start = 1700000000,
 				     .window_seconds = 10,
 				     .name_type = "",
-				     .spy_name = "dotnetspy" };
+				     .spy_name = spy };
 	Perftools__Profiles__Profile p = PERFTOOLS__PROFILES__PROFILE__INIT;
 	Perftools__Profiles__ValueType vt = PERFTOOLS__PROFILES__VALUE_TYPE__INIT, *vtp = &vt;
 	Perftools__Profiles__Function fn[2], *fnp[2] = { &fn[0], &fn[1] };
@@ -624,16 +626,18 @@ static void test_pprof_dotnet_ids(void **state)
 	uint64_t ids[2] = { 5, 6 };
 	int64_t v = 42;
 	struct push_result r;
-	char why[256], text[64];
+	char why[256];
 	uint8_t buf[512];
-	size_t len, i;
+	size_t plen, i;
 
-	(void)state;
 	for (i = 0; i < 2; i++) {
 		perftools__profiles__function__init(&fn[i]);
-		fn[i].name = (int64_t)(3 + i); /* id 0 */
+		fn[i].id = fid ? fid + i : 0;
+		fn[i].name = (int64_t)(3 + i);
+		fn[i].filename = 5;
 		perftools__profiles__line__init(&ln[i]);
-		ln[i].function_id = ids[i];
+		ln[i].function_id = fid ? fid + i : ids[i];
+		ln[i].line = i ? 0 : 12;
 		perftools__profiles__location__init(&loc[i]);
 		loc[i].id = ids[i];
 		loc[i].n_line = 1;
@@ -654,18 +658,33 @@ static void test_pprof_dotnet_ids(void **state)
 	p.location = locp;
 	p.n_function = 2;
 	p.function = fnp;
-	p.n_string_table = 5;
+	p.n_string_table = 6;
 	p.string_table = (char **)strs;
-	len = perftools__profiles__profile__get_packed_size(&p);
-	assert_true(len <= sizeof(buf));
+	plen = perftools__profiles__profile__get_packed_size(&p);
+	assert_true(plen <= sizeof(buf));
 	perftools__profiles__profile__pack(&p, buf);
-	if (push_pprof(buf, len, &m, &r, why, sizeof(why)))
+	if (push_pprof(buf, plen, &m, &r, why, sizeof(why)))
 		fail_msg("%s", why);
 	assert_int_equal(r.n, 1);
-	batch__stack_text(r.batches[0], r.batches[0]->samples[0].stack, text, sizeof(text));
-	assert_string_equal(text, "app;b;a");
 	assert_int_equal(r.batches[0]->samples[0].count, 42);
+	batch__stack_text(r.batches[0], r.batches[0]->samples[0].stack, text, len);
 	push_result__clear(&r);
+}
+
+/* The .NET SDK's functions have id 0 and are named by their locations' ids;
+ * with spyName pyspy a function with a file is a Python frame, a line of 0 is
+ * the function's; other spies keep the name alone. */
+static void test_pprof_dotnet_ids_and_python(void **state)
+{
+	char text[128];
+
+	(void)state;
+	two_frames(0, "", "dotnetspy", text, sizeof(text));
+	assert_string_equal(text, "app;b;a");
+	two_frames(20, "/app/x.py", "pyspy", text, sizeof(text));
+	assert_string_equal(text, "app;b (/app/x.py);a (/app/x.py:12)");
+	two_frames(20, "/app/x.py", "rbspy", text, sizeof(text));
+	assert_string_equal(text, "app;b;a");
 }
 
 int main(void)
@@ -683,7 +702,7 @@ int main(void)
 		cmocka_unit_test(test_gunzip),
 		cmocka_unit_test(test_folded),
 		cmocka_unit_test(test_pprof_caps),
-		cmocka_unit_test(test_pprof_dotnet_ids),
+		cmocka_unit_test(test_pprof_dotnet_ids_and_python),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
