@@ -127,7 +127,8 @@ void ingest_job__free(struct ingest_job *j);
 /* Hands bs[0..nb) (1 to PUSH_MAX_BATCHES batches of one request, checked and
  * admitted; taken, also on failure) to the writer, which stores them in one
  * store call, and suspends the connection; answer (malloc'd, taken; NULL: the
- * agent's) is the 200's JSON body. bytes counts against a call's byte cap, start
+ * agent's) is the 200's JSON object without its closing brace, to which the
+ * duplicate flag is added (at most 1,400 bytes). bytes counts against a call's byte cap, start
  * is when the handler began (ingest_now()). */
 struct batch;
 enum MHD_Result ingest_submit(struct collector *c, struct MHD_Connection *conn, struct request *r,

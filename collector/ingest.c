@@ -53,7 +53,8 @@ struct ingest_job {
 	struct ingestq_job base;		  /* first: an ingestq_job is an ingest_job */
 	struct batch *bs[INGEST_JOB_MAX_BATCHES]; /* freed by the writer once stored */
 	size_t nb;
-	char *answer;	  /* the 200's body (malloc'd); NULL: the agent's */
+	char *answer;	  /* the 200's JSON fields, "{...", without the duplicate
+			   * flag and the closing brace (malloc'd); NULL: the agent's */
 	uint64_t samples; /* the sum of its counts */
 	double start;	  /* when its handler started, for the latency */
 	int err;	  /* the store's answer: 0 or -errno with why */
@@ -146,7 +147,7 @@ static void store_batches(void *ctx, struct ingestq_job **jobs, size_t n)
 		} else if (j->duplicate) {
 			c->m.duplicates++;
 		} else {
-			c->m.batches++;
+			c->m.batches += j->nb;
 			c->m.samples += j->samples;
 		}
 		metrics_observe_latency(&c->m, now_seconds() - j->start);
@@ -179,9 +180,13 @@ enum MHD_Result ingest_answered(struct MHD_Connection *conn, struct request *r)
 					  "the collector is stopping: retry");
 	if (j->err)
 		return http_respond_error(conn, ingest_status(j->err), j->why);
-	if (j->answer)
-		return http_respond(conn, MHD_HTTP_OK, "application/json", j->answer,
-				    strlen(j->answer));
+	if (j->answer) { /* a push's: its fields, then the duplicate flag */
+		char ok[1536];
+
+		snprintf(ok, sizeof(ok), "%s,\"duplicate\":%s}\n", j->answer,
+			 j->duplicate ? "true" : "false");
+		return http_respond(conn, MHD_HTTP_OK, "application/json", ok, strlen(ok));
+	}
 	return ingest_ok(conn, j->duplicate);
 }
 

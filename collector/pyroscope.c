@@ -138,6 +138,8 @@ static void json_list(const char *list, char *out, size_t cap)
 	out[n] = '\0';
 }
 
+/* The 200's JSON object without its closing brace ("{...": the writer's answer
+ * adds the duplicate flag, ingest.c), at most 1,400 bytes. */
 static char *answer_body(const struct push_result *res)
 {
 	char stored[600], skipped[600], *body = malloc(1400);
@@ -146,7 +148,7 @@ static char *answer_body(const struct push_result *res)
 		return NULL;
 	json_list(res->stored, stored, sizeof(stored));
 	json_list(res->skipped, skipped, sizeof(skipped));
-	snprintf(body, 1400, "{\"status\":\"ok\",\"stored\":[%s],\"skipped\":[%s]}\n", stored,
+	snprintf(body, 1400, "{\"status\":\"ok\",\"stored\":[%s],\"skipped\":[%s]", stored,
 		 skipped);
 	return body;
 }
@@ -306,9 +308,11 @@ enum MHD_Result pyroscope_handle(struct collector *c, struct MHD_Connection *con
 		goto out_free;
 	}
 	if (!res.n) { /* nothing of a type smolder keeps, or every value 0 */
-		char *ok = answer_body(&res);
+		char *ok = answer_body(&res), text[1536];
 
-		ret = ok ? http_respond(conn, MHD_HTTP_OK, "application/json", ok, strlen(ok))
+		if (ok)
+			snprintf(text, sizeof(text), "%s,\"duplicate\":false}\n", ok);
+		ret = ok ? http_respond(conn, MHD_HTTP_OK, "application/json", text, strlen(text))
 			 : http_respond_error(conn, MHD_HTTP_SERVICE_UNAVAILABLE,
 					      "out of memory: retry later");
 		free(ok);

@@ -436,7 +436,8 @@ static void test_pprof_gzip_multipart(void **state)
 		r = push(c.port, path, bearer(), "multipart/form-data; boundary=XyZ", NULL, form,
 			 flen);
 		if (r.status != 200 ||
-		    !strstr(r.body, "\"stored\":[\"block_count\",\"block_delay\"]"))
+		    !strstr(r.body, "\"stored\":[\"block_count\",\"block_delay\"]") ||
+		    !strstr(r.body, i ? "\"duplicate\":true}" : "\"duplicate\":false}"))
 			fail_msg("multipart push %zu: %ld %s", i, r.status, r.body);
 		free(r.body);
 	}
@@ -645,6 +646,20 @@ static void test_hostile(void **state)
 	assert_int_equal(r.status, 200);
 	free(r.body);
 	assert_int_equal(batches_stored(c.port), 1);
+	/* an empty push stores nothing; a push of two types is two batches */
+	r = push(c.port, ingest_path(path, sizeof(path), "svc", "format=pprof"), bearer(), NULL,
+		 NULL, "", 0);
+	if (r.status != 200 || !strstr(r.body, "\"stored\":[]"))
+		fail_msg("empty push: %ld %s", r.status, r.body);
+	free(r.body);
+	assert_int_equal(batches_stored(c.port), 1);
+	free(mis);
+	mis = make_pprof(S_CONTENTIONS, S_COUNT, S_DELAY, S_NS, NULL, 0, &mlen);
+	r = push(c.port, ingest_path(path, sizeof(path), "svc", "format=pprof"), bearer(), NULL,
+		 NULL, mis, mlen);
+	assert_int_equal(r.status, 200);
+	free(r.body);
+	assert_int_equal(batches_stored(c.port), 3);
 	free(bomb);
 	free(strs10mgz);
 	free(strs1m);
