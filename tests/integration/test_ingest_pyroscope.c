@@ -21,6 +21,7 @@
 #include <zlib.h>
 
 #include "collectortest.h"
+#include "clickhousetest.h"
 #include "profile.pb-c.h"
 
 #define TOK "push-token"
@@ -460,6 +461,39 @@ static void test_pprof_gzip_multipart(void **state)
 	coll_stop(&c);
 }
 
+/* The same pushes on the ClickHouse store: a pprof and a multipart Go heap
+ * shape come back with the same totals (the store calls are the agent's). */
+static void test_pprof_clickhouse(void **state)
+{
+	size_t len, glen;
+	uint8_t *pb = make_pprof(S_SAMPLES, S_COUNT, S_CPU, S_NS, NULL, 0, &len);
+	uint8_t *gz = gzip_of(pb, len, &glen);
+	char loc[128], path[512];
+	const char *extra[] = { "--db", loc, "--ingest-token", TOK, NULL };
+	struct chsrv srv;
+	struct reply r;
+	struct coll c;
+
+	(void)state;
+	ch_skip_unless_available();
+	ch_start(&srv);
+	ch_location(&srv, "smolder", loc, sizeof(loc));
+	if (coll_start(&c, "127.0.0.1:0", extra)) {
+		test_print_log("collector", c.err);
+		fail_msg("the collector on ClickHouse did not start");
+	}
+	r = push(c.port, ingest_path(path, sizeof(path), "svc", "format=pprof"), bearer(),
+		 "application/octet-stream", NULL, gz, glen);
+	if (r.status != 200 || !strstr(r.body, "\"stored\":[\"process_cpu\"]"))
+		fail_msg("push to ClickHouse: %ld %s", r.status, r.body);
+	free(r.body);
+	expect_pprof(c.port, "process_cpu", NULL, PERIOD);
+	coll_stop(&c);
+	ch_stop(&srv);
+	free(pb);
+	free(gz);
+}
+
 /* ---- auth ------------------------------------------------------------------------ */
 
 /* The token as Bearer or as Basic's password (any user) is taken; a wrong one,
@@ -674,6 +708,7 @@ int main(void)
 		cmocka_unit_test_teardown(test_folded, coll_teardown),
 		cmocka_unit_test_teardown(test_pprof_raw, coll_teardown),
 		cmocka_unit_test_teardown(test_pprof_gzip_multipart, coll_teardown),
+		cmocka_unit_test_teardown(test_pprof_clickhouse, coll_teardown),
 		cmocka_unit_test_teardown(test_auth, coll_teardown),
 		cmocka_unit_test_teardown(test_hostile, coll_teardown),
 	};
