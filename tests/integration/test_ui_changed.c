@@ -226,8 +226,8 @@ static void write_expectations(const char *path, unsigned port, int64_t t0, unsi
 		"\"quiet_body\":\"%s\",\"quiet_type\":\"%s\"}\n",
 		(long long)t0 + 10 * SPIKE_WIN, (long long)t0 + 10 * (SPIKE_WIN + SPIKE_LEN),
 		(long long)t0 + 20, (long long)t0 + 10 * (SPIKE_WIN - 2), port, (long long)t0,
-		(long long)t0 + 10 * NWIN, port, (long long)t0, (long long)t0 + 10 * NWIN, quiet_port,
-		quiet_body, WIRE_CONTENT_TYPE);
+		(long long)t0 + 10 * NWIN, port, (long long)t0, (long long)t0 + 10 * NWIN,
+		quiet_port, quiet_body, WIRE_CONTENT_TYPE);
 	assert_int_equal(fclose(out), 0);
 }
 
