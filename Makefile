@@ -20,7 +20,8 @@
 # Layout of build/: vmlinux.h and BPF skeletons in build/bpf/, release objects in
 # build/rel/, sanitized objects and test binaries in build/asan/, test workloads
 # (plain -O1 with frame pointers, no sanitizers; tests/workloads/nofp/ -O2 without)
-# in build/workloads/, the browser tests' Node packages in build/browser/.
+# in build/workloads/, the browser tests' Node packages in build/browser/, the
+# client tests' Node SDK and Go program in build/clients/ (Go's caches in build/go/).
 
 .DELETE_ON_ERROR:
 .SECONDARY:
@@ -364,6 +365,32 @@ $(BROWSER_MODULES): tests/browser/package.json tests/browser/package-lock.json
 
 $(BUILD)/asan/tests/test_browser: $(BROWSER_MODULES)
 $(BUILD)/asan/tests/test_ui: $(BROWSER_MODULES)
+
+# The real clients' tests (tests/clients/): the Pyroscope Node.js SDK from npm into
+# build/clients/node/ the same way (tests/clients/node/package-lock.json; its
+# @datadog/pprof brings its linux-x64 build in the package, so no install script
+# runs), and a Go program of the standard library only built by Debian's golang-go
+# with no network and no module: its caches in build/go/, the toolchain the local one.
+CLIENT_NODE_MODULES := $(BUILD)/clients/node/node_modules/.package-lock.json
+GO_ENV = GOCACHE=$(abspath $(BUILD))/go/cache GOPATH=$(abspath $(BUILD))/go/path \
+	 GOTOOLCHAIN=local GOPROXY=off GOFLAGS=-mod=mod GO111MODULE=on GOTELEMETRY=off
+
+$(CLIENT_NODE_MODULES): tests/clients/node/package.json tests/clients/node/package-lock.json
+	$(call msg,NPM,$(BUILD)/clients/node)
+	$(Q)mkdir -p $(BUILD)/clients/node
+	$(Q)cp tests/clients/node/package.json tests/clients/node/package-lock.json \
+		$(BUILD)/clients/node/
+	$(Q)cd $(BUILD)/clients/node && npm ci --prefer-offline --ignore-scripts --no-audit \
+		--no-fund --loglevel=error
+	$(Q)touch $@
+
+$(BUILD)/clients/pushpprof: tests/clients/go/go.mod $(wildcard tests/clients/go/*.go)
+	$(call msg,GO,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)cd tests/clients/go && $(GO_ENV) go build -o $(abspath $@) .
+
+$(BUILD)/asan/tests/test_sdk_node: $(CLIENT_NODE_MODULES)
+$(BUILD)/asan/tests/test_sdk_go: $(BUILD)/clients/pushpprof
 
 $(BUILD)/asan/tests/%: tests/unit/%.c $(BUILD)/asan/libsmolder-cli.a $(BUILD)/asan/libsmolder.a \
 		tests/testutil.h

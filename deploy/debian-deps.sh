@@ -25,7 +25,8 @@ packages=(
 	# man-db and groff render smolder(1) in tests/integration/test_deb.c
 	debhelper dpkg-dev bash-completion lintian man-db groff-base
 	# independent references: go tool pprof reads pprof output; the Debian python3's
-	# headers give its struct offsets; bpftrace is the peer bench/churn.sh measures
+	# headers give its struct offsets; bpftrace is the peer bench/churn.sh measures.
+	# golang-go also builds tests/clients/go/ (the standard library only, offline)
 	golang-go python3-dev bpftrace
 	# separate debug symbols found by build id (the names tests), and elfutils'
 	# eu-readelf as an independent reader of CFI

@@ -1,0 +1,3 @@
+module smolder.test/pushpprof
+
+go 1.19
