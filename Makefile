@@ -152,6 +152,7 @@ bench: deps
 	$(Q)bash bench/unwind_tables.sh
 	$(Q)bash bench/unwind_overhead.sh
 	$(Q)$(BUILD)/bench/ingest_bench 360 /tmp
+	$(Q)bash bench/ingest_pprof.sh $(BUILD)/smolder 90 4
 	$(Q)$(BUILD)/bench/block_bench
 	$(Q)$(BUILD)/bench/store_bench full /tmp
 	$(Q)$(BUILD)/bench/soak 600 200 198 /tmp
