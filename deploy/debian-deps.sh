@@ -14,7 +14,7 @@ packages=(
 	libprotobuf-c-dev libmicrohttpd-dev libgnutls28-dev uthash-dev
 	# tests and benchmarks
 	clang-format libcmocka-dev python3 linux-perf procps binutils sqlite3 libxml2-utils
-	protobuf-compiler chromium openssl socat
+	protobuf-compiler chromium openssl socat curl
 	# the ClickHouse store's tests start a private server of their own (no service);
 	# the cluster test a private ZooKeeper (Java) for two servers' distributed DDL
 	clickhouse-server clickhouse-client zookeeper
