@@ -3,10 +3,11 @@
  * /ingest?name=APP{k=v}&from=..&until=..&format=folded&sampleRate=100&spyName=..,
  * once with the ingest token as a Bearer token and once as HTTP Basic
  * (`curl -u USER:TOKEN`, the SDKs' basicAuthUser/Password). Each push must be
- * answered 200, and the collector's folded answer for each application's service
- * and tag must be exactly the lines pushed (the same stacks with the same
- * counts, in CPU samples); a push with a wrong token is refused with 401 and
- * leaves nothing. */
+ * answered 200, and the collector's folded answer of process_cpu for each
+ * application's service and tag must be exactly the lines pushed: the same
+ * stacks under a root frame named after the application, each count of samples
+ * at sampleRate=100 as that many 10 ms in nanoseconds. A push with a wrong token
+ * is refused with 401 and leaves nothing. */
 #include <limits.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -23,8 +24,8 @@
 #define TOKEN  "sdk-curl-ingest-token"
 #define CURL_S 30 /* bound on one curl */
 
-/* The stacks pushed (root first, as folded files are), sorted as the collector's
- * folded answer sorts them is not assumed: both sides are sorted before compared. */
+/* The stacks pushed, root first as folded files are (no order of the collector's
+ * answer is assumed: both sides are sorted before they are compared). */
 static const char pushed[] = "main;serve;handle;parse 30\n"
 			     "main;serve;handle;render 90\n"
 			     "main;serve;idle 7\n"
@@ -78,17 +79,37 @@ static long push(const struct coll *c, const char *file, const char *auth, const
 	return status;
 }
 
+/* The pushed lines as the collector answers them: under the application's frame,
+ * samples at 100 Hz in nanoseconds. */
+static char *expected(const char *app)
+{
+	char *copy = strdup(pushed), *save = NULL, *l, *sp, buf[1024] = "";
+	size_t n = 0;
+
+	assert_non_null(copy);
+	for (l = strtok_r(copy, "\n", &save); l; l = strtok_r(NULL, "\n", &save)) {
+		sp = strrchr(l, ' ');
+		assert_non_null(sp);
+		*sp = '\0';
+		n += (size_t)snprintf(buf + n, sizeof(buf) - n, "%s;%s %lld\n", app, l,
+				      strtoll(sp + 1, NULL, 10) * 10000000LL);
+		assert_true(n < sizeof(buf));
+	}
+	free(copy);
+	return sorted_lines(buf);
+}
+
 static void assert_stored(const struct coll *c, const char *app, long long from)
 {
 	char path[512], *want, *got;
 	struct reply r;
 
 	snprintf(path, sizeof(path),
-		 "/api/v1/flamegraph?format=folded&type=cpu&from=%lld&to=%lld"
+		 "/api/v1/flamegraph?format=folded&type=process_cpu&from=%lld&to=%lld"
 		 "&where=service=%s&where=env=test",
 		 from, from + 10, app);
 	r = sdk_query(c->port, path);
-	want = sorted_lines(pushed);
+	want = expected(app);
 	got = sorted_lines(r.body);
 	free(r.body);
 	if (strcmp(want, got) != 0) {
@@ -126,7 +147,7 @@ static void test_folded_pushes_with_curl(void **state)
 	assert_int_equal(
 		push(&c, file, "-H 'Authorization: Bearer wrong-token'", "curlwrong", from), 401);
 	snprintf(path, sizeof(path),
-		 "/api/v1/flamegraph?format=folded&type=cpu&from=%lld&to=%lld"
+		 "/api/v1/flamegraph?format=folded&type=process_cpu&from=%lld&to=%lld"
 		 "&where=service=curlwrong",
 		 from, from + 10);
 	r = http_get(c.port, path, NULL);
