@@ -13,7 +13,8 @@
  * carry the same rows. Each form is posted from CONNS threads with keep-alive
  * connections; every answer must be 200 (503 is retried and counted). Printed:
  * rows, bodies, bytes a row, rows/s of wall time and per CPU second of its
- * collector (read from /proc of the pid given), and pprof's ratios to the wire.
+ * collector (read from /proc of the pid given), each collector's
+ * smolder_samples_ingested_total after its run, and pprof's ratios to the wire.
  *
  *   ingest_pprof WINDOWS CONNS WIRE_URL WIRE_PID PPROF_URL PPROF_PID TOKEN
  *
@@ -282,6 +283,36 @@ struct result {
 	double wall, cpu;
 };
 
+/* The collector's smolder_samples_ingested_total; -1 when unread. */
+static long long stored_rows(const char *base)
+{
+	char url[512], *text = NULL, *p;
+	size_t len = 0;
+	long long v = -1;
+	FILE *mem = open_memstream(&text, &len);
+	CURL *c = curl_easy_init();
+
+	if (!mem || !c)
+		goto out;
+	snprintf(url, sizeof(url), "%s/metrics", base);
+	curl_easy_setopt(c, CURLOPT_URL, url);
+	curl_easy_setopt(c, CURLOPT_WRITEDATA, mem);
+	curl_easy_setopt(c, CURLOPT_NOPROXY, "*");
+	curl_easy_setopt(c, CURLOPT_TIMEOUT, 30L);
+	if (curl_easy_perform(c) != CURLE_OK)
+		goto out;
+	fflush(mem);
+	p = text ? strstr(text, "\nsmolder_samples_ingested_total ") : NULL;
+	if (p)
+		v = strtoll(p + strlen("\nsmolder_samples_ingested_total "), NULL, 10);
+out:
+	if (mem)
+		fclose(mem);
+	free(text);
+	curl_easy_cleanup(c);
+	return v;
+}
+
 static struct result run(struct form *f, unsigned conns, long pid)
 {
 	pthread_t th[MAX_THREADS];
@@ -302,10 +333,10 @@ static struct result run(struct form *f, unsigned conns, long pid)
 static void report(const struct form *f, const struct result *r, uint64_t rows)
 {
 	printf("%-5s %6zu bodies %9.1f bytes a row %9.0f rows/s %9.0f rows per collector CPU s "
-	       "(%.2f s wall, %.2f CPU s; retried %lu, failed %lu)\n",
+	       "(%.2f s wall, %.2f CPU s; samples_ingested_total %lld; retried %lu, failed %lu)\n",
 	       f->name, f->nbodies, (double)f->bytes / (double)rows, (double)rows / r->wall,
-	       r->cpu > 0 ? (double)rows / r->cpu : 0, r->wall, r->cpu, (unsigned long)f->retries,
-	       (unsigned long)f->failures);
+	       r->cpu > 0 ? (double)rows / r->cpu : 0, r->wall, r->cpu, stored_rows(f->url),
+	       (unsigned long)f->retries, (unsigned long)f->failures);
 }
 
 int main(int argc, char **argv)
