@@ -2,7 +2,10 @@
  * to Pyroscope: `curl --data-binary @FILE` to the sanitized collector's
  * /ingest?name=APP{k=v}&from=..&until=..&format=folded&sampleRate=100&spyName=..,
  * once with the ingest token as a Bearer token and once as HTTP Basic
- * (`curl -u USER:TOKEN`, the SDKs' basicAuthUser/Password). Each push must be
+ * (`curl -u USER:TOKEN`, the SDKs' basicAuthUser/Password). curl sends such a
+ * body as Content-Type application/x-www-form-urlencoded, which the collector
+ * must not parse as a form (test_ingest_pyroscope.c posts with libcurl and its
+ * own headers). Each push must be
  * answered 200, and the collector's folded answer of process_cpu for each
  * application's service and tag must be exactly the lines pushed: the same
  * stacks under a root frame named after the application, each count of samples
