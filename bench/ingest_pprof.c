@@ -1,5 +1,5 @@
 /* Ingest of pprof pushes (the Pyroscope SDKs' /ingest) against the agent's wire
- * (/api/v1/ingest), over HTTP into two collectors of the same build, in one run:
+ * (/api/v1/ingest), over HTTP into collectors of the same build, in one run:
  * the busy host of bench/gen.h, WINDOWS windows of 10 s, each encoded twice with
  * the same samples:
  *   - wire: one batch a window as the agent posts it (format 3, zstd; every stack
@@ -8,17 +8,22 @@
  *     a gzipped perftools.profiles.Profile (samples/count and cpu/nanoseconds, the
  *     period of the batch, one function and one location a frame, leaf first),
  *     POST /ingest?name=COMM{host=..,pid=..}&from=..&until=..&format=pprof
- *     &sampleRate=99&spyName=gospy with the ingest token as a Bearer token.
+ *     &sampleRate=99&spyName=gospy with the ingest token as a Bearer token;
+ *   - pprof-host: one such push per window for the whole host, each sample with
+ *     its pid and comm as pprof string labels: the same format in the wire's
+ *     number of requests, which tells the format's cost from the requests'.
  * A row is a (label set, stack) entry of a window, the store's unit: both forms
  * carry the same rows. Each form is posted from CONNS threads with keep-alive
  * connections; every answer must be 200 (503 is retried and counted). Printed:
  * rows, bodies, bytes a row, rows/s of wall time and per CPU second of its
  * collector (read from /proc of the pid given), each collector's
- * smolder_samples_ingested_total after its run, and pprof's ratios to the wire.
+ * smolder_samples_ingested_total after its run, and the pprof forms' ratios to
+ * the wire.
  *
- *   ingest_pprof WINDOWS CONNS WIRE_URL WIRE_PID PPROF_URL PPROF_PID TOKEN
+ *   ingest_pprof WINDOWS CONNS TOKEN WIRE_URL WIRE_PID PPROF_URL PPROF_PID
+ *                HOST_URL HOST_PID
  *
- * bench/ingest_pprof.sh starts the two collectors (SQLite, a fresh file each)
+ * bench/ingest_pprof.sh starts the three collectors (SQLite, a fresh file each)
  * and runs this.
  */
 #include <pthread.h>
@@ -86,8 +91,23 @@ static double proc_cpu(long pid)
 	return (double)(ut + st) / (double)sysconf(_SC_CLK_TCK);
 }
 
+#define ALL_PROCESSES UINT32_MAX
+
+/* The label value of key in label set ls of b ("" when absent). */
+static const char *label(const struct batch *b, uint32_t ls, const char *key)
+{
+	const struct batch_labelset *l = &b->labelsets[ls];
+	uint32_t j;
+
+	for (j = 0; j < l->nlabels; j++)
+		if (!strcmp(b->strings[l->labels[j].key], key))
+			return b->strings[l->labels[j].value];
+	return "";
+}
+
 /* The gzipped pprof of the samples of b whose label set is ls: what one
- * process's SDK pushes for the window. */
+ * process's SDK pushes for the window. ls ALL_PROCESSES: every sample, each with
+ * its pid and comm as pprof string labels (one push for the whole host). */
 static int pprof_of(const struct batch *b, uint32_t ls, struct body *out)
 {
 	Perftools__Profiles__Profile p = PERFTOOLS__PROFILES__PROFILE__INIT;
@@ -100,6 +120,8 @@ static int pprof_of(const struct batch *b, uint32_t ls, struct body *out)
 	Perftools__Profiles__Line **linep = calloc(b->nframes, sizeof(*linep));
 	Perftools__Profiles__Sample *sm = calloc(b->nsamples, sizeof(*sm));
 	Perftools__Profiles__Sample **smp = calloc(b->nsamples, sizeof(*smp));
+	Perftools__Profiles__Label *lab = calloc((size_t)b->nsamples * 2, sizeof(*lab));
+	Perftools__Profiles__Label **labp = calloc((size_t)b->nsamples * 2, sizeof(*labp));
 	uint64_t *ids = calloc((size_t)b->nsamples * BATCH_MAX_STACK_DEPTH, sizeof(*ids));
 	int64_t *vals = calloc((size_t)b->nsamples * 2, sizeof(*vals));
 	char **strings = calloc((size_t)b->nstrings + 4, sizeof(*strings));
@@ -109,8 +131,8 @@ static int pprof_of(const struct batch *b, uint32_t ls, struct body *out)
 	z_stream z = { 0 };
 	int err = -1;
 
-	if (!fn || !fnp || !loc || !locp || !line || !linep || !sm || !smp || !ids || !vals ||
-	    !strings || !fn_id)
+	if (!fn || !fnp || !loc || !locp || !line || !linep || !sm || !smp || !lab || !labp ||
+	    !ids || !vals || !strings || !fn_id)
 		goto out;
 	for (i = 0; i < b->nstrings; i++)
 		strings[i] = b->strings[i];
@@ -138,9 +160,25 @@ static int pprof_of(const struct batch *b, uint32_t ls, struct body *out)
 	for (i = 0; i < b->nsamples; i++) {
 		const struct batch_stack *st = &b->stacks[b->samples[i].stack];
 
-		if (b->samples[i].labelset != ls)
+		if (ls != ALL_PROCESSES && b->samples[i].labelset != ls)
 			continue;
 		perftools__profiles__sample__init(&sm[ns]);
+		if (ls == ALL_PROCESSES) {
+			const struct batch_labelset *l = &b->labelsets[b->samples[i].labelset];
+
+			for (j = 0; j < l->nlabels; j++) {
+				const char *k = b->strings[l->labels[j].key];
+				Perftools__Profiles__Label *x = &lab[2 * ns + sm[ns].n_label];
+
+				if (strcmp(k, "pid") && strcmp(k, "comm"))
+					continue;
+				perftools__profiles__label__init(x);
+				x->key = l->labels[j].key;
+				x->str = l->labels[j].value;
+				labp[2 * ns + sm[ns].n_label++] = x;
+			}
+			sm[ns].label = &labp[2 * ns];
+		}
 		sm[ns].location_id = &ids[ni];
 		for (j = st->nframes; j-- > 0;) { /* pprof: leaf first */
 			uint32_t f = st->frames[j];
@@ -198,20 +236,9 @@ static int pprof_of(const struct batch *b, uint32_t ls, struct body *out)
 out:
 	free(packed);
 	free(fn), free(fnp), free(loc), free(locp), free(line), free(linep);
-	free(sm), free(smp), free(ids), free(vals), free(strings), free(fn_id);
+	free(sm), free(smp), free(lab), free(labp), free(ids), free(vals), free(strings),
+		free(fn_id);
 	return err;
-}
-
-/* The label value of key in label set ls of b ("" when absent). */
-static const char *label(const struct batch *b, uint32_t ls, const char *key)
-{
-	const struct batch_labelset *l = &b->labelsets[ls];
-	uint32_t j;
-
-	for (j = 0; j < l->nlabels; j++)
-		if (!strcmp(b->strings[l->labels[j].key], key))
-			return b->strings[l->labels[j].value];
-	return "";
 }
 
 static size_t gather(char *data, size_t size, size_t n, void *ctx)
@@ -332,35 +359,57 @@ static struct result run(struct form *f, unsigned conns, long pid)
 
 static void report(const struct form *f, const struct result *r, uint64_t rows)
 {
-	printf("%-5s %6zu bodies %9.1f bytes a row %9.0f rows/s %9.0f rows per collector CPU s "
+	printf("%-10s %5zu bodies %9.1f bytes a row %9.0f rows/s %9.0f rows per collector CPU s "
 	       "(%.2f s wall, %.2f CPU s; samples_ingested_total %lld; retried %lu, failed %lu)\n",
 	       f->name, f->nbodies, (double)f->bytes / (double)rows, (double)rows / r->wall,
 	       r->cpu > 0 ? (double)rows / r->cpu : 0, r->wall, r->cpu, stored_rows(f->url),
 	       (unsigned long)f->retries, (unsigned long)f->failures);
 }
 
+/* pprof's ratios to the wire: bytes a row, rows/s, rows per collector CPU s. */
+static void ratios(const struct form *f, const struct result *r, const struct form *wire,
+		   const struct result *rw)
+{
+	printf("%s / wire: bytes a row %.2f, rows/s %.3f, rows per collector CPU s %.3f\n", f->name,
+	       (double)f->bytes / (double)wire->bytes, rw->wall / r->wall,
+	       r->cpu > 0 && rw->cpu > 0 ? rw->cpu / r->cpu : 0);
+}
+
+static void free_form(struct form *f)
+{
+	size_t i;
+
+	for (i = 0; i < f->nbodies; i++) {
+		free(f->bodies[i].p);
+		free(f->bodies[i].query);
+	}
+	free(f->bodies);
+}
+
 int main(int argc, char **argv)
 {
-	struct form wire = { .name = "wire" }, pp = { .name = "pprof", .pprof = true };
+	struct form wire = { .name = "wire" }, pp = { .name = "pprof", .pprof = true },
+		    host = { .name = "pprof-host", .pprof = true };
 	unsigned windows, conns, w, p, k, seed = 42;
-	struct result rw, rp;
+	struct result rw, rp, rh;
 	uint64_t rows = 0;
-	long wpid, ppid;
-	size_t i, cap;
+	long wpid, ppid, hpid;
 	int64_t base;
 
-	if (argc != 8) {
-		fprintf(stderr, "usage: ingest_pprof WINDOWS CONNS WIRE_URL WIRE_PID PPROF_URL "
-				"PPROF_PID TOKEN\n");
+	if (argc != 10) {
+		fprintf(stderr, "usage: ingest_pprof WINDOWS CONNS TOKEN WIRE_URL WIRE_PID "
+				"PPROF_URL PPROF_PID HOST_URL HOST_PID\n");
 		return 2;
 	}
 	windows = (unsigned)atoi(argv[1]);
 	conns = (unsigned)atoi(argv[2]);
-	wire.url = argv[3];
-	wpid = atol(argv[4]);
-	pp.url = argv[5];
-	ppid = atol(argv[6]);
-	wire.token = pp.token = argv[7];
+	wire.token = pp.token = host.token = argv[3];
+	wire.url = argv[4];
+	wpid = atol(argv[5]);
+	pp.url = argv[6];
+	ppid = atol(argv[7]);
+	host.url = argv[8];
+	hpid = atol(argv[9]);
 	if (!windows || windows > 359 || !conns || conns > MAX_THREADS)
 		return 2;
 
@@ -369,14 +418,15 @@ int main(int argc, char **argv)
 			make_stack(p, k, &seed, pool[p][k].text, sizeof(pool[p][k].text));
 	/* windows after now, none late (see bench/ingest_http.c) */
 	base = ((int64_t)time(NULL) + 10) / 10 * 10;
-	cap = (size_t)windows * NPROC;
 	wire.bodies = calloc(windows, sizeof(*wire.bodies));
-	pp.bodies = calloc(cap, sizeof(*pp.bodies));
-	if (!wire.bodies || !pp.bodies)
+	host.bodies = calloc(windows, sizeof(*host.bodies));
+	pp.bodies = calloc((size_t)windows * NPROC, sizeof(*pp.bodies));
+	if (!wire.bodies || !host.bodies || !pp.bodies)
 		return 1;
 	for (w = 0; w < windows; w++) {
 		struct batch *b = make_window(w, 0, SAMPLES_PER_WINDOW, &seed);
-		struct body *d = &wire.bodies[wire.nbodies++];
+		struct body *d = &wire.bodies[wire.nbodies++], *hb = &host.bodies[host.nbodies++];
+		char query[512];
 		uint32_t ls;
 
 		if (!b)
@@ -388,7 +438,6 @@ int main(int argc, char **argv)
 		wire.bytes += d->len;
 		for (ls = 0; ls < b->nlabelsets; ls++) {
 			struct body *q = &pp.bodies[pp.nbodies];
-			char query[512];
 
 			if (pprof_of(b, ls, q))
 				return 1;
@@ -404,27 +453,34 @@ int main(int argc, char **argv)
 			pp.bytes += q->len;
 			pp.nbodies++;
 		}
+		if (pprof_of(b, ALL_PROCESSES, hb))
+			return 1;
+		snprintf(query, sizeof(query),
+			 "name=host%%7Bhost%%3D%s%%7D&from=%lld&until=%lld"
+			 "&format=pprof&sampleRate=99&spyName=gospy",
+			 label(b, 0, "host"), (long long)b->window_start,
+			 (long long)(b->window_start + b->window_seconds));
+		hb->query = strdup(query);
+		if (!hb->query)
+			return 1;
+		host.bytes += hb->len;
 		batch__free(b);
 	}
 
 	curl_global_init(CURL_GLOBAL_DEFAULT);
 	rw = run(&wire, conns, wpid);
 	rp = run(&pp, conns, ppid);
+	rh = run(&host, conns, hpid);
 	printf("%u windows of the busy host, %llu rows, %u connections\n", windows,
 	       (unsigned long long)rows, conns);
 	report(&wire, &rw, rows);
 	report(&pp, &rp, rows);
-	printf("pprof / wire: bytes a row %.2f, rows/s %.2f, rows per collector CPU s %.2f\n",
-	       (double)pp.bytes / (double)wire.bytes, rw.wall / rp.wall,
-	       rp.cpu > 0 && rw.cpu > 0 ? rw.cpu / rp.cpu : 0);
-	for (i = 0; i < wire.nbodies; i++)
-		free(wire.bodies[i].p);
-	for (i = 0; i < pp.nbodies; i++) {
-		free(pp.bodies[i].p);
-		free(pp.bodies[i].query);
-	}
-	free(wire.bodies);
-	free(pp.bodies);
+	report(&host, &rh, rows);
+	ratios(&pp, &rp, &wire, &rw);
+	ratios(&host, &rh, &wire, &rw);
+	free_form(&wire);
+	free_form(&pp);
+	free_form(&host);
 	curl_global_cleanup();
-	return wire.failures || pp.failures ? 1 : 0;
+	return wire.failures || pp.failures || host.failures ? 1 : 0;
 }

@@ -40,4 +40,6 @@ start() {
 start wire
 wurl=$url wpid=$pid
 start pprof
-"$bench" "$windows" "$conns" "$wurl" "$wpid" "$url" "$pid" "$token"
+purl=$url ppid=$pid
+start host
+"$bench" "$windows" "$conns" "$token" "$wurl" "$wpid" "$purl" "$ppid" "$url" "$pid"
