@@ -2,24 +2,30 @@
  * (@pyroscope/nodejs, pinned by package-lock.json) and pushed to a collector's
  * /ingest: run by tests/integration/test_sdk_node.c.
  *
- *   node workload.js URL TOKEN APP SECONDS
+ *   node workload.js URL TOKEN APP SECONDS MIN_PUSHES
  *
  * Two busy functions, burnThree and burnOne, share the main thread 3:1 (slices
  * of 30 ms and 10 ms, the event loop free between rounds so that the SDK's timers
- * flush); each slice is timed with process.hrtime, so the split the profile
+ * flush; the SDK samples at 1 kHz, so that a few seconds give thousands of
+ * samples); each slice is timed with process.hrtime, so the split the profile
  * should show comes from the workload's own clock, not from smolder. retainHeap
  * allocates RETAIN_BYTES of double arrays at the start and keeps them to the end,
  * so the heap profile names it. The SDK flushes every second, then once more on
  * stop(). Every HTTP answer the SDK gets is counted (fetch is wrapped: the SDK
- * itself only logs a refusal), and the last line printed is one JSON object:
+ * itself only logs a refusal); the workload runs SECONDS, and on until MIN_PUSHES
+ * answers came (at most 30 s more: the SDK drops a flush while the previous one
+ * is still waiting for its answer, as on a slow machine). The last line printed
+ * is one JSON object:
  * {"burnThree_ns":..,"burnOne_ns":..,"retained_bytes":..,"pushes":..,"refused":..,
  *  "statuses":[..],"from":..,"until":..}. Exit status 0 unless the SDK failed. */
 'use strict';
 
 const Pyroscope = require('@pyroscope/nodejs');
 
-const [url, token, app, secondsArg] = process.argv.slice(2);
+const [url, token, app, secondsArg, minPushesArg] = process.argv.slice(2);
 const seconds = Number(secondsArg || 4);
+const minPushes = Number(minPushesArg || 0);
+const EXTRA_MS = 30000;
 const RETAIN_BYTES = 32 * 1024 * 1024; /* 32 MiB in 8 KiB arrays */
 const ARRAY_DOUBLES = 1024;
 
@@ -82,7 +88,7 @@ async function main() {
     appName: app,
     tags: { workload: 'shape31' },
     flushIntervalMs: 1000,
-    wall: { samplingDurationMs: 1000, samplingIntervalMicros: 10000, collectCpuTime: true },
+    wall: { samplingDurationMs: 1000, samplingIntervalMicros: 1000, collectCpuTime: true },
     heap: { samplingIntervalBytes: 64 * 1024, stackDepth: 64 },
   });
   const from = Date.now();
@@ -90,7 +96,8 @@ async function main() {
   kept = retainHeap();
   let three = 0n, one = 0n;
   const end = Date.now() + seconds * 1000;
-  while (Date.now() < end) {
+  const answers = () => counts.pushes + counts.refused;
+  while (Date.now() < end || (answers() < minPushes && Date.now() < end + EXTRA_MS)) {
     three += burnThree();
     one += burnOne();
     await new Promise((resolve) => setImmediate(resolve));
