@@ -1,16 +1,18 @@
 /* A Go program built with Debian's golang-go from the standard library alone
  * (tests/clients/go/, <build>/clients/pushpprof, the Makefile's offline go build)
- * profiles a workload of known shape with runtime/pprof and pushes a CPU and a
- * heap profile to the sanitized collector's /ingest in the Pyroscope Go SDK's
- * form: multipart/form-data with a "profile" part, the heap's with a
- * "sample_type_config" JSON part, name/from/until (nanoseconds)/spyName/
+ * profiles a workload of known shape with runtime/pprof and pushes its CPU, heap,
+ * mutex and goroutine profiles to the sanitized collector's /ingest in the
+ * Pyroscope Go SDK's form: multipart/form-data with a "profile" part, all but
+ * the CPU's with a "sample_type_config" JSON part (the mutex's display names
+ * mutex_count and mutex_duration), name/from/until (nanoseconds)/spyName/
  * sampleRate/units/aggregationType in the query, the ingest token as a Bearer
- * token. Both pushes must be answered 200. Then `go tool pprof -top` (Debian's
+ * token. Every push must be answered 200. Then `go tool pprof -top` (Debian's
  * go tool, the reference outside smolder) of smolder's pprof export of the range
  * must list the same functions with the same flat and cum totals as
  * `go tool pprof -top` of the profile pushed (the total, and each function's
  * flat and cum, as the tool prints them), for process_cpu (the pushed profile's
- * cpu/nanoseconds), inuse_space and alloc_space; at least MIN_ROWS functions each,
+ * cpu/nanoseconds), inuse_space, alloc_space, mutex_delay (delay), mutex_count
+ * (contentions) and goroutines (a gauge); at least MIN_ROWS functions each,
  * and the CPU profile must hold the workload's functions. pprof's "(inline)" mark
  * is not compared: smolder keeps each line of a location as a frame of its own. */
 #include <limits.h>
@@ -28,7 +30,7 @@
 
 #define TOKEN	 "sdk-go-ingest-token"
 #define APP	 "goshape"
-#define GO_MS	 60000 /* bound on the program (2 s of it busy) */
+#define GO_MS	 60000 /* bound on the program (2.1 s of it busy) */
 #define PPROF_MS 60000 /* bound on one go tool pprof */
 #define MIN_ROWS 3     /* functions -top must list: main.main and the workload's */
 #define MAX_ROWS 512
@@ -142,7 +144,7 @@ static size_t assert_same_top(const struct coll *c, const char *pushed, const ch
 
 static void test_go_pprof_pushes_round_trip(void **state)
 {
-	char bin[256], url[64], text[4096], cpu[256], heap[256];
+	char bin[256], url[64], text[4096], cpu[256], heap[256], mutex[256], goroutine[256];
 	char *argv[] = { bin, "-url", url, "-token", TOKEN, "-app", APP, "-out", NULL, NULL };
 	const char *extra[] = { "--ingest-token", TOKEN, NULL };
 	long long from, to;
@@ -165,8 +167,12 @@ static void test_go_pprof_pushes_round_trip(void **state)
 	to = sdk_json_ll(text, "until");
 	assert_int_equal(sdk_json_ll(text, "cpu_status"), 200);
 	assert_int_equal(sdk_json_ll(text, "heap_status"), 200);
+	assert_int_equal(sdk_json_ll(text, "mutex_status"), 200);
+	assert_int_equal(sdk_json_ll(text, "goroutine_status"), 200);
 	snprintf(cpu, sizeof(cpu), "%s/cpu.pprof", c.dir);
 	snprintf(heap, sizeof(heap), "%s/heap.pprof", c.dir);
+	snprintf(mutex, sizeof(mutex), "%s/mutex.pprof", c.dir);
+	snprintf(goroutine, sizeof(goroutine), "%s/goroutine.pprof", c.dir);
 
 	/* the pushed CPU profile has the shape it should, before it is compared */
 	top = pprof_top(c.dir, cpu, NULL, &n);
@@ -178,6 +184,9 @@ static void test_go_pprof_pushes_round_trip(void **state)
 	assert_true(assert_same_top(&c, cpu, NULL, "process_cpu", from, to) >= MIN_ROWS);
 	assert_true(assert_same_top(&c, heap, "inuse_space", "inuse_space", from, to) >= MIN_ROWS);
 	assert_true(assert_same_top(&c, heap, "alloc_space", "alloc_space", from, to) >= MIN_ROWS);
+	assert_true(assert_same_top(&c, mutex, "delay", "mutex_delay", from, to) >= MIN_ROWS);
+	assert_true(assert_same_top(&c, mutex, "contentions", "mutex_count", from, to) >= MIN_ROWS);
+	assert_true(assert_same_top(&c, goroutine, NULL, "goroutines", from, to) >= MIN_ROWS);
 	coll_stop(&c);
 }
 

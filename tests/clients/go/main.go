@@ -35,6 +35,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -54,6 +55,17 @@ var heapTypes = map[string]*sampleType{
 	"alloc_space":   {Units: "bytes"},
 	"inuse_space":   {Units: "bytes", Aggregation: "average"},
 	"inuse_objects": {Units: "objects", Aggregation: "average"},
+}
+
+// The SDK's configuration for mutex profiles: display names tell mutex from block.
+var mutexTypes = map[string]*sampleType{
+	"contentions": {DisplayName: "mutex_count", Units: "lock_samples"},
+	"delay":       {DisplayName: "mutex_duration", Units: "lock_nanoseconds"},
+}
+
+// The SDK's configuration for goroutine profiles (a gauge).
+var goroutineTypes = map[string]*sampleType{
+	"goroutine": {DisplayName: "goroutines", Units: "goroutines", Aggregation: "average"},
 }
 
 var sink uint64
@@ -77,6 +89,41 @@ func burnThree() { spin(30 * time.Millisecond) }
 func burnOne() { spin(10 * time.Millisecond) }
 
 var kept [][]byte
+
+var contended sync.Mutex
+
+//go:noinline
+func holdLock(d time.Duration) {
+	contended.Lock()
+	spin(d)
+	contended.Unlock()
+}
+
+// contend has LOCKERS goroutines take one mutex ROUNDS times each, holding it
+// 1 ms: the mutex profile (every contention recorded) names holdLock.
+func contend() {
+	const lockers, rounds = 4, 25
+	var wg sync.WaitGroup
+	for g := 0; g < lockers; g++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for r := 0; r < rounds; r++ {
+				holdLock(time.Millisecond)
+			}
+		}()
+	}
+	wg.Wait()
+}
+
+// parked goroutines wait in parkForever until the program ends: the goroutine
+// profile counts them.
+var parkCh = make(chan struct{})
+
+const parked = 20
+
+//go:noinline
+func parkForever() { <-parkCh }
 
 //go:noinline
 func retainHeap() {
@@ -205,29 +252,58 @@ func main() {
 		os.Exit(1)
 	}
 	runtime.KeepAlive(kept)
-	heapUntil := time.Now()
 
-	for file, data := range map[string][]byte{"cpu.pprof": cpu.Bytes(), "heap.pprof": heap.Bytes()} {
+	runtime.SetMutexProfileFraction(1)
+	contend()
+	var mutex bytes.Buffer
+	if err := pprof.Lookup("mutex").WriteTo(&mutex, 0); err != nil {
+		fmt.Fprintln(os.Stderr, "pushpprof: mutex profile:", err)
+		os.Exit(1)
+	}
+	for i := 0; i < parked; i++ {
+		go parkForever()
+	}
+	for runtime.NumGoroutine() < parked+1 {
+		runtime.Gosched()
+	}
+	var goroutines bytes.Buffer
+	if err := pprof.Lookup("goroutine").WriteTo(&goroutines, 0); err != nil {
+		fmt.Fprintln(os.Stderr, "pushpprof: goroutine profile:", err)
+		os.Exit(1)
+	}
+	until := time.Now()
+
+	profiles := map[string][]byte{"cpu.pprof": cpu.Bytes(), "heap.pprof": heap.Bytes(),
+		"mutex.pprof": mutex.Bytes(), "goroutine.pprof": goroutines.Bytes()}
+	for file, data := range profiles {
 		if err := os.WriteFile(filepath.Join(*out, file), data, 0o600); err != nil {
 			fmt.Fprintln(os.Stderr, "pushpprof:", err)
 			os.Exit(1)
 		}
 	}
+	status := func(code int, err error) int {
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "pushpprof: push:", err)
+		}
+		return code
+	}
 	// the CPU job of the SDK: units and aggregation in the query, no type config
-	cpuStatus, err := push(*base, *token, name, from, cpuUntil, 100, "samples", "sum",
-		cpu.Bytes(), nil)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "pushpprof: cpu push:", err)
-	}
-	// the heap job: the types' units and aggregation in sample_type_config
-	heapStatus, err := push(*base, *token, name, from, heapUntil, 100, "", "",
-		heap.Bytes(), heapTypes)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "pushpprof: heap push:", err)
-	}
-	fmt.Printf("{\"from\":%d,\"until\":%d,\"cpu_status\":%d,\"heap_status\":%d}\n",
-		from.Unix(), heapUntil.Unix()+1, cpuStatus, heapStatus)
-	if cpuStatus != http.StatusOK || heapStatus != http.StatusOK {
+	cpuStatus := status(push(*base, *token, name, from, cpuUntil, 100, "samples", "sum",
+		cpu.Bytes(), nil))
+	// godeltaprof's jobs: the types' units and aggregation in sample_type_config
+	heapStatus := status(push(*base, *token, name, from, until, 100, "", "",
+		heap.Bytes(), heapTypes))
+	mutexStatus := status(push(*base, *token, name, from, until, 0, "", "",
+		mutex.Bytes(), mutexTypes))
+	// the goroutines job: units and aggregation in the query and in the config
+	goroutineStatus := status(push(*base, *token, name, from, until, 0, "goroutines", "average",
+		goroutines.Bytes(), goroutineTypes))
+	fmt.Printf("{\"from\":%d,\"until\":%d,\"cpu_status\":%d,\"heap_status\":%d,"+
+		"\"mutex_status\":%d,\"goroutine_status\":%d,\"parked\":%d}\n",
+		from.Unix(), until.Unix()+1, cpuStatus, heapStatus, mutexStatus, goroutineStatus,
+		parked)
+	if cpuStatus != http.StatusOK || heapStatus != http.StatusOK ||
+		mutexStatus != http.StatusOK || goroutineStatus != http.StatusOK {
 		os.Exit(1)
 	}
 }
