@@ -43,8 +43,7 @@ struct sampler {
 	struct py_stack *pybuf; /* one stack read back from a pystacks map */
 	uint32_t counts_max, stacks_max, pystacks_max, offcpu_max;
 	bool offcpu;
-	struct unwind_row *pool; /* unwind_rows, mapped; NULL under --unwind fp */
-	uint32_t pool_rows;
+	uint32_t pool_rows;		  /* rows of unwind_rows; 0 under --unwind fp */
 	char (*vlogs)[VERIFIER_LOG_SIZE]; /* under -vv: each program's verifier statistics */
 };
 
@@ -172,24 +171,38 @@ static int fill_pid_filter(struct sampler *s, const struct sampler_options *o)
 	return 0;
 }
 
-static size_t pool_bytes(const struct sampler *s)
+/* A window of the row pool mapped into the agent: rows [first, first + n). */
+struct pool_window {
+	void *base;
+	size_t len;
+	struct unwind_row *rows;
+};
+
+/* Maps the pages of the row pool that hold rows [first, first + n), so a table is
+ * copied in with memcpy rather than one syscall per row. Only for the copy: the
+ * kernel maps every page of a window at once, so a mapping of the whole pool
+ * would count all of it in the agent's RSS from the start, used or not. */
+static int window_map(struct sampler *s, uint32_t first, uint32_t n, struct pool_window *w)
 {
 	size_t page = (size_t)sysconf(_SC_PAGESIZE);
+	size_t start = (size_t)first * sizeof(struct unwind_row);
+	size_t end = start + (size_t)n * sizeof(struct unwind_row);
+	size_t off = start / page * page;
 
-	return ((size_t)s->pool_rows * sizeof(struct unwind_row) + page - 1) / page * page;
+	if (!s->pool_rows || !n || first > s->pool_rows || n > s->pool_rows - first)
+		return -EINVAL;
+	w->len = (end - off + page - 1) / page * page;
+	w->base = mmap(NULL, w->len, PROT_READ | PROT_WRITE, MAP_SHARED,
+		       bpf_map__fd(s->skel->maps.unwind_rows), (off_t)off);
+	if (w->base == MAP_FAILED)
+		return -errno;
+	w->rows = (struct unwind_row *)((char *)w->base + (start - off));
+	return 0;
 }
 
-/* Maps the row pool into the agent, so tables are copied in with memcpy rather
- * than one syscall per row. */
-static int map_pool(struct sampler *s)
+static void window_unmap(struct pool_window *w)
 {
-	void *p = mmap(NULL, pool_bytes(s), PROT_READ | PROT_WRITE, MAP_SHARED,
-		       bpf_map__fd(s->skel->maps.unwind_rows), 0);
-
-	if (p == MAP_FAILED)
-		return -errno;
-	s->pool = p;
-	return 0;
+	munmap(w->base, w->len);
 }
 
 /* Under -vv: asks the verifier for its statistics of each program (log level 4:
@@ -373,11 +386,8 @@ int sampler__open(const struct sampler_options *o, struct sampler **out)
 	err = fill_pid_filter(s, o);
 	if (err)
 		goto out_free;
-	if (!o->unwind_fp) {
-		err = map_pool(s);
-		if (err)
-			goto out_free;
-	}
+	if (o->unwind_fp)
+		s->pool_rows = 0;
 
 	s->keys = calloc(DRAIN_BATCH, sizeof(*s->keys));
 	s->values = calloc(DRAIN_BATCH, sizeof(*s->values));
@@ -446,8 +456,6 @@ void sampler__free(struct sampler *s)
 	sampler__stop(s);
 	free(s->links);
 	ring_buffer__free(s->events);
-	if (s->pool)
-		munmap(s->pool, pool_bytes(s));
 	profile_bpf__destroy(s->skel);
 	if (s->stats_fd >= 0)
 		close(s->stats_fd);
@@ -697,10 +705,41 @@ int sampler__enable_stats(struct sampler *s)
 	return s->stats_fd < 0 ? s->stats_fd : 0;
 }
 
-struct unwind_row *sampler__unwind_pool(struct sampler *s, uint32_t *nrows)
+uint32_t sampler__unwind_pool_rows(const struct sampler *s)
 {
-	*nrows = s->pool ? s->pool_rows : 0;
-	return s->pool;
+	return s->pool_rows;
+}
+
+int sampler__unwind_write_rows(struct sampler *s, uint32_t first, const struct unwind_row *rows,
+			       uint32_t n)
+{
+	struct pool_window w;
+	int err = window_map(s, first, n, &w);
+
+	if (err)
+		return err;
+	memcpy(w.rows, rows, (size_t)n * sizeof(*rows));
+	window_unmap(&w);
+	return 0;
+}
+
+int sampler__unwind_move_rows(struct sampler *s, uint32_t to, uint32_t from, uint32_t n)
+{
+	struct pool_window src, dst;
+	int err;
+
+	if (to < from ? to + (uint64_t)n > from : from + (uint64_t)n > to)
+		return -EINVAL; /* two mappings: memmove could not see the overlap */
+	err = window_map(s, from, n, &src);
+	if (err)
+		return err;
+	err = window_map(s, to, n, &dst);
+	if (!err) {
+		memcpy(dst.rows, src.rows, (size_t)n * sizeof(*dst.rows));
+		window_unmap(&dst);
+	}
+	window_unmap(&src);
+	return err;
 }
 
 int sampler__unwind_set_file(struct sampler *s, uint32_t id, const struct unwind_file *f)

@@ -111,8 +111,16 @@ int sampler__python_stack(struct sampler *s, uint64_t key, struct py_stack *out)
 int sampler__sync(struct sampler *s);
 
 /* The CFI unwinder's maps (bpf/unwind.h), written by agent/unwind/unwinder.c.
- * The row pool is mapped into the agent: *nrows rows, NULL under unwind_fp. */
-struct unwind_row *sampler__unwind_pool(struct sampler *s, uint32_t *nrows);
+ * The row pool's size in rows (0 under unwind_fp). Rows are written and moved
+ * through a window mapped for the copy alone (the agent's RSS holds the pages
+ * being copied, not the pool): write_rows copies n rows to [first, first + n),
+ * move_rows the pool's rows [from, from + n) to [to, to + n). Both return 0,
+ * -EINVAL for a range outside the pool, n 0, or (move) ranges that overlap, or
+ * mmap's -errno. */
+uint32_t sampler__unwind_pool_rows(const struct sampler *s);
+int sampler__unwind_write_rows(struct sampler *s, uint32_t first, const struct unwind_row *rows,
+			       uint32_t n);
+int sampler__unwind_move_rows(struct sampler *s, uint32_t to, uint32_t from, uint32_t n);
 int sampler__unwind_set_file(struct sampler *s, uint32_t id, const struct unwind_file *f);
 int sampler__unwind_get_file(struct sampler *s, uint32_t id, struct unwind_file *f);
 /* Publishes pid's mappings; p NULL deletes them (0 also when there were none). */

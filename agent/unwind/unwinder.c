@@ -79,7 +79,6 @@ struct unwinder {
 	uint32_t queue[UNWIND_MAX_FILES]; /* file ids to build, a ring */
 	size_t qhead, qlen;
 	struct sampler *s;
-	struct unwind_row *pool;
 	uint32_t pool_rows;
 	struct row_pool *rows;
 	struct ufile *by_key;
@@ -110,14 +109,14 @@ int unwinder__new(struct sampler *s, struct unwinder **out)
 	if (!u)
 		return -ENOMEM;
 	u->s = s;
-	u->pool = sampler__unwind_pool(s, &u->pool_rows);
-	if (!u->pool || u->pool_rows < 2) {
+	u->pool_rows = sampler__unwind_pool_rows(s);
+	if (u->pool_rows < 2) {
 		free(u);
 		return -EINVAL;
 	}
 	/* Row 0: the one-row table of every file walked by frame pointer. */
-	u->pool[0] = (struct unwind_row){ .pc = 0, .kind = UNWIND_NONE };
-	err = row_pool__new(1, u->pool_rows - 1, &u->rows);
+	err = sampler__unwind_write_rows(s, 0, &(struct unwind_row){ .kind = UNWIND_NONE }, 1);
+	err = err ?: row_pool__new(1, u->pool_rows - 1, &u->rows);
 	if (err) {
 		free(u);
 		return err;
@@ -679,7 +678,10 @@ static size_t compact(struct unwinder *u)
 				row_pool__cancel(u->rows, first, f->nrows);
 				continue;
 			}
-			memcpy(&u->pool[first], &u->pool[f->first], f->nrows * sizeof(*u->pool));
+			if (sampler__unwind_move_rows(u->s, first, f->first, f->nrows)) {
+				row_pool__cancel(u->rows, first, f->nrows);
+				continue;
+			}
 			old = f->first;
 			f->first = first;
 			write_descriptor(u, f, 0);
@@ -769,7 +771,13 @@ static int finish_load(struct unwinder *u, struct ufile *f, int err, const struc
 		u->st.failed += err != -E2BIG;
 		return write_descriptor(u, f, 1);
 	}
-	memcpy(&u->pool[first], rows, n * sizeof(*rows));
+	err = sampler__unwind_write_rows(u->s, first, rows, (uint32_t)n);
+	if (err) { /* no window for the copy now (out of memory): asked again later */
+		row_pool__cancel(u->rows, first, (uint32_t)n);
+		f->state = FILE_RETRY;
+		u->st.failed++;
+		return err;
+	}
 	f->first = first;
 	f->nrows = (uint32_t)n;
 	f->pages = pages;
