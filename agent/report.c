@@ -102,12 +102,20 @@ static void print_offcpu(const struct agent_report *r)
 /* The BPF programs' run time (--bpf-stats). */
 static void print_bpf(const struct agent_metrics_snapshot *s)
 {
+	uint64_t samples = s->loss[PROFILE_LOSS_SAMPLES];
+
 	if (!s->bpf_stats)
 		return;
+	/* mean: per run, what /metrics' smolder_agent_bpf_ns_per_sample says; per
+	 * sample taken: the whole run time over the samples the program counted, so
+	 * under --pid the early returns for other processes are charged to the
+	 * profile they were paid for. */
 	if (s->bpf_runs)
-		log_info("smolder: bpf: %llu program runs, %.0f ns mean, %.3f s total",
+		log_info("smolder: bpf: %llu program runs, %.0f ns mean, %.3f s total, %.0f ns "
+			 "per sample taken",
 			 (unsigned long long)s->bpf_runs,
-			 (double)s->bpf_run_ns / (double)s->bpf_runs, (double)s->bpf_run_ns / 1e9);
+			 (double)s->bpf_run_ns / (double)s->bpf_runs, (double)s->bpf_run_ns / 1e9,
+			 samples ? (double)s->bpf_run_ns / (double)samples : 0.0);
 	if (s->offcpu_runs)
 		log_info("smolder: bpf: off-cpu: %llu context switches, %.0f ns mean per switch "
 			 "(both programs), %.3f s total",

@@ -62,7 +62,7 @@ struct summary {
 	unsigned long long sent, duplicates, retries, rejected, dropped, pending;
 	bool has_bpf;
 	unsigned long long bpf_runs;
-	double bpf_mean_ns, bpf_total_s;
+	double bpf_mean_ns, bpf_total_s, bpf_per_sample_ns; /* 0 when the line lacks it */
 };
 
 /* Parses the summary that follows the last "smolder: total:" of text; the total
@@ -98,8 +98,12 @@ static inline void parse_summary(const char *text, struct summary *s)
 				    &s->py_samples, &s->py_no_tstate, &s->py_read_fault,
 				    &s->py_truncated, &s->py_stack_full) == 5;
 	t = strstr(p, "smolder: bpf: ");
-	s->has_bpf = t && sscanf(t, "smolder: bpf: %llu program runs, %lf ns mean, %lf s total",
-				 &s->bpf_runs, &s->bpf_mean_ns, &s->bpf_total_s) == 3;
+	s->has_bpf =
+		t &&
+		sscanf(t,
+		       "smolder: bpf: %llu program runs, %lf ns mean, %lf s total, %lf ns "
+		       "per sample taken",
+		       &s->bpf_runs, &s->bpf_mean_ns, &s->bpf_total_s, &s->bpf_per_sample_ns) >= 3;
 	t = strstr(p, "smolder: collector: ");
 	s->has_collector =
 		t && sscanf(t,

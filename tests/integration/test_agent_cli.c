@@ -743,7 +743,8 @@ static void test_max_stacks(void **state)
 	folded__free(small.parts);
 }
 
-/* --bpf-stats: the summary reports the sampling program's runs and cost. The
+/* --bpf-stats: the summary reports the sampling program's runs and cost, per run
+ * and per sample taken (the total over the samples it counted). The
  * program runs on every CPU's cpu-clock tick, sampled process or not, but an idle
  * CPU's timer sleeps (tickless idle): so the runs lie between one busy CPU's
  * worth (the workload's, frequency x duration) and every CPU's (the machine's
@@ -785,6 +786,10 @@ static void test_bpf_stats(void **state)
 	assert_true(s.samples > 300);
 	assert_true(s.bpf_mean_ns >= 20.0 && s.bpf_mean_ns <= 100000.0);
 	assert_true(fabs(s.bpf_total_s - (double)s.bpf_runs * s.bpf_mean_ns / 1e9) <=
+		    0.0006 + 0.01 * s.bpf_total_s);
+	/* per sample taken: the total over the samples, at least the mean per run */
+	assert_true(s.bpf_per_sample_ns >= s.bpf_mean_ns * 0.99);
+	assert_true(fabs(s.bpf_total_s - (double)s.samples * s.bpf_per_sample_ns / 1e9) <=
 		    0.0006 + 0.01 * s.bpf_total_s);
 	free(text);
 }
