@@ -255,8 +255,9 @@ static void log_verifier_stats(const struct sampler *s, uint64_t load_ns)
 }
 
 /* Benches only: SMOLDER_BPF_SKIP, a comma-separated list of the parts of a sample
- * the program leaves out (enum profile_skip), so that bench/bpf_parts.sh can tell
- * what each part costs. Unknown names are ignored, with a warning. */
+ * the program leaves out (enum profile_skip), so that bench/bpf_cost.sh can tell
+ * what each part costs; "time" leaves nothing out and times each part into the
+ * bench_ns map instead. Unknown names are ignored, with a warning. */
 static uint32_t bench_skip_from_env(void)
 {
 	static const struct {
@@ -267,6 +268,7 @@ static uint32_t bench_skip_from_env(void)
 		{ "ustack", PROFILE_SKIP_USTACK },     { "store", PROFILE_SKIP_STORE },
 		{ "tables", PROFILE_SKIP_TABLES },     { "python", PROFILE_SKIP_PYTHON },
 		{ "announce", PROFILE_SKIP_ANNOUNCE }, { "count", PROFILE_SKIP_COUNT },
+		{ "time", PROFILE_BENCH_TIME },
 	};
 	const char *env = getenv("SMOLDER_BPF_SKIP"), *p;
 	uint32_t bits = 0;
@@ -630,7 +632,12 @@ int sampler__drain(struct sampler *s, sampler_sample_fn cb, void *ctx)
 
 int sampler__python_add(struct sampler *s, uint32_t pid, const struct py_proc *proc)
 {
-	return bpf_map_update_elem(bpf_map__fd(s->skel->maps.py_procs), &pid, proc, BPF_ANY);
+	int err = bpf_map_update_elem(bpf_map__fd(s->skel->maps.py_procs), &pid, proc, BPF_ANY);
+
+	/* The CPUs' proc_cache may say pid is no Python process: no longer trusted. */
+	if (!err)
+		__atomic_fetch_add(&s->skel->bss->procs_gen, 1, __ATOMIC_SEQ_CST);
+	return err;
 }
 
 int sampler__python_remove(struct sampler *s, uint32_t pid)

@@ -8,6 +8,8 @@
 #   BASE=FILE    another smolder binary (e.g. one built from main), measured beside
 #                this tree's as cfi0 and fp0 in every cell and in the start table
 #   PARTS=1      the breakdown instead (below)
+#   TIME=1       the breakdown by timing each part inside the program instead
+#                (below)
 #   KEEP=1       keeps the outputs in a temp dir
 #
 # Samplers, all attached at once to the same workload (so each cell compares them
@@ -54,6 +56,12 @@
 # frame pointers only, so on deep-fp the same frames), python, announce, count,
 # and all of those at once (the fixed cost of a sample), plus --unwind fp whole.
 # A part's cost = whole - without it; the rest = whole - the parts.
+#
+# TIME=1: cfi and fp once each with SMOLDER_BPF_SKIP=time: the program reads
+# bpf_ktime_get_ns() around each part of a sample and adds its time to the
+# bench_ns map (enum profile_part), which the bench reads at the start and end of
+# each cell: per part, ns per sample it took, in the same samples. The clock
+# reads themselves (about 9 pairs a sample) are in the whole, not in the parts.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 secs=${1:-10}
@@ -81,6 +89,12 @@ if [[ -n ${PARTS:-} ]]; then
 		IFS=,
 		echo "${parts[*]}"
 	)
+	bts=()
+elif [[ -n ${TIME:-} ]]; then
+	agents=(cfi fp)
+	bin=([cfi]=$build/smolder [fp]=$build/smolder)
+	unw=([cfi]=cfi [fp]=fp)
+	skip=([cfi]=time [fp]=time)
 	bts=()
 else
 	agents=(cfi fp)
@@ -136,6 +150,35 @@ p = [p for p in json.load(sys.stdin) if p["id"] in ids and p["type"] == "perf_ev
 print(sum(x.get("run_time_ns", 0) for x in p), sum(x.get("run_cnt", 0) for x in p))' $ids
 }
 
+# The bench_ns map of pid $1 (TIME=1), summed over CPUs: one line of
+# enum profile_part's entries.
+bench_parts() {
+	local ids
+	ids=$(grep -hs '^map_id:' /proc/"$1"/fdinfo/* | awk '{ print $2 }' | sort -u)
+	/usr/bin/python3 -c '
+import json, subprocess, sys
+def num(x):
+    if isinstance(x, int):
+        return x
+    return int.from_bytes(bytes(int(y, 16) for y in x), "little")
+for i in sys.argv[1:]:
+    m = json.loads(subprocess.run(["bpftool", "map", "show", "id", i, "-j"],
+                                  capture_output=True, text=True).stdout or "{}")
+    if m.get("name") != "bench_ns":
+        continue
+    d = json.loads(subprocess.run(["bpftool", "map", "dump", "id", i, "-j"],
+                                  capture_output=True, text=True).stdout)
+    v = [0] * len(d)
+    for e in d:
+        f = e.get("formatted", e)
+        for c in f["values"]:
+            v[num(f["key"])] += num(c["value"])
+    print(*v)
+    break
+else:
+    print("0")' $ids
+}
+
 now() { date +%s.%N; }
 
 # Waits up to 30 s for pid $1 (signalled) to exit, then kills it: bpftrace
@@ -182,12 +225,18 @@ sample_all() {
 	sleep 1
 	t0=$(now)
 	for s in "${samplers[@]}"; do b0[$s]=$(bpf_stats "${sp[$s]}"); done
+	if [[ -n ${TIME:-} ]]; then
+		for s in "${agents[@]}"; do bench_parts "${sp[$s]}" >"$tmp/$s.parts0"; done
+	fi
 	sleep "$secs"
 	for s in "${samplers[@]}"; do
 		read -r n1 c1 <<<"$(bpf_stats "${sp[$s]}")"
 		read -r n0 c0 <<<"${b0[$s]}"
 		echo "$((n1 - n0)) $((c1 - c0))" >"$tmp/$s.res"
 	done
+	if [[ -n ${TIME:-} ]]; then
+		for s in "${agents[@]}"; do bench_parts "${sp[$s]}" >"$tmp/$s.parts1"; done
+	fi
 	t1=$(now)
 	# the file's time: when the sampler wrote that it was attached (nothing since)
 	for s in "${agents[@]}"; do life[$s]=$(stat -c %.Y "$tmp/$s.err"); done
@@ -241,6 +290,10 @@ record() {
 					if (s) printf "%.0f", (a - (b - s) * f) / s; else print "nan" }')
 		fi
 		echo "$cell $s $round $per $frames" >>"$tmp/table"
+		if [[ -n ${TIME:-} ]]; then
+			echo "$cell $s $round $(cat "$tmp/$s.parts0") / $(cat "$tmp/$s.parts1")" \
+				>>"$tmp/parts"
+		fi
 	done
 }
 
@@ -306,6 +359,31 @@ for cell, d in rows.items():
     print(f"| {cell} | {whole:,.0f} | {med(d['fp']):,.0f} | "
           + " | ".join(f"{cost[p]:,.0f}" for p in parts) + f" | {fixed:,.0f} | {rest:,.0f} |")
 print("idle (early return), ns: " + ", ".join(f"{s} {med(v):,.0f}" for s, v in rows["idle"].items()))
+EOF
+	exit 0
+fi
+
+if [[ -n ${TIME:-} ]]; then
+	/usr/bin/python3 - "$tmp/parts" <<'EOF'
+import collections, statistics, sys
+names = ["whole", "comm", "kstack", "ustack", "ustore", "python", "announce", "count"]
+rows = collections.OrderedDict()
+for line in open(sys.argv[1]):
+    a, b = line.split(" / ")
+    cell, s, _, *v0 = a.split()
+    v1 = [int(x) for x in b.split()]
+    v0 = [int(x) for x in v0] + [0] * len(v1)
+    d = [y - x for x, y in zip(v0, v1)]
+    if len(d) < len(names) + 1 or d[0] <= 0:
+        continue
+    rows.setdefault((cell, s), []).append([x / d[0] for x in d[1:]] + [d[0]])
+print("ns per sample by part, timed inside the program (median of the rounds); ustack")
+print("includes ustore; samples: samples timed per round")
+print("| cell | agent | " + " | ".join(names) + " | samples |")
+print("| --- | --- |" + " --: |" * (len(names) + 1))
+for (cell, s), v in rows.items():
+    med = [statistics.median(x[i] for x in v) for i in range(len(names) + 1)]
+    print(f"| {cell} | {s} | " + " | ".join(f"{x:,.0f}" for x in med) + " |")
 EOF
 	exit 0
 fi

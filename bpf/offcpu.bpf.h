@@ -92,7 +92,7 @@ static __always_inline void offcpu_complete(void *ctx, struct task_struct *task,
 	void *counts, *stacks, *pystacks;
 	__u64 ns = p->ns, kstack = p->kstack, ip = p->ip, sp = p->sp;
 	__u32 buf = p->buf;
-	bool same;
+	bool same, python;
 
 	bpf_map_delete_elem(&offcpu_pending, &tid);
 	if (active_buf) {
@@ -123,7 +123,7 @@ static __always_inline void offcpu_complete(void *ctx, struct task_struct *task,
 						: record_stack(ctx, stacks, BPF_F_USER_STACK,
 							       PROFILE_LOSS_USTACK_FAULT);
 			if (python_enabled)
-				key.pystack = py_record(task, pid, tid, pystacks);
+				key.pystack = py_record(task, pid, tid, pystacks, &python);
 		} else {
 			count_loss(PROFILE_LOSS_OFFCPU_NO_USER);
 		}

@@ -29,6 +29,9 @@ const volatile __u32 bench_skip = 0;	  /* enum profile_skip: benches only */
 
 /* Flipped by the agent between windows (see profile.h). */
 __u32 active_buf = 0;
+/* Bumped by the agent after it adds a process to py_procs: proc_cache entries of
+ * an older generation are not trusted (profile.h). */
+__u32 procs_gen = 0;
 
 /* Map sizes are placeholders; the agent sets them from its options before load. */
 struct {
@@ -74,6 +77,13 @@ struct {
 } seen_pids SEC(".maps");
 
 struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, PROFILE_PROC_CACHE_SLOTS);
+	__type(key, __u32);
+	__type(value, struct profile_proc_cache);
+} proc_cache SEC(".maps");
+
+struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
 	__uint(max_entries, 256 * 1024);
 } events SEC(".maps");
@@ -93,6 +103,31 @@ struct {
 } sync SEC(".maps") = {
 	.values = { &sync_dummy },
 };
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, PROFILE_PART_NR);
+	__type(key, __u32);
+	__type(value, __u64);
+} bench_ns SEC(".maps");
+
+/* PROFILE_BENCH_TIME (benches only; otherwise removed by the verifier as dead
+ * code): part_begin() before a part, part_end() after it adds its time. */
+static __always_inline __u64 part_begin(void)
+{
+	return bench_skip & PROFILE_BENCH_TIME ? bpf_ktime_get_ns() : 0;
+}
+
+static __always_inline void part_end(__u32 part, __u64 t0)
+{
+	__u64 *v;
+
+	if (!(bench_skip & PROFILE_BENCH_TIME))
+		return;
+	v = bpf_map_lookup_elem(&bench_ns, &part);
+	if (v)
+		*v += part == PROFILE_PART_SAMPLES ? 1 : bpf_ktime_get_ns() - t0;
+}
 
 static __always_inline void count_loss(__u32 which)
 {
@@ -203,15 +238,44 @@ static __always_inline bool wanted(__u32 pid)
 }
 
 /* Announces pid on its first sample, and on its first sample after an exec: a
- * process never sampled costs the agent nothing. */
-static __always_inline void note_process(__u32 pid)
+ * process never sampled costs the agent nothing. Returns whether the agent has
+ * been told of pid's current image (before or now). */
+static __always_inline bool note_process(__u32 pid)
 {
 	__u8 yes = PROFILE_SEEN_ANNOUNCED, *seen;
 
 	seen = bpf_map_lookup_elem(&seen_pids, &pid);
-	if ((!seen || *seen == PROFILE_SEEN_EXECED) &&
-	    announce(seen ? PROFILE_EVENT_EXEC : PROFILE_EVENT_NEW_PROCESS, pid, 0))
-		bpf_map_update_elem(&seen_pids, &pid, &yes, BPF_ANY);
+	if (seen && *seen == PROFILE_SEEN_ANNOUNCED)
+		return true;
+	if (!announce(seen ? PROFILE_EVENT_EXEC : PROFILE_EVENT_NEW_PROCESS, pid, 0))
+		return false;
+	bpf_map_update_elem(&seen_pids, &pid, &yes, BPF_ANY);
+	return true;
+}
+
+/* Whether this CPU's proc_cache says that pid's image (mm) was announced and is
+ * not a known CPython process as of generation gen. */
+static __always_inline bool proc_cached(__u32 pid, __u64 mm, __u32 gen)
+{
+	__u32 i = pid & (PROFILE_PROC_CACHE_SLOTS - 1);
+	struct profile_proc_cache *c = bpf_map_lookup_elem(&proc_cache, &i);
+
+	return c && c->pid == pid && c->mm == mm && c->gen == gen;
+}
+
+/* Records that in this CPU's proc_cache. Looked up again rather than kept from
+ * proc_cached(): a pointer that may be NULL, live across the Python walk, would
+ * make the verifier check the walk twice. */
+static __always_inline void proc_cache_fill(__u32 pid, __u64 mm, __u32 gen)
+{
+	__u32 i = pid & (PROFILE_PROC_CACHE_SLOTS - 1);
+	struct profile_proc_cache *c = bpf_map_lookup_elem(&proc_cache, &i);
+
+	if (!c)
+		return;
+	c->pid = pid;
+	c->gen = gen;
+	c->mm = mm;
 }
 
 /* Adds v to key's value in counts; full_loss counts a key that found no room. */
@@ -241,11 +305,13 @@ static __always_inline void add_count(void *counts, struct profile_key *key, __u
 SEC("perf_event")
 int profile_sample(struct bpf_perf_event_data *ctx)
 {
+	__u64 t_whole = part_begin(), t, mm;
 	__u64 id = bpf_get_current_pid_tgid();
-	__u32 pid = id >> 32, tid = (__u32)id;
+	__u32 pid = id >> 32, tid = (__u32)id, gen;
 	struct task_struct *task;
 	struct profile_key key = {};
 	void *counts, *stacks, *pystacks;
+	bool known, python = false, told = false;
 
 	if (pid == 0 && !include_idle) {
 		count_loss(PROFILE_LOSS_IDLE);
@@ -272,19 +338,31 @@ int profile_sample(struct bpf_perf_event_data *ctx)
 	task = bpf_get_current_task_btf();
 	key.pid = pid;
 	key.tid = tid;
-	if (!(bench_skip & PROFILE_SKIP_COMM))
+	t = part_begin();
+	/* The process's name is its leader's: the current thread's own (a copy of
+	 * 16 bytes) when it is the leader, else read through group_leader. */
+	if (bench_skip & PROFILE_SKIP_COMM)
+		;
+	else if (pid == tid)
+		bpf_get_current_comm(&key.comm, sizeof(key.comm));
+	else
 		BPF_CORE_READ_STR_INTO(&key.comm, task, group_leader, comm);
 	if (thread_names)
 		bpf_get_current_comm(&key.tcomm, sizeof(key.tcomm));
+	part_end(PROFILE_PART_COMM, t);
 
 	/* Kernel part only when the CPU was in kernel mode (CPL 0). The context
 	 * allows only whole 8-byte loads of a register, hence volatile. */
+	t = part_begin();
 	if ((*(volatile __u64 *)&ctx->regs.cs & 3) == 0 && !(bench_skip & PROFILE_SKIP_KSTACK))
 		key.kstack = record_stack(ctx, stacks, 0, PROFILE_LOSS_KSTACK_FAULT);
+	part_end(PROFILE_PART_KSTACK, t);
 
 	/* User part for any task with an address space: not kernel threads, nor a
 	 * task that has already released its memory on the way out (exit_mm). */
-	if (task->mm) {
+	mm = (__u64)task->mm;
+	if (mm) {
+		t = part_begin();
 		if (bench_skip & PROFILE_SKIP_USTACK)
 			;
 		else if (unwind_cfi)
@@ -292,13 +370,29 @@ int profile_sample(struct bpf_perf_event_data *ctx)
 		else
 			key.ustack = record_stack(ctx, stacks, BPF_F_USER_STACK,
 						  PROFILE_LOSS_USTACK_FAULT);
-		if (python_enabled && !(bench_skip & PROFILE_SKIP_PYTHON))
-			key.pystack = py_record(task, pid, tid, pystacks);
-		if (!(bench_skip & PROFILE_SKIP_ANNOUNCE))
-			note_process(pid);
+		part_end(PROFILE_PART_USTACK, t);
+		/* A process already announced and not Python, as this CPU last saw
+		 * it: neither seen_pids nor py_procs is looked up again. (After the
+		 * walk: the verifier then checks only what follows twice.) */
+		gen = procs_gen;
+		known = proc_cached(pid, mm, gen);
+		t = part_begin();
+		if (python_enabled && !known && !(bench_skip & PROFILE_SKIP_PYTHON))
+			key.pystack = py_record(task, pid, tid, pystacks, &python);
+		part_end(PROFILE_PART_PYTHON, t);
+		t = part_begin();
+		if (!known && !(bench_skip & PROFILE_SKIP_ANNOUNCE))
+			told = note_process(pid);
+		part_end(PROFILE_PART_ANNOUNCE, t);
+		if (told && !python)
+			proc_cache_fill(pid, mm, gen);
 	}
+	t = part_begin();
 	if (!(bench_skip & PROFILE_SKIP_COUNT))
 		add_count(counts, &key, 1, PROFILE_LOSS_COUNTS_FULL);
+	part_end(PROFILE_PART_COUNT, t);
+	part_end(PROFILE_PART_WHOLE, t_whole);
+	part_end(PROFILE_PART_SAMPLES, 0);
 	return 0;
 }
 

@@ -160,6 +160,23 @@ struct profile_offcpu_pending {
 	__u32 pad;
 };
 
+/* proc_cache: per CPU, slot pid % PROFILE_PROC_CACHE_SLOTS remembers the last
+ * process sampled there that note_process() found announced and py_procs did not
+ * hold, so that its next samples on that CPU look up neither map. The process is
+ * known by pid and mm_struct address: an exec gets a new mm while the old one
+ * still exists, so never the same address (and the next sample announces the
+ * exec), and a new process reusing the pid would need the same mm address as
+ * well while the slot still holds the old one. gen: the .bss `procs_gen` when
+ * filled; the agent bumps it after adding to py_procs, so a process found to be
+ * Python since is looked up again. Python processes are never cached. */
+#define PROFILE_PROC_CACHE_SLOTS 64 /* power of 2: 1 KiB per CPU */
+
+struct profile_proc_cache {
+	__u64 mm;  /* task->mm of the process when cached; 0: empty */
+	__u32 pid; /* tgid */
+	__u32 gen; /* procs_gen when cached */
+};
+
 /* Values of seen_pids. */
 enum profile_seen {
 	PROFILE_SEEN_ANNOUNCED = 1, /* announced since its last exec */
@@ -186,6 +203,23 @@ enum profile_skip {
 	PROFILE_SKIP_PYTHON = 1 << 5,	/* Python detection and walk */
 	PROFILE_SKIP_ANNOUNCE = 1 << 6, /* note_process: the seen_pids lookup */
 	PROFILE_SKIP_COUNT = 1 << 7,	/* adding the sample to the counts map */
+	PROFILE_BENCH_TIME = 1 << 8,	/* no part left out: each part timed into bench_ns */
+};
+
+/* Entries of the PERCPU_ARRAY bench_ns (__u64 ns), written only under
+ * PROFILE_BENCH_TIME: the time of each part of the samples the program took (not
+ * its early returns), by bpf_ktime_get_ns() around the part, and how many. */
+enum profile_part {
+	PROFILE_PART_SAMPLES = 0, /* samples timed */
+	PROFILE_PART_WHOLE,	  /* the whole run, from the first test to the count */
+	PROFILE_PART_COMM,	  /* the process's name */
+	PROFILE_PART_KSTACK,	  /* the kernel stack, read and stored */
+	PROFILE_PART_USTACK,	  /* the user stack, walked and stored */
+	PROFILE_PART_USTORE,	  /* of which storing it: hash, lookup, insert */
+	PROFILE_PART_PYTHON,	  /* Python detection and walk */
+	PROFILE_PART_ANNOUNCE,	  /* note_process */
+	PROFILE_PART_COUNT,	  /* the counts map */
+	PROFILE_PART_NR,
 };
 
 struct profile_event {
@@ -198,6 +232,8 @@ struct profile_event {
 _Static_assert(sizeof(struct profile_key) == 64, "profile_key layout");
 _Static_assert(sizeof(struct profile_stack) == 1024, "profile_stack layout");
 _Static_assert(sizeof(struct profile_event) == 16, "profile_event layout");
+_Static_assert(sizeof(struct profile_proc_cache) == 16, "profile_proc_cache layout");
+_Static_assert((PROFILE_PROC_CACHE_SLOTS & (PROFILE_PROC_CACHE_SLOTS - 1)) == 0, "power of 2");
 /* The agent names every counter in its batches (agent.c's loss_names): a new one
  * needs a name there. */
 _Static_assert(sizeof(struct profile_offcpu_pending) == 40, "profile_offcpu_pending layout");

@@ -228,9 +228,10 @@ static __always_inline __u64 py_hash(const struct py_stack *st)
 }
 
 /* Walks the Python stack of the current thread of a known CPython process and
- * returns its key in pystacks, or 0 (not Python, no frames, or not recordable). */
+ * returns its key in pystacks, or 0 (not Python, no frames, or not recordable).
+ * *python: whether pid is a known CPython process. */
 static __always_inline __u64 py_record(struct task_struct *task, __u32 pid, __u32 tid,
-				       void *pystacks)
+				       void *pystacks, bool *python)
 {
 	const struct py_proc *proc = bpf_map_lookup_elem(&py_procs, &pid);
 	struct py_walk w;
@@ -239,6 +240,7 @@ static __always_inline __u64 py_record(struct task_struct *task, __u32 pid, __u3
 	__u64 tstate, top, key;
 	long err;
 
+	*python = proc != NULL;
 	if (!proc)
 		return 0;
 	count_loss(PROFILE_LOSS_PY_SAMPLES);

@@ -380,6 +380,7 @@ static __always_inline __u64 unwind_walk_store(struct unwind_loop *l, void *stac
 	struct unwind_walk *w = &l->w;
 	struct profile_stack *st;
 	__u32 zero = 0, pid = w->pid;
+	__u64 t, key;
 
 	st = bpf_map_lookup_elem(&scratch, &zero);
 	if (!st)
@@ -403,7 +404,10 @@ static __always_inline __u64 unwind_walk_store(struct unwind_loop *l, void *stac
 	count_losses(PROFILE_LOSS_UNWIND_FP_FRAMES, w->fp_frames);
 	st->depth = w->depth;
 	st->flags = w->flags;
-	return store_stack(stacks, st);
+	t = part_begin();
+	key = store_stack(stacks, st);
+	part_end(PROFILE_PART_USTORE, t);
+	return key;
 }
 
 /* Walks the user stack of the sampled task into the scratch stack and stores it
