@@ -19,6 +19,11 @@
  *                     `filter_pids` is set.
  *   seen_pids         LRU_HASH  __u32 tgid -> __u8 enum profile_seen: processes
  *                     already announced, or marked by an exec for announcing again.
+ *   proc_cache        PERCPU_ARRAY  struct profile_proc_cache, PROFILE_PROC_CACHE_SLOTS
+ *                     per CPU: processes this CPU saw announced and not Python, so
+ *                     their next samples skip seen_pids and py_procs (below).
+ *   bench_ns          PERCPU_ARRAY  __u64 per enum profile_part, written only
+ *                     under the bench switch PROFILE_BENCH_TIME.
  *   events            RINGBUF  struct profile_event: "new process" (first sample)
  *                     and "exec" (first sample after an exec), so the agent reads
  *                     /proc/PID/maps of every sampled image while the process
