@@ -141,7 +141,8 @@ await() {
 # "run_time_ns run_cnt" summed over the perf_event programs pid $1 holds.
 bpf_stats() {
 	local ids
-	ids=$(grep -hs '^prog_id:' /proc/"$1"/fdinfo/* | awk '{ print $2 }' | sort -u)
+	# || true: grep says 2 when a descriptor closed between the glob and its read
+	ids=$(grep -hs '^prog_id:' /proc/"$1"/fdinfo/* | awk '{ print $2 }' | sort -u || true)
 	[[ -z $ids ]] && { echo "0 0"; return; }
 	bpftool prog show -j | /usr/bin/python3 -c '
 import json, sys
@@ -154,7 +155,7 @@ print(sum(x.get("run_time_ns", 0) for x in p), sum(x.get("run_cnt", 0) for x in 
 # enum profile_part's entries.
 bench_parts() {
 	local ids
-	ids=$(grep -hs '^map_id:' /proc/"$1"/fdinfo/* | awk '{ print $2 }' | sort -u)
+	ids=$(grep -hs '^map_id:' /proc/"$1"/fdinfo/* | awk '{ print $2 }' | sort -u || true)
 	/usr/bin/python3 -c '
 import json, subprocess, sys
 def num(x):
