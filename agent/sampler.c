@@ -171,11 +171,6 @@ static int fill_pid_filter(struct sampler *s, const struct sampler_options *o)
 	return 0;
 }
 
-/* Rows copied through one window at most: the pages of a window are in the
- * agent's RSS while it is mapped, so a big table (a million rows) is copied 512
- * KiB at a time rather than with 8 MB more at the peak. */
-#define POOL_WINDOW_ROWS (64u * 1024)
-
 /* A window of the row pool mapped into the agent: rows [first, first + n). */
 struct pool_window {
 	void *base;
@@ -726,42 +721,31 @@ int sampler__unwind_write_rows(struct sampler *s, uint32_t first, const struct u
 			       uint32_t n)
 {
 	struct pool_window w;
-	uint32_t done, k;
-	int err;
+	int err = window_map(s, first, n, &w);
 
-	if (!n)
-		return -EINVAL;
-	for (done = 0; done < n; done += k) {
-		k = n - done < POOL_WINDOW_ROWS ? n - done : POOL_WINDOW_ROWS;
-		err = window_map(s, first + done, k, &w);
-		if (err)
-			return err;
-		memcpy(w.rows, rows + done, (size_t)k * sizeof(*rows));
-		window_unmap(&w);
-	}
+	if (err)
+		return err;
+	memcpy(w.rows, rows, (size_t)n * sizeof(*rows));
+	window_unmap(&w);
 	return 0;
 }
 
 int sampler__unwind_move_rows(struct sampler *s, uint32_t to, uint32_t from, uint32_t n)
 {
 	struct pool_window src, dst;
-	uint32_t done, k;
-	int err = 0;
+	int err;
 
-	if (!n || (to < from ? to + (uint64_t)n > from : from + (uint64_t)n > to))
+	if (to < from ? to + (uint64_t)n > from : from + (uint64_t)n > to)
 		return -EINVAL; /* two mappings: memmove could not see the overlap */
-	for (done = 0; done < n && !err; done += k) {
-		k = n - done < POOL_WINDOW_ROWS ? n - done : POOL_WINDOW_ROWS;
-		err = window_map(s, from + done, k, &src);
-		if (err)
-			break;
-		err = window_map(s, to + done, k, &dst);
-		if (!err) {
-			memcpy(dst.rows, src.rows, (size_t)k * sizeof(*dst.rows));
-			window_unmap(&dst);
-		}
-		window_unmap(&src);
+	err = window_map(s, from, n, &src);
+	if (err)
+		return err;
+	err = window_map(s, to, n, &dst);
+	if (!err) {
+		memcpy(dst.rows, src.rows, (size_t)n * sizeof(*dst.rows));
+		window_unmap(&dst);
 	}
+	window_unmap(&src);
 	return err;
 }
 

@@ -112,8 +112,8 @@ int sampler__sync(struct sampler *s);
 
 /* The CFI unwinder's maps (bpf/unwind.h), written by agent/unwind/unwinder.c.
  * The row pool's size in rows (0 under unwind_fp). Rows are written and moved
- * through windows of at most 512 KiB mapped for the copy alone (the agent's RSS
- * holds the pages being copied, not the pool): write_rows copies n rows to [first, first + n),
+ * through a window mapped for the copy alone (the agent's RSS holds the pages
+ * being copied, not the pool): write_rows copies n rows to [first, first + n),
  * move_rows the pool's rows [from, from + n) to [to, to + n). Both return 0,
  * -EINVAL for a range outside the pool, n 0, or (move) ranges that overlap, or
  * mmap's -errno. */
