@@ -1,9 +1,15 @@
 /* The pieces of a Pyroscope push (POST /ingest, collector/pyroscope.c) that come
  * from the client as text: the application name with its labels
  * ("app.cpu{k=v,...}"), the from and until times, the multipart/form-data body
- * and its boundary, the sample_type_config JSON, and a gzip body. Pure and held
- * to caps on every count and size (fuzz/fuzz_pushreq.c); 0/-errno with a one-line
- * reason. */
+ * and its boundary, the sample_type_config JSON, a Basic Authorization and a
+ * gzip body. Pure and held to caps on every count and size
+ * (fuzz/fuzz_pushreq.c); 0/-errno with a one-line reason. One header for the
+ * pieces, a section each:
+ *   pushreq_name.c   the name grammar and its labels
+ *   pushreq_time.c   from, until and the window
+ *   pushreq_form.c   multipart/form-data and sample_type_config
+ *   pushreq_auth.c   HTTP Basic's password
+ *   pushreq_gzip.c   a gzip body inflated under a cap */
 #ifndef SMOLDER_COLLECTOR_PUSHREQ_H
 #define SMOLDER_COLLECTOR_PUSHREQ_H
 
@@ -13,18 +19,11 @@
 
 #include "wire/push.h"
 
+/* ---- pushreq_name.c: the name ---------------------------------------------- */
+
 /* The application name's length: Pyroscope's names are short ("checkout",
  * "team/service"); 256 bytes is room for any and keeps the root frame short. */
 #define PUSHREQ_MAX_SERVICE 256
-/* The longest window a push may cover: the agent's longest window (--window) is
- * an hour, and SDKs flush every 10 to 60 s. */
-#define PUSHREQ_MAX_WINDOW_SECONDS 3600
-/* Parts of a multipart body: the SDKs send 1 to 3. */
-#define PUSHREQ_MAX_PARTS 16
-/* A part's header block: a Content-Disposition and a Content-Type are 200 bytes. */
-#define PUSHREQ_MAX_PART_HEADERS 4096
-/* sample_type_config: a few hundred bytes from every SDK. */
-#define PUSHREQ_MAX_CONFIG 65536
 
 /* The application name and labels of name=. The strings point into buf. */
 struct pushreq_name {
@@ -51,6 +50,12 @@ struct pushreq_name {
 int pushreq_name__parse(const char *name, struct pushreq_name *out, char *why, size_t whylen);
 void pushreq_name__free(struct pushreq_name *n);
 
+/* ---- pushreq_time.c: times ------------------------------------------------- */
+
+/* The longest window a push may cover: the agent's longest window (--window) is
+ * an hour, and SDKs flush every 10 to 60 s. */
+#define PUSHREQ_MAX_WINDOW_SECONDS 3600
+
 /* A from or until value in unix nanoseconds: digits, read by magnitude as
  * seconds (below 1e11), milliseconds (below 1e14), microseconds (below 1e17) or
  * nanoseconds (the SDKs send each); "now" or NULL/"" is now_ns. Returns 0 or
@@ -62,6 +67,15 @@ int pushreq_time(const char *s, int64_t now_ns, int64_t *out_ns);
  * from, or longer than PUSHREQ_MAX_WINDOW_SECONDS) with the reason. */
 int pushreq_window(int64_t from_ns, int64_t until_ns, int64_t *start, uint32_t *seconds, char *why,
 		   size_t whylen);
+
+/* ---- pushreq_form.c: the form ---------------------------------------------- */
+
+/* Parts of a multipart body: the SDKs send 1 to 3. */
+#define PUSHREQ_MAX_PARTS 16
+/* A part's header block: a Content-Disposition and a Content-Type are 200 bytes. */
+#define PUSHREQ_MAX_PART_HEADERS 4096
+/* sample_type_config: a few hundred bytes from every SDK. */
+#define PUSHREQ_MAX_CONFIG 65536
 
 /* The boundary of a "multipart/form-data; boundary=B" Content-Type (quoted or
  * not; 1 to 70 bytes, RFC 2046) into out (71 bytes). Returns 0 or -EINVAL. */
@@ -94,11 +108,15 @@ int pushreq_multipart(const char *body, size_t len, const char *boundary, struct
 int pushreq_sample_type_config(const char *json, size_t len, struct push_display *out, size_t *n,
 			       char *why, size_t whylen);
 
+/* ---- pushreq_auth.c: Basic ------------------------------------------------- */
+
 /* The password of an HTTP Basic Authorization value ("Basic BASE64(user:pass)",
  * the scheme case-insensitive) into out (outlen bytes, NUL-terminated); the user
  * is not read. Returns 0, or -EINVAL (not Basic, not base64, no ':', a NUL in it,
  * or longer than outlen - 1). */
 int pushreq_basic_password(const char *authorization, char *out, size_t outlen);
+
+/* ---- pushreq_gzip.c: gzip -------------------------------------------------- */
 
 /* Whether p starts with gzip's magic (1f 8b). */
 bool pushreq_is_gzip(const void *p, size_t len);
