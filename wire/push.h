@@ -43,6 +43,11 @@
  * pprof string labels, except keys already given, keys starting with "__", empty
  * values and the per-request ids span_id, span_name, trace_id and profile_id
  * (one label set per request would flood the store); numeric labels are left out.
+ *
+ * The pieces: wire/push.c the batches and push_result; wire/push_unpack.c the
+ * pprof's prescan, capped unpack, ids and checks; wire/push_pprof.c a checked
+ * pprof's samples to stacks and labels; wire/push_map.c the sample type and name
+ * suffix tables; wire/push_folded.c folded text; wire/push_int.h what they share.
  */
 #ifndef SMOLDER_WIRE_PUSH_H
 #define SMOLDER_WIRE_PUSH_H
