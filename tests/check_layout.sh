@@ -11,6 +11,10 @@
 #     the contracts, are pieces of their own);
 #   - only cli/ parses argv;
 #   - the folded frame grammar has one parser and one printer (common/frame.c).
+#   - a pprof (profile.pb-c.h) is read by wire/push_unpack.[ch] and
+#     wire/push_pprof.c alone and written by query/render_pprof.c alone, and the
+#     push conversion's shared internals (wire/push_int.h, wire/push_unpack.h) are
+#     included by wire/push*.c alone.
 # Prints each violation and exits 1 if there is any.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -136,6 +140,17 @@ while read -r hit; do
 	fail "frame text made or read outside common/frame.c: $hit"
 done < <(grep -rnE '"_\[k\]"|"_\[j\]"|" \(%s:%|" \("|:%u\)"|:%d\)"' --include='*.c' --include='*.h' \
 	"${dirs[@]}" 2>/dev/null | grep -v '^common/frame\.[ch]:' | grep -v '^\S*:[0-9]*:\s*/\?\*')
+
+while read -r f; do
+	case $f in
+	wire/push_unpack.[ch] | wire/push_pprof.c | query/render_pprof.c) ;;
+	*) fail "$f includes profile.pb-c.h (a pprof is read in wire/push_unpack.c and wire/push_pprof.c, written in query/render_pprof.c)" ;;
+	esac
+done < <(grep -rlE '^#include "profile\.pb-c\.h"' --include='*.c' --include='*.h' "${dirs[@]}" 2>/dev/null)
+while read -r f; do
+	[[ $f == wire/push*.[ch] ]] || fail "$f includes the push conversion's internals (only wire/push*.c may)"
+done < <(grep -rlE '^#include "wire/push_(int|unpack)\.h"' --include='*.c' --include='*.h' "${dirs[@]}" \
+	fuzz tests bench 2>/dev/null)
 
 if ((bad)); then
 	exit 1
