@@ -10,7 +10,7 @@
 #include <zstd.h>
 
 #include "store/block.h"
-#include "store/varint.h"
+#include "common/varint.h"
 
 #define HEADER_MAX (2 + 4 + 9) /* version, flags, count varint, total varint */
 

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "common/reason.h"
+#include "common/varint.h"
 #include "wire/push.h"
 
 /* Chunks of protobuf-c's arena: the first small (an SDK's push unpacks into tens
@@ -82,23 +83,6 @@ static void arena_release(struct push_arena *a)
 
 /* ---- prescan: the top-level lists' counts from the bytes --------------------- */
 
-static int read_varint(const uint8_t **p, const uint8_t *end, uint64_t *v)
-{
-	uint64_t r = 0;
-	unsigned shift;
-
-	for (shift = 0; shift < 64 && *p < end; shift += 7) {
-		uint8_t b = *(*p)++;
-
-		r |= (uint64_t)(b & 0x7f) << shift;
-		if (!(b & 0x80)) {
-			*v = r;
-			return 0;
-		}
-	}
-	return -EINVAL;
-}
-
 /* Counts fields 1..6 of a Profile (sample types, samples, mappings, locations,
  * functions, strings) and refuses a count over its cap or bytes that do not
  * parse as protobuf fields. */
@@ -121,11 +105,11 @@ static int prescan(const uint8_t *p, size_t n, char *why, size_t whylen)
 	unsigned i;
 
 	while (p < end) {
-		if (read_varint(&p, end, &key))
+		if (!get_varint(&p, end, &key))
 			return reason_fail(why, whylen, -EINVAL, "malformed pprof: bad field key");
 		switch (key & 7) {
 		case 0:
-			if (read_varint(&p, end, &v))
+			if (!get_varint(&p, end, &v))
 				return reason_fail(why, whylen, -EINVAL,
 						   "malformed pprof: bad varint");
 			break;
@@ -136,7 +120,7 @@ static int prescan(const uint8_t *p, size_t n, char *why, size_t whylen)
 			p += 8;
 			break;
 		case 2:
-			if (read_varint(&p, end, &v) || v > (uint64_t)(end - p))
+			if (!get_varint(&p, end, &v) || v > (uint64_t)(end - p))
 				return reason_fail(why, whylen, -EINVAL,
 						   "malformed pprof: a length past the end");
 			p += v;

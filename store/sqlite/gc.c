@@ -18,7 +18,7 @@
 #include "store/sqlite/gc.h"
 #include "store/plan.h"
 #include "store/sqlite/db.h"
-#include "store/varint.h"
+#include "common/varint.h"
 
 /* Rows deleted per step (transaction) at most, whatever maintenance's budget, so a
  * call collects at most 4 x 64 rows: a stack costs a read of its blob and one

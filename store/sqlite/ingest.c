@@ -40,7 +40,7 @@
 #include "store/sqlite/db.h"
 #include "store/sqlite/gc.h"
 #include "store/sqlite/tiers.h"
-#include "store/varint.h"
+#include "common/varint.h"
 
 /* This file's cached statements (store_slot_stmt), from SLOT_INGEST. */
 enum {

@@ -44,7 +44,7 @@
 #include "store/sqlite/db.h"
 #include "store/sqlite/select.h"
 #include "store/sqlite/tiers.h"
-#include "store/varint.h"
+#include "common/varint.h"
 
 /* The read cache's memory cap: 64 MiB. A day of the busy host (bench mix) holds
  * about 89 k distinct stacks of about 25 frames, some 20 MiB of stack entries and

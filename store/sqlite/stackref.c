@@ -32,7 +32,7 @@
 #include "wire/stackid.h"
 #include "store/sqlite/stackref.h"
 #include "store/sqlite/db.h"
-#include "store/varint.h"
+#include "common/varint.h"
 
 /* last_used is written only when it is this much older than now: an id named by
  * every window costs one write an hour, not one a batch, and the GC may keep an

@@ -14,7 +14,7 @@
 #include <stdlib.h>
 
 #include "store/block.h"
-#include "store/varint.h"
+#include "common/varint.h"
 
 static int64_t dc_int(sqlite3 *db, const char *sql)
 {

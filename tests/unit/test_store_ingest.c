@@ -33,7 +33,7 @@
 #include "store/block.h"
 #include "store/intern.h"
 #include "store/sqlite/db.h"
-#include "store/varint.h"
+#include "common/varint.h"
 
 #define T0 (INT64_C(1700000000) / 3600 * 3600) /* an hour's start */
 

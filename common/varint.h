@@ -1,10 +1,11 @@
-/* The unsigned LEB128 varints of the store's encodings: the block codec's
- * (store/block.c), the SQLite store's stack and label set blobs
- * (schema/sqlite/001_init.sql) and the ClickHouse store's content ids' inputs.
+/* Unsigned LEB128 varints: the store's encodings' (the block codec's,
+ * store/block.c; the SQLite store's stack and label set blobs,
+ * schema/sqlite/001_init.sql; the ClickHouse store's content ids' inputs) and
+ * protobuf's, read by the prescan of a pushed pprof (wire/push_unpack.c).
  * Header only.
  */
-#ifndef SMOLDER_STORE_VARINT_H
-#define SMOLDER_STORE_VARINT_H
+#ifndef SMOLDER_COMMON_VARINT_H
+#define SMOLDER_COMMON_VARINT_H
 
 #include <stdbool.h>
 #include <stddef.h>
