@@ -1,15 +1,14 @@
 /* The pieces of a Pyroscope push (POST /ingest, collector/pyroscope.c) that come
  * from the client as text: the application name with its labels
  * ("app.cpu{k=v,...}"), the from and until times, the multipart/form-data body
- * and its boundary, the sample_type_config JSON, a Basic Authorization and a
- * gzip body. Pure and held to caps on every count and size
- * (fuzz/fuzz_pushreq.c); 0/-errno with a one-line reason. One header for the
- * pieces, a section each:
+ * and its boundary, the sample_type_config JSON and a Basic Authorization (a
+ * gzip body is collector/gzip.h's). Pure and held to caps on every count and
+ * size (fuzz/fuzz_pushreq.c); 0/-errno with a one-line reason. One header for
+ * the pieces, a section each:
  *   pushreq_name.c   the name grammar and its labels
  *   pushreq_time.c   from, until and the window
  *   pushreq_form.c   multipart/form-data and sample_type_config
- *   pushreq_auth.c   HTTP Basic's password
- *   pushreq_gzip.c   a gzip body inflated under a cap */
+ *   pushreq_auth.c   HTTP Basic's password */
 #ifndef SMOLDER_COLLECTOR_PUSHREQ_H
 #define SMOLDER_COLLECTOR_PUSHREQ_H
 
@@ -115,18 +114,5 @@ int pushreq_sample_type_config(const char *json, size_t len, struct push_display
  * is not read. Returns 0, or -EINVAL (not Basic, not base64, no ':', a NUL in it,
  * or longer than outlen - 1). */
 int pushreq_basic_password(const char *authorization, char *out, size_t outlen);
-
-/* ---- pushreq_gzip.c: gzip -------------------------------------------------- */
-
-/* Whether p starts with gzip's magic (1f 8b). */
-bool pushreq_is_gzip(const void *p, size_t len);
-
-/* Inflates a gzip body (one member or several) into *out (malloc'd, the caller
- * frees), never allocating past max bytes: more output than that is -E2BIG
- * ("decompressed body over N MiB") before anything past the cap is kept.
- * Returns 0, -E2BIG, -EINVAL (not gzip, corrupt, truncated) or -ENOMEM, with the
- * reason in why; *out written only on success. */
-int pushreq_gunzip(const void *in, size_t len, size_t max, void **out, size_t *outlen, char *why,
-		   size_t whylen);
 
 #endif

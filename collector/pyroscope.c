@@ -18,6 +18,7 @@
 #include <time.h>
 
 #include "collector/http.h"
+#include "collector/gzip.h"
 #include "collector/pushreq.h"
 #include "common/reason.h"
 #include "wire/push.h"
@@ -191,10 +192,10 @@ static int profile_bytes(struct collector *c, struct MHD_Connection *conn, const
 		*pb = form.profile.data;
 		*plen = form.profile.len;
 	}
-	if (pushreq_is_gzip(*pb, *plen)) {
+	if (gzip__has_magic(*pb, *plen)) {
 		size_t n;
 
-		err = pushreq_gunzip(*pb, *plen, c->opts.max_decompressed, owned, &n, why, whylen);
+		err = gzip__inflate(*pb, *plen, c->opts.max_decompressed, owned, &n, why, whylen);
 		if (err)
 			return err;
 		*pb = *owned;
@@ -271,8 +272,8 @@ enum MHD_Result pyroscope_handle(struct collector *c, struct MHD_Connection *con
 	snprintf(agent_id, sizeof(agent_id), "pyroscope/%s", name.service);
 	m.agent_id = agent_id;
 	if (ce && !strcasecmp(ce, "gzip")) {
-		err = pushreq_gunzip(body, len, c->opts.max_decompressed, &inflated, &len, why,
-				     sizeof(why));
+		err = gzip__inflate(body, len, c->opts.max_decompressed, &inflated, &len, why,
+				    sizeof(why));
 		if (err) {
 			ret = refuse(c, conn, err, why);
 			goto out_name;

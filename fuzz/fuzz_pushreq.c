@@ -1,16 +1,15 @@
-/* Fuzz target: the text pieces of a Pyroscope push (collector/pushreq.h), all
- * of them the client's: the same bytes are read as an application name with
- * labels, a from/until time, a Content-Type's boundary, a multipart body (at the
- * boundary "XyZ" and at the one its first line names), a sample_type_config, an
- * Authorization value and a gzip body. A parsed name keeps its documented form
- * (a service of the allowed characters, unique keys, no "__" key, at most
- * BATCH_MAX_LABELS labels); every part lies inside the body; inflated bytes
- * never pass the cap. Built by `make fuzz` (libFuzzer); seeds in
- * fuzz/seeds/pushreq/. */
+/* Fuzz target: the text pieces of a Pyroscope push (collector/pushreq.h) and its
+ * gzip body (collector/gzip.h), all of them the client's: the same bytes are read as an application
+ * name with labels, a from/until time, a Content-Type's boundary, a multipart body (at the boundary
+ * "XyZ" and at the one its first line names), a sample_type_config, an Authorization value and a
+ * gzip body. A parsed name keeps its documented form (a service of the allowed characters, unique
+ * keys, no "__" key, at most BATCH_MAX_LABELS labels); every part lies inside the body; inflated
+ * bytes never pass the cap. Built by `make fuzz` (libFuzzer); seeds in fuzz/seeds/pushreq/. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "collector/gzip.h"
 #include "collector/pushreq.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -89,7 +88,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		abort();
 	if (!pushreq_basic_password(s, pass, sizeof(pass)) && strlen(pass) >= sizeof(pass))
 		abort();
-	if (!pushreq_gunzip(data, size, 1u << 20, &out, &outlen, why, sizeof(why))) {
+	if (!gzip__inflate(data, size, 1u << 20, &out, &outlen, why, sizeof(why))) {
 		if (outlen > (1u << 20))
 			abort();
 		free(out);

@@ -1,8 +1,8 @@
 /* Unit tests for the pieces of a Pyroscope push: the sample type mapping
- * (wire/push.c), the name grammar, times and windows, the multipart splitter, the
- * sample_type_config reader, Basic's password and the capped gunzip
- * (collector/pushreq.c), each with the refusals their callers rely on; and folded
- * text to a batch, with its caps. */
+ * (wire/push_map.c), the name grammar, times and windows, the multipart splitter,
+ * the sample_type_config reader and Basic's password (collector/pushreq_*.c) and
+ * the capped gunzip (collector/gzip.c), each with the refusals their callers rely
+ * on; and folded text to a batch, with its caps (wire/push_folded.c). */
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -15,6 +15,7 @@
 #include <cmocka.h>
 #include <zlib.h>
 
+#include "collector/gzip.h"
 #include "collector/pushreq.h"
 #include "profile.pb-c.h"
 #include "wire/push.h"
@@ -352,17 +353,16 @@ static void test_gunzip(void **state)
 	memset(in, 'x', 1u << 20);
 	len = 1u << 20;
 	g = gz(in, len, &glen);
-	assert_int_equal(pushreq_gunzip(g, glen, len, &out, &outlen, why, sizeof(why)), 0);
+	assert_int_equal(gzip__inflate(g, glen, len, &out, &outlen, why, sizeof(why)), 0);
 	assert_int_equal(outlen, len);
 	assert_memory_equal(out, in, len);
 	free(out);
-	assert_int_equal(pushreq_gunzip(g, glen, len - 1, &out, &outlen, why, sizeof(why)), -E2BIG);
+	assert_int_equal(gzip__inflate(g, glen, len - 1, &out, &outlen, why, sizeof(why)), -E2BIG);
 	assert_non_null(strstr(why, "decompressed body over"));
-	assert_int_equal(pushreq_gunzip(g, glen - 9, len, &out, &outlen, why, sizeof(why)),
-			 -EINVAL);
+	assert_int_equal(gzip__inflate(g, glen - 9, len, &out, &outlen, why, sizeof(why)), -EINVAL);
 	((unsigned char *)g)[glen - 6] ^= 0x55; /* the CRC */
-	assert_int_not_equal(pushreq_gunzip(g, glen, len, &out, &outlen, why, sizeof(why)), 0);
-	assert_int_equal(pushreq_gunzip("xx", 2, len, &out, &outlen, why, sizeof(why)), -EINVAL);
+	assert_int_not_equal(gzip__inflate(g, glen, len, &out, &outlen, why, sizeof(why)), 0);
+	assert_int_equal(gzip__inflate("xx", 2, len, &out, &outlen, why, sizeof(why)), -EINVAL);
 	free(g);
 	free(in);
 }
