@@ -17,6 +17,7 @@
  */
 #include "wire/wire.h"
 #include "common/reason.h"
+#include "common/varint.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -440,20 +441,14 @@ out_free:
 
 /* ---- decode: protobuf ------------------------------------------------------- */
 
+/* One varint from the n bytes at *p, both moved past it. */
 static bool read_varint(const uint8_t **p, size_t *n, uint64_t *v)
 {
-	unsigned shift;
+	const uint8_t *start = *p;
+	bool ok = get_varint(p, start + *n, v);
 
-	*v = 0;
-	for (shift = 0; shift < 64 && *n; shift += 7) {
-		uint8_t c = *(*p)++;
-
-		(*n)--;
-		*v |= (uint64_t)(c & 0x7f) << shift;
-		if (!(c & 0x80))
-			return true;
-	}
-	return false;
+	*n -= (size_t)(*p - start);
+	return ok;
 }
 
 /* protobuf-c's allocator: a bump arena of cap bytes, freed whole after the
