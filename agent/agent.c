@@ -883,12 +883,13 @@ int agent_run(const struct agent_options *o)
 		goto out;
 	}
 	start = now_ns();
-	deadline = o->duration_sec ? start + (uint64_t)o->duration_sec * 1000000000ull : UINT64_MAX;
-	err = drainer__start(a.sampler, window_ns, a.sampling_since, a.pending, &a.drainer);
+	err = drainer__start(a.sampler, window_ns, a.sampling_since,
+			     (uint64_t)o->duration_sec * 1000000000ull, a.pending, &a.drainer);
 	if (err) {
 		log_error("agent: failed to start the window thread: %s", strerror(-err));
 		goto out;
 	}
+	deadline = drainer__deadline(a.drainer);
 	log_info("smolder: sampling %s at %u Hz on %u CPUs, %u s windows%s",
 		 o->npids ? "the given processes" : "every process", o->frequency,
 		 sampler__ncpus(a.sampler), o->window_sec, o->off_cpu ? ", off-CPU waits too" : "");

@@ -18,6 +18,7 @@ struct drainer {
 	uint64_t window_ns;
 	uint64_t last_real_ns; /* CLOCK_REALTIME of the last drain (or the start) */
 	uint64_t first_ns;     /* CLOCK_MONOTONIC of the first boundary */
+	uint64_t end_ns;       /* CLOCK_MONOTONIC of the run's end; UINT64_MAX: none */
 	pthread_t thread;
 	pthread_mutex_t lock;
 	pthread_cond_t cond;
@@ -65,6 +66,10 @@ static void *run(void *arg)
 
 	pthread_mutex_lock(&d->lock);
 	while (!d->stop) {
+		if (next >= d->end_ns) { /* the stop's drain closes the last window */
+			pthread_cond_wait(&d->cond, &d->lock);
+			continue;
+		}
 		ts.tv_sec = (time_t)(next / 1000000000ull);
 		ts.tv_nsec = (long)(next % 1000000000ull);
 		pthread_cond_timedwait(&d->cond, &d->lock, &ts);
@@ -91,7 +96,7 @@ static void *run(void *arg)
 }
 
 int drainer__start(struct sampler *s, uint64_t window_ns, uint64_t since_real_ns,
-		   struct pending_queue *q, struct drainer **out)
+		   uint64_t duration_ns, struct pending_queue *q, struct drainer **out)
 {
 	struct drainer *d = calloc(1, sizeof(*d));
 	pthread_condattr_t ca;
@@ -108,6 +113,8 @@ int drainer__start(struct sampler *s, uint64_t window_ns, uint64_t since_real_ns
 	elapsed = clock_ns(CLOCK_REALTIME) - since_real_ns;
 	d->first_ns =
 		clock_ns(CLOCK_MONOTONIC) + window_ns - (elapsed < window_ns ? elapsed : window_ns);
+	/* the run's end, counted from the start of sampling like the windows */
+	d->end_ns = duration_ns ? d->first_ns - window_ns + duration_ns : UINT64_MAX;
 	pthread_mutex_init(&d->lock, NULL);
 	pthread_condattr_init(&ca);
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
@@ -123,6 +130,11 @@ int drainer__start(struct sampler *s, uint64_t window_ns, uint64_t since_real_ns
 	d->running = true;
 	*out = d;
 	return 0;
+}
+
+uint64_t drainer__deadline(const struct drainer *d)
+{
+	return d->end_ns;
 }
 
 void drainer__stop(struct drainer *d)

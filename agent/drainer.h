@@ -23,9 +23,17 @@ struct drainer;
 
 /* Starts the thread: the first window began at since_real_ns (CLOCK_REALTIME
  * when sampling started: what the agent did after that is in it too) and ends
- * window_ns after it (now, if that is past). Returns 0 or -errno. */
+ * window_ns after it (now, if that is past). A run of duration_ns (0: no end)
+ * ends duration_ns after since_real_ns, at drainer__deadline(): the thread
+ * drains no boundary at or after it, so the run's last window is the one
+ * drainer__drain_now() closes at the stop, not a sliver after a boundary that
+ * raced with it. Returns 0 or -errno. */
 int drainer__start(struct sampler *s, uint64_t window_ns, uint64_t since_real_ns,
-		   struct pending_queue *q, struct drainer **out);
+		   uint64_t duration_ns, struct pending_queue *q, struct drainer **out);
+
+/* CLOCK_MONOTONIC ns at which the run given to drainer__start() ends, or
+ * UINT64_MAX for a run without an end. */
+uint64_t drainer__deadline(const struct drainer *d);
 
 /* Stops and joins the thread (a drain under way finishes first). */
 void drainer__stop(struct drainer *d);
