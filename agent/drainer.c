@@ -100,7 +100,7 @@ int drainer__start(struct sampler *s, uint64_t window_ns, uint64_t since_real_ns
 {
 	struct drainer *d = calloc(1, sizeof(*d));
 	pthread_condattr_t ca;
-	uint64_t elapsed;
+	uint64_t now;
 	int err;
 
 	if (!d)
@@ -109,12 +109,9 @@ int drainer__start(struct sampler *s, uint64_t window_ns, uint64_t since_real_ns
 	d->q = q;
 	d->window_ns = window_ns;
 	d->last_real_ns = since_real_ns;
-	/* the first window is a whole one from the start of sampling */
-	elapsed = clock_ns(CLOCK_REALTIME) - since_real_ns;
-	d->first_ns =
-		clock_ns(CLOCK_MONOTONIC) + window_ns - (elapsed < window_ns ? elapsed : window_ns);
-	/* the run's end, counted from the start of sampling like the windows */
-	d->end_ns = duration_ns ? d->first_ns - window_ns + duration_ns : UINT64_MAX;
+	now = clock_ns(CLOCK_MONOTONIC);
+	d->first_ns = now + window_ns;
+	d->end_ns = duration_ns ? now + duration_ns : UINT64_MAX;
 	pthread_mutex_init(&d->lock, NULL);
 	pthread_condattr_init(&ca);
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);

@@ -21,11 +21,12 @@
 
 struct drainer;
 
-/* Starts the thread: the first window began at since_real_ns (CLOCK_REALTIME
- * when sampling started: what the agent did after that is in it too) and ends
- * window_ns after it (now, if that is past). A run of duration_ns (0: no end)
- * ends duration_ns after since_real_ns, at drainer__deadline(): the thread
- * drains no boundary at or after it, so the run's last window is the one
+/* Starts the thread, as the run starts: the first window began at
+ * since_real_ns (CLOCK_REALTIME when sampling started: what the agent did
+ * while it loaded is in it too) and ends window_ns after now, so the
+ * boundaries fall whole windows into the run. A run of duration_ns (0: no end)
+ * ends duration_ns after now, at drainer__deadline(): the thread drains no
+ * boundary at or after it, so the run's last window is the one
  * drainer__drain_now() closes at the stop, not a sliver after a boundary that
  * raced with it. Returns 0 or -errno. */
 int drainer__start(struct sampler *s, uint64_t window_ns, uint64_t since_real_ns,
