@@ -62,7 +62,7 @@ struct ingest_job {
 	char why[256];
 };
 
-static double now_seconds(void)
+double ingest_now(void)
 {
 	struct timespec ts;
 
@@ -150,7 +150,7 @@ static void store_batches(void *ctx, struct ingestq_job **jobs, size_t n)
 			c->m.batches += j->nb;
 			c->m.samples += j->samples;
 		}
-		metrics_observe_latency(&c->m, now_seconds() - j->start);
+		metrics_observe_latency(&c->m, ingest_now() - j->start);
 	}
 	pthread_mutex_unlock(&c->lock);
 out_free:
@@ -203,7 +203,7 @@ enum MHD_Result ingest_handle(struct collector *c, struct MHD_Connection *conn, 
 	struct batch *b = NULL;
 	char why[256] = "", *conflict = NULL;
 	struct stackrefs_counts refs = { 0 };
-	double start = now_seconds();
+	double start = ingest_now();
 	enum MHD_Result ret;
 	uint64_t samples = 0;
 	bool locked;
@@ -255,7 +255,7 @@ enum MHD_Result ingest_handle(struct collector *c, struct MHD_Connection *conn, 
 	if (locked)
 		collector__note_store(c, err == -ENOENT ? 0 : err); /* a 409: the store answered */
 	if (err == -ENOENT) {
-		metrics_observe_latency(&c->m, now_seconds() - start);
+		metrics_observe_latency(&c->m, ingest_now() - start);
 		pthread_mutex_unlock(&c->lock);
 		batch__free(b);
 		ret = http_respond(conn, MHD_HTTP_CONFLICT, "application/json", conflict,
@@ -273,7 +273,7 @@ enum MHD_Result ingest_handle(struct collector *c, struct MHD_Connection *conn, 
 		c->m.rejected[REJECT_STORE]++;
 	}
 	if (err)
-		metrics_observe_latency(&c->m, now_seconds() - start);
+		metrics_observe_latency(&c->m, ingest_now() - start);
 	pthread_mutex_unlock(&c->lock);
 	if (err) {
 		batch__free(b);
@@ -320,11 +320,6 @@ enum MHD_Result ingest_submit(struct collector *c, struct MHD_Connection *conn, 
 	}
 	r->ijob = j; /* the writer's until it resumes the connection */
 	return MHD_YES;
-}
-
-double ingest_now(void)
-{
-	return now_seconds();
 }
 
 int ingest_start(struct collector *c)
