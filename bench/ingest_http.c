@@ -27,6 +27,7 @@
 #include "wire/batch.h"
 #include "wire/wire.h"
 #include "bench/gen.h"
+#include "bench/proc.h"
 
 #define MAX_COLLECTORS 8
 #define MAX_THREADS    256
@@ -44,38 +45,6 @@ static atomic_size_t next_body;
 static atomic_ulong retries, failures;
 static const char *urls[MAX_COLLECTORS];
 static size_t ncollectors;
-
-static double wall(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
-/* utime + stime of pid, in seconds; 0 when pid is 0 or unreadable. */
-static double proc_cpu(long pid)
-{
-	char path[64], buf[1024], *p;
-	unsigned long ut, st;
-	FILE *f;
-	size_t n;
-
-	if (pid <= 0)
-		return 0;
-	snprintf(path, sizeof(path), "/proc/%ld/stat", pid);
-	f = fopen(path, "r");
-	if (!f)
-		return 0;
-	n = fread(buf, 1, sizeof(buf) - 1, f);
-	fclose(f);
-	buf[n] = '\0';
-	p = strrchr(buf, ')'); /* comm may hold spaces */
-	if (!p ||
-	    sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu", &ut, &st) != 2)
-		return 0;
-	return (double)(ut + st) / (double)sysconf(_SC_CLK_TCK);
-}
 
 static size_t discard(char *data, size_t size, size_t n, void *ctx)
 {
@@ -207,20 +176,20 @@ int main(int argc, char **argv)
 
 	curl_global_init(CURL_GLOBAL_DEFAULT);
 	for (i = 0; i < npids; i++)
-		cpu0[i] = proc_cpu(pids[i]);
-	srv0 = proc_cpu(server);
-	t0 = wall();
+		cpu0[i] = bench_proc_cpu(pids[i]);
+	srv0 = bench_proc_cpu(server);
+	t0 = bench_wall();
 	for (i = 0; i < conns; i++)
 		if (pthread_create(&th[i], NULL, sender, NULL))
 			return 1;
 	for (i = 0; i < conns; i++)
 		pthread_join(th[i], NULL);
-	t = wall() - t0;
+	t = bench_wall() - t0;
 	printf("batches %zu, sample rows %llu, collectors %zu, connections %u\n", nbodies,
 	       (unsigned long long)rows, ncollectors, conns);
 	printf("wall %.2f s: %.0f rows/s\n", t, (double)rows / t);
 	for (i = 0; i < npids; i++) {
-		cpu1 = proc_cpu(pids[i]) - cpu0[i];
+		cpu1 = bench_proc_cpu(pids[i]) - cpu0[i];
 		ccpu += cpu1;
 		printf("collector %zu: %.2f CPU s, %.0f rows per CPU s\n", i, cpu1,
 		       cpu1 > 0 ? (double)rows / (double)npids / cpu1 : 0);
@@ -229,7 +198,7 @@ int main(int argc, char **argv)
 		printf("collectors: %.2f CPU s, %.0f rows per CPU s\n", ccpu,
 		       ccpu > 0 ? (double)rows / ccpu : 0);
 	if (server) {
-		cpu1 = proc_cpu(server) - srv0;
+		cpu1 = bench_proc_cpu(server) - srv0;
 		printf("server: %.2f CPU s, %.0f rows per CPU s\n", cpu1,
 		       cpu1 > 0 ? (double)rows / cpu1 : 0);
 	}

@@ -41,6 +41,7 @@
 #include "wire/wire.h"
 #include "profile.pb-c.h"
 #include "bench/gen.h"
+#include "bench/proc.h"
 
 #define MAX_THREADS 64
 
@@ -60,36 +61,6 @@ struct form {
 	atomic_size_t next;
 	atomic_ulong retries, failures;
 };
-
-static double wall(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
-/* utime + stime of pid, in seconds; 0 when unreadable. */
-static double proc_cpu(long pid)
-{
-	char path[64], buf[1024], *p;
-	unsigned long ut, st;
-	FILE *f;
-	size_t n;
-
-	snprintf(path, sizeof(path), "/proc/%ld/stat", pid);
-	f = fopen(path, "r");
-	if (!f)
-		return 0;
-	n = fread(buf, 1, sizeof(buf) - 1, f);
-	fclose(f);
-	buf[n] = '\0';
-	p = strrchr(buf, ')');
-	if (!p ||
-	    sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu", &ut, &st) != 2)
-		return 0;
-	return (double)(ut + st) / (double)sysconf(_SC_CLK_TCK);
-}
 
 #define ALL_PROCESSES UINT32_MAX
 
@@ -344,7 +315,7 @@ static struct result run(struct form *f, unsigned conns, long pid)
 {
 	pthread_t th[MAX_THREADS];
 	struct result r;
-	double c0 = proc_cpu(pid), t0 = wall();
+	double c0 = bench_proc_cpu(pid), t0 = bench_wall();
 	unsigned i;
 
 	for (i = 0; i < conns; i++)
@@ -352,8 +323,8 @@ static struct result run(struct form *f, unsigned conns, long pid)
 			exit(1);
 	for (i = 0; i < conns; i++)
 		pthread_join(th[i], NULL);
-	r.wall = wall() - t0;
-	r.cpu = proc_cpu(pid) - c0;
+	r.wall = bench_wall() - t0;
+	r.cpu = bench_proc_cpu(pid) - c0;
 	return r;
 }
 
