@@ -29,8 +29,9 @@ const volatile __u32 bench_skip = 0;	  /* enum profile_skip: benches only */
 
 /* Flipped by the agent between windows (see profile.h). */
 __u32 active_buf = 0;
-/* Bumped by the agent after it adds a process to py_procs: proc_cache entries of
- * an older generation are not trusted (profile.h). */
+/* Bumped by the agent after it adds a process to py_procs, and here when an
+ * announced process execs or exits: proc_cache entries of an older generation
+ * are not trusted (profile.h). */
 __u32 procs_gen = 0;
 
 /* Map sizes are placeholders; the agent sets them from its options before load. */
@@ -400,14 +401,20 @@ SEC("tp_btf/sched_process_exec")
 int BPF_PROG(profile_exec, struct task_struct *p, pid_t old_pid, struct linux_binprm *bprm)
 {
 	__u32 pid = bpf_get_current_pid_tgid() >> 32;
-	__u8 execed = PROFILE_SEEN_EXECED;
+	__u8 execed = PROFILE_SEEN_EXECED, *seen;
 
 	/* Only marked: the agent hears of the exec with the process's next sample,
 	 * when its new image (libraries included) is mapped, and not at all for the
 	 * many short-lived processes no sample lands in. */
 	if (!wanted(pid))
 		return 0;
+	seen = bpf_map_lookup_elem(&seen_pids, &pid);
 	bpf_map_update_elem(&seen_pids, &pid, &execed, BPF_ANY);
+	/* A sample taken inside the exec, after the new mm was installed and before
+	 * this, may have cached the new image as announced: without the bump its
+	 * EXEC would never be announced, nor its mappings published again. */
+	if (seen)
+		__sync_fetch_and_add(&procs_gen, 1);
 	/* The old image's mappings must not unwind the new one: until the agent
 	 * publishes the new ones, frame pointers. */
 	bpf_map_delete_elem(&unwind_procs, &pid);
@@ -430,7 +437,10 @@ int BPF_PROG(profile_exit, struct task_struct *p)
 	 * is announced and gets mappings of its own. */
 	if (BPF_CORE_READ(p, signal, live.counter) != 0)
 		return 0;
-	bpf_map_delete_elem(&seen_pids, &pid);
+	/* A cached (pid, mm) must not vouch for a later process that gets both the
+	 * pid and the freed mm's address. */
+	if (!bpf_map_delete_elem(&seen_pids, &pid))
+		__sync_fetch_and_add(&procs_gen, 1);
 	bpf_map_delete_elem(&unwind_procs, &pid);
 	return 0;
 }

@@ -168,12 +168,16 @@ struct profile_offcpu_pending {
 /* proc_cache: per CPU, slot pid % PROFILE_PROC_CACHE_SLOTS remembers the last
  * process sampled there that note_process() found announced and py_procs did not
  * hold, so that its next samples on that CPU look up neither map. The process is
- * known by pid and mm_struct address: an exec gets a new mm while the old one
- * still exists, so never the same address (and the next sample announces the
- * exec), and a new process reusing the pid would need the same mm address as
- * well while the slot still holds the old one. gen: the .bss `procs_gen` when
- * filled; the agent bumps it after adding to py_procs, so a process found to be
- * Python since is looked up again. Python processes are never cached. */
+ * known by pid and mm_struct address, and by gen: the .bss `procs_gen` when
+ * filled. An exec gets a new mm while the old one still exists, so never the
+ * same address; but a sample taken inside the exec, between the new mm and the
+ * exec tracepoint, sees the new mm with the old announcement, so the tracepoint
+ * bumps procs_gen when the process had been announced, and so does the exit of
+ * an announced process (a later process may get its pid and its freed mm's
+ * address). The agent bumps it after adding to py_procs, so a process found to
+ * be Python since is looked up again. Python processes are never cached. A
+ * host that execs announced processes often thus gains little from the cache,
+ * and loses nothing but the cache. */
 #define PROFILE_PROC_CACHE_SLOTS 64 /* power of 2: 1 KiB per CPU */
 
 struct profile_proc_cache {

@@ -96,7 +96,8 @@ fi
 
 # ---- run ------------------------------------------------------------------------
 passed=0 failed=0 skipped=0
-broken=() skips=() times=()
+broken=() skips=() times=() reports=()
+nl=$'\n'
 log=$(mktemp /tmp/smolder-run-XXXXXX)
 trap 'rm -f "$log"' EXIT
 
@@ -160,6 +161,10 @@ for t in "${tests[@]}"; do
 		why="killed (timeout ${limit}s, or out of memory)${unfinished:+ in $unfinished}"
 	elif ((rc != 0)) && grep -qE 'ERROR: (Address|Leak)Sanitizer|runtime error:' "$log"; then
 		why="sanitizer report, exit $rc${unfinished:+, in $unfinished}"
+		# The report's first line and its SUMMARY go to the end of the output too:
+		# a CI that keeps only the tail still says what the sanitizer saw.
+		reports+=("$name: $(grep -m1 -E 'ERROR: (Address|Leak)Sanitizer|runtime error:' "$log" |
+			cut -c1-300)${nl}    $(grep -m1 '^SUMMARY: ' "$log" | cut -c1-300)")
 	elif ((rc != 0)); then
 		why="exit $rc${unfinished:+, no result for $unfinished}"
 	elif ((p + f + s == 0)); then
@@ -205,6 +210,9 @@ for s in "${skips[@]}"; do
 		failed=$((failed + 1))
 		broken+=("${s%%: *} (skipped in CI and not on tests/skips.allow)")
 	fi
+done
+for r in "${reports[@]}"; do
+	echo "sanitizer: $r"
 done
 if ((${#broken[@]})); then
 	echo "failing: ${broken[*]}"
