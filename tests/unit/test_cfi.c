@@ -881,6 +881,35 @@ static void test_rows_merge_clip_and_gaps(void **state)
 	cfi_table__free(t);
 }
 
+/* 140,000 FDEs, more than twice the FDEs cfi.c asks of one libdw handle before
+ * it opens a fresh one (CFI_RENEW_FDES): every FDE's rows are right, those
+ * after each renewal too. */
+static void test_many_fdes(void **state)
+{
+	static const uint8_t ins[] = { 0x41, 0x0e, 16 }; /* +1: CFA = rsp + 16 */
+	const size_t n = 140000;
+	struct img eh = { 0 };
+	struct cfi_table *t = NULL;
+
+	(void)state;
+	eh_cie(&eh);
+	for (size_t i = 0; i < n; i++) /* 8 bytes each, then a gap of 8 */
+		eh_fde(&eh, 0x10000 + 16 * i, 8, ins, sizeof(ins));
+	assert_int_equal(table_of_image(&eh, &t), 0);
+	free(eh.b);
+	check_invariants(t);
+	assert_int_equal(t->nfuncs, n);
+	assert_int_equal(t->nrows, 3 * n);
+	for (size_t i = 0; i < n; i++) {
+		uint64_t at = 0x10000 + 16 * i;
+
+		expect_row(t, 3 * i, at, UNWIND_CFA_RSP, 8, 0);
+		expect_row(t, 3 * i + 1, at + 1, UNWIND_CFA_RSP, 16, 0);
+		expect_row(t, 3 * i + 2, at + 8, UNWIND_NONE, 0, 0);
+	}
+	cfi_table__free(t);
+}
+
 /* One FDE of n rows, alternating CFA = rsp + 16 / rsp + 24 every byte. */
 static void eh_fde_rows(struct img *eh, uint64_t start, size_t n)
 {
@@ -1139,6 +1168,7 @@ int main(void)
 		cmocka_unit_test(test_fixture_functions),
 		cmocka_unit_test(test_functions_alone),
 		cmocka_unit_test(test_rows_merge_clip_and_gaps),
+		cmocka_unit_test(test_many_fdes),
 		cmocka_unit_test(test_work_cap),
 		cmocka_unit_test(test_funcs_cap),
 		cmocka_unit_test(test_rows_cap),
