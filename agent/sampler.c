@@ -178,10 +178,21 @@ struct pool_window {
 	struct unwind_row *rows;
 };
 
+/* Rows copied through one mapping: 1 MiB. The kernel maps every page of a window
+ * at once and they count in the agent's RSS while mapped, so a table is copied a
+ * window at a time (libLLVM's 7.6 MB would otherwise sit in the RSS twice, as the
+ * builder's rows and as the mapped pool). */
+#define POOL_WINDOW_ROWS (128u * 1024)
+
 /* Maps the pages of the row pool that hold rows [first, first + n), so a table is
- * copied in with memcpy rather than one syscall per row. Only for the copy: the
- * kernel maps every page of a window at once, so a mapping of the whole pool
- * would count all of it in the agent's RSS from the start, used or not. */
+ * copied in with memcpy rather than one syscall per row. Only for the copy: a
+ * mapping of the whole pool would count all of it in the agent's RSS from the
+ * start, used or not. */
+static bool in_pool(const struct sampler *s, uint32_t first, uint32_t n)
+{
+	return s->pool_rows && n && first <= s->pool_rows && n <= s->pool_rows - first;
+}
+
 static int window_map(struct sampler *s, uint32_t first, uint32_t n, struct pool_window *w)
 {
 	size_t page = (size_t)sysconf(_SC_PAGESIZE);
@@ -189,7 +200,7 @@ static int window_map(struct sampler *s, uint32_t first, uint32_t n, struct pool
 	size_t end = start + (size_t)n * sizeof(struct unwind_row);
 	size_t off = start / page * page;
 
-	if (!s->pool_rows || !n || first > s->pool_rows || n > s->pool_rows - first)
+	if (!in_pool(s, first, n))
 		return -EINVAL;
 	w->len = (end - off + page - 1) / page * page;
 	w->base = mmap(NULL, w->len, PROT_READ | PROT_WRITE, MAP_SHARED,
@@ -721,31 +732,44 @@ int sampler__unwind_write_rows(struct sampler *s, uint32_t first, const struct u
 			       uint32_t n)
 {
 	struct pool_window w;
-	int err = window_map(s, first, n, &w);
+	uint32_t done, k;
+	int err;
 
-	if (err)
-		return err;
-	memcpy(w.rows, rows, (size_t)n * sizeof(*rows));
-	window_unmap(&w);
+	if (!in_pool(s, first, n))
+		return -EINVAL; /* before any window: nothing half written */
+	for (done = 0; done < n; done += k) {
+		k = n - done < POOL_WINDOW_ROWS ? n - done : POOL_WINDOW_ROWS;
+		err = window_map(s, first + done, k, &w);
+		if (err)
+			return err;
+		memcpy(w.rows, rows + done, (size_t)k * sizeof(*rows));
+		window_unmap(&w);
+	}
 	return 0;
 }
 
 int sampler__unwind_move_rows(struct sampler *s, uint32_t to, uint32_t from, uint32_t n)
 {
 	struct pool_window src, dst;
-	int err;
+	uint32_t done, k;
+	int err = 0;
 
+	if (!in_pool(s, from, n) || !in_pool(s, to, n))
+		return -EINVAL;
 	if (to < from ? to + (uint64_t)n > from : from + (uint64_t)n > to)
 		return -EINVAL; /* two mappings: memmove could not see the overlap */
-	err = window_map(s, from, n, &src);
-	if (err)
-		return err;
-	err = window_map(s, to, n, &dst);
-	if (!err) {
-		memcpy(dst.rows, src.rows, (size_t)n * sizeof(*dst.rows));
-		window_unmap(&dst);
+	for (done = 0; !err && done < n; done += k) {
+		k = n - done < POOL_WINDOW_ROWS ? n - done : POOL_WINDOW_ROWS;
+		err = window_map(s, from + done, k, &src);
+		if (err)
+			break;
+		err = window_map(s, to + done, k, &dst);
+		if (!err) {
+			memcpy(dst.rows, src.rows, (size_t)k * sizeof(*dst.rows));
+			window_unmap(&dst);
+		}
+		window_unmap(&src);
 	}
-	window_unmap(&src);
 	return err;
 }
 

@@ -473,7 +473,9 @@ static int open_mapped(const struct ufile *f)
 
 /* Turns the builder's rows (offsets from its base vaddr) into file offsets, using
  * the executable PT_LOAD segments; rows outside them are dropped, and so is a row
- * that would not keep the offsets strictly increasing. Returns the rows kept. */
+ * that would not keep the offsets strictly increasing. In place: out may be
+ * t->rows (row i is read before out[n], n <= i, is written). Returns the rows
+ * kept. */
 static size_t to_file_offsets(Elf *elf, const struct cfi_table *t, struct unwind_row *out)
 {
 	GElf_Phdr segs[16], ph;
@@ -525,31 +527,33 @@ static Elf *own_vdso(void)
 
 /* Puts the page index (bpf/unwind.h) in front of the n rows at *rows: *rows is
  * replaced by the extent to copy into the pool, *n by its length. A table whose
- * offsets span more than UNWIND_MAX_PAGES pages goes without (*pages 0). */
+ * offsets span more than UNWIND_MAX_PAGES pages goes without (*pages 0). The
+ * rows move up in their own buffer (realloc of a big block remaps it): a big
+ * table is never held twice. */
 static int add_page_index(struct unwind_row **rows, size_t *n, uint32_t *pages)
 {
 	uint64_t npages = ((uint64_t)(*rows)[*n - 1].pc >> UNWIND_PAGE_SHIFT) + 1, k, j = 0;
 	uint32_t slots, *index;
-	struct unwind_row *ext;
+	struct unwind_row *ext, *r;
 
 	*pages = 0;
 	if (npages > UNWIND_MAX_PAGES)
 		return 0;
 	slots = page_slots((uint32_t)npages);
-	ext = calloc(slots + *n, sizeof(*ext));
+	ext = realloc(*rows, (slots + *n) * sizeof(*ext));
 	if (!ext)
 		return -ENOMEM;
+	*rows = ext;
+	r = memmove(&ext[slots], ext, *n * sizeof(*ext));
 	index = (uint32_t *)ext;
+	memset(index, 0, slots * sizeof(*ext));
 	for (k = 0; k < npages; k++) {
 		uint64_t start = k << UNWIND_PAGE_SHIFT;
 
-		while (j + 1 < *n && (*rows)[j + 1].pc <= start)
+		while (j + 1 < *n && r[j + 1].pc <= start)
 			j++;
-		index[k] = (*rows)[j].pc <= start ? (uint32_t)j : 0;
+		index[k] = r[j].pc <= start ? (uint32_t)j : 0;
 	}
-	memcpy(&ext[slots], *rows, *n * sizeof(*ext));
-	free(*rows);
-	*rows = ext;
 	*n += slots;
 	*pages = (uint32_t)npages;
 	return 0;
@@ -582,18 +586,22 @@ static int build_rows(const struct ufile *f, struct unwind_row **rows, size_t *n
 	err = cfi_table__from_elf(elf, &t);
 	if (err)
 		goto out;
-	*rows = malloc((t->nrows ? t->nrows : 1) * sizeof(**rows));
-	if (!*rows) {
-		err = -ENOMEM;
-		goto out;
-	}
-	*n = to_file_offsets(elf, t, *rows);
-	if (!*n) {
+	/* The rows become the extent in their own buffer; the ELF and the rest of
+	 * the table are let go before the page index grows it. */
+	*n = to_file_offsets(elf, t, t->rows);
+	*rows = t->rows;
+	t->rows = NULL;
+	cfi_table__free(t);
+	t = NULL;
+	elf_end(elf);
+	elf = NULL;
+	if (!*n)
+		err = -ENOENT;
+	else
+		err = add_page_index(rows, n, pages);
+	if (err) {
 		free(*rows);
 		*rows = NULL;
-		err = -ENOENT;
-	} else {
-		err = add_page_index(rows, n, pages);
 	}
 out:
 	cfi_table__free(t);

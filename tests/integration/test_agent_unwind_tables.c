@@ -29,11 +29,18 @@
 #define DEPTH 21 /* mid frames, as the program below recurses */
 
 /* LEAF and PAD come from -D: PAD bytes of code ahead of the leaf move every
- * address of the second build. */
+ * address of the second build. FDES (optional) puts that many tiny functions of
+ * two rows each ahead of the workload's code: a table bigger than one window of
+ * the agent's copy into the pool, the workload's rows in a later one. */
 static const char prog_src[] =
 	"#include <stdio.h>\n"
 	"#include <stdlib.h>\n"
 	"#include <string.h>\n"
+	"#ifdef FDES\n"
+	"__asm__(\".text\\n.rept \" FDES \"\\n.cfi_startproc\\nnop\\npush %rbp\\n"
+	".cfi_adjust_cfa_offset 8\\nnop\\npop %rbp\\n.cfi_adjust_cfa_offset -8\\nret\\n"
+	".cfi_endproc\\n.endr\\n\");\n"
+	"#endif\n"
 	"__attribute__((noinline, used)) void pad(void) { __asm__ volatile(\".fill \" PAD "
 	"\", 1, 0x90\"); }\n"
 	"__attribute__((noinline)) double LEAF(int n) { double x = 0; for (int i = 0; i < n; "
@@ -80,15 +87,16 @@ static int teardown(void **state)
 	return 0;
 }
 
-/* Compiles the workload with this leaf and padding to path. */
-static void build_prog(const struct fixture *fx, const char *path, const char *leaf, int pad)
+/* Compiles the workload with this leaf, padding and extra flags to path. */
+static void build_prog(const struct fixture *fx, const char *path, const char *leaf, int pad,
+		       const char *extra)
 {
-	char cmd[512];
+	char cmd[640];
 
 	snprintf(cmd, sizeof(cmd),
 		 "cc -O2 -fomit-frame-pointer -fno-optimize-sibling-calls -g -DLEAF=%s "
-		 "-DPAD='\"%d\"' -o %s %s",
-		 leaf, pad, path, fx->src);
+		 "-DPAD='\"%d\"' %s -o %s %s",
+		 leaf, pad, extra, path, fx->src);
 	if (system(cmd) != 0)
 		fail_msg("cannot build the workload: %s", cmd);
 }
@@ -225,10 +233,10 @@ static void test_file_replaced_while_mapped(void **state)
 	snprintf(tmp, sizeof(tmp), "%s/prog.new", fx->dir);
 	snprintf(out, sizeof(out), "%s/replaced.folded", fx->dir);
 	snprintf(err, sizeof(err), "%s/replaced.err", fx->dir);
-	build_prog(fx, path, "leaf_one", 16);
+	build_prog(fx, path, "leaf_one", 16, "");
 	old = start_prog(path);
 	wait_running(old);
-	build_prog(fx, tmp, "leaf_two", 4096);
+	build_prog(fx, tmp, "leaf_two", 4096, "");
 	assert_int_equal(rename(tmp, path), 0);
 	/* Started through a symlink, for a process name of its own; its maps show
 	 * the file's own path, the same as the first process's. */
@@ -312,7 +320,7 @@ static void test_eviction_under_small_cap(void **state)
 	fputs("def f(n):\n    return sum(i * i for i in range(n))\nwhile True:\n    f(10000)\n",
 	      fp);
 	fclose(fp);
-	build_prog(fx, path, "leaf_one", 16);
+	build_prog(fx, path, "leaf_one", 16, "");
 	work = start_prog(path);
 	for (i = 0; i < 2; i++) {
 		char *argv[] = { py[i], script, NULL };
@@ -361,11 +369,85 @@ static void test_eviction_under_small_cap(void **state)
 	folded__free(f);
 }
 
+/* The rows in use in the summary's last "unwind tables:" line ("N of M rows in
+ * use"). */
+static unsigned long long rows_in_use(const char *text)
+{
+	const char *line = NULL, *p = text;
+
+	while ((p = strstr(p, "unwind tables: ")))
+		line = p++;
+	assert_non_null(line);
+	p = strstr(line, " rows in use");
+	assert_non_null(p);
+	while (p > line && p[-1] != ';')
+		p--;
+	return strtoull(p, NULL, 10);
+}
+
+static int cut_cb(void *ctx, const char *stack, uint64_t count)
+{
+	uint64_t *cut = ctx;
+
+	if (first_frame_is(stack, "prog") && has_frame(stack, "[incomplete]"))
+		*cut += count;
+	return 0;
+}
+
+/* A table of more rows than one window of the agent's copy into the pool (1 MiB,
+ * 131,072 rows: agent/sampler.c), with the workload's own rows past the first
+ * window: once the table is in, every sample is whole; none is wrong or cut (a
+ * window copied to the wrong place leaves rows the walk cannot follow). The
+ * samples before the table are marked [no unwind table]: the sanitized agent
+ * takes a second or more to build 228 k rows. */
+static void test_table_over_many_windows(void **state)
+{
+	struct fixture *fx = *state;
+	char path[128], out[128], err[128], pid[16];
+	struct tally t = { .comm = "prog", .leaf = "leaf_one" };
+	struct folded *f;
+	pid_t work, agent;
+	uint64_t cut = 0;
+	char *text;
+
+	NEED_ROOT(fx);
+	snprintf(path, sizeof(path), "%s/prog", fx->dir);
+	snprintf(out, sizeof(out), "%s/big.folded", fx->dir);
+	snprintf(err, sizeof(err), "%s/big.err", fx->dir);
+	build_prog(fx, path, "leaf_one", 16, "-DFDES='\"100000\"'");
+	work = start_prog(path);
+	wait_running(work);
+	snprintf(pid, sizeof(pid), "%d", (int)work);
+	agent = start_agent(out, err, "--pid", pid, "--frequency", "199", "--window", "1",
+			    "--duration", "4", NULL);
+	agent_exited_cleanly(agent, err, 60000);
+	test_kill(work, SIGKILL);
+	test_wait(work, 10000);
+
+	text = test_read_file(err);
+	assert_non_null(text);
+	/* minimum: the binary's table alone is past one window (two rows a
+	 * function), so the copy used two windows or more */
+	print_message("rows in use: %llu\n", rows_in_use(text));
+	assert_true(rows_in_use(text) > 200000);
+	f = load_folded(out);
+	tally(f, &t);
+	folded__foreach(f, cut_cb, &cut);
+	print_message("prog: %llu cut\n", (unsigned long long)cut);
+	/* minimum: 100 whole samples (199 Hz x 4 s could give 796) */
+	assert_true(t.whole >= 100);
+	assert_int_equal(t.wrong, 0);
+	assert_int_equal(cut, 0);
+	free(text);
+	folded__free(f);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_file_replaced_while_mapped),
 		cmocka_unit_test(test_eviction_under_small_cap),
+		cmocka_unit_test(test_table_over_many_windows),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);
