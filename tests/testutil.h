@@ -353,8 +353,9 @@ static inline void test_kill(pid_t pid, int sig)
 }
 
 /* Waits for pid (> 0, else the test fails) to exit for up to timeout_ms; returns its
- * wait status, or -1 after killing it with SIGKILL when it did not exit in time. */
-static inline int test_wait(pid_t pid, unsigned timeout_ms)
+ * wait status, -1 when waitpid failed (errno says why: ECHILD, no such child), or
+ * -2 when pid is still running at the deadline (it is left running). */
+static inline int test_wait_keep(pid_t pid, unsigned timeout_ms)
 {
 	uint64_t deadline = test_now_ms() + timeout_ms;
 	int status;
@@ -368,13 +369,28 @@ static inline int test_wait(pid_t pid, unsigned timeout_ms)
 			return status;
 		}
 		if (r < 0 && errno != EINTR) {
+			int e = errno;
+
 			test_child_forget(pid);
+			errno = e;
 			return -1;
 		}
 		usleep(10000); /* polling interval of a bounded wait, not synchronization */
 	}
-	test_child_kill_reap(pid);
-	return -1;
+	return -2;
+}
+
+/* The same, but a pid still running at the deadline is killed with SIGKILL and
+ * reaped, and -1 returned. */
+static inline int test_wait(pid_t pid, unsigned timeout_ms)
+{
+	int status = test_wait_keep(pid, timeout_ms);
+
+	if (status == -2) {
+		test_child_kill_reap(pid);
+		return -1;
+	}
+	return status;
 }
 
 /* Runs fn(arg) in a forked child (a process group of its own, registered like

@@ -176,17 +176,22 @@ static __attribute__((unused)) void agent_wait_sampling(pid_t agent, const char 
  * exit was seen once and not reproduced. */
 static void agent_exited_cleanly(pid_t agent, const char *err_path, unsigned timeout_ms)
 {
-	int status = test_wait(agent, timeout_ms);
+	int status = test_wait_keep(agent, timeout_ms);
+	char cmd[64];
 
-	if (status == -1 || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+	if (status == -1)
+		fail_msg("waiting for the agent (pid %d): %s", (int)agent, strerror(errno));
+	if (status == -2) { /* still running: where its threads wait, then kill it */
 		test_print_log("agent", err_path);
-		if (status == -1) { /* still running: where its threads wait */
-			char cmd[64];
-
-			snprintf(cmd, sizeof(cmd), "eu-stack -p %d 1>&2", (int)agent);
-			if (system(cmd) != 0)
-				print_message("(eu-stack could not show the agent's threads)\n");
-		}
+		snprintf(cmd, sizeof(cmd), "eu-stack -p %d 1>&2", (int)agent);
+		if (system(cmd) != 0)
+			print_message("(eu-stack could not show the agent's threads)\n");
+		test_child_kill_reap(agent);
+		fail_msg("the agent was still running %u ms after it should have ended",
+			 timeout_ms);
+	}
+	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+		test_print_log("agent", err_path);
 		fail_msg("agent failed (wait status %d)", status);
 	}
 	test_assert_no_sanitizer_report("agent", err_path);

@@ -861,7 +861,8 @@ static void test_output_special_files(void **state)
 		agent = smolder_spawn("/dev/null", err, args);
 		status = test_wait(agent, 30000);
 		text = test_read_file(err);
-		print_message("-o %s: %s", path, text);
+		assert_non_null(text);
+		print_message("-o %s: %s", path, text ? text : "");
 		assert_true(WIFEXITED(status) && WEXITSTATUS(status) != 0);
 		assert_non_null(strstr(text, refused[i][1]));
 		assert_null(strstr(text, "smolder: sampling"));
