@@ -184,14 +184,16 @@ struct pool_window {
  * builder's rows and as the mapped pool). */
 #define POOL_WINDOW_ROWS (128u * 1024)
 
-/* Maps the pages of the row pool that hold rows [first, first + n), so a table is
- * copied in with memcpy rather than one syscall per row. Only for the copy: a
- * mapping of the whole pool would count all of it in the agent's RSS from the
- * start, used or not. */
+/* Whether rows [first, first + n) are n > 0 rows of the pool. */
 static bool in_pool(const struct sampler *s, uint32_t first, uint32_t n)
 {
 	return s->pool_rows && n && first <= s->pool_rows && n <= s->pool_rows - first;
 }
+
+/* Maps the pages of the row pool that hold rows [first, first + n), so a table is
+ * copied in with memcpy rather than one syscall per row. Only for the copy: a
+ * mapping of the whole pool would count all of it in the agent's RSS from the
+ * start, used or not. */
 
 static int window_map(struct sampler *s, uint32_t first, uint32_t n, struct pool_window *w)
 {
