@@ -43,7 +43,7 @@
 #define EXPECTED     "tests/data/store-v4/expected/"
 #define FIXTURE_ROWS 6617 /* README: 6,617 samples rows */
 #define RANGE	     "--from", "2023-11-14T21:30:00Z", "--to", "2023-11-14T23:00:00Z"
-#define KILL_ROUNDS  8
+#define KILL_ROUNDS  5 /* kills at 20, 40, 60 and 80 % of a conversion */
 /* the fixture's file is a few MB: more is a broken decompression */
 #define FIXTURE_MAX_BYTES (64u << 20)
 
