@@ -113,9 +113,10 @@ int sampler__sync(struct sampler *s);
 /* The CFI unwinder's maps (bpf/unwind.h), written by agent/unwind/unwinder.c.
  * The row pool's size in rows (0 under unwind_fp). Rows are written and moved
  * through windows of at most 1 MiB mapped for the copy alone (the agent's RSS
- * holds the window being copied, not the pool nor the table): write_rows copies n rows to [first,
- * first + n), move_rows the pool's rows [from, from + n) to [to, to + n). Both return 0, -EINVAL
- * for a range outside the pool, n 0, or (move) ranges that overlap, or mmap's -errno. */
+ * holds the window being copied, not the pool): write_rows copies n rows to
+ * [first, first + n), move_rows the pool's rows [from, from + n) to
+ * [to, to + n). Both return 0, -EINVAL for a range outside the pool, n 0, or
+ * (move) ranges that overlap, or mmap's -errno. */
 uint32_t sampler__unwind_pool_rows(const struct sampler *s);
 int sampler__unwind_write_rows(struct sampler *s, uint32_t first, const struct unwind_row *rows,
 			       uint32_t n);

@@ -98,6 +98,7 @@ fi
 passed=0 failed=0 skipped=0
 broken=() skips=() times=() reports=()
 nl=$'\n'
+sanitizer='ERROR: (Address|Leak)Sanitizer|runtime error:' # the first line of a report
 log=$(mktemp /tmp/smolder-run-XXXXXX)
 trap 'rm -f "$log"' EXIT
 
@@ -159,12 +160,12 @@ for t in "${tests[@]}"; do
 		why="timed out after ${limit}s${unfinished:+ in $unfinished}"
 	elif ((rc == 137)); then
 		why="killed (timeout ${limit}s, or out of memory)${unfinished:+ in $unfinished}"
-	elif ((rc != 0)) && grep -qE 'ERROR: (Address|Leak)Sanitizer|runtime error:' "$log"; then
+	elif ((rc != 0)) && grep -qE "$sanitizer" "$log"; then
 		why="sanitizer report, exit $rc${unfinished:+, in $unfinished}"
 		# The report's first line and its SUMMARY go to the end of the output too:
 		# a CI that keeps only the tail still says what the sanitizer saw.
-		reports+=("$name: $(grep -m1 -E 'ERROR: (Address|Leak)Sanitizer|runtime error:' "$log" |
-			cut -c1-300)${nl}    $(grep -m1 '^SUMMARY: ' "$log" | cut -c1-300)")
+		reports+=("$name: $(grep -m1 -E "$sanitizer" "$log" | cut -c1-300)${nl}    $(
+			grep -m1 '^SUMMARY: ' "$log" | cut -c1-300)")
 	elif ((rc != 0)); then
 		why="exit $rc${unfinished:+, no result for $unfinished}"
 	elif ((p + f + s == 0)); then

@@ -481,10 +481,9 @@ static int fde_rows(struct builder *b, Dwarf_CFI *cfi, const struct fde *f)
 	return 0;
 }
 
-/* Sorts the FDEs, clips overlaps (the earlier start wins), and builds the rows
- * (unless cfi is NULL: the functions alone). */
-/* Rows of every FDE, asked of *cfi (NULL: the function ranges alone); *cfi may
- * be replaced by a fresh handle of the same section (CFI_RENEW_FDES). */
+/* Sorts the FDEs, clips overlaps (the earlier start wins), and builds the rows,
+ * asked of *cfi (NULL: the functions alone); *cfi may be replaced by a fresh
+ * handle of the same section (CFI_RENEW_FDES). */
 static int build(struct builder *b, Dwarf_CFI **cfi)
 {
 	size_t i, n = 0;
@@ -564,7 +563,7 @@ static int make_table(Elf *elf, bool rows, struct cfi_table **out)
 {
 	struct builder b = { 0 };
 	struct cfi_table *t = NULL;
-	Dwarf_CFI *cfi = NULL;
+	Dwarf_CFI *cfi = NULL, *none = NULL;
 	Dwarf *dw = NULL;
 	GElf_Ehdr ehdr;
 	GElf_Shdr shdr;
@@ -600,14 +599,8 @@ static int make_table(Elf *elf, bool rows, struct cfi_table **out)
 	err = collect_fdes(&b);
 	if (err)
 		goto out;
-	if (rows) {
-		b.elf = elf;
-		err = build(&b, &cfi);
-	} else {
-		Dwarf_CFI *none = NULL;
-
-		err = build(&b, &none);
-	}
+	b.elf = elf;
+	err = build(&b, rows ? &cfi : &none);
 	if (err)
 		goto out;
 	err = -ENOMEM;

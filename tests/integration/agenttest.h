@@ -172,8 +172,8 @@ static __attribute__((unused)) void agent_wait_sampling(pid_t agent, const char 
 
 /* Waits for the agent to end by itself (--duration) and asserts exit status 0 and
  * a log free of sanitizer reports. An agent still running at the deadline has
- * its threads' stacks printed (eu-stack, elfutils, when installed): a hang at
- * exit was seen once and not reproduced. */
+ * its threads' stacks printed (eu-stack, elfutils, when installed) before it is
+ * killed: a hang after the summary was seen twice in CI and not reproduced. */
 static void agent_exited_cleanly(pid_t agent, const char *err_path, unsigned timeout_ms)
 {
 	int status = test_wait_keep(agent, timeout_ms);

@@ -194,16 +194,23 @@ static void tally(const struct folded *f, struct tally *t)
 		      t->wrong ? ": " : "", t->example);
 }
 
-/* The figure before name (e.g. "evicted") in the summary's last "unwind tables:"
- * line. */
-static unsigned long long table_stat(const char *text, const char *name)
+/* The summary's last "unwind tables:" line: the run's total. */
+static const char *tables_line(const char *text)
 {
 	const char *line = NULL, *p = text;
-	char key[64];
 
-	while ((p = strstr(p, "unwind tables: "))) /* the last: the run's total */
+	while ((p = strstr(p, "unwind tables: ")))
 		line = p++;
 	assert_non_null(line);
+	return line;
+}
+
+/* The figure before name (e.g. "evicted") in that line. */
+static unsigned long long table_stat(const char *text, const char *name)
+{
+	const char *line = tables_line(text), *p;
+	char key[64];
+
 	snprintf(key, sizeof(key), " %s", name);
 	p = strstr(line, key);
 	assert_non_null(p);
@@ -373,11 +380,8 @@ static void test_eviction_under_small_cap(void **state)
  * use"). */
 static unsigned long long rows_in_use(const char *text)
 {
-	const char *line = NULL, *p = text;
+	const char *line = tables_line(text), *p;
 
-	while ((p = strstr(p, "unwind tables: ")))
-		line = p++;
-	assert_non_null(line);
 	p = strstr(line, " rows in use");
 	assert_non_null(p);
 	while (p > line && p[-1] != ';')
@@ -405,6 +409,7 @@ static void test_table_over_many_windows(void **state)
 	struct fixture *fx = *state;
 	char path[128], out[128], err[128], pid[16];
 	struct tally t = { .comm = "prog", .leaf = "leaf_one" };
+	unsigned long long rows;
 	struct folded *f;
 	pid_t work, agent;
 	uint64_t cut = 0;
@@ -428,8 +433,9 @@ static void test_table_over_many_windows(void **state)
 	assert_non_null(text);
 	/* minimum: the binary's table alone is past one window (two rows a
 	 * function), so the copy used two windows or more */
-	print_message("rows in use: %llu\n", rows_in_use(text));
-	assert_true(rows_in_use(text) > 200000);
+	rows = rows_in_use(text);
+	print_message("rows in use: %llu\n", rows);
+	assert_true(rows > 200000);
 	f = load_folded(out);
 	tally(f, &t);
 	folded__foreach(f, cut_cb, &cut);
