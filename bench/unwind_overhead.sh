@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Whole-host agent CPU in steady state, process + BPF, with CFI unwinding and with
-# frame pointers only, beside bpftrace counting the same stacks, all three in the
-# same run on a busy host.
+# frame pointers only, beside bpftrace counting the same stacks, all in the same
+# run on a busy host.
 #
 #   bash bench/unwind_overhead.sh [SECONDS] [WARMUP]   (defaults 60 and 25; root;
 #                                                       after `make`; KEEP=1 keeps
@@ -11,24 +11,35 @@
 # per CPU; tests/workloads/pyshapes.py mixed on Debian's /usr/bin/python3 and, if pyenv has
 # one, on a CPython 3.12 with a shared libpython; Debian's sqlite3 running a long
 # recursive query. Then side by side, each sampling the whole host at 99 Hz:
-#   smolder agent -F 99 -w 10 --bpf-stats -o -                 (default: --unwind cfi)
-#   smolder agent -F 99 -w 10 --bpf-stats --unwind fp -o -
-#   bpftrace -e 'profile:hz:99 { @[kstack, ustack, comm] = count(); }
-#                interval:s:10 { print(@); clear(@); }'
-# Debian's bpftrace 0.17 sometimes fails to print a window ("failed to look up stack
-# id -17": a stack map collision), then closes its perf events and sits idle; the
-# script says so when bpftrace printed that error, or a sampler holds fewer BPF
-# programs at the end than at the start (its figure is then void: run again).
+#   smolder agent -F 99 -w 10 --bpf-stats $AGENT_ARGS -o -     (default: --unwind cfi)
+#   smolder agent -F 99 -w 10 --bpf-stats --unwind fp $AGENT_ARGS -o -
+#   (AGENT_ARGS: more options for both agents, e.g. "--python off")
+#   BPFTRACE_CACHE_USER_SYMBOLS=1 bpftrace -e 'profile:hz:99 {
+#       @[kstack, ustack, comm] = count(); } interval:s:10 { print(@); clear(@); }'
+# (BT_STOCK=1: without the variable.) bpftrace as shipped keeps a symbol cache
+# per process; the variable makes it one per executable. It is needed: as
+# shipped, Debian's bpftrace 0.17 (through its bcc) breaks within a window or two
+# beside the agents. Its per-process cache keeps descriptor numbers it
+# has already closed and later uses and closes them again, when they are its own
+# maps and perf events (seen under strace: openat(3, "tmp/perf-PID.map") with 3
+# its map, then close(4), its stack map); it prints "failed to look up stack id
+# N (pid P): -9" for every stack and quits. The script says so, and that bpftrace's
+# figure is void (run again), when it printed such errors, or when a sampler holds
+# fewer BPF programs at the end than at the start. "failed to look up stack id
+# -17" alone is a collision in bpftrace's stack map (bpf_get_stackid's -EEXIST):
+# that stack prints empty. From bpftrace's start to the second reading the script
+# starts no process (bash builtins only: /proc reads, read -t on a FIFO to sleep),
+# so that the host's processes are the load's and the samplers'.
 # The agents' --bpf-stats turn the kernel's BPF run-time counters on for every
 # program, bpftrace's too. After WARMUP seconds (start-up: BPF loading, bpftrace's
-# compile, the agents' first tables) the script reads, for each of the three, the
+# compile, the agents' first tables) the script reads, for each sampler, the
 # process's utime+stime (/proc/PID/stat) and the run_time_ns of every BPF program
-# it holds (prog_id in /proc/PID/fdinfo/*, then `bpftool prog show`), and again
-# SECONDS later: cost = the two differences. Then it stops the agents with SIGINT
-# and keeps their "unwinding:"/"unwind tables:" summaries, and kills bpftrace
-# (interrupted, it resolves and prints every stack it holds: minutes of CPU here). While the load still
-# runs it also prints build/bench/unwind_tables host: the tables of every file
-# mapped on the busy host.
+# it holds (/proc/PID/fdinfo/*), and again SECONDS later: cost = the two
+# differences. Then it stops the agents with SIGINT and keeps their
+# "unwinding:"/"unwind tables:" summaries, and kills the bpftraces (interrupted,
+# one resolves and prints every stack it holds: minutes of CPU here). While the
+# load still runs it also prints build/bench/unwind_tables host: the tables of
+# every file mapped on the busy host.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 secs=${1:-60}
@@ -50,32 +61,65 @@ cleanup() {
 }
 trap cleanup EXIT
 
-# Waits up to 120 s for a line matching $2 in file $1.
+# Sleeps $1 seconds without starting a process (see above).
+mkfifo "$tmp/never"
+exec {never}<>"$tmp/never"
+nap() { read -r -t "$1" -u "$never" _ || true; }
+
+# Waits up to 120 s for a line matching the pattern $2 in file $1 (builtins only).
 await() {
-	local i
+	local i line
 	for ((i = 0; i < 1200; i++)); do
-		grep -q "$2" "$1" 2>/dev/null && return 0
-		sleep 0.1
+		if [[ -r $1 ]]; then
+			while IFS= read -r line; do
+				[[ $line == *$2* ]] && return 0
+			done <"$1"
+		fi
+		nap 0.1
 	done
 	echo "unwind_overhead.sh: timed out waiting for '$2' in $1" >&2
 	return 1
 }
 
-ticks() { sed -E 's/.*\) //' "/proc/$1/stat" | awk '{ print $12 + $13 }'; }
-
-# Sum of run_time_ns over the BPF programs whose fds pid $1 holds, and their count.
-bpf_ns() {
-	local ids
-	ids=$(grep -hs '^prog_id:' /proc/"$1"/fdinfo/* | awk '{ print $2 }' | sort -u)
-	[[ -z $ids ]] && { echo "0 0"; return; }
-	bpftool prog show -j | /usr/bin/python3 -c '
-import json, sys
-ids = set(int(x) for x in sys.argv[2:])
-progs = [p for p in json.load(sys.stdin) if p["id"] in ids]
-with open(sys.argv[1], "a") as log:
-    for p in progs:
-        print(p["id"], p["name"], p.get("run_time_ns", 0), p.get("run_cnt", 0), file=log)
-print(sum(p.get("run_time_ns", 0) for p in progs), len(progs))' "$tmp/bpf.$1.log" $ids
+# Into the arrays named $2 and $3 at key $1: pid $1's utime+stime in ticks, and the
+# run_time_ns summed over the BPF programs whose fds it holds (each program once);
+# the programs go to $tmp/bpf.PID.log, and their number to nprogs[$1].
+declare -A nprogs
+declare -A void
+read_costs() {
+	local -n ticks_out=$2 ns_out=$3
+	local stat f key val id ns cnt sum=0 n=0
+	local -A seen=()
+	: >>"$tmp/bpf.$1.log"
+	if ! read -r stat 2>/dev/null <"/proc/$1/stat"; then
+		void[$1]=1
+		echo "WARNING: pid $1 is gone: its figures are void"
+		return
+	fi
+	read -r -a stat <<<"${stat##*) }"
+	ticks_out[$1]=$((stat[11] + stat[12]))
+	for f in /proc/"$1"/fdinfo/*; do
+		id='' ns=0 cnt=0
+		while read -r key val; do
+			case $key in
+			prog_id:) id=$val ;;
+			run_time_ns:) ns=$val ;;
+			run_cnt:) cnt=$val ;;
+			esac
+		done <"$f" 2>/dev/null || continue
+		[[ -z $id || -n ${seen[$id]:-} ]] && continue
+		seen[$id]=1
+		echo "$id $ns $cnt" >>"$tmp/bpf.$1.log"
+		sum=$((sum + ns))
+		n=$((n + 1))
+	done
+	ns_out[$1]=$sum
+	if ((n == 0)) || { [[ -n ${nprogs[$1]:-} ]] && ((n < nprogs[$1])); }; then
+		void[$1]=1
+		echo "WARNING: pid $1 holds $n BPF programs (${nprogs[$1]:-none} at the" \
+			"interval's start): its figures are void"
+	fi
+	nprogs[$1]=$n
 }
 
 # The load.
@@ -94,49 +138,44 @@ sqlite3 :memory: 'WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c
 loads+=($!)
 await "$tmp/py1.out" ready
 
-# The three samplers.
-$build/smolder agent -F 99 -w 10 --bpf-stats -o - >"$tmp/cfi.out" 2>"$tmp/cfi.err" &
+# The samplers.
+$build/smolder agent -F 99 -w 10 --bpf-stats ${AGENT_ARGS:-} -o - >"$tmp/cfi.out" 2>"$tmp/cfi.err" &
 cfi=$!
 tools+=($cfi)
-$build/smolder agent -F 99 -w 10 --bpf-stats --unwind fp -o - >"$tmp/fp.out" 2>"$tmp/fp.err" &
+$build/smolder agent -F 99 -w 10 --bpf-stats --unwind fp ${AGENT_ARGS:-} -o - >"$tmp/fp.out" 2>"$tmp/fp.err" &
 fp=$!
 tools+=($fp)
-bpftrace -e 'profile:hz:99 { @[kstack, ustack, comm] = count(); }
+await "$tmp/cfi.err" sampling
+await "$tmp/fp.err" sampling
+bt_env=(BPFTRACE_CACHE_USER_SYMBOLS=1)
+[[ -n ${BT_STOCK:-} ]] && bt_env=()
+env "${bt_env[@]}" bpftrace -e 'profile:hz:99 { @[kstack, ustack, comm] = count(); }
 	interval:s:10 { print(@); clear(@); }' >"$tmp/bt.out" 2>"$tmp/bt.err" &
 bt=$!
 tools+=($bt)
-await "$tmp/cfi.err" sampling
-await "$tmp/fp.err" sampling
 await "$tmp/bt.out" Attaching
-sleep "$warm"
+nap "$warm"
 
 declare -A t0 b0 t1 b1
 for p in $cfi $fp $bt; do
-	t0[$p]=$(ticks "$p")
-	b0[$p]=$(bpf_ns "$p")
+	read_costs "$p" t0 b0
 done
-load0=$(cut -d' ' -f1 /proc/loadavg)
-sleep "$secs"
+read -r load0 _ </proc/loadavg
+nap "$secs"
 for p in $cfi $fp $bt; do
 	if ! kill -0 "$p" 2>/dev/null; then
 		n=$([[ $p == "$cfi" ]] && echo cfi || { [[ $p == "$fp" ]] && echo fp || echo bt; })
-		echo "unwind_overhead.sh: $n (pid $p) quit early; its stderr ends:" >&2
-		tail -5 "$tmp/$n.err" >&2
+		echo "unwind_overhead.sh: $n (pid $p) quit early (run again); its stderr ends:" >&2
+		tail -n 5 "$tmp/$n.err" >&2
 		exit 1
 	fi
-	t1[$p]=$(ticks "$p")
-	b1[$p]=$(bpf_ns "$p")
-	if ((${b1[$p]#* } < ${b0[$p]#* })); then
-		echo "WARNING: $(cat /proc/"$p"/comm) (pid $p) dropped BPF programs during the" \
-			"interval (${b0[$p]#* } -> ${b1[$p]#* }): its figures are void"
-	fi
-	b0[$p]=${b0[$p]% *}
-	b1[$p]=${b1[$p]% *}
+	read_costs "$p" t1 b1
 done
-load1=$(cut -d' ' -f1 /proc/loadavg)
-if grep -q 'failed to look up stack id' "$tmp/bt.err"; then
-	echo "WARNING: bpftrace failed to print a window (failed to look up stack id) and tore" \
-		"down probes or maps: its figures are void (run again)"
+read -r load1 _ </proc/loadavg
+if grep -q 'failed to look up stack id .*: -9$' "$tmp/bt.err"; then
+	void[$bt]=1
+	echo "WARNING: bpftrace lost its maps (failed to look up stack id ...: -9):" \
+		"its figures are void (run again)"
 fi
 
 echo "tables of every file mapped on the busy host:"
@@ -150,16 +189,19 @@ tools=()
 
 echo "unwinding overhead, steady state: ${secs} s after ${warm} s of warm-up, ${ncpu} CPUs," \
 	"99 Hz, load ${load0} -> ${load1}, $(uname -r)"
-printf '  %-22s %-10s %-10s %-10s %-8s\n' sampler "user+sys" BPF total "/ bpftrace"
-bt_total=$(awk -v t="$((t1[$bt] - t0[$bt]))" -v b="$((b1[$bt] - b0[$bt]))" -v hz="$hz" \
-	'BEGIN { printf "%.3f", t / hz + b / 1e9 }')
+cost() { # the seconds of process CPU, of BPF, and their sum of pid $1
+	awk -v t="$((t1[$1] - t0[$1]))" -v b="$((b1[$1] - b0[$1]))" -v hz="$hz" \
+		'BEGIN { printf "%.2f %.3f %.3f", t / hz, b / 1e9, t / hz + b / 1e9 }'
+}
+read -r _ _ bt_total <<<"$(cost "$bt")"
+printf '  %-22s %-9s %-9s %-9s %s\n' sampler "user+sys" BPF total "/ bpftrace"
 for row in "smolder --unwind cfi:$cfi" "smolder --unwind fp:$fp" "bpftrace:$bt"; do
-	p=${row##*:}
-	awk -v name="${row%:*}" -v t="$((t1[$p] - t0[$p]))" -v b="$((b1[$p] - b0[$p]))" \
-		-v hz="$hz" -v bt="$bt_total" 'BEGIN { u = t / hz; k = b / 1e9;
-		printf "  %-22s %-10.2f %-10.3f %-10.3f %-8.3f\n", name, u, k, u + k, (u + k) / bt }'
+	read -r u k tot <<<"$(cost "${row##*:}")"
+	awk -v name="${row%:*}" -v u="$u" -v k="$k" -v tot="$tot" -v bt="$bt_total" \
+		-v void="${void[$bt]:-}" 'BEGIN { printf "  %-22s %-9s %-9s %-9s %s\n",
+		name, u, k, tot, void ? "void" : sprintf("%.3f", tot / bt) }'
 done
-echo "  BPF programs (id name run_time_ns run_cnt), at start and end of the interval:"
+echo "  BPF programs (id run_time_ns run_cnt), at start and end of the interval:"
 for p in $cfi $fp $bt; do
 	sed "s/^/    pid $p: /" "$tmp/bpf.$p.log"
 done
