@@ -57,11 +57,13 @@
 # and all of those at once (the fixed cost of a sample), plus --unwind fp whole.
 # A part's cost = whole - without it; the rest = whole - the parts.
 #
-# TIME=1: cfi and fp once each with SMOLDER_BPF_SKIP=time: the program reads
-# bpf_ktime_get_ns() around each part of a sample and adds its time to the
-# bench_ns map (enum profile_part), which the bench reads at the start and end of
-# each cell: per part, ns per sample it took, in the same samples. The clock
-# reads themselves (about 9 pairs a sample) are in the whole, not in the parts.
+# TIME=1: cfi and fp once each (and BASE's cfi as cfi0) with
+# SMOLDER_BPF_SKIP=time: the program reads bpf_ktime_get_ns() around each part of
+# a sample and adds its time to the bench_ns map (enum profile_part), which the
+# bench reads at the start and end of each cell: per part, ns per sample it took,
+# in the same samples. The CFI walk's frames are timed in two parts, the row
+# lookup and the step: four clock reads a frame. The clock reads themselves are
+# in the whole (and the walk's in the user stack), not in the parts.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 secs=${1:-10}
@@ -95,6 +97,12 @@ elif [[ -n ${TIME:-} ]]; then
 	bin=([cfi]=$build/smolder [fp]=$build/smolder)
 	unw=([cfi]=cfi [fp]=fp)
 	skip=([cfi]=time [fp]=time)
+	if [[ -n ${BASE:-} ]]; then
+		agents+=(cfi0)
+		bin[cfi0]=$BASE
+		unw[cfi0]=cfi
+		skip[cfi0]=time
+	fi
 	bts=()
 else
 	agents=(cfi fp)
@@ -367,7 +375,8 @@ fi
 if [[ -n ${TIME:-} ]]; then
 	/usr/bin/python3 - "$tmp/parts" <<'EOF'
 import collections, statistics, sys
-names = ["whole", "comm", "kstack", "ustack", "ustore", "python", "announce", "count"]
+names = ["whole", "comm", "kstack", "ustack", "ustore", "python", "announce", "count",
+         "ulookup", "ustep"]
 rows = collections.OrderedDict()
 for line in open(sys.argv[1]):
     a, b = line.split(" / ")

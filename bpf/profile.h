@@ -228,6 +228,8 @@ enum profile_part {
 	PROFILE_PART_PYTHON,	  /* Python detection and walk */
 	PROFILE_PART_ANNOUNCE,	  /* note_process */
 	PROFILE_PART_COUNT,	  /* the counts map */
+	PROFILE_PART_ULOOKUP,	  /* of the CFI walk: each frame's mapping and row */
+	PROFILE_PART_USTEP,	  /* of the CFI walk: each frame's step, its user reads */
 	PROFILE_PART_NR,
 };
 

@@ -252,21 +252,87 @@ struct unwind_loop {
 	struct unwind_proc *proc;
 };
 
-/* One frame of the walk: records w's pc in the scratch stack and steps to the
- * caller. 0: go on; 1: the walk is over. A global function, so the verifier
- * checks it once, with w and proc of any content, instead of once per iteration
- * of bpf_loop until the walk's states converge (hundreds of thousands of
- * instructions at every start). */
-__noinline long unwind_frame(struct unwind_walk *w, struct unwind_proc *proc)
+/* The row for the frame at pc, from the table of the file mapped there, or NULL
+ * when the frame is to be walked by frame pointer (no published mappings, an
+ * address outside them, a file without its table yet, no row covering pc). */
+static __always_inline const struct unwind_row *frame_row(struct unwind_walk *w,
+							  struct unwind_proc *proc, __u64 pc)
 {
 	const struct unwind_mapping *m;
+	struct unwind_file *f;
+	__u32 file, lo, n;
+	long ri;
+	int idx;
+
+	if (!proc) {
+		w->flags |= PROFILE_STACK_NO_TABLE;
+		return NULL;
+	}
+	/* Callers are mostly in the same file as their callee: try its mapping
+	 * before searching. */
+	idx = w->last_map;
+	if (idx >= 0) {
+		m = &proc->maps[idx & (UNWIND_MAX_MAPPINGS - 1)];
+		if (pc - m->start >= m->len)
+			idx = -1;
+	}
+	if (idx < 0)
+		idx = unwind_find_mapping(proc, pc);
+	w->last_map = idx;
+	if (idx < 0) {
+		if (!proc->remap) { /* a library loaded since, or JIT code */
+			proc->remap = 1;
+			if (!announce(PROFILE_EVENT_UNWIND_REMAP, w->pid, 0))
+				proc->remap = 0; /* not told: the next sample asks */
+		}
+		return NULL;
+	}
+	m = &proc->maps[idx & (UNWIND_MAX_MAPPINGS - 1)];
+	file = m->file;
+	f = bpf_map_lookup_elem(&unwind_files, &file);
+	if (!f)
+		return NULL;
+	if (!f->nrows) {
+		/* Racing CPUs may both announce: the agent loads a table once. */
+		if (!f->requested) {
+			f->requested = 1;
+			if (!announce(PROFILE_EVENT_UNWIND_TABLE, w->pid, file))
+				f->requested = 0; /* not told: the next sample asks */
+		}
+		w->flags |= PROFILE_STACK_NO_TABLE;
+		return NULL;
+	}
+	if (w->last_row >= 0 && w->last_file == file && w->last_off == pc - m->bias) {
+		ri = w->last_row;
+	} else {
+		lo = f->first;
+		n = f->nrows;
+		narrow_by_page(f, pc - m->bias, &lo, &n);
+		ri = unwind_find_row(lo, n, pc - m->bias);
+		w->last_file = file;
+		w->last_off = pc - m->bias;
+		w->last_row = ri;
+	}
+	if (ri < 0)
+		return NULL;
+	file = (__u32)ri;
+	return bpf_map_lookup_elem(&unwind_rows, &file);
+}
+
+/* One frame of the walk: records w's pc in the scratch stack and steps to the
+ * caller, by the row of its table or else by frame pointer. 0: go on; 1: the walk
+ * is over. A global function, so the verifier checks it once, with w and proc of
+ * any content, instead of once per iteration of bpf_loop until the walk's states
+ * converge (hundreds of thousands of instructions at every start). Under
+ * PROFILE_BENCH_TIME the row lookup and the step (its user memory reads) are timed
+ * apart. */
+__noinline long unwind_frame(struct unwind_walk *w, struct unwind_proc *proc)
+{
 	const struct unwind_row *row;
 	struct profile_stack *st;
-	struct unwind_file *f;
-	__u32 zero = 0, d, file;
-	long ri;
-	__u64 pc;
-	int idx;
+	__u32 zero = 0, d;
+	__u64 pc, t;
+	long ret;
 
 	if (!w)
 		return 1;
@@ -284,63 +350,16 @@ __noinline long unwind_frame(struct unwind_walk *w, struct unwind_proc *proc)
 	w->depth = d + 1;
 
 	pc = w->is_return ? w->pc - 1 : w->pc;
-	if (!proc) {
-		w->flags |= PROFILE_STACK_NO_TABLE;
-		return step_frame_pointer(w);
-	}
-	/* Callers are mostly in the same file as their callee: try its mapping
-	 * before searching. */
-	idx = w->last_map;
-	if (idx >= 0) {
-		m = &proc->maps[idx & (UNWIND_MAX_MAPPINGS - 1)];
-		if (pc - m->start >= m->len)
-			idx = -1;
-	}
-	if (idx < 0)
-		idx = unwind_find_mapping(proc, pc);
-	w->last_map = idx;
-	m = idx >= 0 ? &proc->maps[idx & (UNWIND_MAX_MAPPINGS - 1)] : NULL;
-	if (!m) {
-		if (!proc->remap) { /* a library loaded since, or JIT code */
-			proc->remap = 1;
-			if (!announce(PROFILE_EVENT_UNWIND_REMAP, w->pid, 0))
-				proc->remap = 0; /* not told: the next sample asks */
-		}
-		return step_frame_pointer(w);
-	}
-	file = m->file;
-	f = bpf_map_lookup_elem(&unwind_files, &file);
-	if (!f)
-		return step_frame_pointer(w);
-	if (!f->nrows) {
-		/* Racing CPUs may both announce: the agent loads a table once. */
-		if (!f->requested) {
-			f->requested = 1;
-			if (!announce(PROFILE_EVENT_UNWIND_TABLE, w->pid, file))
-				f->requested = 0; /* not told: the next sample asks */
-		}
-		w->flags |= PROFILE_STACK_NO_TABLE;
-		return step_frame_pointer(w);
-	}
-	if (w->last_row >= 0 && w->last_file == file && w->last_off == pc - m->bias) {
-		ri = w->last_row;
-	} else {
-		__u32 lo = f->first, n = f->nrows;
-
-		narrow_by_page(f, pc - m->bias, &lo, &n);
-		ri = unwind_find_row(lo, n, pc - m->bias);
-		w->last_file = file;
-		w->last_off = pc - m->bias;
-		w->last_row = ri;
-	}
-	row = NULL;
-	if (ri >= 0) {
-		file = (__u32)ri;
-		row = bpf_map_lookup_elem(&unwind_rows, &file);
-	}
-	if (!row || row->kind == UNWIND_NONE)
-		return step_frame_pointer(w);
-	return step_row(w, row);
+	t = part_begin();
+	row = frame_row(w, proc, pc);
+	part_end(PROFILE_PART_ULOOKUP, t);
+	t = part_begin();
+	if (row && row->kind != UNWIND_NONE)
+		ret = step_row(w, row);
+	else
+		ret = step_frame_pointer(w);
+	part_end(PROFILE_PART_USTEP, t);
+	return ret;
 }
 
 static long unwind_step(__u32 i, void *data)
