@@ -194,7 +194,6 @@ static bool in_pool(const struct sampler *s, uint32_t first, uint32_t n)
  * copied in with memcpy rather than one syscall per row. Only for the copy: a
  * mapping of the whole pool would count all of it in the agent's RSS from the
  * start, used or not. */
-
 static int window_map(struct sampler *s, uint32_t first, uint32_t n, struct pool_window *w)
 {
 	size_t page = (size_t)sysconf(_SC_PAGESIZE);

@@ -36,8 +36,8 @@
 # process's utime+stime (/proc/PID/stat) and the run_time_ns of every BPF program
 # it holds (/proc/PID/fdinfo/*), and again SECONDS later: cost = the two
 # differences. Then it stops the agents with SIGINT and keeps their
-# "unwinding:"/"unwind tables:" summaries, and kills the bpftraces (interrupted,
-# one resolves and prints every stack it holds: minutes of CPU here). While the
+# "unwinding:"/"unwind tables:" summaries, and kills bpftrace (interrupted, it
+# resolves and prints every stack it holds: minutes of CPU here). While the
 # load still runs it also prints build/bench/unwind_tables host: the tables of
 # every file mapped on the busy host.
 set -euo pipefail
@@ -92,7 +92,7 @@ read_costs() {
 	local -A seen=()
 	: >>"$tmp/bpf.$1.log"
 	if ! read -r stat 2>/dev/null <"/proc/$1/stat"; then
-		void[$1]=1
+		void[$1]=1 ticks_out[$1]=0 ns_out[$1]=0
 		echo "WARNING: pid $1 is gone: its figures are void"
 		return
 	fi

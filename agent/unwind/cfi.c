@@ -30,10 +30,10 @@
 /* FDEs whose rows are asked of one Dwarf_CFI handle. libdw keeps every FDE it
  * was asked about in the handle's cache until dwarf_cfi_end, so an .eh_frame
  * handle is ended and opened again after this many: a file of a million FDEs
- * (CFI_MAX_FUNCS allows two) peaked at 166 MB in the builder before, 94 MB
- * since, and built faster. Reopening is not free (libLLVM's build took twice as
- * long renewed every 8 k FDEs), so libLLVM's 95 k FDEs renew once. .debug_frame's
- * handle belongs to its Dwarf and is kept. */
+ * (CFI_MAX_FUNCS allows two) peaks at 94 MB in the builder, against 166 MB with
+ * one handle, and builds faster. Reopening is not free (renewed every 8 k FDEs,
+ * libLLVM's build takes twice as long), so libLLVM's 95 k FDEs renew once.
+ * .debug_frame's handle belongs to its Dwarf and is kept. */
 #define CFI_RENEW_FDES 65536
 
 /* x86-64 DWARF register numbers */
